@@ -1,0 +1,264 @@
+/*
+ * libtrainrt — a training runtime for transformer language models.
+ *
+ * This is the only public header. It is C99, self-contained and free of CUDA or C++ types,
+ * so every language can bind it. Conventions (see docs/C_API.md):
+ *   - names are trainrt_<object>_<verb>; outputs come first, then the object, then inputs;
+ *   - every fallible call returns a trainrt_status: 0 OK, negative = error, small positive =
+ *     a non-error outcome; on error trainrt_last_error_message() says what, where, what to do,
+ *     and the outputs are left untouched;
+ *   - no exception, abort or exit ever reaches the host;
+ *   - strings come back through (buf, cap, &needed): the call copies at most cap-1 bytes plus
+ *     a NUL and always stores the full length (without the NUL) in *needed;
+ *   - output structs begin with struct_size and version; the library fills only the fields
+ *     that struct_size covers, so fields can be appended without breaking old hosts.
+ *   - a handle may move between threads but must not be used by two threads at once
+ *     (concurrent use returns TRAINRT_ERR_BUSY). trainrt_session_request_stop() is the one
+ *     call that is safe from another thread while a session is in use.
+ */
+#ifndef TRAINRT_TRAINRT_H
+#define TRAINRT_TRAINRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#  define TRAINRT_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#  define TRAINRT_API __attribute__((visibility("default")))
+#else
+#  define TRAINRT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- versions */
+#define TRAINRT_VERSION_MAJOR 0
+#define TRAINRT_VERSION_MINOR 1
+#define TRAINRT_VERSION_PATCH 0
+/* Bumped only on an ABI break; equals the shared library's SONAME number. */
+#define TRAINRT_ABI_VERSION 0
+
+/* "MAJOR.MINOR.PATCH" of the library actually loaded (static string). */
+TRAINRT_API const char* trainrt_version_string(void);
+/* The ABI version of the library actually loaded; compare with TRAINRT_ABI_VERSION. */
+TRAINRT_API uint32_t trainrt_abi_version(void);
+
+/* Bits of trainrt_build_features(). */
+#define TRAINRT_FEATURE_CPU         (UINT64_C(1) << 0) /* CPU backend (always) */
+#define TRAINRT_FEATURE_OPENMP      (UINT64_C(1) << 1) /* CPU ops threaded with OpenMP */
+#define TRAINRT_FEATURE_OPENBLAS    (UINT64_C(1) << 2) /* matmuls through OpenBLAS */
+#define TRAINRT_FEATURE_CUDA_MODULE (UINT64_C(1) << 3) /* libtrainrt-cuda found and loadable */
+#define TRAINRT_FEATURE_CUDNN       (UINT64_C(1) << 4) /* cuDNN attention available */
+#define TRAINRT_FEATURE_NCCL        (UINT64_C(1) << 5) /* multi-GPU through NCCL */
+#define TRAINRT_FEATURE_MPI         (UINT64_C(1) << 6) /* multi-process through MPI */
+TRAINRT_API uint64_t trainrt_build_features(void);
+
+/* ---------------------------------------------------------------- status */
+typedef int32_t trainrt_status;
+/* Never renumbered; new codes are appended. */
+#define TRAINRT_OK                        0
+#define TRAINRT_STOPPED                   1  /* train() ended early on request (not an error) */
+#define TRAINRT_ERR_INVALID_ARGUMENT     -1  /* NULL pointer, bad size, misuse of the API */
+#define TRAINRT_ERR_CONFIG               -2  /* bad TOML, unknown key, wrong type, bad value */
+#define TRAINRT_ERR_IO                   -3  /* a file could not be opened, read or written */
+#define TRAINRT_ERR_FORMAT               -4  /* a file is malformed, truncated or corrupt */
+#define TRAINRT_ERR_OUT_OF_MEMORY        -5
+#define TRAINRT_ERR_DEVICE               -6  /* the device failed; see also DEVICE_LOST */
+#define TRAINRT_ERR_UNSUPPORTED          -7  /* valid request this build/machine cannot honour */
+#define TRAINRT_ERR_BUSY                 -8  /* the handle is in use by another thread */
+#define TRAINRT_ERR_CANCELLED            -9
+#define TRAINRT_ERR_VERSION_MISMATCH    -10
+#define TRAINRT_ERR_INTERNAL            -11  /* a bug in libtrainrt: please report it */
+#define TRAINRT_ERR_DEVICE_LOST         -12  /* sticky: every later call on the session fails */
+
+/* Static English text for a status code ("invalid argument", ...). Never NULL. */
+TRAINRT_API const char* trainrt_status_string(trainrt_status status);
+/* Text of the last failed call on this thread; "" if none. Never NULL. Valid until the
+ * next libtrainrt call on this thread. */
+TRAINRT_API const char* trainrt_last_error_message(void);
+
+/* ---------------------------------------------------------------- logging */
+#define TRAINRT_LOG_DEBUG 0
+#define TRAINRT_LOG_INFO  1
+#define TRAINRT_LOG_WARN  2
+#define TRAINRT_LOG_ERROR 3
+/* message is a single line without a trailing newline, valid only during the call. */
+typedef void (*trainrt_log_fn)(int32_t level, const char* message, void* payload);
+
+/* Process-wide default log sink, used by sessions that have none of their own. fn = NULL
+ * restores the built-in default (WARN and ERROR lines to stderr). The library never writes
+ * to stdout. */
+TRAINRT_API trainrt_status trainrt_log_set_default(trainrt_log_fn fn, void* payload,
+                                                   int32_t min_level);
+
+/* ---------------------------------------------------------------- config */
+/* A run configuration: a TOML document (see docs/CONFIG.md for every key), validated on
+ * every change. Keys are dotted TOML paths: "optim.lr", "train.batch_size". */
+typedef struct trainrt_config trainrt_config;
+
+/* All defaults. */
+TRAINRT_API trainrt_status trainrt_config_create(trainrt_config** out);
+/* Relative paths inside the file resolve against the file's folder. */
+TRAINRT_API trainrt_status trainrt_config_from_file(trainrt_config** out, const char* path);
+/* base_dir (may be NULL = current directory) anchors relative paths. */
+TRAINRT_API trainrt_status trainrt_config_from_string(trainrt_config** out, const char* toml,
+                                                      const char* base_dir);
+/* Accepts NULL. */
+TRAINRT_API void trainrt_config_destroy(trainrt_config* config);
+
+/* Set one key from a TOML value: ("optim.betas", "[0.9, 0.95]"), ("data.train",
+ * "\"shards/*.bin\""). On error the config is unchanged. */
+TRAINRT_API trainrt_status trainrt_config_set(trainrt_config* config, const char* key,
+                                              const char* toml_value);
+/* Typed getters of the resolved value (defaults applied). Getting a key of another type is
+ * TRAINRT_ERR_CONFIG. get_string also returns any non-string key as its TOML text. */
+TRAINRT_API trainrt_status trainrt_config_get_int(int64_t* out, const trainrt_config* config,
+                                                  const char* key);
+TRAINRT_API trainrt_status trainrt_config_get_double(double* out, const trainrt_config* config,
+                                                     const char* key);
+TRAINRT_API trainrt_status trainrt_config_get_bool(int32_t* out, const trainrt_config* config,
+                                                   const char* key);
+TRAINRT_API trainrt_status trainrt_config_get_string(char* buf, size_t cap, size_t* needed,
+                                                     const trainrt_config* config,
+                                                     const char* key);
+/* The whole resolved config as TOML (every key, defaults included). */
+TRAINRT_API trainrt_status trainrt_config_dump(char* buf, size_t cap, size_t* needed,
+                                               const trainrt_config* config);
+/* Log sink for sessions created from this config (so the session's first lines reach it).
+ * fn = NULL: use the process default. */
+TRAINRT_API trainrt_status trainrt_config_set_log(trainrt_config* config, trainrt_log_fn fn,
+                                                  void* payload, int32_t min_level);
+
+/* ---------------------------------------------------------------- session */
+/* One training run: model, optimizer state, data, sampler, backend, metrics. */
+typedef struct trainrt_session trainrt_session;
+
+/* Figures of one completed optimizer step. */
+typedef struct trainrt_step_result {
+    uint32_t struct_size;  /* sizeof(trainrt_step_result) as the caller compiled it */
+    uint32_t version;      /* TRAINRT_STEP_RESULT_VERSION */
+    int64_t step;          /* 1-based number of the step; 0 = no step completed yet */
+    double loss;           /* mean train loss over the step's micro-batches (nats/token) */
+    double lr;             /* learning rate the step used */
+    double grad_norm;      /* global L2 norm of the gradient before clipping */
+    int64_t tokens;        /* tokens this step trained on (grad_accum * B * T) */
+    int64_t tokens_total;  /* tokens trained on since step 1 */
+    double ms;             /* wall time of the step in milliseconds */
+} trainrt_step_result;
+#define TRAINRT_STEP_RESULT_VERSION 1
+#define TRAINRT_STEP_RESULT_INIT \
+    { (uint32_t)sizeof(trainrt_step_result), TRAINRT_STEP_RESULT_VERSION, 0, 0, 0, 0, 0, 0, 0 }
+TRAINRT_API void trainrt_step_result_init(trainrt_step_result* result);
+
+/* Running figures of a session. */
+typedef struct trainrt_metrics {
+    uint32_t struct_size;
+    uint32_t version;          /* TRAINRT_METRICS_VERSION */
+    int64_t step;              /* optimizer steps completed */
+    int64_t tokens_total;      /* tokens trained on */
+    double tokens_per_s;       /* over the recent steps (window of up to 100) */
+    double step_ms_p50;        /* median step time over the same window */
+    double step_ms_p95;
+    int64_t bytes_in_use;      /* backend memory held by the session */
+    double last_loss;          /* NaN before the first step */
+    double last_val_loss;      /* NaN before the first eval */
+} trainrt_metrics;
+#define TRAINRT_METRICS_VERSION 1
+#define TRAINRT_METRICS_INIT \
+    { (uint32_t)sizeof(trainrt_metrics), TRAINRT_METRICS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0 }
+TRAINRT_API void trainrt_metrics_init(trainrt_metrics* metrics);
+
+/* What trainrt_session_train() reports to its callback. */
+#define TRAINRT_PROGRESS_STEP 0  /* a train step was logged (every runtime.log_every) */
+#define TRAINRT_PROGRESS_EVAL 1  /* an eval finished (every train.eval_every, and at the end) */
+typedef struct trainrt_progress {
+    uint32_t struct_size;
+    uint32_t version;       /* TRAINRT_PROGRESS_VERSION */
+    int32_t kind;           /* TRAINRT_PROGRESS_STEP or TRAINRT_PROGRESS_EVAL */
+    int32_t reserved;
+    int64_t step;           /* last completed step */
+    int64_t steps_total;    /* train.steps */
+    double loss;            /* STEP: train loss of that step; EVAL: val loss */
+    double lr;
+    double grad_norm;
+    int64_t tokens_total;
+    double ms;              /* STEP: that step's time */
+    double tokens_per_s;    /* recent throughput */
+    double elapsed_s;       /* since train() began */
+    double eta_s;           /* estimated seconds to train.steps */
+} trainrt_progress;
+#define TRAINRT_PROGRESS_VERSION 1
+/* Return 0 to continue, non-zero to stop (train() then returns TRAINRT_STOPPED). */
+typedef int32_t (*trainrt_progress_fn)(const trainrt_progress* progress, void* payload);
+
+/* Builds model, optimizer, data and backend from a copy of config. Logs the resolved
+ * backend and every acceleration switch at INFO. */
+TRAINRT_API trainrt_status trainrt_session_create(trainrt_session** out,
+                                                  const trainrt_config* config);
+/* Accepts NULL; any thread. Do not destroy a session another thread is still using:
+ * request_stop, wait for that call to return, then destroy. */
+TRAINRT_API void trainrt_session_destroy(trainrt_session* session);
+
+/* Log sink for this session (overrides the config's / the process default). */
+TRAINRT_API trainrt_status trainrt_session_set_log(trainrt_session* session, trainrt_log_fn fn,
+                                                   void* payload, int32_t min_level);
+
+/* Enqueue one optimizer step on batches drawn by the session's sampler. out (may be NULL)
+ * receives the figures of the most recent *completed* step — on the CPU backend, the step
+ * just run; on an asynchronous backend it may lag (call sync first to get this one). */
+TRAINRT_API trainrt_status trainrt_session_step(trainrt_step_result* out,
+                                                trainrt_session* session);
+/* Like step, on tokens from the host: grad_accum * batch_size * (seq_len + 1) int32 ids,
+ * micro-batch by micro-batch, row by row; each row's first seq_len ids are the inputs and
+ * its last seq_len ids the targets. Every id must be in [0, vocab_size). n_tokens must equal
+ * that count exactly. The sampler does not advance. */
+TRAINRT_API trainrt_status trainrt_session_step_tokens(trainrt_step_result* out,
+                                                       trainrt_session* session,
+                                                       const int32_t* tokens, size_t n_tokens);
+/* Wait for all queued work; then out (may be NULL) holds the last step's figures. */
+TRAINRT_API trainrt_status trainrt_session_sync(trainrt_step_result* out,
+                                                trainrt_session* session);
+/* Mean loss over train.eval_batches sequential windows from the start of data.val
+ * (a fresh cursor each call). TRAINRT_ERR_CONFIG when no val data is configured. */
+TRAINRT_API trainrt_status trainrt_session_eval(double* out_loss, trainrt_session* session);
+/* Loss of the current model on host tokens, no update: rows of (seq_len + 1) ids as in
+ * step_tokens, 1 <= rows <= batch_size, 1 <= seq_len <= train.seq_len. logits (may be NULL)
+ * receives rows * seq_len * vocab_size floats; logits_cap is its size in floats. */
+TRAINRT_API trainrt_status trainrt_session_forward(double* out_loss, float* logits,
+                                                   size_t logits_cap, trainrt_session* session,
+                                                   const int32_t* tokens, int64_t rows,
+                                                   int64_t seq_len);
+/* Run the training loop: n_steps more steps (n_steps <= 0: until train.steps), with the
+ * config's log / eval cadence, appending to <train.out_dir>/metrics.jsonl when out_dir is
+ * set, calling callback (may be NULL) at each logged step and eval. Returns TRAINRT_OK,
+ * or TRAINRT_STOPPED when request_stop or the callback ended it early (the step in flight
+ * is completed first). */
+TRAINRT_API trainrt_status trainrt_session_train(trainrt_session* session, int64_t n_steps,
+                                                 trainrt_progress_fn callback, void* payload);
+/* Ask a running train() to stop after its current step. Safe from any thread (and from a
+ * signal handler). A request made while no train() runs stops the next one at once. */
+TRAINRT_API trainrt_status trainrt_session_request_stop(trainrt_session* session);
+TRAINRT_API trainrt_status trainrt_session_metrics(trainrt_metrics* out,
+                                                   trainrt_session* session);
+/* The session's resolved config as TOML (what it actually runs with). */
+TRAINRT_API trainrt_status trainrt_session_config_dump(char* buf, size_t cap, size_t* needed,
+                                                       trainrt_session* session);
+
+/* ---------------------------------------------------------------- data */
+/* Byte-level tokenization of a text file into llm.c shards (uint16, magic 20240520):
+ * <out_dir>/train.bin gets the first (1 - val_fraction) of the bytes, <out_dir>/val.bin the
+ * rest. out_dir is created if missing; files appear only when complete. The token counts
+ * written go to *out_train_tokens / *out_val_tokens (each may be NULL). */
+TRAINRT_API trainrt_status trainrt_prepare_bytes(int64_t* out_train_tokens,
+                                                 int64_t* out_val_tokens,
+                                                 const char* text_path, const char* out_dir,
+                                                 double val_fraction);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TRAINRT_TRAINRT_H */

@@ -1,0 +1,90 @@
+// RunConfig: the typed, validated form of a run's TOML config. Every field has its default
+// here; docs/CONFIG.md documents each key (TOML path = section.field). Paths are already
+// resolved against the config file's folder when a RunConfig reaches the runtime.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace trt {
+
+enum class SamplerKind { Random, Sequential };
+enum class Schedule { Constant, Cosine, Linear };
+enum class DeviceKind { Auto, Cpu, Cuda };
+enum class Precision { Auto, Fp32, Tf32, Bf16, Fp16 };
+enum class AttentionKind { Auto, Cudnn, Matmul };
+enum class Placement { Auto, Device, Host };
+
+struct ModelConfig {
+    int64_t vocab_size = 256;      // tokens ids are in [0, vocab_size)
+    int64_t context_length = 256;  // T_max: rows of wpe
+    int64_t n_layer = 4;
+    int64_t n_head = 4;
+    int64_t d_model = 128;         // C; must be divisible by n_head
+    std::string init_from;         // HF GPT-2 safetensors; empty = random init from seed
+    uint64_t seed = 1337;          // random init
+};
+
+struct DataConfig {
+    std::string train;  // shard path or glob (required to train with the sampler)
+    std::string val;    // shard path or glob (required for eval)
+    SamplerKind sampler = SamplerKind::Random;
+    uint64_t seed = 1;  // random sampler key
+    Placement placement = Placement::Auto;
+};
+
+struct TrainConfig {
+    int64_t batch_size = 8;      // B: rows per micro-batch
+    int64_t seq_len = 128;       // T: tokens per row; <= model.context_length
+    int64_t grad_accum = 1;      // micro-batches per optimizer step
+    int64_t steps = 1000;        // total optimizer steps (the schedule spans these)
+    int64_t eval_every = 100;    // 0 disables
+    int64_t eval_batches = 10;
+    int64_t checkpoint_every = 0;  // 0 disables
+    std::string out_dir;         // metrics.jsonl (and checkpoints) go here; empty = none
+};
+
+struct OptimConfig {
+    double lr = 3e-4;
+    double beta1 = 0.9, beta2 = 0.95;  // key: optim.betas = [beta1, beta2]
+    double eps = 1e-8;
+    double weight_decay = 0.1;  // on tensors with >= 2 dims only (GPT-2 convention)
+    double grad_clip = 1.0;     // max global L2 norm; 0 disables
+    Schedule schedule = Schedule::Cosine;
+    int64_t warmup_steps = 0;
+    double min_lr = 0.0;        // absolute
+};
+
+struct RuntimeConfig {
+    DeviceKind device = DeviceKind::Auto;
+    Precision precision = Precision::Auto;  // auto: fp32 on CPU, bf16 on CUDA
+    int64_t threads = 0;                    // 0 = all cores
+    int64_t log_every = 10;                 // train steps between logged lines (>= 1)
+    int64_t max_inflight = 2;               // steps a device may run ahead of the host
+};
+
+struct AccelConfig {
+    bool fused_adamw = true;
+    bool cuda_graphs = true;
+    AttentionKind attention = AttentionKind::Auto;
+    bool fused_classifier = true;
+    bool matmul_epilogues = true;
+};
+
+struct RunConfig {
+    ModelConfig model;
+    DataConfig data;
+    TrainConfig train;
+    OptimConfig optim;
+    RuntimeConfig runtime;
+    AccelConfig accel;
+};
+
+// Names as written in TOML ("random", "cosine", "bf16", ...).
+const char* to_string(SamplerKind v);
+const char* to_string(Schedule v);
+const char* to_string(DeviceKind v);
+const char* to_string(Precision v);
+const char* to_string(AttentionKind v);
+const char* to_string(Placement v);
+
+}  // namespace trt

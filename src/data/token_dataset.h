@@ -1,0 +1,36 @@
+// TokenDataset: llm.c token shards (docs/FORMATS.md §1), memory-mapped and fully validated.
+// A dataset is one shard path or a glob of them, taken in sorted path order.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trt {
+
+class TokenDataset {
+public:
+    // pattern: a path or a glob ("data/train_*.bin"). Validates header, size and every token
+    // id < vocab_size. Throws Error(Io) (missing/unreadable; no match for a glob) or
+    // Error(Format) naming the file and byte offset of the fault.
+    static TokenDataset open(const std::string& pattern, int64_t vocab_size);
+
+    TokenDataset();
+    TokenDataset(TokenDataset&&) noexcept;
+    TokenDataset& operator=(TokenDataset&&) noexcept;
+    ~TokenDataset();
+
+    size_t num_shards() const;
+    const std::string& shard_path(size_t shard) const;
+    int64_t shard_tokens(size_t shard) const;
+    int64_t total_tokens() const;
+    // out[i] = token (shard, offset + i), i < n; the range must lie inside the shard.
+    void copy_tokens(size_t shard, int64_t offset, int64_t n, int32_t* out) const;
+
+private:
+    struct Shard;
+    std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+}  // namespace trt

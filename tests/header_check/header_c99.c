@@ -1,0 +1,9 @@
+/* The public header alone, as strict C99 (built with -pedantic -Werror). */
+#include <trainrt/trainrt.h>
+
+int trainrt_header_c99_check(void);
+int trainrt_header_c99_check(void) {
+    trainrt_step_result r = TRAINRT_STEP_RESULT_INIT;
+    trainrt_metrics m = TRAINRT_METRICS_INIT;
+    return (int)(r.struct_size + m.struct_size);
+}

@@ -1,0 +1,15 @@
+// The public header alone, as C++ (built with -pedantic -Werror).
+#include <trainrt/trainrt.h>
+
+#include <cstddef>
+
+static_assert(sizeof(trainrt_step_result) == 64, "trainrt_step_result layout is ABI");
+static_assert(offsetof(trainrt_step_result, loss) == 16, "trainrt_step_result layout is ABI");
+static_assert(sizeof(trainrt_metrics) == 72, "trainrt_metrics layout is ABI");
+static_assert(sizeof(trainrt_progress) == 96, "trainrt_progress layout is ABI");
+
+int trainrt_header_cxx_check();
+int trainrt_header_cxx_check() {
+    trainrt_step_result r = TRAINRT_STEP_RESULT_INIT;
+    return static_cast<int>(r.struct_size);
+}
