@@ -110,7 +110,7 @@ TRAINRT_API trainrt_status trainrt_config_from_string(trainrt_config** out, cons
 TRAINRT_API void trainrt_config_destroy(trainrt_config* config);
 
 /* Set one key from a TOML value: ("optim.betas", "[0.9, 0.95]"), ("data.train",
- * "\"shards/*.bin\""). On error the config is unchanged. */
+ * "\"shards/train.bin\""). On error the config is unchanged. */
 TRAINRT_API trainrt_status trainrt_config_set(trainrt_config* config, const char* key,
                                               const char* toml_value);
 /* Typed getters of the resolved value (defaults applied). Getting a key of another type is
