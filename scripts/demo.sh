@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# From a fresh clone: install dependencies, build, tokenize tiny Shakespeare and train the
+# demo model on the CPU. Extra arguments go to `trainrt train` (e.g. --steps 200).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTRAINRT_BUILD_TESTS=OFF >/dev/null
+cmake --build build -j "$(nproc)" --target trainrt_cli
+if [ ! -f examples/data/shakespeare/train.bin ]; then
+  ./build/trainrt prepare --text examples/data/tinyshakespeare.txt \
+    --out examples/data/shakespeare --val-fraction 0.1
+fi
+exec ./build/trainrt train examples/configs/shakespeare.toml "$@"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs libtrainrt's build and test dependencies from Debian 12 (run as root, or with sudo).
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+packages=(
+  build-essential cmake pkg-config
+  libtomlplusplus-dev          # config parsing (header-only use, one translation unit)
+  libopenblas-openmp-dev       # CPU matmuls; the OpenMP build shares our OpenMP runtime
+  libgtest-dev                 # unit tests
+  python3-torch python3-numpy  # tests/reference: the independent PyTorch GPT-2
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "dependencies: ok"

@@ -1,0 +1,59 @@
+// The exception barrier every C entry point runs inside: C++ exceptions become a
+// trainrt_status plus the thread-local message, and nothing else reaches the host.
+#pragma once
+#include <atomic>
+#include <new>
+#include <string>
+
+#include "core/error.h"
+
+namespace trt::capi {
+
+// Records a failure for trainrt_last_error_message() and returns its status.
+trainrt_status set_error(trainrt_status status, const std::string& message);
+
+template <typename Fn>
+trainrt_status guarded(const char* function, Fn&& fn) noexcept {
+    try {
+        return fn();
+    } catch (const Error& e) {
+        return set_error(static_cast<trainrt_status>(e.status()), e.what());
+    } catch (const std::bad_alloc&) {
+        return set_error(TRAINRT_ERR_OUT_OF_MEMORY,
+                         cat(function, ": out of host memory"));
+    } catch (const std::exception& e) {
+        return set_error(TRAINRT_ERR_INTERNAL,
+                         cat(function, ": internal error: ", e.what(), " (please report this)"));
+    } catch (...) {
+        return set_error(TRAINRT_ERR_INTERNAL,
+                         cat(function, ": unknown internal error (please report this)"));
+    }
+}
+
+// Throws InvalidArgument naming the argument when ptr is NULL.
+inline void require(const void* ptr, const char* function, const char* argument) {
+    if (ptr == nullptr)
+        fail(Status::InvalidArgument, function, ": ", argument, " must not be NULL");
+}
+
+// Marks a handle in use for the scope; a second thread gets TRAINRT_ERR_BUSY.
+class BusyGuard {
+public:
+    BusyGuard(std::atomic<bool>& flag, const char* function) : flag_(flag) {
+        if (flag_.exchange(true))
+            fail(Status::Busy, function, ": the handle is in use by another thread "
+                 "(a handle must not be used by two threads at once)");
+    }
+    ~BusyGuard() { flag_.store(false); }
+    BusyGuard(const BusyGuard&) = delete;
+    BusyGuard& operator=(const BusyGuard&) = delete;
+
+private:
+    std::atomic<bool>& flag_;
+};
+
+// Copies text into (buf, cap) with the size-query convention of trainrt.h.
+void copy_string(char* buf, size_t cap, size_t* needed, const std::string& text,
+                 const char* function);
+
+}  // namespace trt::capi

@@ -1,0 +1,211 @@
+// C API: trainrt_session_* — thin wrappers over trt::Session.
+#include <cstring>
+
+#include "capi/barrier.h"
+#include "capi/handles.h"
+
+using namespace trt;
+using capi::guarded;
+using capi::require;
+
+namespace {
+
+// Fills only the fields the caller's struct_size covers (older hosts, smaller structs).
+template <typename T>
+void fill_versioned(T* out, const T& full, const char* function) {
+    if (out->struct_size < 2 * sizeof(uint32_t))
+        fail(Status::InvalidArgument, function, ": struct_size = ", out->struct_size,
+             " is too small; initialise the struct with its _init() function or _INIT macro");
+    const size_t n = out->struct_size < sizeof(T) ? out->struct_size : sizeof(T);
+    const uint32_t caller_size = out->struct_size;
+    std::memcpy(out, &full, n);
+    out->struct_size = caller_size;
+}
+
+void fill_step_result(trainrt_step_result* out, const StepResult& r, const char* function) {
+    if (out == nullptr) return;
+    trainrt_step_result full{};
+    full.struct_size = sizeof full;
+    full.version = TRAINRT_STEP_RESULT_VERSION;
+    full.step = r.step;
+    full.loss = r.loss;
+    full.lr = r.lr;
+    full.grad_norm = r.grad_norm;
+    full.tokens = r.tokens;
+    full.tokens_total = r.tokens_total;
+    full.ms = r.ms;
+    fill_versioned(out, full, function);
+}
+
+// Validates the output struct before any work is done, so a bad struct changes nothing.
+void check_out_struct(const trainrt_step_result* out, const char* function) {
+    if (out != nullptr && out->struct_size < 2 * sizeof(uint32_t))
+        fail(Status::InvalidArgument, function, ": out->struct_size = ", out->struct_size,
+             " is too small; initialise it with trainrt_step_result_init()");
+}
+
+}  // namespace
+
+extern "C" {
+
+TRAINRT_API void trainrt_step_result_init(trainrt_step_result* result) {
+    if (result == nullptr) return;
+    *result = trainrt_step_result TRAINRT_STEP_RESULT_INIT;
+}
+
+TRAINRT_API void trainrt_metrics_init(trainrt_metrics* metrics) {
+    if (metrics == nullptr) return;
+    *metrics = trainrt_metrics TRAINRT_METRICS_INIT;
+}
+
+TRAINRT_API trainrt_status trainrt_session_create(trainrt_session** out,
+                                                  const trainrt_config* config) {
+    return guarded("trainrt_session_create", [&] {
+        require(out, "trainrt_session_create", "out");
+        require(config, "trainrt_session_create", "config");
+        auto handle = std::make_unique<trainrt_session>();
+        handle->session = std::make_unique<Session>(config->config, config->log_sink);
+        *out = handle.release();
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API void trainrt_session_destroy(trainrt_session* session) {
+    try {
+        delete session;
+    } catch (...) {
+        // Destructors do not throw; nothing may escape to the host regardless.
+    }
+}
+
+TRAINRT_API trainrt_status trainrt_session_set_log(trainrt_session* session, trainrt_log_fn fn,
+                                                   void* payload, int32_t min_level) {
+    return guarded("trainrt_session_set_log", [&] {
+        require(session, "trainrt_session_set_log", "session");
+        capi::BusyGuard busy(session->busy, "trainrt_session_set_log");
+        session->session->set_log_sink(LogSink{fn, payload, min_level});
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_step(trainrt_step_result* out,
+                                                trainrt_session* session) {
+    return guarded("trainrt_session_step", [&] {
+        require(session, "trainrt_session_step", "session");
+        check_out_struct(out, "trainrt_session_step");
+        capi::BusyGuard busy(session->busy, "trainrt_session_step");
+        const StepResult r = session->session->step();
+        fill_step_result(out, r, "trainrt_session_step");
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_step_tokens(trainrt_step_result* out,
+                                                       trainrt_session* session,
+                                                       const int32_t* tokens,
+                                                       size_t n_tokens) {
+    return guarded("trainrt_session_step_tokens", [&] {
+        require(session, "trainrt_session_step_tokens", "session");
+        require(tokens, "trainrt_session_step_tokens", "tokens");
+        check_out_struct(out, "trainrt_session_step_tokens");
+        capi::BusyGuard busy(session->busy, "trainrt_session_step_tokens");
+        const StepResult r = session->session->step_tokens(tokens, n_tokens);
+        fill_step_result(out, r, "trainrt_session_step_tokens");
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_sync(trainrt_step_result* out,
+                                                trainrt_session* session) {
+    return guarded("trainrt_session_sync", [&] {
+        require(session, "trainrt_session_sync", "session");
+        check_out_struct(out, "trainrt_session_sync");
+        capi::BusyGuard busy(session->busy, "trainrt_session_sync");
+        // The CPU backend runs each step to completion inside step().
+        fill_step_result(out, session->session->last_step(), "trainrt_session_sync");
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_eval(double* out_loss, trainrt_session* session) {
+    return guarded("trainrt_session_eval", [&] {
+        require(out_loss, "trainrt_session_eval", "out_loss");
+        require(session, "trainrt_session_eval", "session");
+        capi::BusyGuard busy(session->busy, "trainrt_session_eval");
+        *out_loss = session->session->eval();
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_forward(double* out_loss, float* logits,
+                                                   size_t logits_cap, trainrt_session* session,
+                                                   const int32_t* tokens, int64_t rows,
+                                                   int64_t seq_len) {
+    return guarded("trainrt_session_forward", [&] {
+        require(session, "trainrt_session_forward", "session");
+        require(tokens, "trainrt_session_forward", "tokens");
+        capi::BusyGuard busy(session->busy, "trainrt_session_forward");
+        const double loss =
+            session->session->forward(tokens, rows, seq_len, logits, logits_cap);
+        if (out_loss != nullptr) *out_loss = loss;
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_train(trainrt_session* session, int64_t n_steps,
+                                                 trainrt_progress_fn callback, void* payload) {
+    return guarded("trainrt_session_train", [&] {
+        require(session, "trainrt_session_train", "session");
+        capi::BusyGuard busy(session->busy, "trainrt_session_train");
+        ProgressCallback cb;
+        if (callback != nullptr)
+            cb = [callback, payload](const trainrt_progress& p) { return callback(&p, payload) == 0; };
+        const TrainOutcome outcome = session->session->train(n_steps, cb);
+        return outcome == TrainOutcome::Stopped ? TRAINRT_STOPPED : TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_request_stop(trainrt_session* session) {
+    // No allocation, no lock: safe from another thread and from a signal handler.
+    if (session == nullptr)
+        return capi::set_error(TRAINRT_ERR_INVALID_ARGUMENT,
+                               "trainrt_session_request_stop: session must not be NULL");
+    session->session->request_stop();
+    return TRAINRT_OK;
+}
+
+TRAINRT_API trainrt_status trainrt_session_metrics(trainrt_metrics* out,
+                                                   trainrt_session* session) {
+    return guarded("trainrt_session_metrics", [&] {
+        require(out, "trainrt_session_metrics", "out");
+        require(session, "trainrt_session_metrics", "session");
+        capi::BusyGuard busy(session->busy, "trainrt_session_metrics");
+        const SessionMetrics m = session->session->metrics();
+        trainrt_metrics full{};
+        full.struct_size = sizeof full;
+        full.version = TRAINRT_METRICS_VERSION;
+        full.step = m.step;
+        full.tokens_total = m.tokens_total;
+        full.tokens_per_s = m.tokens_per_s;
+        full.step_ms_p50 = m.step_ms_p50;
+        full.step_ms_p95 = m.step_ms_p95;
+        full.bytes_in_use = m.bytes_in_use;
+        full.last_loss = m.last_loss;
+        full.last_val_loss = m.last_val_loss;
+        fill_versioned(out, full, "trainrt_session_metrics");
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_config_dump(char* buf, size_t cap, size_t* needed,
+                                                       trainrt_session* session) {
+    return guarded("trainrt_session_config_dump", [&] {
+        require(session, "trainrt_session_config_dump", "session");
+        capi::BusyGuard busy(session->busy, "trainrt_session_config_dump");
+        capi::copy_string(buf, cap, needed, session->session->config().dump(),
+                          "trainrt_session_config_dump");
+        return TRAINRT_OK;
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,19 @@
+// The structs behind the C API's opaque handles.
+#pragma once
+#include <atomic>
+#include <memory>
+
+#include "config/config.h"
+#include "core/log.h"
+#include "runtime/session.h"
+
+struct trainrt_config {
+    trt::Config config;
+    trt::LogSink log_sink;  // handed to sessions created from this config
+    std::atomic<bool> busy{false};
+};
+
+struct trainrt_session {
+    std::unique_ptr<trt::Session> session;
+    std::atomic<bool> busy{false};
+};

@@ -1,0 +1,56 @@
+// ParamTable: every GPT-2 parameter as a named view into ONE flat fp32 buffer, in a fixed
+// order (wte, wpe, then each block in HF order, then ln_f). Grads and AdamW m/v use the same
+// table over their own flat buffers, so the optimizer and checkpoints stream one buffer each.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trt {
+
+struct GptShape {
+    int V = 0;     // vocab_size
+    int maxT = 0;  // context_length (rows of wpe)
+    int L = 0;     // n_layer
+    int NH = 0;    // n_head
+    int C = 0;     // d_model
+};
+
+struct ParamTensor {
+    std::string name;            // Hugging Face GPT-2 name, e.g. "h.0.attn.c_attn.weight"
+    std::vector<int64_t> shape;  // as in HF files (Conv1D weights are [in, out])
+    size_t offset = 0;           // in floats, into the flat buffer
+    size_t numel = 0;
+    bool decay = false;          // weight decay applies (tensors with >= 2 dims)
+};
+
+// Index of each tensor of one block, in table order.
+enum BlockParam {
+    kLn1W, kLn1B, kQkvW, kQkvB, kAttProjW, kAttProjB,
+    kLn2W, kLn2B, kFcW, kFcB, kFcProjW, kFcProjB, kBlockParams
+};
+
+class ParamTable {
+public:
+    explicit ParamTable(const GptShape& shape);
+    const GptShape& shape() const { return shape_; }
+    const std::vector<ParamTensor>& tensors() const { return tensors_; }
+    size_t total() const { return total_; }  // floats in the flat buffer
+
+    const ParamTensor& wte() const { return tensors_[0]; }
+    const ParamTensor& wpe() const { return tensors_[1]; }
+    const ParamTensor& block(int layer, BlockParam p) const {
+        return tensors_[2 + static_cast<size_t>(layer) * kBlockParams + p];
+    }
+    const ParamTensor& lnf_w() const { return tensors_[tensors_.size() - 2]; }
+    const ParamTensor& lnf_b() const { return tensors_[tensors_.size() - 1]; }
+    const ParamTensor* find(const std::string& name) const;
+
+private:
+    GptShape shape_;
+    std::vector<ParamTensor> tensors_;
+    size_t total_ = 0;
+};
+
+}  // namespace trt

@@ -1,0 +1,66 @@
+#include "runtime/metrics_log.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace trt {
+namespace {
+
+// JSON has no NaN/Inf: write null for them. 9 significant digits round-trip a float.
+std::string number(double x) {
+    if (!std::isfinite(x)) return "null";
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.9g", x);
+    return buf;
+}
+
+}  // namespace
+
+void make_directories(const std::string& path) {
+    if (path.empty()) return;
+    for (size_t pos = 1; pos <= path.size(); ++pos) {
+        if (pos != path.size() && path[pos] != '/') continue;
+        const std::string prefix = path.substr(0, pos);
+        if (::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST)
+            fail(Status::Io, "cannot create directory '", prefix, "': ", std::strerror(errno));
+    }
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        fail(Status::Io, "'", path, "' exists but is not a directory");
+}
+
+MetricsLog::MetricsLog(const std::string& out_dir) : path_(out_dir + "/metrics.jsonl") {
+    make_directories(out_dir);
+    file_ = std::fopen(path_.c_str(), "a");
+    if (file_ == nullptr)
+        fail(Status::Io, "cannot open '", path_, "' for appending: ", std::strerror(errno),
+             " (check train.out_dir)");
+}
+
+MetricsLog::~MetricsLog() {
+    if (file_ != nullptr) std::fclose(file_);
+}
+
+void MetricsLog::write_train(const TrainLine& l) {
+    write_line(cat("{\"step\": ", l.step, ", \"split\": \"train\", \"loss\": ", number(l.loss),
+                   ", \"lr\": ", number(l.lr), ", \"grad_norm\": ", number(l.grad_norm),
+                   ", \"tokens\": ", l.tokens, ", \"tokens_total\": ", l.tokens_total,
+                   ", \"ms\": ", number(l.ms), ", \"tok_per_s\": ", number(l.tok_per_s), "}"));
+}
+
+void MetricsLog::write_val(int64_t step, double loss) {
+    write_line(cat("{\"step\": ", step, ", \"split\": \"val\", \"loss\": ", number(loss), "}"));
+}
+
+void MetricsLog::write_line(const std::string& json) {
+    if (file_ == nullptr) return;
+    if (std::fprintf(file_, "%s\n", json.c_str()) < 0 || std::fflush(file_) != 0)
+        fail(Status::Io, "cannot write '", path_, "': ", std::strerror(errno));
+}
+
+}  // namespace trt

@@ -1,0 +1,90 @@
+// Session: one training run. Owns the config, backend, model, optimizer, data, sampler
+// and metrics. step() = sample -> forward -> backward -> clip -> AdamW.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "backend/backend.h"
+#include "config/config.h"
+#include "core/log.h"
+#include "data/sampler.h"
+#include "model/gpt.h"
+#include "runtime/optimizer.h"
+
+namespace trt {
+
+struct StepResult {
+    int64_t step = 0;  // 0 = none completed yet
+    double loss = 0, lr = 0, grad_norm = 0;
+    int64_t tokens = 0, tokens_total = 0;
+    double ms = 0;
+};
+
+struct SessionMetrics {
+    int64_t step = 0, tokens_total = 0;
+    double tokens_per_s = 0, step_ms_p50 = 0, step_ms_p95 = 0;
+    int64_t bytes_in_use = 0;
+    double last_loss = 0, last_val_loss = 0;
+};
+
+// Called by train() at each logged step / eval; return false to stop.
+using ProgressCallback = std::function<bool(const trainrt_progress&)>;
+
+enum class TrainOutcome { Completed, Stopped };
+
+class Session {
+public:
+    Session(const Config& config, const LogSink& sink);
+    ~Session();
+
+    StepResult step();
+    // tokens: grad_accum * B * (T+1) ids (see trainrt_session_step_tokens).
+    StepResult step_tokens(const int32_t* tokens, size_t n_tokens);
+    const StepResult& last_step() const { return last_; }
+    double eval();
+    double forward(const int32_t* tokens, int64_t rows, int64_t seq_len, float* logits,
+                   size_t logits_cap);
+    TrainOutcome train(int64_t n_steps, const ProgressCallback& callback);
+    void request_stop() { stop_requested_.store(true); }
+    SessionMetrics metrics() const;
+    const Config& config() const { return config_; }
+    void set_log_sink(const LogSink& sink) { log_.set_sink(sink); }
+
+private:
+    void check_tokens(const int32_t* tokens, size_t n) const;
+    // Splits B rows of T+1 host ids into inputs/targets [B, T] on the backend.
+    void load_rows(const int32_t* rows, int B, int T);
+    // Runs one micro-batch of B rows of T+1 host tokens through forward + backward.
+    double micro_step(const int32_t* rows, float dloss_scale);
+    StepResult finish_step(double loss, double t0_ms);
+    double recent_tokens_per_s() const;
+    void log_startup() const;
+
+    Config config_;
+    RunConfig run_;
+    Logger log_;
+    std::unique_ptr<Backend> backend_;
+    std::unique_ptr<Gpt> model_;
+    std::unique_ptr<AdamW> optimizer_;
+    std::optional<TokenDataset> train_data_;
+    std::optional<TokenDataset> val_data_;
+    SequentialCursor cursor_;
+
+    int64_t step_ = 0;
+    int64_t tokens_total_ = 0;
+    StepResult last_;
+    double last_val_loss_;
+    std::deque<double> recent_ms_;  // last (up to) 100 step times
+    std::atomic<bool> stop_requested_{false};
+
+    std::vector<int32_t> rows_;     // one micro-batch as drawn: [B, T+1]
+    std::vector<int32_t> inputs_;   // [B*T]
+    std::vector<int32_t> targets_;  // [B*T]
+};
+
+}  // namespace trt

@@ -1,0 +1,144 @@
+// Learning-rate schedules and the AdamW optimizer (clip, decay convention) vs closed form.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/param_table.h"
+#include "runtime/optimizer.h"
+#include "runtime/schedule.h"
+
+using namespace trt;
+
+namespace {
+OptimConfig optim(Schedule s, int64_t warmup, double lr = 1e-3, double min_lr = 1e-4) {
+    OptimConfig o;
+    o.schedule = s;
+    o.warmup_steps = warmup;
+    o.lr = lr;
+    o.min_lr = min_lr;
+    return o;
+}
+}  // namespace
+
+TEST(Schedule, WarmupIsLinearFromLrOverWarmup) {
+    const OptimConfig o = optim(Schedule::Cosine, 4);
+    EXPECT_DOUBLE_EQ(scheduled_lr(o, 100, 1), 0.25e-3);
+    EXPECT_DOUBLE_EQ(scheduled_lr(o, 100, 2), 0.5e-3);
+    EXPECT_DOUBLE_EQ(scheduled_lr(o, 100, 4), 1e-3);
+}
+
+TEST(Schedule, CosineDecaysFromLrToMinLr) {
+    const OptimConfig o = optim(Schedule::Cosine, 10);
+    // step 10 ends warmup at lr; p = (s - 10) / 90.
+    EXPECT_DOUBLE_EQ(scheduled_lr(o, 100, 55), 1e-4 + 0.5 * 9e-4 * (1 + std::cos(M_PI * 0.5)));
+    EXPECT_NEAR(scheduled_lr(o, 100, 55), 5.5e-4, 1e-15);
+    EXPECT_NEAR(scheduled_lr(o, 100, 100), 1e-4, 1e-15);
+    EXPECT_NEAR(scheduled_lr(o, 100, 250), 1e-4, 1e-15);  // past the end: clamped
+    EXPECT_NEAR(scheduled_lr(o, 100, 11), 1e-4 + 0.5 * 9e-4 * (1 + std::cos(M_PI / 90)), 1e-15);
+}
+
+TEST(Schedule, LinearAndConstant) {
+    EXPECT_NEAR(scheduled_lr(optim(Schedule::Linear, 0), 10, 5), 1e-3 - 9e-4 * 0.5, 1e-15);
+    EXPECT_NEAR(scheduled_lr(optim(Schedule::Linear, 0), 10, 10), 1e-4, 1e-15);
+    EXPECT_DOUBLE_EQ(scheduled_lr(optim(Schedule::Constant, 0), 10, 7), 1e-3);
+    EXPECT_DOUBLE_EQ(scheduled_lr(optim(Schedule::Constant, 2), 10, 1), 0.5e-3);
+}
+
+TEST(ParamTable, CountsAndOffsetsMatchGpt2) {
+    GptShape s{11, 6, 3, 2, 8};
+    ParamTable t(s);
+    const size_t C = 8, V = 11, T = 6, L = 3;
+    EXPECT_EQ(t.total(), V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C);
+    size_t offset = 0;
+    for (const ParamTensor& p : t.tensors()) {
+        EXPECT_EQ(p.offset, offset) << p.name;
+        offset += p.numel;
+        EXPECT_EQ(p.decay, p.shape.size() >= 2) << p.name;
+    }
+    EXPECT_EQ(t.block(2, kFcW).name, "h.2.mlp.c_fc.weight");
+    EXPECT_EQ((t.block(2, kFcW).shape), (std::vector<int64_t>{8, 32}));
+    EXPECT_EQ(t.lnf_b().name, "ln_f.bias");
+    EXPECT_EQ(t.find("h.1.attn.c_attn.bias")->numel, 24u);
+    EXPECT_EQ(t.find("nope"), nullptr);
+}
+
+// Closed-form torch.optim.AdamW step in double for one element.
+struct RefAdam {
+    double p, m = 0, v = 0;
+};
+
+void ref_step(RefAdam& r, double g, double lr, double b1, double b2, double eps, double wd,
+              int64_t t) {
+    r.p *= 1 - lr * wd;
+    r.m = b1 * r.m + (1 - b1) * g;
+    r.v = b2 * r.v + (1 - b2) * g * g;
+    const double denom = std::sqrt(r.v) / std::sqrt(1 - std::pow(b2, t)) + eps;
+    r.p -= lr / (1 - std::pow(b1, t)) * r.m / denom;
+}
+
+void check_adamw(double grad_clip, bool expect_clipped) {
+    auto be = make_cpu_backend(1);
+    ParamTable table(GptShape{5, 3, 1, 1, 4});
+    OptimConfig o;
+    o.lr = 1e-2;
+    o.beta1 = 0.8;
+    o.beta2 = 0.9;
+    o.eps = 1e-6;
+    o.weight_decay = 0.3;
+    o.grad_clip = grad_clip;
+    AdamW adam(*be, table, o);
+    const size_t n = table.total();
+    float* params = static_cast<float*>(be->alloc(n * 4));
+    float* grads = static_cast<float*>(be->alloc(n * 4));
+    std::mt19937 rng(7);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<RefAdam> ref(n);
+    for (size_t i = 0; i < n; ++i) ref[i].p = params[i] = dist(rng);
+    for (int64_t t = 1; t <= 3; ++t) {
+        double sq = 0;
+        for (size_t i = 0; i < n; ++i) {
+            grads[i] = 0.1f * dist(rng);
+            sq += double(grads[i]) * grads[i];
+        }
+        const double norm = std::sqrt(sq);
+        const double lr = 1e-2 * t;
+        const AdamW::StepFigures f = adam.update(params, grads, lr, t);
+        EXPECT_NEAR(f.grad_norm, norm, 1e-6 * norm);
+        const double scale = grad_clip > 0 && grad_clip / (norm + 1e-6) < 1
+                                 ? grad_clip / (norm + 1e-6) : 1.0;
+        EXPECT_NEAR(f.clip_scale, scale, 1e-9);
+        EXPECT_EQ(f.clip_scale < 1.0, expect_clipped);
+        for (const ParamTensor& pt : table.tensors())
+            for (size_t i = pt.offset; i < pt.offset + pt.numel; ++i)
+                ref_step(ref[i], grads[i] * scale, lr, 0.8, 0.9, 1e-6, pt.decay ? 0.3 : 0.0, t);
+    }
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < n; ++i) {
+        err += (params[i] - ref[i].p) * (params[i] - ref[i].p);
+        norm += ref[i].p * ref[i].p;
+    }
+    EXPECT_LT(std::sqrt(err / norm), 1e-6);
+    be->free(params);
+    be->free(grads);
+}
+
+TEST(AdamW, MatchesClosedFormWithClipping) { check_adamw(0.5, true); }
+TEST(AdamW, MatchesClosedFormBelowClipThreshold) { check_adamw(100.0, false); }
+TEST(AdamW, ClipZeroDisablesClipping) { check_adamw(0.0, false); }
+
+TEST(AdamW, BiasesAndLayerNormAreNotDecayed) {
+    auto be = make_cpu_backend(1);
+    ParamTable table(GptShape{5, 3, 1, 1, 4});
+    OptimConfig o;
+    o.weight_decay = 0.5;
+    o.lr = 0.1;
+    o.grad_clip = 0;
+    AdamW adam(*be, table, o);
+    std::vector<float> params(table.total(), 1.0f), grads(table.total(), 0.0f);
+    adam.update(params.data(), grads.data(), 0.1, 1);  // zero grads: only decay moves params
+    for (const ParamTensor& pt : table.tensors())
+        EXPECT_FLOAT_EQ(params[pt.offset], pt.decay ? 1.0f - 0.1f * 0.5f : 1.0f) << pt.name;
+}
