@@ -1,0 +1,78 @@
+// The optimizer's kernels: sum of squares (for the global grad norm) and AdamW.
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/cpu_common.h"
+#include "backend/cpu/cpu_ops.h"
+
+namespace trt::cpu {
+
+double sum_squares(const float* x, size_t n, int threads) {
+    // Static partition into `threads` parts; each part sums in double with a fixed set of
+    // 8 interleaved accumulators; parts are combined in order. No OpenMP reduction (its
+    // combination order is unspecified), so the result is bitwise reproducible.
+    const size_t parts = (size_t)threads;
+    std::vector<double> partial(parts, 0.0);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t part = 0; part < parts; part++) {
+        size_t i0, i1;
+        split_range(n, parts, part, &i0, &i1);
+        double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        size_t i = i0;
+        for (; i + 8 <= i1; i += 8)
+            for (int j = 0; j < 8; j++) {
+                const double d = x[i + j];
+                acc[j] += d * d;
+            }
+        for (; i < i1; i++) {
+            const double d = x[i];
+            acc[0] += d * d;
+        }
+        partial[part] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+                        ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    }
+    double total = 0.0;
+    for (size_t p = 0; p < parts; p++) total += partial[p];
+    return total;
+}
+
+TRT_CPU_CLONES static void adamw_kernel(float* __restrict params, const float* __restrict grads,
+                                        float* __restrict m, float* __restrict v, size_t n,
+                                        float decay, float beta1, float beta2, float one_m_b1,
+                                        float one_m_b2, float step_size, float bc2_sqrt,
+                                        float eps, float scale) {
+    for (size_t i = 0; i < n; i++) {
+        const float g = grads[i] * scale;
+        const float mi = m[i] * beta1 + one_m_b1 * g;
+        const float vi = v[i] * beta2 + one_m_b2 * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        const float denom = std::sqrt(vi) / bc2_sqrt + eps;
+        params[i] = params[i] * decay - step_size * mi / denom;
+    }
+}
+
+void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
+                  const AdamWParams& p, int threads) {
+    // torch.optim.AdamW, PyTorch 1.13 single-tensor path. Python computes the scalars in
+    // double; the tensor ops then use them as float.
+    const double lr = p.lr, b1 = p.beta1, b2 = p.beta2;
+    const double bc1 = 1.0 - std::pow(b1, (double)p.step);
+    const double bc2 = 1.0 - std::pow(b2, (double)p.step);
+    const float decay = (float)(1.0 - lr * (double)p.weight_decay);
+    const float beta1 = p.beta1, beta2 = p.beta2;
+    const float one_m_b1 = (float)(1.0 - b1), one_m_b2 = (float)(1.0 - b2);
+    const float step_size = (float)(lr / bc1);
+    const float bc2_sqrt = (float)std::sqrt(bc2);
+    const float eps = p.eps, scale = p.grad_scale;
+    const size_t parts = (size_t)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t part = 0; part < parts; part++) {
+        size_t i0, i1;
+        split_range(n, parts, part, &i0, &i1);
+        adamw_kernel(params + i0, grads + i0, m + i0, v + i0, i1 - i0, decay, beta1, beta2,
+                     one_m_b1, one_m_b2, step_size, bc2_sqrt, eps, scale);
+    }
+}
+
+}  // namespace trt::cpu

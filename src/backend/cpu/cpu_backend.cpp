@@ -1,0 +1,154 @@
+// CpuBackend: host memory (64-byte aligned, zero-filled, tracked) and dispatch to the op
+// kernels in the sibling cpu_*.cpp files.
+#include <cblas.h>
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_ops.h"
+#include "core/error.h"
+
+namespace trt {
+namespace {
+
+constexpr size_t kAlign = 64;  // one cache line / an AVX-512 vector
+
+class CpuBackend final : public Backend {
+public:
+    explicit CpuBackend(int threads) : threads_(threads > 0 ? threads : omp_get_num_procs()) {
+        if (threads_ < 1) threads_ = 1;
+        // OpenBLAS (OpenMP build) keeps its own count; our regions pass num_threads().
+        openblas_set_num_threads(threads_);
+    }
+    ~CpuBackend() override {
+        for (auto& kv : sizes_) std::free(kv.first);
+    }
+
+    const char* name() const override { return "cpu"; }
+
+    // ---- memory
+    void* alloc(size_t bytes) override {
+        // aligned_alloc needs a size that is a multiple of the alignment (and > 0 so every
+        // allocation is a distinct pointer).
+        size_t rounded = bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign;
+        if (rounded < bytes) fail(Status::OutOfMemory, "cpu alloc: ", bytes, " bytes overflows");
+        void* p = std::aligned_alloc(kAlign, rounded);
+        if (!p) fail(Status::OutOfMemory, "cpu alloc: out of memory allocating ", bytes, " bytes");
+        std::memset(p, 0, rounded);
+        std::lock_guard<std::mutex> lock(mu_);
+        sizes_[p] = bytes;
+        in_use_ += bytes;
+        return p;
+    }
+    void free(void* ptr) override {
+        if (!ptr) return;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            auto it = sizes_.find(ptr);
+            TRT_CHECK(it != sizes_.end(), "cpu free of a pointer this backend did not allocate");
+            in_use_ -= it->second;
+            sizes_.erase(it);
+        }
+        std::free(ptr);
+    }
+    void zero(void* ptr, size_t bytes) override {
+        if (bytes) std::memset(ptr, 0, bytes);
+    }
+    void copy_to_device(void* dst, const void* src, size_t bytes) override {
+        if (bytes) std::memcpy(dst, src, bytes);
+    }
+    void copy_to_host(void* dst, const void* src, size_t bytes) override {
+        if (bytes) std::memcpy(dst, src, bytes);
+    }
+    void synchronize() override {}  // every op is synchronous on the host
+    size_t bytes_in_use() const override {
+        std::lock_guard<std::mutex> lock(mu_);
+        return in_use_;
+    }
+
+    // ---- ops
+    void encoder_forward(float* out, const int32_t* inputs, const float* wte, const float* wpe,
+                         int B, int T, int C) override {
+        cpu::encoder_forward(out, inputs, wte, wpe, B, T, C, threads_);
+    }
+    void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inputs,
+                          int B, int T, int C) override {
+        cpu::encoder_backward(dwte, dwpe, dout, inputs, B, T, C, threads_);
+    }
+    void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                           const float* w, const float* b, int N, int C) override {
+        cpu::layernorm_forward(out, mean, rstd, inp, w, b, N, C, threads_);
+    }
+    void layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
+                            const float* inp, const float* w, const float* mean,
+                            const float* rstd, int N, int C) override {
+        cpu::layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, threads_);
+    }
+    void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                        int N, int K, int M, WeightLayout layout) override {
+        cpu::matmul_forward(out, inp, weight, bias, N, K, M, layout, threads_);
+    }
+    void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                         const float* inp, const float* weight, int N, int K, int M,
+                         WeightLayout layout) override {
+        cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M, layout,
+                             threads_);
+    }
+    size_t attention_saved_floats(int B, int T, int C, int NH) const override {
+        return cpu::attention_saved_floats(B, T, C, NH);
+    }
+    void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
+                           int NH) override {
+        cpu::attention_forward(out, saved, qkv, B, T, C, NH, threads_);
+    }
+    size_t attention_scratch_floats(int B, int T, int C, int NH) const override {
+        return cpu::attention_scratch_floats(B, T, C, NH, threads_);
+    }
+    void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                            const float* saved, int B, int T, int C, int NH) override {
+        cpu::attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, threads_);
+    }
+    void gelu_forward(float* out, const float* inp, size_t n) override {
+        cpu::gelu_forward(out, inp, n, threads_);
+    }
+    void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
+        cpu::gelu_backward(dinp, inp, dout, n, threads_);
+    }
+    void residual_forward(float* out, const float* a, const float* b, size_t n) override {
+        cpu::residual_forward(out, a, b, n, threads_);
+    }
+    void add_inplace(float* dst, const float* src, size_t n) override {
+        cpu::add_inplace(dst, src, n, threads_);
+    }
+    void classifier_forward_backward(float* logits, float* losses, const int32_t* targets,
+                                     int N, int V, int Vp, float dloss,
+                                     bool write_grad) override {
+        cpu::classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss, write_grad,
+                                         threads_);
+    }
+    double sum_squares(const float* x, size_t n) override {
+        return cpu::sum_squares(x, n, threads_);
+    }
+    void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
+                      const AdamWParams& p) override {
+        cpu::adamw_update(params, grads, m, v, n, p, threads_);
+    }
+
+private:
+    int threads_;
+    mutable std::mutex mu_;
+    std::unordered_map<void*, size_t> sizes_;  // live allocation -> requested bytes
+    size_t in_use_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) {
+    return std::make_unique<CpuBackend>(threads);
+}
+
+}  // namespace trt

@@ -1,0 +1,97 @@
+// Private helpers shared by the CPU kernels: static partitioning, a vectorisable exp,
+// fixed-order float reductions, and per-CPU clones of the hot loops.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+// The library is built for baseline x86-64 (SSE2). Hot elementwise/row kernels are also
+// compiled for x86-64-v3 (AVX2) and picked at load time (GCC function multiversioning).
+// The choice is fixed per machine, so results stay reproducible run to run.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define TRT_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define TRT_CPU_CLONES
+#endif
+
+
+namespace trt::cpu {
+
+// [begin, end) of part `i` of `parts` near-equal contiguous pieces of [0, n). A static
+// partition: the result depends only on (n, parts, i), which keeps reductions reproducible.
+inline void split_range(size_t n, size_t parts, size_t i, size_t* begin, size_t* end) {
+    size_t base = n / parts, rem = n % parts;
+    *begin = i * base + std::min(i, rem);
+    *end = *begin + base + (i < rem ? 1 : 0);
+}
+
+// Clamp bounds for fast_expf, hidden from the optimiser: with literal bounds GCC threads the
+// clamped constant through the polynomial and the resulting branch stops vectorisation.
+// Fetch once outside a loop.
+struct ExpLimits {
+    float lo, hi;
+};
+inline ExpLimits exp_limits() {
+    float lo = -87.0f, hi = 88.0f;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __asm__("" : "+x"(lo), "+x"(hi));
+#endif
+    return {lo, hi};
+}
+
+// e^x in float, branch-free so loops over it vectorise (glibc expf does not without
+// -ffast-math). 2^n · e^r with n = round(x·log2 e), |r| <= ln2/2, degree-7 Taylor on r:
+// ~1 ulp. Inputs are clamped to [-87, 88] (results stay normal and finite).
+inline float fast_expf(float x, ExpLimits lim) {
+    x = x < lim.lo ? lim.lo : x;
+    x = x > lim.hi ? lim.hi : x;
+    const float magic = 12582912.0f;  // 1.5·2^23: adding it rounds to an integer
+    const float t = x * 1.44269504088896341f + magic;
+    const float n = t - magic;
+    float r = x - n * 0.693359375f;  // Cody-Waite split of ln 2
+    r = r - n * -2.12194440e-4f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t ti;
+    std::memcpy(&ti, &t, sizeof ti);
+    const int32_t ni = ti - 0x4B400000;  // the integer n, from t's mantissa
+    const int32_t si = (ni + 127) << 23;  // 2^n as float bits
+    float scale;
+    std::memcpy(&scale, &si, sizeof scale);
+    return p * scale;
+}
+
+// Sum / dot product with 8 interleaved accumulators combined in a fixed order: vectorises
+// without -ffast-math and gives the same bits every run.
+inline float sum_f(const float* __restrict a, int n) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[i + j];
+    for (; i < n; i++) acc[0] += a[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+inline float dot_f(const float* __restrict a, const float* __restrict b, int n) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
+    for (; i < n; i++) acc[0] += a[i] * b[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+inline float max_f(const float* __restrict a, int n) {
+    float m = a[0];
+    for (int i = 1; i < n; i++) m = a[i] > m ? a[i] : m;
+    return m;
+}
+
+}  // namespace trt::cpu

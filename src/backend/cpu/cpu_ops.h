@@ -1,0 +1,53 @@
+// Private to the CPU backend: the op kernels, one family per .cpp file. Each takes the
+// thread count explicitly (every parallel region uses num_threads(threads)) so the backend
+// never touches the global OpenMP setting. Shapes and conventions are those of backend.h.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/backend.h"
+
+namespace trt::cpu {
+
+// cpu_matmul.cpp — cblas_sgemm for every product.
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                    int N, int K, int M, WeightLayout layout, int threads);
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                     const float* inp, const float* weight, int N, int K, int M,
+                     WeightLayout layout, int threads);
+
+// cpu_attention.cpp
+size_t attention_saved_floats(int B, int T, int C, int NH);
+size_t attention_scratch_floats(int B, int T, int C, int NH, int threads);
+void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
+                       int NH, int threads);
+void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                        const float* saved, int B, int T, int C, int NH, int threads);
+
+// cpu_layernorm.cpp
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                       const float* w, const float* b, int N, int C, int threads);
+void layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
+                        const float* inp, const float* w, const float* mean,
+                        const float* rstd, int N, int C, int threads);
+
+// cpu_elementwise.cpp — encoder, gelu, residual, add_inplace.
+void encoder_forward(float* out, const int32_t* inputs, const float* wte, const float* wpe,
+                     int B, int T, int C, int threads);
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inputs,
+                      int B, int T, int C, int threads);
+void gelu_forward(float* out, const float* inp, size_t n, int threads);
+void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n, int threads);
+void residual_forward(float* out, const float* a, const float* b, size_t n, int threads);
+void add_inplace(float* dst, const float* src, size_t n, int threads);
+
+// cpu_classifier.cpp
+void classifier_forward_backward(float* logits, float* losses, const int32_t* targets, int N,
+                                 int V, int Vp, float dloss, bool write_grad, int threads);
+
+// cpu_adamw.cpp — also sum_squares (the optimizer's clipping norm).
+double sum_squares(const float* x, size_t n, int threads);
+void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
+                  const AdamWParams& p, int threads);
+
+}  // namespace trt::cpu

@@ -1,0 +1,846 @@
+// Config: TOML text -> validated RunConfig. The only translation unit that includes toml++.
+//
+// Shape: one static table of key descriptors (kKeys below) drives parsing, validation, the
+// typed getters, get_string's TOML text and dump(), so they cannot drift apart.
+//
+// State: a Config keeps its source text and the values given to set(), not a toml::table.
+// toml++ drops source regions when a node is copied, and we want every error - including one
+// found while re-validating after set() or in a copied Config - to name file:line:col. So each
+// change re-parses the text (configs are tiny), lays the set() values over it, and validates
+// the whole; a failure throws before anything is assigned, leaving the Config unchanged.
+#define TOML_HEADER_ONLY 1
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "config/config.h"
+#include "core/error.h"
+
+namespace trt {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+constexpr double kNoBound = std::numeric_limits<double>::quiet_NaN();
+// Source path given to the nodes parsed from set() values; such nodes have no file position.
+constexpr const char* kSetSource = "\x01trainrt-set";
+
+// ------------------------------------------------------------------ key descriptors
+
+enum class KType { Int, Seed, Float, Bool, Path, Enum, Betas };
+
+struct KeyDesc {
+    const char* section;
+    const char* name;
+    KType type;
+    // Exactly the accessor(s) of `type` are set.
+    int64_t& (*i64)(RunConfig&) = nullptr;
+    uint64_t& (*u64)(RunConfig&) = nullptr;
+    double& (*f64)(RunConfig&) = nullptr;
+    double& (*f64b)(RunConfig&) = nullptr;  // Betas: the second element
+    bool& (*b)(RunConfig&) = nullptr;
+    std::string& (*str)(RunConfig&) = nullptr;
+    int (*eget)(const RunConfig&) = nullptr;
+    void (*eset)(RunConfig&, int) = nullptr;
+    const char* (*ename)(int) = nullptr;  // to_string of the enum's value i ("?" past the end)
+    // Ranges. Int/Seed: [imin, imax]. Float/Betas: fmin..fmax, NaN = unbounded.
+    int64_t imin = 0, imax = kI64Max;
+    double fmin = kNoBound, fmax = kNoBound;
+    bool fmin_excl = false, fmax_excl = false;
+
+    std::string path() const { return std::string(section) + "." + name; }
+};
+
+KeyDesc int_key(const char* s, const char* n, int64_t& (*f)(RunConfig&), int64_t lo,
+                int64_t hi = kI64Max) {
+    KeyDesc d{s, n, KType::Int};
+    d.i64 = f;
+    d.imin = lo;
+    d.imax = hi;
+    return d;
+}
+KeyDesc seed_key(const char* s, const char* n, uint64_t& (*f)(RunConfig&)) {
+    KeyDesc d{s, n, KType::Seed};
+    d.u64 = f;
+    return d;
+}
+KeyDesc float_key(const char* s, const char* n, double& (*f)(RunConfig&), double lo,
+                  bool lo_excl, double hi = kNoBound, bool hi_excl = false) {
+    KeyDesc d{s, n, KType::Float};
+    d.f64 = f;
+    d.fmin = lo;
+    d.fmin_excl = lo_excl;
+    d.fmax = hi;
+    d.fmax_excl = hi_excl;
+    return d;
+}
+KeyDesc bool_key(const char* s, const char* n, bool& (*f)(RunConfig&)) {
+    KeyDesc d{s, n, KType::Bool};
+    d.b = f;
+    return d;
+}
+KeyDesc path_key(const char* s, const char* n, std::string& (*f)(RunConfig&)) {
+    KeyDesc d{s, n, KType::Path};
+    d.str = f;
+    return d;
+}
+KeyDesc enum_key(const char* s, const char* n, int (*g)(const RunConfig&),
+                 void (*set)(RunConfig&, int), const char* (*name)(int)) {
+    KeyDesc d{s, n, KType::Enum};
+    d.eget = g;
+    d.eset = set;
+    d.ename = name;
+    return d;
+}
+KeyDesc betas_key(const char* s, const char* n, double& (*f1)(RunConfig&),
+                  double& (*f2)(RunConfig&)) {
+    KeyDesc d{s, n, KType::Betas};
+    d.f64 = f1;
+    d.f64b = f2;
+    d.fmin = 0.0;
+    d.fmax = 1.0;
+    d.fmax_excl = true;
+    return d;
+}
+
+#define TRT_FIELD(T, sec, nm) [](RunConfig& r) -> T& { return r.sec.nm; }
+#define TRT_INT(sec, nm, ...) int_key(#sec, #nm, TRT_FIELD(int64_t, sec, nm), __VA_ARGS__)
+#define TRT_SEED(sec, nm) seed_key(#sec, #nm, TRT_FIELD(uint64_t, sec, nm))
+#define TRT_FLOAT(sec, nm, ...) float_key(#sec, #nm, TRT_FIELD(double, sec, nm), __VA_ARGS__)
+#define TRT_BOOL(sec, nm) bool_key(#sec, #nm, TRT_FIELD(bool, sec, nm))
+#define TRT_PATH(sec, nm) path_key(#sec, #nm, TRT_FIELD(std::string, sec, nm))
+#define TRT_ENUM(sec, nm, E)                                                          \
+    enum_key(                                                                         \
+        #sec, #nm, [](const RunConfig& r) { return static_cast<int>(r.sec.nm); },     \
+        [](RunConfig& r, int v) { r.sec.nm = static_cast<E>(v); },                    \
+        [](int v) { return to_string(static_cast<E>(v)); })
+
+// The order here is the order of dump() and of docs/CONFIG.md.
+const std::vector<KeyDesc>& keys() {
+    static const std::vector<KeyDesc> table = {
+        TRT_INT(model, vocab_size, 1, 2147483647),
+        TRT_INT(model, context_length, 1),
+        TRT_INT(model, n_layer, 1),
+        TRT_INT(model, n_head, 1),
+        TRT_INT(model, d_model, 1),  // + divisible by n_head (cross-key)
+        TRT_PATH(model, init_from),
+        TRT_SEED(model, seed),
+
+        TRT_PATH(data, train),
+        TRT_PATH(data, val),
+        TRT_ENUM(data, sampler, SamplerKind),
+        TRT_SEED(data, seed),
+        TRT_ENUM(data, placement, Placement),
+
+        TRT_INT(train, batch_size, 1),
+        TRT_INT(train, seq_len, 1),  // + <= model.context_length (cross-key)
+        TRT_INT(train, grad_accum, 1),
+        TRT_INT(train, steps, 1),
+        TRT_INT(train, eval_every, 0),
+        TRT_INT(train, eval_batches, 1),
+        TRT_INT(train, checkpoint_every, 0),
+        TRT_PATH(train, out_dir),
+
+        TRT_FLOAT(optim, lr, 0.0, true),
+        betas_key("optim", "betas", TRT_FIELD(double, optim, beta1),
+                  TRT_FIELD(double, optim, beta2)),
+        TRT_FLOAT(optim, eps, 0.0, true),
+        TRT_FLOAT(optim, weight_decay, 0.0, false),
+        TRT_FLOAT(optim, grad_clip, 0.0, false),
+        TRT_ENUM(optim, schedule, Schedule),
+        TRT_INT(optim, warmup_steps, 0),
+        TRT_FLOAT(optim, min_lr, 0.0, false),  // + <= optim.lr (cross-key)
+
+        TRT_ENUM(runtime, device, DeviceKind),
+        TRT_ENUM(runtime, precision, Precision),
+        TRT_INT(runtime, threads, 0),
+        TRT_INT(runtime, log_every, 1),
+        TRT_INT(runtime, max_inflight, 1),
+
+        TRT_BOOL(accel, fused_adamw),
+        TRT_BOOL(accel, cuda_graphs),
+        TRT_ENUM(accel, attention, AttentionKind),
+        TRT_BOOL(accel, fused_classifier),
+        TRT_BOOL(accel, matmul_epilogues),
+    };
+    return table;
+}
+
+#undef TRT_FIELD
+#undef TRT_INT
+#undef TRT_SEED
+#undef TRT_FLOAT
+#undef TRT_BOOL
+#undef TRT_PATH
+#undef TRT_ENUM
+
+const std::vector<std::string>& sections() {
+    static const std::vector<std::string> list = [] {
+        std::vector<std::string> out;
+        for (const KeyDesc& d : keys())
+            if (std::find(out.begin(), out.end(), d.section) == out.end())
+                out.emplace_back(d.section);
+        return out;
+    }();
+    return list;
+}
+
+const KeyDesc* find_key(std::string_view section, std::string_view name) {
+    for (const KeyDesc& d : keys())
+        if (section == d.section && name == d.name) return &d;
+    return nullptr;
+}
+
+const KeyDesc* find_key(std::string_view dotted) {
+    const size_t dot = dotted.find('.');
+    if (dot == std::string_view::npos) return nullptr;
+    return find_key(dotted.substr(0, dot), dotted.substr(dot + 1));
+}
+
+std::vector<std::string> enum_names(const KeyDesc& d) {
+    std::vector<std::string> out;
+    for (int i = 0; i < 64; ++i) {
+        const char* n = d.ename(i);
+        if (std::strcmp(n, "?") == 0) break;
+        out.emplace_back(n);
+    }
+    return out;
+}
+
+// ------------------------------------------------------------------ text helpers
+
+// Shortest text that reads back as the same double, in TOML float syntax.
+std::string fmt_double(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    // Plain notation for everyday magnitudes (0.0003, 1000.0), exponents for the rest (1e-8).
+    char buf[400];
+    const double mag = std::fabs(v);
+    const bool plain = mag == 0.0 || (mag >= 1e-5 && mag < 1e16);
+    const auto res = plain ? std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed)
+                           : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+    std::string s(buf, res.ptr);
+    const size_t e = s.find('e');
+    if (e != std::string::npos) {  // "1e-08" -> "1e-8", "1e+20" -> "1e20"
+        std::string mant = s.substr(0, e), exp = s.substr(e + 1);
+        std::string sign;
+        if (!exp.empty() && (exp[0] == '+' || exp[0] == '-')) {
+            if (exp[0] == '-') sign = "-";
+            exp.erase(0, 1);
+        }
+        const size_t nz = exp.find_first_not_of('0');
+        exp = nz == std::string::npos ? "0" : exp.substr(nz);
+        return mant + "e" + sign + exp;
+    }
+    if (s.find('.') == std::string::npos) s += ".0";
+    return s;
+}
+
+std::string quote(std::string_view s) {
+    std::string out = "\"";
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\b': out += "\\b"; break;
+            case '\t': out += "\\t"; break;
+            case '\n': out += "\\n"; break;
+            case '\f': out += "\\f"; break;
+            case '\r': out += "\\r"; break;
+            default:
+                if (c < 0x20 || c == 0x7f) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04X", c);
+                    out += buf;
+                } else {
+                    out += ch;
+                }
+        }
+    }
+    return out + "\"";
+}
+
+// Edit distance counting an adjacent transposition as one edit ("modle" -> "model": 1).
+size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    }
+    return d[a.size()][b.size()];
+}
+
+// The closest candidate within a small edit distance, or "".
+std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
+    std::string best;
+    size_t best_d = std::numeric_limits<size_t>::max();
+    const size_t limit = std::max<size_t>(1, std::min<size_t>(3, (word.size() + 1) / 3));
+    for (const std::string& c : candidates) {
+        const size_t d = edit_distance(word, c);
+        if (d <= limit && d < best_d) {
+            best = c;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+std::vector<std::string> all_paths() {
+    std::vector<std::string> out;
+    for (const KeyDesc& d : keys()) out.push_back(d.path());
+    return out;
+}
+
+std::string expectation(const KeyDesc& d) {
+    auto bound = [](const char* op, double v) {
+        const bool whole = v == std::floor(v) && std::fabs(v) < 1e15;
+        return cat(" ", op, " ", whole ? std::to_string(static_cast<int64_t>(v)) : fmt_double(v));
+    };
+    switch (d.type) {
+        case KType::Int:
+            if (d.imax != kI64Max) return cat("an integer in [", d.imin, ", ", d.imax, "]");
+            return cat("an integer >= ", d.imin);
+        case KType::Seed: return "a non-negative integer";
+        case KType::Float: {
+            std::string s = "a finite number";
+            if (!std::isnan(d.fmin)) s += bound(d.fmin_excl ? ">" : ">=", d.fmin);
+            if (!std::isnan(d.fmax)) s += bound(d.fmax_excl ? "<" : "<=", d.fmax);
+            return s;
+        }
+        case KType::Bool: return "true or false";
+        case KType::Path: return "a string (a path; \"\" for none)";
+        case KType::Enum: {
+            std::string s = "one of ";
+            const auto names = enum_names(d);
+            for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + quote(names[i]);
+            return s;
+        }
+        case KType::Betas: return "an array of 2 numbers [beta1, beta2], each in [0, 1)";
+    }
+    return "?";
+}
+
+const char* type_noun(KType t) {
+    switch (t) {
+        case KType::Int:
+        case KType::Seed: return "an integer";
+        case KType::Float: return "a float";
+        case KType::Bool: return "a boolean";
+        case KType::Path:
+        case KType::Enum: return "a string";
+        case KType::Betas: return "an array of 2 floats";
+    }
+    return "?";
+}
+
+const char* node_noun(const toml::node& n) {
+    switch (n.type()) {
+        case toml::node_type::string: return "a string";
+        case toml::node_type::integer: return "an integer";
+        case toml::node_type::floating_point: return "a float";
+        case toml::node_type::boolean: return "a boolean";
+        case toml::node_type::array: return "an array";
+        case toml::node_type::table: return "a table";
+        case toml::node_type::date: return "a date";
+        case toml::node_type::time: return "a time";
+        case toml::node_type::date_time: return "a date-time";
+        default: return "nothing";
+    }
+}
+
+// "an integer (-1)", "a string (\"x\")", "an array".
+std::string describe(const toml::node& n) {
+    if (auto v = n.as_integer()) return cat("an integer (", v->get(), ")");
+    if (auto v = n.as_floating_point()) return cat("a float (", fmt_double(v->get()), ")");
+    if (auto v = n.as_boolean()) return cat("a boolean (", v->get() ? "true" : "false", ")");
+    if (auto v = n.as_string()) return cat("a string (", quote(v->get()), ")");
+    if (auto v = n.as_array()) return cat("an array of ", v->size(), " elements");
+    return node_noun(n);
+}
+
+// ------------------------------------------------------------------ problems
+
+struct Problem {
+    bool positioned = false;
+    std::string file;
+    uint32_t line = 0, column = 0;
+    std::string message;  // "key: what is wrong; what to do"
+};
+
+class Problems {
+public:
+    explicit Problems(std::string fallback_source) : fallback_(std::move(fallback_source)) {}
+
+    void add(const toml::source_region* where, std::string message) {
+        Problem p;
+        p.message = std::move(message);
+        if (where && where->begin.line > 0) {
+            const std::string file = where->path ? *where->path : fallback_;
+            if (file != kSetSource) {
+                p.positioned = true;
+                p.file = file;
+                p.line = where->begin.line;
+                p.column = where->begin.column;
+            }
+        }
+        list_.push_back(std::move(p));
+    }
+
+    // Throws the first problem in source order (then set() values and defaults).
+    void throw_if_any() const {
+        if (list_.empty()) return;
+        const auto first = std::min_element(
+            list_.begin(), list_.end(), [](const Problem& a, const Problem& b) {
+                if (a.positioned != b.positioned) return a.positioned;
+                return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+            });
+        std::string msg;
+        if (first->positioned) msg = cat(first->file, ":", first->line, ":", first->column, ": ");
+        msg += first->message;
+        if (list_.size() > 1)
+            msg += cat(" (and ", list_.size() - 1, " more problem", list_.size() > 2 ? "s" : "",
+                       " in this config)");
+        throw Error(Status::Config, msg);
+    }
+
+private:
+    std::string fallback_;
+    std::vector<Problem> list_;
+};
+
+// ------------------------------------------------------------------ parsing
+
+// Parses a whole document; syntax errors become Error(Config) with file:line:col.
+toml::table parse_text(std::string_view text, const std::string& source_name) {
+    try {
+        return toml::parse(text, source_name);
+    } catch (const toml::parse_error& e) {
+        const auto& b = e.source().begin;
+        fail(Status::Config, source_name, ":", b.line, ":", b.column,
+             ": TOML syntax error: ", e.description());
+    }
+}
+
+std::string resolve_path(const std::string& base_dir, const std::string& p) {
+    if (p.empty() || base_dir.empty()) return p;
+    const fs::path path(p);
+    if (path.is_absolute()) return p;
+    return (fs::path(base_dir) / path).string();
+}
+
+// Converts one node into `out`, adding a problem (and leaving `out`) when it does not fit.
+void apply_value(const KeyDesc& d, const toml::node& n, RunConfig& out, Problems& problems) {
+    const std::string key = d.path();
+    auto bad = [&](const toml::node& at, const std::string& got, const std::string& extra = "") {
+        problems.add(&at.source(), cat(key, ": expected ", expectation(d), ", got ", got, extra));
+    };
+    auto float_ok = [&](double v) {
+        if (!std::isfinite(v)) return false;
+        if (!std::isnan(d.fmin) && (d.fmin_excl ? !(v > d.fmin) : !(v >= d.fmin))) return false;
+        if (!std::isnan(d.fmax) && (d.fmax_excl ? !(v < d.fmax) : !(v <= d.fmax))) return false;
+        return true;
+    };
+    auto number = [](const toml::node& x) -> std::optional<double> {
+        if (auto v = x.as_integer()) return static_cast<double>(v->get());
+        if (auto v = x.as_floating_point()) return v->get();
+        return std::nullopt;
+    };
+
+    switch (d.type) {
+        case KType::Int: {
+            const auto v = n.as_integer();
+            if (!v) {
+                const auto f = n.as_floating_point();
+                const bool whole = f && std::isfinite(f->get()) && f->get() == std::floor(f->get());
+                return bad(n, describe(n), whole ? " (integers are written without '.0')" : "");
+            }
+            if (v->get() < d.imin || v->get() > d.imax) return bad(n, describe(n));
+            d.i64(out) = v->get();
+            return;
+        }
+        case KType::Seed: {
+            const auto v = n.as_integer();
+            if (!v || v->get() < 0) return bad(n, describe(n));
+            d.u64(out) = static_cast<uint64_t>(v->get());
+            return;
+        }
+        case KType::Float: {
+            const auto v = number(n);
+            if (!v || !float_ok(*v)) return bad(n, describe(n));
+            d.f64(out) = *v;
+            return;
+        }
+        case KType::Bool: {
+            const auto v = n.as_boolean();
+            if (!v) return bad(n, describe(n));
+            d.b(out) = v->get();
+            return;
+        }
+        case KType::Path: {
+            const auto v = n.as_string();
+            if (!v) return bad(n, describe(n), n.is_boolean() || n.is_number() ? " (quote it)" : "");
+            d.str(out) = v->get();
+            return;
+        }
+        case KType::Enum: {
+            const auto v = n.as_string();
+            if (!v) return bad(n, describe(n));
+            const auto names = enum_names(d);
+            for (size_t i = 0; i < names.size(); ++i) {
+                if (names[i] == v->get()) {
+                    d.eset(out, static_cast<int>(i));
+                    return;
+                }
+            }
+            const std::string near = nearest(v->get(), names);
+            return bad(n, describe(n), near.empty() ? "" : cat("; did you mean ", quote(near), "?"));
+        }
+        case KType::Betas: {
+            const auto a = n.as_array();
+            if (!a || a->size() != 2) return bad(n, describe(n));
+            double b[2];
+            for (size_t i = 0; i < 2; ++i) {
+                const toml::node& e = *a->get(i);
+                const auto v = number(e);
+                if (!v || !float_ok(*v)) return bad(e, cat(describe(e), " as element ", i));
+                b[i] = *v;
+            }
+            d.f64(out) = b[0];
+            d.f64b(out) = b[1];
+            return;
+        }
+    }
+}
+
+// Reports sections and keys that are not in kKeys (with a suggestion when one is near).
+void check_unknown(const toml::table& doc, Problems& problems) {
+    const auto& secs = sections();
+    for (auto&& [sk, sv] : doc) {
+        const std::string sname(sk.str());
+        if (std::find(secs.begin(), secs.end(), sname) == secs.end()) {
+            std::string hint;
+            if (!sv.is_table()) {
+                // A key at top level: maybe it belongs in a section.
+                for (const KeyDesc& d : keys())
+                    if (sname == d.name) {
+                        hint = cat("; keys belong in a section: did you mean ", d.path(),
+                                   " (under [", d.section, "])?");
+                        break;
+                    }
+            }
+            if (hint.empty()) {
+                const std::string near = nearest(sname, secs);
+                if (!near.empty()) hint = cat("; did you mean [", near, "]?");
+            }
+            std::string list;
+            for (size_t i = 0; i < secs.size(); ++i) list += (i ? ", [" : "[") + secs[i] + "]";
+            problems.add(&sk.source(), cat(sname, ": unknown ", sv.is_table() ? "section" : "key",
+                                           hint, " (sections are ", list, ")"));
+            continue;
+        }
+        const toml::table* tbl = sv.as_table();
+        if (!tbl) {
+            problems.add(&sv.source(), cat(sname, ": expected a table (a [", sname,
+                                           "] section), got ", describe(sv)));
+            continue;
+        }
+        std::vector<std::string> names;
+        for (const KeyDesc& d : keys())
+            if (sname == d.section) names.emplace_back(d.name);
+        for (auto&& [k, v] : *tbl) {
+            (void)v;
+            const std::string kname(k.str());
+            if (find_key(sname, kname)) continue;
+            std::string hint;
+            const std::string near = nearest(kname, names);
+            if (!near.empty()) {
+                hint = cat("; did you mean '", near, "'?");
+            } else {
+                for (const KeyDesc& d : keys())
+                    if (kname == d.name) {
+                        hint = cat("; did you mean ", d.path(), " (under [", d.section, "])?");
+                        break;
+                    }
+            }
+            if (hint.empty()) hint = cat(" (see docs/CONFIG.md for the keys of [", sname, "])");
+            problems.add(&k.source(), cat(sname, ".", kname, ": unknown key", hint));
+        }
+    }
+}
+
+// Parses the value text given to set() ("0.9", "[0.9, 0.95]", "\"x\"") as a one-key table.
+toml::table parse_set_value(const KeyDesc& d, const std::string& value) {
+    const std::string key = d.path();
+    const bool stringy = d.type == KType::Path || d.type == KType::Enum;
+    const std::string hint = stringy ? cat("; strings need quotes, e.g. ", key, "=", quote(value))
+                                     : "";
+    toml::table t;
+    try {
+        t = toml::parse("v = " + value, std::string(kSetSource));
+    } catch (const toml::parse_error& e) {
+        fail(Status::Config, key, ": cannot parse the value '", value, "' as a TOML value (",
+             e.description(), ")", hint);
+    }
+    if (t.size() != 1 || !t.contains("v"))
+        fail(Status::Config, key, ": the value '", value, "' is not a single TOML value", hint);
+    return t;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ Config
+
+struct Config::Impl {
+    std::string text;                                  // the document as loaded
+    std::string source_name = "<string>";              // used in messages
+    std::string base_dir;                              // anchors relative paths
+    std::vector<std::pair<std::string, std::string>> sets;  // set() values, key order of first set
+    RunConfig run;                                     // the validated result
+
+    // Parses text + sets and validates the whole; throws Error(Config) on any problem.
+    RunConfig build() const {
+        const toml::table doc = parse_text(text, source_name);
+        Problems problems(source_name);
+        check_unknown(doc, problems);
+
+        std::vector<toml::table> set_docs;
+        set_docs.reserve(sets.size());
+        std::map<const KeyDesc*, const toml::node*> set_nodes;
+        for (const auto& [key, value] : sets) {
+            const KeyDesc* d = find_key(key);
+            TRT_CHECK(d, "set() stored an unknown key ", key);
+            set_docs.push_back(parse_set_value(*d, value));
+            set_nodes[d] = set_docs.back().get("v");
+        }
+
+        RunConfig r;
+        std::map<const KeyDesc*, const toml::node*> given;  // for cross-key positions
+        for (const KeyDesc& d : keys()) {
+            const toml::node* n = nullptr;
+            if (auto it = set_nodes.find(&d); it != set_nodes.end()) {
+                n = it->second;
+            } else if (const toml::table* sec = doc.get_as<toml::table>(d.section)) {
+                n = sec->get(d.name);
+            }
+            if (!n) continue;
+            given[&d] = n;
+            apply_value(d, *n, r, problems);
+        }
+
+        // Cross-key rules; the error names the first key and sits where either was written.
+        auto where = [&](const char* a, const char* b) -> const toml::source_region* {
+            for (const char* k : {a, b}) {
+                auto it = given.find(find_key(k));
+                if (it != given.end()) return &it->second->source();
+            }
+            return nullptr;
+        };
+        if (r.model.n_head >= 1 && r.model.d_model >= 1 && r.model.d_model % r.model.n_head != 0)
+            problems.add(where("model.d_model", "model.n_head"),
+                         cat("model.d_model: ", r.model.d_model,
+                             " is not divisible by model.n_head (", r.model.n_head,
+                             "); expected a multiple of n_head (d_model = n_head * head_dim)"));
+        if (r.train.seq_len > r.model.context_length)
+            problems.add(where("train.seq_len", "model.context_length"),
+                         cat("train.seq_len: ", r.train.seq_len,
+                             " is longer than model.context_length (", r.model.context_length,
+                             "); expected train.seq_len <= model.context_length"));
+        if (r.optim.min_lr > r.optim.lr)
+            problems.add(where("optim.min_lr", "optim.lr"),
+                         cat("optim.min_lr: ", fmt_double(r.optim.min_lr),
+                             " is above optim.lr (", fmt_double(r.optim.lr),
+                             "); expected 0 <= optim.min_lr <= optim.lr"));
+        problems.throw_if_any();
+
+        for (const KeyDesc& d : keys())
+            if (d.type == KType::Path) d.str(r) = resolve_path(base_dir, d.str(r));
+        return r;
+    }
+};
+
+namespace {
+
+// The resolved value of one key as TOML text.
+std::string value_text(const KeyDesc& d, const RunConfig& rc) {
+    RunConfig& r = const_cast<RunConfig&>(rc);  // accessors are shared with parsing; read only
+    switch (d.type) {
+        case KType::Int: return std::to_string(d.i64(r));
+        case KType::Seed: return std::to_string(d.u64(r));
+        case KType::Float: return fmt_double(d.f64(r));
+        case KType::Bool: return d.b(r) ? "true" : "false";
+        case KType::Path: return quote(d.str(r));
+        case KType::Enum: return quote(d.ename(d.eget(r)));
+        case KType::Betas: return cat("[", fmt_double(d.f64(r)), ", ", fmt_double(d.f64b(r)), "]");
+    }
+    return "";
+}
+
+const KeyDesc& getter_key(const std::string& key) {
+    const KeyDesc* d = find_key(key);
+    if (!d) {
+        const std::string near = nearest(key, all_paths());
+        fail(Status::Config, "unknown config key '", key, "'",
+             near.empty() ? std::string(" (keys are dotted paths like \"optim.lr\"; see docs/CONFIG.md)")
+                          : cat("; did you mean '", near, "'?"));
+    }
+    return *d;
+}
+
+[[noreturn]] void wrong_type(const KeyDesc& d, const char* wanted) {
+    fail(Status::Config, "config key '", d.path(), "' is ", type_noun(d.type), ", not ", wanted,
+         "; use the getter of its type (get_string works for every key)");
+}
+
+std::string strip_trailing_slash(std::string s) {
+    while (s.size() > 1 && s.back() == '/') s.pop_back();
+    return s;
+}
+
+}  // namespace
+
+Config::Config() : impl_(std::make_unique<Impl>()) {}
+
+Config Config::from_file(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) fail(Status::Io, "cannot open config file '", path, "': ", std::strerror(errno));
+    std::string text;
+    char buf[65536];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    const bool failed = std::ferror(f);
+    const int err = errno;
+    std::fclose(f);
+    if (failed) fail(Status::Io, "cannot read config file '", path, "': ", std::strerror(err));
+
+    std::error_code ec;
+    fs::path abs = fs::absolute(fs::path(path), ec);
+    if (ec) abs = fs::path(path);
+    std::string base = strip_trailing_slash(abs.parent_path().lexically_normal().string());
+    return from_string(text, base, path);
+}
+
+Config Config::from_string(std::string_view toml, const std::string& base_dir,
+                           const std::string& source_name) {
+    Config c;
+    c.impl_->text.assign(toml.data(), toml.size());
+    c.impl_->source_name = source_name.empty() ? "<string>" : source_name;
+    c.impl_->base_dir = base_dir;
+    c.impl_->run = c.impl_->build();
+    return c;
+}
+
+// A moved-from Config (impl_ == nullptr) copies as another moved-from one.
+Config::Config(const Config& o) : impl_(o.impl_ ? std::make_unique<Impl>(*o.impl_) : nullptr) {}
+Config& Config::operator=(const Config& o) {
+    if (this != &o) impl_ = o.impl_ ? std::make_unique<Impl>(*o.impl_) : nullptr;
+    return *this;
+}
+Config::Config(Config&&) noexcept = default;
+Config& Config::operator=(Config&&) noexcept = default;
+Config::~Config() = default;
+
+void Config::set(const std::string& key, const std::string& toml_value) {
+    TRT_CHECK(impl_, "use of a moved-from Config");
+    const KeyDesc* d = find_key(key);
+    if (!d) {
+        const std::string near = nearest(key, all_paths());
+        fail(Status::Config, "cannot set '", key, "': unknown config key",
+             near.empty() ? std::string(" (keys are dotted paths like \"optim.lr\"; see docs/CONFIG.md)")
+                          : cat("; did you mean '", near, "'?"));
+    }
+    parse_set_value(*d, toml_value);  // a value that does not parse fails here, naming the key
+
+    Impl next = *impl_;
+    const std::string canonical = d->path();
+    auto it = std::find_if(next.sets.begin(), next.sets.end(),
+                           [&](const auto& kv) { return kv.first == canonical; });
+    if (it != next.sets.end())
+        it->second = toml_value;
+    else
+        next.sets.emplace_back(canonical, toml_value);
+    next.run = next.build();
+    *impl_ = std::move(next);
+}
+
+int64_t Config::get_int(const std::string& key) const {
+    const KeyDesc& d = getter_key(key);
+    RunConfig& r = const_cast<RunConfig&>(run());
+    if (d.type == KType::Int) return d.i64(r);
+    if (d.type == KType::Seed) {
+        const uint64_t v = d.u64(r);
+        if (v > static_cast<uint64_t>(kI64Max))
+            fail(Status::Config, "config key '", key, "' = ", v, " does not fit in int64; use get_string");
+        return static_cast<int64_t>(v);
+    }
+    wrong_type(d, "an integer");
+}
+
+double Config::get_double(const std::string& key) const {
+    const KeyDesc& d = getter_key(key);
+    RunConfig& r = const_cast<RunConfig&>(run());
+    if (d.type == KType::Float) return d.f64(r);
+    if (d.type == KType::Int) return static_cast<double>(d.i64(r));
+    if (d.type == KType::Seed) return static_cast<double>(d.u64(r));
+    wrong_type(d, "a number");
+}
+
+bool Config::get_bool(const std::string& key) const {
+    const KeyDesc& d = getter_key(key);
+    if (d.type == KType::Bool) return d.b(const_cast<RunConfig&>(run()));
+    wrong_type(d, "a boolean");
+}
+
+std::string Config::get_string(const std::string& key) const {
+    const KeyDesc& d = getter_key(key);
+    RunConfig& r = const_cast<RunConfig&>(run());
+    if (d.type == KType::Path) return d.str(r);
+    if (d.type == KType::Enum) return d.ename(d.eget(r));
+    return value_text(d, r);
+}
+
+std::string Config::dump() const {
+    const RunConfig& r = run();
+    std::string out = "# libtrainrt run config: every key, resolved (docs/CONFIG.md)\n";
+    const char* section = nullptr;
+    for (const KeyDesc& d : keys()) {
+        if (!section || std::strcmp(section, d.section) != 0) {
+            out += cat(section ? "\n" : "", "[", d.section, "]\n");
+            section = d.section;
+        }
+        out += cat(d.name, " = ", value_text(d, r), "\n");
+    }
+    return out;
+}
+
+const RunConfig& Config::run() const {
+    TRT_CHECK(impl_, "use of a moved-from Config");
+    return impl_->run;
+}
+
+const std::string& Config::base_dir() const {
+    TRT_CHECK(impl_, "use of a moved-from Config");
+    return impl_->base_dir;
+}
+
+}  // namespace trt

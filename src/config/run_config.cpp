@@ -1,0 +1,62 @@
+// Names of RunConfig's enum values as written in TOML. The config parser builds its list of
+// allowed values from these functions (value 0 .. n-1), so this is the single source of truth.
+#include "config/run_config.h"
+
+namespace trt {
+
+const char* to_string(SamplerKind v) {
+    switch (v) {
+        case SamplerKind::Random: return "random";
+        case SamplerKind::Sequential: return "sequential";
+    }
+    return "?";
+}
+
+const char* to_string(Schedule v) {
+    switch (v) {
+        case Schedule::Constant: return "constant";
+        case Schedule::Cosine: return "cosine";
+        case Schedule::Linear: return "linear";
+    }
+    return "?";
+}
+
+const char* to_string(DeviceKind v) {
+    switch (v) {
+        case DeviceKind::Auto: return "auto";
+        case DeviceKind::Cpu: return "cpu";
+        case DeviceKind::Cuda: return "cuda";
+    }
+    return "?";
+}
+
+const char* to_string(Precision v) {
+    switch (v) {
+        case Precision::Auto: return "auto";
+        case Precision::Fp32: return "fp32";
+        case Precision::Tf32: return "tf32";
+        case Precision::Bf16: return "bf16";
+        case Precision::Fp16: return "fp16";
+    }
+    return "?";
+}
+
+const char* to_string(AttentionKind v) {
+    switch (v) {
+        case AttentionKind::Auto: return "auto";
+        case AttentionKind::Cudnn: return "cudnn";
+        case AttentionKind::Matmul: return "matmul";
+    }
+    return "?";
+}
+
+const char* to_string(Placement v) {
+    switch (v) {
+        case Placement::Auto: return "auto";
+        case Placement::Device: return "device";
+        case Placement::Host: return "host";
+    }
+    return "?";
+}
+
+}  // namespace trt

@@ -1,0 +1,405 @@
+#include "io/json_min.h"
+
+#include <charconv>
+#include <cstring>
+#include <limits>
+
+#include "core/error.h"
+
+namespace trt::json {
+
+bool Value::get_u64(uint64_t& out) const {
+    if (kind == Kind::Uint) {
+        out = u;
+        return true;
+    }
+    if (kind == Kind::Int && i >= 0) {
+        out = static_cast<uint64_t>(i);
+        return true;
+    }
+    return false;
+}
+
+bool Value::get_i64(int64_t& out) const {
+    if (kind != Kind::Int) return false;
+    out = i;
+    return true;
+}
+
+const Value* Value::find(std::string_view key) const {
+    for (const Member& m : obj)
+        if (m.key == key) return &m.value;
+    return nullptr;
+}
+
+const char* Value::kind_name() const {
+    switch (kind) {
+        case Kind::Null: return "null";
+        case Kind::Bool: return "boolean";
+        case Kind::Int:
+        case Kind::Uint: return "integer";
+        case Kind::Double: return "non-integer number";
+        case Kind::String: return "string";
+        case Kind::Array: return "array";
+        case Kind::Object: return "object";
+    }
+    return "?";
+}
+
+namespace {
+
+// Length of the UTF-8 sequence starting at s[i] (0 if malformed). Rejects overlongs,
+// surrogates (U+D800..DFFF) and code points above U+10FFFF, per RFC 3629.
+size_t utf8_seq_len(std::string_view s, size_t i) {
+    const auto b = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
+    const uint8_t c = b(i);
+    const size_t left = s.size() - i;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        if (left < 2 || (b(i + 1) & 0xC0) != 0x80) return 0;
+        return 2;
+    }
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (left < 3) return 0;
+        const uint8_t c1 = b(i + 1);
+        if ((c1 & 0xC0) != 0x80 || (b(i + 2) & 0xC0) != 0x80) return 0;
+        if (c == 0xE0 && c1 < 0xA0) return 0;  // overlong
+        if (c == 0xED && c1 > 0x9F) return 0;  // surrogate
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (left < 4) return 0;
+        const uint8_t c1 = b(i + 1);
+        if ((c1 & 0xC0) != 0x80 || (b(i + 2) & 0xC0) != 0x80 || (b(i + 3) & 0xC0) != 0x80)
+            return 0;
+        if (c == 0xF0 && c1 < 0x90) return 0;  // overlong
+        if (c == 0xF4 && c1 > 0x8F) return 0;  // > U+10FFFF
+        return 4;
+    }
+    return 0;  // continuation byte, 0xC0/0xC1, or 0xF5..0xFF
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+        out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        out += static_cast<char>(0xC0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        out += static_cast<char>(0xE0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+        out += static_cast<char>(0xF0 | (cp >> 18));
+        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+}
+
+class Parser {
+public:
+    Parser(std::string_view text, const std::string& source) : t_(text), src_(source) {}
+
+    Value parse_document() {
+        skip_ws();
+        Value v = parse_value(0);
+        skip_ws();
+        if (pos_ != t_.size()) error("unexpected trailing characters after the JSON value");
+        return v;
+    }
+
+private:
+    std::string_view t_;
+    const std::string& src_;
+    size_t pos_ = 0;
+
+    [[noreturn]] void error(const char* what) const {
+        fail(Status::Format, src_, ": invalid JSON at byte ", pos_, ": ", what);
+    }
+
+    bool at_end() const { return pos_ >= t_.size(); }
+    char peek() const { return at_end() ? '\0' : t_[pos_]; }
+
+    void skip_ws() {
+        while (!at_end()) {
+            const char c = t_[pos_];
+            if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
+            ++pos_;
+        }
+    }
+
+    void expect_literal(const char* lit) {
+        const size_t n = std::strlen(lit);
+        if (t_.substr(pos_, n) != lit) error("invalid literal");
+        pos_ += n;
+    }
+
+    Value parse_value(int depth) {
+        if (at_end()) error("unexpected end of input, expected a value");
+        Value v;
+        switch (t_[pos_]) {
+            case '{': parse_object(v, depth + 1); break;
+            case '[': parse_array(v, depth + 1); break;
+            case '"':
+                v.kind = Value::Kind::String;
+                v.s = parse_string();
+                break;
+            case 't':
+                expect_literal("true");
+                v.kind = Value::Kind::Bool;
+                v.b = true;
+                break;
+            case 'f':
+                expect_literal("false");
+                v.kind = Value::Kind::Bool;
+                break;
+            case 'n': expect_literal("null"); break;
+            default:
+                if (t_[pos_] == '-' || (t_[pos_] >= '0' && t_[pos_] <= '9'))
+                    parse_number(v);
+                else
+                    error("unexpected character, expected a value");
+        }
+        return v;
+    }
+
+    void parse_object(Value& v, int depth) {
+        if (depth > kMaxDepth) error("nesting too deep");
+        v.kind = Value::Kind::Object;
+        ++pos_;  // '{'
+        skip_ws();
+        if (peek() == '}') {
+            ++pos_;
+            return;
+        }
+        for (;;) {
+            skip_ws();
+            if (peek() != '"') error(at_end() ? "unexpected end of input in object"
+                                              : "expected a string key in object");
+            Member m;
+            m.key = parse_string();
+            skip_ws();
+            if (peek() != ':') error("expected ':' after object key");
+            ++pos_;
+            skip_ws();
+            m.value = parse_value(depth);
+            v.obj.push_back(std::move(m));
+            skip_ws();
+            if (peek() == ',') {
+                ++pos_;
+                continue;
+            }
+            if (peek() == '}') {
+                ++pos_;
+                return;
+            }
+            error(at_end() ? "unexpected end of input in object" : "expected ',' or '}' in object");
+        }
+    }
+
+    void parse_array(Value& v, int depth) {
+        if (depth > kMaxDepth) error("nesting too deep");
+        v.kind = Value::Kind::Array;
+        ++pos_;  // '['
+        skip_ws();
+        if (peek() == ']') {
+            ++pos_;
+            return;
+        }
+        for (;;) {
+            skip_ws();
+            v.arr.push_back(parse_value(depth));
+            skip_ws();
+            if (peek() == ',') {
+                ++pos_;
+                continue;
+            }
+            if (peek() == ']') {
+                ++pos_;
+                return;
+            }
+            error(at_end() ? "unexpected end of input in array" : "expected ',' or ']' in array");
+        }
+    }
+
+    uint32_t parse_hex4() {
+        if (t_.size() - pos_ < 4) error("truncated \\u escape");
+        uint32_t cp = 0;
+        for (int k = 0; k < 4; ++k) {
+            const char c = t_[pos_++];
+            cp <<= 4;
+            if (c >= '0' && c <= '9') cp |= static_cast<uint32_t>(c - '0');
+            else if (c >= 'a' && c <= 'f') cp |= static_cast<uint32_t>(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F') cp |= static_cast<uint32_t>(c - 'A' + 10);
+            else error("invalid hex digit in \\u escape");
+        }
+        return cp;
+    }
+
+    std::string parse_string() {
+        ++pos_;  // opening quote
+        std::string out;
+        for (;;) {
+            if (at_end()) error("unterminated string");
+            const auto c = static_cast<unsigned char>(t_[pos_]);
+            if (c == '"') {
+                ++pos_;
+                return out;
+            }
+            if (c < 0x20) error("unescaped control character in string");
+            if (c == '\\') {
+                ++pos_;
+                if (at_end()) error("unterminated string");
+                const char e = t_[pos_++];
+                switch (e) {
+                    case '"': out += '"'; break;
+                    case '\\': out += '\\'; break;
+                    case '/': out += '/'; break;
+                    case 'b': out += '\b'; break;
+                    case 'f': out += '\f'; break;
+                    case 'n': out += '\n'; break;
+                    case 'r': out += '\r'; break;
+                    case 't': out += '\t'; break;
+                    case 'u': {
+                        uint32_t cp = parse_hex4();
+                        if (cp >= 0xDC00 && cp <= 0xDFFF) error("lone low surrogate in \\u escape");
+                        if (cp >= 0xD800 && cp <= 0xDBFF) {
+                            // A high surrogate must be followed by an escaped low surrogate.
+                            if (t_.substr(pos_, 2) != "\\u") error("lone high surrogate in \\u escape");
+                            pos_ += 2;
+                            const uint32_t lo = parse_hex4();
+                            if (lo < 0xDC00 || lo > 0xDFFF) error("high surrogate not followed by a low surrogate");
+                            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                        }
+                        append_utf8(out, cp);
+                        break;
+                    }
+                    default: --pos_; error("invalid escape sequence in string");
+                }
+                continue;
+            }
+            const size_t n = utf8_seq_len(t_, pos_);
+            if (n == 0) error("invalid UTF-8 in string");
+            out.append(t_.data() + pos_, n);
+            pos_ += n;
+        }
+    }
+
+    void parse_number(Value& v) {
+        const size_t start = pos_;
+        bool neg = false;
+        if (peek() == '-') {
+            neg = true;
+            ++pos_;
+        }
+        const auto digit = [&] { return !at_end() && t_[pos_] >= '0' && t_[pos_] <= '9'; };
+        if (!digit()) error("invalid number");
+        if (t_[pos_] == '0') {
+            ++pos_;
+            if (digit()) error("leading zeros are not allowed in numbers");
+        } else {
+            while (digit()) ++pos_;
+        }
+        bool integral = true;
+        if (peek() == '.') {
+            integral = false;
+            ++pos_;
+            if (!digit()) error("expected digits after decimal point");
+            while (digit()) ++pos_;
+        }
+        if (peek() == 'e' || peek() == 'E') {
+            integral = false;
+            ++pos_;
+            if (peek() == '+' || peek() == '-') ++pos_;
+            if (!digit()) error("expected digits in exponent");
+            while (digit()) ++pos_;
+        }
+        const char* first = t_.data() + start;
+        const char* last = t_.data() + pos_;
+        if (integral) {
+            // Magnitude as uint64 with overflow detection, then fit the sign.
+            uint64_t mag = 0;
+            for (const char* p = first + (neg ? 1 : 0); p < last; ++p) {
+                const auto dg = static_cast<uint64_t>(*p - '0');
+                if (mag > (std::numeric_limits<uint64_t>::max() - dg) / 10) {
+                    pos_ = start;
+                    error("integer out of 64-bit range");
+                }
+                mag = mag * 10 + dg;
+            }
+            if (neg) {
+                // -2^63 is the most negative int64.
+                if (mag > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + 1) {
+                    pos_ = start;
+                    error("integer out of 64-bit range");
+                }
+                v.kind = Value::Kind::Int;
+                v.i = mag == 0 ? 0 : static_cast<int64_t>(~(mag - 1));  // two's complement -mag
+            } else if (mag <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+                v.kind = Value::Kind::Int;
+                v.i = static_cast<int64_t>(mag);
+            } else {
+                v.kind = Value::Kind::Uint;
+                v.u = mag;
+            }
+            return;
+        }
+        // from_chars is locale-independent, unlike strtod. Out-of-range doubles are rejected.
+        double d = 0.0;
+        const auto res = std::from_chars(first, last, d);
+        if (res.ec != std::errc() || res.ptr != last) {
+            pos_ = start;
+            error("number out of range");
+        }
+        v.kind = Value::Kind::Double;
+        v.d = d;
+    }
+};
+
+}  // namespace
+
+Value parse(std::string_view text, const std::string& source) {
+    Parser p(text, source);
+    return p.parse_document();
+}
+
+bool valid_utf8(std::string_view s) {
+    for (size_t i = 0; i < s.size();) {
+        const size_t n = utf8_seq_len(s, i);
+        if (n == 0) return false;
+        i += n;
+    }
+    return true;
+}
+
+std::string quote(std::string_view s) {
+    static const char* hex = "0123456789abcdef";
+    std::string out;
+    out.reserve(s.size() + 2);
+    out += '"';
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (c < 0x20) {
+                    out += "\\u00";
+                    out += hex[c >> 4];
+                    out += hex[c & 0xF];
+                } else {
+                    out += ch;  // UTF-8 passes through unchanged (valid JSON)
+                }
+        }
+    }
+    out += '"';
+    return out;
+}
+
+}  // namespace trt::json

@@ -1,0 +1,299 @@
+// Config validation: one test per rule. Each asserts Status::Config, that the message names
+// the key path, and - when the config came from a file - file:line:col of the bad value.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "config/config.h"
+#include "core/error.h"
+
+namespace trt {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+fs::path test_file() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(info->test_suite_name()) + "." + info->name();
+    for (char& ch : name)
+        if (ch == '/') ch = '_';
+    const fs::path dir = fs::path(TRAINRT_TEST_TMP) / "config_errors" / name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir / "run.toml";
+}
+
+// Message of the Error(Config) that loading `text` from a file throws ("" + failure if none).
+std::string file_error(const std::string& text, fs::path* path_out = nullptr) {
+    const fs::path path = test_file();
+    {
+        std::ofstream f(path, std::ios::binary);
+        f << text;
+    }
+    if (path_out) *path_out = path;
+    try {
+        Config::from_file(path.string());
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::Config) << e.what();
+        return e.what();
+    }
+    ADD_FAILURE() << "no error for:\n" << text;
+    return "";
+}
+
+std::string string_error(const std::string& text) {
+    try {
+        Config::from_string(text, "/base");
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::Config) << e.what();
+        return e.what();
+    }
+    ADD_FAILURE() << "no error for:\n" << text;
+    return "";
+}
+
+// ------------------------------------------------------------------ one rule per case
+
+struct Rule {
+    const char* name;     // test name
+    const char* section;  // [section]
+    const char* key;      // key inside it
+    const char* value;    // bad TOML value
+    const char* expect;   // text the message must contain (what to do)
+    int offset = 0;       // column of the reported node within the value (array elements)
+};
+
+// The bad value sits on line 4, column 1 + len(key) + 3, after a comment and a valid key.
+class ValidationRule : public ::testing::TestWithParam<Rule> {};
+
+TEST_P(ValidationRule, FromFileNamesKeyAndPosition) {
+    const Rule& r = GetParam();
+    const std::string text = std::string("[") + r.section + "]\n# a comment\nlog_ok = 1\n" +
+                             r.key + " = " + r.value + "\n";
+    // log_ok is not a real key: replace line 3 with a harmless valid line instead.
+    std::string doc = text;
+    doc.replace(doc.find("log_ok = 1\n"), 11, "\n");
+    fs::path path;
+    const std::string msg = file_error(doc, &path);
+    const std::string key_path = std::string(r.section) + "." + r.key;
+    EXPECT_THAT(msg, HasSubstr(key_path));
+    EXPECT_THAT(msg, HasSubstr(r.expect));
+    const std::string col = std::to_string(std::string(r.key).size() + 4 + r.offset);
+    EXPECT_THAT(msg, HasSubstr(path.string() + ":4:" + col + ": ")) << msg;
+}
+
+TEST_P(ValidationRule, FromStringNamesKeyAndPosition) {
+    const Rule& r = GetParam();
+    const std::string msg =
+        string_error(std::string("[") + r.section + "]\n" + r.key + " = " + r.value + "\n");
+    EXPECT_THAT(msg, HasSubstr(std::string(r.section) + "." + r.key));
+    EXPECT_THAT(msg, HasSubstr(r.expect));
+    EXPECT_THAT(msg, HasSubstr("<string>:2:"));
+}
+
+TEST_P(ValidationRule, ThroughSetNamesKey) {
+    const Rule& r = GetParam();
+    Config c;
+    const std::string before = c.dump();
+    try {
+        c.set(std::string(r.section) + "." + r.key, r.value);
+        ADD_FAILURE() << "set accepted " << r.value;
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::Config);
+        EXPECT_THAT(e.what(), HasSubstr(std::string(r.section) + "." + r.key));
+        EXPECT_THAT(e.what(), HasSubstr(r.expect));
+    }
+    EXPECT_EQ(c.dump(), before);
+}
+
+const Rule kRules[] = {
+    {"VocabSizeZero", "model", "vocab_size", "0", "expected an integer in [1, 2147483647]"},
+    {"VocabSizeTooBig", "model", "vocab_size", "2147483648", "expected an integer in [1, 2147483647]"},
+    {"ContextLengthZero", "model", "context_length", "0", "expected an integer >= 1"},
+    {"NLayerZero", "model", "n_layer", "0", "expected an integer >= 1"},
+    {"NHeadZero", "model", "n_head", "0", "expected an integer >= 1"},
+    {"DModelZero", "model", "d_model", "0", "expected an integer >= 1"},
+    {"DModelNegative", "model", "d_model", "-128", "expected an integer >= 1"},
+    {"ModelSeedNegative", "model", "seed", "-1", "expected a non-negative integer"},
+    {"ModelSeedFloat", "model", "seed", "1.5", "expected a non-negative integer"},
+    {"InitFromNotString", "model", "init_from", "false", "expected a string"},
+    {"DataTrainNotString", "data", "train", "5", "expected a string"},
+    {"DataValNotString", "data", "val", "[\"a\"]", "expected a string"},
+    {"SamplerUnknown", "data", "sampler", "\"shuffle\"", "\"random\", \"sequential\""},
+    {"SamplerNotString", "data", "sampler", "1", "\"random\", \"sequential\""},
+    {"DataSeedNegative", "data", "seed", "-5", "expected a non-negative integer"},
+    {"PlacementUnknown", "data", "placement", "\"pinned\"", "\"auto\", \"device\", \"host\""},
+    {"BatchSizeZero", "train", "batch_size", "0", "expected an integer >= 1"},
+    {"BatchSizeFloat", "train", "batch_size", "8.0", "expected an integer >= 1"},
+    {"BatchSizeString", "train", "batch_size", "\"8\"", "got a string"},
+    {"SeqLenZero", "train", "seq_len", "0", "expected an integer >= 1"},
+    {"GradAccumZero", "train", "grad_accum", "0", "expected an integer >= 1"},
+    {"StepsZero", "train", "steps", "0", "expected an integer >= 1"},
+    {"EvalEveryNegative", "train", "eval_every", "-1", "expected an integer >= 0"},
+    {"EvalBatchesZero", "train", "eval_batches", "0", "expected an integer >= 1"},
+    {"CheckpointEveryNegative", "train", "checkpoint_every", "-10", "expected an integer >= 0"},
+    {"OutDirNotString", "train", "out_dir", "1", "expected a string"},
+    {"LrZero", "optim", "lr", "0", "expected a finite number > 0"},
+    {"LrNegative", "optim", "lr", "-0.1", "expected a finite number > 0"},
+    {"LrNan", "optim", "lr", "nan", "finite"},
+    {"LrString", "optim", "lr", "\"3e-4\"", "got a string"},
+    {"BetasOneElement", "optim", "betas", "[0.9]", "an array of 2 numbers"},
+    {"BetasThreeElements", "optim", "betas", "[0.9, 0.95, 0.99]", "an array of 2 numbers"},
+    {"BetasNotArray", "optim", "betas", "0.9", "an array of 2 numbers"},
+    {"Beta1One", "optim", "betas", "[1.0, 0.95]", "each in [0, 1)", 1},
+    {"Beta2Negative", "optim", "betas", "[0.9, -0.1]", "each in [0, 1)", 6},
+    {"BetaString", "optim", "betas", "[0.9, \"x\"]", "each in [0, 1)", 6},
+    {"EpsZero", "optim", "eps", "0.0", "expected a finite number > 0"},
+    {"EpsInf", "optim", "eps", "inf", "finite"},
+    {"WeightDecayNegative", "optim", "weight_decay", "-0.01", "expected a finite number >= 0"},
+    {"GradClipNegative", "optim", "grad_clip", "-1", "expected a finite number >= 0"},
+    {"ScheduleUnknown", "optim", "schedule", "\"cos\"", "\"constant\", \"cosine\", \"linear\""},
+    {"WarmupNegative", "optim", "warmup_steps", "-1", "expected an integer >= 0"},
+    {"MinLrNegative", "optim", "min_lr", "-1e-5", "expected a finite number >= 0"},
+    {"DeviceUnknown", "runtime", "device", "\"gpu\"", "\"auto\", \"cpu\", \"cuda\""},
+    {"PrecisionUnknown", "runtime", "precision", "\"fp8\"",
+     "\"auto\", \"fp32\", \"tf32\", \"bf16\", \"fp16\""},
+    {"ThreadsNegative", "runtime", "threads", "-2", "expected an integer >= 0"},
+    {"LogEveryZero", "runtime", "log_every", "0", "expected an integer >= 1"},
+    {"MaxInflightZero", "runtime", "max_inflight", "0", "expected an integer >= 1"},
+    {"FusedAdamwInt", "accel", "fused_adamw", "1", "expected true or false"},
+    {"CudaGraphsString", "accel", "cuda_graphs", "\"true\"", "expected true or false"},
+    {"AttentionUnknown", "accel", "attention", "\"flash\"", "\"auto\", \"cudnn\", \"matmul\""},
+    {"FusedClassifierInt", "accel", "fused_classifier", "0", "expected true or false"},
+    {"MatmulEpiloguesFloat", "accel", "matmul_epilogues", "1.0", "expected true or false"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Config, ValidationRule, ::testing::ValuesIn(kRules),
+                         [](const ::testing::TestParamInfo<Rule>& i) { return i.param.name; });
+
+// ------------------------------------------------------------------ messages that help
+
+TEST(ConfigErrors, EnumNearMissSuggestsValue) {
+    EXPECT_THAT(string_error("[optim]\nschedule = \"cosin\"\n"), HasSubstr("did you mean \"cosine\"?"));
+}
+
+TEST(ConfigErrors, FloatForIntegerSaysSo) {
+    const std::string msg = string_error("[train]\nsteps = 10.5\n");
+    EXPECT_THAT(msg, HasSubstr("train.steps"));
+    EXPECT_THAT(msg, HasSubstr("got a float (10.5)"));
+}
+
+TEST(ConfigErrors, SeveralProblemsReportTheFirstAndCountTheRest) {
+    const std::string msg =
+        string_error("[train]\nsteps = 0\nbatch_size = 0\n[optim]\nlr = -1\n");
+    EXPECT_THAT(msg, HasSubstr("<string>:2:9: train.steps"));
+    EXPECT_THAT(msg, HasSubstr("and 2 more problems"));
+}
+
+// ------------------------------------------------------------------ cross-key rules
+
+TEST(ConfigErrors, DModelNotDivisibleByNHead) {
+    fs::path path;
+    const std::string msg = file_error("[model]\nn_head = 4\nd_model = 130\n", &path);
+    EXPECT_THAT(msg, HasSubstr(path.string() + ":3:11: model.d_model"));
+    EXPECT_THAT(msg, HasSubstr("not divisible by model.n_head (4)"));
+}
+
+TEST(ConfigErrors, DModelDefaultNotDivisibleByGivenNHead) {
+    fs::path path;  // d_model stays 128; n_head = 5 given on line 2
+    const std::string msg = file_error("[model]\nn_head = 5\n", &path);
+    EXPECT_THAT(msg, HasSubstr(path.string() + ":2:"));
+    EXPECT_THAT(msg, HasSubstr("model.d_model"));
+}
+
+TEST(ConfigErrors, SeqLenLongerThanContextLength) {
+    fs::path path;
+    const std::string msg =
+        file_error("[model]\ncontext_length = 64\n\n[train]\nseq_len = 65\n", &path);
+    EXPECT_THAT(msg, HasSubstr(path.string() + ":5:11: train.seq_len"));
+    EXPECT_THAT(msg, HasSubstr("train.seq_len <= model.context_length"));
+}
+
+TEST(ConfigErrors, MinLrAboveLr) {
+    fs::path path;
+    const std::string msg = file_error("[optim]\nlr = 1e-4\nmin_lr = 2e-4\n", &path);
+    EXPECT_THAT(msg, HasSubstr(path.string() + ":3:10: optim.min_lr"));
+    EXPECT_THAT(msg, HasSubstr("optim.min_lr <= optim.lr"));
+}
+
+// ------------------------------------------------------------------ syntax, unknown, type
+
+TEST(ConfigErrors, SyntaxErrorHasLineAndDescription) {
+    fs::path path;
+    const std::string msg = file_error("[model]\nn_layer = 2\nn_head = = 4\n", &path);
+    EXPECT_THAT(msg, HasSubstr(path.string() + ":3:"));
+    EXPECT_THAT(msg, HasSubstr("TOML syntax error"));
+}
+
+TEST(ConfigErrors, SyntaxErrorFromStringUsesSourceName) {
+    try {
+        Config::from_string("[train\n", "", "my.toml");
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::Config);
+        EXPECT_THAT(e.what(), HasSubstr("my.toml:1:"));
+    }
+}
+
+TEST(ConfigErrors, DuplicateKeyIsSyntaxError) {
+    const std::string msg = string_error("[train]\nsteps = 1\nsteps = 2\n");
+    EXPECT_THAT(msg, HasSubstr("<string>:3:"));
+}
+
+TEST(ConfigErrors, UnknownKeySuggestsNearMiss) {
+    fs::path path;
+    const std::string msg = file_error("[train]\nsteps = 5\nbatchsize = 8\n", &path);
+    EXPECT_THAT(msg, HasSubstr(path.string() + ":3:1: train.batchsize: unknown key"));
+    EXPECT_THAT(msg, HasSubstr("did you mean 'batch_size'?"));
+}
+
+TEST(ConfigErrors, KeyInWrongSectionPointsToItsSection) {
+    const std::string msg = string_error("[train]\nlr = 0.1\n");
+    EXPECT_THAT(msg, HasSubstr("train.lr"));
+    EXPECT_THAT(msg, HasSubstr("optim.lr"));
+}
+
+TEST(ConfigErrors, UnknownSection) {
+    fs::path path;
+    const std::string msg = file_error("[model]\nn_layer = 2\n\n[modle]\nn_head = 2\n", &path);
+    EXPECT_THAT(msg, HasSubstr(path.string() + ":4:"));
+    EXPECT_THAT(msg, HasSubstr("modle: unknown section"));
+    EXPECT_THAT(msg, HasSubstr("did you mean [model]?"));
+}
+
+TEST(ConfigErrors, TopLevelKeyIsUnknown) {
+    const std::string msg = string_error("steps = 10\n");
+    EXPECT_THAT(msg, HasSubstr("<string>:1:1: steps: unknown key"));
+    EXPECT_THAT(msg, HasSubstr("train.steps"));
+}
+
+TEST(ConfigErrors, NestedTableInSectionIsUnknownKey) {
+    const std::string msg = string_error("[model.extra]\nx = 1\n");
+    EXPECT_THAT(msg, HasSubstr("model.extra: unknown key"));
+}
+
+TEST(ConfigErrors, SectionThatIsNotATable) {
+    const std::string msg = string_error("model = 3\n");
+    EXPECT_THAT(msg, HasSubstr("model: expected a table"));
+    EXPECT_THAT(msg, HasSubstr("<string>:1:"));
+}
+
+TEST(ConfigErrors, WrongTypeNamesKeyTypeAndLine) {
+    fs::path path;
+    const std::string msg = file_error("[runtime]\n\nthreads = \"four\"\n", &path);
+    EXPECT_THAT(msg, HasSubstr(path.string() + ":3:11: runtime.threads"));
+    EXPECT_THAT(msg, HasSubstr("expected an integer >= 0, got a string (\"four\")"));
+}
+
+TEST(ConfigErrors, InlineTableSectionsAreChecked) {
+    const std::string msg = string_error("model = { n_layer = 0 }\n");
+    EXPECT_THAT(msg, HasSubstr("model.n_layer"));
+    EXPECT_EQ(Config::from_string("model = { n_layer = 3 }\n", "").run().model.n_layer, 3);
+}
+
+}  // namespace
+}  // namespace trt

@@ -1,0 +1,311 @@
+// Naive double-precision reference implementations of every CPU backend op, forward and
+// analytic backward, written plainly and independently of src/backend/cpu (textbook
+// formulas, explicit loops, no shared code). The tests prove these against central finite
+// differences, then hold the fp32 kernels against them. Also: the small test helpers
+// (seeded random data, relative error).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace ref {
+
+using Vec = std::vector<double>;
+
+// ------------------------------------------------------------------ test helpers
+
+// Fresh seeded values uniform in [lo, hi) — never zeros by construction of the tests.
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,
+                                        float hi = 1.0f) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (auto& x : v) x = dist(gen);
+    return v;
+}
+
+inline std::vector<int32_t> random_ints(size_t n, uint32_t seed, int32_t hi /*exclusive*/) {
+    std::mt19937 gen(seed);
+    std::uniform_int_distribution<int32_t> dist(0, hi - 1);
+    std::vector<int32_t> v(n);
+    for (auto& x : v) x = dist(gen);
+    return v;
+}
+
+// Prints a measured error so the run's log shows the figures, not just pass/fail.
+inline void report(const std::string& what, double err) {
+    std::printf("[  relerr  ] %-40s %.3e\n", what.c_str(), err);
+}
+
+inline Vec to_double(const std::vector<float>& v) { return Vec(v.begin(), v.end()); }
+
+// ‖got − want‖ / ‖want‖ over the whole tensor; NaN anywhere gives +inf (never passes).
+template <typename A, typename B>
+inline double rel_error(const A& got, const B& want) {
+    if (got.size() != want.size()) return INFINITY;
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < got.size(); i++) {
+        const double g = got[i], w = want[i];
+        if (std::isnan(g) || std::isnan(w)) return INFINITY;
+        num += (g - w) * (g - w);
+        den += w * w;
+    }
+    return den == 0.0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// Central finite differences of a scalar function of x, in double.
+inline Vec finite_diff(const std::function<double(const Vec&)>& f, Vec x, double h = 1e-5) {
+    Vec g(x.size());
+    for (size_t i = 0; i < x.size(); i++) {
+        const double x0 = x[i];
+        x[i] = x0 + h;
+        const double fp = f(x);
+        x[i] = x0 - h;
+        const double fm = f(x);
+        x[i] = x0;
+        g[i] = (fp - fm) / (2.0 * h);
+    }
+    return g;
+}
+
+inline double dot(const Vec& a, const Vec& b) {
+    double s = 0.0;
+    for (size_t i = 0; i < a.size(); i++) s += a[i] * b[i];
+    return s;
+}
+
+// ------------------------------------------------------------------ encoder
+
+// out[b,t,:] = wte[inputs[b,t],:] + wpe[t,:]
+inline Vec encoder_forward(const std::vector<int32_t>& inputs, const Vec& wte, const Vec& wpe,
+                           int B, int T, int C) {
+    Vec out((size_t)B * T * C);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int c = 0; c < C; c++)
+                out[((size_t)b * T + t) * C + c] =
+                    wte[(size_t)inputs[b * T + t] * C + c] + wpe[(size_t)t * C + c];
+    return out;
+}
+
+// Gradients (fresh, not accumulated) of wte [V,C] and wpe [T,C].
+inline void encoder_backward(const Vec& dout, const std::vector<int32_t>& inputs, int B,
+                             int T, int C, int V, Vec& dwte, Vec& dwpe) {
+    dwte.assign((size_t)V * C, 0.0);
+    dwpe.assign((size_t)T * C, 0.0);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int c = 0; c < C; c++) {
+                const double g = dout[((size_t)b * T + t) * C + c];
+                dwte[(size_t)inputs[b * T + t] * C + c] += g;
+                dwpe[(size_t)t * C + c] += g;
+            }
+}
+
+// ------------------------------------------------------------------ layernorm
+
+constexpr double kLnEps = 1e-5;
+
+inline Vec layernorm_forward(const Vec& inp, const Vec& w, const Vec& b, int N, int C,
+                             Vec* mean_out = nullptr, Vec* rstd_out = nullptr) {
+    Vec out((size_t)N * C);
+    if (mean_out) mean_out->assign(N, 0.0);
+    if (rstd_out) rstd_out->assign(N, 0.0);
+    for (int n = 0; n < N; n++) {
+        const double* x = &inp[(size_t)n * C];
+        double mu = 0.0;
+        for (int i = 0; i < C; i++) mu += x[i];
+        mu /= C;
+        double var = 0.0;  // biased
+        for (int i = 0; i < C; i++) var += (x[i] - mu) * (x[i] - mu);
+        var /= C;
+        const double rs = 1.0 / std::sqrt(var + kLnEps);
+        for (int i = 0; i < C; i++) out[(size_t)n * C + i] = (x[i] - mu) * rs * w[i] + b[i];
+        if (mean_out) (*mean_out)[n] = mu;
+        if (rstd_out) (*rstd_out)[n] = rs;
+    }
+    return out;
+}
+
+// Textbook (Ioffe & Szegedy) chain rule through var and mean; fresh gradients.
+inline void layernorm_backward(const Vec& dout, const Vec& inp, const Vec& w, int N, int C,
+                               Vec& dinp, Vec& dw, Vec& db) {
+    dinp.assign((size_t)N * C, 0.0);
+    dw.assign(C, 0.0);
+    db.assign(C, 0.0);
+    for (int n = 0; n < N; n++) {
+        const double* x = &inp[(size_t)n * C];
+        const double* dy = &dout[(size_t)n * C];
+        double mu = 0.0;
+        for (int i = 0; i < C; i++) mu += x[i];
+        mu /= C;
+        double var = 0.0;
+        for (int i = 0; i < C; i++) var += (x[i] - mu) * (x[i] - mu);
+        var /= C;
+        const double rs = 1.0 / std::sqrt(var + kLnEps);
+        double dvar = 0.0, dmu = 0.0;
+        for (int i = 0; i < C; i++) {
+            const double dxhat = dy[i] * w[i];
+            dvar += dxhat * (x[i] - mu) * -0.5 * std::pow(var + kLnEps, -1.5);
+            dmu += -dxhat * rs;
+            dw[i] += dy[i] * (x[i] - mu) * rs;
+            db[i] += dy[i];
+        }
+        double mean_dev = 0.0;
+        for (int i = 0; i < C; i++) mean_dev += -2.0 * (x[i] - mu);
+        dmu += dvar * mean_dev / C;
+        for (int i = 0; i < C; i++)
+            dinp[(size_t)n * C + i] = dy[i] * w[i] * rs + dvar * 2.0 * (x[i] - mu) / C + dmu / C;
+    }
+}
+
+// ------------------------------------------------------------------ matmul
+
+// Element W(k, m) of the logical [K,M] matrix, whatever the storage layout.
+inline double weight_at(const Vec& W, int k, int m, int K, int M, trt::WeightLayout layout) {
+    return layout == trt::WeightLayout::InOut ? W[(size_t)k * M + m] : W[(size_t)m * K + k];
+}
+
+inline Vec matmul_forward(const Vec& inp, const Vec& W, const Vec* bias, int N, int K, int M,
+                          trt::WeightLayout layout) {
+    Vec out((size_t)N * M);
+    for (int n = 0; n < N; n++)
+        for (int m = 0; m < M; m++) {
+            double s = bias ? (*bias)[m] : 0.0;
+            for (int k = 0; k < K; k++) s += inp[(size_t)n * K + k] * weight_at(W, k, m, K, M, layout);
+            out[(size_t)n * M + m] = s;
+        }
+    return out;
+}
+
+// Fresh gradients; dW in the weight's storage layout.
+inline void matmul_backward(const Vec& dout, const Vec& inp, const Vec& W, int N, int K, int M,
+                            trt::WeightLayout layout, Vec& dinp, Vec& dW, Vec& dbias) {
+    dinp.assign((size_t)N * K, 0.0);
+    dW.assign((size_t)K * M, 0.0);
+    dbias.assign(M, 0.0);
+    for (int n = 0; n < N; n++)
+        for (int m = 0; m < M; m++) {
+            const double g = dout[(size_t)n * M + m];
+            dbias[m] += g;
+            for (int k = 0; k < K; k++) {
+                dinp[(size_t)n * K + k] += g * weight_at(W, k, m, K, M, layout);
+                const size_t wi = layout == trt::WeightLayout::InOut ? (size_t)k * M + m
+                                                                     : (size_t)m * K + k;
+                dW[wi] += inp[(size_t)n * K + k] * g;
+            }
+        }
+}
+
+// ------------------------------------------------------------------ attention
+
+// qkv [B,T,3C]; head h of Q at column h*hs, of K at C + h*hs, of V at 2C + h*hs.
+// Returns out [B,T,C]; att (if given) [B,NH,T,T] with zeros above the diagonal.
+inline Vec attention_forward(const Vec& qkv, int B, int T, int C, int NH, Vec* att_out = nullptr) {
+    const int hs = C / NH;
+    const double scale = 1.0 / std::sqrt((double)hs);
+    Vec out((size_t)B * T * C, 0.0);
+    if (att_out) att_out->assign((size_t)B * NH * T * T, 0.0);
+    auto Q = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * 3 * C + h * hs + i]; };
+    auto K = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * 3 * C + C + h * hs + i]; };
+    auto V = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * 3 * C + 2 * C + h * hs + i]; };
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                Vec score(t + 1);
+                for (int s = 0; s <= t; s++) {
+                    double d = 0.0;
+                    for (int i = 0; i < hs; i++) d += Q(b, t, h, i) * K(b, s, h, i);
+                    score[s] = d * scale;
+                }
+                double mx = score[0];
+                for (double x : score) mx = std::max(mx, x);
+                double z = 0.0;
+                for (double x : score) z += std::exp(x - mx);
+                for (int s = 0; s <= t; s++) {
+                    const double p = std::exp(score[s] - mx) / z;
+                    if (att_out) (*att_out)[(((size_t)b * NH + h) * T + t) * T + s] = p;
+                    for (int i = 0; i < hs; i++)
+                        out[((size_t)b * T + t) * C + h * hs + i] += p * V(b, s, h, i);
+                }
+            }
+    return out;
+}
+
+inline Vec attention_backward(const Vec& dout, const Vec& qkv, int B, int T, int C, int NH) {
+    const int hs = C / NH;
+    const double scale = 1.0 / std::sqrt((double)hs);
+    Vec att;
+    attention_forward(qkv, B, T, C, NH, &att);
+    Vec dqkv(qkv.size(), 0.0);
+    auto idx = [&](int b, int t, int block, int h, int i) {
+        return ((size_t)b * T + t) * 3 * C + (size_t)block * C + h * hs + i;
+    };
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const double* p = &att[(((size_t)b * NH + h) * T + t) * T];
+                const double* dy = &dout[((size_t)b * T + t) * C + h * hs];
+                // out[t] = sum_s p[s] v[s]
+                Vec dp(t + 1, 0.0);
+                for (int s = 0; s <= t; s++)
+                    for (int i = 0; i < hs; i++) {
+                        dp[s] += dy[i] * qkv[idx(b, s, 2, h, i)];
+                        dqkv[idx(b, s, 2, h, i)] += p[s] * dy[i];
+                    }
+                // softmax Jacobian: dscore[s] = sum_r p[r] (delta_rs - p[s]) dp[r]
+                for (int s = 0; s <= t; s++) {
+                    double ds = 0.0;
+                    for (int r = 0; r <= t; r++) ds += dp[r] * p[r] * ((r == s ? 1.0 : 0.0) - p[s]);
+                    // score[s] = scale * q[t]·k[s]
+                    for (int i = 0; i < hs; i++) {
+                        dqkv[idx(b, t, 0, h, i)] += ds * scale * qkv[idx(b, s, 1, h, i)];
+                        dqkv[idx(b, s, 1, h, i)] += ds * scale * qkv[idx(b, t, 0, h, i)];
+                    }
+                }
+            }
+    return dqkv;
+}
+
+// ------------------------------------------------------------------ gelu (tanh approx)
+
+inline double gelu(double x) {
+    const double k = std::sqrt(2.0 / 3.14159265358979323846);
+    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+inline double gelu_grad(double x) {
+    const double k = std::sqrt(2.0 / 3.14159265358979323846);
+    const double u = k * (x + 0.044715 * x * x * x);
+    const double ch = std::cosh(u);
+    return 0.5 * (1.0 + std::tanh(u)) + 0.5 * x * (k * (1.0 + 3.0 * 0.044715 * x * x)) / (ch * ch);
+}
+
+// ------------------------------------------------------------------ classifier
+
+// losses[n] = logsumexp(logits[n, :V]) - logits[n, target]; dlogits = dloss (p - onehot),
+// 0 in the padded columns. logits rows have Vp columns.
+inline void classifier(const Vec& logits, const std::vector<int32_t>& targets, int N, int V,
+                       int Vp, double dloss, Vec& losses, Vec& dlogits) {
+    losses.assign(N, 0.0);
+    dlogits.assign((size_t)N * Vp, 0.0);
+    for (int n = 0; n < N; n++) {
+        const double* x = &logits[(size_t)n * Vp];
+        double mx = x[0];
+        for (int i = 1; i < V; i++) mx = std::max(mx, x[i]);
+        double z = 0.0;
+        for (int i = 0; i < V; i++) z += std::exp(x[i] - mx);
+        const double lse = mx + std::log(z);
+        losses[n] = lse - x[targets[n]];
+        for (int i = 0; i < V; i++)
+            dlogits[(size_t)n * Vp + i] = dloss * (std::exp(x[i] - lse) - (i == targets[n] ? 1.0 : 0.0));
+    }
+}
+
+}  // namespace ref
