@@ -240,10 +240,20 @@ int cmd_train(int argc, char** argv) {
     } else {
         trainrt_metrics m = TRAINRT_METRICS_INIT;
         trainrt_session_metrics(&m, session);
-        std::printf("step %lld | loss %.4f | val loss %.4f | %lld tokens | %.0f tok/s "
-                    "(p50 step %.1f ms)\n",
-                    (long long)m.step, m.last_loss, m.last_val_loss, (long long)m.tokens_total,
-                    m.tokens_per_s, m.step_ms_p50);
+        // NaN means "not measured in this run" (no step yet, or no eval): leave it out.
+        std::string summary = "step " + std::to_string(m.step);
+        char part[96];
+        if (m.last_loss == m.last_loss) {
+            std::snprintf(part, sizeof part, " | loss %.4f", m.last_loss);
+            summary += part;
+        }
+        if (m.last_val_loss == m.last_val_loss) {
+            std::snprintf(part, sizeof part, " | val loss %.4f", m.last_val_loss);
+            summary += part;
+        }
+        std::snprintf(part, sizeof part, " | %lld tokens | %.0f tok/s (p50 step %.1f ms)",
+                      (long long)m.tokens_total, m.tokens_per_s, m.step_ms_p50);
+        std::printf("%s%s\n", summary.c_str(), part);
         if (st == TRAINRT_STOPPED) {
             std::fprintf(stderr, "trainrt: stopped at step %lld\n", (long long)m.step);
             code = g_signal == SIGTERM ? 143 : g_signal == SIGINT ? 130 : 0;
