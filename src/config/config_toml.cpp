@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/quote.h"
 #include "core/error.h"
 
 namespace trt {
@@ -250,30 +251,7 @@ std::string fmt_double(double v) {
     return s;
 }
 
-std::string quote(std::string_view s) {
-    std::string out = "\"";
-    for (const char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\b': out += "\\b"; break;
-            case '\t': out += "\\t"; break;
-            case '\n': out += "\\n"; break;
-            case '\f': out += "\\f"; break;
-            case '\r': out += "\\r"; break;
-            default:
-                if (c < 0x20 || c == 0x7f) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04X", c);
-                    out += buf;
-                } else {
-                    out += ch;
-                }
-        }
-    }
-    return out + "\"";
-}
+std::string quote(std::string_view s) { return quote_string(s); }
 
 // Edit distance counting an adjacent transposition as one edit ("modle" -> "model": 1).
 size_t edit_distance(std::string_view a, std::string_view b) {

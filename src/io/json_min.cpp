@@ -1,5 +1,7 @@
 #include "io/json_min.h"
 
+#include "core/quote.h"
+
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -373,33 +375,6 @@ bool valid_utf8(std::string_view s) {
     return true;
 }
 
-std::string quote(std::string_view s) {
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    out.reserve(s.size() + 2);
-    out += '"';
-    for (const char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (c < 0x20) {
-                    out += "\\u00";
-                    out += hex[c >> 4];
-                    out += hex[c & 0xF];
-                } else {
-                    out += ch;  // UTF-8 passes through unchanged (valid JSON)
-                }
-        }
-    }
-    out += '"';
-    return out;
-}
+std::string quote(std::string_view s) { return quote_string(s); }
 
 }  // namespace trt::json

@@ -190,6 +190,20 @@ trainrt_config* load_config(const RunArgs& args) {
     return config;
 }
 
+// Config + --set + session; returns NULL after printing the error.
+trainrt_session* open_session(const RunArgs& args) {
+    trainrt_config* config = load_config(args);
+    if (config == nullptr) return nullptr;
+    trainrt_session* session = nullptr;
+    const trainrt_status st = trainrt_session_create(&session, config);
+    trainrt_config_destroy(config);  // the session keeps its own copy
+    if (st != TRAINRT_OK) {
+        fail_status("creating the session", st);
+        return nullptr;
+    }
+    return session;
+}
+
 int cmd_prepare(int argc, char** argv) {
     std::string text, out;
     double fraction = 0.1;
@@ -218,17 +232,13 @@ int cmd_train(int argc, char** argv) {
     RunArgs args;
     std::string error;
     if (!parse_run_args(argc, argv, true, args, error)) return fail_usage(error);
-    trainrt_config* config = load_config(args);
-    if (config == nullptr) return 1;
-    trainrt_session* session = nullptr;
-    trainrt_status st = trainrt_session_create(&session, config);
-    trainrt_config_destroy(config);
-    if (st != TRAINRT_OK) return fail_status("creating the session", st);
+    trainrt_session* session = open_session(args);
+    if (session == nullptr) return 1;
 
     g_session = session;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    st = trainrt_session_train(session, args.steps, on_progress, nullptr);
+    trainrt_status st = trainrt_session_train(session, args.steps, on_progress, nullptr);
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
     g_session = nullptr;
@@ -267,14 +277,10 @@ int cmd_eval(int argc, char** argv) {
     RunArgs args;
     std::string error;
     if (!parse_run_args(argc, argv, false, args, error)) return fail_usage(error);
-    trainrt_config* config = load_config(args);
-    if (config == nullptr) return 1;
-    trainrt_session* session = nullptr;
-    trainrt_status st = trainrt_session_create(&session, config);
-    trainrt_config_destroy(config);
-    if (st != TRAINRT_OK) return fail_status("creating the session", st);
+    trainrt_session* session = open_session(args);
+    if (session == nullptr) return 1;
     double loss = 0;
-    st = trainrt_session_eval(&loss, session);
+    const trainrt_status st = trainrt_session_eval(&loss, session);
     trainrt_session_destroy(session);
     if (st != TRAINRT_OK) return fail_status("eval", st);
     std::printf("val loss %.6f\n", loss);
