@@ -225,8 +225,9 @@ TRAINRT_API trainrt_status trainrt_session_sync(trainrt_step_result* out,
  * (a fresh cursor each call). TRAINRT_ERR_CONFIG when no val data is configured. */
 TRAINRT_API trainrt_status trainrt_session_eval(double* out_loss, trainrt_session* session);
 /* Loss of the current model on host tokens, no update: rows of (seq_len + 1) ids as in
- * step_tokens, 1 <= rows <= batch_size, 1 <= seq_len <= train.seq_len. logits (may be NULL)
- * receives rows * seq_len * vocab_size floats; logits_cap is its size in floats. */
+ * step_tokens, 1 <= rows <= batch_size, 1 <= seq_len <= train.seq_len. out_loss (may be
+ * NULL) receives the mean loss; logits (may be NULL) receives rows * seq_len * vocab_size
+ * floats; logits_cap is its size in floats. */
 TRAINRT_API trainrt_status trainrt_session_forward(double* out_loss, float* logits,
                                                    size_t logits_cap, trainrt_session* session,
                                                    const int32_t* tokens, int64_t rows,
@@ -239,7 +240,8 @@ TRAINRT_API trainrt_status trainrt_session_forward(double* out_loss, float* logi
 TRAINRT_API trainrt_status trainrt_session_train(trainrt_session* session, int64_t n_steps,
                                                  trainrt_progress_fn callback, void* payload);
 /* Ask a running train() to stop after its current step. Safe from any thread (and from a
- * signal handler). A request made while no train() runs stops the next one at once. */
+ * signal handler). A request made while no train() runs stops the next one at once; one
+ * that arrives during the last step of a train() that then completes is discarded. */
 TRAINRT_API trainrt_status trainrt_session_request_stop(trainrt_session* session);
 TRAINRT_API trainrt_status trainrt_session_metrics(trainrt_metrics* out,
                                                    trainrt_session* session);

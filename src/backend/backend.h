@@ -29,6 +29,7 @@ class Backend {
 public:
     virtual ~Backend() = default;
     virtual const char* name() const = 0;
+    virtual int num_threads() const = 0;  // host threads the backend's ops use
 
     // ---- memory
     virtual void* alloc(size_t bytes) = 0;  // zero-filled; Error(OutOfMemory) on failure

@@ -98,17 +98,21 @@ Session::~Session() = default;
 void Session::log_startup() const {
     const RunConfig& r = run_;
     const size_t n_params = model_->table().total();
-    log_.info("backend: ", backend_->name(), " (device = ", to_string(r.runtime.device),
-              " -> cpu), precision = fp32, threads = ",
-              r.runtime.threads == 0 ? std::string("all cores") : std::to_string(r.runtime.threads));
-    // Every switch, resolved; the CUDA-only ones say so rather than pretending.
-    log_.info("acceleration: precision=fp32 attention=matmul (cpu) fused_classifier=on (cpu "
-              "classifier is always fused) fused_adamw=n/a (cpu; configured ",
-              r.accel.fused_adamw ? "on" : "off", ") cuda_graphs=n/a (cpu; configured ",
-              r.accel.cuda_graphs ? "on" : "off", ") matmul_epilogues=n/a (cpu; configured ",
-              r.accel.matmul_epilogues ? "on" : "off", ") attention_configured=",
-              to_string(r.accel.attention), " placement=host (configured ",
-              to_string(r.data.placement), ")");
+    auto configured = [](const char* resolved, const char* asked) {
+        return std::string(resolved) + (std::string(resolved) == asked ? "" : cat(" (", asked, ")"));
+    };
+    auto cuda_only = [](bool asked) { return cat("n/a (cpu; ", asked ? "on" : "off", ")"); };
+    // First line: every switch, resolved (configured value in parentheses where it differs);
+    // the CUDA-only ones say n/a rather than pretending.
+    log_.info("acceleration: device=", configured("cpu", to_string(r.runtime.device)),
+              " precision=", configured("fp32", to_string(r.runtime.precision)),
+              " threads=", backend_->num_threads(),
+              " attention=", configured("matmul", to_string(r.accel.attention)),
+              " fused_classifier=on (cpu: always)",
+              " fused_adamw=", cuda_only(r.accel.fused_adamw),
+              " cuda_graphs=", cuda_only(r.accel.cuda_graphs),
+              " matmul_epilogues=", cuda_only(r.accel.matmul_epilogues),
+              " placement=", configured("host", to_string(r.data.placement)));
     log_.info("model: GPT-2 L", r.model.n_layer, " H", r.model.n_head, " C", r.model.d_model,
               " V", r.model.vocab_size, " T_max", r.model.context_length, ", ", n_params,
               " parameters, init ",
@@ -315,6 +319,9 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
             return TrainOutcome::Stopped;
         }
     }
+    // A request that arrived during the last step was for this train(), which has ended;
+    // do not let it stop the next one.
+    stop_requested_.store(false);
     return TrainOutcome::Completed;
 }
 

@@ -29,6 +29,7 @@ public:
     }
 
     const char* name() const override { return "cpu"; }
+    int num_threads() const override { return threads_; }
 
     // ---- memory
     void* alloc(size_t bytes) override {
