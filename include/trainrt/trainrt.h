@@ -9,7 +9,8 @@
  *     and the outputs are left untouched;
  *   - no exception, abort or exit ever reaches the host;
  *   - strings come back through (buf, cap, &needed): the call copies at most cap-1 bytes plus
- *     a NUL and always stores the full length (without the NUL) in *needed;
+ *     a NUL and stores the full length (without the NUL) in *needed (needed may be NULL;
+ *     buf = NULL with cap = 0 is a size query);
  *   - output structs begin with struct_size and version; the library fills only the fields
  *     that struct_size covers, so fields can be appended without breaking old hosts.
  *   - a handle may move between threads but must not be used by two threads at once
@@ -88,9 +89,9 @@ TRAINRT_API const char* trainrt_last_error_message(void);
 /* message is a single line without a trailing newline, valid only during the call. */
 typedef void (*trainrt_log_fn)(int32_t level, const char* message, void* payload);
 
-/* Process-wide default log sink, used by sessions that have none of their own. fn = NULL
- * restores the built-in default (WARN and ERROR lines to stderr). The library never writes
- * to stdout. */
+/* Process-wide default log sink, used by sessions that have none of their own: lines at
+ * min_level and above go to fn. fn = NULL selects the built-in sink, which writes those lines
+ * to stderr (initially min_level = TRAINRT_LOG_WARN). The library never writes to stdout. */
 TRAINRT_API trainrt_status trainrt_log_set_default(trainrt_log_fn fn, void* payload,
                                                    int32_t min_level);
 
@@ -173,7 +174,8 @@ TRAINRT_API void trainrt_metrics_init(trainrt_metrics* metrics);
 
 /* What trainrt_session_train() reports to its callback. */
 #define TRAINRT_PROGRESS_STEP 0  /* a train step was logged (every runtime.log_every) */
-#define TRAINRT_PROGRESS_EVAL 1  /* an eval finished (every train.eval_every, and at the end) */
+#define TRAINRT_PROGRESS_EVAL 1  /* an eval finished: every train.eval_every steps and after
+                                    the last step of train(); never when eval_every = 0 */
 typedef struct trainrt_progress {
     uint32_t struct_size;
     uint32_t version;       /* TRAINRT_PROGRESS_VERSION */

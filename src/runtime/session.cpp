@@ -290,6 +290,13 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
         return callback ? callback(p) : true;
     };
 
+    // However train() ends, a stop request made during it was for it: do not let it stop
+    // the next one. (A request made while no train() runs is seen by the loop below.)
+    struct ClearStopOnExit {
+        std::atomic<bool>& flag;
+        ~ClearStopOnExit() { flag.store(false); }
+    } clear_stop{stop_requested_};
+
     if (step_ >= target) {
         log_.info("train: already at step ", step_, " of ", target, "; nothing to do");
         return TrainOutcome::Completed;
@@ -319,9 +326,6 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
             return TrainOutcome::Stopped;
         }
     }
-    // A request that arrived during the last step was for this train(), which has ended;
-    // do not let it stop the next one.
-    stop_requested_.store(false);
     return TrainOutcome::Completed;
 }
 

@@ -1,0 +1,475 @@
+#!/usr/bin/python3
+"""CPU training throughput: libtrainrt (`trainrt train`) vs PyTorch, side by side.
+
+Both engines train the same GPT-2-shaped model (same shape, batch, optimizer, clip, threads,
+fp32) on the same random-token shard; each run is a fresh process. The engines run
+alternately (trainrt, torch | torch, trainrt | trainrt, torch ... for --rounds rounds: the
+order flips every round) so that a change in machine load hits both. Per run the first
+--warmup steps are dropped; the figure is the median step time of the rest. The ratio is
+trainrt tok/s / torch tok/s, per round; the headline is the median of the per-round ratios
+(the all rows also give pooled medians per engine). See bench/README.md and
+shared/design/TESTING.md ("Performance is measured, not asserted").
+
+What one step is:
+  trainrt  the `ms` of metrics.jsonl (runtime.log_every = 1): draw the batch (random
+           sampler), forward, backward, global-norm clip, AdamW -- timed inside trainrt.
+  torch    time.perf_counter around: draw the batch (random offsets), forward, backward,
+           clip_grad_norm_, AdamW.step, zero_grad.
+
+Usage:
+    /usr/bin/python3 bench/cpu_vs_pytorch.py [--trainrt build/trainrt] [--model small|tiny]
+        [--steps 12] [--warmup 2] [--threads N] [--rounds 2] [--out bench/results/FILE.md]
+
+Only the standard library, torch and numpy are used (torch 1.13: Debian's python3-torch,
+run with /usr/bin/python3).
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except Exception as exc:  # noqa: BLE001
+    print(f"cpu_vs_pytorch: PyTorch/numpy not importable with {sys.executable}: {exc}\n"
+          "  run with /usr/bin/python3 (Debian's python3-torch)", file=sys.stderr)
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+MODELS = {
+    # The TESTING.md CPU anchor: V=256, L6 H6 C384, B8 T256.
+    "small": dict(vocab_size=256, context_length=256, n_layer=6, n_head=6, d_model=384),
+    # A quick smoke run of the harness.
+    "tiny": dict(vocab_size=256, context_length=256, n_layer=2, n_head=4, d_model=128),
+}
+BATCH, SEQ = 8, 256
+OPTIM = dict(lr=3e-4, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1, grad_clip=1.0)
+SHARD_TOKENS = 2_000_000
+SHARD_MAGIC, SHARD_VERSION = 20240520, 1
+DATA_SEED, TORCH_SEED = 1234, 1337
+
+
+# ----------------------------------------------------------------------------- data
+def write_shard(path, tokens):
+    """llm.c token shard: 256 little-endian int32 header [magic, version, ntok, 0...] then
+    ntok little-endian uint16 token ids."""
+    header = np.zeros(256, dtype="<i4")
+    header[0], header[1], header[2] = SHARD_MAGIC, SHARD_VERSION, len(tokens)
+    with open(path, "wb") as f:
+        f.write(header.tobytes())
+        f.write(tokens.astype("<u2").tobytes())
+
+
+def read_shard(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    header = np.frombuffer(data[:1024], dtype="<i4")
+    if header[0] != SHARD_MAGIC or header[1] != SHARD_VERSION:
+        raise ValueError(f"{path}: bad shard header {header[:3]}")
+    ntok = int(header[2])
+    if len(data) != 1024 + 2 * ntok:
+        raise ValueError(f"{path}: size {len(data)} != 1024 + 2*{ntok}")
+    return np.frombuffer(data[1024:], dtype="<u2").astype(np.int64)
+
+
+# ----------------------------------------------------------------------------- torch side
+class CausalSelfAttention(nn.Module):
+    def __init__(self, C, H, Tmax):
+        super().__init__()
+        self.H = H
+        self.c_attn = nn.Linear(C, 3 * C)
+        self.c_proj = nn.Linear(C, C)
+        self.register_buffer("mask", torch.ones(Tmax, Tmax, dtype=torch.bool).tril()
+                             .view(1, 1, Tmax, Tmax), persistent=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        hs = C // self.H
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, self.H, hs).transpose(1, 2)                   # (B,H,T,hs)
+        k = k.view(B, T, self.H, hs).transpose(1, 2)
+        v = v.view(B, T, self.H, hs).transpose(1, 2)
+        # torch 1.13 has no F.scaled_dot_product_attention: explicit masked softmax.
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+        att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, C):
+        super().__init__()
+        self.c_fc = nn.Linear(C, 4 * C)
+        self.c_proj = nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+
+class Block(nn.Module):
+    def __init__(self, C, H, Tmax):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(C)
+        self.attn = CausalSelfAttention(C, H, Tmax)
+        self.ln_2 = nn.LayerNorm(C)
+        self.mlp = MLP(C)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    """nanoGPT-style GPT-2: learned positions, pre-LN blocks, GELU(tanh), tied LM head."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        V, Tmax, L, H, C = (cfg[k] for k in ("vocab_size", "context_length", "n_layer",
+                                              "n_head", "d_model"))
+        self.wte = nn.Embedding(V, C)
+        self.wpe = nn.Embedding(Tmax, C)
+        self.h = nn.ModuleList(Block(C, H, Tmax) for _ in range(L))
+        self.ln_f = nn.LayerNorm(C)
+        self.lm_head = nn.Linear(C, V, bias=False)
+        self.lm_head.weight = self.wte.weight                          # tied
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                nn.init.normal_(p, 0.0, 0.02)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+
+    def forward(self, idx, targets):
+        B, T = idx.shape
+        x = self.wte(idx) + self.wpe(torch.arange(T, dtype=torch.long))
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def torch_worker(spec_path, result_path):
+    """One PyTorch run (in its own process, like trainrt): returns per-step ms and losses."""
+    with open(spec_path) as f:
+        spec = json.load(f)
+    cfg, threads, steps = spec["model"], spec["threads"], spec["steps"]
+    torch.set_num_threads(threads)
+    torch.manual_seed(TORCH_SEED)
+    tokens = torch.from_numpy(read_shard(spec["shard"]))
+    model = GPT(cfg)
+    model.train()
+    params = list(model.parameters())                                  # tied wte counted once
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": OPTIM["weight_decay"]},
+         {"params": no_decay, "weight_decay": 0.0}],
+        lr=OPTIM["lr"], betas=(OPTIM["beta1"], OPTIM["beta2"]), eps=OPTIM["eps"])
+    rng = np.random.RandomState(DATA_SEED)
+    n = len(tokens)
+    offs = torch.arange(SEQ + 1)
+    ms, losses = [], []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        starts = torch.from_numpy(rng.randint(0, n - SEQ, size=BATCH))
+        rows = tokens[starts.unsqueeze(1) + offs]                       # (B, T+1)
+        x, y = rows[:, :-1].contiguous(), rows[:, 1:].contiguous()
+        loss = model(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, OPTIM["grad_clip"])
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        t1 = time.perf_counter()
+        ms.append((t1 - t0) * 1000.0)
+        losses.append(loss.item())
+    with open(result_path, "w") as f:
+        json.dump(dict(ms=ms, loss=losses, threads=torch.get_num_threads(),
+                       torch=torch.__version__), f)
+
+
+def run_torch(workdir, tag, cfg, threads, steps, shard):
+    spec = os.path.join(workdir, f"{tag}.spec.json")
+    result = os.path.join(workdir, f"{tag}.result.json")
+    with open(spec, "w") as f:
+        json.dump(dict(model=cfg, threads=threads, steps=steps, shard=shard), f)
+    cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", spec, result]
+    proc = subprocess.run(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout)
+        raise RuntimeError(f"torch worker exited with status {proc.returncode}")
+    with open(result) as f:
+        return json.load(f)
+
+
+# ----------------------------------------------------------------------------- trainrt side
+def trainrt_toml(cfg, threads, steps, shard, out_dir):
+    return f"""# written by bench/cpu_vs_pytorch.py
+[model]
+vocab_size = {cfg['vocab_size']}
+context_length = {cfg['context_length']}
+n_layer = {cfg['n_layer']}
+n_head = {cfg['n_head']}
+d_model = {cfg['d_model']}
+seed = {TORCH_SEED}
+
+[data]
+train = {json.dumps(shard)}
+sampler = "random"
+seed = 1
+
+[train]
+batch_size = {BATCH}
+seq_len = {SEQ}
+grad_accum = 1
+steps = {steps}
+eval_every = 0
+checkpoint_every = 0
+out_dir = {json.dumps(out_dir)}
+
+[optim]
+lr = {OPTIM['lr']!r}
+betas = [{OPTIM['beta1']!r}, {OPTIM['beta2']!r}]
+eps = {OPTIM['eps']!r}
+weight_decay = {OPTIM['weight_decay']!r}
+grad_clip = {OPTIM['grad_clip']!r}
+schedule = "constant"
+warmup_steps = 0
+min_lr = 0.0
+
+[runtime]
+device = "cpu"
+precision = "fp32"
+threads = {threads}
+log_every = 1
+"""
+
+
+def run_trainrt(trainrt, workdir, tag, cfg, threads, steps, shard):
+    out_dir = os.path.join(workdir, f"out_{tag}")
+    cfg_path = os.path.join(workdir, f"{tag}.toml")
+    with open(cfg_path, "w") as f:
+        f.write(trainrt_toml(cfg, threads, steps, shard, out_dir))
+    cmd = [trainrt, "train", cfg_path]
+    proc = subprocess.run(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout)
+        raise RuntimeError(f"`{' '.join(cmd)}` exited with status {proc.returncode}")
+    rows = {}
+    with open(os.path.join(out_dir, "metrics.jsonl")) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                rec = json.loads(line)
+                if rec.get("split") == "train":
+                    rows[rec["step"]] = rec
+    missing = [s for s in range(1, steps + 1) if s not in rows or "ms" not in rows[s]]
+    if missing:
+        raise RuntimeError(f"{out_dir}/metrics.jsonl: no train line with ms for steps {missing}")
+    first_log = next((ln for ln in proc.stdout.splitlines() if ln.strip()), "")
+    return dict(ms=[float(rows[s]["ms"]) for s in range(1, steps + 1)],
+                loss=[float(rows[s]["loss"]) for s in range(1, steps + 1)],
+                log=first_log)
+
+
+# ----------------------------------------------------------------------------- reporting
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
+def machine():
+    model = ""
+    for line in sh(["lscpu"]).splitlines():
+        if line.lower().startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    return model or platform.processor() or "unknown CPU", os.cpu_count()
+
+
+def commit():
+    c = sh(["git", "rev-parse", "--short", "HEAD"]) or "unknown"
+    dirty = sh(["git", "status", "--porcelain", "--untracked-files=no"])
+    return c + (" (+ uncommitted changes)" if dirty else "")
+
+
+def loadavg():
+    return "%.2f %.2f %.2f" % os.getloadavg()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trainrt", default=os.path.join(REPO, "build", "trainrt"),
+                    help="path to the trainrt CLI (default: build/trainrt)")
+    ap.add_argument("--model", choices=sorted(MODELS), default="small",
+                    help="small = V256 L6 H6 C384 (the TESTING.md anchor); tiny = L2 H4 C128")
+    ap.add_argument("--steps", type=int, default=12,
+                    help="optimizer steps per run, warm-up included (default 12)")
+    ap.add_argument("--warmup", type=int, default=2,
+                    help="first steps of each run left out of the median (default 2)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(),
+                    help="threads for both engines (default: nproc)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternating rounds, each one trainrt run and one torch run, the order "
+                         "flipping every round (default 3)")
+    ap.add_argument("--out", help="append the markdown result to this file")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ap.add_argument("--torch-worker", nargs=2, metavar=("SPEC", "RESULT"),
+                    help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.torch_worker:
+        torch_worker(*args.torch_worker)
+        return 0
+    if args.steps - args.warmup < 3:
+        ap.error("--steps must exceed --warmup by at least 3 (for a median)")
+    if args.threads < 1 or args.rounds < 1:
+        ap.error("--threads and --rounds must be >= 1")
+    trainrt = os.path.abspath(args.trainrt)
+    if not os.access(trainrt, os.X_OK):
+        print(f"cpu_vs_pytorch: trainrt CLI not found or not executable: {trainrt}",
+              file=sys.stderr)
+        return 1
+    cfg = MODELS[args.model]
+    W, N = args.warmup, args.steps
+
+    date = sh(["date", "-u"]) or datetime.datetime.utcnow().strftime("%a %b %d %H:%M:%S UTC %Y")
+    cpu, ncpu = machine()
+    rev = commit()
+    trt_info = sh([trainrt, "info"]).replace("\n", "; ")
+    trt_mtime = datetime.datetime.utcfromtimestamp(os.path.getmtime(trainrt)).strftime(
+        "%Y-%m-%d %H:%M UTC")
+
+    workdir = tempfile.mkdtemp(prefix="trainrt-bench-")
+    t_start = time.time()
+    try:
+        rng = np.random.RandomState(DATA_SEED)
+        shard = os.path.join(workdir, "train.bin")
+        write_shard(shard, rng.randint(0, cfg["vocab_size"], size=SHARD_TOKENS))
+        print(f"model {args.model}: V{cfg['vocab_size']} L{cfg['n_layer']} H{cfg['n_head']} "
+              f"C{cfg['d_model']} ctx{cfg['context_length']}, B{BATCH} T{SEQ}, fp32, "
+              f"{args.threads} threads, {N} steps/run ({W} warm-up), {args.rounds} round(s); "
+              f"shard {SHARD_TOKENS} tokens in {workdir}", flush=True)
+
+        runs = []  # (round, engine, result dict, load before, load after, seconds)
+        for r in range(1, args.rounds + 1):
+            order = ("trainrt", "torch") if r % 2 else ("torch", "trainrt")
+            for engine in order:
+                la0, t0 = loadavg(), time.time()
+                print(f"round {r}: {engine} ... (load avg {la0})", end=" ", flush=True)
+                if engine == "trainrt":
+                    res = run_trainrt(trainrt, workdir, f"r{r}", cfg, args.threads, N, shard)
+                else:
+                    res = run_torch(workdir, f"r{r}", cfg, args.threads, N, shard)
+                secs, la1 = time.time() - t0, loadavg()
+                med = statistics.median(res["ms"][W:])
+                print(f"median {med:.1f} ms/step, {secs:.1f} s wall", flush=True)
+                runs.append((r, engine, res, la0, la1, secs))
+    finally:
+        if args.keep:
+            print(f"scratch folder kept: {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    tokens = BATCH * SEQ
+
+    def row(label, engine, ms_list, ratio):
+        med = statistics.median(ms_list)
+        tps = tokens / (med / 1000.0)
+        rtxt = f"{ratio:.2f}" if ratio is not None else "—"
+        return med, tps, (f"| {label} | {engine} | {args.threads} | {med:.1f} | {tps:.0f} | "
+                          f"{rtxt} |")
+
+    lines = [
+        f"### trainrt vs PyTorch, CPU, model `{args.model}`",
+        "",
+        f"- date: {date}",
+        f"- machine: {cpu}, nproc {ncpu}; load average (1/5/15 min) at start "
+        f"{runs[0][3]}, at end {runs[-1][4]}",
+        f"- commit: {rev}; trainrt: `{trainrt}` (built {trt_mtime}; {trt_info})",
+        f"- torch {torch.__version__} (python {platform.python_version()}), numpy "
+        f"{np.__version__}",
+        f"- model: V{cfg['vocab_size']} L{cfg['n_layer']} H{cfg['n_head']} C{cfg['d_model']} "
+        f"context {cfg['context_length']}; B{BATCH} T{SEQ} ({tokens} tokens/step); fp32; "
+        f"AdamW lr {OPTIM['lr']:g} betas ({OPTIM['beta1']}, {OPTIM['beta2']}) wd "
+        f"{OPTIM['weight_decay']:g} (>= 2-D tensors), constant lr; grad clip "
+        f"{OPTIM['grad_clip']:g}; random batches from a {SHARD_TOKENS}-token random shard",
+        f"- per run {N} steps, first {W} dropped, median of the other {N - W}; "
+        f"{args.rounds} alternating round(s) (odd rounds trainrt first, even rounds torch "
+        f"first); each run a fresh process",
+        f"- command: `/usr/bin/python3 bench/cpu_vs_pytorch.py --model {args.model} "
+        f"--steps {N} --warmup {W} --threads {args.threads} --rounds {args.rounds}"
+        + (f" --out {args.out}" if args.out else "") + "`",
+        "",
+        "| round | engine | threads | median ms/step | tok/s | tok/s ratio trainrt/torch |",
+        "|---|---|---|---|---|---|",
+    ]
+    by_round, ratios = {}, []
+    for r, engine, res, *_ in runs:
+        by_round.setdefault(r, {})[engine] = res["ms"][W:]
+    for r in sorted(by_round):
+        t_med = statistics.median(by_round[r]["torch"])
+        a_med = statistics.median(by_round[r]["trainrt"])
+        ratios.append(t_med / a_med)
+        lines.append(row(str(r), "trainrt", by_round[r]["trainrt"], ratios[-1])[2])
+        lines.append(row(str(r), "torch", by_round[r]["torch"], None)[2])
+    # Summary: the median of the per-round ratios (each measured side by side, close in time)
+    # is the headline; the pooled medians give the typical absolute figures. Under changing
+    # load the two can differ, since a pooled median mixes quiet and busy rounds.
+    ratio = statistics.median(ratios)
+    pooled = {e: [m for r in sorted(by_round) for m in by_round[r][e]]
+              for e in ("trainrt", "torch")}
+    pooled_ratio = statistics.median(pooled["torch"]) / statistics.median(pooled["trainrt"])
+    _, a_tps, a_line = row("**all**", "trainrt", pooled["trainrt"], pooled_ratio)
+    _, t_tps, t_line = row("**all**", "torch", pooled["torch"], None)
+    lines += [a_line, t_line]
+    lines += [
+        "",
+        f"Ratio > 1 means trainrt is faster. **Median of the per-round ratios: {ratio:.2f}** "
+        f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)}). The **all** rows pool the timed "
+        f"steps of every round: trainrt {a_tps:.0f} tok/s, torch {t_tps:.0f} tok/s "
+        f"(ratio of pooled medians {pooled_ratio:.2f}).",
+        "",
+        "<details><summary>per-step ms (all steps, warm-up first), loss, load average</summary>",
+        "",
+    ]
+    for r, engine, res, la0, la1, secs in runs:
+        lines.append(f"- round {r} {engine}: " + ", ".join(f"{m:.1f}" for m in res["ms"]) +
+                     f"; loss {res['loss'][0]:.4f} -> {res['loss'][-1]:.4f}; load "
+                     f"{la0} -> {la1}; {secs:.1f} s wall")
+    first = next((res.get("log") for _, e, res, *_ in runs if e == "trainrt" and res.get("log")),
+                 "")
+    if first:
+        lines += ["", f"trainrt's first log line: `{first.strip()}`"]
+    lines += ["", "</details>", ""]
+    text = "\n".join(lines)
+    print()
+    print(text)
+    print(f"(bench wall time {time.time() - t_start:.0f} s)")
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(text + "\n")
+        print(f"appended to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# End-to-end test of the trainrt CLI.
+#   usage: cli_e2e.sh TRAINRT_BINARY SOURCE_DIR SCRATCH_DIR
+set -euo pipefail
+
+TRAINRT=$1
+SRC=$2
+WORK=$3
+TEXT="$SRC/examples/data/tinyshakespeare.txt"
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+step() { echo "--- $*"; }
+
+# Runs a command that must fail: non-zero exit, a message on stderr matching PATTERN.
+#   expect_failure NAME PATTERN COMMAND...
+expect_failure() {
+    local name=$1 pattern=$2
+    shift 2
+    local rc=0
+    "$@" >"$name.out" 2>"$name.err" || rc=$?
+    [ "$rc" -ne 0 ] || fail "$name: exit status 0 (expected an error): $*"
+    [ -s "$name.err" ] || fail "$name: nothing on stderr"
+    grep -q -- "$pattern" "$name.err" || {
+        cat "$name.err" >&2
+        fail "$name: stderr does not mention '$pattern'"
+    }
+    echo "ok: $name (exit $rc): $(head -n 1 "$name.err")"
+}
+
+[ -x "$TRAINRT" ] || fail "no trainrt binary at $TRAINRT"
+[ -f "$TEXT" ] || fail "no text at $TEXT"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK"
+
+# ------------------------------------------------------------------ info
+step "trainrt info"
+"$TRAINRT" info >info.out 2>info.err
+cat info.out
+grep -Eq '^libtrainrt [0-9]+\.[0-9]+\.[0-9]+ ' info.out || fail "info: no version line"
+grep -Eq '^features:.* cpu' info.out || fail "info: cpu feature missing"
+
+# ------------------------------------------------------------------ prepare
+step "trainrt prepare"
+"$TRAINRT" prepare --text "$TEXT" --out data --val-fraction 0.1 >prepare.out
+cat prepare.out
+[ -f data/train.bin ] || fail "prepare: data/train.bin missing"
+[ -f data/val.bin ] || fail "prepare: data/val.bin missing"
+n_train=$(sed -nE 's/.*train\.bin \(([0-9]+) tokens\).*/\1/p' prepare.out)
+n_val=$(sed -nE 's/.*val\.bin \(([0-9]+) tokens\).*/\1/p' prepare.out)
+[ -n "$n_train" ] && [ -n "$n_val" ] || fail "prepare: token counts not printed"
+n_bytes=$(stat -c %s "$TEXT")
+[ $((n_train + n_val)) -eq "$n_bytes" ] ||
+    fail "prepare: $n_train + $n_val tokens != $n_bytes bytes of text"
+# val = floor(0.1 * bytes), allowing for rounding of 0.1 in binary.
+[ $((n_val - n_bytes / 10)) -ge -1 ] && [ $((n_val - n_bytes / 10)) -le 1 ] ||
+    fail "prepare: $n_val val tokens for $n_bytes bytes at fraction 0.1"
+[ "$(stat -c %s data/train.bin)" -eq $((1024 + 2 * n_train)) ] ||
+    fail "prepare: train.bin is $(stat -c %s data/train.bin) bytes, expected $((1024 + 2 * n_train))"
+[ "$(stat -c %s data/val.bin)" -eq $((1024 + 2 * n_val)) ] ||
+    fail "prepare: val.bin is $(stat -c %s data/val.bin) bytes, expected $((1024 + 2 * n_val))"
+# Header: magic 20240520, version 1, ntok.
+read -r magic version ntok < <(od -An -t d4 -N 12 data/train.bin)
+[ "$magic" -eq 20240520 ] && [ "$version" -eq 1 ] && [ "$ntok" -eq "$n_train" ] ||
+    fail "prepare: train.bin header is [$magic, $version, $ntok]"
+# The first token is the first byte of the text.
+first_byte=$(od -An -t u1 -N 1 "$TEXT" | tr -d ' ')
+first_token=$(od -An -t u2 -j 1024 -N 2 data/train.bin | tr -d ' ')
+[ "$first_byte" -eq "$first_token" ] || fail "prepare: first token $first_token != byte $first_byte"
+
+# ------------------------------------------------------------------ config file
+cat >run.toml <<'TOML'
+[model]
+vocab_size = 256
+context_length = 32
+n_layer = 1
+n_head = 2
+d_model = 32
+
+[data]
+train = "data/train.bin"
+val = "data/val.bin"
+
+[train]
+batch_size = 2
+seq_len = 16
+steps = 20
+eval_every = 3
+eval_batches = 2
+out_dir = "out"
+
+[optim]
+lr = 0.001
+
+[runtime]
+threads = 1
+log_every = 1
+TOML
+
+# ------------------------------------------------------------------ train
+step "trainrt train run.toml --set train.steps=6"
+"$TRAINRT" train run.toml --set train.steps=6 >train.out 2>train.err || {
+    cat train.err >&2
+    fail "train: exit status $?"
+}
+cat train.out
+grep -q 'acceleration:' train.err || fail "train: the session's INFO lines are not on stderr"
+grep -Eq '^step 6 \| loss [0-9.]+ \| val loss [0-9.]+' train.out ||
+    fail "train: no final summary for step 6 on stdout"
+[ -f out/metrics.jsonl ] || fail "train: out/metrics.jsonl missing"
+n_train_lines=$(grep -Ec '"split": ?"train"' out/metrics.jsonl || true)
+n_val_lines=$(grep -Ec '"split": ?"val"' out/metrics.jsonl || true)
+[ "$n_train_lines" -eq 6 ] || fail "metrics.jsonl: $n_train_lines train lines, expected 6"
+[ "$n_val_lines" -ge 1 ] || fail "metrics.jsonl: no val line"
+for key in step loss lr grad_norm tokens tokens_total ms tok_per_s; do
+    n=$(grep -E '"split": ?"train"' out/metrics.jsonl | grep -Ec "\"$key\": ?[-0-9]" || true)
+    [ "$n" -eq 6 ] || fail "metrics.jsonl: key '$key' with a number in $n of 6 train lines"
+done
+for s in 1 2 3 4 5 6; do
+    grep -E '"split": ?"train"' out/metrics.jsonl | grep -Eq "\"step\": ?$s[,}]" ||
+        fail "metrics.jsonl: no train line for step $s"
+done
+grep -E '"split": ?"val"' out/metrics.jsonl | grep -Eq '"step": ?6[,}]' ||
+    fail "metrics.jsonl: no val line at the final step 6"
+grep -E '"split": ?"train"' out/metrics.jsonl | grep -Eq '"tokens": ?32[,}]' ||
+    fail "metrics.jsonl: tokens per step should be 1 x 2 x 16 = 32"
+
+# ------------------------------------------------------------------ eval
+step "trainrt eval run.toml"
+"$TRAINRT" eval run.toml >eval.out 2>eval.err || {
+    cat eval.err >&2
+    fail "eval: non-zero exit"
+}
+cat eval.out
+grep -Eq '^val loss [0-9]+\.[0-9]+$' eval.out || fail "eval: no 'val loss X' line"
+# A fresh random model: val loss near ln 256 = 5.55.
+awk '/^val loss/ { exit !($3 > 4.5 && $3 < 6.5) }' eval.out ||
+    fail "eval: val loss $(cat eval.out) is not near ln(256)"
+
+# ------------------------------------------------------------------ config
+step "trainrt config run.toml --set optim.lr=0.002"
+"$TRAINRT" config run.toml --set optim.lr=0.002 >config.out 2>config.err || {
+    cat config.err >&2
+    fail "config: non-zero exit"
+}
+grep -qx 'lr = 0.002' config.out || fail "config: no 'lr = 0.002' line in the dump"
+grep -qx 'vocab_size = 256' config.out || fail "config: the file's values are missing"
+grep -qx '\[optim\]' config.out || fail "config: no [optim] section"
+
+# ------------------------------------------------------------------ errors
+step "error cases"
+expect_failure missing_config "missing.toml" "$TRAINRT" train missing.toml
+expect_failure bad_set_key "optim.nope" "$TRAINRT" config run.toml --set optim.nope=1
+expect_failure bad_set_value "train.steps" "$TRAINRT" train run.toml --set train.steps=0
+expect_failure unknown_command "frobnicate" "$TRAINRT" frobnicate
+expect_failure no_command "usage" "$TRAINRT"
+expect_failure prepare_missing_text "no_such.txt" \
+    "$TRAINRT" prepare --text no_such.txt --out prep_missing
+[ ! -e prep_missing/train.bin ] || fail "prepare with a missing text wrote train.bin"
+expect_failure eval_missing_config "absent.toml" "$TRAINRT" eval absent.toml
+
+echo "cli_e2e: all checks passed"
