@@ -59,31 +59,14 @@ MODELS = {
 BATCH, SEQ = 8, 256
 OPTIM = dict(lr=3e-4, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1, grad_clip=1.0)
 SHARD_TOKENS = 2_000_000
-SHARD_MAGIC, SHARD_VERSION = 20240520, 1
 DATA_SEED, TORCH_SEED = 1234, 1337
 
 
 # ----------------------------------------------------------------------------- data
-def write_shard(path, tokens):
-    """llm.c token shard: 256 little-endian int32 header [magic, version, ntok, 0...] then
-    ntok little-endian uint16 token ids."""
-    header = np.zeros(256, dtype="<i4")
-    header[0], header[1], header[2] = SHARD_MAGIC, SHARD_VERSION, len(tokens)
-    with open(path, "wb") as f:
-        f.write(header.tobytes())
-        f.write(tokens.astype("<u2").tobytes())
-
-
-def read_shard(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    header = np.frombuffer(data[:1024], dtype="<i4")
-    if header[0] != SHARD_MAGIC or header[1] != SHARD_VERSION:
-        raise ValueError(f"{path}: bad shard header {header[:3]}")
-    ntok = int(header[2])
-    if len(data) != 1024 + 2 * ntok:
-        raise ValueError(f"{path}: size {len(data)} != 1024 + 2*{ntok}")
-    return np.frombuffer(data[1024:], dtype="<u2").astype(np.int64)
+# The llm.c shard reader/writer of the PyTorch reference test (one copy in the tree).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "reference"))
+from gpt2_reference import read_shard, write_shard  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- torch side
