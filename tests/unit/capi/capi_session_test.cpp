@@ -4,6 +4,8 @@
 // Written against include/trainrt/trainrt.h only.
 #include <trainrt/trainrt.h>
 
+#include "capi/capi_test_util.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -72,21 +74,6 @@ std::string scratch_dir() {
     return dir;
 }
 
-std::string last_error() { return trainrt_last_error_message(); }
-
-bool names(const std::string& text, const std::string& word) {
-    const std::regex re("(^|[^A-Za-z0-9_])" + word + "($|[^A-Za-z0-9_])");
-    return std::regex_search(text, re);
-}
-
-#define EXPECT_NULL_ARG(call, arg)                                                   \
-    do {                                                                             \
-        const trainrt_status st_ = (call);                                           \
-        EXPECT_EQ(st_, TRAINRT_ERR_INVALID_ARGUMENT) << #call;                       \
-        const std::string msg_ = trainrt_last_error_message();                       \
-        EXPECT_TRUE(names(msg_, arg)) << #call << ": message does not name '" << arg \
-                                      << "': " << msg_;                              \
-    } while (0)
 
 // Pseudo-random ids in [0, vocab).
 std::vector<uint16_t> lcg_tokens(size_t n, uint32_t seed, int vocab) {

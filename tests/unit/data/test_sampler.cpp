@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "data/data_test_util.h"
 #include "core/error.h"
 #include "core/philox.h"
 #include "data/prepare.h"
@@ -50,21 +51,6 @@ std::vector<int32_t> row_at(int64_t shard, int64_t start, int64_t T) {
 
 std::vector<int32_t> row_of(const std::vector<int32_t>& batch, int64_t b, int64_t T) {
     return {batch.begin() + b * (T + 1), batch.begin() + (b + 1) * (T + 1)};
-}
-
-template <typename F>
-std::string expect_error(F&& f, Status status, const std::vector<std::string>& needles) {
-    try {
-        f();
-    } catch (const Error& e) {
-        EXPECT_EQ(static_cast<int>(e.status()), static_cast<int>(status)) << e.what();
-        const std::string msg = e.what();
-        for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos)
-            << "missing '" << n << "' in: " << msg;
-        return msg;
-    }
-    ADD_FAILURE() << "no trt::Error thrown";
-    return {};
 }
 
 }  // namespace

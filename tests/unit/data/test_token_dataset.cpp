@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "data/data_test_util.h"
 #include "core/error.h"
 #include "data/prepare.h"
 #include "data/token_dataset.h"
@@ -39,22 +40,6 @@ void write_raw(const std::string& path, int32_t magic, int32_t version, int32_t 
     f.write(reinterpret_cast<const char*>(header), sizeof header);
     f.write(reinterpret_cast<const char*>(body.data()), static_cast<std::streamsize>(body.size()));
     ASSERT_TRUE(f.good());
-}
-
-// Runs f, expects an Error of `status` whose message holds every needle; returns the message.
-template <typename F>
-std::string expect_error(F&& f, Status status, const std::vector<std::string>& needles) {
-    try {
-        f();
-    } catch (const Error& e) {
-        EXPECT_EQ(static_cast<int>(e.status()), static_cast<int>(status)) << e.what();
-        const std::string msg = e.what();
-        for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos)
-            << "missing '" << n << "' in: " << msg;
-        return msg;
-    }
-    ADD_FAILURE() << "no trt::Error thrown";
-    return {};
 }
 
 std::vector<int32_t> read_all(const TokenDataset& ds, size_t shard) {
