@@ -17,7 +17,7 @@ What one step is:
            clip_grad_norm_, AdamW.step, zero_grad.
 
 Usage:
-    /usr/bin/python3 bench/cpu_vs_pytorch.py [--trainrt build/trainrt] [--model small|tiny]
+    /usr/bin/python3 bench/cpu_vs_torch.py [--trainrt build/trainrt] [--model small|tiny]
         [--steps 12] [--warmup 2] [--threads N] [--rounds 2] [--out bench/results/FILE.md]
 
 Only the standard library, torch and numpy are used (torch 1.13: Debian's python3-torch,
@@ -43,7 +43,7 @@ try:
     import torch.nn as nn
     import torch.nn.functional as F
 except Exception as exc:  # noqa: BLE001
-    print(f"cpu_vs_pytorch: PyTorch/numpy not importable with {sys.executable}: {exc}\n"
+    print(f"cpu_vs_torch: PyTorch/numpy not importable with {sys.executable}: {exc}\n"
           "  run with /usr/bin/python3 (Debian's python3-torch)", file=sys.stderr)
     sys.exit(77)
 
@@ -201,7 +201,7 @@ def run_torch(workdir, tag, cfg, threads, steps, shard):
 
 # ----------------------------------------------------------------------------- trainrt side
 def trainrt_toml(cfg, threads, steps, shard, out_dir):
-    return f"""# written by bench/cpu_vs_pytorch.py
+    return f"""# written by bench/cpu_vs_torch.py
 [model]
 vocab_size = {cfg['vocab_size']}
 context_length = {cfg['context_length']}
@@ -328,7 +328,7 @@ def main():
         ap.error("--threads and --rounds must be >= 1")
     trainrt = os.path.abspath(args.trainrt)
     if not os.access(trainrt, os.X_OK):
-        print(f"cpu_vs_pytorch: trainrt CLI not found or not executable: {trainrt}",
+        print(f"cpu_vs_torch: trainrt CLI not found or not executable: {trainrt}",
               file=sys.stderr)
         return 1
     cfg = MODELS[args.model]
@@ -398,7 +398,7 @@ def main():
         f"- per run {N} steps, first {W} dropped, median of the other {N - W}; "
         f"{args.rounds} alternating round(s) (odd rounds trainrt first, even rounds torch "
         f"first); each run a fresh process",
-        f"- command: `/usr/bin/python3 bench/cpu_vs_pytorch.py --model {args.model} "
+        f"- command: `/usr/bin/python3 bench/cpu_vs_torch.py --model {args.model} "
         f"--steps {N} --warmup {W} --threads {args.threads} --rounds {args.rounds}"
         + (f" --out {args.out}" if args.out else "") + "`",
         "",
