@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # From a fresh clone: install dependencies, build, tokenize tiny Shakespeare and train the
-# demo model on the CPU. Extra arguments go to `trainrt train` (e.g. --steps 200).
+# demo model on the CPU, then print a sample of its text. Extra arguments go to `trainrt
+# train` (e.g. --steps 200). Ctrl-C stops after the current step and writes a checkpoint;
+# running the script again continues from out/shakespeare/latest (--fresh starts over).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -10,4 +12,6 @@ if [ ! -f examples/data/shakespeare/train.bin ]; then
   ./build/trainrt prepare --text examples/data/tinyshakespeare.txt \
     --out examples/data/shakespeare --val-fraction 0.1
 fi
-exec ./build/trainrt train examples/configs/shakespeare.toml "$@"
+./build/trainrt train examples/configs/shakespeare.toml "$@"
+echo "--- sample (trainrt sample out/shakespeare --prompt ROMEO: --temperature 0.8 --top-k 40)"
+./build/trainrt sample out/shakespeare --prompt "ROMEO:" --tokens 400 --temperature 0.8 --top-k 40

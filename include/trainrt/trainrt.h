@@ -251,6 +251,87 @@ TRAINRT_API trainrt_status trainrt_session_metrics(trainrt_metrics* out,
 TRAINRT_API trainrt_status trainrt_session_config_dump(char* buf, size_t cap, size_t* needed,
                                                        trainrt_session* session);
 
+/* ---------------------------------------------------------------- checkpoints */
+/* A checkpoint is a directory (docs/FORMATS.md §4): fp32 weights + HF config (so it is also a
+ * Hugging Face export), AdamW moments, the step, tokens, sampler cursor and run config, and a
+ * SHA-256 manifest. It is written as NAME.tmp/ and renamed into place, so a directory named
+ * like a checkpoint is always complete. Resuming from one continues bit-identically to the
+ * uninterrupted run (same config, same thread count). */
+
+/* Write a checkpoint of the session's current state. dir = NULL or "": into train.out_dir as
+ * step_<8 digits>/, then train.out_dir/latest names it and only the newest train.keep_last
+ * checkpoints are kept (TRAINRT_ERR_CONFIG if out_dir is empty). A step_ directory this
+ * session already wrote or loaded is kept as it is; one left by another run (e.g. after
+ * `train --fresh`) is replaced. Otherwise exactly dir, which must not exist (TRAINRT_ERR_IO). The directory written goes to (path_buf, cap, needed), which may be
+ * NULL, 0, NULL. */
+TRAINRT_API trainrt_status trainrt_session_save(char* path_buf, size_t cap, size_t* needed,
+                                                trainrt_session* session, const char* dir);
+/* Restore weights, AdamW state, step, tokens and sampler cursor from path: a checkpoint
+ * directory, or a folder whose `latest` file names one (e.g. train.out_dir). Refused, with
+ * the session unchanged: a manifest mismatch or missing file (TRAINRT_ERR_FORMAT, "corrupt
+ * checkpoint" naming the file), another model shape (TRAINRT_ERR_CONFIG naming the keys), a
+ * newer format version (TRAINRT_ERR_VERSION_MISMATCH). The session's own config stays in
+ * force (a warning is logged for training keys that differ from the checkpoint's). */
+TRAINRT_API trainrt_status trainrt_session_load(trainrt_session* session, const char* path);
+/* The checkpoint directory out_dir/latest names, into (buf, cap, needed); "" (and
+ * TRAINRT_OK) when out_dir has no checkpoint yet. */
+TRAINRT_API trainrt_status trainrt_checkpoint_latest(char* buf, size_t cap, size_t* needed,
+                                                     const char* out_dir);
+/* The run config a checkpoint (path as for session_load) was trained with. */
+TRAINRT_API trainrt_status trainrt_config_from_checkpoint(trainrt_config** out,
+                                                          const char* path);
+
+/* ---------------------------------------------------------------- export */
+#define TRAINRT_DTYPE_F32  0
+#define TRAINRT_DTYPE_BF16 1
+/* Hugging Face GPT-2 export: out_dir/model.safetensors (HF names, unpadded, F32 or BF16) and
+ * out_dir/config.json (GPT2LMHeadModel), each written atomically; out_dir is created. */
+TRAINRT_API trainrt_status trainrt_session_export(trainrt_session* session, const char* out_dir,
+                                                  int32_t dtype);
+/* The same from a checkpoint (path as for session_load), without a session. */
+TRAINRT_API trainrt_status trainrt_checkpoint_export(const char* path, const char* out_dir,
+                                                     int32_t dtype);
+
+/* ---------------------------------------------------------------- sampling */
+typedef struct trainrt_sample_options {
+    uint32_t struct_size;  /* sizeof(trainrt_sample_options) as the caller compiled it */
+    uint32_t version;      /* TRAINRT_SAMPLE_OPTIONS_VERSION */
+    double temperature;    /* > 0 scales the logits; 0 = greedy (argmax) */
+    int32_t top_k;         /* sample among the k most likely tokens; 0 = all */
+    int32_t reserved;      /* 0 */
+    uint64_t seed;         /* same seed, model and prompt = same tokens */
+} trainrt_sample_options;
+#define TRAINRT_SAMPLE_OPTIONS_VERSION 1
+#define TRAINRT_SAMPLE_OPTIONS_INIT \
+    { (uint32_t)sizeof(trainrt_sample_options), TRAINRT_SAMPLE_OPTIONS_VERSION, 1.0, 0, 0, 1337 }
+TRAINRT_API void trainrt_sample_options_init(trainrt_sample_options* options);
+/* Generate n_new tokens continuing prompt (n_prompt >= 1 ids in [0, vocab_size)) into out
+ * (out_cap >= n_new). The model reads the last train.seq_len tokens (a sliding window).
+ * options may be NULL (defaults above). Training state is unchanged. */
+TRAINRT_API trainrt_status trainrt_session_sample(int32_t* out, size_t out_cap,
+                                                  trainrt_session* session,
+                                                  const int32_t* prompt, size_t n_prompt,
+                                                  size_t n_new,
+                                                  const trainrt_sample_options* options);
+
+/* ---------------------------------------------------------------- sizing */
+/* What a config's model costs, computed without allocating it. */
+typedef struct trainrt_model_info {
+    uint32_t struct_size;
+    uint32_t version;               /* TRAINRT_MODEL_INFO_VERSION */
+    int64_t parameters;             /* trainable parameters (wte tied with the output) */
+    double flops_per_token;         /* training: 6 * parameters + 6 * n_layer * d_model * seq_len */
+    int64_t bytes_parameters;       /* fp32 weights */
+    int64_t bytes_optimizer;        /* grads + AdamW m and v (fp32) */
+    int64_t bytes_activations;      /* activations + backward scratch for one micro-batch */
+    int64_t bytes_total;            /* the three above: the backend memory a session holds */
+} trainrt_model_info;
+#define TRAINRT_MODEL_INFO_VERSION 1
+#define TRAINRT_MODEL_INFO_INIT \
+    { (uint32_t)sizeof(trainrt_model_info), TRAINRT_MODEL_INFO_VERSION, 0, 0, 0, 0, 0, 0 }
+TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
+                                                     const trainrt_config* config);
+
 /* ---------------------------------------------------------------- data */
 /* Byte-level tokenization of a text file into llm.c shards (uint16, magic 20240520):
  * <out_dir>/train.bin gets the first (1 - val_fraction) of the bytes, <out_dir>/val.bin the

@@ -3,6 +3,7 @@
 
 #include "capi/barrier.h"
 #include "core/log.h"
+#include "core/version.h"
 
 namespace trt::capi {
 namespace {
@@ -35,7 +36,7 @@ using namespace trt;
 
 extern "C" {
 
-TRAINRT_API const char* trainrt_version_string(void) { return "0.1.0"; }
+TRAINRT_API const char* trainrt_version_string(void) { return kVersionString; }
 
 TRAINRT_API uint32_t trainrt_abi_version(void) { return TRAINRT_ABI_VERSION; }
 

@@ -3,24 +3,14 @@
 
 #include "capi/barrier.h"
 #include "capi/handles.h"
+#include "capi/versioned.h"
 
 using namespace trt;
 using capi::guarded;
+using capi::fill_versioned;
 using capi::require;
 
 namespace {
-
-// Fills only the fields the caller's struct_size covers (older hosts, smaller structs).
-template <typename T>
-void fill_versioned(T* out, const T& full, const char* function) {
-    if (out->struct_size < 2 * sizeof(uint32_t))
-        fail(Status::InvalidArgument, function, ": struct_size = ", out->struct_size,
-             " is too small; initialise the struct with its _init() function or _INIT macro");
-    const size_t n = out->struct_size < sizeof(T) ? out->struct_size : sizeof(T);
-    const uint32_t caller_size = out->struct_size;
-    std::memcpy(out, &full, n);
-    out->struct_size = caller_size;
-}
 
 void fill_step_result(trainrt_step_result* out, const StepResult& r, const char* function) {
     if (out == nullptr) return;

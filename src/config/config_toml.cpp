@@ -154,6 +154,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_INT(train, eval_every, 0),
         TRT_INT(train, eval_batches, 1),
         TRT_INT(train, checkpoint_every, 0),
+        TRT_INT(train, keep_last, 0),
         TRT_PATH(train, out_dir),
 
         TRT_FLOAT(optim, lr, 0.0, true),

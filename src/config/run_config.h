@@ -39,7 +39,8 @@ struct TrainConfig {
     int64_t steps = 1000;        // total optimizer steps (the schedule spans these)
     int64_t eval_every = 100;    // 0 disables
     int64_t eval_batches = 10;
-    int64_t checkpoint_every = 0;  // 0 disables
+    int64_t checkpoint_every = 0;  // 0 disables periodic checkpoints into out_dir
+    int64_t keep_last = 3;         // checkpoints kept in out_dir (newest); 0 = all
     std::string out_dir;         // metrics.jsonl (and checkpoints) go here; empty = none
 };
 

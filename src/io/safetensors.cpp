@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "io/fs_util.h"
 #include "io/json_min.h"
 
 // The file format is little-endian and both the reader (F32/F64 memcpy) and the writer (F32
@@ -382,34 +383,6 @@ void SafetensorsFile::read_f32(const TensorInfo& t, float* out) const {
 
 // ------------------------------------------------------------------------------------ writer
 
-namespace {
-
-// Writes all of buf, retrying short writes and EINTR. Returns 0 or errno.
-int write_all(int fd, const void* buf, size_t len) {
-    const auto* p = static_cast<const uint8_t*>(buf);
-    while (len > 0) {
-        const size_t chunk = std::min<size_t>(len, size_t{1} << 30);
-        const ssize_t w = ::write(fd, p, chunk);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
-        if (w == 0) return EIO;
-        p += w;
-        len -= static_cast<size_t>(w);
-    }
-    return 0;
-}
-
-std::string parent_dir(const std::string& path) {
-    const size_t slash = path.find_last_of('/');
-    if (slash == std::string::npos) return ".";
-    if (slash == 0) return "/";
-    return path.substr(0, slash);
-}
-
-}  // namespace
-
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata) {
     // Validate everything before touching the filesystem.
@@ -476,21 +449,14 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
     if (header.size() > kMaxHeaderBytes)
         fail(Status::InvalidArgument, path, ": header of ", header.size(), " bytes exceeds the limit");
 
-    const std::string tmp = path + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail(Status::Io, "cannot create '", tmp, "': ", errno_text(errno));
-    // On any failure: close, remove the partial tmp file, report errno.
-    const auto abort_with = [&](const char* what, int e) {
-        if (fd >= 0) ::close(fd);
-        ::unlink(tmp.c_str());
-        fail(Status::Io, "cannot ", what, " '", tmp, "': ", errno_text(e));
-    };
-
+    // path.tmp, fsync, rename, fsync the directory (io/fs_util.h); an exception anywhere
+    // below removes the partial tmp file.
+    AtomicFile out(path);
     uint8_t lenbuf[8];
     const uint64_t hlen = header.size();
     for (int k = 0; k < 8; ++k) lenbuf[k] = static_cast<uint8_t>(hlen >> (8 * k));
-    if (int e = write_all(fd, lenbuf, 8)) abort_with("write", e);
-    if (int e = write_all(fd, header.data(), header.size())) abort_with("write", e);
+    out.write(lenbuf, 8);
+    out.write(header.data(), header.size());
 
     std::vector<uint16_t> buf;
     for (size_t i = 0; i < tensors.size(); ++i) {
@@ -498,7 +464,7 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
         const uint64_t n = numels[i];
         if (n == 0) continue;
         if (t.dtype == DType::F32) {
-            if (int e = write_all(fd, t.data, static_cast<size_t>(n) * 4)) abort_with("write", e);
+            out.write(t.data, static_cast<size_t>(n) * 4);
             continue;
         }
         // BF16: convert in bounded chunks so a large tensor needs no full-size copy.
@@ -507,26 +473,10 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
         for (uint64_t s = 0; s < n; s += kChunk) {
             const auto m = static_cast<size_t>(std::min(kChunk, n - s));
             for (size_t k = 0; k < m; ++k) buf[k] = f32_to_bf16(t.data[s + k]);
-            if (int e = write_all(fd, buf.data(), m * 2)) abort_with("write", e);
+            out.write(buf.data(), m * 2);
         }
     }
-    if (::fsync(fd) != 0) abort_with("fsync", errno);
-    const int rc = ::close(fd);
-    fd = -1;
-    if (rc != 0) abort_with("close", errno);
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int e = errno;
-        ::unlink(tmp.c_str());
-        fail(Status::Io, "cannot rename '", tmp, "' to '", path, "': ", errno_text(e));
-    }
-    // fsync the directory so the rename itself survives a crash.
-    const std::string dir = parent_dir(path);
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) fail(Status::Io, "cannot open directory '", dir, "' to fsync: ", errno_text(errno));
-    const int src = ::fsync(dfd);
-    const int e = errno;
-    ::close(dfd);
-    if (src != 0) fail(Status::Io, "cannot fsync directory '", dir, "': ", errno_text(e));
+    out.commit();
 }
 
 }  // namespace trt

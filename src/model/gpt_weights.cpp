@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/philox.h"
 #include "io/safetensors.h"
+#include "model/llmc_import.h"
 
 namespace trt {
 namespace {
@@ -88,6 +89,14 @@ void load_hf_gpt2(const ParamTable& table, const std::string& path, float* host)
              "' (the file holds a different model than [model] describes, e.g. more layers "
              "than n_layer = ", table.shape().L, ")");
     }
+}
+
+void load_init_weights(const ParamTable& table, const std::string& path, float* host) {
+    if (is_llmc_checkpoint(path)) {
+        load_llmc_gpt2(table, path, host);
+        return;
+    }
+    load_hf_gpt2(table, path, host);
 }
 
 }  // namespace trt

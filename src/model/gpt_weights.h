@@ -1,4 +1,5 @@
-// Initial GPT-2 weights: a seeded random init, or a Hugging Face GPT-2 safetensors file.
+// Initial GPT-2 weights: a seeded random init, a Hugging Face GPT-2 safetensors file, or an
+// llm.c model checkpoint (model/llmc_import.h).
 // Both fill a host buffer laid out by ParamTable (the caller copies it to the backend).
 #pragma once
 #include <cstdint>
@@ -18,5 +19,12 @@ void init_gpt2_random(const ParamTable& table, uint64_t seed, float* host_params
 // lm_head.weight. A missing tensor, a shape mismatch or an unexpected tensor is
 // Error(Format) naming the file, the tensor and the config key to change.
 void load_hf_gpt2(const ParamTable& table, const std::string& path, float* host_params);
+
+// model.init_from: dispatches on the file's content, not its name. A file whose first int32
+// is the llm.c model magic 20240326 is an llm.c checkpoint (load_llmc_gpt2); anything else is
+// read as safetensors (load_hf_gpt2). A safetensors file cannot be mistaken for llm.c: its
+// first 8 bytes are the header length, and a header of exactly 20240326 + k * 2^32 bytes is
+// beyond what any GPT-2 safetensors header needs.
+void load_init_weights(const ParamTable& table, const std::string& path, float* host_params);
 
 }  // namespace trt

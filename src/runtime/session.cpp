@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <limits>
+#include <map>
+#include <sstream>
 
+#include "core/version.h"
 #include "model/gpt_weights.h"
 #include "runtime/metrics_log.h"
 #include "runtime/schedule.h"
@@ -45,9 +50,10 @@ Session::Session(const Config& config, const LogSink& sink)
       last_val_loss_(std::numeric_limits<double>::quiet_NaN()) {
     const TrainConfig& tr = run_.train;
     const ModelConfig& mc = run_.model;
-    if (tr.checkpoint_every > 0)
-        fail(Status::Unsupported, "train.checkpoint_every = ", tr.checkpoint_every,
-             ": checkpoints are not implemented in this version of libtrainrt; set it to 0");
+    if (tr.checkpoint_every > 0 && tr.out_dir.empty())
+        fail(Status::Config, "train.checkpoint_every = ", tr.checkpoint_every,
+             " but train.out_dir is empty: set train.out_dir (checkpoints go there) or "
+             "set train.checkpoint_every = 0");
     backend_ = make_backend(run_);
 
     const int B = static_cast<int>(tr.batch_size), T = static_cast<int>(tr.seq_len);
@@ -321,6 +327,8 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
             if (metrics) metrics->write_val(r.step, val);
             go_on = progress(TRAINRT_PROGRESS_EVAL, val) && go_on;
         }
+        if (run_.train.checkpoint_every > 0 && r.step % run_.train.checkpoint_every == 0)
+            log_.info("checkpoint: ", save_into_out_dir());
         if (!go_on) {
             log_.info("train: stopped by the progress callback after step ", step_);
             return TrainOutcome::Stopped;
@@ -348,6 +356,202 @@ SessionMetrics Session::metrics() const {
     m.last_loss = step_ > 0 ? last_.loss : std::numeric_limits<double>::quiet_NaN();
     m.last_val_loss = last_val_loss_;
     return m;
+}
+
+// ------------------------------------------------------------------ checkpoints
+
+void Session::copy_state_to_host(std::vector<float>& params, std::vector<float>& m,
+                                 std::vector<float>& v) {
+    const size_t n = model_->table().total();
+    params.resize(n);
+    m.resize(n);
+    v.resize(n);
+    backend_->synchronize();
+    backend_->copy_to_host(params.data(), model_->params(), n * sizeof(float));
+    backend_->copy_to_host(m.data(), optimizer_->m(), n * sizeof(float));
+    backend_->copy_to_host(v.data(), optimizer_->v(), n * sizeof(float));
+}
+
+CheckpointState Session::checkpoint_state() const {
+    CheckpointState st;
+    st.step = step_;
+    st.tokens_total = tokens_total_;
+    st.cursor_shard = cursor_.shard;
+    st.cursor_pos = cursor_.pos;
+    st.loss_scale = 1.0;
+    st.library_version = kVersionString;
+    st.config_toml = config_.dump();
+    return st;
+}
+
+std::string Session::save(const std::string& dir) {
+    if (dir.empty()) return save_into_out_dir();
+    std::vector<float> params, m, v;
+    copy_state_to_host(params, m, v);
+    write_checkpoint(dir, model_->table(), params.data(), m.data(), v.data(),
+                     checkpoint_state());
+    return dir;
+}
+
+std::string Session::save_into_out_dir() {
+    namespace fs = std::filesystem;
+    const std::string& out = run_.train.out_dir;
+    if (out.empty())
+        fail(Status::Config, "save: train.out_dir is empty, so there is nowhere to put "
+             "step_N checkpoints; set train.out_dir or pass a directory");
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec) fail(Status::Io, "cannot create train.out_dir '", out, "': ", ec.message());
+    const std::string name = checkpoint_dir_name(step_);
+    const std::string dir = (fs::path(out) / name).string();
+    if (!own_checkpoint_.empty() && fs::equivalent(dir, own_checkpoint_, ec)) {
+        // Already holds exactly this state (written or loaded by this session at this step).
+        set_latest_checkpoint(out, name);
+        return dir;
+    }
+    std::vector<float> params, m, v;
+    copy_state_to_host(params, m, v);
+    if (!fs::exists(dir)) {
+        write_checkpoint(dir, model_->table(), params.data(), m.data(), v.data(),
+                         checkpoint_state());
+    } else {
+        // A directory of that name from another run (e.g. before `train --fresh`): write the
+        // new one completely, then swap it in; the old one is removed only after the swap.
+        const std::string fresh = dir + ".new", old = dir + ".old";
+        fs::remove_all(fresh, ec);
+        fs::remove_all(old, ec);
+        write_checkpoint(fresh, model_->table(), params.data(), m.data(), v.data(),
+                         checkpoint_state());
+        fs::rename(dir, old, ec);
+        if (ec) fail(Status::Io, "cannot move aside '", dir, "': ", ec.message());
+        fs::rename(fresh, dir, ec);
+        if (ec) fail(Status::Io, "cannot rename '", fresh, "' to '", dir, "': ", ec.message());
+        fs::remove_all(old, ec);
+    }
+    set_latest_checkpoint(out, name);
+    own_checkpoint_ = dir;
+    prune_checkpoints(out, run_.train.keep_last);
+    return dir;
+}
+
+void Session::load(const std::string& path) {
+    const std::string dir = resolve_checkpoint(path);
+    const size_t n = model_->table().total();
+    std::vector<float> params(n), m(n), v(n);
+    const CheckpointState st = read_checkpoint(dir, model_->table(), params.data(), m.data(),
+                                               v.data());
+    if (run_.data.sampler == SamplerKind::Sequential && train_data_ &&
+        (st.cursor_shard < 0 || st.cursor_shard >= static_cast<int64_t>(train_data_->num_shards()) ||
+         st.cursor_pos < 0))
+        fail(Status::Config, "checkpoint '", dir, "': its sequential sampler cursor (shard ",
+             st.cursor_shard, ", position ", st.cursor_pos, ") does not fit data.train ('",
+             run_.data.train, "', ", train_data_->num_shards(),
+             " shard(s)); resume with the data the checkpoint was trained on");
+    warn_config_differences(st.config_toml, dir);
+    // Every check passed: now change the session.
+    backend_->copy_to_device(model_->params(), params.data(), n * sizeof(float));
+    backend_->copy_to_device(optimizer_->m(), m.data(), n * sizeof(float));
+    backend_->copy_to_device(optimizer_->v(), v.data(), n * sizeof(float));
+    step_ = st.step;
+    tokens_total_ = st.tokens_total;
+    cursor_.shard = st.cursor_shard;
+    cursor_.pos = st.cursor_pos;
+    last_ = StepResult{};
+    last_.step = step_;
+    last_.tokens_total = tokens_total_;
+    last_val_loss_ = std::numeric_limits<double>::quiet_NaN();
+    recent_ms_.clear();
+    own_checkpoint_ = dir;  // save() into out_dir at this step keeps it rather than rewrite
+    log_.info("resumed from ", dir, " at step ", step_, " (", tokens_total_, " tokens)");
+}
+
+namespace {
+
+// "section.key" -> value text, from a config dump ([section] headers, key = value lines).
+std::map<std::string, std::string> dump_entries(const std::string& toml) {
+    std::map<std::string, std::string> out;
+    std::istringstream in(toml);
+    std::string line, section;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        if (line[0] == '[') {
+            section = line.substr(1, line.find(']') - 1);
+            continue;
+        }
+        const size_t eq = line.find(" = ");
+        if (eq != std::string::npos) out[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
+    }
+    return out;
+}
+
+}  // namespace
+
+void Session::warn_config_differences(const std::string& checkpoint_toml,
+                                      const std::string& dir) {
+    // Keys that change where the losses go; the others (paths, cadences, logging) may
+    // legitimately differ on resume.
+    static const char* const kTrajectory[] = {
+        "data.sampler", "data.seed", "train.batch_size", "train.seq_len", "train.grad_accum",
+        "train.steps", "optim.lr", "optim.betas", "optim.eps", "optim.weight_decay",
+        "optim.grad_clip", "optim.schedule", "optim.warmup_steps", "optim.min_lr",
+        "runtime.threads"};
+    const auto theirs = dump_entries(checkpoint_toml), ours = dump_entries(config_.dump());
+    std::string diff;
+    for (const char* key : kTrajectory) {
+        auto a = theirs.find(key), b = ours.find(key);
+        if (a == theirs.end() || b == ours.end() || a->second == b->second) continue;
+        diff += cat(diff.empty() ? "" : ", ", key, " = ", b->second, " (checkpoint: ", a->second,
+                    ")");
+    }
+    if (!diff.empty())
+        log_.warn("resuming from ", dir, " with a config that differs from the one it was "
+                  "trained with: ", diff, "; the continued run is not the uninterrupted one");
+}
+
+void Session::export_hf(const std::string& out_dir, ExportDType dtype) {
+    const size_t n = model_->table().total();
+    std::vector<float> params(n);
+    backend_->synchronize();
+    backend_->copy_to_host(params.data(), model_->params(), n * sizeof(float));
+    trt::export_hf(out_dir, model_->table(), params.data(), dtype);
+}
+
+// ------------------------------------------------------------------ sampling
+
+void Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
+                     const TokenSamplingOptions& options, int32_t* out) {
+    if (n_prompt < 1)
+        fail(Status::InvalidArgument, "sample: the prompt needs at least one token");
+    check_tokens(prompt, n_prompt);
+    if (!(options.temperature >= 0.0) || !std::isfinite(options.temperature))
+        fail(Status::InvalidArgument, "sample: temperature = ", options.temperature,
+             " must be >= 0 (0 = greedy)");
+    if (options.top_k < 0)
+        fail(Status::InvalidArgument, "sample: top_k = ", options.top_k, " must be >= 0");
+    const int T = model_->max_seq(), V = static_cast<int>(run_.model.vocab_size);
+    // Context ring: the whole prompt + generated text, the model reads its last T tokens.
+    std::vector<int32_t> context(prompt, prompt + n_prompt);
+    context.reserve(n_prompt + n_new);
+    std::vector<float> row(static_cast<size_t>(V));
+    for (size_t i = 0; i < n_new; ++i) {
+        const int t = static_cast<int>(std::min<size_t>(context.size(), static_cast<size_t>(T)));
+        const int32_t* window = context.data() + (context.size() - t);
+        std::copy(window, window + t, inputs_.data());
+        std::fill(targets_.begin(), targets_.begin() + t, 0);  // loss is computed, not used
+        backend_->copy_to_device(model_->inputs_buffer(), inputs_.data(), t * sizeof(int32_t));
+        backend_->copy_to_device(model_->targets_buffer(), targets_.data(), t * sizeof(int32_t));
+        model_->forward(model_->inputs_buffer(), model_->targets_buffer(), 1, t);
+        backend_->copy_to_host(row.data(), model_->logits() + static_cast<size_t>(t - 1) * V,
+                               static_cast<size_t>(V) * sizeof(float));
+        for (int k = 0; k < V; ++k)
+            if (!std::isfinite(row[k]))
+                fail(Status::InvalidArgument, "sample: the model's logits are not finite (",
+                     row[k], " for token ", k, "): its weights have diverged; load an earlier "
+                     "checkpoint");
+        const int32_t next = sample_token(row.data(), V, options, i, sample_scratch_);
+        out[i] = next;
+        context.push_back(next);
+    }
 }
 
 }  // namespace trt

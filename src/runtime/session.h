@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "checkpoint/checkpoint.h"
 #include "config/config.h"
 #include "core/log.h"
 #include "data/sampler.h"
 #include "model/gpt.h"
 #include "runtime/optimizer.h"
+#include "runtime/token_sampling.h"
 
 namespace trt {
 
@@ -50,6 +52,16 @@ public:
     double forward(const int32_t* tokens, int64_t rows, int64_t seq_len, float* logits,
                    size_t logits_cap);
     TrainOutcome train(int64_t n_steps, const ProgressCallback& callback);
+
+    // Checkpoints (src/checkpoint/checkpoint.h). dir "" = <out_dir>/step_N + latest + keep_last.
+    // Returns the directory written (or kept).
+    std::string save(const std::string& dir);
+    // path: a checkpoint directory or a folder with `latest`. All-or-nothing.
+    void load(const std::string& path);
+    void export_hf(const std::string& out_dir, ExportDType dtype);
+    // Generates n_new tokens after prompt into out; the model sees the last seq_len tokens.
+    void sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
+                const TokenSamplingOptions& options, int32_t* out);
     void request_stop() { stop_requested_.store(true); }
     SessionMetrics metrics() const;
     const Config& config() const { return config_; }
@@ -64,6 +76,11 @@ private:
     StepResult finish_step(double loss, double t0_ms);
     double recent_tokens_per_s() const;
     void log_startup() const;
+    void copy_state_to_host(std::vector<float>& params, std::vector<float>& m,
+                            std::vector<float>& v);
+    CheckpointState checkpoint_state() const;
+    std::string save_into_out_dir();
+    void warn_config_differences(const std::string& checkpoint_toml, const std::string& dir);
 
     Config config_;
     RunConfig run_;
@@ -85,6 +102,9 @@ private:
     std::vector<int32_t> rows_;     // one micro-batch as drawn: [B, T+1]
     std::vector<int32_t> inputs_;   // [B*T]
     std::vector<int32_t> targets_;  // [B*T]
+    // The step_ directory this session last wrote or loaded in out_dir (kept on re-save).
+    std::string own_checkpoint_;
+    std::vector<std::pair<float, int32_t>> sample_scratch_;
 };
 
 }  // namespace trt

@@ -7,6 +7,10 @@ static_assert(sizeof(trainrt_step_result) == 64, "trainrt_step_result layout is 
 static_assert(offsetof(trainrt_step_result, loss) == 16, "trainrt_step_result layout is ABI");
 static_assert(sizeof(trainrt_metrics) == 72, "trainrt_metrics layout is ABI");
 static_assert(sizeof(trainrt_progress) == 96, "trainrt_progress layout is ABI");
+static_assert(sizeof(trainrt_sample_options) == 32, "trainrt_sample_options layout is ABI");
+static_assert(offsetof(trainrt_sample_options, seed) == 24, "trainrt_sample_options layout is ABI");
+static_assert(sizeof(trainrt_model_info) == 56, "trainrt_model_info layout is ABI");
+static_assert(offsetof(trainrt_model_info, bytes_total) == 48, "trainrt_model_info layout is ABI");
 
 int trainrt_header_cxx_check();
 int trainrt_header_cxx_check() {

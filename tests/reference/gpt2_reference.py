@@ -113,7 +113,7 @@ class SequentialSampler:
 
 
 # ----------------------------------------------------------------------------- safetensors (§2)
-_ST_DTYPES = {"F32": ("<f4", 4), "F64": ("<f8", 8)}
+_ST_DTYPES = {"F32": ("<f4", 4), "F64": ("<f8", 8), "BF16": ("<u2", 2)}
 
 
 def write_safetensors(path, tensors):
@@ -156,6 +156,8 @@ def read_safetensors(path):
             raise ValueError(f"{path}: {name}: bad data_offsets {b, e}")
         spans.append((b, e))
         arr = np.frombuffer(buf[b:e], dtype=np_dt).reshape(info["shape"])
+        if dt == "BF16":  # the top half of an fp32: widen exactly
+            arr = (arr.astype(np.uint32) << 16).view(np.float32)
         out[name] = torch.from_numpy(arr.astype(np.float32))
     spans.sort()
     pos = 0
@@ -214,6 +216,13 @@ def gelu_tanh(x):
 def gpt2_loss(p, cfg, idx, targets, per_token=False):
     """Mean next-token cross-entropy over the B*T positions of one micro-batch (or the (B, T)
     per-position losses with per_token=True)."""
+    logp = torch.log_softmax(gpt2_logits(p, cfg, idx), dim=-1)
+    nll = -logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    return nll if per_token else nll.mean()
+
+
+def gpt2_logits(p, cfg, idx):
+    """(B, T, V) next-token logits of GPT-2 with HF-named parameters p for ids idx (B, T)."""
     B, T = idx.shape
     C, H, L = cfg["d_model"], cfg["n_head"], cfg["n_layer"]
     hs = C // H
@@ -236,10 +245,7 @@ def gpt2_loss(p, cfg, idx, targets, per_token=False):
         h = gelu_tanh(h @ p[q_ + "mlp.c_fc.weight"] + p[q_ + "mlp.c_fc.bias"])
         x = x + (h @ p[q_ + "mlp.c_proj.weight"] + p[q_ + "mlp.c_proj.bias"])
     x = layer_norm(x, p["ln_f.weight"], p["ln_f.bias"])
-    logits = x @ p["wte.weight"].t()                                      # tied head
-    logp = torch.log_softmax(logits, dim=-1)
-    nll = -logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    return nll if per_token else nll.mean()
+    return x @ p["wte.weight"].t()                                        # tied head
 
 
 def lr_at(step, steps, o):

@@ -1,9 +1,11 @@
 // trainrt: the command-line client of libtrainrt. Uses the public C API only.
 //   trainrt prepare --text FILE --out DIR [--val-fraction F]
-//   trainrt train CONFIG [--set KEY=VALUE]... [--steps N]
-//   trainrt eval CONFIG [--set KEY=VALUE]...
+//   trainrt train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh]
+//   trainrt eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH]
+//   trainrt sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]
+//   trainrt export CHECKPOINT DIR [--dtype f32|bf16]
 //   trainrt config CONFIG [--set KEY=VALUE]...
-//   trainrt info
+//   trainrt info [CONFIG [--set KEY=VALUE]...]
 #include <trainrt/trainrt.h>
 #include <unistd.h>
 
@@ -17,23 +19,95 @@
 namespace {
 
 const char* kUsage =
-    "usage: trainrt <command> [options]\n"
+    "usage: trainrt <command> [options]      (trainrt <command> --help for one command)\n"
     "\n"
     "commands:\n"
     "  prepare --text FILE --out DIR [--val-fraction F]\n"
     "        byte-level tokenize a text file into DIR/train.bin and DIR/val.bin\n"
-    "        (F defaults to 0.1)\n"
-    "  train CONFIG [--set KEY=VALUE]... [--steps N]\n"
-    "        train as CONFIG says (N more steps, default: up to train.steps);\n"
-    "        Ctrl-C stops after the current step\n"
-    "  eval CONFIG [--set KEY=VALUE]...\n"
-    "        mean val loss of the model CONFIG describes\n"
+    "  train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh]\n"
+    "        train as CONFIG says, resuming from train.out_dir/latest if there is one;\n"
+    "        writes a checkpoint when the run ends; Ctrl-C stops after the current step\n"
+    "  eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH]\n"
+    "        mean val loss of the latest checkpoint in train.out_dir (or PATH, or the\n"
+    "        initial model when there is none)\n"
+    "  sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
+    "        generate text from a byte-level model\n"
+    "  export CHECKPOINT DIR [--dtype f32|bf16]\n"
+    "        write DIR/model.safetensors + DIR/config.json for Hugging Face GPT2LMHeadModel\n"
     "  config CONFIG [--set KEY=VALUE]...\n"
     "        print the resolved config (every key, defaults included)\n"
-    "  info  version and build features\n"
+    "  info [CONFIG [--set KEY=VALUE]...]\n"
+    "        version and build features; with CONFIG: model size, FLOPs per token,\n"
+    "        memory estimate and the resolved config\n"
     "\n"
+    "CHECKPOINT is a checkpoint directory or a folder with a `latest` file (train.out_dir).\n"
     "--set takes a TOML value: --set optim.lr=1e-3 --set 'data.train=\"shards/*.bin\"'\n"
     "(a bare word that is not a number or boolean is taken as a string).\n";
+
+struct CommandHelp {
+    const char* name;
+    const char* text;
+};
+
+const CommandHelp kCommandHelp[] = {
+    {"prepare",
+     "usage: trainrt prepare --text FILE --out DIR [--val-fraction F]\n"
+     "\n"
+     "Byte-level tokenization (token = byte, vocab_size 256) of a text file into llm.c\n"
+     "uint16 shards: DIR/train.bin holds the first 1 - F of the bytes, DIR/val.bin the rest\n"
+     "(F defaults to 0.1). Files are written atomically; DIR is created if missing.\n"},
+    {"train",
+     "usage: trainrt train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh]\n"
+     "\n"
+     "Trains the model CONFIG describes. If train.out_dir holds a checkpoint (its `latest`\n"
+     "file), the run continues from it exactly where it stopped, unless --fresh (start from\n"
+     "the initial model; checkpoints of the same step are then replaced).\n"
+     "  --steps N   run N more steps (default: up to train.steps)\n"
+     "  --fresh     do not resume\n"
+     "  --set K=V   override a config key (TOML value; bare words are strings)\n"
+     "Checkpoints go to train.out_dir every train.checkpoint_every steps and when the run\n"
+     "ends; Ctrl-C (SIGINT) or SIGTERM finish the current step, write a checkpoint and exit\n"
+     "with 130 / 143. A live progress line is shown when stderr is a terminal.\n"},
+    {"eval",
+     "usage: trainrt eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH]\n"
+     "\n"
+     "Prints the mean loss over train.eval_batches windows from the start of data.val, for\n"
+     "the checkpoint at PATH, else train.out_dir's latest checkpoint, else the initial model.\n"},
+    {"sample",
+     "usage: trainrt sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T]\n"
+     "                      [--top-k K] [--seed S]\n"
+     "\n"
+     "Generates N bytes (default 256) continuing TEXT (default: a newline) with a byte-level\n"
+     "model (vocab_size 256) and prints prompt + continuation. T defaults to 1.0 (0 =\n"
+     "greedy), K to 0 (all tokens), S to 1337; the same seed gives the same text.\n"},
+    {"export",
+     "usage: trainrt export CHECKPOINT DIR [--dtype f32|bf16]\n"
+     "\n"
+     "Writes DIR/model.safetensors (Hugging Face GPT-2 names, unpadded, fp32 unless --dtype\n"
+     "bf16) and DIR/config.json, loadable with transformers' GPT2LMHeadModel.from_pretrained.\n"},
+    {"config",
+     "usage: trainrt config CONFIG [--set KEY=VALUE]...\n"
+     "\n"
+     "Prints the resolved config as TOML: every key, defaults included (docs/CONFIG.md).\n"},
+    {"info",
+     "usage: trainrt info [CONFIG [--set KEY=VALUE]...]\n"
+     "\n"
+     "Prints the library version and build features; with CONFIG also the model's parameter\n"
+     "count, training FLOPs per token (6N + 6*L*C*T), a memory estimate and the resolved\n"
+     "config.\n"},
+};
+
+const char* command_help(const std::string& name) {
+    for (const CommandHelp& h : kCommandHelp)
+        if (name == h.name) return h.text;
+    return nullptr;
+}
+
+bool wants_help(int argc, char** argv) {
+    for (int i = 0; i < argc; ++i)
+        if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) return true;
+    return false;
+}
 
 int fail_usage(const std::string& message) {
     std::fprintf(stderr, "trainrt: %s\n\n%s", message.c_str(), kUsage);
@@ -131,10 +205,15 @@ struct RunArgs {
     std::string config_path;
     std::vector<std::pair<std::string, std::string>> sets;
     long long steps = 0;
+    bool fresh = false;
+    std::string checkpoint;
 };
 
-// Parses CONFIG [--set K=V]... [--steps N] (steps only when allow_steps).
-bool parse_run_args(int argc, char** argv, bool allow_steps, RunArgs& out, std::string& error) {
+// Which options beyond CONFIG and --set a command takes.
+enum RunOption { kSteps = 1, kFresh = 2, kCheckpoint = 4 };
+
+// Parses CONFIG [--set K=V]... plus the options in `allowed`.
+bool parse_run_args(int argc, char** argv, int allowed, RunArgs& out, std::string& error) {
     for (int i = 0; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--set" || a.rfind("--set=", 0) == 0) {
@@ -145,7 +224,7 @@ bool parse_run_args(int argc, char** argv, bool allow_steps, RunArgs& out, std::
                 return false;
             }
             out.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-        } else if (allow_steps && a == "--steps") {
+        } else if ((allowed & kSteps) && a == "--steps") {
             if (i + 1 >= argc) { error = "--steps needs a number"; return false; }
             char* end = nullptr;
             out.steps = std::strtoll(argv[++i], &end, 10);
@@ -153,6 +232,11 @@ bool parse_run_args(int argc, char** argv, bool allow_steps, RunArgs& out, std::
                 error = std::string("--steps needs a positive integer, got '") + argv[i] + "'";
                 return false;
             }
+        } else if ((allowed & kFresh) && a == "--fresh") {
+            out.fresh = true;
+        } else if ((allowed & kCheckpoint) && a == "--checkpoint") {
+            if (i + 1 >= argc) { error = "--checkpoint needs a path"; return false; }
+            out.checkpoint = argv[++i];
         } else if (!a.empty() && a[0] == '-') {
             error = "unknown option '" + a + "'";
             return false;
@@ -190,10 +274,26 @@ trainrt_config* load_config(const RunArgs& args) {
     return config;
 }
 
-// Config + --set + session; returns NULL after printing the error.
-trainrt_session* open_session(const RunArgs& args) {
-    trainrt_config* config = load_config(args);
-    if (config == nullptr) return nullptr;
+// A (buf, cap, needed) string from the C API; false after printing the error.
+template <typename Fn>
+bool fetch_string(std::string& out, const char* what, Fn&& call) {
+    size_t needed = 0;
+    trainrt_status st = call(nullptr, 0, &needed);
+    if (st == TRAINRT_OK) {
+        std::string text(needed + 1, '\0');
+        st = call(&text[0], text.size(), &needed);
+        text.resize(needed);
+        out = text;
+    }
+    if (st != TRAINRT_OK) {
+        fail_status(what, st);
+        return false;
+    }
+    return true;
+}
+
+// Session from a config (consumed: destroyed here); NULL after printing the error.
+trainrt_session* create_session(trainrt_config* config) {
     trainrt_session* session = nullptr;
     const trainrt_status st = trainrt_session_create(&session, config);
     trainrt_config_destroy(config);  // the session keeps its own copy
@@ -202,6 +302,43 @@ trainrt_session* open_session(const RunArgs& args) {
         return nullptr;
     }
     return session;
+}
+
+// The checkpoint a command should start from: `explicit_path` if given, else out_dir's
+// latest (or "" when out_dir is empty or holds none). False after printing an error.
+bool pick_checkpoint(trainrt_config* config, const std::string& explicit_path,
+                     std::string& out) {
+    if (!explicit_path.empty()) {
+        out = explicit_path;
+        return true;
+    }
+    std::string out_dir;
+    if (!fetch_string(out_dir, "reading train.out_dir", [&](char* b, size_t c, size_t* n) {
+            return trainrt_config_get_string(b, c, n, config, "train.out_dir");
+        }))
+        return false;
+    if (out_dir.empty()) {
+        out.clear();
+        return true;
+    }
+    return fetch_string(out, "looking for a checkpoint", [&](char* b, size_t c, size_t* n) {
+        return trainrt_checkpoint_latest(b, c, n, out_dir.c_str());
+    });
+}
+
+// Writes the end-of-run checkpoint into train.out_dir; false after printing the error.
+bool save_final_checkpoint(trainrt_session* session, bool has_out_dir) {
+    if (!has_out_dir) {
+        std::fprintf(stderr, "trainrt: train.out_dir is empty, so no checkpoint was written\n");
+        return true;
+    }
+    std::string path;
+    if (!fetch_string(path, "writing the checkpoint", [&](char* b, size_t c, size_t* n) {
+            return trainrt_session_save(b, c, n, session, nullptr);
+        }))
+        return false;
+    std::fprintf(stderr, "trainrt: checkpoint %s\n", path.c_str());
+    return true;
 }
 
 int cmd_prepare(int argc, char** argv) {
@@ -228,12 +365,50 @@ int cmd_prepare(int argc, char** argv) {
     return 0;
 }
 
+void print_train_summary(trainrt_session* session) {
+    trainrt_metrics m = TRAINRT_METRICS_INIT;
+    trainrt_session_metrics(&m, session);
+    // NaN means "not measured in this run" (no step yet, or no eval): leave it out.
+    std::string summary = "step " + std::to_string(m.step);
+    char part[96];
+    if (m.last_loss == m.last_loss) {
+        std::snprintf(part, sizeof part, " | loss %.4f", m.last_loss);
+        summary += part;
+    }
+    if (m.last_val_loss == m.last_val_loss) {
+        std::snprintf(part, sizeof part, " | val loss %.4f", m.last_val_loss);
+        summary += part;
+    }
+    std::snprintf(part, sizeof part, " | %lld tokens | %.0f tok/s (p50 step %.1f ms)",
+                  (long long)m.tokens_total, m.tokens_per_s, m.step_ms_p50);
+    std::printf("%s%s\n", summary.c_str(), part);
+}
+
 int cmd_train(int argc, char** argv) {
     RunArgs args;
     std::string error;
-    if (!parse_run_args(argc, argv, true, args, error)) return fail_usage(error);
-    trainrt_session* session = open_session(args);
+    if (!parse_run_args(argc, argv, kSteps | kFresh, args, error)) return fail_usage(error);
+    trainrt_config* config = load_config(args);
+    if (config == nullptr) return 1;
+    std::string resume_from, out_dir;
+    if (!fetch_string(out_dir, "reading train.out_dir", [&](char* b, size_t c, size_t* n) {
+            return trainrt_config_get_string(b, c, n, config, "train.out_dir");
+        }) ||
+        (!args.fresh && !pick_checkpoint(config, "", resume_from))) {
+        trainrt_config_destroy(config);
+        return 1;
+    }
+    trainrt_session* session = create_session(config);
     if (session == nullptr) return 1;
+    if (!resume_from.empty()) {
+        const trainrt_status st = trainrt_session_load(session, resume_from.c_str());
+        if (st != TRAINRT_OK) {
+            fail_status(("resuming from " + resume_from).c_str(), st);
+            std::fprintf(stderr, "trainrt: to start over instead, run with --fresh\n");
+            trainrt_session_destroy(session);
+            return 1;
+        }
+    }
 
     g_session = session;
     std::signal(SIGINT, on_signal);
@@ -246,27 +421,15 @@ int cmd_train(int argc, char** argv) {
 
     int code = 0;
     if (st < 0) {
-        code = fail_status("training", st);
+        code = fail_status("training", st);  // no checkpoint of a run that failed mid-step
     } else {
-        trainrt_metrics m = TRAINRT_METRICS_INIT;
-        trainrt_session_metrics(&m, session);
-        // NaN means "not measured in this run" (no step yet, or no eval): leave it out.
-        std::string summary = "step " + std::to_string(m.step);
-        char part[96];
-        if (m.last_loss == m.last_loss) {
-            std::snprintf(part, sizeof part, " | loss %.4f", m.last_loss);
-            summary += part;
-        }
-        if (m.last_val_loss == m.last_val_loss) {
-            std::snprintf(part, sizeof part, " | val loss %.4f", m.last_val_loss);
-            summary += part;
-        }
-        std::snprintf(part, sizeof part, " | %lld tokens | %.0f tok/s (p50 step %.1f ms)",
-                      (long long)m.tokens_total, m.tokens_per_s, m.step_ms_p50);
-        std::printf("%s%s\n", summary.c_str(), part);
+        print_train_summary(session);
+        if (!save_final_checkpoint(session, !out_dir.empty())) code = 1;
         if (st == TRAINRT_STOPPED) {
+            trainrt_metrics m = TRAINRT_METRICS_INIT;
+            trainrt_session_metrics(&m, session);
             std::fprintf(stderr, "trainrt: stopped at step %lld\n", (long long)m.step);
-            code = g_signal == SIGTERM ? 143 : g_signal == SIGINT ? 130 : 0;
+            if (code == 0) code = g_signal == SIGTERM ? 143 : g_signal == SIGINT ? 130 : 0;
         }
     }
     trainrt_session_destroy(session);
@@ -276,34 +439,199 @@ int cmd_train(int argc, char** argv) {
 int cmd_eval(int argc, char** argv) {
     RunArgs args;
     std::string error;
-    if (!parse_run_args(argc, argv, false, args, error)) return fail_usage(error);
-    trainrt_session* session = open_session(args);
+    if (!parse_run_args(argc, argv, kCheckpoint, args, error)) return fail_usage(error);
+    trainrt_config* config = load_config(args);
+    if (config == nullptr) return 1;
+    std::string checkpoint;
+    if (!pick_checkpoint(config, args.checkpoint, checkpoint)) {
+        trainrt_config_destroy(config);
+        return 1;
+    }
+    trainrt_session* session = create_session(config);
     if (session == nullptr) return 1;
+    trainrt_status st = TRAINRT_OK;
+    if (!checkpoint.empty()) {
+        st = trainrt_session_load(session, checkpoint.c_str());
+        if (st != TRAINRT_OK) {
+            trainrt_session_destroy(session);
+            return fail_status(("loading " + checkpoint).c_str(), st);
+        }
+    }
     double loss = 0;
-    const trainrt_status st = trainrt_session_eval(&loss, session);
+    st = trainrt_session_eval(&loss, session);
     trainrt_session_destroy(session);
     if (st != TRAINRT_OK) return fail_status("eval", st);
-    std::printf("val loss %.6f\n", loss);
+    std::printf("val loss %.6f (%s)\n", loss,
+                checkpoint.empty() ? "initial model" : checkpoint.c_str());
+    return 0;
+}
+
+// A session holding a checkpoint's weights, for commands that do not train (no data
+// needed); NULL after printing the error.
+trainrt_session* open_checkpoint(const std::string& path, int32_t log_level) {
+    trainrt_config* config = nullptr;
+    trainrt_status st = trainrt_config_from_checkpoint(&config, path.c_str());
+    if (st != TRAINRT_OK) {
+        fail_status(("reading checkpoint " + path).c_str(), st);
+        return nullptr;
+    }
+    for (const char* key : {"data.train", "data.val", "train.out_dir"}) {
+        if (st == TRAINRT_OK) st = trainrt_config_set(config, key, "\"\"");
+    }
+    if (st == TRAINRT_OK) st = trainrt_config_set(config, "train.checkpoint_every", "0");
+    if (st != TRAINRT_OK) {
+        trainrt_config_destroy(config);
+        fail_status("preparing the checkpoint's config", st);
+        return nullptr;
+    }
+    trainrt_config_set_log(config, log_to_stderr, nullptr, log_level);
+    trainrt_session* session = create_session(config);
+    if (session == nullptr) return nullptr;
+    st = trainrt_session_load(session, path.c_str());
+    if (st != TRAINRT_OK) {
+        trainrt_session_destroy(session);
+        fail_status(("loading " + path).c_str(), st);
+        return nullptr;
+    }
+    return session;
+}
+
+bool parse_number(const char* text, double& out) {
+    char* end = nullptr;
+    out = std::strtod(text, &end);
+    return end != text && *end == '\0';
+}
+
+int cmd_sample(int argc, char** argv) {
+    std::string path, prompt = "\n";
+    double tokens = 256, temperature = 1.0, top_k = 0, seed = 1337;
+    for (int i = 0; i < argc; ++i) {
+        const std::string a = argv[i];
+        double* number = a == "--tokens" ? &tokens
+                         : a == "--temperature" ? &temperature
+                         : a == "--top-k" ? &top_k
+                         : a == "--seed" ? &seed
+                                         : nullptr;
+        if (a == "--prompt" || number != nullptr) {
+            if (i + 1 >= argc) return fail_usage("option '" + a + "' needs a value");
+            ++i;
+            if (number == nullptr) prompt = argv[i];
+            else if (!parse_number(argv[i], *number))
+                return fail_usage("option '" + a + "' needs a number, got '" + argv[i] + "'");
+        } else if (!a.empty() && a[0] == '-') {
+            return fail_usage("unknown option '" + a + "'");
+        } else if (path.empty()) {
+            path = a;
+        } else {
+            return fail_usage("unexpected argument '" + a + "'");
+        }
+    }
+    if (path.empty()) return fail_usage("sample needs a CHECKPOINT (directory or train.out_dir)");
+    if (tokens < 0 || tokens != static_cast<double>(static_cast<long long>(tokens)))
+        return fail_usage("--tokens needs a non-negative integer");
+    if (top_k < 0 || top_k != static_cast<double>(static_cast<int>(top_k)))
+        return fail_usage("--top-k needs a non-negative integer");
+    if (seed < 0 || seed != static_cast<double>(static_cast<long long>(seed)))
+        return fail_usage("--seed needs a non-negative integer");
+    if (prompt.empty()) prompt = "\n";
+
+    trainrt_session* session = open_checkpoint(path, TRAINRT_LOG_WARN);
+    if (session == nullptr) return 1;
+    int64_t vocab = 0;
+    std::string dump;
+    trainrt_status st = TRAINRT_OK;
+    {
+        trainrt_config* config = nullptr;
+        st = trainrt_config_from_checkpoint(&config, path.c_str());
+        if (st == TRAINRT_OK) st = trainrt_config_get_int(&vocab, config, "model.vocab_size");
+        trainrt_config_destroy(config);
+    }
+    if (st != TRAINRT_OK) {
+        trainrt_session_destroy(session);
+        return fail_status("reading model.vocab_size", st);
+    }
+    if (vocab != 256) {
+        trainrt_session_destroy(session);
+        std::fprintf(stderr,
+                     "trainrt: sample works on byte-level models (model.vocab_size = 256); "
+                     "this one has %lld tokens: use trainrt_session_sample with token ids\n",
+                     (long long)vocab);
+        return 1;
+    }
+    std::vector<int32_t> ids(prompt.begin(), prompt.end());
+    for (int32_t& id : ids) id &= 0xFF;  // bytes, whatever the char signedness
+    std::vector<int32_t> out(static_cast<size_t>(tokens));
+    trainrt_sample_options options;
+    trainrt_sample_options_init(&options);
+    options.temperature = temperature;
+    options.top_k = static_cast<int32_t>(top_k);
+    options.seed = static_cast<uint64_t>(seed);
+    st = trainrt_session_sample(out.data(), out.size(), session, ids.data(), ids.size(),
+                                out.size(), &options);
+    trainrt_session_destroy(session);
+    if (st != TRAINRT_OK) return fail_status("sample", st);
+    std::string text = prompt;
+    for (int32_t id : out) text.push_back(static_cast<char>(id));
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (text.back() != '\n') std::fputc('\n', stdout);
+    return 0;
+}
+
+int cmd_export(int argc, char** argv) {
+    std::vector<std::string> positional;
+    int32_t dtype = TRAINRT_DTYPE_F32;
+    for (int i = 0; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--dtype") {
+            if (i + 1 >= argc) return fail_usage("--dtype needs f32 or bf16");
+            const std::string d = argv[++i];
+            if (d == "f32" || d == "fp32" || d == "float32") dtype = TRAINRT_DTYPE_F32;
+            else if (d == "bf16" || d == "bfloat16") dtype = TRAINRT_DTYPE_BF16;
+            else return fail_usage("--dtype needs f32 or bf16, got '" + d + "'");
+        } else if (!a.empty() && a[0] == '-') {
+            return fail_usage("unknown option '" + a + "'");
+        } else {
+            positional.push_back(a);
+        }
+    }
+    if (positional.size() != 2) return fail_usage("export needs CHECKPOINT and DIR");
+    const trainrt_status st =
+        trainrt_checkpoint_export(positional[0].c_str(), positional[1].c_str(), dtype);
+    if (st != TRAINRT_OK) return fail_status("export", st);
+    std::printf("wrote %s/model.safetensors (%s) and %s/config.json\n", positional[1].c_str(),
+                dtype == TRAINRT_DTYPE_BF16 ? "bf16" : "f32", positional[1].c_str());
     return 0;
 }
 
 int cmd_config(int argc, char** argv) {
     RunArgs args;
     std::string error;
-    if (!parse_run_args(argc, argv, false, args, error)) return fail_usage(error);
+    if (!parse_run_args(argc, argv, 0, args, error)) return fail_usage(error);
     trainrt_config* config = load_config(args);
     if (config == nullptr) return 1;
-    size_t needed = 0;
-    trainrt_status st = trainrt_config_dump(nullptr, 0, &needed, config);
-    std::string text(needed + 1, '\0');
-    if (st == TRAINRT_OK) st = trainrt_config_dump(&text[0], text.size(), &needed, config);
+    std::string text;
+    const bool ok = fetch_string(text, "config dump", [&](char* b, size_t c, size_t* n) {
+        return trainrt_config_dump(b, c, n, config);
+    });
     trainrt_config_destroy(config);
-    if (st != TRAINRT_OK) return fail_status("config dump", st);
+    if (!ok) return 1;
     std::fputs(text.c_str(), stdout);
     return 0;
 }
 
-int cmd_info() {
+std::string human_bytes(double bytes) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4) {
+        bytes /= 1024;
+        ++u;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+    return buf;
+}
+
+int cmd_info(int argc, char** argv) {
     const uint64_t f = trainrt_build_features();
     std::printf("libtrainrt %s (ABI %u; header %d.%d.%d)\n", trainrt_version_string(),
                 trainrt_abi_version(), TRAINRT_VERSION_MAJOR, TRAINRT_VERSION_MINOR,
@@ -314,6 +642,39 @@ int cmd_info() {
                 f & TRAINRT_FEATURE_CUDA_MODULE ? " cuda" : "",
                 f & TRAINRT_FEATURE_CUDNN ? " cudnn" : "", f & TRAINRT_FEATURE_NCCL ? " nccl" : "",
                 f & TRAINRT_FEATURE_MPI ? " mpi" : "");
+    if (argc == 0) return 0;
+
+    RunArgs args;
+    std::string error;
+    if (!parse_run_args(argc, argv, 0, args, error)) return fail_usage(error);
+    trainrt_config* config = load_config(args);
+    if (config == nullptr) return 1;
+    trainrt_model_info m = TRAINRT_MODEL_INFO_INIT;
+    std::string text;
+    trainrt_status st = trainrt_config_model_info(&m, config);
+    const bool ok = st == TRAINRT_OK &&
+                    fetch_string(text, "config dump", [&](char* b, size_t c, size_t* n) {
+                        return trainrt_config_dump(b, c, n, config);
+                    });
+    int64_t B = 0, T = 0, GA = 0;
+    trainrt_config_get_int(&B, config, "train.batch_size");
+    trainrt_config_get_int(&T, config, "train.seq_len");
+    trainrt_config_get_int(&GA, config, "train.grad_accum");
+    trainrt_config_destroy(config);
+    if (st != TRAINRT_OK) return fail_status("model info", st);
+    if (!ok) return 1;
+    std::printf("\nmodel: %lld parameters (%.2f M)\n", (long long)m.parameters,
+                m.parameters / 1e6);
+    std::printf("training FLOPs per token: %.4g (6N + 6*L*C*T); per step: %.4g "
+                "(%lld tokens)\n",
+                m.flops_per_token, m.flops_per_token * B * T * GA, (long long)(B * T * GA));
+    std::printf("memory estimate: %s total = weights %s + grads/AdamW %s + activations %s "
+                "(micro-batch %lld x %lld)\n",
+                human_bytes((double)m.bytes_total).c_str(),
+                human_bytes((double)m.bytes_parameters).c_str(),
+                human_bytes((double)m.bytes_optimizer).c_str(),
+                human_bytes((double)m.bytes_activations).c_str(), (long long)B, (long long)T);
+    std::printf("\n%s", text.c_str());
     return 0;
 }
 
@@ -323,7 +684,12 @@ int main(int argc, char** argv) {
     if (argc < 2) return fail_usage("missing command");
     const std::string cmd = argv[1];
     if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-        std::fputs(kUsage, stdout);
+        const char* text = argc > 2 ? command_help(argv[2]) : nullptr;
+        std::fputs(text != nullptr ? text : kUsage, stdout);
+        return 0;
+    }
+    if (command_help(cmd) != nullptr && wants_help(argc - 2, argv + 2)) {
+        std::fputs(command_help(cmd), stdout);
         return 0;
     }
     if (trainrt_abi_version() != TRAINRT_ABI_VERSION) {
@@ -334,7 +700,9 @@ int main(int argc, char** argv) {
     if (cmd == "prepare") return cmd_prepare(argc - 2, argv + 2);
     if (cmd == "train") return cmd_train(argc - 2, argv + 2);
     if (cmd == "eval") return cmd_eval(argc - 2, argv + 2);
+    if (cmd == "sample") return cmd_sample(argc - 2, argv + 2);
+    if (cmd == "export") return cmd_export(argc - 2, argv + 2);
     if (cmd == "config") return cmd_config(argc - 2, argv + 2);
-    if (cmd == "info") return cmd_info();
+    if (cmd == "info") return cmd_info(argc - 2, argv + 2);
     return fail_usage("unknown command '" + cmd + "'");
 }

@@ -26,15 +26,6 @@ namespace fs = std::filesystem;
 namespace {
 
 // A fresh, empty scratch folder for the running test.
-std::string scratch_dir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const std::string dir = std::string(TRAINRT_TEST_TMP) + "/capi/" +
-                            info->test_suite_name() + "." + info->name();
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
-
 void write_text(const std::string& path, const std::string& text) {
     std::ofstream f(path, std::ios::binary);
     f << text;

@@ -1,0 +1,95 @@
+// C API: checkpoints and Hugging Face export — save, load, latest, config_from_checkpoint,
+// session_export, checkpoint_export.
+#include "capi/barrier.h"
+#include "capi/handles.h"
+#include "checkpoint/checkpoint.h"
+
+using namespace trt;
+using capi::guarded;
+using capi::require;
+
+namespace {
+
+ExportDType export_dtype(int32_t dtype, const char* function) {
+    if (dtype == TRAINRT_DTYPE_F32) return ExportDType::F32;
+    if (dtype == TRAINRT_DTYPE_BF16) return ExportDType::BF16;
+    fail(Status::InvalidArgument, function, ": dtype = ", dtype,
+         " is not TRAINRT_DTYPE_F32 (0) or TRAINRT_DTYPE_BF16 (1)");
+}
+
+}  // namespace
+
+extern "C" {
+
+TRAINRT_API trainrt_status trainrt_session_save(char* path_buf, size_t cap, size_t* needed,
+                                                trainrt_session* session, const char* dir) {
+    return guarded("trainrt_session_save", [&] {
+        require(session, "trainrt_session_save", "session");
+        if (path_buf == nullptr && cap != 0)
+            fail(Status::InvalidArgument, "trainrt_session_save: path_buf is NULL but cap is ",
+                 cap);
+        capi::BusyGuard busy(session->busy, "trainrt_session_save");
+        const std::string written = session->session->save(dir ? dir : "");
+        capi::copy_string(path_buf, cap, needed, written, "trainrt_session_save");
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_load(trainrt_session* session, const char* path) {
+    return guarded("trainrt_session_load", [&] {
+        require(session, "trainrt_session_load", "session");
+        require(path, "trainrt_session_load", "path");
+        capi::BusyGuard busy(session->busy, "trainrt_session_load");
+        session->session->load(path);
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_checkpoint_latest(char* buf, size_t cap, size_t* needed,
+                                                     const char* out_dir) {
+    return guarded("trainrt_checkpoint_latest", [&] {
+        require(out_dir, "trainrt_checkpoint_latest", "out_dir");
+        capi::copy_string(buf, cap, needed, latest_checkpoint(out_dir),
+                          "trainrt_checkpoint_latest");
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_config_from_checkpoint(trainrt_config** out,
+                                                          const char* path) {
+    return guarded("trainrt_config_from_checkpoint", [&] {
+        require(out, "trainrt_config_from_checkpoint", "out");
+        require(path, "trainrt_config_from_checkpoint", "path");
+        const std::string dir = resolve_checkpoint(path);
+        const CheckpointState st = read_checkpoint_state(dir);
+        // Paths in the stored config are already absolute (resolved when it was loaded).
+        Config config = Config::from_string(st.config_toml, "", dir + "/state.json");
+        *out = new trainrt_config{std::move(config), LogSink{}, {}};
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_export(trainrt_session* session, const char* out_dir,
+                                                  int32_t dtype) {
+    return guarded("trainrt_session_export", [&] {
+        require(session, "trainrt_session_export", "session");
+        require(out_dir, "trainrt_session_export", "out_dir");
+        const ExportDType d = export_dtype(dtype, "trainrt_session_export");
+        capi::BusyGuard busy(session->busy, "trainrt_session_export");
+        session->session->export_hf(out_dir, d);
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_checkpoint_export(const char* path, const char* out_dir,
+                                                     int32_t dtype) {
+    return guarded("trainrt_checkpoint_export", [&] {
+        require(path, "trainrt_checkpoint_export", "path");
+        require(out_dir, "trainrt_checkpoint_export", "out_dir");
+        const ExportDType d = export_dtype(dtype, "trainrt_checkpoint_export");
+        export_checkpoint_hf(resolve_checkpoint(path), out_dir, d);
+        return TRAINRT_OK;
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,43 @@
+// C API: trainrt_config_model_info — what a config's model costs, without building it.
+#include "capi/barrier.h"
+#include "capi/handles.h"
+#include "capi/versioned.h"
+#include "model/model_info.h"
+
+using namespace trt;
+using capi::guarded;
+using capi::require;
+
+extern "C" {
+
+TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
+                                                     const trainrt_config* config) {
+    return guarded("trainrt_config_model_info", [&] {
+        require(out, "trainrt_config_model_info", "out");
+        require(config, "trainrt_config_model_info", "config");
+        const RunConfig& r = config->config.run();
+        GptShape shape;
+        shape.V = static_cast<int>(r.model.vocab_size);
+        shape.maxT = static_cast<int>(r.model.context_length);
+        shape.L = static_cast<int>(r.model.n_layer);
+        shape.NH = static_cast<int>(r.model.n_head);
+        shape.C = static_cast<int>(r.model.d_model);
+        // The CPU backend sizes the attention buffers (the only backend in this build).
+        const auto backend = make_cpu_backend(static_cast<int>(r.runtime.threads));
+        const ModelInfo m = model_info(shape, static_cast<int>(r.train.batch_size),
+                                       static_cast<int>(r.train.seq_len), *backend);
+        trainrt_model_info full{};
+        full.struct_size = sizeof full;
+        full.version = TRAINRT_MODEL_INFO_VERSION;
+        full.parameters = m.parameters;
+        full.flops_per_token = m.flops_per_token;
+        full.bytes_parameters = m.bytes_parameters;
+        full.bytes_optimizer = m.bytes_optimizer;
+        full.bytes_activations = m.bytes_activations;
+        full.bytes_total = m.bytes_total;
+        capi::fill_versioned(out, full, "trainrt_config_model_info");
+        return TRAINRT_OK;
+    });
+}
+
+}  // extern "C"

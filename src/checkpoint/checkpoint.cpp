@@ -1,0 +1,281 @@
+// Writing and reading one checkpoint directory (docs/FORMATS.md §4).
+#include "checkpoint/checkpoint.h"
+
+#include <charconv>
+#include <cmath>
+#include <map>
+
+#include "checkpoint/checkpoint_internal.h"
+#include "core/error.h"
+#include "io/fs_util.h"
+#include "io/json_min.h"
+
+namespace trt {
+
+namespace ckpt {
+
+namespace {
+
+constexpr size_t kMaxStateBytes = 64 << 20;   // the resolved config is a few KiB
+constexpr size_t kMaxConfigBytes = 1 << 20;
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+    std::string out = "[";
+    for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+    return out + "]";
+}
+
+// Shortest text that parses back to exactly d (std::to_chars is round-trip exact and, unlike
+// printf, ignores the locale); always with a '.' or exponent so it reads back as a double.
+std::string json_double(double d) {
+    char buf[64];
+    const auto res = std::to_chars(buf, buf + sizeof buf, d);
+    std::string s(buf, res.ptr);
+    if (s.find_first_of(".e") == std::string::npos) s += ".0";
+    return s;
+}
+
+std::string state_json(const CheckpointState& st) {
+    // format_version first: a reader checks it before interpreting anything else.
+    return cat("{\n",
+               "  \"format_version\": ", kCheckpointFormatVersion, ",\n",
+               "  \"step\": ", st.step, ",\n",
+               "  \"tokens_total\": ", st.tokens_total, ",\n",
+               "  \"sampler_cursor\": {\"shard\": ", st.cursor_shard, ", \"pos\": ", st.cursor_pos,
+               "},\n",
+               "  \"loss_scale\": ", json_double(st.loss_scale), ",\n",
+               "  \"library_version\": ", json::quote(st.library_version), ",\n",
+               "  \"config_toml\": ", json::quote(st.config_toml), "\n",
+               "}\n");
+}
+
+// Strict accessors for state.json: a missing or mistyped key is Error(Format) naming it.
+struct StateReader {
+    std::string source;  // "corrupt checkpoint '<dir>': state.json"
+
+    [[noreturn]] void bad(const std::string& key, const std::string& what) const {
+        fail(Status::Format, source, ": key \"", key, "\" ", what);
+    }
+    const json::Value& get(const json::Value& obj, const std::string& key,
+                           const std::string& path) const {
+        const json::Value* v = obj.find(key);
+        if (!v) bad(path, "is missing");
+        return *v;
+    }
+    int64_t count(const json::Value& obj, const std::string& key, const std::string& path) const {
+        const json::Value& v = get(obj, key, path);
+        int64_t x = 0;
+        if (!v.get_i64(x) || x < 0)
+            bad(path, cat("must be a non-negative integer, got a ", v.kind_name()));
+        return x;
+    }
+    std::string string(const json::Value& obj, const std::string& key) const {
+        const json::Value& v = get(obj, key, key);
+        if (!v.is_string()) bad(key, cat("must be a string, got a ", v.kind_name()));
+        return v.s;
+    }
+    // Duplicate keys would make "which one wins" a reader-dependent question.
+    void no_duplicates(const json::Value& obj, const std::string& where) const {
+        std::map<std::string, int> seen;
+        for (const json::Member& m : obj.obj)
+            if (seen[m.key]++) bad(where.empty() ? m.key : where + "." + m.key, "appears twice");
+    }
+};
+
+}  // namespace
+
+CheckpointState read_state_file(const std::string& dir) {
+    const std::string source = corrupt_prefix(dir) + kStateFile;
+    const std::string text = read_small_file(path_join(dir, kStateFile), kMaxStateBytes);
+    const json::Value root = json::parse(text, source);
+    const StateReader r{source};
+    if (!root.is_object())
+        fail(Status::Format, source, ": is a JSON ", root.kind_name(), ", expected an object");
+    r.no_duplicates(root, "");
+
+    CheckpointState st;
+    const json::Value& fv = r.get(root, "format_version", "format_version");
+    if (!fv.get_i64(st.format_version) || st.format_version < 1)
+        r.bad("format_version", "must be a positive integer");
+    // Checked before any other key: a newer format may have changed them.
+    if (st.format_version > kCheckpointFormatVersion)
+        fail(Status::VersionMismatch, "checkpoint '", dir, "' has format version ",
+             st.format_version, "; this libtrainrt reads up to ", kCheckpointFormatVersion,
+             "; upgrade libtrainrt");
+
+    st.step = r.count(root, "step", "step");
+    st.tokens_total = r.count(root, "tokens_total", "tokens_total");
+    const json::Value& cur = r.get(root, "sampler_cursor", "sampler_cursor");
+    if (!cur.is_object()) r.bad("sampler_cursor", cat("must be an object, got a ", cur.kind_name()));
+    r.no_duplicates(cur, "sampler_cursor");
+    st.cursor_shard = r.count(cur, "shard", "sampler_cursor.shard");
+    st.cursor_pos = r.count(cur, "pos", "sampler_cursor.pos");
+    const json::Value& ls = r.get(root, "loss_scale", "loss_scale");
+    if (ls.kind == json::Value::Kind::Double) st.loss_scale = ls.d;
+    else if (ls.kind == json::Value::Kind::Int) st.loss_scale = static_cast<double>(ls.i);
+    else r.bad("loss_scale", cat("must be a number, got a ", ls.kind_name()));
+    if (!(std::isfinite(st.loss_scale) && st.loss_scale > 0))
+        r.bad("loss_scale", "must be a positive number");
+    st.library_version = r.string(root, "library_version");
+    st.config_toml = r.string(root, "config_toml");
+    // Unknown keys are ignored: a writer may add information an older reader can safely skip
+    // without bumping format_version (docs/FORMATS.md §4, version policy).
+    return st;
+}
+
+std::vector<TensorToWrite> table_tensors(const ParamTable& table, const float* data, DType dtype,
+                                         const std::string& prefix) {
+    std::vector<TensorToWrite> out;
+    out.reserve(table.tensors().size());
+    for (const ParamTensor& pt : table.tensors())
+        out.push_back({prefix + pt.name, dtype, pt.shape, data + pt.offset});
+    return out;
+}
+
+SafetensorsFile open_checked_model(const std::string& dir, const ParamTable& table) {
+    const GptShape& want = table.shape();
+    const GptShape have = parse_hf_config(
+        read_small_file(path_join(dir, kConfigFile), kMaxConfigBytes),
+        corrupt_prefix(dir) + kConfigFile);
+    const std::string diff = shape_diff(have, want);
+    // What to tell the user whichever tensor trips first: the keys to change, from config.json.
+    const std::string advice =
+        diff.empty() ? std::string("set model.vocab_size, context_length, n_layer and d_model to "
+                                   "the checkpoint's values")
+                     : cat("the checkpoint was trained with ", diff,
+                           "; set these model.* keys to the checkpoint's values");
+    const std::string head = cat("checkpoint '", dir, "' does not match the configured model: ");
+
+    SafetensorsFile file = SafetensorsFile::open(path_join(dir, kModelFile));
+    for (const ParamTensor& pt : table.tensors()) {
+        const TensorInfo* info = file.find(pt.name);
+        if (!info)
+            fail(Status::Config, head, "tensor '", pt.name, "' ", shape_text(pt.shape),
+                 " that the config's model needs is not in the checkpoint; ", advice);
+        if (info->shape != pt.shape)
+            fail(Status::Config, head, "tensor '", pt.name, "' has shape ", shape_text(info->shape),
+                 " in the checkpoint but the config's model needs ", shape_text(pt.shape), "; ",
+                 advice);
+        if (info->dtype != DType::F32)
+            fail(Status::Format, corrupt_prefix(dir), kModelFile, ": tensor '", pt.name,
+                 "' is ", dtype_name(info->dtype), "; checkpoints hold F32 master weights");
+    }
+    if (file.tensors().size() != table.tensors().size())
+        for (const TensorInfo& t : file.tensors())
+            if (!table.find(t.name))
+                fail(Status::Config, head, "the checkpoint has tensor '", t.name, "' ",
+                     shape_text(t.shape), " that the config's model does not; ", advice);
+    // n_head does not show in any shape, so only config.json can catch it.
+    if (!diff.empty())
+        fail(Status::Config, head, "the checkpoint was trained with ", diff,
+             "; set these model.* keys to the checkpoint's values");
+    return file;
+}
+
+void copy_tensors(const SafetensorsFile& file, const ParamTable& table, float* host,
+                  const std::string& prefix) {
+    for (const ParamTensor& pt : table.tensors())
+        file.read_f32(*file.find(prefix + pt.name), host + pt.offset);
+}
+
+}  // namespace ckpt
+
+using namespace ckpt;
+
+void write_checkpoint(const std::string& dir_arg, const ParamTable& table, const float* params,
+                      const float* m, const float* v, const CheckpointState& state) {
+    const std::string dir = strip_trailing_slashes(dir_arg);
+    if (dir.empty()) fail(Status::InvalidArgument, "write_checkpoint: empty directory path");
+    if (!params || !m || !v)
+        fail(Status::InvalidArgument, "write_checkpoint '", dir,
+             "': params, m and v must all be non-null");
+    if (state.step < 0 || state.tokens_total < 0 || state.cursor_shard < 0 || state.cursor_pos < 0)
+        fail(Status::InvalidArgument, "write_checkpoint '", dir,
+             "': step, tokens_total and the sampler cursor must be non-negative");
+    if (!(std::isfinite(state.loss_scale) && state.loss_scale > 0))
+        fail(Status::InvalidArgument, "write_checkpoint '", dir, "': loss_scale ",
+             state.loss_scale, " is not a positive finite number");
+    if (!json::valid_utf8(state.library_version) || !json::valid_utf8(state.config_toml))
+        fail(Status::InvalidArgument, "write_checkpoint '", dir,
+             "': library_version and config_toml must be valid UTF-8");
+    if (path_kind(dir) != PathKind::Missing)
+        fail(Status::Io, "checkpoint directory '", dir,
+             "' already exists; checkpoints are never overwritten: remove it or write to "
+             "another directory");
+
+    // A .tmp directory is only ever a crashed writer's leftover: nothing reads it.
+    const std::string tmp = dir + ".tmp";
+    remove_tree(tmp);
+    make_dirs(parent_dir(dir));
+    try {
+        make_dirs(tmp);
+        // Each file is written as file.tmp, fsynced and renamed by its writer.
+        write_safetensors(path_join(tmp, kModelFile), table_tensors(table, params, DType::F32),
+                          {{"format", "pt"}});
+        write_file_atomic(path_join(tmp, kConfigFile), hf_config_json(table.shape(), "float32"));
+        std::vector<TensorToWrite> moments = table_tensors(table, m, DType::F32, "m.");
+        for (TensorToWrite& t : table_tensors(table, v, DType::F32, "v."))
+            moments.push_back(std::move(t));
+        write_safetensors(path_join(tmp, kOptimizerFile), moments);
+        write_file_atomic(path_join(tmp, kStateFile), state_json(state));
+        // Last: its presence marks the directory as complete.
+        write_manifest(tmp, {kModelFile, kConfigFile, kOptimizerFile, kStateFile});
+        fsync_dir(tmp);
+        rename_no_replace(tmp, dir);  // also fsyncs the parent
+    } catch (...) {
+        try {
+            remove_tree(tmp);
+        } catch (...) {
+            // Keep the original error; the leftover .tmp is removed by the next writer.
+        }
+        throw;
+    }
+}
+
+CheckpointState read_checkpoint_state(const std::string& dir_arg) {
+    const std::string dir = strip_trailing_slashes(dir_arg);
+    require_checkpoint_files(dir, verify_manifest(dir));
+    return read_state_file(dir);
+}
+
+CheckpointState read_checkpoint(const std::string& dir_arg, const ParamTable& table,
+                                float* params, float* m, float* v) {
+    const std::string dir = strip_trailing_slashes(dir_arg);
+    if (!params) fail(Status::InvalidArgument, "read_checkpoint '", dir, "': params is null");
+    if ((m == nullptr) != (v == nullptr))
+        fail(Status::InvalidArgument, "read_checkpoint '", dir,
+             "': pass both m and v, or neither");
+    require_checkpoint_files(dir, verify_manifest(dir));
+    const CheckpointState state = read_state_file(dir);
+    const SafetensorsFile model = open_checked_model(dir, table);
+
+    SafetensorsFile optim;
+    if (m) {
+        // The model file matched the table, so any mismatch here is a damaged checkpoint.
+        optim = SafetensorsFile::open(path_join(dir, kOptimizerFile));
+        const std::string where = corrupt_prefix(dir) + kOptimizerFile;
+        for (const char* prefix : {"m.", "v."})
+            for (const ParamTensor& pt : table.tensors()) {
+                const TensorInfo* info = optim.find(prefix + pt.name);
+                if (!info)
+                    fail(Status::Format, where, ": tensor '", prefix, pt.name, "' is missing");
+                if (info->shape != pt.shape || info->dtype != DType::F32)
+                    fail(Status::Format, where, ": tensor '", prefix, pt.name, "' is ",
+                         dtype_name(info->dtype), " ", shape_text(info->shape), ", expected F32 ",
+                         shape_text(pt.shape));
+            }
+        if (optim.tensors().size() != 2 * table.tensors().size())
+            fail(Status::Format, where, ": holds ", optim.tensors().size(),
+                 " tensors, expected ", 2 * table.tensors().size(), " (m. and v. per parameter)");
+    }
+
+    // Every check passed: only now touch the caller's buffers.
+    copy_tensors(model, table, params);
+    if (m) {
+        copy_tensors(optim, table, m, "m.");
+        copy_tensors(optim, table, v, "v.");
+    }
+    return state;
+}
+
+}  // namespace trt

@@ -1,0 +1,84 @@
+// Checkpoints (docs/FORMATS.md §4): one directory per checkpoint holding
+//   model.safetensors      fp32 master weights, HF GPT-2 names (also a valid HF export)
+//   config.json            HF GPT2LMHeadModel config for those weights
+//   optimizer.safetensors  AdamW moments: "m.<name>", "v.<name>" (fp32)
+//   state.json             format version, step, tokens, sampler cursor, loss scale, config
+//   MANIFEST.sha256        "<sha256 hex>  <file>" for every other file, written last
+// written as NAME.tmp/ (every file fsynced), renamed to NAME/, parent fsynced. Loading
+// verifies the manifest before trusting any byte.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "model/param_table.h"
+
+namespace trt {
+
+// Bumped when a reader of the previous version could misread a new checkpoint.
+constexpr int64_t kCheckpointFormatVersion = 1;
+
+// Everything besides the tensors that a bit-exact resume needs, plus provenance.
+struct CheckpointState {
+    int64_t format_version = kCheckpointFormatVersion;
+    int64_t step = 0;             // optimizer steps completed
+    int64_t tokens_total = 0;     // tokens trained on
+    int64_t cursor_shard = 0;     // sequential sampler cursor (data/sampler.h)
+    int64_t cursor_pos = 0;
+    double loss_scale = 1.0;      // fp16 dynamic loss scale (1 on fp32 backends)
+    std::string library_version;  // trainrt_version_string() of the writer
+    std::string config_toml;      // the resolved run config the checkpoint was trained with
+};
+
+// Writes a complete checkpoint into `dir` (which must not exist: Error(Io) saying so) via
+// `dir`.tmp. params, m, v: host buffers of table.total() floats in ParamTable order.
+// A stale `dir`.tmp from a crashed writer is removed first. On failure nothing named `dir`
+// exists and the temporary directory is removed.
+void write_checkpoint(const std::string& dir, const ParamTable& table, const float* params,
+                      const float* m, const float* v, const CheckpointState& state);
+
+// Verifies MANIFEST.sha256 (a missing, extra-listed or mismatching file is Error(Format)
+// "corrupt checkpoint '<dir>': <file> ..."), refuses format_version > ours with
+// Error(VersionMismatch), refuses any tensor whose name/shape differs from `table` with
+// Error(Config) naming the tensor, both shapes and the model.* keys to change; then fills
+// params, m, v (table.total() floats each; m/v may be nullptr to skip the optimizer file)
+// and returns the state. Buffers are written only after every check passed.
+CheckpointState read_checkpoint(const std::string& dir, const ParamTable& table, float* params,
+                                float* m, float* v);
+
+// Manifest + state.json only (no tensors): what config_from_checkpoint needs.
+CheckpointState read_checkpoint_state(const std::string& dir);
+
+// ------------------------------------------------------------- a run's folder of checkpoints
+// <out_dir>/step_00001234/ ... and <out_dir>/latest, a one-line text file naming the newest
+// checkpoint directory (replaced atomically: latest.tmp, fsync, rename, fsync parent).
+
+std::string checkpoint_dir_name(int64_t step);  // "step_00001234" (more digits past 1e8)
+
+// `path` is a checkpoint directory (has MANIFEST.sha256) or a folder with a `latest` file;
+// returns the checkpoint directory. Error(Io) if neither, Error(Format) if `latest` names
+// something that is not there.
+std::string resolve_checkpoint(const std::string& path);
+
+// The directory `latest` in out_dir names, or "" if out_dir has no `latest` file.
+std::string latest_checkpoint(const std::string& out_dir);
+
+// Points <out_dir>/latest at <out_dir>/<name>, atomically.
+void set_latest_checkpoint(const std::string& out_dir, const std::string& name);
+
+// Removes step_* checkpoint directories of out_dir beyond the newest keep_last (by step
+// number), never the one `latest` names, and any stale step_*.tmp. keep_last 0 = keep all.
+void prune_checkpoints(const std::string& out_dir, int64_t keep_last);
+
+// ------------------------------------------------------------------ Hugging Face export
+enum class ExportDType { F32, BF16 };
+
+// Writes out_dir/model.safetensors (HF GPT-2 names, no padding, dtype as asked) and
+// out_dir/config.json (GPT2LMHeadModel), each atomically. Creates out_dir if missing.
+void export_hf(const std::string& out_dir, const ParamTable& table, const float* params,
+               ExportDType dtype);
+
+// The same from a checkpoint directory (verified as read_checkpoint does).
+void export_checkpoint_hf(const std::string& checkpoint_dir, const std::string& out_dir,
+                          ExportDType dtype);
+
+}  // namespace trt

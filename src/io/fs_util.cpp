@@ -1,0 +1,253 @@
+#include "io/fs_util.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>  // renameat2, RENAME_NOREPLACE (glibc >= 2.28)
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "core/error.h"
+
+namespace trt {
+
+namespace {
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+}  // namespace
+
+int write_all(int fd, const void* buf, size_t len) {
+    const auto* p = static_cast<const uint8_t*>(buf);
+    while (len > 0) {
+        // Linux writes at most ~2 GiB per call; chunk so large tensors need several calls.
+        const size_t chunk = std::min<size_t>(len, size_t{1} << 30);
+        const ssize_t w = ::write(fd, p, chunk);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (w == 0) return EIO;
+        p += w;
+        len -= static_cast<size_t>(w);
+    }
+    return 0;
+}
+
+std::string strip_trailing_slashes(const std::string& path) {
+    std::string p = path;
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+    return p;
+}
+
+std::string parent_dir(const std::string& path) {
+    const std::string p = strip_trailing_slashes(path);
+    const size_t slash = p.find_last_of('/');
+    if (slash == std::string::npos) return ".";
+    if (slash == 0) return "/";
+    return p.substr(0, slash);
+}
+
+std::string path_join(const std::string& a, const std::string& b) {
+    if (a.empty()) return b;
+    if (a.back() == '/') return a + b;
+    return a + "/" + b;
+}
+
+void fsync_path(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(Status::Io, "cannot open '", path, "' to fsync: ", errno_text(errno));
+    const int rc = ::fsync(fd);
+    const int e = errno;
+    ::close(fd);
+    if (rc != 0) fail(Status::Io, "cannot fsync '", path, "': ", errno_text(e));
+}
+
+void fsync_dir(const std::string& dir) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) fail(Status::Io, "cannot open directory '", dir, "' to fsync: ", errno_text(errno));
+    const int rc = ::fsync(fd);
+    const int e = errno;
+    ::close(fd);
+    if (rc != 0) fail(Status::Io, "cannot fsync directory '", dir, "': ", errno_text(e));
+}
+
+// ---------------------------------------------------------------------------- AtomicFile
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail(Status::Io, "cannot create '", tmp_, "': ", errno_text(errno));
+}
+
+AtomicFile::~AtomicFile() {
+    if (fd_ >= 0) {  // not committed: an error unwound past us
+        ::close(fd_);
+        ::unlink(tmp_.c_str());
+    }
+}
+
+void AtomicFile::abort_with(const char* what, int err) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    ::unlink(tmp_.c_str());
+    fail(Status::Io, "cannot ", what, " '", tmp_, "': ", errno_text(err));
+}
+
+void AtomicFile::write(const void* data, size_t len) {
+    if (fd_ < 0) fail(Status::Internal, "AtomicFile '", path_, "' written after commit");
+    if (const int e = write_all(fd_, data, len)) abort_with("write", e);
+}
+
+void AtomicFile::commit() {
+    if (fd_ < 0) fail(Status::Internal, "AtomicFile '", path_, "' committed twice");
+    // fsync before rename: otherwise a crash could leave the new name pointing at a file
+    // whose data never reached the disk.
+    if (::fsync(fd_) != 0) abort_with("fsync", errno);
+    const int rc = ::close(fd_);
+    const int close_err = errno;
+    fd_ = -1;
+    if (rc != 0) {
+        ::unlink(tmp_.c_str());
+        fail(Status::Io, "cannot close '", tmp_, "': ", errno_text(close_err));
+    }
+    if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+        const int e = errno;
+        ::unlink(tmp_.c_str());
+        fail(Status::Io, "cannot rename '", tmp_, "' to '", path_, "': ", errno_text(e));
+    }
+    fsync_dir(parent_dir(path_));
+}
+
+void write_file_atomic(const std::string& path, std::string_view content) {
+    AtomicFile f(path);
+    f.write(content.data(), content.size());
+    f.commit();
+}
+
+std::string read_small_file(const std::string& path, size_t max_bytes) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(Status::Io, "cannot open '", path, "': ", errno_text(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        fail(Status::Io, "cannot read '", path, "': not a regular file");
+    }
+    if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+        ::close(fd);
+        fail(Status::Format, "'", path, "' is ", st.st_size, " bytes; at most ", max_bytes,
+             " are expected for this file");
+    }
+    std::string out;
+    char buf[1 << 16];
+    for (;;) {
+        const ssize_t r = ::read(fd, buf, sizeof buf);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            const int e = errno;
+            ::close(fd);
+            fail(Status::Io, "cannot read '", path, "': ", errno_text(e));
+        }
+        if (r == 0) break;
+        out.append(buf, static_cast<size_t>(r));
+        if (out.size() > max_bytes) {  // grew after fstat
+            ::close(fd);
+            fail(Status::Format, "'", path, "' is larger than the ", max_bytes,
+                 " bytes expected for this file");
+        }
+    }
+    ::close(fd);
+    return out;
+}
+
+// ---------------------------------------------------------------------------- directories
+
+PathKind path_kind(const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return PathKind::Missing;
+        fail(Status::Io, "cannot stat '", path, "': ", errno_text(errno));
+    }
+    if (S_ISREG(st.st_mode)) return PathKind::File;
+    if (S_ISDIR(st.st_mode)) return PathKind::Directory;
+    return PathKind::Other;
+}
+
+void make_dirs(const std::string& path) {
+    if (path.empty()) fail(Status::InvalidArgument, "cannot create a directory with an empty path");
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    // create_directories reports an error for an existing non-directory; also check the
+    // result so a dangling link or a race surfaces here rather than at the first write.
+    struct stat st {};
+    if (ec || ::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        fail(Status::Io, "cannot create directory '", path, "': ",
+             ec ? ec.message() : std::string("a non-directory is in the way"));
+}
+
+void remove_tree(const std::string& path) {
+    const std::string p = strip_trailing_slashes(path);
+    if (p.empty() || p == "/" || p == "." || p == ".." ||
+        (p.size() >= 3 && p.compare(p.size() - 3, 3, "/..") == 0) ||
+        (p.size() >= 2 && p.compare(p.size() - 2, 2, "/.") == 0))
+        fail(Status::InvalidArgument, "refusing to remove '", path,
+             "': not a specific file or directory");
+    // std::filesystem::remove_all uses symlink_status: links are unlinked, never followed.
+    std::error_code ec;
+    std::filesystem::remove_all(p, ec);
+    if (ec) fail(Status::Io, "cannot remove '", p, "': ", ec.message());
+}
+
+void rename_no_replace(const std::string& from, const std::string& to) {
+    int rc = ::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE);
+    if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {
+        // File systems without RENAME_NOREPLACE: check, then rename. The gap is only a
+        // problem with two concurrent writers of one name, which callers already exclude.
+        if (path_kind(to) != PathKind::Missing)
+            fail(Status::Io, "cannot rename '", from, "' to '", to, "': the target exists");
+        rc = ::rename(from.c_str(), to.c_str());
+    }
+    if (rc != 0) {
+        const int e = errno;
+        fail(Status::Io, "cannot rename '", from, "' to '", to, "': ",
+             e == EEXIST ? std::string("the target exists") : errno_text(e));
+    }
+    fsync_dir(parent_dir(to));
+}
+
+std::vector<DirEntry> list_dir(const std::string& dir) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) fail(Status::Io, "cannot list directory '", dir, "': ", errno_text(errno));
+    std::vector<DirEntry> out;
+    for (;;) {
+        errno = 0;
+        const dirent* e = ::readdir(d);
+        if (!e) {
+            const int err = errno;
+            ::closedir(d);
+            if (err) fail(Status::Io, "cannot list directory '", dir, "': ", errno_text(err));
+            break;
+        }
+        const std::string name = e->d_name;
+        if (name == "." || name == "..") continue;
+        PathKind kind;
+        try {
+            kind = path_kind(path_join(dir, name));
+        } catch (...) {
+            ::closedir(d);
+            throw;
+        }
+        if (kind == PathKind::Missing) continue;  // removed while we listed
+        out.push_back({name, kind});
+    }
+    std::sort(out.begin(), out.end(),
+              [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+    return out;
+}
+
+}  // namespace trt

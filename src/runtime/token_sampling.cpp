@@ -1,0 +1,54 @@
+#include "runtime/token_sampling.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/philox.h"
+
+namespace trt {
+
+double philox_uniform(uint64_t seed, uint64_t index) {
+    const Philox4x32 r = philox4x32_10(static_cast<uint32_t>(index),
+                                       static_cast<uint32_t>(index >> 32), 0, 0,
+                                       static_cast<uint32_t>(seed),
+                                       static_cast<uint32_t>(seed >> 32));
+    const uint64_t bits = (static_cast<uint64_t>(r.v[0]) << 32 | r.v[1]) >> 11;  // 53 bits
+    return static_cast<double>(bits) * 0x1.0p-53;
+}
+
+int32_t sample_token(const float* logits, int V, const TokenSamplingOptions& options,
+                     uint64_t index, std::vector<std::pair<float, int32_t>>& scratch) {
+    if (options.temperature <= 0.0) {
+        int32_t best = 0;
+        for (int i = 1; i < V; ++i)
+            if (logits[i] > logits[best]) best = i;
+        return best;
+    }
+    scratch.resize(static_cast<size_t>(V));
+    for (int i = 0; i < V; ++i) scratch[i] = {logits[i], i};
+    size_t k = options.top_k > 0 && options.top_k < V ? static_cast<size_t>(options.top_k)
+                                                     : static_cast<size_t>(V);
+    // Largest logits first; equal logits by id, so the order (and the draw) is deterministic.
+    auto larger = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
+    if (k < scratch.size())
+        std::partial_sort(scratch.begin(), scratch.begin() + k, scratch.end(), larger);
+    else
+        std::sort(scratch.begin(), scratch.end(), larger);
+
+    // softmax(logits / temperature) over the kept k, in double; max first for stability.
+    const double inv_t = 1.0 / options.temperature;
+    const double top = scratch[0].first;
+    double total = 0.0;
+    for (size_t i = 0; i < k; ++i) total += std::exp((scratch[i].first - top) * inv_t);
+    const double u = philox_uniform(options.seed, index) * total;
+    double acc = 0.0;
+    for (size_t i = 0; i < k; ++i) {
+        acc += std::exp((scratch[i].first - top) * inv_t);
+        if (u < acc) return scratch[i].second;
+    }
+    return scratch[k - 1].second;  // u rounded up to total
+}
+
+}  // namespace trt

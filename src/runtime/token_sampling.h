@@ -1,0 +1,24 @@
+// Drawing the next token from a row of logits (temperature, top-k, greedy), deterministic for
+// a seed: draw i of a generation uses Philox4x32-10 with key = seed and counter = (i, 0, 0, 0),
+// so the same seed, model and prompt give the same tokens on every machine and backend.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace trt {
+
+struct TokenSamplingOptions {
+    double temperature = 1.0;  // > 0 scales logits by 1/temperature; 0 = greedy (argmax)
+    int top_k = 0;             // keep the k largest logits; 0 (or >= V) = all
+    uint64_t seed = 1337;
+};
+
+// Uniform double in [0, 1) from draw `index` of stream `seed` (53 random bits).
+double philox_uniform(uint64_t seed, uint64_t index);
+
+// Picks a token id in [0, V) from logits[V]. scratch is reused between calls (no per-call
+// allocation after the first). Ties in greedy mode go to the lowest id.
+int32_t sample_token(const float* logits, int V, const TokenSamplingOptions& options,
+                     uint64_t index, std::vector<std::pair<float, int32_t>>& scratch);
+
+}  // namespace trt

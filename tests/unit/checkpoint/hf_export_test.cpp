@@ -1,0 +1,151 @@
+// Hugging Face export: F32 is exact, BF16 is round-to-nearest-even, config.json has the
+// GPT2LMHeadModel fields, and exporting a checkpoint equals exporting its parameters.
+#include <cmath>
+#include <limits>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint_test_util.h"
+#include "io/fs_util.h"
+#include "io/json_min.h"
+#include "io/safetensors.h"
+
+using namespace trt;
+using namespace ckpt_test;
+
+namespace {
+
+// Written independently of the library: nearest, ties to even, on the upper 16 bits.
+uint16_t rne_bf16(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    const uint32_t lower = u & 0xFFFFu, upper = u >> 16;
+    if (lower > 0x8000u || (lower == 0x8000u && (upper & 1u))) return static_cast<uint16_t>(upper + 1);
+    return static_cast<uint16_t>(upper);
+}
+
+float from_bits(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+// Parameters including exact ties, both parities, and values just either side of a tie.
+Model tricky_model() {
+    Model m;
+    const uint32_t bits[] = {0x3F808000u, 0x3F818000u, 0x3F808001u, 0x3F807FFFu, 0xBF818000u,
+                             0x7F7FFFFFu, 0x00008000u, 0x00018000u, 0x3F80FFFFu};
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; ++i) m.params[i] = from_bits(bits[i]);
+    return m;
+}
+
+void expect_hf_config(const std::string& path, const GptShape& s, const char* dtype) {
+    const json::Value c = json::parse(slurp(path), path);
+    ASSERT_TRUE(c.is_object());
+    ASSERT_TRUE(c.find("architectures")->is_array());
+    EXPECT_EQ(c.find("architectures")->arr.at(0).s, "GPT2LMHeadModel");
+    EXPECT_EQ(c.find("model_type")->s, "gpt2");
+    EXPECT_EQ(c.find("vocab_size")->i, s.V);
+    EXPECT_EQ(c.find("n_positions")->i, s.maxT);
+    EXPECT_EQ(c.find("n_ctx")->i, s.maxT);
+    EXPECT_EQ(c.find("n_embd")->i, s.C);
+    EXPECT_EQ(c.find("n_layer")->i, s.L);
+    EXPECT_EQ(c.find("n_head")->i, s.NH);
+    EXPECT_EQ(c.find("n_inner")->kind, json::Value::Kind::Null);
+    EXPECT_EQ(c.find("activation_function")->s, "gelu_new");
+    EXPECT_EQ(c.find("layer_norm_epsilon")->d, 1e-5);
+    for (const char* k : {"resid_pdrop", "embd_pdrop", "attn_pdrop"}) EXPECT_EQ(c.find(k)->d, 0.0) << k;
+    EXPECT_EQ(c.find("initializer_range")->d, 0.02);
+    EXPECT_EQ(c.find("tie_word_embeddings")->kind, json::Value::Kind::Bool);
+    EXPECT_TRUE(c.find("tie_word_embeddings")->b);
+    EXPECT_EQ(c.find("torch_dtype")->s, dtype);
+}
+
+}  // namespace
+
+TEST(CheckpointExport, F32IsExact) {
+    const std::string out = fresh_dir() + "/new/sub";  // created (mkdir -p)
+    const Model m = tricky_model();
+    export_hf(out, m.table, m.params.data(), ExportDType::F32);
+    const SafetensorsFile f = SafetensorsFile::open(out + "/model.safetensors");
+    EXPECT_EQ(f.metadata().at("format"), "pt");
+    ASSERT_EQ(f.tensors().size(), m.table.tensors().size());
+    for (const ParamTensor& pt : m.table.tensors()) {
+        const TensorInfo* t = f.find(pt.name);
+        ASSERT_NE(t, nullptr) << pt.name;
+        EXPECT_EQ(t->dtype, DType::F32);
+        EXPECT_EQ(t->shape, pt.shape);
+        EXPECT_EQ(std::memcmp(f.data(*t), m.params.data() + pt.offset, pt.numel * 4), 0) << pt.name;
+    }
+    expect_hf_config(out + "/config.json", m.table.shape(), "float32");
+    EXPECT_EQ(list_dir(out).size(), 2u);  // no .tmp leftovers
+}
+
+TEST(CheckpointExport, Bf16IsRoundToNearestEven) {
+    const std::string out = fresh_dir();
+    const Model m = tricky_model();
+    export_hf(out, m.table, m.params.data(), ExportDType::BF16);
+    const SafetensorsFile f = SafetensorsFile::open(out + "/model.safetensors");
+    for (const ParamTensor& pt : m.table.tensors()) {
+        const TensorInfo* t = f.find(pt.name);
+        ASSERT_NE(t, nullptr);
+        EXPECT_EQ(t->dtype, DType::BF16);
+        const uint8_t* raw = f.data(*t);
+        for (size_t i = 0; i < pt.numel; ++i) {
+            uint16_t got;
+            std::memcpy(&got, raw + 2 * i, 2);
+            ASSERT_EQ(got, rne_bf16(m.params[pt.offset + i])) << pt.name << "[" << i << "]";
+        }
+    }
+    // Spot-check the ties directly: 1.00390625 (even below) stays, 1.01171875 rounds up.
+    uint16_t w0, w1;
+    std::memcpy(&w0, f.data(*f.find("wte.weight")), 2);
+    std::memcpy(&w1, f.data(*f.find("wte.weight")) + 2, 2);
+    EXPECT_EQ(w0, 0x3F80);
+    EXPECT_EQ(w1, 0x3F82);
+    expect_hf_config(out + "/config.json", m.table.shape(), "bfloat16");
+}
+
+TEST(CheckpointExport, ReplacesAnEarlierExport) {
+    const std::string out = fresh_dir();
+    const Model a, b(kShape, 2);
+    export_hf(out, a.table, a.params.data(), ExportDType::BF16);
+    export_hf(out, b.table, b.params.data(), ExportDType::F32);
+    std::vector<float> p(b.table.total());
+    load_hf_gpt2(b.table, out + "/model.safetensors", p.data());
+    EXPECT_EQ(p, b.params);
+}
+
+TEST(CheckpointExport, CheckpointExportMatchesDirectExport) {
+    const std::string root = fresh_dir();
+    const Model m(GptShape{17, 6, 3, 4, 8});
+    const std::string ck = root + "/step_00000001";
+    write_checkpoint(ck, m.table, m.params.data(), m.m.data(), m.v.data(), sample_state());
+    for (ExportDType dt : {ExportDType::F32, ExportDType::BF16}) {
+        const std::string tag = dt == ExportDType::F32 ? "f32" : "bf16";
+        export_hf(root + "/direct_" + tag, m.table, m.params.data(), dt);
+        export_checkpoint_hf(ck, root + "/from_ckpt_" + tag, dt);
+        for (const char* f : {"model.safetensors", "config.json"})
+            EXPECT_EQ(slurp(root + "/from_ckpt_" + tag + "/" + f),
+                      slurp(root + "/direct_" + tag + "/" + f)) << tag << " " << f;
+    }
+    // A checkpoint is itself an F32 export.
+    EXPECT_EQ(slurp(ck + "/model.safetensors"), slurp(root + "/direct_f32/model.safetensors"));
+    EXPECT_EQ(slurp(ck + "/config.json"), slurp(root + "/direct_f32/config.json"));
+}
+
+TEST(CheckpointExport, CheckpointExportVerifiesAndRefusesItself) {
+    const std::string root = fresh_dir();
+    const Model m;
+    const std::string ck = root + "/step_00000001";
+    write_checkpoint(ck, m.table, m.params.data(), m.m.data(), m.v.data(), sample_state());
+    std::string msg = error_of([&] { export_checkpoint_hf(ck, ck, ExportDType::BF16); },
+                               Status::InvalidArgument);
+    EXPECT_HAS(msg, "is the checkpoint directory itself");
+    std::string s = slurp(ck + "/model.safetensors");
+    s[s.size() - 1] ^= 1;
+    spit(ck + "/model.safetensors", s);
+    msg = error_of([&] { export_checkpoint_hf(ck, root + "/out", ExportDType::F32); },
+                   Status::Format);
+    EXPECT_HAS(msg, "corrupt checkpoint '" + ck + "': model.safetensors");
+    EXPECT_EQ(path_kind(root + "/out"), PathKind::Missing);
+}
