@@ -66,7 +66,8 @@ std::string latest_checkpoint(const std::string& out_dir);
 void set_latest_checkpoint(const std::string& out_dir, const std::string& name);
 
 // Removes step_* checkpoint directories of out_dir beyond the newest keep_last (by step
-// number), never the one `latest` names, and any stale step_*.tmp. keep_last 0 = keep all.
+// number), never the one `latest` names, and any stale step_N.tmp, step_N.new(.tmp),
+// step_N.old (crash leftovers). keep_last 0 = keep all.
 void prune_checkpoints(const std::string& out_dir, int64_t keep_last);
 
 // ------------------------------------------------------------------ Hugging Face export

@@ -122,8 +122,11 @@ void prune_checkpoints(const std::string& out_dir_arg, int64_t keep_last) {
     for (const DirEntry& e : list_dir(out_dir)) {
         if (e.kind != PathKind::Directory) continue;  // files and links are never ours to remove
         const std::string path = path_join(out_dir, e.name);
-        if (parse_step_name(e.name, ".tmp") >= 0) {
-            remove_tree(path);  // a crashed writer's leftover (one writer per out_dir)
+        // A crashed writer's leftovers (one writer per out_dir): step_N.tmp from
+        // write_checkpoint, step_N.new(.tmp) / step_N.old from a session replacing step_N.
+        if (parse_step_name(e.name, ".tmp") >= 0 || parse_step_name(e.name, ".new") >= 0 ||
+            parse_step_name(e.name, ".new.tmp") >= 0 || parse_step_name(e.name, ".old") >= 0) {
+            remove_tree(path);
             continue;
         }
         const int64_t step = parse_step_name(e.name, "");

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/version.h"
+#include "io/fs_util.h"
 #include "model/gpt_weights.h"
 #include "runtime/metrics_log.h"
 #include "runtime/schedule.h"
@@ -89,7 +90,7 @@ Session::Session(const Config& config, const LogSink& sink)
     if (mc.init_from.empty())
         init_gpt2_random(model_->table(), mc.seed, host.data());
     else
-        load_hf_gpt2(model_->table(), mc.init_from, host.data());
+        load_init_weights(model_->table(), mc.init_from, host.data());
     backend_->copy_to_device(model_->params(), host.data(), host.size() * sizeof(float));
     optimizer_ = std::make_unique<AdamW>(*backend_, model_->table(), run_.optim);
 
@@ -426,6 +427,7 @@ std::string Session::save_into_out_dir() {
         if (ec) fail(Status::Io, "cannot move aside '", dir, "': ", ec.message());
         fs::rename(fresh, dir, ec);
         if (ec) fail(Status::Io, "cannot rename '", fresh, "' to '", dir, "': ", ec.message());
+        fsync_dir(out);  // both renames durable before the old copy goes
         fs::remove_all(old, ec);
     }
     set_latest_checkpoint(out, name);
