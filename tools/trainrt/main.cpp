@@ -535,29 +535,22 @@ int cmd_sample(int argc, char** argv) {
         return fail_usage("--seed needs a non-negative integer");
     if (prompt.empty()) prompt = "\n";
 
-    trainrt_session* session = open_checkpoint(path, TRAINRT_LOG_WARN);
-    if (session == nullptr) return 1;
+    // Byte-level models only: check before loading the weights.
     int64_t vocab = 0;
-    std::string dump;
-    trainrt_status st = TRAINRT_OK;
-    {
-        trainrt_config* config = nullptr;
-        st = trainrt_config_from_checkpoint(&config, path.c_str());
-        if (st == TRAINRT_OK) st = trainrt_config_get_int(&vocab, config, "model.vocab_size");
-        trainrt_config_destroy(config);
-    }
-    if (st != TRAINRT_OK) {
-        trainrt_session_destroy(session);
-        return fail_status("reading model.vocab_size", st);
-    }
+    trainrt_config* stored = nullptr;
+    trainrt_status st = trainrt_config_from_checkpoint(&stored, path.c_str());
+    if (st == TRAINRT_OK) st = trainrt_config_get_int(&vocab, stored, "model.vocab_size");
+    trainrt_config_destroy(stored);
+    if (st != TRAINRT_OK) return fail_status(("reading checkpoint " + path).c_str(), st);
     if (vocab != 256) {
-        trainrt_session_destroy(session);
         std::fprintf(stderr,
                      "trainrt: sample works on byte-level models (model.vocab_size = 256); "
                      "this one has %lld tokens: use trainrt_session_sample with token ids\n",
                      (long long)vocab);
         return 1;
     }
+    trainrt_session* session = open_checkpoint(path, TRAINRT_LOG_WARN);
+    if (session == nullptr) return 1;
     std::vector<int32_t> ids(prompt.begin(), prompt.end());
     for (int32_t& id : ids) id &= 0xFF;  // bytes, whatever the char signedness
     std::vector<int32_t> out(static_cast<size_t>(tokens));
