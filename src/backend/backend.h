@@ -92,6 +92,32 @@ public:
     virtual void residual_forward(float* out, const float* a, const float* b, size_t n) = 0;
     virtual void add_inplace(float* dst /* += src */, const float* src, size_t n) = 0;
 
+    // ---- fused ops (one pass / one parallel region instead of two or three). Each equals
+    // the op sequence it names, up to float rounding of the reordered bias addition.
+    //
+    // res_out[n,:] = a[n,:] + b[n,:] (+ bb[:] if bb != nullptr), then
+    // layernorm_forward(out, mean, rstd, res_out, w, bias, N, C). res_out is written (it is
+    // the next residual stream and the layernorm's saved input). bb lets a matmul that feeds
+    // the residual skip its own bias pass (matmul_forward with bias = nullptr).
+    virtual void residual_layernorm_forward(float* res_out /*[N,C]*/, float* out /*[N,C]*/,
+                                            float* mean /*[N]*/, float* rstd /*[N]*/,
+                                            const float* a /*[N,C]*/, const float* b /*[N,C]*/,
+                                            const float* bb /*[C] or null*/,
+                                            const float* w /*[C]*/, const float* bias /*[C]*/,
+                                            int N, int C) = 0;
+    // pre[N,M] = inp[N,K] · W[K,M] + bias[M] (InOut layout; bias may be null), then
+    // out[N,M] = gelu(pre). pre is kept for gelu_backward_bias.
+    virtual void matmul_gelu_forward(float* pre /*[N,M]*/, float* out /*[N,M]*/,
+                                     const float* inp /*[N,K]*/, const float* weight /*[K,M]*/,
+                                     const float* bias /*[M] or null*/, int N, int K,
+                                     int M) = 0;
+    // dinp[N,M] = gelu'(inp) * dout (overwritten), and dbias[M] += column sums of dinp over
+    // the N rows (if dbias != nullptr) — the dbias of the matmul whose output was inp, so
+    // that matmul_backward can be called with dbias = nullptr.
+    virtual void gelu_backward_bias(float* dinp /*[N,M]*/, float* dbias /*[M] += or null*/,
+                                    const float* inp /*[N,M]*/, const float* dout /*[N,M]*/,
+                                    int N, int M) = 0;
+
     // Softmax cross-entropy over the first V of Vp columns of each row of logits.
     // losses[n] = -log softmax(logits[n])[targets[n]]. If write_grad, logits is overwritten
     // with dloss * (softmax - onehot(target)) (columns >= V get 0). targets in [0, V).

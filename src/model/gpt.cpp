@@ -72,27 +72,40 @@ void Gpt::run_forward(const int32_t* inputs, const int32_t* targets, int B, int 
     const int N = B * T, C = s.C, V = s.V, NH = s.NH;
 
     be_.encoder_forward(encoded_, inputs, p(table_.wte()), p(table_.wpe()), B, T, C);
+    // Every residual add is fused with the layernorm that follows it, and the attn/mlp
+    // projections feeding the residual leave their bias to that fused op:
+    //   residual2 = residual + attproj + b_attproj ; ln2 = LN(residual2)
+    //   residual3 = residual2 + fcproj + b_fcproj  ; ln1 of the next block (or ln_f) = LN(residual3)
+    if (s.L > 0)
+        be_.layernorm_forward(layers_[0].ln1, layers_[0].ln1_mean, layers_[0].ln1_rstd,
+                              encoded_, p(table_.block(0, kLn1W)), p(table_.block(0, kLn1B)),
+                              N, C);
+    else
+        be_.layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, encoded_, p(table_.lnf_w()),
+                              p(table_.lnf_b()), N, C);
     const float* residual = encoded_;  // [N, C]
     for (int i = 0; i < s.L; ++i) {
         Layer& a = layers_[i];
         auto w = [&](BlockParam bp) { return p(table_.block(i, bp)); };
-        be_.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, residual, w(kLn1W), w(kLn1B), N, C);
+        // a.ln1 = LN1(block input) was written above (block 0) or by the previous block.
         be_.matmul_forward(a.qkv, a.ln1, w(kQkvW), w(kQkvB), N, C, 3 * C, WeightLayout::InOut);
         be_.attention_forward(a.atty, a.att_saved, a.qkv, B, T, C, NH);
-        be_.matmul_forward(a.attproj, a.atty, w(kAttProjW), w(kAttProjB), N, C, C,
+        be_.matmul_forward(a.attproj, a.atty, w(kAttProjW), nullptr, N, C, C,
                            WeightLayout::InOut);
-        be_.residual_forward(a.residual2, residual, a.attproj, static_cast<size_t>(N) * C);
-        be_.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, w(kLn2W), w(kLn2B),
-                              N, C);
-        be_.matmul_forward(a.fch, a.ln2, w(kFcW), w(kFcB), N, C, 4 * C, WeightLayout::InOut);
-        be_.gelu_forward(a.fch_gelu, a.fch, static_cast<size_t>(N) * 4 * C);
-        be_.matmul_forward(a.fcproj, a.fch_gelu, w(kFcProjW), w(kFcProjB), N, 4 * C, C,
+        be_.residual_layernorm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, residual,
+                                       a.attproj, w(kAttProjB), w(kLn2W), w(kLn2B), N, C);
+        be_.matmul_gelu_forward(a.fch, a.fch_gelu, a.ln2, w(kFcW), w(kFcB), N, C, 4 * C);
+        be_.matmul_forward(a.fcproj, a.fch_gelu, w(kFcProjW), nullptr, N, 4 * C, C,
                            WeightLayout::InOut);
-        be_.residual_forward(a.residual3, a.residual2, a.fcproj, static_cast<size_t>(N) * C);
+        const bool last = i + 1 == s.L;
+        Layer* next = last ? nullptr : &layers_[i + 1];
+        be_.residual_layernorm_forward(
+            a.residual3, last ? lnf_ : next->ln1, last ? lnf_mean_ : next->ln1_mean,
+            last ? lnf_rstd_ : next->ln1_rstd, a.residual2, a.fcproj, w(kFcProjB),
+            last ? p(table_.lnf_w()) : p(table_.block(i + 1, kLn1W)),
+            last ? p(table_.lnf_b()) : p(table_.block(i + 1, kLn1B)), N, C);
         residual = a.residual3;
     }
-    be_.layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, residual, p(table_.lnf_w()),
-                          p(table_.lnf_b()), N, C);
     // Tied output projection: logits = lnf · wteᵀ, wte stored [V, C].
     be_.matmul_forward(logits_, lnf_, p(table_.wte()), nullptr, N, C, V, WeightLayout::OutIn);
     be_.classifier_forward_backward(logits_, losses_, targets, N, V, V, dloss_scale,
@@ -121,8 +134,9 @@ void Gpt::run_backward(const int32_t* inputs, int B, int T) {
         // dresidual_ = d residual3 = d residual2 (skip) = d fcproj (branch).
         be_.matmul_backward(dfch_gelu_, dw(kFcProjW), dw(kFcProjB), dresidual_, a.fch_gelu,
                             w(kFcProjW), N, 4 * C, C, WeightLayout::InOut);
-        be_.gelu_backward(dfch_, a.fch, dfch_gelu_, NC * 4);
-        be_.matmul_backward(dln_, dw(kFcW), dw(kFcB), dfch_, a.ln2, w(kFcW), N, C, 4 * C,
+        // The fc bias gradient is summed in the GELU backward pass.
+        be_.gelu_backward_bias(dfch_, dw(kFcB), a.fch, dfch_gelu_, N, 4 * C);
+        be_.matmul_backward(dln_, dw(kFcW), nullptr, dfch_, a.ln2, w(kFcW), N, C, 4 * C,
                             WeightLayout::InOut);
         be_.layernorm_backward(dresidual_, dw(kLn2W), dw(kLn2B), dln_, a.residual2, w(kLn2W),
                                a.ln2_mean, a.ln2_rstd, N, C);

@@ -52,6 +52,8 @@ TRT_CPU_CLONES static void adamw_kernel(float* __restrict params, const float* _
     }
 }
 
+static constexpr size_t kAdamWSerialBelow = 16384;
+
 void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
                   const AdamWParams& p, int threads) {
     // torch.optim.AdamW, PyTorch 1.13 single-tensor path. Python computes the scalars in
@@ -65,6 +67,14 @@ void adamw_update(float* params, const float* grads, float* m, float* v, size_t 
     const float step_size = (float)(lr / bc1);
     const float bc2_sqrt = (float)std::sqrt(bc2);
     const float eps = p.eps, scale = p.grad_scale;
+    // Elementwise, so the partition cannot change the result. The optimizer calls this once
+    // per tensor; biases and layernorm parameters (a few hundred floats) are not worth
+    // waking the thread team for.
+    if (n < kAdamWSerialBelow) {
+        adamw_kernel(params, grads, m, v, n, decay, beta1, beta2, one_m_b1, one_m_b2,
+                     step_size, bc2_sqrt, eps, scale);
+        return;
+    }
     const size_t parts = (size_t)threads;
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (size_t part = 0; part < parts; part++) {

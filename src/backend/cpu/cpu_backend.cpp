@@ -125,6 +125,20 @@ public:
     void add_inplace(float* dst, const float* src, size_t n) override {
         cpu::add_inplace(dst, src, n, threads_);
     }
+    void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
+                                    const float* a, const float* b, const float* bb,
+                                    const float* w, const float* bias, int N, int C) override {
+        cpu::residual_layernorm_forward(res_out, out, mean, rstd, a, b, bb, w, bias, N, C,
+                                        threads_);
+    }
+    void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
+                             const float* bias, int N, int K, int M) override {
+        cpu::matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M, threads_);
+    }
+    void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout,
+                            int N, int M) override {
+        cpu::gelu_backward_bias(dinp, dbias, inp, dout, N, M, threads_);
+    }
     void classifier_forward_backward(float* logits, float* losses, const int32_t* targets,
                                      int N, int V, int Vp, float dloss,
                                      bool write_grad) override {

@@ -18,6 +18,10 @@
 
 namespace trt::cpu {
 
+// Column-reduction kernels (bias and layernorm parameter gradients) walk their columns in
+// chunks of this many, with the accumulators on the stack.
+inline constexpr int kColChunk = 256;
+
 // [begin, end) of part `i` of `parts` near-equal contiguous pieces of [0, n). A static
 // partition: the result depends only on (n, parts, i), which keeps reductions reproducible.
 inline void split_range(size_t n, size_t parts, size_t i, size_t* begin, size_t* end) {

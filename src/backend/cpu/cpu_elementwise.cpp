@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_common.h"
+#include "backend/cpu/cpu_gelu.h"
 #include "backend/cpu/cpu_ops.h"
 
 namespace trt::cpu {
@@ -44,33 +45,33 @@ void encoder_backward(float* dwte /*[V,C] +=*/, float* dwpe /*[>=T,C] +=*/,
     }
 }
 
-static constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
-
-// GELU(x) = 0.5x(1 + tanh u), u = sqrt(2/pi)(x + 0.044715x³). Since 0.5(1 + tanh u) =
-// sigmoid(2u), GELU(x) = x / (1 + e^{-2u}): one vectorisable exp, stable for large |u|.
 TRT_CPU_CLONES static void gelu_forward_kernel(float* __restrict out,
                                                const float* __restrict inp, size_t n) {
     const ExpLimits lim = exp_limits();
-    for (size_t i = 0; i < n; i++) {
-        const float x = inp[i];
-        const float u = kGeluScale * (x + 0.044715f * x * x * x);
-        out[i] = x / (1.0f + fast_expf(-2.0f * u, lim));
-    }
+    for (size_t i = 0; i < n; i++) out[i] = gelu_value(inp[i], lim);
 }
 
-// d GELU/dx = s + x·2s(1−s)·du/dx with s = sigmoid(2u) = 1/(1+e), e = e^{-2u};
-// s(1−s) = e/(1+e)² avoids the cancellation in 1−s.
 TRT_CPU_CLONES static void gelu_backward_kernel(float* __restrict dinp,
                                                 const float* __restrict inp,
                                                 const float* __restrict dout, size_t n) {
     const ExpLimits lim = exp_limits();
-    for (size_t i = 0; i < n; i++) {
-        const float x = inp[i];
-        const float u = kGeluScale * (x + 0.044715f * x * x * x);
-        const float e = fast_expf(-2.0f * u, lim);
-        const float s = 1.0f / (1.0f + e);
-        const float du = kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] = (s + x * 2.0f * (e * s * s) * du) * dout[i];
+    for (size_t i = 0; i < n; i++) dinp[i] = gelu_grad(inp[i], lim) * dout[i];
+}
+
+// Columns [0, w) (w <= kColChunk) of rows [0, N) (row stride M): di = gelu'(x)·go and
+// acc[j] += di[n, j] in row order (double: N can be thousands of rows).
+TRT_CPU_CLONES static void gelu_backward_cols(float* __restrict di, double* __restrict acc,
+                                              const float* __restrict x,
+                                              const float* __restrict go, int N, int M,
+                                              int w) {
+    const ExpLimits lim = exp_limits();
+    for (int n = 0; n < N; n++) {
+        const size_t o = (size_t)n * M;
+        for (int j = 0; j < w; j++) {
+            const float d = gelu_grad(x[o + j], lim) * go[o + j];
+            di[o + j] = d;
+            acc[j] += d;
+        }
     }
 }
 
@@ -92,6 +93,31 @@ void gelu_backward(float* dinp /*overwritten*/, const float* inp, const float* d
         size_t i0, i1;
         split_range(n, parts, part, &i0, &i1);
         gelu_backward_kernel(dinp + i0, inp + i0, dout + i0, i1 - i0);
+    }
+}
+
+void gelu_backward_bias(float* dinp /*[N,M] overwritten*/, float* dbias /*[M] += or null*/,
+                        const float* inp /*[N,M]*/, const float* dout /*[N,M]*/, int N, int M,
+                        int threads) {
+    if (!dbias) {
+        gelu_backward(dinp, inp, dout, (size_t)N * M, threads);
+        return;
+    }
+    // Column split (as bias_backward in cpu_matmul.cpp): each thread owns a static range of
+    // columns and walks every row in order, so the column sums need no cross-thread
+    // reduction and are reproducible. Chunks of kColChunk columns keep the accumulators on
+    // the stack (no allocation in a training step).
+    const size_t parts = (size_t)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t part = 0; part < parts; part++) {
+        size_t c0, c1;
+        split_range((size_t)M, parts, part, &c0, &c1);
+        for (size_t j0 = c0; j0 < c1; j0 += kColChunk) {
+            const int w = (int)std::min<size_t>(kColChunk, c1 - j0);
+            double acc[kColChunk] = {};
+            gelu_backward_cols(dinp + j0, acc, inp + j0, dout + j0, N, M, w);
+            for (int j = 0; j < w; j++) dbias[j0 + j] += (float)acc[j];
+        }
     }
 }
 

@@ -1,6 +1,6 @@
-// LayerNorm over the last dim, eps 1e-5, biased variance (two-pass, per row).
+// LayerNorm over the last dim, eps 1e-5, biased variance (two-pass, per row), and its fusion
+// with the residual add that precedes every layernorm of the model but the first.
 #include <cmath>
-#include <vector>
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_ops.h"
@@ -9,9 +9,11 @@ namespace trt::cpu {
 
 static constexpr float kEps = 1e-5f;
 
-TRT_CPU_CLONES static void layernorm_row(float* __restrict o, float* mean, float* rstd,
-                                         const float* __restrict x, const float* __restrict w,
-                                         const float* __restrict b, int C) {
+// One row, x already in cache or not: mean, then the sum of squared deviations (fixed
+// order), then the normalised output.
+static inline void layernorm_row_impl(float* __restrict o, float* mean, float* rstd,
+                                      const float* __restrict x, const float* __restrict w,
+                                      const float* __restrict b, int C) {
     const float m = sum_f(x, C) / C;
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // sum of squared deviations, fixed order
     int i = 0;
@@ -29,41 +31,110 @@ TRT_CPU_CLONES static void layernorm_row(float* __restrict o, float* mean, float
     *rstd = r;
 }
 
+TRT_CPU_CLONES static void layernorm_rows(float* out, float* mean, float* rstd,
+                                          const float* inp, const float* w, const float* b,
+                                          int rows, int C) {
+    for (int n = 0; n < rows; n++)
+        layernorm_row_impl(out + (size_t)n * C, mean + n, rstd + n, inp + (size_t)n * C, w, b,
+                           C);
+}
+
+// Rows of res = a + b (+ bb), each normalised while it is still in L1.
+TRT_CPU_CLONES static void residual_layernorm_rows(float* res, float* out, float* mean,
+                                                   float* rstd, const float* a, const float* b,
+                                                   const float* bb, const float* w,
+                                                   const float* bias, int rows, int C) {
+    for (int n = 0; n < rows; n++) {
+        const size_t o = (size_t)n * C;
+        float* __restrict r = res + o;
+        const float* __restrict x = a + o;
+        const float* __restrict y = b + o;
+        if (bb) {
+            const float* __restrict z = bb;
+            for (int c = 0; c < C; c++) r[c] = x[c] + (y[c] + z[c]);
+        } else {
+            for (int c = 0; c < C; c++) r[c] = x[c] + y[c];
+        }
+        layernorm_row_impl(out + o, mean + n, rstd + n, r, w, bias, C);
+    }
+}
+
 void layernorm_forward(float* out /*[N,C]*/, float* mean /*[N]*/, float* rstd /*[N]*/,
                        const float* inp /*[N,C]*/, const float* w /*[C]*/,
                        const float* b /*[C]*/, int N, int C, int threads) {
+    const size_t parts = (size_t)threads;
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (int n = 0; n < N; n++)
-        layernorm_row(out + (size_t)n * C, mean + n, rstd + n, inp + (size_t)n * C, w, b, C);
+    for (size_t part = 0; part < parts; part++) {
+        size_t r0, r1;
+        split_range((size_t)N, parts, part, &r0, &r1);
+        layernorm_rows(out + r0 * C, mean + r0, rstd + r0, inp + r0 * C, w, b, (int)(r1 - r0),
+                       C);
+    }
+}
+
+void residual_layernorm_forward(float* res_out /*[N,C]*/, float* out /*[N,C]*/,
+                                float* mean /*[N]*/, float* rstd /*[N]*/,
+                                const float* a /*[N,C]*/, const float* b /*[N,C]*/,
+                                const float* bb /*[C] or null*/, const float* w /*[C]*/,
+                                const float* bias /*[C]*/, int N, int C, int threads) {
+    const size_t parts = (size_t)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t part = 0; part < parts; part++) {
+        size_t r0, r1;
+        split_range((size_t)N, parts, part, &r0, &r1);
+        residual_layernorm_rows(res_out + r0 * C, out + r0 * C, mean + r0, rstd + r0,
+                                a + r0 * C, b + r0 * C, bb, w, bias, (int)(r1 - r0), C);
+    }
 }
 
 // dinp_row += rstd (g − mean(g) − xhat·mean(g·xhat)), g = dout·w, xhat = (x − mean)·rstd.
-// g, xh: C-float scratch rows.
-TRT_CPU_CLONES static void layernorm_backward_row(float* __restrict di, float* __restrict g,
-                                                  float* __restrict xh,
-                                                  const float* __restrict go,
-                                                  const float* __restrict x,
-                                                  const float* __restrict w, float m, float r,
-                                                  int C) {
-    for (int c = 0; c < C; c++) {
-        g[c] = go[c] * w[c];
-        xh[c] = (x[c] - m) * r;
+// Two passes over the row (sums, then the update), g and xhat recomputed: no scratch.
+TRT_CPU_CLONES static void layernorm_backward_rows(float* dinp, const float* dout,
+                                                   const float* inp, const float* w,
+                                                   const float* mean, const float* rstd,
+                                                   int rows, int C) {
+    for (int n = 0; n < rows; n++) {
+        const size_t o = (size_t)n * C;
+        float* __restrict di = dinp + o;
+        const float* __restrict go = dout + o;
+        const float* __restrict x = inp + o;
+        const float m = mean[n], r = rstd[n];
+        float sg[8] = {0, 0, 0, 0, 0, 0, 0, 0}, sgx[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int i = 0;
+        for (; i + 8 <= C; i += 8)
+            for (int j = 0; j < 8; j++) {
+                const float g = go[i + j] * w[i + j];
+                sg[j] += g;
+                sgx[j] += g * ((x[i + j] - m) * r);
+            }
+        for (; i < C; i++) {
+            const float g = go[i] * w[i];
+            sg[0] += g;
+            sgx[0] += g * ((x[i] - m) * r);
+        }
+        const float mg = (((sg[0] + sg[1]) + (sg[2] + sg[3])) +
+                          ((sg[4] + sg[5]) + (sg[6] + sg[7]))) / C;
+        const float mgx = (((sgx[0] + sgx[1]) + (sgx[2] + sgx[3])) +
+                           ((sgx[4] + sgx[5]) + (sgx[6] + sgx[7]))) / C;
+        for (int c = 0; c < C; c++) {
+            const float g = go[c] * w[c];
+            const float xh = (x[c] - m) * r;
+            di[c] += r * (g - mg - xh * mgx);
+        }
     }
-    const float mg = sum_f(g, C) / C;
-    const float mgx = dot_f(g, xh, C) / C;
-    for (int c = 0; c < C; c++) di[c] += r * (g[c] - mg - xh[c] * mgx);
 }
 
-// Columns [0, w) of dw/db += sum over rows of dout·xhat and dout (row stride C).
+// Columns [0, w) of dw/db += sum over rows of dout·xhat and dout (row stride C), float
+// accumulators in row order.
 TRT_CPU_CLONES static void layernorm_param_cols(float* __restrict aw, float* __restrict ab,
                                                 const float* dout, const float* inp,
                                                 const float* mean, const float* rstd, int N,
-                                                int C, size_t w) {
+                                                int C, int w) {
     for (int n = 0; n < N; n++) {
         const float* __restrict x = inp + (size_t)n * C;
         const float* __restrict go = dout + (size_t)n * C;
         const float m = mean[n], r = rstd[n];
-        for (size_t j = 0; j < w; j++) {
+        for (int j = 0; j < w; j++) {
             aw[j] += go[j] * ((x[j] - m) * r);
             ab[j] += go[j];
         }
@@ -74,31 +145,33 @@ void layernorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C] +=*/, float* d
                         const float* dout /*[N,C]*/, const float* inp /*[N,C]*/,
                         const float* w /*[C]*/, const float* mean /*[N]*/,
                         const float* rstd /*[N]*/, int N, int C, int threads) {
-    // Pass 1, rows in parallel: dinp.
+    const size_t parts = (size_t)threads;
+    // One parallel region, two static work-shares. Rows: dinp. Columns: dw, db — each
+    // thread owns a static column range and walks all rows, so there is no cross-thread
+    // reduction (reproducible).
 #pragma omp parallel num_threads(threads)
     {
-        std::vector<float> tmp(2 * (size_t)C);  // g and xhat of the current row
+#pragma omp for schedule(static) nowait
+        for (size_t part = 0; part < parts; part++) {
+            size_t r0, r1;
+            split_range((size_t)N, parts, part, &r0, &r1);
+            layernorm_backward_rows(dinp + r0 * C, dout + r0 * C, inp + r0 * C, w, mean + r0,
+                                    rstd + r0, (int)(r1 - r0), C);
+        }
+        // (nowait: the column pass reads only dout/inp/mean/rstd, never dinp.)
 #pragma omp for schedule(static)
-        for (int n = 0; n < N; n++)
-            layernorm_backward_row(dinp + (size_t)n * C, tmp.data(), tmp.data() + C,
-                                   dout + (size_t)n * C, inp + (size_t)n * C, w, mean[n],
-                                   rstd[n], C);
-    }
-    // Pass 2, columns in parallel: dw, db. Each thread owns a static column range and walks
-    // all rows, so there is no cross-thread reduction (reproducible).
-    const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (size_t part = 0; part < parts; part++) {
-        size_t c0, c1;
-        split_range((size_t)C, parts, part, &c0, &c1);
-        if (c0 == c1) continue;
-        const size_t wd = c1 - c0;
-        std::vector<float> acc(2 * wd, 0.0f);
-        layernorm_param_cols(acc.data(), acc.data() + wd, dout + c0, inp + c0, mean, rstd, N, C,
-                             wd);
-        for (size_t j = 0; j < wd; j++) {
-            dw[c0 + j] += acc[j];
-            db[c0 + j] += acc[wd + j];
+        for (size_t part = 0; part < parts; part++) {
+            size_t c0, c1;
+            split_range((size_t)C, parts, part, &c0, &c1);
+            for (size_t j0 = c0; j0 < c1; j0 += kColChunk) {
+                const int wd = (int)std::min<size_t>(kColChunk, c1 - j0);
+                float aw[kColChunk] = {}, ab[kColChunk] = {};
+                layernorm_param_cols(aw, ab, dout + j0, inp + j0, mean, rstd, N, C, wd);
+                for (int j = 0; j < wd; j++) {
+                    dw[j0 + j] += aw[j];
+                    db[j0 + j] += ab[j];
+                }
+            }
         }
     }
 }

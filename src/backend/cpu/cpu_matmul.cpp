@@ -1,10 +1,9 @@
 // Matmuls: OpenBLAS cblas_sgemm for every product (forward, dinp, dweight); OpenMP only for
-// the bias broadcast and the dbias column sums.
+// the bias broadcast, the fused bias + GELU epilogue and the dbias column sums.
 #include <cblas.h>
 
-#include <vector>
-
 #include "backend/cpu/cpu_common.h"
+#include "backend/cpu/cpu_gelu.h"
 #include "backend/cpu/cpu_ops.h"
 
 namespace trt::cpu {
@@ -40,23 +39,63 @@ void matmul_forward(float* out /*[N,M]*/, const float* inp /*[N,K]*/,
     }
 }
 
+// acc[j] += dout[n, j] for j < w, rows n in order (row stride M).
+TRT_CPU_CLONES static void column_sums(double* __restrict acc, const float* __restrict dout,
+                                       int N, int M, int w) {
+    for (int n = 0; n < N; n++) {
+        const float* __restrict row = dout + (size_t)n * M;
+        for (int j = 0; j < w; j++) acc[j] += row[j];
+    }
+}
+
 // dbias[M] += sum_n dout[n, :]. Each thread owns a static range of columns and walks all
-// rows, so there is no cross-thread reduction and the result is reproducible.
+// rows, so there is no cross-thread reduction and the result is reproducible. Double
+// accumulators (N can be thousands of rows), kColChunk columns at a time on the stack.
 static void bias_backward(float* dbias, const float* dout, int N, int M, int threads) {
     const size_t parts = (size_t)threads;
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (size_t part = 0; part < parts; part++) {
         size_t c0, c1;
         split_range((size_t)M, parts, part, &c0, &c1);
-        if (c0 == c1) continue;
-        std::vector<double> acc(c1 - c0, 0.0);  // double: N can be thousands of rows
-        double* __restrict a = acc.data();
-        const size_t w = c1 - c0;
-        for (int n = 0; n < N; n++) {
-            const float* __restrict row = dout + (size_t)n * M + c0;
-            for (size_t j = 0; j < w; j++) a[j] += row[j];
+        for (size_t j0 = c0; j0 < c1; j0 += kColChunk) {
+            const int w = (int)std::min<size_t>(kColChunk, c1 - j0);
+            double acc[kColChunk] = {};
+            column_sums(acc, dout + j0, N, M, w);
+            for (int j = 0; j < w; j++) dbias[j0 + j] += (float)acc[j];
         }
-        for (size_t j = 0; j < w; j++) dbias[c0 + j] += (float)a[j];
+    }
+}
+
+// Rows [0, rows) of pre (row stride M): pre += bias (if non-null), out = gelu(pre).
+TRT_CPU_CLONES static void bias_gelu_rows(float* __restrict pre, float* __restrict out,
+                                          const float* __restrict bias, int rows, int M) {
+    const ExpLimits lim = exp_limits();
+    for (int n = 0; n < rows; n++) {
+        float* __restrict p = pre + (size_t)n * M;
+        float* __restrict o = out + (size_t)n * M;
+        if (bias)
+            for (int j = 0; j < M; j++) p[j] += bias[j];
+        for (int j = 0; j < M; j++) o[j] = gelu_value(p[j], lim);
+    }
+}
+
+void matmul_gelu_forward(float* pre /*[N,M]*/, float* out /*[N,M]*/, const float* inp /*[N,K]*/,
+                         const float* weight /*[K,M]*/, const float* bias /*[M] or null*/,
+                         int N, int K, int M, int threads) {
+    if (N <= 0 || M <= 0) return;
+    // pre = inp · W (sgemm, beta = 0), then one pass adds the bias and applies GELU: the
+    // bias needs no broadcast pass of its own.
+    if (K > 0)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, M, K, 1.0f, inp, K, weight,
+                    M, 0.0f, pre, M);
+    else
+        for (size_t i = 0; i < (size_t)N * M; i++) pre[i] = 0.0f;
+    const size_t parts = (size_t)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t part = 0; part < parts; part++) {
+        size_t r0, r1;
+        split_range((size_t)N, parts, part, &r0, &r1);
+        bias_gelu_rows(pre + r0 * M, out + r0 * M, bias, (int)(r1 - r0), M);
     }
 }
 

@@ -15,6 +15,8 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int N, int K, int M,
                      WeightLayout layout, int threads);
+void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
+                         const float* bias, int N, int K, int M, int threads);
 
 // cpu_attention.cpp
 size_t attention_saved_floats(int B, int T, int C, int NH);
@@ -30,6 +32,9 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
 void layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
                         const float* inp, const float* w, const float* mean,
                         const float* rstd, int N, int C, int threads);
+void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
+                                const float* a, const float* b, const float* bb,
+                                const float* w, const float* bias, int N, int C, int threads);
 
 // cpu_elementwise.cpp — encoder, gelu, residual, add_inplace.
 void encoder_forward(float* out, const int32_t* inputs, const float* wte, const float* wpe,
@@ -38,6 +43,8 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t
                       int B, int T, int C, int threads);
 void gelu_forward(float* out, const float* inp, size_t n, int threads);
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n, int threads);
+void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout, int N,
+                        int M, int threads);
 void residual_forward(float* out, const float* a, const float* b, size_t n, int threads);
 void add_inplace(float* dst, const float* src, size_t n, int threads);
 

@@ -1,0 +1,295 @@
+// cpu_op_profile: per-op time breakdown of one CPU training step (forward, backward,
+// grad-norm, AdamW) at the bench/cpu_vs_torch.py shapes.
+//
+// A Backend decorator times every op call of a real Gpt::forward_backward plus the
+// optimizer's sum_squares and per-tensor adamw_update (same call pattern as
+// src/runtime/optimizer.cpp), keyed by op and shape (the four block matmuls and the tied
+// head are told apart by K, M). Prints ms per step, share of the step and GFLOP/s where
+// the op's FLOP count is well defined.
+//
+//   cpu_op_profile [--threads N] [--steps S] [--warmup W] [--B 8] [--T 256]
+//                  [--L 6] [--NH 6] [--C 384] [--V 256]
+//
+// Not a test: it asserts nothing. Built with -DTRAINRT_BUILD_BENCH=ON (see bench/README.md).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/gpt.h"
+#include "model/param_table.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Stat {
+    std::vector<double> step_seconds;  // per timed step: this op's total time
+    double flops = 0.0;                // all timed calls, 0 when not meaningful
+    long calls = 0;
+    double median() const {
+        std::vector<double> s = step_seconds;
+        std::sort(s.begin(), s.end());
+        return s.empty() ? 0.0 : s[s.size() / 2];
+    }
+};
+
+class TimedBackend final : public trt::Backend {
+public:
+    explicit TimedBackend(std::unique_ptr<trt::Backend> inner) : in_(std::move(inner)) {}
+    std::map<std::string, Stat> stats;
+    bool on = false;
+    int step = 0;  // index of the timed step
+
+    const char* name() const override { return in_->name(); }
+    int num_threads() const override { return in_->num_threads(); }
+    void* alloc(size_t b) override { return in_->alloc(b); }
+    void free(void* p) override { in_->free(p); }
+    void zero(void* p, size_t b) override {
+        timed("zero", 0, [&] { in_->zero(p, b); });
+    }
+    void copy_to_device(void* d, const void* s, size_t b) override {
+        in_->copy_to_device(d, s, b);
+    }
+    void copy_to_host(void* d, const void* s, size_t b) override { in_->copy_to_host(d, s, b); }
+    void synchronize() override { in_->synchronize(); }
+    size_t bytes_in_use() const override { return in_->bytes_in_use(); }
+
+    void encoder_forward(float* out, const int32_t* inputs, const float* wte, const float* wpe,
+                         int B, int T, int C) override {
+        timed("encoder fwd", 0, [&] { in_->encoder_forward(out, inputs, wte, wpe, B, T, C); });
+    }
+    void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inputs,
+                          int B, int T, int C) override {
+        timed("encoder bwd", 0,
+              [&] { in_->encoder_backward(dwte, dwpe, dout, inputs, B, T, C); });
+    }
+    void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                           const float* w, const float* b, int N, int C) override {
+        timed("layernorm fwd", 0,
+              [&] { in_->layernorm_forward(out, mean, rstd, inp, w, b, N, C); });
+    }
+    void layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
+                            const float* inp, const float* w, const float* mean,
+                            const float* rstd, int N, int C) override {
+        timed("layernorm bwd", 0, [&] {
+            in_->layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+        });
+    }
+    void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                        int N, int K, int M, trt::WeightLayout layout) override {
+        timed(mm_name("fwd", K, M, layout), 2.0 * N * K * M,
+              [&] { in_->matmul_forward(out, inp, weight, bias, N, K, M, layout); });
+    }
+    void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                         const float* inp, const float* weight, int N, int K, int M,
+                         trt::WeightLayout layout) override {
+        const double f = 2.0 * N * K * M * ((dinp ? 1 : 0) + (dweight ? 1 : 0));
+        timed(mm_name("bwd", K, M, layout), f, [&] {
+            in_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
+        });
+    }
+    size_t attention_saved_floats(int B, int T, int C, int NH) const override {
+        return in_->attention_saved_floats(B, T, C, NH);
+    }
+    size_t attention_scratch_floats(int B, int T, int C, int NH) const override {
+        return in_->attention_scratch_floats(B, T, C, NH);
+    }
+    // Attention FLOPs counted as the causal minimum (lower triangle incl. diagonal):
+    // forward 2 products, backward 4, each 2·T(T+1)/2·hs per (b, h).
+    void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
+                           int NH) override {
+        const double f = 2.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
+        timed("attention fwd", f,
+              [&] { in_->attention_forward(out, saved, qkv, B, T, C, NH); });
+    }
+    void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                            const float* saved, int B, int T, int C, int NH) override {
+        const double f = 4.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
+        timed("attention bwd", f, [&] {
+            in_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH);
+        });
+    }
+    void gelu_forward(float* out, const float* inp, size_t n) override {
+        timed("gelu fwd", 0, [&] { in_->gelu_forward(out, inp, n); });
+    }
+    void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
+        timed("gelu bwd", 0, [&] { in_->gelu_backward(dinp, inp, dout, n); });
+    }
+    void residual_forward(float* out, const float* a, const float* b, size_t n) override {
+        timed("residual fwd", 0, [&] { in_->residual_forward(out, a, b, n); });
+    }
+    void add_inplace(float* dst, const float* src, size_t n) override {
+        timed("add_inplace", 0, [&] { in_->add_inplace(dst, src, n); });
+    }
+    void classifier_forward_backward(float* logits, float* losses, const int32_t* targets,
+                                     int N, int V, int Vp, float dloss,
+                                     bool write_grad) override {
+        timed("classifier", 0, [&] {
+            in_->classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss,
+                                             write_grad);
+        });
+    }
+    double sum_squares(const float* x, size_t n) override {
+        double r = 0;
+        timed("sum_squares", 0, [&] { r = in_->sum_squares(x, n); });
+        return r;
+    }
+    void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
+                      const trt::AdamWParams& p) override {
+        timed("adamw", 0, [&] { in_->adamw_update(params, grads, m, v, n, p); });
+    }
+    void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
+                                    const float* a, const float* b, const float* bb,
+                                    const float* w, const float* bias, int N, int C) override {
+        timed("residual+layernorm fwd", 0, [&] {
+            in_->residual_layernorm_forward(res_out, out, mean, rstd, a, b, bb, w, bias, N, C);
+        });
+    }
+    void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
+                             const float* bias, int N, int K, int M) override {
+        timed(mm_name("fwd+gelu", K, M, trt::WeightLayout::InOut), 2.0 * N * K * M,
+              [&] { in_->matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M); });
+    }
+    void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout,
+                            int N, int M) override {
+        timed("gelu bwd (+fc dbias)", 0,
+              [&] { in_->gelu_backward_bias(dinp, dbias, inp, dout, N, M); });
+    }
+
+private:
+    std::string mm_name(const char* dir, int K, int M, trt::WeightLayout layout) const {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "matmul %s %s %dx%d", dir,
+                      layout == trt::WeightLayout::OutIn ? "(head, OutIn)" : "", K, M);
+        return buf;
+    }
+    template <typename F>
+    void timed(const std::string& key, double flops, F&& f) {
+        if (!on) {
+            f();
+            return;
+        }
+        const auto t0 = Clock::now();
+        f();
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        Stat& st = stats[key];
+        if (st.step_seconds.size() <= (size_t)step) st.step_seconds.resize(step + 1, 0.0);
+        st.step_seconds[step] += s;
+        st.flops += flops;
+        st.calls += 1;
+    }
+    std::unique_ptr<trt::Backend> in_;
+};
+
+int arg_int(int argc, char** argv, const char* name, int def) {
+    for (int i = 1; i + 1 < argc; i++)
+        if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
+    return def;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int threads = arg_int(argc, argv, "--threads", 2);
+    const int steps = arg_int(argc, argv, "--steps", 5);
+    const int warmup = arg_int(argc, argv, "--warmup", 2);
+    const int B = arg_int(argc, argv, "--B", 8), T = arg_int(argc, argv, "--T", 256);
+    trt::GptShape shape;
+    shape.V = arg_int(argc, argv, "--V", 256);
+    shape.maxT = T;
+    shape.L = arg_int(argc, argv, "--L", 6);
+    shape.NH = arg_int(argc, argv, "--NH", 6);
+    shape.C = arg_int(argc, argv, "--C", 384);
+
+    TimedBackend be(trt::make_cpu_backend(threads));
+    trt::Gpt model(be, shape, B, T);
+    const trt::ParamTable& table = model.table();
+    const size_t P = table.total();
+    // Init like the torch bench: N(0, 0.02) weights, LN weights 1, biases 0.
+    {
+        std::mt19937 gen(1337);
+        std::normal_distribution<float> nd(0.0f, 0.02f);
+        float* p = model.params();
+        for (const trt::ParamTensor& t : table.tensors()) {
+            const bool ln_w = t.name.find("ln_") != std::string::npos &&
+                              t.name.find("weight") != std::string::npos;
+            for (size_t i = 0; i < t.numel; i++)
+                p[t.offset + i] = t.shape.size() >= 2 ? nd(gen) : (ln_w ? 1.0f : 0.0f);
+        }
+    }
+    float* m = static_cast<float*>(be.alloc(P * sizeof(float)));
+    float* v = static_cast<float*>(be.alloc(P * sizeof(float)));
+    std::mt19937 gen(1234);
+    std::uniform_int_distribution<int32_t> tok(0, shape.V - 1);
+    const size_t N = (size_t)B * T;
+
+    std::vector<double> step_s;
+    double loss = 0.0;
+    for (int s = 0; s < warmup + steps; s++) {
+        for (size_t i = 0; i < N; i++) {
+            model.inputs_buffer()[i] = tok(gen);
+            model.targets_buffer()[i] = tok(gen);
+        }
+        be.on = s >= warmup;
+        be.step = s - warmup;
+        const auto t0 = Clock::now();
+        model.zero_grads();
+        model.forward_backward(model.inputs_buffer(), model.targets_buffer(), B, T,
+                               1.0f / (float)N);
+        loss = model.mean_loss(B, T);
+        const double norm = std::sqrt(be.sum_squares(model.grads(), P));
+        trt::AdamWParams ap{3e-4f, 0.9f, 0.95f, 1e-8f, 0.0f, s + 1,
+                            (float)std::min(1.0, 1.0 / (norm + 1e-6))};
+        for (const trt::ParamTensor& t : table.tensors()) {
+            ap.weight_decay = t.decay ? 0.1f : 0.0f;
+            be.adamw_update(model.params() + t.offset, model.grads() + t.offset, m + t.offset,
+                            v + t.offset, t.numel, ap);
+        }
+        const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (s >= warmup) step_s.push_back(dt);
+    }
+    be.on = false;
+    // Medians over the timed steps (per op and for the whole step): robust to the bursts of
+    // load of a shared machine. Shares are of the median step.
+    std::vector<double> sorted = step_s;
+    std::sort(sorted.begin(), sorted.end());
+    const double med = sorted[sorted.size() / 2];
+    double ops = 0.0, flops = 0.0;
+    for (auto& kv : be.stats) ops += kv.second.median();
+
+    std::printf("cpu_op_profile: B%d T%d V%d L%d NH%d C%d, %d threads, %d timed steps "
+                "(%d warm-up); last loss %.4f\n",
+                B, T, shape.V, shape.L, shape.NH, shape.C, threads, steps, warmup, loss);
+    std::printf("step: median %.1f ms (min %.1f, max %.1f) -> %.0f tok/s\n\n", med * 1e3,
+                sorted.front() * 1e3, sorted.back() * 1e3, (double)N / med);
+    std::printf("| op | calls/step | ms/step (median) | share | GFLOP/s |\n"
+                "|---|---|---|---|---|\n");
+    std::vector<std::pair<std::string, Stat>> rows(be.stats.begin(), be.stats.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.median() > b.second.median(); });
+    for (auto& [k, st] : rows) {
+        const double ms = st.median() * 1e3;
+        const double f = st.flops / steps;
+        flops += f;
+        char gf[32] = "";
+        if (f > 0) std::snprintf(gf, sizeof gf, "%.1f", f / st.median() * 1e-9);
+        std::printf("| %s | %ld | %.2f | %.1f%% | %s |\n", k.c_str(), st.calls / steps, ms,
+                    100.0 * st.median() / med, gf);
+    }
+    std::printf("| (sum of op medians) | | %.2f | %.1f%% | %.1f |\n", ops * 1e3,
+                100.0 * ops / med, flops / ops * 1e-9);
+    std::printf("| **step (median)** | | %.2f | 100%% | %.1f |\n", med * 1e3,
+                flops / med * 1e-9);
+    be.free(m);
+    be.free(v);
+    return 0;
+}
