@@ -1,5 +1,10 @@
-// Matmuls: OpenBLAS cblas_sgemm for every product (forward, dinp, dweight); OpenMP only for
-// the bias broadcast, the fused bias + GELU epilogue and the dbias column sums.
+// Matmuls: OpenBLAS cblas_sgemm for every product (forward, dinp, dweight). Products whose
+// output rows are positions (forward, dinp) are split by rows over our OpenMP threads, each
+// running a single-threaded sgemm on its block (OpenBLAS's OpenMP build runs serially inside a
+// parallel region) with the bias broadcast / bias + GELU epilogue on the same rows while they
+// are in cache: on 2 cores that beats OpenBLAS's own threading by 5-15% at these shapes
+// (bench/results/2026-11-22-cpu-vs-torch.md). dweight reduces over positions, so it stays one
+// OpenBLAS-threaded call.
 #include <cblas.h>
 
 #include "backend/cpu/cpu_common.h"
@@ -8,34 +13,37 @@
 
 namespace trt::cpu {
 
+// Threads to split N output rows over: one block per thread, but never blocks under
+// kMinRowsPerPart rows (tiny products are not worth a team).
+static int row_parts(int N, int threads) {
+    constexpr int kMinRowsPerPart = 32;
+    return std::max(1, std::min(threads, N / kMinRowsPerPart));
+}
+
 void matmul_forward(float* out /*[N,M]*/, const float* inp /*[N,K]*/,
                     const float* weight /*[K,M] InOut | [M,K] OutIn*/,
                     const float* bias /*[M] or null*/, int N, int K, int M,
                     WeightLayout layout, int threads) {
     if (N <= 0 || M <= 0) return;
-    float beta = 0.0f;
-    if (bias) {
-        // Broadcast the bias into out, then let sgemm accumulate onto it (beta = 1).
-#pragma omp parallel for schedule(static) num_threads(threads)
-        for (int n = 0; n < N; n++) {
-            float* __restrict o = out + (size_t)n * M;
-            for (int j = 0; j < M; j++) o[j] = bias[j];
+    const bool inout = layout == WeightLayout::InOut;
+    const int parts = row_parts(N, threads);
+#pragma omp parallel for schedule(static) num_threads(parts)
+    for (int part = 0; part < parts; part++) {
+        size_t r0, r1;
+        split_range((size_t)N, (size_t)parts, (size_t)part, &r0, &r1);
+        const int rows = (int)(r1 - r0);
+        float* o = out + r0 * M;
+        if (bias) {  // broadcast the bias, then let sgemm accumulate onto it (beta = 1)
+            for (int n = 0; n < rows; n++)
+                for (int j = 0; j < M; j++) o[(size_t)n * M + j] = bias[j];
+        } else if (K <= 0) {
+            for (size_t i = 0; i < (size_t)rows * M; i++) o[i] = 0.0f;
         }
-        beta = 1.0f;
-    }
-    if (K <= 0) {
-        if (!bias)
-            for (size_t i = 0; i < (size_t)N * M; i++) out[i] = 0.0f;
-        return;
-    }
-    if (layout == WeightLayout::InOut) {
-        // out[N,M] = inp[N,K] · W[K,M]
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, M, K, 1.0f, inp, K, weight,
-                    M, beta, out, M);
-    } else {
-        // out[N,M] = inp[N,K] · W[M,K]ᵀ
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, M, K, 1.0f, inp, K, weight, K,
-                    beta, out, M);
+        if (K > 0 && rows > 0)
+            // out[N,M] = inp[N,K] · W[K,M]  (InOut)  |  inp[N,K] · W[M,K]ᵀ  (OutIn)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, inout ? CblasNoTrans : CblasTrans, rows, M,
+                        K, 1.0f, inp + r0 * K, K, weight, inout ? M : K, bias ? 1.0f : 0.0f, o,
+                        M);
     }
 }
 
@@ -83,19 +91,21 @@ void matmul_gelu_forward(float* pre /*[N,M]*/, float* out /*[N,M]*/, const float
                          const float* weight /*[K,M]*/, const float* bias /*[M] or null*/,
                          int N, int K, int M, int threads) {
     if (N <= 0 || M <= 0) return;
-    // pre = inp · W (sgemm, beta = 0), then one pass adds the bias and applies GELU: the
-    // bias needs no broadcast pass of its own.
-    if (K > 0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, M, K, 1.0f, inp, K, weight,
-                    M, 0.0f, pre, M);
-    else
-        for (size_t i = 0; i < (size_t)N * M; i++) pre[i] = 0.0f;
-    const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (size_t part = 0; part < parts; part++) {
+    // Per block of rows: pre = inp · W (sgemm, beta = 0), then one pass adds the bias and
+    // applies GELU while the rows are in cache; the bias needs no broadcast pass of its own.
+    const int parts = row_parts(N, threads);
+#pragma omp parallel for schedule(static) num_threads(parts)
+    for (int part = 0; part < parts; part++) {
         size_t r0, r1;
-        split_range((size_t)N, parts, part, &r0, &r1);
-        bias_gelu_rows(pre + r0 * M, out + r0 * M, bias, (int)(r1 - r0), M);
+        split_range((size_t)N, (size_t)parts, (size_t)part, &r0, &r1);
+        const int rows = (int)(r1 - r0);
+        if (rows == 0) continue;
+        if (K > 0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, M, K, 1.0f,
+                        inp + r0 * K, K, weight, M, 0.0f, pre + r0 * M, M);
+        else
+            for (size_t i = 0; i < (size_t)rows * M; i++) pre[r0 * M + i] = 0.0f;
+        bias_gelu_rows(pre + r0 * M, out + r0 * M, bias, rows, M);
     }
 }
 
@@ -111,12 +121,17 @@ void matmul_backward(float* dinp /*[N,K] overwritten or null*/,
     }
     const bool inout = layout == WeightLayout::InOut;
     if (dinp) {
-        if (inout)  // dinp[N,K] = dout[N,M] · W[K,M]ᵀ
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, K, M, 1.0f, dout, M,
-                        weight, M, 0.0f, dinp, K);
-        else  // dinp[N,K] = dout[N,M] · W[M,K]
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, K, M, 1.0f, dout, M,
-                        weight, K, 0.0f, dinp, K);
+        const int parts = row_parts(N, threads);
+#pragma omp parallel for schedule(static) num_threads(parts)
+        for (int part = 0; part < parts; part++) {
+            size_t r0, r1;
+            split_range((size_t)N, (size_t)parts, (size_t)part, &r0, &r1);
+            if (r1 == r0) continue;
+            // dinp[N,K] = dout[N,M] · W[K,M]ᵀ  (InOut)  |  dout[N,M] · W[M,K]  (OutIn)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, inout ? CblasTrans : CblasNoTrans,
+                        (int)(r1 - r0), K, M, 1.0f, dout + r0 * M, M, weight, inout ? M : K,
+                        0.0f, dinp + r0 * K, K);
+        }
     }
     if (dweight) {
         if (inout)  // dW[K,M] += inp[N,K]ᵀ · dout[N,M]
