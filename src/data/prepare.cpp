@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/fs_util.h"
 
 namespace trt {
 
@@ -23,21 +24,6 @@ namespace {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "token shards are little-endian; a big-endian host would need byte swapping"
 #endif
-
-// write(2) all of buf, retrying short writes and EINTR. Returns errno on failure, else 0.
-int write_all(int fd, const void* buf, size_t n) {
-    const char* p = static_cast<const char*>(buf);
-    while (n > 0) {
-        const ssize_t w = ::write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
-        p += w;
-        n -= static_cast<size_t>(w);
-    }
-    return 0;
-}
 
 std::vector<unsigned char> read_file(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -87,50 +73,23 @@ void write_shard(const std::string& path, const uint32_t* tokens, int64_t n, int
     header[1] = token_bytes == 2 ? 1 : 7;
     header[2] = static_cast<int32_t>(n);
 
-    const std::string tmp = path + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail(Status::Io, "cannot create '", tmp, "': ", std::strerror(errno));
-    // Any failure from here on: close, remove the partial tmp file, report.
-    auto abort_with = [&](const char* what, int err, bool close_fd) {
-        if (close_fd) ::close(fd);
-        ::unlink(tmp.c_str());
-        fail(Status::Io, "cannot ", what, " '", tmp, "': ", std::strerror(err));
-    };
-
-    int err = write_all(fd, header, sizeof header);
-    if (err) abort_with("write", err, true);
+    // path.tmp, fsync, rename, fsync the folder; a failure removes the partial file.
+    AtomicFile file(path);
+    file.write(header, sizeof header);
     if (token_bytes == 4) {
-        err = write_all(fd, tokens, static_cast<size_t>(n) * 4);
+        file.write(tokens, static_cast<size_t>(n) * 4);
     } else {
         // Narrow to uint16 in bounded chunks.
         std::vector<uint16_t> chunk;
         constexpr int64_t kChunk = int64_t{1} << 20;
-        for (int64_t begin = 0; begin < n && !err; begin += kChunk) {
+        for (int64_t begin = 0; begin < n; begin += kChunk) {
             const int64_t m = std::min(kChunk, n - begin);
             chunk.resize(static_cast<size_t>(m));
             for (int64_t i = 0; i < m; ++i) chunk[i] = static_cast<uint16_t>(tokens[begin + i]);
-            err = write_all(fd, chunk.data(), static_cast<size_t>(m) * 2);
+            file.write(chunk.data(), static_cast<size_t>(m) * 2);
         }
     }
-    if (err) abort_with("write", err, true);
-    if (::fsync(fd) != 0) abort_with("fsync", errno, true);
-    if (::close(fd) != 0) abort_with("close", errno, false);
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int e = errno;
-        ::unlink(tmp.c_str());
-        fail(Status::Io, "cannot rename '", tmp, "' to '", path, "': ", std::strerror(e));
-    }
-    // Make the rename itself durable.
-    std::string parent = std::filesystem::path(path).parent_path().string();
-    if (parent.empty()) parent = ".";
-    const int dfd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) fail(Status::Io, "cannot open directory '", parent, "': ", std::strerror(errno));
-    if (::fsync(dfd) != 0) {
-        const int e = errno;
-        ::close(dfd);
-        fail(Status::Io, "cannot fsync directory '", parent, "': ", std::strerror(e));
-    }
-    ::close(dfd);
+    file.commit();
 }
 
 PrepareResult prepare_bytes(const std::string& text_path, const std::string& out_dir,
