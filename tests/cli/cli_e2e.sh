@@ -171,6 +171,12 @@ for s in 6 7 8 9; do
     [ -n "$a" ] && [ "$a" = "$b" ] || fail "resume: step $s loss '$b' != uninterrupted '$a'"
 done
 [ "$(cat part/latest)" = "step_00000009" ] || fail "resume: part/latest is '$(cat part/latest)'"
+# --checkpoint resumes from a chosen checkpoint (here the uninterrupted run's step 9 -> out2).
+"$TRAINRT" train run.toml --set train.steps=10 --set train.out_dir=out2 \
+    --checkpoint full/step_00000009 >from.out 2>from.err || fail "train --checkpoint: exit"
+grep -q 'resumed from .*full/step_00000009 at step 9' from.err || fail "train --checkpoint did not load it"
+[ "$(cat out2/latest)" = "step_00000010" ] || fail "train --checkpoint: out2/latest"
+expect_failure fresh_and_checkpoint "exclude" "$TRAINRT" train run.toml --fresh --checkpoint full
 "$TRAINRT" train run.toml --set train.steps=9 --set train.out_dir=part >again.out 2>again.err ||
     fail "train at the end: exit"
 grep -q 'nothing to do' again.err || fail "train at train.steps: expected 'nothing to do'"

@@ -1,6 +1,6 @@
 // trainrt: the command-line client of libtrainrt. Uses the public C API only.
 //   trainrt prepare --text FILE --out DIR [--val-fraction F]
-//   trainrt train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh]
+//   trainrt train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh | --checkpoint PATH]
 //   trainrt eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH]
 //   trainrt sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]
 //   trainrt export CHECKPOINT DIR [--dtype f32|bf16]
@@ -24,7 +24,7 @@ const char* kUsage =
     "commands:\n"
     "  prepare --text FILE --out DIR [--val-fraction F]\n"
     "        byte-level tokenize a text file into DIR/train.bin and DIR/val.bin\n"
-    "  train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh]\n"
+    "  train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh | --checkpoint PATH]\n"
     "        train as CONFIG says, resuming from train.out_dir/latest if there is one;\n"
     "        writes a checkpoint when the run ends; Ctrl-C stops after the current step\n"
     "  eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH]\n"
@@ -57,13 +57,15 @@ const CommandHelp kCommandHelp[] = {
      "uint16 shards: DIR/train.bin holds the first 1 - F of the bytes, DIR/val.bin the rest\n"
      "(F defaults to 0.1). Files are written atomically; DIR is created if missing.\n"},
     {"train",
-     "usage: trainrt train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh]\n"
+     "usage: trainrt train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh | --checkpoint PATH]\n"
      "\n"
      "Trains the model CONFIG describes. If train.out_dir holds a checkpoint (its `latest`\n"
      "file), the run continues from it exactly where it stopped, unless --fresh (start from\n"
      "the initial model; checkpoints of the same step are then replaced).\n"
-     "  --steps N   run N more steps (default: up to train.steps)\n"
-     "  --fresh     do not resume\n"
+     "  --steps N            run N more steps (default: up to train.steps)\n"
+     "  --fresh              do not resume\n"
+     "  --checkpoint PATH    resume from this checkpoint (a directory, or a folder with\n"
+     "                       `latest`) instead of train.out_dir's latest\n"
      "  --set K=V   override a config key (TOML value; bare words are strings)\n"
      "Checkpoints go to train.out_dir every train.checkpoint_every steps and when the run\n"
      "ends; Ctrl-C (SIGINT) or SIGTERM finish the current step, write a checkpoint and exit\n"
@@ -387,14 +389,17 @@ void print_train_summary(trainrt_session* session) {
 int cmd_train(int argc, char** argv) {
     RunArgs args;
     std::string error;
-    if (!parse_run_args(argc, argv, kSteps | kFresh, args, error)) return fail_usage(error);
+    if (!parse_run_args(argc, argv, kSteps | kFresh | kCheckpoint, args, error))
+        return fail_usage(error);
+    if (args.fresh && !args.checkpoint.empty())
+        return fail_usage("--fresh and --checkpoint exclude each other");
     trainrt_config* config = load_config(args);
     if (config == nullptr) return 1;
-    std::string resume_from, out_dir;
+    std::string resume_from = args.checkpoint, out_dir;
     if (!fetch_string(out_dir, "reading train.out_dir", [&](char* b, size_t c, size_t* n) {
             return trainrt_config_get_string(b, c, n, config, "train.out_dir");
         }) ||
-        (!args.fresh && !pick_checkpoint(config, "", resume_from))) {
+        (!args.fresh && resume_from.empty() && !pick_checkpoint(config, "", resume_from))) {
         trainrt_config_destroy(config);
         return 1;
     }
