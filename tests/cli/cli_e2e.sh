@@ -203,13 +203,17 @@ eval_every = 0
 out_dir = "slow"
 [runtime]
 threads = 1
+log_every = 1
 TOML
 "$TRAINRT" train slow.toml >sigint.out 2>sigint.err &
 pid=$!
-for _ in $(seq 1 100); do
+# Wait for the first step line (the handler is installed by then); slow builds (sanitizers)
+# get up to 2 minutes.
+for _ in $(seq 1 600); do
     grep -q '^step [0-9]' sigint.err 2>/dev/null && break
     sleep 0.2
 done
+grep -q '^step [0-9]' sigint.err || fail "SIGINT: training did not start"
 kill -INT "$pid"
 rc=0
 wait "$pid" || rc=$?
