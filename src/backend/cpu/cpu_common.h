@@ -30,6 +30,27 @@ inline void split_range(size_t n, size_t parts, size_t i, size_t* begin, size_t*
     *end = *begin + base + (i < rem ? 1 : 0);
 }
 
+// Column sums over all N rows, reproducibly: each of `threads` threads owns a static range of
+// the M columns and walks every row in order (no cross-thread reduction), kColChunk columns
+// at a time with double accumulators on the stack (no allocation in a training step).
+// chunk(j0, w, acc) adds column j0 + j's contribution into acc[j] for j < w (acc zeroed);
+// then dsum[j0 + j] += acc[j].
+template <typename ChunkFn>
+inline void column_sums_into(float* dsum, int M, int threads, ChunkFn chunk) {
+    const size_t parts = (size_t)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t part = 0; part < parts; part++) {
+        size_t c0, c1;
+        split_range((size_t)M, parts, part, &c0, &c1);
+        for (size_t j0 = c0; j0 < c1; j0 += kColChunk) {
+            const int w = (int)std::min<size_t>(kColChunk, c1 - j0);
+            double acc[kColChunk] = {};
+            chunk(j0, w, acc);
+            for (int j = 0; j < w; j++) dsum[j0 + j] += (float)acc[j];
+        }
+    }
+}
+
 // Clamp bounds for fast_expf, hidden from the optimiser: with literal bounds GCC threads the
 // clamped constant through the polynomial and the resulting branch stops vectorisation.
 // Fetch once outside a loop.

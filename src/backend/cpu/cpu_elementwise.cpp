@@ -103,22 +103,10 @@ void gelu_backward_bias(float* dinp /*[N,M] overwritten*/, float* dbias /*[M] +=
         gelu_backward(dinp, inp, dout, (size_t)N * M, threads);
         return;
     }
-    // Column split (as bias_backward in cpu_matmul.cpp): each thread owns a static range of
-    // columns and walks every row in order, so the column sums need no cross-thread
-    // reduction and are reproducible. Chunks of kColChunk columns keep the accumulators on
-    // the stack (no allocation in a training step).
-    const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (size_t part = 0; part < parts; part++) {
-        size_t c0, c1;
-        split_range((size_t)M, parts, part, &c0, &c1);
-        for (size_t j0 = c0; j0 < c1; j0 += kColChunk) {
-            const int w = (int)std::min<size_t>(kColChunk, c1 - j0);
-            double acc[kColChunk] = {};
-            gelu_backward_cols(dinp + j0, acc, inp + j0, dout + j0, N, M, w);
-            for (int j = 0; j < w; j++) dbias[j0 + j] += (float)acc[j];
-        }
-    }
+    // Column split (column_sums_into): the fc bias gradient is summed in the same pass.
+    column_sums_into(dbias, M, threads, [&](size_t j0, int w, double* acc) {
+        gelu_backward_cols(dinp + j0, acc, inp + j0, dout + j0, N, M, w);
+    });
 }
 
 void residual_forward(float* out, const float* a, const float* b, size_t n, int threads) {

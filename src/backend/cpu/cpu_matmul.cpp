@@ -56,22 +56,11 @@ TRT_CPU_CLONES static void column_sums(double* __restrict acc, const float* __re
     }
 }
 
-// dbias[M] += sum_n dout[n, :]. Each thread owns a static range of columns and walks all
-// rows, so there is no cross-thread reduction and the result is reproducible. Double
-// accumulators (N can be thousands of rows), kColChunk columns at a time on the stack.
+// dbias[M] += sum_n dout[n, :], reproducibly (column_sums_into in cpu_common.h).
 static void bias_backward(float* dbias, const float* dout, int N, int M, int threads) {
-    const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (size_t part = 0; part < parts; part++) {
-        size_t c0, c1;
-        split_range((size_t)M, parts, part, &c0, &c1);
-        for (size_t j0 = c0; j0 < c1; j0 += kColChunk) {
-            const int w = (int)std::min<size_t>(kColChunk, c1 - j0);
-            double acc[kColChunk] = {};
-            column_sums(acc, dout + j0, N, M, w);
-            for (int j = 0; j < w; j++) dbias[j0 + j] += (float)acc[j];
-        }
-    }
+    column_sums_into(dbias, M, threads, [&](size_t j0, int w, double* acc) {
+        column_sums(acc, dout + j0, N, M, w);
+    });
 }
 
 // Rows [0, rows) of pre (row stride M): pre += bias (if non-null), out = gelu(pre).
