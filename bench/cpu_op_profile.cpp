@@ -51,7 +51,9 @@ public:
 
     const char* name() const override { return in_->name(); }
     int num_threads() const override { return in_->num_threads(); }
-    void* alloc(size_t b) override { return in_->alloc(b); }
+    void* alloc(size_t b, const char* what = "buffer") override { return in_->alloc(b, what); }
+    void reserve(const trt::ModelDims& d) override { in_->reserve(d); }
+    void register_params(const float* p, size_t n) override { in_->register_params(p, n); }
     void free(void* p) override { in_->free(p); }
     void zero(void* p, size_t b) override {
         timed("zero", 0, [&] { in_->zero(p, b); });
@@ -131,12 +133,46 @@ public:
         timed("add_inplace", 0, [&] { in_->add_inplace(dst, src, n); });
     }
     void classifier_forward_backward(float* logits, float* losses, const int32_t* targets,
-                                     int N, int V, int Vp, float dloss,
-                                     bool write_grad) override {
+                                     int N, int V, int Vp, float dloss, bool write_grad,
+                                     const trt::StepScalars* sc) override {
         timed("classifier", 0, [&] {
             in_->classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss,
-                                             write_grad);
+                                             write_grad, sc);
         });
+    }
+    // The step-scalar and batch ops (not used by this profile's hand-written step).
+    void begin_step(trt::StepScalars* s, float lr, int64_t step) override {
+        in_->begin_step(s, lr, step);
+    }
+    void accumulate_loss(trt::StepScalars* s, const float* l, size_t n) override {
+        in_->accumulate_loss(s, l, n);
+    }
+    void grad_norm_clip(trt::StepScalars* s, const float* g, size_t n, float mx) override {
+        in_->grad_norm_clip(s, g, n, mx);
+    }
+    void adamw_step(float* p, const float* g, float* m, float* v, size_t n,
+                    const trt::ParamSegments& seg, const trt::AdamWConfig& hp,
+                    const trt::StepScalars* s) override {
+        in_->adamw_step(p, g, m, v, n, seg, hp, s);
+    }
+    void end_step(trt::StepScalars* s, const trt::LossScalePolicy& pol) override {
+        in_->end_step(s, pol);
+    }
+    void read_scalars_async(int slot, const trt::StepScalars* s) override {
+        in_->read_scalars_async(slot, s);
+    }
+    bool scalars_ready(int slot) override { return in_->scalars_ready(slot); }
+    trt::StepScalars read_scalars(int slot) override { return in_->read_scalars(slot); }
+    void load_rows(int32_t* in, int32_t* tg, const int32_t* rows, int B, int T) override {
+        in_->load_rows(in, tg, rows, B, T);
+    }
+    void sample_window(int32_t* in, int32_t* tg, const trt::DeviceTokens& d, int64_t start,
+                       int B, int T) override {
+        in_->sample_window(in, tg, d, start, B, T);
+    }
+    void sample_random(int32_t* in, int32_t* tg, const trt::DeviceTokens& d, uint64_t seed,
+                       int64_t step, int64_t micro, int B, int T) override {
+        in_->sample_random(in, tg, d, seed, step, micro, B, T);
     }
     double sum_squares(const float* x, size_t n) override {
         double r = 0;

@@ -166,10 +166,15 @@ typedef struct trainrt_metrics {
     int64_t bytes_in_use;      /* backend memory held by the session */
     double last_loss;          /* NaN before the first step */
     double last_val_loss;      /* NaN before the first eval */
+    /* ---- version 2 */
+    int64_t bytes_reserved;    /* backend memory reserved (>= bytes_in_use: allocator slack) */
+    int64_t skipped_steps;     /* updates skipped for a non-finite gradient */
+    double loss_scale;         /* current dynamic loss scale (fp16), else 1 */
 } trainrt_metrics;
-#define TRAINRT_METRICS_VERSION 1
+#define TRAINRT_METRICS_VERSION 2
 #define TRAINRT_METRICS_INIT \
-    { (uint32_t)sizeof(trainrt_metrics), TRAINRT_METRICS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0 }
+    { (uint32_t)sizeof(trainrt_metrics), TRAINRT_METRICS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, \
+      0, 0, 0 }
 TRAINRT_API void trainrt_metrics_init(trainrt_metrics* metrics);
 
 /* What trainrt_session_train() reports to its callback. */

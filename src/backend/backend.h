@@ -11,7 +11,14 @@
 #include <cstdint>
 #include <memory>
 
+#include "config/run_config.h"
+
 namespace trt {
+
+// Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
+// is a separate shared object that implements Backend, and the loader refuses a module built
+// against another version of this interface (src/backend/cuda_module.h).
+constexpr uint32_t kBackendInterfaceVersion = 2;
 
 // How a matmul weight is stored. InOut = HF Conv1D [K, M] (y = x·W); OutIn = [M, K]
 // (y = x·Wᵀ, e.g. the tied wte [V, C] as the output projection).
@@ -25,6 +32,72 @@ struct AdamWParams {
     float grad_scale;    // grads are multiplied by this first (clipping)
 };
 
+// Per-step scalars that live in backend memory, so nothing inside a step needs the host
+// (ARCHITECTURE.md): the host writes lr/step with begin_step, the ops read them from here, and
+// the host reads the outputs back asynchronously (read_scalars_async). Plain data, the same
+// layout in host and device code. Initialise a fresh one by copying a default-constructed
+// StepScalars into it (alloc zero-fills, and a loss_scale of 0 would zero every gradient).
+struct StepScalars {
+    // ---- inputs (begin_step)
+    float lr = 0;
+    float loss_scale = 1;        // the gradients carry this factor (fp16 dynamic scaling)
+    int64_t step = 0;            // 1-based, AdamW bias correction
+    // ---- outputs
+    double loss_sum = 0;         // sum of per-position losses of this step's micro-batches
+    double grad_norm = 0;        // global L2 norm of the unscaled gradient, before clipping
+    float clip_scale = 1;        // factor applied to the unscaled gradient (1 = not clipped)
+    int32_t nonfinite = 0;       // 1: the gradient was not finite; the update was skipped
+    int64_t skipped_steps = 0;   // running count of skipped updates (never reset)
+    int32_t good_steps = 0;      // finite steps since the loss scale last changed
+    int32_t reserved0 = 0;
+};
+static_assert(sizeof(StepScalars) == 56, "StepScalars layout is shared with device code");
+
+// AdamW hyper-parameters that do not change during a run. lr and step come from StepScalars.
+struct AdamWConfig {
+    float beta1, beta2, eps;
+};
+
+// Flat parameter buffer as tensors for the fused AdamW: tensor i covers elements
+// [ends[i-1], ends[i]) (ends[-1] = 0) and decays with weight_decay[i]. Both arrays are in
+// backend memory (the optimizer uploads them once).
+struct ParamSegments {
+    const int64_t* ends = nullptr;       // [count], strictly increasing, last = n
+    const float* weight_decay = nullptr;  // [count]
+    int32_t count = 0;
+};
+
+// Dynamic loss scaling (torch.cuda.amp.GradScaler semantics) for end_step.
+struct LossScalePolicy {
+    bool dynamic = false;       // false: loss_scale stays as it is
+    float growth_factor = 2.0f;
+    float backoff_factor = 0.5f;
+    int32_t growth_interval = 2000;  // consecutive finite steps before the scale grows
+};
+
+// A token set resident in backend memory: shards concatenated, ids as uint16 (llm.c shards).
+struct DeviceTokens {
+    const uint16_t* tokens = nullptr;      // [total]
+    const int64_t* shard_starts = nullptr;  // [num_shards + 1], backend memory
+    int32_t num_shards = 0;
+    int64_t total = 0;
+    // Valid random-window starts per shard, max(0, n_shard - T), summed (the random sampler's
+    // W); computed by the host for the configured T.
+    uint64_t random_windows = 0;
+};
+
+// Model dimensions, so a backend can size its scratch once, before the first step.
+struct ModelDims {
+    int B = 0, T = 0, C = 0, NH = 0, V = 0, L = 0;
+};
+
+// What a backend is created with.
+struct BackendOptions {
+    int threads = 0;                       // CPU: 0 = all cores
+    Precision precision = Precision::Fp32; // resolved (never Auto)
+    int device = 0;                        // CUDA device ordinal
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -32,13 +105,25 @@ public:
     virtual int num_threads() const = 0;  // host threads the backend's ops use
 
     // ---- memory
-    virtual void* alloc(size_t bytes) = 0;  // zero-filled; Error(OutOfMemory) on failure
+    // Zero-filled; Error(OutOfMemory) naming `what` and the size on failure.
+    virtual void* alloc(size_t bytes, const char* what = "buffer") = 0;
     virtual void free(void* ptr) = 0;       // accepts nullptr
     virtual void zero(void* ptr, size_t bytes) = 0;
     virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
     virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;
     virtual void synchronize() = 0;
     virtual size_t bytes_in_use() const = 0;
+    virtual size_t bytes_reserved() const { return bytes_in_use(); }  // incl. allocator slack
+
+    // Sizes the backend's own scratch (casts, reductions, GEMM workspace, batch staging) for
+    // micro-batches up to dims.B x dims.T, so no step allocates. REQUIRED before the first op
+    // on an asynchronous backend (ops larger than the reserved dims throw Internal); the
+    // model calls it. A no-op on the CPU.
+    virtual void reserve(const ModelDims& dims) {}
+    // The flat fp32 master parameters. A backend computing in bf16/fp16 keeps a working copy
+    // of this range, refreshed by adamw_step/adamw_update and after any copy_to_device into
+    // it; freeing the buffer unregisters it.
+    virtual void register_params(const float* params, size_t n) {}
 
     // ---- ops
     // out[n,:] = wte[inputs[n],:] + wpe[n % T,:]
@@ -121,10 +206,13 @@ public:
     // Softmax cross-entropy over the first V of Vp columns of each row of logits.
     // losses[n] = -log softmax(logits[n])[targets[n]]. If write_grad, logits is overwritten
     // with dloss * (softmax - onehot(target)) (columns >= V get 0). targets in [0, V).
+    // The gradient is scaled by dloss * scalars->loss_scale when scalars != nullptr (fp16
+    // loss scaling reads the scale from backend memory, never from the host).
     virtual void classifier_forward_backward(float* logits /*[N,Vp] inout*/,
                                              float* losses /*[N]*/,
                                              const int32_t* targets /*[N]*/, int N, int V,
-                                             int Vp, float dloss, bool write_grad) = 0;
+                                             int Vp, float dloss, bool write_grad,
+                                             const StepScalars* scalars = nullptr) = 0;
 
     // sum of x[i]^2 in double, deterministic for a fixed thread count.
     virtual double sum_squares(const float* x, size_t n) = 0;
@@ -132,7 +220,55 @@ public:
     // One torch.optim.AdamW step over n elements (grads scaled by p.grad_scale first).
     virtual void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
                               const AdamWParams& p) = 0;
+
+    // ---- the optimizer step on backend-resident scalars (no host round-trip)
+    // s->lr = lr, s->step = step; clears loss_sum, grad_norm, clip_scale (1), nonfinite.
+    // loss_scale, skipped_steps and good_steps carry over from the previous step.
+    virtual void begin_step(StepScalars* s, float lr, int64_t step) = 0;
+    // s->loss_sum += sum of losses[0..n) (fixed-order reduction: reproducible bitwise).
+    virtual void accumulate_loss(StepScalars* s, const float* losses, size_t n) = 0;
+    // grad_norm = sqrt(sum grads²) / loss_scale (sum in double, fixed order); nonfinite = the
+    // sum is not finite; clip_scale = max_norm / (grad_norm + 1e-6) if max_norm > 0 and that
+    // is < 1, else 1 (torch.nn.utils.clip_grad_norm_). When nonfinite, clip_scale is
+    // unspecified (the update is skipped) and grad_norm is inf or nan.
+    virtual void grad_norm_clip(StepScalars* s, const float* grads, size_t n,
+                                float max_norm) = 0;
+    // Fused AdamW over the whole flat buffer in one pass: g = grads * clip_scale / loss_scale,
+    // then torch.optim.AdamW with lr and step from s and per-tensor decay from seg. Does
+    // nothing at all when s->nonfinite (GradScaler: a bad gradient never reaches the weights).
+    // Refreshes the bf16/fp16 working copy when params is the registered buffer.
+    virtual void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
+                            const ParamSegments& seg, const AdamWConfig& hp,
+                            const StepScalars* s) = 0;
+    // After the update: nonfinite → skipped_steps += 1, good_steps = 0 and (dynamic) the
+    // scale backs off; else good_steps += 1 and (dynamic) the scale grows every
+    // growth_interval finite steps.
+    virtual void end_step(StepScalars* s, const LossScalePolicy& policy) = 0;
+    // Asynchronous read-back through a small ring of host slots (slot < kScalarSlots):
+    // stream-ordered copy of *s into the slot; scalars_ready polls; read_scalars waits.
+    static constexpr int kScalarSlots = 8;
+    virtual void read_scalars_async(int slot, const StepScalars* s) = 0;
+    virtual bool scalars_ready(int slot) = 0;
+    virtual StepScalars read_scalars(int slot) = 0;
+
+    // ---- batches
+    // B rows of T+1 host ids → inputs/targets [B, T] in backend memory (the "host" placement;
+    // an asynchronous backend stages through pinned, double-buffered memory). host_rows may
+    // be reused by the caller as soon as the call returns.
+    virtual void load_rows(int32_t* inputs, int32_t* targets, const int32_t* host_rows,
+                           int B, int T) = 0;
+    // Sequential window on a resident token set: row b = tokens[start + b*T, +T+1).
+    virtual void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
+                               int64_t start, int B, int T) = 0;
+    // Random sampler on a resident token set: exactly sample_random of src/data/sampler.h
+    // (Philox4x32-10, key = seed, counter = (step, micro_step, row, 0), idx = u mod W).
+    virtual void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
+                               uint64_t seed, int64_t step, int64_t micro_step, int B,
+                               int T) = 0;
 };
+
+// How many bytes of backend scratch ModelDims implies is the backend's business; how many
+// floats of activations the model needs is the model's (Gpt).
 
 // CPU backend: OpenBLAS sgemm for every matmul, OpenMP elsewhere. threads <= 0 = all cores.
 std::unique_ptr<Backend> make_cpu_backend(int threads);

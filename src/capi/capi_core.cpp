@@ -1,6 +1,7 @@
 // C API: versions, features, status text, last error, default logging.
 #include <string>
 
+#include "backend/backend_factory.h"
 #include "capi/barrier.h"
 #include "core/log.h"
 #include "core/version.h"
@@ -41,7 +42,9 @@ TRAINRT_API const char* trainrt_version_string(void) { return kVersionString; }
 TRAINRT_API uint32_t trainrt_abi_version(void) { return TRAINRT_ABI_VERSION; }
 
 TRAINRT_API uint64_t trainrt_build_features(void) {
-    return TRAINRT_FEATURE_CPU | TRAINRT_FEATURE_OPENMP | TRAINRT_FEATURE_OPENBLAS;
+    // The CUDA bit is a run-time fact (the module is a separate file): looked up once.
+    return TRAINRT_FEATURE_CPU | TRAINRT_FEATURE_OPENMP | TRAINRT_FEATURE_OPENBLAS |
+           (cuda_module_loadable() ? TRAINRT_FEATURE_CUDA_MODULE : 0);
 }
 
 TRAINRT_API const char* trainrt_status_string(trainrt_status status) {

@@ -111,8 +111,7 @@ TRAINRT_API trainrt_status trainrt_session_sync(trainrt_step_result* out,
         require(session, "trainrt_session_sync", "session");
         check_out_struct(out, "trainrt_session_sync");
         capi::BusyGuard busy(session->busy, "trainrt_session_sync");
-        // The CPU backend runs each step to completion inside step().
-        fill_step_result(out, session->session->last_step(), "trainrt_session_sync");
+        fill_step_result(out, session->session->sync(), "trainrt_session_sync");
         return TRAINRT_OK;
     });
 }
@@ -182,6 +181,9 @@ TRAINRT_API trainrt_status trainrt_session_metrics(trainrt_metrics* out,
         full.bytes_in_use = m.bytes_in_use;
         full.last_loss = m.last_loss;
         full.last_val_loss = m.last_val_loss;
+        full.bytes_reserved = m.bytes_reserved;
+        full.skipped_steps = m.skipped_steps;
+        full.loss_scale = m.loss_scale;
         fill_versioned(out, full, "trainrt_session_metrics");
         return TRAINRT_OK;
     });

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
-#include "core/philox.h"
+#include "data/sampler_math.h"
 
 namespace trt {
 
@@ -41,9 +41,8 @@ bool sequential_fits(const TokenDataset& data, int64_t B, int64_t T) {
     return largest_shard(data).first >= B * T + 1;
 }
 
-void sample_sequential(const TokenDataset& data, SequentialCursor& cursor, int64_t B, int64_t T,
-                       int32_t* out) {
-    check_shape("sequential sampler", B, T, out);
+SequentialWindow next_sequential_window(const TokenDataset& data, SequentialCursor& cursor,
+                                        int64_t B, int64_t T) {
     const int64_t nshards = static_cast<int64_t>(data.num_shards());
     if (cursor.shard < 0 || cursor.shard >= nshards || cursor.pos < 0)
         fail(Status::InvalidArgument, "sequential sampler: cursor (shard ", cursor.shard,
@@ -62,11 +61,18 @@ void sample_sequential(const TokenDataset& data, SequentialCursor& cursor, int64
         cursor.shard = (cursor.shard + 1) % nshards;
         cursor.pos = 0;
     }
+    const SequentialWindow w{static_cast<size_t>(cursor.shard), cursor.pos};
+    cursor.pos += B * T;
+    return w;
+}
+
+void sample_sequential(const TokenDataset& data, SequentialCursor& cursor, int64_t B, int64_t T,
+                       int32_t* out) {
+    check_shape("sequential sampler", B, T, out);
+    const SequentialWindow w = next_sequential_window(data, cursor, B, T);
     // Row b = tokens[pos + b*T, pos + b*T + T + 1): rows overlap by one token.
     for (int64_t b = 0; b < B; ++b)
-        data.copy_tokens(static_cast<size_t>(cursor.shard), cursor.pos + b * T, T + 1,
-                         out + b * (T + 1));
-    cursor.pos += B * T;
+        data.copy_tokens(w.shard, w.pos + b * T, T + 1, out + b * (T + 1));
 }
 
 void sample_random(const TokenDataset& data, uint64_t seed, int64_t step, int64_t micro_step,
@@ -82,13 +88,8 @@ void sample_random(const TokenDataset& data, uint64_t seed, int64_t step, int64_
              "largest shard", data.num_shards() ? cat(" '", data.shard_path(at), "'") : std::string(),
              " holds only ", largest, "; lower the sequence length or use larger shards");
     }
-    const uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
     for (int64_t r = 0; r < B; ++r) {
-        const Philox4x32 x = philox4x32_10(static_cast<uint32_t>(step),
-                                           static_cast<uint32_t>(micro_step),
-                                           static_cast<uint32_t>(r), 0u, k0, k1);
-        const uint64_t u = x.v[0] | (static_cast<uint64_t>(x.v[1]) << 32);
-        uint64_t idx = u % W;
+        uint64_t idx = sampler_math::random_window_index(seed, step, micro_step, r, W);
         // idx -> (shard, offset) by cumulative valid-start counts in shard order.
         size_t s = 0;
         for (;; ++s) {

@@ -15,6 +15,15 @@ struct SequentialCursor {
     int64_t pos = 0;
 };
 
+// Where the next sequential window starts, advancing the cursor as sample_sequential does
+// (the resident-data path reads the tokens on the device from this position).
+struct SequentialWindow {
+    size_t shard;
+    int64_t pos;
+};
+SequentialWindow next_sequential_window(const TokenDataset& data, SequentialCursor& cursor,
+                                        int64_t B, int64_t T);
+
 // Throws Error(Config) if no shard holds B*T+1 tokens.
 void sample_sequential(const TokenDataset& data, SequentialCursor& cursor, int64_t B, int64_t T,
                        int32_t* out /* [B, T+1] */);

@@ -211,16 +211,22 @@ int64_t TokenDataset::total_tokens() const {
     return total;
 }
 
-void TokenDataset::copy_tokens(size_t shard, int64_t offset, int64_t n, int32_t* out) const {
+void TokenDataset::check_range(const char* what, size_t shard, int64_t offset, int64_t n,
+                               const void* out) const {
     if (shard >= shards_.size())
-        fail(Status::InvalidArgument, "copy_tokens: shard index ", shard, " out of range (",
+        fail(Status::InvalidArgument, what, ": shard index ", shard, " out of range (",
              shards_.size(), " shards)");
     const Shard& s = *shards_[shard];
     // Written so nothing overflows: offset + n <= ntok  <=>  n <= ntok - offset.
     if (offset < 0 || n < 0 || offset > s.ntok || n > s.ntok - offset)
-        fail(Status::InvalidArgument, "copy_tokens: range [", offset, ", ", offset, " + ", n,
+        fail(Status::InvalidArgument, what, ": range [", offset, ", ", offset, " + ", n,
              ") outside shard '", s.path, "' of ", s.ntok, " tokens");
-    if (n > 0 && out == nullptr) fail(Status::InvalidArgument, "copy_tokens: null output");
+    if (n > 0 && out == nullptr) fail(Status::InvalidArgument, what, ": null output");
+}
+
+void TokenDataset::copy_tokens(size_t shard, int64_t offset, int64_t n, int32_t* out) const {
+    check_range("copy_tokens", shard, offset, n, out);
+    const Shard& s = *shards_[shard];
     if (s.token_bytes == 2) {
         const uint16_t* p = reinterpret_cast<const uint16_t*>(s.body()) + offset;
         for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(p[i]);
@@ -228,6 +234,24 @@ void TokenDataset::copy_tokens(size_t shard, int64_t offset, int64_t n, int32_t*
         // ids < vocab_size <= INT32_MAX were validated at open.
         const uint32_t* p = reinterpret_cast<const uint32_t*>(s.body()) + offset;
         for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(p[i]);
+    }
+}
+
+void TokenDataset::copy_tokens_u16(size_t shard, int64_t offset, int64_t n,
+                                   uint16_t* out) const {
+    check_range("copy_tokens_u16", shard, offset, n, out);
+    const Shard& s = *shards_[shard];
+    if (s.token_bytes == 2) {
+        const uint16_t* p = reinterpret_cast<const uint16_t*>(s.body()) + offset;
+        std::copy(p, p + n, out);
+        return;
+    }
+    const uint32_t* p = reinterpret_cast<const uint32_t*>(s.body()) + offset;
+    for (int64_t i = 0; i < n; ++i) {
+        if (p[i] > 0xFFFFu)
+            fail(Status::InvalidArgument, "copy_tokens_u16: token id ", p[i], " at token ",
+                 offset + i, " of '", s.path, "' does not fit 16 bits");
+        out[i] = static_cast<uint16_t>(p[i]);
     }
 }
 

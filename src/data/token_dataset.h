@@ -27,8 +27,13 @@ public:
     int64_t total_tokens() const;
     // out[i] = token (shard, offset + i), i < n; the range must lie inside the shard.
     void copy_tokens(size_t shard, int64_t offset, int64_t n, int32_t* out) const;
+    // The same as uint16 (for a resident copy); every id must be < 65536 — true whenever
+    // the dataset was opened with vocab_size <= 65536. Throws Error(InvalidArgument) if not.
+    void copy_tokens_u16(size_t shard, int64_t offset, int64_t n, uint16_t* out) const;
 
 private:
+    void check_range(const char* what, size_t shard, int64_t offset, int64_t n,
+                     const void* out) const;
     struct Shard;
     std::vector<std::unique_ptr<Shard>> shards_;
 };

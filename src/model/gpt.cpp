@@ -31,11 +31,14 @@ Gpt::Gpt(Backend& backend, const GptShape& shape, int B, int T)
     // Round each view up to 16 floats (64 bytes) so every view stays aligned.
     for (const Slot& s : slots) act_floats_ += (s.n + 15) / 16 * 16;
 
-    params_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float)));
-    grads_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float)));
-    acts_ = static_cast<float*>(be_.alloc(act_floats_ * sizeof(float)));
-    inputs_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t)));
-    targets_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t)));
+    params_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float), "parameters"));
+    grads_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float), "gradients"));
+    acts_ = static_cast<float*>(be_.alloc(act_floats_ * sizeof(float), "activations"));
+    inputs_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "input ids"));
+    targets_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "target ids"));
+    // Let the backend size its own scratch now, so no step allocates.
+    be_.reserve(ModelDims{B, T, shape.C, shape.NH, shape.V, shape.L});
+    be_.register_params(params_, table_.total());
     float* cursor = acts_;
     for (const Slot& s : slots) {
         *s.ptr = cursor;
@@ -55,17 +58,17 @@ Gpt::~Gpt() {
 void Gpt::zero_grads() { be_.zero(grads_, table_.total() * sizeof(float)); }
 
 void Gpt::forward(const int32_t* inputs, const int32_t* targets, int B, int T) {
-    run_forward(inputs, targets, B, T, 0.0f, false);
+    run_forward(inputs, targets, B, T, 0.0f, false, nullptr);
 }
 
 void Gpt::forward_backward(const int32_t* inputs, const int32_t* targets, int B, int T,
-                           float dloss_scale) {
-    run_forward(inputs, targets, B, T, dloss_scale, true);
+                           float dloss_scale, const StepScalars* scalars) {
+    run_forward(inputs, targets, B, T, dloss_scale, true, scalars);
     run_backward(inputs, B, T);
 }
 
 void Gpt::run_forward(const int32_t* inputs, const int32_t* targets, int B, int T,
-                      float dloss_scale, bool write_grad) {
+                      float dloss_scale, bool write_grad, const StepScalars* scalars) {
     TRT_CHECK(B >= 1 && B <= B_ && T >= 1 && T <= T_, "micro-batch ", B, "x", T,
               " exceeds the allocated ", B_, "x", T_);
     const GptShape& s = table_.shape();
@@ -109,7 +112,7 @@ void Gpt::run_forward(const int32_t* inputs, const int32_t* targets, int B, int 
     // Tied output projection: logits = lnf · wteᵀ, wte stored [V, C].
     be_.matmul_forward(logits_, lnf_, p(table_.wte()), nullptr, N, C, V, WeightLayout::OutIn);
     be_.classifier_forward_backward(logits_, losses_, targets, N, V, V, dloss_scale,
-                                    write_grad);
+                                    write_grad, scalars);
 }
 
 // Gradients flow through one residual buffer: layernorm_backward adds its input gradient

@@ -25,12 +25,14 @@ public:
     int max_seq() const { return T_; }
 
     // Forward on a micro-batch already in backend memory: inputs/targets int32 [B, T].
-    // Writes per-position losses (backend memory, read back with mean_loss()). With
-    // backward, scales d(loss) by dloss_scale and ACCUMULATES into grads().
+    // Writes per-position losses (backend memory: losses(), or mean_loss() to read them).
+    // With backward, scales d(loss) by dloss_scale (times scalars->loss_scale, read on the
+    // backend, when scalars is given) and ACCUMULATES into grads().
     // The logits stay in logits() ([B, T, V]) when backward is false.
     void forward(const int32_t* inputs, const int32_t* targets, int B, int T);
     void forward_backward(const int32_t* inputs, const int32_t* targets, int B, int T,
-                          float dloss_scale);
+                          float dloss_scale, const StepScalars* scalars = nullptr);
+    const float* losses() const { return losses_; }  // backend memory [B*T] of the last forward
     // Mean over B*T positions of the last forward's losses, summed in double.
     double mean_loss(int B, int T);
     const float* logits() const { return logits_; }
@@ -48,7 +50,7 @@ private:
         float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *fcproj, *residual3;
     };
     void run_forward(const int32_t* inputs, const int32_t* targets, int B, int T,
-                     float dloss_scale, bool write_grad);
+                     float dloss_scale, bool write_grad, const StepScalars* scalars);
     void run_backward(const int32_t* inputs, int B, int T);
     float* p(const ParamTensor& t) { return params_ + t.offset; }
     float* g(const ParamTensor& t) { return grads_ + t.offset; }

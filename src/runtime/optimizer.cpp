@@ -1,45 +1,49 @@
 #include "runtime/optimizer.h"
 
-#include <cmath>
+#include <vector>
 
 namespace trt {
 
-AdamW::AdamW(Backend& backend, const ParamTable& table, const OptimConfig& config)
+AdamW::AdamW(Backend& backend, const ParamTable& table, const OptimConfig& config,
+             bool dynamic_loss_scale)
     : be_(backend), table_(table), config_(config) {
-    m_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float)));
-    v_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float)));
+    const size_t n = table_.total();
+    m_ = static_cast<float*>(be_.alloc(n * sizeof(float), "AdamW first moments"));
+    v_ = static_cast<float*>(be_.alloc(n * sizeof(float), "AdamW second moments"));
+    policy_.dynamic = dynamic_loss_scale;
+    // Decay only tensors with >= 2 dims (the table interleaves them with biases/LN params):
+    // one segment per tensor, so the fused update is one pass over the flat buffer.
+    std::vector<int64_t> ends;
+    std::vector<float> decay;
+    for (const ParamTensor& t : table_.tensors()) {
+        ends.push_back(static_cast<int64_t>(t.offset + t.numel));
+        decay.push_back(t.decay ? static_cast<float>(config_.weight_decay) : 0.0f);
+    }
+    segment_ends_ = be_.alloc(ends.size() * sizeof(int64_t), "AdamW segment table");
+    segment_decay_ = be_.alloc(decay.size() * sizeof(float), "AdamW segment table");
+    be_.copy_to_device(segment_ends_, ends.data(), ends.size() * sizeof(int64_t));
+    be_.copy_to_device(segment_decay_, decay.data(), decay.size() * sizeof(float));
+    segments_.ends = static_cast<const int64_t*>(segment_ends_);
+    segments_.weight_decay = static_cast<const float*>(segment_decay_);
+    segments_.count = static_cast<int32_t>(ends.size());
 }
 
 AdamW::~AdamW() {
     be_.free(m_);
     be_.free(v_);
+    be_.free(segment_ends_);
+    be_.free(segment_decay_);
 }
 
-AdamW::StepFigures AdamW::update(float* params, const float* grads, double lr, int64_t step) {
-    StepFigures f;
-    f.grad_norm = std::sqrt(be_.sum_squares(grads, table_.total()));
-    f.clip_scale = 1.0;
-    if (config_.grad_clip > 0.0) {
-        // clip_grad_norm_: coef = max_norm / (norm + 1e-6), applied only when < 1.
-        const double coef = config_.grad_clip / (f.grad_norm + 1e-6);
-        if (coef < 1.0) f.clip_scale = coef;
-    }
-    AdamWParams p;
-    p.lr = static_cast<float>(lr);
-    p.beta1 = static_cast<float>(config_.beta1);
-    p.beta2 = static_cast<float>(config_.beta2);
-    p.eps = static_cast<float>(config_.eps);
-    p.step = step;
-    p.grad_scale = static_cast<float>(f.clip_scale);
-    // Decay only tensors with >= 2 dims; the table keeps them interleaved with the
-    // biases/LN params, so update tensor by tensor (cheap on the CPU; the CUDA backend
-    // will do one multi-tensor launch).
-    for (const ParamTensor& t : table_.tensors()) {
-        p.weight_decay = t.decay ? static_cast<float>(config_.weight_decay) : 0.0f;
-        be_.adamw_update(params + t.offset, grads + t.offset, m_ + t.offset, v_ + t.offset,
-                         t.numel, p);
-    }
-    return f;
+void AdamW::update(float* params, const float* grads, StepScalars* s) {
+    const size_t n = table_.total();
+    be_.grad_norm_clip(s, grads, n, static_cast<float>(config_.grad_clip));
+    AdamWConfig hp;
+    hp.beta1 = static_cast<float>(config_.beta1);
+    hp.beta2 = static_cast<float>(config_.beta2);
+    hp.eps = static_cast<float>(config_.eps);
+    be_.adamw_step(params, grads, m_, v_, n, segments_, hp, s);
+    be_.end_step(s, policy_);
 }
 
 }  // namespace trt

@@ -1,5 +1,7 @@
 // AdamW over the flat parameter buffer, torch.optim.AdamW semantics, with global-norm
 // gradient clipping as torch.nn.utils.clip_grad_norm_ and the GPT-2 decay convention.
+// Everything it reads and writes per step (lr, step, norm, clip factor, loss scale) is in
+// the backend's StepScalars, so an update is enqueued with no host round-trip.
 #pragma once
 #include <cstdint>
 
@@ -11,17 +13,17 @@ namespace trt {
 
 class AdamW {
 public:
-    AdamW(Backend& backend, const ParamTable& table, const OptimConfig& config);
+    // dynamic_loss_scale: fp16 (GradScaler semantics in end_step).
+    AdamW(Backend& backend, const ParamTable& table, const OptimConfig& config,
+          bool dynamic_loss_scale);
     ~AdamW();
     AdamW(const AdamW&) = delete;
     AdamW& operator=(const AdamW&) = delete;
 
-    struct StepFigures {
-        double grad_norm;  // before clipping
-        double clip_scale; // factor applied to the grads (1 = not clipped)
-    };
-    // One update of params from grads at learning rate lr; `step` is 1-based.
-    StepFigures update(float* params, const float* grads, double lr, int64_t step);
+    // Enqueues grad norm → clip → fused AdamW → loss-scale update on s (begin_step was
+    // called with the step's lr and number). Skips the weight update on a non-finite
+    // gradient (s->nonfinite, counted in s->skipped_steps).
+    void update(float* params, const float* grads, StepScalars* s);
 
     float* m() { return m_; }
     float* v() { return v_; }
@@ -30,8 +32,12 @@ private:
     Backend& be_;
     const ParamTable& table_;
     OptimConfig config_;
+    LossScalePolicy policy_;
     float* m_ = nullptr;  // first moments, table.total() floats
     float* v_ = nullptr;  // second moments
+    ParamSegments segments_;  // per-tensor ranges and weight decay, in backend memory
+    void* segment_ends_ = nullptr;
+    void* segment_decay_ = nullptr;
 };
 
 }  // namespace trt

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "backend/backend_factory.h"
 #include "core/version.h"
 #include "io/fs_util.h"
 #include "model/gpt_weights.h"
@@ -21,19 +22,6 @@ namespace {
 double now_ms() {
     using namespace std::chrono;
     return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
-
-// The CPU is the only backend this build has; refuse what it cannot honour.
-std::unique_ptr<Backend> make_backend(const RunConfig& run) {
-    if (run.runtime.device == DeviceKind::Cuda)
-        fail(Status::Unsupported,
-             "runtime.device = \"cuda\": this build of libtrainrt has no CUDA backend "
-             "(libtrainrt-cuda); use runtime.device = \"cpu\" or \"auto\"");
-    if (run.runtime.precision != Precision::Auto && run.runtime.precision != Precision::Fp32)
-        fail(Status::Unsupported, "runtime.precision = \"", to_string(run.runtime.precision),
-             "\": the CPU backend computes in fp32 only; set runtime.precision = \"fp32\" or "
-             "\"auto\" (", to_string(run.runtime.precision), " needs runtime.device = \"cuda\")");
-    return make_cpu_backend(static_cast<int>(run.runtime.threads));
 }
 
 TokenDataset open_split(const std::string& pattern, const char* key, int64_t vocab) {
@@ -55,7 +43,13 @@ Session::Session(const Config& config, const LogSink& sink)
         fail(Status::Config, "train.checkpoint_every = ", tr.checkpoint_every,
              " but train.out_dir is empty: set train.out_dir (checkpoints go there) or "
              "set train.checkpoint_every = 0");
-    backend_ = make_backend(run_);
+    BackendSelection selected = select_backend(run_);
+    backend_ = std::move(selected.backend);
+    precision_ = selected.precision;
+    if (!selected.fallback_reason.empty())
+        log_.info("runtime.device = \"auto\": no usable CUDA backend, running on the CPU (",
+                  selected.fallback_reason, ")");
+    max_inflight_ = std::clamp<int64_t>(run_.runtime.max_inflight, 1, Backend::kScalarSlots);
 
     const int B = static_cast<int>(tr.batch_size), T = static_cast<int>(tr.seq_len);
     if (!run_.data.train.empty()) {
@@ -92,7 +86,12 @@ Session::Session(const Config& config, const LogSink& sink)
     else
         load_init_weights(model_->table(), mc.init_from, host.data());
     backend_->copy_to_device(model_->params(), host.data(), host.size() * sizeof(float));
-    optimizer_ = std::make_unique<AdamW>(*backend_, model_->table(), run_.optim);
+    optimizer_ = std::make_unique<AdamW>(*backend_, model_->table(), run_.optim,
+                                         precision_ == Precision::Fp16);
+    scalars_ = static_cast<StepScalars*>(backend_->alloc(sizeof(StepScalars), "step scalars"));
+    // fp16: torch.cuda.amp.GradScaler's initial scale 2^16; otherwise no scaling.
+    reset_step_scalars(precision_ == Precision::Fp16 ? 65536.0f : 1.0f);
+    place_train_data();
 
     rows_.resize(static_cast<size_t>(B) * (T + 1));
     inputs_.resize(static_cast<size_t>(B) * T);
@@ -100,26 +99,114 @@ Session::Session(const Config& config, const LogSink& sink)
     log_startup();
 }
 
-Session::~Session() = default;
+Session::~Session() {
+    // Buffers the session itself allocated (the model and optimizer free theirs).
+    try {
+        backend_->synchronize();
+    } catch (const Error&) {
+        // a lost device: nothing left to wait for; still free what we can
+    }
+    backend_->free(scalars_);
+    backend_->free(resident_buffer_);
+    backend_->free(resident_starts_);
+}
+
+void Session::reset_step_scalars(float loss_scale) {
+    StepScalars init;
+    init.loss_scale = loss_scale;
+    backend_->copy_to_device(scalars_, &init, sizeof init);
+    loss_scale_ = loss_scale;
+    skipped_steps_ = 0;
+}
+
+// data.placement: device = the whole train split resident in backend memory, batches drawn
+// there; host = drawn on the host and copied per micro-batch. auto = device on CUDA when the
+// ids fit 16 bits and the memory is there, host otherwise (always host on the CPU, where
+// "resident" would only duplicate the memory-mapped shards).
+void Session::place_train_data() {
+    if (!train_data_) return;
+    const Placement asked = run_.data.placement;
+    const bool on_cuda = std::string(backend_->name()) == "cuda";
+    if (asked == Placement::Host || (asked == Placement::Auto && !on_cuda)) return;
+    if (run_.model.vocab_size > 65536) {
+        if (asked == Placement::Device)
+            fail(Status::Config, "data.placement = \"device\" keeps token ids as 16 bits, but "
+                 "model.vocab_size = ", run_.model.vocab_size, " > 65536; use data.placement = "
+                 "\"host\" or \"auto\"");
+        return;
+    }
+    try {
+        upload_train_data();
+    } catch (const Error& e) {
+        if (asked == Placement::Device || e.status() != Status::OutOfMemory) throw;
+        backend_->free(resident_buffer_);
+        backend_->free(resident_starts_);
+        resident_buffer_ = resident_starts_ = nullptr;
+        log_.info("data.placement = \"auto\": the train split does not fit on the device (",
+                  e.what(), "); streaming batches from the host instead");
+    }
+}
+
+void Session::upload_train_data() {
+    const TokenDataset& data = *train_data_;
+    const int64_t T = run_.train.seq_len;
+    shard_starts_.assign(1, 0);
+    uint64_t windows = 0;
+    for (size_t s = 0; s < data.num_shards(); ++s) {
+        shard_starts_.push_back(shard_starts_.back() + data.shard_tokens(s));
+        windows += static_cast<uint64_t>(std::max<int64_t>(0, data.shard_tokens(s) - T));
+    }
+    const int64_t total = shard_starts_.back();
+    resident_buffer_ = backend_->alloc(static_cast<size_t>(total) * sizeof(uint16_t),
+                                       cat("the resident train split (", total, " tokens)").c_str());
+    resident_starts_ = backend_->alloc(shard_starts_.size() * sizeof(int64_t), "shard offsets");
+    backend_->copy_to_device(resident_starts_, shard_starts_.data(),
+                             shard_starts_.size() * sizeof(int64_t));
+    // Through a bounded staging buffer: the shards are memory-mapped, never read whole.
+    constexpr int64_t kChunk = int64_t{1} << 22;
+    std::vector<uint16_t> staging(static_cast<size_t>(std::min<int64_t>(kChunk, total)));
+    auto* dst = static_cast<uint16_t*>(resident_buffer_);
+    for (size_t s = 0; s < data.num_shards(); ++s) {
+        for (int64_t off = 0; off < data.shard_tokens(s); off += kChunk) {
+            const int64_t n = std::min<int64_t>(kChunk, data.shard_tokens(s) - off);
+            data.copy_tokens_u16(s, off, n, staging.data());
+            backend_->copy_to_device(dst + shard_starts_[s] + off, staging.data(),
+                                     static_cast<size_t>(n) * sizeof(uint16_t));
+        }
+    }
+    resident_tokens_.tokens = dst;
+    resident_tokens_.shard_starts = static_cast<const int64_t*>(resident_starts_);
+    resident_tokens_.num_shards = static_cast<int32_t>(data.num_shards());
+    resident_tokens_.total = total;
+    resident_tokens_.random_windows = windows;
+    resident_ = true;
+}
 
 void Session::log_startup() const {
     const RunConfig& r = run_;
     const size_t n_params = model_->table().total();
-    auto configured = [](const char* resolved, const char* asked) {
-        return std::string(resolved) + (std::string(resolved) == asked ? "" : cat(" (", asked, ")"));
+    const bool cuda = std::string(backend_->name()) == "cuda";
+    auto configured = [](const std::string& resolved, const char* asked) {
+        return resolved + (resolved == asked ? "" : cat(" (", asked, ")"));
     };
-    auto cuda_only = [](bool asked) { return cat("n/a (cpu; ", asked ? "on" : "off", ")"); };
-    // First line: every switch, resolved (configured value in parentheses where it differs);
-    // the CUDA-only ones say n/a rather than pretending.
-    log_.info("acceleration: device=", configured("cpu", to_string(r.runtime.device)),
-              " precision=", configured("fp32", to_string(r.runtime.precision)),
+    auto on_off = [](bool b) { return b ? "on" : "off"; };
+    // CUDA-only switches on the CPU say n/a; those the CUDA backend does not implement yet
+    // say so, rather than pretending.
+    auto cuda_only = [&](bool asked, bool implemented) {
+        if (!cuda) return cat("n/a (cpu; ", on_off(asked), ")");
+        if (implemented) return std::string(on_off(asked));
+        return cat("off (", on_off(asked), "; not implemented yet)");
+    };
+    log_.info("acceleration: device=", configured(backend_->name(), to_string(r.runtime.device)),
+              " precision=", configured(to_string(precision_), to_string(r.runtime.precision)),
               " threads=", backend_->num_threads(),
               " attention=", configured("matmul", to_string(r.accel.attention)),
-              " fused_classifier=on (cpu: always)",
-              " fused_adamw=", cuda_only(r.accel.fused_adamw),
-              " cuda_graphs=", cuda_only(r.accel.cuda_graphs),
-              " matmul_epilogues=", cuda_only(r.accel.matmul_epilogues),
-              " placement=", configured("host", to_string(r.data.placement)));
+              " fused_classifier=on (", cuda ? "cuda" : "cpu", ": always)",
+              " fused_adamw=", cuda ? std::string("on (cuda: always)") : cuda_only(r.accel.fused_adamw, false),
+              " cuda_graphs=", cuda_only(r.accel.cuda_graphs, false),
+              " matmul_epilogues=", cuda_only(r.accel.matmul_epilogues, false),
+              " placement=", configured(resident_ ? "device" : "host", to_string(r.data.placement)),
+              " max_inflight=", max_inflight_);
     log_.info("model: GPT-2 L", r.model.n_layer, " H", r.model.n_head, " C", r.model.d_model,
               " V", r.model.vocab_size, " T_max", r.model.context_length, ", ", n_params,
               " parameters, init ",
@@ -133,26 +220,15 @@ void Session::log_startup() const {
                           : std::string("no train data"),
               "; ",
               val_data_ ? cat(val_data_->total_tokens(), " val tokens") : std::string("no val data"));
-    log_.info("memory: ", backend_->bytes_in_use(), " bytes on the backend");
+    log_.info("memory: ", backend_->bytes_in_use(), " bytes in use, ",
+              backend_->bytes_reserved(), " reserved on the ", backend_->name(), " backend");
 }
 
-void Session::load_rows(const int32_t* rows, int B, int T) {
-    for (int b = 0; b < B; ++b) {
-        const int32_t* row = rows + static_cast<size_t>(b) * (T + 1);
-        std::copy(row, row + T, inputs_.data() + static_cast<size_t>(b) * T);
-        std::copy(row + 1, row + T + 1, targets_.data() + static_cast<size_t>(b) * T);
-    }
-    const size_t bytes = static_cast<size_t>(B) * T * sizeof(int32_t);
-    backend_->copy_to_device(model_->inputs_buffer(), inputs_.data(), bytes);
-    backend_->copy_to_device(model_->targets_buffer(), targets_.data(), bytes);
-}
-
-double Session::micro_step(const int32_t* rows, float dloss_scale) {
+void Session::micro_step(float dloss_scale) {
     const int B = model_->max_batch(), T = model_->max_seq();
-    load_rows(rows, B, T);
     model_->forward_backward(model_->inputs_buffer(), model_->targets_buffer(), B, T,
-                             dloss_scale);
-    return model_->mean_loss(B, T);
+                             dloss_scale, scalars_);
+    backend_->accumulate_loss(scalars_, model_->losses(), static_cast<size_t>(B) * T);
 }
 
 StepResult Session::step() {
@@ -161,17 +237,34 @@ StepResult Session::step() {
              "(set data.train, or pass tokens with step_tokens)");
     const double t0 = now_ms();
     const int64_t GA = run_.train.grad_accum, B = run_.train.batch_size, T = run_.train.seq_len;
+    const int64_t s = step_ + 1;
+    const double lr = scheduled_lr(run_.optim, run_.train.steps, s);
     const float dloss = 1.0f / static_cast<float>(B * T * GA);
+    int32_t* inputs = model_->inputs_buffer();
+    int32_t* targets = model_->targets_buffer();
+    backend_->begin_step(scalars_, static_cast<float>(lr), s);
     model_->zero_grads();
-    double loss_sum = 0.0;
     for (int64_t k = 0; k < GA; ++k) {
-        if (run_.data.sampler == SamplerKind::Sequential)
-            sample_sequential(*train_data_, cursor_, B, T, rows_.data());
-        else
-            sample_random(*train_data_, run_.data.seed, step_ + 1, k, B, T, rows_.data());
-        loss_sum += micro_step(rows_.data(), dloss);
+        const bool sequential = run_.data.sampler == SamplerKind::Sequential;
+        if (resident_ && sequential) {
+            const SequentialWindow w = next_sequential_window(*train_data_, cursor_, B, T);
+            backend_->sample_window(inputs, targets, resident_tokens_,
+                                    shard_starts_[w.shard] + w.pos, static_cast<int>(B),
+                                    static_cast<int>(T));
+        } else if (resident_) {
+            backend_->sample_random(inputs, targets, resident_tokens_, run_.data.seed, s, k,
+                                    static_cast<int>(B), static_cast<int>(T));
+        } else {
+            if (sequential)
+                sample_sequential(*train_data_, cursor_, B, T, rows_.data());
+            else
+                sample_random(*train_data_, run_.data.seed, s, k, B, T, rows_.data());
+            backend_->load_rows(inputs, targets, rows_.data(), static_cast<int>(B),
+                                static_cast<int>(T));
+        }
+        micro_step(dloss);
     }
-    return finish_step(loss_sum / static_cast<double>(GA), t0);
+    return finish_step(s, lr, t0);
 }
 
 void Session::check_tokens(const int32_t* tokens, size_t n) const {
@@ -192,33 +285,76 @@ StepResult Session::step_tokens(const int32_t* tokens, size_t n_tokens) {
              " = ", expected);
     check_tokens(tokens, n_tokens);
     const double t0 = now_ms();
-    const float dloss = 1.0f / static_cast<float>(B * T * GA);
-    model_->zero_grads();
-    double loss_sum = 0.0;
-    for (int64_t k = 0; k < GA; ++k)
-        loss_sum += micro_step(tokens + static_cast<size_t>(k * B * (T + 1)), dloss);
-    return finish_step(loss_sum / static_cast<double>(GA), t0);
-}
-
-StepResult Session::finish_step(double loss, double t0_ms) {
     const int64_t s = step_ + 1;
     const double lr = scheduled_lr(run_.optim, run_.train.steps, s);
-    const AdamW::StepFigures f = optimizer_->update(model_->params(), model_->grads(), lr, s);
+    const float dloss = 1.0f / static_cast<float>(B * T * GA);
+    backend_->begin_step(scalars_, static_cast<float>(lr), s);
+    model_->zero_grads();
+    for (int64_t k = 0; k < GA; ++k) {
+        backend_->load_rows(model_->inputs_buffer(), model_->targets_buffer(),
+                            tokens + static_cast<size_t>(k * B * (T + 1)), static_cast<int>(B),
+                            static_cast<int>(T));
+        micro_step(dloss);
+    }
+    return finish_step(s, lr, t0);
+}
+
+StepResult Session::finish_step(int64_t s, double lr, double t0_ms) {
+    optimizer_->update(model_->params(), model_->grads(), scalars_);
+    const int slot = static_cast<int>(s % Backend::kScalarSlots);
+    backend_->read_scalars_async(slot, scalars_);
     step_ = s;
+    tokens_total_ += run_.train.grad_accum * run_.train.batch_size * run_.train.seq_len;
+    pending_.push_back(PendingStep{s, slot, t0_ms, lr, tokens_total_});
+    collect_steps(false);
+    return last_;
+}
+
+void Session::collect_steps(bool wait_all) {
+    // pending_ never exceeds max_inflight_ <= kScalarSlots, so a ring slot is read before
+    // a later step reuses it.
+    while (!pending_.empty()) {
+        const PendingStep p = pending_.front();
+        const bool must = wait_all || static_cast<int64_t>(pending_.size()) > max_inflight_ - 1;
+        if (!must && !backend_->scalars_ready(p.slot)) break;
+        const StepScalars r = backend_->read_scalars(p.slot);
+        pending_.pop_front();
+        complete_step(p, r);
+    }
+}
+
+void Session::complete_step(const PendingStep& p, const StepScalars& r) {
+    const double now = now_ms();
+    // With steps in flight, a step's own time is from the later of its enqueue and the
+    // previous completion (the device works on one step at a time).
+    const double ms = now - std::max(p.t0_ms, last_completion_ms_);
+    last_completion_ms_ = now;
     const int64_t tokens = run_.train.grad_accum * run_.train.batch_size * run_.train.seq_len;
-    tokens_total_ += tokens;
-    StepResult r;
-    r.step = s;
-    r.loss = loss;
-    r.lr = lr;
-    r.grad_norm = f.grad_norm;
-    r.tokens = tokens;
-    r.tokens_total = tokens_total_;
-    r.ms = now_ms() - t0_ms;
-    recent_ms_.push_back(r.ms);
+    StepResult res;
+    res.step = p.step;
+    res.loss = r.loss_sum / static_cast<double>(tokens);
+    res.lr = p.lr;
+    res.grad_norm = r.grad_norm;
+    res.tokens = tokens;
+    res.tokens_total = p.tokens_total;
+    res.ms = ms;
+    if (r.nonfinite)
+        log_.warn("step ", p.step, ": the gradient is not finite (norm ", r.grad_norm,
+                  "); the update was skipped (", r.skipped_steps, " skipped so far",
+                  precision_ == Precision::Fp16 ? cat("; loss scale now ", r.loss_scale) : "",
+                  ")");
+    loss_scale_ = r.loss_scale;
+    skipped_steps_ = r.skipped_steps;
+    recent_ms_.push_back(ms);
     if (recent_ms_.size() > 100) recent_ms_.pop_front();
-    last_ = r;
-    return r;
+    last_ = res;
+    completed_.push_back(res);
+}
+
+const StepResult& Session::sync() {
+    collect_steps(true);
+    backend_->synchronize();
+    return last_;
 }
 
 double Session::eval() {
@@ -229,7 +365,7 @@ double Session::eval() {
     double sum = 0.0;
     for (int64_t i = 0; i < run_.train.eval_batches; ++i) {
         sample_sequential(*val_data_, cursor, B, T, rows_.data());
-        load_rows(rows_.data(), B, T);
+        backend_->load_rows(model_->inputs_buffer(), model_->targets_buffer(), rows_.data(), B, T);
         model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T);
         sum += model_->mean_loss(B, T);
     }
@@ -251,7 +387,7 @@ double Session::forward(const int32_t* tokens, int64_t rows, int64_t seq_len, fl
              " floats but rows x seq_len x vocab_size = ", n_logits);
     check_tokens(tokens, static_cast<size_t>(rows * (seq_len + 1)));
     const int B = static_cast<int>(rows), T = static_cast<int>(seq_len);
-    load_rows(tokens, B, T);
+    backend_->load_rows(model_->inputs_buffer(), model_->targets_buffer(), tokens, B, T);
     model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T);
     const double loss = model_->mean_loss(B, T);
     if (logits != nullptr)
@@ -276,23 +412,23 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
     const double t_start = now_ms();
     const bool can_eval = val_data_.has_value() && run_.train.eval_every > 0;
 
-    auto progress = [&](int32_t kind, double loss) {
+    auto progress = [&](int32_t kind, const StepResult& r, double loss) {
         trainrt_progress p{};
         p.struct_size = sizeof p;
         p.version = TRAINRT_PROGRESS_VERSION;
         p.kind = kind;
-        p.step = step_;
+        p.step = r.step;
         p.steps_total = total;
         p.loss = loss;
-        p.lr = last_.lr;
-        p.grad_norm = last_.grad_norm;
-        p.tokens_total = tokens_total_;
-        p.ms = last_.ms;
+        p.lr = r.lr;
+        p.grad_norm = r.grad_norm;
+        p.tokens_total = r.tokens_total;
+        p.ms = r.ms;
         p.tokens_per_s = recent_tokens_per_s();
         p.elapsed_s = (now_ms() - t_start) / 1000.0;
         const double tps = p.tokens_per_s;
-        const double tokens_left = static_cast<double>(std::max<int64_t>(0, total - step_)) *
-                                   static_cast<double>(last_.tokens);
+        const double tokens_left = static_cast<double>(std::max<int64_t>(0, total - r.step)) *
+                                   static_cast<double>(r.tokens);
         p.eta_s = tps > 0 ? tokens_left / tps : 0.0;
         return callback ? callback(p) : true;
     };
@@ -309,28 +445,46 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
         return TrainOutcome::Completed;
     }
     log_.info("train: steps ", step_ + 1, " to ", target, " of ", total);
-    while (step_ < target) {
-        if (stop_requested_.exchange(false)) {
-            log_.info("train: stopped on request after step ", step_);
-            return TrainOutcome::Stopped;
-        }
-        const StepResult r = step();
+    completed_.clear();
+    // Logs the steps whose figures have come back (they lag the enqueued step_ by up to
+    // max_inflight - 1 on an asynchronous backend). False if the callback asked to stop.
+    auto report_completed = [&] {
         bool go_on = true;
-        const bool last = step_ == target;
-        if (r.step % run_.runtime.log_every == 0 || last) {
+        std::vector<StepResult> done;
+        done.swap(completed_);
+        for (const StepResult& r : done) {
+            if (r.step % run_.runtime.log_every != 0 && r.step != target) continue;
             if (metrics)
                 metrics->write_train({r.step, r.loss, r.lr, r.grad_norm, r.tokens,
                                       r.tokens_total, r.ms, recent_tokens_per_s()});
-            go_on = progress(TRAINRT_PROGRESS_STEP, r.loss);
+            go_on = progress(TRAINRT_PROGRESS_STEP, r, r.loss) && go_on;
         }
-        if (can_eval && (r.step % run_.train.eval_every == 0 || last)) {
+        return go_on;
+    };
+    while (step_ < target) {
+        if (stop_requested_.exchange(false)) {
+            sync();
+            report_completed();
+            log_.info("train: stopped on request after step ", step_);
+            return TrainOutcome::Stopped;
+        }
+        step();
+        const bool last = step_ == target;
+        const bool eval_now = can_eval && (step_ % run_.train.eval_every == 0 || last);
+        const bool checkpoint_now =
+            run_.train.checkpoint_every > 0 && step_ % run_.train.checkpoint_every == 0;
+        // Evals, checkpoints and the end need this step's figures first.
+        if (last || eval_now || checkpoint_now) sync();
+        bool go_on = report_completed();
+        if (eval_now) {
             const double val = eval();
-            if (metrics) metrics->write_val(r.step, val);
-            go_on = progress(TRAINRT_PROGRESS_EVAL, val) && go_on;
+            if (metrics) metrics->write_val(step_, val);
+            go_on = progress(TRAINRT_PROGRESS_EVAL, last_, val) && go_on;
         }
-        if (run_.train.checkpoint_every > 0 && r.step % run_.train.checkpoint_every == 0)
-            log_.info("checkpoint: ", save_into_out_dir());
+        if (checkpoint_now) log_.info("checkpoint: ", save_into_out_dir());
         if (!go_on) {
+            sync();
+            report_completed();
             log_.info("train: stopped by the progress callback after step ", step_);
             return TrainOutcome::Stopped;
         }
@@ -340,8 +494,8 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
 
 SessionMetrics Session::metrics() const {
     SessionMetrics m;
-    m.step = step_;
-    m.tokens_total = tokens_total_;
+    m.step = last_.step;  // completed (step_ counts enqueued ones)
+    m.tokens_total = last_.tokens_total;
     m.tokens_per_s = recent_tokens_per_s();
     if (!recent_ms_.empty()) {
         std::vector<double> sorted(recent_ms_.begin(), recent_ms_.end());
@@ -354,7 +508,11 @@ SessionMetrics Session::metrics() const {
         m.step_ms_p95 = pct(0.95);
     }
     m.bytes_in_use = static_cast<int64_t>(backend_->bytes_in_use());
-    m.last_loss = step_ > 0 ? last_.loss : std::numeric_limits<double>::quiet_NaN();
+    m.bytes_reserved = static_cast<int64_t>(backend_->bytes_reserved());
+    m.skipped_steps = skipped_steps_;
+    m.loss_scale = loss_scale_;
+    // last_.tokens is set only by a completed step (not by load()).
+    m.last_loss = last_.tokens > 0 ? last_.loss : std::numeric_limits<double>::quiet_NaN();
     m.last_val_loss = last_val_loss_;
     return m;
 }
@@ -367,7 +525,7 @@ void Session::copy_state_to_host(std::vector<float>& params, std::vector<float>&
     params.resize(n);
     m.resize(n);
     v.resize(n);
-    backend_->synchronize();
+    sync();  // the figures of every enqueued step are in before the state is written
     backend_->copy_to_host(params.data(), model_->params(), n * sizeof(float));
     backend_->copy_to_host(m.data(), optimizer_->m(), n * sizeof(float));
     backend_->copy_to_host(v.data(), optimizer_->v(), n * sizeof(float));
@@ -379,7 +537,7 @@ CheckpointState Session::checkpoint_state() const {
     st.tokens_total = tokens_total_;
     st.cursor_shard = cursor_.shard;
     st.cursor_pos = cursor_.pos;
-    st.loss_scale = 1.0;
+    st.loss_scale = loss_scale_;
     st.library_version = kVersionString;
     st.config_toml = config_.dump();
     return st;
@@ -451,6 +609,8 @@ void Session::load(const std::string& path) {
              " shard(s)); resume with the data the checkpoint was trained on");
     warn_config_differences(st.config_toml, dir);
     // Every check passed: now change the session.
+    sync();
+    completed_.clear();
     backend_->copy_to_device(model_->params(), params.data(), n * sizeof(float));
     backend_->copy_to_device(optimizer_->m(), m.data(), n * sizeof(float));
     backend_->copy_to_device(optimizer_->v(), v.data(), n * sizeof(float));
@@ -458,6 +618,12 @@ void Session::load(const std::string& path) {
     tokens_total_ = st.tokens_total;
     cursor_.shard = st.cursor_shard;
     cursor_.pos = st.cursor_pos;
+    const bool fp16 = precision_ == Precision::Fp16;
+    // The dynamic loss scale carries over when both runs scale; otherwise start afresh.
+    reset_step_scalars(fp16 ? (st.loss_scale > 1.0 && std::isfinite(st.loss_scale)
+                                   ? static_cast<float>(st.loss_scale)
+                                   : 65536.0f)
+                            : 1.0f);
     last_ = StepResult{};
     last_.step = step_;
     last_.tokens_total = tokens_total_;

@@ -30,8 +30,10 @@ struct StepResult {
 struct SessionMetrics {
     int64_t step = 0, tokens_total = 0;
     double tokens_per_s = 0, step_ms_p50 = 0, step_ms_p95 = 0;
-    int64_t bytes_in_use = 0;
+    int64_t bytes_in_use = 0, bytes_reserved = 0;
     double last_loss = 0, last_val_loss = 0;
+    int64_t skipped_steps = 0;
+    double loss_scale = 1;
 };
 
 // Called by train() at each logged step / eval; return false to stop.
@@ -44,7 +46,11 @@ public:
     Session(const Config& config, const LogSink& sink);
     ~Session();
 
+    // Enqueues one step; returns the figures of the most recent *completed* step, which lags
+    // by up to runtime.max_inflight - 1 steps on an asynchronous backend.
     StepResult step();
+    // Waits for every enqueued step; returns the last one's figures.
+    const StepResult& sync();
     // tokens: grad_accum * B * (T+1) ids (see trainrt_session_step_tokens).
     StepResult step_tokens(const int32_t* tokens, size_t n_tokens);
     const StepResult& last_step() const { return last_; }
@@ -68,12 +74,25 @@ public:
     void set_log_sink(const LogSink& sink) { log_.set_sink(sink); }
 
 private:
+    struct PendingStep {  // enqueued, figures not yet read back
+        int64_t step;
+        int slot;  // read-back ring slot
+        double t0_ms, lr;
+        int64_t tokens_total;
+    };
     void check_tokens(const int32_t* tokens, size_t n) const;
-    // Splits B rows of T+1 host ids into inputs/targets [B, T] on the backend.
-    void load_rows(const int32_t* rows, int B, int T);
-    // Runs one micro-batch of B rows of T+1 host tokens through forward + backward.
-    double micro_step(const int32_t* rows, float dloss_scale);
-    StepResult finish_step(double loss, double t0_ms);
+    // Forward + backward of the micro-batch in the model's input/target buffers; its loss
+    // sum goes to the step's scalars on the backend.
+    void micro_step(float dloss_scale);
+    // Enqueues the update of step s, then collects what has completed.
+    StepResult finish_step(int64_t s, double lr, double t0_ms);
+    // Reads back completed steps: all of them (wait_all), else those ready plus as many as
+    // keep at most max_inflight - 1 in flight.
+    void collect_steps(bool wait_all);
+    void complete_step(const PendingStep& p, const StepScalars& r);
+    void place_train_data();
+    void upload_train_data();
+    void reset_step_scalars(float loss_scale);
     double recent_tokens_per_s() const;
     void log_startup() const;
     void copy_state_to_host(std::vector<float>& params, std::vector<float>& m,
@@ -86,11 +105,26 @@ private:
     RunConfig run_;
     Logger log_;
     std::unique_ptr<Backend> backend_;
+    Precision precision_ = Precision::Fp32;  // resolved
     std::unique_ptr<Gpt> model_;
     std::unique_ptr<AdamW> optimizer_;
     std::optional<TokenDataset> train_data_;
     std::optional<TokenDataset> val_data_;
     SequentialCursor cursor_;
+    // The train split resident in backend memory (data.placement = device), or none.
+    bool resident_ = false;
+    DeviceTokens resident_tokens_;
+    std::vector<int64_t> shard_starts_;  // host copy of resident_tokens_.shard_starts
+    void* resident_buffer_ = nullptr;
+    void* resident_starts_ = nullptr;
+
+    StepScalars* scalars_ = nullptr;  // backend memory: this step's lr, loss, norm, scale
+    int64_t max_inflight_ = 1;
+    std::deque<PendingStep> pending_;
+    std::vector<StepResult> completed_;  // completed since train() last looked
+    double last_completion_ms_ = 0;
+    float loss_scale_ = 1;       // as of the last completed step
+    int64_t skipped_steps_ = 0;  // as of the last completed step
 
     int64_t step_ = 0;
     int64_t tokens_total_ = 0;
@@ -99,8 +133,8 @@ private:
     std::deque<double> recent_ms_;  // last (up to) 100 step times
     std::atomic<bool> stop_requested_{false};
 
-    std::vector<int32_t> rows_;     // one micro-batch as drawn: [B, T+1]
-    std::vector<int32_t> inputs_;   // [B*T]
+    std::vector<int32_t> rows_;     // one micro-batch as drawn on the host: [B, T+1]
+    std::vector<int32_t> inputs_;   // [B*T] staging for sample()
     std::vector<int32_t> targets_;  // [B*T]
     // The step_ directory this session last wrote or loaded in out_dir (kept on re-save).
     std::string own_checkpoint_;

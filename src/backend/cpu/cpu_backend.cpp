@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -32,13 +33,16 @@ public:
     int num_threads() const override { return threads_; }
 
     // ---- memory
-    void* alloc(size_t bytes) override {
+    void* alloc(size_t bytes, const char* what) override {
         // aligned_alloc needs a size that is a multiple of the alignment (and > 0 so every
         // allocation is a distinct pointer).
         size_t rounded = bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign;
-        if (rounded < bytes) fail(Status::OutOfMemory, "cpu alloc: ", bytes, " bytes overflows");
+        if (rounded < bytes)
+            fail(Status::OutOfMemory, "cpu alloc of ", what, ": ", bytes, " bytes overflows");
         void* p = std::aligned_alloc(kAlign, rounded);
-        if (!p) fail(Status::OutOfMemory, "cpu alloc: out of memory allocating ", bytes, " bytes");
+        if (!p)
+            fail(Status::OutOfMemory, "cpu alloc of ", what, ": out of memory allocating ",
+                 bytes, " bytes (", bytes_in_use(), " bytes already in use)");
         std::memset(p, 0, rounded);
         std::lock_guard<std::mutex> lock(mu_);
         sizes_[p] = bytes;
@@ -140,8 +144,9 @@ public:
         cpu::gelu_backward_bias(dinp, dbias, inp, dout, N, M, threads_);
     }
     void classifier_forward_backward(float* logits, float* losses, const int32_t* targets,
-                                     int N, int V, int Vp, float dloss,
-                                     bool write_grad) override {
+                                     int N, int V, int Vp, float dloss, bool write_grad,
+                                     const StepScalars* scalars) override {
+        if (scalars) dloss *= scalars->loss_scale;
         cpu::classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss, write_grad,
                                          threads_);
     }
@@ -153,8 +158,54 @@ public:
         cpu::adamw_update(params, grads, m, v, n, p, threads_);
     }
 
+    // ---- the step on StepScalars (host memory: every read-back is ready at once)
+    void begin_step(StepScalars* s, float lr, int64_t step) override {
+        cpu::begin_step(s, lr, step);
+    }
+    void accumulate_loss(StepScalars* s, const float* losses, size_t n) override {
+        cpu::accumulate_loss(s, losses, n);
+    }
+    void grad_norm_clip(StepScalars* s, const float* grads, size_t n, float max_norm) override {
+        cpu::grad_norm_clip(s, grads, n, max_norm, threads_);
+    }
+    void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
+                    const ParamSegments& seg, const AdamWConfig& hp,
+                    const StepScalars* s) override {
+        cpu::adamw_step(params, grads, m, v, n, seg, hp, s, threads_);
+    }
+    void end_step(StepScalars* s, const LossScalePolicy& policy) override {
+        cpu::end_step(s, policy);
+    }
+    void read_scalars_async(int slot, const StepScalars* s) override {
+        slots_.at(check_slot(slot)) = *s;
+    }
+    bool scalars_ready(int slot) override { return check_slot(slot) >= 0; }
+    StepScalars read_scalars(int slot) override { return slots_.at(check_slot(slot)); }
+
+    // ---- batches
+    void load_rows(int32_t* inputs, int32_t* targets, const int32_t* host_rows, int B,
+                   int T) override {
+        cpu::load_rows(inputs, targets, host_rows, B, T);
+    }
+    void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
+                       int64_t start, int B, int T) override {
+        cpu::sample_window(inputs, targets, data, start, B, T);
+    }
+    void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
+                       uint64_t seed, int64_t step, int64_t micro_step, int B,
+                       int T) override {
+        cpu::sample_random(inputs, targets, data, seed, step, micro_step, B, T);
+    }
+
 private:
+    static int check_slot(int slot) {
+        TRT_CHECK(slot >= 0 && slot < kScalarSlots, "scalar read-back slot ", slot,
+                  " outside [0, ", kScalarSlots, ")");
+        return slot;
+    }
+
     int threads_;
+    std::array<StepScalars, kScalarSlots> slots_{};
     mutable std::mutex mu_;
     std::unordered_map<void*, size_t> sizes_;  // live allocation -> requested bytes
     size_t in_use_ = 0;

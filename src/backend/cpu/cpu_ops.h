@@ -57,4 +57,20 @@ double sum_squares(const float* x, size_t n, int threads);
 void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
                   const AdamWParams& p, int threads);
 
+// cpu_step.cpp — the optimizer step on StepScalars (host memory here).
+void begin_step(StepScalars* s, float lr, int64_t step);
+void accumulate_loss(StepScalars* s, const float* losses, size_t n);
+void grad_norm_clip(StepScalars* s, const float* grads, size_t n, float max_norm, int threads);
+void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
+                const ParamSegments& seg, const AdamWConfig& hp, const StepScalars* s,
+                int threads);
+void end_step(StepScalars* s, const LossScalePolicy& policy);
+
+// cpu_batches.cpp — micro-batches from host rows or a resident token set.
+void load_rows(int32_t* inputs, int32_t* targets, const int32_t* rows, int B, int T);
+void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data, int64_t start,
+                   int B, int T);
+void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data, uint64_t seed,
+                   int64_t step, int64_t micro_step, int B, int T);
+
 }  // namespace trt::cpu

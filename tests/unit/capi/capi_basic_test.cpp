@@ -225,7 +225,8 @@ TEST(CapiStructs, PublicStructLayoutIsFixedWidth) {
     EXPECT_EQ(offsetof(trainrt_step_result, step), 8u);
     EXPECT_EQ(sizeof(trainrt_step_result), 64u);
     EXPECT_EQ(offsetof(trainrt_metrics, step), 8u);
-    EXPECT_EQ(sizeof(trainrt_metrics), 72u);
+    EXPECT_EQ(sizeof(trainrt_metrics), 96u);  // version 2 appended three fields
+    EXPECT_EQ(offsetof(trainrt_metrics, bytes_reserved), 72u);
     EXPECT_EQ(offsetof(trainrt_progress, kind), 8u);
     EXPECT_EQ(offsetof(trainrt_progress, step), 16u);
 }

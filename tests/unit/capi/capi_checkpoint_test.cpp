@@ -150,6 +150,69 @@ TEST_F(CapiCheckpoint, ResumeIsBitExactRandomSampler) {
     expect_bit_exact_resume({{"data.sampler", "\"random\""}, {"data.seed", "7"}}, 4, 10);
 }
 
+// data.placement = "device" keeps the train split in backend memory and draws batches there
+// (on the CPU backend: a copy in host memory, the same code path the CUDA backend runs). It
+// must draw exactly the host sampler's batches: same figures, bit for bit.
+TEST_F(CapiCheckpoint, ResidentDataDrawsTheHostSamplersBatches) {
+    for (const char* sampler : {"\"sequential\"", "\"random\""}) {
+        const std::vector<Figures> host =
+            steps(open({{"data.sampler", sampler}, {"data.placement", "\"host\""}}), 8);
+        const std::vector<Figures> device =
+            steps(open({{"data.sampler", sampler}, {"data.placement", "\"device\""}}), 8);
+        for (size_t i = 0; i < host.size(); ++i) {
+            EXPECT_TRUE(same_bits(host[i].loss, device[i].loss))
+                << sampler << " step " << host[i].step << ": " << host[i].loss << " vs "
+                << device[i].loss;
+            EXPECT_TRUE(same_bits(host[i].grad_norm, device[i].grad_norm)) << sampler;
+        }
+    }
+}
+
+TEST_F(CapiCheckpoint, ResumeIsBitExactWithResidentData) {
+    expect_bit_exact_resume({{"data.placement", "\"device\""}}, 5, 9);
+    expect_bit_exact_resume({{"data.placement", "\"device\""}, {"data.sampler", "\"random\""}},
+                            4, 7);
+}
+
+// max_inflight only changes when figures come back, never the figures: after sync the
+// last step's figures equal a synchronous run's.
+TEST_F(CapiCheckpoint, MaxInflightDoesNotChangeTheRun) {
+    trainrt_session* a = open({{"runtime.max_inflight", "1"}});
+    trainrt_session* b = open({{"runtime.max_inflight", "4"}});
+    std::vector<Figures> fa = steps(a, 6);
+    steps(b, 6);
+    trainrt_step_result r;
+    trainrt_step_result_init(&r);
+    ASSERT_EQ(trainrt_session_sync(&r, b), TRAINRT_OK) << last_error();
+    EXPECT_EQ(r.step, 6);
+    EXPECT_TRUE(same_bits(r.loss, fa.back().loss));
+}
+
+// Metrics version 2: reserved bytes, skipped updates, loss scale; a version-1 host (72-byte
+// struct) gets exactly its fields and nothing written past them.
+TEST_F(CapiCheckpoint, MetricsVersion2Fields) {
+    trainrt_session* s = open();
+    steps(s, 2);
+    trainrt_metrics m;
+    trainrt_metrics_init(&m);
+    ASSERT_EQ(trainrt_session_metrics(&m, s), TRAINRT_OK) << last_error();
+    EXPECT_EQ(m.step, 2);
+    EXPECT_GT(m.bytes_in_use, 0);
+    EXPECT_GE(m.bytes_reserved, m.bytes_in_use);
+    EXPECT_EQ(m.skipped_steps, 0);
+    EXPECT_EQ(m.loss_scale, 1.0);  // no loss scaling outside fp16
+    struct {
+        trainrt_metrics v1;  // zeroed; only the first 72 bytes are the caller's
+    } old{};
+    old.v1.struct_size = 72;
+    old.v1.version = 1;
+    ASSERT_EQ(trainrt_session_metrics(&old.v1, s), TRAINRT_OK) << last_error();
+    EXPECT_EQ(old.v1.struct_size, 72u);
+    EXPECT_EQ(old.v1.step, 2);
+    const unsigned char* tail = reinterpret_cast<const unsigned char*>(&old.v1) + 72;
+    for (size_t i = 0; i < 24; ++i) EXPECT_EQ(tail[i], 0u) << "byte " << 72 + i;
+}
+
 TEST_F(CapiCheckpoint, TrainWritesPeriodicCheckpointsKeepsTheLastAndResumes) {
     const Sets sets = {{"train.out_dir", "\"out\""}, {"train.checkpoint_every", "2"},
                        {"train.keep_last", "2"}};

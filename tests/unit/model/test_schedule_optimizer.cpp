@@ -1,4 +1,6 @@
 // Learning-rate schedules and the AdamW optimizer (clip, decay convention) vs closed form.
+#include <cstring>
+#include <limits>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -89,8 +91,10 @@ void check_adamw(double grad_clip, bool expect_clipped) {
     o.eps = 1e-6;
     o.weight_decay = 0.3;
     o.grad_clip = grad_clip;
-    AdamW adam(*be, table, o);
+    AdamW adam(*be, table, o, false);
     const size_t n = table.total();
+    auto* sc = static_cast<StepScalars*>(be->alloc(sizeof(StepScalars)));
+    *sc = StepScalars{};
     float* params = static_cast<float*>(be->alloc(n * 4));
     float* grads = static_cast<float*>(be->alloc(n * 4));
     std::mt19937 rng(7);
@@ -105,12 +109,14 @@ void check_adamw(double grad_clip, bool expect_clipped) {
         }
         const double norm = std::sqrt(sq);
         const double lr = 1e-2 * t;
-        const AdamW::StepFigures f = adam.update(params, grads, lr, t);
-        EXPECT_NEAR(f.grad_norm, norm, 1e-6 * norm);
+        be->begin_step(sc, static_cast<float>(lr), t);
+        adam.update(params, grads, sc);
+        EXPECT_NEAR(sc->grad_norm, norm, 1e-6 * norm);
         const double scale = grad_clip > 0 && grad_clip / (norm + 1e-6) < 1
                                  ? grad_clip / (norm + 1e-6) : 1.0;
-        EXPECT_NEAR(f.clip_scale, scale, 1e-9);
-        EXPECT_EQ(f.clip_scale < 1.0, expect_clipped);
+        EXPECT_NEAR(sc->clip_scale, scale, 1e-6 * scale);  // applied as a float
+        EXPECT_EQ(sc->clip_scale < 1.0f, expect_clipped);
+        EXPECT_EQ(sc->nonfinite, 0);
         for (const ParamTensor& pt : table.tensors())
             for (size_t i = pt.offset; i < pt.offset + pt.numel; ++i)
                 ref_step(ref[i], grads[i] * scale, lr, 0.8, 0.9, 1e-6, pt.decay ? 0.3 : 0.0, t);
@@ -123,11 +129,37 @@ void check_adamw(double grad_clip, bool expect_clipped) {
     EXPECT_LT(std::sqrt(err / norm), 1e-6);
     be->free(params);
     be->free(grads);
+    be->free(sc);
 }
 
 TEST(AdamW, MatchesClosedFormWithClipping) { check_adamw(0.5, true); }
 TEST(AdamW, MatchesClosedFormBelowClipThreshold) { check_adamw(100.0, false); }
 TEST(AdamW, ClipZeroDisablesClipping) { check_adamw(0.0, false); }
+
+// GradScaler semantics on every backend: a non-finite gradient leaves the weights and the
+// moments bit-identical, and is counted.
+TEST(AdamW, NonFiniteGradientSkipsTheUpdate) {
+    auto be = make_cpu_backend(1);
+    ParamTable table(GptShape{5, 3, 1, 1, 4});
+    OptimConfig o;
+    AdamW adam(*be, table, o, false);
+    const size_t n = table.total();
+    std::vector<float> params(n), grads(n, 0.01f);
+    for (size_t i = 0; i < n; ++i) params[i] = 0.001f * static_cast<float>(i);
+    StepScalars sc;
+    be->begin_step(&sc, 0.1f, 1);
+    adam.update(params.data(), grads.data(), &sc);  // one good step: moments non-zero
+    const std::vector<float> p0 = params;
+    std::vector<float> m0(adam.m(), adam.m() + n), v0(adam.v(), adam.v() + n);
+    grads[n / 2] = std::numeric_limits<float>::infinity();
+    be->begin_step(&sc, 0.1f, 2);
+    adam.update(params.data(), grads.data(), &sc);
+    EXPECT_EQ(sc.nonfinite, 1);
+    EXPECT_EQ(sc.skipped_steps, 1);
+    EXPECT_EQ(std::memcmp(params.data(), p0.data(), n * 4), 0);
+    EXPECT_EQ(std::memcmp(adam.m(), m0.data(), n * 4), 0);
+    EXPECT_EQ(std::memcmp(adam.v(), v0.data(), n * 4), 0);
+}
 
 TEST(AdamW, BiasesAndLayerNormAreNotDecayed) {
     auto be = make_cpu_backend(1);
@@ -136,9 +168,11 @@ TEST(AdamW, BiasesAndLayerNormAreNotDecayed) {
     o.weight_decay = 0.5;
     o.lr = 0.1;
     o.grad_clip = 0;
-    AdamW adam(*be, table, o);
+    AdamW adam(*be, table, o, false);
     std::vector<float> params(table.total(), 1.0f), grads(table.total(), 0.0f);
-    adam.update(params.data(), grads.data(), 0.1, 1);  // zero grads: only decay moves params
+    StepScalars sc;
+    be->begin_step(&sc, 0.1f, 1);
+    adam.update(params.data(), grads.data(), &sc);  // zero grads: only decay moves params
     for (const ParamTensor& pt : table.tensors())
         EXPECT_FLOAT_EQ(params[pt.offset], pt.decay ? 1.0f - 0.1f * 0.5f : 1.0f) << pt.name;
 }

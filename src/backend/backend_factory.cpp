@@ -1,0 +1,164 @@
+// Backend selection and the libtrainrt-cuda loader (backend_factory.h, cuda_module.h).
+#include "backend/backend_factory.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend/cuda_module.h"
+#include "core/error.h"
+#include "core/version.h"
+
+namespace trt {
+namespace {
+
+constexpr const char* kModuleFile = "libtrainrt-cuda.so";
+
+// The folder of the shared object (or executable) that holds this code.
+std::string own_folder() {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<const void*>(&own_folder), &info) == 0 || !info.dli_fname)
+        return {};
+    std::string path = info.dli_fname;
+    const size_t slash = path.rfind('/');
+    return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+struct LoadedModule {
+    const CudaModuleTable* table = nullptr;
+    std::string error;  // why loading failed (table == nullptr)
+};
+
+LoadedModule load_module() {
+    std::vector<std::string> candidates;
+    if (const char* env = std::getenv("TRAINRT_CUDA_MODULE"); env && *env) {
+        candidates.push_back(env);  // explicit: the only candidate
+    } else {
+        const std::string here = own_folder();
+        if (!here.empty()) candidates.push_back(here + "/" + kModuleFile);
+        candidates.push_back(kModuleFile);  // LD_LIBRARY_PATH, runpath, ld.so.cache
+    }
+    std::string tried;
+    for (const std::string& path : candidates) {
+        // RTLD_LOCAL: the module's symbols (cudart is static inside it) stay its own.
+        // Never dlclosed: CUDA's runtime does not support being unloaded mid-process.
+        void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (!handle) {
+            const char* why = dlerror();
+            tried += cat(tried.empty() ? " " : "; ", why ? std::string(why) : cat(path, ": not loadable"));
+            continue;
+        }
+        auto entry = reinterpret_cast<trainrt_cuda_module_fn>(dlsym(handle, "trainrt_cuda_module_v1"));
+        if (!entry) {
+            tried += cat(tried.empty() ? " " : "; ", path, ": no trainrt_cuda_module_v1 entry point "
+                         "(not a libtrainrt-cuda module, or an incompatible one)");
+            continue;
+        }
+        const CudaModuleTable* t = entry();
+        if (!t || t->struct_size < sizeof(CudaModuleTable) || t->abi != kCudaModuleAbi ||
+            t->backend_interface != kBackendInterfaceVersion) {
+            LoadedModule m;
+            m.error = cat("VERSION:", path, " was built for another libtrainrt (module table abi ",
+                          t ? t->abi : 0, ", backend interface ",
+                          t ? t->backend_interface : 0, ", version ",
+                          t && t->trainrt_version ? t->trainrt_version : "?",
+                          "); this core expects abi ", kCudaModuleAbi, ", interface ",
+                          kBackendInterfaceVersion, ", version ", kVersionString,
+                          ". Install the libtrainrt-cuda that matches this libtrainrt");
+            return m;
+        }
+        LoadedModule m;
+        m.table = t;
+        return m;
+    }
+    LoadedModule m;
+    m.error = cat("the CUDA backend module ", kModuleFile, " could not be loaded; tried:", tried,
+                  " (install libtrainrt-cuda next to libtrainrt, or set TRAINRT_CUDA_MODULE "
+                  "to its path)");
+    return m;
+}
+
+const LoadedModule& module_once() {
+    static std::once_flag once;
+    static LoadedModule module;
+    std::call_once(once, [] { module = load_module(); });
+    return module;
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> load_cuda_backend(const BackendOptions& options) {
+    const LoadedModule& m = module_once();
+    if (!m.table) {
+        if (m.error.rfind("VERSION:", 0) == 0) fail(Status::VersionMismatch, m.error.substr(8));
+        fail(Status::Unsupported, m.error);
+    }
+    char err[1024] = {0};
+    CudaDeviceInfo info{};
+    if (m.table->probe(options.device, &info, err, sizeof err) != 0)
+        fail(Status::Unsupported, "CUDA device ", options.device, " is not usable: ", err);
+    int32_t status = TRAINRT_OK;
+    Backend* be = m.table->create_backend(&options, &status, err, sizeof err);
+    if (!be)
+        fail(status == TRAINRT_OK ? Status::Device : static_cast<Status>(status),
+             "creating the CUDA backend on device ", options.device, " (", info.name, "): ", err);
+    return std::unique_ptr<Backend>(be);
+}
+
+bool cuda_module_loadable() noexcept {
+    try {
+        return module_once().table != nullptr;
+    } catch (...) {
+        return false;
+    }
+}
+
+BackendSelection select_backend(const RunConfig& run) {
+    BackendSelection sel;
+    const Precision asked = run.runtime.precision;
+    BackendOptions opts;
+    opts.threads = static_cast<int>(run.runtime.threads);
+    opts.device = 0;
+    auto cpu = [&](const std::string& why_not_cuda) {
+        if (asked != Precision::Auto && asked != Precision::Fp32)
+            fail(Status::Unsupported, "runtime.precision = \"", to_string(asked),
+                 "\": the CPU backend computes in fp32 only; set runtime.precision = \"fp32\" "
+                 "or \"auto\" (", to_string(asked), " needs the CUDA backend",
+                 why_not_cuda.empty() ? std::string(")")
+                                      : cat(", which is not available: ", why_not_cuda, ")"));
+        sel.precision = Precision::Fp32;
+        sel.backend = make_cpu_backend(opts.threads);
+    };
+    switch (run.runtime.device) {
+        case DeviceKind::Cpu:
+            cpu("");
+            break;
+        case DeviceKind::Cuda:
+            opts.precision = asked == Precision::Auto ? Precision::Bf16 : asked;
+            try {
+                sel.backend = load_cuda_backend(opts);
+            } catch (const Error& e) {
+                throw Error(e.status(), cat("runtime.device = \"cuda\": ", e.what(),
+                                            " (use runtime.device = \"cpu\" or \"auto\")"));
+            }
+            sel.precision = opts.precision;
+            break;
+        case DeviceKind::Auto:
+            opts.precision = asked == Precision::Auto ? Precision::Bf16 : asked;
+            try {
+                sel.backend = load_cuda_backend(opts);
+                sel.precision = opts.precision;
+            } catch (const Error& e) {
+                if (e.status() == Status::OutOfMemory || e.status() == Status::DeviceLost) throw;
+                sel.fallback_reason = e.what();
+                cpu(sel.fallback_reason);
+            }
+            break;
+    }
+    return sel;
+}
+
+}  // namespace trt

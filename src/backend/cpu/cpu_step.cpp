@@ -1,0 +1,77 @@
+// The optimizer step on backend-resident StepScalars (backend.h): on the CPU "backend memory"
+// is host memory, so these are plain functions; they are the twins the CUDA kernels in
+// src/backend/cuda/kernels/optimizer.cu are tested against.
+#include <cmath>
+
+#include "backend/cpu/cpu_ops.h"
+#include "core/error.h"
+
+namespace trt::cpu {
+
+void begin_step(StepScalars* s, float lr, int64_t step) {
+    s->lr = lr;
+    s->step = step;
+    s->loss_sum = 0.0;
+    s->grad_norm = 0.0;
+    s->clip_scale = 1.0f;
+    s->nonfinite = 0;
+}
+
+void accumulate_loss(StepScalars* s, const float* losses, size_t n) {
+    double sum = 0.0;  // in order: a few thousand values per micro-batch
+    for (size_t i = 0; i < n; ++i) sum += losses[i];
+    s->loss_sum += sum;
+}
+
+void grad_norm_clip(StepScalars* s, const float* grads, size_t n, float max_norm, int threads) {
+    const double ss = sum_squares(grads, n, threads);
+    s->nonfinite = std::isfinite(ss) ? 0 : 1;
+    s->grad_norm = std::sqrt(ss) / static_cast<double>(s->loss_scale);
+    s->clip_scale = 1.0f;
+    if (max_norm > 0.0f && !s->nonfinite) {
+        // clip_grad_norm_: coef = max_norm / (norm + 1e-6), applied only when < 1.
+        const double coef = static_cast<double>(max_norm) / (s->grad_norm + 1e-6);
+        if (coef < 1.0) s->clip_scale = static_cast<float>(coef);
+    }
+}
+
+void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
+                const ParamSegments& seg, const AdamWConfig& hp, const StepScalars* s,
+                int threads) {
+    if (s->nonfinite) return;  // GradScaler: a bad gradient never reaches the weights
+    AdamWParams p;
+    p.lr = s->lr;
+    p.beta1 = hp.beta1;
+    p.beta2 = hp.beta2;
+    p.eps = hp.eps;
+    p.step = s->step;
+    p.grad_scale = s->clip_scale / s->loss_scale;
+    int64_t begin = 0;
+    for (int32_t i = 0; i < seg.count; ++i) {
+        const int64_t end = seg.ends[i];
+        TRT_CHECK(end > begin && static_cast<size_t>(end) <= n, "AdamW segment ", i, " [",
+                  begin, ", ", end, ") is not inside the ", n, "-element buffer");
+        p.weight_decay = seg.weight_decay[i];
+        adamw_update(params + begin, grads + begin, m + begin, v + begin,
+                     static_cast<size_t>(end - begin), p, threads);
+        begin = end;
+    }
+    TRT_CHECK(static_cast<size_t>(begin) == n, "AdamW segments cover ", begin, " of ", n,
+              " elements");
+}
+
+void end_step(StepScalars* s, const LossScalePolicy& policy) {
+    if (s->nonfinite) {
+        s->skipped_steps += 1;
+        s->good_steps = 0;
+        if (policy.dynamic) s->loss_scale *= policy.backoff_factor;
+        return;
+    }
+    s->good_steps += 1;
+    if (policy.dynamic && s->good_steps >= policy.growth_interval) {
+        s->loss_scale *= policy.growth_factor;
+        s->good_steps = 0;
+    }
+}
+
+}  // namespace trt::cpu

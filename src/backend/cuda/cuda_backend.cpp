@@ -1,0 +1,401 @@
+// CudaBackend (cuda_backend.h). Host code only: kernels live behind cuda_ops.h.
+#include "backend/cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_ops.h"
+
+namespace trt::cuda {
+namespace {
+
+constexpr size_t kAlign = 256;                      // cudaMalloc's own alignment
+constexpr size_t kLtWorkspaceBytes = 32ull << 20;  // GPU.md: 32 MB for Hopper kernels
+
+size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+const char* precision_name(Precision p) {
+    switch (p) {
+        case Precision::Fp32: return "fp32";
+        case Precision::Tf32: return "tf32";
+        case Precision::Bf16: return "bf16";
+        case Precision::Fp16: return "fp16";
+        default: return "auto";
+    }
+}
+
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(const BackendOptions& o) : device_(o.device) {
+        if (o.precision == Precision::Auto)
+            fail(Status::InvalidArgument, "CUDA backend created with an unresolved precision");
+        TRT_CUDA_CHECK(cudaSetDevice(device_));
+        cudaDeviceProp prop{};
+        TRT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+        name_ = prop.name;
+        if (prop.major < 8)
+            fail(Status::Unsupported, "CUDA device ", device_, " (", prop.name, ") is sm_",
+                 prop.major, prop.minor, "; libtrainrt-cuda needs sm_80 (Ampere) or newer");
+        ctx_.precision = o.precision;
+        TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+        ctx_.stream = stream_;
+        TRT_CUBLAS_CHECK(cublasLtCreate(&lt_));
+        ctx_.lt = lt_;
+        ctx_.lt_workspace = alloc(kLtWorkspaceBytes, "cuBLASLt workspace");
+        ctx_.lt_workspace_bytes = kLtWorkspaceBytes;
+        ctx_.matmul = create_matmul_state();
+        TRT_CUDA_CHECK(cudaMallocHost(&pinned_scalars_, sizeof(StepScalars) * kScalarSlots));
+        for (auto& e : scalar_events_)
+            TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        for (auto& e : rows_copied_) TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        for (auto& e : rows_consumed_)
+            TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        sum_out_ = static_cast<double*>(alloc(sizeof(double), "reduction result"));
+    }
+
+    ~CudaBackend() override {
+        // Best effort, never throws: the device may already be lost.
+        cudaSetDevice(device_);
+        if (stream_) cudaStreamSynchronize(stream_);
+        if (copy_stream_) cudaStreamSynchronize(copy_stream_);
+        if (ctx_.matmul) destroy_matmul_state(ctx_.matmul);
+        if (lt_) cublasLtDestroy(lt_);
+        for (auto& kv : sizes_) cudaFree(kv.first);
+        for (int32_t* p : pinned_rows_) if (p) cudaFreeHost(p);
+        if (pinned_scalars_) cudaFreeHost(pinned_scalars_);
+        for (auto e : scalar_events_) if (e) cudaEventDestroy(e);
+        for (auto e : rows_copied_) if (e) cudaEventDestroy(e);
+        for (auto e : rows_consumed_) if (e) cudaEventDestroy(e);
+        if (copy_stream_) cudaStreamDestroy(copy_stream_);
+        if (stream_) cudaStreamDestroy(stream_);
+    }
+
+    const char* name() const override { return "cuda"; }
+    int num_threads() const override { return 1; }
+
+    // ---- memory
+    void* alloc(size_t bytes, const char* what) override {
+        const size_t rounded = round_up(bytes == 0 ? 1 : bytes);
+        void* p = nullptr;
+        const cudaError_t e = cudaMalloc(&p, rounded);
+        if (e == cudaErrorMemoryAllocation) {
+            cudaGetLastError();  // clear it: an allocation failure is not sticky
+            size_t free_b = 0, total_b = 0;
+            cudaMemGetInfo(&free_b, &total_b);
+            fail(Status::OutOfMemory, "CUDA out of memory allocating ", what, ": ", bytes,
+                 " bytes (", bytes >> 20, " MiB) on device ", device_, " (", name_, "); ",
+                 in_use_ >> 20, " MiB already held by this session, ", free_b >> 20,
+                 " MiB free of ", total_b >> 20, " MiB. Lower train.batch_size (and raise "
+                 "train.grad_accum to keep the tokens per step), train.seq_len or the model size");
+        }
+        if (e != cudaSuccess) cuda_fail(e, "cudaMalloc", __FILE__, __LINE__);
+        const cudaError_t z = cudaMemset(p, 0, rounded);
+        if (z != cudaSuccess) {
+            cudaFree(p);
+            cuda_fail(z, "cudaMemset", __FILE__, __LINE__);
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        sizes_[p] = {bytes, rounded};
+        in_use_ += bytes;
+        reserved_ += rounded;
+        return p;
+    }
+    void free(void* ptr) override {
+        if (!ptr) return;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            auto it = sizes_.find(ptr);
+            TRT_CHECK(it != sizes_.end(), "cuda free of a pointer this backend did not allocate");
+            in_use_ -= it->second.first;
+            reserved_ -= it->second.second;
+            sizes_.erase(it);
+        }
+        if (ptr == ctx_.params_lowp) ctx_.params_lowp = nullptr;
+        if (ptr == ctx_.params) {  // the registered parameters go: so does their working copy
+            if (ctx_.params_lowp) free(ctx_.params_lowp);
+            ctx_.params = nullptr;
+            ctx_.n_params = 0;
+        }
+        TRT_CUDA_CHECK(cudaFree(ptr));  // implicitly synchronizes: only at teardown
+    }
+    void zero(void* ptr, size_t bytes) override {
+        if (bytes) TRT_CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, stream_));
+    }
+    void copy_to_device(void* dst, const void* src, size_t bytes) override {
+        if (!bytes) return;
+        // From pageable memory the call returns once src is staged, so the caller may reuse
+        // it; the copy itself is ordered on the compute stream.
+        TRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+        refresh_working_copy_if_overlaps(dst, bytes);
+    }
+    void copy_to_host(void* dst, const void* src, size_t bytes) override {
+        if (!bytes) return;
+        TRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+        TRT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+    void synchronize() override {
+        TRT_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
+        TRT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+    size_t bytes_in_use() const override {
+        std::lock_guard<std::mutex> lock(mu_);
+        return in_use_;
+    }
+    size_t bytes_reserved() const override {
+        std::lock_guard<std::mutex> lock(mu_);
+        return reserved_;
+    }
+
+    void reserve(const ModelDims& d) override {
+        size_t need = 0;
+        for (size_t b : {elementwise_scratch_bytes(d), layernorm_scratch_bytes(d),
+                         classifier_scratch_bytes(d), matmul_scratch_bytes(d, ctx_.precision),
+                         optimizer_scratch_bytes(params_n_hint(), d), sampler_scratch_bytes(d)})
+            need = std::max(need, b);
+        need = round_up(need);
+        if (need > ctx_.scratch_bytes) {
+            free(ctx_.scratch);
+            ctx_.scratch = nullptr;
+            ctx_.scratch_bytes = 0;
+            ctx_.scratch = alloc(need, "op scratch");
+            ctx_.scratch_bytes = need;
+        }
+        const size_t row_elems = static_cast<size_t>(d.B) * (d.T + 1);
+        if (row_elems > rows_capacity_) {
+            for (int i = 0; i < 2; ++i) {
+                if (pinned_rows_[i]) TRT_CUDA_CHECK(cudaFreeHost(pinned_rows_[i]));
+                pinned_rows_[i] = nullptr;
+                TRT_CUDA_CHECK(cudaMallocHost(&pinned_rows_[i], row_elems * sizeof(int32_t)));
+                free(device_rows_[i]);
+                device_rows_[i] = nullptr;
+                device_rows_[i] = static_cast<int32_t*>(
+                    alloc(row_elems * sizeof(int32_t), "staged batch rows"));
+            }
+            rows_capacity_ = row_elems;
+        }
+        dims_ = d;
+    }
+
+    void register_params(const float* params, size_t n) override {
+        ctx_.params = params;
+        ctx_.n_params = n;
+        if (ctx_.lowp()) {
+            if (ctx_.params_lowp) free(ctx_.params_lowp);
+            ctx_.params_lowp = nullptr;
+            ctx_.params_lowp = alloc(n * 2, ctx_.precision == Precision::Bf16
+                                                ? "bf16 working copy of the parameters"
+                                                : "fp16 working copy of the parameters");
+            cast_from_f32(ctx_, ctx_.params_lowp, params, n, ctx_.precision);
+        }
+        // The optimizer's reduction partials depend on the parameter count.
+        if (dims_.B > 0) reserve(dims_);
+    }
+
+    // ---- ops
+    void encoder_forward(float* out, const int32_t* inputs, const float* wte, const float* wpe,
+                         int B, int T, int C) override {
+        cuda::encoder_forward(ctx_, out, inputs, wte, wpe, B, T, C);
+    }
+    void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inputs,
+                          int B, int T, int C) override {
+        cuda::encoder_backward(ctx_, dwte, dwpe, dout, inputs, B, T, C);
+    }
+    void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                           const float* w, const float* b, int N, int C) override {
+        cuda::layernorm_forward(ctx_, out, mean, rstd, inp, w, b, N, C);
+    }
+    void layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
+                            const float* inp, const float* w, const float* mean,
+                            const float* rstd, int N, int C) override {
+        cuda::layernorm_backward(ctx_, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    }
+    void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                        int N, int K, int M, WeightLayout layout) override {
+        cuda::matmul_forward(ctx_, out, inp, weight, bias, N, K, M, layout);
+    }
+    void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                         const float* inp, const float* weight, int N, int K, int M,
+                         WeightLayout layout) override {
+        cuda::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
+    }
+    size_t attention_saved_floats(int B, int T, int C, int NH) const override {
+        return cuda::attention_saved_floats(B, T, C, NH);
+    }
+    void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
+                           int NH) override {
+        cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH);
+    }
+    size_t attention_scratch_floats(int B, int T, int C, int NH) const override {
+        return cuda::attention_scratch_floats(B, T, C, NH);
+    }
+    void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                            const float* saved, int B, int T, int C, int NH) override {
+        cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH);
+    }
+    void gelu_forward(float* out, const float* inp, size_t n) override {
+        cuda::gelu_forward(ctx_, out, inp, n);
+    }
+    void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
+        cuda::gelu_backward(ctx_, dinp, inp, dout, n);
+    }
+    void residual_forward(float* out, const float* a, const float* b, size_t n) override {
+        cuda::residual_forward(ctx_, out, a, b, n);
+    }
+    void add_inplace(float* dst, const float* src, size_t n) override {
+        cuda::add_inplace(ctx_, dst, src, n);
+    }
+    void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
+                                    const float* a, const float* b, const float* bb,
+                                    const float* w, const float* bias, int N, int C) override {
+        cuda::residual_layernorm_forward(ctx_, res_out, out, mean, rstd, a, b, bb, w, bias, N, C);
+    }
+    void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
+                             const float* bias, int N, int K, int M) override {
+        cuda::matmul_gelu_forward(ctx_, pre, out, inp, weight, bias, N, K, M);
+    }
+    void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout,
+                            int N, int M) override {
+        cuda::gelu_backward_bias(ctx_, dinp, dbias, inp, dout, N, M);
+    }
+    void classifier_forward_backward(float* logits, float* losses, const int32_t* targets,
+                                     int N, int V, int Vp, float dloss, bool write_grad,
+                                     const StepScalars* scalars) override {
+        cuda::classifier_forward_backward(ctx_, logits, losses, targets, N, V, Vp, dloss,
+                                          write_grad, scalars);
+    }
+    // Utility outside the step (tests, tools): waits for the result.
+    double sum_squares(const float* x, size_t n) override {
+        cuda::sum_squares(ctx_, sum_out_, x, n);
+        double out = 0;
+        copy_to_host(&out, sum_out_, sizeof out);
+        return out;
+    }
+    void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
+                      const AdamWParams& p) override {
+        cuda::adamw_update(ctx_, params, working_copy_of(params), grads, m, v, n, p);
+    }
+
+    // ---- the step on device scalars
+    void begin_step(StepScalars* s, float lr, int64_t step) override {
+        cuda::begin_step(ctx_, s, lr, step);
+    }
+    void accumulate_loss(StepScalars* s, const float* losses, size_t n) override {
+        cuda::accumulate_loss(ctx_, s, losses, n);
+    }
+    void grad_norm_clip(StepScalars* s, const float* grads, size_t n, float max_norm) override {
+        cuda::grad_norm_clip(ctx_, s, grads, n, max_norm);
+    }
+    void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
+                    const ParamSegments& seg, const AdamWConfig& hp,
+                    const StepScalars* s) override {
+        cuda::adamw_step(ctx_, params, working_copy_of(params), grads, m, v, n, seg, hp, s);
+    }
+    void end_step(StepScalars* s, const LossScalePolicy& policy) override {
+        cuda::end_step(ctx_, s, policy);
+    }
+    void read_scalars_async(int slot, const StepScalars* s) override {
+        check_slot(slot);
+        TRT_CUDA_CHECK(cudaMemcpyAsync(&pinned_scalars_[slot], s, sizeof(StepScalars),
+                                       cudaMemcpyDeviceToHost, stream_));
+        TRT_CUDA_CHECK(cudaEventRecord(scalar_events_[slot], stream_));
+    }
+    bool scalars_ready(int slot) override {
+        check_slot(slot);
+        const cudaError_t e = cudaEventQuery(scalar_events_[slot]);
+        if (e == cudaErrorNotReady) return false;
+        if (e != cudaSuccess) cuda_fail(e, "cudaEventQuery", __FILE__, __LINE__);
+        return true;
+    }
+    StepScalars read_scalars(int slot) override {
+        check_slot(slot);
+        TRT_CUDA_CHECK(cudaEventSynchronize(scalar_events_[slot]));
+        return pinned_scalars_[slot];
+    }
+
+    // ---- batches
+    // Host placement: rows go through one of two pinned slots and a copy on the side stream,
+    // so the host fills slot i+1 while the device still computes on slot i. The only host
+    // wait is for the copy that last used this slot (a copy, never compute).
+    void load_rows(int32_t* inputs, int32_t* targets, const int32_t* host_rows, int B,
+                   int T) override {
+        const size_t elems = static_cast<size_t>(B) * (T + 1);
+        TRT_CHECK(elems <= rows_capacity_, "load_rows: ", B, "x", T + 1,
+                  " rows exceed the staging reserved for the model's micro-batch");
+        const int i = next_rows_slot_;
+        next_rows_slot_ ^= 1;
+        TRT_CUDA_CHECK(cudaEventSynchronize(rows_copied_[i]));
+        std::memcpy(pinned_rows_[i], host_rows, elems * sizeof(int32_t));
+        TRT_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, rows_consumed_[i], 0));
+        TRT_CUDA_CHECK(cudaMemcpyAsync(device_rows_[i], pinned_rows_[i], elems * sizeof(int32_t),
+                                       cudaMemcpyHostToDevice, copy_stream_));
+        TRT_CUDA_CHECK(cudaEventRecord(rows_copied_[i], copy_stream_));
+        TRT_CUDA_CHECK(cudaStreamWaitEvent(stream_, rows_copied_[i], 0));
+        cuda::split_rows(ctx_, inputs, targets, device_rows_[i], B, T);
+        TRT_CUDA_CHECK(cudaEventRecord(rows_consumed_[i], stream_));
+    }
+    void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
+                       int64_t start, int B, int T) override {
+        cuda::sample_window(ctx_, inputs, targets, data, start, B, T);
+    }
+    void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
+                       uint64_t seed, int64_t step, int64_t micro_step, int B,
+                       int T) override {
+        cuda::sample_random(ctx_, inputs, targets, data, seed, step, micro_step, B, T);
+    }
+
+private:
+    static void check_slot(int slot) {
+        TRT_CHECK(slot >= 0 && slot < kScalarSlots, "scalar read-back slot ", slot,
+                  " outside [0, ", kScalarSlots, ")");
+    }
+    // Parameter count for sizing the optimizer's partials before register_params is known:
+    // the registered count when there is one.
+    size_t params_n_hint() const { return ctx_.n_params; }
+    void* working_copy_of(const float* p) const { return const_cast<void*>(ctx_.lowp_of(p)); }
+    void refresh_working_copy_if_overlaps(const void* dst, size_t bytes) {
+        if (!ctx_.params_lowp) return;
+        const char* d = static_cast<const char*>(dst);
+        const char* p0 = reinterpret_cast<const char*>(ctx_.params);
+        const char* p1 = p0 + ctx_.n_params * sizeof(float);
+        if (d + bytes <= p0 || d >= p1) return;
+        cast_from_f32(ctx_, ctx_.params_lowp, ctx_.params, ctx_.n_params, ctx_.precision);
+    }
+
+    int device_;
+    std::string name_;
+    cudaStream_t stream_ = nullptr;       // every op
+    cudaStream_t copy_stream_ = nullptr;  // host → device batch copies
+    cublasLtHandle_t lt_ = nullptr;
+    CudaCtx ctx_;
+    ModelDims dims_;
+    double* sum_out_ = nullptr;
+
+    StepScalars* pinned_scalars_ = nullptr;  // [kScalarSlots], page-locked
+    std::array<cudaEvent_t, kScalarSlots> scalar_events_{};
+
+    std::array<int32_t*, 2> pinned_rows_{};  // host placement staging, [B*(T+1)] each
+    std::array<int32_t*, 2> device_rows_{};
+    std::array<cudaEvent_t, 2> rows_copied_{}, rows_consumed_{};
+    size_t rows_capacity_ = 0;
+    int next_rows_slot_ = 0;
+
+    mutable std::mutex mu_;
+    std::unordered_map<void*, std::pair<size_t, size_t>> sizes_;  // requested, reserved
+    size_t in_use_ = 0, reserved_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {
+    return std::make_unique<CudaBackend>(options);
+}
+
+}  // namespace trt::cuda

@@ -1,0 +1,138 @@
+// Private to the CUDA backend: the kernel launchers, one family per file under kernels/
+// (and cuda_matmul.cu / kernels/attention.cu for cuBLASLt). Shapes and conventions are those
+// of backend.h; each launcher is the CUDA twin of the cpu:: function of the same name and is
+// tested against it (tests/gpu/). Launchers only enqueue on ctx.stream: no allocation, no
+// synchronization, no host read of device values. Every launch is followed by
+// TRT_CUDA_LAUNCH_CHECK(). The default path uses no floating-point atomics: every reduction
+// has a fixed order, so results are bitwise reproducible run to run (GPU.md).
+#pragma once
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/backend.h"
+
+namespace trt::cuda {
+
+struct MatmulState;  // cuBLASLt descriptors/algorithms chosen once per shape (cuda_matmul.cu)
+
+// Everything a launcher may use. Built by CudaBackend; const during a call.
+struct CudaCtx {
+    cudaStream_t stream = nullptr;
+    Precision precision = Precision::Fp32;  // Fp32 | Tf32 | Bf16 | Fp16 (never Auto)
+    cublasLtHandle_t lt = nullptr;
+    void* lt_workspace = nullptr;  // cuBLASLt workspace
+    size_t lt_workspace_bytes = 0;
+    MatmulState* matmul = nullptr;
+    // Scratch: an op may use all of [scratch, scratch + scratch_bytes) during its call (ops
+    // run one after another on one stream). Sized by CudaBackend::reserve from the
+    // *_scratch_bytes functions below; 256-byte aligned.
+    void* scratch = nullptr;
+    size_t scratch_bytes = 0;
+    // bf16/fp16 working copy of the registered fp32 master parameters (precision Bf16/Fp16).
+    const float* params = nullptr;
+    size_t n_params = 0;
+    void* params_lowp = nullptr;  // __nv_bfloat16* or __half*, n_params elements
+
+    bool lowp() const { return precision == Precision::Bf16 || precision == Precision::Fp16; }
+    // The working copy of w (inside the registered parameters), or nullptr.
+    const void* lowp_of(const float* w) const {
+        if (!params_lowp || w < params || w >= params + n_params) return nullptr;
+        const size_t elem = 2;  // bf16 and fp16 are both 2 bytes
+        return static_cast<const char*>(params_lowp) + static_cast<size_t>(w - params) * elem;
+    }
+};
+
+// Scratch bytes each family needs for the largest micro-batch of dims (max over its ops).
+size_t elementwise_scratch_bytes(const ModelDims& d);  // encoder bwd sort, column sums
+size_t layernorm_scratch_bytes(const ModelDims& d);    // dw/db partials
+size_t classifier_scratch_bytes(const ModelDims& d);
+size_t matmul_scratch_bytes(const ModelDims& d, Precision p);  // bf16/fp16 operand casts
+size_t optimizer_scratch_bytes(size_t n_params, const ModelDims& d);  // reduction partials
+size_t sampler_scratch_bytes(const ModelDims& d);
+
+// ---- kernels/elementwise.cu
+void encoder_forward(const CudaCtx& ctx, float* out, const int32_t* inputs, const float* wte,
+                     const float* wpe, int B, int T, int C);
+// Deterministic: positions grouped by token with a stable sort, each token's rows summed in
+// position order (no atomics).
+void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, const float* dout,
+                      const int32_t* inputs, int B, int T, int C);
+void gelu_forward(const CudaCtx& ctx, float* out, const float* inp, size_t n);
+void gelu_backward(const CudaCtx& ctx, float* dinp, const float* inp, const float* dout,
+                   size_t n);
+void gelu_backward_bias(const CudaCtx& ctx, float* dinp, float* dbias, const float* inp,
+                        const float* dout, int N, int M);
+void residual_forward(const CudaCtx& ctx, float* out, const float* a, const float* b,
+                      size_t n);
+void add_inplace(const CudaCtx& ctx, float* dst, const float* src, size_t n);
+// dst[m] += sum over rows n of x[n, m], fixed order (per-block partials in scratch, then
+// one ordered pass). Used for every bias gradient.
+void column_sums(const CudaCtx& ctx, float* dst, const float* x, int N, int M);
+// dst[i] = (bf16 or fp16) src[i], round to nearest even; p is Bf16 or Fp16.
+void cast_from_f32(const CudaCtx& ctx, void* dst, const float* src, size_t n, Precision p);
+void cast_to_f32(const CudaCtx& ctx, float* dst, const void* src, size_t n, Precision p);
+
+// ---- kernels/layernorm.cu
+void layernorm_forward(const CudaCtx& ctx, float* out, float* mean, float* rstd,
+                       const float* inp, const float* w, const float* b, int N, int C);
+void layernorm_backward(const CudaCtx& ctx, float* dinp, float* dw, float* db,
+                        const float* dout, const float* inp, const float* w,
+                        const float* mean, const float* rstd, int N, int C);
+void residual_layernorm_forward(const CudaCtx& ctx, float* res_out, float* out, float* mean,
+                                float* rstd, const float* a, const float* b, const float* bb,
+                                const float* w, const float* bias, int N, int C);
+
+// ---- kernels/classifier.cu
+void classifier_forward_backward(const CudaCtx& ctx, float* logits, float* losses,
+                                 const int32_t* targets, int N, int V, int Vp, float dloss,
+                                 bool write_grad, const StepScalars* scalars);
+
+// ---- cuda_matmul.cu (cuBLASLt; precision from ctx)
+MatmulState* create_matmul_state();
+void destroy_matmul_state(MatmulState* s);
+void matmul_forward(const CudaCtx& ctx, float* out, const float* inp, const float* weight,
+                    const float* bias, int N, int K, int M, WeightLayout layout);
+void matmul_backward(const CudaCtx& ctx, float* dinp, float* dweight, float* dbias,
+                     const float* dout, const float* inp, const float* weight, int N, int K,
+                     int M, WeightLayout layout);
+void matmul_gelu_forward(const CudaCtx& ctx, float* pre, float* out, const float* inp,
+                         const float* weight, const float* bias, int N, int K, int M);
+
+// ---- kernels/attention.cu (batched GEMM + causal softmax: the portable path)
+size_t attention_saved_floats(int B, int T, int C, int NH);
+size_t attention_scratch_floats(int B, int T, int C, int NH);
+void attention_forward(const CudaCtx& ctx, float* out, float* saved, const float* qkv, int B,
+                       int T, int C, int NH);
+void attention_backward(const CudaCtx& ctx, float* dqkv, float* scratch, const float* dout,
+                        const float* qkv, const float* saved, int B, int T, int C, int NH);
+
+// ---- kernels/optimizer.cu
+void begin_step(const CudaCtx& ctx, StepScalars* s, float lr, int64_t step);
+void accumulate_loss(const CudaCtx& ctx, StepScalars* s, const float* losses, size_t n);
+void grad_norm_clip(const CudaCtx& ctx, StepScalars* s, const float* grads, size_t n,
+                    float max_norm);
+// params_lowp: the working copy to refresh (nullptr = none), element type from ctx.precision.
+void adamw_step(const CudaCtx& ctx, float* params, void* params_lowp, const float* grads,
+                float* m, float* v, size_t n, const ParamSegments& seg, const AdamWConfig& hp,
+                const StepScalars* s);
+void end_step(const CudaCtx& ctx, StepScalars* s, const LossScalePolicy& policy);
+// *out = sum of x[i]² in double, fixed order (out in device memory).
+void sum_squares(const CudaCtx& ctx, double* out, const float* x, size_t n);
+// Single-tensor AdamW with host parameters (Backend::adamw_update).
+void adamw_update(const CudaCtx& ctx, float* params, void* params_lowp, const float* grads,
+                  float* m, float* v, size_t n, const AdamWParams& p);
+
+// ---- kernels/sampler.cu
+// rows [B, T+1] (device) → inputs/targets [B, T].
+void split_rows(const CudaCtx& ctx, int32_t* inputs, int32_t* targets, const int32_t* rows,
+                int B, int T);
+void sample_window(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
+                   const DeviceTokens& data, int64_t start, int B, int T);
+void sample_random(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
+                   const DeviceTokens& data, uint64_t seed, int64_t step, int64_t micro_step,
+                   int B, int T);
+
+}  // namespace trt::cuda

@@ -1,0 +1,405 @@
+// Elementwise CUDA kernels (GELU, residual, add, casts), the embedding encoder, and the
+// deterministic column sums behind every bias gradient.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cub/device/device_radix_sort.cuh>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels/reduce.cuh"
+#include "core/error.h"
+
+namespace trt::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr size_t kMaxBlocks = 16384;  // grid-stride beyond this
+
+int grid_for(size_t units) {
+    size_t b = (units + kThreads - 1) / kThreads;
+    if (b > kMaxBlocks) b = kMaxBlocks;
+    return b < 1 ? 1 : static_cast<int>(b);
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// ---- GELU, tanh approximation, in the form of cpu_gelu.h: GELU(x) = x / (1 + e^{-2u}),
+// u = sqrt(2/pi)(x + 0.044715x³). The exp argument is clamped to [-87, 88] as the CPU's
+// fast_expf does: e stays finite, so the gradient never forms inf * 0. (Ternaries, not
+// fminf/fmaxf, so a NaN input stays NaN as on the CPU.)
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
+
+__device__ __forceinline__ float clamped_exp(float a) {
+    a = a < -87.0f ? -87.0f : a;
+    a = a > 88.0f ? 88.0f : a;
+    return expf(a);
+}
+
+__device__ __forceinline__ float gelu_value(float x) {
+    const float u = kGeluScale * (x + 0.044715f * x * x * x);
+    return x / (1.0f + clamped_exp(-2.0f * u));
+}
+
+// s + x·2s(1−s)·du/dx with s = 1/(1+e), s(1−s) = e·s² (no cancellation in 1−s).
+__device__ __forceinline__ float gelu_grad(float x) {
+    const float u = kGeluScale * (x + 0.044715f * x * x * x);
+    const float e = clamped_exp(-2.0f * u);
+    const float s = 1.0f / (1.0f + e);
+    const float du = kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
+    return s + x * 2.0f * (e * s * s) * du;
+}
+
+// ---- generic map: out[i] = f(in[0][i], ..., in[NIN-1][i]). out may alias an input (same
+// index read then written by one thread), hence no __restrict__.
+template <int NIN>
+struct Ins {
+    const float* p[NIN];
+};
+
+struct GeluFwd {
+    __device__ float operator()(const float (&v)[1]) const { return gelu_value(v[0]); }
+};
+struct GeluBwd {  // v = {inp, dout}
+    __device__ float operator()(const float (&v)[2]) const { return gelu_grad(v[0]) * v[1]; }
+};
+struct Add {
+    __device__ float operator()(const float (&v)[2]) const { return v[0] + v[1]; }
+};
+
+// kVec: every pointer is 16-byte aligned, so the first n/4*4 elements go as float4; the tail
+// (< 4 elements) is scalar.
+template <int NIN, bool kVec, typename F>
+__global__ void __launch_bounds__(kThreads) map_kernel(float* out, Ins<NIN> in, size_t n, F f) {
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    size_t done = 0;
+    if constexpr (kVec) {
+        const size_t n4 = n / 4;
+        for (size_t i = tid; i < n4; i += stride) {
+            float4 x[NIN];
+#pragma unroll
+            for (int k = 0; k < NIN; k++) x[k] = reinterpret_cast<const float4*>(in.p[k])[i];
+            float4 r;
+            float v[NIN];
+#pragma unroll
+            for (int k = 0; k < NIN; k++) v[k] = x[k].x;
+            r.x = f(v);
+#pragma unroll
+            for (int k = 0; k < NIN; k++) v[k] = x[k].y;
+            r.y = f(v);
+#pragma unroll
+            for (int k = 0; k < NIN; k++) v[k] = x[k].z;
+            r.z = f(v);
+#pragma unroll
+            for (int k = 0; k < NIN; k++) v[k] = x[k].w;
+            r.w = f(v);
+            reinterpret_cast<float4*>(out)[i] = r;
+        }
+        done = n4 * 4;
+    }
+    for (size_t i = done + tid; i < n; i += stride) {
+        float v[NIN];
+#pragma unroll
+        for (int k = 0; k < NIN; k++) v[k] = in.p[k][i];
+        out[i] = f(v);
+    }
+}
+
+template <int NIN, typename F>
+void launch_map(const CudaCtx& ctx, float* out, Ins<NIN> in, size_t n, F f) {
+    if (n == 0) return;
+    bool vec = aligned16(out);
+    for (int k = 0; k < NIN; k++) vec = vec && aligned16(in.p[k]);
+    if (vec) {
+        map_kernel<NIN, true, F><<<grid_for(n / 4 + 1), kThreads, 0, ctx.stream>>>(out, in, n, f);
+    } else {
+        map_kernel<NIN, false, F><<<grid_for(n), kThreads, 0, ctx.stream>>>(out, in, n, f);
+    }
+    TRT_CUDA_LAUNCH_CHECK();
+}
+
+// ---- column-reduction functors (reduce.cuh), double accumulators as the CPU's
+// column_sums_into: N can be tens of thousands of rows.
+struct ColSumOp {
+    const float* x;
+    int M;
+    __device__ void operator()(int n, int m, double (&acc)[1]) const {
+        acc[0] += static_cast<double>(x[static_cast<size_t>(n) * M + m]);
+    }
+};
+
+struct GeluBiasOp {  // dinp = gelu'(inp) * dout, and its column sums
+    float* dinp;
+    const float* inp;
+    const float* dout;
+    int M;
+    __device__ void operator()(int n, int m, double (&acc)[1]) const {
+        const size_t i = static_cast<size_t>(n) * M + m;
+        const float d = gelu_grad(inp[i]) * dout[i];
+        dinp[i] = d;
+        acc[0] += static_cast<double>(d);
+    }
+};
+
+// ---- encoder
+constexpr int kEncThreads = 128;
+
+// out[n, :] = wte[inputs[n], :] + wpe[n % T, :]; one block per row (grid-stride).
+__global__ void __launch_bounds__(kEncThreads)
+    encoder_forward_kernel(float* __restrict__ out, const int32_t* __restrict__ inputs,
+                           const float* __restrict__ wte, const float* __restrict__ wpe, int N,
+                           int T, int C) {
+    for (int n = blockIdx.x; n < N; n += gridDim.x) {
+        const float* e = wte + static_cast<size_t>(inputs[n]) * C;
+        const float* p = wpe + static_cast<size_t>(n % T) * C;
+        float* o = out + static_cast<size_t>(n) * C;
+        for (int c = threadIdx.x; c < C; c += kEncThreads) o[c] = e[c] + p[c];
+    }
+}
+
+__global__ void iota_kernel(int32_t* __restrict__ v, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        v[i] = i;
+}
+
+// keys[N] sorted ascending, pos[N] the positions, stable (ascending within a token). The block
+// (x, y) takes the runs that start at positions x, x + gridDim.x, ... and channels
+// [y*kEncThreads, +kEncThreads): dwte[tok, c] += dout[pos, c] over the run, in position
+// order — the same order, hence the same bits, as the CPU loop over n. Runs are distinct
+// tokens, so no two blocks touch one dwte element.
+__global__ void __launch_bounds__(kEncThreads)
+    encoder_dwte_kernel(float* __restrict__ dwte, const float* __restrict__ dout,
+                        const int32_t* __restrict__ keys, const int32_t* __restrict__ pos, int N,
+                        int C) {
+    const int c = blockIdx.y * kEncThreads + threadIdx.x;
+    for (int i = blockIdx.x; i < N; i += gridDim.x) {
+        const int32_t tok = keys[i];
+        if (i > 0 && keys[i - 1] == tok) continue;  // not the start of a run (block-uniform)
+        if (c >= C) continue;
+        // Run end: first index whose key is > tok (upper bound, keys sorted).
+        int lo = i + 1, hi = N;
+        while (lo < hi) {
+            const int mid = lo + (hi - lo) / 2;
+            if (keys[mid] <= tok) lo = mid + 1;
+            else hi = mid;
+        }
+        const int end = lo;
+        float* dst = dwte + static_cast<size_t>(tok) * C + c;
+        float acc = *dst;
+        int j = i;
+        for (; j + 4 <= end; j += 4) {  // four independent loads, added in order
+            const float g0 = dout[static_cast<size_t>(pos[j]) * C + c];
+            const float g1 = dout[static_cast<size_t>(pos[j + 1]) * C + c];
+            const float g2 = dout[static_cast<size_t>(pos[j + 2]) * C + c];
+            const float g3 = dout[static_cast<size_t>(pos[j + 3]) * C + c];
+            acc += g0;
+            acc += g1;
+            acc += g2;
+            acc += g3;
+        }
+        for (; j < end; j++) acc += dout[static_cast<size_t>(pos[j]) * C + c];
+        *dst = acc;
+    }
+}
+
+// dwpe[t, c] += dout[b, t, c] for b = 0..B-1 in order (the CPU's order): one thread per
+// (t, c), no reduction across threads.
+__global__ void __launch_bounds__(kThreads)
+    encoder_dwpe_kernel(float* __restrict__ dwpe, const float* __restrict__ dout, int B, int T,
+                        int C) {
+    const size_t TC = static_cast<size_t>(T) * C;
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < TC;
+         i += stride) {
+        float acc = dwpe[i];
+#pragma unroll 4
+        for (int b = 0; b < B; b++) acc += dout[static_cast<size_t>(b) * TC + i];
+        dwpe[i] = acc;
+    }
+}
+
+// Scratch of encoder_backward for N positions: sorted keys, positions in, positions out
+// (int32 each), then CUB's radix-sort temp storage; 256-byte aligned pieces.
+struct EncoderScratch {
+    size_t vals_in = 0, vals_out = 0, temp = 0;  // byte offsets (keys at 0)
+    size_t temp_bytes = 0;
+    size_t total = 0;
+};
+
+EncoderScratch encoder_scratch(int N, cudaStream_t stream) {
+    EncoderScratch s;
+    // A null temp pointer only asks for the size: nothing is launched.
+    TRT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+        nullptr, s.temp_bytes, static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr),
+        static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr), N, 0, 32, stream));
+    const size_t a = align_up_256(static_cast<size_t>(N) * sizeof(int32_t));
+    s.vals_in = a;
+    s.vals_out = 2 * a;
+    s.temp = 3 * a;
+    s.total = s.temp + align_up_256(s.temp_bytes);
+    return s;
+}
+
+// Round to nearest even, as the names say.
+template <typename T>
+__device__ __forceinline__ T from_f32(float v);
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
+    return __float2bfloat16_rn(v);
+}
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float v) {
+    return __float2half_rn(v);
+}
+
+__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+
+template <typename T>
+__global__ void cast_from_f32_kernel(T* __restrict__ dst, const float* __restrict__ src,
+                                     size_t n) {
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride)
+        dst[i] = from_f32<T>(src[i]);
+}
+
+template <typename T>
+__global__ void cast_to_f32_kernel(float* __restrict__ dst, const T* __restrict__ src,
+                                   size_t n) {
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride)
+        dst[i] = to_f32(src[i]);
+}
+
+}  // namespace
+
+size_t elementwise_scratch_bytes(const ModelDims& d) {
+    const int N = d.B * d.T;
+    size_t bytes = 0;
+    if (N > 0) bytes = encoder_scratch(N, nullptr).total;
+    // column_sums / gelu_backward_bias: M <= 4C (the MLP), double partials.
+    const size_t cols = colred::partial_bytes_bound(4 * d.C, 1, sizeof(double));
+    if (cols > bytes) bytes = cols;
+    return align_up_256(bytes);
+}
+
+// out [B*T, C], inputs [B*T], wte [V, C], wpe [>=T, C]
+void encoder_forward(const CudaCtx& ctx, float* out, const int32_t* inputs, const float* wte,
+                     const float* wpe, int B, int T, int C) {
+    const int N = B * T;
+    if (N <= 0 || C <= 0) return;
+    const int blocks = N < 65536 ? N : 65536;
+    encoder_forward_kernel<<<blocks, kEncThreads, 0, ctx.stream>>>(out, inputs, wte, wpe, N, T,
+                                                                   C);
+    TRT_CUDA_LAUNCH_CHECK();
+}
+
+// dwte [V, C] +=, dwpe [>=T, C] +=, dout [B*T, C], inputs [B*T]
+void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, const float* dout,
+                      const int32_t* inputs, int B, int T, int C) {
+    const int N = B * T;
+    if (N <= 0 || C <= 0) return;
+    const EncoderScratch s = encoder_scratch(N, ctx.stream);
+    TRT_CHECK(s.total <= ctx.scratch_bytes, "encoder_backward needs ", s.total,
+              " bytes of CUDA scratch for B*T=", N, ", have ", ctx.scratch_bytes,
+              " (sized by reserve(ModelDims))");
+    char* base = static_cast<char*>(ctx.scratch);
+    int32_t* keys = reinterpret_cast<int32_t*>(base);
+    int32_t* vals_in = reinterpret_cast<int32_t*>(base + s.vals_in);
+    int32_t* vals_out = reinterpret_cast<int32_t*>(base + s.vals_out);
+    void* temp = base + s.temp;
+
+    iota_kernel<<<grid_for(static_cast<size_t>(N)), kThreads, 0, ctx.stream>>>(vals_in, N);
+    TRT_CUDA_LAUNCH_CHECK();
+    // LSD radix sort is stable: positions of one token stay ascending.
+    size_t temp_bytes = s.temp_bytes;
+    TRT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, inputs, keys, vals_in,
+                                                   vals_out, N, 0, 32, ctx.stream));
+    TRT_CUDA_LAUNCH_CHECK();
+
+    const dim3 grid(N < 2048 ? N : 2048, (C + kEncThreads - 1) / kEncThreads);
+    encoder_dwte_kernel<<<grid, kEncThreads, 0, ctx.stream>>>(dwte, dout, keys, vals_out, N, C);
+    TRT_CUDA_LAUNCH_CHECK();
+
+    const size_t TC = static_cast<size_t>(T) * C;
+    encoder_dwpe_kernel<<<grid_for(TC), kThreads, 0, ctx.stream>>>(dwpe, dout, B, T, C);
+    TRT_CUDA_LAUNCH_CHECK();
+}
+
+// out, inp [n]
+void gelu_forward(const CudaCtx& ctx, float* out, const float* inp, size_t n) {
+    launch_map<1>(ctx, out, Ins<1>{{inp}}, n, GeluFwd{});
+}
+
+// dinp, inp, dout [n]; dinp overwritten
+void gelu_backward(const CudaCtx& ctx, float* dinp, const float* inp, const float* dout,
+                   size_t n) {
+    launch_map<2>(ctx, dinp, Ins<2>{{inp, dout}}, n, GeluBwd{});
+}
+
+// dinp, inp, dout [N, M] (dinp overwritten); dbias [M] += column sums of dinp, or null
+void gelu_backward_bias(const CudaCtx& ctx, float* dinp, float* dbias, const float* inp,
+                        const float* dout, int N, int M) {
+    if (N <= 0 || M <= 0) return;
+    if (!dbias) {
+        gelu_backward(ctx, dinp, inp, dout, static_cast<size_t>(N) * M);
+        return;
+    }
+    colred::run<double, 1>(ctx, "gelu_backward_bias", colred::Dsts<1>{{dbias}}, N, M,
+                           GeluBiasOp{dinp, inp, dout, M});
+}
+
+// out, a, b [n]
+void residual_forward(const CudaCtx& ctx, float* out, const float* a, const float* b,
+                      size_t n) {
+    launch_map<2>(ctx, out, Ins<2>{{a, b}}, n, Add{});
+}
+
+// dst, src [n]; dst += src
+void add_inplace(const CudaCtx& ctx, float* dst, const float* src, size_t n) {
+    launch_map<2>(ctx, dst, Ins<2>{{dst, src}}, n, Add{});
+}
+
+// dst [M] +=, x [N, M]
+void column_sums(const CudaCtx& ctx, float* dst, const float* x, int N, int M) {
+    if (N <= 0 || M <= 0) return;
+    colred::run<double, 1>(ctx, "column_sums", colred::Dsts<1>{{dst}}, N, M, ColSumOp{x, M});
+}
+
+// dst [n] bf16/fp16, src [n] fp32
+void cast_from_f32(const CudaCtx& ctx, void* dst, const float* src, size_t n, Precision p) {
+    TRT_CHECK(p == Precision::Bf16 || p == Precision::Fp16,
+              "cast_from_f32 needs precision bf16 or fp16, got ", static_cast<int>(p));
+    if (n == 0) return;
+    if (p == Precision::Bf16) {
+        cast_from_f32_kernel<__nv_bfloat16><<<grid_for(n), kThreads, 0, ctx.stream>>>(
+            static_cast<__nv_bfloat16*>(dst), src, n);
+    } else {
+        cast_from_f32_kernel<__half><<<grid_for(n), kThreads, 0, ctx.stream>>>(
+            static_cast<__half*>(dst), src, n);
+    }
+    TRT_CUDA_LAUNCH_CHECK();
+}
+
+// dst [n] fp32, src [n] bf16/fp16
+void cast_to_f32(const CudaCtx& ctx, float* dst, const void* src, size_t n, Precision p) {
+    TRT_CHECK(p == Precision::Bf16 || p == Precision::Fp16,
+              "cast_to_f32 needs precision bf16 or fp16, got ", static_cast<int>(p));
+    if (n == 0) return;
+    if (p == Precision::Bf16) {
+        cast_to_f32_kernel<__nv_bfloat16><<<grid_for(n), kThreads, 0, ctx.stream>>>(
+            dst, static_cast<const __nv_bfloat16*>(src), n);
+    } else {
+        cast_to_f32_kernel<__half><<<grid_for(n), kThreads, 0, ctx.stream>>>(
+            dst, static_cast<const __half*>(src), n);
+    }
+    TRT_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace trt::cuda

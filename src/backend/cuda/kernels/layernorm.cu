@@ -1,0 +1,318 @@
+// LayerNorm CUDA kernels (eps 1e-5, biased variance, two-pass per row), its fusion with the
+// preceding residual add, and the backward with deterministic dw/db column sums.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels/reduce.cuh"
+#include "core/error.h"
+
+namespace trt::cuda {
+namespace {
+
+constexpr float kEps = 1e-5f;
+constexpr int kWarps = 8;  // rows per block: one warp per row
+constexpr int kThreads = kWarps * 32;
+
+// Row kernels come in two flavours, picked by K (a template argument):
+//   K > 0: the row is held in registers, K values per lane at c = lane + 32*i (C <= 32*K);
+//   K == 0: any C, the row is re-read from global memory (L1/L2) for each pass.
+// Both compute the same thing in the same order: per-lane sums in c order, then a warp
+// butterfly (reduce.cuh), so the flavour changes speed, not bits.
+
+// mean = sum(x)/C; var = sum((x - mean)²)/C (two passes, as the CPU); rstd = 1/sqrt(var+eps);
+// o = (x - mean) * rstd * w + b.
+template <int K>
+__device__ __forceinline__ void layernorm_row_regs(float (&v)[K], float* o, const float* w,
+                                                   const float* b, int C, int lane,
+                                                   float& mean_out, float& rstd_out) {
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < K; i++)
+        if (lane + 32 * i < C) s += v[i];
+    const float m = warp_sum(s) / static_cast<float>(C);
+    float q = 0.0f;
+#pragma unroll
+    for (int i = 0; i < K; i++) {
+        if (lane + 32 * i < C) {
+            const float d = v[i] - m;
+            q += d * d;
+        }
+    }
+    const float var = warp_sum(q) / static_cast<float>(C);
+    const float r = 1.0f / sqrtf(var + kEps);
+#pragma unroll
+    for (int i = 0; i < K; i++) {
+        const int c = lane + 32 * i;
+        if (c < C) o[c] = (v[i] - m) * r * w[c] + b[c];
+    }
+    mean_out = m;
+    rstd_out = r;
+}
+
+__device__ __forceinline__ void layernorm_row_generic(const float* x, float* o, const float* w,
+                                                      const float* b, int C, int lane,
+                                                      float& mean_out, float& rstd_out) {
+    float s = 0.0f;
+    for (int c = lane; c < C; c += 32) s += x[c];
+    const float m = warp_sum(s) / static_cast<float>(C);
+    float q = 0.0f;
+    for (int c = lane; c < C; c += 32) {
+        const float d = x[c] - m;
+        q += d * d;
+    }
+    const float var = warp_sum(q) / static_cast<float>(C);
+    const float r = 1.0f / sqrtf(var + kEps);
+    for (int c = lane; c < C; c += 32) o[c] = (x[c] - m) * r * w[c] + b[c];
+    mean_out = m;
+    rstd_out = r;
+}
+
+template <int K>
+__global__ void __launch_bounds__(kThreads)
+    layernorm_forward_kernel(float* __restrict__ out, float* __restrict__ mean,
+                             float* __restrict__ rstd, const float* __restrict__ inp,
+                             const float* __restrict__ w, const float* __restrict__ b, int N,
+                             int C) {
+    const int lane = threadIdx.x & 31;
+    const int row = blockIdx.x * kWarps + (threadIdx.x >> 5);
+    if (row >= N) return;  // the whole warp leaves together: its shuffles stay full
+    const float* x = inp + static_cast<size_t>(row) * C;
+    float* o = out + static_cast<size_t>(row) * C;
+    float m, r;
+    if constexpr (K > 0) {
+        float v[K];
+#pragma unroll
+        for (int i = 0; i < K; i++) {
+            const int c = lane + 32 * i;
+            v[i] = c < C ? x[c] : 0.0f;
+        }
+        layernorm_row_regs<K>(v, o, w, b, C, lane, m, r);
+    } else {
+        layernorm_row_generic(x, o, w, b, C, lane, m, r);
+    }
+    if (lane == 0) {
+        mean[row] = m;
+        rstd[row] = r;
+    }
+}
+
+// res = a + b (+ bb, added to b first as on the CPU), written, then normalised. res_out may
+// alias a or b (each element is read before it is written, by the same lane): no __restrict__.
+template <int K>
+__global__ void __launch_bounds__(kThreads)
+    residual_layernorm_forward_kernel(float* res_out, float* __restrict__ out,
+                                      float* __restrict__ mean, float* __restrict__ rstd,
+                                      const float* a, const float* b,
+                                      const float* __restrict__ bb, const float* __restrict__ w,
+                                      const float* __restrict__ bias, int N, int C) {
+    const int lane = threadIdx.x & 31;
+    const int row = blockIdx.x * kWarps + (threadIdx.x >> 5);
+    if (row >= N) return;
+    const size_t off = static_cast<size_t>(row) * C;
+    const float* x = a + off;
+    const float* y = b + off;
+    float* res = res_out + off;
+    float* o = out + off;
+    float m, r;
+    if constexpr (K > 0) {
+        float v[K];
+#pragma unroll
+        for (int i = 0; i < K; i++) {
+            const int c = lane + 32 * i;
+            v[i] = 0.0f;
+            if (c < C) {
+                v[i] = bb ? x[c] + (y[c] + bb[c]) : x[c] + y[c];
+                res[c] = v[i];
+            }
+        }
+        layernorm_row_regs<K>(v, o, w, bias, C, lane, m, r);
+    } else {
+        for (int c = lane; c < C; c += 32) res[c] = bb ? x[c] + (y[c] + bb[c]) : x[c] + y[c];
+        __syncwarp();  // each lane re-reads its own writes; the fence keeps that explicit
+        layernorm_row_generic(res, o, w, bias, C, lane, m, r);
+    }
+    if (lane == 0) {
+        mean[row] = m;
+        rstd[row] = r;
+    }
+}
+
+// dinp += rstd (g − mean(g) − xhat·mean(g·xhat)), g = dout·w, xhat = (x − mean)·rstd.
+template <int K>
+__global__ void __launch_bounds__(kThreads)
+    layernorm_backward_dinp_kernel(float* __restrict__ dinp, const float* __restrict__ dout,
+                                   const float* __restrict__ inp, const float* __restrict__ w,
+                                   const float* __restrict__ mean,
+                                   const float* __restrict__ rstd, int N, int C) {
+    const int lane = threadIdx.x & 31;
+    const int row = blockIdx.x * kWarps + (threadIdx.x >> 5);
+    if (row >= N) return;
+    const size_t off = static_cast<size_t>(row) * C;
+    const float* go = dout + off;
+    const float* x = inp + off;
+    float* di = dinp + off;
+    const float m = mean[row], r = rstd[row];
+    float sg = 0.0f, sgx = 0.0f;
+    if constexpr (K > 0) {
+        float g[K], xh[K];
+#pragma unroll
+        for (int i = 0; i < K; i++) {
+            const int c = lane + 32 * i;
+            g[i] = 0.0f;
+            xh[i] = 0.0f;
+            if (c < C) {
+                g[i] = go[c] * w[c];
+                xh[i] = (x[c] - m) * r;
+                sg += g[i];
+                sgx += g[i] * xh[i];
+            }
+        }
+        const float mg = warp_sum(sg) / static_cast<float>(C);
+        const float mgx = warp_sum(sgx) / static_cast<float>(C);
+#pragma unroll
+        for (int i = 0; i < K; i++) {
+            const int c = lane + 32 * i;
+            if (c < C) di[c] += r * (g[i] - mg - xh[i] * mgx);
+        }
+    } else {
+        for (int c = lane; c < C; c += 32) {
+            const float gc = go[c] * w[c];
+            sg += gc;
+            sgx += gc * ((x[c] - m) * r);
+        }
+        const float mg = warp_sum(sg) / static_cast<float>(C);
+        const float mgx = warp_sum(sgx) / static_cast<float>(C);
+        for (int c = lane; c < C; c += 32) {
+            const float gc = go[c] * w[c];
+            const float xhc = (x[c] - m) * r;
+            di[c] += r * (gc - mg - xhc * mgx);
+        }
+    }
+}
+
+// dw[c] += sum_n dout·xhat, db[c] += sum_n dout: float accumulators as on the CPU, in the
+// fixed order of colred (reduce.cuh).
+struct LayernormParamOp {
+    const float* dout;
+    const float* inp;
+    const float* mean;
+    const float* rstd;
+    int C;
+    __device__ void operator()(int n, int c, float (&acc)[2]) const {
+        const size_t i = static_cast<size_t>(n) * C + c;
+        const float g = dout[i];
+        acc[0] += g * ((inp[i] - mean[n]) * rstd[n]);
+        acc[1] += g;
+    }
+};
+
+// Values per lane for the register flavour; 0 = generic. Forward holds one array, backward
+// two, hence the lower limit there. (K = 64 takes ~146 registers, one block per SM, but each
+// lane has 64 independent loads in flight; capping it at 128 registers spills.)
+int forward_k(int C) {
+    const int per_lane = (C + 31) / 32;
+    if (per_lane <= 8) return 8;
+    if (per_lane <= 16) return 16;
+    if (per_lane <= 32) return 32;
+    if (per_lane <= 64) return 64;
+    return 0;
+}
+int backward_k(int C) {
+    const int per_lane = (C + 31) / 32;
+    if (per_lane <= 8) return 8;
+    if (per_lane <= 16) return 16;
+    if (per_lane <= 32) return 32;
+    return 0;
+}
+
+int row_blocks(int N) { return (N + kWarps - 1) / kWarps; }
+
+}  // namespace
+
+size_t layernorm_scratch_bytes(const ModelDims& d) {
+    // dw/db partials: two float outputs over C columns.
+    return colred::partial_bytes_bound(d.C, 2, sizeof(float));
+}
+
+// out [N, C], mean/rstd [N], inp [N, C], w/b [C]
+void layernorm_forward(const CudaCtx& ctx, float* out, float* mean, float* rstd,
+                       const float* inp, const float* w, const float* b, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    const int blocks = row_blocks(N);
+    switch (forward_k(C)) {
+#define TRT_LN_FWD(K)                                                                     \
+    case K:                                                                               \
+        layernorm_forward_kernel<K><<<blocks, kThreads, 0, ctx.stream>>>(out, mean, rstd, \
+                                                                         inp, w, b, N, C); \
+        break;
+        TRT_LN_FWD(8)
+        TRT_LN_FWD(16)
+        TRT_LN_FWD(32)
+        TRT_LN_FWD(64)
+        default:
+            layernorm_forward_kernel<0><<<blocks, kThreads, 0, ctx.stream>>>(out, mean, rstd, inp,
+                                                                             w, b, N, C);
+            break;
+#undef TRT_LN_FWD
+    }
+    TRT_CUDA_LAUNCH_CHECK();
+}
+
+// dinp [N, C] +=, dw/db [C] +=, dout/inp [N, C], w [C], mean/rstd [N]
+void layernorm_backward(const CudaCtx& ctx, float* dinp, float* dw, float* db,
+                        const float* dout, const float* inp, const float* w,
+                        const float* mean, const float* rstd, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    const int blocks = row_blocks(N);
+    switch (backward_k(C)) {
+#define TRT_LN_BWD(K)                                                                  \
+    case K:                                                                            \
+        layernorm_backward_dinp_kernel<K><<<blocks, kThreads, 0, ctx.stream>>>(        \
+            dinp, dout, inp, w, mean, rstd, N, C);                                     \
+        break;
+        TRT_LN_BWD(8)
+        TRT_LN_BWD(16)
+        TRT_LN_BWD(32)
+        default:
+            layernorm_backward_dinp_kernel<0><<<blocks, kThreads, 0, ctx.stream>>>(
+                dinp, dout, inp, w, mean, rstd, N, C);
+            break;
+#undef TRT_LN_BWD
+    }
+    TRT_CUDA_LAUNCH_CHECK();
+    if (!dw && !db) return;
+    // Reads only dout/inp/mean/rstd, never dinp: independent of the kernel above.
+    colred::run<float, 2>(ctx, "layernorm_backward", colred::Dsts<2>{{dw, db}}, N, C,
+                          LayernormParamOp{dout, inp, mean, rstd, C});
+}
+
+// res_out/out [N, C], mean/rstd [N], a/b [N, C], bb [C] or null, w/bias [C]
+void residual_layernorm_forward(const CudaCtx& ctx, float* res_out, float* out, float* mean,
+                                float* rstd, const float* a, const float* b, const float* bb,
+                                const float* w, const float* bias, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    const int blocks = row_blocks(N);
+    switch (forward_k(C)) {
+#define TRT_RLN_FWD(K)                                                                    \
+    case K:                                                                               \
+        residual_layernorm_forward_kernel<K><<<blocks, kThreads, 0, ctx.stream>>>(        \
+            res_out, out, mean, rstd, a, b, bb, w, bias, N, C);                           \
+        break;
+        TRT_RLN_FWD(8)
+        TRT_RLN_FWD(16)
+        TRT_RLN_FWD(32)
+        TRT_RLN_FWD(64)
+        default:
+            residual_layernorm_forward_kernel<0><<<blocks, kThreads, 0, ctx.stream>>>(
+                res_out, out, mean, rstd, a, b, bb, w, bias, N, C);
+            break;
+#undef TRT_RLN_FWD
+    }
+    TRT_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace trt::cuda

@@ -1,0 +1,337 @@
+// End to end through the public C API only (like tests/unit/capi): a byte-level GPT
+// (V 256, T 64, L2 H4 C64; B 4, grad_accum 2, AdamW + clipping + cosine schedule, random
+// sampler) on a shard of tiny Shakespeare written here, trained 30 steps with
+// runtime.device = "cuda" and "cpu" from the same seed. Per-step losses are read after
+// trainrt_session_sync (the step's own figures; an asynchronous backend may lag in step()).
+//   CUDA vs CPU per-step loss, relative: fp32 1e-4, tf32 2e-3, bf16 / fp16 3e-2 (TESTING.md);
+//   the same on an awkward shape (V 67, C 40, NH 5, T 17, B 3);
+//   CUDA run to run: bitwise (two sessions, every precision);
+//   (graph-captured vs eager comes with CUDA graphs, which are not built yet);
+//   data.placement device vs host (random and sequential samplers): bitwise in fp32;
+//   checkpoint written on CUDA, loaded on the CPU (and the reverse): the following steps'
+//   losses within 1e-4 of continuing on the first device (fp32);
+//   resume on CUDA (save at 10, load in a fresh session, 10 more): bitwise.
+// Without a CUDA backend (runtime.device = "cuda" gives TRAINRT_ERR_UNSUPPORTED) every case
+// is skipped with the library's message; TRAINRT_REQUIRE_CUDA=1 turns that into a failure.
+#include <trainrt/trainrt.h>
+
+#include "capi/capi_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+const char* const kToml = R"(
+[model]
+vocab_size = 256
+context_length = 64
+n_layer = 2
+n_head = 4
+d_model = 64
+seed = 7
+
+[data]
+train = "train.bin"
+val = "val.bin"
+sampler = "random"
+seed = 3
+
+[train]
+batch_size = 4
+seq_len = 64
+grad_accum = 2
+steps = 30
+eval_every = 0
+eval_batches = 2
+
+[optim]
+lr = 3e-3
+warmup_steps = 5
+schedule = "cosine"
+min_lr = 3e-4
+grad_clip = 1.0
+weight_decay = 0.1
+
+[runtime]
+device = "cpu"
+threads = 4
+log_every = 1
+)";
+
+// Small and awkward: C 40 with 5 heads (hs 8), T 17, B 3, V 67 (ids from lcg_tokens). In an
+// order where every intermediate config is valid (each set is validated).
+const std::vector<std::pair<std::string, std::string>> kAwkward = {
+    {"train.seq_len", "17"},    {"model.context_length", "24"}, {"model.vocab_size", "67"},
+    {"model.n_layer", "1"},     {"model.d_model", "40"},        {"model.n_head", "5"},
+    {"train.batch_size", "3"},  {"train.grad_accum", "1"},
+    {"data.train", "\"awk_train.bin\""}, {"data.val", "\"awk_val.bin\""}};
+
+using Sets = std::vector<std::pair<std::string, std::string>>;
+
+bool cuda_required() {
+    const char* e = std::getenv("TRAINRT_REQUIRE_CUDA");
+    return e && *e && std::strcmp(e, "0") != 0;
+}
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+double tol_for(const std::string& precision) {
+    if (precision == "fp32") return 1e-4;
+    if (precision == "tf32") return 2e-3;
+    return 3e-2;  // bf16, fp16
+}
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+class CudaE2E : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = scratch_dir();
+        // Byte-level tokens of tiny Shakespeare: 100 000 for training, 20 000 for val.
+        std::ifstream f(std::string(TRAINRT_SOURCE_DIR) + "/examples/data/tinyshakespeare.txt",
+                        std::ios::binary);
+        ASSERT_TRUE(f.good()) << "examples/data/tinyshakespeare.txt";
+        std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        ASSERT_GE(text.size(), 120000u);
+        std::vector<uint16_t> bytes(120000);
+        for (size_t i = 0; i < bytes.size(); i++) bytes[i] = (unsigned char)text[i];
+        write_shard(dir_ + "/train.bin", {bytes.begin(), bytes.begin() + 100000});
+        write_shard(dir_ + "/val.bin", {bytes.begin() + 100000, bytes.end()});
+        write_shard(dir_ + "/awk_train.bin", lcg_tokens(20000, 5, 67));
+        write_shard(dir_ + "/awk_val.bin", lcg_tokens(2000, 6, 67));
+    }
+    void TearDown() override {
+        for (trainrt_session* s : sessions_) trainrt_session_destroy(s);
+    }
+
+    // Creates a session from the base config plus `sets`; nullptr and the status on failure.
+    trainrt_session* create(const Sets& sets, trainrt_status* status) {
+        trainrt_config* c = nullptr;
+        *status = trainrt_config_from_string(&c, kToml, dir_.c_str());
+        if (*status != TRAINRT_OK) {
+            ADD_FAILURE() << "base config: " << last_error();
+            return nullptr;
+        }
+        for (const auto& kv : sets) {
+            *status = trainrt_config_set(c, kv.first.c_str(), kv.second.c_str());
+            if (*status != TRAINRT_OK) {
+                ADD_FAILURE() << "set " << kv.first << " = " << kv.second << ": " << last_error();
+                trainrt_config_destroy(c);
+                return nullptr;
+            }
+        }
+        trainrt_session* s = nullptr;
+        *status = trainrt_session_create(&s, c);
+        trainrt_config_destroy(c);
+        if (*status != TRAINRT_OK) return nullptr;
+        sessions_.push_back(s);
+        return s;
+    }
+    trainrt_session* cpu(Sets sets = {}) {
+        sets.push_back({"runtime.device", "\"cpu\""});
+        sets.push_back({"runtime.precision", "\"fp32\""});
+        trainrt_status st;
+        trainrt_session* s = create(sets, &st);
+        EXPECT_NE(s, nullptr) << "cpu session: " << last_error();
+        return s;
+    }
+    // A CUDA session; nullptr with skip_ set when there is no CUDA backend here.
+    trainrt_session* cuda(const std::string& precision, Sets sets = {}) {
+        sets.push_back({"runtime.device", "\"cuda\""});
+        sets.push_back({"runtime.precision", quoted(precision)});
+        trainrt_status st;
+        trainrt_session* s = create(sets, &st);
+        if (s) return s;
+        if (st == TRAINRT_ERR_UNSUPPORTED && !cuda_required()) {
+            skip_ = "no CUDA backend: " + last_error();
+        } else {
+            ADD_FAILURE() << "cuda session (" << precision << "): status " << st << ": "
+                          << last_error();
+        }
+        return nullptr;
+    }
+
+    // n steps; each step's loss read after sync. grad_norms (optional) receives the norms.
+    std::vector<double> run(trainrt_session* s, int n, std::vector<double>* grad_norms = nullptr) {
+        std::vector<double> out;
+        int64_t first = -1;
+        for (int i = 0; i < n; i++) {
+            trainrt_step_result r;
+            trainrt_step_result_init(&r);
+            if (trainrt_session_step(&r, s) != TRAINRT_OK) {
+                ADD_FAILURE() << "step: " << last_error();
+                break;
+            }
+            trainrt_step_result_init(&r);
+            if (trainrt_session_sync(&r, s) != TRAINRT_OK) {
+                ADD_FAILURE() << "sync: " << last_error();
+                break;
+            }
+            if (first < 0) first = r.step;
+            EXPECT_EQ(r.step, first + i) << "after sync, the result is the step just run";
+            EXPECT_TRUE(std::isfinite(r.loss)) << "step " << r.step;
+            out.push_back(r.loss);
+            if (grad_norms) grad_norms->push_back(r.grad_norm);
+        }
+        return out;
+    }
+
+    std::string dir_;
+    std::string skip_;
+    std::vector<trainrt_session*> sessions_;
+};
+
+#define CUDA_SESSION_OR_SKIP(var, ...)          \
+    trainrt_session* var = cuda(__VA_ARGS__);   \
+    if (!var) {                                 \
+        if (!skip_.empty()) GTEST_SKIP() << skip_; \
+        return;                                 \
+    }
+
+// Max relative per-step difference; prints every step.
+double compare(const std::string& what, const std::vector<double>& got,
+               const std::vector<double>& want, size_t steps) {
+    double worst = 0;
+    for (size_t i = 0; i < steps && i < got.size() && i < want.size(); i++) {
+        const double e = std::fabs(got[i] - want[i]) / std::fabs(want[i]);
+        if (!(e <= worst)) worst = e;  // NaN propagates
+        std::printf("[  loss    ] %s step %2zu  cuda %.7f  cpu %.7f  rel %.2e\n", what.c_str(),
+                    i + 1, got[i], want[i], e);
+    }
+    std::printf("[  relerr  ] %-40s %.3e (max over %zu steps)\n", what.c_str(), worst, steps);
+    return worst;
+}
+
+class CudaE2EP : public CudaE2E, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(CudaE2EP, LossesMatchCpu) {
+    const std::string p = GetParam();
+    CUDA_SESSION_OR_SKIP(g, p);
+    trainrt_session* c = cpu();
+    ASSERT_NE(c, nullptr);
+    std::vector<double> norms;
+    const auto lg = run(g, 30, &norms);
+    const auto lc = run(c, 30);
+    ASSERT_EQ(lg.size(), 30u);
+    ASSERT_EQ(lc.size(), 30u);
+    EXPECT_LT(lc.back(), lc.front() - 0.3) << "the CPU run should learn (not a flat line)";
+    // fp16: a step whose scaled gradient overflowed is skipped (GradScaler) and the runs part;
+    // compare up to and including it, and require most of the run.
+    size_t steps = 30;
+    for (size_t i = 0; i < norms.size(); i++)
+        if (!std::isfinite(norms[i])) {
+            std::printf("[  info    ] %s: step %zu skipped (non-finite gradient)\n", p.c_str(), i + 1);
+            steps = i + 1;
+            break;
+        }
+    EXPECT_GE(steps, 20u) << p << ": a step was skipped too early to compare the run";
+    EXPECT_LE(compare("cuda " + p + " vs cpu", lg, lc, steps), tol_for(p));
+}
+
+TEST_P(CudaE2EP, AwkwardShapeLossesMatchCpu) {
+    const std::string p = GetParam();
+    CUDA_SESSION_OR_SKIP(g, p, kAwkward);
+    trainrt_session* c = cpu(kAwkward);
+    ASSERT_NE(c, nullptr);
+    const auto lg = run(g, 20), lc = run(c, 20);
+    ASSERT_EQ(lg.size(), 20u);
+    ASSERT_EQ(lc.size(), 20u);
+    EXPECT_LE(compare("awkward cuda " + p + " vs cpu", lg, lc, 20), tol_for(p));
+}
+
+TEST_P(CudaE2EP, RunToRunBitwise) {
+    const std::string p = GetParam();
+    CUDA_SESSION_OR_SKIP(a, p);
+    CUDA_SESSION_OR_SKIP(b, p);
+    const auto la = run(a, 30), lb = run(b, 30);
+    ASSERT_EQ(la.size(), 30u);
+    EXPECT_TRUE(same_bits(la, lb)) << p << ": two identical CUDA runs differ";
+    compare("cuda " + p + " run 1 vs run 2", la, lb, 30);
+}
+
+// Graph-captured vs eager steps (bitwise) belongs with CUDA graphs themselves (the CUDA speed
+// issue): accel.cuda_graphs is not implemented yet, so such a test would compare eager with
+// eager and could not fail.
+
+TEST_P(CudaE2EP, ResumeBitwise) {
+    const std::string p = GetParam();
+    CUDA_SESSION_OR_SKIP(whole, p);
+    CUDA_SESSION_OR_SKIP(first, p);
+    CUDA_SESSION_OR_SKIP(second, p);
+    const auto lw = run(whole, 20);
+    run(first, 10);
+    const std::string ckpt = dir_ + "/ckpt_" + p;
+    ASSERT_EQ(trainrt_session_save(nullptr, 0, nullptr, first, ckpt.c_str()), TRAINRT_OK)
+        << last_error();
+    ASSERT_EQ(trainrt_session_load(second, ckpt.c_str()), TRAINRT_OK) << last_error();
+    const auto lr = run(second, 10);
+    ASSERT_EQ(lw.size(), 20u);
+    ASSERT_EQ(lr.size(), 10u);
+    const std::vector<double> tail(lw.begin() + 10, lw.end());
+    EXPECT_TRUE(same_bits(tail, lr)) << p << ": resumed run differs from the uninterrupted one";
+    compare("cuda " + p + " resumed vs whole (steps 11-20)", lr, tail, 10);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precision, CudaE2EP, ::testing::Values("fp32", "tf32", "bf16", "fp16"),
+                         [](const auto& info) { return info.param; });
+
+TEST_F(CudaE2E, PlacementDeviceEqualsHost) {
+    for (const char* sampler : {"\"random\"", "\"sequential\""}) {
+        CUDA_SESSION_OR_SKIP(dev, "fp32",
+                             Sets{{"data.placement", "\"device\""}, {"data.sampler", sampler}});
+        CUDA_SESSION_OR_SKIP(host, "fp32",
+                             Sets{{"data.placement", "\"host\""}, {"data.sampler", sampler}});
+        const auto ld = run(dev, 30), lh = run(host, 30);
+        ASSERT_EQ(ld.size(), 30u);
+        EXPECT_TRUE(same_bits(ld, lh)) << "sampler " << sampler
+                                       << ": device and host placement give different losses";
+        compare(std::string("placement device vs host, sampler ") + sampler, ld, lh, 30);
+    }
+}
+
+TEST_F(CudaE2E, CheckpointFromCudaLoadsOnCpu) {
+    CUDA_SESSION_OR_SKIP(g, "fp32");
+    trainrt_session* c = cpu();
+    ASSERT_NE(c, nullptr);
+    run(g, 10);
+    const std::string ckpt = dir_ + "/from_cuda";
+    ASSERT_EQ(trainrt_session_save(nullptr, 0, nullptr, g, ckpt.c_str()), TRAINRT_OK)
+        << last_error();
+    ASSERT_EQ(trainrt_session_load(c, ckpt.c_str()), TRAINRT_OK) << last_error();
+    const auto lg = run(g, 5), lc = run(c, 5);
+    ASSERT_EQ(lg.size(), 5u);
+    ASSERT_EQ(lc.size(), 5u);
+    const double first = std::fabs(lg[0] - lc[0]) / lc[0];
+    std::printf("[  relerr  ] step 11 after a CUDA checkpoint, cuda vs cpu: %.3e\n", first);
+    EXPECT_LE(first, 1e-4);
+    EXPECT_LE(compare("checkpoint cuda -> cpu, steps 11-15", lg, lc, 5), 1e-4);
+}
+
+TEST_F(CudaE2E, CheckpointFromCpuLoadsOnCuda) {
+    CUDA_SESSION_OR_SKIP(g, "fp32");
+    trainrt_session* c = cpu();
+    ASSERT_NE(c, nullptr);
+    run(c, 10);
+    const std::string ckpt = dir_ + "/from_cpu";
+    ASSERT_EQ(trainrt_session_save(nullptr, 0, nullptr, c, ckpt.c_str()), TRAINRT_OK)
+        << last_error();
+    ASSERT_EQ(trainrt_session_load(g, ckpt.c_str()), TRAINRT_OK) << last_error();
+    const auto lc = run(c, 5), lg = run(g, 5);
+    ASSERT_EQ(lg.size(), 5u);
+    ASSERT_EQ(lc.size(), 5u);
+    EXPECT_LE(compare("checkpoint cpu -> cuda, steps 11-15", lg, lc, 5), 1e-4);
+}
+
+}  // namespace
