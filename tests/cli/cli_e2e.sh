@@ -275,4 +275,28 @@ expect_failure resume_other_shape "n_layer" "$TRAINRT" train run.toml --set mode
 printf 'x' >>"part/$(cat part/latest)/state.json"
 expect_failure resume_corrupt "corrupt checkpoint" "$TRAINRT" train run.toml --set train.out_dir=part --set train.steps=12
 
+# The CUDA module loader: a missing file, a file that is not a library, and a library without
+# the entry point are each UNSUPPORTED with the reason for device = cuda ...
+printf 'not an ELF file' >not_a_module.so
+expect_failure cuda_module_missing "no_such_module.so" \
+    env TRAINRT_CUDA_MODULE="$PWD/no_such_module.so" "$TRAINRT" train run.toml --fresh \
+    --set runtime.device=cuda --set train.out_dir=cuda_out
+expect_failure cuda_module_not_elf "not_a_module.so" \
+    env TRAINRT_CUDA_MODULE="$PWD/not_a_module.so" "$TRAINRT" train run.toml --fresh \
+    --set runtime.device=cuda --set train.out_dir=cuda_out
+# (awk reads all of its input: an early exit would SIGPIPE ldconfig, fatal under pipefail)
+libm=$(ldconfig -p | awk '/libm\.so\.6 .*x86-64/ && !p {p = $NF} END {print p}')
+if [ -n "$libm" ]; then
+    expect_failure cuda_module_no_entry "trainrt_cuda_module_v1" \
+        env TRAINRT_CUDA_MODULE="$libm" "$TRAINRT" train run.toml --fresh \
+        --set runtime.device=cuda --set train.out_dir=cuda_out
+fi
+[ ! -e cuda_out/metrics.jsonl ] || fail "a session that failed to start wrote metrics"
+# ... and device = auto falls back to the CPU with one line saying why.
+env TRAINRT_CUDA_MODULE="$PWD/no_such_module.so" "$TRAINRT" train run.toml --fresh --steps 1 \
+    --set runtime.device=auto --set train.out_dir=auto_out >auto.out 2>&1 ||
+    { cat auto.out; fail "device = auto with no CUDA module did not train on the CPU"; }
+grep -q 'running on the CPU' auto.out || { cat auto.out; fail "auto: no fallback line"; }
+grep -q 'device=cpu (auto)' auto.out || { cat auto.out; fail "auto: not resolved to cpu"; }
+
 echo "cli_e2e: all checks passed"

@@ -69,7 +69,9 @@ void end_step(StepScalars* s, const LossScalePolicy& policy) {
     }
     s->good_steps += 1;
     if (policy.dynamic && s->good_steps >= policy.growth_interval) {
-        s->loss_scale *= policy.growth_factor;
+        // GradScaler: a growth that would overflow to inf is not taken.
+        const float grown = s->loss_scale * policy.growth_factor;
+        if (std::isfinite(grown)) s->loss_scale = grown;
         s->good_steps = 0;
     }
 }

@@ -31,58 +31,57 @@ const char* precision_name(Precision p) {
     }
 }
 
+// Makes the backend's device current for one call and restores the caller's afterwards. The
+// current device is per host thread (a session may move between threads, C_API.md) and is
+// shared, through the driver's context, with the host application's own CUDA use: launching
+// on stream_ or calling cudaMalloc under another device fails or allocates on the wrong one.
+class DeviceGuard {
+public:
+    // best_effort: never throws (for free(), which destructors call).
+    explicit DeviceGuard(int device, bool best_effort = false) {
+        int cur = -1;
+        if (cudaGetDevice(&cur) == cudaSuccess && cur == device) return;
+        const cudaError_t e = cudaSetDevice(device);
+        if (e != cudaSuccess) {
+            if (best_effort) return;
+            cuda_fail(e, "cudaSetDevice", __FILE__, __LINE__);
+        }
+        prev_ = cur;
+    }
+    ~DeviceGuard() {
+        if (prev_ >= 0) cudaSetDevice(prev_);
+    }
+    DeviceGuard(const DeviceGuard&) = delete;
+    DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+private:
+    int prev_ = -1;  // the caller's device, when it differed
+};
+
 class CudaBackend final : public Backend {
 public:
     explicit CudaBackend(const BackendOptions& o) : device_(o.device) {
         if (o.precision == Precision::Auto)
             fail(Status::InvalidArgument, "CUDA backend created with an unresolved precision");
-        TRT_CUDA_CHECK(cudaSetDevice(device_));
-        cudaDeviceProp prop{};
-        TRT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
-        name_ = prop.name;
-        if (prop.major < 8)
-            fail(Status::Unsupported, "CUDA device ", device_, " (", prop.name, ") is sm_",
-                 prop.major, prop.minor, "; libtrainrt-cuda needs sm_80 (Ampere) or newer");
-        ctx_.precision = o.precision;
-        TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-        TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
-        ctx_.stream = stream_;
-        TRT_CUBLAS_CHECK(cublasLtCreate(&lt_));
-        ctx_.lt = lt_;
-        ctx_.lt_workspace = alloc(kLtWorkspaceBytes, "cuBLASLt workspace");
-        ctx_.lt_workspace_bytes = kLtWorkspaceBytes;
-        ctx_.matmul = create_matmul_state();
-        TRT_CUDA_CHECK(cudaMallocHost(&pinned_scalars_, sizeof(StepScalars) * kScalarSlots));
-        for (auto& e : scalar_events_)
-            TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-        for (auto& e : rows_copied_) TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-        for (auto& e : rows_consumed_)
-            TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-        sum_out_ = static_cast<double*>(alloc(sizeof(double), "reduction result"));
+        const DeviceGuard g(device_);
+        // A throw skips the destructor: release what was made so far (device = auto falls
+        // back to the CPU and would otherwise keep the streams, handle and workspace).
+        try {
+            init(o);
+        } catch (...) {
+            release();
+            throw;
+        }
     }
 
-    ~CudaBackend() override {
-        // Best effort, never throws: the device may already be lost.
-        cudaSetDevice(device_);
-        if (stream_) cudaStreamSynchronize(stream_);
-        if (copy_stream_) cudaStreamSynchronize(copy_stream_);
-        if (ctx_.matmul) destroy_matmul_state(ctx_.matmul);
-        if (lt_) cublasLtDestroy(lt_);
-        for (auto& kv : sizes_) cudaFree(kv.first);
-        for (int32_t* p : pinned_rows_) if (p) cudaFreeHost(p);
-        if (pinned_scalars_) cudaFreeHost(pinned_scalars_);
-        for (auto e : scalar_events_) if (e) cudaEventDestroy(e);
-        for (auto e : rows_copied_) if (e) cudaEventDestroy(e);
-        for (auto e : rows_consumed_) if (e) cudaEventDestroy(e);
-        if (copy_stream_) cudaStreamDestroy(copy_stream_);
-        if (stream_) cudaStreamDestroy(stream_);
-    }
+    ~CudaBackend() override { release(); }
 
     const char* name() const override { return "cuda"; }
     int num_threads() const override { return 1; }
 
     // ---- memory
     void* alloc(size_t bytes, const char* what) override {
+        const DeviceGuard g(device_);
         const size_t rounded = round_up(bytes == 0 ? 1 : bytes);
         void* p = nullptr;
         const cudaError_t e = cudaMalloc(&p, rounded);
@@ -92,15 +91,18 @@ public:
             cudaMemGetInfo(&free_b, &total_b);
             fail(Status::OutOfMemory, "CUDA out of memory allocating ", what, ": ", bytes,
                  " bytes (", bytes >> 20, " MiB) on device ", device_, " (", name_, "); ",
-                 in_use_ >> 20, " MiB already held by this session, ", free_b >> 20,
+                 bytes_in_use() >> 20, " MiB already held by this session, ", free_b >> 20,
                  " MiB free of ", total_b >> 20, " MiB. Lower train.batch_size (and raise "
                  "train.grad_accum to keep the tokens per step), train.seq_len or the model size");
         }
         if (e != cudaSuccess) cuda_fail(e, "cudaMalloc", __FILE__, __LINE__);
-        const cudaError_t z = cudaMemset(p, 0, rounded);
+        // On stream_, not with cudaMemset: that runs on the legacy default stream, which does
+        // not order against the non-blocking streams, so a later copy_to_device (the initial
+        // StepScalars, the parameters) could land first and then be zeroed.
+        const cudaError_t z = cudaMemsetAsync(p, 0, rounded, stream_);
         if (z != cudaSuccess) {
             cudaFree(p);
-            cuda_fail(z, "cudaMemset", __FILE__, __LINE__);
+            cuda_fail(z, "cudaMemsetAsync", __FILE__, __LINE__);
         }
         std::lock_guard<std::mutex> lock(mu_);
         sizes_[p] = {bytes, rounded};
@@ -110,6 +112,7 @@ public:
     }
     void free(void* ptr) override {
         if (!ptr) return;
+        const DeviceGuard g(device_, /*best_effort=*/true);
         {
             std::lock_guard<std::mutex> lock(mu_);
             auto it = sizes_.find(ptr);
@@ -124,12 +127,17 @@ public:
             ctx_.params = nullptr;
             ctx_.n_params = 0;
         }
-        TRT_CUDA_CHECK(cudaFree(ptr));  // implicitly synchronizes: only at teardown
+        // Implicitly synchronizes: only at teardown. Unchecked: free runs from destructors
+        // (Gpt, AdamW, Session), where a lost device's sticky error would terminate the host;
+        // that error still surfaces on the next checked call.
+        if (cudaFree(ptr) != cudaSuccess) cudaGetLastError();
     }
     void zero(void* ptr, size_t bytes) override {
+        const DeviceGuard g(device_);
         if (bytes) TRT_CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, stream_));
     }
     void copy_to_device(void* dst, const void* src, size_t bytes) override {
+        const DeviceGuard g(device_);
         if (!bytes) return;
         // From pageable memory the call returns once src is staged, so the caller may reuse
         // it; the copy itself is ordered on the compute stream.
@@ -137,11 +145,13 @@ public:
         refresh_working_copy_if_overlaps(dst, bytes);
     }
     void copy_to_host(void* dst, const void* src, size_t bytes) override {
+        const DeviceGuard g(device_);
         if (!bytes) return;
         TRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
         TRT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
     void synchronize() override {
+        const DeviceGuard g(device_);
         TRT_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
         TRT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
@@ -155,6 +165,7 @@ public:
     }
 
     void reserve(const ModelDims& d) override {
+        const DeviceGuard g(device_);
         size_t need = 0;
         for (size_t b : {elementwise_scratch_bytes(d), layernorm_scratch_bytes(d),
                          classifier_scratch_bytes(d), matmul_scratch_bytes(d, ctx_.precision),
@@ -170,6 +181,11 @@ public:
         }
         const size_t row_elems = static_cast<size_t>(d.B) * (d.T + 1);
         if (row_elems > rows_capacity_) {
+            // A copy on copy_stream_ may still read the old staging (setup time: waiting is
+            // fine). Capacity 0 until both slots exist, so a failure here leaves load_rows
+            // refusing rather than writing through a null slot.
+            synchronize();
+            rows_capacity_ = 0;
             for (int i = 0; i < 2; ++i) {
                 if (pinned_rows_[i]) TRT_CUDA_CHECK(cudaFreeHost(pinned_rows_[i]));
                 pinned_rows_[i] = nullptr;
@@ -178,6 +194,9 @@ public:
                 device_rows_[i] = nullptr;
                 device_rows_[i] = static_cast<int32_t*>(
                     alloc(row_elems * sizeof(int32_t), "staged batch rows"));
+                // alloc zero-fills on stream_: the first copy into the slot (copy_stream_)
+                // waits for that through rows_consumed_, or the fill could land after it.
+                TRT_CUDA_CHECK(cudaEventRecord(rows_consumed_[i], stream_));
             }
             rows_capacity_ = row_elems;
         }
@@ -185,6 +204,7 @@ public:
     }
 
     void register_params(const float* params, size_t n) override {
+        const DeviceGuard g(device_);
         ctx_.params = params;
         ctx_.n_params = n;
         if (ctx_.lowp()) {
@@ -202,28 +222,34 @@ public:
     // ---- ops
     void encoder_forward(float* out, const int32_t* inputs, const float* wte, const float* wpe,
                          int B, int T, int C) override {
+        const DeviceGuard g(device_);
         cuda::encoder_forward(ctx_, out, inputs, wte, wpe, B, T, C);
     }
     void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inputs,
                           int B, int T, int C) override {
+        const DeviceGuard g(device_);
         cuda::encoder_backward(ctx_, dwte, dwpe, dout, inputs, B, T, C);
     }
     void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                            const float* w, const float* b, int N, int C) override {
+        const DeviceGuard g(device_);
         cuda::layernorm_forward(ctx_, out, mean, rstd, inp, w, b, N, C);
     }
     void layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
                             const float* inp, const float* w, const float* mean,
                             const float* rstd, int N, int C) override {
+        const DeviceGuard g(device_);
         cuda::layernorm_backward(ctx_, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
     }
     void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                         int N, int K, int M, WeightLayout layout) override {
+        const DeviceGuard g(device_);
         cuda::matmul_forward(ctx_, out, inp, weight, bias, N, K, M, layout);
     }
     void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                          const float* inp, const float* weight, int N, int K, int M,
                          WeightLayout layout) override {
+        const DeviceGuard g(device_);
         cuda::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
     }
     size_t attention_saved_floats(int B, int T, int C, int NH) const override {
@@ -231,6 +257,7 @@ public:
     }
     void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
                            int NH) override {
+        const DeviceGuard g(device_);
         cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH);
     }
     size_t attention_scratch_floats(int B, int T, int C, int NH) const override {
@@ -238,41 +265,51 @@ public:
     }
     void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                             const float* saved, int B, int T, int C, int NH) override {
+        const DeviceGuard g(device_);
         cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH);
     }
     void gelu_forward(float* out, const float* inp, size_t n) override {
+        const DeviceGuard g(device_);
         cuda::gelu_forward(ctx_, out, inp, n);
     }
     void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
+        const DeviceGuard g(device_);
         cuda::gelu_backward(ctx_, dinp, inp, dout, n);
     }
     void residual_forward(float* out, const float* a, const float* b, size_t n) override {
+        const DeviceGuard g(device_);
         cuda::residual_forward(ctx_, out, a, b, n);
     }
     void add_inplace(float* dst, const float* src, size_t n) override {
+        const DeviceGuard g(device_);
         cuda::add_inplace(ctx_, dst, src, n);
     }
     void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
                                     const float* a, const float* b, const float* bb,
                                     const float* w, const float* bias, int N, int C) override {
+        const DeviceGuard g(device_);
         cuda::residual_layernorm_forward(ctx_, res_out, out, mean, rstd, a, b, bb, w, bias, N, C);
     }
     void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
                              const float* bias, int N, int K, int M) override {
+        const DeviceGuard g(device_);
         cuda::matmul_gelu_forward(ctx_, pre, out, inp, weight, bias, N, K, M);
     }
     void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout,
                             int N, int M) override {
+        const DeviceGuard g(device_);
         cuda::gelu_backward_bias(ctx_, dinp, dbias, inp, dout, N, M);
     }
     void classifier_forward_backward(float* logits, float* losses, const int32_t* targets,
                                      int N, int V, int Vp, float dloss, bool write_grad,
                                      const StepScalars* scalars) override {
+        const DeviceGuard g(device_);
         cuda::classifier_forward_backward(ctx_, logits, losses, targets, N, V, Vp, dloss,
                                           write_grad, scalars);
     }
     // Utility outside the step (tests, tools): waits for the result.
     double sum_squares(const float* x, size_t n) override {
+        const DeviceGuard g(device_);
         cuda::sum_squares(ctx_, sum_out_, x, n);
         double out = 0;
         copy_to_host(&out, sum_out_, sizeof out);
@@ -280,34 +317,42 @@ public:
     }
     void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
                       const AdamWParams& p) override {
+        const DeviceGuard g(device_);
         cuda::adamw_update(ctx_, params, working_copy_of(params), grads, m, v, n, p);
     }
 
     // ---- the step on device scalars
     void begin_step(StepScalars* s, float lr, int64_t step) override {
+        const DeviceGuard g(device_);
         cuda::begin_step(ctx_, s, lr, step);
     }
     void accumulate_loss(StepScalars* s, const float* losses, size_t n) override {
+        const DeviceGuard g(device_);
         cuda::accumulate_loss(ctx_, s, losses, n);
     }
     void grad_norm_clip(StepScalars* s, const float* grads, size_t n, float max_norm) override {
+        const DeviceGuard g(device_);
         cuda::grad_norm_clip(ctx_, s, grads, n, max_norm);
     }
     void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
                     const ParamSegments& seg, const AdamWConfig& hp,
                     const StepScalars* s) override {
+        const DeviceGuard g(device_);
         cuda::adamw_step(ctx_, params, working_copy_of(params), grads, m, v, n, seg, hp, s);
     }
     void end_step(StepScalars* s, const LossScalePolicy& policy) override {
+        const DeviceGuard g(device_);
         cuda::end_step(ctx_, s, policy);
     }
     void read_scalars_async(int slot, const StepScalars* s) override {
+        const DeviceGuard g(device_);
         check_slot(slot);
         TRT_CUDA_CHECK(cudaMemcpyAsync(&pinned_scalars_[slot], s, sizeof(StepScalars),
                                        cudaMemcpyDeviceToHost, stream_));
         TRT_CUDA_CHECK(cudaEventRecord(scalar_events_[slot], stream_));
     }
     bool scalars_ready(int slot) override {
+        const DeviceGuard g(device_);
         check_slot(slot);
         const cudaError_t e = cudaEventQuery(scalar_events_[slot]);
         if (e == cudaErrorNotReady) return false;
@@ -315,6 +360,7 @@ public:
         return true;
     }
     StepScalars read_scalars(int slot) override {
+        const DeviceGuard g(device_);
         check_slot(slot);
         TRT_CUDA_CHECK(cudaEventSynchronize(scalar_events_[slot]));
         return pinned_scalars_[slot];
@@ -323,9 +369,11 @@ public:
     // ---- batches
     // Host placement: rows go through one of two pinned slots and a copy on the side stream,
     // so the host fills slot i+1 while the device still computes on slot i. The only host
-    // wait is for the copy that last used this slot (a copy, never compute).
+    // wait is for the copy that last used this slot; that copy itself waited for the split
+    // two loads before it, so the host runs at most a few micro-batches ahead of compute.
     void load_rows(int32_t* inputs, int32_t* targets, const int32_t* host_rows, int B,
                    int T) override {
+        const DeviceGuard g(device_);
         const size_t elems = static_cast<size_t>(B) * (T + 1);
         TRT_CHECK(elems <= rows_capacity_, "load_rows: ", B, "x", T + 1,
                   " rows exceed the staging reserved for the model's micro-batch");
@@ -343,15 +391,64 @@ public:
     }
     void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
                        int64_t start, int B, int T) override {
+        const DeviceGuard g(device_);
         cuda::sample_window(ctx_, inputs, targets, data, start, B, T);
     }
     void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
                        uint64_t seed, int64_t step, int64_t micro_step, int B,
                        int T) override {
+        const DeviceGuard g(device_);
         cuda::sample_random(ctx_, inputs, targets, data, seed, step, micro_step, B, T);
     }
 
 private:
+    void init(const BackendOptions& o) {
+        cudaDeviceProp prop{};
+        TRT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+        name_ = prop.name;
+        if (prop.major < 8)
+            fail(Status::Unsupported, "CUDA device ", device_, " (", prop.name, ") is sm_",
+                 prop.major, prop.minor, "; libtrainrt-cuda needs sm_80 (Ampere) or newer");
+        ctx_.precision = o.precision;
+        TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+        ctx_.stream = stream_;
+        TRT_CUBLAS_CHECK(cublasLtCreate(&lt_));
+        ctx_.lt = lt_;
+        ctx_.lt_workspace = alloc(kLtWorkspaceBytes, "cuBLASLt workspace");
+        ctx_.lt_workspace_bytes = kLtWorkspaceBytes;
+        ctx_.matmul = create_matmul_state();
+        TRT_CUDA_CHECK(cudaMallocHost(&pinned_scalars_, sizeof(StepScalars) * kScalarSlots));
+        // cudaMallocHost does not clear: a slot read before its first copy holds defaults.
+        for (int i = 0; i < kScalarSlots; ++i) pinned_scalars_[i] = StepScalars{};
+        for (auto& e : scalar_events_)
+            TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        for (auto& e : rows_copied_) TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        for (auto& e : rows_consumed_)
+            TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        sum_out_ = static_cast<double*>(alloc(sizeof(double), "reduction result"));
+    }
+    // Best effort, never throws: the device may already be lost. Also the constructor's
+    // cleanup after a partial init, so any handle may still be null.
+    void release() noexcept {
+        int prev = -1;
+        const bool switched = cudaGetDevice(&prev) == cudaSuccess && prev != device_ &&
+                              cudaSetDevice(device_) == cudaSuccess;
+        if (stream_) cudaStreamSynchronize(stream_);
+        if (copy_stream_) cudaStreamSynchronize(copy_stream_);
+        if (ctx_.matmul) destroy_matmul_state(ctx_.matmul);
+        if (lt_) cublasLtDestroy(lt_);
+        for (auto& kv : sizes_) cudaFree(kv.first);
+        for (int32_t* p : pinned_rows_) if (p) cudaFreeHost(p);
+        if (pinned_scalars_) cudaFreeHost(pinned_scalars_);
+        for (auto e : scalar_events_) if (e) cudaEventDestroy(e);
+        for (auto e : rows_copied_) if (e) cudaEventDestroy(e);
+        for (auto e : rows_consumed_) if (e) cudaEventDestroy(e);
+        if (copy_stream_) cudaStreamDestroy(copy_stream_);
+        if (stream_) cudaStreamDestroy(stream_);
+        if (switched) cudaSetDevice(prev);
+    }
+
     static void check_slot(int slot) {
         TRT_CHECK(slot >= 0 && slot < kScalarSlots, "scalar read-back slot ", slot,
                   " outside [0, ", kScalarSlots, ")");

@@ -329,8 +329,11 @@ MatmulState::Plan build_plan(const CudaCtx& ctx, const LtGemm& g) {
     };
 
     bool found = false;
-    if (g.bias) {
-        // The heuristic reads the bias pointer's alignment (it is part of the key).
+    // The epilogue only for a 16-byte-aligned bias: cuBLASLt's heuristic is documented to read
+    // the pointer's alignment, but kernels assuming 16 bytes have been reported to fault on
+    // less-aligned biases (odd-C models slice biases at 4-byte offsets from the flat buffer);
+    // those take the plain GEMM + bias_rows path.
+    if (g.bias && alignment_of(g.bias) >= 16) {
         set_epilogue(p.desc, CUBLASLT_EPILOGUE_BIAS);
         const int32_t bias_type = CUDA_R_32F;
         TRT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(

@@ -2,6 +2,7 @@
 // then the logit gradient written in place.
 #include <cuda_runtime.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +15,9 @@
 namespace trt::cuda {
 namespace {
 
-// Running (max, sum of e^(x - max)) of a set of logits. An empty set is (-inf, 0).
+// Running (max, sum of e^(x - max)) of a set of logits. An empty set is (-FLT_MAX, 0), not
+// (-inf, 0): a -inf logit then adds e^(-inf) = 0 as on the CPU, where -inf - (-inf) would
+// make the whole row's loss NaN.
 struct MaxSum {
     float m;
     float s;
@@ -23,10 +26,9 @@ struct MaxSum {
 // Merge two (max, sum) states. Symmetric in its arguments bit for bit (fmaxf and + are
 // commutative), so the xor butterfly below gives every lane the same state.
 __device__ __forceinline__ MaxSum merge(MaxSum a, MaxSum b) {
-    const float m = fmaxf(a.m, b.m);
-    const float ea = a.m == -INFINITY ? 0.0f : a.s * expf(a.m - m);  // empty: no NaN from -inf+inf
-    const float eb = b.m == -INFINITY ? 0.0f : b.s * expf(b.m - m);
-    return {m, ea + eb};
+    const float m = fmaxf(a.m, b.m);  // maxima are never -inf or NaN: no -inf - -inf here
+    // __fadd_rn: never contracted into an fma, which would round the two sides differently.
+    return {m, __fadd_rn(a.s * expf(a.m - m), b.s * expf(b.m - m))};
 }
 
 __device__ __forceinline__ MaxSum warp_merge(MaxSum v) {
@@ -65,14 +67,14 @@ __global__ void __launch_bounds__(kThreads)
     // Read before any thread overwrites the row (pass 2 comes after the block barriers).
     const float tgt_logit = tgt_ok ? row[tgt] : NAN;
 
-    MaxSum st{-INFINITY, 0.0f};
+    MaxSum st{-FLT_MAX, 0.0f};
     int i = tid;
     for (; i + 3 * kThreads < V; i += 4 * kThreads) {  // four independent loads per step
         const float x0 = row[i], x1 = row[i + kThreads];
         const float x2 = row[i + 2 * kThreads], x3 = row[i + 3 * kThreads];
         const float mx = fmaxf(fmaxf(x0, x1), fmaxf(x2, x3));
         if (mx > st.m) {
-            st.s *= expf(st.m - mx);  // st.m == -inf: 0 * 0
+            st.s *= expf(st.m - mx);  // empty: 0 * e^(..)
             st.m = mx;
         }
         st.s += (expf(x0 - st.m) + expf(x1 - st.m)) + (expf(x2 - st.m) + expf(x3 - st.m));
@@ -94,7 +96,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     if (warp == 0) {
-        MaxSum w{-INFINITY, 0.0f};
+        MaxSum w{-FLT_MAX, 0.0f};
         if (lane < kWarps) w = MaxSum{sh_m[lane], sh_s[lane]};
         w = warp_merge(w);
         if (lane == 0) sh_total = w;
