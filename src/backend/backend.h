@@ -18,7 +18,7 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 2;
+constexpr uint32_t kBackendInterfaceVersion = 3;
 
 // How a matmul weight is stored. InOut = HF Conv1D [K, M] (y = x·W); OutIn = [M, K]
 // (y = x·Wᵀ, e.g. the tied wte [V, C] as the output projection).
@@ -82,8 +82,9 @@ struct DeviceTokens {
     int32_t num_shards = 0;
     int64_t total = 0;
     // Valid random-window starts per shard, max(0, n_shard - T), summed (the random sampler's
-    // W); computed by the host for the configured T.
+    // W), computed by the host for T = windows_T; sample_random refuses any other T.
     uint64_t random_windows = 0;
+    int64_t windows_T = 0;
 };
 
 // Model dimensions, so a backend can size its scratch once, before the first step.

@@ -179,6 +179,7 @@ void Session::upload_train_data() {
     resident_tokens_.num_shards = static_cast<int32_t>(data.num_shards());
     resident_tokens_.total = total;
     resident_tokens_.random_windows = windows;
+    resident_tokens_.windows_T = T;
     resident_ = true;
 }
 

@@ -336,6 +336,7 @@ struct Resident {
         dt.num_shards = (int32_t)starts.size() - 1;
         dt.total = (int64_t)ids.size();
         dt.random_windows = windows(T);
+        dt.windows_T = T;
         return dt;
     }
 };

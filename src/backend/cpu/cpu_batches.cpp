@@ -37,6 +37,8 @@ void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data, 
 void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data, uint64_t seed,
                    int64_t step, int64_t micro_step, int B, int T) {
     TRT_CHECK(data.random_windows > 0, "random sampler: no shard holds T+1 tokens");
+    TRT_CHECK(data.windows_T == T, "random sampler: the resident tokens' window count was "
+              "computed for T = ", data.windows_T, ", not T = ", T);
     for (int r = 0; r < B; ++r) {
         const int64_t p = sampler_math::random_row_offset(
             data.shard_starts, data.num_shards, T, data.random_windows, seed, step, micro_step, r);

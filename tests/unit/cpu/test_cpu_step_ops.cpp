@@ -562,6 +562,7 @@ TEST_P(CpuStepOps, SampleWindowTakesConsecutiveRows) {
     dt.num_shards = 3;
     dt.total = (int64_t)tok.ids.size();
     dt.random_windows = tok.windows(T);
+    dt.windows_T = T;
     Mem in(*be, B * T * 4), tg(*be, B * T * 4);
     const int64_t span = (int64_t)B * T + 1;
     for (int64_t start : {int64_t(0), int64_t(300) - span, tok.starts[2], dt.total - span}) {
@@ -617,6 +618,7 @@ TEST_P(CpuStepOps, SampleRandomMatchesPhiloxReference) {
     dt.num_shards = 4;
     dt.total = (int64_t)tok.ids.size();
     dt.random_windows = tok.windows(T);
+    dt.windows_T = T;
     ASSERT_EQ(dt.random_windows, uint64_t(1000 - T + 777 - T + 1));
     Mem in(*be, B * T * 4), tg(*be, B * T * 4);
     for (uint64_t seed : {uint64_t(1), uint64_t(0xDEADBEEFCAFEF00Dull)})

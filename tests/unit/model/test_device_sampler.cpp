@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/error.h"
 #include "data/prepare.h"
 #include "data/sampler.h"
 #include "data/token_dataset.h"
@@ -69,6 +70,7 @@ struct Resident {
         dt.num_shards = static_cast<int32_t>(data.num_shards());
         dt.total = static_cast<int64_t>(all.size());
         dt.random_windows = W;
+        dt.windows_T = T;
     }
     ~Resident() {
         be.free(ids);
@@ -166,3 +168,14 @@ TEST(DeviceSampler, WindowEqualsSequentialSamplerAcrossShards) {
 }
 
 }  // namespace
+
+// The window count is a function of T: drawing with another T would pick wrong windows
+// silently, so the sampler refuses it.
+TEST(DeviceSampler, RandomRefusesAnotherT) {
+    const int B = 2, T = 16;
+    const trt::TokenDataset data = make_dataset({300, 200}, 5);
+    auto be = trt::make_cpu_backend(1);
+    Resident res(*be, data, T);
+    Batch batch(*be, B, T - 1);
+    EXPECT_THROW(be->sample_random(batch.in, batch.tg, res.dt, 1, 1, 0, B, T - 1), trt::Error);
+}

@@ -130,6 +130,8 @@ void sample_random(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
               "sample_random: null pointer");
     // W == 0 means no shard holds T+1 tokens; the host rejects that before it gets here
     // (the CPU sampler throws Error(Config)).
+    TRT_CHECK(data.windows_T == T, "sample_random: the resident tokens' window count was "
+              "computed for T = ", data.windows_T, ", not T = ", T);
     TRT_CHECK(data.num_shards > 0 && data.random_windows > 0,
               "sample_random: no valid window (num_shards=", data.num_shards,
               ", random_windows=", data.random_windows, ")");
