@@ -9,6 +9,8 @@ packages=(
   libopenblas-openmp-dev       # CPU matmuls; the OpenMP build shares our OpenMP runtime
   libgtest-dev                 # unit tests
   python3-torch python3-numpy  # tests/reference: the independent PyTorch GPT-2
+  golang-go                    # bindings/go (cgo); Rust comes from the preinstalled ~/.cargo
+  mono-mcs mono-runtime        # bindings/csharp (C# 7, Debian's Mono)
 )
 missing=()
 for p in "${packages[@]}"; do

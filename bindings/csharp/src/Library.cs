@@ -1,0 +1,100 @@
+using System;
+using System.Collections.Generic;
+using System.Runtime.InteropServices;
+
+namespace Trainrt
+{
+    public enum LogLevel { Debug = 0, Info = 1, Warn = 2, Error = 3 }
+    public enum DType { F32 = 0, BF16 = 1 }
+
+    [Flags]
+    public enum Features : ulong
+    {
+        None = 0,
+        Cpu = 1UL << 0,
+        OpenMP = 1UL << 1,
+        OpenBlas = 1UL << 2,
+        CudaModule = 1UL << 3,
+        CuDnn = 1UL << 4,
+        Nccl = 1UL << 5,
+        Mpi = 1UL << 6,
+    }
+
+    /// <summary>One log line (single line, no newline). Exceptions thrown here are caught
+    /// before they reach C; see Library.LastCallbackException.</summary>
+    public delegate void LogCallback(LogLevel level, string message);
+
+    /// <summary>Called by Session.Train at each logged step and eval. Return true to
+    /// continue, false to stop (Train then returns Status.Stopped).</summary>
+    public delegate bool ProgressCallback(Progress progress);
+
+    /// <summary>Wraps a LogCallback as the C function pointer; never lets an exception out.</summary>
+    internal sealed class LogSink
+    {
+        readonly LogCallback callback;
+        internal readonly NativeLogFn Fn;
+        internal LogSink(LogCallback cb) { callback = cb; Fn = Invoke; }
+        void Invoke(int level, IntPtr message, IntPtr payload)
+        {
+            try { callback((LogLevel)level, Utf8.Decode(message)); }
+            catch (Exception e) { Library.LastCallbackException = e; }
+        }
+        internal static NativeLogFn FnOf(LogSink s) { return s == null ? null : s.Fn; }
+    }
+
+    /// <summary>Process-wide calls: versions, features, default log, data and checkpoints.</summary>
+    public static class Library
+    {
+        /// <summary>The ABI this binding was written against (TRAINRT_ABI_VERSION).</summary>
+        public const uint BindingAbiVersion = 0;
+
+        static readonly object sinkLock = new object();
+        static readonly List<LogSink> defaultSinks = new List<LogSink>(); // alive for the process
+
+        /// <summary>The last exception a log callback threw (and the binding swallowed).</summary>
+        public static Exception LastCallbackException;
+
+        public static string Version { get { return Utf8.Decode(Native.trainrt_version_string()); } }
+        public static uint AbiVersion { get { return Native.trainrt_abi_version(); } }
+        public static Features BuildFeatures { get { return (Features)Native.trainrt_build_features(); } }
+        public static string StatusString(Status status) { return Utf8.Decode(Native.trainrt_status_string((int)status)); }
+
+        /// <summary>Process default log sink; null restores the built-in stderr sink.</summary>
+        public static void SetDefaultLog(LogCallback callback, LogLevel minLevel)
+        {
+            LogSink sink = callback == null ? null : new LogSink(callback);
+            lock (sinkLock)
+            {
+                // Earlier sinks stay referenced: another thread may still be inside one.
+                if (sink != null) defaultSinks.Add(sink);
+                Errors.Check(Native.trainrt_log_set_default(LogSink.FnOf(sink), IntPtr.Zero, (int)minLevel),
+                             "trainrt_log_set_default");
+            }
+        }
+
+        /// <summary>Byte-level tokenization of a text file into out_dir/train.bin and val.bin.</summary>
+        public static void PrepareBytes(string textPath, string outDir, double valFraction,
+                                        out long trainTokens, out long valTokens)
+        {
+            Errors.Check(Native.trainrt_prepare_bytes(out trainTokens, out valTokens,
+                Utf8.Arg(textPath, "textPath"), Utf8.Arg(outDir, "outDir"), valFraction),
+                "trainrt_prepare_bytes");
+        }
+
+        /// <summary>The checkpoint directory out_dir/latest names; "" when none yet.</summary>
+        public static string CheckpointLatest(string outDir)
+        {
+            byte[] dir = Utf8.Arg(outDir, "outDir");
+            return Buffers.Read(delegate(byte[] b, UIntPtr c, out UIntPtr n) {
+                return Native.trainrt_checkpoint_latest(b, c, out n, dir);
+            }, "trainrt_checkpoint_latest");
+        }
+
+        /// <summary>Hugging Face GPT-2 export of a checkpoint, without a session.</summary>
+        public static void CheckpointExport(string checkpoint, string outDir, DType dtype)
+        {
+            Errors.Check(Native.trainrt_checkpoint_export(Utf8.Arg(checkpoint, "checkpoint"),
+                Utf8.Arg(outDir, "outDir"), (int)dtype), "trainrt_checkpoint_export");
+        }
+    }
+}

@@ -1,0 +1,131 @@
+// Raw P/Invoke declarations of include/trainrt/trainrt.h. Internal: use Config / Session.
+// Strings go in as NUL-terminated UTF-8 byte[] and come out as IntPtr / byte buffers, so no
+// reliance on Mono's default string marshalling (which is not UTF-8 everywhere).
+using System;
+using System.Runtime.InteropServices;
+
+namespace Trainrt
+{
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal delegate void NativeLogFn(int level, IntPtr message, IntPtr payload);
+
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal delegate int NativeProgressFn(IntPtr progress, IntPtr payload);
+
+    internal static class Native
+    {
+        // "trainrt" resolves to libtrainrt.so on LD_LIBRARY_PATH; Trainrt.dll.config maps it
+        // to libtrainrt.so.0 (the runtime package's name) when the dev symlink is absent.
+        internal const string Lib = "trainrt";
+        const CallingConvention CC = CallingConvention.Cdecl;
+
+        [DllImport(Lib, CallingConvention = CC)] internal static extern IntPtr trainrt_version_string();
+        [DllImport(Lib, CallingConvention = CC)] internal static extern uint trainrt_abi_version();
+        [DllImport(Lib, CallingConvention = CC)] internal static extern ulong trainrt_build_features();
+        [DllImport(Lib, CallingConvention = CC)] internal static extern IntPtr trainrt_status_string(int status);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern IntPtr trainrt_last_error_message();
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_log_set_default(NativeLogFn fn, IntPtr payload, int minLevel);
+
+        // config
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_config_create(out IntPtr config);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_config_from_file(out IntPtr config, byte[] path);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_config_from_string(out IntPtr config, byte[] toml, byte[] baseDir);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_config_from_checkpoint(out IntPtr config, byte[] path);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_config_destroy(IntPtr config);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_config_set(ConfigHandle config, byte[] key, byte[] value);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_config_get_int(out long value, ConfigHandle config, byte[] key);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_config_get_double(out double value, ConfigHandle config, byte[] key);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_config_get_bool(out int value, ConfigHandle config, byte[] key);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_config_get_string(byte[] buf, UIntPtr cap, out UIntPtr needed, ConfigHandle config, byte[] key);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_config_dump(byte[] buf, UIntPtr cap, out UIntPtr needed, ConfigHandle config);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_config_set_log(ConfigHandle config, NativeLogFn fn, IntPtr payload, int minLevel);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_config_model_info(ref ModelInfo info, ConfigHandle config);
+
+        // session
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_create(out IntPtr session, ConfigHandle config);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_session_destroy(IntPtr session);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_set_log(SessionHandle session, NativeLogFn fn, IntPtr payload, int minLevel);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_step(ref StepResult result, SessionHandle session);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_step_tokens(ref StepResult result, SessionHandle session, int[] tokens, UIntPtr nTokens);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_sync(ref StepResult result, SessionHandle session);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_eval(out double loss, SessionHandle session);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_forward(out double loss, float[] logits, UIntPtr logitsCap, SessionHandle session, int[] tokens, long rows, long seqLen);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_train(SessionHandle session, long nSteps, NativeProgressFn callback, IntPtr payload);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_request_stop(SessionHandle session);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_metrics(ref Metrics metrics, SessionHandle session);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_config_dump(byte[] buf, UIntPtr cap, out UIntPtr needed, SessionHandle session);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_save(byte[] buf, UIntPtr cap, out UIntPtr needed, SessionHandle session, byte[] dir);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_load(SessionHandle session, byte[] path);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_export(SessionHandle session, byte[] outDir, int dtype);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_sample(int[] output, UIntPtr outCap, SessionHandle session, int[] prompt, UIntPtr nPrompt, UIntPtr nNew, ref SampleOptions options);
+
+        // checkpoints, data
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_checkpoint_latest(byte[] buf, UIntPtr cap, out UIntPtr needed, byte[] outDir);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_checkpoint_export(byte[] path, byte[] outDir, int dtype);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_prepare_bytes(out long trainTokens, out long valTokens, byte[] textPath, byte[] outDir, double valFraction);
+
+        // struct initialisers (used by the tests to check that C's sizeof equals ours)
+        [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_step_result_init(ref StepResult r);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_metrics_init(ref Metrics m);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_sample_options_init(ref SampleOptions o);
+    }
+
+    /// <summary>UTF-8 marshalling by hand.</summary>
+    internal static class Utf8
+    {
+        /// <summary>NUL-terminated UTF-8 bytes of s; null stays null (a C NULL).</summary>
+        internal static byte[] Encode(string s)
+        {
+            if (s == null) return null;
+            int n = System.Text.Encoding.UTF8.GetByteCount(s);
+            byte[] b = new byte[n + 1];
+            System.Text.Encoding.UTF8.GetBytes(s, 0, s.Length, b, 0);
+            return b;
+        }
+
+        /// <summary>Encode, refusing null (for arguments the C API needs).</summary>
+        internal static byte[] Arg(string s, string name)
+        {
+            if (s == null) throw new ArgumentNullException(name);
+            return Encode(s);
+        }
+
+        /// <summary>A C string (manual strlen) as a .NET string; NULL gives "".</summary>
+        internal static string Decode(IntPtr p)
+        {
+            if (p == IntPtr.Zero) return "";
+            int n = 0;
+            while (Marshal.ReadByte(p, n) != 0) ++n;
+            byte[] b = new byte[n];
+            Marshal.Copy(p, b, 0, n);
+            return System.Text.Encoding.UTF8.GetString(b);
+        }
+
+        internal static string Decode(byte[] buf, int length)
+        {
+            return System.Text.Encoding.UTF8.GetString(buf, 0, length);
+        }
+    }
+
+    /// <summary>A native call filling (buf, cap, &amp;needed).</summary>
+    internal delegate int BufferCall(byte[] buf, UIntPtr cap, out UIntPtr needed);
+
+    internal static class Buffers
+    {
+        /// <summary>Runs call with a 256-byte buffer, again with an exact one if that was short.</summary>
+        internal static string Read(BufferCall call, string what)
+        {
+            byte[] buf = new byte[256];
+            UIntPtr needed;
+            Errors.Check(call(buf, (UIntPtr)buf.Length, out needed), what);
+            ulong n = needed.ToUInt64();
+            if (n >= (ulong)buf.Length)
+            {
+                buf = new byte[checked((int)n + 1)];
+                Errors.Check(call(buf, (UIntPtr)buf.Length, out needed), what);
+                n = Math.Min(needed.ToUInt64(), (ulong)buf.Length - 1);
+            }
+            return Utf8.Decode(buf, (int)n);
+        }
+    }
+}

@@ -1,0 +1,129 @@
+// Mirrors of the C output/option structs. Layout is Sequential with the C sizes; the tests
+// check Marshal.SizeOf / OffsetOf against the numbers of the C compiler and against the
+// struct_size the library's own *_init functions write.
+using System;
+using System.Runtime.InteropServices;
+
+namespace Trainrt
+{
+    /// <summary>trainrt_step_result (64 bytes): figures of one completed optimizer step.</summary>
+    [StructLayout(LayoutKind.Sequential, Size = 64)]
+    public struct StepResult
+    {
+        public uint StructSize;
+        public uint Version;
+        public long Step;
+        public double Loss;
+        public double Lr;
+        public double GradNorm;
+        public long Tokens;
+        public long TokensTotal;
+        public double Ms;
+
+        public const uint CurrentVersion = 1;
+        public static StepResult Create()
+        {
+            StepResult r = new StepResult();
+            r.StructSize = (uint)Marshal.SizeOf(typeof(StepResult));
+            r.Version = CurrentVersion;
+            return r;
+        }
+    }
+
+    /// <summary>trainrt_metrics (96 bytes, version 2): running figures of a session.</summary>
+    [StructLayout(LayoutKind.Sequential, Size = 96)]
+    public struct Metrics
+    {
+        public uint StructSize;
+        public uint Version;
+        public long Step;
+        public long TokensTotal;
+        public double TokensPerS;
+        public double StepMsP50;
+        public double StepMsP95;
+        public long BytesInUse;
+        public double LastLoss;
+        public double LastValLoss;
+        public long BytesReserved;
+        public long SkippedSteps;
+        public double LossScale;
+
+        public const uint CurrentVersion = 2;
+        public static Metrics Create()
+        {
+            Metrics m = new Metrics();
+            m.StructSize = (uint)Marshal.SizeOf(typeof(Metrics));
+            m.Version = CurrentVersion;
+            return m;
+        }
+    }
+
+    public enum ProgressKind { Step = 0, Eval = 1 }
+
+    /// <summary>trainrt_progress (96 bytes): what Session.Train reports to its callback.</summary>
+    [StructLayout(LayoutKind.Sequential, Size = 96)]
+    public struct Progress
+    {
+        public uint StructSize;
+        public uint Version;
+        public ProgressKind Kind;
+        public int Reserved;
+        public long Step;
+        public long StepsTotal;
+        public double Loss;
+        public double Lr;
+        public double GradNorm;
+        public long TokensTotal;
+        public double Ms;
+        public double TokensPerS;
+        public double ElapsedS;
+        public double EtaS;
+    }
+
+    /// <summary>trainrt_sample_options (32 bytes).</summary>
+    [StructLayout(LayoutKind.Sequential, Size = 32)]
+    public struct SampleOptions
+    {
+        public uint StructSize;
+        public uint Version;
+        public double Temperature; // > 0 scales the logits; 0 = greedy
+        public int TopK;           // 0 = all
+        public int Reserved;
+        public ulong Seed;
+
+        public const uint CurrentVersion = 1;
+        /// <summary>The library defaults: temperature 1, top_k 0, seed 1337.</summary>
+        public static SampleOptions Create()
+        {
+            SampleOptions o = new SampleOptions();
+            o.StructSize = (uint)Marshal.SizeOf(typeof(SampleOptions));
+            o.Version = CurrentVersion;
+            o.Temperature = 1.0;
+            o.Seed = 1337;
+            return o;
+        }
+    }
+
+    /// <summary>trainrt_model_info (56 bytes): what a config's model costs.</summary>
+    [StructLayout(LayoutKind.Sequential, Size = 56)]
+    public struct ModelInfo
+    {
+        public uint StructSize;
+        public uint Version;
+        public long Parameters;
+        public double FlopsPerToken;
+        public long BytesParameters;
+        public long BytesOptimizer;
+        public long BytesActivations;
+        public long BytesTotal;
+
+        public const uint CurrentVersion = 1;
+        public static ModelInfo Create()
+        {
+            ModelInfo m = new ModelInfo();
+            m.StructSize = (uint)Marshal.SizeOf(typeof(ModelInfo));
+            m.Version = CurrentVersion;
+            return m;
+        }
+    }
+}

@@ -1,0 +1,424 @@
+// Self-checking test program for the Trainrt binding (no NUnit): each test is a method,
+// PASS/FAIL per test, a summary, exit code 1 on any failure.
+// Environment (set by tests/bindings/run_binding.sh): TRAINRT_TEST_CONFIG (tiny.toml, 8 steps),
+// TRAINRT_TEST_EXPECTED ("STEP LOSS_BITS" lines from the C API), TRAINRT_TEST_TMP (scratch).
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.IO;
+using System.Runtime.InteropServices;
+using System.Threading;
+using System.Threading.Tasks;
+using Trainrt;
+
+class AssertFailed : Exception { public AssertFailed(string m) : base(m) { } }
+
+static class T
+{
+    public static void True(bool c, string what) { if (!c) throw new AssertFailed(what); }
+    public static void Eq<X>(X expected, X actual, string what)
+    {
+        if (!EqualityComparer<X>.Default.Equals(expected, actual))
+            throw new AssertFailed(what + ": expected " + expected + ", got " + actual);
+    }
+    public static E Throws<E>(Action a, string what) where E : Exception
+    {
+        try { a(); }
+        catch (E e) { return e; }
+        catch (Exception e) { throw new AssertFailed(what + ": expected " + typeof(E).Name + ", got " + e.GetType().Name + ": " + e.Message); }
+        throw new AssertFailed(what + ": expected " + typeof(E).Name + ", nothing thrown");
+    }
+}
+
+static class Program
+{
+    static string ConfigPath = Environment.GetEnvironmentVariable("TRAINRT_TEST_CONFIG");
+    static string ExpectedPath = Environment.GetEnvironmentVariable("TRAINRT_TEST_EXPECTED");
+    static string Tmp = Environment.GetEnvironmentVariable("TRAINRT_TEST_TMP") ?? Path.GetTempPath();
+
+    static Session Open()
+    {
+        using (Config c = Config.FromFile(ConfigPath)) return new Session(c);
+    }
+
+    static void Offset(Type t, string field, int expected)
+    {
+        T.Eq(expected, (int)Marshal.OffsetOf(t, field), t.Name + "." + field + " offset");
+    }
+
+    static void StructLayouts()
+    {
+        T.Eq(64, Marshal.SizeOf(typeof(StepResult)), "sizeof StepResult");
+        T.Eq(96, Marshal.SizeOf(typeof(Metrics)), "sizeof Metrics");
+        T.Eq(96, Marshal.SizeOf(typeof(Progress)), "sizeof Progress");
+        T.Eq(32, Marshal.SizeOf(typeof(SampleOptions)), "sizeof SampleOptions");
+        T.Eq(56, Marshal.SizeOf(typeof(ModelInfo)), "sizeof ModelInfo");
+        Offset(typeof(StepResult), "Step", 8); Offset(typeof(StepResult), "Loss", 16);
+        Offset(typeof(StepResult), "Tokens", 40); Offset(typeof(StepResult), "Ms", 56);
+        Offset(typeof(Metrics), "TokensPerS", 24); Offset(typeof(Metrics), "LastLoss", 56);
+        Offset(typeof(Metrics), "BytesReserved", 72); Offset(typeof(Metrics), "LossScale", 88);
+        Offset(typeof(Progress), "Kind", 8); Offset(typeof(Progress), "Step", 16);
+        Offset(typeof(Progress), "Loss", 32); Offset(typeof(Progress), "TokensTotal", 56);
+        Offset(typeof(Progress), "EtaS", 88);
+        Offset(typeof(SampleOptions), "Temperature", 8); Offset(typeof(SampleOptions), "TopK", 16);
+        Offset(typeof(SampleOptions), "Seed", 24);
+        Offset(typeof(ModelInfo), "FlopsPerToken", 16); Offset(typeof(ModelInfo), "BytesTotal", 48);
+        // The library's own initialisers write C's sizeof and the current version.
+        var r = new StepResult(); Native_StepInit(ref r);
+        T.Eq((uint)Marshal.SizeOf(typeof(StepResult)), r.StructSize, "C sizeof(trainrt_step_result)");
+        T.Eq(StepResult.CurrentVersion, r.Version, "step result version");
+        var m = new Metrics(); Native_MetricsInit(ref m);
+        T.Eq((uint)Marshal.SizeOf(typeof(Metrics)), m.StructSize, "C sizeof(trainrt_metrics)");
+        T.Eq(Metrics.CurrentVersion, m.Version, "metrics version");
+        var o = new SampleOptions(); Native_SampleInit(ref o);
+        var d = SampleOptions.Create();
+        T.Eq(d.StructSize, o.StructSize, "C sizeof(trainrt_sample_options)");
+        T.Eq(d.Temperature, o.Temperature, "default temperature"); T.Eq(d.Seed, o.Seed, "default seed");
+    }
+
+    [DllImport("trainrt", EntryPoint = "trainrt_step_result_init")] static extern void Native_StepInit(ref StepResult r);
+    [DllImport("trainrt", EntryPoint = "trainrt_metrics_init")] static extern void Native_MetricsInit(ref Metrics m);
+    [DllImport("trainrt", EntryPoint = "trainrt_sample_options_init")] static extern void Native_SampleInit(ref SampleOptions o);
+
+    static void VersionAndFeatures()
+    {
+        T.True(System.Text.RegularExpressions.Regex.IsMatch(Library.Version, @"^\d+\.\d+\.\d+$"), "version " + Library.Version);
+        T.Eq(Library.BindingAbiVersion, Library.AbiVersion, "ABI version");
+        T.True((Library.BuildFeatures & Features.Cpu) != 0, "CPU feature bit");
+        T.Eq("invalid argument", Library.StatusString(Status.InvalidArgument), "status string");
+    }
+
+    static void ConfigRoundTrip()
+    {
+        using (Config c = Config.FromString("[train]\nbatch_size = 3\n[optim]\nlr = 0.005\n"))
+        {
+            T.Eq(3L, c.GetInt("train.batch_size"), "int from TOML");
+            T.Eq(0.005, c.GetDouble("optim.lr"), "double from TOML");
+            c.Set("train.steps", "42");
+            T.Eq(42L, c.GetInt("train.steps"), "int after Set");
+            c.Set("optim.lr", "1e-4");
+            T.Eq(1e-4, c.GetDouble("optim.lr"), "double after Set");
+            string s = "/tmp/trainrt-ünïcødé-日本";
+            c.SetString("train.out_dir", s);
+            T.Eq(s, c.GetString("train.out_dir"), "UTF-8 string round trip");
+            T.Eq("42", c.GetString("train.steps"), "non-string key as TOML text");
+            string dump = c.Dump();
+            T.True(dump.Contains("steps = 42"), "dump has the set key");
+            T.True(dump.Contains(s), "dump has the UTF-8 path");
+            c.Set("train.out_dir", "\"" + new string('x', 1000) + "\"");
+            T.Eq(1000, c.GetString("train.out_dir").Length, "string longer than the first buffer");
+        }
+        using (Config d = new Config())
+        {
+            T.True(d.GetInt("train.batch_size") > 0, "defaults");
+        }
+    }
+
+    static void ConfigErrors()
+    {
+        using (Config c = new Config())
+        {
+            var e = T.Throws<TrainrtException>(() => c.Set("train.no_such_key", "1"), "unknown key");
+            T.Eq(Status.Config, e.Status, "unknown key status");
+            T.True(e.NativeMessage.Length > 0 && e.Message.Contains(e.NativeMessage), "library message carried");
+            T.True(e.NativeMessage.Contains("no_such_key"), "message names the key: " + e.NativeMessage);
+            e = T.Throws<TrainrtException>(() => c.GetInt("optim.lr"), "wrong type");
+            T.Eq(Status.Config, e.Status, "wrong type status");
+            e = T.Throws<TrainrtException>(() => c.Set("train.batch_size", "[1,"), "bad TOML");
+            T.Eq(Status.Config, e.Status, "bad TOML status");
+        }
+        var io = T.Throws<TrainrtException>(() => Config.FromFile(Path.Combine(Tmp, "missing-ü.toml")), "missing file");
+        T.Eq(Status.IO, io.Status, "missing file status");
+        T.True(io.NativeMessage.Contains("missing-ü.toml"), "message has the UTF-8 path: " + io.NativeMessage);
+        T.Throws<TrainrtException>(() => Config.FromString("[[[", null), "bad TOML string");
+    }
+
+    static List<KeyValuePair<long, long>> Expected()
+    {
+        var list = new List<KeyValuePair<long, long>>();
+        foreach (string line in File.ReadAllLines(ExpectedPath))
+        {
+            string[] f = line.Trim().Split(' ');
+            if (f.Length != 2) continue;
+            list.Add(new KeyValuePair<long, long>(long.Parse(f[0]),
+                     unchecked((long)Convert.ToUInt64(f[1], 16))));
+        }
+        return list;
+    }
+
+    static void LossesMatchCReference()
+    {
+        var expected = Expected();
+        T.True(expected.Count == 8, "8 reference steps");
+        using (Session s = Open())
+        {
+            foreach (var kv in expected)
+            {
+                s.Step();
+                StepResult r = s.Sync();
+                T.Eq(kv.Key, r.Step, "step number");
+                T.Eq(kv.Value, BitConverter.DoubleToInt64Bits(r.Loss), "loss bits at step " + kv.Key);
+                T.True(r.Tokens > 0 && r.TokensTotal == r.Tokens * r.Step, "token counts");
+            }
+            Metrics m = s.Metrics();
+            T.Eq(8L, m.Step, "metrics step");
+            T.Eq(BitConverter.Int64BitsToDouble(expected[7].Value), m.LastLoss, "metrics last loss");
+            T.True(double.IsNaN(m.LastValLoss), "no eval yet");
+            double val = s.Eval();
+            T.True(val > 0 && val < 10, "eval loss " + val);
+            T.True(s.ConfigDump().Contains("seq_len = 32"), "session config dump");
+        }
+    }
+
+    static void LogCallbacks()
+    {
+        var lines = new List<string>();
+        using (Config c = Config.FromFile(ConfigPath))
+        {
+            c.SetLog((lvl, msg) => { lock (lines) lines.Add(lvl + " " + msg); }, LogLevel.Debug);
+            Session s = new Session(c);
+            c.Dispose(); // the session keeps the config's sink alive
+            GC.Collect(); GC.WaitForPendingFinalizers(); GC.Collect();
+            using (s)
+            {
+                T.True(lines.Count > 0, "session creation logged through the config sink");
+                T.True(lines.Exists(l => l.StartsWith("Info ")), "an INFO line");
+                int thrownBefore = 0;
+                Library.LastCallbackException = null;
+                s.SetLog((lvl, msg) => { ++thrownBefore; throw new InvalidOperationException("boom in log"); }, LogLevel.Debug);
+                GC.Collect(); GC.WaitForPendingFinalizers();
+                s.Train(2); // logs every step; each callback throws, caught in the binding
+                T.True(thrownBefore > 0, "throwing log callback was called");
+                T.True(Library.LastCallbackException is InvalidOperationException, "exception recorded, not propagated");
+                T.Eq(2L, s.Metrics().Step, "training went on");
+            }
+        }
+    }
+
+    static void TrainProgressAndStop()
+    {
+        using (Session s = Open())
+        {
+            var seen = new List<Progress>();
+            Status st = s.Train(3, p => { seen.Add(p); return true; });
+            T.Eq(Status.Ok, st, "train completes");
+            T.Eq(3, seen.Count, "one progress per logged step");
+            T.Eq(ProgressKind.Step, seen[2].Kind, "kind");
+            T.Eq(3L, seen[2].Step, "progress step");
+            T.True(seen[2].Loss > 0 && seen[2].StepsTotal == 8, "progress figures");
+            var expected = Expected();
+            T.Eq(expected[2].Value, BitConverter.DoubleToInt64Bits(seen[2].Loss), "progress loss = C reference");
+            st = s.Train(0, p => p.Step < 5);
+            T.Eq(Status.Stopped, st, "callback returning false stops");
+            T.Eq(5L, s.Metrics().Step, "stopped after step 5");
+            var ex = T.Throws<ArgumentException>(() => s.Train(0, p => { throw new ArgumentException("from callback"); }), "callback exception");
+            T.Eq("from callback", ex.Message, "original exception rethrown");
+            T.Eq(6L, s.Metrics().Step, "stopped after the step in flight");
+        }
+    }
+
+    static void RequestStopFromAnotherThread()
+    {
+        using (Config c = Config.FromFile(ConfigPath))
+        {
+            c.Set("train.steps", "1000000");
+            using (Session s = new Session(c))
+            {
+                var started = new ManualResetEventSlim(false);
+                int calls = 0;
+                Task<Status> t = Task.Run(() => s.Train(0, p => { Interlocked.Increment(ref calls); started.Set(); return true; }));
+                T.True(started.Wait(60000), "training started");
+                s.RequestStop();
+                T.True(t.Wait(60000), "train returned");
+                T.Eq(Status.Stopped, t.Result, "stopped by request");
+                long steps = s.Metrics().Step;
+                T.True(steps >= 1 && steps < 1000000, "stopped early at " + steps);
+                // A stop from a Task while this thread trains.
+                started.Reset();
+                Task stopper = Task.Run(() => { started.Wait(); s.RequestStop(); });
+                Status st = s.Train(0, p => { started.Set(); return true; });
+                stopper.Wait();
+                T.Eq(Status.Stopped, st, "stopped by a task");
+            }
+        }
+    }
+
+    static void CheckpointRoundTrip()
+    {
+        string dir = Path.Combine(Tmp, "ckpt-ü-" + Guid.NewGuid().ToString("N"));
+        using (Session a = Open())
+        using (Session b = Open())
+        {
+            a.Step(); a.Step(); a.Step();
+            string written = a.Save(dir);
+            T.Eq(Path.GetFullPath(dir), Path.GetFullPath(written), "saved where asked");
+            T.True(Directory.Exists(dir), "checkpoint dir exists");
+            var e = T.Throws<TrainrtException>(() => a.Save(dir), "save over an existing dir");
+            T.Eq(Status.IO, e.Status, "existing dir status");
+            b.Load(dir);
+            T.Eq(3L, b.Metrics().Step, "step restored");
+            long x = BitConverter.DoubleToInt64Bits(a.Step().Loss);
+            long y = BitConverter.DoubleToInt64Bits(b.Step().Loss);
+            T.Eq(x, y, "resumed step is bit-identical");
+            using (Config c = Config.FromCheckpoint(dir))
+                T.Eq(32L, c.GetInt("train.seq_len"), "config from checkpoint");
+            var bad = T.Throws<TrainrtException>(() => b.Load(Path.Combine(Tmp, "nope")), "load missing");
+            T.True(bad.Status < 0 && bad.NativeMessage.Length > 0, "load error has a message");
+            string hf = Path.Combine(Tmp, "hf-" + Guid.NewGuid().ToString("N"));
+            a.Export(hf, DType.BF16);
+            T.True(File.Exists(Path.Combine(hf, "model.safetensors")), "session export");
+            string hf2 = hf + "-ck";
+            Library.CheckpointExport(dir, hf2, DType.F32);
+            T.True(File.Exists(Path.Combine(hf2, "config.json")), "checkpoint export");
+            T.Eq("", Library.CheckpointLatest(Path.Combine(Tmp, "empty-" + Guid.NewGuid().ToString("N"))), "no latest yet");
+        }
+        // Into out_dir with `latest`.
+        string outDir = Path.Combine(Tmp, "out-" + Guid.NewGuid().ToString("N"));
+        using (Config c = Config.FromFile(ConfigPath))
+        {
+            c.SetString("train.out_dir", outDir);
+            using (Session s = new Session(c))
+            {
+                s.Step();
+                string w = s.Save();
+                T.True(w.Contains("step_00000001"), "auto name " + w);
+                T.Eq(Path.GetFullPath(w), Path.GetFullPath(Library.CheckpointLatest(outDir)), "latest names it");
+            }
+        }
+    }
+
+    static void ForwardSampleStepTokens()
+    {
+        using (Session s = Open())
+        {
+            int rows = 2, seq = 8, vocab = 256;
+            int[] tok = new int[rows * (seq + 1)];
+            for (int i = 0; i < tok.Length; ++i) tok[i] = (i * 7 + 65) % vocab;
+            float[] logits = new float[rows * seq * vocab];
+            double loss = s.Forward(tok, rows, seq, logits);
+            T.True(loss > 0 && Math.Abs(loss - Math.Log(256)) < 1.0, "initial loss near ln 256: " + loss);
+            T.True(Array.Exists(logits, v => v != 0), "logits written");
+            T.Eq(loss, s.Forward(tok, rows, seq), "forward without logits, same loss");
+            var e = T.Throws<TrainrtException>(() => s.Forward(new int[] { 1, 999 }, 1, 1), "token out of range");
+            T.Eq(Status.InvalidArgument, e.Status, "out of range status");
+
+            int[] batch = new int[4 * 33];
+            for (int i = 0; i < batch.Length; ++i) batch[i] = (i * 13) % vocab;
+            StepResult r = s.StepTokens(batch);
+            r = s.Sync();
+            T.Eq(1L, r.Step, "step_tokens step");
+            T.Throws<TrainrtException>(() => s.StepTokens(new int[5]), "wrong token count");
+
+            var o = SampleOptions.Create(); o.Seed = 42; o.TopK = 10;
+            int[] a = s.Sample(new[] { 72, 101 }, 20, o);
+            int[] b = s.Sample(new[] { 72, 101 }, 20, o);
+            T.Eq(20, a.Length, "sample length");
+            T.True(Array.TrueForAll(a, v => v >= 0 && v < vocab), "ids in range");
+            T.Eq(string.Join(",", a), string.Join(",", b), "same seed, same tokens");
+            o.Temperature = 0;
+            T.Eq(5, s.Sample(new[] { 72 }, 5, o).Length, "greedy");
+            T.Eq(3, s.Sample(new[] { 72 }, 3).Length, "default options");
+        }
+    }
+
+    static void ModelInfoAndPrepare()
+    {
+        using (Config c = Config.FromFile(ConfigPath))
+        {
+            ModelInfo mi = c.ModelInfo();
+            T.True(mi.Parameters > 0, "parameters");
+            T.Eq(mi.BytesParameters + mi.BytesOptimizer + mi.BytesActivations, mi.BytesTotal, "bytes total");
+            T.Eq(mi.Parameters * 4, mi.BytesParameters, "fp32 weights");
+        }
+        string text = Path.Combine(Tmp, "text-" + Guid.NewGuid().ToString("N") + ".txt");
+        File.WriteAllText(text, new string('a', 900) + new string('b', 100));
+        long tr, va;
+        string dataDir = Path.Combine(Tmp, "data-ü-" + Guid.NewGuid().ToString("N"));
+        Library.PrepareBytes(text, dataDir, 0.1, out tr, out va);
+        T.Eq(1000L, tr + va, "all bytes tokenized");
+        T.True(va > 0 && va < tr, "val split");
+        T.True(File.Exists(Path.Combine(dataDir, "train.bin")), "train.bin written");
+    }
+
+    static void DisposeSemantics()
+    {
+        Session s = Open();
+        s.Dispose();
+        s.Dispose(); // twice is fine
+        T.Throws<ObjectDisposedException>(() => s.Step(), "use after dispose");
+        Config c = new Config();
+        c.Dispose();
+        T.Throws<ObjectDisposedException>(() => c.GetInt("train.steps"), "config use after dispose");
+        T.Throws<ArgumentNullException>(() => Config.FromFile(null), "null path");
+        // Handles dropped without Dispose are released by the finalizer.
+        for (int i = 0; i < 3; ++i) Open();
+        GC.Collect(); GC.WaitForPendingFinalizers();
+    }
+
+    static void CallOverhead()
+    {
+        const int N = 200000;
+        using (Config c = Config.FromFile(ConfigPath))
+        using (Session s = new Session(c))
+        {
+            for (int i = 0; i < 1000; ++i) { Library.AbiVersion.GetHashCode(); c.GetInt("train.steps"); s.Metrics(); }
+            var sw = Stopwatch.StartNew();
+            uint acc = 0;
+            for (int i = 0; i < N; ++i) acc += Library.AbiVersion;
+            double raw = sw.Elapsed.TotalMilliseconds * 1e6 / N;
+            sw.Restart();
+            for (int i = 0; i < N; ++i) s.Metrics();
+            double metrics = sw.Elapsed.TotalMilliseconds * 1e6 / N;
+            sw.Restart();
+            for (int i = 0; i < N; ++i) c.GetInt("train.steps");
+            double getInt = sw.Elapsed.TotalMilliseconds * 1e6 / N;
+            Console.WriteLine("  overhead: AbiVersion {0:F0} ns/call, Session.Metrics {1:F0} ns/call, Config.GetInt {2:F0} ns/call",
+                              raw, metrics, getInt);
+            // A measurement, reported and never asserted (timings depend on the machine).
+            GC.KeepAlive(acc);
+        }
+    }
+
+    static int Main()
+    {
+        if (ConfigPath == null || ExpectedPath == null)
+        {
+            Console.Error.WriteLine("TRAINRT_TEST_CONFIG / TRAINRT_TEST_EXPECTED not set (run through test.sh)");
+            return 2;
+        }
+        Directory.CreateDirectory(Tmp);
+        var tests = new List<KeyValuePair<string, Action>>
+        {
+            new KeyValuePair<string, Action>("StructLayouts", StructLayouts),
+            new KeyValuePair<string, Action>("VersionAndFeatures", VersionAndFeatures),
+            new KeyValuePair<string, Action>("ConfigRoundTrip", ConfigRoundTrip),
+            new KeyValuePair<string, Action>("ConfigErrors", ConfigErrors),
+            new KeyValuePair<string, Action>("LossesMatchCReference", LossesMatchCReference),
+            new KeyValuePair<string, Action>("LogCallbacks", LogCallbacks),
+            new KeyValuePair<string, Action>("TrainProgressAndStop", TrainProgressAndStop),
+            new KeyValuePair<string, Action>("RequestStopFromAnotherThread", RequestStopFromAnotherThread),
+            new KeyValuePair<string, Action>("CheckpointRoundTrip", CheckpointRoundTrip),
+            new KeyValuePair<string, Action>("ForwardSampleStepTokens", ForwardSampleStepTokens),
+            new KeyValuePair<string, Action>("ModelInfoAndPrepare", ModelInfoAndPrepare),
+            new KeyValuePair<string, Action>("DisposeSemantics", DisposeSemantics),
+            new KeyValuePair<string, Action>("CallOverhead", CallOverhead),
+        };
+        int failed = 0;
+        foreach (var t in tests)
+        {
+            var sw = Stopwatch.StartNew();
+            try
+            {
+                t.Value();
+                Console.WriteLine("PASS {0} ({1:F0} ms)", t.Key, sw.Elapsed.TotalMilliseconds);
+            }
+            catch (Exception e)
+            {
+                ++failed;
+                Console.WriteLine("FAIL {0}: {1}", t.Key, e is AssertFailed ? e.Message : e.ToString());
+            }
+        }
+        Console.WriteLine("{0} passed, {1} failed", tests.Count - failed, failed);
+        return failed == 0 ? 0 : 1;
+    }
+}

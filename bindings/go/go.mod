@@ -1,0 +1,3 @@
+module github.com/libtrainrt/trainrt/bindings/go
+
+go 1.19

@@ -1,0 +1,26 @@
+#include "shims.h"
+#include "_cgo_export.h"
+
+trainrt_status trgo_log_set_default(uintptr_t handle, int32_t min_level) {
+    if (handle == 0) return trainrt_log_set_default(NULL, NULL, min_level);
+    return trainrt_log_set_default((trainrt_log_fn)trainrtGoLog, (void*)handle, min_level);
+}
+
+trainrt_status trgo_config_set_log(trainrt_config* config, uintptr_t handle, int32_t min_level) {
+    if (handle == 0) return trainrt_config_set_log(config, NULL, NULL, min_level);
+    return trainrt_config_set_log(config, (trainrt_log_fn)trainrtGoLog, (void*)handle,
+                                  min_level);
+}
+
+trainrt_status trgo_session_set_log(trainrt_session* session, uintptr_t handle,
+                                    int32_t min_level) {
+    if (handle == 0) return trainrt_session_set_log(session, NULL, NULL, min_level);
+    return trainrt_session_set_log(session, (trainrt_log_fn)trainrtGoLog, (void*)handle,
+                                   min_level);
+}
+
+trainrt_status trgo_session_train(trainrt_session* session, int64_t n_steps, uintptr_t handle) {
+    if (handle == 0) return trainrt_session_train(session, n_steps, NULL, NULL);
+    return trainrt_session_train(session, n_steps, (trainrt_progress_fn)trainrtGoProgress,
+                                 (void*)handle);
+}

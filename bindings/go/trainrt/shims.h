@@ -1,0 +1,13 @@
+/* C shims of the Go binding: they hand the Go trampolines (callbacks.go) to libtrainrt with a
+ * cgo.Handle as payload, so Go code never converts an integer to a pointer. */
+#ifndef TRAINRT_GO_SHIMS_H
+#define TRAINRT_GO_SHIMS_H
+#include <stdint.h>
+#include <trainrt/trainrt.h>
+
+trainrt_status trgo_log_set_default(uintptr_t handle, int32_t min_level);
+trainrt_status trgo_config_set_log(trainrt_config* config, uintptr_t handle, int32_t min_level);
+trainrt_status trgo_session_set_log(trainrt_session* session, uintptr_t handle,
+                                    int32_t min_level);
+trainrt_status trgo_session_train(trainrt_session* session, int64_t n_steps, uintptr_t handle);
+#endif

@@ -1,0 +1,434 @@
+//! Raw FFI declarations for libtrainrt, written by hand from `include/trainrt/trainrt.h`
+//! (ABI version 0). Everything here is `unsafe` and mirrors the C header one to one; use the
+//! `trainrt` crate for a safe API.
+#![allow(non_camel_case_types)]
+
+use std::os::raw::{c_char, c_void};
+
+pub const TRAINRT_VERSION_MAJOR: u32 = 0;
+pub const TRAINRT_VERSION_MINOR: u32 = 1;
+pub const TRAINRT_VERSION_PATCH: u32 = 0;
+pub const TRAINRT_ABI_VERSION: u32 = 0;
+
+pub const TRAINRT_FEATURE_CPU: u64 = 1 << 0;
+pub const TRAINRT_FEATURE_OPENMP: u64 = 1 << 1;
+pub const TRAINRT_FEATURE_OPENBLAS: u64 = 1 << 2;
+pub const TRAINRT_FEATURE_CUDA_MODULE: u64 = 1 << 3;
+pub const TRAINRT_FEATURE_CUDNN: u64 = 1 << 4;
+pub const TRAINRT_FEATURE_NCCL: u64 = 1 << 5;
+pub const TRAINRT_FEATURE_MPI: u64 = 1 << 6;
+
+pub type trainrt_status = i32;
+pub const TRAINRT_OK: trainrt_status = 0;
+pub const TRAINRT_STOPPED: trainrt_status = 1;
+pub const TRAINRT_ERR_INVALID_ARGUMENT: trainrt_status = -1;
+pub const TRAINRT_ERR_CONFIG: trainrt_status = -2;
+pub const TRAINRT_ERR_IO: trainrt_status = -3;
+pub const TRAINRT_ERR_FORMAT: trainrt_status = -4;
+pub const TRAINRT_ERR_OUT_OF_MEMORY: trainrt_status = -5;
+pub const TRAINRT_ERR_DEVICE: trainrt_status = -6;
+pub const TRAINRT_ERR_UNSUPPORTED: trainrt_status = -7;
+pub const TRAINRT_ERR_BUSY: trainrt_status = -8;
+pub const TRAINRT_ERR_CANCELLED: trainrt_status = -9;
+pub const TRAINRT_ERR_VERSION_MISMATCH: trainrt_status = -10;
+pub const TRAINRT_ERR_INTERNAL: trainrt_status = -11;
+pub const TRAINRT_ERR_DEVICE_LOST: trainrt_status = -12;
+
+pub const TRAINRT_LOG_DEBUG: i32 = 0;
+pub const TRAINRT_LOG_INFO: i32 = 1;
+pub const TRAINRT_LOG_WARN: i32 = 2;
+pub const TRAINRT_LOG_ERROR: i32 = 3;
+
+pub const TRAINRT_PROGRESS_STEP: i32 = 0;
+pub const TRAINRT_PROGRESS_EVAL: i32 = 1;
+
+pub const TRAINRT_DTYPE_F32: i32 = 0;
+pub const TRAINRT_DTYPE_BF16: i32 = 1;
+
+pub const TRAINRT_STEP_RESULT_VERSION: u32 = 1;
+pub const TRAINRT_METRICS_VERSION: u32 = 2;
+pub const TRAINRT_PROGRESS_VERSION: u32 = 1;
+pub const TRAINRT_SAMPLE_OPTIONS_VERSION: u32 = 1;
+pub const TRAINRT_MODEL_INFO_VERSION: u32 = 1;
+
+/// Opaque `trainrt_config`.
+#[repr(C)]
+pub struct trainrt_config {
+    _private: [u8; 0],
+}
+
+/// Opaque `trainrt_session`.
+#[repr(C)]
+pub struct trainrt_session {
+    _private: [u8; 0],
+}
+
+pub type trainrt_log_fn =
+    Option<unsafe extern "C" fn(level: i32, message: *const c_char, payload: *mut c_void)>;
+pub type trainrt_progress_fn =
+    Option<unsafe extern "C" fn(progress: *const trainrt_progress, payload: *mut c_void) -> i32>;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct trainrt_step_result {
+    pub struct_size: u32,
+    pub version: u32,
+    pub step: i64,
+    pub loss: f64,
+    pub lr: f64,
+    pub grad_norm: f64,
+    pub tokens: i64,
+    pub tokens_total: i64,
+    pub ms: f64,
+}
+
+impl Default for trainrt_step_result {
+    /// `TRAINRT_STEP_RESULT_INIT`.
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            version: TRAINRT_STEP_RESULT_VERSION,
+            step: 0,
+            loss: 0.0,
+            lr: 0.0,
+            grad_norm: 0.0,
+            tokens: 0,
+            tokens_total: 0,
+            ms: 0.0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct trainrt_metrics {
+    pub struct_size: u32,
+    pub version: u32,
+    pub step: i64,
+    pub tokens_total: i64,
+    pub tokens_per_s: f64,
+    pub step_ms_p50: f64,
+    pub step_ms_p95: f64,
+    pub bytes_in_use: i64,
+    pub last_loss: f64,
+    pub last_val_loss: f64,
+    pub bytes_reserved: i64,
+    pub skipped_steps: i64,
+    pub loss_scale: f64,
+}
+
+impl Default for trainrt_metrics {
+    /// `TRAINRT_METRICS_INIT`.
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            version: TRAINRT_METRICS_VERSION,
+            step: 0,
+            tokens_total: 0,
+            tokens_per_s: 0.0,
+            step_ms_p50: 0.0,
+            step_ms_p95: 0.0,
+            bytes_in_use: 0,
+            last_loss: 0.0,
+            last_val_loss: 0.0,
+            bytes_reserved: 0,
+            skipped_steps: 0,
+            loss_scale: 0.0,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct trainrt_progress {
+    pub struct_size: u32,
+    pub version: u32,
+    pub kind: i32,
+    pub reserved: i32,
+    pub step: i64,
+    pub steps_total: i64,
+    pub loss: f64,
+    pub lr: f64,
+    pub grad_norm: f64,
+    pub tokens_total: i64,
+    pub ms: f64,
+    pub tokens_per_s: f64,
+    pub elapsed_s: f64,
+    pub eta_s: f64,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct trainrt_sample_options {
+    pub struct_size: u32,
+    pub version: u32,
+    pub temperature: f64,
+    pub top_k: i32,
+    pub reserved: i32,
+    pub seed: u64,
+}
+
+impl Default for trainrt_sample_options {
+    /// `TRAINRT_SAMPLE_OPTIONS_INIT`.
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            version: TRAINRT_SAMPLE_OPTIONS_VERSION,
+            temperature: 1.0,
+            top_k: 0,
+            reserved: 0,
+            seed: 1337,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct trainrt_model_info {
+    pub struct_size: u32,
+    pub version: u32,
+    pub parameters: i64,
+    pub flops_per_token: f64,
+    pub bytes_parameters: i64,
+    pub bytes_optimizer: i64,
+    pub bytes_activations: i64,
+    pub bytes_total: i64,
+}
+
+impl Default for trainrt_model_info {
+    /// `TRAINRT_MODEL_INFO_INIT`.
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            version: TRAINRT_MODEL_INFO_VERSION,
+            parameters: 0,
+            flops_per_token: 0.0,
+            bytes_parameters: 0,
+            bytes_optimizer: 0,
+            bytes_activations: 0,
+            bytes_total: 0,
+        }
+    }
+}
+
+extern "C" {
+    pub fn trainrt_version_string() -> *const c_char;
+    pub fn trainrt_abi_version() -> u32;
+    pub fn trainrt_build_features() -> u64;
+
+    pub fn trainrt_status_string(status: trainrt_status) -> *const c_char;
+    pub fn trainrt_last_error_message() -> *const c_char;
+
+    pub fn trainrt_log_set_default(
+        f: trainrt_log_fn,
+        payload: *mut c_void,
+        min_level: i32,
+    ) -> trainrt_status;
+
+    pub fn trainrt_config_create(out: *mut *mut trainrt_config) -> trainrt_status;
+    pub fn trainrt_config_from_file(
+        out: *mut *mut trainrt_config,
+        path: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_config_from_string(
+        out: *mut *mut trainrt_config,
+        toml: *const c_char,
+        base_dir: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_config_destroy(config: *mut trainrt_config);
+    pub fn trainrt_config_set(
+        config: *mut trainrt_config,
+        key: *const c_char,
+        toml_value: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_config_get_int(
+        out: *mut i64,
+        config: *const trainrt_config,
+        key: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_config_get_double(
+        out: *mut f64,
+        config: *const trainrt_config,
+        key: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_config_get_bool(
+        out: *mut i32,
+        config: *const trainrt_config,
+        key: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_config_get_string(
+        buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+        config: *const trainrt_config,
+        key: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_config_dump(
+        buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+        config: *const trainrt_config,
+    ) -> trainrt_status;
+    pub fn trainrt_config_set_log(
+        config: *mut trainrt_config,
+        f: trainrt_log_fn,
+        payload: *mut c_void,
+        min_level: i32,
+    ) -> trainrt_status;
+
+    pub fn trainrt_step_result_init(result: *mut trainrt_step_result);
+    pub fn trainrt_metrics_init(metrics: *mut trainrt_metrics);
+
+    pub fn trainrt_session_create(
+        out: *mut *mut trainrt_session,
+        config: *const trainrt_config,
+    ) -> trainrt_status;
+    pub fn trainrt_session_destroy(session: *mut trainrt_session);
+    pub fn trainrt_session_set_log(
+        session: *mut trainrt_session,
+        f: trainrt_log_fn,
+        payload: *mut c_void,
+        min_level: i32,
+    ) -> trainrt_status;
+    pub fn trainrt_session_step(
+        out: *mut trainrt_step_result,
+        session: *mut trainrt_session,
+    ) -> trainrt_status;
+    pub fn trainrt_session_step_tokens(
+        out: *mut trainrt_step_result,
+        session: *mut trainrt_session,
+        tokens: *const i32,
+        n_tokens: usize,
+    ) -> trainrt_status;
+    pub fn trainrt_session_sync(
+        out: *mut trainrt_step_result,
+        session: *mut trainrt_session,
+    ) -> trainrt_status;
+    pub fn trainrt_session_eval(
+        out_loss: *mut f64,
+        session: *mut trainrt_session,
+    ) -> trainrt_status;
+    pub fn trainrt_session_forward(
+        out_loss: *mut f64,
+        logits: *mut f32,
+        logits_cap: usize,
+        session: *mut trainrt_session,
+        tokens: *const i32,
+        rows: i64,
+        seq_len: i64,
+    ) -> trainrt_status;
+    pub fn trainrt_session_train(
+        session: *mut trainrt_session,
+        n_steps: i64,
+        callback: trainrt_progress_fn,
+        payload: *mut c_void,
+    ) -> trainrt_status;
+    pub fn trainrt_session_request_stop(session: *mut trainrt_session) -> trainrt_status;
+    pub fn trainrt_session_metrics(
+        out: *mut trainrt_metrics,
+        session: *mut trainrt_session,
+    ) -> trainrt_status;
+    pub fn trainrt_session_config_dump(
+        buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+        session: *mut trainrt_session,
+    ) -> trainrt_status;
+
+    pub fn trainrt_session_save(
+        path_buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+        session: *mut trainrt_session,
+        dir: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_session_load(
+        session: *mut trainrt_session,
+        path: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_checkpoint_latest(
+        buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+        out_dir: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_config_from_checkpoint(
+        out: *mut *mut trainrt_config,
+        path: *const c_char,
+    ) -> trainrt_status;
+
+    pub fn trainrt_session_export(
+        session: *mut trainrt_session,
+        out_dir: *const c_char,
+        dtype: i32,
+    ) -> trainrt_status;
+    pub fn trainrt_checkpoint_export(
+        path: *const c_char,
+        out_dir: *const c_char,
+        dtype: i32,
+    ) -> trainrt_status;
+
+    pub fn trainrt_sample_options_init(options: *mut trainrt_sample_options);
+    pub fn trainrt_session_sample(
+        out: *mut i32,
+        out_cap: usize,
+        session: *mut trainrt_session,
+        prompt: *const i32,
+        n_prompt: usize,
+        n_new: usize,
+        options: *const trainrt_sample_options,
+    ) -> trainrt_status;
+
+    pub fn trainrt_config_model_info(
+        out: *mut trainrt_model_info,
+        config: *const trainrt_config,
+    ) -> trainrt_status;
+
+    pub fn trainrt_prepare_bytes(
+        out_train_tokens: *mut i64,
+        out_val_tokens: *mut i64,
+        text_path: *const c_char,
+        out_dir: *const c_char,
+        val_fraction: f64,
+    ) -> trainrt_status;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{align_of, size_of};
+
+    // Layouts as the C compiler lays them out on LP64 targets (checked against the C
+    // compiler by bindings/rust/test.sh too).
+    #[test]
+    fn struct_sizes() {
+        assert_eq!(size_of::<trainrt_step_result>(), 64);
+        assert_eq!(size_of::<trainrt_metrics>(), 96);
+        assert_eq!(size_of::<trainrt_progress>(), 96);
+        assert_eq!(size_of::<trainrt_sample_options>(), 32);
+        assert_eq!(size_of::<trainrt_model_info>(), 56);
+        assert_eq!(align_of::<trainrt_metrics>(), 8);
+    }
+
+    #[test]
+    fn library_links_and_matches_header() {
+        assert_eq!(unsafe { trainrt_abi_version() }, TRAINRT_ABI_VERSION);
+        let mut a = trainrt_step_result {
+            loss: 1.0,
+            ..Default::default()
+        };
+        unsafe { trainrt_step_result_init(&mut a) };
+        assert_eq!(a, trainrt_step_result::default());
+        let mut m = trainrt_metrics::default();
+        unsafe { trainrt_metrics_init(&mut m) };
+        // An older library (metrics v1, 72 bytes) reports its own, smaller size.
+        assert!(m.struct_size >= 72 && m.struct_size as usize <= size_of::<trainrt_metrics>());
+        assert!(m.version >= 1 && m.version <= TRAINRT_METRICS_VERSION);
+        let mut o = trainrt_sample_options {
+            seed: 0,
+            ..Default::default()
+        };
+        unsafe { trainrt_sample_options_init(&mut o) };
+        assert_eq!(o, trainrt_sample_options::default());
+    }
+}

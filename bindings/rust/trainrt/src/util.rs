@@ -1,0 +1,55 @@
+use crate::error::{check, Error, Result, Status};
+use std::ffi::CString;
+use std::os::raw::c_char;
+use std::path::Path;
+
+pub(crate) fn cstring(s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| {
+        Error::new(
+            Status::InvalidArgument,
+            format!("string contains a NUL byte: {s:?}"),
+        )
+    })
+}
+
+pub(crate) fn cpath(p: &Path) -> Result<CString> {
+    #[cfg(unix)]
+    let bytes = {
+        use std::os::unix::ffi::OsStrExt;
+        p.as_os_str().as_bytes().to_vec()
+    };
+    #[cfg(not(unix))]
+    let bytes = p
+        .to_str()
+        .ok_or_else(|| Error::new(Status::InvalidArgument, format!("path is not UTF-8: {p:?}")))?
+        .as_bytes()
+        .to_vec();
+    CString::new(bytes).map_err(|_| {
+        Error::new(
+            Status::InvalidArgument,
+            format!("path contains a NUL byte: {p:?}"),
+        )
+    })
+}
+
+/// Runs a `(buf, cap, &needed)` call: a first try into a small buffer, a second with the
+/// size the first reported when it did not fit.
+pub(crate) fn read_string(
+    mut call: impl FnMut(*mut c_char, usize, *mut usize) -> i32,
+) -> Result<String> {
+    let mut buf: Vec<u8> = vec![0; 256];
+    loop {
+        let mut needed = 0usize;
+        check(call(buf.as_mut_ptr().cast(), buf.len(), &mut needed))?;
+        if needed < buf.len() {
+            buf.truncate(needed);
+            return String::from_utf8(buf).map_err(|e| {
+                Error::new(
+                    Status::Format,
+                    format!("library returned non-UTF-8 text: {e}"),
+                )
+            });
+        }
+        buf = vec![0; needed + 1];
+    }
+}

@@ -1,0 +1,119 @@
+//! Session calls beyond step: host tokens, forward, eval, metrics, sampling, checkpoints.
+use trainrt::{Config, Dtype, SampleOptions, Session, Status};
+mod common;
+
+#[test]
+fn step_tokens_forward_eval_metrics() {
+    let cfg = Config::from_file(common::config_path()).unwrap();
+    let tokens = common::host_tokens(&cfg);
+    let mut s = Session::new(&cfg).unwrap();
+    let m0 = s.metrics().unwrap();
+    assert_eq!(m0.step, 0);
+    assert!(m0.last_loss.is_nan());
+
+    let seq = cfg.get_int("train.seq_len").unwrap();
+    let row = &tokens[..(seq + 1) as usize];
+    let before = s.forward(row, 1, seq).unwrap();
+    let (again, logits) = s.forward_logits(row, 1, seq).unwrap();
+    assert_eq!(before.to_bits(), again.to_bits(), "forward does not update");
+    assert_eq!(logits.len(), (seq * 256) as usize);
+    assert!(logits.iter().all(|x| x.is_finite()));
+
+    let r = s.step_tokens(&tokens).unwrap();
+    assert_eq!(r.step, 1);
+    assert!(r.loss.is_finite());
+    let e = s.step_tokens(&tokens[1..]).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument, "{e}");
+    assert!(
+        s.forward(row, 1, seq).unwrap() < before,
+        "one step on the row lowers its loss"
+    );
+    assert!(s.forward(&row[1..], 1, seq).is_err());
+
+    let val = s.eval().unwrap();
+    assert!(val.is_finite() && val > 0.0);
+    let m = s.metrics().unwrap();
+    assert_eq!(m.step, 1);
+    assert_eq!(m.last_loss.to_bits(), r.loss.to_bits());
+    assert!(m.bytes_in_use > 0);
+    assert!(s.config_dump().unwrap().contains("[model]"));
+}
+
+#[test]
+fn sample_is_deterministic() {
+    let mut s = common::session();
+    s.step().unwrap();
+    let o = SampleOptions {
+        temperature: 0.8,
+        top_k: 20,
+        seed: 5,
+    };
+    let a = s.sample(&[72, 101], 16, &o).unwrap();
+    let b = s.sample(&[72, 101], 16, &o).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.len(), 16);
+    assert!(a.iter().all(|&t| (0..256).contains(&t)));
+    assert!(s.sample(&[], 4, &SampleOptions::default()).is_err());
+}
+
+#[test]
+fn save_load_resumes_bit_exactly_and_exports() {
+    let dir = common::tmp("ckpt");
+    let ckpt = dir.join("ckpt");
+    let mut a = common::session();
+    a.step().unwrap();
+    a.step().unwrap();
+    let written = a.save(Some(&ckpt)).unwrap();
+    assert_eq!(written.file_name(), ckpt.file_name());
+    assert_eq!(
+        a.save(Some(&ckpt)).unwrap_err().status(),
+        Status::Io,
+        "dir must not exist"
+    );
+
+    let mut b = common::session();
+    b.load(&ckpt).unwrap();
+    let (ra, rb) = (a.step().unwrap(), b.step().unwrap());
+    assert_eq!(ra.step, 3);
+    assert_eq!(ra.loss.to_bits(), rb.loss.to_bits());
+    assert_eq!(
+        Config::from_checkpoint(&ckpt)
+            .unwrap()
+            .get_int("model.n_layer")
+            .unwrap(),
+        2
+    );
+    assert!(b.load(dir.join("missing")).is_err());
+
+    a.export(dir.join("hf"), Dtype::F32).unwrap();
+    assert!(dir.join("hf/model.safetensors").is_file());
+    trainrt::checkpoint_export(&ckpt, dir.join("hf16"), Dtype::Bf16).unwrap();
+    assert!(dir.join("hf16/config.json").is_file());
+    assert_eq!(trainrt::checkpoint_latest(&dir).unwrap(), None);
+}
+
+#[test]
+fn checkpoints_into_out_dir_and_latest() {
+    let dir = common::tmp("outdir");
+    let mut cfg = Config::from_file(common::config_path()).unwrap();
+    cfg.set("train.out_dir", &format!("{:?}", dir.to_str().unwrap()))
+        .unwrap();
+    let mut s = Session::new(&cfg).unwrap();
+    s.step().unwrap();
+    let p = s.save(None).unwrap();
+    assert!(p.ends_with("step_00000001"), "{}", p.display());
+    let latest = trainrt::checkpoint_latest(&dir).unwrap().unwrap();
+    assert!(latest.ends_with("step_00000001"));
+}
+
+#[test]
+fn prepare_bytes_writes_shards() {
+    let dir = common::tmp("prep");
+    let text = dir.join("t.txt");
+    std::fs::write(&text, "hello world, ".repeat(100)).unwrap();
+    let (tr, va) = trainrt::prepare_bytes(&text, dir.join("data"), 0.1).unwrap();
+    assert_eq!(tr + va, 1300);
+    assert!(dir.join("data/train.bin").is_file());
+    let e = trainrt::prepare_bytes(dir.join("none.txt"), dir.join("x"), 0.1).unwrap_err();
+    assert_eq!(e.status(), Status::Io);
+}
