@@ -11,6 +11,8 @@ packages=(
   python3-torch python3-numpy  # tests/reference: the independent PyTorch GPT-2
   golang-go                    # bindings/go (cgo); Rust comes from the preinstalled ~/.cargo
   mono-mcs mono-runtime        # bindings/csharp (C# 7, Debian's Mono)
+  rpm lintian rpmlint          # packaging: building and linting the .deb/.rpm packages
+  abigail-tools                # scripts/abi-check.sh (abidw/abidiff against the baseline)
 )
 missing=()
 for p in "${packages[@]}"; do
