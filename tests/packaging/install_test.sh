@@ -239,53 +239,22 @@ pkg-config --exists trainrt || fail "pkg-config does not find trainrt"
 [ "$(pkg-config --modversion trainrt)" = 0.1.0 ] || fail "pkg-config version"
 echo "pkg-config: $(pkg-config --cflags --libs trainrt)"
 
-# The example's run: same data and config as tests/examples/run_example_c.sh.
-prepare_example() {  # DIR
-    rm -rf "$1"; mkdir -p "$1"
-    trainrt prepare --text "$SRC/examples/data/tinyshakespeare.txt" --out "$1/data" >/dev/null
-    cat > "$1/tiny.toml" <<'TOML'
-[model]
-vocab_size = 256
-context_length = 64
-n_layer = 2
-n_head = 2
-d_model = 64
-[data]
-train = "data/train.bin"
-val = "data/val.bin"
-sampler = "sequential"
-[train]
-batch_size = 4
-seq_len = 64
-grad_accum = 2
-steps = 50
-eval_batches = 2
-[optim]
-lr = 1e-3
-warmup_steps = 2
-[runtime]
-threads = 2
-TOML
-}
+# The example's run: tests/examples/run_example_c.sh (data, config, checks) with the installed
+# trainrt, plus a check that the binary really uses the installed library.
 run_example() {  # EXE DIR
-    "$1" "$2/tiny.toml" 8 "$2/ckpt" >"$2/out.txt" 2>"$2/err.txt" || { cat "$2/out.txt" "$2/err.txt"; fail "$1 failed"; }
-    cat "$2/out.txt"
-    grep -q "resumed loss" "$2/out.txt" || fail "$1: no resumed step"
-    grep -q "^sample: ROMEO:" "$2/out.txt" || fail "$1: no sample"
-    grep -q "\[run info\] acceleration:" "$2/err.txt" || fail "$1: log callback not called"
-    test -f "$2/ckpt/MANIFEST.sha256" || fail "$1: no checkpoint written"
+    bash "$SRC/tests/examples/run_example_c.sh" "$1" "$(command -v trainrt)" "$SRC" "$2" ||
+        fail "$1 failed"
     ldd "$1" | grep -Eq 'libtrainrt\.so\.0 => (/usr)?/lib/' || fail "$1 does not use the installed library"
 }
 
 say "examples/c/train.c with pkg-config"
 W=$SCRATCH/pc
-prepare_example "$W"
+mkdir -p "$W"
 cc -Wall -o "$W/train_c" "$SRC/examples/c/train.c" $(pkg-config --cflags --libs trainrt)
-run_example "$W/train_c" "$W"
+run_example "$W/train_c" "$W/run"
 
 say "examples/c/train.c with find_package(trainrt 0.1)"
 W=$SCRATCH/cm
-prepare_example "$W"
 mkdir -p "$W/proj"
 cp "$SRC/examples/c/train.c" "$W/proj/"
 cat > "$W/proj/CMakeLists.txt" <<'CMAKE'
@@ -297,7 +266,7 @@ target_link_libraries(app PRIVATE trainrt::trainrt)
 CMAKE
 cmake -S "$W/proj" -B "$W/proj/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$W/proj/build" >/dev/null
-run_example "$W/proj/build/app" "$W"
+run_example "$W/proj/build/app" "$W/run"
 # SameMajorVersion: a 1.x request must not be satisfied by 0.1.0
 sed -i 's/find_package(trainrt 0.1 REQUIRED)/find_package(trainrt 1.0 REQUIRED)/' "$W/proj/CMakeLists.txt"
 if cmake -S "$W/proj" -B "$W/proj/build1" >/dev/null 2>&1; then fail "find_package(trainrt 1.0) accepted 0.1.0"; fi
