@@ -166,13 +166,16 @@ public:
     void load_rows(int32_t* in, int32_t* tg, const int32_t* rows, int B, int T) override {
         in_->load_rows(in, tg, rows, B, T);
     }
-    void sample_window(int32_t* in, int32_t* tg, const trt::DeviceTokens& d, int64_t start,
-                       int B, int T) override {
+    void sample_window(int32_t* in, int32_t* tg, const trt::DeviceTokens& d,
+                       const int64_t* start, int B, int T) override {
         in_->sample_window(in, tg, d, start, B, T);
     }
     void sample_random(int32_t* in, int32_t* tg, const trt::DeviceTokens& d, uint64_t seed,
-                       int64_t step, int64_t micro, int B, int T) override {
-        in_->sample_random(in, tg, d, seed, step, micro, B, T);
+                       const trt::StepScalars* s, int64_t micro, int B, int T) override {
+        in_->sample_random(in, tg, d, seed, s, micro, B, T);
+    }
+    void upload_step_inputs(void* dst, const void* src, size_t bytes) override {
+        in_->upload_step_inputs(dst, src, bytes);
     }
     double sum_squares(const float* x, size_t n) override {
         double r = 0;

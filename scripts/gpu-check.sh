@@ -18,10 +18,16 @@
 #                (fp32, tf32, bf16) and on the CPU side by side (the CPU run is capped by
 #                time): per-step loss differences and median step times from metrics.jsonl
 #   5 cpu-tests  ctest -L cpu, all cores, as a sanity check of the same build
-# Exit status: 0 when every stage passed, 1 otherwise, 2 on bad usage.
+#   6 ladder     the GPU benchmark ladder (bench/gpu_ladder.py: trainrt bench rung by rung +
+#                PyTorch on the same GPU) with what is left of the budget; skipped when less
+#                than LADDER_MIN_S is left -- run it alone: GPU_CHECK_STAGES="device build ladder"
+# Exit status: 0 when every stage that ran passed (skipped ones aside), 1 otherwise, 2 on bad
+# usage.
 #
 # Environment: JOBS (build/test parallelism, default nproc), CUDA_ARCHS (default 90-real),
-# GPU_CHECK_BUDGET (s), TRAIN_STEPS (default 200), GPU_TEST_JOBS (default 4),
+# GPU_CHECK_BUDGET (s), GPU_CHECK_STAGES (the stages to run, default all six),
+# LADDER_MODELS (default tiny,gpt2), LADDER_MIN_S (default 90), LADDER_ARGS (more
+# gpu_ladder.py options), TRAIN_STEPS (default 200), GPU_TEST_JOBS (default 4),
 # TOMLPP_INCLUDE_DIR, OPENBLAS_INCLUDE_DIR + OPENBLAS_LIBRARY, GTest_DIR: where those are;
 # GPU_CHECK_USE_DEPS=1: ignore the system's toml++/OpenBLAS/GTest and use ./.deps (to try the
 # bare-machine path on a dev machine).
@@ -31,7 +37,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DEPS=$ROOT/.deps
 
 usage() {
-    sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 # ------------------------------------------------------------------ --prepare-deps
@@ -63,7 +69,19 @@ prepare_deps() {
         [ -n "$path" ] && cp -L "$path" "$DEPS/lib/$lib"
     done
     cp -r /usr/src/googletest "$DEPS/src/googletest"
-    echo "prepared $DEPS ($(du -sh "$DEPS" | cut -f1)): toml++, OpenBLAS (openmp), googletest sources"
+    # cuDNN 9 headers for the module's cuDNN attention (the library itself is dlopened on the
+    # GPU machine; without headers the module builds a stub and attention stays on matmul).
+    local cudnn_inc=""
+    for d in /usr/local/cuda/include /usr/include /usr/include/"$arch"; do
+        [ -f "$d/cudnn_graph.h" ] && { cudnn_inc=$d; break; }
+    done
+    if [ -n "$cudnn_inc" ]; then
+        mkdir -p "$DEPS/cudnn/include"
+        cp "$cudnn_inc"/cudnn*.h "$DEPS/cudnn/include/"
+    else
+        echo "note: no cuDNN 9 headers found; the GPU build will use the cuDNN stub" >&2
+    fi
+    echo "prepared $DEPS ($(du -sh "$DEPS" | cut -f1)): toml++, OpenBLAS (openmp), googletest sources${cudnn_inc:+, cuDNN headers}"
     echo "carry it to the GPU machine with the working tree (keep it out of commits: /.deps/ in .gitignore)"
 }
 
@@ -83,6 +101,8 @@ BUDGET=${GPU_CHECK_BUDGET:-570}
 CUDA_ARCHS=${CUDA_ARCHS:-90-real}
 TRAIN_STEPS=${TRAIN_STEPS:-200}
 GPU_TEST_JOBS=${GPU_TEST_JOBS:-4}
+LADDER_MODELS=${LADDER_MODELS:-tiny,gpt2}
+LADDER_MIN_S=${LADDER_MIN_S:-90}
 T0=$(date +%s)
 FENCE='```'  # markdown code fence in the summary
 HAVE_PY=0
@@ -90,9 +110,14 @@ if command -v python3 >/dev/null 2>&1; then HAVE_PY=1; fi
 export TRAINRT_CUDA_MODULE=$BUILD/libtrainrt-cuda.so
 
 # ------------------------------------------------------------------ summary
-STAGES=(device build gpu-tests train cpu-tests)
+STAGES=(device build gpu-tests train cpu-tests ladder)
+SELECTED=" ${GPU_CHECK_STAGES:-${STAGES[*]}} "
 declare -A STATUS TIME NOTES DETAILS
 for s in "${STAGES[@]}"; do STATUS[$s]="not reached"; TIME[$s]=""; NOTES[$s]=""; DETAILS[$s]=""; done
+for s in $SELECTED; do
+    case " ${STAGES[*]} " in *" $s "*) ;; *) echo "gpu-check: unknown stage '$s' in GPU_CHECK_STAGES (${STAGES[*]})" >&2; exit 2 ;; esac
+done
+selected() { [[ $SELECTED == *" $1 "* ]]; }
 
 # The commit, read from .git without running git (the tree may have no .git at all).
 commit_id() {
@@ -535,6 +560,50 @@ stage_cpu_tests() {
     else finish FAIL "$notes"; fi
 }
 
+# ------------------------------------------------------------------ 6. ladder
+# bench/gpu_ladder.py with what is left of the budget: its table goes to OUTDIR/ladder/ladder.md
+# (linked below the summary table), each run's log and JSON beside it.
+stage_ladder() {
+    begin ladder
+    local log=$OUT/ladder.log dir=$OUT/ladder rc left
+    : > "$log"
+    if [ "$BUILD_OK" != 1 ]; then finish "not run" "the build failed (or was not selected)"; return; fi
+    if [ "$HAVE_PY" != 1 ]; then finish FAIL "python3 not found (bench/gpu_ladder.py needs it)"; return; fi
+    left=$(cap 100000)
+    if [ "$left" -lt "$LADDER_MIN_S" ]; then
+        finish "skipped" "only ${left} s of the budget left (< LADDER_MIN_S = $LADDER_MIN_S); run it alone: GPU_CHECK_STAGES=\"device build ladder\""
+        return
+    fi
+    # The ladder stops starting runs when its own budget is spent; the cap is the backstop.
+    # shellcheck disable=SC2086  # LADDER_ARGS is a list of options
+    run_capped "$left" "$log" python3 "$ROOT/bench/gpu_ladder.py" --trainrt "$BUILD/trainrt" \
+        --out "$dir" --models "$LADDER_MODELS" --budget $(( left - 15 )) ${LADDER_ARGS:-}
+    rc=$?
+    local keys
+    keys=$(python3 - "$dir/ladder.json" <<'PY' 2>/dev/null
+import json, sys
+d = json.load(open(sys.argv[1]))
+out = []
+for name, e in d["models"].items():
+    ok = [r for r in e["rungs"] if r.get("status") == "ok"]
+    best = max(ok, key=lambda r: r["report"]["tokens_per_s"]) if ok else None
+    part = "%s: %d/%d rungs ok" % (name, len(ok), len(e["rungs"]))
+    if best:
+        part += ", best %s %.0f tok/s" % (best["rung"], best["report"]["tokens_per_s"])
+    part += "".join(", x%.2f vs torch %s" % (v, m) for m, v in e.get("ratios", {}).items())
+    out.append(part)
+print("; ".join(out))
+PY
+)
+    DETAILS[ladder]=$(printf 'Table: [ladder/ladder.md](ladder/ladder.md) (JSON: ladder/ladder.json; per-run logs in ladder/<model>/).\n')
+    if [ -f "$dir/ladder.md" ]; then
+        DETAILS[ladder]=$(printf '%s\n\n%s\n' "${DETAILS[ladder]}" "$(grep -E '^(## |Ours = |Goals )' "$dir/ladder.md")")
+    fi
+    if [ "$rc" = 124 ]; then finish TIMEOUT "${keys:-no results} (cut off by the cap)"
+    elif [ "$rc" = 0 ]; then finish PASS "${keys:-no results}"
+    else finish FAIL "${keys:-no results} (gpu_ladder.py exit $rc; ladder.log)"; fi
+}
+
 # ------------------------------------------------------------------ main
 # cuDNN / NCCL come as Python wheels on the GPU machine: let the module find them by name.
 if [ "$HAVE_PY" = 1 ]; then
@@ -545,15 +614,29 @@ if [ "$HAVE_PY" = 1 ]; then
 fi
 
 write_summary
-stage_device
-stage_build
-stage_gpu_tests
-stage_train
-stage_cpu_tests
+for s in "${STAGES[@]}"; do
+    if selected "$s"; then
+        case $s in
+            device) stage_device ;;
+            build) stage_build ;;
+            gpu-tests) stage_gpu_tests ;;
+            train) stage_train ;;
+            cpu-tests) stage_cpu_tests ;;
+            ladder) stage_ladder ;;
+        esac
+    else
+        STATUS[$s]="skipped"; NOTES[$s]="not in GPU_CHECK_STAGES"
+        # Later stages may use a BUILD_DIR built by an earlier run.
+        if [ "$s" = build ] && [ -x "$BUILD/trainrt" ] && [ -f "$BUILD/libtrainrt-cuda.so" ]; then
+            BUILD_OK=1; NOTES[$s]="not in GPU_CHECK_STAGES; using the existing build in $BUILD"
+        fi
+        write_summary
+    fi
+done
 
 echo
 cat "$OUT/summary.md"
 for s in "${STAGES[@]}"; do
-    [ "${STATUS[$s]}" = PASS ] || exit 1
+    [ "${STATUS[$s]}" = PASS ] || [ "${STATUS[$s]}" = skipped ] || exit 1
 done
 exit 0

@@ -170,11 +170,19 @@ typedef struct trainrt_metrics {
     int64_t bytes_reserved;    /* backend memory reserved (>= bytes_in_use: allocator slack) */
     int64_t skipped_steps;     /* updates skipped for a non-finite gradient */
     double loss_scale;         /* current dynamic loss scale (fp16), else 1 */
+    /* ---- version 3 */
+    double model_flops_per_token; /* training FLOPs per token, 6N + 6*L*C*T (N = all
+                                     parameters, T = train.seq_len); the MFU numerator */
+    double peak_flops;         /* the device's dense peak FLOP/s in the run's precision:
+                                  runtime.peak_tflops * 1e12 when set, else a built-in table
+                                  (H100/H200/A100/L40S/RTX 4090); 0 = unknown (the CPU) */
+    double mfu;                /* model FLOPs utilisation = tokens_per_s * model_flops_per_token
+                                  / peak_flops, normally in [0, 1]; 0 when the peak is unknown */
 } trainrt_metrics;
-#define TRAINRT_METRICS_VERSION 2
+#define TRAINRT_METRICS_VERSION 3
 #define TRAINRT_METRICS_INIT \
     { (uint32_t)sizeof(trainrt_metrics), TRAINRT_METRICS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, \
-      0, 0, 0 }
+      0, 0, 0, 0, 0, 0 }
 TRAINRT_API void trainrt_metrics_init(trainrt_metrics* metrics);
 
 /* What trainrt_session_train() reports to its callback. */

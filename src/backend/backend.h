@@ -10,15 +10,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "config/run_config.h"
+#include "core/error.h"
 
 namespace trt {
 
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 3;
+constexpr uint32_t kBackendInterfaceVersion = 4;
 
 // How a matmul weight is stored. InOut = HF Conv1D [K, M] (y = x·W); OutIn = [M, K]
 // (y = x·Wᵀ, e.g. the tied wte [V, C] as the output projection).
@@ -92,11 +94,33 @@ struct ModelDims {
     int B = 0, T = 0, C = 0, NH = 0, V = 0, L = 0;
 };
 
+// The accel.* switches a backend honours itself (the session handles cuda_graphs and
+// fused_adamw). Each one has a correct slower path; a backend that cannot honour a switch
+// says so in accel_status() instead of failing.
+struct AccelOptions {
+    bool cudnn_attention = false;  // accel.attention = "cudnn": cuDNN fused SDPA (bf16/fp16)
+    bool matmul_epilogues = false; // bias / bias+GELU / bias-grad inside cuBLASLt matmuls
+    bool fused_classifier = true;  // logits -> loss and dlogits in one pass
+};
+
 // What a backend is created with.
 struct BackendOptions {
     int threads = 0;                       // CPU: 0 = all cores
     Precision precision = Precision::Fp32; // resolved (never Auto)
     int device = 0;                        // CUDA device ordinal
+    AccelOptions accel;
+};
+
+// What a backend actually does with AccelOptions, for the session's startup log. A note says
+// why a requested path is not taken, or what serves it when it is (attention: the cuDNN
+// library and version); "" when there is nothing to say.
+struct AccelStatus {
+    std::string attention = "matmul";  // "matmul" | "cudnn"
+    std::string attention_note;
+    bool matmul_epilogues = false;
+    std::string epilogues_note;
+    bool fused_classifier = true;
+    bool graphs = false;  // supports_graphs()
 };
 
 class Backend {
@@ -104,6 +128,10 @@ public:
     virtual ~Backend() = default;
     virtual const char* name() const = 0;
     virtual int num_threads() const = 0;  // host threads the backend's ops use
+    // The hardware, e.g. "NVIDIA H100 80GB HBM3" (the peak-FLOPs table keys on it).
+    virtual std::string device_name() const { return name(); }
+    // Valid after reserve(): attention and epilogue choices may depend on the shapes.
+    virtual AccelStatus accel_status() const { return AccelStatus{}; }
 
     // ---- memory
     // Zero-filled; Error(OutOfMemory) naming `what` and the size on failure.
@@ -258,14 +286,40 @@ public:
     // be reused by the caller as soon as the call returns.
     virtual void load_rows(int32_t* inputs, int32_t* targets, const int32_t* host_rows,
                            int B, int T) = 0;
-    // Sequential window on a resident token set: row b = tokens[start + b*T, +T+1).
+    // Sequential window on a resident token set: row b = tokens[*start + b*T, +T+1).
+    // start is backend memory (written by upload_step_inputs), so a replayed graph reads
+    // this step's window; a start outside the token set yields no rows (asynchronous
+    // backends cannot throw from the device) — the host validates before uploading.
     virtual void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
-                               int64_t start, int B, int T) = 0;
+                               const int64_t* start /*backend memory*/, int B, int T) = 0;
     // Random sampler on a resident token set: exactly sample_random of src/data/sampler.h
-    // (Philox4x32-10, key = seed, counter = (step, micro_step, row, 0), idx = u mod W).
+    // (Philox4x32-10, key = seed, counter = (s->step, micro_step, row, 0), idx = u mod W).
+    // The step comes from backend memory (begin_step), so a replayed graph draws this step's.
     virtual void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
-                               uint64_t seed, int64_t step, int64_t micro_step, int B,
+                               uint64_t seed, const StepScalars* s, int64_t micro_step, int B,
                                int T) = 0;
+
+    // ---- per-step host values and whole-step graphs
+    // Stream-ordered copy of a small host array (a step's window starts) into backend memory:
+    // it lands before any op enqueued after this call, src may be reused as soon as the call
+    // returns, and an op enqueued before it still sees the old contents.
+    virtual void upload_step_inputs(void* dst, const void* src, size_t bytes) = 0;
+    // Graphs: between begin_capture() and end_capture(id) ops are recorded, NOT executed;
+    // replay_graph(id) runs the recording (again and again). A recorded op must take every
+    // per-step value from backend memory (StepScalars, upload_step_inputs), never from a host
+    // argument, and must not read back or allocate. end_capture replaces graph id if it exists.
+    // Without support (supports_graphs() false) the three calls throw Unsupported.
+    virtual bool supports_graphs() const { return false; }
+    virtual void begin_capture() { no_graphs(); }
+    virtual void end_capture(int /*id*/) { no_graphs(); }
+    virtual void replay_graph(int /*id*/) { no_graphs(); }
+
+private:
+    // Inline on purpose: an out-of-line virtual would pin Backend's vtable to the core
+    // library, which the CUDA module must not link against.
+    [[noreturn]] void no_graphs() const {
+        fail(Status::Unsupported, "the ", name(), " backend does not capture graphs");
+    }
 };
 
 // How many bytes of backend scratch ModelDims implies is the backend's business; how many

@@ -122,6 +122,11 @@ BackendSelection select_backend(const RunConfig& run) {
     BackendOptions opts;
     opts.threads = static_cast<int>(run.runtime.threads);
     opts.device = 0;
+    // accel.attention = "auto" means matmul until a GPU run has verified the cuDNN path
+    // (docs/STATUS.md); "cudnn" asks for it, with a logged fallback when it cannot run.
+    opts.accel.cudnn_attention = run.accel.attention == AttentionKind::Cudnn;
+    opts.accel.matmul_epilogues = run.accel.matmul_epilogues;
+    opts.accel.fused_classifier = run.accel.fused_classifier;
     auto cpu = [&](const std::string& why_not_cuda) {
         if (asked != Precision::Auto && asked != Precision::Fp32)
             fail(Status::Unsupported, "runtime.precision = \"", to_string(asked),

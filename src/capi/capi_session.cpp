@@ -184,6 +184,9 @@ TRAINRT_API trainrt_status trainrt_session_metrics(trainrt_metrics* out,
         full.bytes_reserved = m.bytes_reserved;
         full.skipped_steps = m.skipped_steps;
         full.loss_scale = m.loss_scale;
+        full.model_flops_per_token = m.model_flops_per_token;
+        full.peak_flops = m.peak_flops;
+        full.mfu = m.mfu;
         fill_versioned(out, full, "trainrt_session_metrics");
         return TRAINRT_OK;
     });

@@ -172,6 +172,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_INT(runtime, threads, 0),
         TRT_INT(runtime, log_every, 1),
         TRT_INT(runtime, max_inflight, 1),
+        TRT_FLOAT(runtime, peak_tflops, 0.0, false),
 
         TRT_BOOL(accel, fused_adamw),
         TRT_BOOL(accel, cuda_graphs),

@@ -61,14 +61,17 @@ struct RuntimeConfig {
     int64_t threads = 0;                    // 0 = all cores
     int64_t log_every = 10;                 // train steps between logged lines (>= 1)
     int64_t max_inflight = 2;               // steps a device may run ahead of the host
+    double peak_tflops = 0;                 // MFU denominator per device; 0 = from the table
 };
 
+// Fast paths no GPU run has verified yet are off by default (auto attention = matmul);
+// docs/STATUS.md says which ones a GPU has confirmed.
 struct AccelConfig {
     bool fused_adamw = true;
-    bool cuda_graphs = true;
+    bool cuda_graphs = false;
     AttentionKind attention = AttentionKind::Auto;
     bool fused_classifier = true;
-    bool matmul_epilogues = true;
+    bool matmul_epilogues = false;
 };
 
 struct RunConfig {

@@ -8,6 +8,9 @@ Gpt::Gpt(Backend& backend, const GptShape& shape, int B, int T)
     : be_(backend), table_(shape), B_(B), T_(T) {
     const size_t N = static_cast<size_t>(B) * T;
     const size_t C = shape.C, V = shape.V, L = shape.L;
+    // The backend sizes its scratch first: which attention path it takes (and so how much it
+    // saves for the backward) can depend on the shapes (cuDNN plans are built here).
+    be_.reserve(ModelDims{B, T, shape.C, shape.NH, shape.V, shape.L});
     const size_t att_saved = be_.attention_saved_floats(B, T, shape.C, shape.NH);
     const size_t att_scratch = be_.attention_scratch_floats(B, T, shape.C, shape.NH);
 
@@ -36,8 +39,6 @@ Gpt::Gpt(Backend& backend, const GptShape& shape, int B, int T)
     acts_ = static_cast<float*>(be_.alloc(act_floats_ * sizeof(float), "activations"));
     inputs_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "input ids"));
     targets_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "target ids"));
-    // Let the backend size its own scratch now, so no step allocates.
-    be_.reserve(ModelDims{B, T, shape.C, shape.NH, shape.V, shape.L});
     be_.register_params(params_, table_.total());
     float* cursor = acts_;
     for (const Slot& s : slots) {

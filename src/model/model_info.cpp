@@ -1,5 +1,7 @@
 #include "model/model_info.h"
 
+#include "runtime/perf.h"
+
 namespace trt {
 
 ModelInfo model_info(const GptShape& shape, int B, int T, const Backend& backend) {
@@ -8,8 +10,7 @@ ModelInfo model_info(const GptShape& shape, int B, int T, const Backend& backend
     const int64_t C = shape.C, V = shape.V, L = shape.L;
     ModelInfo m;
     m.parameters = static_cast<int64_t>(table.total());
-    m.flops_per_token = 6.0 * static_cast<double>(m.parameters) +
-                        6.0 * static_cast<double>(L) * static_cast<double>(C) * T;
+    m.flops_per_token = flops_per_token(m.parameters, L, C, T);  // 6N + 6·L·C·T
     m.bytes_parameters = m.parameters * 4;
     m.bytes_optimizer = 3 * m.parameters * 4;
     // Per layer: ln1, atty, attproj, residual2, ln2, fcproj, residual3 (C each), qkv (3C),

@@ -5,8 +5,8 @@
 namespace trt {
 
 AdamW::AdamW(Backend& backend, const ParamTable& table, const OptimConfig& config,
-             bool dynamic_loss_scale)
-    : be_(backend), table_(table), config_(config) {
+             bool dynamic_loss_scale, bool fused)
+    : be_(backend), table_(table), config_(config), fused_(fused) {
     const size_t n = table_.total();
     m_ = static_cast<float*>(be_.alloc(n * sizeof(float), "AdamW first moments"));
     v_ = static_cast<float*>(be_.alloc(n * sizeof(float), "AdamW second moments"));
@@ -26,6 +26,10 @@ AdamW::AdamW(Backend& backend, const ParamTable& table, const OptimConfig& confi
     segments_.ends = static_cast<const int64_t*>(segment_ends_);
     segments_.weight_decay = static_cast<const float*>(segment_decay_);
     segments_.count = static_cast<int32_t>(ends.size());
+    std::vector<int64_t> numel;
+    for (const ParamTensor& t : table_.tensors()) numel.push_back(static_cast<int64_t>(t.numel));
+    tensor_numel_ = be_.alloc(numel.size() * sizeof(int64_t), "AdamW segment table");
+    be_.copy_to_device(tensor_numel_, numel.data(), numel.size() * sizeof(int64_t));
 }
 
 AdamW::~AdamW() {
@@ -33,6 +37,7 @@ AdamW::~AdamW() {
     be_.free(v_);
     be_.free(segment_ends_);
     be_.free(segment_decay_);
+    be_.free(tensor_numel_);
 }
 
 void AdamW::update(float* params, const float* grads, StepScalars* s) {
@@ -42,7 +47,21 @@ void AdamW::update(float* params, const float* grads, StepScalars* s) {
     hp.beta1 = static_cast<float>(config_.beta1);
     hp.beta2 = static_cast<float>(config_.beta2);
     hp.eps = static_cast<float>(config_.eps);
-    be_.adamw_step(params, grads, m_, v_, n, segments_, hp, s);
+    if (fused_) {
+        be_.adamw_step(params, grads, m_, v_, n, segments_, hp, s);
+    } else {
+        const auto* numel = static_cast<const int64_t*>(tensor_numel_);
+        const auto& tensors = table_.tensors();
+        for (size_t i = 0; i < tensors.size(); ++i) {
+            const size_t off = tensors[i].offset;
+            ParamSegments one;
+            one.ends = numel + i;
+            one.weight_decay = segments_.weight_decay + i;
+            one.count = 1;
+            be_.adamw_step(params + off, grads + off, m_ + off, v_ + off, tensors[i].numel, one,
+                           hp, s);
+        }
+    }
     be_.end_step(s, policy_);
 }
 

@@ -13,14 +13,16 @@ namespace trt {
 
 class AdamW {
 public:
-    // dynamic_loss_scale: fp16 (GradScaler semantics in end_step).
+    // dynamic_loss_scale: fp16 (GradScaler semantics in end_step). fused (accel.fused_adamw):
+    // one adamw_step over the flat buffer; else one per tensor (the slower reference path,
+    // same arithmetic per element, so the same bits).
     AdamW(Backend& backend, const ParamTable& table, const OptimConfig& config,
-          bool dynamic_loss_scale);
+          bool dynamic_loss_scale, bool fused = true);
     ~AdamW();
     AdamW(const AdamW&) = delete;
     AdamW& operator=(const AdamW&) = delete;
 
-    // Enqueues grad norm → clip → fused AdamW → loss-scale update on s (begin_step was
+    // Enqueues grad norm → clip → AdamW → loss-scale update on s (begin_step was
     // called with the step's lr and number). Skips the weight update on a non-finite
     // gradient (s->nonfinite, counted in s->skipped_steps).
     void update(float* params, const float* grads, StepScalars* s);
@@ -35,9 +37,12 @@ private:
     LossScalePolicy policy_;
     float* m_ = nullptr;  // first moments, table.total() floats
     float* v_ = nullptr;  // second moments
+    bool fused_ = true;
     ParamSegments segments_;  // per-tensor ranges and weight decay, in backend memory
     void* segment_ends_ = nullptr;
     void* segment_decay_ = nullptr;
+    // Unfused: tensor i alone, as a one-segment table: its length and decay (backend memory).
+    void* tensor_numel_ = nullptr;
 };
 
 }  // namespace trt

@@ -14,6 +14,7 @@
 #include "io/fs_util.h"
 #include "model/gpt_weights.h"
 #include "runtime/metrics_log.h"
+#include "runtime/perf.h"
 #include "runtime/schedule.h"
 
 namespace trt {
@@ -34,7 +35,7 @@ TokenDataset open_split(const std::string& pattern, const char* key, int64_t voc
 
 }  // namespace
 
-Session::Session(const Config& config, const LogSink& sink)
+Session::Session(const Config& config, const LogSink& sink, const BackendFactory& factory)
     : config_(config), run_(config.run()), log_(sink),
       last_val_loss_(std::numeric_limits<double>::quiet_NaN()) {
     const TrainConfig& tr = run_.train;
@@ -43,7 +44,7 @@ Session::Session(const Config& config, const LogSink& sink)
         fail(Status::Config, "train.checkpoint_every = ", tr.checkpoint_every,
              " but train.out_dir is empty: set train.out_dir (checkpoints go there) or "
              "set train.checkpoint_every = 0");
-    BackendSelection selected = select_backend(run_);
+    BackendSelection selected = factory ? factory(run_) : select_backend(run_);
     backend_ = std::move(selected.backend);
     precision_ = selected.precision;
     if (!selected.fallback_reason.empty())
@@ -87,11 +88,26 @@ Session::Session(const Config& config, const LogSink& sink)
         load_init_weights(model_->table(), mc.init_from, host.data());
     backend_->copy_to_device(model_->params(), host.data(), host.size() * sizeof(float));
     optimizer_ = std::make_unique<AdamW>(*backend_, model_->table(), run_.optim,
-                                         precision_ == Precision::Fp16);
+                                         precision_ == Precision::Fp16, run_.accel.fused_adamw);
     scalars_ = static_cast<StepScalars*>(backend_->alloc(sizeof(StepScalars), "step scalars"));
     // fp16: torch.cuda.amp.GradScaler's initial scale 2^16; otherwise no scaling.
     reset_step_scalars(precision_ == Precision::Fp16 ? 65536.0f : 1.0f);
     place_train_data();
+    window_starts_.assign(static_cast<size_t>(tr.grad_accum), 0);
+    window_starts_dev_ = static_cast<int64_t*>(
+        backend_->alloc(window_starts_.size() * sizeof(int64_t), "sequential window starts"));
+    // Whole-step graphs need every batch drawn on the backend (a host copy per micro-batch
+    // cannot be replayed).
+    if (run_.accel.cuda_graphs) {
+        if (!backend_->supports_graphs())
+            graph_note_ = cat("the ", backend_->name(), " backend has no graphs");
+        else if (!resident_)
+            graph_note_ = "needs the train split resident: data.placement = \"device\"";
+        else
+            graph_ = GraphState::Warmup;
+    }
+    // eval's batches are host-fed, but loaded eagerly before each replay of its forward.
+    if (graph_ == GraphState::Warmup) eval_graph_ = GraphState::Warmup;
 
     rows_.resize(static_cast<size_t>(B) * (T + 1));
     inputs_.resize(static_cast<size_t>(B) * T);
@@ -107,6 +123,7 @@ Session::~Session() {
         // a lost device: nothing left to wait for; still free what we can
     }
     backend_->free(scalars_);
+    backend_->free(window_starts_dev_);
     backend_->free(resident_buffer_);
     backend_->free(resident_starts_);
 }
@@ -193,19 +210,26 @@ void Session::log_startup() const {
     auto on_off = [](bool b) { return b ? "on" : "off"; };
     // CUDA-only switches on the CPU say n/a; those the CUDA backend does not implement yet
     // say so, rather than pretending.
-    auto cuda_only = [&](bool asked, bool implemented) {
-        if (!cuda) return cat("n/a (cpu; ", on_off(asked), ")");
-        if (implemented) return std::string(on_off(asked));
-        return cat("off (", on_off(asked), "; not implemented yet)");
+    // A switch that is on as asked prints "on"; one that is not taken says why.
+    auto resolved = [&](bool on, bool asked, const std::string& note) {
+        if (on == asked) return std::string(on_off(on));
+        return cat(on_off(on), " (", on_off(asked), note.empty() ? "" : "; ", note, ")");
     };
+    const AccelStatus acc = backend_->accel_status();
+    const std::string attention =
+        acc.attention + (acc.attention_note.empty() ? "" : cat(" [", acc.attention_note, "]"));
     log_.info("acceleration: device=", configured(backend_->name(), to_string(r.runtime.device)),
+              " (", backend_->device_name(), ")",
               " precision=", configured(to_string(precision_), to_string(r.runtime.precision)),
               " threads=", backend_->num_threads(),
-              " attention=", configured("matmul", to_string(r.accel.attention)),
-              " fused_classifier=on (", cuda ? "cuda" : "cpu", ": always)",
-              " fused_adamw=", cuda ? std::string("on (cuda: always)") : cuda_only(r.accel.fused_adamw, false),
-              " cuda_graphs=", cuda_only(r.accel.cuda_graphs, false),
-              " matmul_epilogues=", cuda_only(r.accel.matmul_epilogues, false),
+              " attention=", configured(attention, to_string(r.accel.attention)),
+              " fused_classifier=", resolved(cuda ? acc.fused_classifier : true,
+                                             r.accel.fused_classifier,
+                                             cuda ? "" : "cpu: always fused"),
+              " fused_adamw=", on_off(r.accel.fused_adamw),
+              " cuda_graphs=", resolved(graph_ != GraphState::Off, r.accel.cuda_graphs, graph_note_),
+              " matmul_epilogues=", resolved(acc.matmul_epilogues, r.accel.matmul_epilogues,
+                                             cuda ? acc.epilogues_note : "cpu: not applicable"),
               " placement=", configured(resident_ ? "device" : "host", to_string(r.data.placement)),
               " max_inflight=", max_inflight_);
     log_.info("model: GPT-2 L", r.model.n_layer, " H", r.model.n_head, " C", r.model.d_model,
@@ -241,31 +265,135 @@ StepResult Session::step() {
     const int64_t s = step_ + 1;
     const double lr = scheduled_lr(run_.optim, run_.train.steps, s);
     const float dloss = 1.0f / static_cast<float>(B * T * GA);
+    const bool sequential = run_.data.sampler == SamplerKind::Sequential;
+    // Eager, outside any graph: the values only the host knows this step.
+    backend_->begin_step(scalars_, static_cast<float>(lr), s);
+    if (resident_) {
+        if (sequential) {
+            for (int64_t k = 0; k < GA; ++k) {
+                const SequentialWindow w = next_sequential_window(*train_data_, cursor_, B, T);
+                window_starts_[static_cast<size_t>(k)] = shard_starts_[w.shard] + w.pos;
+            }
+            backend_->upload_step_inputs(window_starts_dev_, window_starts_.data(),
+                                         window_starts_.size() * sizeof(int64_t));
+        }
+        run_resident_step(dloss);
+        return finish_step(s, lr, t0);
+    }
     int32_t* inputs = model_->inputs_buffer();
     int32_t* targets = model_->targets_buffer();
-    backend_->begin_step(scalars_, static_cast<float>(lr), s);
     model_->zero_grads();
     for (int64_t k = 0; k < GA; ++k) {
-        const bool sequential = run_.data.sampler == SamplerKind::Sequential;
-        if (resident_ && sequential) {
-            const SequentialWindow w = next_sequential_window(*train_data_, cursor_, B, T);
-            backend_->sample_window(inputs, targets, resident_tokens_,
-                                    shard_starts_[w.shard] + w.pos, static_cast<int>(B),
-                                    static_cast<int>(T));
-        } else if (resident_) {
-            backend_->sample_random(inputs, targets, resident_tokens_, run_.data.seed, s, k,
-                                    static_cast<int>(B), static_cast<int>(T));
-        } else {
-            if (sequential)
-                sample_sequential(*train_data_, cursor_, B, T, rows_.data());
-            else
-                sample_random(*train_data_, run_.data.seed, s, k, B, T, rows_.data());
-            backend_->load_rows(inputs, targets, rows_.data(), static_cast<int>(B),
-                                static_cast<int>(T));
-        }
+        if (sequential)
+            sample_sequential(*train_data_, cursor_, B, T, rows_.data());
+        else
+            sample_random(*train_data_, run_.data.seed, s, k, B, T, rows_.data());
+        backend_->load_rows(inputs, targets, rows_.data(), static_cast<int>(B),
+                            static_cast<int>(T));
         micro_step(dloss);
     }
+    enqueue_update();
     return finish_step(s, lr, t0);
+}
+
+void Session::enqueue_resident_step(float dloss_scale) {
+    const int64_t GA = run_.train.grad_accum;
+    const int B = model_->max_batch(), T = model_->max_seq();
+    int32_t* inputs = model_->inputs_buffer();
+    int32_t* targets = model_->targets_buffer();
+    model_->zero_grads();
+    for (int64_t k = 0; k < GA; ++k) {
+        if (run_.data.sampler == SamplerKind::Sequential)
+            backend_->sample_window(inputs, targets, resident_tokens_, window_starts_dev_ + k, B,
+                                    T);
+        else
+            backend_->sample_random(inputs, targets, resident_tokens_, run_.data.seed, scalars_,
+                                    k, B, T);
+        micro_step(dloss_scale);
+    }
+    enqueue_update();
+}
+
+// The eval forward pass at the full micro-batch shape, replayed from a graph when train-step
+// graphs are on (the batch is loaded eagerly into the same buffers before each replay).
+void Session::run_eval_forward() {
+    const int B = model_->max_batch(), T = model_->max_seq();
+    auto forward = [&] {
+        model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T);
+    };
+    switch (eval_graph_) {
+        case GraphState::Off:
+            forward();
+            return;
+        case GraphState::Warmup:
+            forward();
+            eval_graph_ = GraphState::Capture;
+            return;
+        case GraphState::Capture:
+            try {
+                backend_->begin_capture();
+                forward();
+                backend_->end_capture(kEvalGraph);
+            } catch (const Error& e) {
+                try {
+                    backend_->end_capture(-1);
+                } catch (const Error&) {
+                }
+                eval_graph_ = GraphState::Off;
+                log_.warn("accel.cuda_graphs: capturing the eval forward failed (", e.what(),
+                          "); evaluating eagerly instead");
+                forward();
+                return;
+            }
+            eval_graph_ = GraphState::Ready;
+            backend_->replay_graph(kEvalGraph);
+            return;
+        case GraphState::Ready:
+            backend_->replay_graph(kEvalGraph);
+            return;
+    }
+}
+
+void Session::enqueue_update() {
+    optimizer_->update(model_->params(), model_->grads(), scalars_);
+}
+
+void Session::run_resident_step(float dloss_scale) {
+    switch (graph_) {
+        case GraphState::Off:
+            enqueue_resident_step(dloss_scale);
+            return;
+        case GraphState::Warmup:  // the first step: plans, algorithm caches, cuDNN plans settle
+            enqueue_resident_step(dloss_scale);
+            graph_ = GraphState::Capture;
+            return;
+        case GraphState::Capture:
+            // Recorded ops do not run: the step runs by the replay below.
+            try {
+                backend_->begin_capture();
+                enqueue_resident_step(dloss_scale);
+                backend_->end_capture(kTrainStepGraph);
+            } catch (const Error& e) {
+                try {
+                    backend_->end_capture(-1);  // end and discard whatever was recorded
+                } catch (const Error&) {
+                    // the capture had already ended (end_capture itself failed)
+                }
+                graph_ = GraphState::Off;
+                graph_note_ = e.what();
+                log_.warn("accel.cuda_graphs: capturing the step failed (", e.what(),
+                          "); running every train step eagerly instead");
+                enqueue_resident_step(dloss_scale);
+                return;
+            }
+            graph_ = GraphState::Ready;
+            log_.info("accel.cuda_graphs: the train step is captured; replaying it from now on");
+            backend_->replay_graph(kTrainStepGraph);
+            return;
+        case GraphState::Ready:
+            backend_->replay_graph(kTrainStepGraph);
+            return;
+    }
 }
 
 void Session::check_tokens(const int32_t* tokens, size_t n) const {
@@ -297,11 +425,11 @@ StepResult Session::step_tokens(const int32_t* tokens, size_t n_tokens) {
                             static_cast<int>(T));
         micro_step(dloss);
     }
+    enqueue_update();
     return finish_step(s, lr, t0);
 }
 
 StepResult Session::finish_step(int64_t s, double lr, double t0_ms) {
-    optimizer_->update(model_->params(), model_->grads(), scalars_);
     const int slot = static_cast<int>(s % Backend::kScalarSlots);
     backend_->read_scalars_async(slot, scalars_);
     step_ = s;
@@ -367,7 +495,7 @@ double Session::eval() {
     for (int64_t i = 0; i < run_.train.eval_batches; ++i) {
         sample_sequential(*val_data_, cursor, B, T, rows_.data());
         backend_->load_rows(model_->inputs_buffer(), model_->targets_buffer(), rows_.data(), B, T);
-        model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T);
+        run_eval_forward();
         sum += model_->mean_loss(B, T);
     }
     last_val_loss_ = sum / static_cast<double>(run_.train.eval_batches);
@@ -499,15 +627,17 @@ SessionMetrics Session::metrics() const {
     m.tokens_total = last_.tokens_total;
     m.tokens_per_s = recent_tokens_per_s();
     if (!recent_ms_.empty()) {
-        std::vector<double> sorted(recent_ms_.begin(), recent_ms_.end());
-        std::sort(sorted.begin(), sorted.end());
-        auto pct = [&](double q) {
-            const size_t i = static_cast<size_t>(std::ceil(q * sorted.size())) - 1;
-            return sorted[std::min(i, sorted.size() - 1)];
-        };
-        m.step_ms_p50 = pct(0.50);
-        m.step_ms_p95 = pct(0.95);
+        const std::vector<double> ms(recent_ms_.begin(), recent_ms_.end());
+        m.step_ms_p50 = percentile(ms, 0.50);
+        m.step_ms_p95 = percentile(ms, 0.95);
     }
+    m.model_flops_per_token =
+        flops_per_token(static_cast<int64_t>(model_->table().total()), run_.model.n_layer,
+                        run_.model.d_model, run_.train.seq_len);
+    m.peak_flops = run_.runtime.peak_tflops > 0
+                       ? run_.runtime.peak_tflops * 1e12
+                       : peak_flops(backend_->device_name(), precision_);
+    m.mfu = mfu(m.tokens_per_s, m.model_flops_per_token, m.peak_flops);
     m.bytes_in_use = static_cast<int64_t>(backend_->bytes_in_use());
     m.bytes_reserved = static_cast<int64_t>(backend_->bytes_reserved());
     m.skipped_steps = skipped_steps_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_factory.h"
 #include "checkpoint/checkpoint.h"
 #include "config/config.h"
 #include "core/log.h"
@@ -34,6 +35,10 @@ struct SessionMetrics {
     double last_loss = 0, last_val_loss = 0;
     int64_t skipped_steps = 0;
     double loss_scale = 1;
+    // Throughput against the hardware (src/runtime/perf.h): FLOPs per token = 6N + 6·L·C·T,
+    // the device's peak (runtime.peak_tflops, else the table; 0 = unknown) and
+    // mfu = tokens_per_s · model_flops_per_token / peak_flops (0 when the peak is unknown).
+    double model_flops_per_token = 0, peak_flops = 0, mfu = 0;
 };
 
 // Called by train() at each logged step / eval; return false to stop.
@@ -41,9 +46,13 @@ using ProgressCallback = std::function<bool(const trainrt_progress&)>;
 
 enum class TrainOutcome { Completed, Stopped };
 
+// Builds the session's backend from the resolved config. The default is select_backend();
+// tests inject one (e.g. a CPU backend that records and replays graphs).
+using BackendFactory = std::function<BackendSelection(const RunConfig&)>;
+
 class Session {
 public:
-    Session(const Config& config, const LogSink& sink);
+    Session(const Config& config, const LogSink& sink, const BackendFactory& factory = {});
     ~Session();
 
     // Enqueues one step; returns the figures of the most recent *completed* step, which lags
@@ -84,7 +93,18 @@ private:
     // Forward + backward of the micro-batch in the model's input/target buffers; its loss
     // sum goes to the step's scalars on the backend.
     void micro_step(float dloss_scale);
-    // Enqueues the update of step s, then collects what has completed.
+    // The whole step on the resident split: zero grads, GA x (draw on the backend → forward/
+    // backward), the optimizer update. Reads every per-step value from backend memory
+    // (StepScalars, window_starts_dev_), so it is what a graph records.
+    void enqueue_resident_step(float dloss_scale);
+    // The optimizer's part of a step (clip, AdamW, loss-scale update).
+    void enqueue_update();
+    // accel.cuda_graphs: records enqueue_resident_step once, then replays it; on a capture
+    // failure logs why, discards the recording and runs the step eagerly from then on.
+    void run_resident_step(float dloss_scale);
+    // eval()'s forward of the batch in the model's buffers (graph-replayed like the step).
+    void run_eval_forward();
+    // Reads back step s's scalars asynchronously, then collects what has completed.
     StepResult finish_step(int64_t s, double lr, double t0_ms);
     // Reads back completed steps: all of them (wait_all), else those ready plus as many as
     // keep at most max_inflight - 1 in flight.
@@ -119,6 +139,18 @@ private:
     void* resident_starts_ = nullptr;
 
     StepScalars* scalars_ = nullptr;  // backend memory: this step's lr, loss, norm, scale
+    // This step's sequential window starts, one per micro-batch: [grad_accum] int64, host
+    // and backend copies (the backend one is what sample_window and a replayed graph read).
+    std::vector<int64_t> window_starts_;
+    int64_t* window_starts_dev_ = nullptr;
+    // Whole-step graph state (accel.cuda_graphs). Off: eager. Warmup: the next step runs
+    // eagerly (plans and caches settle), then Capture records one. Ready: replay.
+    enum class GraphState { Off, Warmup, Capture, Ready };
+    GraphState graph_ = GraphState::Off;
+    std::string graph_note_;  // why graphs are off although asked for ("" otherwise)
+    GraphState eval_graph_ = GraphState::Off;
+    static constexpr int kTrainStepGraph = 0;
+    static constexpr int kEvalGraph = 1;
     int64_t max_inflight_ = 1;
     std::deque<PendingStep> pending_;
     std::vector<StepResult> completed_;  // completed since train() last looked

@@ -364,11 +364,13 @@ TEST_P(CudaSampler, SampleWindowIdenticalToCpu) {
     Resident r = make({1000, T - 2, 777}, 1601);
     const int64_t span = (int64_t)B * T + 1, total = (int64_t)r.ids.size();
     Twin in = nan_floats(B * T), tg = nan_floats(B * T);
+    Twin start_dev = alloc(sizeof(int64_t));  // the window start is read from backend memory
     for (int64_t start : {int64_t(0), int64_t(1000) - span, r.starts[2], total - span}) {
         in.poison();
         tg.poison();
         both([&](Backend& be, int s) {
-            be.sample_window(in.i(s), tg.i(s), r.tokens(s, T), start, B, T);
+            be.upload_step_inputs(start_dev.raw(s), &start, sizeof start);
+            be.sample_window(in.i(s), tg.i(s), r.tokens(s, T), start_dev.as<int64_t>(s), B, T);
         });
         expect_equal<int32_t>("sample_window inputs start " + std::to_string(start), in, B * T);
         expect_equal<int32_t>("sample_window targets start " + std::to_string(start), tg, B * T);
@@ -384,6 +386,8 @@ TEST_P(CudaSampler, SampleRandomIdenticalToCpu) {
     // Shard 1 holds exactly T tokens (no window), shard 3 exactly T + 1 (one window).
     Resident r = make({1000, T, 777, T + 1}, 1701);
     Twin in = nan_floats(B * T), tg = nan_floats(B * T);
+    Twin sc = alloc(sizeof(StepScalars));  // the step is read from backend memory
+    sc.set(std::vector<StepScalars>(1));
     int compared = 0;
     for (uint64_t seed : {uint64_t(1), uint64_t(0xDEADBEEFCAFEF00Dull)})
         for (int64_t step : {int64_t(1), int64_t(2), int64_t(977), (int64_t(1) << 32) + 3})
@@ -391,7 +395,9 @@ TEST_P(CudaSampler, SampleRandomIdenticalToCpu) {
                 in.poison();
                 tg.poison();
                 both([&](Backend& be, int s) {
-                    be.sample_random(in.i(s), tg.i(s), r.tokens(s, T), seed, step, micro, B, T);
+                    be.begin_step(sc.as<StepScalars>(s), 1e-3f, step);
+                    be.sample_random(in.i(s), tg.i(s), r.tokens(s, T), seed,
+                                     sc.as<StepScalars>(s), micro, B, T);
                 });
                 const std::string what = "sample_random seed " + std::to_string(seed) +
                                          " step " + std::to_string(step) + " micro " +

@@ -73,11 +73,13 @@ inline bool cuda_required() {
 
 // The CUDA backend for `precision`, or nullptr with `why` (and `skip` = the reason is "no
 // CUDA here", not a defect).
+// accel: the switches under test (cuDNN attention, epilogues, unfused classifier).
 inline std::unique_ptr<trt::Backend> try_cuda(trt::Precision precision, std::string& why,
-                                              bool& skip) {
+                                              bool& skip, const trt::AccelOptions& accel = {}) {
     trt::BackendOptions o;
     o.precision = precision;
     o.device = 0;
+    o.accel = accel;
     o.threads = 0;
     try {
         auto be = trt::load_cuda_backend(o);

@@ -6,8 +6,8 @@
 //   trainrt export CHECKPOINT DIR [--dtype f32|bf16]
 //   trainrt config CONFIG [--set KEY=VALUE]...
 //   trainrt info [CONFIG [--set KEY=VALUE]...]
+//   trainrt bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]
 #include <trainrt/trainrt.h>
-#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -16,7 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "cli_common.h"
+
 namespace {
+
+using namespace trainrt_cli;
 
 const char* kUsage =
     "usage: trainrt <command> [options]      (trainrt <command> --help for one command)\n"
@@ -39,6 +43,9 @@ const char* kUsage =
     "  info [CONFIG [--set KEY=VALUE]...]\n"
     "        version and build features; with CONFIG: model size, FLOPs per token,\n"
     "        memory estimate and the resolved config\n"
+    "  bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]\n"
+    "        throughput: W untimed warm-up steps, then N timed ones; tokens/s, step time\n"
+    "        p50/p95, MFU and every timed step's loss (a table, or one JSON object)\n"
     "\n"
     "CHECKPOINT is a checkpoint directory or a folder with a `latest` file (train.out_dir).\n"
     "--set takes a TOML value: --set optim.lr=1e-3 --set 'data.train=\"shards/*.bin\"'\n"
@@ -97,6 +104,24 @@ const CommandHelp kCommandHelp[] = {
      "Prints the library version and build features; with CONFIG also the model's parameter\n"
      "count, training FLOPs per token (6N + 6*L*C*T), a memory estimate and the resolved\n"
      "config.\n"},
+    {"bench",
+     "usage: trainrt bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]\n"
+     "\n"
+     "Measures training throughput on CONFIG's model, data and device: W warm-up steps\n"
+     "(default 3; not timed, they absorb one-time costs such as CUDA graph capture), then\n"
+     "N timed steps (default 20), ended by a sync. Nothing is written but the report: the\n"
+     "bench sets runtime.log_every = 1, train.eval_every = 0, train.checkpoint_every = 0\n"
+     "and train.out_dir = \"\" over CONFIG and --set.\n"
+     "  tokens/s    N x tokens per step / wall time of the N steps (sync included)\n"
+     "  step ms     mean = wall / N; p50 / p95 = nearest-rank percentiles of the per-step\n"
+     "              times the session measures (from the later of the step's enqueue and\n"
+     "              the previous step's completion, to its completion)\n"
+     "  MFU         tokens/s x FLOPs per token (6N + 6*L*C*T) / the device's peak FLOP/s\n"
+     "              (runtime.peak_tflops, else a built-in table; 0 = unknown, e.g. the CPU)\n"
+     "  --json FILE also write the figures and every timed step's loss as one JSON object\n"
+     "              (fields: bench/README.md)\n"
+     "  --set K=V   override a config key (TOML value; bare words are strings)\n"
+     "Exit status: 0 ok, 1 error, 2 bad usage, 3 out of memory (a smaller batch may fit).\n"},
 };
 
 const char* command_help(const std::string& name) {
@@ -114,32 +139,6 @@ bool wants_help(int argc, char** argv) {
 int fail_usage(const std::string& message) {
     std::fprintf(stderr, "trainrt: %s\n\n%s", message.c_str(), kUsage);
     return 2;
-}
-
-int fail_status(const char* what, trainrt_status status) {
-    std::fprintf(stderr, "trainrt: %s failed (%s): %s\n", what, trainrt_status_string(status),
-                 trainrt_last_error_message());
-    return 1;
-}
-
-bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
-
-// True while a live progress line sits on the terminal without a newline.
-bool g_progress_line_open = false;
-
-void end_progress_line() {
-    if (g_progress_line_open) {
-        std::fputc('\n', stderr);
-        g_progress_line_open = false;
-    }
-}
-
-void log_to_stderr(int32_t level, const char* message, void*) {
-    end_progress_line();
-    const char* tag = level >= TRAINRT_LOG_ERROR ? "error: "
-                      : level == TRAINRT_LOG_WARN ? "warning: "
-                                                  : "";
-    std::fprintf(stderr, "[trainrt] %s%s\n", tag, message);
 }
 
 std::string format_duration(double seconds) {
@@ -170,7 +169,7 @@ int32_t on_progress(const trainrt_progress* p, void*) {
                   p->tokens_per_s, p->ms, format_duration(p->eta_s).c_str());
     if (stderr_is_tty()) {
         std::fprintf(stderr, "\r\033[K%s", line);  // redraw one live line
-        g_progress_line_open = true;
+        mark_progress_line_open();
     } else {
         std::fprintf(stderr, "%s\n", line);
     }
@@ -184,126 +183,6 @@ volatile std::sig_atomic_t g_signal = 0;
 void on_signal(int sig) {
     g_signal = sig;
     if (g_session != nullptr) trainrt_session_request_stop(g_session);  // atomic store only
-}
-
-// A --set value: TOML as given, except a bare word (not a number, bool, array, string,
-// table) is quoted so paths and enum names need no shell gymnastics.
-std::string as_toml_value(const std::string& v) {
-    if (v.empty()) return "\"\"";
-    const char c = v[0];
-    if (c == '"' || c == '\'' || c == '[' || c == '{' || v == "true" || v == "false") return v;
-    char* end = nullptr;
-    std::strtod(v.c_str(), &end);
-    if (end != nullptr && *end == '\0') return v;  // a number
-    std::string quoted = "\"";
-    for (char ch : v) {
-        if (ch == '"' || ch == '\\') quoted += '\\';
-        quoted += ch;
-    }
-    return quoted + "\"";
-}
-
-struct RunArgs {
-    std::string config_path;
-    std::vector<std::pair<std::string, std::string>> sets;
-    long long steps = 0;
-    bool fresh = false;
-    std::string checkpoint;
-};
-
-// Which options beyond CONFIG and --set a command takes.
-enum RunOption { kSteps = 1, kFresh = 2, kCheckpoint = 4 };
-
-// Parses CONFIG [--set K=V]... plus the options in `allowed`.
-bool parse_run_args(int argc, char** argv, int allowed, RunArgs& out, std::string& error) {
-    for (int i = 0; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--set" || a.rfind("--set=", 0) == 0) {
-            std::string kv = a == "--set" ? (i + 1 < argc ? argv[++i] : "") : a.substr(6);
-            const size_t eq = kv.find('=');
-            if (eq == std::string::npos || eq == 0) {
-                error = "--set needs KEY=VALUE, got '" + kv + "'";
-                return false;
-            }
-            out.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-        } else if ((allowed & kSteps) && a == "--steps") {
-            if (i + 1 >= argc) { error = "--steps needs a number"; return false; }
-            char* end = nullptr;
-            out.steps = std::strtoll(argv[++i], &end, 10);
-            if (*end != '\0' || out.steps < 1) {
-                error = std::string("--steps needs a positive integer, got '") + argv[i] + "'";
-                return false;
-            }
-        } else if ((allowed & kFresh) && a == "--fresh") {
-            out.fresh = true;
-        } else if ((allowed & kCheckpoint) && a == "--checkpoint") {
-            if (i + 1 >= argc) { error = "--checkpoint needs a path"; return false; }
-            out.checkpoint = argv[++i];
-        } else if (!a.empty() && a[0] == '-') {
-            error = "unknown option '" + a + "'";
-            return false;
-        } else if (out.config_path.empty()) {
-            out.config_path = a;
-        } else {
-            error = "unexpected argument '" + a + "'";
-            return false;
-        }
-    }
-    if (out.config_path.empty()) {
-        error = "missing CONFIG (a TOML file)";
-        return false;
-    }
-    return true;
-}
-
-// Loads the config and applies --set; returns NULL after printing the error.
-trainrt_config* load_config(const RunArgs& args) {
-    trainrt_config* config = nullptr;
-    trainrt_status st = trainrt_config_from_file(&config, args.config_path.c_str());
-    if (st != TRAINRT_OK) {
-        fail_status("loading the config", st);
-        return nullptr;
-    }
-    for (const auto& kv : args.sets) {
-        st = trainrt_config_set(config, kv.first.c_str(), as_toml_value(kv.second).c_str());
-        if (st != TRAINRT_OK) {
-            fail_status(("--set " + kv.first).c_str(), st);
-            trainrt_config_destroy(config);
-            return nullptr;
-        }
-    }
-    trainrt_config_set_log(config, log_to_stderr, nullptr, TRAINRT_LOG_INFO);
-    return config;
-}
-
-// A (buf, cap, needed) string from the C API; false after printing the error.
-template <typename Fn>
-bool fetch_string(std::string& out, const char* what, Fn&& call) {
-    size_t needed = 0;
-    trainrt_status st = call(nullptr, 0, &needed);
-    if (st == TRAINRT_OK) {
-        std::string text(needed + 1, '\0');
-        st = call(&text[0], text.size(), &needed);
-        text.resize(needed);
-        out = text;
-    }
-    if (st != TRAINRT_OK) {
-        fail_status(what, st);
-        return false;
-    }
-    return true;
-}
-
-// Session from a config (consumed: destroyed here); NULL after printing the error.
-trainrt_session* create_session(trainrt_config* config) {
-    trainrt_session* session = nullptr;
-    const trainrt_status st = trainrt_session_create(&session, config);
-    trainrt_config_destroy(config);  // the session keeps its own copy
-    if (st != TRAINRT_OK) {
-        fail_status("creating the session", st);
-        return nullptr;
-    }
-    return session;
 }
 
 // The checkpoint a command should start from: `explicit_path` if given, else out_dir's
@@ -702,5 +581,6 @@ int main(int argc, char** argv) {
     if (cmd == "export") return cmd_export(argc - 2, argv + 2);
     if (cmd == "config") return cmd_config(argc - 2, argv + 2);
     if (cmd == "info") return cmd_info(argc - 2, argv + 2);
+    if (cmd == "bench") return cmd_bench(argc - 2, argv + 2);
     return fail_usage("unknown command '" + cmd + "'");
 }

@@ -30,8 +30,8 @@ namespace Trainrt
         }
     }
 
-    /// <summary>trainrt_metrics (96 bytes, version 2): running figures of a session.</summary>
-    [StructLayout(LayoutKind.Sequential, Size = 96)]
+    /// <summary>trainrt_metrics (120 bytes, version 3): running figures of a session.</summary>
+    [StructLayout(LayoutKind.Sequential, Size = 120)]
     public struct Metrics
     {
         public uint StructSize;
@@ -47,8 +47,15 @@ namespace Trainrt
         public long BytesReserved;
         public long SkippedSteps;
         public double LossScale;
+        // version 3
+        /// <summary>Training FLOPs per token, 6N + 6*L*C*T.</summary>
+        public double ModelFlopsPerToken;
+        /// <summary>Dense peak FLOP/s of the device in the run's precision; 0 = unknown (CPU).</summary>
+        public double PeakFlops;
+        /// <summary>Model FLOPs utilisation, normally in [0, 1]; 0 when the peak is unknown.</summary>
+        public double Mfu;
 
-        public const uint CurrentVersion = 2;
+        public const uint CurrentVersion = 3;
         public static Metrics Create()
         {
             Metrics m = new Metrics();

@@ -38,6 +38,11 @@ type Metrics struct {
 	BytesReserved int64
 	SkippedSteps  int64
 	LossScale     float64
+	// Version 3: training FLOPs per token (6N + 6*L*C*T), the device's dense peak FLOP/s in
+	// the run's precision (0 = unknown, e.g. the CPU) and MFU (0 when the peak is unknown).
+	ModelFlopsPerToken float64
+	PeakFlops          float64
+	Mfu                float64
 }
 
 // ProgressKind says what a Progress reports.
@@ -334,7 +339,8 @@ func (s *Session) Metrics() (Metrics, error) {
 	return Metrics{int64(m.step), int64(m.tokens_total), float64(m.tokens_per_s),
 		float64(m.step_ms_p50), float64(m.step_ms_p95), int64(m.bytes_in_use),
 		float64(m.last_loss), float64(m.last_val_loss), int64(m.bytes_reserved),
-		int64(m.skipped_steps), float64(m.loss_scale)}, nil
+		int64(m.skipped_steps), float64(m.loss_scale), float64(m.model_flops_per_token),
+		float64(m.peak_flops), float64(m.mfu)}, nil
 }
 
 // ConfigDump returns the session's resolved config as TOML.

@@ -151,6 +151,10 @@ func TestLossesMatchC(t *testing.T) {
 	if m.Step != int64(len(want)) || math.Float64bits(m.LastLoss) != want[len(want)-1] {
 		t.Fatalf("metrics %+v", m)
 	}
+	// Metrics v3 on the CPU: FLOPs per token known, no peak, so no MFU.
+	if !(m.ModelFlopsPerToken > 0) || m.PeakFlops != 0 || m.Mfu != 0 {
+		t.Fatalf("metrics v3 fields %+v", m)
+	}
 }
 
 func TestConfig(t *testing.T) {

@@ -188,13 +188,17 @@ public:
         cpu::load_rows(inputs, targets, host_rows, B, T);
     }
     void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
-                       int64_t start, int B, int T) override {
-        cpu::sample_window(inputs, targets, data, start, B, T);
+                       const int64_t* start, int B, int T) override {
+        cpu::sample_window(inputs, targets, data, *start, B, T);
     }
     void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
-                       uint64_t seed, int64_t step, int64_t micro_step, int B,
+                       uint64_t seed, const StepScalars* s, int64_t micro_step, int B,
                        int T) override {
-        cpu::sample_random(inputs, targets, data, seed, step, micro_step, B, T);
+        cpu::sample_random(inputs, targets, data, seed, s->step, micro_step, B, T);
+    }
+    // Backend memory is host memory: the "upload" is a copy, in program order.
+    void upload_step_inputs(void* dst, const void* src, size_t bytes) override {
+        if (bytes) std::memcpy(dst, src, bytes);
     }
 
 private:

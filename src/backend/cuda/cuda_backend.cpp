@@ -12,6 +12,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/cudnn_attention.h"
 
 namespace trt::cuda {
 namespace {
@@ -78,10 +79,22 @@ public:
 
     const char* name() const override { return "cuda"; }
     int num_threads() const override { return 1; }
+    std::string device_name() const override { return name_; }
+    AccelStatus accel_status() const override {
+        AccelStatus a;
+        a.attention = use_cudnn_ ? "cudnn" : "matmul";
+        a.attention_note = use_cudnn_ ? cudnn_->library() : cudnn_note_;
+        a.matmul_epilogues = ctx_.matmul_epilogues;
+        if (ctx_.matmul_epilogues) a.epilogues_note = matmul_epilogue_note(ctx_.matmul);
+        a.fused_classifier = ctx_.fused_classifier;
+        a.graphs = true;
+        return a;
+    }
 
     // ---- memory
     void* alloc(size_t bytes, const char* what) override {
         const DeviceGuard g(device_);
+        refuse_while_capturing("alloc");
         const size_t rounded = round_up(bytes == 0 ? 1 : bytes);
         void* p = nullptr;
         const cudaError_t e = cudaMalloc(&p, rounded);
@@ -139,6 +152,7 @@ public:
     void copy_to_device(void* dst, const void* src, size_t bytes) override {
         const DeviceGuard g(device_);
         if (!bytes) return;
+        refuse_while_capturing("copy_to_device");
         // From pageable memory the call returns once src is staged, so the caller may reuse
         // it; the copy itself is ordered on the compute stream.
         TRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
@@ -147,11 +161,13 @@ public:
     void copy_to_host(void* dst, const void* src, size_t bytes) override {
         const DeviceGuard g(device_);
         if (!bytes) return;
+        refuse_while_capturing("copy_to_host");
         TRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
         TRT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
     void synchronize() override {
         const DeviceGuard g(device_);
+        refuse_while_capturing("synchronize");
         TRT_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
         TRT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
@@ -171,6 +187,24 @@ public:
                          classifier_scratch_bytes(d), matmul_scratch_bytes(d, ctx_.precision),
                          optimizer_scratch_bytes(params_n_hint(), d), sampler_scratch_bytes(d)})
             need = std::max(need, b);
+        if (cudnn_ && !use_cudnn_ && dims_.B == 0) {
+            // The first reserve decides, before the model sizes its saved activations.
+            std::string why;
+            if (cudnn_->prepare(ctx_, d.B, d.T, d.C, d.NH, device_alloc(), &why)) {
+                use_cudnn_ = true;
+            } else {
+                cudnn_note_ = why;
+                cudnn_.reset();
+            }
+        }
+        // A later reserve of other dims (tests; never the model) prepares them too when it
+        // can; an unprepared shape is served by attention_path's rules.
+        if (use_cudnn_ && !cudnn_->prepared(d.B, d.T, d.C, d.NH)) {
+            std::string why;
+            cudnn_->prepare(ctx_, d.B, d.T, d.C, d.NH, device_alloc(), &why);
+        }
+        if (use_cudnn_ && cudnn_->prepared(d.B, d.T, d.C, d.NH))
+            need = std::max(need, cudnn_->ctx_scratch_bytes(d.B, d.T, d.C, d.NH));
         need = round_up(need);
         if (need > ctx_.scratch_bytes) {
             free(ctx_.scratch);
@@ -252,21 +286,31 @@ public:
         const DeviceGuard g(device_);
         cuda::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
     }
+    // With cuDNN the saved/scratch buffers are sized for cuDNN at the reserved shape (no T×T
+    // matrices): see attention_path for how other shapes are served.
     size_t attention_saved_floats(int B, int T, int C, int NH) const override {
+        if (use_cudnn_) return CudnnAttention::saved_floats(B, T, C, NH);
         return cuda::attention_saved_floats(B, T, C, NH);
     }
     void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
                            int NH) override {
         const DeviceGuard g(device_);
-        cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH);
+        if (attention_path(B, T, C, NH) == AttentionPath::Cudnn)
+            cudnn_->forward(ctx_, out, saved, qkv, B, T, C, NH);
+        else
+            cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH);
     }
     size_t attention_scratch_floats(int B, int T, int C, int NH) const override {
+        if (use_cudnn_) return CudnnAttention::scratch_floats(B, T, C, NH);
         return cuda::attention_scratch_floats(B, T, C, NH);
     }
     void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                             const float* saved, int B, int T, int C, int NH) override {
         const DeviceGuard g(device_);
-        cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH);
+        if (attention_path(B, T, C, NH) == AttentionPath::Cudnn)
+            cudnn_->backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH);
+        else
+            cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH);
     }
     void gelu_forward(float* out, const float* inp, size_t n) override {
         const DeviceGuard g(device_);
@@ -347,6 +391,7 @@ public:
     void read_scalars_async(int slot, const StepScalars* s) override {
         const DeviceGuard g(device_);
         check_slot(slot);
+        refuse_while_capturing("read_scalars_async");
         TRT_CUDA_CHECK(cudaMemcpyAsync(&pinned_scalars_[slot], s, sizeof(StepScalars),
                                        cudaMemcpyDeviceToHost, stream_));
         TRT_CUDA_CHECK(cudaEventRecord(scalar_events_[slot], stream_));
@@ -374,6 +419,7 @@ public:
     void load_rows(int32_t* inputs, int32_t* targets, const int32_t* host_rows, int B,
                    int T) override {
         const DeviceGuard g(device_);
+        refuse_while_capturing("load_rows (host-fed batches)");
         const size_t elems = static_cast<size_t>(B) * (T + 1);
         TRT_CHECK(elems <= rows_capacity_, "load_rows: ", B, "x", T + 1,
                   " rows exceed the staging reserved for the model's micro-batch");
@@ -390,15 +436,81 @@ public:
         TRT_CUDA_CHECK(cudaEventRecord(rows_consumed_[i], stream_));
     }
     void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
-                       int64_t start, int B, int T) override {
+                       const int64_t* start, int B, int T) override {
         const DeviceGuard g(device_);
         cuda::sample_window(ctx_, inputs, targets, data, start, B, T);
     }
     void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
-                       uint64_t seed, int64_t step, int64_t micro_step, int B,
+                       uint64_t seed, const StepScalars* s, int64_t micro_step, int B,
                        int T) override {
         const DeviceGuard g(device_);
-        cuda::sample_random(ctx_, inputs, targets, data, seed, step, micro_step, B, T);
+        cuda::sample_random(ctx_, inputs, targets, data, seed, s, micro_step, B, T);
+    }
+
+    // ---- per-step inputs and graphs
+    // Through a ring of pinned slots: the copy is stream-ordered (an earlier op, or a graph
+    // replay, still sees the old contents) and src is free as soon as this returns. A slot is
+    // reused only after its previous copy has completed (normally long ago: kScalarSlots steps).
+    void upload_step_inputs(void* dst, const void* src, size_t bytes) override {
+        const DeviceGuard g(device_);
+        if (!bytes) return;
+        refuse_while_capturing("upload_step_inputs");
+        if (bytes > inputs_slot_bytes_) {
+            synchronize();  // every earlier copy out of the old slots is done
+            for (void*& p : pinned_inputs_)
+                if (p) {
+                    TRT_CUDA_CHECK(cudaFreeHost(p));
+                    p = nullptr;
+                }
+            inputs_slot_bytes_ = 0;
+            const size_t cap = std::max<size_t>(round_up(bytes), 4096);
+            for (void*& p : pinned_inputs_) TRT_CUDA_CHECK(cudaMallocHost(&p, cap));
+            inputs_slot_bytes_ = cap;
+        }
+        const int i = next_inputs_slot_;
+        next_inputs_slot_ = (next_inputs_slot_ + 1) % kScalarSlots;
+        TRT_CUDA_CHECK(cudaEventSynchronize(inputs_copied_[i]));
+        std::memcpy(pinned_inputs_[i], src, bytes);
+        TRT_CUDA_CHECK(cudaMemcpyAsync(dst, pinned_inputs_[i], bytes, cudaMemcpyHostToDevice,
+                                       stream_));
+        TRT_CUDA_CHECK(cudaEventRecord(inputs_copied_[i], stream_));
+    }
+    bool supports_graphs() const override { return true; }
+    // Thread-local capture mode: only this thread's CUDA calls are checked for capture
+    // safety, so a host application using CUDA on other threads is not disturbed.
+    void begin_capture() override {
+        const DeviceGuard g(device_);
+        TRT_CHECK(!capturing(), "begin_capture: a capture is already in progress");
+        TRT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    }
+    void end_capture(int id) override {
+        const DeviceGuard g(device_);
+        cudaGraph_t graph = nullptr;
+        const cudaError_t e = cudaStreamEndCapture(stream_, &graph);
+        if (e != cudaSuccess || id < 0) {
+            if (graph) cudaGraphDestroy(graph);
+            if (e != cudaSuccess) {
+                cudaGetLastError();  // an invalidated capture is not sticky
+                if (id >= 0) cuda_fail(e, "cudaStreamEndCapture", __FILE__, __LINE__);
+            }
+            return;
+        }
+        cudaGraphExec_t exec = nullptr;
+        const cudaError_t ie = cudaGraphInstantiateWithFlags(&exec, graph, 0);
+        cudaGraphDestroy(graph);
+        if (ie != cudaSuccess) cuda_fail(ie, "cudaGraphInstantiate", __FILE__, __LINE__);
+        auto it = graphs_.find(id);
+        if (it != graphs_.end()) {
+            cudaGraphExecDestroy(it->second);
+            graphs_.erase(it);
+        }
+        graphs_[id] = exec;
+    }
+    void replay_graph(int id) override {
+        const DeviceGuard g(device_);
+        auto it = graphs_.find(id);
+        TRT_CHECK(it != graphs_.end(), "replay_graph: no graph ", id, " was captured");
+        TRT_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
     }
 
 private:
@@ -410,6 +522,13 @@ private:
             fail(Status::Unsupported, "CUDA device ", device_, " (", prop.name, ") is sm_",
                  prop.major, prop.minor, "; libtrainrt-cuda needs sm_80 (Ampere) or newer");
         ctx_.precision = o.precision;
+        ctx_.matmul_epilogues = o.accel.matmul_epilogues;
+        if (o.accel.cudnn_attention) {
+            std::string why;
+            cudnn_ = CudnnAttention::create(device_, o.precision, &why);
+            if (!cudnn_) cudnn_note_ = why;
+        }
+        ctx_.fused_classifier = o.accel.fused_classifier;
         TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
         TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
         ctx_.stream = stream_;
@@ -426,6 +545,8 @@ private:
         for (auto& e : rows_copied_) TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
         for (auto& e : rows_consumed_)
             TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        for (auto& e : inputs_copied_)
+            TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
         sum_out_ = static_cast<double*>(alloc(sizeof(double), "reduction result"));
     }
     // Best effort, never throws: the device may already be lost. Also the constructor's
@@ -436,6 +557,8 @@ private:
                               cudaSetDevice(device_) == cudaSuccess;
         if (stream_) cudaStreamSynchronize(stream_);
         if (copy_stream_) cudaStreamSynchronize(copy_stream_);
+        for (auto& kv : graphs_) cudaGraphExecDestroy(kv.second);
+        cudnn_.reset();  // its handle before the streams go
         if (ctx_.matmul) destroy_matmul_state(ctx_.matmul);
         if (lt_) cublasLtDestroy(lt_);
         for (auto& kv : sizes_) cudaFree(kv.first);
@@ -444,11 +567,51 @@ private:
         for (auto e : scalar_events_) if (e) cudaEventDestroy(e);
         for (auto e : rows_copied_) if (e) cudaEventDestroy(e);
         for (auto e : rows_consumed_) if (e) cudaEventDestroy(e);
+        for (void* p : pinned_inputs_) if (p) cudaFreeHost(p);
+        for (auto e : inputs_copied_) if (e) cudaEventDestroy(e);
         if (copy_stream_) cudaStreamDestroy(copy_stream_);
         if (stream_) cudaStreamDestroy(stream_);
         if (switched) cudaSetDevice(prev);
     }
 
+    enum class AttentionPath { Matmul, Cudnn };
+    // Which attention serves a call of this shape; forward and backward of one shape always
+    // agree. Without cuDNN: matmul. With it: cuDNN for every prepared shape (the reserved
+    // training shape is prepared up front); another shape (inference with fewer rows or a
+    // shorter T) takes the matmul path when its T×T buffers fit in the cuDNN-sized saved/
+    // scratch the model allocated, and is prepared for cuDNN otherwise (never during capture).
+    AttentionPath attention_path(int B, int T, int C, int NH) {
+        if (!use_cudnn_) return AttentionPath::Matmul;
+        if (cudnn_->prepared(B, T, C, NH)) return AttentionPath::Cudnn;
+        const ModelDims& r = dims_;
+        if (cuda::attention_saved_floats(B, T, C, NH) <=
+                CudnnAttention::saved_floats(r.B, r.T, r.C, r.NH) &&
+            cuda::attention_scratch_floats(B, T, C, NH) <=
+                CudnnAttention::scratch_floats(r.B, r.T, r.C, r.NH))
+            return AttentionPath::Matmul;
+        refuse_while_capturing("preparing cuDNN attention for a new shape");
+        std::string why;
+        if (!cudnn_->prepare(ctx_, B, T, C, NH, device_alloc(), &why))
+            fail(Status::Unsupported, "attention for ", B, "x", T, " (C=", C, ", NH=", NH,
+                 "): cuDNN cannot serve this shape (", why, ") and the matmul path needs more "
+                 "memory than the model reserved for cuDNN; use accel.attention = \"matmul\"");
+        TRT_CHECK(cudnn_->ctx_scratch_bytes(B, T, C, NH) <= ctx_.scratch_bytes,
+                  "cuDNN attention for ", B, "x", T, " needs more scratch than reserved");
+        return AttentionPath::Cudnn;
+    }
+    DeviceAlloc device_alloc() {
+        return [this](size_t bytes, const char* what) { return alloc(bytes, what); };
+    }
+    bool capturing() const {
+        cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+        TRT_CUDA_CHECK(cudaStreamIsCapturing(stream_, &st));
+        return st != cudaStreamCaptureStatusNone;
+    }
+    // Host-synchronous calls would invalidate a capture with an opaque error: name them.
+    void refuse_while_capturing(const char* what) const {
+        if (capturing())
+            fail(Status::Internal, what, " cannot run while a graph is being captured");
+    }
     static void check_slot(int slot) {
         TRT_CHECK(slot >= 0 && slot < kScalarSlots, "scalar read-back slot ", slot,
                   " outside [0, ", kScalarSlots, ")");
@@ -483,6 +646,18 @@ private:
     std::array<cudaEvent_t, 2> rows_copied_{}, rows_consumed_{};
     size_t rows_capacity_ = 0;
     int next_rows_slot_ = 0;
+
+    std::array<void*, kScalarSlots> pinned_inputs_{};  // upload_step_inputs staging ring
+    std::array<cudaEvent_t, kScalarSlots> inputs_copied_{};
+    size_t inputs_slot_bytes_ = 0;
+    int next_inputs_slot_ = 0;
+
+    std::unordered_map<int, cudaGraphExec_t> graphs_;  // captured steps by id
+
+    // accel.attention = "cudnn": the cuDNN path, or why not (for the startup log).
+    std::unique_ptr<CudnnAttention> cudnn_;
+    bool use_cudnn_ = false;  // the reserved shape is prepared: saved/scratch are cuDNN-sized
+    std::string cudnn_note_;
 
     mutable std::mutex mu_;
     std::unordered_map<void*, std::pair<size_t, size_t>> sizes_;  // requested, reserved

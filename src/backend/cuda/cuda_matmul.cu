@@ -16,14 +16,41 @@
 //   dweight  OutIn   dW[M,K]  += dout[N,M]ᵀ · inp[N,K]             inp  (N, K)     dout (T, M)     K, M, N     1
 //   (D = C, column-major [m', n'] with ld = the row-major row stride of the output: M, K, M, K.)
 //
-// Bias: the forward's bias[M] is a per-column vector of the row-major output, i.e. one value
-// per row of the column-major D[m' = M, n' = N], which is exactly CUBLASLT_EPILOGUE_BIAS (fp32
-// bias with fp32 D). When the heuristic has no algorithm for the epilogue at some shape, the
-// plan remembers that and a small kernel adds the bias after a plain GEMM instead (decided
-// once per shape, so a shape always takes the same path). matmul_gelu_forward = that forward
-// into `pre`, then gelu_forward(out, pre): the GELU is the backend's own kernel, bit-identical
-// to the standalone op that gelu_backward_bias pairs with (cuBLASLt's GELU epilogue would not
-// be; it can come later behind the same plan cache if the extra pass shows in a profile).
+// Epilogues (ctx.matmul_epilogues; off = every product is a plain GEMM and the extra work is
+// done by the backend's own kernels, which is also the fallback whenever an epilogue cannot be
+// used). Each maps onto the table above:
+//   forward + bias     bias[M] is one value per row of the column-major D[m' = M, n' = N]:
+//                      CUBLASLT_EPILOGUE_BIAS. Fallback: plain GEMM, then bias_rows.
+//   matmul_gelu        D = out, aux = pre (the GELU input, bias included), aux ld = M:
+//                      CUBLASLT_EPILOGUE_GELU_AUX_BIAS (GELU_AUX without a bias). cuBLASLt's
+//                      GELU is the tanh form of backend.h (PyTorch's _addmm_activation relies
+//                      on that, pytorch#104061; the GPU test holds out to the tanh form of pre
+//                      at 1e-5, which the erf form misses by ~2e-4), but not the same bits as
+//                      gelu_forward; only pre feeds gelu_backward_bias, and pre is the plain
+//                      GEMM + bias. The aux matrix has D's type (fp32: the default, never set)
+//                      and cuBLASLt requires its ld to be a multiple of 8: M % 8 != 0 takes
+//                      the fallback (GEMM into pre + bias, then gelu_forward).
+//   dweight + dbias    dbias[M] = column sums of dout[N, M] = the reduction over k' = N of the
+//                      Lt operand that holds dout: A' for InOut (CUBLASLT_EPILOGUE_BGRADA, one
+//                      value per row of D[M, K]), B' for OutIn (BGRADB, one per column of
+//                      D[K, M]). The epilogue *writes* its vector while backend.h's dbias
+//                      accumulates, so it writes into ctx.scratch and add_inplace adds it
+//                      (fixed order). Fallback: column_sums (double partials, fixed order).
+// The bias/bias-gradient vector and the aux matrix must be 16-byte aligned (kernels assuming 16
+// bytes have been reported to fault on less-aligned vectors; odd-C models slice biases at
+// 4-byte offsets from the flat buffer); otherwise the fallback runs. A plan is cached per
+// (shape, epilogue, alignments); when the heuristic has no algorithm for the epilogue, or the
+// first cublasLtMatmul with it says NOT_SUPPORTED / INVALID_VALUE, the plan is kept as
+// "rejected" and that shape takes the fallback from then on (never a failed step).
+//
+// Chunked bf16/fp16 backward: the casts of dout and inp cover rows × (M + K) elements, which
+// for the tied output projection (M = Vp ≈ 50k) is ~0.8 GB at N = 8192. matmul_backward
+// therefore runs over chunks of at most lowp_chunk_rows(N, K, M) rows (kLowpChunkBytes of
+// casts): per chunk, dinp rows = dout rows · Wᵀ (overwritten) and dweight += inp rowsᵀ · dout
+// rows (beta = 1), the weight cast (when unregistered) made once. The chunking depends only on
+// (N, K, M), so results stay deterministic; they equal the one-GEMM results up to the order of
+// the fp32 dweight accumulation. Shapes that fit in one chunk (every GPT-2 layer but the
+// output projection at B*T = 8192) run exactly as before.
 //
 // Precision (ctx.precision): Fp32 = everything CUDA_R_32F, CUBLAS_COMPUTE_32F; Tf32 = the same
 // types, CUBLAS_COMPUTE_32F_FAST_TF32; Bf16/Fp16 = A and B in CUDA_R_16BF/CUDA_R_16F (weights
@@ -42,10 +69,14 @@
 // COMPUTE_TYPE / OUTPUT_TYPE reduce in a separate pass) and there is no atomics-based scheme
 // in cuBLAS 13, so every scheme is allowed (kReductionSchemes: one place to narrow it). With
 // one stream and a workspace owned by the caller, cuBLAS documents bitwise-identical results
-// run to run for a given toolkit, architecture and SM count.
+// run to run for a given toolkit, architecture and SM count. That covers the epilogues too:
+// the bias gradient is reduced inside cublasLtMatmul (no atomics mode exists in cuBLASLt, and
+// a split-K algorithm reduces with one of the fixed-order schemes above), and its addition
+// into dbias is add_inplace, one thread per element. tests/gpu/cuda_epilogue_test.cpp checks
+// every epilogue bitwise run to run.
 //
 // Threading: MatmulState is used from the backend's one host thread at a time (like the
-// backend itself); the bias pointer is set on the cached descriptor per call.
+// backend itself); the epilogue pointers are set on the cached descriptor per call.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -54,10 +85,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <string>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels/reduce.cuh"
 #include "core/error.h"
 
 namespace trt::cuda {
@@ -66,14 +99,17 @@ namespace trt::cuda {
 
 struct MatmulState {
     // Everything cublasLtMatmulAlgoGetHeuristic depends on (see LtGemm / plan_key).
-    using Key = std::array<int64_t, 20>;
+    using Key = std::array<int64_t, 22>;
     struct Plan {
         cublasLtMatmulDesc_t desc = nullptr;
         cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // C uses d's layout
         cublasLtMatmulAlgo_t algo{};
-        bool bias_epilogue = false;  // the key asked for a bias and the epilogue is in use
+        bool rejected = false;  // the key's epilogue is unusable here: the caller falls back
+        bool ran = false;       // a cublasLtMatmul with this plan has succeeded
     };
     std::map<Key, Plan> plans;
+    // Per epilogue family (epilogue_family()): shapes that run it fused / that fell back.
+    std::array<int, 3> fused{}, fell_back{};
 
     static void destroy(Plan& p) noexcept {  // statuses ignored: nothing to do on failure
         if (p.a) cublasLtMatrixLayoutDestroy(p.a);
@@ -89,6 +125,19 @@ struct MatmulState {
 
 MatmulState* create_matmul_state() { return new MatmulState(); }
 void destroy_matmul_state(MatmulState* s) { delete s; }
+
+std::string matmul_epilogue_note(const MatmulState* s) {
+    if (!s) return "";
+    static const char* const kFamily[3] = {"bias", "gelu", "bias-grad"};
+    std::string out;
+    for (int f = 0; f < 3; f++) {
+        if (s->fused[f] == 0 && s->fell_back[f] == 0) continue;
+        if (!out.empty()) out += ", ";
+        out += std::string(kFamily[f]) + " " + std::to_string(s->fused[f]) + " fused / " +
+               std::to_string(s->fell_back[f]) + " fallback";
+    }
+    return out.empty() ? out : "cuBLASLt epilogue shapes: " + out;
+}
 
 // ---------------------------------------------------------------- scratch
 
@@ -118,15 +167,24 @@ constexpr size_t kLowpBytes = 2;       // bf16 and fp16
 // Allowed split-K reduction schemes: all of them are deterministic (see the file comment).
 constexpr uint32_t kReductionSchemes = CUBLASLT_REDUCTION_SCHEME_MASK;
 
+// Chunked bf16/fp16 backward (file comment): the dout and inp casts of one chunk stay within
+// this many bytes; chunks are whole multiples of kChunkRowQuantum rows (so every chunk starts
+// as aligned as the buffers do), at least one quantum.
+constexpr size_t kLowpChunkBytes = size_t(256) << 20;
+constexpr int kChunkRowQuantum = 64;
+
 int grid_for(int64_t n) {
     const int64_t b = (n + kThreads - 1) / kThreads;
     return static_cast<int>(std::max<int64_t>(1, std::min(b, kMaxBlocks)));
 }
 
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
 // out[r, j] (row-major [rows, cols], row stride ld) = (accumulate ? out[r, j] : 0) + bias[j]
 // (bias null: + 0). The bias fallback after a plain GEMM, and the K = 0 product.
-__global__ void bias_rows_kernel(float* __restrict__ out, const float* __restrict__ bias,
-                                 int64_t rows, int64_t cols, int64_t ld, bool accumulate) {
+__global__ void __launch_bounds__(kThreads)
+    bias_rows_kernel(float* __restrict__ out, const float* __restrict__ bias, int64_t rows,
+                     int64_t cols, int64_t ld, bool accumulate) {
     const int64_t n = rows * cols;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -138,11 +196,42 @@ __global__ void bias_rows_kernel(float* __restrict__ out, const float* __restric
     }
 }
 
+// The same, four columns per thread with 128-bit accesses (cols4 = cols / 4, ld4 = ld / 4:
+// cols and ld multiples of 4, out and bias 16-byte aligned). Same additions, same bits.
+__global__ void __launch_bounds__(kThreads)
+    bias_rows_vec4_kernel(float4* __restrict__ out, const float4* __restrict__ bias,
+                          int64_t rows, int64_t cols4, int64_t ld4, bool accumulate) {
+    const int64_t n = rows * cols4;
+    const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+        const int64_t r = i / cols4, j = i - r * cols4;
+        float4* o = out + r * ld4 + j;
+        const float4 b = bias ? bias[j] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (accumulate) {
+            float4 v = *o;
+            v.x += b.x;
+            v.y += b.y;
+            v.z += b.z;
+            v.w += b.w;
+            *o = v;
+        } else {
+            *o = b;
+        }
+    }
+}
+
 void bias_rows(const CudaCtx& ctx, float* out, const float* bias, int64_t rows, int64_t cols,
                int64_t ld, bool accumulate) {
     if (rows <= 0 || cols <= 0) return;
-    bias_rows_kernel<<<grid_for(rows * cols), kThreads, 0, ctx.stream>>>(out, bias, rows, cols,
-                                                                         ld, accumulate);
+    if (cols % 4 == 0 && ld % 4 == 0 && aligned16(out) && (!bias || aligned16(bias))) {
+        bias_rows_vec4_kernel<<<grid_for(rows * cols / 4), kThreads, 0, ctx.stream>>>(
+            reinterpret_cast<float4*>(out), reinterpret_cast<const float4*>(bias), rows,
+            cols / 4, ld / 4, accumulate);
+    } else {
+        bias_rows_kernel<<<grid_for(rows * cols), kThreads, 0, ctx.stream>>>(out, bias, rows,
+                                                                             cols, ld, accumulate);
+    }
     TRT_CUDA_LAUNCH_CHECK();
 }
 
@@ -173,9 +262,24 @@ uint32_t operand_alignment(const void* p, int64_t ld, int batch, int64_t stride,
     return al;
 }
 
+// ---- epilogues in cuBLASLt's terms
+bool epilogue_reads_bias(cublasLtEpilogue_t e) {
+    return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+bool epilogue_writes_bgrad(cublasLtEpilogue_t e) {
+    return e == CUBLASLT_EPILOGUE_BGRADA || e == CUBLASLT_EPILOGUE_BGRADB;
+}
+bool epilogue_writes_aux(cublasLtEpilogue_t e) {
+    return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+// Index into MatmulState::fused / fell_back: 0 bias, 1 gelu, 2 bias gradient.
+int epilogue_family(cublasLtEpilogue_t e) {
+    return epilogue_writes_aux(e) ? 1 : epilogue_writes_bgrad(e) ? 2 : 0;
+}
+
 // One GEMM in cuBLASLt's column-major terms:
-//   D_i[m,n] = alpha · op_a(A_i)[m,k] · op_b(B_i)[k,n] + beta · D_i (+ bias[m] on every column)
-// A and B of type ab_type; D (= C) fp32; bias only with batch == 1.
+//   D_i[m,n] = alpha · op_a(A_i)[m,k] · op_b(B_i)[k,n] + beta · D_i, then the epilogue.
+// A and B of type ab_type; D (= C) fp32; an epilogue only with batch == 1.
 struct LtGemm {
     cublasOperation_t op_a = CUBLAS_OP_N, op_b = CUBLAS_OP_N;
     int64_t m = 0, n = 0, k = 0;
@@ -189,11 +293,30 @@ struct LtGemm {
     cudaDataType_t ab_type = CUDA_R_32F;
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
     float alpha = 1.0f, beta = 0.0f;
-    const float* bias = nullptr;
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    const float* bias = nullptr;  // BIAS, GELU_AUX_BIAS: [m], added to every column
+    float* aux = nullptr;         // GELU_AUX*: the GELU input [m, n], column-major, ld aux_ld
+    int64_t aux_ld = 0;
+    float* bgrad = nullptr;       // BGRADA: [m] (sums over k of op_a(A)); BGRADB: [n] (op_b(B))
 };
 
-// The same GEMM in row-major terms (RowMajorGemm of cuda_gemm.h with typed operands); bias[n]
-// is added to every row of C.
+// The epilogue's vector (bias in, bias gradient out), or null.
+const void* epilogue_vector(const LtGemm& g) {
+    if (epilogue_reads_bias(g.epilogue)) return g.bias;
+    if (epilogue_writes_bgrad(g.epilogue)) return g.bgrad;
+    return nullptr;
+}
+
+// The row-major epilogues (RmGemm): what the matmul ops ask for.
+enum class Epilogue {
+    None,
+    Bias,       // C[m, n] += bias[n]
+    GeluAux,    // aux[m, n] = product (+ bias[n] if bias); C = gelu(aux)
+    BiasGradA,  // bgrad[m] = sum over k of op(A)[m, k]
+    BiasGradB,  // bgrad[n] = sum over k of op(B)[k, n]
+};
+
+// The same GEMM in row-major terms (RowMajorGemm of cuda_gemm.h with typed operands).
 struct RmGemm {
     int64_t m = 0, n = 0, k = 0;
     bool trans_a = false, trans_b = false;
@@ -205,7 +328,11 @@ struct RmGemm {
     int64_t ldc = 0, stride_c = 0;
     int batch = 1;
     float alpha = 1.0f, beta = 0.0f;
-    const float* bias = nullptr;
+    Epilogue epilogue = Epilogue::None;
+    const float* bias = nullptr;  // Bias, GeluAux (optional): [n]
+    float* aux = nullptr;         // GeluAux: [m, n], row stride aux_ld
+    int64_t aux_ld = 0;
+    float* bgrad = nullptr;       // BiasGradA: [m]; BiasGradB: [n]
 };
 
 size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
@@ -218,9 +345,13 @@ uint32_t align_b(const LtGemm& g) {
 uint32_t align_d(const LtGemm& g) {
     return operand_alignment(g.d, g.ldd, g.batch, g.stride_d, sizeof(float));
 }
+uint32_t align_aux(const LtGemm& g) {
+    return g.aux ? operand_alignment(g.aux, g.aux_ld, 1, 0, sizeof(float)) : 0;
+}
 
 MatmulState::Key plan_key(const LtGemm& g) {
     const bool batched = g.batch > 1;
+    const void* vec = epilogue_vector(g);
     return {g.op_a,
             g.op_b,
             g.m,
@@ -235,11 +366,13 @@ MatmulState::Key plan_key(const LtGemm& g) {
             g.batch,
             static_cast<int64_t>(g.ab_type),
             static_cast<int64_t>(g.compute),
-            g.bias != nullptr,
+            static_cast<int64_t>(g.epilogue),
             align_a(g),
             align_b(g),
             align_d(g),
-            g.bias ? alignment_of(g.bias) : 0,
+            vec ? alignment_of(vec) : 0,
+            align_aux(g),
+            g.aux ? g.aux_ld : 0,
             g.beta == 0.0f};
 }
 
@@ -257,22 +390,44 @@ void make_layout(cublasLtMatrixLayout_t* out, cudaDataType_t t, int64_t rows, in
     }
 }
 
-void set_bias_pointer(cublasLtMatmulDesc_t desc, const float* bias) {
-    const void* p = bias;
-    TRT_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p, sizeof(p)));
+// The per-call pointers of g's epilogue (the cached descriptor is shared by every call with
+// the same key; the heuristic saw pointers of the same alignment).
+void set_epilogue_pointers(cublasLtMatmulDesc_t desc, const LtGemm& g) {
+    if (const void* vec = epilogue_vector(g))
+        TRT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                        &vec, sizeof(vec)));
+    if (epilogue_writes_aux(g.epilogue)) {
+        const void* aux = g.aux;
+        TRT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+            desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
+    }
 }
 
-void set_epilogue(cublasLtMatmulDesc_t desc, cublasLtEpilogue_t e) {
-    const uint32_t v = static_cast<uint32_t>(e);
+void configure_epilogue(cublasLtMatmulDesc_t desc, const LtGemm& g) {
+    const uint32_t e = static_cast<uint32_t>(g.epilogue);
     TRT_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &v, sizeof(v)));
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
+    if (epilogue_reads_bias(g.epilogue)) {
+        // fp32 bias with fp32 D (also the default). The bias gradient and the aux matrix keep
+        // their defaults: D's type, fp32.
+        const int32_t bias_type = CUDA_R_32F;
+        TRT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+            desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+    }
+    if (epilogue_writes_aux(g.epilogue)) {
+        const int64_t ld = g.aux_ld;
+        TRT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                                        &ld, sizeof(ld)));
+    }
+    set_epilogue_pointers(desc, g);
 }
 
 // Builds the descriptors and asks the heuristic for its best algorithm (first use of a key).
+// A plan whose epilogue has no algorithm comes back rejected (no descriptors); a plain GEMM
+// without an algorithm is an error.
 MatmulState::Plan build_plan(const CudaCtx& ctx, const LtGemm& g) {
     MatmulState::Plan p;
-    // Destroys whatever was created if a check below throws.
+    // Destroys whatever was created if a check below throws, or the plan is rejected.
     struct Guard {
         MatmulState::Plan* p;
         ~Guard() {
@@ -291,6 +446,7 @@ MatmulState::Plan build_plan(const CudaCtx& ctx, const LtGemm& g) {
     make_layout(&p.a, g.ab_type, ta ? g.k : g.m, ta ? g.m : g.k, g.lda, g.batch, g.stride_a);
     make_layout(&p.b, g.ab_type, tb ? g.n : g.k, tb ? g.k : g.n, g.ldb, g.batch, g.stride_b);
     make_layout(&p.d, CUDA_R_32F, g.m, g.n, g.ldd, g.batch, g.stride_d);
+    if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT) configure_epilogue(p.desc, g);
 
     cublasLtMatmulPreference_t pref = nullptr;
     TRT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -314,64 +470,68 @@ MatmulState::Plan build_plan(const CudaCtx& ctx, const LtGemm& g) {
         TRT_CUBLAS_CHECK(
             cublasLtMatmulPreferenceSetAttribute(pref, al_attr[i], &al[i], sizeof(al[i])));
 
-    // Best algorithm for the descriptor as configured now; false if there is none.
-    auto query = [&]() -> bool {
-        cublasLtMatmulHeuristicResult_t res{};
-        int count = 0;
-        const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-            ctx.lt, p.desc, p.a, p.b, p.d, p.d, pref, 1, &res, &count);
-        if (st == CUBLAS_STATUS_NOT_SUPPORTED) return false;
-        if (st != CUBLAS_STATUS_SUCCESS)
-            cublas_fail(st, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
-        if (count < 1 || res.state != CUBLAS_STATUS_SUCCESS) return false;
-        p.algo = res.algo;
-        return true;
-    };
-
-    bool found = false;
-    // The epilogue only for a 16-byte-aligned bias: cuBLASLt's heuristic is documented to read
-    // the pointer's alignment, but kernels assuming 16 bytes have been reported to fault on
-    // less-aligned biases (odd-C models slice biases at 4-byte offsets from the flat buffer);
-    // those take the plain GEMM + bias_rows path.
-    if (g.bias && alignment_of(g.bias) >= 16) {
-        set_epilogue(p.desc, CUBLASLT_EPILOGUE_BIAS);
-        const int32_t bias_type = CUDA_R_32F;
-        TRT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-            p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
-        set_bias_pointer(p.desc, g.bias);
-        found = query();
-        p.bias_epilogue = found;
-        if (!found) {  // plain GEMM + bias_rows for this shape
-            set_epilogue(p.desc, CUBLASLT_EPILOGUE_DEFAULT);
-            set_bias_pointer(p.desc, nullptr);
-        }
+    cublasLtMatmulHeuristicResult_t res{};
+    int count = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx.lt, p.desc, p.a, p.b, p.d, p.d,
+                                                             pref, 1, &res, &count);
+    if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
+        cublas_fail(st, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
+    if (st != CUBLAS_STATUS_SUCCESS || count < 1 || res.state != CUBLAS_STATUS_SUCCESS) {
+        if (g.epilogue == CUBLASLT_EPILOGUE_DEFAULT)
+            fail(Status::Device, "cuBLASLt has no algorithm for a ", g.m, "x", g.n, "x", g.k,
+                 " GEMM (batch ", g.batch, ", operand type ", static_cast<int>(g.ab_type),
+                 ", workspace ", ws, " bytes)");
+        MatmulState::Plan rejected;  // the guard destroys p's descriptors
+        rejected.rejected = true;
+        return rejected;
     }
-    if (!found && !query())
-        fail(Status::Device, "cuBLASLt has no algorithm for a ", g.m, "x", g.n, "x", g.k,
-             " GEMM (batch ", g.batch, ", operand type ", static_cast<int>(g.ab_type),
-             ", workspace ", ws, " bytes)");
+    p.algo = res.algo;
     guard.p = nullptr;  // success: the cache owns the descriptors
     return p;
 }
 
-// Runs g; returns whether g.bias was applied (by the epilogue).
+// Runs g; false when g's epilogue cannot be used at this shape (nothing was enqueued: the
+// caller runs its fallback). A plain GEMM always runs (or throws).
 bool run_lt(const CudaCtx& ctx, const LtGemm& g) {
     TRT_CHECK(ctx.matmul != nullptr && ctx.lt != nullptr, "the CUDA context has no cuBLASLt");
-    TRT_CHECK(g.bias == nullptr || g.batch == 1, "bias with a batched GEMM");
-    auto& plans = ctx.matmul->plans;
+    const bool with_epilogue = g.epilogue != CUBLASLT_EPILOGUE_DEFAULT;
+    TRT_CHECK(!with_epilogue || g.batch == 1, "an epilogue with a batched GEMM");
+    MatmulState& state = *ctx.matmul;
     const MatmulState::Key key = plan_key(g);
-    auto it = plans.find(key);
-    if (it == plans.end()) it = plans.emplace(key, build_plan(ctx, g)).first;
-    const MatmulState::Plan& p = it->second;
-    if (p.bias_epilogue) set_bias_pointer(p.desc, g.bias);
+    auto it = state.plans.find(key);
+    if (it == state.plans.end()) {
+        it = state.plans.emplace(key, build_plan(ctx, g)).first;
+        if (with_epilogue)
+            (it->second.rejected ? state.fell_back : state.fused)[epilogue_family(g.epilogue)]++;
+    }
+    MatmulState::Plan& p = it->second;
+    if (p.rejected) return false;
+    if (with_epilogue) set_epilogue_pointers(p.desc, g);
     const float alpha = g.alpha, beta = g.beta;
-    TRT_CUBLAS_CHECK(cublasLtMatmul(ctx.lt, p.desc, &alpha, g.a, p.a, g.b, p.b, &beta, g.d, p.d,
-                                    g.d, p.d, &p.algo, ctx.lt_workspace,
-                                    ctx.lt_workspace ? ctx.lt_workspace_bytes : 0, ctx.stream));
-    return p.bias_epilogue;
+    const cublasStatus_t st =
+        cublasLtMatmul(ctx.lt, p.desc, &alpha, g.a, p.a, g.b, p.b, &beta, g.d, p.d, g.d, p.d,
+                       &p.algo, ctx.lt_workspace, ctx.lt_workspace ? ctx.lt_workspace_bytes : 0,
+                       ctx.stream);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        // An epilogue the heuristic offered but whose first call is refused up front (argument
+        // checks, before any launch): this shape falls back from now on.
+        const bool refused = st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE;
+        if (with_epilogue && !p.ran && refused) {
+            MatmulState::destroy(p);
+            p.rejected = true;
+            const int f = epilogue_family(g.epilogue);
+            state.fused[f]--;
+            state.fell_back[f]++;
+            return false;
+        }
+        cublas_fail(st, "cublasLtMatmul", __FILE__, __LINE__);
+    }
+    p.ran = true;
+    return true;
 }
 
-// The row-major → column-major swap (file comment): Cᵀ = op(B)ᵀ · op(A)ᵀ.
+// The row-major → column-major swap (file comment): Cᵀ = op(B)ᵀ · op(A)ᵀ. Row-major A is
+// cuBLASLt's B' and vice versa, so a bias gradient over row-major A is BGRADB.
 LtGemm lt_from_rowmajor(const CudaCtx& ctx, const RmGemm& r) {
     LtGemm g;
     g.m = r.n;
@@ -393,20 +553,44 @@ LtGemm lt_from_rowmajor(const CudaCtx& ctx, const RmGemm& r) {
     g.compute = compute_type(ctx.precision);
     g.alpha = r.alpha;
     g.beta = r.beta;
-    g.bias = r.bias;  // bias[n] per row-major column = per column-major row of D [m' = n]
+    switch (r.epilogue) {
+        case Epilogue::None: break;
+        case Epilogue::Bias:  // bias[n] per row-major column = per column-major row of D
+            g.epilogue = CUBLASLT_EPILOGUE_BIAS;
+            g.bias = r.bias;
+            break;
+        case Epilogue::GeluAux:  // aux [m, n] row-major = [n, m] column-major, same ld
+            g.epilogue = r.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+            g.bias = r.bias;
+            g.aux = r.aux;
+            g.aux_ld = r.aux_ld;
+            break;
+        case Epilogue::BiasGradA:  // row-major op(A)[m, k] = Lt op(B')[k, n' = m]
+            g.epilogue = CUBLASLT_EPILOGUE_BGRADB;
+            g.bgrad = r.bgrad;
+            break;
+        case Epilogue::BiasGradB:  // row-major op(B)[k, n] = Lt op(A')[m' = n, k]
+            g.epilogue = CUBLASLT_EPILOGUE_BGRADA;
+            g.bgrad = r.bgrad;
+            break;
+    }
     return g;
 }
 
-void run_rowmajor(const CudaCtx& ctx, const RmGemm& r) {
-    if (!run_lt(ctx, lt_from_rowmajor(ctx, r)) && r.bias)
-        bias_rows(ctx, r.c, r.bias, r.m, r.n, r.ldc, /*accumulate=*/true);
+// Runs r; false when its epilogue cannot be used at this shape (see run_lt).
+bool run_rowmajor(const CudaCtx& ctx, const RmGemm& r) {
+    return run_lt(ctx, lt_from_rowmajor(ctx, r));
+}
+
+// bf16/fp16 copy of src[0, n) into dst (scratch).
+const void* cast_into(const CudaCtx& ctx, void* dst, const float* src, size_t n) {
+    cast_from_f32(ctx, dst, src, n, ctx.precision);
+    return dst;
 }
 
 // bf16/fp16 copy of src[0, n) in the next piece of scratch.
 const void* cast_operand(const CudaCtx& ctx, ScratchCursor& cur, const float* src, size_t n) {
-    void* dst = cur.take(n * kLowpBytes);
-    cast_from_f32(ctx, dst, src, n, ctx.precision);
-    return dst;
+    return cast_into(ctx, cur.take(n * kLowpBytes), src, n);
 }
 
 // A weight as a GEMM operand of ctx's precision: the working copy when registered.
@@ -434,6 +618,62 @@ size_t span_a(const RowMajorGemm& g) {
 size_t span_b(const RowMajorGemm& g) {
     return operand_span(g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.batch,
                         g.stride_b);
+}
+
+// ---- the matmul ops' products
+
+// out[N,M] = x[N,K] · W, W [K,M] (InOut) or [M,K] (OutIn); operands in ctx's operand type.
+RmGemm forward_product(float* out, const void* x, const void* w, int N, int K, int M,
+                       bool inout) {
+    RmGemm r;
+    r.m = N;
+    r.n = M;
+    r.k = K;
+    r.a = x;
+    r.lda = K;
+    r.b = w;
+    r.trans_b = !inout;
+    r.ldb = inout ? M : K;
+    r.c = out;
+    r.ldc = M;
+    r.beta = 0.0f;
+    return r;
+}
+
+// r (beta = 0), then + bias[r.n] on every row (bias may be null): the bias epilogue when
+// enabled and usable, else a plain GEMM and bias_rows.
+void run_with_bias(const CudaCtx& ctx, RmGemm r, const float* bias) {
+    if (bias && ctx.matmul_epilogues && aligned16(bias)) {
+        r.epilogue = Epilogue::Bias;
+        r.bias = bias;
+        if (run_rowmajor(ctx, r)) return;
+        r.epilogue = Epilogue::None;
+        r.bias = nullptr;
+    }
+    run_rowmajor(ctx, r);
+    if (bias) bias_rows(ctx, r.c, bias, r.m, r.n, r.ldc, /*accumulate=*/true);
+}
+
+// Rows per chunk of the bf16/fp16 backward (file comment): all N when the casts of N rows fit
+// in kLowpChunkBytes; else the fewest chunks that fit, balanced and rounded up to the quantum
+// (never above the fitting maximum).
+int lowp_chunk_rows(int N, int K, int M) {
+    const size_t per_row = (static_cast<size_t>(K) + static_cast<size_t>(M)) * kLowpBytes;
+    const size_t fit = kLowpChunkBytes / per_row / kChunkRowQuantum * kChunkRowQuantum;
+    const int64_t cap = std::max<int64_t>(kChunkRowQuantum, static_cast<int64_t>(fit));
+    if (N <= cap) return N;
+    const int64_t chunks = (N + cap - 1) / cap;
+    const int64_t even = (N + chunks - 1) / chunks;
+    const int64_t rows = (even + kChunkRowQuantum - 1) / kChunkRowQuantum * kChunkRowQuantum;
+    return static_cast<int>(std::min(rows, cap));
+}
+
+// Upper bound of the chunk casts' scratch (both pieces, aligned) for any N' <= N, K' <= K,
+// M' <= M: monotone in all three, so the model's largest shapes cover every smaller one.
+size_t lowp_chunk_cast_bound(size_t N, size_t K, size_t M) {
+    const size_t per_row = (K + M) * kLowpBytes;
+    const size_t chunk = std::max(kLowpChunkBytes, kChunkRowQuantum * per_row);
+    return std::min(N * per_row, chunk) + 2 * kScratchAlign;
 }
 
 }  // namespace
@@ -478,18 +718,24 @@ void gemm_f32(const CudaCtx& ctx, const RowMajorGemm& g) {
 size_t matmul_scratch_bytes(const ModelDims& d, Precision p) {
     // Attention shares the GEMM path and the scratch (cuda_gemm.h).
     size_t need = attention_ctx_scratch_bytes(d, p);
-    if (!lowp_precision(p) || d.B <= 0 || d.T <= 0 || d.C <= 0) return need;
+    if (d.B <= 0 || d.T <= 0 || d.C <= 0) return need;
+    const bool lowp = lowp_precision(p);
     // The GPT's matmuls (K, M); the classifier's Vp is at most V rounded up to 128.
     const size_t N = static_cast<size_t>(d.B) * d.T, C = d.C;
     const size_t Vp = (static_cast<size_t>(std::max(d.V, 0)) + 127) / 128 * 128;
     const size_t shapes[5][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}, {C, Vp}};
     for (const auto& s : shapes) {
         const size_t K = s[0], M = s[1];
-        // matmul_backward: dout, inp and (unregistered) weight copies; the forward needs
-        // only inp and weight.
-        const size_t bwd = align_scratch(N * M * kLowpBytes) + align_scratch(N * K * kLowpBytes) +
-                           align_scratch(K * M * kLowpBytes);
-        need = std::max(need, bwd);
+        // Forward (matmul_forward, matmul_gelu_forward): the inp and weight casts.
+        const size_t fwd =
+            lowp ? align_scratch(N * K * kLowpBytes) + align_scratch(K * M * kLowpBytes) : 0;
+        // Backward: the weight cast, one chunk of dout and inp casts, the bias-gradient
+        // vector and the column sums of a chunk whose bias-gradient epilogue fell back.
+        size_t bwd = align_scratch(M * sizeof(float)) +
+                     colred::partial_bytes_bound(static_cast<int>(M), 1, sizeof(double));
+        if (lowp)
+            bwd += align_scratch(K * M * kLowpBytes) + lowp_chunk_cast_bound(N, K, M);
+        need = std::max(need, std::max(fwd, bwd));
     }
     return need;
 }
@@ -502,26 +748,14 @@ void matmul_forward(const CudaCtx& ctx, float* out, const float* inp, const floa
         bias_rows(ctx, out, bias, N, M, M, /*accumulate=*/false);
         return;
     }
-    const bool inout = layout == WeightLayout::InOut;
     ScratchCursor cur(ctx, "matmul_forward");
-    RmGemm r;
-    r.m = N;
-    r.n = M;
-    r.k = K;
-    r.a = activation_operand(ctx, cur, inp, static_cast<size_t>(N) * K);
-    r.lda = K;
-    r.b = weight_operand(ctx, cur, weight, static_cast<size_t>(K) * M);
-    r.trans_b = !inout;
-    r.ldb = inout ? M : K;
-    r.c = out;
-    r.ldc = M;
-    r.beta = 0.0f;
-    r.bias = bias;
-    run_rowmajor(ctx, r);
+    const void* x = activation_operand(ctx, cur, inp, static_cast<size_t>(N) * K);
+    const void* w = weight_operand(ctx, cur, weight, static_cast<size_t>(K) * M);
+    run_with_bias(ctx, forward_product(out, x, w, N, K, M, layout == WeightLayout::InOut), bias);
 }
 
 // dinp[N,K] = dout[N,M] · Wᵀ (overwritten; skipped if null); dweight += inpᵀ · dout in W's
-// layout; dbias[M] += column sums of dout.
+// layout; dbias[M] += column sums of dout. bf16/fp16: over row chunks (file comment).
 void matmul_backward(const CudaCtx& ctx, float* dinp, float* dweight, float* dbias,
                      const float* dout, const float* inp, const float* weight, int N, int K,
                      int M, WeightLayout layout) {
@@ -532,35 +766,54 @@ void matmul_backward(const CudaCtx& ctx, float* dinp, float* dweight, float* dbi
         return;
     }
     const bool inout = layout == WeightLayout::InOut;
+    const bool lowp = ctx.lowp();
     ScratchCursor cur(ctx, "matmul_backward");
-    // dout is an operand of both products: cast once.
-    const void* dy = (dinp || dweight)
-                         ? activation_operand(ctx, cur, dout, static_cast<size_t>(N) * M)
-                         : nullptr;
-    if (dinp) {
-        // dinp[N,K] = dout[N,M] · W[K,M]ᵀ (InOut) | dout[N,M] · W[M,K] (OutIn)
+    // Pieces of scratch that live through every chunk: the weight operand of dinp's product,
+    // the chunk's dout and inp casts, and the bias gradient the epilogue writes.
+    const void* w =
+        dinp ? weight_operand(ctx, cur, weight, static_cast<size_t>(K) * M) : nullptr;
+    const int rows = lowp ? lowp_chunk_rows(N, K, M) : N;
+    void* dy_buf = lowp && (dinp || dweight)
+                       ? cur.take(static_cast<size_t>(rows) * M * kLowpBytes)
+                       : nullptr;
+    void* x_buf = lowp && dweight ? cur.take(static_cast<size_t>(rows) * K * kLowpBytes) : nullptr;
+    const bool fuse_dbias = dbias && dweight && ctx.matmul_epilogues;
+    float* bgrad = fuse_dbias ? cur.take_floats(static_cast<size_t>(M)) : nullptr;  // [M]
+    const CudaCtx rest = cur.rest(ctx);  // for column sums while the pieces above are live
+
+    for (int r0 = 0; r0 < N && (dinp || dweight); r0 += rows) {
+        const int n = std::min(rows, N - r0);
+        const float* dout_c = dout + static_cast<size_t>(r0) * M;  // [n, M]
+        // dout is an operand of both products: cast once per chunk.
+        const void* dy =
+            dy_buf ? cast_into(ctx, dy_buf, dout_c, static_cast<size_t>(n) * M) : dout_c;
+        if (dinp) {
+            // dinp[n,K] = dout[n,M] · W[K,M]ᵀ (InOut) | dout[n,M] · W[M,K] (OutIn)
+            RmGemm r;
+            r.m = n;
+            r.n = K;
+            r.k = M;
+            r.a = dy;
+            r.lda = M;
+            r.b = w;
+            r.trans_b = inout;
+            r.ldb = inout ? M : K;
+            r.c = dinp + static_cast<size_t>(r0) * K;
+            r.ldc = K;
+            r.beta = 0.0f;
+            run_rowmajor(ctx, r);
+        }
+        if (!dweight) continue;
+        const float* inp_c = inp + static_cast<size_t>(r0) * K;  // [n, K]
+        const void* x =
+            x_buf ? cast_into(ctx, x_buf, inp_c, static_cast<size_t>(n) * K) : inp_c;
         RmGemm r;
-        r.m = N;
-        r.n = K;
-        r.k = M;
-        r.a = dy;
-        r.lda = M;
-        r.b = weight_operand(ctx, cur, weight, static_cast<size_t>(K) * M);
-        r.trans_b = inout;
-        r.ldb = inout ? M : K;
-        r.c = dinp;
-        r.ldc = K;
-        r.beta = 0.0f;
-        run_rowmajor(ctx, r);
-    }
-    if (dweight) {
-        const void* x = activation_operand(ctx, cur, inp, static_cast<size_t>(N) * K);
-        RmGemm r;
-        r.k = N;
+        r.k = n;
         r.trans_a = true;
         r.beta = 1.0f;  // parameter gradients accumulate
         r.c = dweight;
-        if (inout) {  // dW[K,M] += inp[N,K]ᵀ · dout[N,M]
+        Epilogue dbias_epilogue = Epilogue::None;
+        if (inout) {  // dW[K,M] += inp[n,K]ᵀ · dout[n,M]: dout is B
             r.m = K;
             r.n = M;
             r.a = x;
@@ -568,7 +821,8 @@ void matmul_backward(const CudaCtx& ctx, float* dinp, float* dweight, float* dbi
             r.b = dy;
             r.ldb = M;
             r.ldc = M;
-        } else {  // dW[M,K] += dout[N,M]ᵀ · inp[N,K]
+            dbias_epilogue = Epilogue::BiasGradB;
+        } else {  // dW[M,K] += dout[n,M]ᵀ · inp[n,K]: dout is A
             r.m = M;
             r.n = K;
             r.a = dy;
@@ -576,18 +830,47 @@ void matmul_backward(const CudaCtx& ctx, float* dinp, float* dweight, float* dbi
             r.b = x;
             r.ldb = K;
             r.ldc = K;
+            dbias_epilogue = Epilogue::BiasGradA;
+        }
+        if (fuse_dbias) {
+            RmGemm e = r;
+            e.epilogue = dbias_epilogue;
+            e.bgrad = bgrad;
+            if (run_rowmajor(ctx, e)) {
+                add_inplace(ctx, dbias, bgrad, static_cast<size_t>(M));  // the epilogue overwrites
+                continue;
+            }
         }
         run_rowmajor(ctx, r);
+        if (fuse_dbias) column_sums(rest, dbias, dout_c, n, M);  // this chunk fell back
     }
-    // After the GEMMs on the same stream, so column_sums may reuse ctx.scratch.
-    if (dbias) column_sums(ctx, dbias, dout, N, M);
+    // After the GEMMs on the same stream, so column_sums may reuse all of ctx.scratch.
+    if (dbias && !fuse_dbias) column_sums(ctx, dbias, dout, N, M);
 }
 
 // pre[N,M] = inp[N,K] · W[K,M] + bias[M]; out = gelu(pre).
 void matmul_gelu_forward(const CudaCtx& ctx, float* pre, float* out, const float* inp,
                          const float* weight, const float* bias, int N, int K, int M) {
     if (N <= 0 || M <= 0) return;
-    matmul_forward(ctx, pre, inp, weight, bias, N, K, M, WeightLayout::InOut);
+    if (K <= 0) {  // empty product: pre = bias (or 0)
+        bias_rows(ctx, pre, bias, N, M, M, /*accumulate=*/false);
+        gelu_forward(ctx, out, pre, static_cast<size_t>(N) * M);
+        return;
+    }
+    ScratchCursor cur(ctx, "matmul_gelu_forward");
+    const void* x = activation_operand(ctx, cur, inp, static_cast<size_t>(N) * K);
+    const void* w = weight_operand(ctx, cur, weight, static_cast<size_t>(K) * M);
+    // The GELU epilogue's rules (file comment): aux ld a multiple of 8, 16-byte aligned
+    // aux and bias.
+    if (ctx.matmul_epilogues && M % 8 == 0 && aligned16(pre) && (!bias || aligned16(bias))) {
+        RmGemm e = forward_product(out, x, w, N, K, M, /*inout=*/true);
+        e.epilogue = Epilogue::GeluAux;
+        e.bias = bias;
+        e.aux = pre;
+        e.aux_ld = M;
+        if (run_rowmajor(ctx, e)) return;
+    }
+    run_with_bias(ctx, forward_product(pre, x, w, N, K, M, /*inout=*/true), bias);
     gelu_forward(ctx, out, pre, static_cast<size_t>(N) * M);
 }
 

@@ -26,6 +26,9 @@ struct CudaCtx {
     void* lt_workspace = nullptr;  // cuBLASLt workspace
     size_t lt_workspace_bytes = 0;
     MatmulState* matmul = nullptr;
+    // accel switches the launchers honour (BackendOptions::accel; each has a fallback).
+    bool matmul_epilogues = false;  // cuBLASLt bias / bias+GELU / bias-grad epilogues
+    bool fused_classifier = true;   // false: softmax, loss and dlogits as separate kernels
     // Scratch: an op may use all of [scratch, scratch + scratch_bytes) during its call (ops
     // run one after another on one stream). Sized by CudaBackend::reserve from the
     // *_scratch_bytes functions below; 256-byte aligned.
@@ -93,6 +96,11 @@ void classifier_forward_backward(const CudaCtx& ctx, float* logits, float* losse
 // ---- cuda_matmul.cu (cuBLASLt; precision from ctx)
 MatmulState* create_matmul_state();
 void destroy_matmul_state(MatmulState* s);
+// For AccelStatus::epilogues_note: per epilogue family (bias, gelu, bias-grad), how many GEMM
+// shapes so far run it inside cuBLASLt and how many fell back because cuBLASLt had no
+// algorithm for it ("" before any epilogue was tried). Fallbacks decided by the alignment/ld
+// rules (cuda_matmul.cu) never reach cuBLASLt and are not counted.
+std::string matmul_epilogue_note(const MatmulState* s);
 void matmul_forward(const CudaCtx& ctx, float* out, const float* inp, const float* weight,
                     const float* bias, int N, int K, int M, WeightLayout layout);
 void matmul_backward(const CudaCtx& ctx, float* dinp, float* dweight, float* dbias,
@@ -129,10 +137,12 @@ void adamw_update(const CudaCtx& ctx, float* params, void* params_lowp, const fl
 // rows [B, T+1] (device) → inputs/targets [B, T].
 void split_rows(const CudaCtx& ctx, int32_t* inputs, int32_t* targets, const int32_t* rows,
                 int B, int T);
+// start: device memory. A window outside the token set writes token 0 (see the kernel).
 void sample_window(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
-                   const DeviceTokens& data, int64_t start, int B, int T);
+                   const DeviceTokens& data, const int64_t* start, int B, int T);
+// The step is read from s->step on the device.
 void sample_random(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
-                   const DeviceTokens& data, uint64_t seed, int64_t step, int64_t micro_step,
-                   int B, int T);
+                   const DeviceTokens& data, uint64_t seed, const StepScalars* s,
+                   int64_t micro_step, int B, int T);
 
 }  // namespace trt::cuda

@@ -215,6 +215,10 @@ TEST(CapiStructs, MetricsInitMatchesMacro) {
     EXPECT_EQ(r.tokens_total, 0);
     EXPECT_EQ(r.bytes_in_use, 0);
     EXPECT_EQ(r.step_ms_p50, 0.0);
+    EXPECT_EQ(r.model_flops_per_token, 0.0);
+    EXPECT_EQ(r.peak_flops, 0.0);
+    EXPECT_EQ(r.mfu, 0.0);
+    EXPECT_EQ(m.mfu, 0.0);
     trainrt_metrics_init(nullptr);  // must not crash
 }
 
@@ -225,8 +229,11 @@ TEST(CapiStructs, PublicStructLayoutIsFixedWidth) {
     EXPECT_EQ(offsetof(trainrt_step_result, step), 8u);
     EXPECT_EQ(sizeof(trainrt_step_result), 64u);
     EXPECT_EQ(offsetof(trainrt_metrics, step), 8u);
-    EXPECT_EQ(sizeof(trainrt_metrics), 96u);  // version 2 appended three fields
+    EXPECT_EQ(sizeof(trainrt_metrics), 120u);  // versions 2 and 3 appended three fields each
     EXPECT_EQ(offsetof(trainrt_metrics, bytes_reserved), 72u);
+    EXPECT_EQ(offsetof(trainrt_metrics, model_flops_per_token), 96u);
+    EXPECT_EQ(offsetof(trainrt_metrics, peak_flops), 104u);
+    EXPECT_EQ(offsetof(trainrt_metrics, mfu), 112u);
     EXPECT_EQ(offsetof(trainrt_progress, kind), 8u);
     EXPECT_EQ(offsetof(trainrt_progress, step), 16u);
 }

@@ -210,7 +210,53 @@ TEST_F(CapiCheckpoint, MetricsVersion2Fields) {
     EXPECT_EQ(old.v1.struct_size, 72u);
     EXPECT_EQ(old.v1.step, 2);
     const unsigned char* tail = reinterpret_cast<const unsigned char*>(&old.v1) + 72;
-    for (size_t i = 0; i < 24; ++i) EXPECT_EQ(tail[i], 0u) << "byte " << 72 + i;
+    for (size_t i = 0; i < sizeof(trainrt_metrics) - 72; ++i)
+        EXPECT_EQ(tail[i], 0u) << "byte " << 72 + i;
+}
+
+// Metrics version 3: model FLOPs per token (the same 6N + 6*L*C*T as model_info, T =
+// train.seq_len), the peak (none known for the CPU, runtime.peak_tflops when set) and MFU;
+// a version-2 host (96-byte struct) still gets its fields and nothing past them.
+TEST_F(CapiCheckpoint, MetricsVersion3Fields) {
+    trainrt_config* c = nullptr;
+    ASSERT_EQ(trainrt_config_from_string(&c, kToml, dir_.c_str()), TRAINRT_OK);
+    trainrt_model_info info = TRAINRT_MODEL_INFO_INIT;
+    ASSERT_EQ(trainrt_config_model_info(&info, c), TRAINRT_OK) << last_error();
+    trainrt_config_destroy(c);
+
+    trainrt_session* s = open();
+    steps(s, 2);
+    trainrt_metrics m;
+    trainrt_metrics_init(&m);
+    ASSERT_EQ(trainrt_session_metrics(&m, s), TRAINRT_OK) << last_error();
+    EXPECT_EQ(m.version, 3u);
+    EXPECT_GT(m.model_flops_per_token, 0.0);
+    EXPECT_DOUBLE_EQ(m.model_flops_per_token, info.flops_per_token);
+    EXPECT_EQ(m.peak_flops, 0.0) << "no peak is known for the CPU";
+    EXPECT_EQ(m.mfu, 0.0);
+
+    // An explicit peak: 1e-6 TFLOP/s = 1e6 FLOP/s, so the tiny model's MFU is well above 0.
+    trainrt_session* p = open({{"runtime.peak_tflops", "1e-6"}});
+    steps(p, 2);
+    trainrt_metrics_init(&m);
+    ASSERT_EQ(trainrt_session_metrics(&m, p), TRAINRT_OK) << last_error();
+    EXPECT_DOUBLE_EQ(m.peak_flops, 1e6);
+    EXPECT_GT(m.tokens_per_s, 0.0);
+    EXPECT_GT(m.mfu, 0.0);
+    EXPECT_NEAR(m.mfu, m.tokens_per_s * m.model_flops_per_token / m.peak_flops, 1e-9 * m.mfu);
+
+    struct {
+        trainrt_metrics v2;  // zeroed; only the first 96 bytes are the caller's
+    } old{};
+    old.v2.struct_size = 96;
+    old.v2.version = 2;
+    ASSERT_EQ(trainrt_session_metrics(&old.v2, p), TRAINRT_OK) << last_error();
+    EXPECT_EQ(old.v2.struct_size, 96u);
+    EXPECT_EQ(old.v2.step, 2);
+    EXPECT_EQ(old.v2.loss_scale, 1.0) << "version-2 fields are filled";
+    const unsigned char* tail = reinterpret_cast<const unsigned char*>(&old.v2) + 96;
+    for (size_t i = 0; i < sizeof(trainrt_metrics) - 96; ++i)
+        EXPECT_EQ(tail[i], 0u) << "byte " << 96 + i;
 }
 
 TEST_F(CapiCheckpoint, TrainWritesPeriodicCheckpointsKeepsTheLastAndResumes) {

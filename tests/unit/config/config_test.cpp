@@ -121,13 +121,14 @@ precision = "bf16"
 threads = 3
 log_every = 5
 max_inflight = 4
+peak_tflops = 123.5
 
 [accel]
 fused_adamw = false
-cuda_graphs = false
+cuda_graphs = true
 attention = "matmul"
 fused_classifier = false
-matmul_epilogues = false
+matmul_epilogues = true
 )";
 
 // Checks every non-path value of kFull; paths are checked by the caller (they depend on base).
@@ -163,11 +164,12 @@ void expect_full_values(const RunConfig& r) {
     EXPECT_EQ(r.runtime.threads, 3);
     EXPECT_EQ(r.runtime.log_every, 5);
     EXPECT_EQ(r.runtime.max_inflight, 4);
+    EXPECT_DOUBLE_EQ(r.runtime.peak_tflops, 123.5);
     EXPECT_FALSE(r.accel.fused_adamw);
-    EXPECT_FALSE(r.accel.cuda_graphs);
+    EXPECT_TRUE(r.accel.cuda_graphs);
     EXPECT_EQ(r.accel.attention, AttentionKind::Matmul);
     EXPECT_FALSE(r.accel.fused_classifier);
-    EXPECT_FALSE(r.accel.matmul_epilogues);
+    EXPECT_TRUE(r.accel.matmul_epilogues);
 }
 
 void expect_defaults(const RunConfig& r) {
@@ -206,11 +208,12 @@ void expect_defaults(const RunConfig& r) {
     EXPECT_EQ(r.runtime.threads, 0);
     EXPECT_EQ(r.runtime.log_every, 10);
     EXPECT_EQ(r.runtime.max_inflight, 2);
+    EXPECT_DOUBLE_EQ(r.runtime.peak_tflops, 0.0);
     EXPECT_TRUE(r.accel.fused_adamw);
-    EXPECT_TRUE(r.accel.cuda_graphs);
+    EXPECT_FALSE(r.accel.cuda_graphs);  // off until a GPU run verifies them
     EXPECT_EQ(r.accel.attention, AttentionKind::Auto);
     EXPECT_TRUE(r.accel.fused_classifier);
-    EXPECT_TRUE(r.accel.matmul_epilogues);
+    EXPECT_FALSE(r.accel.matmul_epilogues);
 }
 
 // Runs f, expects Error(status); returns its message.
@@ -398,9 +401,9 @@ TEST(ConfigGet, TypedGettersReadResolvedValues) {
     EXPECT_DOUBLE_EQ(c.get_double("optim.lr"), 0.002);
     EXPECT_DOUBLE_EQ(c.get_double("optim.eps"), 1e-8);
     EXPECT_DOUBLE_EQ(c.get_double("train.steps"), 77.0);  // integer keys too
+    EXPECT_FALSE(c.get_bool("accel.cuda_graphs"));  // default
+    c.set("accel.cuda_graphs", "true");
     EXPECT_TRUE(c.get_bool("accel.cuda_graphs"));
-    c.set("accel.cuda_graphs", "false");
-    EXPECT_FALSE(c.get_bool("accel.cuda_graphs"));
 }
 
 TEST(ConfigGet, GetStringReturnsStringsAndTomlTextOfOthers) {
@@ -614,7 +617,7 @@ TEST(ConfigDocs, EveryKeyIsDocumented) {
         EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << key;
         ++keys;
     }
-    EXPECT_EQ(keys, 39);
+    EXPECT_EQ(keys, 40);
 }
 
 }  // namespace

@@ -568,7 +568,7 @@ TEST_P(CpuStepOps, SampleWindowTakesConsecutiveRows) {
     for (int64_t start : {int64_t(0), int64_t(300) - span, tok.starts[2], dt.total - span}) {
         be->load_rows(in.as<int32_t>(), tg.as<int32_t>(),
                       std::vector<int32_t>(B * (T + 1), -7).data(), B, T);  // dirty
-        be->sample_window(in.as<int32_t>(), tg.as<int32_t>(), dt, start, B, T);
+        be->sample_window(in.as<int32_t>(), tg.as<int32_t>(), dt, &start, B, T);
         const auto gi = get<int32_t>(*be, in, B * T), gt = get<int32_t>(*be, tg, B * T);
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++) {
@@ -624,7 +624,9 @@ TEST_P(CpuStepOps, SampleRandomMatchesPhiloxReference) {
     for (uint64_t seed : {uint64_t(1), uint64_t(0xDEADBEEFCAFEF00Dull)})
         for (int64_t step : {int64_t(1), int64_t(2), int64_t(977), (int64_t(1) << 32) + 3})
             for (int64_t micro : {0, 1, 3}) {
-                be->sample_random(in.as<int32_t>(), tg.as<int32_t>(), dt, seed, step, micro, B, T);
+                trt::StepScalars sc;  // the step comes from backend (here host) memory
+                be->begin_step(&sc, 1e-3f, step);
+                be->sample_random(in.as<int32_t>(), tg.as<int32_t>(), dt, seed, &sc, micro, B, T);
                 std::vector<int32_t> wi, wt;
                 reference_random(tok, seed, step, micro, B, T, wi, wt);
                 EXPECT_EQ(get<int32_t>(*be, in, B * T), wi)

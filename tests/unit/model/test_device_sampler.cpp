@@ -132,7 +132,9 @@ TEST(DeviceSampler, RandomEqualsHostSampler) {
             for (int64_t micro : {0, 1, 5}) {
                 trt::sample_random(data, seed, step, micro, B, T, rows.data());
                 split(rows, B, T, want_in, want_tg);
-                be->sample_random(batch.in, batch.tg, res.dt, seed, step, micro, B, T);
+                trt::StepScalars sc;  // backend memory = host memory on the CPU
+                be->begin_step(&sc, 1e-3f, step);
+                be->sample_random(batch.in, batch.tg, res.dt, seed, &sc, micro, B, T);
                 ASSERT_EQ(batch.inputs(), want_in)
                     << "seed " << seed << " step " << step << " micro " << micro;
                 ASSERT_EQ(batch.targets(), want_tg)
@@ -158,7 +160,7 @@ TEST(DeviceSampler, WindowEqualsSequentialSamplerAcrossShards) {
         // The window the host sampler just took started at pos - B*T of its shard.
         const int64_t start = res.host_starts[static_cast<size_t>(cursor.shard)] + cursor.pos -
                               static_cast<int64_t>(B) * T;
-        be->sample_window(batch.in, batch.tg, res.dt, start, B, T);
+        be->sample_window(batch.in, batch.tg, res.dt, &start, B, T);
         ASSERT_EQ(batch.inputs(), want_in) << "batch " << k << " start " << start;
         ASSERT_EQ(batch.targets(), want_tg) << "batch " << k << " start " << start;
         if (cursor.shard != last_shard) ++shards_seen;
@@ -177,5 +179,7 @@ TEST(DeviceSampler, RandomRefusesAnotherT) {
     auto be = trt::make_cpu_backend(1);
     Resident res(*be, data, T);
     Batch batch(*be, B, T - 1);
-    EXPECT_THROW(be->sample_random(batch.in, batch.tg, res.dt, 1, 1, 0, B, T - 1), trt::Error);
+    trt::StepScalars sc;
+    sc.step = 1;
+    EXPECT_THROW(be->sample_random(batch.in, batch.tg, res.dt, 1, &sc, 0, B, T - 1), trt::Error);
 }

@@ -81,7 +81,7 @@ void ref_step(RefAdam& r, double g, double lr, double b1, double b2, double eps,
     r.p -= lr / (1 - std::pow(b1, t)) * r.m / denom;
 }
 
-void check_adamw(double grad_clip, bool expect_clipped) {
+void check_adamw(double grad_clip, bool expect_clipped, bool fused = true) {
     auto be = make_cpu_backend(1);
     ParamTable table(GptShape{5, 3, 1, 1, 4});
     OptimConfig o;
@@ -91,7 +91,7 @@ void check_adamw(double grad_clip, bool expect_clipped) {
     o.eps = 1e-6;
     o.weight_decay = 0.3;
     o.grad_clip = grad_clip;
-    AdamW adam(*be, table, o, false);
+    AdamW adam(*be, table, o, false, fused);
     const size_t n = table.total();
     auto* sc = static_cast<StepScalars*>(be->alloc(sizeof(StepScalars)));
     *sc = StepScalars{};
@@ -135,6 +135,38 @@ void check_adamw(double grad_clip, bool expect_clipped) {
 TEST(AdamW, MatchesClosedFormWithClipping) { check_adamw(0.5, true); }
 TEST(AdamW, MatchesClosedFormBelowClipThreshold) { check_adamw(100.0, false); }
 TEST(AdamW, ClipZeroDisablesClipping) { check_adamw(0.0, false); }
+TEST(AdamW, UnfusedMatchesClosedFormWithClipping) { check_adamw(0.5, true, false); }
+
+// accel.fused_adamw = false: one adamw_step per tensor gives the fused pass's bits, and a
+// non-finite gradient skips every tensor's update.
+TEST(AdamW, UnfusedIsBitwiseTheFusedPass) {
+    auto be = make_cpu_backend(2);
+    ParamTable table(GptShape{7, 5, 2, 1, 6});
+    OptimConfig o;
+    o.weight_decay = 0.2;
+    o.grad_clip = 0.3;
+    AdamW fused(*be, table, o, false, true), unfused(*be, table, o, false, false);
+    const size_t n = table.total();
+    std::mt19937 rng(11);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> p1(n), p2, grads(n);
+    for (float& x : p1) x = dist(rng);
+    p2 = p1;
+    StepScalars s1, s2;
+    for (int64_t t = 1; t <= 4; ++t) {
+        for (float& g : grads) g = 0.05f * dist(rng);
+        if (t == 3) grads[n - 1] = std::numeric_limits<float>::quiet_NaN();
+        be->begin_step(&s1, 1e-2f * t, t);
+        be->begin_step(&s2, 1e-2f * t, t);
+        fused.update(p1.data(), grads.data(), &s1);
+        unfused.update(p2.data(), grads.data(), &s2);
+        EXPECT_EQ(s1.nonfinite, s2.nonfinite);
+        EXPECT_EQ(std::memcmp(p1.data(), p2.data(), n * 4), 0) << "step " << t;
+        EXPECT_EQ(std::memcmp(fused.m(), unfused.m(), n * 4), 0) << "step " << t;
+        EXPECT_EQ(std::memcmp(fused.v(), unfused.v(), n * 4), 0) << "step " << t;
+    }
+    EXPECT_EQ(s2.skipped_steps, 1);
+}
 
 // GradScaler semantics on every backend: a non-finite gradient leaves the weights and the
 // moments bit-identical, and is counted.

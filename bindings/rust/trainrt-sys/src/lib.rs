@@ -46,7 +46,7 @@ pub const TRAINRT_DTYPE_F32: i32 = 0;
 pub const TRAINRT_DTYPE_BF16: i32 = 1;
 
 pub const TRAINRT_STEP_RESULT_VERSION: u32 = 1;
-pub const TRAINRT_METRICS_VERSION: u32 = 2;
+pub const TRAINRT_METRICS_VERSION: u32 = 3;
 pub const TRAINRT_PROGRESS_VERSION: u32 = 1;
 pub const TRAINRT_SAMPLE_OPTIONS_VERSION: u32 = 1;
 pub const TRAINRT_MODEL_INFO_VERSION: u32 = 1;
@@ -115,6 +115,10 @@ pub struct trainrt_metrics {
     pub bytes_reserved: i64,
     pub skipped_steps: i64,
     pub loss_scale: f64,
+    // version 3
+    pub model_flops_per_token: f64,
+    pub peak_flops: f64,
+    pub mfu: f64,
 }
 
 impl Default for trainrt_metrics {
@@ -134,6 +138,9 @@ impl Default for trainrt_metrics {
             bytes_reserved: 0,
             skipped_steps: 0,
             loss_scale: 0.0,
+            model_flops_per_token: 0.0,
+            peak_flops: 0.0,
+            mfu: 0.0,
         }
     }
 }
@@ -403,7 +410,13 @@ mod tests {
     #[test]
     fn struct_sizes() {
         assert_eq!(size_of::<trainrt_step_result>(), 64);
-        assert_eq!(size_of::<trainrt_metrics>(), 96);
+        assert_eq!(size_of::<trainrt_metrics>(), 120);
+        // Appended fields (metrics v2 at 72, v3 at 96) never move.
+        let m = trainrt_metrics::default();
+        let at = |field: *const f64| field as usize - &m as *const trainrt_metrics as usize;
+        assert_eq!(at(&m.loss_scale), 88);
+        assert_eq!(at(&m.model_flops_per_token), 96);
+        assert_eq!(at(&m.mfu), 112);
         assert_eq!(size_of::<trainrt_progress>(), 96);
         assert_eq!(size_of::<trainrt_sample_options>(), 32);
         assert_eq!(size_of::<trainrt_model_info>(), 56);
@@ -421,7 +434,7 @@ mod tests {
         assert_eq!(a, trainrt_step_result::default());
         let mut m = trainrt_metrics::default();
         unsafe { trainrt_metrics_init(&mut m) };
-        // An older library (metrics v1, 72 bytes) reports its own, smaller size.
+        // An older library (metrics v1 72 bytes, v2 96) reports its own, smaller size.
         assert!(m.struct_size >= 72 && m.struct_size as usize <= size_of::<trainrt_metrics>());
         assert!(m.version >= 1 && m.version <= TRAINRT_METRICS_VERSION);
         let mut o = trainrt_sample_options {

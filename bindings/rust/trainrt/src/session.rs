@@ -58,6 +58,12 @@ pub struct Metrics {
     pub bytes_reserved: i64,
     pub skipped_steps: i64,
     pub loss_scale: f64,
+    /// Training FLOPs per token, 6N + 6·L·C·T.
+    pub model_flops_per_token: f64,
+    /// The device's dense peak FLOP/s in the run's precision; 0 = unknown (the CPU).
+    pub peak_flops: f64,
+    /// Model FLOPs utilisation, normally in [0, 1]; 0 when the peak is unknown.
+    pub mfu: f64,
 }
 
 /// What a progress report is about.
@@ -428,6 +434,9 @@ impl Session {
             bytes_reserved: m.bytes_reserved,
             skipped_steps: m.skipped_steps,
             loss_scale: m.loss_scale,
+            model_flops_per_token: m.model_flops_per_token,
+            peak_flops: m.peak_flops,
+            mfu: m.mfu,
         })
     }
 

@@ -40,5 +40,9 @@ fn train_with_progress_reports_the_same_losses() {
         .unwrap();
     assert_eq!(out, trainrt::TrainOutcome::Completed);
     assert_eq!(seen, expected);
-    assert_eq!(s.metrics().unwrap().step, expected.len() as i64);
+    let m = s.metrics().unwrap();
+    assert_eq!(m.step, expected.len() as i64);
+    // Metrics v3 on the CPU: FLOPs per token known, no peak, so no MFU.
+    assert!(m.model_flops_per_token > 0.0);
+    assert_eq!((m.peak_flops, m.mfu), (0.0, 0.0));
 }

@@ -1,5 +1,8 @@
-// Fused softmax cross-entropy CUDA kernel: online softmax per row (no probability tensor),
-// then the logit gradient written in place.
+// Softmax cross-entropy CUDA kernels. The default (ctx.fused_classifier) is one fused kernel:
+// online softmax per row (no probability tensor), then the logit gradient written in place.
+// The fallback is the textbook sequence of separate kernels (row statistics, loss gather,
+// probabilities written into the logits buffer, then the gradient), slower but simple to
+// reason about when the fused one is in doubt.
 #include <cuda_runtime.h>
 
 #include <cfloat>
@@ -122,9 +125,138 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = V + tid; j < Vp; j += kThreads) row[j] = 0.0f;  // padding: no gradient
 }
 
+// ---- the unfused fallback (ctx.fused_classifier == false)
+
+// Block-wide max / sum of one value per thread, in a fixed tree (warp butterflies, then every
+// warp reduces the per-warp results the same way): every thread gets the same bits, run after
+// run. Uses sh[kThreads / 32] floats of shared memory; all threads of the block must call it.
+template <int kThreads>
+__device__ __forceinline__ float block_max(float v, float* sh) {
+    constexpr int kWarps = kThreads / 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_max(v);
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    float r = lane < kWarps ? sh[lane] : -FLT_MAX;
+    r = warp_max(r);
+    __syncthreads();  // sh may be reused by the next call
+    return r;
+}
+
+template <int kThreads>
+__device__ __forceinline__ float block_sum(float v, float* sh) {
+    constexpr int kWarps = kThreads / 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_sum(v);
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    float r = lane < kWarps ? sh[lane] : 0.0f;
+    r = warp_sum(r);
+    __syncthreads();
+    return r;
+}
+
+// Pass 1, one block per row n of logits [N, Vp]: stats[n] = (max, sum of e^(x - max)) over
+// [0, V), two passes over the row. The max starts at -FLT_MAX as in the fused kernel, so -inf
+// logits add e^(-inf) = 0 and a row that is all -inf gives a NaN loss in both.
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    softmax_stats_kernel(float2* __restrict__ stats, const float* __restrict__ logits, int V,
+                         int Vp) {
+    __shared__ float sh[kThreads / 32];
+    const float* row = logits + static_cast<size_t>(blockIdx.x) * Vp;
+    float m = -FLT_MAX;
+    for (int i = threadIdx.x; i < V; i += kThreads) m = fmaxf(m, row[i]);
+    m = block_max<kThreads>(m, sh);
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < V; i += kThreads) s += expf(row[i] - m);
+    s = block_sum<kThreads>(s, sh);
+    if (threadIdx.x == 0) stats[blockIdx.x] = make_float2(m, s);
+}
+
+// Pass 2, one thread per row: losses[n] = max + log(sum) - logits[n, tgt] (double, as the
+// CPU), read before pass 3 overwrites the row. An invalid target gives NaN (fused kernel).
+__global__ void loss_gather_kernel(float* __restrict__ losses, const float2* __restrict__ stats,
+                                   const float* __restrict__ logits,
+                                   const int32_t* __restrict__ targets, int N, int V, int Vp) {
+    for (int n = blockIdx.x * blockDim.x + threadIdx.x; n < N; n += gridDim.x * blockDim.x) {
+        const int tgt = targets[n];
+        if (tgt < 0 || tgt >= V) {
+            losses[n] = NAN;
+            continue;
+        }
+        const float2 st = stats[n];
+        const float x = logits[static_cast<size_t>(n) * Vp + tgt];
+        losses[n] = static_cast<float>(static_cast<double>(st.x) +
+                                       log(static_cast<double>(st.y)) - static_cast<double>(x));
+    }
+}
+
+// Pass 3: logits[n, i] = e^(x - max) / sum for i < V (the probabilities), 0 for V <= i < Vp.
+// Grid (column blocks, row blocks), both grid-strided.
+__global__ void softmax_probs_kernel(float* __restrict__ logits, const float2* __restrict__ stats,
+                                     int N, int V, int Vp) {
+    for (int n = blockIdx.y; n < N; n += gridDim.y) {
+        const float2 st = stats[n];
+        float* row = logits + static_cast<size_t>(n) * Vp;
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < Vp; i += gridDim.x * blockDim.x)
+            row[i] = i < V ? expf(row[i] - st.x) / st.y : 0.0f;
+    }
+}
+
+// Pass 4: logits[n, i] = d * (prob - onehot(tgt)) for i < V, d = dloss (* scalars->loss_scale,
+// read on the device). Columns >= V keep pass 3's zeros.
+__global__ void dlogits_kernel(float* __restrict__ logits, const int32_t* __restrict__ targets,
+                               int N, int V, int Vp, float dloss,
+                               const StepScalars* __restrict__ scalars) {
+    const float d = scalars ? dloss * scalars->loss_scale : dloss;
+    for (int n = blockIdx.y; n < N; n += gridDim.y) {
+        const int tgt = targets[n];
+        float* row = logits + static_cast<size_t>(n) * Vp;
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < V; i += gridDim.x * blockDim.x)
+            row[i] = d * (row[i] - (i == tgt ? 1.0f : 0.0f));
+    }
+}
+
+constexpr int kElemThreads = 256;
+
+// Grid of the two elementwise passes over [N, cols]: column blocks x row blocks (capped).
+dim3 row_grid(int N, int cols) {
+    const int x = (cols + kElemThreads - 1) / kElemThreads;
+    return dim3(static_cast<unsigned>(x < 1 ? 1 : x), static_cast<unsigned>(N < 65535 ? N : 65535));
+}
+
+template <int kThreads>
+void classifier_unfused(const CudaCtx& ctx, float* logits, float* losses,
+                        const int32_t* targets, int N, int V, int Vp, float dloss,
+                        bool write_grad, const StepScalars* scalars) {
+    const size_t need = static_cast<size_t>(N) * sizeof(float2);
+    TRT_CHECK(need <= ctx.scratch_bytes, "classifier (unfused) needs ", need,
+              " bytes of CUDA scratch for N=", N, ", have ", ctx.scratch_bytes,
+              " (sized by reserve(ModelDims))");
+    float2* stats = static_cast<float2*>(ctx.scratch);  // [N]
+    softmax_stats_kernel<kThreads><<<N, kThreads, 0, ctx.stream>>>(stats, logits, V, Vp);
+    TRT_CUDA_LAUNCH_CHECK();
+    const int gather_blocks = (N + kElemThreads - 1) / kElemThreads;
+    loss_gather_kernel<<<gather_blocks, kElemThreads, 0, ctx.stream>>>(losses, stats, logits,
+                                                                      targets, N, V, Vp);
+    TRT_CUDA_LAUNCH_CHECK();
+    if (!write_grad) return;
+    softmax_probs_kernel<<<row_grid(N, Vp), kElemThreads, 0, ctx.stream>>>(logits, stats, N, V,
+                                                                           Vp);
+    TRT_CUDA_LAUNCH_CHECK();
+    dlogits_kernel<<<row_grid(N, V), kElemThreads, 0, ctx.stream>>>(logits, targets, N, V, Vp,
+                                                                    dloss, scalars);
+    TRT_CUDA_LAUNCH_CHECK();
+}
+
 }  // namespace
 
-size_t classifier_scratch_bytes(const ModelDims&) { return 0; }  // one block per row, no scratch
+// The fused kernel needs none; the unfused fallback keeps (max, sum) per row.
+size_t classifier_scratch_bytes(const ModelDims& d) {
+    const size_t N = d.B > 0 && d.T > 0 ? static_cast<size_t>(d.B) * d.T : 0;
+    return align_up_256(N * sizeof(float2));
+}
 
 // logits [N, Vp] in/out (gradient when write_grad), losses [N], targets [N] in [0, V)
 void classifier_forward_backward(const CudaCtx& ctx, float* logits, float* losses,
@@ -133,7 +265,18 @@ void classifier_forward_backward(const CudaCtx& ctx, float* logits, float* losse
     TRT_CHECK(V > 0 && V <= Vp, "classifier_forward_backward: V=", V, " Vp=", Vp);
     if (N <= 0) return;
     // Block size depends on V only (not on the GPU), so the reduction tree is fixed.
-    if (V >= 4096) {
+    const bool wide = V >= 4096;
+    if (!ctx.fused_classifier) {
+        if (wide) {
+            classifier_unfused<512>(ctx, logits, losses, targets, N, V, Vp, dloss, write_grad,
+                                    scalars);
+        } else {
+            classifier_unfused<128>(ctx, logits, losses, targets, N, V, Vp, dloss, write_grad,
+                                    scalars);
+        }
+        return;
+    }
+    if (wide) {
         classifier_kernel<512><<<N, 512, 0, ctx.stream>>>(logits, losses, targets, V, Vp, dloss,
                                                           write_grad, scalars);
     } else {

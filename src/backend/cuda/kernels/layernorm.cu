@@ -22,6 +22,14 @@ constexpr int kThreads = kWarps * 32;
 //   K == 0: any C, the row is re-read from global memory (L1/L2) for each pass.
 // Both compute the same thing in the same order: per-lane sums in c order, then a warp
 // butterfly (reduce.cuh), so the flavour changes speed, not bits.
+//
+// Row accesses stay 32-bit and lane-strided on purpose. They are already fully coalesced (one
+// 128-byte segment per warp instruction, K of them in flight per lane). A float4 per lane
+// would give each lane four adjacent columns instead of c = lane + 32i, i.e. other per-lane
+// partial sums: other bits than today and than the scalar path that misaligned rows and
+// C % 4 != 0 need. Keeping the order with 128-bit loads means staging each 512-byte segment
+// through shared memory, which adds as many shared-memory wavefronts as it saves global ones
+// on the same L1 datapath, so it is not done.
 
 // mean = sum(x)/C; var = sum((x - mean)²)/C (two passes, as the CPU); rstd = 1/sqrt(var+eps);
 // o = (x - mean) * rstd * w + b.

@@ -42,12 +42,23 @@ __global__ void split_rows_kernel(int32_t* __restrict__ inputs, int32_t* __restr
 
 // Row b = tokens[start + b*T, +T+1): consecutive rows overlap by one token, so output i =
 // b*T + t reads tokens[start + i] (input) and tokens[start + i + 1] (target): a flat copy.
+// start is read from device memory (the step's uploaded window, so a graph replays it); a
+// window outside the token set writes token 0 instead of reading out of bounds (the host
+// validated it before the upload, so this is a host bug, not a data error).
 __global__ void sample_window_kernel(int32_t* __restrict__ inputs,
                                      int32_t* __restrict__ targets,
-                                     const uint16_t* __restrict__ tokens, int64_t start,
+                                     const uint16_t* __restrict__ tokens,
+                                     const int64_t* __restrict__ start_ptr, int64_t total,
                                      int64_t n) {
-    const uint16_t* src = tokens + start;
+    const int64_t start = *start_ptr;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+    if (start < 0 || start > total - n - 1) {
+        for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+             i += stride)
+            inputs[i] = targets[i] = 0;
+        return;
+    }
+    const uint16_t* src = tokens + start;
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
          i += stride) {
         inputs[i] = src[i];
@@ -64,8 +75,10 @@ __global__ void sample_random_kernel(int32_t* __restrict__ inputs,
                                      const uint16_t* __restrict__ tokens,
                                      const int64_t* __restrict__ shard_starts,
                                      int32_t num_shards, uint64_t W, uint64_t seed,
-                                     int64_t step, int64_t micro_step, int64_t T, int chunks) {
+                                     const StepScalars* __restrict__ s, int64_t micro_step,
+                                     int64_t T, int chunks) {
     __shared__ int64_t window;
+    const int64_t step = s->step;
     const int64_t row = blockIdx.x / chunks;
     const int64_t c0 = static_cast<int64_t>(blockIdx.x % chunks) * kRowChunk;
     const int64_t c1 = c0 + kRowChunk < T ? c0 + kRowChunk : T;
@@ -107,26 +120,24 @@ void split_rows(const CudaCtx& ctx, int32_t* inputs, int32_t* targets, const int
 }
 
 void sample_window(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
-                   const DeviceTokens& data, int64_t start, int B, int T) {
+                   const DeviceTokens& data, const int64_t* start, int B, int T) {
     TRT_CHECK(B >= 0 && T > 0, "sample_window: B=", B, ", T=", T);
     if (B == 0) return;
-    TRT_CHECK(inputs && targets && data.tokens, "sample_window: null pointer");
+    TRT_CHECK(inputs && targets && data.tokens && start, "sample_window: null pointer");
     const int64_t n = static_cast<int64_t>(B) * T;
-    // The window tokens[start, start + B*T + 1) must lie inside the token set (host values
-    // only: total is known to the host).
-    TRT_CHECK(start >= 0 && start <= data.total - n - 1, "sample_window: window [", start,
-              ", ", start + n + 1, ") outside the ", data.total, " resident tokens");
-    sample_window_kernel<<<copy_blocks(n), kThreads, 0, ctx.stream>>>(inputs, targets,
-                                                                      data.tokens, start, n);
+    TRT_CHECK(n + 1 <= data.total, "sample_window: ", B, "x", T, " rows need ", n + 1,
+              " tokens; the resident set holds ", data.total);
+    sample_window_kernel<<<copy_blocks(n), kThreads, 0, ctx.stream>>>(
+        inputs, targets, data.tokens, start, data.total, n);
     TRT_CUDA_LAUNCH_CHECK();
 }
 
 void sample_random(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
-                   const DeviceTokens& data, uint64_t seed, int64_t step, int64_t micro_step,
-                   int B, int T) {
+                   const DeviceTokens& data, uint64_t seed, const StepScalars* s,
+                   int64_t micro_step, int B, int T) {
     TRT_CHECK(B >= 0 && T > 0, "sample_random: B=", B, ", T=", T);
     if (B == 0) return;
-    TRT_CHECK(inputs && targets && data.tokens && data.shard_starts,
+    TRT_CHECK(inputs && targets && data.tokens && data.shard_starts && s,
               "sample_random: null pointer");
     // W == 0 means no shard holds T+1 tokens; the host rejects that before it gets here
     // (the CPU sampler throws Error(Config)).
@@ -140,7 +151,7 @@ void sample_random(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
     TRT_CHECK(blocks <= INT_MAX, "sample_random: grid of ", blocks, " blocks");
     sample_random_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, ctx.stream>>>(
         inputs, targets, data.tokens, data.shard_starts, data.num_shards, data.random_windows,
-        seed, step, micro_step, T, chunks);
+        seed, s, micro_step, T, chunks);
     TRT_CUDA_LAUNCH_CHECK();
 }
 

@@ -1,0 +1,166 @@
+// The SDPA operation graphs (cudnn_sdpa_graph.h).
+#include "backend/cuda/cudnn_sdpa_graph.h"
+
+#include <string>
+
+#include "core/error.h"
+
+namespace trt::cuda::sdpa {
+
+using cudnn::OpGraph;
+using cudnn::Tensor;
+
+namespace {
+
+// x with every score of a key after its query (column > row) replaced by -inf.
+Tensor causal_mask(OpGraph& g, const Tensor& x, const Tensor& neg_inf) {
+    const Tensor row = g.virt_like(x, CUDNN_DATA_INT32);
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, x, nullptr, nullptr, row, 2);
+    const Tensor col = g.virt_like(x, CUDNN_DATA_INT32);
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, x, nullptr, nullptr, col, 3);
+    const Tensor keep = g.virt_like(x, CUDNN_DATA_BOOLEAN);
+    g.pointwise(CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, &col, nullptr, keep);
+    const Tensor y = g.virt_like(x, CUDNN_DATA_FLOAT);
+    // BINARY_SELECT: y = t ? x : b
+    g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, x, &neg_inf, &keep, y);
+    return y;
+}
+
+// x outside [0, len_q) x [0, len_kv) replaced by -inf (the <= 9.15 backward workaround; the
+// lengths are all T, so it masks nothing).
+Tensor padding_mask(OpGraph& g, const Tensor& x, const Tensor& neg_inf, const Tensor& len_q,
+                    const Tensor& len_kv) {
+    const Tensor row = g.virt_like(x, CUDNN_DATA_INT32);
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32, x, nullptr, nullptr, row, 2);
+    const Tensor col = g.virt_like(x, CUDNN_DATA_INT32);
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_INT32, x, nullptr, nullptr, col, 3);
+    const Tensor row_in = g.virt_like(x, CUDNN_DATA_BOOLEAN);
+    g.pointwise(CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, row, &len_q, nullptr, row_in);
+    const Tensor col_in = g.virt_like(x, CUDNN_DATA_BOOLEAN);
+    g.pointwise(CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, col, &len_kv, nullptr, col_in);
+    const Tensor keep = g.virt_like(x, CUDNN_DATA_BOOLEAN);
+    g.pointwise(CUDNN_POINTWISE_LOGICAL_AND, CUDNN_DATA_BOOLEAN, row_in, &col_in, nullptr, keep);
+    const Tensor y = g.virt_like(x, CUDNN_DATA_FLOAT);
+    g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, x, &neg_inf, &keep, y);
+    return y;
+}
+
+}  // namespace
+
+std::string shape_problem(int B, int T, int C, int NH) {
+    if (B < 1 || T < 1 || C < 1 || NH < 1) return "the shape is empty";
+    if (C % NH != 0) return cat("C=", C, " is not a multiple of NH=", NH);
+    const int hs = C / NH;
+    if (hs % 8 != 0 || hs > kMaxHeadSize)
+        return cat("head size ", hs, " is not supported by cuDNN's fused attention (needs a "
+                   "multiple of 8, at most ", kMaxHeadSize, ")");
+    return {};
+}
+
+void build_forward(OpGraph& g, const Geometry& s, cudnnDataType_t io) {
+    const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+    const Tensor q = g.tensor(kQ, s.heads(), s.in_qkv(), io);
+    const Tensor kt = g.tensor(kK, s.heads_t(), s.in_qkv_t(), io);
+    const Tensor v = g.tensor(kV, s.heads(), s.in_qkv(), io);
+    const Tensor o = g.tensor(kO, s.heads(), s.in_btc(), io);
+    const Tensor stats = g.tensor(kStats, s.rows(), s.rows_packed(), f32);
+    const Tensor scale = g.scalar(kScale, f32);
+    const Tensor neg_inf = g.scalar(kNegInf, f32);
+
+    // scores [B,NH,T,T] = Q·Kᵀ · scale, causal
+    const Tensor qk = g.virt(s.scores(), s.scores_packed(), f32);
+    g.matmul(q, kt, qk);
+    const Tensor scaled = g.virt_like(qk, f32);
+    g.pointwise(CUDNN_POINTWISE_MUL, f32, qk, &scale, nullptr, scaled);
+    const Tensor masked = causal_mask(g, scaled, neg_inf);
+
+    // softmax with its statistics: m = max, e = exp(x - m), z = sum e, Stats = m + log z
+    const Tensor m = g.virt(s.rows(), s.rows_packed(), f32);
+    g.reduction(CUDNN_REDUCE_TENSOR_MAX, masked, m);
+    const Tensor shifted = g.virt_like(masked, f32);
+    g.pointwise(CUDNN_POINTWISE_SUB, f32, masked, &m, nullptr, shifted);
+    const Tensor e = g.virt_like(masked, f32);
+    g.pointwise(CUDNN_POINTWISE_EXP, f32, shifted, nullptr, nullptr, e);
+    const Tensor z = g.virt(s.rows(), s.rows_packed(), f32);
+    g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, z);
+    const Tensor log_z = g.virt(s.rows(), s.rows_packed(), f32);
+    g.pointwise(CUDNN_POINTWISE_LOG, f32, z, nullptr, nullptr, log_z);
+    g.pointwise(CUDNN_POINTWISE_ADD, f32, m, &log_z, nullptr, stats);
+    // The probabilities enter the second matmul in the I/O type (the engines require it).
+    const Tensor p = g.virt_like(masked, io);
+    g.pointwise(CUDNN_POINTWISE_DIV, f32, e, &z, nullptr, p);
+
+    g.matmul(p, v, o);  // O = P·V
+}
+
+void build_backward(OpGraph& g, const Geometry& s, cudnnDataType_t io, bool padded) {
+    const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+    const Tensor q = g.tensor(kQ, s.heads(), s.in_qkv(), io);
+    const Tensor kt = g.tensor(kK, s.heads_t(), s.in_qkv_t(), io);
+    const Tensor vt = g.tensor(kV, s.heads_t(), s.in_qkv_t(), io);
+    const Tensor o = g.tensor(kO, s.heads(), s.in_btc(), io);
+    const Tensor d_o = g.tensor(kDO, s.heads(), s.in_btc(), io);
+    const Tensor stats = g.tensor(kStats, s.rows(), s.rows_packed(), f32);
+    const Tensor dq = g.tensor(kDQ, s.heads(), s.in_qkv(), io);
+    const Tensor dk = g.tensor(kDK, s.heads(), s.in_qkv(), io);
+    const Tensor dv = g.tensor(kDV, s.heads(), s.in_qkv(), io);
+    const Tensor row_sum = g.tensor(kRowSum, s.rows(), s.rows_packed(), f32);
+    const Tensor scale = g.scalar(kScale, f32);
+    const Tensor neg_inf = g.scalar(kNegInf, f32);
+    const Tensor one = g.scalar(kOne, f32);
+    Tensor len_q, len_kv;  // [B,1,1,1] int32, all T (padding workaround only)
+    const Tensor* lq = nullptr;
+    const Tensor* lkv = nullptr;
+    if (padded) {
+        len_q = g.tensor(kSeqLenQ, {s.B, 1, 1, 1}, {1, 1, 1, 1}, CUDNN_DATA_INT32);
+        len_kv = g.tensor(kSeqLenKV, {s.B, 1, 1, 1}, {1, 1, 1, 1}, CUDNN_DATA_INT32);
+        lq = &len_q;
+        lkv = &len_kv;
+    }
+
+    // row_sum [B,NH,T,1] = sum over hs of dO∘O: the softmax backward's per-row term
+    const Tensor doo = g.virt(s.heads(), s.in_btc(), f32);
+    g.pointwise(CUDNN_POINTWISE_MUL, f32, d_o, &o, nullptr, doo);
+    const Tensor doo_sum = g.virt(s.rows(), s.rows_packed(), f32);
+    g.reduction(CUDNN_REDUCE_TENSOR_ADD, doo, doo_sum);
+    g.pointwise(CUDNN_POINTWISE_MUL, f32, doo_sum, &one, nullptr, row_sum);  // (x 1/keep-prob)
+
+    // P = exp(Q·Kᵀ · scale - Stats), causal: the forward's probabilities, recomputed
+    const Tensor qk = g.virt(s.scores(), s.scores_packed(), f32);
+    g.matmul(q, kt, qk, lq, lkv, nullptr);
+    const Tensor scaled = g.virt_like(qk, f32);
+    g.pointwise(CUDNN_POINTWISE_MUL, f32, qk, &scale, nullptr, scaled);
+    Tensor centered = g.virt_like(qk, f32);
+    g.pointwise(CUDNN_POINTWISE_SUB, f32, scaled, &stats, nullptr, centered);
+    if (padded) centered = padding_mask(g, centered, neg_inf, len_q, len_kv);
+    const Tensor masked = causal_mask(g, centered, neg_inf);
+    const Tensor p = g.virt_like(qk, f32);
+    g.pointwise(CUDNN_POINTWISE_EXP, f32, masked, nullptr, nullptr, p);
+
+    // dV = Pᵀ·dO
+    const Tensor p_t = g.virt(s.scores(), s.scores_t(), io);
+    g.reshape(p, p_t);
+    g.matmul(p_t, d_o, dv, lkv, nullptr, lq);
+
+    // dS = P∘(dO·Vᵀ - row_sum) · scale
+    const Tensor dp = g.virt(s.scores(), s.scores_packed(), f32);
+    g.matmul(d_o, vt, dp, lq, lkv, nullptr);
+    const Tensor dp_centered = g.virt_like(dp, f32);
+    g.pointwise(CUDNN_POINTWISE_SUB, f32, dp, &row_sum, nullptr, dp_centered);
+    const Tensor ds_unscaled = g.virt_like(dp, f32);
+    g.pointwise(CUDNN_POINTWISE_MUL, f32, dp_centered, &p, nullptr, ds_unscaled);
+    const Tensor ds = g.virt_like(dp, f32);
+    g.pointwise(CUDNN_POINTWISE_MUL, f32, ds_unscaled, &scale, nullptr, ds);
+
+    // dK = dSᵀ·Q
+    const Tensor ds_t = g.virt(s.scores(), s.scores_t(), io);
+    g.reshape(ds, ds_t);
+    g.matmul(ds_t, q, dk, lkv, nullptr, lq);
+
+    // dQ = dS·K, written directly (no fp32 accumulator: no atomics)
+    const Tensor k = g.virt(s.heads(), s.in_qkv(), f32);
+    g.reshape(kt, k);
+    g.matmul(ds, k, dq, lq, nullptr, lkv);
+}
+
+}  // namespace trt::cuda::sdpa

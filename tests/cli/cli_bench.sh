@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# `trainrt bench` on the CPU backend: a tiny model for a few steps; the JSON report's fields
+# exist and are sane (tokens/s > 0, p95 >= p50, one finite loss per timed step, FLOPs per
+# token = 6N + 6LCT, MFU from runtime.peak_tflops), the same seed gives the same losses, the
+# bench writes nothing but its report, and bad usage fails. No timed assertions.
+#   usage: cli_bench.sh TRAINRT_BINARY SOURCE_DIR SCRATCH_DIR PYTHON
+set -euo pipefail
+
+TRAINRT=$1
+SRC=$2
+WORK=$3
+PY=$4
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+step() { echo "--- $*"; }
+
+# expect_status NAME STATUS PATTERN COMMAND...: exits with STATUS, PATTERN on stderr.
+expect_status() {
+    local name=$1 want=$2 pattern=$3
+    shift 3
+    local rc=0
+    "$@" >"$name.out" 2>"$name.err" || rc=$?
+    [ "$rc" -eq "$want" ] || { cat "$name.err" >&2; fail "$name: exit status $rc, expected $want"; }
+    grep -q -- "$pattern" "$name.err" || { cat "$name.err" >&2; fail "$name: stderr lacks '$pattern'"; }
+    echo "ok: $name (exit $rc)"
+}
+
+[ -x "$TRAINRT" ] || fail "no trainrt binary at $TRAINRT"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK"
+
+"$TRAINRT" prepare --text "$SRC/examples/data/tinyshakespeare.txt" --out data >/dev/null
+# out_dir and checkpoint_every are set on purpose: the bench must override both.
+cat >tiny.toml <<'EOF'
+[model]
+vocab_size = 256
+context_length = 32
+n_layer = 2
+n_head = 2
+d_model = 32
+[data]
+train = "data/train.bin"
+val = "data/val.bin"
+[train]
+batch_size = 2
+seq_len = 32
+grad_accum = 2
+steps = 50
+eval_every = 2
+checkpoint_every = 2
+out_dir = "out"
+[runtime]
+device = "cpu"
+threads = 1
+EOF
+
+# ------------------------------------------------------------------ a run, its JSON
+step "trainrt bench (4 timed steps after 2 warm-up)"
+"$TRAINRT" bench tiny.toml --steps 4 --warmup 2 --json a.json >a.out 2>a.err ||
+    { cat a.err >&2; fail "bench exited $?"; }
+cat a.out
+grep -q '^| throughput | ' a.out || fail "no throughput row in the table"
+grep -q '^| MFU | n/a' a.out || fail "the CPU has no peak: MFU must read n/a"
+[ ! -e out ] || fail "the bench wrote into train.out_dir"
+
+"$PY" - a.json <<'PY' || fail "a.json is not a sane bench report"
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+def check(cond, what):
+    if not cond:
+        sys.exit("bad report: %s\n%s" % (what, json.dumps(r, indent=1)[:3000]))
+for k in ["schema", "device", "precision", "parameters", "tokens_per_step", "warmup_steps",
+          "timed_steps", "wall_s", "tokens_per_s", "steps_per_s", "step_ms_mean", "step_ms_p50",
+          "step_ms_p95", "model_flops_per_token", "peak_flops", "mfu", "first_loss",
+          "last_loss", "losses", "step_ms", "bytes_in_use"]:
+    check(k in r, "missing field " + k)
+check(r["schema"] == "trainrt-bench/1", "schema")
+check(r["device"] == "cpu" and r["precision"] == "fp32", "device/precision as resolved")
+check(r["warmup_steps"] == 2 and r["timed_steps"] == 4, "step counts")
+check(r["tokens_per_step"] == 2 * 2 * 32, "tokens per step = grad_accum x B x T")
+check(r["tokens_per_s"] > 0 and r["steps_per_s"] > 0 and r["wall_s"] > 0, "throughput > 0")
+check(abs(r["tokens_per_s"] - r["steps_per_s"] * r["tokens_per_step"]) <= 1e-9 * r["tokens_per_s"],
+      "tokens/s = steps/s x tokens per step")
+check(0 < r["step_ms_p50"] <= r["step_ms_p95"], "0 < p50 <= p95")
+check(len(r["losses"]) == 4 and len(r["step_ms"]) == 4, "one loss and time per timed step")
+check(all(isinstance(x, float) and math.isfinite(x) and 0 < x < 10 for x in r["losses"]),
+      "finite losses near ln 256")
+check(r["first_step"] == 3, "the timed steps follow the warm-up")
+check(r["first_loss"] == r["losses"][0] and r["last_loss"] == r["losses"][-1], "first/last loss")
+# V*C + T_max*C + L*(12 C^2 + 13 C) + 2C, then 6N + 6*L*C*T.
+C, L, T = 32, 2, 32
+n = 256 * C + 32 * C + L * (12 * C * C + 13 * C) + 2 * C
+check(r["parameters"] == n, "parameter count")
+check(r["model_flops_per_token"] == 6 * n + 6 * L * C * T, "FLOPs per token = 6N + 6LCT")
+check(r["peak_flops"] == 0 and r["mfu"] == 0, "no peak and no MFU on the CPU")
+print("ok: a.json", {k: r[k] for k in ("tokens_per_s", "step_ms_p50", "step_ms_p95", "last_loss")})
+PY
+
+# ------------------------------------------------------------------ same seed, same losses
+step "a second run: the same losses, bit for bit; an explicit peak gives an MFU"
+"$TRAINRT" bench tiny.toml --steps 4 --warmup 2 --set runtime.peak_tflops=1e-6 \
+    --json b.json >b.out 2>b.err || { cat b.err >&2; fail "second bench exited $?"; }
+grep -q '^| MFU | [0-9.]* % of 1e-06 TFLOP/s' b.out || { cat b.out; fail "no MFU row with the peak"; }
+"$PY" - a.json b.json <<'PY' || fail "b.json"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+if a["losses"] != b["losses"]:
+    sys.exit("losses differ between identical runs: %s vs %s" % (a["losses"], b["losses"]))
+if b["peak_flops"] != 1e6:
+    sys.exit("runtime.peak_tflops = 1e-6 should give peak_flops 1e6, got %r" % b["peak_flops"])
+want = b["tokens_per_s"] * b["model_flops_per_token"] / 1e6
+if not (b["mfu"] > 0 and abs(b["mfu"] - want) <= 1e-9 * want):
+    sys.exit("mfu %r, expected tokens/s x FLOPs/token / peak = %r" % (b["mfu"], want))
+print("ok: identical losses; mfu", b["mfu"])
+PY
+
+# --warmup 0 works: the first timed step is step 1.
+"$TRAINRT" bench tiny.toml --steps 1 --warmup 0 --json c.json >/dev/null 2>c.err ||
+    { cat c.err >&2; fail "bench --warmup 0 exited $?"; }
+"$PY" -c 'import json,sys; r=json.load(open("c.json")); sys.exit(0 if r["first_step"] == 1 and len(r["losses"]) == 1 else "c.json: %r" % r)' ||
+    fail "--warmup 0"
+echo "ok: --warmup 0"
+
+# ------------------------------------------------------------------ errors
+step "bad usage and failures"
+expect_status no-config 2 "missing CONFIG" "$TRAINRT" bench
+expect_status bad-warmup 2 "--warmup needs a non-negative integer" "$TRAINRT" bench tiny.toml --warmup -1
+expect_status bad-steps 2 "--steps needs a positive integer" "$TRAINRT" bench tiny.toml --steps 0
+expect_status no-json-file 2 "--json needs a file name" "$TRAINRT" bench tiny.toml --json
+expect_status bad-key 1 "no.such_key" "$TRAINRT" bench tiny.toml --set no.such_key=1
+expect_status unwritable-json 1 "cannot write" "$TRAINRT" bench tiny.toml --steps 1 --warmup 0 \
+    --json no_such_dir/x.json
+"$TRAINRT" bench --help | grep -q '^usage: trainrt bench CONFIG' || fail "bench --help"
+"$TRAINRT" --help | grep -q '^  bench CONFIG' || fail "bench missing from trainrt --help"
+echo "PASS"

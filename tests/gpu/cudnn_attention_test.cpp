@@ -1,0 +1,275 @@
+// accel.attention = "cudnn" (src/backend/cuda/cudnn_attention.h, docs/CUDNN_ATTENTION.md),
+// through the Backend interface, against the CPU backend's attention on the same
+// bf16/fp16-rounded inputs:
+//   - forward output and backward dqkv within the bf16/fp16 matrix-product tolerances, for
+//     head sizes 8..96 and lengths that are and are not multiples of 128 (T % 128 != 0 takes
+//     the padded-backward workaround on cuDNN <= 9.15). Each case gets a fresh backend whose
+//     first reserve is that shape, so cuDNN prepares and serves exactly it (accel_status
+//     "cudnn" is checked, so a silent fallback to the matmul path cannot pass);
+//   - shorter sequences than the reserved one (inference) still match the CPU, whichever path
+//     the backend picks for them (matmul when its buffers fit in what was reserved, else cuDNN
+//     prepared on demand);
+//   - accel_status: "cudnn" after reserve in bf16/fp16; "matmul" plus a reason in fp32;
+//   - TRAINRT_CUDNN_LIBRARY=/nonexistent: matmul, the reason names the path, results still
+//     match the CPU (the loader caches per process: ctest runs each case in its own process);
+//   - two identical forward+backward runs are bitwise equal (cuDNN's backward is made
+//     deterministic: dQ without an atomic fp32 accumulator, NONDETERMINISTIC engines refused).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_test_util.h"
+
+namespace {
+
+using gpu::kCpu;
+using gpu::kCuda;
+using gpu::Twin;
+using trt::Backend;
+using trt::Precision;
+
+// Set once a bf16/fp16 backend with cuDNN attention was created in this process: from then on
+// the process-wide loader has answered, and TRAINRT_CUDNN_LIBRARY set later is not read.
+bool g_cudnn_loader_used = false;
+
+std::string shape(int B, int T, int C, int NH) {
+    return " B" + std::to_string(B) + " T" + std::to_string(T) + " C" + std::to_string(C) +
+           " NH" + std::to_string(NH) + " (hs " + std::to_string(C / NH) + ")";
+}
+
+// CudnnAttention::saved_floats (cudnn_attention.h): O in bf16/fp16 plus fp32 statistics, each
+// padded to 256 bytes. The matmul attention saves [B,NH,T,T] probabilities instead, so this
+// size tells which path serves a shape.
+size_t cudnn_saved_floats(int B, int T, int C, int NH) {
+    auto align = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
+    const size_t bt = static_cast<size_t>(B) * T;
+    return (align(bt * C * 2) + align(bt * NH * 4)) / 4;
+}
+
+trt::AccelOptions with_cudnn() {
+    trt::AccelOptions a;
+    a.cudnn_attention = true;
+    return a;
+}
+
+class CudnnAttention : public gpu::CudaVsCpu, public ::testing::WithParamInterface<Precision> {
+protected:
+    void SetUp() override { open_with_cudnn(GetParam()); }
+
+    void open_with_cudnn(Precision p) {
+        precision_ = p;
+        std::string why;
+        bool skip = false;
+        cuda_ = gpu::try_cuda(p, why, skip, with_cudnn());
+        if (!cuda_) {
+            if (skip) GTEST_SKIP() << "no CUDA backend: " << why;
+            FAIL() << "the CUDA backend could not be created: " << why;
+        }
+        g_cudnn_loader_used = true;
+        cpu_ = trt::make_cpu_backend(4);
+    }
+
+    // A new CUDA backend (the first reserve decides which shape cuDNN is prepared for).
+    void reopen() {
+        cuda_.reset();
+        std::string why;
+        bool skip = false;
+        cuda_ = gpu::try_cuda(precision_, why, skip, with_cudnn());
+        ASSERT_NE(cuda_, nullptr) << why;
+    }
+
+    void reserve_for(int B, int T, int C, int NH) {
+        const trt::ModelDims d{B, T, C, NH, 1, 1};
+        cpu_->reserve(d);
+        cuda_->reserve(d);
+    }
+
+    std::vector<float> in(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+        return gpu::rounded(gpu::rnd(n, seed, lo, hi), precision_);
+    }
+
+    // After the first reserve with this shape: cuDNN serves it (not the matmul fallback),
+    // and the model is told cuDNN's buffer sizes.
+    void expect_served_by_cudnn(int B, int T, int C, int NH) {
+        const trt::AccelStatus st = cuda_->accel_status();
+        ASSERT_EQ(st.attention, "cudnn") << tag(shape(B, T, C, NH)) << ": " << st.attention_note;
+        EXPECT_EQ(cuda_->attention_saved_floats(B, T, C, NH), cudnn_saved_floats(B, T, C, NH))
+            << tag(shape(B, T, C, NH)) << ": saved is not cuDNN-sized";
+    }
+
+    // Forward and backward on both backends; CUDA within the matrix-product tolerances.
+    // reserved_T: the T the backend was reserved for, when larger (the model sizes its
+    // saved/scratch buffers for that one and reuses them for shorter calls).
+    void compare_with_cpu(int B, int T, int C, int NH, uint32_t seed, int reserved_T = 0) {
+        const std::string sh = shape(B, T, C, NH);
+        const size_t nq = static_cast<size_t>(B) * T * 3 * C, no = static_cast<size_t>(B) * T * C;
+        Twin qkv = up(in(nq, seed, -2, 2)), out = nan_floats(no);
+        // Each backend saves what its own backward needs: its own sizes.
+        size_t n_saved = std::max(cpu_->attention_saved_floats(B, T, C, NH),
+                                  cuda_->attention_saved_floats(B, T, C, NH));
+        size_t n_scratch = std::max(cpu_->attention_scratch_floats(B, T, C, NH),
+                                    cuda_->attention_scratch_floats(B, T, C, NH));
+        if (reserved_T > T) {
+            n_saved = std::max(n_saved, cuda_->attention_saved_floats(B, reserved_T, C, NH));
+            n_scratch = std::max(n_scratch, cuda_->attention_scratch_floats(B, reserved_T, C, NH));
+        }
+        Twin saved = nan_floats(n_saved), scratch = nan_floats(n_scratch);
+        both([&](Backend& be, int s) {
+            be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH);
+        });
+        expect_close("cudnn attention fwd" + sh, out, no, gpu::matmul_tol(precision_, false));
+
+        Twin dout = up(in(no, seed + 1)), dqkv = nan_floats(nq);
+        both([&](Backend& be, int s) {
+            be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T,
+                                  C, NH);
+        });
+        expect_close("cudnn attention bwd dqkv" + sh, dqkv, nq, gpu::matmul_tol(precision_, true));
+    }
+};
+
+TEST_P(CudnnAttention, StatusIsCudnnAfterReserve) {
+    reserve_for(2, 64, 128, 2);
+    const trt::AccelStatus st = cuda_->accel_status();
+    EXPECT_EQ(st.attention, "cudnn") << st.attention_note;
+    expect_served_by_cudnn(2, 64, 128, 2);
+}
+
+TEST_P(CudnnAttention, ForwardBackwardMatchTheCpu) {
+    struct Case { int B, T, C, NH; };
+    const Case cases[] = {
+        {2, 17, 64, 2},    // hs 32, T not a multiple of 128 (padded backward on <= 9.15)
+        {2, 256, 128, 2},  // hs 64, T a multiple of 128
+        {1, 130, 96, 1},   // hs 96, one past a 128 tile
+        {3, 40, 16, 2},    // hs 8, the smallest head size
+        {4, 64, 768, 12},  // GPT-2 small's width
+    };
+    uint32_t seed = 8100;
+    for (const Case& c : cases) {
+        SCOPED_TRACE(shape(c.B, c.T, c.C, c.NH));
+        reopen();
+        if (HasFatalFailure()) return;
+        reserve_for(c.B, c.T, c.C, c.NH);
+        expect_served_by_cudnn(c.B, c.T, c.C, c.NH);
+        compare_with_cpu(c.B, c.T, c.C, c.NH, seed);
+        seed += 10;
+    }
+}
+
+TEST_P(CudnnAttention, ShorterSequencesThanReservedStillMatchTheCpu) {
+    reserve_for(2, 64, 128, 2);
+    expect_served_by_cudnn(2, 64, 128, 2);
+    // Inference-style calls: the backend picks the path (see the file comment).
+    compare_with_cpu(2, 17, 128, 2, 8300, /*reserved_T=*/64);
+    compare_with_cpu(2, 63, 128, 2, 8305, /*reserved_T=*/64);
+    compare_with_cpu(2, 64, 128, 2, 8310);  // and the reserved shape still works after them
+}
+
+TEST_P(CudnnAttention, TwoIdenticalRunsAreBitwiseEqual) {
+    const int B = 4, T = 256, C = 768, NH = 12;
+    reserve_for(B, T, C, NH);
+    expect_served_by_cudnn(B, T, C, NH);
+    const size_t nq = static_cast<size_t>(B) * T * 3 * C, no = static_cast<size_t>(B) * T * C;
+    Twin qkv = up(in(nq, 8400, -2, 2)), dout = up(in(no, 8401));
+    Twin out = nan_floats(no), dqkv = nan_floats(nq);
+    Twin saved = nan_floats(cuda_->attention_saved_floats(B, T, C, NH));
+    Twin scratch = nan_floats(cuda_->attention_scratch_floats(B, T, C, NH));
+    std::vector<float> out_runs[2], dqkv_runs[2];
+    for (int run = 0; run < 2; ++run) {
+        out.poison();
+        dqkv.poison();
+        cuda_->attention_forward(out.f(kCuda), saved.f(kCuda), qkv.f(kCuda), B, T, C, NH);
+        cuda_->attention_backward(dqkv.f(kCuda), scratch.f(kCuda), dout.f(kCuda), qkv.f(kCuda),
+                                  saved.f(kCuda), B, T, C, NH);
+        out_runs[run] = out.get<float>(kCuda, no);
+        dqkv_runs[run] = dqkv.get<float>(kCuda, nq);
+    }
+    // Not vacuous: the outputs were written (the poison was NaN everywhere).
+    const auto nans = [](const std::vector<float>& v) {
+        return std::count_if(v.begin(), v.end(), [](float x) { return std::isnan(x); });
+    };
+    EXPECT_EQ(nans(out_runs[0]), 0) << tag("forward left NaN");
+    EXPECT_EQ(nans(dqkv_runs[0]), 0) << tag("backward left NaN");
+    EXPECT_TRUE(gpu::same_bits(out_runs[0], out_runs[1])) << tag("forward differs between runs");
+    EXPECT_TRUE(gpu::same_bits(dqkv_runs[0], dqkv_runs[1]))
+        << tag("backward differs between runs (nondeterministic engine?)");
+}
+
+INSTANTIATE_TEST_SUITE_P(LowPrecision, CudnnAttention,
+                         ::testing::Values(Precision::Bf16, Precision::Fp16),
+                         gpu::precision_param_name);
+
+// ---------------------------------------------------------------- fallbacks
+
+TEST(CudnnAttentionFallback, Fp32RunsTheMatmulAttentionAndSaysWhy) {
+    std::string why;
+    bool skip = false;
+    auto cuda = gpu::try_cuda(Precision::Fp32, why, skip, with_cudnn());
+    if (!cuda) {
+        if (skip) GTEST_SKIP() << "no CUDA backend: " << why;
+        FAIL() << "the CUDA backend could not be created: " << why;
+    }
+    cuda->reserve(trt::ModelDims{2, 64, 128, 2, 1, 1});
+    const trt::AccelStatus st = cuda->accel_status();
+    EXPECT_EQ(st.attention, "matmul");
+    EXPECT_FALSE(st.attention_note.empty()) << "a requested path not taken must say why";
+}
+
+TEST(CudnnAttentionFallback, MissingLibraryRunsTheMatmulAttentionAndNamesThePath) {
+    if (g_cudnn_loader_used)
+        GTEST_SKIP() << "cuDNN was already loaded in this process; this case must run alone "
+                        "(ctest runs every case in its own process)";
+    const char* kPath = "/nonexistent/libcudnn.so.9";
+    setenv("TRAINRT_CUDNN_LIBRARY", kPath, 1);  // before the first cuDNN use in this process
+    struct Restore {
+        ~Restore() { unsetenv("TRAINRT_CUDNN_LIBRARY"); }
+    } restore;
+
+    std::string why;
+    bool skip = false;
+    auto cuda = gpu::try_cuda(Precision::Bf16, why, skip, with_cudnn());
+    if (!cuda) {
+        if (skip) GTEST_SKIP() << "no CUDA backend: " << why;
+        FAIL() << "the CUDA backend could not be created: " << why;
+    }
+    auto cpu = trt::make_cpu_backend(4);
+    const int B = 2, T = 17, C = 64, NH = 2;
+    const trt::ModelDims d{B, T, C, NH, 1, 1};
+    cpu->reserve(d);
+    cuda->reserve(d);
+    const trt::AccelStatus st = cuda->accel_status();
+    EXPECT_EQ(st.attention, "matmul");
+    EXPECT_NE(st.attention_note.find(kPath), std::string::npos) << st.attention_note;
+
+    // The matmul attention still matches the CPU.
+    const size_t nq = static_cast<size_t>(B) * T * 3 * C, no = static_cast<size_t>(B) * T * C;
+    Twin qkv(*cpu, *cuda, nq * 4), out(*cpu, *cuda, no * 4), dout(*cpu, *cuda, no * 4),
+        dqkv(*cpu, *cuda, nq * 4);
+    qkv.set(gpu::rounded(gpu::rnd(nq, 8500, -2, 2), Precision::Bf16));
+    dout.set(gpu::rounded(gpu::rnd(no, 8501), Precision::Bf16));
+    const size_t n_saved = std::max(cpu->attention_saved_floats(B, T, C, NH),
+                                    cuda->attention_saved_floats(B, T, C, NH));
+    const size_t n_scratch = std::max(cpu->attention_scratch_floats(B, T, C, NH),
+                                      cuda->attention_scratch_floats(B, T, C, NH));
+    Twin saved(*cpu, *cuda, n_saved * 4), scratch(*cpu, *cuda, n_scratch * 4);
+    Backend* sides[2] = {cpu.get(), cuda.get()};
+    for (int s = 0; s < 2; ++s) {
+        sides[s]->attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH);
+        sides[s]->attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B,
+                                     T, C, NH);
+    }
+    cuda->synchronize();
+    const double e_out = ref::rel_error(out.get<float>(kCuda, no), out.get<float>(kCpu, no));
+    const double e_dqkv = ref::rel_error(dqkv.get<float>(kCuda, nq), dqkv.get<float>(kCpu, nq));
+    ref::report("matmul fallback fwd [bf16]", e_out);
+    ref::report("matmul fallback bwd dqkv [bf16]", e_dqkv);
+    EXPECT_LE(e_out, gpu::matmul_tol(Precision::Bf16, false));
+    EXPECT_LE(e_dqkv, gpu::matmul_tol(Precision::Bf16, true));
+}
+
+}  // namespace

@@ -1,0 +1,126 @@
+#include "cli_common.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace trainrt_cli {
+
+namespace {
+// True while a live progress line sits on the terminal without a newline.
+bool g_progress_line_open = false;
+}  // namespace
+
+int fail_status(const char* what, trainrt_status status) {
+    std::fprintf(stderr, "trainrt: %s failed (%s): %s\n", what, trainrt_status_string(status),
+                 trainrt_last_error_message());
+    return 1;
+}
+
+bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
+
+void mark_progress_line_open() { g_progress_line_open = true; }
+
+void end_progress_line() {
+    if (g_progress_line_open) {
+        std::fputc('\n', stderr);
+        g_progress_line_open = false;
+    }
+}
+
+void log_to_stderr(int32_t level, const char* message, void*) {
+    end_progress_line();
+    const char* tag = level >= TRAINRT_LOG_ERROR ? "error: "
+                      : level == TRAINRT_LOG_WARN ? "warning: "
+                                                  : "";
+    std::fprintf(stderr, "[trainrt] %s%s\n", tag, message);
+}
+
+std::string as_toml_value(const std::string& v) {
+    if (v.empty()) return "\"\"";
+    const char c = v[0];
+    if (c == '"' || c == '\'' || c == '[' || c == '{' || v == "true" || v == "false") return v;
+    char* end = nullptr;
+    std::strtod(v.c_str(), &end);
+    if (end != nullptr && *end == '\0') return v;  // a number
+    std::string quoted = "\"";
+    for (char ch : v) {
+        if (ch == '"' || ch == '\\') quoted += '\\';
+        quoted += ch;
+    }
+    return quoted + "\"";
+}
+
+bool parse_run_args(int argc, char** argv, int allowed, RunArgs& out, std::string& error) {
+    for (int i = 0; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--set" || a.rfind("--set=", 0) == 0) {
+            std::string kv = a == "--set" ? (i + 1 < argc ? argv[++i] : "") : a.substr(6);
+            const size_t eq = kv.find('=');
+            if (eq == std::string::npos || eq == 0) {
+                error = "--set needs KEY=VALUE, got '" + kv + "'";
+                return false;
+            }
+            out.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+        } else if ((allowed & kSteps) && a == "--steps") {
+            if (i + 1 >= argc) { error = "--steps needs a number"; return false; }
+            char* end = nullptr;
+            out.steps = std::strtoll(argv[++i], &end, 10);
+            if (*end != '\0' || out.steps < 1) {
+                error = std::string("--steps needs a positive integer, got '") + argv[i] + "'";
+                return false;
+            }
+        } else if ((allowed & kFresh) && a == "--fresh") {
+            out.fresh = true;
+        } else if ((allowed & kCheckpoint) && a == "--checkpoint") {
+            if (i + 1 >= argc) { error = "--checkpoint needs a path"; return false; }
+            out.checkpoint = argv[++i];
+        } else if (!a.empty() && a[0] == '-') {
+            error = "unknown option '" + a + "'";
+            return false;
+        } else if (out.config_path.empty()) {
+            out.config_path = a;
+        } else {
+            error = "unexpected argument '" + a + "'";
+            return false;
+        }
+    }
+    if (out.config_path.empty()) {
+        error = "missing CONFIG (a TOML file)";
+        return false;
+    }
+    return true;
+}
+
+trainrt_config* load_config(const RunArgs& args) {
+    trainrt_config* config = nullptr;
+    trainrt_status st = trainrt_config_from_file(&config, args.config_path.c_str());
+    if (st != TRAINRT_OK) {
+        fail_status("loading the config", st);
+        return nullptr;
+    }
+    for (const auto& kv : args.sets) {
+        st = trainrt_config_set(config, kv.first.c_str(), as_toml_value(kv.second).c_str());
+        if (st != TRAINRT_OK) {
+            fail_status(("--set " + kv.first).c_str(), st);
+            trainrt_config_destroy(config);
+            return nullptr;
+        }
+    }
+    trainrt_config_set_log(config, log_to_stderr, nullptr, TRAINRT_LOG_INFO);
+    return config;
+}
+
+trainrt_session* create_session(trainrt_config* config) {
+    trainrt_session* session = nullptr;
+    const trainrt_status st = trainrt_session_create(&session, config);
+    trainrt_config_destroy(config);  // the session keeps its own copy
+    if (st != TRAINRT_OK) {
+        fail_status("creating the session", st);
+        return nullptr;
+    }
+    return session;
+}
+
+}  // namespace trainrt_cli

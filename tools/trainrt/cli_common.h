@@ -1,0 +1,68 @@
+// Helpers the trainrt commands share (main.cpp, cmd_bench.cpp): argument parsing for
+// CONFIG [--set K=V]..., config loading, sessions, error printing, the stderr log sink.
+// Public C API only.
+#pragma once
+#include <trainrt/trainrt.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trainrt_cli {
+
+// Prints "trainrt: WHAT failed (STATUS): last error" to stderr; returns 1.
+int fail_status(const char* what, trainrt_status status);
+
+// The live progress line on a terminal (train): log lines end it first.
+bool stderr_is_tty();
+void mark_progress_line_open();
+void end_progress_line();
+// The log sink of every command: "[trainrt] warning: ..." on stderr.
+void log_to_stderr(int32_t level, const char* message, void* payload);
+
+// A --set value: TOML as given, except a bare word (not a number, bool, array, string,
+// table) is quoted so paths and enum names need no shell gymnastics.
+std::string as_toml_value(const std::string& v);
+
+struct RunArgs {
+    std::string config_path;
+    std::vector<std::pair<std::string, std::string>> sets;
+    long long steps = 0;
+    bool fresh = false;
+    std::string checkpoint;
+};
+
+// Which options beyond CONFIG and --set a command takes.
+enum RunOption { kSteps = 1, kFresh = 2, kCheckpoint = 4 };
+
+// Parses CONFIG [--set K=V]... plus the options in `allowed`.
+bool parse_run_args(int argc, char** argv, int allowed, RunArgs& out, std::string& error);
+
+// Loads the config and applies --set (log sink: stderr, INFO); NULL after printing the error.
+trainrt_config* load_config(const RunArgs& args);
+
+// Session from a config (consumed: destroyed here); NULL after printing the error.
+trainrt_session* create_session(trainrt_config* config);
+
+// `trainrt bench` (cmd_bench.cpp); argv holds the arguments after the command name.
+int cmd_bench(int argc, char** argv);
+
+// A (buf, cap, needed) string from the C API; false after printing the error.
+template <typename Fn>
+bool fetch_string(std::string& out, const char* what, Fn&& call) {
+    size_t needed = 0;
+    trainrt_status st = call(nullptr, 0, &needed);
+    if (st == TRAINRT_OK) {
+        std::string text(needed + 1, '\0');
+        st = call(&text[0], text.size(), &needed);
+        text.resize(needed);
+        out = text;
+    }
+    if (st != TRAINRT_OK) {
+        fail_status(what, st);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace trainrt_cli
