@@ -176,6 +176,7 @@ void copy_tensors(const SafetensorsFile& file, const ParamTable& table, float* h
                   const std::string& prefix) {
     for (const ParamTensor& pt : table.tensors())
         file.read_f32(*file.find(prefix + pt.name), host + pt.offset);
+    table.clear_padding(host);
 }
 
 }  // namespace ckpt

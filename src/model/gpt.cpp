@@ -7,7 +7,7 @@ namespace trt {
 Gpt::Gpt(Backend& backend, const GptShape& shape, int B, int T)
     : be_(backend), table_(shape), B_(B), T_(T) {
     const size_t N = static_cast<size_t>(B) * T;
-    const size_t C = shape.C, V = shape.V, L = shape.L;
+    const size_t C = shape.C, Vp = table_.padded_vocab(), L = shape.L;
     // The backend sizes its scratch first: which attention path it takes (and so how much it
     // saves for the backward) can depend on the shapes (cuDNN plans are built here).
     be_.reserve(ModelDims{B, T, shape.C, shape.NH, shape.V, shape.L});
@@ -28,7 +28,7 @@ Gpt::Gpt(Backend& backend, const GptShape& shape, int B, int T)
             {&l.residual3, N * C}});
     }
     slots.insert(slots.end(), {
-        {&lnf_, N * C}, {&lnf_mean_, N}, {&lnf_rstd_, N}, {&logits_, N * V}, {&losses_, N},
+        {&lnf_, N * C}, {&lnf_mean_, N}, {&lnf_rstd_, N}, {&logits_, N * Vp}, {&losses_, N},
         {&dresidual_, N * C}, {&dln_, N * C}, {&datty_, N * C}, {&dqkv_, N * 3 * C},
         {&dfch_, N * 4 * C}, {&dfch_gelu_, N * 4 * C}, {&att_scratch_, att_scratch}});
     // Round each view up to 16 floats (64 bytes) so every view stays aligned.
@@ -110,9 +110,11 @@ void Gpt::run_forward(const int32_t* inputs, const int32_t* targets, int B, int 
             last ? p(table_.lnf_b()) : p(table_.block(i + 1, kLn1B)), N, C);
         residual = a.residual3;
     }
-    // Tied output projection: logits = lnf · wteᵀ, wte stored [V, C].
-    be_.matmul_forward(logits_, lnf_, p(table_.wte()), nullptr, N, C, V, WeightLayout::OutIn);
-    be_.classifier_forward_backward(logits_, losses_, targets, N, V, V, dloss_scale,
+    // Tied output projection: logits [N, Vp] = lnf · wteᵀ, wte stored [Vp, C] (rows >= V are
+    // zero padding); the classifier reads the first V columns and zeroes the others' grads.
+    const int Vp = table_.padded_vocab();
+    be_.matmul_forward(logits_, lnf_, p(table_.wte()), nullptr, N, C, Vp, WeightLayout::OutIn);
+    be_.classifier_forward_backward(logits_, losses_, targets, N, V, Vp, dloss_scale,
                                     write_grad, scalars);
 }
 
@@ -120,13 +122,13 @@ void Gpt::run_forward(const int32_t* inputs, const int32_t* targets, int B, int 
 // into dresidual_, and every block's two residual branches read the same buffer.
 void Gpt::run_backward(const int32_t* inputs, int B, int T) {
     const GptShape& s = table_.shape();
-    const int N = B * T, C = s.C, V = s.V, NH = s.NH, L = s.L;
+    const int N = B * T, C = s.C, NH = s.NH, L = s.L;
     const size_t NC = static_cast<size_t>(N) * C;
 
     const float* last_residual = L > 0 ? layers_[L - 1].residual3 : encoded_;
-    // logits_ now holds dlogits.
-    be_.matmul_backward(dln_, g(table_.wte()), nullptr, logits_, lnf_, p(table_.wte()), N, C, V,
-                        WeightLayout::OutIn);
+    // logits_ now holds dlogits [N, Vp] (zero in the padding columns).
+    be_.matmul_backward(dln_, g(table_.wte()), nullptr, logits_, lnf_, p(table_.wte()), N, C,
+                        table_.padded_vocab(), WeightLayout::OutIn);
     be_.zero(dresidual_, NC * sizeof(float));
     be_.layernorm_backward(dresidual_, g(table_.lnf_w()), g(table_.lnf_b()), dln_, last_residual,
                            p(table_.lnf_w()), lnf_mean_, lnf_rstd_, N, C);

@@ -28,7 +28,8 @@ public:
     // Writes per-position losses (backend memory: losses(), or mean_loss() to read them).
     // With backward, scales d(loss) by dloss_scale (times scalars->loss_scale, read on the
     // backend, when scalars is given) and ACCUMULATES into grads().
-    // The logits stay in logits() ([B, T, V]) when backward is false.
+    // The logits stay in logits() ([B, T, Vp], Vp = table().padded_vocab(); columns >= V are
+    // padding) when backward is false.
     void forward(const int32_t* inputs, const int32_t* targets, int B, int T);
     void forward_backward(const int32_t* inputs, const int32_t* targets, int B, int T,
                           float dloss_scale, const StepScalars* scalars = nullptr);
@@ -68,7 +69,7 @@ private:
     float* encoded_ = nullptr;  // [B*T, C]
     std::vector<Layer> layers_;
     float *lnf_ = nullptr, *lnf_mean_ = nullptr, *lnf_rstd_ = nullptr;
-    float* logits_ = nullptr;  // [B*T, V]; becomes dlogits in forward_backward
+    float* logits_ = nullptr;  // [B*T, Vp]; becomes dlogits in forward_backward
     float* losses_ = nullptr;  // [B*T]
     // Backward scratch, reused by every layer.
     float *dresidual_ = nullptr, *dln_ = nullptr, *datty_ = nullptr, *dqkv_ = nullptr;

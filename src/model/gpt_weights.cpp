@@ -55,6 +55,7 @@ void init_gpt2_random(const ParamTable& table, uint64_t seed, float* host) {
             for (size_t i = 0; i < pt.numel; ++i) out[i] = value;
         }
     }
+    table.clear_padding(host);
 }
 
 void load_hf_gpt2(const ParamTable& table, const std::string& path, float* host) {
@@ -80,6 +81,7 @@ void load_hf_gpt2(const ParamTable& table, const std::string& path, float* host)
         file.read_f32(*info, host + pt.offset);
         used.insert(found_name);
     }
+    table.clear_padding(host);
     for (const TensorInfo& t : file.tensors()) {
         if (used.count(t.name)) continue;
         if (ends_with(t.name, ".attn.bias") || ends_with(t.name, ".attn.masked_bias") ||

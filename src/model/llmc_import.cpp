@@ -218,6 +218,7 @@ void load_llmc_gpt2(const ParamTable& table, const std::string& path, float* hos
     per_layer(kFcProjB, C);
     take(C, at(table.lnf_w()));
     take(C, at(table.lnf_b()));
+    table.clear_padding(host);
     TRT_CHECK(p == static_cast<const uint8_t*>(map) + file_size, "llm.c import consumed ",
               p - static_cast<const uint8_t*>(map), " of ", file_size, " bytes");
 }

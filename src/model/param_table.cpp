@@ -1,5 +1,7 @@
 #include "model/param_table.h"
 
+#include <algorithm>
+
 namespace trt {
 
 ParamTable::ParamTable(const GptShape& s) : shape_(s) {
@@ -13,9 +15,12 @@ ParamTable::ParamTable(const GptShape& s) : shape_(s) {
         t.shape = std::move(shape);
         t.offset = total_;
         total_ += t.numel;
+        num_params_ += t.numel;
         tensors_.push_back(std::move(t));
     };
+    Vp_ = trt::padded_vocab(s.V);
     add("wte.weight", {V, C});
+    total_ += static_cast<size_t>(Vp_ - V) * static_cast<size_t>(C);  // wte's padding rows
     add("wpe.weight", {T, C});
     for (int l = 0; l < s.L; ++l) {
         const std::string h = "h." + std::to_string(l) + ".";
@@ -35,6 +40,10 @@ ParamTable::ParamTable(const GptShape& s) : shape_(s) {
     }
     add("ln_f.weight", {C});
     add("ln_f.bias", {C});
+}
+
+void ParamTable::clear_padding(float* host) const {
+    std::fill(host + padding_begin(), host + padding_begin() + padding_size(), 0.0f);
 }
 
 const ParamTensor* ParamTable::find(const std::string& name) const {

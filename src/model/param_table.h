@@ -31,12 +31,29 @@ enum BlockParam {
     kLn2W, kLn2B, kFcW, kFcB, kFcProjW, kFcProjB, kBlockParams
 };
 
+// The vocabulary rounded up to a multiple of kVocabPadding (GPT-2: 50257 -> 50304), so the
+// classifier matmul's rows stay aligned for tensor-core kernels (llm.c's padded vocab).
+inline constexpr int kVocabPadding = 128;
+inline int padded_vocab(int V) { return (V + kVocabPadding - 1) / kVocabPadding * kVocabPadding; }
+
 class ParamTable {
 public:
     explicit ParamTable(const GptShape& shape);
     const GptShape& shape() const { return shape_; }
     const std::vector<ParamTensor>& tensors() const { return tensors_; }
-    size_t total() const { return total_; }  // floats in the flat buffer
+    // Floats in the flat buffer: the parameters plus wte's padding rows [V, Vp) that follow
+    // wte (always zero: no token reads them, their logits get no gradient, so AdamW keeps
+    // them at 0). The buffer's wte is a [Vp, C] matrix for the classifier matmul; every file
+    // (checkpoint, HF export, llm.c import) sees only the [V, C] tensor.
+    size_t total() const { return total_; }
+    size_t num_params() const { return num_params_; }  // the model's parameters (no padding)
+    int padded_vocab() const { return Vp_; }
+    // The padding rows' floats in a flat buffer: [padding_begin(), + padding_size()).
+    size_t padding_begin() const { return tensors_[0].offset + tensors_[0].numel; }
+    size_t padding_size() const { return total_ - num_params_; }
+    // Sets the padding rows of a flat host buffer to 0: every loader and initialiser ends
+    // with it, so the invariant "padding is zero" never depends on the caller's buffer.
+    void clear_padding(float* host) const;
 
     const ParamTensor& wte() const { return tensors_[0]; }
     const ParamTensor& wpe() const { return tensors_[1]; }
@@ -51,6 +68,8 @@ private:
     GptShape shape_;
     std::vector<ParamTensor> tensors_;
     size_t total_ = 0;
+    size_t num_params_ = 0;
+    int Vp_ = 0;
 };
 
 }  // namespace trt

@@ -12,12 +12,20 @@ AdamW::AdamW(Backend& backend, const ParamTable& table, const OptimConfig& confi
     v_ = static_cast<float*>(be_.alloc(n * sizeof(float), "AdamW second moments"));
     policy_.dynamic = dynamic_loss_scale;
     // Decay only tensors with >= 2 dims (the table interleaves them with biases/LN params):
-    // one segment per tensor, so the fused update is one pass over the flat buffer.
-    std::vector<int64_t> ends;
-    std::vector<float> decay;
+    // one segment per tensor, so the fused update is one pass over the flat buffer. wte's
+    // padding rows are a segment of their own without decay (zero gradient, so they stay 0).
     for (const ParamTensor& t : table_.tensors()) {
-        ends.push_back(static_cast<int64_t>(t.offset + t.numel));
-        decay.push_back(t.decay ? static_cast<float>(config_.weight_decay) : 0.0f);
+        ranges_.push_back({t.offset, t.numel, t.decay ? static_cast<float>(config_.weight_decay)
+                                                      : 0.0f});
+        if (&t == &table_.wte() && table_.padding_size() > 0)
+            ranges_.push_back({table_.padding_begin(), table_.padding_size(), 0.0f});
+    }
+    std::vector<int64_t> ends, numel;
+    std::vector<float> decay;
+    for (const Range& r : ranges_) {
+        ends.push_back(static_cast<int64_t>(r.offset + r.numel));
+        numel.push_back(static_cast<int64_t>(r.numel));
+        decay.push_back(r.decay);
     }
     segment_ends_ = be_.alloc(ends.size() * sizeof(int64_t), "AdamW segment table");
     segment_decay_ = be_.alloc(decay.size() * sizeof(float), "AdamW segment table");
@@ -26,8 +34,6 @@ AdamW::AdamW(Backend& backend, const ParamTable& table, const OptimConfig& confi
     segments_.ends = static_cast<const int64_t*>(segment_ends_);
     segments_.weight_decay = static_cast<const float*>(segment_decay_);
     segments_.count = static_cast<int32_t>(ends.size());
-    std::vector<int64_t> numel;
-    for (const ParamTensor& t : table_.tensors()) numel.push_back(static_cast<int64_t>(t.numel));
     tensor_numel_ = be_.alloc(numel.size() * sizeof(int64_t), "AdamW segment table");
     be_.copy_to_device(tensor_numel_, numel.data(), numel.size() * sizeof(int64_t));
 }
@@ -51,14 +57,13 @@ void AdamW::update(float* params, const float* grads, StepScalars* s) {
         be_.adamw_step(params, grads, m_, v_, n, segments_, hp, s);
     } else {
         const auto* numel = static_cast<const int64_t*>(tensor_numel_);
-        const auto& tensors = table_.tensors();
-        for (size_t i = 0; i < tensors.size(); ++i) {
-            const size_t off = tensors[i].offset;
+        for (size_t i = 0; i < ranges_.size(); ++i) {
+            const size_t off = ranges_[i].offset;
             ParamSegments one;
             one.ends = numel + i;
             one.weight_decay = segments_.weight_decay + i;
             one.count = 1;
-            be_.adamw_step(params + off, grads + off, m_ + off, v_ + off, tensors[i].numel, one,
+            be_.adamw_step(params + off, grads + off, m_ + off, v_ + off, ranges_[i].numel, one,
                            hp, s);
         }
     }

@@ -4,6 +4,7 @@
 // the backend's StepScalars, so an update is enqueued with no host round-trip.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "backend/backend.h"
 #include "config/run_config.h"
@@ -38,6 +39,12 @@ private:
     float* m_ = nullptr;  // first moments, table.total() floats
     float* v_ = nullptr;  // second moments
     bool fused_ = true;
+    // The flat buffer as consecutive ranges: each tensor, and wte's padding rows.
+    struct Range {
+        size_t offset, numel;
+        float decay;
+    };
+    std::vector<Range> ranges_;
     ParamSegments segments_;  // per-tensor ranges and weight decay, in backend memory
     void* segment_ends_ = nullptr;
     void* segment_decay_ = nullptr;

@@ -202,7 +202,7 @@ void Session::upload_train_data() {
 
 void Session::log_startup() const {
     const RunConfig& r = run_;
-    const size_t n_params = model_->table().total();
+    const size_t n_params = model_->table().num_params();
     const bool cuda = std::string(backend_->name()) == "cuda";
     auto configured = [](const std::string& resolved, const char* asked) {
         return resolved + (resolved == asked ? "" : cat(" (", asked, ")"));
@@ -519,8 +519,20 @@ double Session::forward(const int32_t* tokens, int64_t rows, int64_t seq_len, fl
     backend_->load_rows(model_->inputs_buffer(), model_->targets_buffer(), tokens, B, T);
     model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T);
     const double loss = model_->mean_loss(B, T);
-    if (logits != nullptr)
-        backend_->copy_to_host(logits, model_->logits(), n_logits * sizeof(float));
+    if (logits != nullptr) {
+        // The model's logits rows are Vp wide (padded vocab): one copy, then drop the padding.
+        const size_t V = static_cast<size_t>(run_.model.vocab_size);
+        const size_t Vp = static_cast<size_t>(model_->table().padded_vocab());
+        const size_t n = static_cast<size_t>(rows * seq_len);
+        if (Vp == V) {
+            backend_->copy_to_host(logits, model_->logits(), n_logits * sizeof(float));
+        } else {
+            std::vector<float> padded(n * Vp);
+            backend_->copy_to_host(padded.data(), model_->logits(), padded.size() * sizeof(float));
+            for (size_t r = 0; r < n; ++r)
+                std::copy_n(padded.data() + r * Vp, V, logits + r * V);
+        }
+    }
     return loss;
 }
 
@@ -632,7 +644,7 @@ SessionMetrics Session::metrics() const {
         m.step_ms_p95 = percentile(ms, 0.95);
     }
     m.model_flops_per_token =
-        flops_per_token(static_cast<int64_t>(model_->table().total()), run_.model.n_layer,
+        flops_per_token(static_cast<int64_t>(model_->table().num_params()), run_.model.n_layer,
                         run_.model.d_model, run_.train.seq_len);
     m.peak_flops = run_.runtime.peak_tflops > 0
                        ? run_.runtime.peak_tflops * 1e12
@@ -840,7 +852,8 @@ void Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
         backend_->copy_to_device(model_->inputs_buffer(), inputs_.data(), t * sizeof(int32_t));
         backend_->copy_to_device(model_->targets_buffer(), targets_.data(), t * sizeof(int32_t));
         model_->forward(model_->inputs_buffer(), model_->targets_buffer(), 1, t);
-        backend_->copy_to_host(row.data(), model_->logits() + static_cast<size_t>(t - 1) * V,
+        const size_t Vp = static_cast<size_t>(model_->table().padded_vocab());
+        backend_->copy_to_host(row.data(), model_->logits() + static_cast<size_t>(t - 1) * Vp,
                                static_cast<size_t>(V) * sizeof(float));
         for (int k = 0; k < V; ++k)
             if (!std::isfinite(row[k]))

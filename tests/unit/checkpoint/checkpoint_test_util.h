@@ -43,6 +43,8 @@ struct Model {
             m[i] = params[i] * 0.5f - 1e-7f * static_cast<float>(i);
             v[i] = params[i] * params[i] + 1e-9f * static_cast<float>(i);
         }
+        table.clear_padding(m.data());  // wte's padding rows are zero in every buffer
+        table.clear_padding(v.data());
     }
 };
 

@@ -8,6 +8,7 @@
 
 #include "model/gpt.h"
 #include "model/gpt_weights.h"
+#include "runtime/optimizer.h"
 
 using namespace trt;
 
@@ -94,10 +95,11 @@ TEST(GptModel, SmallerMicroBatchThanAllocatedIsConsistent) {
     const double one = f.model.mean_loss(1, f.T);
     std::vector<int32_t> in2(f.inputs), tg2(f.targets);
     f.model.forward(in2.data(), tg2.data(), f.B, f.T);
-    std::vector<float> logits(f.model.logits(), f.model.logits() + f.B * f.T * f.shape.V);
+    const int Vp = f.model.table().padded_vocab();  // logits rows are Vp wide
+    std::vector<float> logits(f.model.logits(), f.model.logits() + f.B * f.T * Vp);
     double row0 = 0;
     for (int t = 0; t < f.T; ++t) {
-        const float* l = logits.data() + t * f.shape.V;
+        const float* l = logits.data() + t * Vp;
         double mx = l[0];
         for (int v = 1; v < f.shape.V; ++v) mx = std::max(mx, double(l[v]));
         double z = 0;
@@ -105,4 +107,37 @@ TEST(GptModel, SmallerMicroBatchThanAllocatedIsConsistent) {
         row0 += std::log(z) + mx - l[f.targets[t]];
     }
     EXPECT_NEAR(one, row0 / f.T, 1e-5);
+}
+
+// The vocabulary is padded (9 -> 128 here, 50257 -> 50304 for GPT-2) for aligned classifier
+// matmuls: the padding rows of wte get no gradient, so AdamW leaves them at exactly 0, and the
+// padding logits carry no gradient.
+TEST(GptModel, VocabPaddingRowsStayZero) {
+    Fixture f;
+    const ParamTable& t = f.model.table();
+    ASSERT_EQ(t.padded_vocab(), 128);
+    ASSERT_GT(t.padding_size(), 0u);
+    const size_t p0 = t.padding_begin(), p1 = p0 + t.padding_size();
+    for (size_t i = p0; i < p1; ++i) ASSERT_EQ(f.model.params()[i], 0.0f) << i;
+    OptimConfig o;
+    o.lr = 0.1;
+    o.weight_decay = 0.5;
+    AdamW adam(*f.be, t, o, false);
+    StepScalars sc;
+    for (int64_t step = 1; step <= 3; ++step) {
+        f.model.zero_grads();
+        f.model.forward_backward(f.inputs.data(), f.targets.data(), f.B, f.T,
+                                 1.0f / static_cast<float>(f.B * f.T));
+        for (size_t i = p0; i < p1; ++i) ASSERT_EQ(f.model.grads()[i], 0.0f) << i;
+        // dlogits: the padding columns of every row are 0.
+        const int V = f.shape.V, Vp = t.padded_vocab();
+        for (int n = 0; n < f.B * f.T; ++n)
+            for (int v = V; v < Vp; ++v) ASSERT_EQ(f.model.logits()[n * Vp + v], 0.0f);
+        f.be->begin_step(&sc, 0.1f, step);
+        adam.update(f.model.params(), f.model.grads(), &sc);
+        ASSERT_EQ(sc.nonfinite, 0);
+    }
+    for (size_t i = p0; i < p1; ++i) ASSERT_EQ(f.model.params()[i], 0.0f) << i;
+    // The real parameters did move.
+    EXPECT_NE(f.model.params()[0], 0.0f);
 }

@@ -53,11 +53,16 @@ TEST(ParamTable, CountsAndOffsetsMatchGpt2) {
     GptShape s{11, 6, 3, 2, 8};
     ParamTable t(s);
     const size_t C = 8, V = 11, T = 6, L = 3;
-    EXPECT_EQ(t.total(), V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C);
+    const size_t params = V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C;
+    EXPECT_EQ(t.num_params(), params);
+    // wte is followed by its padding rows up to the padded vocab (11 -> 128).
+    EXPECT_EQ(t.padded_vocab(), 128);
+    EXPECT_EQ(t.total(), params + (128 - V) * C);
     size_t offset = 0;
     for (const ParamTensor& p : t.tensors()) {
         EXPECT_EQ(p.offset, offset) << p.name;
         offset += p.numel;
+        if (p.name == "wte.weight") offset += (128 - V) * C;
         EXPECT_EQ(p.decay, p.shape.size() >= 2) << p.name;
     }
     EXPECT_EQ(t.block(2, kFcW).name, "h.2.mlp.c_fc.weight");
@@ -120,6 +125,11 @@ void check_adamw(double grad_clip, bool expect_clipped, bool fused = true) {
         for (const ParamTensor& pt : table.tensors())
             for (size_t i = pt.offset; i < pt.offset + pt.numel; ++i)
                 ref_step(ref[i], grads[i] * scale, lr, 0.8, 0.9, 1e-6, pt.decay ? 0.3 : 0.0, t);
+        // wte's padding rows are optimised like a bias (no decay). In a model their gradient
+        // is 0, so they stay 0; here they get random gradients to show they are covered.
+        for (size_t i = table.padding_begin(); i < table.padding_begin() + table.padding_size();
+             ++i)
+            ref_step(ref[i], grads[i] * scale, lr, 0.8, 0.9, 1e-6, 0.0, t);
     }
     double err = 0, norm = 0;
     for (size_t i = 0; i < n; ++i) {
