@@ -27,7 +27,6 @@ run with /usr/bin/python3).
 import argparse
 import datetime
 import json
-import math
 import os
 import platform
 import shutil
@@ -40,8 +39,6 @@ import time
 try:
     import numpy as np
     import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
 except Exception as exc:  # noqa: BLE001
     print(f"cpu_vs_torch: PyTorch/numpy not importable with {sys.executable}: {exc}\n"
           "  run with /usr/bin/python3 (Debian's python3-torch)", file=sys.stderr)
@@ -70,79 +67,10 @@ from gpt2_reference import read_shard, write_shard  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- torch side
-class CausalSelfAttention(nn.Module):
-    def __init__(self, C, H, Tmax):
-        super().__init__()
-        self.H = H
-        self.c_attn = nn.Linear(C, 3 * C)
-        self.c_proj = nn.Linear(C, C)
-        self.register_buffer("mask", torch.ones(Tmax, Tmax, dtype=torch.bool).tril()
-                             .view(1, 1, Tmax, Tmax), persistent=False)
-
-    def forward(self, x):
-        B, T, C = x.shape
-        hs = C // self.H
-        q, k, v = self.c_attn(x).split(C, dim=2)
-        q = q.view(B, T, self.H, hs).transpose(1, 2)                   # (B,H,T,hs)
-        k = k.view(B, T, self.H, hs).transpose(1, 2)
-        v = v.view(B, T, self.H, hs).transpose(1, 2)
-        # torch 1.13 has no F.scaled_dot_product_attention: explicit masked softmax.
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
-        att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
-        att = F.softmax(att, dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
-
-
-class MLP(nn.Module):
-    def __init__(self, C):
-        super().__init__()
-        self.c_fc = nn.Linear(C, 4 * C)
-        self.c_proj = nn.Linear(4 * C, C)
-
-    def forward(self, x):
-        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
-
-
-class Block(nn.Module):
-    def __init__(self, C, H, Tmax):
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(C)
-        self.attn = CausalSelfAttention(C, H, Tmax)
-        self.ln_2 = nn.LayerNorm(C)
-        self.mlp = MLP(C)
-
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
-        return x + self.mlp(self.ln_2(x))
-
-
-class GPT(nn.Module):
-    """nanoGPT-style GPT-2: learned positions, pre-LN blocks, GELU(tanh), tied LM head."""
-
-    def __init__(self, cfg):
-        super().__init__()
-        V, Tmax, L, H, C = (cfg[k] for k in ("vocab_size", "context_length", "n_layer",
-                                              "n_head", "d_model"))
-        self.wte = nn.Embedding(V, C)
-        self.wpe = nn.Embedding(Tmax, C)
-        self.h = nn.ModuleList(Block(C, H, Tmax) for _ in range(L))
-        self.ln_f = nn.LayerNorm(C)
-        self.lm_head = nn.Linear(C, V, bias=False)
-        self.lm_head.weight = self.wte.weight                          # tied
-        for name, p in self.named_parameters():
-            if p.dim() >= 2:
-                nn.init.normal_(p, 0.0, 0.02)
-            elif name.endswith("bias"):
-                nn.init.zeros_(p)
-
-    def forward(self, idx, targets):
-        B, T = idx.shape
-        x = self.wte(idx) + self.wpe(torch.arange(T, dtype=torch.long))
-        for block in self.h:
-            x = block(x)
-        logits = self.lm_head(self.ln_f(x))
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+# The PyTorch GPT-2 twin of the GPU ladder (bench/torch_gpt.py: one definition in the tree).
+# On torch 1.13 it takes the explicit masked-softmax attention (no SDPA there).
+sys.path.insert(0, HERE)
+from torch_gpt import GPT  # noqa: E402
 
 
 def torch_worker(spec_path, result_path):

@@ -6,6 +6,8 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <mutex>
 #include <unordered_map>
 
@@ -31,6 +33,18 @@ public:
 
     const char* name() const override { return "cpu"; }
     int num_threads() const override { return threads_; }
+    // The processor's model name (for logs and benchmark reports), "cpu" when unknown.
+    std::string device_name() const override {
+        std::ifstream in("/proc/cpuinfo");
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.rfind("model name", 0) != 0) continue;
+            const size_t colon = line.find(':');
+            if (colon != std::string::npos && colon + 2 <= line.size())
+                return line.substr(colon + 2);
+        }
+        return "cpu";
+    }
 
     // ---- memory
     void* alloc(size_t bytes, const char* what) override {
