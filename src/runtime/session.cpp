@@ -314,44 +314,64 @@ void Session::enqueue_resident_step(float dloss_scale) {
     enqueue_update();
 }
 
-// The eval forward pass at the full micro-batch shape, replayed from a graph when train-step
-// graphs are on (the batch is loaded eagerly into the same buffers before each replay).
-void Session::run_eval_forward() {
-    const int B = model_->max_batch(), T = model_->max_seq();
-    auto forward = [&] {
-        model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T);
-    };
-    switch (eval_graph_) {
+// Runs `work` through graph `id` by the state machine of accel.cuda_graphs: Off runs it
+// eagerly; Warmup runs it eagerly once (first-use work settles: cuBLASLt algorithms, cuDNN
+// plans), then Capture records it and replays the recording (recorded ops do not run), and
+// Ready replays. A capture that throws is ended and discarded; an Error is logged and the
+// work runs eagerly from then on (its message becomes `note`), anything else is rethrown
+// after the cleanup so the stream is never left capturing.
+void Session::run_graphed(GraphState& state, int id, const char* what,
+                          const std::function<void()>& work, std::string* note) {
+    switch (state) {
         case GraphState::Off:
-            forward();
+            work();
             return;
         case GraphState::Warmup:
-            forward();
-            eval_graph_ = GraphState::Capture;
+            work();
+            state = GraphState::Capture;
             return;
-        case GraphState::Capture:
-            try {
-                backend_->begin_capture();
-                forward();
-                backend_->end_capture(kEvalGraph);
-            } catch (const Error& e) {
+        case GraphState::Capture: {
+            auto discard = [&] {
                 try {
                     backend_->end_capture(-1);
-                } catch (const Error&) {
+                } catch (...) {
+                    // the capture had already ended (end_capture itself failed)
                 }
-                eval_graph_ = GraphState::Off;
-                log_.warn("accel.cuda_graphs: capturing the eval forward failed (", e.what(),
-                          "); evaluating eagerly instead");
-                forward();
+            };
+            try {
+                backend_->begin_capture();
+                work();
+                backend_->end_capture(id);
+            } catch (const Error& e) {
+                discard();
+                state = GraphState::Off;
+                if (note) *note = e.what();
+                log_.warn("accel.cuda_graphs: capturing the ", what, " failed (", e.what(),
+                          "); running it eagerly from now on");
+                work();
                 return;
+            } catch (...) {
+                discard();
+                state = GraphState::Off;
+                throw;
             }
-            eval_graph_ = GraphState::Ready;
-            backend_->replay_graph(kEvalGraph);
+            state = GraphState::Ready;
+            log_.info("accel.cuda_graphs: the ", what, " is captured; replaying it from now on");
+            backend_->replay_graph(id);
             return;
+        }
         case GraphState::Ready:
-            backend_->replay_graph(kEvalGraph);
+            backend_->replay_graph(id);
             return;
     }
+}
+
+// eval()'s forward at the full micro-batch shape (its batch was loaded eagerly before).
+void Session::run_eval_forward() {
+    const int B = model_->max_batch(), T = model_->max_seq();
+    run_graphed(eval_graph_, kEvalGraph, "eval forward", [&] {
+        model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T);
+    }, nullptr);
 }
 
 void Session::enqueue_update() {
@@ -359,41 +379,8 @@ void Session::enqueue_update() {
 }
 
 void Session::run_resident_step(float dloss_scale) {
-    switch (graph_) {
-        case GraphState::Off:
-            enqueue_resident_step(dloss_scale);
-            return;
-        case GraphState::Warmup:  // the first step: plans, algorithm caches, cuDNN plans settle
-            enqueue_resident_step(dloss_scale);
-            graph_ = GraphState::Capture;
-            return;
-        case GraphState::Capture:
-            // Recorded ops do not run: the step runs by the replay below.
-            try {
-                backend_->begin_capture();
-                enqueue_resident_step(dloss_scale);
-                backend_->end_capture(kTrainStepGraph);
-            } catch (const Error& e) {
-                try {
-                    backend_->end_capture(-1);  // end and discard whatever was recorded
-                } catch (const Error&) {
-                    // the capture had already ended (end_capture itself failed)
-                }
-                graph_ = GraphState::Off;
-                graph_note_ = e.what();
-                log_.warn("accel.cuda_graphs: capturing the step failed (", e.what(),
-                          "); running every train step eagerly instead");
-                enqueue_resident_step(dloss_scale);
-                return;
-            }
-            graph_ = GraphState::Ready;
-            log_.info("accel.cuda_graphs: the train step is captured; replaying it from now on");
-            backend_->replay_graph(kTrainStepGraph);
-            return;
-        case GraphState::Ready:
-            backend_->replay_graph(kTrainStepGraph);
-            return;
-    }
+    run_graphed(graph_, kTrainStepGraph, "train step",
+                [&] { enqueue_resident_step(dloss_scale); }, &graph_note_);
 }
 
 void Session::check_tokens(const int32_t* tokens, size_t n) const {

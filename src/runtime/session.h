@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -104,6 +105,9 @@ private:
     void run_resident_step(float dloss_scale);
     // eval()'s forward of the batch in the model's buffers (graph-replayed like the step).
     void run_eval_forward();
+    enum class GraphState { Off, Warmup, Capture, Ready };
+    void run_graphed(GraphState& state, int id, const char* what,
+                     const std::function<void()>& work, std::string* note);
     // Reads back step s's scalars asynchronously, then collects what has completed.
     StepResult finish_step(int64_t s, double lr, double t0_ms);
     // Reads back completed steps: all of them (wait_all), else those ready plus as many as
@@ -145,7 +149,6 @@ private:
     int64_t* window_starts_dev_ = nullptr;
     // Whole-step graph state (accel.cuda_graphs). Off: eager. Warmup: the next step runs
     // eagerly (plans and caches settle), then Capture records one. Ready: replay.
-    enum class GraphState { Off, Warmup, Capture, Ready };
     GraphState graph_ = GraphState::Off;
     std::string graph_note_;  // why graphs are off although asked for ("" otherwise)
     GraphState eval_graph_ = GraphState::Off;

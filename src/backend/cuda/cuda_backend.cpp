@@ -192,6 +192,7 @@ public:
             std::string why;
             if (cudnn_->prepare(ctx_, d.B, d.T, d.C, d.NH, device_alloc(), &why)) {
                 use_cudnn_ = true;
+                cudnn_sized_ = d;  // the shape the model sizes its saved/scratch for
             } else {
                 cudnn_note_ = why;
                 cudnn_.reset();
@@ -207,6 +208,7 @@ public:
             need = std::max(need, cudnn_->ctx_scratch_bytes(d.B, d.T, d.C, d.NH));
         need = round_up(need);
         if (need > ctx_.scratch_bytes) {
+            refuse_if_graphs_hold("reserve (the op scratch would move)");
             free(ctx_.scratch);
             ctx_.scratch = nullptr;
             ctx_.scratch_bytes = 0;
@@ -242,6 +244,7 @@ public:
         ctx_.params = params;
         ctx_.n_params = n;
         if (ctx_.lowp()) {
+            refuse_if_graphs_hold("register_params (the working copy would move)");
             if (ctx_.params_lowp) free(ctx_.params_lowp);
             ctx_.params_lowp = nullptr;
             ctx_.params_lowp = alloc(n * 2, ctx_.precision == Precision::Bf16
@@ -583,7 +586,7 @@ private:
     AttentionPath attention_path(int B, int T, int C, int NH) {
         if (!use_cudnn_) return AttentionPath::Matmul;
         if (cudnn_->prepared(B, T, C, NH)) return AttentionPath::Cudnn;
-        const ModelDims& r = dims_;
+        const ModelDims& r = cudnn_sized_;
         if (cuda::attention_saved_floats(B, T, C, NH) <=
                 CudnnAttention::saved_floats(r.B, r.T, r.C, r.NH) &&
             cuda::attention_scratch_floats(B, T, C, NH) <=
@@ -606,6 +609,12 @@ private:
         cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
         TRT_CUDA_CHECK(cudaStreamIsCapturing(stream_, &st));
         return st != cudaStreamCaptureStatusNone;
+    }
+    // A captured graph holds raw pointers: a buffer it may use must not move under it.
+    void refuse_if_graphs_hold(const char* what) const {
+        if (!graphs_.empty())
+            fail(Status::Internal, what, " after a graph was captured; graphs keep the old "
+                 "buffers' addresses");
     }
     // Host-synchronous calls would invalidate a capture with an opaque error: name them.
     void refuse_while_capturing(const char* what) const {
@@ -657,6 +666,7 @@ private:
     // accel.attention = "cudnn": the cuDNN path, or why not (for the startup log).
     std::unique_ptr<CudnnAttention> cudnn_;
     bool use_cudnn_ = false;  // the reserved shape is prepared: saved/scratch are cuDNN-sized
+    ModelDims cudnn_sized_;   // that shape (the first reserve's)
     std::string cudnn_note_;
 
     mutable std::mutex mu_;
