@@ -20,7 +20,7 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 4;
+constexpr uint32_t kBackendInterfaceVersion = 5;
 
 // How a matmul weight is stored. InOut = HF Conv1D [K, M] (y = x·W); OutIn = [M, K]
 // (y = x·Wᵀ, e.g. the tied wte [V, C] as the output projection).
@@ -101,6 +101,10 @@ struct AccelOptions {
     bool cudnn_attention = false;  // accel.attention = "cudnn": cuDNN fused SDPA (bf16/fp16)
     bool matmul_epilogues = false; // bias / bias+GELU / bias-grad inside cuBLASLt matmuls
     bool fused_classifier = true;  // logits -> loss and dlogits in one pass
+    // accel.deterministic: false lets the cuDNN attention pick engines marked nondeterministic
+    // (the only nondeterministic kernels there are; every other kernel is deterministic either
+    // way). The CPU backend is always deterministic and ignores it.
+    bool deterministic = true;
 };
 
 // What a backend is created with.
@@ -121,6 +125,10 @@ struct AccelStatus {
     std::string epilogues_note;
     bool fused_classifier = true;
     bool graphs = false;  // supports_graphs()
+    // Whether run-to-run bitwise equality is promised (false only when AccelOptions allowed
+    // nondeterministic engines), and what that allowance does now ("" when on).
+    bool deterministic = true;
+    std::string deterministic_note;
 };
 
 class Backend {

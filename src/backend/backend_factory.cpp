@@ -127,6 +127,7 @@ BackendSelection select_backend(const RunConfig& run) {
     opts.accel.cudnn_attention = run.accel.attention == AttentionKind::Cudnn;
     opts.accel.matmul_epilogues = run.accel.matmul_epilogues;
     opts.accel.fused_classifier = run.accel.fused_classifier;
+    opts.accel.deterministic = run.accel.deterministic;
     auto cpu = [&](const std::string& why_not_cuda) {
         if (asked != Precision::Auto && asked != Precision::Fp32)
             fail(Status::Unsupported, "runtime.precision = \"", to_string(asked),

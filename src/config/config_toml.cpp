@@ -179,6 +179,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_ENUM(accel, attention, AttentionKind),
         TRT_BOOL(accel, fused_classifier),
         TRT_BOOL(accel, matmul_epilogues),
+        TRT_BOOL(accel, deterministic),
     };
     return table;
 }

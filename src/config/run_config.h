@@ -72,6 +72,8 @@ struct AccelConfig {
     AttentionKind attention = AttentionKind::Auto;
     bool fused_classifier = true;
     bool matmul_epilogues = false;
+    // false allows nondeterministic cuDNN attention engines (CUDA only; docs/CONFIG.md).
+    bool deterministic = true;
 };
 
 struct RunConfig {

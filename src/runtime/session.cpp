@@ -218,11 +218,18 @@ void Session::log_startup() const {
     const AccelStatus acc = backend_->accel_status();
     const std::string attention =
         acc.attention + (acc.attention_note.empty() ? "" : cat(" [", acc.attention_note, "]"));
+    // accel.deterministic: the CPU is deterministic whatever it says; on CUDA "off" says what
+    // the allowance does (only cuDNN attention engines can be nondeterministic).
+    std::string deterministic = resolved(cuda ? acc.deterministic : true, r.accel.deterministic,
+                                         cuda ? "" : "cpu: always deterministic");
+    if (cuda && !acc.deterministic && !acc.deterministic_note.empty())
+        deterministic += cat(" (", acc.deterministic_note, ")");
     log_.info("acceleration: device=", configured(backend_->name(), to_string(r.runtime.device)),
               " (", backend_->device_name(), ")",
               " precision=", configured(to_string(precision_), to_string(r.runtime.precision)),
               " threads=", backend_->num_threads(),
               " attention=", configured(attention, to_string(r.accel.attention)),
+              " deterministic=", deterministic,
               " fused_classifier=", resolved(cuda ? acc.fused_classifier : true,
                                              r.accel.fused_classifier,
                                              cuda ? "" : "cpu: always fused"),
@@ -232,6 +239,14 @@ void Session::log_startup() const {
                                              cuda ? acc.epilogues_note : "cpu: not applicable"),
               " placement=", configured(resident_ ? "device" : "host", to_string(r.data.placement)),
               " max_inflight=", max_inflight_);
+    // A cuDNN attention asked for and not taken changes speed and memory: say why at WARN, not
+    // only inside the bracket above (which INFO-filtered sinks never see).
+    if (r.accel.attention == AttentionKind::Cudnn && acc.attention != "cudnn")
+        log_.warn("attention: accel.attention = \"cudnn\" was asked for, but attention runs on "
+                  "the ", acc.attention, " path: ",
+                  !acc.attention_note.empty() ? acc.attention_note
+                  : cuda ? std::string("the CUDA backend gave no reason")
+                         : std::string("the CPU backend has no cuDNN attention"));
     log_.info("model: GPT-2 L", r.model.n_layer, " H", r.model.n_head, " C", r.model.d_model,
               " V", r.model.vocab_size, " T_max", r.model.context_length, ", ", n_params,
               " parameters, init ",

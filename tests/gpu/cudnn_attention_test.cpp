@@ -7,8 +7,10 @@
 //     first reserve is that shape, so cuDNN prepares and serves exactly it (accel_status
 //     "cudnn" is checked, so a silent fallback to the matmul path cannot pass);
 //   - shorter sequences than the reserved one (inference) still match the CPU, whichever path
-//     the backend picks for them (matmul when its buffers fit in what was reserved, else cuDNN
-//     prepared on demand);
+//     the backend picks for them (matmul when its buffers fit in what was reserved, else the
+//     cuDNN plan of their length bucket, built on demand); more inference shapes than the plan
+//     cache keeps (evictions, rebuilds) stay correct;
+//   - accel.deterministic = false still serves and matches; accel_status reports it;
 //   - accel_status: "cudnn" after reserve in bf16/fp16; "matmul" plus a reason in fp32;
 //   - TRAINRT_CUDNN_LIBRARY=/nonexistent: matmul, the reason names the path, results still
 //     match the CPU (the loader caches per process: ctest runs each case in its own process);
@@ -19,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -51,9 +54,10 @@ size_t cudnn_saved_floats(int B, int T, int C, int NH) {
     return (align(bt * C * 2) + align(bt * NH * 4)) / 4;
 }
 
-trt::AccelOptions with_cudnn() {
+trt::AccelOptions with_cudnn(bool deterministic = true) {
     trt::AccelOptions a;
     a.cudnn_attention = true;
+    a.deterministic = deterministic;
     return a;
 }
 
@@ -168,6 +172,63 @@ TEST_P(CudnnAttention, ShorterSequencesThanReservedStillMatchTheCpu) {
     compare_with_cpu(2, 17, 128, 2, 8300, /*reserved_T=*/64);
     compare_with_cpu(2, 63, 128, 2, 8305, /*reserved_T=*/64);
     compare_with_cpu(2, 64, 128, 2, 8310);  // and the reserved shape still works after them
+}
+
+// Lengths whose matmul buffers do not fit in the cuDNN-sized ones the model allocated run on the
+// cuDNN plan of their length bucket (the saved size says so: the bucket's) and match the CPU.
+TEST_P(CudnnAttention, InferenceLengthsRunOnTheirBucketAndMatchTheCpu) {
+    const int B = 4, T = 256, C = 768, NH = 12;
+    reserve_for(B, T, C, NH);
+    expect_served_by_cudnn(B, T, C, NH);
+    EXPECT_TRUE(cuda_->accel_status().deterministic);
+    struct Case { int B, T; };
+    const Case cases[] = {{4, 129}, {4, 200}, {1, 1}, {1, 255}, {2, 130}, {3, 100}, {3, 256}};
+    uint32_t seed = 8600;
+    for (const Case& c : cases) {
+        SCOPED_TRACE(shape(c.B, c.T, C, NH));
+        const int Tb = c.T <= 128 ? 128 : 256;
+        if (c.T > 1) {  // T=1's matmul buffers fit: the matmul path serves it
+            EXPECT_EQ(cuda_->attention_saved_floats(c.B, c.T, C, NH),
+                      cudnn_saved_floats(c.B, Tb, C, NH))
+                << "not served by the length bucket " << Tb;
+        }
+        compare_with_cpu(c.B, c.T, C, NH, seed, /*reserved_T=*/T);
+        seed += 10;
+    }
+    compare_with_cpu(B, T, C, NH, seed);  // the reserved shape still works after them
+}
+
+// More inference shapes than the plan cache keeps: evicted plans are rebuilt when needed and
+// every result still matches the CPU.
+TEST_P(CudnnAttention, InferenceShapesBeyondTheCacheStayCorrect) {
+    const int B = 4, T = 256, C = 128, NH = 2;
+    reserve_for(B, T, C, NH);
+    expect_served_by_cudnn(B, T, C, NH);
+    uint32_t seed = 8700;
+    for (int round = 0; round < 2; ++round)
+        for (int b = 1; b <= 3; ++b)
+            for (int t : {100, 200}) {  // six plan shapes: (b, 128), (b, 256)
+                SCOPED_TRACE(shape(b, t, C, NH));
+                compare_with_cpu(b, t, C, NH, seed, /*reserved_T=*/T);
+                seed += 10;
+            }
+}
+
+TEST_P(CudnnAttention, NondeterministicEnginesAllowedStillMatchTheCpu) {
+    cuda_.reset();
+    std::string why;
+    bool skip = false;
+    cuda_ = gpu::try_cuda(precision_, why, skip, with_cudnn(/*deterministic=*/false));
+    ASSERT_NE(cuda_, nullptr) << why;
+    reserve_for(2, 256, 128, 2);
+    expect_served_by_cudnn(2, 256, 128, 2);
+    const trt::AccelStatus st = cuda_->accel_status();
+    EXPECT_FALSE(st.deterministic);
+    EXPECT_FALSE(st.deterministic_note.empty());
+    std::printf("[ engines  ] accel.deterministic = false [%s]: %s\n", gpu::pname(precision_),
+                st.deterministic_note.c_str());
+    compare_with_cpu(2, 256, 128, 2, 8800);
+    compare_with_cpu(2, 200, 128, 2, 8810, /*reserved_T=*/256);
 }
 
 TEST_P(CudnnAttention, TwoIdenticalRunsAreBitwiseEqual) {

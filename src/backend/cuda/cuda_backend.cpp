@@ -88,6 +88,16 @@ public:
         if (ctx_.matmul_epilogues) a.epilogues_note = matmul_epilogue_note(ctx_.matmul);
         a.fused_classifier = ctx_.fused_classifier;
         a.graphs = true;
+        // Only the cuDNN attention engines can be nondeterministic (every kernel of ours and
+        // every cuBLASLt algorithm is deterministic either way).
+        a.deterministic = deterministic_;
+        if (!deterministic_) {
+            a.deterministic_note =
+                !use_cudnn_ ? "no effect: attention runs on the matmul path"
+                : cudnn_->nondeterministic_in_use()
+                    ? "a nondeterministic cuDNN attention engine is in use"
+                    : "nondeterministic cuDNN attention engines allowed; none chosen so far";
+        }
         return a;
     }
 
@@ -190,19 +200,23 @@ public:
         if (cudnn_ && !use_cudnn_ && dims_.B == 0) {
             // The first reserve decides, before the model sizes its saved activations.
             std::string why;
-            if (cudnn_->prepare(ctx_, d.B, d.T, d.C, d.NH, device_alloc(), &why)) {
+            if (cudnn_->prepare(ctx_, d.B, d.T, d.C, d.NH, &why)) {
                 use_cudnn_ = true;
                 cudnn_sized_ = d;  // the shape the model sizes its saved/scratch for
+                // Calls of other shapes (sampling, forward) must fit in those buffers.
+                cudnn_->set_call_budget(CudnnAttention::saved_floats(d.B, d.T, d.C, d.NH),
+                                        CudnnAttention::scratch_floats(d.B, d.T, d.C, d.NH));
             } else {
                 cudnn_note_ = why;
                 cudnn_.reset();
             }
         }
         // A later reserve of other dims (tests; never the model) prepares them too when it
-        // can; an unprepared shape is served by attention_path's rules.
+        // can (reserved: kept for the backend's life); any other shape is served by
+        // attention_path's rules.
         if (use_cudnn_ && !cudnn_->prepared(d.B, d.T, d.C, d.NH)) {
             std::string why;
-            cudnn_->prepare(ctx_, d.B, d.T, d.C, d.NH, device_alloc(), &why);
+            cudnn_->prepare(ctx_, d.B, d.T, d.C, d.NH, &why);
         }
         if (use_cudnn_ && cudnn_->prepared(d.B, d.T, d.C, d.NH))
             need = std::max(need, cudnn_->ctx_scratch_bytes(d.B, d.T, d.C, d.NH));
@@ -290,10 +304,13 @@ public:
         cuda::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
     }
     // With cuDNN the saved/scratch buffers are sized for cuDNN at the reserved shape (no T×T
-    // matrices): see attention_path for how other shapes are served.
+    // matrices; the model asks for that shape only). Another shape gets what the path
+    // attention_path picks for it needs (an upper bound for the cuDNN one).
     size_t attention_saved_floats(int B, int T, int C, int NH) const override {
-        if (use_cudnn_) return CudnnAttention::saved_floats(B, T, C, NH);
-        return cuda::attention_saved_floats(B, T, C, NH);
+        if (!use_cudnn_) return cuda::attention_saved_floats(B, T, C, NH);
+        if (cudnn_->prepared(B, T, C, NH)) return CudnnAttention::saved_floats(B, T, C, NH);
+        if (matmul_fits(B, T, C, NH)) return cuda::attention_saved_floats(B, T, C, NH);
+        return cudnn_->call_saved_floats(B, T, C, NH);
     }
     void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
                            int NH) override {
@@ -304,8 +321,10 @@ public:
             cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH);
     }
     size_t attention_scratch_floats(int B, int T, int C, int NH) const override {
-        if (use_cudnn_) return CudnnAttention::scratch_floats(B, T, C, NH);
-        return cuda::attention_scratch_floats(B, T, C, NH);
+        if (!use_cudnn_) return cuda::attention_scratch_floats(B, T, C, NH);
+        if (cudnn_->prepared(B, T, C, NH)) return CudnnAttention::scratch_floats(B, T, C, NH);
+        if (matmul_fits(B, T, C, NH)) return cuda::attention_scratch_floats(B, T, C, NH);
+        return cudnn_->call_scratch_floats(B, T, C, NH);
     }
     void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                             const float* saved, int B, int T, int C, int NH) override {
@@ -526,9 +545,13 @@ private:
                  prop.major, prop.minor, "; libtrainrt-cuda needs sm_80 (Ampere) or newer");
         ctx_.precision = o.precision;
         ctx_.matmul_epilogues = o.accel.matmul_epilogues;
+        deterministic_ = o.accel.deterministic;
         if (o.accel.cudnn_attention) {
             std::string why;
-            cudnn_ = CudnnAttention::create(device_, o.precision, &why);
+            cudnn_ = CudnnAttention::create(
+                device_, o.precision, /*require_deterministic=*/o.accel.deterministic,
+                [this](size_t bytes, const char* what) { return this->alloc(bytes, what); },
+                [this](void* p) { this->free(p); }, &why);
             if (!cudnn_) cudnn_note_ = why;
         }
         ctx_.fused_classifier = o.accel.fused_classifier;
@@ -579,31 +602,33 @@ private:
 
     enum class AttentionPath { Matmul, Cudnn };
     // Which attention serves a call of this shape; forward and backward of one shape always
-    // agree. Without cuDNN: matmul. With it: cuDNN for every prepared shape (the reserved
-    // training shape is prepared up front); another shape (inference with fewer rows or a
-    // shorter T) takes the matmul path when its T×T buffers fit in the cuDNN-sized saved/
-    // scratch the model allocated, and is prepared for cuDNN otherwise (never during capture).
+    // agree (the choice depends on the shape and the reserved sizes, never on what the plan
+    // cache holds at the moment). Without cuDNN: matmul. With it: cuDNN for every shape
+    // reserve() prepared (the training shape is); another shape (inference with fewer rows or
+    // a shorter T) takes the matmul path when its T×T buffers fit in the cuDNN-sized saved/
+    // scratch the model allocated, and else a cuDNN plan of its length bucket (or of its
+    // exact length when the bucket does not fit), built on demand outside capture and kept in
+    // a bounded cache (cudnn_attention.h, attention_plan_cache.h).
     AttentionPath attention_path(int B, int T, int C, int NH) {
         if (!use_cudnn_) return AttentionPath::Matmul;
         if (cudnn_->prepared(B, T, C, NH)) return AttentionPath::Cudnn;
-        const ModelDims& r = cudnn_sized_;
-        if (cuda::attention_saved_floats(B, T, C, NH) <=
-                CudnnAttention::saved_floats(r.B, r.T, r.C, r.NH) &&
-            cuda::attention_scratch_floats(B, T, C, NH) <=
-                CudnnAttention::scratch_floats(r.B, r.T, r.C, r.NH))
-            return AttentionPath::Matmul;
+        if (matmul_fits(B, T, C, NH)) return AttentionPath::Matmul;
+        if (cudnn_->serves(ctx_, B, T, C, NH)) return AttentionPath::Cudnn;
         refuse_while_capturing("preparing cuDNN attention for a new shape");
         std::string why;
-        if (!cudnn_->prepare(ctx_, B, T, C, NH, device_alloc(), &why))
+        if (!cudnn_->prepare_call(ctx_, B, T, C, NH, &why))
             fail(Status::Unsupported, "attention for ", B, "x", T, " (C=", C, ", NH=", NH,
                  "): cuDNN cannot serve this shape (", why, ") and the matmul path needs more "
-                 "memory than the model reserved for cuDNN; use accel.attention = \"matmul\"");
-        TRT_CHECK(cudnn_->ctx_scratch_bytes(B, T, C, NH) <= ctx_.scratch_bytes,
-                  "cuDNN attention for ", B, "x", T, " needs more scratch than reserved");
+                 "memory than the model reserved for cuDNN; set accel.attention = \"matmul\"");
         return AttentionPath::Cudnn;
     }
-    DeviceAlloc device_alloc() {
-        return [this](size_t bytes, const char* what) { return alloc(bytes, what); };
+    // The matmul attention's T×T buffers fit in what the model allocated for cuDNN.
+    bool matmul_fits(int B, int T, int C, int NH) const {
+        const ModelDims& r = cudnn_sized_;
+        return cuda::attention_saved_floats(B, T, C, NH) <=
+                   CudnnAttention::saved_floats(r.B, r.T, r.C, r.NH) &&
+               cuda::attention_scratch_floats(B, T, C, NH) <=
+                   CudnnAttention::scratch_floats(r.B, r.T, r.C, r.NH);
     }
     bool capturing() const {
         cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
@@ -668,6 +693,7 @@ private:
     bool use_cudnn_ = false;  // the reserved shape is prepared: saved/scratch are cuDNN-sized
     ModelDims cudnn_sized_;   // that shape (the first reserve's)
     std::string cudnn_note_;
+    bool deterministic_ = true;  // accel.deterministic (only the cuDNN engines depend on it)
 
     mutable std::mutex mu_;
     std::unordered_map<void*, std::pair<size_t, size_t>> sizes_;  // requested, reserved

@@ -78,6 +78,15 @@ void column_sums(const CudaCtx& ctx, float* dst, const float* x, int N, int M);
 void cast_from_f32(const CudaCtx& ctx, void* dst, const float* src, size_t n, Precision p);
 void cast_to_f32(const CudaCtx& ctx, float* dst, const void* src, size_t n, Precision p);
 
+// ---- kernels/padded_cast.cu (cuDNN attention's length buckets; twins in padded_rows.h)
+// dst [B,Tb,W] bf16/fp16 = src [B,T,W] in rows t < T of each batch, +0 in rows T..Tb-1
+// (Tb >= T; p is Bf16 or Fp16).
+void cast_padded_from_f32(const CudaCtx& ctx, void* dst, const float* src, int B, int T, int Tb,
+                          int W, Precision p);
+// dst [B,T,W] fp32 = rows t < T of each batch of src [B,Tb,W] bf16/fp16.
+void cast_unpadded_to_f32(const CudaCtx& ctx, float* dst, const void* src, int B, int T, int Tb,
+                          int W, Precision p);
+
 // ---- kernels/layernorm.cu
 void layernorm_forward(const CudaCtx& ctx, float* out, float* mean, float* rstd,
                        const float* inp, const float* w, const float* b, int N, int C);

@@ -5,12 +5,16 @@
 // descriptor needs cuDNN 9.13.1, the backward one 9.17, and neither has a causal-mask attribute
 // (masks go through a score-modifier subgraph, 9.21+); the op graphs run on every 9.x.
 //
-// Determinism: the backward graph has no atomic fp32 dQ accumulator, and plan selection
-// refuses engines whose numerical notes say NONDETERMINISTIC; without such an engine the shape
-// is refused and the backend uses the matmul attention.
+// Determinism: the backward graph has no atomic fp32 dQ accumulator, and with
+// require_deterministic (accel.deterministic, the default) plan selection refuses engines whose
+// numerical notes say NONDETERMINISTIC; without such an engine the shape is refused, saying
+// which engines were skipped, and the backend uses the matmul attention.
 //
 // Buffers (no permute kernels): qkv [B,T,3C] is cast to bf16/fp16 once into ctx.scratch and
-// Q, K, V are strided views of it; `saved` holds the bf16/fp16 O and the fp32 Stats.
+// Q, K, V are strided views of it; `saved` holds the bf16/fp16 O and the fp32 Stats. A call of
+// T positions served by a plan of Tp > T (its length bucket, attention_plan_cache.h) casts into
+// [B,Tp,·] buffers whose rows T..Tp-1 are zero and casts back only rows < T: causality keeps
+// rows < T exact, and zero dO rows add nothing to dK/dV (docs/CUDNN_ATTENTION.md).
 #include "backend/cuda/cudnn_attention.h"
 
 #include <cuda_runtime.h>
@@ -60,6 +64,13 @@ std::string shape_text(int B, int T, int C, int NH) {
     return cat("B=", B, " T=", T, " C=", C, " NH=", NH,
                NH > 0 && C % NH == 0 ? cat(" (head size ", C / NH, ")") : std::string());
 }
+std::string shape_text(const AttnShape& s) { return shape_text(s.B, s.T, s.C, s.NH); }
+
+bool stream_capturing(cudaStream_t stream) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    TRT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+    return capture != cudaStreamCaptureStatusNone;
+}
 
 // One call's variant pack: which memory each bound tensor uid reads or writes.
 struct Bindings {
@@ -84,27 +95,58 @@ void require_aligned(const void* p, const char* what) {
 // ---------------------------------------------------------------- per-shape plans
 
 struct CudnnAttention::ShapePlans {
-    ShapePlans(const CudnnApi& api, cudnnHandle_t h) : fwd(api, h), bwd(api, h) {}
+    ShapePlans(const CudnnApi& api, cudnnHandle_t h, int t, DeviceFree f)
+        : fwd(api, h), bwd(api, h), T(t), free(std::move(f)) {}
+    // Evicted or at the object's end: the device buffer goes back to the backend. Never
+    // throws (destructors); the backend's free reports a lost device on its next checked call.
+    ~ShapePlans() {
+        if (seq_lens && free) {
+            try {
+                free(seq_lens);
+            } catch (...) {
+            }
+        }
+    }
+    ShapePlans(const ShapePlans&) = delete;
+    ShapePlans& operator=(const ShapePlans&) = delete;
+
     OpGraph fwd, bwd;
+    int T;  // the plan's sequence length (a call's T, or its bucket)
     // Scalars passed by value: the variant pack points at these host floats.
     float scale = 1.0f;
     float neg_inf = -std::numeric_limits<float>::infinity();
     float one = 1.0f;
     bool padded = false;           // the backward carries the padding-mask workaround
-    int32_t* seq_lens = nullptr;   // [B] = T on the device (padded only)
+    int32_t* seq_lens = nullptr;   // [B] = T on the device (padded only), owned
     std::vector<int32_t> seq_lens_host;  // the copy's source, kept alive with the plans
     size_t fwd_scratch = 0, bwd_scratch = 0;  // ctx.scratch bytes
+    DeviceFree free;
 };
 
-CudnnAttention::CudnnAttention(const CudnnApi& api, cudnnContext* handle, Precision p)
-    : api_(api), handle_(handle), precision_(p) {}
+CudnnAttention::CudnnAttention(const CudnnApi& api, cudnnContext* handle, Precision p,
+                               bool require_deterministic, DeviceAlloc alloc, DeviceFree free)
+    : api_(api),
+      handle_(handle),
+      precision_(p),
+      require_deterministic_(require_deterministic),
+      alloc_(std::move(alloc)),
+      free_(std::move(free)),
+      cache_(kOnDemandPlans) {
+    // An evicted plan's kernels may still be queued (eager calls return before they run): wait
+    // for them before its descriptors go. Only prepare_call evicts, never under capture.
+    cache_.set_evict_hook([this](const AttnShape&, ShapePlans&) {
+        if (evict_stream_) TRT_CUDA_CHECK(cudaStreamSynchronize(evict_stream_));
+    });
+}
 
 CudnnAttention::~CudnnAttention() {
-    plans_.clear();  // every descriptor before the handle they were made with
+    cache_.clear();  // every descriptor before the handle they were made with
     if (handle_) api_.Destroy(handle_);
 }
 
 std::unique_ptr<CudnnAttention> CudnnAttention::create(int device, Precision p,
+                                                       bool require_deterministic,
+                                                       DeviceAlloc alloc, DeviceFree free,
                                                        std::string* why) {
     std::string local;
     std::string& w = why ? *why : local;
@@ -138,7 +180,8 @@ std::unique_ptr<CudnnAttention> CudnnAttention::create(int device, Precision p,
             w = cudnn::status_text(*api, s, "cudnnCreate") + " (" + api->describe() + ")";
             return nullptr;
         }
-        auto* obj = new (std::nothrow) CudnnAttention(*api, h, p);
+        auto* obj = new (std::nothrow)
+            CudnnAttention(*api, h, p, require_deterministic, std::move(alloc), std::move(free));
         if (!obj) {
             api->Destroy(h);
             w = "out of host memory creating the cuDNN attention";
@@ -154,72 +197,189 @@ std::unique_ptr<CudnnAttention> CudnnAttention::create(int device, Precision p,
 
 std::string CudnnAttention::library() const { return api_.describe(); }
 
-bool CudnnAttention::prepared(int B, int T, int C, int NH) const {
-    return plans_.count(Key{B, T, C, NH}) != 0;
+bool CudnnAttention::nondeterministic_in_use() const {
+    bool any = false;
+    cache_.for_each([&any](const AttnShape&, const ShapePlans& sp) {
+        any |= sp.fwd.plan_nondeterministic() || sp.bwd.plan_nondeterministic();
+    });
+    return any;
 }
 
-bool CudnnAttention::prepare(const CudaCtx& ctx, int B, int T, int C, int NH,
-                             const DeviceAlloc& alloc, std::string* why) {
+bool CudnnAttention::prepared(int B, int T, int C, int NH) const {
+    return cache_.reserved(AttnShape{B, T, C, NH});
+}
+
+void CudnnAttention::set_call_budget(size_t saved_floats, size_t scratch_floats) {
+    budget_saved_ = saved_floats;
+    budget_scratch_ = scratch_floats;
+}
+
+std::unique_ptr<CudnnAttention::ShapePlans> CudnnAttention::build(const CudaCtx& ctx,
+                                                                  const AttnShape& s,
+                                                                  size_t scratch_limit,
+                                                                  std::string* why) {
+    if (const auto it = refused_.find(s); it != refused_.end()) {
+        *why = it->second;
+        return nullptr;
+    }
+    // A refusal that depends only on the shape, the library and the device: remembered.
+    auto refuse = [&](const std::string& reason) {
+        *why = cat("cuDNN attention cannot serve ", shape_text(s), ": ", reason);
+        refused_[s] = *why;
+        return nullptr;
+    };
+    if (const std::string p = sdpa::shape_problem(s.B, s.T, s.C, s.NH); !p.empty())
+        return refuse(p);
+    TRT_CHECK(ctx.precision == precision_, "cuDNN attention created for another precision");
+
+    const sdpa::Geometry geo(s.B, s.T, s.C, s.NH);
+    const cudnnDataType_t io =
+        precision_ == Precision::Bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+    auto sp = std::make_unique<ShapePlans>(api_, handle_, s.T, free_);
+    sp->scale = 1.0f / std::sqrt(static_cast<float>(s.C / s.NH));
+    sp->padded = sdpa::backward_needs_padding_mask(api_.version, s.T);
+
+    // plan()'s reason, or, when only the determinism filter stood in the way, one that names
+    // the graph, the skipped engines and the setting that would allow them.
+    auto no_plan = [](const char* which, const std::string& plan_why,
+                      const OpGraph::PlanReport& r) {
+        if (!r.blocked_by_determinism() || !r.failed.empty()) return cat(which, ": ", plan_why);
+        std::string engines;
+        for (int64_t e : r.skipped) engines += cat(engines.empty() ? "" : ", ", e);
+        return cat("the GPU offers only nondeterministic cuDNN ", which,
+                   " engines for this shape (engines ", engines,
+                   "); set accel.deterministic = false to allow them");
+    };
+    std::string plan_why;
+    OpGraph::PlanReport report;
+    sdpa::build_forward(sp->fwd, geo, io);
+    if (!sp->fwd.plan(require_deterministic_, &plan_why, &report))
+        return refuse(no_plan("forward", plan_why, report));
+    sdpa::build_backward(sp->bwd, geo, io, sp->padded);
+    if (!sp->bwd.plan(require_deterministic_, &plan_why, &report))
+        return refuse(no_plan("backward", plan_why, report));
+
+    const Sizes z = sizes_of(s.B, s.T, s.C, s.NH);
+    sp->fwd_scratch =
+        align_up(z.qkv_lowp) + align_up(static_cast<size_t>(sp->fwd.workspace_bytes()));
+    sp->bwd_scratch = 2 * align_up(z.qkv_lowp) + align_up(z.out_lowp) +
+                      align_up(static_cast<size_t>(sp->bwd.workspace_bytes()));
+    const size_t need = std::max(sp->fwd_scratch, sp->bwd_scratch);
+    if (need > scratch_limit) {
+        // Remembered with the size: a later, larger op scratch lets the shape in again.
+        needs_scratch_[s] = need;
+        *why = cat("cuDNN attention for ", shape_text(s), " needs ", need,
+                   " bytes of op scratch; the backend reserved ", scratch_limit);
+        return nullptr;
+    }
+    if (sp->padded) {
+        sp->seq_lens_host.assign(static_cast<size_t>(s.B), s.T);
+        const size_t bytes = sp->seq_lens_host.size() * sizeof(int32_t);
+        sp->seq_lens =
+            static_cast<int32_t*>(alloc_(bytes, "cuDNN attention sequence lengths"));
+        // On ctx.stream, after alloc's zero-fill (same stream); from pageable memory the
+        // call returns once the source is staged.
+        TRT_CUDA_CHECK(cudaMemcpyAsync(sp->seq_lens, sp->seq_lens_host.data(), bytes,
+                                       cudaMemcpyHostToDevice, ctx.stream));
+    }
+    return sp;
+}
+
+bool CudnnAttention::prepare(const CudaCtx& ctx, int B, int T, int C, int NH, std::string* why) {
     std::string local;
     std::string& w = why ? *why : local;
-    const Key key{B, T, C, NH};
+    const AttnShape s{B, T, C, NH};
     try {
-        if (plans_.count(key)) return true;
-        if (auto it = refused_.find(key); it != refused_.end()) {
+        if (cache_.reserved(s)) return true;
+        if (auto it = refused_.find(s); it != refused_.end()) {
             w = it->second;
             return false;
         }
-        // A refusal that depends only on the shape, the library and the device: remembered.
-        auto refuse = [&](const std::string& reason) {
-            w = cat("cuDNN attention cannot serve ", shape_text(B, T, C, NH), ": ", reason);
-            refused_[key] = w;
-            return false;
-        };
-        if (const std::string p = sdpa::shape_problem(B, T, C, NH); !p.empty()) return refuse(p);
-        TRT_CHECK(ctx.precision == precision_, "cuDNN attention created for another precision");
-        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-        TRT_CUDA_CHECK(cudaStreamIsCapturing(ctx.stream, &capture));
-        if (capture != cudaStreamCaptureStatusNone) {
-            w = cat("cuDNN attention plans for ", shape_text(B, T, C, NH),
+        if (stream_capturing(ctx.stream)) {
+            w = cat("cuDNN attention plans for ", shape_text(s),
                     " cannot be built while a CUDA graph is being captured (prepare the shape "
                     "before capture)");
             return false;  // not remembered: it is about when, not what
         }
-
-        const sdpa::Geometry geo(B, T, C, NH);
-        const cudnnDataType_t io =
-            precision_ == Precision::Bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
-        auto sp = std::make_unique<ShapePlans>(api_, handle_);
-        sp->scale = 1.0f / std::sqrt(static_cast<float>(C / NH));
-        sp->padded = sdpa::backward_needs_padding_mask(api_.version, T);
-
-        std::string plan_why;
-        sdpa::build_forward(sp->fwd, geo, io);
-        if (!sp->fwd.plan(/*require_deterministic=*/true, &plan_why))
-            return refuse("forward: " + plan_why);
-        sdpa::build_backward(sp->bwd, geo, io, sp->padded);
-        if (!sp->bwd.plan(/*require_deterministic=*/true, &plan_why))
-            return refuse("backward: " + plan_why);
-
-        const Sizes z = sizes_of(B, T, C, NH);
-        sp->fwd_scratch =
-            align_up(z.qkv_lowp) + align_up(static_cast<size_t>(sp->fwd.workspace_bytes()));
-        sp->bwd_scratch = 2 * align_up(z.qkv_lowp) + align_up(z.out_lowp) +
-                          align_up(static_cast<size_t>(sp->bwd.workspace_bytes()));
-        if (sp->padded) {
-            sp->seq_lens_host.assign(static_cast<size_t>(B), T);
-            const size_t bytes = sp->seq_lens_host.size() * sizeof(int32_t);
-            sp->seq_lens = static_cast<int32_t*>(alloc(bytes, "cuDNN attention sequence lengths"));
-            // On ctx.stream, after alloc's zero-fill (same stream); from pageable memory the
-            // call returns once the source is staged.
-            TRT_CUDA_CHECK(cudaMemcpyAsync(sp->seq_lens, sp->seq_lens_host.data(), bytes,
-                                           cudaMemcpyHostToDevice, ctx.stream));
-        }
-        plans_.emplace(key, std::move(sp));
-        return true;
+        // Reserved: no op-scratch limit (reserve() sizes the op scratch after this).
+        return cache_.acquire(
+                   s, AttentionPlanCache<ShapePlans>::Use::Reserved,
+                   [&](const AttnShape& sh, std::string* y) {
+                       return build(ctx, sh, std::numeric_limits<size_t>::max(), y);
+                   },
+                   &w) != nullptr;
     } catch (const std::exception& ex) {
         // Not remembered: an allocation or device error may not repeat.
-        w = cat("cuDNN attention for ", shape_text(B, T, C, NH), ": ", ex.what());
+        w = cat("cuDNN attention for ", shape_text(s), ": ", ex.what());
+    } catch (...) {
+        w = "unexpected failure preparing the cuDNN attention";
+    }
+    return false;
+}
+
+AttnShape CudnnAttention::plan_for(const CudaCtx& ctx, const AttnShape& call) const {
+    return plan_shape_for(call, cache_.reserved(call), [&](const AttnShape& b) {
+        if (saved_floats(b.B, b.T, b.C, b.NH) > budget_saved_ ||
+            scratch_floats(b.B, b.T, b.C, b.NH) > budget_scratch_ || refused_.count(b))
+            return false;
+        const auto it = needs_scratch_.find(b);
+        return it == needs_scratch_.end() || it->second <= ctx.scratch_bytes;
+    });
+}
+
+std::array<int, 4> CudnnAttention::plan_shape(const CudaCtx& ctx, int B, int T, int C,
+                                              int NH) const {
+    const AttnShape s = plan_for(ctx, AttnShape{B, T, C, NH});
+    return {s.B, s.T, s.C, s.NH};
+}
+
+bool CudnnAttention::serves(const CudaCtx& ctx, int B, int T, int C, int NH) const {
+    return cache_.contains(plan_for(ctx, AttnShape{B, T, C, NH}));
+}
+
+bool CudnnAttention::prepare_call(const CudaCtx& ctx, int B, int T, int C, int NH,
+                                  std::string* why) {
+    std::string local;
+    std::string& w = why ? *why : local;
+    const AttnShape call{B, T, C, NH};
+    try {
+        std::string bucket_why;  // why the bucket could not serve, when it was tried
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            const AttnShape s = plan_for(ctx, call);
+            if (cache_.find(s)) return true;
+            const size_t saved = saved_floats(s.B, s.T, s.C, s.NH);
+            const size_t scratch = scratch_floats(s.B, s.T, s.C, s.NH);
+            if (saved > budget_saved_ || scratch > budget_scratch_) {
+                w = cat("cuDNN attention for ", shape_text(call), " needs ", saved,
+                        " floats of saved activations and ", scratch,
+                        " of scratch per layer; the model allocated ", budget_saved_, " and ",
+                        budget_scratch_);
+                break;
+            }
+            if (stream_capturing(ctx.stream)) {
+                w = cat("cuDNN attention plans for ", shape_text(s),
+                        " cannot be built while a CUDA graph is being captured");
+                return false;
+            }
+            evict_stream_ = ctx.stream;
+            w.clear();
+            if (cache_.acquire(
+                    s, AttentionPlanCache<ShapePlans>::Use::OnDemand,
+                    [&](const AttnShape& sh, std::string* y) {
+                        return build(ctx, sh, ctx.scratch_bytes, y);
+                    },
+                    &w))
+                return true;
+            if (s == call) break;
+            // The bucket is out for good (refused, or more op scratch than there is): the next
+            // plan_for gives the exact shape. Anything else (no room, a failure that may not
+            // repeat) would stop the exact shape as well.
+            if (!refused_.count(s) && !needs_scratch_.count(s)) break;
+            bucket_why = cat(" (its length bucket T=", s.T, ": ", w, ")");
+        }
+        w += bucket_why;
+    } catch (const std::exception& ex) {
+        w = cat("cuDNN attention for ", shape_text(call), ": ", ex.what());
     } catch (...) {
         w = "unexpected failure preparing the cuDNN attention";
     }
@@ -235,38 +395,65 @@ size_t CudnnAttention::scratch_floats(int B, int T, int C, int NH) {
     return align_up(sizes_of(B, T, C, NH).rows) / sizeof(float);
 }
 
-const CudnnAttention::ShapePlans& CudnnAttention::plans_for(int B, int T, int C, int NH,
-                                                            const char* who) const {
-    const auto it = plans_.find(Key{B, T, C, NH});
-    if (it == plans_.end())
+// Upper bounds: plan_for picks the bucket only when its sizes fit the budget, else the exact
+// shape, whose sizes are no larger.
+size_t CudnnAttention::call_saved_floats(int B, int T, int C, int NH) const {
+    const AttnShape call{B, T, C, NH};
+    const AttnShape b = bucketed(call);
+    if (!cache_.reserved(call) && saved_floats(b.B, b.T, C, NH) <= budget_saved_ &&
+        scratch_floats(b.B, b.T, C, NH) <= budget_scratch_)
+        return saved_floats(b.B, b.T, C, NH);
+    return saved_floats(B, T, C, NH);
+}
+
+size_t CudnnAttention::call_scratch_floats(int B, int T, int C, int NH) const {
+    const AttnShape call{B, T, C, NH};
+    const AttnShape b = bucketed(call);
+    if (!cache_.reserved(call) && saved_floats(b.B, b.T, C, NH) <= budget_saved_ &&
+        scratch_floats(b.B, b.T, C, NH) <= budget_scratch_)
+        return scratch_floats(b.B, b.T, C, NH);
+    return scratch_floats(B, T, C, NH);
+}
+
+CudnnAttention::ShapePlans& CudnnAttention::plans_for(const CudaCtx& ctx, int B, int T, int C,
+                                                      int NH, const char* who) {
+    const AttnShape s = plan_for(ctx, AttnShape{B, T, C, NH});
+    ShapePlans* sp = cache_.find(s);
+    if (!sp)
         fail(Status::Internal, who, " called for ", shape_text(B, T, C, NH),
-             ", which was not prepared (CudnnAttention::prepare)");
-    return *it->second;
+             ", which no plan serves (CudnnAttention::prepare / prepare_call)");
+    // A graph captured now launches this plan's kernels at every replay: never evict it.
+    if (stream_capturing(ctx.stream)) cache_.pin(s);
+    return *sp;
 }
 
 size_t CudnnAttention::ctx_scratch_bytes(int B, int T, int C, int NH) const {
-    const ShapePlans& sp = plans_for(B, T, C, NH, "CudnnAttention::ctx_scratch_bytes");
-    return std::max(sp.fwd_scratch, sp.bwd_scratch);
+    const ShapePlans* sp = cache_.peek(AttnShape{B, T, C, NH});
+    if (!sp)
+        fail(Status::Internal, "CudnnAttention::ctx_scratch_bytes called for ",
+             shape_text(B, T, C, NH), ", which was not prepared (CudnnAttention::prepare)");
+    return std::max(sp->fwd_scratch, sp->bwd_scratch);
 }
 
 void CudnnAttention::forward(const CudaCtx& ctx, float* out, float* saved, const float* qkv,
                              int B, int T, int C, int NH) {
-    const ShapePlans& sp = plans_for(B, T, C, NH, "cuDNN attention forward");
+    const ShapePlans& sp = plans_for(ctx, B, T, C, NH, "cuDNN attention forward");
     TRT_CHECK(ctx.precision == precision_, "cuDNN attention created for another precision");
     if (ctx.scratch_bytes < sp.fwd_scratch)
         fail(Status::Internal, "cuDNN attention forward for ", shape_text(B, T, C, NH), " needs ",
              sp.fwd_scratch, " bytes of op scratch; the backend reserved ", ctx.scratch_bytes);
     require_aligned(ctx.scratch, "ctx.scratch");
     require_aligned(saved, "saved");
-    const Sizes z = sizes_of(B, T, C, NH);
+    const int Tp = sp.T;  // the plan's length: T, or T's bucket
+    const Sizes z = sizes_of(B, Tp, C, NH);
     const size_t block = static_cast<size_t>(C) * kLowpBytes;  // one of Q, K, V in a qkv row
 
-    char* qkv_lp = static_cast<char*>(ctx.scratch);  // [B,T,3C] bf16/fp16
+    char* qkv_lp = static_cast<char*>(ctx.scratch);  // [B,Tp,3C] bf16/fp16
     void* workspace = sp.fwd.workspace_bytes() > 0 ? qkv_lp + align_up(z.qkv_lowp) : nullptr;
-    char* o_lp = reinterpret_cast<char*>(saved);  // [B,T,C] bf16/fp16
-    float* stats = reinterpret_cast<float*>(o_lp + align_up(z.out_lowp));  // [B,NH,T]
+    char* o_lp = reinterpret_cast<char*>(saved);  // [B,Tp,C] bf16/fp16
+    float* stats = reinterpret_cast<float*>(o_lp + align_up(z.out_lowp));  // [B,NH,Tp]
 
-    cast_from_f32(ctx, qkv_lp, qkv, z.qkv_lowp / kLowpBytes, precision_);
+    cast_padded_from_f32(ctx, qkv_lp, qkv, B, T, Tp, 3 * C, precision_);
     cudnn::check(api_, api_.SetStream(handle_, ctx.stream), "cudnnSetStream");
     Bindings b;
     b.add(sdpa::kQ, qkv_lp);
@@ -277,13 +464,13 @@ void CudnnAttention::forward(const CudaCtx& ctx, float* out, float* saved, const
     b.add(sdpa::kScale, &sp.scale);  // by value: host pointers
     b.add(sdpa::kNegInf, &sp.neg_inf);
     sp.fwd.execute(b.uids, b.ptrs, b.n, workspace);
-    cast_to_f32(ctx, out, o_lp, z.out_lowp / kLowpBytes, precision_);
+    cast_unpadded_to_f32(ctx, out, o_lp, B, T, Tp, C, precision_);  // rows < T only
 }
 
 void CudnnAttention::backward(const CudaCtx& ctx, float* dqkv, float* scratch, const float* dout,
                               const float* qkv, const float* saved, int B, int T, int C,
                               int NH) {
-    const ShapePlans& sp = plans_for(B, T, C, NH, "cuDNN attention backward");
+    const ShapePlans& sp = plans_for(ctx, B, T, C, NH, "cuDNN attention backward");
     TRT_CHECK(ctx.precision == precision_, "cuDNN attention created for another precision");
     if (ctx.scratch_bytes < sp.bwd_scratch)
         fail(Status::Internal, "cuDNN attention backward for ", shape_text(B, T, C, NH),
@@ -292,19 +479,20 @@ void CudnnAttention::backward(const CudaCtx& ctx, float* dqkv, float* scratch, c
     require_aligned(ctx.scratch, "ctx.scratch");
     require_aligned(saved, "saved");
     require_aligned(scratch, "scratch");
-    const Sizes z = sizes_of(B, T, C, NH);
+    const int Tp = sp.T;
+    const Sizes z = sizes_of(B, Tp, C, NH);
     const size_t block = static_cast<size_t>(C) * kLowpBytes;
 
-    char* qkv_lp = static_cast<char*>(ctx.scratch);                // [B,T,3C]
-    char* dout_lp = qkv_lp + align_up(z.qkv_lowp);                 // [B,T,C]
-    char* dqkv_lp = dout_lp + align_up(z.out_lowp);                // [B,T,3C]
+    char* qkv_lp = static_cast<char*>(ctx.scratch);                // [B,Tp,3C]
+    char* dout_lp = qkv_lp + align_up(z.qkv_lowp);                 // [B,Tp,C], rows >= T zero
+    char* dqkv_lp = dout_lp + align_up(z.out_lowp);                // [B,Tp,3C]
     void* workspace = sp.bwd.workspace_bytes() > 0 ? dqkv_lp + align_up(z.qkv_lowp) : nullptr;
-    const char* o_lp = reinterpret_cast<const char*>(saved);        // [B,T,C]
+    const char* o_lp = reinterpret_cast<const char*>(saved);        // [B,Tp,C]
     const float* stats = reinterpret_cast<const float*>(o_lp + align_up(z.out_lowp));
-    float* row_sum = scratch;                                       // [B,NH,T]
+    float* row_sum = scratch;                                       // [B,NH,Tp]
 
-    cast_from_f32(ctx, qkv_lp, qkv, z.qkv_lowp / kLowpBytes, precision_);
-    cast_from_f32(ctx, dout_lp, dout, z.out_lowp / kLowpBytes, precision_);
+    cast_padded_from_f32(ctx, qkv_lp, qkv, B, T, Tp, 3 * C, precision_);
+    cast_padded_from_f32(ctx, dout_lp, dout, B, T, Tp, C, precision_);
     cudnn::check(api_, api_.SetStream(handle_, ctx.stream), "cudnnSetStream");
     Bindings b;
     b.add(sdpa::kQ, qkv_lp);
@@ -325,7 +513,7 @@ void CudnnAttention::backward(const CudaCtx& ctx, float* dqkv, float* scratch, c
         b.add(sdpa::kSeqLenKV, sp.seq_lens);
     }
     sp.bwd.execute(b.uids, b.ptrs, b.n, workspace);
-    cast_to_f32(ctx, dqkv, dqkv_lp, z.qkv_lowp / kLowpBytes, precision_);
+    cast_unpadded_to_f32(ctx, dqkv, dqkv_lp, B, T, Tp, 3 * C, precision_);  // rows < T only
 }
 
 }  // namespace trt::cuda

@@ -21,6 +21,13 @@ std::string last_error(const CudnnApi& api) {
     return buf;
 }
 
+// "3, 5": engine ids for messages.
+std::string engine_list(const std::vector<int64_t>& ids) {
+    std::string out;
+    for (int64_t id : ids) out += cat(out.empty() ? "" : ", ", id);
+    return out;
+}
+
 }  // namespace
 
 std::string status_text(const CudnnApi& api, cudnnStatus_t s, const char* what) {
@@ -279,17 +286,24 @@ const std::vector<OpGraph::EngineChoice>& OpGraph::engine_choices(std::string* w
     return choices_;
 }
 
-bool OpGraph::plan(bool require_deterministic, std::string* why) {
+bool OpGraph::plan(bool require_deterministic, std::string* why, PlanReport* report) {
     TRT_CHECK(!plan_, "cuDNN operation graph planned twice");
+    PlanReport local;
+    PlanReport& r = report ? *report : local;
+    r = PlanReport{};
     const std::vector<EngineChoice>& choices = engine_choices(why);
-    if (choices.empty()) return false;
+    if (choices.empty()) return false;  // *why: no engine supports the graph at all
+    for (const EngineChoice& c : choices) {
+        r.offered.push_back(c.engine);
+        if (c.nondeterministic) r.nondeterministic.push_back(c.engine);
+    }
     std::string rejected;  // why each candidate was passed over, for the failure message
     auto note = [&rejected](const std::string& s) {
         if (rejected.size() < 1500) rejected += (rejected.empty() ? "" : "; ") + s;
     };
     for (const EngineChoice& c : choices) {
         if (require_deterministic && c.nondeterministic) {
-            note(cat("engine ", c.engine, ": nondeterministic"));
+            r.skipped.push_back(c.engine);
             continue;
         }
         Descriptor plan(*api_, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
@@ -297,6 +311,7 @@ bool OpGraph::plan(bool require_deterministic, std::string* why) {
         if (device_props_) plan.set_desc(CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, device_props_);
         plan.set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, c.config);
         if (const cudnnStatus_t s = plan.try_finalize(); s != CUDNN_STATUS_SUCCESS) {
+            r.failed.push_back(c.engine);
             note(cat("engine ", c.engine, ": ", status_text(*api_, s, "plan finalize")));
             continue;
         }
@@ -308,10 +323,22 @@ bool OpGraph::plan(bool require_deterministic, std::string* why) {
         plan_ = keep(std::move(plan));  // destroyed first: kept last
         workspace_ = std::max<int64_t>(ws, 0);
         engine_index_ = c.engine;
+        plan_nondeterministic_ = c.nondeterministic;
+        r.engine = c.engine;
+        r.engine_nondeterministic = c.nondeterministic;
         return true;
     }
-    *why = cat("no cuDNN engine ", require_deterministic ? "(deterministic) " : "",
-               "could be planned: ", rejected);
+    const std::string allow = "set accel.deterministic = false to allow them";
+    if (!r.skipped.empty() && r.failed.empty()) {
+        *why = cat("the GPU offers only nondeterministic cuDNN engines for this shape (engines ",
+                   engine_list(r.skipped), "); ", allow);
+    } else if (!r.skipped.empty()) {
+        *why = cat("no deterministic cuDNN engine could be planned (", rejected,
+                   ") and the nondeterministic engines ", engine_list(r.skipped),
+                   " were skipped; ", allow);
+    } else {
+        *why = cat("no cuDNN engine could be planned: ", rejected);
+    }
     return false;
 }
 

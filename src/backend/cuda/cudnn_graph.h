@@ -117,9 +117,25 @@ public:
     };
     const std::vector<EngineChoice>& engine_choices(std::string* why);
 
+    // What plan() saw, so a caller can tell "no engine at all" from "only nondeterministic
+    // engines were offered" (accel.deterministic = false would allow those).
+    struct PlanReport {
+        std::vector<int64_t> offered;           // every engine choice, in heuristic order
+        std::vector<int64_t> nondeterministic;  // the offered ones marked NONDETERMINISTIC
+        std::vector<int64_t> skipped;           // passed over for that (require_deterministic)
+        std::vector<int64_t> failed;            // whose plan did not finalize
+        int64_t engine = -1;                    // the one planned, -1 if none
+        bool engine_nondeterministic = false;
+        // No plan, and nondeterministic engines were skipped: allowing them might give one.
+        bool blocked_by_determinism() const { return engine < 0 && !skipped.empty(); }
+    };
+
     // Takes the first engine choice whose plan finalizes and, with require_deterministic,
-    // whose engine is not marked nondeterministic. false + *why when there is none.
-    bool plan(bool require_deterministic, std::string* why);
+    // whose engine is not marked nondeterministic. false + *why when there is none; *why then
+    // says whether nondeterministic engines were skipped (naming them and the setting that
+    // allows them) or no engine exists at all. *report (optional) gets the details either way.
+    bool plan(bool require_deterministic, std::string* why, PlanReport* report = nullptr);
+    bool plan_nondeterministic() const { return plan_nondeterministic_; }
     bool planned() const { return plan_ != nullptr; }
     int64_t workspace_bytes() const { return workspace_; }
     int64_t engine_index() const { return engine_index_; }
@@ -148,6 +164,7 @@ private:
     cudnnBackendDescriptor_t plan_ = nullptr;
     int64_t workspace_ = 0;
     int64_t engine_index_ = -1;
+    bool plan_nondeterministic_ = false;
 };
 
 }  // namespace trt::cuda::cudnn

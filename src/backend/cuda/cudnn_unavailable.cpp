@@ -9,7 +9,8 @@ namespace trt::cuda {
 
 struct CudnnAttention::ShapePlans {};
 
-std::unique_ptr<CudnnAttention> CudnnAttention::create(int, Precision, std::string* why) {
+std::unique_ptr<CudnnAttention> CudnnAttention::create(int, Precision, bool, DeviceAlloc,
+                                                       DeviceFree, std::string* why) {
     if (why)
         *why = "this libtrainrt-cuda was built without the cuDNN 9 headers (cudnn_graph.h); "
                "rebuild with them (TRAINRT_CUDNN_INCLUDE_DIR) to use accel.attention = \"cudnn\"";
@@ -22,13 +23,22 @@ CudnnAttention::~CudnnAttention() = default;
     fail(Status::Internal, what, ": cuDNN attention is not built into this module");
 }
 
-bool CudnnAttention::prepare(const CudaCtx&, int, int, int, int, const DeviceAlloc&,
-                             std::string*) {
+bool CudnnAttention::prepare(const CudaCtx&, int, int, int, int, std::string*) {
     unreachable("CudnnAttention::prepare");
 }
 bool CudnnAttention::prepared(int, int, int, int) const { return false; }
+void CudnnAttention::set_call_budget(size_t, size_t) {}
+std::array<int, 4> CudnnAttention::plan_shape(const CudaCtx&, int, int, int, int) const {
+    unreachable("CudnnAttention::plan_shape");
+}
+bool CudnnAttention::prepare_call(const CudaCtx&, int, int, int, int, std::string*) {
+    unreachable("CudnnAttention::prepare_call");
+}
+bool CudnnAttention::serves(const CudaCtx&, int, int, int, int) const { return false; }
 size_t CudnnAttention::saved_floats(int, int, int, int) { return 0; }
 size_t CudnnAttention::scratch_floats(int, int, int, int) { return 0; }
+size_t CudnnAttention::call_saved_floats(int, int, int, int) const { return 0; }
+size_t CudnnAttention::call_scratch_floats(int, int, int, int) const { return 0; }
 size_t CudnnAttention::ctx_scratch_bytes(int, int, int, int) const {
     unreachable("CudnnAttention::ctx_scratch_bytes");
 }
@@ -40,5 +50,6 @@ void CudnnAttention::backward(const CudaCtx&, float*, float*, const float*, cons
     unreachable("CudnnAttention::backward");
 }
 std::string CudnnAttention::library() const { return "none"; }
+bool CudnnAttention::nondeterministic_in_use() const { return false; }
 
 }  // namespace trt::cuda

@@ -165,6 +165,8 @@ const Rule kRules[] = {
     {"AttentionUnknown", "accel", "attention", "\"flash\"", "\"auto\", \"cudnn\", \"matmul\""},
     {"FusedClassifierInt", "accel", "fused_classifier", "0", "expected true or false"},
     {"MatmulEpiloguesFloat", "accel", "matmul_epilogues", "1.0", "expected true or false"},
+    {"DeterministicString", "accel", "deterministic", "\"off\"", "expected true or false"},
+    {"DeterministicInt", "accel", "deterministic", "0", "expected true or false"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Config, ValidationRule, ::testing::ValuesIn(kRules),

@@ -75,6 +75,7 @@ void expect_equal(const RunConfig& a, const RunConfig& b) {
     EXPECT_EQ(a.accel.attention, b.accel.attention);
     EXPECT_EQ(a.accel.fused_classifier, b.accel.fused_classifier);
     EXPECT_EQ(a.accel.matmul_epilogues, b.accel.matmul_epilogues);
+    EXPECT_EQ(a.accel.deterministic, b.accel.deterministic);
 }
 
 // Every key, each with a value other than its default.
@@ -129,6 +130,7 @@ cuda_graphs = true
 attention = "matmul"
 fused_classifier = false
 matmul_epilogues = true
+deterministic = false
 )";
 
 // Checks every non-path value of kFull; paths are checked by the caller (they depend on base).
@@ -170,6 +172,7 @@ void expect_full_values(const RunConfig& r) {
     EXPECT_EQ(r.accel.attention, AttentionKind::Matmul);
     EXPECT_FALSE(r.accel.fused_classifier);
     EXPECT_TRUE(r.accel.matmul_epilogues);
+    EXPECT_FALSE(r.accel.deterministic);
 }
 
 void expect_defaults(const RunConfig& r) {
@@ -214,6 +217,7 @@ void expect_defaults(const RunConfig& r) {
     EXPECT_EQ(r.accel.attention, AttentionKind::Auto);
     EXPECT_TRUE(r.accel.fused_classifier);
     EXPECT_FALSE(r.accel.matmul_epilogues);
+    EXPECT_TRUE(r.accel.deterministic);  // nondeterministic cuDNN engines only on request
 }
 
 // Runs f, expects Error(status); returns its message.
@@ -438,6 +442,30 @@ TEST(ConfigGet, WrongTypeNamesKeyAndItsType) {
     EXPECT_THAT(msg, HasSubstr("array"));
 }
 
+// accel.deterministic: on unless asked (only cuDNN attention engines depend on it), a boolean.
+TEST(ConfigGet, AccelDeterministicIsABooleanThatDefaultsToTrue) {
+    Config c;
+    EXPECT_TRUE(c.get_bool("accel.deterministic"));
+    EXPECT_TRUE(c.run().accel.deterministic);
+    c.set("accel.deterministic", "false");
+    EXPECT_FALSE(c.get_bool("accel.deterministic"));
+    EXPECT_FALSE(c.run().accel.deterministic);
+    c.set("accel.deterministic", "true");
+    EXPECT_TRUE(c.run().accel.deterministic);
+    EXPECT_FALSE(
+        Config::from_string("[accel]\ndeterministic = false\n", "").run().accel.deterministic);
+    EXPECT_TRUE(
+        Config::from_string("[accel]\ndeterministic = true\n", "").run().accel.deterministic);
+    const std::string msg = error_of([&] { c.get_int("accel.deterministic"); });
+    EXPECT_THAT(msg, HasSubstr("accel.deterministic"));
+    EXPECT_THAT(msg, HasSubstr("a boolean"));
+    // A wrong type is refused and leaves the value as it was.
+    const std::string set_msg = error_of([&] { c.set("accel.deterministic", "\"no\""); });
+    EXPECT_THAT(set_msg, HasSubstr("accel.deterministic"));
+    EXPECT_THAT(set_msg, HasSubstr("expected true or false"));
+    EXPECT_TRUE(c.get_bool("accel.deterministic"));
+}
+
 TEST(ConfigGet, UnknownKeyIsConfigError) {
     const Config c;
     std::string msg = error_of([&] { c.get_int("train.batchsize"); });
@@ -617,7 +645,7 @@ TEST(ConfigDocs, EveryKeyIsDocumented) {
         EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << key;
         ++keys;
     }
-    EXPECT_EQ(keys, 40);
+    EXPECT_EQ(keys, 41);
 }
 
 }  // namespace

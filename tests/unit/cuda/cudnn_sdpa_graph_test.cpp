@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -118,30 +119,57 @@ std::string device_json(int sm, int sms, long smem_optin, long l2, const char* n
     return buf;
 }
 
-TEST_F(CudnnSdpaGraph, FusedEnginesAcceptEveryGraphOnSm90AndSm80) {
-    if (api_->version < 90800)
-        GTEST_SKIP() << "deviceless planning needs cuDNN 9.8+, this is " << api_->describe();
+struct Device {
+    const char* name;
+    std::string json;
+};
+const Device kDevices[] = {
+    {"sm_90", device_json(90, 132, 232448, 52428800, "NVIDIA H100 80GB HBM3")},
+    {"sm_80", device_json(80, 108, 166912, 41943040, "NVIDIA A100-SXM4-40GB")},
+};
+
+// Deviceless planning needs cuDNN 9.8+ and a libcuda.so.1; "" when both are there.
+std::string deviceless_problem(const CudnnApi& api) {
+    if (api.version < 90800)
+        return "deviceless planning needs cuDNN 9.8+, this is " + api.describe();
     if (!dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL))
-        GTEST_SKIP() << "no libcuda.so.1 (a driver, or the CUDA toolkit's stub on "
-                        "LD_LIBRARY_PATH): cuDNN cannot judge its runtime-compiled engines";
-    struct Device {
-        const char* name;
-        std::string json;
-    };
-    const Device devices[] = {
-        {"sm_90", device_json(90, 132, 232448, 52428800, "NVIDIA H100 80GB HBM3")},
-        {"sm_80", device_json(80, 108, 166912, 41943040, "NVIDIA A100-SXM4-40GB")},
-    };
-    for (const Device& d : devices) {
+        return "no libcuda.so.1 (a driver, or the CUDA toolkit's stub on LD_LIBRARY_PATH): "
+               "cuDNN cannot judge its runtime-compiled engines";
+    return "";
+}
+
+// d's device-property descriptor finalized into props; false + *why when this cuDNN reads
+// another schema.
+bool device_props(const CudnnApi& api, const Device& d, cudnn::Descriptor& props,
+                  std::string* why) {
+    const cudnnStatus_t set = api.BackendSetAttribute(
+        props.get(), CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+        static_cast<int64_t>(d.json.size()), d.json.data());
+    const cudnnStatus_t fin = set == CUDNN_STATUS_SUCCESS ? props.try_finalize() : set;
+    if (fin == CUDNN_STATUS_SUCCESS) return true;
+    *why = "this cuDNN (" + api.describe() + ") reads another device-property schema: " +
+           cudnn::status_text(api, fin, "device properties");
+    return false;
+}
+
+std::string ids(const std::vector<int64_t>& v) {
+    std::string out;
+    for (int64_t e : v) out += (out.empty() ? "" : ",") + std::to_string(e);
+    return "[" + out + "]";
+}
+
+bool subset(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+    for (int64_t e : a)
+        if (std::find(b.begin(), b.end(), e) == b.end()) return false;
+    return true;
+}
+
+TEST_F(CudnnSdpaGraph, FusedEnginesAcceptEveryGraphOnSm90AndSm80) {
+    if (const std::string p = deviceless_problem(*api_); !p.empty()) GTEST_SKIP() << p;
+    for (const Device& d : kDevices) {
         cudnn::Descriptor props(*api_, CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR);
-        const cudnnStatus_t set = api_->BackendSetAttribute(
-            props.get(), CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
-            static_cast<int64_t>(d.json.size()), d.json.data());
-        const cudnnStatus_t fin = set == CUDNN_STATUS_SUCCESS ? props.try_finalize() : set;
-        if (fin != CUDNN_STATUS_SUCCESS)
-            GTEST_SKIP() << "this cuDNN (" << api_->describe()
-                         << ") reads another device-property schema: "
-                         << cudnn::status_text(*api_, fin, "device properties");
+        std::string props_why;
+        if (!device_props(*api_, d, props, &props_why)) GTEST_SKIP() << props_why;
         for (const Shape& s : kShapes)
             for (cudnnDataType_t io : {CUDNN_DATA_BFLOAT16, CUDNN_DATA_HALF})
                 for (Kind k : kKinds) {
@@ -163,6 +191,89 @@ TEST_F(CudnnSdpaGraph, FusedEnginesAcceptEveryGraphOnSm90AndSm80) {
                     if (s.B == 8)  // GPT-2's shape: show what cuDNN offers
                         std::printf("[ engines  ] %s:%s\n", what.c_str(), engines.c_str());
                 }
+    }
+}
+
+// accel.deterministic: the backward planned with the NONDETERMINISTIC filter (the default)
+// and without it (accel.deterministic = false). Both plannings see the same engines and mark
+// the same ones nondeterministic; the filter only takes engines away (what is accepted without
+// it includes what is accepted with it); the report names the engines the filter skipped, and
+// a refusal caused by the filter says so and names the setting; without a plan every offered
+// engine was either skipped or failed. Prints which engines cuDNN marks nondeterministic
+// (informative). Without a driver (the stub libcuda) plan finalization cannot load the
+// compiled kernels, so here every engine "fails" and only the bookkeeping is checked; on a GPU
+// machine the plans finalize too. Each planning compiles kernels: two graphs per device.
+TEST_F(CudnnSdpaGraph, DeterminismFilterReportsTheEnginesItSkips) {
+    if (const std::string p = deviceless_problem(*api_); !p.empty()) GTEST_SKIP() << p;
+    const struct {
+        Shape shape;
+        Kind kind;
+    } graphs[] = {{{8, 1024, 768, 12}, Kind::Backward}, {{2, 17, 64, 2}, Kind::BackwardPadded}};
+    for (const Device& d : kDevices) {
+        cudnn::Descriptor props(*api_, CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR);
+        std::string props_why;
+        if (!device_props(*api_, d, props, &props_why)) GTEST_SKIP() << props_why;
+        for (const auto& gr : graphs) {
+            const Shape& s = gr.shape;
+            const Kind k = gr.kind;
+            const std::string what =
+                std::string(d.name) + " " + label(s, CUDNN_DATA_BFLOAT16, k);
+            cudnn::OpGraph det(*api_, nullptr), any(*api_, nullptr);
+            build(det, s, CUDNN_DATA_BFLOAT16, k);
+            build(any, s, CUDNN_DATA_BFLOAT16, k);
+            det.use_device_properties(props.get());
+            any.use_device_properties(props.get());
+            cudnn::OpGraph::PlanReport rd, ra;
+            std::string why_d, why_a;
+            const bool ok_d = det.plan(/*require_deterministic=*/true, &why_d, &rd);
+            const bool ok_a = any.plan(/*require_deterministic=*/false, &why_a, &ra);
+
+            EXPECT_FALSE(rd.offered.empty()) << what << ": " << why_d;
+            EXPECT_EQ(rd.offered, ra.offered) << what;
+            EXPECT_EQ(rd.nondeterministic, ra.nondeterministic) << what;
+            EXPECT_TRUE(subset(rd.nondeterministic, rd.offered)) << what;
+            // Only the filter skips, and only nondeterministic engines.
+            EXPECT_TRUE(ra.skipped.empty()) << what;
+            EXPECT_TRUE(subset(rd.skipped, rd.nondeterministic)) << what;
+            // Accepted without the filter includes accepted with it: a deterministic plan
+            // implies a plan without the filter, and the filtered one never runs a
+            // nondeterministic engine.
+            if (ok_d) {
+                EXPECT_TRUE(ok_a) << what << ": " << why_a;
+                EXPECT_FALSE(rd.engine_nondeterministic) << what;
+                EXPECT_FALSE(det.plan_nondeterministic()) << what;
+                EXPECT_EQ(det.engine_index(), rd.engine) << what;
+            } else {
+                EXPECT_EQ(rd.engine, -1) << what;
+                if (rd.blocked_by_determinism()) {
+                    EXPECT_NE(why_d.find("accel.deterministic = false"), std::string::npos)
+                        << what << ": " << why_d;
+                } else {
+                    EXPECT_EQ(why_d.find("accel.deterministic"), std::string::npos)
+                        << what << ": the setting would not help: " << why_d;
+                }
+                std::vector<int64_t> tried = rd.skipped;
+                tried.insert(tried.end(), rd.failed.begin(), rd.failed.end());
+                EXPECT_TRUE(subset(rd.offered, tried)) << what;
+            }
+            if (!ok_a) {
+                EXPECT_EQ(ra.failed, ra.offered) << what;
+            } else {
+                EXPECT_NE(std::find(ra.offered.begin(), ra.offered.end(), ra.engine),
+                          ra.offered.end())
+                    << what;
+                EXPECT_EQ(ra.engine_nondeterministic,
+                          std::find(ra.nondeterministic.begin(), ra.nondeterministic.end(),
+                                    ra.engine) != ra.nondeterministic.end())
+                    << what;
+            }
+            std::printf("[ engines  ] %s: offered %s, nondeterministic %s; planned with the "
+                        "filter %lld (skipped %s, failed %s), without %lld (failed %s)\n",
+                        what.c_str(), ids(rd.offered).c_str(),
+                        ids(rd.nondeterministic).c_str(), static_cast<long long>(rd.engine),
+                        ids(rd.skipped).c_str(), ids(rd.failed).c_str(),
+                        static_cast<long long>(ra.engine), ids(ra.failed).c_str());
+        }
     }
 }
 

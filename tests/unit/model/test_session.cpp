@@ -1,8 +1,10 @@
-// Session-level behaviour that needs internals: grad accumulation equivalence and
-// run-to-run determinism.
+// Session-level behaviour that needs internals: grad accumulation equivalence, run-to-run
+// determinism, and what the startup log says about accel.attention / accel.deterministic.
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/session.h"
@@ -72,4 +74,69 @@ TEST(Session, StepWithoutTrainDataIsAConfigError) {
         EXPECT_EQ(e.status(), Status::Config);
         EXPECT_NE(std::string(e.what()).find("data.train"), std::string::npos);
     }
+}
+
+namespace {
+
+struct Captured {
+    std::vector<std::pair<LogLevel, std::string>> lines;
+    static void fn(int32_t level, const char* message, void* payload) {
+        static_cast<Captured*>(payload)->lines.emplace_back(static_cast<LogLevel>(level),
+                                                            message);
+    }
+    // The first line starting with prefix ("" if none).
+    std::string starting(const std::string& prefix) const {
+        for (const auto& l : lines)
+            if (l.second.rfind(prefix, 0) == 0) return l.second;
+        return "";
+    }
+    size_t warnings() const {
+        size_t n = 0;
+        for (const auto& l : lines) n += l.first == LogLevel::Warn;
+        return n;
+    }
+};
+
+LogSink sink_into(Captured& c) { return LogSink{&Captured::fn, &c, TRAINRT_LOG_DEBUG}; }
+
+}  // namespace
+
+// accel.attention = "cudnn" not taken: the reason is a WARN line of its own, besides the
+// acceleration line's bracket (a WARN-only sink still learns it). The CPU has no cuDNN.
+TEST(SessionLog, CudnnAttentionNotTakenIsAWarning) {
+    Config c = tiny_config(2, 1);
+    c.set("accel.attention", "\"cudnn\"");
+    Captured log;
+    Session s(c, sink_into(log));
+    const std::string accel = log.starting("acceleration:");
+    EXPECT_NE(accel.find(" attention=matmul (cudnn)"), std::string::npos) << accel;
+    ASSERT_EQ(log.warnings(), 1u);
+    const std::string warn = log.starting("attention:");
+    EXPECT_NE(warn.find("accel.attention = \"cudnn\""), std::string::npos) << warn;
+    EXPECT_NE(warn.find("runs on the matmul path"), std::string::npos) << warn;
+    EXPECT_NE(warn.find("CPU backend has no cuDNN attention"), std::string::npos) << warn;
+    for (const auto& l : log.lines)
+        if (l.second == warn) EXPECT_EQ(l.first, LogLevel::Warn);
+
+    // Not asked for: no warning.
+    Captured quiet;
+    Session q(tiny_config(2, 1), sink_into(quiet));
+    EXPECT_EQ(quiet.warnings(), 0u);
+    EXPECT_EQ(quiet.starting("attention:"), "");
+}
+
+// accel.deterministic is reported; the CPU is deterministic whatever it is set to.
+TEST(SessionLog, DeterministicIsReportedAndAlwaysOnForTheCpu) {
+    Captured on;
+    Session a(tiny_config(2, 1), sink_into(on));
+    EXPECT_NE(on.starting("acceleration:").find(" deterministic=on "), std::string::npos)
+        << on.starting("acceleration:");
+    Config c = tiny_config(2, 1);
+    c.set("accel.deterministic", "false");
+    Captured off;
+    Session b(c, sink_into(off));
+    EXPECT_NE(off.starting("acceleration:")
+                  .find(" deterministic=on (off; cpu: always deterministic) "),
+              std::string::npos)
+        << off.starting("acceleration:");
 }

@@ -16,6 +16,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels/lowp.cuh"
 #include "backend/cuda/kernels/reduce.cuh"
 #include "core/error.h"
 
@@ -288,21 +289,6 @@ EncoderScratch encoder_scratch(int N, cudaStream_t stream) {
     return s;
 }
 
-// Round to nearest even, as the names say.
-template <typename T>
-__device__ __forceinline__ T from_f32(float v);
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
-    return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half from_f32<__half>(float v) {
-    return __float2half_rn(v);
-}
-
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-
 template <typename T>
 __global__ void cast_from_f32_kernel(T* __restrict__ dst, const float* __restrict__ src,
                                      size_t n) {
@@ -321,13 +307,9 @@ __global__ void cast_to_f32_kernel(float* __restrict__ dst, const T* __restrict_
         dst[i] = to_f32(src[i]);
 }
 
-// Eight values per thread with 128-bit accesses: n8 = n / 8 groups through the vector path
-// (src and dst 16-byte aligned), then the tail (< 8 elements) scalar. Same conversions.
-template <typename T>
-struct alignas(16) Lowp8 {
-    T v[8];
-};
-
+// Eight values per thread with 128-bit accesses (Lowp8, lowp.cuh): n8 = n / 8 groups through
+// the vector path (src and dst 16-byte aligned), then the tail (< 8 elements) scalar. Same
+// conversions.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     cast_from_f32_vec8_kernel(T* __restrict__ dst, const float* __restrict__ src, size_t n) {
