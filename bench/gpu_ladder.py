@@ -22,8 +22,10 @@ torch.compile(mode="reduce-overhead"); the ratios ours / torch are reported.
 
 Time: every rung and torch mode runs in its own process under its own cap, all within --budget
 seconds; what is not reached is marked so. On CUDA out-of-memory (trainrt bench exit 3) a rung
-is retried at half the batch with twice the grad_accum (same tokens per step), and later rungs
-of that model start from the batch that fitted. OUT/ladder.md and OUT/ladder.json are rewritten
+is retried at half the batch with twice the grad_accum (same tokens per step), down to batch 1;
+every rung and every torch mode starts again from the configured batch (a rung that needs less
+memory, e.g. cuDNN attention, is measured at the batch it fits, not at an earlier rung's
+fallback). OUT/ladder.md and OUT/ladder.json are rewritten
 after every run, so a run that is cut off still reports what it did.
 
 --smoke: the machinery on the CPU backend (a CTest, label cpu): a very small model, two rungs
@@ -172,10 +174,14 @@ def accel_line(report):
 
 
 # ----------------------------------------------------------------------------- our rungs
-def run_rung(args, clock, model_dir, cfg_path, name, sets, delta, shape, state):
+def run_rung(args, clock, model_dir, cfg_path, name, sets, delta, shape):
     """One rung through `trainrt bench` with the cumulative `sets` (`delta` is what this rung
-    adds), retried at half the batch on OOM; a result dict."""
+    adds), from the configured batch, retried at half the batch on OOM; a result dict."""
     res = dict(rung=name, sets=dict(delta), all_sets=dict(sets), status="not reached")
+    # Each rung starts from the configured batch: the memory a rung needs depends on what it
+    # turns on (cuDNN attention stores no T x T probabilities), so one rung's OOM fallback
+    # says nothing about the next.
+    state = dict(batch=shape["batch"], grad_accum=shape["grad_accum"])
     while True:
         cap = min(shape["rung_cap"], clock.left())
         if cap < 5:
@@ -514,7 +520,6 @@ def main():
         with open(cfg_path, "w") as f:
             f.write(config_toml(shape, shard))
         entry = models[name] = dict(shape=shape, device=device, rungs=[], torch=[], ratios={})
-        state = dict(batch=shape["batch"], grad_accum=shape["grad_accum"])
         sets = {}
         ref = None
         for rung, what, delta in rungs:
@@ -522,7 +527,7 @@ def main():
             if rung not in keep:
                 continue
             print(f"== {name} / {rung} ({clock.left():.0f} s left)", file=sys.stderr)
-            res = run_rung(args, clock, model_dir, cfg_path, rung, dict(sets), delta, shape, state)
+            res = run_rung(args, clock, model_dir, cfg_path, rung, dict(sets), delta, shape)
             res["adds"] = what
             if ref is None and res["status"] == "ok" and res["report"].get("precision") == "fp32":
                 ref = res
@@ -537,8 +542,9 @@ def main():
             modes = [] if args.torch_modes == "none" else [m for m in args.torch_modes.split(",") if m]
         for mode in modes:
             print(f"== {name} / torch {mode} ({clock.left():.0f} s left)", file=sys.stderr)
-            t = run_torch(args, clock, model_dir, shape, mode, shard, state["batch"],
-                          state["grad_accum"], device)
+            # torch_gpt.py halves the batch on OOM itself, from the configured one.
+            t = run_torch(args, clock, model_dir, shape, mode, shard, shape["batch"],
+                          shape["grad_accum"], device)
             failed = failed or t["status"] == "error"
             entry["torch"].append(t)
             entry["ratios"] = ratios(entry)[1]
