@@ -64,6 +64,7 @@ TRAINRT_API trainrt_status trainrt_config_get_int(int64_t* out, const trainrt_co
         require(out, "trainrt_config_get_int", "out");
         require(config, "trainrt_config_get_int", "config");
         require(key, "trainrt_config_get_int", "key");
+        capi::BusyGuard busy(config->busy, "trainrt_config_get_int");
         *out = config->config.get_int(key);
         return TRAINRT_OK;
     });
@@ -75,6 +76,7 @@ TRAINRT_API trainrt_status trainrt_config_get_double(double* out, const trainrt_
         require(out, "trainrt_config_get_double", "out");
         require(config, "trainrt_config_get_double", "config");
         require(key, "trainrt_config_get_double", "key");
+        capi::BusyGuard busy(config->busy, "trainrt_config_get_double");
         *out = config->config.get_double(key);
         return TRAINRT_OK;
     });
@@ -86,6 +88,7 @@ TRAINRT_API trainrt_status trainrt_config_get_bool(int32_t* out, const trainrt_c
         require(out, "trainrt_config_get_bool", "out");
         require(config, "trainrt_config_get_bool", "config");
         require(key, "trainrt_config_get_bool", "key");
+        capi::BusyGuard busy(config->busy, "trainrt_config_get_bool");
         *out = config->config.get_bool(key) ? 1 : 0;
         return TRAINRT_OK;
     });
@@ -97,6 +100,7 @@ TRAINRT_API trainrt_status trainrt_config_get_string(char* buf, size_t cap, size
     return guarded("trainrt_config_get_string", [&] {
         require(config, "trainrt_config_get_string", "config");
         require(key, "trainrt_config_get_string", "key");
+        capi::BusyGuard busy(config->busy, "trainrt_config_get_string");
         const std::string value = config->config.get_string(key);
         capi::copy_string(buf, cap, needed, value, "trainrt_config_get_string");
         return TRAINRT_OK;
@@ -107,6 +111,7 @@ TRAINRT_API trainrt_status trainrt_config_dump(char* buf, size_t cap, size_t* ne
                                                const trainrt_config* config) {
     return guarded("trainrt_config_dump", [&] {
         require(config, "trainrt_config_dump", "config");
+        capi::BusyGuard busy(config->busy, "trainrt_config_dump");
         capi::copy_string(buf, cap, needed, config->config.dump(), "trainrt_config_dump");
         return TRAINRT_OK;
     });

@@ -15,7 +15,11 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
     return guarded("trainrt_config_model_info", [&] {
         require(out, "trainrt_config_model_info", "out");
         require(config, "trainrt_config_model_info", "config");
-        const RunConfig& r = config->config.run();
+        RunConfig r;  // a copy, taken under the handle's guard
+        {
+            capi::BusyGuard busy(config->busy, "trainrt_config_model_info");
+            r = config->config.run();
+        }
         GptShape shape;
         shape.V = static_cast<int>(r.model.vocab_size);
         shape.maxT = static_cast<int>(r.model.context_length);

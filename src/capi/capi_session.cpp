@@ -53,8 +53,17 @@ TRAINRT_API trainrt_status trainrt_session_create(trainrt_session** out,
     return guarded("trainrt_session_create", [&] {
         require(out, "trainrt_session_create", "out");
         require(config, "trainrt_session_create", "config");
+        // The config is read under its guard (a copy), the session built outside it: building
+        // takes long and logs through the sink, whose callback may use the config handle.
+        std::unique_ptr<Config> copy;
+        LogSink sink;
+        {
+            capi::BusyGuard busy(config->busy, "trainrt_session_create");
+            copy = std::make_unique<Config>(config->config);
+            sink = config->log_sink;
+        }
         auto handle = std::make_unique<trainrt_session>();
-        handle->session = std::make_unique<Session>(config->config, config->log_sink);
+        handle->session = std::make_unique<Session>(*copy, sink);
         *out = handle.release();
         return TRAINRT_OK;
     });

@@ -10,7 +10,10 @@
 struct trainrt_config {
     trt::Config config;
     trt::LogSink log_sink;  // handed to sessions created from this config
-    std::atomic<bool> busy{false};
+    // Set by every call that reads or writes the handle (BusyGuard): reads take it too, since
+    // a read racing trainrt_config_set would see a value being replaced. Mutable so the
+    // getters, which take a const handle, can take it.
+    mutable std::atomic<bool> busy{false};
 };
 
 struct trainrt_session {

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -427,6 +428,73 @@ TEST(CapiConfig, SetGoodValuesOfEveryType) {
     EXPECT_EQ(fs::path(get_string(h.c, "data.train")).lexically_normal(),
               (fs::path(dir) / "s/t.bin").lexically_normal())
         << "a path given through set resolves against the base dir";
+}
+
+// A config handle used by two threads at once: every call either runs or says BUSY, and a
+// read never sees a value being replaced (before the getters, dump and model_info took the
+// handle's guard, get_string/dump racing set read freed memory: ASan, issue 15).
+TEST(CapiConfig, ConcurrentSetAndReadsGiveOkOrBusyNeverATornValue) {
+    const std::string dir = scratch_dir();
+    ConfigHandle h;
+    ASSERT_EQ(trainrt_config_from_string(&h.c, "", dir.c_str()), TRAINRT_OK);
+    const std::string a(600, 'a'), b(600, 'b');
+    const std::string qa = "\"" + a + "\"", qb = "\"" + b + "\"";
+    ASSERT_EQ(trainrt_config_set(h.c, "train.out_dir", qa.c_str()), TRAINRT_OK);
+    std::atomic<bool> writer_done{false};
+    std::atomic<int> bad_writer_status{0};
+    std::thread writer([&] {
+        for (int i = 0; i < 3000; ++i) {
+            const trainrt_status st =
+                trainrt_config_set(h.c, "train.out_dir", (i % 2 ? qa : qb).c_str());
+            if (st != TRAINRT_OK && st != TRAINRT_ERR_BUSY) bad_writer_status = st;
+        }
+        writer_done = true;
+    });
+    int ok_reads = 0, busy_reads = 0;
+    std::vector<std::string> problems;
+    std::vector<char> buf(4096);
+    while (!writer_done || ok_reads == 0) {
+        size_t needed = 0;
+        trainrt_status st = trainrt_config_get_string(buf.data(), buf.size(), &needed, h.c,
+                                                      "train.out_dir");
+        if (st == TRAINRT_OK) {
+            ++ok_reads;
+            const std::string v(buf.data());
+            const std::string leaf = fs::path(v).filename().string();
+            if (leaf != a && leaf != b)
+                problems.push_back("torn value: " + v.substr(0, 80));
+        } else if (st == TRAINRT_ERR_BUSY) {
+            ++busy_reads;
+            if (!names(trainrt_last_error_message(), "trainrt_config_get_string"))
+                problems.push_back(std::string("BUSY without the function: ") +
+                                   trainrt_last_error_message());
+        } else {
+            problems.push_back("get_string: status " + std::to_string(st));
+        }
+        st = trainrt_config_dump(buf.data(), buf.size(), &needed, h.c);
+        if (st != TRAINRT_OK && st != TRAINRT_ERR_BUSY)
+            problems.push_back("dump: status " + std::to_string(st));
+        double lr = 0;
+        st = trainrt_config_get_double(&lr, h.c, "optim.lr");
+        if (st != TRAINRT_OK && st != TRAINRT_ERR_BUSY)
+            problems.push_back("get_double: status " + std::to_string(st));
+        trainrt_model_info info = TRAINRT_MODEL_INFO_INIT;
+        st = trainrt_config_model_info(&info, h.c);
+        if (st != TRAINRT_OK && st != TRAINRT_ERR_BUSY)
+            problems.push_back("model_info: status " + std::to_string(st));
+        if (problems.size() > 5) break;
+    }
+    writer.join();
+    EXPECT_EQ(bad_writer_status.load(), 0);
+    EXPECT_TRUE(problems.empty()) << problems.front();
+    EXPECT_GT(ok_reads, 0);
+    // Informative: how often the two threads met.
+    std::printf("[          ] %d reads ran, %d said BUSY\n", ok_reads, busy_reads);
+    // Alone again, every call runs.
+    size_t needed = 0;
+    EXPECT_EQ(trainrt_config_get_string(buf.data(), buf.size(), &needed, h.c, "train.out_dir"),
+              TRAINRT_OK);
+    EXPECT_EQ(fs::path(buf.data()).filename().string(), a) << "the last set wins";
 }
 
 TEST(CapiConfig, FailedSetLeavesConfigUnchanged) {
