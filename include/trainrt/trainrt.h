@@ -91,7 +91,9 @@ typedef void (*trainrt_log_fn)(int32_t level, const char* message, void* payload
 
 /* Process-wide default log sink, used by sessions that have none of their own: lines at
  * min_level and above go to fn. fn = NULL selects the built-in sink, which writes those lines
- * to stderr (initially min_level = TRAINRT_LOG_WARN). The library never writes to stdout. */
+ * to stderr (initially min_level = TRAINRT_LOG_WARN). The library never writes to stdout.
+ * min_level is TRAINRT_LOG_DEBUG..TRAINRT_LOG_ERROR, else TRAINRT_ERR_INVALID_ARGUMENT (here
+ * and in trainrt_config_set_log / trainrt_session_set_log). */
 TRAINRT_API trainrt_status trainrt_log_set_default(trainrt_log_fn fn, void* payload,
                                                    int32_t min_level);
 

@@ -36,6 +36,13 @@ inline void require(const void* ptr, const char* function, const char* argument)
         fail(Status::InvalidArgument, function, ": ", argument, " must not be NULL");
 }
 
+// Throws InvalidArgument unless level is one of TRAINRT_LOG_DEBUG..TRAINRT_LOG_ERROR.
+inline void require_log_level(int32_t level, const char* function) {
+    if (level < TRAINRT_LOG_DEBUG || level > TRAINRT_LOG_ERROR)
+        fail(Status::InvalidArgument, function, ": min_level = ", level, " is not a log level; "
+             "use TRAINRT_LOG_DEBUG (0), INFO (1), WARN (2) or ERROR (3)");
+}
+
 // Marks a handle in use for the scope; a second thread gets TRAINRT_ERR_BUSY.
 class BusyGuard {
 public:

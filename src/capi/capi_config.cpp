@@ -121,6 +121,7 @@ TRAINRT_API trainrt_status trainrt_config_set_log(trainrt_config* config, trainr
                                                   void* payload, int32_t min_level) {
     return guarded("trainrt_config_set_log", [&] {
         require(config, "trainrt_config_set_log", "config");
+        capi::require_log_level(min_level, "trainrt_config_set_log");
         capi::BusyGuard busy(config->busy, "trainrt_config_set_log");
         config->log_sink = LogSink{fn, payload, min_level};
         return TRAINRT_OK;

@@ -74,6 +74,7 @@ TRAINRT_API const char* trainrt_last_error_message(void) {
 TRAINRT_API trainrt_status trainrt_log_set_default(trainrt_log_fn fn, void* payload,
                                                    int32_t min_level) {
     return capi::guarded("trainrt_log_set_default", [&] {
+        capi::require_log_level(min_level, "trainrt_log_set_default");
         LogSink sink;
         sink.fn = fn;
         sink.payload = payload;

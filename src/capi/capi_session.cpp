@@ -81,6 +81,7 @@ TRAINRT_API trainrt_status trainrt_session_set_log(trainrt_session* session, tra
                                                    void* payload, int32_t min_level) {
     return guarded("trainrt_session_set_log", [&] {
         require(session, "trainrt_session_set_log", "session");
+        capi::require_log_level(min_level, "trainrt_session_set_log");
         capi::BusyGuard busy(session->busy, "trainrt_session_set_log");
         session->session->set_log_sink(LogSink{fn, payload, min_level});
         return TRAINRT_OK;

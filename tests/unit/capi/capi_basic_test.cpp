@@ -247,6 +247,26 @@ TEST(CapiLog, SetDefaultAcceptsCallbackAndNull) {
     EXPECT_EQ(trainrt_log_set_default(nullptr, nullptr, TRAINRT_LOG_WARN), TRAINRT_OK);
 }
 
+// Levels outside TRAINRT_LOG_DEBUG..TRAINRT_LOG_ERROR are refused by every sink setter (they
+// were accepted before: 99 silenced everything, -7 let everything through, undocumented).
+TEST(CapiLog, LevelsOutsideDebugToErrorAreRefused) {
+    auto fn = [](int32_t, const char*, void*) {};
+    ConfigHandle h;
+    ASSERT_EQ(trainrt_config_create(&h.c), TRAINRT_OK);
+    for (const int32_t bad : {-7, -1, 4, 99}) {
+        EXPECT_EQ(trainrt_log_set_default(fn, nullptr, bad), TRAINRT_ERR_INVALID_ARGUMENT) << bad;
+        EXPECT_TRUE(names(last_error(), "min_level")) << last_error();
+        EXPECT_EQ(trainrt_config_set_log(h.c, fn, nullptr, bad), TRAINRT_ERR_INVALID_ARGUMENT)
+            << bad;
+        EXPECT_TRUE(names(last_error(), "trainrt_config_set_log")) << last_error();
+    }
+    for (int32_t ok = TRAINRT_LOG_DEBUG; ok <= TRAINRT_LOG_ERROR; ++ok) {
+        EXPECT_EQ(trainrt_config_set_log(h.c, fn, nullptr, ok), TRAINRT_OK) << ok;
+        EXPECT_EQ(trainrt_log_set_default(nullptr, nullptr, ok), TRAINRT_OK) << ok;
+    }
+    EXPECT_EQ(trainrt_log_set_default(nullptr, nullptr, TRAINRT_LOG_WARN), TRAINRT_OK);
+}
+
 // ====================================================================== config: create
 
 TEST(CapiConfig, CreateGivesAllDefaults) {

@@ -1382,6 +1382,15 @@ TEST_F(CapiSession, SessionSetLogRedirectsTheSessionsLines) {
     EXPECT_NULL_ARG(trainrt_session_set_log(nullptr, LogCapture::fn, &from_session,
                                             TRAINRT_LOG_INFO),
                     "session");
+    // A level outside DEBUG..ERROR is refused, and the sink in place stays.
+    for (const int32_t bad : {-7, -1, 4, 99}) {
+        EXPECT_EQ(trainrt_session_set_log(s, nullptr, nullptr, bad), TRAINRT_ERR_INVALID_ARGUMENT)
+            << bad;
+        EXPECT_TRUE(names(last_error(), "min_level")) << last_error();
+    }
+    const size_t before = from_session.size();
+    ASSERT_EQ(trainrt_session_train(s, 1, nullptr, nullptr), TRAINRT_OK);
+    EXPECT_GT(from_session.size(), before) << "a refused set_log replaced the sink";
 }
 
 TEST_F(CapiSession, DefaultLogSinkIsUsedWithoutASessionSinkUntilRestored) {
