@@ -26,12 +26,20 @@
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "config/config.h"
 #include "core/quote.h"
 #include "core/error.h"
 
 namespace trt {
 namespace {
+
+// The largest config file read (from_file): far above any real config, small enough that a
+// wrong path (a data shard, a device) fails at once.
+constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 
 namespace fs = std::filesystem;
 
@@ -272,8 +280,12 @@ size_t edit_distance(std::string_view a, std::string_view b) {
     return d[a.size()][b.size()];
 }
 
-// The closest candidate within a small edit distance, or "".
+// The closest candidate within a small edit distance, or "". A word much longer than every
+// candidate is nowhere near one (and its quadratic edit distances would take seconds for a
+// megabyte-long key): no suggestion.
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
+    constexpr size_t kLongestWorthComparing = 128;  // every key path is far shorter
+    if (word.size() > kLongestWorthComparing) return {};
     std::string best;
     size_t best_d = std::numeric_limits<size_t>::max();
     const size_t limit = std::max<size_t>(1, std::min<size_t>(3, (word.size() + 1) / 3));
@@ -677,11 +689,19 @@ std::string value_text(const KeyDesc& d, const RunConfig& rc) {
     return "";
 }
 
+// A key as an error message shows it: whole when short, else its start and its length (a
+// megabyte-long key would otherwise become a megabyte-long message).
+std::string shown_key(const std::string& key) {
+    constexpr size_t kShown = 64;
+    if (key.size() <= 2 * kShown) return key;
+    return cat(key.substr(0, kShown), "... (", key.size(), " bytes)");
+}
+
 const KeyDesc& getter_key(const std::string& key) {
     const KeyDesc* d = find_key(key);
     if (!d) {
         const std::string near = nearest(key, all_paths());
-        fail(Status::Config, "unknown config key '", key, "'",
+        fail(Status::Config, "unknown config key '", shown_key(key), "'",
              near.empty() ? std::string(" (keys are dotted paths like \"optim.lr\"; see docs/CONFIG.md)")
                           : cat("; did you mean '", near, "'?"));
     }
@@ -703,16 +723,38 @@ std::string strip_trailing_slash(std::string s) {
 Config::Config() : impl_(std::make_unique<Impl>()) {}
 
 Config Config::from_file(const std::string& path) {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) fail(Status::Io, "cannot open config file '", path, "': ", std::strerror(errno));
+    // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) fail(Status::Io, "cannot open config file '", path, "': ", std::strerror(errno));
+    // Regular files only, and small ones: a device (/dev/zero, /dev/urandom) or a FIFO would
+    // be read without end, and a config is a few KiB.
+    struct stat st{};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const bool dir = S_ISDIR(st.st_mode);
+        ::close(fd);
+        fail(Status::Io, "config file '", path, "' is ", dir ? "a directory" : "not a regular file",
+             ": give the path of a TOML file");
+    }
     std::string text;
     char buf[65536];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    const bool failed = std::ferror(f);
-    const int err = errno;
-    std::fclose(f);
-    if (failed) fail(Status::Io, "cannot read config file '", path, "': ", std::strerror(err));
+    for (;;) {
+        const ssize_t r = ::read(fd, buf, sizeof buf);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            const int e = errno;
+            ::close(fd);
+            fail(Status::Io, "cannot read config file '", path, "': ", std::strerror(e));
+        }
+        if (r == 0) break;
+        if (text.size() + static_cast<size_t>(r) > kMaxConfigBytes) {
+            ::close(fd);
+            fail(Status::Config, "config file '", path, "' is larger than ", kMaxConfigBytes,
+                 " bytes (", kMaxConfigBytes / 1024 / 1024,
+                 " MiB): is it really a run config? A config is a TOML file of a few KiB");
+        }
+        text.append(buf, static_cast<size_t>(r));
+    }
+    ::close(fd);
 
     std::error_code ec;
     fs::path abs = fs::absolute(fs::path(path), ec);
@@ -746,7 +788,7 @@ void Config::set(const std::string& key, const std::string& toml_value) {
     const KeyDesc* d = find_key(key);
     if (!d) {
         const std::string near = nearest(key, all_paths());
-        fail(Status::Config, "cannot set '", key, "': unknown config key",
+        fail(Status::Config, "cannot set '", shown_key(key), "': unknown config key",
              near.empty() ? std::string(" (keys are dotted paths like \"optim.lr\"; see docs/CONFIG.md)")
                           : cat("; did you mean '", near, "'?"));
     }

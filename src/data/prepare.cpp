@@ -25,13 +25,20 @@ namespace {
 #error "token shards are little-endian; a big-endian host would need byte swapping"
 #endif
 
+// The most text one prepare reads: one token per byte, and a shard holds < 2^31 tokens.
+constexpr size_t kMaxTextBytes = static_cast<size_t>(std::numeric_limits<int32_t>::max());
+
 std::vector<unsigned char> read_file(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) fail(Status::Io, "cannot open text file '", path, "': ", std::strerror(errno));
+    // Regular files only: a device (/dev/zero) or a FIFO would be read without end.
     struct stat st{};
-    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const bool dir = S_ISDIR(st.st_mode);
         ::close(fd);
-        fail(Status::Io, "text file '", path, "' is a directory");
+        fail(Status::Io, "text file '", path, "' is ",
+             dir ? "a directory" : "not a regular file (a device, FIFO or socket)");
     }
     std::vector<unsigned char> bytes;
     unsigned char buf[1 << 16];
@@ -44,6 +51,12 @@ std::vector<unsigned char> read_file(const std::string& path) {
             fail(Status::Io, "cannot read text file '", path, "': ", std::strerror(e));
         }
         if (r == 0) break;
+        // A shard holds fewer than 2^31 tokens: stop reading a file that grows past that.
+        if (bytes.size() + static_cast<size_t>(r) > kMaxTextBytes) {
+            ::close(fd);
+            fail(Status::InvalidArgument, "prepare: text file '", path, "' has more than ",
+                 kMaxTextBytes, " bytes; a shard holds fewer than 2^31 tokens");
+        }
         bytes.insert(bytes.end(), buf, buf + r);
     }
     ::close(fd);

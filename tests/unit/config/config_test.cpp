@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -392,7 +396,38 @@ TEST(ConfigIo, DirectoryIsIoError) {
     const fs::path dir = test_dir();
     const std::string msg = error_of([&] { Config::from_file(dir.string()); }, Status::Io);
     EXPECT_THAT(msg, HasSubstr(dir.string()));
-    EXPECT_THAT(msg, HasSubstr("Is a directory"));
+    EXPECT_THAT(msg, HasSubstr("is a directory"));
+}
+
+// A device or a FIFO is never read (/dev/zero and /dev/urandom would be read without end, a
+// FIFO would block the open): refused before reading, naming the path.
+TEST(ConfigIo, DevicesAndFifosAreNotRead) {
+    for (const char* dev : {"/dev/zero", "/dev/urandom", "/dev/null"}) {
+        if (!fs::exists(dev)) continue;
+        const std::string msg = error_of([&] { Config::from_file(dev); }, Status::Io);
+        EXPECT_THAT(msg, HasSubstr(dev));
+        EXPECT_THAT(msg, HasSubstr("not a regular file"));
+    }
+    const fs::path fifo = test_dir() / "config.fifo";
+    fs::remove(fifo);
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+    const std::string msg = error_of([&] { Config::from_file(fifo.string()); }, Status::Io);
+    EXPECT_THAT(msg, HasSubstr("not a regular file"));
+    fs::remove(fifo);
+}
+
+TEST(ConfigIo, FilesOverOneMiBAreRefused) {
+    const fs::path big = test_dir() / "big.toml";
+    {
+        std::ofstream f(big);
+        const std::string line = "# " + std::string(1022, 'x') + "\n";  // 1 KiB of comment
+        for (int i = 0; i < 1025; ++i) f << line;
+    }
+    const std::string msg = error_of([&] { Config::from_file(big.string()); }, Status::Config);
+    EXPECT_THAT(msg, HasSubstr(big.string()));
+    EXPECT_THAT(msg, HasSubstr("larger than 1048576 bytes"));
+    fs::resize_file(big, 1000);  // a comment-only file under the limit is a valid config
+    EXPECT_NO_THROW(Config::from_file(big.string()));
 }
 
 // ------------------------------------------------------------------ getters

@@ -1,6 +1,8 @@
 // prepare_bytes: byte tokenization, split and atomic writes.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -133,6 +135,22 @@ TEST(Prepare, MissingAndEmptyInput) {
     expect_error([&] { trt::prepare_bytes(dir + "/empty.txt", dir + "/out", 0.1); },
                  Status::InvalidArgument, "empty");
     expect_error([&] { trt::prepare_bytes(dir, dir + "/out", 0.1); }, Status::Io, "directory");
+}
+
+// Devices and FIFOs are refused before reading: /dev/zero would be read without end, and a
+// FIFO's open would wait for a writer.
+TEST(Prepare, DevicesAndFifosAreNotRead) {
+    const std::string dir = fresh_dir();
+    for (const char* dev : {"/dev/zero", "/dev/urandom"}) {
+        if (!fs::exists(dev)) continue;
+        expect_error([&] { trt::prepare_bytes(dev, dir + "/out", 0.1); }, Status::Io,
+                     "not a regular file");
+    }
+    const std::string fifo = dir + "/text.fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+    expect_error([&] { trt::prepare_bytes(fifo, dir + "/out", 0.1); }, Status::Io,
+                 "not a regular file");
+    EXPECT_FALSE(fs::exists(dir + "/out/train.bin"));
 }
 
 TEST(Prepare, OutputPathIsAFile) {
