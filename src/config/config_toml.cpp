@@ -26,13 +26,10 @@
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "config/config.h"
 #include "core/quote.h"
 #include "core/error.h"
+#include "io/fs_util.h"
 
 namespace trt {
 namespace {
@@ -723,38 +720,15 @@ std::string strip_trailing_slash(std::string s) {
 Config::Config() : impl_(std::make_unique<Impl>()) {}
 
 Config Config::from_file(const std::string& path) {
-    // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) fail(Status::Io, "cannot open config file '", path, "': ", std::strerror(errno));
-    // Regular files only, and small ones: a device (/dev/zero, /dev/urandom) or a FIFO would
-    // be read without end, and a config is a few KiB.
-    struct stat st{};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        const bool dir = S_ISDIR(st.st_mode);
-        ::close(fd);
-        fail(Status::Io, "config file '", path, "' is ", dir ? "a directory" : "not a regular file",
-             ": give the path of a TOML file");
-    }
     std::string text;
-    char buf[65536];
-    for (;;) {
-        const ssize_t r = ::read(fd, buf, sizeof buf);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            const int e = errno;
-            ::close(fd);
-            fail(Status::Io, "cannot read config file '", path, "': ", std::strerror(e));
-        }
-        if (r == 0) break;
-        if (text.size() + static_cast<size_t>(r) > kMaxConfigBytes) {
-            ::close(fd);
-            fail(Status::Config, "config file '", path, "' is larger than ", kMaxConfigBytes,
-                 " bytes (", kMaxConfigBytes / 1024 / 1024,
-                 " MiB): is it really a run config? A config is a TOML file of a few KiB");
-        }
-        text.append(buf, static_cast<size_t>(r));
+    try {
+        text = read_small_file(path, kMaxConfigBytes);
+    } catch (const Error& e) {
+        if (e.status() != Status::Format) throw;  // Io: missing, unreadable, not a regular file
+        fail(Status::Config, "config file '", path, "' is larger than ", kMaxConfigBytes,
+             " bytes (", kMaxConfigBytes / 1024 / 1024,
+             " MiB): is it really a run config? A config is a TOML file of a few KiB");
     }
-    ::close(fd);
 
     std::error_code ec;
     fs::path abs = fs::absolute(fs::path(path), ec);

@@ -1,14 +1,8 @@
 // prepare: byte-level tokenization into llm.c shards, written atomically.
 #include "data/prepare.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <system_error>
@@ -28,39 +22,15 @@ namespace {
 // The most text one prepare reads: one token per byte, and a shard holds < 2^31 tokens.
 constexpr size_t kMaxTextBytes = static_cast<size_t>(std::numeric_limits<int32_t>::max());
 
-std::vector<unsigned char> read_file(const std::string& path) {
-    // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) fail(Status::Io, "cannot open text file '", path, "': ", std::strerror(errno));
-    // Regular files only: a device (/dev/zero) or a FIFO would be read without end.
-    struct stat st{};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        const bool dir = S_ISDIR(st.st_mode);
-        ::close(fd);
-        fail(Status::Io, "text file '", path, "' is ",
-             dir ? "a directory" : "not a regular file (a device, FIFO or socket)");
+// The text file's bytes; read_small_file refuses devices and FIFOs before reading.
+std::string read_text(const std::string& path) {
+    try {
+        return read_small_file(path, kMaxTextBytes);
+    } catch (const Error& e) {
+        if (e.status() != Status::Format) throw;
+        fail(Status::InvalidArgument, "prepare: text file '", path, "' has more than ",
+             kMaxTextBytes, " bytes; a shard holds fewer than 2^31 tokens");
     }
-    std::vector<unsigned char> bytes;
-    unsigned char buf[1 << 16];
-    for (;;) {
-        const ssize_t r = ::read(fd, buf, sizeof buf);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            const int e = errno;
-            ::close(fd);
-            fail(Status::Io, "cannot read text file '", path, "': ", std::strerror(e));
-        }
-        if (r == 0) break;
-        // A shard holds fewer than 2^31 tokens: stop reading a file that grows past that.
-        if (bytes.size() + static_cast<size_t>(r) > kMaxTextBytes) {
-            ::close(fd);
-            fail(Status::InvalidArgument, "prepare: text file '", path, "' has more than ",
-                 kMaxTextBytes, " bytes; a shard holds fewer than 2^31 tokens");
-        }
-        bytes.insert(bytes.end(), buf, buf + r);
-    }
-    ::close(fd);
-    return bytes;
 }
 
 }  // namespace
@@ -110,8 +80,9 @@ PrepareResult prepare_bytes(const std::string& text_path, const std::string& out
     if (!(val_fraction >= 0.0 && val_fraction < 1.0))  // also rejects NaN
         fail(Status::InvalidArgument, "prepare: val_fraction must be in [0, 1), got ",
              val_fraction);
-    const std::vector<unsigned char> bytes = read_file(text_path);
-    const int64_t n = static_cast<int64_t>(bytes.size());
+    const std::string text = read_text(text_path);
+    const unsigned char* bytes = reinterpret_cast<const unsigned char*>(text.data());
+    const int64_t n = static_cast<int64_t>(text.size());
     if (n == 0) fail(Status::InvalidArgument, "prepare: text file '", text_path, "' is empty");
     if (n > std::numeric_limits<int32_t>::max())
         fail(Status::InvalidArgument, "prepare: text file '", text_path, "' has ", n,
@@ -135,7 +106,7 @@ PrepareResult prepare_bytes(const std::string& text_path, const std::string& out
         fail(Status::Io, "prepare: output path '", out_dir, "' is not a directory");
 
     // Each byte is one token id in [0, 256).
-    const std::vector<uint32_t> tokens(bytes.begin(), bytes.end());
+    const std::vector<uint32_t> tokens(bytes, bytes + n);  // unsigned: bytes 128..255 stay positive
     const std::filesystem::path dir(out_dir);
     write_shard((dir / "train.bin").string(), tokens.data(), n_train, 2);
     // With val_fraction 0 an empty val.bin is still written, so a stale one cannot linger.

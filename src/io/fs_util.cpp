@@ -131,12 +131,16 @@ void write_file_atomic(const std::string& path, std::string_view content) {
 }
 
 std::string read_small_file(const std::string& path, size_t max_bytes) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) fail(Status::Io, "cannot open '", path, "': ", errno_text(errno));
+    // Regular files only: a device (/dev/zero) or a FIFO would be read without end.
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const bool dir = S_ISDIR(st.st_mode);
         ::close(fd);
-        fail(Status::Io, "cannot read '", path, "': not a regular file");
+        fail(Status::Io, "cannot read '", path, "': ",
+             dir ? "it is a directory" : "not a regular file (a device, FIFO or socket)");
     }
     if (static_cast<uint64_t>(st.st_size) > max_bytes) {
         ::close(fd);

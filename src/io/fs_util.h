@@ -51,7 +51,8 @@ private:
 // A small file (JSON, a pointer, a manifest) replaced atomically with `content`.
 void write_file_atomic(const std::string& path, std::string_view content);
 
-// Reads a whole regular file; Error(Io) if unreadable, Error(Format) if larger than max_bytes
+// Reads a whole regular file; Error(Io) if unreadable or not a regular file (a FIFO is refused,
+// never waited on), Error(Format) if larger than max_bytes
 // (the bound keeps a hostile or wrong path from being slurped into memory).
 std::string read_small_file(const std::string& path, size_t max_bytes);
 

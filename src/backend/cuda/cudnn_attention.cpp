@@ -395,24 +395,24 @@ size_t CudnnAttention::scratch_floats(int B, int T, int C, int NH) {
     return align_up(sizes_of(B, T, C, NH).rows) / sizeof(float);
 }
 
-// Upper bounds: plan_for picks the bucket only when its sizes fit the budget, else the exact
-// shape, whose sizes are no larger.
-size_t CudnnAttention::call_saved_floats(int B, int T, int C, int NH) const {
-    const AttnShape call{B, T, C, NH};
+// The shape whose buffers bound a call's: plan_for picks the bucket only when its sizes fit
+// the budget, else the exact shape, whose sizes are no larger.
+AttnShape CudnnAttention::sizing_shape(const AttnShape& call) const {
     const AttnShape b = bucketed(call);
-    if (!cache_.reserved(call) && saved_floats(b.B, b.T, C, NH) <= budget_saved_ &&
-        scratch_floats(b.B, b.T, C, NH) <= budget_scratch_)
-        return saved_floats(b.B, b.T, C, NH);
-    return saved_floats(B, T, C, NH);
+    if (!cache_.reserved(call) && saved_floats(b.B, b.T, b.C, b.NH) <= budget_saved_ &&
+        scratch_floats(b.B, b.T, b.C, b.NH) <= budget_scratch_)
+        return b;
+    return call;
+}
+
+size_t CudnnAttention::call_saved_floats(int B, int T, int C, int NH) const {
+    const AttnShape s = sizing_shape(AttnShape{B, T, C, NH});
+    return saved_floats(s.B, s.T, s.C, s.NH);
 }
 
 size_t CudnnAttention::call_scratch_floats(int B, int T, int C, int NH) const {
-    const AttnShape call{B, T, C, NH};
-    const AttnShape b = bucketed(call);
-    if (!cache_.reserved(call) && saved_floats(b.B, b.T, C, NH) <= budget_saved_ &&
-        scratch_floats(b.B, b.T, C, NH) <= budget_scratch_)
-        return scratch_floats(b.B, b.T, C, NH);
-    return scratch_floats(B, T, C, NH);
+    const AttnShape s = sizing_shape(AttnShape{B, T, C, NH});
+    return scratch_floats(s.B, s.T, s.C, s.NH);
 }
 
 CudnnAttention::ShapePlans& CudnnAttention::plans_for(const CudaCtx& ctx, int B, int T, int C,

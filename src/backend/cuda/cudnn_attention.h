@@ -127,6 +127,8 @@ private:
     std::unique_ptr<ShapePlans> build(const CudaCtx& ctx, const AttnShape& s,
                                       size_t scratch_limit, std::string* why);
     AttnShape plan_for(const CudaCtx& ctx, const AttnShape& call) const;
+    // The shape whose saved/scratch sizes bound a call's (call_saved/scratch_floats).
+    AttnShape sizing_shape(const AttnShape& call) const;
     ShapePlans& plans_for(const CudaCtx& ctx, int B, int T, int C, int NH, const char* who);
 
     const CudnnApi& api_;
