@@ -239,7 +239,8 @@ TRAINRT_API trainrt_status trainrt_session_step_tokens(trainrt_step_result* out,
 TRAINRT_API trainrt_status trainrt_session_sync(trainrt_step_result* out,
                                                 trainrt_session* session);
 /* Mean loss over train.eval_batches sequential windows from the start of data.val
- * (a fresh cursor each call). TRAINRT_ERR_CONFIG when no val data is configured. */
+ * (a fresh cursor each call). TRAINRT_ERR_CONFIG when no val data is configured;
+ * TRAINRT_ERR_CANCELLED when trainrt_session_request_stop interrupted it. */
 TRAINRT_API trainrt_status trainrt_session_eval(double* out_loss, trainrt_session* session);
 /* Loss of the current model on host tokens, no update: rows of (seq_len + 1) ids as in
  * step_tokens, 1 <= rows <= batch_size, 1 <= seq_len <= train.seq_len. out_loss (may be
@@ -249,7 +250,8 @@ TRAINRT_API trainrt_status trainrt_session_forward(double* out_loss, float* logi
                                                    size_t logits_cap, trainrt_session* session,
                                                    const int32_t* tokens, int64_t rows,
                                                    int64_t seq_len);
-/* Run the training loop: n_steps more steps (n_steps <= 0: until train.steps), with the
+/* Run the training loop: n_steps more steps (n_steps <= 0: until train.steps; more than
+ * 2^40 count as 2^40, so INT64_MAX means "until stopped"), with the
  * config's log / eval cadence, appending to <train.out_dir>/metrics.jsonl when out_dir is
  * set, calling callback (may be NULL) at each logged step and eval. Returns TRAINRT_OK,
  * or TRAINRT_STOPPED when request_stop or the callback ended it early (the step in flight
@@ -258,7 +260,9 @@ TRAINRT_API trainrt_status trainrt_session_train(trainrt_session* session, int64
                                                  trainrt_progress_fn callback, void* payload);
 /* Ask a running train() to stop after its current step. Safe from any thread (and from a
  * signal handler). A request made while no train() runs stops the next one at once; one
- * that arrives during the last step of a train() that then completes is discarded. */
+ * that arrives during the last step of a train() that then completes is discarded. It also
+ * interrupts a running eval between batches: trainrt_session_eval then returns
+ * TRAINRT_ERR_CANCELLED, and a train() whose eval it interrupted returns TRAINRT_STOPPED. */
 TRAINRT_API trainrt_status trainrt_session_request_stop(trainrt_session* session);
 TRAINRT_API trainrt_status trainrt_session_metrics(trainrt_metrics* out,
                                                    trainrt_session* session);

@@ -20,12 +20,7 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
             capi::BusyGuard busy(config->busy, "trainrt_config_model_info");
             r = config->config.run();
         }
-        GptShape shape;
-        shape.V = static_cast<int>(r.model.vocab_size);
-        shape.maxT = static_cast<int>(r.model.context_length);
-        shape.L = static_cast<int>(r.model.n_layer);
-        shape.NH = static_cast<int>(r.model.n_head);
-        shape.C = static_cast<int>(r.model.d_model);
+        const GptShape shape = gpt_shape(r.model);
         // The CPU backend sizes the attention buffers (the only backend in this build).
         const auto backend = make_cpu_backend(static_cast<int>(r.runtime.threads));
         const ModelInfo m = model_info(shape, static_cast<int>(r.train.batch_size),

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "checkpoint/checkpoint_internal.h"
+#include "config/size_limits.h"
 #include "core/error.h"
 #include "io/fs_util.h"
 #include "io/json_min.h"
@@ -104,7 +105,12 @@ CheckpointState read_state_file(const std::string& dir) {
              "; upgrade libtrainrt");
 
     st.step = r.count(root, "step", "step");
+    // Step arithmetic (step + 1, step + n) must not overflow: the bound train.steps has.
+    if (st.step > limits::kMaxSteps)
+        r.bad("step", cat("must be at most ", limits::kMaxSteps, " (the largest train.steps)"));
     st.tokens_total = r.count(root, "tokens_total", "tokens_total");
+    if (st.tokens_total > (int64_t{1} << 62))
+        r.bad("tokens_total", "must be at most 2^62");
     const json::Value& cur = r.get(root, "sampler_cursor", "sampler_cursor");
     if (!cur.is_object()) r.bad("sampler_cursor", cat("must be an object, got a ", cur.kind_name()));
     r.no_duplicates(cur, "sampler_cursor");
@@ -193,6 +199,9 @@ void write_checkpoint(const std::string& dir_arg, const ParamTable& table, const
     if (state.step < 0 || state.tokens_total < 0 || state.cursor_shard < 0 || state.cursor_pos < 0)
         fail(Status::InvalidArgument, "write_checkpoint '", dir,
              "': step, tokens_total and the sampler cursor must be non-negative");
+    if (state.step > limits::kMaxSteps || state.tokens_total > (int64_t{1} << 62))
+        fail(Status::InvalidArgument, "write_checkpoint '", dir, "': step ", state.step,
+             " or tokens_total ", state.tokens_total, " is beyond what a reader accepts");
     if (!(std::isfinite(state.loss_scale) && state.loss_scale > 0))
         fail(Status::InvalidArgument, "write_checkpoint '", dir, "': loss_scale ",
              state.loss_scale, " is not a positive finite number");

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/size_limits.h"
 #include "core/quote.h"
 #include "core/error.h"
 #include "io/fs_util.h"
@@ -138,11 +139,11 @@ KeyDesc betas_key(const char* s, const char* n, double& (*f1)(RunConfig&),
 // The order here is the order of dump() and of docs/CONFIG.md.
 const std::vector<KeyDesc>& keys() {
     static const std::vector<KeyDesc> table = {
-        TRT_INT(model, vocab_size, 1, 2147483647),
-        TRT_INT(model, context_length, 1),
-        TRT_INT(model, n_layer, 1),
-        TRT_INT(model, n_head, 1),
-        TRT_INT(model, d_model, 1),  // + divisible by n_head (cross-key)
+        TRT_INT(model, vocab_size, 1, limits::kMaxVocab),
+        TRT_INT(model, context_length, 1, limits::kMaxContext),
+        TRT_INT(model, n_layer, 1, limits::kMaxLayers),
+        TRT_INT(model, n_head, 1, limits::kMaxHeads),
+        TRT_INT(model, d_model, 1, limits::kMaxWidth),  // + divisible by n_head (cross-key)
         TRT_PATH(model, init_from),
         TRT_SEED(model, seed),
 
@@ -152,14 +153,14 @@ const std::vector<KeyDesc>& keys() {
         TRT_SEED(data, seed),
         TRT_ENUM(data, placement, Placement),
 
-        TRT_INT(train, batch_size, 1),
-        TRT_INT(train, seq_len, 1),  // + <= model.context_length (cross-key)
-        TRT_INT(train, grad_accum, 1),
-        TRT_INT(train, steps, 1),
-        TRT_INT(train, eval_every, 0),
-        TRT_INT(train, eval_batches, 1),
-        TRT_INT(train, checkpoint_every, 0),
-        TRT_INT(train, keep_last, 0),
+        TRT_INT(train, batch_size, 1, limits::kMaxBatch),
+        TRT_INT(train, seq_len, 1, limits::kMaxContext),  // + <= model.context_length (cross-key)
+        TRT_INT(train, grad_accum, 1, limits::kMaxGradAccum),
+        TRT_INT(train, steps, 1, limits::kMaxSteps),
+        TRT_INT(train, eval_every, 0, limits::kMaxSteps),
+        TRT_INT(train, eval_batches, 1, limits::kMaxSteps),
+        TRT_INT(train, checkpoint_every, 0, limits::kMaxSteps),
+        TRT_INT(train, keep_last, 0, limits::kMaxKeepLast),
         TRT_PATH(train, out_dir),
 
         TRT_FLOAT(optim, lr, 0.0, true),
@@ -169,14 +170,14 @@ const std::vector<KeyDesc>& keys() {
         TRT_FLOAT(optim, weight_decay, 0.0, false),
         TRT_FLOAT(optim, grad_clip, 0.0, false),
         TRT_ENUM(optim, schedule, Schedule),
-        TRT_INT(optim, warmup_steps, 0),
+        TRT_INT(optim, warmup_steps, 0, limits::kMaxSteps),
         TRT_FLOAT(optim, min_lr, 0.0, false),  // + <= optim.lr (cross-key)
 
         TRT_ENUM(runtime, device, DeviceKind),
         TRT_ENUM(runtime, precision, Precision),
-        TRT_INT(runtime, threads, 0),
-        TRT_INT(runtime, log_every, 1),
-        TRT_INT(runtime, max_inflight, 1),
+        TRT_INT(runtime, threads, 0, limits::kMaxThreads),
+        TRT_INT(runtime, log_every, 1, limits::kMaxSteps),
+        TRT_INT(runtime, max_inflight, 1, limits::kMaxInflight),
         TRT_FLOAT(runtime, peak_tflops, 0.0, false),
 
         TRT_BOOL(accel, fused_adamw),
@@ -661,6 +662,11 @@ struct Config::Impl {
                          cat("optim.min_lr: ", fmt_double(r.optim.min_lr),
                              " is above optim.lr (", fmt_double(r.optim.lr),
                              "); expected 0 <= optim.min_lr <= optim.lr"));
+        // Sizes formed from several keys (rows per micro-batch, memory): only once each key
+        // is in its own range, so the products below are of bounded numbers.
+        problems.throw_if_any();
+        if (const std::string size = limits::size_problem(r); !size.empty())
+            problems.add(where("train.batch_size", "model.d_model"), size);
         problems.throw_if_any();
 
         for (const KeyDesc& d : keys())

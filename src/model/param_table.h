@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "config/run_config.h"
+
 namespace trt {
 
 struct GptShape {
@@ -16,6 +18,18 @@ struct GptShape {
     int NH = 0;    // n_head
     int C = 0;     // d_model
 };
+
+// The model section's shape. The config's bounds (config/size_limits.h) keep every field an
+// int and every product of them addressable.
+inline GptShape gpt_shape(const ModelConfig& m) {
+    GptShape s;
+    s.V = static_cast<int>(m.vocab_size);
+    s.maxT = static_cast<int>(m.context_length);
+    s.L = static_cast<int>(m.n_layer);
+    s.NH = static_cast<int>(m.n_head);
+    s.C = static_cast<int>(m.d_model);
+    return s;
+}
 
 struct ParamTensor {
     std::string name;            // Hugging Face GPT-2 name, e.g. "h.0.attn.c_attn.weight"

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "backend/backend_factory.h"
+#include "config/size_limits.h"
 #include "core/version.h"
 #include "io/fs_util.h"
 #include "model/gpt_weights.h"
@@ -52,6 +53,7 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
                   selected.fallback_reason, ")");
     max_inflight_ = std::clamp<int64_t>(run_.runtime.max_inflight, 1, Backend::kScalarSlots);
 
+    // Config bounds (config/size_limits.h): B, T and B * T fit an int.
     const int B = static_cast<int>(tr.batch_size), T = static_cast<int>(tr.seq_len);
     if (!run_.data.train.empty()) {
         train_data_ = open_split(run_.data.train, "data.train", mc.vocab_size);
@@ -74,13 +76,7 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
                  "train.seq_len, or use more validation data");
     }
 
-    GptShape shape;
-    shape.V = static_cast<int>(mc.vocab_size);
-    shape.maxT = static_cast<int>(mc.context_length);
-    shape.L = static_cast<int>(mc.n_layer);
-    shape.NH = static_cast<int>(mc.n_head);
-    shape.C = static_cast<int>(mc.d_model);
-    model_ = std::make_unique<Gpt>(*backend_, shape, B, T);
+    model_ = std::make_unique<Gpt>(*backend_, gpt_shape(mc), B, T);
     std::vector<float> host(model_->table().total());
     if (mc.init_from.empty())
         init_gpt2_random(model_->table(), mc.seed, host.data());
@@ -495,6 +491,11 @@ double Session::eval() {
     SequentialCursor cursor;  // every eval reads the same windows
     double sum = 0.0;
     for (int64_t i = 0; i < run_.train.eval_batches; ++i) {
+        // request_stop interrupts an eval between batches (train.eval_batches may be huge);
+        // the request is used up here, and train() turns the error into a stop.
+        if (stop_requested_.exchange(false))
+            fail(Status::Cancelled, "eval: stopped on request after ", i, " of ",
+                 run_.train.eval_batches, " batches (train.eval_batches); no loss");
         sample_sequential(*val_data_, cursor, B, T, rows_.data());
         backend_->load_rows(model_->inputs_buffer(), model_->targets_buffer(), rows_.data(), B, T);
         run_eval_forward();
@@ -549,7 +550,9 @@ double Session::recent_tokens_per_s() const {
 
 TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
     const int64_t total = run_.train.steps;
-    const int64_t target = n_steps > 0 ? step_ + n_steps : total;
+    // step_ <= limits::kMaxSteps (config and checkpoint bounds), so this cannot overflow;
+    // more than kMaxSteps at once (INT64_MAX = "until stopped") counts as kMaxSteps.
+    const int64_t target = n_steps > 0 ? step_ + std::min(n_steps, limits::kMaxSteps) : total;
     std::unique_ptr<MetricsLog> metrics;
     if (!run_.train.out_dir.empty()) metrics = std::make_unique<MetricsLog>(run_.train.out_dir);
     const double t_start = now_ms();
@@ -620,7 +623,15 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
         if (last || eval_now || checkpoint_now) sync();
         bool go_on = report_completed();
         if (eval_now) {
-            const double val = eval();
+            double val = 0.0;
+            try {
+                val = eval();
+            } catch (const Error& e) {
+                if (e.status() != Status::Cancelled) throw;
+                report_completed();
+                log_.info("train: stopped on request during the eval after step ", step_);
+                return TrainOutcome::Stopped;
+            }
             if (metrics) metrics->write_val(step_, val);
             go_on = progress(TRAINRT_PROGRESS_EVAL, last_, val) && go_on;
         }

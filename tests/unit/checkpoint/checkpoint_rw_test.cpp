@@ -59,7 +59,8 @@ TEST(CheckpointRw, ExtremeStateValuesRoundTrip) {
     int n = 0;
     for (double scale : {1.0, 65536.0, 1.0 / 3.0, 5e-324, std::numeric_limits<double>::max()}) {
         CheckpointState s;
-        s.step = std::numeric_limits<int64_t>::max();
+        s.step = int64_t{1} << 40;  // the largest train.steps
+        s.tokens_total = int64_t{1} << 62;
         s.loss_scale = scale;
         s.config_toml = std::string("a\0b\x01\x7f", 5);  // control characters are escaped
         const std::string dir = root + "/c" + std::to_string(n++);
@@ -204,6 +205,10 @@ TEST(CheckpointRw, MalformedStateJsonNamesTheKey) {
         {"\"format_version\": 1", "\"format_version\": 1.0", "key \"format_version\" must be a positive integer"},
         {"\"step\": 1234,", "\"step\": 1234, \"step\": 1,", "key \"step\" appears twice"},
         {"{", "[", "state.json: invalid JSON"},
+        // step + 1 must not overflow on resume (issue 15: a state.json with step = INT64_MAX).
+        {"\"step\": 1234", "\"step\": 9223372036854775807", "key \"step\" must be at most 1099511627776"},
+        {"\"step\": 1234", "\"step\": 1099511627777", "key \"step\" must be at most"},
+        {"\"tokens_total\": 1099511627779", "\"tokens_total\": 9223372036854775807", "key \"tokens_total\" must be at most 2^62"},
     };
     for (const auto& c : cases) {
         spit(dir + "/state.json", orig);

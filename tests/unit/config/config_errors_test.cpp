@@ -112,13 +112,20 @@ TEST_P(ValidationRule, ThroughSetNamesKey) {
 }
 
 const Rule kRules[] = {
-    {"VocabSizeZero", "model", "vocab_size", "0", "expected an integer in [1, 2147483647]"},
-    {"VocabSizeTooBig", "model", "vocab_size", "2147483648", "expected an integer in [1, 2147483647]"},
-    {"ContextLengthZero", "model", "context_length", "0", "expected an integer >= 1"},
-    {"NLayerZero", "model", "n_layer", "0", "expected an integer >= 1"},
-    {"NHeadZero", "model", "n_head", "0", "expected an integer >= 1"},
-    {"DModelZero", "model", "d_model", "0", "expected an integer >= 1"},
-    {"DModelNegative", "model", "d_model", "-128", "expected an integer >= 1"},
+    {"VocabSizeZero", "model", "vocab_size", "0", "expected an integer in [1, 2147483520]"},
+    {"VocabSizeTooBig", "model", "vocab_size", "2147483648", "expected an integer in [1, 2147483520]"},
+    // 2^31 - 1 was the documented maximum once; padded to 128 it overflowed an int.
+    {"VocabSizeIntMax", "model", "vocab_size", "2147483647", "expected an integer in [1, 2147483520]"},
+    {"ContextLengthZero", "model", "context_length", "0", "expected an integer in [1, 16777216]"},
+    {"ContextLength2To32", "model", "context_length", "4294967296", "expected an integer in [1, 16777216]"},
+    {"ContextLength2To40", "model", "context_length", "1099511627776", "expected an integer in [1, 16777216]"},
+    {"NLayerZero", "model", "n_layer", "0", "expected an integer in [1, 16384]"},
+    {"NLayer2To32Plus1", "model", "n_layer", "4294967297", "expected an integer in [1, 16384]"},
+    {"NLayerIntMax", "model", "n_layer", "2147483647", "expected an integer in [1, 16384]"},
+    {"NHeadZero", "model", "n_head", "0", "expected an integer in [1, 65536]"},
+    {"DModelZero", "model", "d_model", "0", "expected an integer in [1, 1048576]"},
+    {"DModelNegative", "model", "d_model", "-128", "expected an integer in [1, 1048576]"},
+    {"DModel2To32Plus4", "model", "d_model", "4294967300", "expected an integer in [1, 1048576]"},
     {"ModelSeedNegative", "model", "seed", "-1", "expected a non-negative integer"},
     {"ModelSeedFloat", "model", "seed", "1.5", "expected a non-negative integer"},
     {"InitFromNotString", "model", "init_from", "false", "expected a string"},
@@ -128,15 +135,20 @@ const Rule kRules[] = {
     {"SamplerNotString", "data", "sampler", "1", "\"random\", \"sequential\""},
     {"DataSeedNegative", "data", "seed", "-5", "expected a non-negative integer"},
     {"PlacementUnknown", "data", "placement", "\"pinned\"", "\"auto\", \"device\", \"host\""},
-    {"BatchSizeZero", "train", "batch_size", "0", "expected an integer >= 1"},
-    {"BatchSizeFloat", "train", "batch_size", "8.0", "expected an integer >= 1"},
+    {"BatchSizeZero", "train", "batch_size", "0", "expected an integer in [1, 16777216]"},
+    {"BatchSizeFloat", "train", "batch_size", "8.0", "expected an integer in [1, 16777216]"},
+    {"BatchSize2To32Plus1", "train", "batch_size", "4294967297", "expected an integer in [1, 16777216]"},
     {"BatchSizeString", "train", "batch_size", "\"8\"", "got a string"},
-    {"SeqLenZero", "train", "seq_len", "0", "expected an integer >= 1"},
-    {"GradAccumZero", "train", "grad_accum", "0", "expected an integer >= 1"},
-    {"StepsZero", "train", "steps", "0", "expected an integer >= 1"},
-    {"EvalEveryNegative", "train", "eval_every", "-1", "expected an integer >= 0"},
-    {"EvalBatchesZero", "train", "eval_batches", "0", "expected an integer >= 1"},
-    {"CheckpointEveryNegative", "train", "checkpoint_every", "-10", "expected an integer >= 0"},
+    {"SeqLenZero", "train", "seq_len", "0", "expected an integer in [1, 16777216]"},
+    {"GradAccumZero", "train", "grad_accum", "0", "expected an integer in [1, 1048576]"},
+    {"GradAccum2To62", "train", "grad_accum", "4611686018427387904", "expected an integer in [1, 1048576]"},
+    {"StepsZero", "train", "steps", "0", "expected an integer in [1, 1099511627776]"},
+    {"StepsInt64Max", "train", "steps", "9223372036854775807", "expected an integer in [1, 1099511627776]"},
+    {"EvalEveryNegative", "train", "eval_every", "-1", "expected an integer in [0, 1099511627776]"},
+    {"EvalBatchesZero", "train", "eval_batches", "0", "expected an integer in [1, 1099511627776]"},
+    {"EvalBatches2To41", "train", "eval_batches", "2199023255552", "expected an integer in [1, 1099511627776]"},
+    {"CheckpointEveryNegative", "train", "checkpoint_every", "-10", "expected an integer in [0, 1099511627776]"},
+    {"KeepLastHuge", "train", "keep_last", "1099511627776", "expected an integer in [0, 1048576]"},
     {"OutDirNotString", "train", "out_dir", "1", "expected a string"},
     {"LrZero", "optim", "lr", "0", "expected a finite number > 0"},
     {"LrNegative", "optim", "lr", "-0.1", "expected a finite number > 0"},
@@ -153,14 +165,15 @@ const Rule kRules[] = {
     {"WeightDecayNegative", "optim", "weight_decay", "-0.01", "expected a finite number >= 0"},
     {"GradClipNegative", "optim", "grad_clip", "-1", "expected a finite number >= 0"},
     {"ScheduleUnknown", "optim", "schedule", "\"cos\"", "\"constant\", \"cosine\", \"linear\""},
-    {"WarmupNegative", "optim", "warmup_steps", "-1", "expected an integer >= 0"},
+    {"WarmupNegative", "optim", "warmup_steps", "-1", "expected an integer in [0, 1099511627776]"},
     {"MinLrNegative", "optim", "min_lr", "-1e-5", "expected a finite number >= 0"},
     {"DeviceUnknown", "runtime", "device", "\"gpu\"", "\"auto\", \"cpu\", \"cuda\""},
     {"PrecisionUnknown", "runtime", "precision", "\"fp8\"",
      "\"auto\", \"fp32\", \"tf32\", \"bf16\", \"fp16\""},
-    {"ThreadsNegative", "runtime", "threads", "-2", "expected an integer >= 0"},
-    {"LogEveryZero", "runtime", "log_every", "0", "expected an integer >= 1"},
-    {"MaxInflightZero", "runtime", "max_inflight", "0", "expected an integer >= 1"},
+    {"ThreadsNegative", "runtime", "threads", "-2", "expected an integer in [0, 4096]"},
+    {"ThreadsHuge", "runtime", "threads", "4294967296", "expected an integer in [0, 4096]"},
+    {"LogEveryZero", "runtime", "log_every", "0", "expected an integer in [1, 1099511627776]"},
+    {"MaxInflightZero", "runtime", "max_inflight", "0", "expected an integer in [1, 1024]"},
     {"FusedAdamwInt", "accel", "fused_adamw", "1", "expected true or false"},
     {"CudaGraphsString", "accel", "cuda_graphs", "\"true\"", "expected true or false"},
     {"AttentionUnknown", "accel", "attention", "\"flash\"", "\"auto\", \"cudnn\", \"matmul\""},
@@ -172,6 +185,56 @@ const Rule kRules[] = {
 
 INSTANTIATE_TEST_SUITE_P(Config, ValidationRule, ::testing::ValuesIn(kRules),
                          [](const ::testing::TestParamInfo<Rule>& i) { return i.param.name; });
+
+// ------------------------------------------------------------------ sizes formed from keys
+
+std::string set_error(Config& c, const std::string& key, const std::string& value) {
+    try {
+        c.set(key, value);
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::Config) << e.what();
+        return e.what();
+    }
+    ADD_FAILURE() << key << " = " << value << " was accepted";
+    return "";
+}
+
+TEST(ConfigSizes, RowsPerMicroBatchMustFitAnInt) {
+    Config c;  // seq_len = 128
+    const std::string before = c.dump();
+    const std::string msg = set_error(c, "train.batch_size", "16777216");  // 2^31 rows
+    EXPECT_THAT(msg, HasSubstr("train.batch_size x train.seq_len = 16777216 x 128"));
+    EXPECT_THAT(msg, HasSubstr("use train.grad_accum"));
+    EXPECT_EQ(c.dump(), before);  // a refused set leaves the config unchanged
+    c.set("train.seq_len", "127");
+    c.set("train.batch_size", "16777216");  // just under 2^31 rows: accepted
+    EXPECT_EQ(c.run().train.batch_size, 16777216);
+}
+
+TEST(ConfigSizes, ModelsNoMachineHoldsAreRefusedBeforeAnyProductOverflows) {
+    Config c;
+    c.set("model.d_model", "1048576");
+    c.set("model.n_head", "16");
+    const std::string msg = set_error(c, "model.n_layer", "16384");
+    EXPECT_THAT(msg, HasSubstr("TiB"));
+    EXPECT_THAT(msg, HasSubstr("more than the 4096 TiB"));
+    // The largest vocabulary with the widest model: still refused, still a Config error.
+    Config v;
+    v.set("model.d_model", "262144");
+    EXPECT_THAT(set_error(v, "model.vocab_size", "2147483520"), HasSubstr("TiB"));
+}
+
+TEST(ConfigSizes, TheLargestAllowedKeysAloneAreAccepted) {
+    // Every key at its bound on an otherwise tiny model: each fits the limits on its own.
+    Config c;
+    c.set("model.vocab_size", "2147483520");
+    c.set("train.steps", "1099511627776");
+    c.set("train.eval_batches", "1099511627776");
+    c.set("train.grad_accum", "1048576");
+    c.set("model.n_layer", "16384");
+    EXPECT_EQ(c.run().model.vocab_size, 2147483520);
+    EXPECT_EQ(c.run().model.n_layer, 16384);
+}
 
 // ------------------------------------------------------------------ messages that help
 
@@ -320,7 +383,7 @@ TEST(ConfigErrors, WrongTypeNamesKeyTypeAndLine) {
     fs::path path;
     const std::string msg = file_error("[runtime]\n\nthreads = \"four\"\n", &path);
     EXPECT_THAT(msg, HasSubstr(path.string() + ":3:11: runtime.threads"));
-    EXPECT_THAT(msg, HasSubstr("expected an integer >= 0, got a string (\"four\")"));
+    EXPECT_THAT(msg, HasSubstr("expected an integer in [0, 4096], got a string (\"four\")"));
 }
 
 TEST(ConfigErrors, InlineTableSectionsAreChecked) {

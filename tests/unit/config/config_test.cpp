@@ -334,11 +334,11 @@ TEST(ConfigParse, ZeroDisablesCadencesAndClipping) {
 
 TEST(ConfigParse, BoundaryValuesAreAccepted) {
     const RunConfig r = Config::from_string(
-        "[model]\nvocab_size = 2147483647\ncontext_length = 64\nn_head = 3\nd_model = 96\n"
+        "[model]\nvocab_size = 2147483520\ncontext_length = 64\nn_head = 3\nd_model = 96\n"
         "seed = 9223372036854775807\n"
         "[train]\nseq_len = 64\n[optim]\nlr = 0.01\nmin_lr = 0.01\nbetas = [0.0, 0.999999]\n",
         "").run();
-    EXPECT_EQ(r.model.vocab_size, 2147483647);
+    EXPECT_EQ(r.model.vocab_size, 2147483520);
     EXPECT_EQ(r.train.seq_len, 64);
     EXPECT_EQ(r.model.seed, 9223372036854775807ull);
     EXPECT_EQ(r.optim.min_lr, r.optim.lr);

@@ -2,11 +2,18 @@
 // determinism, and what the startup log says about accel.attention / accel.deterministic.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <limits>
 #include <random>
+#include <thread>
+#include <atomic>
+#include <chrono>
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "data/prepare.h"
 #include "runtime/session.h"
 
 using namespace trt;
@@ -74,6 +81,85 @@ TEST(Session, StepWithoutTrainDataIsAConfigError) {
         EXPECT_EQ(e.status(), Status::Config);
         EXPECT_NE(std::string(e.what()).find("data.train"), std::string::npos);
     }
+}
+
+namespace {
+
+// tiny_config with train and val shards of random tokens in a folder of this test's own.
+Config config_with_data(int64_t eval_batches) {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    const std::filesystem::path dir = std::filesystem::path(TRAINRT_TEST_TMP) / "session" /
+                                      (std::string(info->test_suite_name()) + "." + info->name());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    for (const char* name : {"train.bin", "val.bin"}) {
+        const std::vector<int32_t> t = random_tokens(400, name[0]);
+        const std::vector<uint32_t> ids(t.begin(), t.end());
+        write_shard((dir / name).string(), ids.data(), static_cast<int64_t>(ids.size()), 2);
+    }
+    Config c = tiny_config(2, 1);
+    c.set("data.train", "\"" + (dir / "train.bin").string() + "\"");
+    c.set("data.val", "\"" + (dir / "val.bin").string() + "\"");
+    c.set("train.eval_batches", std::to_string(eval_batches));
+    return c;
+}
+
+}  // namespace
+
+// train.eval_batches may be 2^40: request_stop interrupts an eval between batches. A request
+// made before eval() is used up by it (deterministic: no thread timing involved).
+TEST(Session, RequestStopInterruptsEval) {
+    Session s(config_with_data(int64_t{1} << 40), LogSink{});
+    s.request_stop();
+    try {
+        s.eval();
+        FAIL() << "an eval of 2^40 batches returned";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::Cancelled);
+        EXPECT_NE(std::string(e.what()).find("stopped on request after 0 of 1099511627776"),
+                  std::string::npos) << e.what();
+    }
+    // The request was used up: the next eval (of a sane size) runs to the end.
+    Session small(config_with_data(2), LogSink{});
+    small.request_stop();
+    EXPECT_THROW(small.eval(), Error);
+    EXPECT_TRUE(std::isfinite(small.eval()));
+}
+
+// The same from another thread, while the eval runs: it ends (no timing is asserted).
+TEST(Session, RequestStopFromAnotherThreadEndsAHugeEval) {
+    Session s(config_with_data(int64_t{1} << 40), LogSink{});
+    std::atomic<bool> done{false};
+    std::thread stopper([&] {
+        while (!done.load()) {
+            s.request_stop();
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    });
+    EXPECT_THROW(s.eval(), Error);
+    done.store(true);
+    stopper.join();
+}
+
+// A stop requested during train()'s eval ends train() as stopped, not as an error; and
+// n_steps = INT64_MAX ("until stopped") does not overflow step + n.
+TEST(Session, StopDuringTrainsEvalStopsTrain) {
+    Config c = config_with_data(int64_t{1} << 40);
+    c.set("train.eval_every", "1");
+    c.set("runtime.log_every", "1");
+    Session s(c, LogSink{});
+    int steps_seen = 0;
+    const TrainOutcome out =
+        s.train(std::numeric_limits<int64_t>::max(), [&](const trainrt_progress& p) {
+            if (p.kind == TRAINRT_PROGRESS_STEP) {
+                ++steps_seen;
+                s.request_stop();  // seen by the eval that follows this step
+            }
+            return true;
+        });
+    EXPECT_EQ(out, TrainOutcome::Stopped);
+    EXPECT_EQ(steps_seen, 1);
+    EXPECT_EQ(s.metrics().step, 1);
 }
 
 namespace {
