@@ -69,7 +69,8 @@ typedef int32_t trainrt_status;
 #define TRAINRT_ERR_OUT_OF_MEMORY        -5
 #define TRAINRT_ERR_DEVICE               -6  /* the device failed; see also DEVICE_LOST */
 #define TRAINRT_ERR_UNSUPPORTED          -7  /* valid request this build/machine cannot honour */
-#define TRAINRT_ERR_BUSY                 -8  /* the handle is in use by another thread */
+#define TRAINRT_ERR_BUSY                 -8  /* the handle is in use by another thread, or
+                                                 train.out_dir by another run */
 #define TRAINRT_ERR_CANCELLED            -9
 #define TRAINRT_ERR_VERSION_MISMATCH    -10
 #define TRAINRT_ERR_INTERNAL            -11  /* a bug in libtrainrt: please report it */

@@ -58,7 +58,7 @@ TRAINRT_API const char* trainrt_status_string(trainrt_status status) {
         case TRAINRT_ERR_OUT_OF_MEMORY: return "out of memory";
         case TRAINRT_ERR_DEVICE: return "device error";
         case TRAINRT_ERR_UNSUPPORTED: return "unsupported";
-        case TRAINRT_ERR_BUSY: return "handle busy";
+        case TRAINRT_ERR_BUSY: return "busy";
         case TRAINRT_ERR_CANCELLED: return "cancelled";
         case TRAINRT_ERR_VERSION_MISMATCH: return "version mismatch";
         case TRAINRT_ERR_INTERNAL: return "internal error";

@@ -554,7 +554,10 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
     // more than kMaxSteps at once (INT64_MAX = "until stopped") counts as kMaxSteps.
     const int64_t target = n_steps > 0 ? step_ + std::min(n_steps, limits::kMaxSteps) : total;
     std::unique_ptr<MetricsLog> metrics;
-    if (!run_.train.out_dir.empty()) metrics = std::make_unique<MetricsLog>(run_.train.out_dir);
+    if (!run_.train.out_dir.empty()) {
+        lock_out_dir();
+        metrics = std::make_unique<MetricsLog>(run_.train.out_dir);
+    }
     const double t_start = now_ms();
     const bool can_eval = val_data_.has_value() && run_.train.eval_every > 0;
 
@@ -708,15 +711,18 @@ std::string Session::save(const std::string& dir) {
     return dir;
 }
 
+void Session::lock_out_dir() {
+    if (!out_dir_lock_) out_dir_lock_ = std::make_unique<DirLock>(run_.train.out_dir, "train.out_dir");
+}
+
 std::string Session::save_into_out_dir() {
     namespace fs = std::filesystem;
     const std::string& out = run_.train.out_dir;
     if (out.empty())
         fail(Status::Config, "save: train.out_dir is empty, so there is nowhere to put "
              "step_N checkpoints; set train.out_dir or pass a directory");
+    lock_out_dir();  // creates the folder too
     std::error_code ec;
-    fs::create_directories(out, ec);
-    if (ec) fail(Status::Io, "cannot create train.out_dir '", out, "': ", ec.message());
     const std::string name = checkpoint_dir_name(step_);
     const std::string dir = (fs::path(out) / name).string();
     if (!own_checkpoint_.empty() && fs::equivalent(dir, own_checkpoint_, ec)) {

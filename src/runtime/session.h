@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "core/log.h"
 #include "data/sampler.h"
+#include "io/dir_lock.h"
 #include "model/gpt.h"
 #include "runtime/optimizer.h"
 #include "runtime/token_sampling.h"
@@ -173,6 +174,10 @@ private:
     std::vector<int32_t> targets_;  // [B*T]
     // The step_ directory this session last wrote or loaded in out_dir (kept on re-save).
     std::string own_checkpoint_;
+    // Held from the first write into train.out_dir (train(), save()) to the session's end:
+    // one run per folder (io/dir_lock.h).
+    std::unique_ptr<DirLock> out_dir_lock_;
+    void lock_out_dir();
     std::vector<std::pair<float, int32_t>> sample_scratch_;
 };
 

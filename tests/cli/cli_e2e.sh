@@ -214,6 +214,13 @@ for _ in $(seq 1 600); do
     sleep 0.2
 done
 grep -q '^step [0-9]' sigint.err || fail "SIGINT: training did not start"
+# One run per folder: a second train on the same out_dir fails at once, naming the holder,
+# and writes nothing there (issue 15: two runs used to interleave checkpoints and metrics).
+lines_before=$(wc -l <slow/metrics.jsonl)
+expect_failure second_run "train.out_dir '.*slow' is in use by another run (pid $pid on " \
+    "$TRAINRT" train slow.toml --fresh --steps 2
+grep -q "trainrt.lock" second_run.err || fail "second run: the lock file is not named"
+ls -d slow/step_* 2>/dev/null && fail "second run: a checkpoint appeared in the held folder"
 kill -INT "$pid"
 rc=0
 wait "$pid" || rc=$?
@@ -221,6 +228,11 @@ wait "$pid" || rc=$?
 grep -q 'checkpoint .*slow/step_' sigint.err || fail "SIGINT: no checkpoint written"
 ls -d slow/step_*.tmp 2>/dev/null && fail "SIGINT: a temporary checkpoint was left behind"
 [ -f "slow/$(cat slow/latest)/MANIFEST.sha256" ] || fail "SIGINT: latest is not a complete checkpoint"
+[ "$(wc -l <slow/metrics.jsonl)" -ge "$lines_before" ] || fail "metrics.jsonl shrank"
+grep -v '"step"' slow/metrics.jsonl && fail "metrics.jsonl holds a line that is not a record"
+# The kernel dropped the lock with the process: the folder is free again.
+"$TRAINRT" train slow.toml --steps 1 >after.out 2>after.err ||
+    { cat after.err >&2; fail "the out_dir lock outlived its run"; }
 
 # ------------------------------------------------------------------ sample and export
 step "trainrt sample / export"

@@ -8,6 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -87,6 +91,12 @@ protected:
         trainrt_config_destroy(c);
         if (s != nullptr) sessions_.push_back(s);
         return s;
+    }
+
+    // Destroys s now (releasing its train.out_dir, see OutDirHasOneWriterAtATime).
+    void close(trainrt_session* s) {
+        sessions_.erase(std::find(sessions_.begin(), sessions_.end(), s));
+        trainrt_session_destroy(s);
     }
 
     static Figures step(trainrt_session* s) {
@@ -276,6 +286,7 @@ TEST_F(CapiCheckpoint, TrainWritesPeriodicCheckpointsKeepsTheLastAndResumes) {
     ASSERT_EQ(trainrt_checkpoint_latest(latest, sizeof latest, &needed, out.c_str()), TRAINRT_OK)
         << last_error();
     EXPECT_EQ(fs::path(latest).filename().string(), "step_00000006");
+    close(a);  // its run is over: the folder is free for the next writer
 
     // Resume from the folder (its `latest`), as `trainrt train` does: step 7 again, then on.
     trainrt_session* b = open(sets);
@@ -299,6 +310,7 @@ TEST_F(CapiCheckpoint, SaveIntoOutDirReplacesAStaleCheckpointOfAnotherRun) {
     trainrt_session* a = open(sets);
     steps(a, 2);
     save(a, "");
+    close(a);  // one writer per out_dir at a time
     // A different run (another lr) reaching step 2 replaces step_00000002.
     trainrt_session* b = open({{"train.out_dir", "\"out\""}, {"optim.lr", "0.05"}});
     steps(b, 2);
@@ -309,6 +321,27 @@ TEST_F(CapiCheckpoint, SaveIntoOutDirReplacesAStaleCheckpointOfAnotherRun) {
     EXPECT_TRUE(same_bits(step(check_b).loss, step(b).loss));
     EXPECT_FALSE(fs::exists(path + ".old"));
     EXPECT_FALSE(fs::exists(path + ".new"));
+}
+
+// Two sessions writing into one train.out_dir would interleave checkpoints and metrics: the
+// first to write holds the folder until it is destroyed; the other gets BUSY naming the
+// holder and writes nothing there. Saving elsewhere, and reading, stay open to it.
+TEST_F(CapiCheckpoint, OutDirHasOneWriterAtATime) {
+    const Sets sets = {{"train.out_dir", "\"out\""}, {"train.eval_every", "0"}};
+    trainrt_session* a = open(sets);
+    ASSERT_EQ(trainrt_session_train(a, 1, nullptr, nullptr), TRAINRT_OK) << last_error();
+    trainrt_session* b = open(sets);
+    EXPECT_EQ(trainrt_session_train(b, 1, nullptr, nullptr), TRAINRT_ERR_BUSY);
+    EXPECT_NE(last_error().find("is in use by another run (pid " + std::to_string(::getpid())),
+              std::string::npos) << last_error();
+    EXPECT_EQ(trainrt_session_save(nullptr, 0, nullptr, b, nullptr), TRAINRT_ERR_BUSY);
+    EXPECT_FALSE(fs::exists(dir_ + "/out/step_00000000"));
+    steps(b, 1);
+    EXPECT_FALSE(save(b, dir_ + "/elsewhere").empty()) << "saving outside out_dir is free";
+    const std::string a_ckpt = save(a, "");
+    EXPECT_EQ(trainrt_session_load(b, a_ckpt.c_str()), TRAINRT_OK) << last_error();
+    close(a);
+    EXPECT_EQ(trainrt_session_train(b, 1, nullptr, nullptr), TRAINRT_OK) << last_error();
 }
 
 TEST_F(CapiCheckpoint, SaveWithoutOutDirOrIntoAnExistingDirFails) {

@@ -1,0 +1,29 @@
+// DirLock: one writer per folder. An advisory flock(2) on <dir>/trainrt.lock, held for the
+// object's life; the kernel drops it when the process dies (kill -9 included), so a lock is
+// never stale. The file keeps the holder's pid and host so a refused run can name them.
+// Two sessions in one process conflict too (each lock is its own open file description).
+// flock is advisory and local: a folder on NFS may not be protected (docs/FORMATS.md).
+#pragma once
+#include <string>
+
+namespace trt {
+
+class DirLock {
+public:
+    // Creates dir if needed and takes its lock; Error(Busy) naming dir, the holder's pid
+    // and what to do when another process (or session) holds it; Error(Io) when the lock
+    // file cannot be created. `purpose` names who asks ("train.out_dir").
+    DirLock(const std::string& dir, const std::string& purpose);
+    ~DirLock();
+    DirLock(const DirLock&) = delete;
+    DirLock& operator=(const DirLock&) = delete;
+
+    const std::string& dir() const { return dir_; }
+    static constexpr const char* kFileName = "trainrt.lock";
+
+private:
+    std::string dir_;
+    int fd_ = -1;
+};
+
+}  // namespace trt
