@@ -75,6 +75,9 @@ typedef int32_t trainrt_status;
 #define TRAINRT_ERR_VERSION_MISMATCH    -10
 #define TRAINRT_ERR_INTERNAL            -11  /* a bug in libtrainrt: please report it */
 #define TRAINRT_ERR_DEVICE_LOST         -12  /* sticky: every later call on the session fails */
+#define TRAINRT_ERR_NON_FINITE          -13  /* NaN/inf: in weights read from a file, in the
+                                                 weights a save would write, or a run that
+                                                 skipped train.max_skipped_steps in a row */
 
 /* Static English text for a status code ("invalid argument", ...). Never NULL. */
 TRAINRT_API const char* trainrt_status_string(trainrt_status status);

@@ -63,6 +63,7 @@ TRAINRT_API const char* trainrt_status_string(trainrt_status status) {
         case TRAINRT_ERR_VERSION_MISMATCH: return "version mismatch";
         case TRAINRT_ERR_INTERNAL: return "internal error";
         case TRAINRT_ERR_DEVICE_LOST: return "device lost";
+        case TRAINRT_ERR_NON_FINITE: return "non-finite values";
         default: return "unknown status";
     }
 }

@@ -161,24 +161,25 @@ const std::vector<KeyDesc>& keys() {
         TRT_INT(train, eval_batches, 1, limits::kMaxSteps),
         TRT_INT(train, checkpoint_every, 0, limits::kMaxSteps),
         TRT_INT(train, keep_last, 0, limits::kMaxKeepLast),
+        TRT_INT(train, max_skipped_steps, 0, limits::kMaxSteps),
         TRT_PATH(train, out_dir),
 
-        TRT_FLOAT(optim, lr, 0.0, true),
+        TRT_FLOAT(optim, lr, 0.0, true, limits::kMaxFloat),
         betas_key("optim", "betas", TRT_FIELD(double, optim, beta1),
                   TRT_FIELD(double, optim, beta2)),
-        TRT_FLOAT(optim, eps, 0.0, true),
-        TRT_FLOAT(optim, weight_decay, 0.0, false),
-        TRT_FLOAT(optim, grad_clip, 0.0, false),
+        TRT_FLOAT(optim, eps, 0.0, true, limits::kMaxFloat),
+        TRT_FLOAT(optim, weight_decay, 0.0, false, limits::kMaxFloat),
+        TRT_FLOAT(optim, grad_clip, 0.0, false, limits::kMaxFloat),
         TRT_ENUM(optim, schedule, Schedule),
         TRT_INT(optim, warmup_steps, 0, limits::kMaxSteps),
-        TRT_FLOAT(optim, min_lr, 0.0, false),  // + <= optim.lr (cross-key)
+        TRT_FLOAT(optim, min_lr, 0.0, false, limits::kMaxFloat),  // + <= optim.lr (cross-key)
 
         TRT_ENUM(runtime, device, DeviceKind),
         TRT_ENUM(runtime, precision, Precision),
         TRT_INT(runtime, threads, 0, limits::kMaxThreads),
         TRT_INT(runtime, log_every, 1, limits::kMaxSteps),
         TRT_INT(runtime, max_inflight, 1, limits::kMaxInflight),
-        TRT_FLOAT(runtime, peak_tflops, 0.0, false),
+        TRT_FLOAT(runtime, peak_tflops, 0.0, false, limits::kMaxFloat),
 
         TRT_BOOL(accel, fused_adamw),
         TRT_BOOL(accel, cuda_graphs),
@@ -316,6 +317,7 @@ std::string expectation(const KeyDesc& d) {
         case KType::Float: {
             std::string s = "a finite number";
             if (!std::isnan(d.fmin)) s += bound(d.fmin_excl ? ">" : ">=", d.fmin);
+            if (!std::isnan(d.fmin) && !std::isnan(d.fmax)) s += " and";
             if (!std::isnan(d.fmax)) s += bound(d.fmax_excl ? "<" : "<=", d.fmax);
             return s;
         }

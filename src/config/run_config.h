@@ -41,6 +41,7 @@ struct TrainConfig {
     int64_t eval_batches = 10;
     int64_t checkpoint_every = 0;  // 0 disables periodic checkpoints into out_dir
     int64_t keep_last = 3;         // checkpoints kept in out_dir (newest); 0 = all
+    int64_t max_skipped_steps = 25;  // consecutive non-finite steps before the run stops; 0 = never
     std::string out_dir;         // metrics.jsonl (and checkpoints) go here; empty = none
 };
 

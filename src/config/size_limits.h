@@ -30,6 +30,8 @@ constexpr int64_t kMaxThreads = 4096;
 constexpr int64_t kMaxInflight = 1024;
 constexpr int64_t kMaxRows = 2147483647;               // B*T: rows of every activation
 constexpr double kMaxBytes = 4503599627370496.0;       // 2^52 bytes (4 PiB), see below
+// Float keys reach fp32 kernels: each must be a finite float (FLT_MAX).
+constexpr double kMaxFloat = 3.4028234663852886e38;
 
 // Memory a run of this config needs at least (parameters, gradients, AdamW m and v, and
 // the activations of one micro-batch), in bytes — an estimate in double, used only to refuse

@@ -25,6 +25,7 @@ enum class Status : int32_t {
     VersionMismatch = TRAINRT_ERR_VERSION_MISMATCH,
     Internal = TRAINRT_ERR_INTERNAL,
     DeviceLost = TRAINRT_ERR_DEVICE_LOST,
+    NonFinite = TRAINRT_ERR_NON_FINITE,
 };
 
 class Error : public std::runtime_error {

@@ -35,6 +35,8 @@ public:
     template <typename... Args>
     void warn(Args&&... a) const { log(LogLevel::Warn, cat(std::forward<Args>(a)...)); }
     template <typename... Args>
+    void error(Args&&... a) const { log(LogLevel::Error, cat(std::forward<Args>(a)...)); }
+    template <typename... Args>
     void debug(Args&&... a) const { log(LogLevel::Debug, cat(std::forward<Args>(a)...)); }
 
 private:

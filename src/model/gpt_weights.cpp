@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/philox.h"
 #include "io/safetensors.h"
+#include "model/finite_check.h"
 #include "model/llmc_import.h"
 
 namespace trt {
@@ -94,11 +95,15 @@ void load_hf_gpt2(const ParamTable& table, const std::string& path, float* host)
 }
 
 void load_init_weights(const ParamTable& table, const std::string& path, float* host) {
-    if (is_llmc_checkpoint(path)) {
+    const bool llmc = is_llmc_checkpoint(path);
+    if (llmc)
         load_llmc_gpt2(table, path, host);
-        return;
-    }
-    load_hf_gpt2(table, path, host);
+    else
+        load_hf_gpt2(table, path, host);
+    require_finite(table, host, cat("model.init_from '", path, "'"),
+                   cat("the weights in this ", llmc ? "llm.c checkpoint" : "safetensors file",
+                       " are unusable (a damaged file, or one saved from a diverged run); "
+                       "use another file or set model.init_from = \"\" for a random init"));
 }
 
 }  // namespace trt

@@ -13,6 +13,7 @@
 #include "config/size_limits.h"
 #include "core/version.h"
 #include "io/fs_util.h"
+#include "model/finite_check.h"
 #include "model/gpt_weights.h"
 #include "runtime/metrics_log.h"
 #include "runtime/perf.h"
@@ -130,6 +131,12 @@ void Session::reset_step_scalars(float loss_scale) {
     backend_->copy_to_device(scalars_, &init, sizeof init);
     loss_scale_ = loss_scale;
     skipped_steps_ = 0;
+    consecutive_skipped_ = 0;
+    divergence_.clear();  // a load starts from finite weights again
+}
+
+void Session::throw_if_diverged() const {
+    if (!divergence_.empty()) fail(Status::NonFinite, divergence_);
 }
 
 // data.placement: device = the whole train split resident in backend memory, batches drawn
@@ -434,6 +441,7 @@ StepResult Session::finish_step(int64_t s, double lr, double t0_ms) {
     tokens_total_ += run_.train.grad_accum * run_.train.batch_size * run_.train.seq_len;
     pending_.push_back(PendingStep{s, slot, t0_ms, lr, tokens_total_});
     collect_steps(false);
+    throw_if_diverged();
     return last_;
 }
 
@@ -470,6 +478,16 @@ void Session::complete_step(const PendingStep& p, const StepScalars& r) {
                   "); the update was skipped (", r.skipped_steps, " skipped so far",
                   precision_ == Precision::Fp16 ? cat("; loss scale now ", r.loss_scale) : "",
                   ")");
+    // The non-finite policy (train.max_skipped_steps): only a run of skips in a row means
+    // the run has diverged (fp16's loss scaling skips a step now and then by design).
+    consecutive_skipped_ = r.nonfinite ? consecutive_skipped_ + 1 : 0;
+    const int64_t limit = run_.train.max_skipped_steps;
+    if (limit > 0 && consecutive_skipped_ >= limit && divergence_.empty())
+        divergence_ = cat("step ", p.step, ": ", consecutive_skipped_, " steps in a row had a "
+                          "non-finite gradient (train.max_skipped_steps = ", limit, "): the run "
+                          "has diverged. Resume from the last good checkpoint with a lower "
+                          "optim.lr (or more optim.warmup_steps, or optim.grad_clip), or set "
+                          "train.max_skipped_steps = 0 to go on regardless");
     loss_scale_ = r.loss_scale;
     skipped_steps_ = r.skipped_steps;
     recent_ms_.push_back(ms);
@@ -610,14 +628,35 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
         }
         return go_on;
     };
+    // A periodic checkpoint that fails (a full disk, say) does not end the run: the next one
+    // tries again, and train() fails only if its last attempt, retried at the end, still does.
+    std::optional<Error> failed_checkpoint;
+    auto finish = [&](TrainOutcome outcome) {
+        if (failed_checkpoint) {
+            log_.info("train: retrying the failed checkpoint at step ", step_);
+            try {
+                log_.info("checkpoint: ", save_into_out_dir());
+            } catch (const Error& e) {
+                fail(e.status(), "train: the checkpoint at step ", step_, " failed (", e.what(),
+                     "), as did the one before it (", failed_checkpoint->what(),
+                     "); the session still holds step ", step_, ": make room and save again");
+            }
+        }
+        return outcome;
+    };
     while (step_ < target) {
         if (stop_requested_.exchange(false)) {
             sync();
             report_completed();
             log_.info("train: stopped on request after step ", step_);
-            return TrainOutcome::Stopped;
+            return finish(TrainOutcome::Stopped);
         }
-        step();
+        try {
+            step();
+        } catch (const Error& e) {
+            if (e.status() == Status::NonFinite) report_completed();  // the steps up to it
+            throw;
+        }
         const bool last = step_ == target;
         const bool eval_now = can_eval && (step_ % run_.train.eval_every == 0 || last);
         const bool checkpoint_now =
@@ -625,6 +664,7 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
         // Evals, checkpoints and the end need this step's figures first.
         if (last || eval_now || checkpoint_now) sync();
         bool go_on = report_completed();
+        throw_if_diverged();  // a divergence the sync just brought in
         if (eval_now) {
             double val = 0.0;
             try {
@@ -633,20 +673,32 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
                 if (e.status() != Status::Cancelled) throw;
                 report_completed();
                 log_.info("train: stopped on request during the eval after step ", step_);
-                return TrainOutcome::Stopped;
+                return finish(TrainOutcome::Stopped);
             }
             if (metrics) metrics->write_val(step_, val);
             go_on = progress(TRAINRT_PROGRESS_EVAL, last_, val) && go_on;
         }
-        if (checkpoint_now) log_.info("checkpoint: ", save_into_out_dir());
+        if (checkpoint_now) {
+            try {
+                log_.info("checkpoint: ", save_into_out_dir());
+                failed_checkpoint.reset();
+            } catch (const Error& e) {
+                const Status st = e.status();
+                if (st != Status::Io && st != Status::OutOfMemory && st != Status::NonFinite)
+                    throw;
+                log_.error("checkpoint at step ", step_, " failed: ", e.what(),
+                           "; training goes on, and the next checkpoint tries again");
+                failed_checkpoint = e;
+            }
+        }
         if (!go_on) {
             sync();
             report_completed();
             log_.info("train: stopped by the progress callback after step ", step_);
-            return TrainOutcome::Stopped;
+            return finish(TrainOutcome::Stopped);
         }
     }
-    return TrainOutcome::Completed;
+    return finish(TrainOutcome::Completed);
 }
 
 SessionMetrics Session::metrics() const {
@@ -688,6 +740,14 @@ void Session::copy_state_to_host(std::vector<float>& params, std::vector<float>&
     backend_->copy_to_host(params.data(), model_->params(), n * sizeof(float));
     backend_->copy_to_host(m.data(), optimizer_->m(), n * sizeof(float));
     backend_->copy_to_host(v.data(), optimizer_->v(), n * sizeof(float));
+    // Never write a checkpoint a later run would trust but cannot use.
+    const std::string advice =
+        "nothing was written. The run has diverged (see the skipped-step warnings): resume "
+        "from the last good checkpoint with a lower optim.lr, more optim.warmup_steps or "
+        "optim.grad_clip";
+    require_finite(model_->table(), params.data(), "save: the parameters", advice);
+    require_finite(model_->table(), m.data(), "save: the AdamW first moment (m)", advice);
+    require_finite(model_->table(), v.data(), "save: the AdamW second moment (v)", advice);
 }
 
 CheckpointState Session::checkpoint_state() const {
@@ -762,6 +822,12 @@ void Session::load(const std::string& path) {
     std::vector<float> params(n), m(n), v(n);
     const CheckpointState st = read_checkpoint(dir, model_->table(), params.data(), m.data(),
                                                v.data());
+    const std::string advice = "this checkpoint is unusable (written from a diverged run, or "
+                               "edited); resume from an earlier one";
+    require_finite(model_->table(), params.data(), cat("checkpoint '", dir, "': model.safetensors"),
+                   advice);
+    require_finite(model_->table(), m.data(), cat("checkpoint '", dir, "': optimizer m"), advice);
+    require_finite(model_->table(), v.data(), cat("checkpoint '", dir, "': optimizer v"), advice);
     if (run_.data.sampler == SamplerKind::Sequential && train_data_ &&
         (st.cursor_shard < 0 || st.cursor_shard >= static_cast<int64_t>(train_data_->num_shards()) ||
          st.cursor_pos < 0))
@@ -843,6 +909,9 @@ void Session::export_hf(const std::string& out_dir, ExportDType dtype) {
     std::vector<float> params(n);
     backend_->synchronize();
     backend_->copy_to_host(params.data(), model_->params(), n * sizeof(float));
+    require_finite(model_->table(), params.data(), "export: the parameters",
+                   "nothing was written; the run has diverged: export a good checkpoint "
+                   "instead (trainrt_checkpoint_export)");
     trt::export_hf(out_dir, model_->table(), params.data(), dtype);
 }
 

@@ -161,6 +161,9 @@ private:
     double last_completion_ms_ = 0;
     float loss_scale_ = 1;       // as of the last completed step
     int64_t skipped_steps_ = 0;  // as of the last completed step
+    int64_t consecutive_skipped_ = 0;  // skipped steps in a row, up to the last completed one
+    std::string divergence_;  // set when they reach train.max_skipped_steps: the error to throw
+    void throw_if_diverged() const;
 
     int64_t step_ = 0;
     int64_t tokens_total_ = 0;

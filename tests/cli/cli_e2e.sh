@@ -234,6 +234,20 @@ grep -v '"step"' slow/metrics.jsonl && fail "metrics.jsonl holds a line that is 
 "$TRAINRT" train slow.toml --steps 1 >after.out 2>after.err ||
     { cat after.err >&2; fail "the out_dir lock outlived its run"; }
 
+# ------------------------------------------------------------------ the non-finite policy
+step "a diverging run stops after train.max_skipped_steps and saves nothing non-finite"
+# lr 1e38: step 1's update overflows the weights; every later gradient is NaN. It used to
+# skip steps forever and checkpoint the non-finite weights, exiting 0.
+expect_failure diverged "3 steps in a row had a non-finite gradient" \
+    "$TRAINRT" train run.toml --fresh --steps 40 --set optim.lr=1e38 --set optim.warmup_steps=0 \
+    --set train.max_skipped_steps=3 --set train.checkpoint_every=1 --set train.eval_every=0 \
+    --set 'train.out_dir="diverged"'
+grep -q "non-finite values" diverged.err || fail "diverged: the status is not named"
+grep -q "checkpoint at step 1 failed: save: the parameters: tensor '" diverged.err ||
+    fail "diverged: the refused periodic checkpoint is not reported"
+ls -d diverged/step_* 2>/dev/null && fail "diverged: a checkpoint of non-finite weights was written"
+[ -e diverged/latest ] && fail "diverged: latest was written"
+
 # ------------------------------------------------------------------ sample and export
 step "trainrt sample / export"
 "$TRAINRT" sample out --prompt "ROMEO:" --tokens 40 --seed 7 >sample1.out 2>sample.err ||

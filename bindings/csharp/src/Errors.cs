@@ -19,6 +19,7 @@ namespace Trainrt
         VersionMismatch = -10,
         Internal = -11,
         DeviceLost = -12,
+        NonFinite = -13,
     }
 
     /// <summary>A failed libtrainrt call: the status and the library's own message.</summary>

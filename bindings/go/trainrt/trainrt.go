@@ -46,6 +46,7 @@ const (
 	ErrVersionMismatch Status = C.TRAINRT_ERR_VERSION_MISMATCH
 	ErrInternal        Status = C.TRAINRT_ERR_INTERNAL
 	ErrDeviceLost      Status = C.TRAINRT_ERR_DEVICE_LOST
+	ErrNonFinite       Status = C.TRAINRT_ERR_NON_FINITE
 )
 
 // String is the library's English text for the code ("invalid argument", ...).

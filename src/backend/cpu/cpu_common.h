@@ -67,7 +67,9 @@ inline ExpLimits exp_limits() {
 
 // e^x in float, branch-free so loops over it vectorise (glibc expf does not without
 // -ffast-math). 2^n · e^r with n = round(x·log2 e), |r| <= ln2/2, degree-7 Taylor on r:
-// ~1 ulp. Inputs are clamped to [-87, 88] (results stay normal and finite).
+// ~1 ulp. Inputs are clamped to [-87, 88] (results stay normal and finite); a NaN (which
+// the clamps let through) gives NaN, with the exponent bits built in unsigned arithmetic so
+// no input reaches undefined behaviour (a signed left shift of a negative number).
 inline float fast_expf(float x, ExpLimits lim) {
     x = x < lim.lo ? lim.lo : x;
     x = x > lim.hi ? lim.hi : x;
@@ -84,10 +86,10 @@ inline float fast_expf(float x, ExpLimits lim) {
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    int32_t ti;
+    uint32_t ti;
     std::memcpy(&ti, &t, sizeof ti);
-    const int32_t ni = ti - 0x4B400000;  // the integer n, from t's mantissa
-    const int32_t si = (ni + 127) << 23;  // 2^n as float bits
+    // 2^n as float bits: n from t's mantissa (t's bits - 0x4B400000), plus the bias 127.
+    const uint32_t si = (ti - 0x4B400000u + 127u) << 23;
     float scale;
     std::memcpy(&scale, &si, sizeof scale);
     return p * scale;

@@ -153,6 +153,7 @@ const Rule kRules[] = {
     {"LrZero", "optim", "lr", "0", "expected a finite number > 0"},
     {"LrNegative", "optim", "lr", "-0.1", "expected a finite number > 0"},
     {"LrNan", "optim", "lr", "nan", "finite"},
+    {"LrAboveFloatMax", "optim", "lr", "1e39", "expected a finite number > 0 and <= 3.4028234663852886e38"},
     {"LrString", "optim", "lr", "\"3e-4\"", "got a string"},
     {"BetasOneElement", "optim", "betas", "[0.9]", "an array of 2 numbers"},
     {"BetasThreeElements", "optim", "betas", "[0.9, 0.95, 0.99]", "an array of 2 numbers"},

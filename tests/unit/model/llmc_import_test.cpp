@@ -3,7 +3,9 @@
 // the loader), loaded back and compared exactly; then every malformed case.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -232,4 +234,27 @@ TEST(LlmcImport, ShapeMismatchNamesConfigKeys) {
     EXPECT_HAS(msg, "vocab_size = 13 (the config has model.vocab_size = 50)");
     EXPECT_HAS(msg, "max_seq_len = 8 (the config has model.context_length = 16)");
     EXPECT_HAS(msg, "channels = 8 (the config has model.d_model = 16)");
+}
+
+// A NaN or inf anywhere in an llm.c file is refused by model.init_from, naming the file and
+// the tensor (issue 15: a NaN once reached the kernels and fast_expf's undefined behaviour).
+TEST(LlmcImport, NonFiniteWeightsAreRefusedNamingFileAndTensor) {
+    const ParamTable t(kShape);
+    const ParamTensor& target = t.block(1, kFcW);
+    for (const float bad : {std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::infinity()}) {
+        for (const int version : {3, 5}) {  // fp32 and bf16 files
+            std::vector<float> p = random_params(t);
+            p[target.offset + 3] = bad;
+            const std::string path = tmp_path("nonfinite_v" + std::to_string(version) + ".bin");
+            write_file(path, llmc_bytes(t, p, version));
+            std::vector<float> out(t.total());
+            const std::string msg =
+                error_of([&] { load_init_weights(t, path, out.data()); }, Status::NonFinite);
+            EXPECT_HAS(msg, "model.init_from '" + path + "'");
+            EXPECT_HAS(msg, "tensor '" + target.name + "' holds ");
+            EXPECT_HAS(msg, std::isnan(bad) ? "nan at element 3" : "inf at element 3");
+            EXPECT_HAS(msg, "llm.c checkpoint");
+        }
+    }
 }

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <vector>
 
 #include "core/error.h"
@@ -140,5 +141,34 @@ TEST(GptLoad, MissingFileIsIoError) {
         FAIL() << "expected an error";
     } catch (const Error& e) {
         EXPECT_EQ(e.status(), Status::Io);
+    }
+}
+
+// model.init_from must hold finite weights: a NaN / inf is refused naming file, tensor and
+// element, for F32 and BF16 files alike (safetensors stores them without complaint).
+TEST(GptLoad, NonFiniteWeightsAreRefusedNamingFileAndTensor) {
+    ParamTable t(kShape);
+    const ParamTensor& target = t.block(0, kAttProjW);
+    const float inf = std::numeric_limits<float>::infinity();
+    for (const float bad : {std::numeric_limits<float>::quiet_NaN(), inf, -inf}) {
+        for (const DType dtype : {DType::F32, DType::BF16}) {
+            std::vector<float> p = random_params(t, 4);
+            p[target.offset + 5] = bad;
+            const std::string path = tmp_path("nonfinite.safetensors");
+            write_hf(path, t, p, "", "", {}, dtype);
+            std::vector<float> out(t.total());
+            try {
+                load_init_weights(t, path, out.data());
+                ADD_FAILURE() << "loaded " << bad;
+            } catch (const Error& e) {
+                EXPECT_EQ(e.status(), Status::NonFinite);
+                const std::string msg = e.what();
+                EXPECT_NE(msg.find("model.init_from '" + path + "'"), std::string::npos) << msg;
+                EXPECT_NE(msg.find("tensor '" + target.name + "' holds " +
+                                   (std::isnan(bad) ? "nan" : bad > 0 ? "inf" : "-inf") +
+                                   " at element 5 of "),
+                          std::string::npos) << msg;
+            }
+        }
     }
 }

@@ -162,6 +162,92 @@ TEST(Session, StopDuringTrainsEvalStopsTrain) {
     EXPECT_EQ(s.metrics().step, 1);
 }
 
+// The non-finite policy, end to end in the session (issue 15: with optim.lr = 1e38 the run
+// went on forever, skipping every step, and saved checkpoints of non-finite weights).
+TEST(Session, ADivergedRunStopsAfterMaxSkippedStepsAndSavesNothing) {
+    Config c = config_with_data(1);
+    c.set("optim.lr", "1e38");
+    c.set("optim.warmup_steps", "0");
+    c.set("train.max_skipped_steps", "3");
+    Session s(c, LogSink{});
+    std::string message;
+    int steps = 0;
+    for (; steps < 50 && message.empty(); ++steps) {
+        try {
+            s.step();
+        } catch (const Error& e) {
+            EXPECT_EQ(e.status(), Status::NonFinite);
+            message = e.what();
+        }
+    }
+    ASSERT_FALSE(message.empty()) << "50 steps at lr 1e38 and no divergence reported";
+    EXPECT_NE(message.find("3 steps in a row had a non-finite gradient"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("train.max_skipped_steps = 3"), std::string::npos) << message;
+    EXPECT_GE(s.metrics().skipped_steps, 3);
+    // Every later step reports it too, until a load.
+    EXPECT_THROW(s.step(), Error);
+    // The weights are not finite: no checkpoint is written from them.
+    const std::string dir = std::string(TRAINRT_TEST_TMP) + "/session/diverged_ckpt";
+    std::filesystem::remove_all(dir);
+    try {
+        s.save(dir);
+        FAIL() << "saved a checkpoint of a diverged run";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::NonFinite) << e.what();
+        EXPECT_NE(std::string(e.what()).find("save: the parameters: tensor '"), std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("nothing was written"), std::string::npos);
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+// 0 = never stop: the steps are skipped and the run goes on.
+TEST(Session, MaxSkippedStepsZeroNeverStops) {
+    Config c = config_with_data(1);
+    c.set("optim.lr", "1e38");
+    c.set("optim.warmup_steps", "0");
+    c.set("train.max_skipped_steps", "0");
+    Session s(c, LogSink{});
+    for (int i = 0; i < 30; ++i) s.step();
+    EXPECT_GE(s.metrics().skipped_steps, 25);
+}
+
+// A checkpoint whose weights hold a NaN (manifest recomputed, as an attacker or a buggy
+// tool would) is refused at load, naming the checkpoint, the file and the tensor; the
+// session is left as it was.
+TEST(Session, LoadRefusesNonFiniteCheckpointWeights) {
+    Config c = config_with_data(1);
+    Session s(c, LogSink{});
+    s.step();
+    const std::string root = std::string(TRAINRT_TEST_TMP) + "/session/nonfinite_ckpt";
+    std::filesystem::remove_all(root);
+    const std::string good = s.save(root + "/good");
+    const ParamTable table(gpt_shape(c.run().model));
+    std::vector<float> params(table.total()), m(table.total()), v(table.total());
+    const CheckpointState st = read_checkpoint(good, table, params.data(), m.data(), v.data());
+    const size_t at = table.block(1, kLn2W).offset + 2;
+    for (const char* which : {"params", "m", "v"}) {
+        std::vector<float> p = params, mm = m, vv = v;
+        (which[0] == 'p' ? p : which[0] == 'm' ? mm : vv)[at] =
+            std::numeric_limits<float>::infinity();
+        const std::string bad = root + "/bad_" + which;
+        write_checkpoint(bad, table, p.data(), mm.data(), vv.data(), st);
+        try {
+            s.load(bad);
+            ADD_FAILURE() << "loaded a checkpoint with inf in " << which;
+        } catch (const Error& e) {
+            EXPECT_EQ(e.status(), Status::NonFinite);
+            const std::string msg = e.what();
+            EXPECT_NE(msg.find("checkpoint '" + bad + "'"), std::string::npos) << msg;
+            EXPECT_NE(msg.find("tensor 'h.1.ln_2.weight' holds inf at element 2"),
+                      std::string::npos) << msg;
+        }
+    }
+    EXPECT_EQ(s.metrics().step, 1);
+    s.load(good);  // a good one still loads
+}
+
 namespace {
 
 struct Captured {

@@ -33,6 +33,7 @@ pub const TRAINRT_ERR_CANCELLED: trainrt_status = -9;
 pub const TRAINRT_ERR_VERSION_MISMATCH: trainrt_status = -10;
 pub const TRAINRT_ERR_INTERNAL: trainrt_status = -11;
 pub const TRAINRT_ERR_DEVICE_LOST: trainrt_status = -12;
+pub const TRAINRT_ERR_NON_FINITE: trainrt_status = -13;
 
 pub const TRAINRT_LOG_DEBUG: i32 = 0;
 pub const TRAINRT_LOG_INFO: i32 = 1;

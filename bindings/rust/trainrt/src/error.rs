@@ -20,6 +20,7 @@ pub enum Status {
     VersionMismatch,
     Internal,
     DeviceLost,
+    NonFinite,
     /// A code this binding does not know (a newer library).
     Other(i32),
 }
@@ -41,6 +42,7 @@ impl Status {
             sys::TRAINRT_ERR_VERSION_MISMATCH => Status::VersionMismatch,
             sys::TRAINRT_ERR_INTERNAL => Status::Internal,
             sys::TRAINRT_ERR_DEVICE_LOST => Status::DeviceLost,
+            sys::TRAINRT_ERR_NON_FINITE => Status::NonFinite,
             other => Status::Other(other),
         }
     }
@@ -62,6 +64,7 @@ impl Status {
             Status::VersionMismatch => sys::TRAINRT_ERR_VERSION_MISMATCH,
             Status::Internal => sys::TRAINRT_ERR_INTERNAL,
             Status::DeviceLost => sys::TRAINRT_ERR_DEVICE_LOST,
+            Status::NonFinite => sys::TRAINRT_ERR_NON_FINITE,
             Status::Other(code) => code,
         }
     }
