@@ -248,6 +248,45 @@ TEST(Session, LoadRefusesNonFiniteCheckpointWeights) {
     s.load(good);  // a good one still loads
 }
 
+// A periodic checkpoint that fails does not end the run (issue 15 item 7): the next one
+// tries again, and train() fails only when the last attempt, retried at its end, fails too.
+// The failure here: out_dir/latest is a non-empty directory, so pointing it at the new
+// checkpoint cannot succeed (even as root).
+TEST(Session, FailedPeriodicCheckpointsAreRetriedAndFailOnlyAtTheEnd) {
+    for (const bool unblock : {true, false}) {
+        Config c = config_with_data(1);
+        const std::string out = std::string(TRAINRT_TEST_TMP) + "/session/retry_" +
+                                (unblock ? "unblocked" : "blocked");
+        std::filesystem::remove_all(out);
+        std::filesystem::create_directories(out + "/latest/x");
+        c.set("train.out_dir", "\"" + out + "\"");
+        c.set("train.checkpoint_every", "2");
+        c.set("train.eval_every", "0");
+        c.set("runtime.log_every", "1");
+        Session s(c, LogSink{});
+        auto callback = [&](const trainrt_progress& p) {
+            if (unblock && p.step == 3) std::filesystem::remove_all(out + "/latest");
+            return true;
+        };
+        if (unblock) {
+            EXPECT_EQ(s.train(5, callback), TrainOutcome::Completed);  // step 4's succeeded
+            EXPECT_EQ(s.metrics().step, 5);
+            EXPECT_TRUE(std::filesystem::is_regular_file(out + "/latest"));
+            continue;
+        }
+        try {
+            s.train(5, callback);
+            FAIL() << "train() completed with every checkpoint failing";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.status(), Status::Io) << e.what();
+            const std::string msg = e.what();
+            EXPECT_NE(msg.find("the checkpoint at step 5 failed"), std::string::npos) << msg;
+            EXPECT_NE(msg.find("as did the one before it"), std::string::npos) << msg;
+        }
+        EXPECT_EQ(s.metrics().step, 5);  // the run went on past the failures
+    }
+}
+
 namespace {
 
 struct Captured {
