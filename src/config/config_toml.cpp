@@ -28,6 +28,7 @@
 
 #include "config/config.h"
 #include "config/size_limits.h"
+#include "config/toml_guard.h"
 #include "core/quote.h"
 #include "core/error.h"
 #include "io/fs_util.h"
@@ -426,6 +427,10 @@ private:
 
 // Parses a whole document; syntax errors become Error(Config) with file:line:col.
 toml::table parse_text(std::string_view text, const std::string& source_name) {
+    // toml++ 3.3.0 must not see some non-ASCII text (config/toml_guard.h).
+    if (const TomlGuardProblem p = toml_guard(text); !p.what.empty())
+        fail(Status::Config, source_name, ":", p.line, ":", p.column,
+             ": TOML syntax error: ", p.what);
     try {
         return toml::parse(text, source_name);
     } catch (const toml::parse_error& e) {
@@ -589,8 +594,12 @@ toml::table parse_set_value(const KeyDesc& d, const std::string& value) {
     const std::string hint = stringy ? cat("; strings need quotes, e.g. ", key, "=", quote(value))
                                      : "";
     toml::table t;
+    const std::string doc = "v = " + value;
+    if (const TomlGuardProblem p = toml_guard(doc); !p.what.empty())
+        fail(Status::Config, key, ": cannot parse the value '", value, "' as a TOML value (",
+             p.what, ")", hint);
     try {
-        t = toml::parse("v = " + value, std::string(kSetSource));
+        t = toml::parse(doc, std::string(kSetSource));
     } catch (const toml::parse_error& e) {
         fail(Status::Config, key, ": cannot parse the value '", value, "' as a TOML value (",
              e.description(), ")", hint);
