@@ -36,17 +36,36 @@ public:
     TomlGuardProblem run() {
         // A UTF-8 byte order mark may open the document.
         if (t_.substr(0, 3) == "\xEF\xBB\xBF") advance(3);
+        char prev = '\n';  // the last character outside strings that is not a space or tab
         while (!done() && problem_.what.empty()) {
             const char c = t_[i_];
-            if (c == '#') comment();
-            else if (starts("\"\"\"")) multi_line(true);
-            else if (starts("'''")) multi_line(false);
-            else if (c == '"' || c == '\'') one_line(c);
-            else if (static_cast<unsigned char>(c) >= 0x80) {
+            if (c == '"' || c == '\'') {
+                // A string starts only after one of these; anywhere else (1"x) the text is
+                // not TOML, and toml++ reads on past the quote into the string's non-ASCII
+                // text, testing it for whitespace.
+                if (prev != '\n' && prev != '=' && prev != '[' && prev != ',' && prev != '{' &&
+                    prev != '.') {
+                    report(cat("a quote right after '", prev, "', where no string can start"));
+                    break;
+                }
+                if (starts("\"\"\"")) multi_line(true);
+                else if (starts("'''")) multi_line(false);
+                else one_line(c);
+                prev = c;
+                continue;
+            }
+            if (c == '#') {
+                comment();
+                continue;
+            }
+            if (static_cast<unsigned char>(c) >= 0x80) {
                 if (valid_char())
                     report("a non-ASCII character outside a string or comment (TOML allows "
                            "them only inside quotes or after #)");
-            } else advance(1);
+                break;
+            }
+            if (c != ' ' && c != '\t' && c != '\r') prev = c;
+            advance(1);
         }
         return problem_;
     }

@@ -132,3 +132,37 @@ TEST(TomlGuard, SetValuesAreGuardedToo) {
 }
 
 }  // namespace trt
+
+namespace trt {
+
+// Found by fuzz_config (tests/fuzz/regressions/fuzz_config/): after a bare value, toml++
+// reads on past a quote into the string's text and tests its non-ASCII characters for
+// whitespace. A quote can only start a string after = [ , { . or at a line's start.
+TEST(TomlGuard, AQuoteWhereNoStringCanStartIsRefused) {
+    const char* const inputs[] = {"l=1\"\xC7\x9B", "l=1'\xC7\x9B", "l=1\"x\xC7\x9B",
+                                  "l=[1\"\xC7\x9B", "l=1979-05-27\"\xC7\x9B", "l=1\"\xC3\xA9",
+                                  "l=\"a\"\"\xC7\x9B", "[a]\"b\" = 1"};
+    for (const char* text : inputs) {
+        const TomlGuardProblem p = toml_guard(text);
+        EXPECT_THAT(p.what, HasSubstr("where no string can start")) << text;
+    }
+    EXPECT_THAT(load_error("[model]\nvocab_size = 1\"\xC7\x9B\n"),
+                HasSubstr("<string>:2:15: TOML syntax error: a quote right after '1'"));
+}
+
+// Every place TOML lets a string start passes the guard.
+TEST(TomlGuard, EveryPlaceAStringMayStartPasses) {
+    const char* const valid =
+        "\"quoted key\" = \"v\"\n"
+        "'literal key' = 'v'\n"
+        "a . \"b\" . 'c' = 1\n"
+        "[ \"table\" . 'x' ]\n"
+        "[[\"array\".'of']]\n"
+        "arr = [ \"a\", 'b',\n  # a comment \xC2\xA1\n  \"\"\"c\"\"\", '''d''' ]\n"
+        "inline = { \"k\" = \"v\", 'l' = [\"x\"] }\n"
+        "crlf = \"x\"\r\n"
+        "tab =\t\"y\"\n";
+    EXPECT_EQ(toml_guard(valid).what, "");
+}
+
+}  // namespace trt
