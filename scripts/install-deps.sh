@@ -13,6 +13,8 @@ packages=(
   mono-mcs mono-runtime        # bindings/csharp (C# 7, Debian's Mono)
   rpm lintian rpmlint          # packaging: building and linting the .deb/.rpm packages
   abigail-tools                # scripts/abi-check.sh (abidw/abidiff against the baseline)
+  clang libclang-rt-14-dev     # scripts/fuzz.sh: libFuzzer + ASan/UBSan (tests/fuzz)
+  libomp-dev                   # ... and the OpenMP that configuring with clang looks for
 )
 missing=()
 for p in "${packages[@]}"; do

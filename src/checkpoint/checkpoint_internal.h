@@ -43,9 +43,10 @@ void require_checkpoint_files(const std::string& dir, const std::set<std::string
 std::string hf_config_json(const GptShape& s, const std::string& torch_dtype);
 
 // The dims of a config.json written by hf_config_json (or by transformers): vocab_size,
-// n_positions, n_layer, n_head, n_embd, each a positive integer. Error(Format) naming
-// `source` and the key otherwise; also refuses dims whose parameter count is absurd, so a
-// damaged file cannot trigger a huge allocation.
+// n_positions, n_layer, n_head, n_embd, each a positive integer within the bound of its
+// model.* key (config/size_limits.h). Error(Format) naming `source` and the key otherwise;
+// also refuses dims whose parameter count is absurd, so a damaged file cannot trigger a huge
+// allocation.
 GptShape parse_hf_config(const std::string& text, const std::string& source);
 
 // "model.n_layer = 4 (the config has 6), model.n_head = ..." for every dim that differs;

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "checkpoint/checkpoint_internal.h"
+#include "config/size_limits.h"
 #include "core/error.h"
 #include "io/json_min.h"
 
@@ -37,24 +38,32 @@ GptShape parse_hf_config(const std::string& text, const std::string& source) {
     const json::Value root = json::parse(text, source);
     if (!root.is_object())
         fail(Status::Format, source, ": is a JSON ", root.kind_name(), ", expected an object");
-    const auto dim = [&](const char* key) -> int {
+    // Each dim within the bound of its model.* key (config/size_limits.h): a checkpoint's dims
+    // become a ParamTable (export_checkpoint_hf builds one straight from this file, one entry
+    // per tensor per layer), so a hostile n_layer of 2^31 - 1 must stop here, not in the
+    // allocator.
+    const auto dim = [&](const char* key, int64_t max, const char* config_key) -> int {
         const json::Value* v = root.find(key);
         if (!v) fail(Status::Format, source, ": key \"", key, "\" is missing");
         int64_t x = 0;
         if (!v->get_i64(x) || x < 1 || x > std::numeric_limits<int32_t>::max())
             fail(Status::Format, source, ": \"", key, "\" must be a positive 32-bit integer (got a ",
                  v->kind_name(), v->is_integer() ? " out of range" : "", ")");
+        if (x > max)
+            fail(Status::Format, source, ": \"", key, "\" = ", x, " is above ", max,
+                 ", the largest ", config_key,
+                 " libtrainrt supports; the file is damaged or not from a supported model");
         return static_cast<int>(x);
     };
     if (const json::Value* mt = root.find("model_type"))
         if (!mt->is_string() || mt->s != "gpt2")
             fail(Status::Format, source, ": \"model_type\" is not \"gpt2\"; only GPT-2 models are supported");
     GptShape s;
-    s.V = dim("vocab_size");
-    s.maxT = dim("n_positions");
-    s.L = dim("n_layer");
-    s.NH = dim("n_head");
-    s.C = dim("n_embd");
+    s.V = dim("vocab_size", limits::kMaxVocab, "model.vocab_size");
+    s.maxT = dim("n_positions", limits::kMaxContext, "model.context_length");
+    s.L = dim("n_layer", limits::kMaxLayers, "model.n_layer");
+    s.NH = dim("n_head", limits::kMaxHeads, "model.n_head");
+    s.C = dim("n_embd", limits::kMaxWidth, "model.d_model");
     // Parameter count in long double: the per-layer 12*C^2 term alone overflows int64 for
     // hostile dims. 2^40 floats (4 TiB) is far beyond any model this library trains.
     const long double C = s.C;

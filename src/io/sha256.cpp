@@ -1,6 +1,7 @@
 #include "io/sha256.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -216,7 +217,13 @@ std::string sha256_hex(const void* data, size_t len) {
 std::string sha256_file_hex(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) fail(Status::Io, "cannot open '", path, "' to hash it: ", std::strerror(errno));
-    std::vector<uint8_t> buf(kSha256FileBuffer);
+    // A small file (config.json, state.json) gets a buffer of its size, not the full chunk:
+    // a checkpoint's manifest hashes several such files on every load.
+    struct stat st {};
+    size_t want = kSha256FileBuffer;
+    if (::fstat(fd, &st) == 0 && st.st_size >= 0 && static_cast<uint64_t>(st.st_size) < want)
+        want = static_cast<size_t>(st.st_size) + 1;  // + 1: the read that sees the end
+    std::vector<uint8_t> buf(want);
     Sha256 h;
     for (;;) {
         const ssize_t r = ::read(fd, buf.data(), buf.size());

@@ -40,7 +40,8 @@ std::string to_hex(const Sha256::Digest& d);
 // Hex digest of an in-memory buffer.
 std::string sha256_hex(const void* data, size_t len);
 
-// Bytes read per read(2) call when hashing a file; memory use is this buffer only.
+// Bytes read per read(2) call when hashing a file; memory use is this buffer only (a smaller
+// file gets a buffer of its own size).
 constexpr size_t kSha256FileBuffer = size_t{1} << 18;
 
 // Hex digest of a file's contents, read in kSha256FileBuffer chunks (files of any size).

@@ -149,3 +149,30 @@ TEST(CheckpointExport, CheckpointExportVerifiesAndRefusesItself) {
     EXPECT_HAS(msg, "corrupt checkpoint '" + ck + "': model.safetensors");
     EXPECT_EQ(path_kind(root + "/out"), PathKind::Missing);
 }
+
+// Found with fuzz_checkpoint (out-of-memory on tests/fuzz/regressions/fuzz_checkpoint/
+// export-n-layer-2e31.bin): a config.json with n_layer = 2^31 - 1 and every other dim 1 passes the parameter-count
+// bound (~5e10 < 2^40), and export built a ParamTable of 2^31 layers from it — gigabytes of
+// tensor names before anything was compared. Each dim is now bounded like its model.* key.
+TEST(CheckpointExport, HostileConfigDimsAreRefusedBeforeAnyTable) {
+    const std::string root = fresh_dir();
+    const Model m;
+    const std::string ck = root + "/step_00000001";
+    write_checkpoint(ck, m.table, m.params.data(), m.m.data(), m.v.data(), sample_state());
+    edit(ck + "/config.json", "\"vocab_size\": 13", "\"vocab_size\": 1");
+    edit(ck + "/config.json", "\"n_positions\": 8", "\"n_positions\": 1");
+    edit(ck + "/config.json", "\"n_embd\": 8", "\"n_embd\": 1");
+    edit(ck + "/config.json", "\"n_layer\": 2", "\"n_layer\": 2147483647");
+    edit(ck + "/config.json", "\"n_head\": 2", "\"n_head\": 1");
+    rehash(ck);  // as an attacker would
+    std::string msg = error_of([&] { export_checkpoint_hf(ck, root + "/out", ExportDType::F32); },
+                               Status::Format);
+    EXPECT_HAS(msg, "corrupt checkpoint '" + ck + "': config.json");
+    EXPECT_HAS(msg, "\"n_layer\" = 2147483647 is above 16384, the largest model.n_layer");
+    EXPECT_EQ(path_kind(root + "/out"), PathKind::Missing);
+    // The resume path reads the same file.
+    msg = error_of([&] { read_checkpoint(ck, m.table, std::vector<float>(m.table.total()).data(),
+                                         nullptr, nullptr); },
+                   Status::Format);
+    EXPECT_HAS(msg, "n_layer");
+}

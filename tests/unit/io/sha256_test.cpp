@@ -84,7 +84,9 @@ TEST(Sha256, FileMatchesMemoryForOddSizes) {
     std::string data;
     for (size_t i = 0; i < 2 * kSha256FileBuffer + 77; ++i)
         data.push_back(static_cast<char>((i * 2654435761u) >> 13));
-    for (size_t len : {size_t{0}, kSha256FileBuffer - 1, kSha256FileBuffer, kSha256FileBuffer + 1,
+    // Small files get a buffer of their own size (+1), larger ones the full chunk.
+    for (size_t len : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{4097},
+                       kSha256FileBuffer - 1, kSha256FileBuffer, kSha256FileBuffer + 1,
                        data.size()}) {
         const std::string path = tmp_path("odd");
         write_bytes(path, data.substr(0, len));

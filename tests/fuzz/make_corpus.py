@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets: tests/fuzz/corpus/<target>/ (docs/FUZZING.md).
+
+Small valid files in the layouts the library's own writers produce (docs/FORMATS.md), plus
+near-valid ones (one rule broken each), so the fuzzers start past the first checks. The
+output is deterministic: rerunning it rewrites the same bytes.
+    python3 tests/fuzz/make_corpus.py [OUT_DIR]      (default: tests/fuzz/corpus)
+"""
+import hashlib
+import json
+import os
+import shutil
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def values(n, scale=1.0 / 16):
+    return [((i * 7) % 17 - 8) * scale for i in range(n)]
+
+
+# ------------------------------------------------------------------------- safetensors
+def safetensors(tensors, metadata=None, pad=True):
+    """tensors: [(name, dtype, shape, raw bytes)], laid out in order (write_safetensors)."""
+    header, offset, data = {}, 0, b""
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+        data += raw
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    if pad:
+        text += b" " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def f32(vals):
+    return struct.pack("<%df" % len(vals), *vals)
+
+
+def bf16(vals):
+    return b"".join(struct.pack("<f", v)[2:] for v in vals)
+
+
+def numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+# ------------------------------------------------------------------------- GPT-2 tables
+def param_table(V, maxT, L, C):
+    """(name, shape) in ParamTable order (src/model/param_table.cpp)."""
+    t = [("wte.weight", [V, C]), ("wpe.weight", [maxT, C])]
+    for l in range(L):
+        h = "h.%d." % l
+        t += [(h + "ln_1.weight", [C]), (h + "ln_1.bias", [C]),
+              (h + "attn.c_attn.weight", [C, 3 * C]), (h + "attn.c_attn.bias", [3 * C]),
+              (h + "attn.c_proj.weight", [C, C]), (h + "attn.c_proj.bias", [C]),
+              (h + "ln_2.weight", [C]), (h + "ln_2.bias", [C]),
+              (h + "mlp.c_fc.weight", [C, 4 * C]), (h + "mlp.c_fc.bias", [4 * C]),
+              (h + "mlp.c_proj.weight", [4 * C, C]), (h + "mlp.c_proj.bias", [C])]
+    return t + [("ln_f.weight", [C]), ("ln_f.bias", [C])]
+
+
+def hf_config(V, maxT, L, NH, C, dtype="float32"):
+    """config.json as src/checkpoint/hf_config.cpp writes it."""
+    return ("{\n"
+            '  "architectures": ["GPT2LMHeadModel"],\n'
+            '  "model_type": "gpt2",\n'
+            '  "vocab_size": %d,\n  "n_positions": %d,\n  "n_ctx": %d,\n  "n_embd": %d,\n'
+            '  "n_layer": %d,\n  "n_head": %d,\n  "n_inner": null,\n'
+            '  "activation_function": "gelu_new",\n  "layer_norm_epsilon": 1e-05,\n'
+            '  "resid_pdrop": 0.0,\n  "embd_pdrop": 0.0,\n  "attn_pdrop": 0.0,\n'
+            '  "initializer_range": 0.02,\n  "tie_word_embeddings": true,\n'
+            '  "torch_dtype": "%s"\n}\n' % (V, maxT, maxT, C, L, NH, dtype)).encode()
+
+
+TINY_TOML = """[model]
+vocab_size = 8
+context_length = 4
+n_layer = 1
+n_head = 1
+d_model = 4
+"""
+
+
+def state_json(step=3, version=1, loss_scale="1.0", extra=""):
+    """state.json as src/checkpoint/checkpoint.cpp writes it."""
+    return ("{\n"
+            '  "format_version": %d,\n  "step": %d,\n  "tokens_total": %d,\n'
+            '  "sampler_cursor": {"shard": 0, "pos": 24},\n'
+            '  "loss_scale": %s,\n  "library_version": "0.1.0",\n'
+            '  "config_toml": %s%s\n}\n'
+            % (version, step, step * 8, loss_scale, json.dumps(TINY_TOML), extra)).encode()
+
+
+def checkpoint_parts(V=8, maxT=4, L=1, NH=1, C=4, model_dtype="F32"):
+    table = param_table(V, maxT, L, C)
+    conv = f32 if model_dtype == "F32" else bf16
+    model = safetensors([(n, model_dtype, s, conv(values(numel(s)))) for n, s in table],
+                        {"format": "pt"})
+    moments = [("m." + n, "F32", s, f32(values(numel(s), 1e-3))) for n, s in table]
+    moments += [("v." + n, "F32", s, f32([abs(x) for x in values(numel(s), 1e-6)])) for n, s in table]
+    return [model, hf_config(V, maxT, L, NH, C), safetensors(moments), state_json()]
+
+
+SEP = b"@@TRTFILE@@"
+
+
+def checkpoint_input(flags, parts):
+    return bytes([flags]) + SEP.join(parts)
+
+
+# ------------------------------------------------------------------------- llm.c
+def llmc(version=3, maxT=4, V=5, L=1, NH=1, C=4, Vp=8, cut=0, header_patch=None):
+    hdr = [0] * 256
+    hdr[:8] = [20240326, version, maxT, V, L, NH, C, Vp]
+    if header_patch:
+        for k, v in header_patch.items():
+            hdr[k] = v
+    n = Vp * C + maxT * C + L * (12 * C * C + 13 * C) + 2 * C
+    vals = values(n)
+    body = f32(vals) if version == 3 else bf16(vals)
+    out = struct.pack("<256i", *hdr) + body
+    return out[:len(out) - cut] if cut else out
+
+
+# ------------------------------------------------------------------------- token shards
+def shard(tokens, u32=False, patch=None):
+    hdr = [0] * 256
+    hdr[:3] = [20240801, 7, len(tokens)] if u32 else [20240520, 1, len(tokens)]
+    if patch:
+        for k, v in patch.items():
+            hdr[k] = v
+    return struct.pack("<256i", *hdr) + struct.pack("<%d%s" % (len(tokens), "I" if u32 else "H"), *tokens)
+
+
+def trailer(vocab=256, B=2, flags=0, T=4, seed=1, step=1, pos=0, micro=0, cshard=0, copy_off=0):
+    return struct.pack("<IbBHQiiHBBi", vocab, B, flags, T, seed, step, pos, micro, cshard, 0, copy_off)
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "corpus")
+    corpus = {}
+
+    # --- fuzz_config: TOML text, optional "#%set KEY=VALUE" tail
+    with open(os.path.join(ROOT, "examples/configs/shakespeare.toml"), "rb") as f:
+        shakespeare = f.read()
+    full = b"""[model]
+vocab_size = 50257
+context_length = 1024
+n_layer = 12
+n_head = 12
+d_model = 768
+init_from = ""
+seed = 1337
+[data]
+train = "data/train_*.bin"
+val = "/abs/val.bin"
+sampler = "sequential"
+seed = 9223372036854775807
+placement = "auto"
+[train]
+batch_size = 8
+seq_len = 1024
+grad_accum = 4
+steps = 100
+eval_every = 0
+eval_batches = 1
+checkpoint_every = 50
+keep_last = 0
+out_dir = "out"
+[optim]
+lr = 6e-4
+betas = [0.9, 0.95]
+eps = 1e-8
+weight_decay = 0.0
+grad_clip = 1.0
+schedule = "linear"
+warmup_steps = 10
+min_lr = 0.0
+[runtime]
+device = "cpu"
+precision = "fp32"
+threads = 2
+log_every = 1
+max_inflight = 2
+peak_tflops = 0.5
+[accel]
+fused_adamw = true
+cuda_graphs = false
+attention = "matmul"
+fused_classifier = true
+matmul_epilogues = false
+deterministic = true
+"""
+    syntax = (b"# TOML forms the parser must take\n"
+              b"model.n_layer = 0x2\nmodel.d_model = 1_024\nmodel.n_head = 0o10\n"
+              b"data = { train = 'lit\\eral/*.bin', val = \"\\u00e9\\t\\\"q\\\"\" }\n"
+              b"[optim]\nlr = +1.5e-3\nbetas = [ 0.9 , 0.999, ]\n"
+              b"[train]\nout_dir = '''\nmulti\nline'''\n")
+    corpus["fuzz_config"] = {
+        "shakespeare.toml": shakespeare,
+        "full.toml": full,
+        "minimal.toml": b"[model]\nvocab_size = 256\n",
+        "syntax.toml": syntax,
+        "set_batch.toml": b"[train]\nbatch_size = 4\n#%set train.batch_size=64",
+        "set_betas.toml": b"#%set optim.betas=[0.8, 0.99]",
+        "set_path.toml": b"[data]\ntrain = \"a.bin\"\n#%set data.train=\"../d/train_*.bin\"",
+        "set_enum.toml": b"#%set runtime.precision=\"bf16\"",
+        "set_unknown.toml": b"#%set train.batchsize=4",
+        "bad_unknown.toml": b"[train]\nbatchsize = 4\n",
+        "bad_range.toml": b"[train]\nbatch_size = 4294967297\n",
+        "bad_cross.toml": b"[model]\nn_head = 3\nd_model = 128\n[train]\nseq_len = 4096\n",
+        "bad_type.toml": b"[optim]\nlr = \"fast\"\nbetas = [0.9]\n[accel]\ndeterministic = 1\n",
+        "bad_syntax.toml": b"[model\nvocab_size = = 3\n",
+    }
+
+    # --- fuzz_safetensors
+    st = {}
+    st["f32_meta.safetensors"] = safetensors(
+        [("a", "F32", [2, 3], f32(values(6))), ("b", "F32", [3], f32(values(3)))], {"format": "pt"})
+    st["dtypes.safetensors"] = safetensors([
+        ("bf16", "BF16", [4], bf16(values(4))),
+        ("f16", "F16", [6], struct.pack("<6H", 0x0001, 0x03ff, 0x3c00, 0x7c00, 0xfe00, 0x8000)),
+        ("f64", "F64", [2], struct.pack("<2d", 1e300, -2.5)),
+        ("i64", "I64", [1], struct.pack("<q", -1)), ("i32", "I32", [2], struct.pack("<2i", 1, 2)),
+        ("i16", "I16", [1], struct.pack("<h", 3)), ("i8", "I8", [1], b"\x04"),
+        ("u8", "U8", [2], b"\x05\x06"), ("bool", "BOOL", [1], b"\x01")])
+    st["scalar_empty.safetensors"] = safetensors([
+        ("scalar", "F32", [], f32([1.0])), ("empty", "F32", [0, 7], b""), ("e2", "BF16", [3, 0], b""),
+        ("t\u00e9\U0001F600", "F32", [1], f32([2.0]))])
+    st["unpadded.safetensors"] = safetensors([("x", "F32", [1], f32([3.0]))], pad=False)
+    base = safetensors([("a", "F32", [2], f32([1.0, 2.0])), ("b", "F32", [1], f32([3.0]))])
+    st["near_trailing.safetensors"] = base + b"\0\0\0\0"
+    st["near_truncated.safetensors"] = base[:-1]
+    hdr = (b'{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},'
+           b'"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}')
+    st["near_overlap.safetensors"] = struct.pack("<Q", len(hdr)) + hdr + b"\0" * 8
+    hdr = (b'{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},'
+           b'"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},"__metadata__":{"k":"v","k":"w"}}')
+    st["near_duplicate.safetensors"] = struct.pack("<Q", len(hdr)) + hdr + b"\0" * 16
+    hdr = b'{"big":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}}'
+    st["near_overflow.safetensors"] = struct.pack("<Q", len(hdr)) + hdr + b"\0" * 8
+    st["near_hugelen.safetensors"] = struct.pack("<Q", 2 ** 63) + b"{}"
+    corpus["fuzz_safetensors"] = st
+
+    # --- fuzz_llmc
+    corpus["fuzz_llmc"] = {
+        "v3_f32.bin": llmc(3),
+        "v5_bf16.bin": llmc(5),
+        "v3_l2_c2.bin": llmc(3, maxT=3, V=3, L=2, NH=2, C=2, Vp=4),
+        "near_truncated.bin": llmc(3, cut=2),
+        "near_version.bin": llmc(4),
+        "near_vp_small.bin": llmc(3, header_patch={7: 4}),
+        "near_negative_dim.bin": llmc(3, header_patch={4: -1})[:1024],
+        "near_huge_dims.bin": llmc(5, header_patch={4: 2 ** 31 - 1, 6: 2 ** 31 - 1})[:1024],
+    }
+
+    # --- fuzz_token_shard: shards separated by TRTSHARD, then a 32-byte trailer
+    u16 = [(i * 37) % 256 for i in range(64)]
+    corpus["fuzz_token_shard"] = {
+        "u16.bin": shard(u16) + trailer(),
+        "u32.bin": shard([(i * 7919) % 70000 for i in range(40)], u32=True) +
+                   trailer(vocab=70000, B=3, T=5, seed=7, step=2, pos=9),
+        "glob_two.bin": shard(u16[:20]) + b"TRTSHARD" + shard(u16[:50]) +
+                        trailer(B=2, flags=1, T=8, pos=30, cshard=1, copy_off=3),
+        "glob_one.bin": shard(u16[:10]) + trailer(B=1, flags=1, T=9),
+        "big_batch.bin": shard(u16) + trailer(B=16, T=3, step=100000, micro=3),
+        "near_bad_id.bin": shard(u16) + trailer(vocab=200),
+        "near_truncated.bin": shard(u16)[:-1] + trailer(),
+        "near_version.bin": shard(u16, patch={1: 7}) + trailer(),
+        "near_count.bin": shard(u16, patch={2: -1}) + trailer(),
+        "near_empty.bin": shard([]) + trailer(),
+        "near_bad_shape.bin": shard(u16) + trailer(B=-1, T=0, pos=-5, copy_off=-1),
+    }
+
+    # --- fuzz_checkpoint: flags byte, then the folder's files separated by @@TRTFILE@@
+    parts = checkpoint_parts()
+    manifest = b"".join(hashlib.sha256(p).hexdigest().encode() + b"  " + n + b"\n" for n, p in
+                        zip([b"model.safetensors", b"config.json", b"optimizer.safetensors",
+                             b"state.json"], parts))
+    corpus["fuzz_checkpoint"] = {
+        "read.bin": checkpoint_input(0, parts),
+        "read_no_optim_l2.bin": checkpoint_input(2, checkpoint_parts(V=5, maxT=3, L=2, NH=2, C=2)),
+        "export_f32.bin": checkpoint_input(4, parts),
+        "export_bf16_latest.bin": checkpoint_input(4 | 8 | 16, parts + [b"ckpt\n"]),
+        "raw_manifest.bin": checkpoint_input(1, parts + [manifest]),
+        "near_raw_manifest.bin": checkpoint_input(1, parts + [manifest.replace(b"  ", b" *", 1)]),
+        "near_newer.bin": checkpoint_input(0, parts[:3] + [state_json(version=2)]),
+        "near_state.bin": checkpoint_input(0, parts[:3] + [state_json(loss_scale="-1", extra=', "step": 4')]),
+        "near_n_head.bin": checkpoint_input(4, [parts[0], hf_config(8, 4, 1, 2, 4)] + parts[2:]),
+        "near_bf16_model.bin": checkpoint_input(0, checkpoint_parts(model_dtype="BF16")),
+        "near_missing.bin": checkpoint_input(16, parts[:2]),
+    }
+
+    total = 0
+    for target, files in corpus.items():
+        d = os.path.join(out, target)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        for name, data in files.items():
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+            total += len(data)
+    print("wrote %d files, %d bytes, under %s" % (sum(len(f) for f in corpus.values()), total, out))
+
+
+if __name__ == "__main__":
+    main()
