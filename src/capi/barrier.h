@@ -4,6 +4,7 @@
 #include <atomic>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "core/error.h"
 
@@ -43,20 +44,42 @@ inline void require_log_level(int32_t level, const char* function) {
              "use TRAINRT_LOG_DEBUG (0), INFO (1), WARN (2) or ERROR (3)");
 }
 
-// Marks a handle in use for the scope; a second thread gets TRAINRT_ERR_BUSY.
+// The in-use mark of a handle: set for the duration of every call that uses it (BusyGuard).
+// `owner` is the thread holding it, recorded only to word the BUSY message: a call made from
+// inside a log or progress callback of a call on the same handle (the same thread) is told
+// so, instead of being blamed on another thread.
+struct BusyFlag {
+    std::atomic<bool> busy{false};
+    std::atomic<std::thread::id> owner{};
+};
+
+// Marks a handle in use for the scope; a second call — from another thread, or re-entrant
+// from a callback — gets TRAINRT_ERR_BUSY. Never blocks, so a re-entrant call cannot deadlock.
 class BusyGuard {
 public:
-    BusyGuard(std::atomic<bool>& flag, const char* function) : flag_(flag) {
-        if (flag_.exchange(true))
+    BusyGuard(BusyFlag& flag, const char* function) : flag_(flag) {
+        if (flag_.busy.exchange(true)) {
+            // The holder sets owner after taking the flag and clears it before releasing it,
+            // so this thread reads its own id only when it is the holder itself.
+            if (flag_.owner.load() == std::this_thread::get_id())
+                fail(Status::Busy, function, ": the handle is already in use by a call on this "
+                     "thread (a call from inside a log or progress callback of that call); the "
+                     "library is not re-entrant on one handle: return from the callback first "
+                     "(trainrt_session_request_stop() is the one call allowed there)");
             fail(Status::Busy, function, ": the handle is in use by another thread "
                  "(a handle must not be used by two threads at once)");
+        }
+        flag_.owner.store(std::this_thread::get_id());
     }
-    ~BusyGuard() { flag_.store(false); }
+    ~BusyGuard() {
+        flag_.owner.store(std::thread::id{});
+        flag_.busy.store(false);
+    }
     BusyGuard(const BusyGuard&) = delete;
     BusyGuard& operator=(const BusyGuard&) = delete;
 
 private:
-    std::atomic<bool>& flag_;
+    BusyFlag& flag_;
 };
 
 // Copies text into (buf, cap) with the size-query convention of trainrt.h.

@@ -10,6 +10,13 @@ using capi::require;
 
 namespace {
 
+// Export writes into out_dir: "" is not a folder (it would mean the current directory).
+void require_nonempty(const char* text, const char* function, const char* argument) {
+    if (*text == '\0')
+        fail(Status::InvalidArgument, function, ": ", argument,
+             " is empty; pass the folder to write into");
+}
+
 ExportDType export_dtype(int32_t dtype, const char* function) {
     if (dtype == TRAINRT_DTYPE_F32) return ExportDType::F32;
     if (dtype == TRAINRT_DTYPE_BF16) return ExportDType::BF16;
@@ -74,6 +81,7 @@ TRAINRT_API trainrt_status trainrt_session_export(trainrt_session* session, cons
     return guarded("trainrt_session_export", [&] {
         require(session, "trainrt_session_export", "session");
         require(out_dir, "trainrt_session_export", "out_dir");
+        require_nonempty(out_dir, "trainrt_session_export", "out_dir");
         const ExportDType d = export_dtype(dtype, "trainrt_session_export");
         capi::BusyGuard busy(session->busy, "trainrt_session_export");
         session->session->export_hf(out_dir, d);
@@ -86,6 +94,7 @@ TRAINRT_API trainrt_status trainrt_checkpoint_export(const char* path, const cha
     return guarded("trainrt_checkpoint_export", [&] {
         require(path, "trainrt_checkpoint_export", "path");
         require(out_dir, "trainrt_checkpoint_export", "out_dir");
+        require_nonempty(out_dir, "trainrt_checkpoint_export", "out_dir");
         const ExportDType d = export_dtype(dtype, "trainrt_checkpoint_export");
         export_checkpoint_hf(resolve_checkpoint(path), out_dir, d);
         return TRAINRT_OK;

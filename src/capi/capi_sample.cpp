@@ -1,4 +1,7 @@
 // C API: trainrt_session_sample — text generation from the session's current weights.
+#include <cstddef>
+#include <cstdint>
+
 #include "capi/barrier.h"
 #include "capi/handles.h"
 #include "capi/versioned.h"
@@ -26,6 +29,16 @@ TRAINRT_API trainrt_status trainrt_session_sample(int32_t* out, size_t out_cap,
         if (out_cap < n_new)
             fail(Status::InvalidArgument, "trainrt_session_sample: out holds ", out_cap,
                  " ids but n_new = ", n_new);
+        // Counts no buffer can hold (prompt and generated ids together are one array of
+        // int32): refused here, before n_prompt + n_new could wrap in the session's sizing.
+        constexpr size_t kMaxIds = static_cast<size_t>(PTRDIFF_MAX) / sizeof(int32_t);
+        if (n_prompt > kMaxIds)
+            fail(Status::InvalidArgument, "trainrt_session_sample: n_prompt = ", n_prompt,
+                 " ids cannot be in memory (at most ", kMaxIds, ")");
+        if (n_new > kMaxIds - n_prompt)
+            fail(Status::InvalidArgument, "trainrt_session_sample: n_new = ", n_new, " with ",
+                 "n_prompt = ", n_prompt, " is more ids than memory can hold (at most ", kMaxIds,
+                 " together)");
         const trainrt_sample_options o = capi::read_versioned(
             options, trainrt_sample_options TRAINRT_SAMPLE_OPTIONS_INIT, "trainrt_session_sample");
         TokenSamplingOptions so;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 
+#include "capi/barrier.h"
 #include "config/config.h"
 #include "core/log.h"
 #include "runtime/session.h"
@@ -13,10 +14,10 @@ struct trainrt_config {
     // Set by every call that reads or writes the handle (BusyGuard): reads take it too, since
     // a read racing trainrt_config_set would see a value being replaced. Mutable so the
     // getters, which take a const handle, can take it.
-    mutable std::atomic<bool> busy{false};
+    mutable trt::capi::BusyFlag busy;
 };
 
 struct trainrt_session {
     std::unique_ptr<trt::Session> session;
-    std::atomic<bool> busy{false};
+    trt::capi::BusyFlag busy;
 };

@@ -77,7 +77,8 @@ struct MappedShard {
 // Maps s.path and checks header and size (not the ids). Throws Io / Format.
 void map_shard(MappedShard& s) {
     const std::string& path = s.path;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO must not wait for a writer before fstat refuses it below.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) fail(Status::Io, "cannot open token shard '", path, "': ", std::strerror(errno));
     struct stat st{};
     if (::fstat(fd, &st) != 0) {

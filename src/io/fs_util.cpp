@@ -81,7 +81,9 @@ void fsync_dir(const std::string& dir) {
 // ---------------------------------------------------------------------------- AtomicFile
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // O_NONBLOCK: a FIFO left at the temporary name fails at once (ENXIO) instead of waiting
+    // for a reader; for the regular file this creates it changes nothing.
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
     if (fd_ < 0) fail(Status::Io, "cannot create '", tmp_, "': ", errno_text(errno));
 }
 

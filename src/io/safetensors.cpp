@@ -289,7 +289,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     SafetensorsFile f;
     Impl& im = *f.impl_;
     im.name = path;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO must not wait for a writer before fstat refuses it below.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) fail(Status::Io, "cannot open '", path, "': ", errno_text(errno));
     struct stat st {};
     if (fstat(fd, &st) != 0) {

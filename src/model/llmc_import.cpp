@@ -80,9 +80,11 @@ void read_transposed(const uint8_t* src, size_t out, size_t in, bool bf16, float
 
 }  // namespace
 
+// Every open here is O_NONBLOCK: a FIFO named as a checkpoint must not wait for a writer
+// (it is then refused as not a regular file, or fails the magic check).
 bool is_llmc_checkpoint(const std::string& path) {
     Fd f;
-    f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (f.fd < 0) return false;
     int32_t magic = 0;
     return ::pread(f.fd, &magic, 4, 0) == 4 && magic == kLlmcModelMagic;
@@ -91,7 +93,7 @@ bool is_llmc_checkpoint(const std::string& path) {
 LlmcHeader read_llmc_header(const std::string& path) {
     const std::string where = cat("llm.c checkpoint '", path, "': ");
     Fd f;
-    f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (f.fd < 0) fail(Status::Io, "cannot open llm.c checkpoint '", path, "': ", std::strerror(errno));
     struct stat st {};
     if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode))
@@ -165,7 +167,7 @@ void load_llmc_gpt2(const ParamTable& table, const std::string& path, float* hos
              diff, "; set these model.* keys to the checkpoint's values");
 
     Fd f;
-    f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (f.fd < 0) fail(Status::Io, "cannot open llm.c checkpoint '", path, "': ", std::strerror(errno));
     const bool bf16 = h.version == kLlmcVersionBF16;
     const size_t esz = bf16 ? 2 : 4;

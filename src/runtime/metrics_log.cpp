@@ -1,6 +1,8 @@
 #include "runtime/metrics_log.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -36,10 +38,26 @@ void make_directories(const std::string& path) {
 
 MetricsLog::MetricsLog(const std::string& out_dir) : path_(out_dir + "/metrics.jsonl") {
     make_directories(out_dir);
-    file_ = std::fopen(path_.c_str(), "a");
-    if (file_ == nullptr)
+    // O_NONBLOCK: a FIFO in its place must fail at once (ENXIO without a reader) instead of
+    // waiting for one; anything but a regular file is refused.
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK,
+                          0666);
+    if (fd < 0)
         fail(Status::Io, "cannot open '", path_, "' for appending: ", std::strerror(errno),
              " (check train.out_dir)");
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        fail(Status::Io, "cannot append to '", path_, "': not a regular file (check "
+             "train.out_dir)");
+    }
+    file_ = ::fdopen(fd, "a");
+    if (file_ == nullptr) {
+        const int e = errno;
+        ::close(fd);
+        fail(Status::Io, "cannot open '", path_, "' for appending: ", std::strerror(e),
+             " (check train.out_dir)");
+    }
 }
 
 MetricsLog::~MetricsLog() {

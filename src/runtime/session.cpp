@@ -502,16 +502,23 @@ const StepResult& Session::sync() {
     return last_;
 }
 
-double Session::eval() {
+double Session::eval() { return run_eval(false); }
+
+double Session::run_eval(bool inside_train) {
     if (!val_data_)
         fail(Status::Config, "data.val is not set: eval() reads its batches from it");
     const int B = model_->max_batch(), T = model_->max_seq();
     SequentialCursor cursor;  // every eval reads the same windows
     double sum = 0.0;
+    const uint64_t seen = stop_count_.load();
     for (int64_t i = 0; i < run_.train.eval_batches; ++i) {
-        // request_stop interrupts an eval between batches (train.eval_batches may be huge);
-        // the request is used up here, and train() turns the error into a stop.
-        if (stop_requested_.exchange(false))
+        // request_stop interrupts an eval between batches (train.eval_batches may be huge).
+        // Inside train() any pending request does (train() then stops); a standalone eval
+        // only one made while it runs, which it uses up: an earlier one is for the next
+        // train() (the header's promise).
+        const bool stop = inside_train ? stop_requested_.load() : stop_count_.load() != seen;
+        if (stop && !inside_train) stop_requested_.store(false);
+        if (stop)
             fail(Status::Cancelled, "eval: stopped on request after ", i, " of ",
                  run_.train.eval_batches, " batches (train.eval_batches); no loss");
         sample_sequential(*val_data_, cursor, B, T, rows_.data());
@@ -668,7 +675,7 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
         if (eval_now) {
             double val = 0.0;
             try {
-                val = eval();
+                val = run_eval(true);
             } catch (const Error& e) {
                 if (e.status() != Status::Cancelled) throw;
                 report_completed();
@@ -921,6 +928,11 @@ void Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
                      const TokenSamplingOptions& options, int32_t* out) {
     if (n_prompt < 1)
         fail(Status::InvalidArgument, "sample: the prompt needs at least one token");
+    // The context holds prompt + generated tokens: their count must not wrap.
+    constexpr size_t kMaxContext = std::numeric_limits<size_t>::max() / sizeof(int32_t) / 2;
+    if (n_prompt > kMaxContext || n_new > kMaxContext - n_prompt)
+        fail(Status::InvalidArgument, "sample: n_prompt + n_new = ", n_prompt, " + ", n_new,
+             " tokens cannot be held in memory");
     check_tokens(prompt, n_prompt);
     if (!(options.temperature >= 0.0) || !std::isfinite(options.temperature))
         fail(Status::InvalidArgument, "sample: temperature = ", options.temperature,

@@ -79,7 +79,11 @@ public:
     // Generates n_new tokens after prompt into out; the model sees the last seq_len tokens.
     void sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
                 const TokenSamplingOptions& options, int32_t* out);
-    void request_stop() { stop_requested_.store(true); }
+    // Lock-free stores only: safe from a signal handler.
+    void request_stop() {
+        stop_count_.fetch_add(1);
+        stop_requested_.store(true);
+    }
     SessionMetrics metrics() const;
     const Config& config() const { return config_; }
     void set_log_sink(const LogSink& sink) { log_.set_sink(sink); }
@@ -171,6 +175,8 @@ private:
     double last_val_loss_;
     std::deque<double> recent_ms_;  // last (up to) 100 step times
     std::atomic<bool> stop_requested_{false};
+    std::atomic<uint64_t> stop_count_{0};  // requests ever made: a standalone eval sees new ones
+    double run_eval(bool inside_train);
 
     std::vector<int32_t> rows_;     // one micro-batch as drawn on the host: [B, T+1]
     std::vector<int32_t> inputs_;   // [B*T] staging for sample()
