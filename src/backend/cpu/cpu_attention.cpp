@@ -13,6 +13,7 @@
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_threads.h"
 
 namespace trt::cpu {
 
@@ -58,6 +59,8 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
     const int C3 = 3 * C;
     const float scale = 1.0f / std::sqrt((float)hs);
     const int BH = B * NH;
+    // The per-head sgemms run serially inside the team (cpu_threads.h: also in a team of one).
+    const BlasThreadsScope blas(threads);
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int bh = 0; bh < BH; bh++) {
         const int b = bh / NH, h = bh % NH;
@@ -91,6 +94,7 @@ void attention_backward(float* dqkv /*[B,T,3C] overwritten*/, float* scratch,
     const float scale = 1.0f / std::sqrt((float)hs);
     const int BH = B * NH;
     if (hs <= 0) return;
+    const BlasThreadsScope blas(threads);
     // Every (b, h) writes all rows of its own dq, dk, dv columns with beta = 0, so together
     // they overwrite all of dqkv without a separate zeroing pass.
 #pragma omp parallel num_threads(threads)

@@ -24,8 +24,10 @@ class CpuBackend final : public Backend {
 public:
     explicit CpuBackend(int threads) : threads_(threads > 0 ? threads : omp_get_num_procs()) {
         if (threads_ < 1) threads_ = 1;
-        // OpenBLAS (OpenMP build) keeps its own count; our regions pass num_threads().
-        openblas_set_num_threads(threads_);
+        // Our regions pass num_threads(threads_); OpenBLAS's count is set by each kernel that
+        // calls it, on the calling thread (cpu_threads.h) — not here, once, on the thread that
+        // created the session: OpenMP's thread count is per thread, and a session may be
+        // driven from any thread.
     }
     ~CpuBackend() override {
         for (auto& kv : sizes_) std::free(kv.first);

@@ -4,12 +4,17 @@
 // parallel region) with the bias broadcast / bias + GELU epilogue on the same rows while they
 // are in cache: on 2 cores that beats OpenBLAS's own threading by 5-15% at these shapes
 // (bench/results/2026-11-22-cpu-vs-torch.md). dweight reduces over positions, so it stays one
-// OpenBLAS-threaded call.
+// OpenBLAS-threaded call. A single block (parts == 1) runs outside any parallel region: in a
+// team of one thread omp_in_parallel() is false and OpenBLAS would start a nested team, whose
+// worker libgomp creates and destroys on every call (cpu_threads.h). Every entry point pins
+// OpenBLAS's thread count to `threads` for its duration (BlasThreadsScope), whichever thread
+// calls it.
 #include <cblas.h>
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_gelu.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_threads.h"
 
 namespace trt::cpu {
 
@@ -25,10 +30,10 @@ void matmul_forward(float* out /*[N,M]*/, const float* inp /*[N,K]*/,
                     const float* bias /*[M] or null*/, int N, int K, int M,
                     WeightLayout layout, int threads) {
     if (N <= 0 || M <= 0) return;
+    const BlasThreadsScope blas(threads);
     const bool inout = layout == WeightLayout::InOut;
     const int parts = row_parts(N, threads);
-#pragma omp parallel for schedule(static) num_threads(parts)
-    for (int part = 0; part < parts; part++) {
+    auto block = [&](int part) {
         size_t r0, r1;
         split_range((size_t)N, (size_t)parts, (size_t)part, &r0, &r1);
         const int rows = (int)(r1 - r0);
@@ -44,7 +49,13 @@ void matmul_forward(float* out /*[N,M]*/, const float* inp /*[N,K]*/,
             cblas_sgemm(CblasRowMajor, CblasNoTrans, inout ? CblasNoTrans : CblasTrans, rows, M,
                         K, 1.0f, inp + r0 * K, K, weight, inout ? M : K, bias ? 1.0f : 0.0f, o,
                         M);
+    };
+    if (parts == 1) {
+        block(0);
+        return;
     }
+#pragma omp parallel for schedule(static) num_threads(parts)
+    for (int part = 0; part < parts; part++) block(part);
 }
 
 // acc[j] += dout[n, j] for j < w, rows n in order (row stride M).
@@ -82,20 +93,26 @@ void matmul_gelu_forward(float* pre /*[N,M]*/, float* out /*[N,M]*/, const float
     if (N <= 0 || M <= 0) return;
     // Per block of rows: pre = inp · W (sgemm, beta = 0), then one pass adds the bias and
     // applies GELU while the rows are in cache; the bias needs no broadcast pass of its own.
+    const BlasThreadsScope blas(threads);
     const int parts = row_parts(N, threads);
-#pragma omp parallel for schedule(static) num_threads(parts)
-    for (int part = 0; part < parts; part++) {
+    auto block = [&](int part) {
         size_t r0, r1;
         split_range((size_t)N, (size_t)parts, (size_t)part, &r0, &r1);
         const int rows = (int)(r1 - r0);
-        if (rows == 0) continue;
+        if (rows == 0) return;
         if (K > 0)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, M, K, 1.0f,
                         inp + r0 * K, K, weight, M, 0.0f, pre + r0 * M, M);
         else
             for (size_t i = 0; i < (size_t)rows * M; i++) pre[r0 * M + i] = 0.0f;
         bias_gelu_rows(pre + r0 * M, out + r0 * M, bias, rows, M);
+    };
+    if (parts == 1) {
+        block(0);
+        return;
     }
+#pragma omp parallel for schedule(static) num_threads(parts)
+    for (int part = 0; part < parts; part++) block(part);
 }
 
 void matmul_backward(float* dinp /*[N,K] overwritten or null*/,
@@ -108,18 +125,24 @@ void matmul_backward(float* dinp /*[N,K] overwritten or null*/,
             for (size_t i = 0; i < (size_t)N * K; i++) dinp[i] = 0.0f;
         return;
     }
+    const BlasThreadsScope blas(threads);
     const bool inout = layout == WeightLayout::InOut;
     if (dinp) {
         const int parts = row_parts(N, threads);
-#pragma omp parallel for schedule(static) num_threads(parts)
-        for (int part = 0; part < parts; part++) {
+        auto block = [&](int part) {
             size_t r0, r1;
             split_range((size_t)N, (size_t)parts, (size_t)part, &r0, &r1);
-            if (r1 == r0) continue;
+            if (r1 == r0) return;
             // dinp[N,K] = dout[N,M] · W[K,M]ᵀ  (InOut)  |  dout[N,M] · W[M,K]  (OutIn)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, inout ? CblasTrans : CblasNoTrans,
                         (int)(r1 - r0), K, M, 1.0f, dout + r0 * M, M, weight, inout ? M : K,
                         0.0f, dinp + r0 * K, K);
+        };
+        if (parts == 1) {
+            block(0);
+        } else {
+#pragma omp parallel for schedule(static) num_threads(parts)
+            for (int part = 0; part < parts; part++) block(part);
         }
     }
     if (dweight) {
