@@ -425,19 +425,59 @@ private:
 
 // ------------------------------------------------------------------ parsing
 
-// Parses a whole document; syntax errors become Error(Config) with file:line:col.
-toml::table parse_text(std::string_view text, const std::string& source_name) {
-    // toml++ 3.3.0 must not see some non-ASCII text (config/toml_guard.h).
-    if (const TomlGuardProblem p = toml_guard(text); !p.what.empty())
-        fail(Status::Config, source_name, ":", p.line, ":", p.column,
-             ": TOML syntax error: ", p.what);
+std::string hex_code_point(char32_t cp) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%04X", static_cast<unsigned>(cp));
+    return buf;
+}
+
+// toml++ on untrusted text, in the three steps of config/toml_guard.h. Returns false and
+// fills `problem` (line:column and what) on a syntax error.
+bool parse_guarded(std::string_view text, const std::string& source_name, toml::table& out,
+                   TomlGuardProblem& problem) {
+    problem = toml_guard(text);
+    if (!problem.what.empty()) return false;
     try {
-        return toml::parse(text, source_name);
+        const bool has_non_ascii = std::any_of(text.begin(), text.end(), [](char c) {
+            return static_cast<unsigned char>(c) >= 0x80;
+        });
+        if (has_non_ascii) {
+            const std::string shadow = toml_ascii_shadow(text);
+            try {
+                (void)toml::parse(shadow, source_name);
+            } catch (const toml::parse_error& e) {
+                const auto& b = e.source().begin;
+                const TomlChar at = toml_char_at(text, b.line, b.column);
+                problem.line = b.line, problem.column = b.column;
+                problem.what = e.description();
+                if (at.code_point >= 0x80) {
+                    // toml++ saw the '@' standing in for this character: name the real one.
+                    for (size_t k = problem.what.find('@'); k != std::string::npos;
+                         k = problem.what.find('@', k + at.bytes.size()))
+                        problem.what.replace(k, 1, at.bytes);
+                    problem.what += cat(" (U+", hex_code_point(at.code_point),
+                                        "; TOML allows non-ASCII characters only as text inside "
+                                        "strings and comments)");
+                }
+                return false;
+            }
+        }
+        out = toml::parse(text, source_name);
+        return true;
     } catch (const toml::parse_error& e) {
         const auto& b = e.source().begin;
-        fail(Status::Config, source_name, ":", b.line, ":", b.column,
-             ": TOML syntax error: ", e.description());
+        problem.line = b.line, problem.column = b.column, problem.what = e.description();
+        return false;
     }
+}
+
+// Parses a whole document; syntax errors become Error(Config) with file:line:col.
+toml::table parse_text(std::string_view text, const std::string& source_name) {
+    toml::table doc;
+    if (TomlGuardProblem p; !parse_guarded(text, source_name, doc, p))
+        fail(Status::Config, source_name, ":", p.line, ":", p.column,
+             ": TOML syntax error: ", p.what);
+    return doc;
 }
 
 std::string resolve_path(const std::string& base_dir, const std::string& p) {
@@ -595,15 +635,9 @@ toml::table parse_set_value(const KeyDesc& d, const std::string& value) {
                                      : "";
     toml::table t;
     const std::string doc = "v = " + value;
-    if (const TomlGuardProblem p = toml_guard(doc); !p.what.empty())
+    if (TomlGuardProblem p; !parse_guarded(doc, std::string(kSetSource), t, p))
         fail(Status::Config, key, ": cannot parse the value '", value, "' as a TOML value (",
              p.what, ")", hint);
-    try {
-        t = toml::parse(doc, std::string(kSetSource));
-    } catch (const toml::parse_error& e) {
-        fail(Status::Config, key, ": cannot parse the value '", value, "' as a TOML value (",
-             e.description(), ")", hint);
-    }
     if (t.size() != 1 || !t.contains("v"))
         fail(Status::Config, key, ": the value '", value, "' is not a single TOML value", hint);
     return t;

@@ -10,6 +10,9 @@
 #       the same, but keeps WORKDIR/corpus from earlier runs (the corpus grows run to run).
 # Environment: FUZZ_SRC (tests/fuzz), FUZZ_MAX_LEN, FUZZ_RSS_MB (default 2048),
 # FUZZ_TIMEOUT (seconds per input before it counts as a hang, default 10),
+# FUZZ_SEED and FUZZ_RUNS (fuzz: libFuzzer's -seed and -runs; with both set a run is nearly the
+# same sequence of inputs on every machine, ended by SECONDS only on a slow one — so CI's verdict
+# depends on the commit, not on the machine's speed or luck; seed 0 = random),
 # FUZZ_KEEP_GOING=1 (fuzz/long: libFuzzer's fork mode, which records a crash and goes on
 # fuzzing, so a known open bug does not end a long run; every crash input is kept).
 # Exit status 0 = no crash, leak, sanitizer report, hang or out-of-memory.
@@ -57,9 +60,14 @@ case "$mode" in
     [ -f "$src/$target.dict" ] && dict=(-dict="$src/$target.dict")
     keep=()
     [ "${FUZZ_KEEP_GOING:-0}" = 1 ] && keep=(-fork=1 -ignore_crashes=1)
+    fixed=()
+    if [ "$mode" = fuzz ]; then
+      [ -n "${FUZZ_SEED:-}" ] && fixed+=(-seed="$FUZZ_SEED")
+      [ -n "${FUZZ_RUNS:-}" ] && fixed+=(-runs="$FUZZ_RUNS")
+    fi
     start=$(date +%s)
     touch "$work/.start"
-    "$bin" "${common[@]}" "${dict[@]}" "${keep[@]}" -max_total_time="$seconds" \
+    "$bin" "${common[@]}" "${dict[@]}" "${keep[@]}" "${fixed[@]}" -max_total_time="$seconds" \
       -print_final_stats=1 -artifact_prefix="$work/artifacts/" "${dirs[@]}" >"$work/fuzz.log" 2>&1
     rc=$?
     took=$(( $(date +%s) - start ))
