@@ -1,7 +1,7 @@
 // cpu_op_profile: per-op time breakdown of one CPU training step (forward, backward,
 // grad-norm, AdamW) at the bench/cpu_vs_torch.py shapes.
 //
-// A Backend decorator times every op call of a real Gpt::forward_backward plus the
+// A Backend decorator times every op call of a real Decoder::forward_backward plus the
 // optimizer's sum_squares and per-tensor adamw_update (same call pattern as
 // src/runtime/optimizer.cpp), keyed by op and shape (the four block matmuls and the tied
 // head are told apart by K, M). Prints ms per step, share of the step and GFLOP/s where
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "model/gpt.h"
+#include "model/decoder.h"
 #include "model/param_table.h"
 
 namespace {
@@ -99,26 +99,61 @@ public:
             in_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
         });
     }
-    size_t attention_saved_floats(int B, int T, int C, int NH) const override {
-        return in_->attention_saved_floats(B, T, C, NH);
+    size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const override {
+        return in_->attention_saved_floats(B, T, C, NH, NKV);
     }
-    size_t attention_scratch_floats(int B, int T, int C, int NH) const override {
-        return in_->attention_scratch_floats(B, T, C, NH);
+    size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
+        return in_->attention_scratch_floats(B, T, C, NH, NKV);
     }
     // Attention FLOPs counted as the causal minimum (lower triangle incl. diagonal):
     // forward 2 products, backward 4, each 2·T(T+1)/2·hs per (b, h).
     void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
-                           int NH) override {
+                           int NH, int NKV) override {
         const double f = 2.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
         timed("attention fwd", f,
-              [&] { in_->attention_forward(out, saved, qkv, B, T, C, NH); });
+              [&] { in_->attention_forward(out, saved, qkv, B, T, C, NH, NKV); });
     }
     void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                            const float* saved, int B, int T, int C, int NH) override {
+                            const float* saved, int B, int T, int C, int NH,
+                            int NKV) override {
         const double f = 4.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
         timed("attention bwd", f, [&] {
-            in_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH);
+            in_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
         });
+    }
+    // The Llama-family ops (not called by this GPT-2 profile; forwarded so it compiles).
+    void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,
+                         int C, float eps) override {
+        timed("rmsnorm fwd", 0, [&] { in_->rmsnorm_forward(out, rstd, inp, w, N, C, eps); });
+    }
+    void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
+                          const float* w, const float* rstd, int N, int C) override {
+        timed("rmsnorm bwd", 0,
+              [&] { in_->rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C); });
+    }
+    void residual_rmsnorm_forward(float* res_out, float* out, float* rstd, const float* a,
+                                  const float* b, const float* w, int N, int C,
+                                  float eps) override {
+        timed("residual+rmsnorm fwd", 0, [&] {
+            in_->residual_rmsnorm_forward(res_out, out, rstd, a, b, w, N, C, eps);
+        });
+    }
+    void rope_forward(float* qkv, const float* cos, const float* sin, int B, int T, int NH,
+                      int NKV, int hs, int pos0) override {
+        timed("rope fwd", 0,
+              [&] { in_->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0); });
+    }
+    void rope_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int NH,
+                       int NKV, int hs, int pos0) override {
+        timed("rope bwd", 0,
+              [&] { in_->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0); });
+    }
+    void swiglu_forward(float* out, const float* inp, int N, int F) override {
+        timed("swiglu fwd", 0, [&] { in_->swiglu_forward(out, inp, N, F); });
+    }
+    void swiglu_backward(float* dinp, const float* inp, const float* dout, int N,
+                         int F) override {
+        timed("swiglu bwd", 0, [&] { in_->swiglu_backward(dinp, inp, dout, N, F); });
     }
     void gelu_forward(float* out, const float* inp, size_t n) override {
         timed("gelu fwd", 0, [&] { in_->gelu_forward(out, inp, n); });
@@ -242,15 +277,12 @@ int main(int argc, char** argv) {
     const int steps = arg_int(argc, argv, "--steps", 5);
     const int warmup = arg_int(argc, argv, "--warmup", 2);
     const int B = arg_int(argc, argv, "--B", 8), T = arg_int(argc, argv, "--T", 256);
-    trt::GptShape shape;
-    shape.V = arg_int(argc, argv, "--V", 256);
-    shape.maxT = T;
-    shape.L = arg_int(argc, argv, "--L", 6);
-    shape.NH = arg_int(argc, argv, "--NH", 6);
-    shape.C = arg_int(argc, argv, "--C", 384);
+    const trt::ModelSpec shape =
+        trt::gpt2_spec(arg_int(argc, argv, "--V", 256), T, arg_int(argc, argv, "--L", 6),
+                       arg_int(argc, argv, "--NH", 6), arg_int(argc, argv, "--C", 384));
 
     TimedBackend be(trt::make_cpu_backend(threads));
-    trt::Gpt model(be, shape, B, T);
+    trt::Decoder model(be, shape, B, T);
     const trt::ParamTable& table = model.table();
     const size_t P = table.total();
     // Init like the torch bench: N(0, 0.02) weights, LN weights 1, biases 0.

@@ -63,7 +63,7 @@ DATA_SEED, TORCH_SEED = 1234, 1337
 # The llm.c shard reader/writer of the PyTorch reference test (one copy in the tree).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "reference"))
-from gpt2_reference import read_shard, write_shard  # noqa: E402
+from reference_common import read_shard, write_shard  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- torch side

@@ -307,8 +307,10 @@ TRAINRT_API trainrt_status trainrt_config_from_checkpoint(trainrt_config** out,
 /* ---------------------------------------------------------------- export */
 #define TRAINRT_DTYPE_F32  0
 #define TRAINRT_DTYPE_BF16 1
-/* Hugging Face GPT-2 export: out_dir/model.safetensors (HF names, unpadded, F32 or BF16) and
- * out_dir/config.json (GPT2LMHeadModel), each written atomically; out_dir is created. */
+/* Hugging Face export: out_dir/model.safetensors (the model's HF names - GPT2LMHeadModel or
+ * LlamaForCausalLM -, unpadded, F32 or BF16; above 5 GB transformers' shards and
+ * model.safetensors.index.json instead) and out_dir/config.json, each written atomically;
+ * out_dir is created. The folder loads with transformers and as model.init_from. */
 TRAINRT_API trainrt_status trainrt_session_export(trainrt_session* session, const char* out_dir,
                                                   int32_t dtype);
 /* The same from a checkpoint (path as for session_load), without a session. */
@@ -354,6 +356,12 @@ typedef struct trainrt_model_info {
     { (uint32_t)sizeof(trainrt_model_info), TRAINRT_MODEL_INFO_VERSION, 0, 0, 0, 0, 0, 0 }
 TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
                                                      const trainrt_config* config);
+/* A readable account of a config's model (what `trainrt info` prints): its family and shape,
+ * then its parameters by part (embeddings, attention, MLP, norms, output head) with their
+ * share. Lines end in '\n'; the wording is for people and may change between versions.
+ * (buf, cap, needed) as trainrt_config_dump. */
+TRAINRT_API trainrt_status trainrt_config_model_summary(char* buf, size_t cap, size_t* needed,
+                                                        const trainrt_config* config);
 
 /* ---------------------------------------------------------------- data */
 /* Byte-level tokenization of a text file into llm.c shards (uint16, magic 20240520):

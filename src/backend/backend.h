@@ -20,7 +20,7 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 5;
+constexpr uint32_t kBackendInterfaceVersion = 7;
 
 // How a matmul weight is stored. InOut = HF Conv1D [K, M] (y = x·W); OutIn = [M, K]
 // (y = x·Wᵀ, e.g. the tied wte [V, C] as the output projection).
@@ -90,8 +90,11 @@ struct DeviceTokens {
 };
 
 // Model dimensions, so a backend can size its scratch once, before the first step.
+// NKV: key/value heads (grouped-query attention; NKV == NH for GPT-2, 0 means NH). F: the
+// MLP's hidden width (GPT-2 4C; Llama d_ff, gate and up each F wide); 0 means 4C.
 struct ModelDims {
     int B = 0, T = 0, C = 0, NH = 0, V = 0, L = 0;
+    int NKV = 0, F = 0;
 };
 
 // The accel.* switches a backend honours itself (the session handles cuda_graphs and
@@ -131,9 +134,25 @@ struct AccelStatus {
     std::string deterministic_note;
 };
 
+// What a backend is, for the choices the session makes (never by comparing its name).
+struct BackendCaps {
+    // Its memory is apart from the host's: a train split resident there saves a host copy
+    // per micro-batch (data.placement = "auto" takes "device").
+    bool device_memory = false;
+    // No path that accel.deterministic = false could make nondeterministic.
+    bool always_deterministic = true;
+    // No unfused classifier: accel.fused_classifier = false changes nothing.
+    bool always_fused_classifier = true;
+    // It has a cuDNN attention path and matmul epilogues (accel.attention = "cudnn",
+    // accel.matmul_epilogues can apply; accel_status() says whether they are taken).
+    bool cudnn_attention = false;
+    bool matmul_epilogues = false;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
+    virtual BackendCaps capabilities() const { return BackendCaps{}; }
     virtual const char* name() const = 0;
     virtual int num_threads() const = 0;  // host threads the backend's ops use
     // The hardware, e.g. "NVIDIA H100 80GB HBM3" (the peak-FLOPs table keys on it).
@@ -163,13 +182,15 @@ public:
     virtual void register_params(const float* params, size_t n) {}
 
     // ---- ops
-    // out[n,:] = wte[inputs[n],:] + wpe[n % T,:]
+    // out[n,:] = wte[inputs[n],:] + wpe[n % T,:]; wpe == nullptr (rotary models): no
+    // position term.
     virtual void encoder_forward(float* out /*[N,C]*/, const int32_t* inputs /*[N]*/,
-                                 const float* wte /*[V,C]*/, const float* wpe /*[>=T,C]*/,
+                                 const float* wte /*[V,C]*/, const float* wpe /*[>=T,C] or null*/,
                                  int B, int T, int C) = 0;
-    // dwte[inputs[n]] += dout[n]; dwpe[t] += sum_b dout[b,t]
-    virtual void encoder_backward(float* dwte, float* dwpe, const float* dout /*[N,C]*/,
-                                  const int32_t* inputs /*[N]*/, int B, int T, int C) = 0;
+    // dwte[inputs[n]] += dout[n]; dwpe[t] += sum_b dout[b,t] (skipped when dwpe == nullptr)
+    virtual void encoder_backward(float* dwte, float* dwpe /*or null*/,
+                                  const float* dout /*[N,C]*/, const int32_t* inputs /*[N]*/,
+                                  int B, int T, int C) = 0;
 
     // out = (inp - mean) * rstd * w + b over the last dim, eps 1e-5; saves mean, rstd.
     virtual void layernorm_forward(float* out /*[N,C]*/, float* mean /*[N]*/,
@@ -193,18 +214,64 @@ public:
                                  const float* weight, int N, int K, int M,
                                  WeightLayout layout) = 0;
 
-    // Causal multi-head self-attention. qkv[B,T,3C] holds Q, K, V blocks along the last dim,
-    // head h at columns [h*hs, (h+1)*hs) of each block, hs = C/NH; scale 1/sqrt(hs).
+    // Causal self-attention with NH query heads and NKV key/value heads (NKV divides NH;
+    // NKV == NH is multi-head attention, NKV < NH grouped-query attention: query head h
+    // reads key/value head h / (NH/NKV)). hs = C/NH. qkv[B,T,(NH+2*NKV)*hs] holds the Q block
+    // (NH heads), then K (NKV heads), then V (NKV heads) along the last dim, head h of a
+    // block at columns [h*hs, (h+1)*hs) of it (GPT-2: NKV = NH, the [B,T,3C] of c_attn).
+    // out[B,T,C] holds the NH heads' outputs the same way; scale 1/sqrt(hs).
     // saved receives attention_saved_floats() floats the backward needs.
-    virtual size_t attention_saved_floats(int B, int T, int C, int NH) const = 0;
+    virtual size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const = 0;
     virtual void attention_forward(float* out /*[B,T,C]*/, float* saved,
-                                   const float* qkv /*[B,T,3C]*/, int B, int T, int C,
-                                   int NH) = 0;
-    // dqkv overwritten. scratch: attention_scratch_floats() floats.
-    virtual size_t attention_scratch_floats(int B, int T, int C, int NH) const = 0;
-    virtual void attention_backward(float* dqkv /*[B,T,3C]*/, float* scratch,
+                                   const float* qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C,
+                                   int NH, int NKV) = 0;
+    // dqkv overwritten (a K/V head's gradient sums over the query heads sharing it).
+    // scratch: attention_scratch_floats() floats.
+    virtual size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const = 0;
+    virtual void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs]*/, float* scratch,
                                     const float* dout /*[B,T,C]*/, const float* qkv,
-                                    const float* saved, int B, int T, int C, int NH) = 0;
+                                    const float* saved, int B, int T, int C, int NH,
+                                    int NKV) = 0;
+
+    // ---- Llama-family ops
+    // RMSNorm (HF LlamaRMSNorm): rstd[n] = 1/sqrt(mean_c inp[n,c]² + eps),
+    // out[n,c] = inp[n,c] * rstd[n] * w[c]; saves rstd.
+    virtual void rmsnorm_forward(float* out /*[N,C]*/, float* rstd /*[N]*/,
+                                 const float* inp /*[N,C]*/, const float* w /*[C]*/, int N,
+                                 int C, float eps) = 0;
+    // dinp += ..., dw += ...
+    virtual void rmsnorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C] +=*/,
+                                  const float* dout /*[N,C]*/, const float* inp /*[N,C]*/,
+                                  const float* w /*[C]*/, const float* rstd /*[N]*/, int N,
+                                  int C) = 0;
+    // res_out = a + b, then rmsnorm_forward(out, rstd, res_out, w, N, C, eps) (res_out is
+    // the next residual stream and the norm's saved input).
+    virtual void residual_rmsnorm_forward(float* res_out /*[N,C]*/, float* out /*[N,C]*/,
+                                          float* rstd /*[N]*/, const float* a /*[N,C]*/,
+                                          const float* b /*[N,C]*/, const float* w /*[C]*/,
+                                          int N, int C, float eps) = 0;
+    // Rotary position embedding, HF Llama convention (rotate_half), IN PLACE on the Q and K
+    // heads of qkv (layout of attention_forward; V untouched). Row n = b*T + t has position
+    // p = pos0 + t. For each Q or K head vector x and i < hs/2, with c = cos[p*hs/2 + i],
+    // s = sin[p*hs/2 + i]:
+    //   x[i] <- x[i]*c - x[i + hs/2]*s ;  x[i + hs/2] <- x[i + hs/2]*c + x[i]*s
+    // cos/sin are [max_pos, hs/2] tables in backend memory (built once by the model, so both
+    // backends use the same values); pos0 + T <= max_pos. hs is even.
+    virtual void rope_forward(float* qkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
+                              const float* sin, int B, int T, int NH, int NKV, int hs,
+                              int pos0) = 0;
+    // The transpose, in place on the gradient w.r.t. the rotated q and k:
+    //   d[i] <- d[i]*c + d[i + hs/2]*s ;  d[i + hs/2] <- d[i + hs/2]*c - d[i]*s
+    virtual void rope_backward(float* dqkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
+                               const float* sin, int B, int T, int NH, int NKV, int hs,
+                               int pos0) = 0;
+    // SwiGLU: inp = [gate | up] along the last dim ([N, 2F]: the stacked gate_proj and
+    // up_proj outputs), out[n,j] = silu(gate[n,j]) * up[n,j], silu(x) = x / (1 + e^-x).
+    virtual void swiglu_forward(float* out /*[N,F]*/, const float* inp /*[N,2F]*/, int N,
+                                int F) = 0;
+    // dinp [N,2F] overwritten: d gate = dout * up * silu'(gate), d up = dout * silu(gate).
+    virtual void swiglu_backward(float* dinp /*[N,2F]*/, const float* inp /*[N,2F]*/,
+                                 const float* dout /*[N,F]*/, int N, int F) = 0;
 
     // GELU, tanh approximation: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x³)))
     virtual void gelu_forward(float* out, const float* inp, size_t n) = 0;

@@ -2,7 +2,7 @@
 #include "capi/barrier.h"
 #include "capi/handles.h"
 #include "capi/versioned.h"
-#include "model/model_info.h"
+#include "runtime/model_info.h"
 
 using namespace trt;
 using capi::guarded;
@@ -20,7 +20,7 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
             capi::BusyGuard busy(config->busy, "trainrt_config_model_info");
             r = config->config.run();
         }
-        const GptShape shape = gpt_shape(r.model);
+        const ModelSpec shape = model_spec(r.model);
         // The CPU backend sizes the attention buffers (the only backend in this build).
         const auto backend = make_cpu_backend(static_cast<int>(r.runtime.threads));
         const ModelInfo m = model_info(shape, static_cast<int>(r.train.batch_size),
@@ -35,6 +35,21 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
         full.bytes_activations = m.bytes_activations;
         full.bytes_total = m.bytes_total;
         capi::fill_versioned(out, full, "trainrt_config_model_info");
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_config_model_summary(char* buf, size_t cap, size_t* needed,
+                                                        const trainrt_config* config) {
+    return guarded("trainrt_config_model_summary", [&] {
+        require(config, "trainrt_config_model_summary", "config");
+        RunConfig r;
+        {
+            capi::BusyGuard busy(config->busy, "trainrt_config_model_summary");
+            r = config->config.run();
+        }
+        capi::copy_string(buf, cap, needed, model_summary(model_spec(r.model)),
+                          "trainrt_config_model_summary");
         return TRAINRT_OK;
     });
 }

@@ -139,8 +139,8 @@ std::vector<TensorToWrite> table_tensors(const ParamTable& table, const float* d
 }
 
 SafetensorsFile open_checked_model(const std::string& dir, const ParamTable& table) {
-    const GptShape& want = table.shape();
-    const GptShape have = parse_hf_config(
+    const ModelSpec& want = table.spec();
+    const ModelSpec have = parse_hf_config(
         read_small_file(path_join(dir, kConfigFile), kMaxConfigBytes),
         corrupt_prefix(dir) + kConfigFile);
     const std::string diff = shape_diff(have, want);
@@ -222,7 +222,7 @@ void write_checkpoint(const std::string& dir_arg, const ParamTable& table, const
         // Each file is written as file.tmp, fsynced and renamed by its writer.
         write_safetensors(path_join(tmp, kModelFile), table_tensors(table, params, DType::F32),
                           {{"format", "pt"}});
-        write_file_atomic(path_join(tmp, kConfigFile), hf_config_json(table.shape(), "float32"));
+        write_file_atomic(path_join(tmp, kConfigFile), hf_config_json(table.spec(), "float32"));
         std::vector<TensorToWrite> moments = table_tensors(table, m, DType::F32, "m.");
         for (TensorToWrite& t : table_tensors(table, v, DType::F32, "v."))
             moments.push_back(std::move(t));

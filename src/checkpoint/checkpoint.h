@@ -36,6 +36,14 @@ struct CheckpointState {
 void write_checkpoint(const std::string& dir, const ParamTable& table, const float* params,
                       const float* m, const float* v, const CheckpointState& state);
 
+// write_checkpoint, also when `dir` exists (a checkpoint of another run at the same step,
+// e.g. before `train --fresh`): the new one is written completely as `dir`.new, then swapped
+// in (`dir` -> `dir`.old, `dir`.new -> `dir`, parent fsynced), and only then is the old one
+// removed; leftovers of a crash in between are pruned by prune_checkpoints.
+void write_or_replace_checkpoint(const std::string& dir, const ParamTable& table,
+                                 const float* params, const float* m, const float* v,
+                                 const CheckpointState& state);
+
 // Verifies MANIFEST.sha256 (a missing, extra-listed or mismatching file is Error(Format)
 // "corrupt checkpoint '<dir>': <file> ..."), refuses format_version > ours with
 // Error(VersionMismatch), refuses any tensor whose name/shape differs from `table` with
@@ -73,13 +81,20 @@ void prune_checkpoints(const std::string& out_dir, int64_t keep_last);
 // ------------------------------------------------------------------ Hugging Face export
 enum class ExportDType { F32, BF16 };
 
-// Writes out_dir/model.safetensors (HF GPT-2 names, no padding, dtype as asked) and
-// out_dir/config.json (GPT2LMHeadModel), each atomically. Creates out_dir if missing.
+// transformers' default max_shard_size ("5GB").
+inline constexpr uint64_t kDefaultMaxShardBytes = 5000000000ull;
+
+// Writes the model as transformers' save_pretrained does, each file atomically, creating
+// out_dir if missing: out_dir/model.safetensors (the family's HF names, no padding, dtype as
+// asked) — or, when the tensors pass max_shard_bytes, model-0000i-of-0000n.safetensors
+// shards and model.safetensors.index.json — and out_dir/config.json (GPT2LMHeadModel or
+// LlamaForCausalLM). Files of the other layout left by an earlier export are removed once
+// the new one is complete.
 void export_hf(const std::string& out_dir, const ParamTable& table, const float* params,
-               ExportDType dtype);
+               ExportDType dtype, uint64_t max_shard_bytes = kDefaultMaxShardBytes);
 
 // The same from a checkpoint directory (verified as read_checkpoint does).
 void export_checkpoint_hf(const std::string& checkpoint_dir, const std::string& out_dir,
-                          ExportDType dtype);
+                          ExportDType dtype, uint64_t max_shard_bytes = kDefaultMaxShardBytes);
 
 }  // namespace trt

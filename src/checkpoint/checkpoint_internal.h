@@ -40,18 +40,18 @@ void require_checkpoint_files(const std::string& dir, const std::set<std::string
 
 // ------------------------------------------------------------------------ hf_config.cpp
 // config.json of a GPT2LMHeadModel with these dims; torch_dtype "float32" or "bfloat16".
-std::string hf_config_json(const GptShape& s, const std::string& torch_dtype);
+std::string hf_config_json(const ModelSpec& s, const std::string& torch_dtype);
 
 // The dims of a config.json written by hf_config_json (or by transformers): vocab_size,
 // n_positions, n_layer, n_head, n_embd, each a positive integer within the bound of its
 // model.* key (config/size_limits.h). Error(Format) naming `source` and the key otherwise;
 // also refuses dims whose parameter count is absurd, so a damaged file cannot trigger a huge
 // allocation.
-GptShape parse_hf_config(const std::string& text, const std::string& source);
+ModelSpec parse_hf_config(const std::string& text, const std::string& source);
 
 // "model.n_layer = 4 (the config has 6), model.n_head = ..." for every dim that differs;
 // "" if none.
-std::string shape_diff(const GptShape& checkpoint, const GptShape& config);
+std::string shape_diff(const ModelSpec& checkpoint, const ModelSpec& config);
 
 // ----------------------------------------------------------------------- checkpoint.cpp
 // state.json of dir (already verified); Error(VersionMismatch) for a newer format.

@@ -2,7 +2,9 @@
 // retention (docs/FORMATS.md §4).
 #include <algorithm>
 #include <cinttypes>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_internal.h"
@@ -104,6 +106,30 @@ std::string resolve_checkpoint(const std::string& path_arg) {
              "' is not a checkpoint directory (missing, or no ", kManifestFile,
              "); pass an existing checkpoint directory instead");
     return target;
+}
+
+void write_or_replace_checkpoint(const std::string& dir_arg, const ParamTable& table,
+                                 const float* params, const float* m, const float* v,
+                                 const CheckpointState& state) {
+    const std::string dir = strip_trailing_slashes(dir_arg);
+    if (path_kind(dir) == PathKind::Missing) {
+        write_checkpoint(dir, table, params, m, v, state);
+        return;
+    }
+    const std::string fresh = dir + ".new", old = dir + ".old";
+    remove_tree(fresh);
+    remove_tree(old);
+    write_checkpoint(fresh, table, params, m, v, state);
+    if (std::rename(dir.c_str(), old.c_str()) != 0)
+        fail(Status::Io, "cannot move aside '", dir, "': ", std::strerror(errno));
+    if (std::rename(fresh.c_str(), dir.c_str()) != 0)
+        fail(Status::Io, "cannot rename '", fresh, "' to '", dir, "': ", std::strerror(errno));
+    fsync_dir(parent_dir(dir));  // both renames durable before the old copy goes
+    try {
+        remove_tree(old);
+    } catch (const Error&) {
+        // The new checkpoint is in place; a leftover .old is pruned later (prune_checkpoints).
+    }
 }
 
 void prune_checkpoints(const std::string& out_dir_arg, int64_t keep_last) {

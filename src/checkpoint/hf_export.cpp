@@ -1,34 +1,101 @@
-// Hugging Face export: model.safetensors + config.json that GPT2LMHeadModel.from_pretrained
-// loads directly (docs/FORMATS.md §2).
+// Hugging Face export: model.safetensors (or shards + model.safetensors.index.json above a
+// size) + config.json that GPT2LMHeadModel / LlamaForCausalLM.from_pretrained load directly
+// (docs/FORMATS.md §2).
 #include <sys/stat.h>
 
+#include <cstdio>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_internal.h"
 #include "core/error.h"
 #include "io/fs_util.h"
+#include "io/json_min.h"
+#include "model/hf_model_files.h"
 
 namespace trt {
 
 using namespace ckpt;
 
+namespace {
+
+// "model-00002-of-00005.safetensors" (transformers' shard names).
+std::string shard_name(size_t i, size_t n) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "model-%05zu-of-%05zu.safetensors", i + 1, n);
+    return buf;
+}
+
+bool is_shard_name(const std::string& name) {
+    unsigned a = 0, b = 0;
+    char tail[32] = {};
+    return std::sscanf(name.c_str(), "model-%5u-of-%5u.%31s", &a, &b, tail) == 3 &&
+           std::string(tail) == "safetensors";
+}
+
+}  // namespace
+
 void export_hf(const std::string& out_dir, const ParamTable& table, const float* params,
-               ExportDType dtype) {
+               ExportDType dtype, uint64_t max_shard_bytes) {
     if (out_dir.empty()) fail(Status::InvalidArgument, "export_hf: empty output directory");
     if (!params) fail(Status::InvalidArgument, "export_hf '", out_dir, "': params is null");
+    if (max_shard_bytes == 0)
+        fail(Status::InvalidArgument, "export_hf '", out_dir, "': max_shard_bytes is 0");
     make_dirs(out_dir);
     // BF16 is rounded to nearest-even by write_safetensors (docs/FORMATS.md §2, writer rules).
     const bool bf16 = dtype == ExportDType::BF16;
-    write_safetensors(path_join(out_dir, kModelFile),
-                      table_tensors(table, params, bf16 ? DType::BF16 : DType::F32),
-                      {{"format", "pt"}});
+    const DType dt = bf16 ? DType::BF16 : DType::F32;
+    const std::vector<TensorToWrite> tensors = table_tensors(table, params, dt);
+    // Shards as transformers cuts them: tensors in order, a new shard when the next tensor
+    // would pass the limit (a tensor larger than the limit gets a shard of its own).
+    std::vector<std::vector<TensorToWrite>> shards(1);
+    uint64_t in_shard = 0, total = 0;
+    for (const TensorToWrite& t : tensors) {
+        uint64_t bytes = dtype_size(dt);
+        for (int64_t d : t.shape) bytes *= static_cast<uint64_t>(d);
+        if (!shards.back().empty() && in_shard + bytes > max_shard_bytes) {
+            shards.emplace_back();
+            in_shard = 0;
+        }
+        shards.back().push_back(t);
+        in_shard += bytes;
+        total += bytes;
+    }
+    // The other layout's files go only after this one is complete, so the folder always
+    // holds one loadable model (transformers reads model.safetensors before an index).
+    std::vector<std::string> stale;
+    const std::map<std::string, std::string> meta = {{"format", "pt"}};
+    if (shards.size() == 1) {
+        write_safetensors(path_join(out_dir, kModelFile), tensors, meta);
+        for (const DirEntry& e : list_dir(out_dir))
+            if (is_shard_name(e.name) || e.name == kHfWeightsIndex) stale.push_back(e.name);
+    } else {
+        std::string weight_map;
+        std::set<std::string> written;
+        for (size_t i = 0; i < shards.size(); ++i) {
+            const std::string name = shard_name(i, shards.size());
+            write_safetensors(path_join(out_dir, name), shards[i], meta);
+            written.insert(name);
+            for (const TensorToWrite& t : shards[i])
+                weight_map += cat(weight_map.empty() ? "" : ",\n", "    ", json::quote(t.name),
+                                  ": ", json::quote(name));
+        }
+        write_file_atomic(path_join(out_dir, kHfWeightsIndex),
+                          cat("{\n  \"metadata\": {\"total_size\": ", total,
+                              "},\n  \"weight_map\": {\n", weight_map, "\n  }\n}\n"));
+        for (const DirEntry& e : list_dir(out_dir))
+            if ((is_shard_name(e.name) && !written.count(e.name)) || e.name == kModelFile)
+                stale.push_back(e.name);
+    }
     write_file_atomic(path_join(out_dir, kConfigFile),
-                      hf_config_json(table.shape(), bf16 ? "bfloat16" : "float32"));
+                      hf_config_json(table.spec(), bf16 ? "bfloat16" : "float32"));
+    for (const std::string& name : stale) remove_tree(path_join(out_dir, name));
 }
 
 void export_checkpoint_hf(const std::string& checkpoint_dir, const std::string& out_dir,
-                          ExportDType dtype) {
+                          ExportDType dtype, uint64_t max_shard_bytes) {
     const std::string dir = strip_trailing_slashes(checkpoint_dir);
     // Exporting into the checkpoint itself would replace its model.safetensors and break its
     // manifest (or, in BF16, lose the fp32 master weights).
@@ -40,14 +107,14 @@ void export_checkpoint_hf(const std::string& checkpoint_dir, const std::string& 
 
     require_checkpoint_files(dir, verify_manifest(dir));
     read_state_file(dir);  // refuses a newer format version
-    const GptShape shape = parse_hf_config(
+    const ModelSpec shape = parse_hf_config(
         read_small_file(path_join(dir, kConfigFile), 1 << 20), corrupt_prefix(dir) + kConfigFile);
     const ParamTable table(shape);
     // Checked against the table before the host buffer is allocated.
     const SafetensorsFile model = open_checked_model(dir, table);
     std::vector<float> host(table.total());
     copy_tensors(model, table, host.data());
-    export_hf(out_dir, table, host.data(), dtype);
+    export_hf(out_dir, table, host.data(), dtype, max_shard_bytes);
 }
 
 }  // namespace trt

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/hf_model_config.h"
 #include "config/size_limits.h"
 #include "config/toml_guard.h"
 #include "core/quote.h"
@@ -140,11 +141,17 @@ KeyDesc betas_key(const char* s, const char* n, double& (*f1)(RunConfig&),
 // The order here is the order of dump() and of docs/CONFIG.md.
 const std::vector<KeyDesc>& keys() {
     static const std::vector<KeyDesc> table = {
+        TRT_ENUM(model, arch, ModelArch),
         TRT_INT(model, vocab_size, 1, limits::kMaxVocab),
         TRT_INT(model, context_length, 1, limits::kMaxContext),
         TRT_INT(model, n_layer, 1, limits::kMaxLayers),
         TRT_INT(model, n_head, 1, limits::kMaxHeads),
+        TRT_INT(model, n_kv_head, 0, limits::kMaxHeads),  // + divides n_head (cross-key)
         TRT_INT(model, d_model, 1, limits::kMaxWidth),  // + divisible by n_head (cross-key)
+        TRT_INT(model, d_ff, 0, limits::kMaxMlpWidth),
+        TRT_FLOAT(model, rope_theta, 0.0, true, limits::kMaxFloat),
+        TRT_FLOAT(model, norm_eps, 0.0, true, 1.0),
+        TRT_BOOL(model, tie_embeddings),
         TRT_PATH(model, init_from),
         TRT_SEED(model, seed),
 
@@ -480,6 +487,40 @@ toml::table parse_text(std::string_view text, const std::string& source_name) {
     return doc;
 }
 
+// Cross-key rules of the model family (model/param_table.h): what each family can express.
+// `where(a, b)` gives the source of whichever key was written.
+template <class Where>
+void model_family_rules(const RunConfig& r, Where where, Problems& problems) {
+    const ModelConfig& m = r.model;
+    if (m.n_kv_head > 0 && m.n_head % m.n_kv_head != 0)
+        problems.add(where("model.n_kv_head", "model.n_head"),
+                     cat("model.n_kv_head: ", m.n_kv_head, " does not divide model.n_head (",
+                         m.n_head, "); each key/value head serves n_head / n_kv_head query "
+                         "heads"));
+    if (m.arch == ModelArch::Gpt2) {
+        const char* family = "; GPT-2 has no such switch (set model.arch = \"llama\" for it)";
+        if (m.n_kv_head != 0 && m.n_kv_head != m.n_head)
+            problems.add(where("model.n_kv_head", "model.arch"),
+                         cat("model.n_kv_head: grouped-query attention (", m.n_kv_head,
+                             " key/value heads for ", m.n_head, ")", family));
+        if (!m.tie_embeddings)
+            problems.add(where("model.tie_embeddings", "model.arch"),
+                         cat("model.tie_embeddings: GPT-2's output head is always its token "
+                             "embedding", family));
+        if (m.rope_theta != 10000.0)
+            problems.add(where("model.rope_theta", "model.arch"),
+                         cat("model.rope_theta: GPT-2 has learned positions, not RoPE", family));
+        if (m.norm_eps != 1e-5)
+            problems.add(where("model.norm_eps", "model.arch"),
+                         cat("model.norm_eps: GPT-2's LayerNorm epsilon is 1e-5 "
+                             "(layer_norm_epsilon of every GPT-2)", family));
+    } else if (m.n_head >= 1 && m.d_model % m.n_head == 0 && (m.d_model / m.n_head) % 2 != 0) {
+        problems.add(where("model.d_model", "model.n_head"),
+                     cat("model.d_model / model.n_head = ", m.d_model / m.n_head,
+                         " is odd; RoPE rotates pairs, so the head size must be even"));
+    }
+}
+
 std::string resolve_path(const std::string& base_dir, const std::string& p) {
     if (p.empty() || base_dir.empty()) return p;
     const fs::path path(p);
@@ -647,6 +688,65 @@ toml::table parse_set_value(const KeyDesc& d, const std::string& value) {
 
 // ------------------------------------------------------------------ Config
 
+namespace {
+
+std::string value_text(const KeyDesc& d, const RunConfig& rc);  // below
+
+// model.init_from naming a folder (a Hugging Face model or a libtrainrt checkpoint): its
+// config.json decides the model's family and shape. [model] keys the config did not write
+// take the folder's values; keys it wrote must agree, else a problem at the key saying
+// which value the folder has. (docs/CONFIG.md, "Hugging Face model folders".)
+void merge_model_folder(RunConfig& r, const std::string& base_dir,
+                        const std::map<const KeyDesc*, const toml::node*>& given,
+                        Problems& problems) {
+    const std::string path = hf_folder_config_path(resolve_path(base_dir, r.model.init_from));
+    // A folder without config.json gives no shape: [model] stands, and loading the weights
+    // says what the folder lacks.
+    if (path.empty() || path_kind(path) == PathKind::Missing) return;
+    const toml::node* init_node = given.count(find_key("model.init_from"))
+                                      ? given.at(find_key("model.init_from"))
+                                      : nullptr;
+    RunConfig folder;
+    try {
+        folder.model = parse_hf_model_config(read_small_file(path, 1 << 20), path);
+    } catch (const Error& e) {
+        problems.add(init_node ? &init_node->source() : nullptr,
+                     cat("model.init_from: the model folder's config.json cannot be used: ",
+                         e.what()));
+        return;
+    }
+    // Effective values, so that n_kv_head = 0 (= n_head) and d_ff = 0 (= 4 d_model) agree
+    // with a folder that spells them out.
+    const auto effective = [](const KeyDesc& d, const RunConfig& c) {
+        const std::string name = d.name;
+        if (name == "n_kv_head" && c.model.n_kv_head == 0) return std::to_string(c.model.n_head);
+        if (name == "d_ff" && c.model.d_ff == 0) return std::to_string(4 * c.model.d_model);
+        return value_text(d, c);
+    };
+    for (const KeyDesc& d : keys()) {
+        const std::string name = d.name;
+        if (std::string(d.section) != "model" || name == "init_from" || name == "seed") continue;
+        if (auto it = given.find(&d); it != given.end()) {
+            if (effective(d, r) != effective(d, folder))
+                problems.add(&it->second->source(),
+                             cat("model.", name, " = ", value_text(d, r),
+                                 " contradicts the model folder's config.json (", path,
+                                 "), which gives ", effective(d, folder),
+                                 "; remove model.", name, " to take the folder's value"));
+            continue;
+        }
+        switch (d.type) {
+            case KType::Int: d.i64(r) = d.i64(folder); break;
+            case KType::Float: d.f64(r) = d.f64(folder); break;
+            case KType::Bool: d.b(r) = d.b(folder); break;
+            case KType::Enum: d.eset(r, d.eget(folder)); break;
+            default: TRT_CHECK(false, "model.", name, " has no folder merge rule");
+        }
+    }
+}
+
+}  // namespace
+
 struct Config::Impl {
     std::string text;                                  // the document as loaded
     std::string source_name = "<string>";              // used in messages
@@ -683,6 +783,7 @@ struct Config::Impl {
             given[&d] = n;
             apply_value(d, *n, r, problems);
         }
+        merge_model_folder(r, base_dir, given, problems);
 
         // Cross-key rules; the error names the first key and sits where either was written.
         auto where = [&](const char* a, const char* b) -> const toml::source_region* {
@@ -697,6 +798,7 @@ struct Config::Impl {
                          cat("model.d_model: ", r.model.d_model,
                              " is not divisible by model.n_head (", r.model.n_head,
                              "); expected a multiple of n_head (d_model = n_head * head_dim)"));
+        model_family_rules(r, where, problems);
         if (r.train.seq_len > r.model.context_length)
             problems.add(where("train.seq_len", "model.context_length"),
                          cat("train.seq_len: ", r.train.seq_len,

@@ -4,6 +4,14 @@
 
 namespace trt {
 
+const char* to_string(ModelArch v) {
+    switch (v) {
+        case ModelArch::Gpt2: return "gpt2";
+        case ModelArch::Llama: return "llama";
+    }
+    return "?";
+}
+
 const char* to_string(SamplerKind v) {
     switch (v) {
         case SamplerKind::Random: return "random";

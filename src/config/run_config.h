@@ -7,6 +7,7 @@
 
 namespace trt {
 
+enum class ModelArch { Gpt2, Llama };
 enum class SamplerKind { Random, Sequential };
 enum class Schedule { Constant, Cosine, Linear };
 enum class DeviceKind { Auto, Cpu, Cuda };
@@ -15,11 +16,17 @@ enum class AttentionKind { Auto, Cudnn, Matmul };
 enum class Placement { Auto, Device, Host };
 
 struct ModelConfig {
+    ModelArch arch = ModelArch::Gpt2;  // the family: which tensors and ops (model/param_table.h)
     int64_t vocab_size = 256;      // tokens ids are in [0, vocab_size)
-    int64_t context_length = 256;  // T_max: rows of wpe
+    int64_t context_length = 256;  // T_max: rows of wpe (gpt2), positions of RoPE (llama)
     int64_t n_layer = 4;
     int64_t n_head = 4;
+    int64_t n_kv_head = 0;         // key/value heads, divides n_head; 0 = n_head (llama only)
     int64_t d_model = 128;         // C; must be divisible by n_head
+    int64_t d_ff = 0;              // MLP hidden width; 0 = 4 * d_model
+    double rope_theta = 10000.0;   // llama: RoPE base
+    double norm_eps = 1e-5;        // RMSNorm epsilon (llama); gpt2's LayerNorm uses 1e-5
+    bool tie_embeddings = true;    // the output head is the token embedding (gpt2: always)
     std::string init_from;         // HF GPT-2 safetensors; empty = random init from seed
     uint64_t seed = 1337;          // random init
 };
@@ -87,6 +94,7 @@ struct RunConfig {
 };
 
 // Names as written in TOML ("random", "cosine", "bf16", ...).
+const char* to_string(ModelArch v);
 const char* to_string(SamplerKind v);
 const char* to_string(Schedule v);
 const char* to_string(DeviceKind v);

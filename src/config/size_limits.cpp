@@ -15,11 +15,17 @@ double estimated_bytes(const RunConfig& r) {
     const double T = static_cast<double>(r.train.seq_len);
     const double N = static_cast<double>(r.train.batch_size) * T;
     const double Vp = V + 127.0;  // padded vocab, at most
-    // GPT-2: wte [Vp, C], wpe [maxT, C], per block 12 C^2 + 13 C, ln_f 2 C.
-    const double params = Vp * C + maxT * C + L * (12.0 * C * C + 13.0 * C) + 2.0 * C;
-    // Per block about 18 C + 4 floats per row plus the attention probabilities (NH x T per
-    // row); then the logits (Vp per row) and the backward scratch.
-    const double acts = L * N * (18.0 * C + 4.0 + NH * T) + N * (Vp + 20.0 * C + 4.0);
+    const double F = r.model.d_ff > 0 ? static_cast<double>(r.model.d_ff) : 4.0 * C;
+    const double KV = r.model.n_kv_head > 0 ? static_cast<double>(r.model.n_kv_head) : NH;
+    const double qkv = C + 2.0 * C / NH * KV;  // query, key and value widths
+    // Embedding [Vp, C], an untied head [Vp, C], positions [maxT, C] (gpt2), per block the
+    // attention (qkv + output: qkv*C + C^2), the MLP (gated: 3 C F, else 2 C F) and small
+    // vectors; a generous bound for either family.
+    const double params = 2.0 * Vp * C + maxT * C + L * (qkv * C + C * C + 3.0 * C * F + 13.0 * C + qkv + F) + 2.0 * C;
+    // Per block about 8 C + qkv + 3 F floats per row plus the attention probabilities
+    // (NH x T per row); then the logits (Vp per row) and the backward scratch.
+    const double acts = L * N * (8.0 * C + 2.0 * qkv + 3.0 * F + 4.0 + NH * T) +
+                        N * (Vp + 8.0 * C + 2.0 * qkv + 3.0 * F + 4.0);
     return 4.0 * (4.0 * params + acts);
 }
 

@@ -22,6 +22,7 @@ constexpr int64_t kMaxContext = int64_t{1} << 24;      // rows of wpe; positions
 constexpr int64_t kMaxLayers = 16384;                  // per-layer tables stay small
 constexpr int64_t kMaxHeads = 65536;
 constexpr int64_t kMaxWidth = int64_t{1} << 20;        // d_model; 4*d_model stays an int
+constexpr int64_t kMaxMlpWidth = int64_t{1} << 22;     // d_ff; 2*d_ff (gate|up) is an int
 constexpr int64_t kMaxBatch = int64_t{1} << 24;        // B
 constexpr int64_t kMaxGradAccum = int64_t{1} << 20;    // micro-batches per step
 constexpr int64_t kMaxSteps = int64_t{1} << 40;        // steps, intervals, eval batches

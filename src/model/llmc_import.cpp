@@ -150,7 +150,12 @@ LlmcHeader read_llmc_header(const std::string& path) {
 
 void load_llmc_gpt2(const ParamTable& table, const std::string& path, float* host) {
     const LlmcHeader h = read_llmc_header(path);
-    const GptShape& want = table.shape();
+    const ModelSpec& want = table.spec();
+    if (want.arch != ModelArch::Gpt2 || want.F != 4 * want.C)
+        fail(Status::Config, "llm.c checkpoint '", path, "' holds a GPT-2 (d_ff = 4 * d_model), "
+             "but the config describes a ", arch_name(want),
+             want.arch == ModelArch::Gpt2 ? " with another d_ff" : "",
+             "; set model.arch = \"gpt2\" and model.d_ff = 0");
     std::string diff;
     const auto check = [&](const char* file_name, int32_t have, const char* key, int cfg) {
         if (have == cfg) return;
@@ -196,30 +201,31 @@ void load_llmc_gpt2(const ParamTable& table, const std::string& path, float* hos
     const auto at = [&](const ParamTensor& t) { return host + t.offset; };
 
     // wte: the first V rows; the Vp - V padding rows follow and are skipped.
-    take(static_cast<size_t>(h.V) * C, at(table.wte()));
+    take(static_cast<size_t>(h.V) * C, at(table.at(Slot::TokenEmbedding)));
     take(static_cast<size_t>(h.Vp - h.V) * C, nullptr);
-    take(static_cast<size_t>(h.maxT) * C, at(table.wpe()));
-    // Each per-layer tensor is stacked over the L layers.
-    const auto per_layer = [&](BlockParam bp, size_t n) {
-        for (size_t l = 0; l < L; ++l) take(n, at(table.block(static_cast<int>(l), bp)));
+    take(static_cast<size_t>(h.maxT) * C, at(table.at(Slot::PositionEmbedding)));
+    // Each per-layer tensor is stacked over the L layers; llm.c's matmul weights are
+    // [out, in], HF GPT-2's Conv1D [in, out] (take_t transposes).
+    const auto per_layer = [&](Slot slot, size_t n) {
+        for (size_t l = 0; l < L; ++l) take(n, at(table.at(slot, static_cast<int>(l))));
     };
-    const auto per_layer_t = [&](BlockParam bp, size_t out, size_t in) {
-        for (size_t l = 0; l < L; ++l) take_t(out, in, at(table.block(static_cast<int>(l), bp)));
+    const auto per_layer_t = [&](Slot slot, size_t out, size_t in) {
+        for (size_t l = 0; l < L; ++l) take_t(out, in, at(table.at(slot, static_cast<int>(l))));
     };
-    per_layer(kLn1W, C);
-    per_layer(kLn1B, C);
-    per_layer_t(kQkvW, 3 * C, C);
-    per_layer(kQkvB, 3 * C);
-    per_layer_t(kAttProjW, C, C);
-    per_layer(kAttProjB, C);
-    per_layer(kLn2W, C);
-    per_layer(kLn2B, C);
-    per_layer_t(kFcW, 4 * C, C);
-    per_layer(kFcB, 4 * C);
-    per_layer_t(kFcProjW, C, 4 * C);
-    per_layer(kFcProjB, C);
-    take(C, at(table.lnf_w()));
-    take(C, at(table.lnf_b()));
+    per_layer(Slot::AttnNorm, C);
+    per_layer(Slot::AttnNormBias, C);
+    per_layer_t(Slot::Qkv, 3 * C, C);
+    per_layer(Slot::QkvBias, 3 * C);
+    per_layer_t(Slot::AttnOut, C, C);
+    per_layer(Slot::AttnOutBias, C);
+    per_layer(Slot::MlpNorm, C);
+    per_layer(Slot::MlpNormBias, C);
+    per_layer_t(Slot::Up, 4 * C, C);
+    per_layer(Slot::UpBias, 4 * C);
+    per_layer_t(Slot::Down, C, 4 * C);
+    per_layer(Slot::DownBias, C);
+    take(C, at(table.at(Slot::FinalNorm)));
+    take(C, at(table.at(Slot::FinalNormBias)));
     table.clear_padding(host);
     TRT_CHECK(p == static_cast<const uint8_t*>(map) + file_size, "llm.c import consumed ",
               p - static_cast<const uint8_t*>(map), " of ", file_size, " bytes");

@@ -2,48 +2,162 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
 namespace trt {
 
-ParamTable::ParamTable(const GptShape& s) : shape_(s) {
-    const int64_t V = s.V, T = s.maxT, C = s.C;
-    auto add = [&](std::string name, std::vector<int64_t> shape) {
+ModelSpec model_spec(const ModelConfig& m) {
+    ModelSpec s;
+    s.arch = m.arch;
+    s.V = static_cast<int>(m.vocab_size);
+    s.maxT = static_cast<int>(m.context_length);
+    s.L = static_cast<int>(m.n_layer);
+    s.NH = static_cast<int>(m.n_head);
+    s.NKV = m.n_kv_head > 0 ? static_cast<int>(m.n_kv_head) : s.NH;
+    s.C = static_cast<int>(m.d_model);
+    s.F = m.d_ff > 0 ? static_cast<int>(m.d_ff) : 4 * s.C;
+    s.norm_eps = static_cast<float>(m.norm_eps);
+    s.rope_theta = static_cast<float>(m.rope_theta);
+    s.tied = m.tie_embeddings;
+    return s;
+}
+
+ModelSpec gpt2_spec(int V, int maxT, int L, int NH, int C) {
+    ModelSpec s;
+    s.V = V, s.maxT = maxT, s.L = L, s.NH = NH, s.NKV = NH, s.C = C, s.F = 4 * C;
+    return s;
+}
+
+ModelSpec llama_spec(int V, int maxT, int L, int NH, int NKV, int C, int F, bool tied) {
+    ModelSpec s;
+    s.arch = ModelArch::Llama;
+    s.V = V, s.maxT = maxT, s.L = L, s.NH = NH, s.NKV = NKV, s.C = C, s.F = F, s.tied = tied;
+    return s;
+}
+
+std::string arch_name(const ModelSpec& s) { return to_string(s.arch); }
+
+std::string describe(const ModelSpec& s) {
+    std::string out = cat(arch_name(s), " L", s.L, " H", s.NH);
+    if (s.NKV != s.NH) out += cat(" KV", s.NKV);
+    out += cat(" C", s.C, " F", s.F, " V", s.V, " T_max", s.maxT);
+    if (s.llama())
+        out += cat(", RoPE theta ", s.rope_theta, ", RMSNorm eps ", s.norm_eps,
+                   s.tied ? ", tied head" : ", untied head");
+    return out;
+}
+
+const char* to_string(ParamRole r) {
+    switch (r) {
+        case ParamRole::TokenEmbedding: return "token embedding";
+        case ParamRole::PositionEmbedding: return "position embedding";
+        case ParamRole::Norm: return "norm";
+        case ParamRole::NormBias: return "norm bias";
+        case ParamRole::Linear: return "linear";
+        case ParamRole::LinearBias: return "linear bias";
+        case ParamRole::Head: return "head";
+    }
+    return "?";
+}
+
+namespace {
+
+int slot_index(Slot slot, int layer, int L) {
+    const int s = static_cast<int>(slot), per = static_cast<int>(Slot::kLayerSlots);
+    return s < per ? layer * per + s : L * per + (s - per);
+}
+
+}  // namespace
+
+ParamTable::ParamTable(const ModelSpec& s) : spec_(s) {
+    const int64_t V = s.V, C = s.C, F = s.F, hs = s.hs();
+    Vp_ = trt::padded_vocab(s.V);
+    const int global_slots = static_cast<int>(Slot::kSlots) - static_cast<int>(Slot::kLayerSlots);
+    index_.assign(static_cast<size_t>(s.L) * static_cast<size_t>(Slot::kLayerSlots) +
+                      static_cast<size_t>(global_slots), -1);
+    int layer = -1;
+    auto add = [&](std::string name, Slot slot, ParamRole role, std::vector<int64_t> shape) {
         ParamTensor t;
         t.name = std::move(name);
+        t.slot = slot;
+        t.role = role;
+        t.layer = static_cast<int>(slot) < static_cast<int>(Slot::kLayerSlots) ? layer : -1;
         t.numel = 1;
         for (int64_t d : shape) t.numel *= static_cast<size_t>(d);
         t.decay = shape.size() >= 2;
+        // Rows a vocabulary matrix is padded with, stored zero right after it.
+        if (role == ParamRole::TokenEmbedding || role == ParamRole::Head)
+            t.padding = static_cast<size_t>(Vp_ - s.V) * static_cast<size_t>(C);
         t.shape = std::move(shape);
         t.offset = total_;
-        total_ += t.numel;
+        total_ += t.numel + t.padding;
         num_params_ += t.numel;
+        index_[static_cast<size_t>(slot_index(slot, t.layer, s.L))] =
+            static_cast<int>(tensors_.size());
         tensors_.push_back(std::move(t));
     };
-    Vp_ = trt::padded_vocab(s.V);
-    add("wte.weight", {V, C});
-    total_ += static_cast<size_t>(Vp_ - V) * static_cast<size_t>(C);  // wte's padding rows
-    add("wpe.weight", {T, C});
-    for (int l = 0; l < s.L; ++l) {
-        const std::string h = "h." + std::to_string(l) + ".";
-        // Order must match enum BlockParam.
-        add(h + "ln_1.weight", {C});
-        add(h + "ln_1.bias", {C});
-        add(h + "attn.c_attn.weight", {C, 3 * C});
-        add(h + "attn.c_attn.bias", {3 * C});
-        add(h + "attn.c_proj.weight", {C, C});
-        add(h + "attn.c_proj.bias", {C});
-        add(h + "ln_2.weight", {C});
-        add(h + "ln_2.bias", {C});
-        add(h + "mlp.c_fc.weight", {C, 4 * C});
-        add(h + "mlp.c_fc.bias", {4 * C});
-        add(h + "mlp.c_proj.weight", {4 * C, C});
-        add(h + "mlp.c_proj.bias", {C});
+    using R = ParamRole;
+    if (!s.llama()) {
+        // HF GPT-2 order (GPT2LMHeadModel without the "transformer." prefix).
+        add("wte.weight", Slot::TokenEmbedding, R::TokenEmbedding, {V, C});
+        add("wpe.weight", Slot::PositionEmbedding, R::PositionEmbedding, {s.maxT, C});
+        for (layer = 0; layer < s.L; ++layer) {
+            const std::string h = "h." + std::to_string(layer) + ".";
+            add(h + "ln_1.weight", Slot::AttnNorm, R::Norm, {C});
+            add(h + "ln_1.bias", Slot::AttnNormBias, R::NormBias, {C});
+            add(h + "attn.c_attn.weight", Slot::Qkv, R::Linear, {C, 3 * C});
+            add(h + "attn.c_attn.bias", Slot::QkvBias, R::LinearBias, {3 * C});
+            add(h + "attn.c_proj.weight", Slot::AttnOut, R::Linear, {C, C});
+            add(h + "attn.c_proj.bias", Slot::AttnOutBias, R::LinearBias, {C});
+            add(h + "ln_2.weight", Slot::MlpNorm, R::Norm, {C});
+            add(h + "ln_2.bias", Slot::MlpNormBias, R::NormBias, {C});
+            add(h + "mlp.c_fc.weight", Slot::Up, R::Linear, {C, F});
+            add(h + "mlp.c_fc.bias", Slot::UpBias, R::LinearBias, {F});
+            add(h + "mlp.c_proj.weight", Slot::Down, R::Linear, {F, C});
+            add(h + "mlp.c_proj.bias", Slot::DownBias, R::LinearBias, {C});
+        }
+        layer = -1;
+        add("ln_f.weight", Slot::FinalNorm, R::Norm, {C});
+        add("ln_f.bias", Slot::FinalNormBias, R::NormBias, {C});
+    } else {
+        // HF LlamaForCausalLM order. q, k, v and gate, up are adjacent (see Slot).
+        add("model.embed_tokens.weight", Slot::TokenEmbedding, R::TokenEmbedding, {V, C});
+        for (layer = 0; layer < s.L; ++layer) {
+            const std::string h = "model.layers." + std::to_string(layer) + ".";
+            add(h + "self_attn.q_proj.weight", Slot::Q, R::Linear, {s.NH * hs, C});
+            add(h + "self_attn.k_proj.weight", Slot::K, R::Linear, {s.NKV * hs, C});
+            add(h + "self_attn.v_proj.weight", Slot::V, R::Linear, {s.NKV * hs, C});
+            add(h + "self_attn.o_proj.weight", Slot::AttnOut, R::Linear, {C, s.NH * hs});
+            add(h + "mlp.gate_proj.weight", Slot::Gate, R::Linear, {F, C});
+            add(h + "mlp.up_proj.weight", Slot::Up, R::Linear, {F, C});
+            add(h + "mlp.down_proj.weight", Slot::Down, R::Linear, {C, F});
+            add(h + "input_layernorm.weight", Slot::AttnNorm, R::Norm, {C});
+            add(h + "post_attention_layernorm.weight", Slot::MlpNorm, R::Norm, {C});
+        }
+        layer = -1;
+        add("model.norm.weight", Slot::FinalNorm, R::Norm, {C});
+        if (!s.tied) add("lm_head.weight", Slot::Head, R::Head, {V, C});
     }
-    add("ln_f.weight", {C});
-    add("ln_f.bias", {C});
 }
 
 void ParamTable::clear_padding(float* host) const {
-    std::fill(host + padding_begin(), host + padding_begin() + padding_size(), 0.0f);
+    for (const ParamTensor& t : tensors_)
+        std::fill(host + t.offset + t.numel, host + t.offset + t.numel + t.padding, 0.0f);
+}
+
+const ParamTensor* ParamTable::get(Slot slot, int layer) const {
+    const bool per_layer = static_cast<int>(slot) < static_cast<int>(Slot::kLayerSlots);
+    if (slot == Slot::kSlots) return nullptr;
+    if (per_layer && (layer < 0 || layer >= spec_.L)) return nullptr;
+    const int i = index_[static_cast<size_t>(slot_index(slot, per_layer ? layer : 0, spec_.L))];
+    return i < 0 ? nullptr : &tensors_[static_cast<size_t>(i)];
+}
+
+const ParamTensor& ParamTable::at(Slot slot, int layer) const {
+    const ParamTensor* t = get(slot, layer);
+    TRT_CHECK(t != nullptr, "the ", arch_name(spec_), " parameter table has no tensor in slot ",
+              static_cast<int>(slot), " of layer ", layer);
+    return *t;
 }
 
 const ParamTensor* ParamTable::find(const std::string& name) const {

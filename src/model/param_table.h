@@ -1,48 +1,99 @@
-// ParamTable: every GPT-2 parameter as a named view into ONE flat fp32 buffer, in a fixed
-// order (wte, wpe, then each block in HF order, then ln_f). Grads and AdamW m/v use the same
-// table over their own flat buffers, so the optimizer and checkpoints stream one buffer each.
+// The model as data: ModelSpec (family + dimensions + switches) and ParamTable, every
+// parameter as a named view into ONE flat fp32 buffer, with its role, its place in the
+// decoder (slot, layer) and its flags. Grads and AdamW m/v use the same table over their own
+// flat buffers, so the optimizer and checkpoints stream one buffer each.
+//
+// Families (docs/ARCHITECTURE.md, "Extending"):
+//   gpt2   LayerNorm with biases, learned positions (wpe), fused c_attn [C, 3C] and GELU MLP,
+//          all with biases, Conv1D weights ([in, out]), head tied to wte. HF GPT2LMHeadModel.
+//   llama  RMSNorm, rotary positions, q/k/v/o projections without biases (grouped-query when
+//          n_kv_head < n_head), SwiGLU MLP (gate, up, down), head tied or not. Linear weights
+//          are [out, in]. HF LlamaForCausalLM.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "config/run_config.h"
 
 namespace trt {
 
-struct GptShape {
+struct ModelSpec {
+    ModelArch arch = ModelArch::Gpt2;
     int V = 0;     // vocab_size
-    int maxT = 0;  // context_length (rows of wpe)
+    int maxT = 0;  // context_length (rows of wpe; positions of the RoPE tables)
     int L = 0;     // n_layer
     int NH = 0;    // n_head
+    int NKV = 0;   // key/value heads (== NH unless grouped-query)
     int C = 0;     // d_model
+    int F = 0;     // MLP hidden width (gpt2: c_fc's output; llama: gate/up's output)
+    float norm_eps = 1e-5f;
+    float rope_theta = 10000.0f;
+    bool tied = true;  // the head is the token embedding
+
+    int hs() const { return C / NH; }                       // head size
+    int qkv_width() const { return (NH + 2 * NKV) * hs(); }  // [q | k | v] per row
+    bool llama() const { return arch == ModelArch::Llama; }
+    // The family's switches, so the decoder reads as the model's equations.
+    bool has_biases() const { return !llama(); }        // linear and norm biases
+    bool learned_positions() const { return !llama(); }  // wpe, else RoPE
+    bool rms_norm() const { return llama(); }
+    bool gated_mlp() const { return llama(); }          // SwiGLU [gate | up], else GELU
+    bool split_qkv() const { return llama(); }          // q/k/v_proj tensors, else one c_attn
+    // Linear weights as stored: [in, out] (HF Conv1D) or [out, in] (nn.Linear).
+    WeightLayout linear_layout() const { return llama() ? WeightLayout::OutIn : WeightLayout::InOut; }
+    // Width of the MLP activation the down projection reads, and of the matmul before it.
+    int mlp_up_width() const { return gated_mlp() ? 2 * F : F; }
 };
 
-// The model section's shape. The config's bounds (config/size_limits.h) keep every field an
-// int and every product of them addressable.
-inline GptShape gpt_shape(const ModelConfig& m) {
-    GptShape s;
-    s.V = static_cast<int>(m.vocab_size);
-    s.maxT = static_cast<int>(m.context_length);
-    s.L = static_cast<int>(m.n_layer);
-    s.NH = static_cast<int>(m.n_head);
-    s.C = static_cast<int>(m.d_model);
-    return s;
-}
+// Specs built in code (tests, tools): every switch at the family's default.
+ModelSpec gpt2_spec(int V, int maxT, int L, int NH, int C);  // F = 4C
+ModelSpec llama_spec(int V, int maxT, int L, int NH, int NKV, int C, int F, bool tied);
+
+// The model section's spec, defaults resolved (n_kv_head 0 = n_head, d_ff 0 = 4 d_model).
+// The config's bounds (config/size_limits.h) keep every field an int and every product of
+// them addressable.
+ModelSpec model_spec(const ModelConfig& m);
+std::string arch_name(const ModelSpec& s);  // "gpt2" | "llama"
+// One line for logs and `trainrt info`: "llama L2 H4 KV2 C64 F96 V64 T_max64, RoPE theta
+// 10000, RMSNorm eps 1e-05, untied head".
+std::string describe(const ModelSpec& s);
+
+enum class ParamRole { TokenEmbedding, PositionEmbedding, Norm, NormBias, Linear, LinearBias, Head };
+const char* to_string(ParamRole r);
+
+// Where a tensor sits in the decoder. Per-layer slots come first.
+enum class Slot {
+    // per layer
+    AttnNorm, AttnNormBias,  // ln_1 | input_layernorm
+    Qkv, QkvBias,            // gpt2 c_attn (one tensor)
+    Q, K, V,                 // llama q/k/v_proj: adjacent, so [Q; K; V] is one [(NH+2NKV)hs, C]
+    AttnOut, AttnOutBias,    // c_proj | o_proj
+    MlpNorm, MlpNormBias,    // ln_2 | post_attention_layernorm
+    Gate,                    // llama gate_proj, then Up (up_proj) right after it in the
+                             //   buffer, so [gate; up] is one [2F, C] matrix
+    Up, UpBias,              // gpt2 c_fc | llama up_proj
+    Down, DownBias,          // mlp.c_proj | down_proj
+    kLayerSlots,
+    // global
+    TokenEmbedding = kLayerSlots, PositionEmbedding, FinalNorm, FinalNormBias, Head,
+    kSlots
+};
 
 struct ParamTensor {
-    std::string name;            // Hugging Face GPT-2 name, e.g. "h.0.attn.c_attn.weight"
-    std::vector<int64_t> shape;  // as in HF files (Conv1D weights are [in, out])
+    std::string name;            // Hugging Face name, e.g. "h.0.attn.c_attn.weight"
+    std::vector<int64_t> shape;  // as in HF files (GPT-2 Conv1D weights are [in, out])
     size_t offset = 0;           // in floats, into the flat buffer
     size_t numel = 0;
+    size_t padding = 0;          // zero floats stored after the tensor (vocab padding rows)
+    ParamRole role = ParamRole::Linear;
+    Slot slot = Slot::Qkv;
+    int layer = -1;              // -1 for the global tensors
     bool decay = false;          // weight decay applies (tensors with >= 2 dims)
-};
-
-// Index of each tensor of one block, in table order.
-enum BlockParam {
-    kLn1W, kLn1B, kQkvW, kQkvB, kAttProjW, kAttProjB,
-    kLn2W, kLn2B, kFcW, kFcB, kFcProjW, kFcProjB, kBlockParams
+    bool trainable = true;       // false: frozen (no update; LoRA will use it)
 };
 
 // The vocabulary rounded up to a multiple of kVocabPadding (GPT-2: 50257 -> 50304), so the
@@ -52,35 +103,35 @@ inline int padded_vocab(int V) { return (V + kVocabPadding - 1) / kVocabPadding 
 
 class ParamTable {
 public:
-    explicit ParamTable(const GptShape& shape);
-    const GptShape& shape() const { return shape_; }
+    explicit ParamTable(const ModelSpec& spec);
+    const ModelSpec& spec() const { return spec_; }
     const std::vector<ParamTensor>& tensors() const { return tensors_; }
-    // Floats in the flat buffer: the parameters plus wte's padding rows [V, Vp) that follow
-    // wte (always zero: no token reads them, their logits get no gradient, so AdamW keeps
-    // them at 0). The buffer's wte is a [Vp, C] matrix for the classifier matmul; every file
-    // (checkpoint, HF export, llm.c import) sees only the [V, C] tensor.
+    // Floats in the flat buffer: the parameters plus the padding rows [V, Vp) that follow the
+    // token embedding and an untied head (always zero: no token reads them, their logits get
+    // no gradient, so AdamW keeps them at 0). The buffer's embedding and head are [Vp, C]
+    // matrices for the classifier matmul; every file (checkpoint, HF export, llm.c import)
+    // sees only the [V, C] tensors.
     size_t total() const { return total_; }
     size_t num_params() const { return num_params_; }  // the model's parameters (no padding)
     int padded_vocab() const { return Vp_; }
-    // The padding rows' floats in a flat buffer: [padding_begin(), + padding_size()).
-    size_t padding_begin() const { return tensors_[0].offset + tensors_[0].numel; }
-    size_t padding_size() const { return total_ - num_params_; }
     // Sets the padding rows of a flat host buffer to 0: every loader and initialiser ends
     // with it, so the invariant "padding is zero" never depends on the caller's buffer.
     void clear_padding(float* host) const;
 
-    const ParamTensor& wte() const { return tensors_[0]; }
-    const ParamTensor& wpe() const { return tensors_[1]; }
-    const ParamTensor& block(int layer, BlockParam p) const {
-        return tensors_[2 + static_cast<size_t>(layer) * kBlockParams + p];
-    }
-    const ParamTensor& lnf_w() const { return tensors_[tensors_.size() - 2]; }
-    const ParamTensor& lnf_b() const { return tensors_[tensors_.size() - 1]; }
+    // The tensor in `slot` (of `layer` for per-layer slots); nullptr when the family has none.
+    const ParamTensor* get(Slot slot, int layer = -1) const;
+    // The same, for slots the family must have (Error(Internal) otherwise).
+    const ParamTensor& at(Slot slot, int layer = -1) const;
+    // The output head: the token embedding when tied.
+    const ParamTensor& head() const { return spec_.tied ? at(Slot::TokenEmbedding) : at(Slot::Head); }
     const ParamTensor* find(const std::string& name) const;
 
 private:
-    GptShape shape_;
+    ModelSpec spec_;
     std::vector<ParamTensor> tensors_;
+    // Tensor index of (slot, layer): layer * kLayerSlots + slot for per-layer slots, then
+    // L * kLayerSlots + (slot - kLayerSlots) for the global ones; -1 = the family has none.
+    std::vector<int> index_;
     size_t total_ = 0;
     size_t num_params_ = 0;
     int Vp_ = 0;

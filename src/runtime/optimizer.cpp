@@ -12,13 +12,13 @@ AdamW::AdamW(Backend& backend, const ParamTable& table, const OptimConfig& confi
     v_ = static_cast<float*>(be_.alloc(n * sizeof(float), "AdamW second moments"));
     policy_.dynamic = dynamic_loss_scale;
     // Decay only tensors with >= 2 dims (the table interleaves them with biases/LN params):
-    // one segment per tensor, so the fused update is one pass over the flat buffer. wte's
-    // padding rows are a segment of their own without decay (zero gradient, so they stay 0).
+    // one segment per tensor, so the fused update is one pass over the flat buffer. A vocab
+    // matrix's padding rows are a segment of their own without decay (zero gradient, so they
+    // stay 0).
     for (const ParamTensor& t : table_.tensors()) {
         ranges_.push_back({t.offset, t.numel, t.decay ? static_cast<float>(config_.weight_decay)
                                                       : 0.0f});
-        if (&t == &table_.wte() && table_.padding_size() > 0)
-            ranges_.push_back({table_.padding_begin(), table_.padding_size(), 0.0f});
+        if (t.padding > 0) ranges_.push_back({t.offset + t.numel, t.padding, 0.0f});
     }
     std::vector<int64_t> ends, numel;
     std::vector<float> decay;

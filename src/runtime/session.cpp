@@ -14,7 +14,7 @@
 #include "core/version.h"
 #include "io/fs_util.h"
 #include "model/finite_check.h"
-#include "model/gpt_weights.h"
+#include "model/model_weights.h"
 #include "runtime/metrics_log.h"
 #include "runtime/perf.h"
 #include "runtime/schedule.h"
@@ -53,6 +53,10 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
         log_.info("runtime.device = \"auto\": no usable CUDA backend, running on the CPU (",
                   selected.fallback_reason, ")");
     max_inflight_ = std::clamp<int64_t>(run_.runtime.max_inflight, 1, Backend::kScalarSlots);
+    readback_ = std::make_unique<ReadbackRing>(*backend_);
+    readback_->set_max_inflight(max_inflight_);
+    step_graph_ = std::make_unique<GraphRunner>(*backend_, log_, kTrainStepGraph, "train step");
+    eval_graph_ = std::make_unique<GraphRunner>(*backend_, log_, kEvalGraph, "eval forward");
 
     // Config bounds (config/size_limits.h): B, T and B * T fit an int.
     const int B = static_cast<int>(tr.batch_size), T = static_cast<int>(tr.seq_len);
@@ -77,10 +81,10 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
                  "train.seq_len, or use more validation data");
     }
 
-    model_ = std::make_unique<Gpt>(*backend_, gpt_shape(mc), B, T);
+    model_ = std::make_unique<Decoder>(*backend_, model_spec(mc), B, T);
     std::vector<float> host(model_->table().total());
     if (mc.init_from.empty())
-        init_gpt2_random(model_->table(), mc.seed, host.data());
+        init_random(model_->table(), mc.seed, host.data());
     else
         load_init_weights(model_->table(), mc.init_from, host.data());
     backend_->copy_to_device(model_->params(), host.data(), host.size() * sizeof(float));
@@ -97,14 +101,15 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
     // cannot be replayed).
     if (run_.accel.cuda_graphs) {
         if (!backend_->supports_graphs())
-            graph_note_ = cat("the ", backend_->name(), " backend has no graphs");
+            step_graph_->disable(cat("the ", backend_->name(), " backend has no graphs"));
         else if (!resident_)
-            graph_note_ = "needs the train split resident: data.placement = \"device\"";
+            step_graph_->disable("needs the train split resident: data.placement = \"device\"");
         else
-            graph_ = GraphState::Warmup;
+            step_graph_->set_state(GraphRunner::State::Warmup);
     }
     // eval's batches are host-fed, but loaded eagerly before each replay of its forward.
-    if (graph_ == GraphState::Warmup) eval_graph_ = GraphState::Warmup;
+    if (step_graph_->state() == GraphRunner::State::Warmup)
+        eval_graph_->set_state(GraphRunner::State::Warmup);
 
     rows_.resize(static_cast<size_t>(B) * (T + 1));
     inputs_.resize(static_cast<size_t>(B) * T);
@@ -146,8 +151,8 @@ void Session::throw_if_diverged() const {
 void Session::place_train_data() {
     if (!train_data_) return;
     const Placement asked = run_.data.placement;
-    const bool on_cuda = std::string(backend_->name()) == "cuda";
-    if (asked == Placement::Host || (asked == Placement::Auto && !on_cuda)) return;
+    const bool device_memory = backend_->capabilities().device_memory;
+    if (asked == Placement::Host || (asked == Placement::Auto && !device_memory)) return;
     if (run_.model.vocab_size > 65536) {
         if (asked == Placement::Device)
             fail(Status::Config, "data.placement = \"device\" keeps token ids as 16 bits, but "
@@ -206,7 +211,7 @@ void Session::upload_train_data() {
 void Session::log_startup() const {
     const RunConfig& r = run_;
     const size_t n_params = model_->table().num_params();
-    const bool cuda = std::string(backend_->name()) == "cuda";
+    const BackendCaps caps = backend_->capabilities();
     auto configured = [](const std::string& resolved, const char* asked) {
         return resolved + (resolved == asked ? "" : cat(" (", asked, ")"));
     };
@@ -223,9 +228,11 @@ void Session::log_startup() const {
         acc.attention + (acc.attention_note.empty() ? "" : cat(" [", acc.attention_note, "]"));
     // accel.deterministic: the CPU is deterministic whatever it says; on CUDA "off" says what
     // the allowance does (only cuDNN attention engines can be nondeterministic).
-    std::string deterministic = resolved(cuda ? acc.deterministic : true, r.accel.deterministic,
-                                         cuda ? "" : "cpu: always deterministic");
-    if (cuda && !acc.deterministic && !acc.deterministic_note.empty())
+    const bool fixed = caps.always_deterministic;
+    std::string deterministic =
+        resolved(fixed || acc.deterministic, r.accel.deterministic,
+                 fixed ? cat(backend_->name(), ": always deterministic") : "");
+    if (!fixed && !acc.deterministic && !acc.deterministic_note.empty())
         deterministic += cat(" (", acc.deterministic_note, ")");
     log_.info("acceleration: device=", configured(backend_->name(), to_string(r.runtime.device)),
               " (", backend_->device_name(), ")",
@@ -233,13 +240,17 @@ void Session::log_startup() const {
               " threads=", backend_->num_threads(),
               " attention=", configured(attention, to_string(r.accel.attention)),
               " deterministic=", deterministic,
-              " fused_classifier=", resolved(cuda ? acc.fused_classifier : true,
-                                             r.accel.fused_classifier,
-                                             cuda ? "" : "cpu: always fused"),
+              " fused_classifier=",
+              resolved(caps.always_fused_classifier || acc.fused_classifier,
+                       r.accel.fused_classifier,
+                       caps.always_fused_classifier ? cat(backend_->name(), ": always fused") : ""),
               " fused_adamw=", on_off(r.accel.fused_adamw),
-              " cuda_graphs=", resolved(graph_ != GraphState::Off, r.accel.cuda_graphs, graph_note_),
+              " cuda_graphs=", resolved(step_graph_->state() != GraphRunner::State::Off, r.accel.cuda_graphs,
+                                    step_graph_->note()),
               " matmul_epilogues=", resolved(acc.matmul_epilogues, r.accel.matmul_epilogues,
-                                             cuda ? acc.epilogues_note : "cpu: not applicable"),
+                                             caps.matmul_epilogues
+                                                 ? acc.epilogues_note
+                                                 : cat(backend_->name(), ": not applicable")),
               " placement=", configured(resident_ ? "device" : "host", to_string(r.data.placement)),
               " max_inflight=", max_inflight_);
     // A cuDNN attention asked for and not taken changes speed and memory: say why at WARN, not
@@ -248,11 +259,9 @@ void Session::log_startup() const {
         log_.warn("attention: accel.attention = \"cudnn\" was asked for, but attention runs on "
                   "the ", acc.attention, " path: ",
                   !acc.attention_note.empty() ? acc.attention_note
-                  : cuda ? std::string("the CUDA backend gave no reason")
-                         : std::string("the CPU backend has no cuDNN attention"));
-    log_.info("model: GPT-2 L", r.model.n_layer, " H", r.model.n_head, " C", r.model.d_model,
-              " V", r.model.vocab_size, " T_max", r.model.context_length, ", ", n_params,
-              " parameters, init ",
+                  : cat("the ", backend_->name(), " backend ",
+                        caps.cudnn_attention ? "gave no reason" : "has no cuDNN attention"));
+    log_.info("model: ", describe(model_->spec()), ", ", n_params, " parameters, init ",
               r.model.init_from.empty() ? cat("random (seed ", r.model.seed, ")")
                                         : cat("from ", r.model.init_from));
     log_.info("batch: ", r.train.grad_accum, " x ", r.train.batch_size, " x ", r.train.seq_len,
@@ -267,11 +276,21 @@ void Session::log_startup() const {
               backend_->bytes_reserved(), " reserved on the ", backend_->name(), " backend");
 }
 
-void Session::micro_step(float dloss_scale) {
+// The one grad-accumulation loop of every kind of step: zero the gradients; per micro-batch
+// k, `load` puts its B x T inputs and targets in the model's buffers, then forward +
+// backward accumulate the gradients and the loss sum (on the backend); then the update
+// (clip, AdamW, loss scale).
+void Session::accumulate_and_update(float dloss_scale, const MicroBatchLoader& load) {
     const int B = model_->max_batch(), T = model_->max_seq();
-    model_->forward_backward(model_->inputs_buffer(), model_->targets_buffer(), B, T,
-                             dloss_scale, scalars_);
-    backend_->accumulate_loss(scalars_, model_->losses(), static_cast<size_t>(B) * T);
+    int32_t* inputs = model_->inputs_buffer();
+    int32_t* targets = model_->targets_buffer();
+    model_->zero_grads();
+    for (int64_t k = 0; k < run_.train.grad_accum; ++k) {
+        load(k, inputs, targets);
+        model_->forward_backward(inputs, targets, B, T, dloss_scale, scalars_);
+        backend_->accumulate_loss(scalars_, model_->losses(), static_cast<size_t>(B) * T);
+    }
+    optimizer_->update(model_->params(), model_->grads(), scalars_);
 }
 
 StepResult Session::step() {
@@ -295,110 +314,38 @@ StepResult Session::step() {
             backend_->upload_step_inputs(window_starts_dev_, window_starts_.data(),
                                          window_starts_.size() * sizeof(int64_t));
         }
-        run_resident_step(dloss);
+        // The whole step draws on the backend, so a graph can record it.
+        step_graph_->run([&] { accumulate_and_update(dloss, resident_loader()); });
         return finish_step(s, lr, t0);
     }
-    int32_t* inputs = model_->inputs_buffer();
-    int32_t* targets = model_->targets_buffer();
-    model_->zero_grads();
-    for (int64_t k = 0; k < GA; ++k) {
+    accumulate_and_update(dloss, [&](int64_t k, int32_t* inputs, int32_t* targets) {
         if (sequential)
             sample_sequential(*train_data_, cursor_, B, T, rows_.data());
         else
             sample_random(*train_data_, run_.data.seed, s, k, B, T, rows_.data());
         backend_->load_rows(inputs, targets, rows_.data(), static_cast<int>(B),
                             static_cast<int>(T));
-        micro_step(dloss);
-    }
-    enqueue_update();
+    });
     return finish_step(s, lr, t0);
 }
 
-void Session::enqueue_resident_step(float dloss_scale) {
-    const int64_t GA = run_.train.grad_accum;
-    const int B = model_->max_batch(), T = model_->max_seq();
-    int32_t* inputs = model_->inputs_buffer();
-    int32_t* targets = model_->targets_buffer();
-    model_->zero_grads();
-    for (int64_t k = 0; k < GA; ++k) {
+Session::MicroBatchLoader Session::resident_loader() {
+    return [this](int64_t k, int32_t* inputs, int32_t* targets) {
+        const int B = model_->max_batch(), T = model_->max_seq();
         if (run_.data.sampler == SamplerKind::Sequential)
             backend_->sample_window(inputs, targets, resident_tokens_, window_starts_dev_ + k, B,
                                     T);
         else
             backend_->sample_random(inputs, targets, resident_tokens_, run_.data.seed, scalars_,
                                     k, B, T);
-        micro_step(dloss_scale);
-    }
-    enqueue_update();
-}
-
-// Runs `work` through graph `id` by the state machine of accel.cuda_graphs: Off runs it
-// eagerly; Warmup runs it eagerly once (first-use work settles: cuBLASLt algorithms, cuDNN
-// plans), then Capture records it and replays the recording (recorded ops do not run), and
-// Ready replays. A capture that throws is ended and discarded; an Error is logged and the
-// work runs eagerly from then on (its message becomes `note`), anything else is rethrown
-// after the cleanup so the stream is never left capturing.
-void Session::run_graphed(GraphState& state, int id, const char* what,
-                          const std::function<void()>& work, std::string* note) {
-    switch (state) {
-        case GraphState::Off:
-            work();
-            return;
-        case GraphState::Warmup:
-            work();
-            state = GraphState::Capture;
-            return;
-        case GraphState::Capture: {
-            auto discard = [&] {
-                try {
-                    backend_->end_capture(-1);
-                } catch (...) {
-                    // the capture had already ended (end_capture itself failed)
-                }
-            };
-            try {
-                backend_->begin_capture();
-                work();
-                backend_->end_capture(id);
-            } catch (const Error& e) {
-                discard();
-                state = GraphState::Off;
-                if (note) *note = e.what();
-                log_.warn("accel.cuda_graphs: capturing the ", what, " failed (", e.what(),
-                          "); running it eagerly from now on");
-                work();
-                return;
-            } catch (...) {
-                discard();
-                state = GraphState::Off;
-                throw;
-            }
-            state = GraphState::Ready;
-            log_.info("accel.cuda_graphs: the ", what, " is captured; replaying it from now on");
-            backend_->replay_graph(id);
-            return;
-        }
-        case GraphState::Ready:
-            backend_->replay_graph(id);
-            return;
-    }
+    };
 }
 
 // eval()'s forward at the full micro-batch shape (its batch was loaded eagerly before).
 void Session::run_eval_forward() {
     const int B = model_->max_batch(), T = model_->max_seq();
-    run_graphed(eval_graph_, kEvalGraph, "eval forward", [&] {
-        model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T);
-    }, nullptr);
-}
-
-void Session::enqueue_update() {
-    optimizer_->update(model_->params(), model_->grads(), scalars_);
-}
-
-void Session::run_resident_step(float dloss_scale) {
-    run_graphed(graph_, kTrainStepGraph, "train step",
-                [&] { enqueue_resident_step(dloss_scale); }, &graph_note_);
+    eval_graph_->run(
+        [&] { model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T); });
 }
 
 void Session::check_tokens(const int32_t* tokens, size_t n) const {
@@ -423,39 +370,26 @@ StepResult Session::step_tokens(const int32_t* tokens, size_t n_tokens) {
     const double lr = scheduled_lr(run_.optim, run_.train.steps, s);
     const float dloss = 1.0f / static_cast<float>(B * T * GA);
     backend_->begin_step(scalars_, static_cast<float>(lr), s);
-    model_->zero_grads();
-    for (int64_t k = 0; k < GA; ++k) {
-        backend_->load_rows(model_->inputs_buffer(), model_->targets_buffer(),
-                            tokens + static_cast<size_t>(k * B * (T + 1)), static_cast<int>(B),
-                            static_cast<int>(T));
-        micro_step(dloss);
-    }
-    enqueue_update();
+    accumulate_and_update(dloss, [&](int64_t k, int32_t* inputs, int32_t* targets) {
+        backend_->load_rows(inputs, targets, tokens + static_cast<size_t>(k * B * (T + 1)),
+                            static_cast<int>(B), static_cast<int>(T));
+    });
     return finish_step(s, lr, t0);
 }
 
 StepResult Session::finish_step(int64_t s, double lr, double t0_ms) {
-    const int slot = static_cast<int>(s % Backend::kScalarSlots);
-    backend_->read_scalars_async(slot, scalars_);
     step_ = s;
     tokens_total_ += run_.train.grad_accum * run_.train.batch_size * run_.train.seq_len;
-    pending_.push_back(PendingStep{s, slot, t0_ms, lr, tokens_total_});
+    readback_->push(s, scalars_, t0_ms, lr, tokens_total_);
     collect_steps(false);
     throw_if_diverged();
     return last_;
 }
 
 void Session::collect_steps(bool wait_all) {
-    // pending_ never exceeds max_inflight_ <= kScalarSlots, so a ring slot is read before
-    // a later step reuses it.
-    while (!pending_.empty()) {
-        const PendingStep p = pending_.front();
-        const bool must = wait_all || static_cast<int64_t>(pending_.size()) > max_inflight_ - 1;
-        if (!must && !backend_->scalars_ready(p.slot)) break;
-        const StepScalars r = backend_->read_scalars(p.slot);
-        pending_.pop_front();
+    readback_->collect(wait_all, [this](const PendingStep& p, const StepScalars& r) {
         complete_step(p, r);
-    }
+    });
 }
 
 void Session::complete_step(const PendingStep& p, const StepScalars& r) {
@@ -799,24 +733,8 @@ std::string Session::save_into_out_dir() {
     }
     std::vector<float> params, m, v;
     copy_state_to_host(params, m, v);
-    if (!fs::exists(dir)) {
-        write_checkpoint(dir, model_->table(), params.data(), m.data(), v.data(),
-                         checkpoint_state());
-    } else {
-        // A directory of that name from another run (e.g. before `train --fresh`): write the
-        // new one completely, then swap it in; the old one is removed only after the swap.
-        const std::string fresh = dir + ".new", old = dir + ".old";
-        fs::remove_all(fresh, ec);
-        fs::remove_all(old, ec);
-        write_checkpoint(fresh, model_->table(), params.data(), m.data(), v.data(),
-                         checkpoint_state());
-        fs::rename(dir, old, ec);
-        if (ec) fail(Status::Io, "cannot move aside '", dir, "': ", ec.message());
-        fs::rename(fresh, dir, ec);
-        if (ec) fail(Status::Io, "cannot rename '", fresh, "' to '", dir, "': ", ec.message());
-        fsync_dir(out);  // both renames durable before the old copy goes
-        fs::remove_all(old, ec);
-    }
+    write_or_replace_checkpoint(dir, model_->table(), params.data(), m.data(), v.data(),
+                                checkpoint_state());
     set_latest_checkpoint(out, name);
     own_checkpoint_ = dir;
     prune_checkpoints(out, run_.train.keep_last);

@@ -17,8 +17,9 @@
 #include "core/log.h"
 #include "data/sampler.h"
 #include "io/dir_lock.h"
-#include "model/gpt.h"
+#include "model/decoder.h"
 #include "runtime/optimizer.h"
+#include "runtime/step_engine.h"
 #include "runtime/token_sampling.h"
 
 namespace trt {
@@ -89,30 +90,18 @@ public:
     void set_log_sink(const LogSink& sink) { log_.set_sink(sink); }
 
 private:
-    struct PendingStep {  // enqueued, figures not yet read back
-        int64_t step;
-        int slot;  // read-back ring slot
-        double t0_ms, lr;
-        int64_t tokens_total;
-    };
     void check_tokens(const int32_t* tokens, size_t n) const;
-    // Forward + backward of the micro-batch in the model's input/target buffers; its loss
-    // sum goes to the step's scalars on the backend.
-    void micro_step(float dloss_scale);
-    // The whole step on the resident split: zero grads, GA x (draw on the backend → forward/
-    // backward), the optimizer update. Reads every per-step value from backend memory
-    // (StepScalars, window_starts_dev_), so it is what a graph records.
-    void enqueue_resident_step(float dloss_scale);
-    // The optimizer's part of a step (clip, AdamW, loss-scale update).
-    void enqueue_update();
-    // accel.cuda_graphs: records enqueue_resident_step once, then replays it; on a capture
-    // failure logs why, discards the recording and runs the step eagerly from then on.
-    void run_resident_step(float dloss_scale);
+    // Puts micro-batch k's inputs and targets ([B, T] each) in the given backend buffers.
+    using MicroBatchLoader = std::function<void(int64_t k, int32_t* inputs, int32_t* targets)>;
+    // Every step's grad-accumulation loop: zero grads, GA x (load -> forward/backward), then
+    // the optimizer update.
+    void accumulate_and_update(float dloss_scale, const MicroBatchLoader& load);
+    // Draws micro-batch k on the backend from the resident split, reading every per-step
+    // value from backend memory (StepScalars, window_starts_dev_): a whole step of these is
+    // what a graph records.
+    MicroBatchLoader resident_loader();
     // eval()'s forward of the batch in the model's buffers (graph-replayed like the step).
     void run_eval_forward();
-    enum class GraphState { Off, Warmup, Capture, Ready };
-    void run_graphed(GraphState& state, int id, const char* what,
-                     const std::function<void()>& work, std::string* note);
     // Reads back step s's scalars asynchronously, then collects what has completed.
     StepResult finish_step(int64_t s, double lr, double t0_ms);
     // Reads back completed steps: all of them (wait_all), else those ready plus as many as
@@ -135,7 +124,7 @@ private:
     Logger log_;
     std::unique_ptr<Backend> backend_;
     Precision precision_ = Precision::Fp32;  // resolved
-    std::unique_ptr<Gpt> model_;
+    std::unique_ptr<Decoder> model_;
     std::unique_ptr<AdamW> optimizer_;
     std::optional<TokenDataset> train_data_;
     std::optional<TokenDataset> val_data_;
@@ -152,15 +141,13 @@ private:
     // and backend copies (the backend one is what sample_window and a replayed graph read).
     std::vector<int64_t> window_starts_;
     int64_t* window_starts_dev_ = nullptr;
-    // Whole-step graph state (accel.cuda_graphs). Off: eager. Warmup: the next step runs
-    // eagerly (plans and caches settle), then Capture records one. Ready: replay.
-    GraphState graph_ = GraphState::Off;
-    std::string graph_note_;  // why graphs are off although asked for ("" otherwise)
-    GraphState eval_graph_ = GraphState::Off;
+    // Whole-step graphs (accel.cuda_graphs) of the train step and of eval's forward, and the
+    // asynchronous read-back of each step's figures (runtime/step_engine.h).
     static constexpr int kTrainStepGraph = 0;
     static constexpr int kEvalGraph = 1;
+    std::unique_ptr<GraphRunner> step_graph_, eval_graph_;
     int64_t max_inflight_ = 1;
-    std::deque<PendingStep> pending_;
+    std::unique_ptr<ReadbackRing> readback_;
     std::vector<StepResult> completed_;  // completed since train() last looked
     double last_completion_ms_ = 0;
     float loss_scale_ = 1;       // as of the last completed step

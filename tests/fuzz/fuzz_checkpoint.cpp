@@ -61,10 +61,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
 
     // The model a resuming run would configure: config.json's dims when they are small.
-    trt::GptShape shape{8, 4, 1, 1, 4};
+    trt::ModelSpec shape = trt::gpt2_spec(8, 4, 1, 1, 4);
     if (parts.size() > 1) {
         try {
-            const trt::GptShape s = trt::ckpt::parse_hf_config(std::string(parts[1]), "config.json");
+            const trt::ModelSpec s = trt::ckpt::parse_hf_config(std::string(parts[1]), "config.json");
             const long double C = s.C;
             const long double n = (static_cast<long double>(s.V) + 128 + s.maxT) * C + 2 * C +
                                   static_cast<long double>(s.L) * (12 * C * C + 13 * C);
@@ -78,7 +78,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
         (void)trt::read_checkpoint(dir, table, params.data(), with_optim ? m.data() : nullptr,
                                    with_optim ? v.data() : nullptr);
-        for (size_t i = table.padding_begin(); i < table.padding_begin() + table.padding_size(); ++i)
+        const trt::ParamTensor& wte = table.at(trt::Slot::TokenEmbedding);
+        for (size_t i = wte.offset + wte.numel; i < wte.offset + wte.numel + wte.padding; ++i)
             if (params[i] != 0.0f) fuzz::die("wte padding rows are not zero after read_checkpoint");
         // What a resuming session does next (NonFinite is the clean refusal).
         trt::require_finite(table, params.data(), "model.safetensors", "fuzzing");

@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         fuzz::refused("read_llmc_header", e);
         return 0;
     }
-    trt::GptShape shape;
+    trt::ModelSpec shape;
     shape.V = h.V;
     shape.maxT = h.maxT;
     shape.L = h.L;
@@ -52,7 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             fuzz::die(std::string("load_llmc_gpt2 refused a file whose header passed: ") + e.what());
         return 0;
     }
-    for (size_t i = table.padding_begin(); i < table.padding_begin() + table.padding_size(); ++i)
+    const trt::ParamTensor& wte = table.at(trt::Slot::TokenEmbedding);
+    for (size_t i = wte.offset + wte.numel; i < wte.offset + wte.numel + wte.padding; ++i)
         if (host[i] != 0.0f) fuzz::die("wte padding rows are not zero after the import");
     try {  // what model.init_from does next
         trt::require_finite(table, host.data(), "fuzz.llmc", "fuzzing");

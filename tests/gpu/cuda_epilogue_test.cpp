@@ -140,10 +140,6 @@ protected:
         EXPECT_LE(e_off, tol) << tag(what) << " default vs cpu";
         EXPECT_LE(e_pair, tol) << tag(what) << " variant vs default";
     }
-    std::vector<float> in(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-        return gpu::rounded(gpu::rnd(n, seed, lo, hi), precision_);  // matmul operands
-    }
-    double tol(bool backward) const { return gpu::matmul_tol(precision_, backward); }
     void print_note() {
         const trt::AccelStatus a = cuda_->accel_status();
         std::printf("[  info    ] [%s] epilogues=%d fused_classifier=%d note: %s\n",

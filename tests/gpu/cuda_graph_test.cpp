@@ -9,7 +9,7 @@
 //   (a failed capture warns and falls back to eager, which would compare eager with eager);
 //   with data.placement = "host" graphs fall back to eager, the startup log says why, and
 //   the run matches the eager run bitwise.
-// tests/unit/model/test_graph_replay.cpp proves the session's capture/replay logic on the
+// tests/unit/runtime/test_graph_replay.cpp proves the session's capture/replay logic on the
 // CPU with a recording backend; this proves the CUDA backend's graphs do what it recorded.
 // Without a CUDA backend (runtime.device = "cuda" gives TRAINRT_ERR_UNSUPPORTED) every case
 // is skipped with the library's message; TRAINRT_REQUIRE_CUDA=1 turns that into a failure.

@@ -32,13 +32,7 @@ using trt::Backend;
 using trt::Precision;
 using trt::WeightLayout;
 
-class CudaOps : public gpu::CudaOpsP {
-protected:
-    std::vector<float> in(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-        return gpu::rounded(gpu::rnd(n, seed, lo, hi), precision_);  // matmul operands
-    }
-    double tol(bool backward) const { return gpu::matmul_tol(precision_, backward); }
-};
+class CudaOps : public gpu::CudaOpsP {};
 
 std::string shape(std::initializer_list<std::pair<const char*, int>> dims) {
     std::string s;
@@ -437,21 +431,21 @@ TEST_P(CudaOps, AttentionForwardBackward) {
         const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
         Twin qkv = up(in(nq, 801, -2, 2)), out = nan_floats(no);
         // Each backend saves what its own backward needs: its own sizes.
-        const size_t saved_c = cpu_->attention_saved_floats(B, T, C, NH);
-        const size_t saved_g = cuda_->attention_saved_floats(B, T, C, NH);
-        const size_t scr_c = cpu_->attention_scratch_floats(B, T, C, NH);
-        const size_t scr_g = cuda_->attention_scratch_floats(B, T, C, NH);
+        const size_t saved_c = cpu_->attention_saved_floats(B, T, C, NH, NH);
+        const size_t saved_g = cuda_->attention_saved_floats(B, T, C, NH, NH);
+        const size_t scr_c = cpu_->attention_scratch_floats(B, T, C, NH, NH);
+        const size_t scr_g = cuda_->attention_scratch_floats(B, T, C, NH, NH);
         Twin saved = nan_floats(std::max(saved_c, saved_g));
         Twin scratch = nan_floats(std::max(scr_c, scr_g));
         both([&](Backend& be, int s) {
-            be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH);
+            be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NH);
         });
         expect_close("attention fwd" + sh, out, no, tol(false));
 
         Twin dout = up(in(no, 802)), dqkv = nan_floats(nq);
         both([&](Backend& be, int s) {
             be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B,
-                                  T, C, NH);
+                                  T, C, NH, NH);
         });
         expect_close("attention bwd dqkv" + sh, dqkv, nq, tol(true));
     }

@@ -12,6 +12,9 @@
 //     cache keeps (evictions, rebuilds) stay correct;
 //   - accel.deterministic = false still serves and matches; accel_status reports it;
 //   - accel_status: "cudnn" after reserve in bf16/fp16; "matmul" plus a reason in fp32;
+//   - grouped-query attention (NKV < NH) is not served by cuDNN: a grouped-query model runs
+//     the matmul path and says why; a grouped-query call on a multi-head cuDNN reservation
+//     runs the matmul path when it fits, else is refused (Unsupported);
 //   - TRAINRT_CUDNN_LIBRARY=/nonexistent: matmul, the reason names the path, results still
 //     match the CPU (the loader caches per process: ctest runs each case in its own process);
 //   - two identical forward+backward runs are bitwise equal (cuDNN's backward is made
@@ -93,16 +96,13 @@ protected:
         cuda_->reserve(d);
     }
 
-    std::vector<float> in(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-        return gpu::rounded(gpu::rnd(n, seed, lo, hi), precision_);
-    }
 
     // After the first reserve with this shape: cuDNN serves it (not the matmul fallback),
     // and the model is told cuDNN's buffer sizes.
     void expect_served_by_cudnn(int B, int T, int C, int NH) {
         const trt::AccelStatus st = cuda_->accel_status();
         ASSERT_EQ(st.attention, "cudnn") << tag(shape(B, T, C, NH)) << ": " << st.attention_note;
-        EXPECT_EQ(cuda_->attention_saved_floats(B, T, C, NH), cudnn_saved_floats(B, T, C, NH))
+        EXPECT_EQ(cuda_->attention_saved_floats(B, T, C, NH, NH), cudnn_saved_floats(B, T, C, NH))
             << tag(shape(B, T, C, NH)) << ": saved is not cuDNN-sized";
     }
 
@@ -114,24 +114,25 @@ protected:
         const size_t nq = static_cast<size_t>(B) * T * 3 * C, no = static_cast<size_t>(B) * T * C;
         Twin qkv = up(in(nq, seed, -2, 2)), out = nan_floats(no);
         // Each backend saves what its own backward needs: its own sizes.
-        size_t n_saved = std::max(cpu_->attention_saved_floats(B, T, C, NH),
-                                  cuda_->attention_saved_floats(B, T, C, NH));
-        size_t n_scratch = std::max(cpu_->attention_scratch_floats(B, T, C, NH),
-                                    cuda_->attention_scratch_floats(B, T, C, NH));
+        size_t n_saved = std::max(cpu_->attention_saved_floats(B, T, C, NH, NH),
+                                  cuda_->attention_saved_floats(B, T, C, NH, NH));
+        size_t n_scratch = std::max(cpu_->attention_scratch_floats(B, T, C, NH, NH),
+                                    cuda_->attention_scratch_floats(B, T, C, NH, NH));
         if (reserved_T > T) {
-            n_saved = std::max(n_saved, cuda_->attention_saved_floats(B, reserved_T, C, NH));
-            n_scratch = std::max(n_scratch, cuda_->attention_scratch_floats(B, reserved_T, C, NH));
+            n_saved = std::max(n_saved, cuda_->attention_saved_floats(B, reserved_T, C, NH, NH));
+            n_scratch =
+                std::max(n_scratch, cuda_->attention_scratch_floats(B, reserved_T, C, NH, NH));
         }
         Twin saved = nan_floats(n_saved), scratch = nan_floats(n_scratch);
         both([&](Backend& be, int s) {
-            be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH);
+            be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NH);
         });
         expect_close("cudnn attention fwd" + sh, out, no, gpu::matmul_tol(precision_, false));
 
         Twin dout = up(in(no, seed + 1)), dqkv = nan_floats(nq);
         both([&](Backend& be, int s) {
             be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T,
-                                  C, NH);
+                                  C, NH, NH);
         });
         expect_close("cudnn attention bwd dqkv" + sh, dqkv, nq, gpu::matmul_tol(precision_, true));
     }
@@ -188,7 +189,7 @@ TEST_P(CudnnAttention, InferenceLengthsRunOnTheirBucketAndMatchTheCpu) {
         SCOPED_TRACE(shape(c.B, c.T, C, NH));
         const int Tb = c.T <= 128 ? 128 : 256;
         if (c.T > 1) {  // T=1's matmul buffers fit: the matmul path serves it
-            EXPECT_EQ(cuda_->attention_saved_floats(c.B, c.T, C, NH),
+            EXPECT_EQ(cuda_->attention_saved_floats(c.B, c.T, C, NH, NH),
                       cudnn_saved_floats(c.B, Tb, C, NH))
                 << "not served by the length bucket " << Tb;
         }
@@ -238,15 +239,15 @@ TEST_P(CudnnAttention, TwoIdenticalRunsAreBitwiseEqual) {
     const size_t nq = static_cast<size_t>(B) * T * 3 * C, no = static_cast<size_t>(B) * T * C;
     Twin qkv = up(in(nq, 8400, -2, 2)), dout = up(in(no, 8401));
     Twin out = nan_floats(no), dqkv = nan_floats(nq);
-    Twin saved = nan_floats(cuda_->attention_saved_floats(B, T, C, NH));
-    Twin scratch = nan_floats(cuda_->attention_scratch_floats(B, T, C, NH));
+    Twin saved = nan_floats(cuda_->attention_saved_floats(B, T, C, NH, NH));
+    Twin scratch = nan_floats(cuda_->attention_scratch_floats(B, T, C, NH, NH));
     std::vector<float> out_runs[2], dqkv_runs[2];
     for (int run = 0; run < 2; ++run) {
         out.poison();
         dqkv.poison();
-        cuda_->attention_forward(out.f(kCuda), saved.f(kCuda), qkv.f(kCuda), B, T, C, NH);
+        cuda_->attention_forward(out.f(kCuda), saved.f(kCuda), qkv.f(kCuda), B, T, C, NH, NH);
         cuda_->attention_backward(dqkv.f(kCuda), scratch.f(kCuda), dout.f(kCuda), qkv.f(kCuda),
-                                  saved.f(kCuda), B, T, C, NH);
+                                  saved.f(kCuda), B, T, C, NH, NH);
         out_runs[run] = out.get<float>(kCuda, no);
         dqkv_runs[run] = dqkv.get<float>(kCuda, nq);
     }
@@ -259,6 +260,81 @@ TEST_P(CudnnAttention, TwoIdenticalRunsAreBitwiseEqual) {
     EXPECT_TRUE(gpu::same_bits(out_runs[0], out_runs[1])) << tag("forward differs between runs");
     EXPECT_TRUE(gpu::same_bits(dqkv_runs[0], dqkv_runs[1]))
         << tag("backward differs between runs (nondeterministic engine?)");
+}
+
+// cuDNN attention serves multi-head attention only: a grouped-query model (its first reserve
+// has NKV < NH) runs every attention call on the matmul path, says so in accel_status, and
+// still matches the CPU.
+TEST_P(CudnnAttention, GroupedQueryModelRunsTheMatmulPathAndSaysWhy) {
+    const int B = 2, T = 64, C = 128, NH = 4, NKV = 2, hs = C / NH;
+    const trt::ModelDims d{B, T, C, NH, 1, 1, NKV, 0};
+    cpu_->reserve(d);
+    cuda_->reserve(d);
+    const trt::AccelStatus st = cuda_->accel_status();
+    EXPECT_EQ(st.attention, "matmul");
+    EXPECT_NE(st.attention_note.find("grouped-query"), std::string::npos) << st.attention_note;
+    EXPECT_EQ(cuda_->attention_saved_floats(B, T, C, NH, NKV),
+              static_cast<size_t>(B) * NH * T * T)
+        << "the matmul path saves the [B,NH,T,T] probabilities";
+    const size_t nq = static_cast<size_t>(B) * T * (NH + 2 * NKV) * hs;
+    const size_t no = static_cast<size_t>(B) * T * C;
+    Twin qkv = up(in(nq, 8900, -2, 2)), dout = up(in(no, 8901));
+    Twin out = nan_floats(no), dqkv = nan_floats(nq);
+    Twin saved = nan_floats(std::max(cpu_->attention_saved_floats(B, T, C, NH, NKV),
+                                     cuda_->attention_saved_floats(B, T, C, NH, NKV)));
+    Twin scratch = nan_floats(std::max(cpu_->attention_scratch_floats(B, T, C, NH, NKV),
+                                       cuda_->attention_scratch_floats(B, T, C, NH, NKV)));
+    both([&](Backend& be, int s) {
+        be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV);
+        be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T, C,
+                              NH, NKV);
+    });
+    expect_close("gqa (cudnn requested) fwd", out, no, gpu::matmul_tol(precision_, false));
+    expect_close("gqa (cudnn requested) bwd", dqkv, nq, gpu::matmul_tol(precision_, true));
+}
+
+// A grouped-query call on a backend whose model reserved multi-head attention for cuDNN: the
+// matmul path serves it when its T×T buffers fit in the cuDNN-sized ones, else it is refused
+// (Unsupported, naming the way out) rather than overrunning the model's buffers.
+TEST_P(CudnnAttention, GroupedQueryCallOnAMultiHeadReservation) {
+    const int B = 4, T = 256, C = 128, NH = 4;
+    reserve_for(B, T, C, NH);
+    expect_served_by_cudnn(B, T, C, NH);
+    const int NKV = 2, hs = C / NH;
+    {
+        const size_t nq = static_cast<size_t>(B) * T * (NH + 2 * NKV) * hs;
+        const size_t no = static_cast<size_t>(B) * T * C;
+        Twin qkv = up(in(nq, 8950, -2, 2)), out = nan_floats(no);
+        Twin saved = nan_floats(cuda_->attention_saved_floats(B, T, C, NH, NKV));
+        try {
+            cuda_->attention_forward(out.f(kCuda), saved.f(kCuda), qkv.f(kCuda), B, T, C, NH,
+                                     NKV);
+            ADD_FAILURE() << "a [B,NH,T,T] matmul attention does not fit the cuDNN-sized buffers";
+        } catch (const trt::Error& e) {
+            EXPECT_EQ(e.status(), trt::Status::Unsupported) << e.what();
+            EXPECT_NE(std::string(e.what()).find("accel.attention"), std::string::npos)
+                << e.what();
+        }
+    }
+    // B=1, T=8: the matmul path's buffers fit in the cuDNN-sized ones; it serves the call.
+    const int b = 1, t = 8;
+    const size_t nq = static_cast<size_t>(b) * t * (NH + 2 * NKV) * hs;
+    const size_t no = static_cast<size_t>(b) * t * C;
+    Twin qkv = up(in(nq, 8960, -2, 2)), dout = up(in(no, 8961));
+    Twin out = nan_floats(no), dqkv = nan_floats(nq);
+    Twin saved = nan_floats(std::max(cpu_->attention_saved_floats(b, t, C, NH, NKV),
+                                     cuda_->attention_saved_floats(b, t, C, NH, NKV)));
+    Twin scratch = nan_floats(std::max(cpu_->attention_scratch_floats(b, t, C, NH, NKV),
+                                       cuda_->attention_scratch_floats(b, t, C, NH, NKV)));
+    both([&](Backend& be, int s) {
+        be.attention_forward(out.f(s), saved.f(s), qkv.f(s), b, t, C, NH, NKV);
+        be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), b, t, C,
+                              NH, NKV);
+    });
+    expect_close("gqa B1 T8 on a cudnn reservation fwd", out, no,
+                 gpu::matmul_tol(precision_, false));
+    expect_close("gqa B1 T8 on a cudnn reservation bwd", dqkv, nq,
+                 gpu::matmul_tol(precision_, true));
 }
 
 INSTANTIATE_TEST_SUITE_P(LowPrecision, CudnnAttention,
@@ -313,16 +389,16 @@ TEST(CudnnAttentionFallback, MissingLibraryRunsTheMatmulAttentionAndNamesThePath
         dqkv(*cpu, *cuda, nq * 4);
     qkv.set(gpu::rounded(gpu::rnd(nq, 8500, -2, 2), Precision::Bf16));
     dout.set(gpu::rounded(gpu::rnd(no, 8501), Precision::Bf16));
-    const size_t n_saved = std::max(cpu->attention_saved_floats(B, T, C, NH),
-                                    cuda->attention_saved_floats(B, T, C, NH));
-    const size_t n_scratch = std::max(cpu->attention_scratch_floats(B, T, C, NH),
-                                      cuda->attention_scratch_floats(B, T, C, NH));
+    const size_t n_saved = std::max(cpu->attention_saved_floats(B, T, C, NH, NH),
+                                    cuda->attention_saved_floats(B, T, C, NH, NH));
+    const size_t n_scratch = std::max(cpu->attention_scratch_floats(B, T, C, NH, NH),
+                                      cuda->attention_scratch_floats(B, T, C, NH, NH));
     Twin saved(*cpu, *cuda, n_saved * 4), scratch(*cpu, *cuda, n_scratch * 4);
     Backend* sides[2] = {cpu.get(), cuda.get()};
     for (int s = 0; s < 2; ++s) {
-        sides[s]->attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH);
+        sides[s]->attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NH);
         sides[s]->attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B,
-                                     T, C, NH);
+                                     T, C, NH, NH);
     }
     cuda->synchronize();
     const double e_out = ref::rel_error(out.get<float>(kCuda, no), out.get<float>(kCpu, no));

@@ -130,11 +130,11 @@ protected:
 
         // CPU (host memory is its backend memory).
         std::vector<float> c_out(no), c_dqkv(nq);
-        std::vector<float> c_saved(cpu_->attention_saved_floats(B, T, C, NH) + 1);
-        std::vector<float> c_scratch(cpu_->attention_scratch_floats(B, T, C, NH) + 1);
-        cpu_->attention_forward(c_out.data(), c_saved.data(), qkv.data(), B, T, C, NH);
+        std::vector<float> c_saved(cpu_->attention_saved_floats(B, T, C, NH, NH) + 1);
+        std::vector<float> c_scratch(cpu_->attention_scratch_floats(B, T, C, NH, NH) + 1);
+        cpu_->attention_forward(c_out.data(), c_saved.data(), qkv.data(), B, T, C, NH, NH);
         cpu_->attention_backward(c_dqkv.data(), c_scratch.data(), dout.data(), qkv.data(),
-                                 c_saved.data(), B, T, C, NH);
+                                 c_saved.data(), B, T, C, NH, NH);
 
         // CUDA
         std::string why;

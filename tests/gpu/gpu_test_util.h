@@ -125,6 +125,16 @@ struct Cover {
     // A matrix product [N,K]·[K,M]: rows N, widths K and M (C >= max(K, M) covers every
     // scratch shape derived from C, 3C, 4C).
     Cover& matmul(int N, int K, int M) { return add(1, N, std::max(K, M), 1, M); }
+    // Key/value heads and the MLP width of ModelDims (0, the default, means NH and 4C: the
+    // multi-head sizes, which bound the grouped-query ones of the same B, T, C, NH).
+    Cover& kv_heads(int NKV) {
+        d.NKV = NKV;
+        return *this;
+    }
+    Cover& mlp_width(int F) {
+        d.F = std::max(d.F, F);
+        return *this;
+    }
     trt::ModelDims dims() const {
         trt::ModelDims out = d;
         if (out.NH < 1) out.NH = 1;
@@ -272,6 +282,12 @@ protected:
         cpu_->reserve(c.dims());
         cuda_->reserve(c.dims());
     }
+    // Random matmul operands, rounded to the precision so both backends see the same values.
+    std::vector<float> in(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) const {
+        return rounded(rnd(n, seed, lo, hi), precision_);
+    }
+    // The matmul tolerance of the precision under test (TESTING.md).
+    double tol(bool backward) const { return matmul_tol(precision_, backward); }
     trt::Backend& be(int s) { return s == kCpu ? *cpu_ : *cuda_; }
 
     Twin alloc(size_t bytes) { return Twin(*cpu_, *cuda_, bytes); }

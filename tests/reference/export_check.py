@@ -1,16 +1,25 @@
 #!/usr/bin/env python3
-"""Hugging Face export check (issue: export): trains a small byte-level model with `trainrt
-train` (which writes a checkpoint at the end), exports it with `trainrt export` as F32 and
-BF16, loads each export with this folder's own safetensors reader (no trainrt code) and
-config.json, runs an independent PyTorch GPT-2 forward on a batch, and compares with trainrt's
-logits for the same batch (tests/reference/dump_logits.c):
+"""Hugging Face export check (issue: export): per case, trains a small byte-level model with
+`trainrt train` (which writes a checkpoint at the end), exports it with `trainrt export` as F32
+and BF16, loads each export with this folder's own safetensors reader (no trainrt code) and
+config.json, builds an independent PyTorch model of the family from config.json's fields alone
+(never from the TOML), runs it on a batch and compares with trainrt's logits for the same batch
+(tests/reference/dump_logits.c):
+  - config.json: the family's fixed fields (architectures, model_type, activation, ...) and
+    every dimension/hyper-parameter equal the model that was trained; the tensor names and
+    shapes are exactly the family's HF layout for that model (unpadded vocabulary)
   - F32 export: max |torch - trainrt| / max |trainrt| <= 1e-5
   - BF16 export: every tensor equals the F32 export rounded to nearest-even bf16, and its
     logits stay within 5e-2 relative (the rounding of the weights, not a bug).
+Families (--family, default gpt2):
+  gpt2   GPT2LMHeadModel, L2 H4 C64 (gpt2_reference.py's gpt2_logits)
+  llama  LlamaForCausalLM (llama_reference.py's llama_logits), two cases:
+         gqa_untied  n_kv_head 2, untied head, d_ff 96, rope_theta 500000, norm_eps 1e-6
+         gqa_tied    n_kv_head 1, tied head (no lm_head.weight), d_ff 128, theta 1e4, eps 1e-5
 Exit 0 pass, 1 fail, 77 skipped (no torch).
 
   /usr/bin/python3 tests/reference/export_check.py --trainrt build/trainrt \
-      --dump-logits build/tests/reference/dump_logits --workdir /tmp/export_check
+      --dump-logits build/tests/reference/dump_logits --workdir /tmp/export_check [--family llama]
 """
 import argparse
 import json
@@ -23,23 +32,31 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 try:
     import numpy as np
     import torch
-    from gpt2_reference import gpt2_logits, read_safetensors, write_shard
 except ImportError as exc:  # Debian's python3-torch lives under /usr/bin/python3
     print(f"export_check: skipped, cannot import torch/numpy: {exc}")
     sys.exit(77)
+from reference_common import read_safetensors, write_shard  # noqa: E402
+from gpt2_reference import gpt2_logits, hf_param_shapes  # noqa: E402
+from llama_reference import llama_logits, llama_param_shapes  # noqa: E402
 
 RTOL_F32 = 1e-5
 RTOL_BF16 = 5e-2
 ROWS, SEQ = 3, 48
 
-CONFIG = """# written by tests/reference/export_check.py
-[model]
-vocab_size = 256
-context_length = 64
-n_layer = 2
-n_head = 4
-d_model = 64
-[data]
+# The models trained, in trainrt's [model] keys (written to the TOML in this order: arch first).
+GPT2 = dict(arch="gpt2", vocab_size=256, context_length=64, n_layer=2, n_head=4, d_model=64)
+LLAMA = dict(arch="llama", vocab_size=256, context_length=64, n_layer=2, n_head=4, d_model=64)
+CASES = {  # family: [(case name, model)]
+    "gpt2": [("gpt2", GPT2)],
+    "llama": [
+        ("gqa_untied", dict(LLAMA, n_kv_head=2, d_ff=96, rope_theta=500000.0, norm_eps=1e-6,
+                            tie_embeddings=False)),
+        ("gqa_tied", dict(LLAMA, n_kv_head=1, d_ff=128, rope_theta=10000.0, norm_eps=1e-5,
+                          tie_embeddings=True)),
+    ],
+}
+
+RUN_TOML = """[data]
 train = "train.bin"
 val = "val.bin"
 [train]
@@ -55,6 +72,67 @@ threads = 1
 """
 
 
+class Unsupported(Exception):
+    """config.json describes something the reference model does not implement."""
+
+
+def f32(x):
+    """config.json floats are fp32 values printed shortest; compare them as fp32."""
+    return float(np.float32(x))
+
+
+def same(got, want):
+    if isinstance(want, bool):
+        return got is want
+    if isinstance(want, float):
+        return isinstance(got, (int, float)) and not isinstance(got, bool) and f32(got) == f32(want)
+    return type(got) is type(want) and got == want
+
+
+def need(hf, **fixed):
+    for key, want in fixed.items():
+        if not same(hf.get(key), want):
+            raise Unsupported(f"{key} = {hf.get(key, '<missing>')!r}, expected {want!r}")
+
+
+# ----------------------------------------------------------------------------- the families
+# model_from_hf: the reference model's cfg (in trainrt's [model] key names, so that it compares
+# with the trained model key for key) from config.json alone; raises Unsupported for what the
+# reference cannot run. shapes: the family's HF tensor names and shapes for a cfg.
+def gpt2_from_hf(hf):
+    need(hf, architectures=["GPT2LMHeadModel"], model_type="gpt2",
+         activation_function="gelu_new", tie_word_embeddings=True, layer_norm_epsilon=1e-5)
+    if hf.get("n_inner") not in (None, 4 * hf["n_embd"]):  # gpt2_logits: 4 * C
+        raise Unsupported(f"n_inner = {hf['n_inner']!r}")
+    if hf.get("n_ctx", hf["n_positions"]) != hf["n_positions"]:
+        raise Unsupported(f"n_ctx = {hf['n_ctx']!r} != n_positions = {hf['n_positions']!r}")
+    return dict(arch="gpt2", vocab_size=hf["vocab_size"], context_length=hf["n_positions"],
+                n_layer=hf["n_layer"], n_head=hf["n_head"], d_model=hf["n_embd"])
+
+
+def llama_from_hf(hf):
+    need(hf, architectures=["LlamaForCausalLM"], model_type="llama", hidden_act="silu")
+    for key in ("rope_scaling", "attention_bias", "mlp_bias"):  # absent: LlamaConfig's default
+        if hf.get(key):
+            raise Unsupported(f"{key} = {hf[key]!r}")
+    C, NH = hf["hidden_size"], hf["num_attention_heads"]
+    if C % NH or hf.get("head_dim", C // NH) != C // NH:  # llama_logits: hs = C / n_head
+        raise Unsupported(f"head_dim = {hf.get('head_dim')!r} with hidden_size {C}, {NH} heads")
+    return dict(arch="llama", vocab_size=hf["vocab_size"],
+                context_length=hf["max_position_embeddings"],
+                n_layer=hf["num_hidden_layers"], n_head=NH, d_model=C,
+                n_kv_head=hf["num_key_value_heads"], d_ff=hf["intermediate_size"],
+                rope_theta=hf["rope_theta"], norm_eps=hf["rms_norm_eps"],
+                tie_embeddings=hf["tie_word_embeddings"])
+
+
+FAMILIES = {  # family: (config.json -> cfg, cfg -> [(name, shape)], logits(params, cfg, ids))
+    "gpt2": (gpt2_from_hf, hf_param_shapes, gpt2_logits),
+    "llama": (llama_from_hf, llama_param_shapes, llama_logits),
+}
+
+
+# ----------------------------------------------------------------------------- the check
 def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -70,43 +148,66 @@ def bf16_round(t):
     return torch.from_numpy(u.astype(np.uint32).view(np.float32).copy())
 
 
-def load_export(folder):
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v)
+    return repr(v)
+
+
+def load_export(folder, family, model, dtype, failures):
+    """Reads folder/config.json and model.safetensors; returns (cfg built from config.json,
+    params) or None (failures appended) when the export cannot be run or does not describe
+    the trained model."""
+    from_hf, shapes, _ = FAMILIES[family]
+    tag = os.path.basename(folder)
     with open(os.path.join(folder, "config.json")) as f:
         hf = json.load(f)
-    for key, want in (("model_type", "gpt2"), ("activation_function", "gelu_new"),
-                      ("tie_word_embeddings", True)):
-        if hf.get(key) != want:
-            print(f"FAIL: {folder}/config.json: {key} = {hf.get(key)!r}, expected {want!r}")
-            sys.exit(1)
-    if hf.get("architectures") != ["GPT2LMHeadModel"]:
-        print(f"FAIL: {folder}/config.json: architectures = {hf.get('architectures')!r}")
-        sys.exit(1)
-    cfg = dict(vocab_size=hf["vocab_size"], context_length=hf["n_positions"],
-               n_layer=hf["n_layer"], n_head=hf["n_head"], d_model=hf["n_embd"])
-    return cfg, hf, read_safetensors(os.path.join(folder, "model.safetensors"))
+    try:
+        cfg = from_hf(hf)
+    except (Unsupported, KeyError) as exc:
+        failures.append(f"{tag}/config.json: {exc!r}")
+        return None
+    ok = True
+    for key, want in model.items():
+        got = cfg.get(key)
+        if not same(got, want):
+            failures.append(f"{tag}/config.json gives {key} = {got!r}, trained with {want!r}")
+            ok = False
+    if hf.get("torch_dtype") != dtype:
+        failures.append(f"{tag}/config.json torch_dtype = {hf.get('torch_dtype')!r}, expected {dtype!r}")
+    params = read_safetensors(os.path.join(folder, "model.safetensors"))
+    want_shapes = dict(shapes(model))
+    got_shapes = {n: tuple(t.shape) for n, t in params.items()}
+    if got_shapes != want_shapes:
+        for n in sorted(set(want_shapes) | set(got_shapes)):
+            if want_shapes.get(n) != got_shapes.get(n):
+                failures.append(f"{tag}/model.safetensors: {n}: shape {got_shapes.get(n)}, "
+                                f"expected {want_shapes.get(n)}")
+        ok = False
+    return (cfg, params) if ok else None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trainrt", required=True)
-    ap.add_argument("--dump-logits", required=True)
-    ap.add_argument("--workdir", required=True)
-    a = ap.parse_args()
-    torch.set_num_threads(1)
-    work = os.path.abspath(a.workdir)
-    shutil.rmtree(work, ignore_errors=True)
+def check_case(a, work, family, name, model):
+    """One model: train, export F32 and BF16, compare. Returns the list of failures."""
+    print(f"== {family} {name}: " + " ".join(f"{k}={v}" for k, v in model.items()))
+    logits_fn = FAMILIES[family][2]
     os.makedirs(work)
     rng = np.random.default_rng(5)
-    write_shard(os.path.join(work, "train.bin"), rng.integers(0, 256, 20000))
-    write_shard(os.path.join(work, "val.bin"), rng.integers(0, 256, 5000))
+    V = model["vocab_size"]
+    write_shard(os.path.join(work, "train.bin"), rng.integers(0, V, 20000))
+    write_shard(os.path.join(work, "val.bin"), rng.integers(0, V, 5000))
     with open(os.path.join(work, "run.toml"), "w") as f:
-        f.write(CONFIG)
+        f.write(f"# written by tests/reference/export_check.py ({family} {name})\n[model]\n")
+        f.writelines(f"{k} = {toml_value(v)}\n" for k, v in model.items())
+        f.write(RUN_TOML)
     run([a.trainrt, "train", os.path.join(work, "run.toml")])
     ckpt = os.path.join(work, "out")  # resolved through out/latest
     run([a.trainrt, "export", ckpt, os.path.join(work, "hf32")])
     run([a.trainrt, "export", ckpt, os.path.join(work, "hf16"), "--dtype", "bf16"])
 
-    tokens = rng.integers(0, 256, ROWS * (SEQ + 1)).astype("<i4")
+    tokens = rng.integers(0, V, ROWS * (SEQ + 1)).astype("<i4")
     tokens.tofile(os.path.join(work, "tokens.i32"))
     run([a.dump_logits, ckpt, os.path.join(work, "tokens.i32"), str(ROWS), str(SEQ),
          os.path.join(work, "logits.f32")])
@@ -114,37 +215,51 @@ def main():
     idx = torch.from_numpy(tokens.reshape(ROWS, SEQ + 1)[:, :SEQ].astype(np.int64))
     failures = []
 
-    cfg, hf, p32 = load_export(os.path.join(work, "hf32"))
-    if hf.get("torch_dtype") != "float32":
-        failures.append(f"hf32/config.json torch_dtype = {hf.get('torch_dtype')!r}")
-    if tuple(p32["wte.weight"].shape) != (256, 64):
-        failures.append(f"wte.weight shape {tuple(p32['wte.weight'].shape)}: expected unpadded (256, 64)")
+    loaded = load_export(os.path.join(work, "hf32"), family, model, "float32", failures)
+    if loaded is None:
+        return failures
+    cfg, p32 = loaded
     with torch.no_grad():
-        ref = gpt2_logits(p32, cfg, idx).reshape(-1)
+        ref = logits_fn(p32, cfg, idx).reshape(-1)
     if ref.shape != trt.shape:
-        print(f"FAIL: logits sizes differ: torch {ref.shape}, trainrt {trt.shape}")
-        return 1
+        return failures + [f"logits sizes differ: torch {tuple(ref.shape)}, trainrt {tuple(trt.shape)}"]
     err32 = ((ref - trt).abs().max() / trt.abs().max()).item()
     print(f"F32 export: max |torch - trainrt| / max |trainrt| = {err32:.3e} (limit {RTOL_F32:g})")
     if not err32 <= RTOL_F32:
         failures.append(f"F32 export logits differ by {err32:.3e} > {RTOL_F32:g}")
 
-    cfg16, hf16, p16 = load_export(os.path.join(work, "hf16"))
-    if hf16.get("torch_dtype") != "bfloat16":
-        failures.append(f"hf16/config.json torch_dtype = {hf16.get('torch_dtype')!r}")
-    for name, t in p32.items():
-        if not torch.equal(p16[name], bf16_round(t)):
-            failures.append(f"BF16 export: {name} is not the round-to-nearest-even of the F32 one")
+    loaded = load_export(os.path.join(work, "hf16"), family, model, "bfloat16", failures)
+    if loaded is None:
+        return failures
+    cfg16, p16 = loaded
+    for n, t in p32.items():
+        if not torch.equal(p16[n], bf16_round(t)):
+            failures.append(f"BF16 export: {n} is not the round-to-nearest-even of the F32 one")
     with torch.no_grad():
-        ref16 = gpt2_logits(p16, cfg16, idx).reshape(-1)
+        ref16 = logits_fn(p16, cfg16, idx).reshape(-1)
     err16 = ((ref16 - trt).abs().max() / trt.abs().max()).item()
     print(f"BF16 export: logits within {err16:.3e} of trainrt's fp32 (limit {RTOL_BF16:g})")
     if not err16 <= RTOL_BF16:
         failures.append(f"BF16 export logits differ by {err16:.3e} > {RTOL_BF16:g}")
+    return failures
 
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trainrt", required=True)
+    ap.add_argument("--dump-logits", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--family", choices=sorted(CASES), default="gpt2")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    work = os.path.abspath(a.workdir)
+    shutil.rmtree(work, ignore_errors=True)
+    failures = []
+    for name, model in CASES[a.family]:
+        failures += [f"{name}: {f}" for f in check_case(a, os.path.join(work, name), a.family, name, model)]
     for f in failures:
         print("FAIL:", f)
-    print("export check:", "FAILED" if failures else "passed")
+    print(f"export check ({a.family}):", "FAILED" if failures else "passed")
     return 1 if failures else 0
 
 

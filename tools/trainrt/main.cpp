@@ -92,8 +92,10 @@ const CommandHelp kCommandHelp[] = {
     {"export",
      "usage: trainrt export CHECKPOINT DIR [--dtype f32|bf16]\n"
      "\n"
-     "Writes DIR/model.safetensors (Hugging Face GPT-2 names, unpadded, fp32 unless --dtype\n"
-     "bf16) and DIR/config.json, loadable with transformers' GPT2LMHeadModel.from_pretrained.\n"},
+     "Writes DIR/model.safetensors (the model's Hugging Face names, unpadded, fp32 unless\n"
+     "--dtype bf16; shards + model.safetensors.index.json above 5 GB) and DIR/config.json,\n"
+     "loadable with transformers' GPT2LMHeadModel / LlamaForCausalLM.from_pretrained, and as\n"
+     "model.init_from.\n"},
     {"config",
      "usage: trainrt config CONFIG [--set KEY=VALUE]...\n"
      "\n"
@@ -527,9 +529,12 @@ int cmd_info(int argc, char** argv) {
     trainrt_config* config = load_config(args);
     if (config == nullptr) return 1;
     trainrt_model_info m = TRAINRT_MODEL_INFO_INIT;
-    std::string text;
+    std::string text, summary;
     trainrt_status st = trainrt_config_model_info(&m, config);
     const bool ok = st == TRAINRT_OK &&
+                    fetch_string(summary, "model summary", [&](char* b, size_t c, size_t* n) {
+                        return trainrt_config_model_summary(b, c, n, config);
+                    }) &&
                     fetch_string(text, "config dump", [&](char* b, size_t c, size_t* n) {
                         return trainrt_config_dump(b, c, n, config);
                     });
@@ -540,8 +545,8 @@ int cmd_info(int argc, char** argv) {
     trainrt_config_destroy(config);
     if (st != TRAINRT_OK) return fail_status("model info", st);
     if (!ok) return 1;
-    std::printf("\nmodel: %lld parameters (%.2f M)\n", (long long)m.parameters,
-                m.parameters / 1e6);
+    std::printf("\nmodel: %lld parameters (%.2f M)\n%s", (long long)m.parameters,
+                m.parameters / 1e6, summary.c_str());
     std::printf("training FLOPs per token: %.4g (6N + 6*L*C*T); per step: %.4g "
                 "(%lld tokens)\n",
                 m.flops_per_token, m.flops_per_token * B * T * GA, (long long)(B * T * GA));

@@ -1,10 +1,14 @@
-// Causal multi-head self-attention, blocked so the masked upper triangle is never computed.
+// Causal multi-head self-attention, blocked so the masked upper triangle is never computed,
+// with NKV <= NH key/value heads (grouped-query attention: query head h reads kv head
+// h / (NH/NKV); NKV == NH is plain multi-head attention, the GPT-2 case).
 // Per (b, h) — the unit of OpenMP parallelism — the T query rows are cut into blocks of
 // kQB rows; query block [i0, i1) only needs keys [0, i1), so every product runs on the
 // lower block triangle (10/16 of the square at T = 256). The products are single-threaded
 // sgemms on strided views of qkv (OpenBLAS runs serially inside an OpenMP parallel region);
 // scale, causal mask and softmax are one fused row pass in between. Each (b, h) is done by
-// one thread, in a fixed order, so results do not depend on the thread count.
+// one thread, in a fixed order, so results do not depend on the thread count. In the GQA
+// backward the query heads of a group each produce a partial dk/dv (scratch), summed in head
+// order afterwards: no two threads write the same kv head, and the sum order is fixed.
 #include <cblas.h>
 #include <omp.h>
 
@@ -14,6 +18,7 @@
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_threads.h"
+#include "core/error.h"
 
 namespace trt::cpu {
 
@@ -41,75 +46,93 @@ TRT_CPU_CLONES static void softmax_backward_row(float* __restrict r, const float
     for (int s = t + 1; s < n; s++) r[s] = 0.0f;
 }
 
-size_t attention_saved_floats(int B, int T, int /*C*/, int NH) {
+size_t attention_saved_floats(int B, int T, int /*C*/, int NH, int /*NKV*/) {
     // Softmax probabilities att[B,NH,T,T]; the strict upper triangle is stored as 0.
     return (size_t)B * NH * T * T;
 }
 
-size_t attention_scratch_floats(int /*B*/, int T, int /*C*/, int /*NH*/, int threads) {
+size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, int threads) {
     // One [T,T] block per thread for datt / dpreatt (computed in place; only the lower
-    // block triangle is touched).
-    return (size_t)threads * T * T;
+    // block triangle is touched); with GQA also each query head's partial dk, dv
+    // [B,NH,2,T,hs] (= 2·B·T·C floats) for the ordered sum over its group.
+    const size_t partials = NKV < NH ? 2 * (size_t)B * T * C : 0;
+    return (size_t)threads * T * T + partials;
+}
+
+static void check_heads(int C, int NH, int NKV) {
+    TRT_CHECK(NH > 0 && NKV > 0 && NH % NKV == 0 && C % NH == 0, "attention: C=", C,
+              " NH=", NH, " NKV=", NKV, " (NKV must divide NH, NH must divide C)");
 }
 
 void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
-                       const float* qkv /*[B,T,3C]*/, int B, int T, int C, int NH,
-                       int threads) {
+                       const float* qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C, int NH,
+                       int NKV, int threads) {
+    check_heads(C, NH, NKV);
     const int hs = C / NH;
-    const int C3 = 3 * C;
+    const int G = NH / NKV;          // query heads per kv head
+    const int W = C + 2 * NKV * hs;  // qkv row: Q (NH heads) | K (NKV) | V (NKV); 3C for MHA
     const float scale = 1.0f / std::sqrt((float)hs);
     const int BH = B * NH;
     // The per-head sgemms run serially inside the team (cpu_threads.h: also in a team of one).
     const BlasThreadsScope blas(threads);
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int bh = 0; bh < BH; bh++) {
-        const int b = bh / NH, h = bh % NH;
-        const float* q = qkv + (size_t)b * T * C3 + h * hs;  // [T,hs], row stride 3C
-        const float* k = q + C;
-        const float* v = q + 2 * C;
-        float* att = saved + (size_t)bh * T * T;              // [T,T]
-        float* o = out + (size_t)b * T * C + h * hs;          // [T,hs], row stride C
+        const int b = bh / NH, h = bh % NH, kvh = h / G;
+        const float* row0 = qkv + (size_t)b * T * W;
+        const float* q = row0 + h * hs;                // [T,hs], row stride W
+        const float* k = row0 + C + kvh * hs;          // [T,hs], row stride W
+        const float* v = row0 + C + (NKV + kvh) * hs;  // [T,hs], row stride W
+        float* att = saved + (size_t)bh * T * T;       // [T,T]
+        float* o = out + (size_t)b * T * C + h * hs;   // [T,hs], row stride C
         for (int i0 = 0; i0 < T; i0 += kQB) {
             const int i1 = i0 + kQB < T ? i0 + kQB : T;
             const int m = i1 - i0;  // query rows; keys [0, i1)
             float* s = att + (size_t)i0 * T;
             // s[m, i1] = scale * q[i0:i1] · k[0:i1]ᵀ
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, scale,
-                        q + (size_t)i0 * C3, C3, k, C3, 0.0f, s, T);
+                        q + (size_t)i0 * W, W, k, W, 0.0f, s, T);
             for (int t = i0; t < i1; t++) causal_softmax_row(att + (size_t)t * T, t, T);
             // o[i0:i1] = att[i0:i1, 0:i1] · v[0:i1]
             if (hs > 0)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, 1.0f, s, T,
-                            v, C3, 0.0f, o + (size_t)i0 * C, C);
+                            v, W, 0.0f, o + (size_t)i0 * C, C);
         }
     }
 }
 
-void attention_backward(float* dqkv /*[B,T,3C] overwritten*/, float* scratch,
-                        const float* dout /*[B,T,C]*/, const float* qkv /*[B,T,3C]*/,
+void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* scratch,
+                        const float* dout /*[B,T,C]*/, const float* qkv /*[B,T,(NH+2NKV)hs]*/,
                         const float* saved /*[B,NH,T,T]*/, int B, int T, int C, int NH,
-                        int threads) {
+                        int NKV, int threads) {
+    check_heads(C, NH, NKV);
     const int hs = C / NH;
-    const int C3 = 3 * C;
+    const int G = NH / NKV;
+    const int W = C + 2 * NKV * hs;
     const float scale = 1.0f / std::sqrt((float)hs);
     const int BH = B * NH;
     if (hs <= 0) return;
+    // GQA: per-query-head dk, dv partials [B,NH,2,T,hs] after the threads' [T,T] blocks.
+    float* partials = G > 1 ? scratch + (size_t)threads * T * T : nullptr;
     const BlasThreadsScope blas(threads);
-    // Every (b, h) writes all rows of its own dq, dk, dv columns with beta = 0, so together
-    // they overwrite all of dqkv without a separate zeroing pass.
+    // Every (b, h) writes all rows of its own dq columns, and of its dk, dv columns (MHA) or
+    // partials (GQA), with beta = 0, so together they overwrite all of dqkv without a
+    // separate zeroing pass.
 #pragma omp parallel num_threads(threads)
     {
         float* d = scratch + (size_t)omp_get_thread_num() * T * T;  // [T,T] this thread's
 #pragma omp for schedule(static)
         for (int bh = 0; bh < BH; bh++) {
-            const int b = bh / NH, h = bh % NH;
-            const size_t qoff = (size_t)b * T * C3 + h * hs;
-            const float* q = qkv + qoff;
-            const float* k = q + C;
-            const float* v = q + 2 * C;
-            float* dq = dqkv + qoff;
-            float* dk = dq + C;
-            float* dv = dq + 2 * C;
+            const int b = bh / NH, h = bh % NH, kvh = h / G;
+            const size_t row0 = (size_t)b * T * W;
+            const float* q = qkv + row0 + h * hs;
+            const float* k = qkv + row0 + C + kvh * hs;
+            const float* v = qkv + row0 + C + (NKV + kvh) * hs;
+            float* dq = dqkv + row0 + h * hs;
+            // MHA: straight into dqkv (row stride W); GQA: this head's partials (stride hs).
+            float* dk = partials ? partials + (size_t)bh * 2 * T * hs  // [T,hs]
+                                 : dqkv + row0 + C + kvh * hs;
+            float* dv = partials ? dk + (size_t)T * hs : dqkv + row0 + C + (NKV + kvh) * hs;
+            const int ldkv = partials ? hs : W;
             const float* att = saved + (size_t)bh * T * T;
             const float* dout_h = dout + (size_t)b * T * C + h * hs;  // [T,hs], stride C
             // Per query block: datt = dout_h · vᵀ on keys [0, i1), then the softmax
@@ -120,11 +143,11 @@ void attention_backward(float* dqkv /*[B,T,3C] overwritten*/, float* scratch,
                 const int m = i1 - i0;
                 float* di = d + (size_t)i0 * T;
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, 1.0f,
-                            dout_h + (size_t)i0 * C, C, v, C3, 0.0f, di, T);
+                            dout_h + (size_t)i0 * C, C, v, W, 0.0f, di, T);
                 for (int t = i0; t < i1; t++)
                     softmax_backward_row(d + (size_t)t * T, att + (size_t)t * T, t, i1);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, scale, di, T,
-                            k, C3, 0.0f, dq + (size_t)i0 * C3, C3);
+                            k, W, 0.0f, dq + (size_t)i0 * W, W);
             }
             // Per key block [j0, j1): only queries t >= j0 see it (the rest of the column
             // block is zero), so dv[j0:j1] = att[j0:T, j0:j1]ᵀ · dout_h[j0:T] and
@@ -134,10 +157,35 @@ void attention_backward(float* dqkv /*[B,T,3C] overwritten*/, float* scratch,
                 const int n = j1 - j0, rows = T - j0;
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, hs, rows, 1.0f,
                             att + (size_t)j0 * T + j0, T, dout_h + (size_t)j0 * C, C, 0.0f,
-                            dv + (size_t)j0 * C3, C3);
+                            dv + (size_t)j0 * ldkv, ldkv);
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, hs, rows, scale,
-                            d + (size_t)j0 * T + j0, T, q + (size_t)j0 * C3, C3, 0.0f,
-                            dk + (size_t)j0 * C3, C3);
+                            d + (size_t)j0 * T + j0, T, q + (size_t)j0 * W, W, 0.0f,
+                            dk + (size_t)j0 * ldkv, ldkv);
+            }
+        }
+        // (The omp for's barrier: every partial is written.) GQA: each kv head's dk, dv is
+        // the sum of its G query heads' partials, in head order, split over the B·T rows.
+        if (partials) {
+            const int N = B * T;
+#pragma omp for schedule(static)
+            for (int n = 0; n < N; n++) {
+                const int b = n / T, t = n % T;
+                for (int kvh = 0; kvh < NKV; kvh++)
+                    for (int part = 0; part < 2; part++) {  // 0: dk, 1: dv
+                        float* __restrict dst =
+                            dqkv + (size_t)n * W + C + (part * NKV + kvh) * hs;
+                        const size_t bh0 = (size_t)b * NH + (size_t)kvh * G;
+                        // Head g's partial row t: [bh0 + g][part][t], rows of hs floats.
+                        auto src = [&](int g) -> const float* {
+                            return partials + (((bh0 + g) * 2 + part) * T + t) * hs;
+                        };
+                        const float* __restrict p0 = src(0);
+                        for (int i = 0; i < hs; i++) dst[i] = p0[i];
+                        for (int g = 1; g < G; g++) {
+                            const float* __restrict pg = src(g);
+                            for (int i = 0; i < hs; i++) dst[i] += pg[i];
+                        }
+                    }
             }
         }
     }

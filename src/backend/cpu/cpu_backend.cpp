@@ -119,19 +119,48 @@ public:
         cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M, layout,
                              threads_);
     }
-    size_t attention_saved_floats(int B, int T, int C, int NH) const override {
-        return cpu::attention_saved_floats(B, T, C, NH);
+    size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const override {
+        return cpu::attention_saved_floats(B, T, C, NH, NKV);
     }
     void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
-                           int NH) override {
-        cpu::attention_forward(out, saved, qkv, B, T, C, NH, threads_);
+                           int NH, int NKV) override {
+        cpu::attention_forward(out, saved, qkv, B, T, C, NH, NKV, threads_);
     }
-    size_t attention_scratch_floats(int B, int T, int C, int NH) const override {
-        return cpu::attention_scratch_floats(B, T, C, NH, threads_);
+    size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
+        return cpu::attention_scratch_floats(B, T, C, NH, NKV, threads_);
     }
     void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                            const float* saved, int B, int T, int C, int NH) override {
-        cpu::attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, threads_);
+                            const float* saved, int B, int T, int C, int NH,
+                            int NKV) override {
+        cpu::attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, threads_);
+    }
+    void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,
+                         int C, float eps) override {
+        cpu::rmsnorm_forward(out, rstd, inp, w, N, C, eps, threads_);
+    }
+    void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
+                          const float* w, const float* rstd, int N, int C) override {
+        cpu::rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C, threads_);
+    }
+    void residual_rmsnorm_forward(float* res_out, float* out, float* rstd, const float* a,
+                                  const float* b, const float* w, int N, int C,
+                                  float eps) override {
+        cpu::residual_rmsnorm_forward(res_out, out, rstd, a, b, w, N, C, eps, threads_);
+    }
+    void rope_forward(float* qkv, const float* cos, const float* sin, int B, int T, int NH,
+                      int NKV, int hs, int pos0) override {
+        cpu::rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0, threads_);
+    }
+    void rope_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int NH,
+                       int NKV, int hs, int pos0) override {
+        cpu::rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0, threads_);
+    }
+    void swiglu_forward(float* out, const float* inp, int N, int F) override {
+        cpu::swiglu_forward(out, inp, N, F, threads_);
+    }
+    void swiglu_backward(float* dinp, const float* inp, const float* dout, int N,
+                         int F) override {
+        cpu::swiglu_backward(dinp, inp, dout, N, F, threads_);
     }
     void gelu_forward(float* out, const float* inp, size_t n) override {
         cpu::gelu_forward(out, inp, n, threads_);

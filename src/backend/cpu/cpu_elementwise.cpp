@@ -9,19 +9,23 @@
 namespace trt::cpu {
 
 void encoder_forward(float* out /*[N,C]*/, const int32_t* inputs /*[N]*/,
-                     const float* wte /*[V,C]*/, const float* wpe /*[>=T,C]*/, int B, int T,
-                     int C, int threads) {
+                     const float* wte /*[V,C]*/, const float* wpe /*[>=T,C] or null*/, int B,
+                     int T, int C, int threads) {
     const int N = B * T;
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int n = 0; n < N; n++) {
         float* __restrict o = out + (size_t)n * C;
         const float* __restrict e = wte + (size_t)inputs[n] * C;
+        if (!wpe) {  // rotary models: positions enter in the attention, not here
+            for (int c = 0; c < C; c++) o[c] = e[c];
+            continue;
+        }
         const float* __restrict p = wpe + (size_t)(n % T) * C;
         for (int c = 0; c < C; c++) o[c] = e[c] + p[c];
     }
 }
 
-void encoder_backward(float* dwte /*[V,C] +=*/, float* dwpe /*[>=T,C] +=*/,
+void encoder_backward(float* dwte /*[V,C] +=*/, float* dwpe /*[>=T,C] += or null*/,
                       const float* dout /*[N,C]*/, const int32_t* inputs /*[N]*/, int B,
                       int T, int C, int threads) {
     // A token may repeat, so rows of dwte would race if split by n. Split by channel instead:
@@ -36,6 +40,10 @@ void encoder_backward(float* dwte /*[V,C] +=*/, float* dwpe /*[>=T,C] +=*/,
         for (int n = 0; n < N; n++) {
             const float* __restrict g = dout + (size_t)n * C + c0;
             float* __restrict e = dwte + (size_t)inputs[n] * C + c0;
+            if (!dwpe) {  // no position table
+                for (size_t j = 0; j < w; j++) e[j] += g[j];
+                continue;
+            }
             float* __restrict p = dwpe + (size_t)(n % T) * C + c0;
             for (size_t j = 0; j < w; j++) {
                 e[j] += g[j];

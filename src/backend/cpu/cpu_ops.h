@@ -18,13 +18,13 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
                          const float* bias, int N, int K, int M, int threads);
 
-// cpu_attention.cpp
-size_t attention_saved_floats(int B, int T, int C, int NH);
-size_t attention_scratch_floats(int B, int T, int C, int NH, int threads);
+// cpu_attention.cpp — multi-head (NKV == NH) and grouped-query (NKV < NH) attention.
+size_t attention_saved_floats(int B, int T, int C, int NH, int NKV);
+size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, int threads);
 void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
-                       int NH, int threads);
+                       int NH, int NKV, int threads);
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                        const float* saved, int B, int T, int C, int NH, int threads);
+                        const float* saved, int B, int T, int C, int NH, int NKV, int threads);
 
 // cpu_layernorm.cpp
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
@@ -35,6 +35,26 @@ void layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
 void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
                                 const float* a, const float* b, const float* bb,
                                 const float* w, const float* bias, int N, int C, int threads);
+
+// cpu_rmsnorm.cpp — RMSNorm (LlamaRMSNorm) and its fusion with the residual add.
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N, int C,
+                     float eps, int threads);
+void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
+                      const float* w, const float* rstd, int N, int C, int threads);
+void residual_rmsnorm_forward(float* res_out, float* out, float* rstd, const float* a,
+                              const float* b, const float* w, int N, int C, float eps,
+                              int threads);
+
+// cpu_rope.cpp — rotary position embedding (rotate_half), in place on qkv's Q and K heads.
+void rope_forward(float* qkv, const float* cos, const float* sin, int B, int T, int NH,
+                  int NKV, int hs, int pos0, int threads);
+void rope_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int NH,
+                   int NKV, int hs, int pos0, int threads);
+
+// cpu_swiglu.cpp — silu(gate) * up on [gate | up] rows.
+void swiglu_forward(float* out, const float* inp, int N, int F, int threads);
+void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F,
+                     int threads);
 
 // cpu_elementwise.cpp — encoder, gelu, residual, add_inplace.
 void encoder_forward(float* out, const int32_t* inputs, const float* wte, const float* wpe,

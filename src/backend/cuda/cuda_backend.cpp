@@ -194,13 +194,24 @@ public:
         const DeviceGuard g(device_);
         size_t need = 0;
         for (size_t b : {elementwise_scratch_bytes(d), layernorm_scratch_bytes(d),
-                         classifier_scratch_bytes(d), matmul_scratch_bytes(d, ctx_.precision),
+                         rmsnorm_scratch_bytes(d), classifier_scratch_bytes(d),
+                         matmul_scratch_bytes(d, ctx_.precision),
                          optimizer_scratch_bytes(params_n_hint(), d), sampler_scratch_bytes(d)})
             need = std::max(need, b);
         if (cudnn_ && !use_cudnn_ && dims_.B == 0) {
             // The first reserve decides, before the model sizes its saved activations.
             std::string why;
-            if (cudnn_->prepare(ctx_, d.B, d.T, d.C, d.NH, &why)) {
+            const int nkv = dims_nkv(d);
+            if (nkv != d.NH) {
+                // cuDNN serves multi-head attention only (cudnn_attention.h): a grouped-query
+                // model runs every attention call on the matmul path.
+                cudnn_note_ = "cuDNN attention serves NKV == NH only; this model has " +
+                              std::to_string(nkv) + " key/value heads for " +
+                              std::to_string(d.NH) +
+                              " query heads (grouped-query attention), which runs on the "
+                              "matmul path";
+                cudnn_.reset();
+            } else if (cudnn_->prepare(ctx_, d.B, d.T, d.C, d.NH, &why)) {
                 use_cudnn_ = true;
                 cudnn_sized_ = d;  // the shape the model sizes its saved/scratch for
                 // Calls of other shapes (sampling, forward) must fit in those buffers.
@@ -214,11 +225,12 @@ public:
         // A later reserve of other dims (tests; never the model) prepares them too when it
         // can (reserved: kept for the backend's life); any other shape is served by
         // attention_path's rules.
-        if (use_cudnn_ && !cudnn_->prepared(d.B, d.T, d.C, d.NH)) {
+        const bool mha = dims_nkv(d) == d.NH;
+        if (use_cudnn_ && mha && !cudnn_->prepared(d.B, d.T, d.C, d.NH)) {
             std::string why;
             cudnn_->prepare(ctx_, d.B, d.T, d.C, d.NH, &why);
         }
-        if (use_cudnn_ && cudnn_->prepared(d.B, d.T, d.C, d.NH))
+        if (use_cudnn_ && mha && cudnn_->prepared(d.B, d.T, d.C, d.NH))
             need = std::max(need, cudnn_->ctx_scratch_bytes(d.B, d.T, d.C, d.NH));
         need = round_up(need);
         if (need > ctx_.scratch_bytes) {
@@ -305,35 +317,75 @@ public:
     }
     // With cuDNN the saved/scratch buffers are sized for cuDNN at the reserved shape (no T×T
     // matrices; the model asks for that shape only). Another shape gets what the path
-    // attention_path picks for it needs (an upper bound for the cuDNN one).
-    size_t attention_saved_floats(int B, int T, int C, int NH) const override {
-        if (!use_cudnn_) return cuda::attention_saved_floats(B, T, C, NH);
+    // attention_path picks for it needs (an upper bound for the cuDNN one). cuDNN serves
+    // NKV == NH only: grouped-query calls (NKV < NH) always take the matmul path.
+    size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const override {
+        if (!use_cudnn_ || NKV != NH) return cuda::attention_saved_floats(B, T, C, NH, NKV);
         if (cudnn_->prepared(B, T, C, NH)) return CudnnAttention::saved_floats(B, T, C, NH);
-        if (matmul_fits(B, T, C, NH)) return cuda::attention_saved_floats(B, T, C, NH);
+        if (matmul_fits(B, T, C, NH, NKV)) return cuda::attention_saved_floats(B, T, C, NH, NKV);
         return cudnn_->call_saved_floats(B, T, C, NH);
     }
     void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
-                           int NH) override {
+                           int NH, int NKV) override {
         const DeviceGuard g(device_);
-        if (attention_path(B, T, C, NH) == AttentionPath::Cudnn)
+        if (attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
             cudnn_->forward(ctx_, out, saved, qkv, B, T, C, NH);
         else
-            cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH);
+            cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV);
     }
-    size_t attention_scratch_floats(int B, int T, int C, int NH) const override {
-        if (!use_cudnn_) return cuda::attention_scratch_floats(B, T, C, NH);
+    size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
+        if (!use_cudnn_ || NKV != NH) return cuda::attention_scratch_floats(B, T, C, NH, NKV);
         if (cudnn_->prepared(B, T, C, NH)) return CudnnAttention::scratch_floats(B, T, C, NH);
-        if (matmul_fits(B, T, C, NH)) return cuda::attention_scratch_floats(B, T, C, NH);
+        if (matmul_fits(B, T, C, NH, NKV))
+            return cuda::attention_scratch_floats(B, T, C, NH, NKV);
         return cudnn_->call_scratch_floats(B, T, C, NH);
     }
     void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                            const float* saved, int B, int T, int C, int NH) override {
+                            const float* saved, int B, int T, int C, int NH, int NKV) override {
         const DeviceGuard g(device_);
-        if (attention_path(B, T, C, NH) == AttentionPath::Cudnn)
+        if (attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
             cudnn_->backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH);
         else
-            cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH);
+            cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
     }
+
+    // ---- Llama-family ops
+    void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N, int C,
+                         float eps) override {
+        const DeviceGuard g(device_);
+        cuda::rmsnorm_forward(ctx_, out, rstd, inp, w, N, C, eps);
+    }
+    void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
+                          const float* w, const float* rstd, int N, int C) override {
+        const DeviceGuard g(device_);
+        cuda::rmsnorm_backward(ctx_, dinp, dw, dout, inp, w, rstd, N, C);
+    }
+    void residual_rmsnorm_forward(float* res_out, float* out, float* rstd, const float* a,
+                                  const float* b, const float* w, int N, int C,
+                                  float eps) override {
+        const DeviceGuard g(device_);
+        cuda::residual_rmsnorm_forward(ctx_, res_out, out, rstd, a, b, w, N, C, eps);
+    }
+    void rope_forward(float* qkv, const float* cos, const float* sin, int B, int T, int NH,
+                      int NKV, int hs, int pos0) override {
+        const DeviceGuard g(device_);
+        cuda::rope_forward(ctx_, qkv, cos, sin, B, T, NH, NKV, hs, pos0);
+    }
+    void rope_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int NH,
+                       int NKV, int hs, int pos0) override {
+        const DeviceGuard g(device_);
+        cuda::rope_backward(ctx_, dqkv, cos, sin, B, T, NH, NKV, hs, pos0);
+    }
+    void swiglu_forward(float* out, const float* inp, int N, int F) override {
+        const DeviceGuard g(device_);
+        cuda::swiglu_forward(ctx_, out, inp, N, F);
+    }
+    void swiglu_backward(float* dinp, const float* inp, const float* dout, int N,
+                         int F) override {
+        const DeviceGuard g(device_);
+        cuda::swiglu_backward(ctx_, dinp, inp, dout, N, F);
+    }
+
     void gelu_forward(float* out, const float* inp, size_t n) override {
         const DeviceGuard g(device_);
         cuda::gelu_forward(ctx_, out, inp, n);
@@ -498,6 +550,15 @@ public:
         TRT_CUDA_CHECK(cudaEventRecord(inputs_copied_[i], stream_));
     }
     bool supports_graphs() const override { return true; }
+    BackendCaps capabilities() const override {
+        BackendCaps c;
+        c.device_memory = true;
+        c.always_deterministic = false;  // cuDNN attention engines may not be
+        c.always_fused_classifier = false;
+        c.cudnn_attention = true;
+        c.matmul_epilogues = true;
+        return c;
+    }
     // Thread-local capture mode: only this thread's CUDA calls are checked for capture
     // safety, so a host application using CUDA on other threads is not disturbed.
     void begin_capture() override {
@@ -609,10 +670,19 @@ private:
     // scratch the model allocated, and else a cuDNN plan of its length bucket (or of its
     // exact length when the bucket does not fit), built on demand outside capture and kept in
     // a bounded cache (cudnn_attention.h, attention_plan_cache.h).
-    AttentionPath attention_path(int B, int T, int C, int NH) {
+    AttentionPath attention_path(int B, int T, int C, int NH, int NKV) {
         if (!use_cudnn_) return AttentionPath::Matmul;
+        if (NKV != NH) {
+            // Grouped-query: cuDNN is kept for multi-head attention (cudnn_attention.h).
+            if (!matmul_fits(B, T, C, NH, NKV))
+                fail(Status::Unsupported, "attention for ", B, "x", T, " (C=", C, ", NH=", NH,
+                     ", NKV=", NKV, "): grouped-query attention runs on the matmul path, which "
+                     "needs more memory than the model reserved for cuDNN; set "
+                     "accel.attention = \"matmul\"");
+            return AttentionPath::Matmul;
+        }
         if (cudnn_->prepared(B, T, C, NH)) return AttentionPath::Cudnn;
-        if (matmul_fits(B, T, C, NH)) return AttentionPath::Matmul;
+        if (matmul_fits(B, T, C, NH, NKV)) return AttentionPath::Matmul;
         if (cudnn_->serves(ctx_, B, T, C, NH)) return AttentionPath::Cudnn;
         refuse_while_capturing("preparing cuDNN attention for a new shape");
         std::string why;
@@ -623,11 +693,11 @@ private:
         return AttentionPath::Cudnn;
     }
     // The matmul attention's T×T buffers fit in what the model allocated for cuDNN.
-    bool matmul_fits(int B, int T, int C, int NH) const {
+    bool matmul_fits(int B, int T, int C, int NH, int NKV) const {
         const ModelDims& r = cudnn_sized_;
-        return cuda::attention_saved_floats(B, T, C, NH) <=
+        return cuda::attention_saved_floats(B, T, C, NH, NKV) <=
                    CudnnAttention::saved_floats(r.B, r.T, r.C, r.NH) &&
-               cuda::attention_scratch_floats(B, T, C, NH) <=
+               cuda::attention_scratch_floats(B, T, C, NH, NKV) <=
                    CudnnAttention::scratch_floats(r.B, r.T, r.C, r.NH);
     }
     bool capturing() const {

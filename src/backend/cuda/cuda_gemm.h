@@ -39,9 +39,9 @@ void gemm_f32(const CudaCtx& ctx, const RowMajorGemm& g);
 size_t gemm_scratch_bytes(const RowMajorGemm& g, Precision p);
 
 // Bytes of ctx.scratch attention_forward/backward need (kernels/attention.cu): the forward's
-// fp32 q, k, v in [B,NH,T,hs] order plus the GEMM casts above. matmul_scratch_bytes includes
-// it, since attention and the matmuls share the GEMM path and the backend sizes the scratch
-// per family.
+// fp32 q [B,NH,T,hs] and k, v [B,NKV,T,hs] (NKV from d, cuda_ops.h) plus the GEMM casts
+// above. matmul_scratch_bytes includes it, since attention and the matmuls share the GEMM path
+// and the backend sizes the scratch per family.
 size_t attention_ctx_scratch_bytes(const ModelDims& d, Precision p);
 
 // Offsets inside ctx.scratch (and other fp32 scratch) are kept 256-byte aligned, which is the

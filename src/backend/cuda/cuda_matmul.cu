@@ -720,10 +720,14 @@ size_t matmul_scratch_bytes(const ModelDims& d, Precision p) {
     size_t need = attention_ctx_scratch_bytes(d, p);
     if (d.B <= 0 || d.T <= 0 || d.C <= 0) return need;
     const bool lowp = lowp_precision(p);
-    // The GPT's matmuls (K, M); the classifier's Vp is at most V rounded up to 128.
+    // The model's matmuls (K, M), widths from the dims (cuda_ops.h): the qkv projection
+    // (NH+2NKV)·hs wide, the attention output C, the MLP's up (F, or the stacked gate|up 2F of
+    // a SwiGLU MLP) and down (F -> C) projections; the classifier's Vp is at most V rounded up
+    // to 128.
     const size_t N = static_cast<size_t>(d.B) * d.T, C = d.C;
+    const size_t QKV = dims_qkv_width(d), F = dims_ff(d);
     const size_t Vp = (static_cast<size_t>(std::max(d.V, 0)) + 127) / 128 * 128;
-    const size_t shapes[5][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}, {C, Vp}};
+    const size_t shapes[6][2] = {{C, QKV}, {C, C}, {C, F}, {C, 2 * F}, {F, C}, {C, Vp}};
     for (const auto& s : shapes) {
         const size_t K = s[0], M = s[1];
         // Forward (matmul_forward, matmul_gelu_forward): the inp and weight casts.

@@ -48,15 +48,38 @@ struct CudaCtx {
     }
 };
 
+// The widths ModelDims implies (backend.h): key/value heads (0 means NH), the MLP's hidden
+// width F (0 means 4C, GPT-2's) and the qkv row (NH + 2*NKV) * hs (3C when NH does not divide
+// C). Every scratch size below derives its widths from these, never from 3C/4C directly.
+inline int dims_nkv(const ModelDims& d) { return d.NKV > 0 ? d.NKV : d.NH; }
+inline size_t dims_ff(const ModelDims& d) {
+    return d.F > 0 ? static_cast<size_t>(d.F) : 4 * static_cast<size_t>(d.C > 0 ? d.C : 0);
+}
+inline size_t dims_qkv_width(const ModelDims& d) {
+    if (d.C <= 0) return 0;
+    if (d.NH <= 0 || d.C % d.NH != 0) return 3 * static_cast<size_t>(d.C);
+    return static_cast<size_t>(d.NH + 2 * dims_nkv(d)) * static_cast<size_t>(d.C / d.NH);
+}
+// The widest activation a bias gradient / column sum may run over: the qkv row, the MLP's
+// hidden width and the stacked [gate | up] (2F) of a SwiGLU MLP.
+inline size_t dims_max_width(const ModelDims& d) {
+    size_t m = d.C > 0 ? static_cast<size_t>(d.C) : 0;
+    if (dims_qkv_width(d) > m) m = dims_qkv_width(d);
+    if (2 * dims_ff(d) > m) m = 2 * dims_ff(d);
+    return m;
+}
+
 // Scratch bytes each family needs for the largest micro-batch of dims (max over its ops).
 size_t elementwise_scratch_bytes(const ModelDims& d);  // encoder bwd sort, column sums
 size_t layernorm_scratch_bytes(const ModelDims& d);    // dw/db partials
+size_t rmsnorm_scratch_bytes(const ModelDims& d);      // dw partials
 size_t classifier_scratch_bytes(const ModelDims& d);
 size_t matmul_scratch_bytes(const ModelDims& d, Precision p);  // bf16/fp16 operand casts
 size_t optimizer_scratch_bytes(size_t n_params, const ModelDims& d);  // reduction partials
 size_t sampler_scratch_bytes(const ModelDims& d);
 
 // ---- kernels/elementwise.cu
+// wpe == nullptr: no position term (rotary models); dwpe == nullptr in the backward likewise.
 void encoder_forward(const CudaCtx& ctx, float* out, const int32_t* inputs, const float* wte,
                      const float* wpe, int B, int T, int C);
 // Deterministic: positions grouped by token with a stable sort, each token's rows summed in
@@ -97,6 +120,26 @@ void residual_layernorm_forward(const CudaCtx& ctx, float* res_out, float* out, 
                                 float* rstd, const float* a, const float* b, const float* bb,
                                 const float* w, const float* bias, int N, int C);
 
+// ---- kernels/rmsnorm.cu (HF LlamaRMSNorm; dw reduced like layernorm's: colred, no atomics)
+void rmsnorm_forward(const CudaCtx& ctx, float* out, float* rstd, const float* inp,
+                     const float* w, int N, int C, float eps);
+void rmsnorm_backward(const CudaCtx& ctx, float* dinp, float* dw, const float* dout,
+                      const float* inp, const float* w, const float* rstd, int N, int C);
+void residual_rmsnorm_forward(const CudaCtx& ctx, float* res_out, float* out, float* rstd,
+                              const float* a, const float* b, const float* w, int N, int C,
+                              float eps);
+
+// ---- kernels/rope.cu (rotary embedding in place on the Q and K heads of qkv)
+void rope_forward(const CudaCtx& ctx, float* qkv, const float* cos, const float* sin, int B,
+                  int T, int NH, int NKV, int hs, int pos0);
+void rope_backward(const CudaCtx& ctx, float* dqkv, const float* cos, const float* sin, int B,
+                   int T, int NH, int NKV, int hs, int pos0);
+
+// ---- kernels/swiglu.cu (inp [N, 2F] = [gate | up])
+void swiglu_forward(const CudaCtx& ctx, float* out, const float* inp, int N, int F);
+void swiglu_backward(const CudaCtx& ctx, float* dinp, const float* inp, const float* dout, int N,
+                     int F);
+
 // ---- kernels/classifier.cu
 void classifier_forward_backward(const CudaCtx& ctx, float* logits, float* losses,
                                  const int32_t* targets, int N, int V, int Vp, float dloss,
@@ -119,12 +162,14 @@ void matmul_gelu_forward(const CudaCtx& ctx, float* pre, float* out, const float
                          const float* weight, const float* bias, int N, int K, int M);
 
 // ---- kernels/attention.cu (batched GEMM + causal softmax: the portable path)
-size_t attention_saved_floats(int B, int T, int C, int NH);
-size_t attention_scratch_floats(int B, int T, int C, int NH);
+// NKV key/value heads (grouped-query when NKV < NH; NKV divides NH), qkv [B,T,(NH+2NKV)hs].
+size_t attention_saved_floats(int B, int T, int C, int NH, int NKV);
+size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV);
 void attention_forward(const CudaCtx& ctx, float* out, float* saved, const float* qkv, int B,
-                       int T, int C, int NH);
+                       int T, int C, int NH, int NKV);
 void attention_backward(const CudaCtx& ctx, float* dqkv, float* scratch, const float* dout,
-                        const float* qkv, const float* saved, int B, int T, int C, int NH);
+                        const float* qkv, const float* saved, int B, int T, int C, int NH,
+                        int NKV);
 
 // ---- kernels/optimizer.cu
 void begin_step(const CudaCtx& ctx, StepScalars* s, float lr, int64_t step);

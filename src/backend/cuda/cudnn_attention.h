@@ -11,8 +11,11 @@
 // (least recently used evicted; never one a captured CUDA graph used). attention_plan_cache.h
 // holds that policy.
 //
-// Contract of forward/backward: exactly Backend::attention_forward/backward (backend.h), with
-// call_saved_floats/call_scratch_floats as the saved/scratch sizes. They only enqueue on
+// Contract of forward/backward: exactly Backend::attention_forward/backward (backend.h) with
+// NKV == NH (multi-head attention: qkv [B,T,3C]), and call_saved_floats/call_scratch_floats as
+// the saved/scratch sizes. Grouped-query attention (NKV < NH) is not served here: the backend
+// sends it to the matmul path (cuda_backend.cpp, and says so in accel_status() when the model
+// itself is grouped-query). They only enqueue on
 // ctx.stream (no allocation, no synchronization), so they may run inside CUDA graph capture.
 #pragma once
 #include <array>

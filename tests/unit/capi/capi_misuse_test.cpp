@@ -80,7 +80,7 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_config_from_checkpoint), TRT_ENTRY(trainrt_session_export),
     TRT_ENTRY(trainrt_checkpoint_export),     TRT_ENTRY(trainrt_sample_options_init),
     TRT_ENTRY(trainrt_session_sample),        TRT_ENTRY(trainrt_config_model_info),
-    TRT_ENTRY(trainrt_prepare_bytes),
+    TRT_ENTRY(trainrt_config_model_summary),  TRT_ENTRY(trainrt_prepare_bytes),
 };
 #undef TRT_ENTRY
 
@@ -425,8 +425,12 @@ TEST_F(CapiMisuse, ConfigNullHandlesAndOutPointers) {
     trainrt_model_info info = TRAINRT_MODEL_INFO_INIT;
     EXPECT_NULL_ARG(trainrt_config_model_info(nullptr, ok), "out");
     EXPECT_NULL_ARG(trainrt_config_model_info(&info, nullptr), "config");
+    EXPECT_NULL_ARG(trainrt_config_model_summary(buf, sizeof buf, &needed, nullptr), "config");
+    EXPECT_NULL_ARG(trainrt_config_model_summary(nullptr, 5, &needed, ok), "buf");
+    EXPECT_STREQ(buf, "keep");
     // The size query with a NULL needed is legal and does nothing.
     EXPECT_EQ(trainrt_config_dump(nullptr, 0, nullptr, ok), TRAINRT_OK);
+    EXPECT_EQ(trainrt_config_model_summary(nullptr, 0, nullptr, ok), TRAINRT_OK);
     EXPECT_EQ(trainrt_config_get_string(nullptr, 0, nullptr, ok, "optim.lr"), TRAINRT_OK);
 }
 
@@ -1429,7 +1433,7 @@ TEST_F(CapiMisuse, ManyThreadsOnOneConfigRunOrSayBusy) {
                 trainrt_model_info info = TRAINRT_MODEL_INFO_INIT;
                 char buf[64];
                 size_t needed = 0;
-                switch ((i + t) % 5) {
+                switch ((i + t) % 6) {
                     case 0: st = trainrt_config_set(c, "train.steps", i % 2 ? "7" : "9"); break;
                     case 1: st = trainrt_config_get_int(&v, c, "train.steps"); break;
                     case 2: st = trainrt_config_model_info(&info, c); break;
@@ -1437,9 +1441,10 @@ TEST_F(CapiMisuse, ManyThreadsOnOneConfigRunOrSayBusy) {
                     case 4:
                         st = trainrt_config_set_log(c, nullptr, nullptr, TRAINRT_LOG_WARN);
                         break;
+                    case 5: st = trainrt_config_model_summary(buf, sizeof buf, &needed, c); break;
                 }
                 if (st != TRAINRT_OK && st != TRAINRT_ERR_BUSY) ++bad;
-                if (st == TRAINRT_OK && (i + t) % 5 == 1 && v != 7 && v != 9) ++bad;
+                if (st == TRAINRT_OK && (i + t) % 6 == 1 && v != 7 && v != 9) ++bad;
             }
         });
     for (std::thread& t : threads) t.join();

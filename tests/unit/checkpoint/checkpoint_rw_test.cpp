@@ -91,7 +91,7 @@ TEST(CheckpointRw, FilesAreWhatTheFormatSays) {
     EXPECT_EQ(mf.metadata().at("format"), "pt");
     EXPECT_EQ(mf.tensors()[0].name, "wte.weight");
     std::vector<float> p(model.table.total());
-    load_hf_gpt2(model.table, dir + "/model.safetensors", p.data());
+    load_hf_weights(model.table, dir + "/model.safetensors", p.data());
     EXPECT_EQ(p, model.params);
     // optimizer.safetensors: m.<name> then v.<name>.
     const SafetensorsFile of = SafetensorsFile::open(dir + "/optimizer.safetensors");
@@ -229,7 +229,7 @@ TEST(CheckpointRw, ShapeMismatchNamesTensorShapesAndKeys) {
     const std::string root = fresh_dir();
     const Model model;
     const std::string dir = write_sample(root, model);
-    const auto msg_for = [&](const GptShape& s) {
+    const auto msg_for = [&](const ModelSpec& s) {
         const ParamTable other(s);
         std::vector<float> p(other.total(), 7.0f);
         const std::string msg = error_of(
@@ -238,22 +238,22 @@ TEST(CheckpointRw, ShapeMismatchNamesTensorShapesAndKeys) {
         EXPECT_HAS(msg, "checkpoint '" + dir + "' does not match the configured model");
         return msg;
     };
-    std::string msg = msg_for(GptShape{13, 8, 2, 2, 16});  // d_model 16
+    std::string msg = msg_for(gpt2_spec(13, 8, 2, 2, 16));  // d_model 16
     EXPECT_HAS(msg, "tensor 'wte.weight' has shape [13, 8] in the checkpoint but the config's "
                     "model needs [13, 16]");
     EXPECT_HAS(msg, "model.d_model = 8 (the config has 16)");
-    msg = msg_for(GptShape{50, 8, 2, 2, 8});
+    msg = msg_for(gpt2_spec(50, 8, 2, 2, 8));
     EXPECT_HAS(msg, "[13, 8]");
     EXPECT_HAS(msg, "[50, 8]");
     EXPECT_HAS(msg, "model.vocab_size = 13 (the config has 50)");
-    msg = msg_for(GptShape{13, 8, 3, 2, 8});  // one more layer than the checkpoint
+    msg = msg_for(gpt2_spec(13, 8, 3, 2, 8));  // one more layer than the checkpoint
     EXPECT_HAS(msg, "tensor 'h.2.ln_1.weight' [8] that the config's model needs is not in the checkpoint");
     EXPECT_HAS(msg, "model.n_layer = 2 (the config has 3)");
-    msg = msg_for(GptShape{13, 8, 1, 2, 8});  // one fewer
+    msg = msg_for(gpt2_spec(13, 8, 1, 2, 8));  // one fewer
     EXPECT_HAS(msg, "the checkpoint has tensor 'h.1.");
     EXPECT_HAS(msg, "model.n_layer = 2 (the config has 1)");
-    msg = msg_for(GptShape{13, 8, 2, 4, 8});  // n_head shows in no shape
+    msg = msg_for(gpt2_spec(13, 8, 2, 4, 8));  // n_head shows in no shape
     EXPECT_HAS(msg, "model.n_head = 2 (the config has 4)");
-    msg = msg_for(GptShape{13, 4, 2, 2, 8});
+    msg = msg_for(gpt2_spec(13, 4, 2, 2, 8));
     EXPECT_HAS(msg, "model.context_length = 8 (the config has 4)");
 }

@@ -14,7 +14,7 @@
 #include "checkpoint/checkpoint.h"
 #include "core/error.h"
 #include "io/sha256.h"
-#include "model/gpt_weights.h"
+#include "model/model_weights.h"
 
 namespace ckpt_test {
 
@@ -30,15 +30,15 @@ inline std::string fresh_dir() {
     return dir.string();
 }
 
-inline const trt::GptShape kShape{13, 8, 2, 2, 8};  // V, maxT, L, NH, C
+inline const trt::ModelSpec kShape = trt::gpt2_spec(13, 8, 2, 2, 8);  // V, maxT, L, NH, C
 
 // params, m and v of one model, each different so a swapped buffer shows.
 struct Model {
     trt::ParamTable table;
     std::vector<float> params, m, v;
-    explicit Model(const trt::GptShape& s = kShape, uint64_t seed = 1)
+    explicit Model(const trt::ModelSpec& s = kShape, uint64_t seed = 1)
         : table(s), params(table.total()), m(table.total()), v(table.total()) {
-        trt::init_gpt2_random(table, seed, params.data());
+        trt::init_random(table, seed, params.data());
         for (size_t i = 0; i < m.size(); ++i) {
             m[i] = params[i] * 0.5f - 1e-7f * static_cast<float>(i);
             v[i] = params[i] * params[i] + 1e-9f * static_cast<float>(i);

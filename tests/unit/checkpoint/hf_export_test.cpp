@@ -8,6 +8,9 @@
 #include "io/fs_util.h"
 #include "io/json_min.h"
 #include "io/safetensors.h"
+#include "model/model_weights.h"
+
+#include <gmock/gmock.h>
 
 using namespace trt;
 using namespace ckpt_test;
@@ -38,7 +41,7 @@ Model tricky_model() {
     return m;
 }
 
-void expect_hf_config(const std::string& path, const GptShape& s, const char* dtype) {
+void expect_hf_config(const std::string& path, const ModelSpec& s, const char* dtype) {
     const json::Value c = json::parse(slurp(path), path);
     ASSERT_TRUE(c.is_object());
     ASSERT_TRUE(c.find("architectures")->is_array());
@@ -76,7 +79,7 @@ TEST(CheckpointExport, F32IsExact) {
         EXPECT_EQ(t->shape, pt.shape);
         EXPECT_EQ(std::memcmp(f.data(*t), m.params.data() + pt.offset, pt.numel * 4), 0) << pt.name;
     }
-    expect_hf_config(out + "/config.json", m.table.shape(), "float32");
+    expect_hf_config(out + "/config.json", m.table.spec(), "float32");
     EXPECT_EQ(list_dir(out).size(), 2u);  // no .tmp leftovers
 }
 
@@ -102,7 +105,7 @@ TEST(CheckpointExport, Bf16IsRoundToNearestEven) {
     std::memcpy(&w1, f.data(*f.find("wte.weight")) + 2, 2);
     EXPECT_EQ(w0, 0x3F80);
     EXPECT_EQ(w1, 0x3F82);
-    expect_hf_config(out + "/config.json", m.table.shape(), "bfloat16");
+    expect_hf_config(out + "/config.json", m.table.spec(), "bfloat16");
 }
 
 TEST(CheckpointExport, ReplacesAnEarlierExport) {
@@ -111,13 +114,13 @@ TEST(CheckpointExport, ReplacesAnEarlierExport) {
     export_hf(out, a.table, a.params.data(), ExportDType::BF16);
     export_hf(out, b.table, b.params.data(), ExportDType::F32);
     std::vector<float> p(b.table.total());
-    load_hf_gpt2(b.table, out + "/model.safetensors", p.data());
+    load_hf_weights(b.table, out + "/model.safetensors", p.data());
     EXPECT_EQ(p, b.params);
 }
 
 TEST(CheckpointExport, CheckpointExportMatchesDirectExport) {
     const std::string root = fresh_dir();
-    const Model m(GptShape{17, 6, 3, 4, 8});
+    const Model m(gpt2_spec(17, 6, 3, 4, 8));
     const std::string ck = root + "/step_00000001";
     write_checkpoint(ck, m.table, m.params.data(), m.m.data(), m.v.data(), sample_state());
     for (ExportDType dt : {ExportDType::F32, ExportDType::BF16}) {
@@ -175,4 +178,104 @@ TEST(CheckpointExport, HostileConfigDimsAreRefusedBeforeAnyTable) {
                                          nullptr, nullptr); },
                    Status::Format);
     EXPECT_HAS(msg, "n_layer");
+}
+
+// ---------------------------------------------------------------- Llama and sharded folders
+
+namespace {
+
+const ModelSpec kLlama = llama_spec(13, 8, 2, 4, 2, 8, 12, /*tied=*/false);
+
+// What load_hf_weights reads back from `dir` equals the exported parameters (padding zero).
+void expect_folder_loads(const std::string& dir, const Model& m) {
+    std::vector<float> back(m.table.total(), -1.0f);
+    load_hf_weights(m.table, dir, back.data());
+    for (size_t i = 0; i < back.size(); ++i) ASSERT_EQ(back[i], m.params[i]) << i;
+}
+
+}  // namespace
+
+TEST(HfExport, LlamaFolderHasLlamaNamesAndConfigAndLoadsBack) {
+    const Model m(kLlama);
+    const std::string out = fresh_dir() + "/out";
+    export_hf(out, m.table, m.params.data(), ExportDType::F32);
+    const SafetensorsFile f = SafetensorsFile::open(out + "/model.safetensors");
+    ASSERT_NE(f.find("model.layers.1.self_attn.k_proj.weight"), nullptr);
+    EXPECT_EQ(f.find("model.layers.1.self_attn.k_proj.weight")->shape, (std::vector<int64_t>{4, 8}));
+    ASSERT_NE(f.find("lm_head.weight"), nullptr);
+    EXPECT_EQ(f.find("lm_head.weight")->shape, (std::vector<int64_t>{13, 8}));  // unpadded
+    const json::Value c = json::parse(slurp(out + "/config.json"), "config.json");
+    EXPECT_EQ(c.find("architectures")->arr.at(0).s, "LlamaForCausalLM");
+    EXPECT_EQ(c.find("num_key_value_heads")->i, 2);
+    EXPECT_EQ(c.find("intermediate_size")->i, 12);
+    EXPECT_FALSE(c.find("tie_word_embeddings")->b);
+    expect_folder_loads(out, m);
+}
+
+TEST(HfExport, AboveTheShardSizeTheFolderIsShardedWithAnIndex) {
+    const Model m(kLlama);
+    const std::string out = fresh_dir() + "/out";
+    // A single model.safetensors from an earlier export must not outlive the sharded one.
+    export_hf(out, m.table, m.params.data(), ExportDType::F32);
+    ASSERT_TRUE(fs::exists(out + "/model.safetensors"));
+    const uint64_t shard = 13 * 8 * 4 + 64;  // a little more than the embedding
+    export_hf(out, m.table, m.params.data(), ExportDType::F32, shard);
+    EXPECT_FALSE(fs::exists(out + "/model.safetensors"));
+    const json::Value index = json::parse(slurp(out + "/model.safetensors.index.json"), "index");
+    const json::Value* map = index.find("weight_map");
+    ASSERT_NE(map, nullptr);
+    EXPECT_EQ(map->obj.size(), m.table.tensors().size());
+    size_t shards = 0, total = 0;
+    for (const DirEntry& e : list_dir(out))
+        if (e.name.rfind("model-", 0) == 0) {
+            ++shards;
+            const SafetensorsFile f = SafetensorsFile::open(out + "/" + e.name);
+            size_t bytes = 0;
+            for (const TensorInfo& t : f.tensors()) {
+                bytes += static_cast<size_t>(t.numel()) * 4;
+                EXPECT_EQ(map->find(t.name)->s, e.name) << t.name;
+            }
+            // Only a shard holding a single larger tensor may pass the limit.
+            if (f.tensors().size() > 1) EXPECT_LE(bytes, shard) << e.name;
+            total += bytes;
+        }
+    EXPECT_GT(shards, 2u);
+    EXPECT_EQ(static_cast<size_t>(index.find("metadata")->find("total_size")->i), total);
+    EXPECT_EQ(total, m.table.num_params() * 4);
+    expect_folder_loads(out, m);
+    // And back to one file: the shards and the index go.
+    export_hf(out, m.table, m.params.data(), ExportDType::F32);
+    for (const DirEntry& e : list_dir(out)) EXPECT_EQ(e.name.rfind("model-", 0), std::string::npos) << e.name;
+    EXPECT_FALSE(fs::exists(out + "/model.safetensors.index.json"));
+    expect_folder_loads(out, m);
+}
+
+TEST(HfExport, ABadShardIndexIsRefusedByName) {
+    const Model m(kLlama);
+    const std::string out = fresh_dir() + "/out";
+    export_hf(out, m.table, m.params.data(), ExportDType::F32, 13 * 8 * 4 + 64);
+    const std::string index = out + "/model.safetensors.index.json";
+    const std::string good = slurp(index);
+    std::vector<float> back(m.table.total());
+    const auto refused = [&](const std::string& text, const char* what) {
+        spit(index, text);
+        try {
+            load_hf_weights(m.table, out, back.data());
+            ADD_FAILURE() << "accepted: " << what;
+        } catch (const Error& e) {
+            EXPECT_THAT(e.what(), ::testing::HasSubstr(what));
+        }
+    };
+    refused("{\"weight_map\": {\"model.norm.weight\": \"../etc/passwd\"}}", "file name of a shard");
+    refused("{\"weight_map\": {}}", "no \"weight_map\"");
+    refused("{\"weight_map\": {\"model.norm.weight\": \"model-00009-of-00009.safetensors\"}}",
+            "is missing from the folder");
+    spit(index, good);
+    remove_tree(out + "/model-00001-of-" + good.substr(good.find("-of-") + 4, 5) + ".safetensors");
+    try {
+        load_hf_weights(m.table, out, back.data());
+        ADD_FAILURE() << "a missing shard was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::Io);
+    }
 }

@@ -124,6 +124,14 @@ const Rule kRules[] = {
     {"NLayerIntMax", "model", "n_layer", "2147483647", "expected an integer in [1, 16384]"},
     {"NHeadZero", "model", "n_head", "0", "expected an integer in [1, 65536]"},
     {"DModelZero", "model", "d_model", "0", "expected an integer in [1, 1048576]"},
+    {"ArchUnknown", "model", "arch", "\"mistral\"", "\"gpt2\", \"llama\""},
+    {"NKvHeadNegative", "model", "n_kv_head", "-1", "expected an integer in [0, 65536]"},
+    {"DFfNegative", "model", "d_ff", "-4", "expected an integer in [0, 4194304]"},
+    {"DFfHuge", "model", "d_ff", "4194305", "expected an integer in [0, 4194304]"},
+    {"RopeThetaZero", "model", "rope_theta", "0.0", "expected a finite number > 0"},
+    {"NormEpsZero", "model", "norm_eps", "0.0", "expected a finite number > 0"},
+    {"NormEpsAboveOne", "model", "norm_eps", "2.0", "<= 1"},
+    {"TieEmbeddingsNotBool", "model", "tie_embeddings", "1", "expected true or false"},
     {"DModelNegative", "model", "d_model", "-128", "expected an integer in [1, 1048576]"},
     {"DModel2To32Plus4", "model", "d_model", "4294967300", "expected an integer in [1, 1048576]"},
     {"ModelSeedNegative", "model", "seed", "-1", "expected a non-negative integer"},
@@ -270,6 +278,41 @@ TEST(ConfigErrors, DModelDefaultNotDivisibleByGivenNHead) {
     const std::string msg = file_error("[model]\nn_head = 5\n", &path);
     EXPECT_THAT(msg, HasSubstr(path.string() + ":2:"));
     EXPECT_THAT(msg, HasSubstr("model.d_model"));
+}
+
+TEST(ConfigErrors, KvHeadsMustDivideHeads) {
+    fs::path path;
+    const std::string msg =
+        file_error("[model]\narch = \"llama\"\nn_head = 4\nn_kv_head = 3\n", &path);
+    EXPECT_THAT(msg, HasSubstr(path.string() + ":4:13: model.n_kv_head"));
+    EXPECT_THAT(msg, HasSubstr("does not divide model.n_head (4)"));
+}
+
+// GPT-2 has no switch for what only Llama-family models have; each is refused where it was
+// written, naming model.arch as the way out.
+TEST(ConfigErrors, Gpt2RefusesLlamaOnlySwitches) {
+    const char* const cases[][2] = {
+        {"n_kv_head = 2", "grouped-query attention"},
+        {"tie_embeddings = false", "always its token embedding"},
+        {"rope_theta = 500000.0", "learned positions, not RoPE"},
+        {"norm_eps = 1e-6", "LayerNorm epsilon is 1e-5"},
+    };
+    for (const auto& c : cases) {
+        fs::path path;
+        const std::string msg = file_error(std::string("[model]\n") + c[0] + "\n", &path);
+        EXPECT_THAT(msg, HasSubstr(path.string() + ":2:")) << c[0];
+        EXPECT_THAT(msg, HasSubstr(c[1])) << c[0];
+        EXPECT_THAT(msg, HasSubstr("model.arch = \"llama\"")) << c[0];
+    }
+    // The same keys at their GPT-2 values are fine (n_kv_head = n_head is plain MHA).
+    EXPECT_NO_THROW(Config::from_string("[model]\nn_kv_head = 4\ntie_embeddings = true\n"
+                                        "rope_theta = 10000.0\nnorm_eps = 1e-5\n", ""));
+}
+
+TEST(ConfigErrors, LlamaHeadSizeMustBeEven) {
+    const std::string msg =
+        string_error("[model]\narch = \"llama\"\nn_head = 2\nd_model = 6\n");
+    EXPECT_THAT(msg, HasSubstr("model.d_model / model.n_head = 3 is odd"));
 }
 
 TEST(ConfigErrors, SeqLenLongerThanContextLength) {

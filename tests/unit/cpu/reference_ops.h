@@ -82,7 +82,8 @@ inline double dot(const Vec& a, const Vec& b) {
 
 // ------------------------------------------------------------------ encoder
 
-// out[b,t,:] = wte[inputs[b,t],:] + wpe[t,:]
+// out[b,t,:] = wte[inputs[b,t],:] + wpe[t,:]; an empty wpe means no position term (rotary
+// models).
 inline Vec encoder_forward(const std::vector<int32_t>& inputs, const Vec& wte, const Vec& wpe,
                            int B, int T, int C) {
     Vec out((size_t)B * T * C);
@@ -90,7 +91,8 @@ inline Vec encoder_forward(const std::vector<int32_t>& inputs, const Vec& wte, c
         for (int t = 0; t < T; t++)
             for (int c = 0; c < C; c++)
                 out[((size_t)b * T + t) * C + c] =
-                    wte[(size_t)inputs[b * T + t] * C + c] + wpe[(size_t)t * C + c];
+                    wte[(size_t)inputs[b * T + t] * C + c] +
+                    (wpe.empty() ? 0.0 : wpe[(size_t)t * C + c]);
     return out;
 }
 
@@ -205,16 +207,19 @@ inline void matmul_backward(const Vec& dout, const Vec& inp, const Vec& W, int N
 
 // ------------------------------------------------------------------ attention
 
-// qkv [B,T,3C]; head h of Q at column h*hs, of K at C + h*hs, of V at 2C + h*hs.
+// Causal attention with NH query heads and NKV key/value heads (NKV divides NH; NKV == NH is
+// multi-head attention). qkv [B,T,(NH+2NKV)hs], hs = C/NH: head h of Q at column h*hs, kv
+// head j of K at C + j*hs, of V at C + (NKV + j)*hs; query head h uses kv head h/(NH/NKV).
 // Returns out [B,T,C]; att (if given) [B,NH,T,T] with zeros above the diagonal.
-inline Vec attention_forward(const Vec& qkv, int B, int T, int C, int NH, Vec* att_out = nullptr) {
-    const int hs = C / NH;
+inline Vec attention_forward(const Vec& qkv, int B, int T, int C, int NH, int NKV,
+                             Vec* att_out = nullptr) {
+    const int hs = C / NH, G = NH / NKV, W = C + 2 * NKV * hs;
     const double scale = 1.0 / std::sqrt((double)hs);
     Vec out((size_t)B * T * C, 0.0);
     if (att_out) att_out->assign((size_t)B * NH * T * T, 0.0);
-    auto Q = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * 3 * C + h * hs + i]; };
-    auto K = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * 3 * C + C + h * hs + i]; };
-    auto V = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * 3 * C + 2 * C + h * hs + i]; };
+    auto Q = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * W + h * hs + i]; };
+    auto K = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * W + C + (h / G) * hs + i]; };
+    auto V = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * W + C + (NKV + h / G) * hs + i]; };
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
@@ -238,14 +243,18 @@ inline Vec attention_forward(const Vec& qkv, int B, int T, int C, int NH, Vec* a
     return out;
 }
 
-inline Vec attention_backward(const Vec& dout, const Vec& qkv, int B, int T, int C, int NH) {
-    const int hs = C / NH;
+// dqkv (fresh); a K/V head's gradient sums over the query heads that read it.
+inline Vec attention_backward(const Vec& dout, const Vec& qkv, int B, int T, int C, int NH,
+                              int NKV) {
+    const int hs = C / NH, G = NH / NKV, W = C + 2 * NKV * hs;
     const double scale = 1.0 / std::sqrt((double)hs);
     Vec att;
-    attention_forward(qkv, B, T, C, NH, &att);
+    attention_forward(qkv, B, T, C, NH, NKV, &att);
     Vec dqkv(qkv.size(), 0.0);
+    // block 0: Q head h; 1: K of query head h's kv head; 2: V of it.
     auto idx = [&](int b, int t, int block, int h, int i) {
-        return ((size_t)b * T + t) * 3 * C + (size_t)block * C + h * hs + i;
+        const int col = block == 0 ? h * hs : C + ((block - 1) * NKV + h / G) * hs;
+        return ((size_t)b * T + t) * W + col + i;
     };
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
@@ -285,6 +294,147 @@ inline double gelu_grad(double x) {
     const double u = k * (x + 0.044715 * x * x * x);
     const double ch = std::cosh(u);
     return 0.5 * (1.0 + std::tanh(u)) + 0.5 * x * (k * (1.0 + 3.0 * 0.044715 * x * x)) / (ch * ch);
+}
+
+// ------------------------------------------------------------------ rmsnorm (LlamaRMSNorm)
+
+// out = x / sqrt(mean(x²) + eps) * w per row; rstd (if given) = 1/sqrt(mean(x²) + eps).
+inline Vec rmsnorm_forward(const Vec& inp, const Vec& w, int N, int C, double eps,
+                           Vec* rstd_out = nullptr) {
+    Vec out((size_t)N * C);
+    if (rstd_out) rstd_out->assign(N, 0.0);
+    for (int n = 0; n < N; n++) {
+        const double* x = &inp[(size_t)n * C];
+        double ms = 0.0;
+        for (int i = 0; i < C; i++) ms += x[i] * x[i];
+        ms /= C;
+        const double rs = 1.0 / std::sqrt(ms + eps);
+        for (int i = 0; i < C; i++) out[(size_t)n * C + i] = x[i] * rs * w[i];
+        if (rstd_out) (*rstd_out)[n] = rs;
+    }
+    return out;
+}
+
+// Chain rule through ms = mean(x²): dms = sum_i dy_i w_i x_i · (−1/2)(ms + eps)^(−3/2),
+// dx_i = dy_i w_i rs + dms · 2 x_i / C. Fresh gradients.
+inline void rmsnorm_backward(const Vec& dout, const Vec& inp, const Vec& w, int N, int C,
+                             double eps, Vec& dinp, Vec& dw) {
+    dinp.assign((size_t)N * C, 0.0);
+    dw.assign(C, 0.0);
+    for (int n = 0; n < N; n++) {
+        const double* x = &inp[(size_t)n * C];
+        const double* dy = &dout[(size_t)n * C];
+        double ms = 0.0;
+        for (int i = 0; i < C; i++) ms += x[i] * x[i];
+        ms /= C;
+        const double rs = 1.0 / std::sqrt(ms + eps);
+        double dms = 0.0;
+        for (int i = 0; i < C; i++) {
+            dms += dy[i] * w[i] * x[i] * -0.5 * std::pow(ms + eps, -1.5);
+            dw[i] += dy[i] * x[i] * rs;
+        }
+        for (int i = 0; i < C; i++)
+            dinp[(size_t)n * C + i] = dy[i] * w[i] * rs + dms * 2.0 * x[i] / C;
+    }
+}
+
+// ------------------------------------------------------------------ rope (HF rotate_half)
+
+// HF LlamaRotaryEmbedding tables: inv_freq[i] = theta^(−2i/hs), cos/sin[p, i] of p·inv_freq[i],
+// [max_pos, hs/2] (HF concatenates the half table with itself; the ops take one half).
+inline void rope_tables(int max_pos, int hs, double theta, Vec& cos_t, Vec& sin_t) {
+    const int half = hs / 2;
+    cos_t.assign((size_t)max_pos * half, 0.0);
+    sin_t.assign((size_t)max_pos * half, 0.0);
+    for (int p = 0; p < max_pos; p++)
+        for (int i = 0; i < half; i++) {
+            const double a = p * std::pow(theta, -2.0 * i / hs);
+            cos_t[(size_t)p * half + i] = std::cos(a);
+            sin_t[(size_t)p * half + i] = std::sin(a);
+        }
+}
+
+// HF apply_rotary_pos_emb on one head vector x [hs] at position p:
+// x·cos_full + rotate_half(x)·sin_full, cos_full = cat(cos[p], cos[p]),
+// rotate_half(x) = cat(−x[half:], x[:half]).
+inline Vec rope_head(const Vec& x, const double* c, const double* s, int hs) {
+    const int half = hs / 2;
+    Vec rh(hs), y(hs);
+    for (int i = 0; i < half; i++) {
+        rh[i] = -x[i + half];
+        rh[i + half] = x[i];
+    }
+    for (int i = 0; i < hs; i++) y[i] = x[i] * c[i % half] + rh[i] * s[i % half];
+    return y;
+}
+
+// Rotates the Q and K heads of qkv [B,T,(NH+2NKV)hs] (attention layout) at positions
+// pos0 + t; V copied unchanged.
+inline Vec rope_forward(const Vec& qkv, const Vec& cos_t, const Vec& sin_t, int B, int T,
+                        int NH, int NKV, int hs, int pos0) {
+    const int half = hs / 2, W = (NH + 2 * NKV) * hs;
+    Vec out = qkv;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < NH + NKV; h++) {
+                const size_t o = ((size_t)b * T + t) * W + (size_t)h * hs;
+                const size_t p = (size_t)(pos0 + t) * half;
+                Vec y = rope_head(Vec(qkv.begin() + o, qkv.begin() + o + hs), &cos_t[p],
+                                  &sin_t[p], hs);
+                for (int i = 0; i < hs; i++) out[o + i] = y[i];
+            }
+    return out;
+}
+
+// The chain rule of rope_head: dx = dy·cos_full + rotate_halfᵀ(dy·sin_full), with
+// rotate_halfᵀ(v) = cat(v[half:], −v[:half]). V's gradient passes through.
+inline Vec rope_backward(const Vec& dqkv, const Vec& cos_t, const Vec& sin_t, int B, int T,
+                         int NH, int NKV, int hs, int pos0) {
+    const int half = hs / 2, W = (NH + 2 * NKV) * hs;
+    Vec dx = dqkv;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < NH + NKV; h++) {
+                const size_t o = ((size_t)b * T + t) * W + (size_t)h * hs;
+                const double* c = &cos_t[(size_t)(pos0 + t) * half];
+                const double* s = &sin_t[(size_t)(pos0 + t) * half];
+                Vec ds(hs);
+                for (int i = 0; i < hs; i++) ds[i] = dqkv[o + i] * s[i % half];
+                for (int i = 0; i < hs; i++) {
+                    const double rt = i < half ? ds[i + half] : -ds[i - half];
+                    dx[o + i] = dqkv[o + i] * c[i % half] + rt;
+                }
+            }
+    return dx;
+}
+
+// ------------------------------------------------------------------ swiglu
+
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+inline double silu(double x) { return x * sigmoid(x); }
+inline double silu_grad(double x) { return sigmoid(x) * (1.0 + x * (1.0 - sigmoid(x))); }
+
+// inp [N, 2F] = [gate | up]; out [N, F] = silu(gate) * up.
+inline Vec swiglu_forward(const Vec& inp, int N, int F) {
+    Vec out((size_t)N * F);
+    for (int n = 0; n < N; n++)
+        for (int j = 0; j < F; j++)
+            out[(size_t)n * F + j] =
+                silu(inp[(size_t)n * 2 * F + j]) * inp[(size_t)n * 2 * F + F + j];
+    return out;
+}
+
+// dinp [N, 2F]: d gate = dout * up * silu'(gate), d up = dout * silu(gate).
+inline Vec swiglu_backward(const Vec& dout, const Vec& inp, int N, int F) {
+    Vec dinp((size_t)N * 2 * F);
+    for (int n = 0; n < N; n++)
+        for (int j = 0; j < F; j++) {
+            const double g = inp[(size_t)n * 2 * F + j], u = inp[(size_t)n * 2 * F + F + j];
+            const double dy = dout[(size_t)n * F + j];
+            dinp[(size_t)n * 2 * F + j] = dy * u * silu_grad(g);
+            dinp[(size_t)n * 2 * F + F + j] = dy * silu(g);
+        }
+    return dinp;
 }
 
 // ------------------------------------------------------------------ classifier

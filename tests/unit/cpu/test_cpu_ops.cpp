@@ -160,10 +160,10 @@ TEST_P(CpuOps, Attention) {
                             std::to_string(C) + " NH" + std::to_string(NH);
         auto qkv = ref::random_floats((size_t)B * T * 3 * C, 401, -2, 2);
         std::vector<float> out((size_t)B * T * C, kNaN);
-        std::vector<float> saved(be->attention_saved_floats(B, T, C, NH), kNaN);
-        be->attention_forward(out.data(), saved.data(), qkv.data(), B, T, C, NH);
+        std::vector<float> saved(be->attention_saved_floats(B, T, C, NH, NH), kNaN);
+        be->attention_forward(out.data(), saved.data(), qkv.data(), B, T, C, NH, NH);
         Vec att;
-        Vec want = ref::attention_forward(ref::to_double(qkv), B, T, C, NH, &att);
+        Vec want = ref::attention_forward(ref::to_double(qkv), B, T, C, NH, NH, &att);
         double ef = ref::rel_error(out, want);
         EXPECT_LE(ef, kTol) << shape;
         if (saved.size() == att.size()) {  // the CPU backend saves the probabilities
@@ -172,10 +172,10 @@ TEST_P(CpuOps, Attention) {
 
         auto dout = ref::random_floats((size_t)B * T * C, 402);
         std::vector<float> dqkv(qkv.size(), kNaN);  // overwritten: NaN must not survive
-        std::vector<float> scratch(be->attention_scratch_floats(B, T, C, NH), kNaN);
+        std::vector<float> scratch(be->attention_scratch_floats(B, T, C, NH, NH), kNaN);
         be->attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), saved.data(),
-                               B, T, C, NH);
-        Vec rdqkv = ref::attention_backward(ref::to_double(dout), ref::to_double(qkv), B, T, C, NH);
+                               B, T, C, NH, NH);
+        Vec rdqkv = ref::attention_backward(ref::to_double(dout), ref::to_double(qkv), B, T, C, NH, NH);
         double eb = ref::rel_error(dqkv, rdqkv);
         ref::report(tag("attention fwd" + shape), ef);
         ref::report(tag("attention bwd" + shape), eb);

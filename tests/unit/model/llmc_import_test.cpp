@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "io/safetensors.h"
-#include "model/gpt_weights.h"
+#include "model/model_weights.h"
 #include "model/llmc_import.h"
 
 using namespace trt;
@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const GptShape kShape{13, 8, 2, 2, 8};  // V, maxT, L, NH, C
+const ModelSpec kShape = gpt2_spec(13, 8, 2, 2, 8);  // V, maxT, L, NH, C
 constexpr int kVp = 16;
 
 std::string tmp_path(const std::string& name) {
@@ -32,7 +32,7 @@ std::string tmp_path(const std::string& name) {
 
 std::vector<float> random_params(const ParamTable& t) {
     std::vector<float> p(t.total());
-    init_gpt2_random(t, 7, p.data());
+    init_random(t, 7, p.data());
     // Non-trivial biases and LayerNorm params, so a mixed-up tensor order cannot pass.
     for (size_t i = 0; i < p.size(); ++i)
         if (p[i] == 0.0f || p[i] == 1.0f) p[i] += 0.001f * static_cast<float>(i % 97);
@@ -56,7 +56,7 @@ float bf16_value(float f) {
 // The llm.c file for (table, p): values in llm.c order, weights as (out, in).
 std::string llmc_bytes(const ParamTable& t, const std::vector<float>& p, int version,
                        int32_t magic = kLlmcModelMagic) {
-    const GptShape& s = t.shape();
+    const ModelSpec& s = t.spec();
     const int C = s.C;
     std::vector<float> vals;
     const auto append = [&](const ParamTensor& pt) {
@@ -68,19 +68,20 @@ std::string llmc_bytes(const ParamTable& t, const std::vector<float>& p, int ver
         for (int64_t o = 0; o < out; ++o)
             for (int64_t i = 0; i < in; ++i) vals.push_back(p[pt.offset + i * out + o]);
     };
-    append(t.wte());
+    append(t.at(Slot::TokenEmbedding));
     for (int k = 0; k < (kVp - s.V) * C; ++k) vals.push_back(1234.5f);  // padding rows
-    append(t.wpe());
-    const BlockParam order[] = {kLn1W, kLn1B, kQkvW, kQkvB, kAttProjW, kAttProjB,
-                                kLn2W, kLn2B, kFcW,  kFcB,  kFcProjW,  kFcProjB};
-    for (BlockParam bp : order)
+    append(t.at(Slot::PositionEmbedding));
+    const Slot order[] = {Slot::AttnNorm, Slot::AttnNormBias, Slot::Qkv,     Slot::QkvBias,
+                          Slot::AttnOut,  Slot::AttnOutBias,  Slot::MlpNorm, Slot::MlpNormBias,
+                          Slot::Up,       Slot::UpBias,       Slot::Down,    Slot::DownBias};
+    for (Slot bp : order)
         for (int l = 0; l < s.L; ++l) {
-            const ParamTensor& pt = t.block(l, bp);
+            const ParamTensor& pt = t.at(bp, l);
             if (pt.shape.size() == 2) append_t(pt);
             else append(pt);
         }
-    append(t.lnf_w());
-    append(t.lnf_b());
+    append(t.at(Slot::FinalNorm));
+    append(t.at(Slot::FinalNormBias));
 
     int32_t hdr[256] = {};
     hdr[0] = magic;
@@ -223,13 +224,13 @@ TEST(LlmcImport, ShapeMismatchNamesConfigKeys) {
     write_file(path, llmc_bytes(file_table, random_params(file_table), 3));
     std::vector<float> out(1 << 16);
     // A model with one more layer and another head count.
-    const ParamTable other(GptShape{13, 8, 3, 4, 8});
+    const ParamTable other(gpt2_spec(13, 8, 3, 4, 8));
     std::string msg = error_of([&] { load_llmc_gpt2(other, path, out.data()); }, Status::Config);
     EXPECT_HAS(msg, path);
     EXPECT_HAS(msg, "num_layers = 2 (the config has model.n_layer = 3)");
     EXPECT_HAS(msg, "num_heads = 2 (the config has model.n_head = 4)");
     EXPECT_EQ(msg.find("vocab_size"), std::string::npos) << msg;
-    const ParamTable other2(GptShape{50, 16, 2, 2, 16});
+    const ParamTable other2(gpt2_spec(50, 16, 2, 2, 16));
     msg = error_of([&] { load_llmc_gpt2(other2, path, out.data()); }, Status::Config);
     EXPECT_HAS(msg, "vocab_size = 13 (the config has model.vocab_size = 50)");
     EXPECT_HAS(msg, "max_seq_len = 8 (the config has model.context_length = 16)");
@@ -240,7 +241,7 @@ TEST(LlmcImport, ShapeMismatchNamesConfigKeys) {
 // the tensor (issue 15: a NaN once reached the kernels and fast_expf's undefined behaviour).
 TEST(LlmcImport, NonFiniteWeightsAreRefusedNamingFileAndTensor) {
     const ParamTable t(kShape);
-    const ParamTensor& target = t.block(1, kFcW);
+    const ParamTensor& target = t.at(Slot::Up, 1);
     for (const float bad : {std::numeric_limits<float>::quiet_NaN(),
                             std::numeric_limits<float>::infinity()}) {
         for (const int version : {3, 5}) {  // fp32 and bf16 files

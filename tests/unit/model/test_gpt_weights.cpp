@@ -8,14 +8,14 @@
 
 #include "core/error.h"
 #include "io/safetensors.h"
-#include "model/gpt_weights.h"
+#include "model/model_weights.h"
 
 using namespace trt;
 namespace fs = std::filesystem;
 
 namespace {
 
-const GptShape kShape{13, 8, 2, 2, 8};
+const ModelSpec kShape = gpt2_spec(13, 8, 2, 2, 8);
 
 std::string tmp_path(const std::string& name) {
     fs::create_directories(TRAINRT_TEST_TMP "/gpt_weights");
@@ -24,7 +24,7 @@ std::string tmp_path(const std::string& name) {
 
 std::vector<float> random_params(const ParamTable& t, uint64_t seed) {
     std::vector<float> p(t.total());
-    init_gpt2_random(t, seed, p.data());
+    init_random(t, seed, p.data());
     return p;
 }
 
@@ -44,7 +44,7 @@ void write_hf(const std::string& path, const ParamTable& t, const std::vector<fl
 std::string load_error(const std::string& path, const ParamTable& t) {
     std::vector<float> out(t.total());
     try {
-        load_hf_gpt2(t, path, out.data());
+        load_hf_weights(t, path, out.data());
     } catch (const Error& e) {
         EXPECT_EQ(e.status(), Status::Format);
         return e.what();
@@ -55,12 +55,12 @@ std::string load_error(const std::string& path, const ParamTable& t) {
 }  // namespace
 
 TEST(GptInit, DeterministicGpt2Statistics) {
-    ParamTable t(GptShape{64, 32, 2, 2, 64});
+    ParamTable t(gpt2_spec(64, 32, 2, 2, 64));
     const std::vector<float> a = random_params(t, 42), b = random_params(t, 42),
                              c = random_params(t, 43);
     EXPECT_EQ(a, b);
     EXPECT_NE(a, c);
-    const ParamTensor& wte = t.wte();
+    const ParamTensor& wte = t.at(Slot::TokenEmbedding);
     double sum = 0, sq = 0;
     for (size_t i = 0; i < wte.numel; ++i) {
         sum += a[wte.offset + i];
@@ -69,13 +69,13 @@ TEST(GptInit, DeterministicGpt2Statistics) {
     const double mean = sum / wte.numel, stddev = std::sqrt(sq / wte.numel - mean * mean);
     EXPECT_NEAR(mean, 0.0, 0.002);
     EXPECT_NEAR(stddev, 0.02, 0.001);
-    const ParamTensor& proj = t.block(1, kFcProjW);  // residual projection: 0.02 / sqrt(2L)
+    const ParamTensor& proj = t.at(Slot::Down, 1);  // residual projection: 0.02 / sqrt(2L)
     sq = 0;
     for (size_t i = 0; i < proj.numel; ++i) sq += double(a[proj.offset + i]) * a[proj.offset + i];
     EXPECT_NEAR(std::sqrt(sq / proj.numel), 0.01, 0.0007);
-    EXPECT_EQ(a[t.block(0, kLn1W).offset], 1.0f);
-    EXPECT_EQ(a[t.block(0, kLn1B).offset], 0.0f);
-    EXPECT_EQ(a[t.block(0, kQkvB).offset + 5], 0.0f);
+    EXPECT_EQ(a[t.at(Slot::AttnNorm, 0).offset], 1.0f);
+    EXPECT_EQ(a[t.at(Slot::AttnNormBias, 0).offset], 0.0f);
+    EXPECT_EQ(a[t.at(Slot::QkvBias, 0).offset + 5], 0.0f);
 }
 
 TEST(GptLoad, RoundTripsF32AndAcceptsPrefixAndBuffers) {
@@ -85,9 +85,9 @@ TEST(GptLoad, RoundTripsF32AndAcceptsPrefixAndBuffers) {
     const std::string path = tmp_path("prefixed.safetensors");
     write_hf(path, t, p, "transformer.", "",
              {{"h.0.attn.bias", DType::F32, {2, 2}, bias_buffer},
-              {"lm_head.weight", DType::F32, t.wte().shape, p.data()}});
+              {"lm_head.weight", DType::F32, t.at(Slot::TokenEmbedding).shape, p.data()}});
     std::vector<float> out(t.total());
-    load_hf_gpt2(t, path, out.data());
+    load_hf_weights(t, path, out.data());
     EXPECT_EQ(out, p);
 }
 
@@ -97,7 +97,7 @@ TEST(GptLoad, AcceptsBf16) {
     const std::string path = tmp_path("bf16.safetensors");
     write_hf(path, t, p, "", "", {}, DType::BF16);
     std::vector<float> out(t.total());
-    load_hf_gpt2(t, path, out.data());
+    load_hf_weights(t, path, out.data());
     for (size_t i = 0; i < p.size(); ++i) ASSERT_NEAR(out[i], p[i], std::fabs(p[i]) / 128 + 1e-30);
 }
 
@@ -112,7 +112,7 @@ TEST(GptLoad, MissingTensorNamesItAndTheKey) {
 
 TEST(GptLoad, ShapeMismatchNamesBothShapes) {
     ParamTable small(kShape);
-    GptShape wider = kShape;
+    ModelSpec wider = kShape;
     wider.C = 16;
     ParamTable t(wider);
     const std::string path = tmp_path("narrow.safetensors");
@@ -124,7 +124,7 @@ TEST(GptLoad, ShapeMismatchNamesBothShapes) {
 }
 
 TEST(GptLoad, ExtraLayerIsRefused) {
-    GptShape deeper = kShape;
+    ModelSpec deeper = kShape;
     deeper.L = 3;
     ParamTable big(deeper), t(kShape);
     const std::string path = tmp_path("deeper.safetensors");
@@ -137,7 +137,7 @@ TEST(GptLoad, MissingFileIsIoError) {
     ParamTable t(kShape);
     std::vector<float> out(t.total());
     try {
-        load_hf_gpt2(t, tmp_path("does-not-exist.safetensors"), out.data());
+        load_hf_weights(t, tmp_path("does-not-exist.safetensors"), out.data());
         FAIL() << "expected an error";
     } catch (const Error& e) {
         EXPECT_EQ(e.status(), Status::Io);
@@ -148,7 +148,7 @@ TEST(GptLoad, MissingFileIsIoError) {
 // element, for F32 and BF16 files alike (safetensors stores them without complaint).
 TEST(GptLoad, NonFiniteWeightsAreRefusedNamingFileAndTensor) {
     ParamTable t(kShape);
-    const ParamTensor& target = t.block(0, kAttProjW);
+    const ParamTensor& target = t.at(Slot::AttnOut, 0);
     const float inf = std::numeric_limits<float>::infinity();
     for (const float bad : {std::numeric_limits<float>::quiet_NaN(), inf, -inf}) {
         for (const DType dtype : {DType::F32, DType::BF16}) {

@@ -1,8 +1,19 @@
-// Causal multi-head self-attention, the portable path (llm.c style): heads are split out of
-// qkv [B,T,3C] into q, k, v [B,NH,T,hs], the two products per head run as one strided-batched
-// GEMM over the B·NH heads (gemm_f32, precision from ctx), and a warp per row does the scaled
-// causal softmax in between. The GEMMs compute the full T×T square; the softmax writes the
-// masked upper triangle as exact zeros, so everything downstream is causal.
+// Causal self-attention, the portable path (llm.c style), multi-head (NKV == NH) or grouped-
+// query (NKV < NH: query head h reads key/value head h / G, G = NH / NKV). Heads are split out
+// of qkv [B,T,(NH+2NKV)hs] into q [B,NH,T,hs] and k, v [B,NKV,T,hs]; the two products per
+// key/value head run as one strided-batched GEMM over the B·NKV kv heads (gemm_f32, precision
+// from ctx), and a warp per row does the scaled causal softmax in between.
+//
+// Grouped-query without copies: the G query heads of one kv head are adjacent in q
+// ([B,NH,T,hs], h = kv*G + j) and in att ([B,NH,T,T]), so per kv head they form ONE [G·T, hs]
+// matrix and ONE [G·T, T] matrix. preatt = q_grp · kᵀ and y = att_grp · v are then plain
+// GEMMs with m = G·T, and the backward's dv = att_grpᵀ · dy_grp and dk = dpreatt_grpᵀ · q_grp
+// are GEMMs with k = G·T: the sum over the query heads sharing a kv head happens inside one
+// GEMM (a fixed algorithm: deterministic), never through atomics. G = 1 is exactly the
+// multi-head shapes of before.
+//
+// The GEMMs compute the full T×T square; the softmax writes the masked upper triangle as
+// exact zeros, so everything downstream is causal.
 //
 // Memory: saved = the probabilities att [B,NH,T,T] only (upper triangle 0: the same contents
 // as the CPU twin's saved). q, k, v are re-derived from qkv where needed (a cheap gather), so
@@ -46,48 +57,57 @@ int grid_for(int64_t n) {
 
 size_t pad_floats(size_t n) { return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
 
-// dst_j[b,h,t,d] = src[b,t, j*C + h*hs + d] for j < nblk (src rows are nblk*C wide):
-// nblk = 3 splits qkv into q, k, v; nblk = 1 splits dout. n = B*NH*T*hs = B*T*C.
-__global__ void split_heads_kernel(float* __restrict__ d0, float* __restrict__ d1,
-                                   float* __restrict__ d2, const float* __restrict__ src,
-                                   int64_t n, int T, int C, int NH, int hs, int nblk) {
+// Row layout of qkv: NH query heads, then NKV key heads, then NKV value heads, hs each; W =
+// (NH + 2NKV)·hs floats per row. With NKV = 0 the rows hold the NH query heads only (W = C:
+// dout / out).
+//
+// q[b,h,t,d] = src[b,t, h*hs + d] (h < NH), k[b,g,t,d] = src[b,t, (NH+g)*hs + d],
+// v[b,g,t,d] = src[b,t, (NH+NKV+g)*hs + d] (g < NKV). Iterates over the source, so the reads
+// are coalesced (the writes are hs-long runs). n = B*T*W.
+__global__ void split_heads_kernel(float* __restrict__ q, float* __restrict__ k,
+                                   float* __restrict__ v, const float* __restrict__ src,
+                                   int64_t n, int T, int NH, int NKV, int hs) {
+    const int64_t W = static_cast<int64_t>(NH + 2 * NKV) * hs;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
          i += stride) {
-        int64_t r = i / hs;
-        const int d = static_cast<int>(i - r * hs);
-        const int t = static_cast<int>(r % T);
-        r /= T;
-        const int h = static_cast<int>(r % NH);
-        const int64_t b = r / NH;
-        const float* s = src + (b * T + t) * static_cast<int64_t>(nblk) * C + h * hs + d;
-        d0[i] = s[0];
-        if (nblk == 3) {
-            d1[i] = s[C];
-            d2[i] = s[2 * C];
+        const int64_t bt = i / W;
+        const int c = static_cast<int>(i - bt * W);
+        const int h = c / hs, d = c - h * hs;
+        const int64_t b = bt / T, t = bt - b * T;
+        const float x = src[i];
+        if (h < NH) {
+            q[((b * NH + h) * T + t) * hs + d] = x;
+        } else if (h < NH + NKV) {
+            k[((b * NKV + (h - NH)) * T + t) * hs + d] = x;
+        } else {
+            v[((b * NKV + (h - NH - NKV)) * T + t) * hs + d] = x;
         }
     }
 }
 
-// The inverse: dst[b,t, j*C + h*hs + d] = src_j[b,h,t,d] for j < nblk; iterates over the
-// destination so the writes are coalesced. n = B*T*C.
-__global__ void merge_heads_kernel(float* __restrict__ dst, const float* __restrict__ s0,
-                                   const float* __restrict__ s1, const float* __restrict__ s2,
-                                   int64_t n, int T, int C, int NH, int hs, int nblk) {
+// The inverse: dst[b,t, :] (row layout above) from q [B,NH,T,hs] and k, v [B,NKV,T,hs];
+// iterates over the destination so the writes are coalesced. n = B*T*W.
+__global__ void merge_heads_kernel(float* __restrict__ dst, const float* __restrict__ q,
+                                   const float* __restrict__ k, const float* __restrict__ v,
+                                   int64_t n, int T, int NH, int NKV, int hs) {
+    const int64_t W = static_cast<int64_t>(NH + 2 * NKV) * hs;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
          i += stride) {
-        const int64_t bt = i / C;
-        const int c = static_cast<int>(i - bt * C);
+        const int64_t bt = i / W;
+        const int c = static_cast<int>(i - bt * W);
         const int h = c / hs, d = c - h * hs;
         const int64_t b = bt / T, t = bt - b * T;
-        const int64_t from = ((b * NH + h) * T + t) * hs + d;
-        float* o = dst + bt * static_cast<int64_t>(nblk) * C + c;
-        o[0] = s0[from];
-        if (nblk == 3) {
-            o[C] = s1[from];
-            o[2 * C] = s2[from];
+        float x;
+        if (h < NH) {
+            x = q[((b * NH + h) * T + t) * hs + d];
+        } else if (h < NH + NKV) {
+            x = k[((b * NKV + (h - NH)) * T + t) * hs + d];
+        } else {
+            x = v[((b * NKV + (h - NH - NKV)) * T + t) * hs + d];
         }
+        dst[i] = x;
     }
 }
 
@@ -143,19 +163,20 @@ __global__ void __launch_bounds__(kThreads)
     for (int s = lane; s < T; s += 32) g[s] = s <= t ? scale * a[s] * (g[s] - dot) : 0.0f;
 }
 
-void split_heads(const CudaCtx& ctx, float* d0, float* d1, float* d2, const float* src, int B,
-                 int T, int C, int NH, int nblk) {
-    const int64_t n = static_cast<int64_t>(B) * T * C;
-    split_heads_kernel<<<grid_for(n), kThreads, 0, ctx.stream>>>(d0, d1, d2, src, n, T, C, NH,
-                                                                 C / NH, nblk);
+// NKV = 0: src/dst rows hold the NH query-block heads only (k, v unused).
+void split_heads(const CudaCtx& ctx, float* q, float* k, float* v, const float* src, int B,
+                 int T, int NH, int NKV, int hs) {
+    const int64_t n = static_cast<int64_t>(B) * T * (NH + 2 * NKV) * hs;
+    split_heads_kernel<<<grid_for(n), kThreads, 0, ctx.stream>>>(q, k, v, src, n, T, NH, NKV,
+                                                                 hs);
     TRT_CUDA_LAUNCH_CHECK();
 }
 
-void merge_heads(const CudaCtx& ctx, float* dst, const float* s0, const float* s1,
-                 const float* s2, int B, int T, int C, int NH, int nblk) {
-    const int64_t n = static_cast<int64_t>(B) * T * C;
-    merge_heads_kernel<<<grid_for(n), kThreads, 0, ctx.stream>>>(dst, s0, s1, s2, n, T, C, NH,
-                                                                 C / NH, nblk);
+void merge_heads(const CudaCtx& ctx, float* dst, const float* q, const float* k, const float* v,
+                 int B, int T, int NH, int NKV, int hs) {
+    const int64_t n = static_cast<int64_t>(B) * T * (NH + 2 * NKV) * hs;
+    merge_heads_kernel<<<grid_for(n), kThreads, 0, ctx.stream>>>(dst, q, k, v, n, T, NH, NKV,
+                                                                 hs);
     TRT_CUDA_LAUNCH_CHECK();
 }
 
@@ -165,139 +186,159 @@ int softmax_blocks(int64_t rows) {
     return static_cast<int>(b);
 }
 
-// The two product shapes, per head (batch = B*NH, all operands contiguous [T, *] per head):
-// S[T,T] = alpha · X[T,hs] · Y[T,hs]ᵀ
-RowMajorGemm gemm_xyt(float* s, const float* x, const float* y, int BH, int T, int hs,
+// The two product shapes, per kv head (batch = B*NKV; G = NH/NKV query heads per kv head,
+// whose rows are adjacent: a [G*T, *] matrix per kv head; G = 1 is multi-head attention):
+// S[G*T,T] = alpha · X[G*T,hs] · Y[T,hs]ᵀ
+RowMajorGemm gemm_xyt(float* s, const float* x, const float* y, int BKV, int G, int T, int hs,
                       float alpha) {
     RowMajorGemm g;
-    g.m = T;
+    g.m = G * T;
     g.n = T;
     g.k = hs;
     g.a = x;
     g.lda = hs;
-    g.stride_a = static_cast<int64_t>(T) * hs;
+    g.stride_a = static_cast<int64_t>(G) * T * hs;
     g.b = y;
     g.trans_b = true;
     g.ldb = hs;
     g.stride_b = static_cast<int64_t>(T) * hs;
     g.c = s;
     g.ldc = T;
-    g.stride_c = static_cast<int64_t>(T) * T;
-    g.batch = BH;
+    g.stride_c = static_cast<int64_t>(G) * T * T;
+    g.batch = BKV;
     g.alpha = alpha;
     return g;
 }
 
-// Z[T,hs] = op(P)[T,T] · W[T,hs], op(P) = P or Pᵀ
-RowMajorGemm gemm_pw(float* z, const float* p, bool trans_p, const float* w, int BH, int T,
-                     int hs) {
+// P is [G*T, T] per kv head.
+//   trans_p = false: Z[G*T,hs] = P · W[T,hs]        (y = att·v, dq = dpreatt·k)
+//   trans_p = true:  Z[T,hs]   = Pᵀ · W[G*T,hs]     (dv = attᵀ·dy, dk = dpreattᵀ·q; the sum
+//                                                    over the G query heads is the GEMM's k)
+RowMajorGemm gemm_pw(float* z, const float* p, bool trans_p, const float* w, int BKV, int G,
+                     int T, int hs) {
+    const int64_t rows_p = static_cast<int64_t>(G) * T;
     RowMajorGemm g;
-    g.m = T;
+    g.m = trans_p ? T : G * T;
     g.n = hs;
-    g.k = T;
+    g.k = trans_p ? G * T : T;
     g.a = p;
     g.trans_a = trans_p;
     g.lda = T;
-    g.stride_a = static_cast<int64_t>(T) * T;
+    g.stride_a = rows_p * T;
     g.b = w;
     g.ldb = hs;
-    g.stride_b = static_cast<int64_t>(T) * hs;
+    g.stride_b = (trans_p ? rows_p : T) * hs;
     g.c = z;
     g.ldc = hs;
-    g.stride_c = static_cast<int64_t>(T) * hs;
-    g.batch = BH;
+    g.stride_c = (trans_p ? T : rows_p) * hs;
+    g.batch = BKV;
     return g;
 }
 
 bool empty(int B, int T, int C, int NH) { return B <= 0 || T <= 0 || C <= 0 || NH <= 0; }
 
-void check_heads(int C, int NH) {
+void check_heads(int C, int NH, int NKV) {
     if (C % NH != 0)
         fail(Status::InvalidArgument, "attention: C = ", C, " is not a multiple of NH = ", NH);
+    if (NKV < 1 || NH % NKV != 0)
+        fail(Status::InvalidArgument, "attention: NKV = ", NKV,
+             " key/value heads do not divide NH = ", NH, " query heads");
 }
 
 }  // namespace
 
-size_t attention_saved_floats(int B, int T, int C, int NH) {
+size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) {
+    (void)NKV;  // the probabilities are per query head
     if (empty(B, T, C, NH)) return 0;
     return static_cast<size_t>(B) * NH * T * T;  // att [B,NH,T,T]
 }
 
-size_t attention_scratch_floats(int B, int T, int C, int NH) {
-    if (empty(B, T, C, NH)) return 0;
-    // datt/dpreatt [B,NH,T,T], then q, k, v, dy [B,NH,T,hs] (256-byte aligned pieces).
+size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) {
+    if (empty(B, T, C, NH) || NKV < 1) return 0;
+    // datt/dpreatt [B,NH,T,T], then q [B,NH,T,hs], k, v [B,NKV,T,hs], dy [B,NH,T,hs]
+    // (256-byte aligned pieces).
     const size_t btc = static_cast<size_t>(B) * T * C;
-    return pad_floats(static_cast<size_t>(B) * NH * T * T) + 4 * pad_floats(btc);
+    const size_t bkv = static_cast<size_t>(B) * T * (C / NH) * NKV;
+    return pad_floats(static_cast<size_t>(B) * NH * T * T) + 2 * pad_floats(btc) +
+           2 * pad_floats(bkv);
 }
 
 size_t attention_ctx_scratch_bytes(const ModelDims& d, Precision p) {
     if (empty(d.B, d.T, d.C, d.NH) || d.C % d.NH != 0) return 0;
-    const int BH = d.B * d.NH, T = d.T, hs = d.C / d.NH;
+    const int NKV = dims_nkv(d);
+    if (NKV < 1 || d.NH % NKV != 0) return 0;
+    const int BKV = d.B * NKV, G = d.NH / NKV, T = d.T, hs = d.C / d.NH;
     const size_t btc = static_cast<size_t>(d.B) * T * d.C;
-    // Every product is one of the two shapes; the casts only depend on the shape.
-    const size_t casts = std::max(gemm_scratch_bytes(gemm_xyt(nullptr, nullptr, nullptr, BH, T,
-                                                              hs, 1.0f), p),
-                                  gemm_scratch_bytes(gemm_pw(nullptr, nullptr, false, nullptr,
-                                                             BH, T, hs), p));
+    const size_t bkv = static_cast<size_t>(d.B) * T * hs * NKV;
+    // Every product is one of these shapes; the casts only depend on the shape. (For one
+    // B, T, C, NH the casts and q/k/v only shrink as NKV does: NKV = NH bounds them all.)
+    size_t casts = gemm_scratch_bytes(gemm_xyt(nullptr, nullptr, nullptr, BKV, G, T, hs, 1.0f), p);
+    for (bool trans : {false, true})
+        casts = std::max(casts, gemm_scratch_bytes(gemm_pw(nullptr, nullptr, trans, nullptr, BKV,
+                                                           G, T, hs),
+                                                   p));
     // Forward: q, k, v, then the casts; the backward needs only the casts.
-    return 3 * align_scratch(btc * sizeof(float)) + casts;
+    return align_scratch(btc * sizeof(float)) + 2 * align_scratch(bkv * sizeof(float)) + casts;
 }
 
-// out[B,T,C] = causal attention of qkv[B,T,3C]; saved = att [B,NH,T,T].
+// out[B,T,C] = causal attention of qkv[B,T,(NH+2NKV)hs]; saved = att [B,NH,T,T].
 void attention_forward(const CudaCtx& ctx, float* out, float* saved, const float* qkv, int B,
-                       int T, int C, int NH) {
+                       int T, int C, int NH, int NKV) {
     if (empty(B, T, C, NH)) return;
-    check_heads(C, NH);
-    const int hs = C / NH, BH = B * NH;
+    check_heads(C, NH, NKV);
+    const int hs = C / NH, G = NH / NKV, BKV = B * NKV, BH = B * NH;
     const size_t btc = static_cast<size_t>(B) * T * C;
+    const size_t bkv = static_cast<size_t>(B) * T * hs * NKV;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
     ScratchCursor cur(ctx, "attention_forward");
     float* q = cur.take_floats(btc);
-    float* k = cur.take_floats(btc);
-    float* v = cur.take_floats(btc);
+    float* k = cur.take_floats(bkv);
+    float* v = cur.take_floats(bkv);
     const CudaCtx gctx = cur.rest(ctx);  // the GEMMs' casts go after q, k, v
     float* att = saved;
 
-    split_heads(ctx, q, k, v, qkv, B, T, C, NH, 3);
-    gemm_f32(gctx, gemm_xyt(att, q, k, BH, T, hs, scale));  // preatt = scale · q·kᵀ
+    split_heads(ctx, q, k, v, qkv, B, T, NH, NKV, hs);
+    gemm_f32(gctx, gemm_xyt(att, q, k, BKV, G, T, hs, scale));  // preatt = scale · q·kᵀ
     const int64_t rows = static_cast<int64_t>(BH) * T;
     causal_softmax_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(att, rows, T);
     TRT_CUDA_LAUNCH_CHECK();
     float* y = q;  // q is dead after preatt
-    gemm_f32(gctx, gemm_pw(y, att, false, v, BH, T, hs));  // y = att·v
-    merge_heads(ctx, out, y, nullptr, nullptr, B, T, C, NH, 1);
+    gemm_f32(gctx, gemm_pw(y, att, false, v, BKV, G, T, hs));  // y = att·v
+    merge_heads(ctx, out, y, nullptr, nullptr, B, T, NH, 0, hs);
 }
 
-// dqkv[B,T,3C] (overwritten) from dout[B,T,C], qkv and saved = att [B,NH,T,T].
+// dqkv[B,T,(NH+2NKV)hs] (overwritten) from dout[B,T,C], qkv and saved = att [B,NH,T,T].
 void attention_backward(const CudaCtx& ctx, float* dqkv, float* scratch, const float* dout,
-                        const float* qkv, const float* saved, int B, int T, int C, int NH) {
+                        const float* qkv, const float* saved, int B, int T, int C, int NH,
+                        int NKV) {
     if (empty(B, T, C, NH)) return;
-    check_heads(C, NH);
-    const int hs = C / NH, BH = B * NH;
+    check_heads(C, NH, NKV);
+    const int hs = C / NH, G = NH / NKV, BKV = B * NKV, BH = B * NH;
     const size_t btc = static_cast<size_t>(B) * T * C;
+    const size_t bkv = static_cast<size_t>(B) * T * hs * NKV;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
     float* dd = scratch;  // datt, then dpreatt in place
     float* q = dd + pad_floats(static_cast<size_t>(BH) * T * T);
     float* k = q + pad_floats(btc);
-    float* v = k + pad_floats(btc);
-    float* dy = v + pad_floats(btc);
+    float* v = k + pad_floats(bkv);
+    float* dy = v + pad_floats(bkv);
     const float* att = saved;
 
-    split_heads(ctx, q, k, v, qkv, B, T, C, NH, 3);
-    split_heads(ctx, dy, nullptr, nullptr, dout, B, T, C, NH, 1);
+    split_heads(ctx, q, k, v, qkv, B, T, NH, NKV, hs);
+    split_heads(ctx, dy, nullptr, nullptr, dout, B, T, NH, 0, hs);
     // Each result overwrites a buffer that is dead by then (stream order):
-    gemm_f32(ctx, gemm_xyt(dd, dy, v, BH, T, hs, 1.0f));  // datt = dy·vᵀ
-    float* dv = v;                                         // v: last read by datt
-    gemm_f32(ctx, gemm_pw(dv, att, true, dy, BH, T, hs));  // dv = attᵀ·dy
+    gemm_f32(ctx, gemm_xyt(dd, dy, v, BKV, G, T, hs, 1.0f));  // datt = dy·vᵀ
+    float* dv = v;                                             // v: last read by datt
+    gemm_f32(ctx, gemm_pw(dv, att, true, dy, BKV, G, T, hs));  // dv = attᵀ·dy (Σ over group)
     const int64_t rows = static_cast<int64_t>(BH) * T;
     causal_softmax_backward_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(
         dd, att, rows, T, scale);
     TRT_CUDA_LAUNCH_CHECK();
-    float* dq = dy;                                       // dy: last read by dv
-    gemm_f32(ctx, gemm_pw(dq, dd, false, k, BH, T, hs));  // dq = dpreatt·k
-    float* dk = k;                                        // k: last read by dq
-    gemm_f32(ctx, gemm_pw(dk, dd, true, q, BH, T, hs));   // dk = dpreattᵀ·q
-    merge_heads(ctx, dqkv, dq, dk, dv, B, T, C, NH, 3);
+    float* dq = dy;                                           // dy: last read by dv
+    gemm_f32(ctx, gemm_pw(dq, dd, false, k, BKV, G, T, hs));  // dq = dpreatt·k
+    float* dk = k;                                            // k: last read by dq
+    gemm_f32(ctx, gemm_pw(dk, dd, true, q, BKV, G, T, hs));   // dk = dpreattᵀ·q (Σ over group)
+    merge_heads(ctx, dqkv, dq, dk, dv, B, T, NH, NKV, hs);
 }
 
 }  // namespace trt::cuda

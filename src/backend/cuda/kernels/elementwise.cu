@@ -156,31 +156,42 @@ struct GeluBiasOp {  // dinp = gelu'(inp) * dout, and its column sums
 constexpr int kEncThreads = 128;
 
 // out[n, :] = wte[inputs[n], :] + wpe[n % T, :]; one block per row (grid-stride).
+// kPos = false (wpe == nullptr, rotary models): out[n, :] = wte[inputs[n], :], a plain copy.
+template <bool kPos>
 __global__ void __launch_bounds__(kEncThreads)
     encoder_forward_kernel(float* __restrict__ out, const int32_t* __restrict__ inputs,
                            const float* __restrict__ wte, const float* __restrict__ wpe, int N,
                            int T, int C) {
     for (int n = blockIdx.x; n < N; n += gridDim.x) {
         const float* e = wte + static_cast<size_t>(inputs[n]) * C;
-        const float* p = wpe + static_cast<size_t>(n % T) * C;
         float* o = out + static_cast<size_t>(n) * C;
-        for (int c = threadIdx.x; c < C; c += kEncThreads) o[c] = e[c] + p[c];
+        if constexpr (kPos) {
+            const float* p = wpe + static_cast<size_t>(n % T) * C;
+            for (int c = threadIdx.x; c < C; c += kEncThreads) o[c] = e[c] + p[c];
+        } else {
+            for (int c = threadIdx.x; c < C; c += kEncThreads) o[c] = e[c];
+        }
     }
 }
 
 // The same with float4 accesses: C4 = C / 4 (C % 4 == 0 and out, wte, wpe 16-byte aligned, so
 // every row starts aligned).
+template <bool kPos>
 __global__ void __launch_bounds__(kEncThreads)
     encoder_forward_vec4_kernel(float4* __restrict__ out, const int32_t* __restrict__ inputs,
                                 const float4* __restrict__ wte, const float4* __restrict__ wpe,
                                 int N, int T, int C4) {
     for (int n = blockIdx.x; n < N; n += gridDim.x) {
         const float4* e = wte + static_cast<size_t>(inputs[n]) * C4;
-        const float4* p = wpe + static_cast<size_t>(n % T) * C4;
         float4* o = out + static_cast<size_t>(n) * C4;
-        for (int c = threadIdx.x; c < C4; c += kEncThreads) {
-            const float4 a = e[c], b = p[c];
-            o[c] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+        if constexpr (kPos) {
+            const float4* p = wpe + static_cast<size_t>(n % T) * C4;
+            for (int c = threadIdx.x; c < C4; c += kEncThreads) {
+                const float4 a = e[c], b = p[c];
+                o[c] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+            }
+        } else {
+            for (int c = threadIdx.x; c < C4; c += kEncThreads) o[c] = e[c];
         }
     }
 }
@@ -377,30 +388,43 @@ size_t elementwise_scratch_bytes(const ModelDims& d) {
     const int N = d.B * d.T;
     size_t bytes = 0;
     if (N > 0) bytes = encoder_scratch(N, nullptr).total;
-    // column_sums / gelu_backward_bias: M <= 4C (the MLP), double partials.
-    const size_t cols = colred::partial_bytes_bound(4 * d.C, 1, sizeof(double));
+    // column_sums / gelu_backward_bias: M up to the widest activation (the qkv row, F, 2F;
+    // cuda_ops.h), double partials.
+    const size_t cols =
+        colred::partial_bytes_bound(static_cast<int>(dims_max_width(d)), 1, sizeof(double));
     if (cols > bytes) bytes = cols;
     return align_up_256(bytes);
 }
 
-// out [B*T, C], inputs [B*T], wte [V, C], wpe [>=T, C]
+namespace {
+template <bool kPos>
+void launch_encoder_forward(const CudaCtx& ctx, float* out, const int32_t* inputs,
+                            const float* wte, const float* wpe, int N, int T, int C) {
+    const int blocks = N < 65536 ? N : 65536;
+    if (C % 4 == 0 && aligned16(out) && aligned16(wte) && aligned16(wpe)) {
+        encoder_forward_vec4_kernel<kPos><<<blocks, kEncThreads, 0, ctx.stream>>>(
+            reinterpret_cast<float4*>(out), inputs, reinterpret_cast<const float4*>(wte),
+            reinterpret_cast<const float4*>(wpe), N, T, C / 4);
+    } else {
+        encoder_forward_kernel<kPos><<<blocks, kEncThreads, 0, ctx.stream>>>(out, inputs, wte,
+                                                                             wpe, N, T, C);
+    }
+    TRT_CUDA_LAUNCH_CHECK();
+}
+}  // namespace
+
+// out [B*T, C], inputs [B*T], wte [V, C], wpe [>=T, C] or null (no position term)
 void encoder_forward(const CudaCtx& ctx, float* out, const int32_t* inputs, const float* wte,
                      const float* wpe, int B, int T, int C) {
     const int N = B * T;
     if (N <= 0 || C <= 0) return;
-    const int blocks = N < 65536 ? N : 65536;
-    if (C % 4 == 0 && aligned16(out) && aligned16(wte) && aligned16(wpe)) {
-        encoder_forward_vec4_kernel<<<blocks, kEncThreads, 0, ctx.stream>>>(
-            reinterpret_cast<float4*>(out), inputs, reinterpret_cast<const float4*>(wte),
-            reinterpret_cast<const float4*>(wpe), N, T, C / 4);
-    } else {
-        encoder_forward_kernel<<<blocks, kEncThreads, 0, ctx.stream>>>(out, inputs, wte, wpe, N,
-                                                                       T, C);
-    }
-    TRT_CUDA_LAUNCH_CHECK();
+    if (wpe)
+        launch_encoder_forward<true>(ctx, out, inputs, wte, wpe, N, T, C);
+    else
+        launch_encoder_forward<false>(ctx, out, inputs, wte, nullptr, N, T, C);
 }
 
-// dwte [V, C] +=, dwpe [>=T, C] +=, dout [B*T, C], inputs [B*T]
+// dwte [V, C] +=, dwpe [>=T, C] += (skipped when null), dout [B*T, C], inputs [B*T]
 void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, const float* dout,
                       const int32_t* inputs, int B, int T, int C) {
     const int N = B * T;
@@ -427,6 +451,7 @@ void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, const float*
     encoder_dwte_kernel<<<grid, kEncThreads, 0, ctx.stream>>>(dwte, dout, keys, vals_out, N, C);
     TRT_CUDA_LAUNCH_CHECK();
 
+    if (!dwpe) return;  // no position embedding (rotary models)
     const size_t TC = static_cast<size_t>(T) * C;
     if (TC % 4 == 0 && aligned16(dwpe) && aligned16(dout)) {
         encoder_dwpe_vec4_kernel<<<grid_for(TC / 4), kThreads, 0, ctx.stream>>>(

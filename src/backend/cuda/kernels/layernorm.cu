@@ -8,20 +8,18 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/kernels/reduce.cuh"
+#include "backend/cuda/kernels/row_kernels.cuh"
 #include "core/error.h"
 
 namespace trt::cuda {
 namespace {
 
 constexpr float kEps = 1e-5f;
-constexpr int kWarps = 8;  // rows per block: one warp per row
-constexpr int kThreads = kWarps * 32;
+using rows::kThreads;
+using rows::kWarps;
 
-// Row kernels come in two flavours, picked by K (a template argument):
-//   K > 0: the row is held in registers, K values per lane at c = lane + 32*i (C <= 32*K);
-//   K == 0: any C, the row is re-read from global memory (L1/L2) for each pass.
-// Both compute the same thing in the same order: per-lane sums in c order, then a warp
-// butterfly (reduce.cuh), so the flavour changes speed, not bits.
+// Row kernels come in two flavours, picked by K (row_kernels.cuh): the row in registers, or
+// re-read; same sums in the same order, so the flavour changes speed, not bits.
 //
 // Row accesses stay 32-bit and lane-strided on purpose. They are already fully coalesced (one
 // 128-byte segment per warp instruction, K of them in flight per lane). A float4 per lane
@@ -218,26 +216,6 @@ struct LayernormParamOp {
     }
 };
 
-// Values per lane for the register flavour; 0 = generic. Forward holds one array, backward
-// two, hence the lower limit there. (K = 64 takes ~146 registers, one block per SM, but each
-// lane has 64 independent loads in flight; capping it at 128 registers spills.)
-int forward_k(int C) {
-    const int per_lane = (C + 31) / 32;
-    if (per_lane <= 8) return 8;
-    if (per_lane <= 16) return 16;
-    if (per_lane <= 32) return 32;
-    if (per_lane <= 64) return 64;
-    return 0;
-}
-int backward_k(int C) {
-    const int per_lane = (C + 31) / 32;
-    if (per_lane <= 8) return 8;
-    if (per_lane <= 16) return 16;
-    if (per_lane <= 32) return 32;
-    return 0;
-}
-
-int row_blocks(int N) { return (N + kWarps - 1) / kWarps; }
 
 }  // namespace
 
@@ -250,23 +228,11 @@ size_t layernorm_scratch_bytes(const ModelDims& d) {
 void layernorm_forward(const CudaCtx& ctx, float* out, float* mean, float* rstd,
                        const float* inp, const float* w, const float* b, int N, int C) {
     if (N <= 0 || C <= 0) return;
-    const int blocks = row_blocks(N);
-    switch (forward_k(C)) {
-#define TRT_LN_FWD(K)                                                                     \
-    case K:                                                                               \
-        layernorm_forward_kernel<K><<<blocks, kThreads, 0, ctx.stream>>>(out, mean, rstd, \
-                                                                         inp, w, b, N, C); \
-        break;
-        TRT_LN_FWD(8)
-        TRT_LN_FWD(16)
-        TRT_LN_FWD(32)
-        TRT_LN_FWD(64)
-        default:
-            layernorm_forward_kernel<0><<<blocks, kThreads, 0, ctx.stream>>>(out, mean, rstd, inp,
-                                                                             w, b, N, C);
-            break;
-#undef TRT_LN_FWD
-    }
+    const int blocks = rows::blocks(N);
+    rows::for_forward_k(C, [&](auto k) {
+        layernorm_forward_kernel<decltype(k)::value><<<blocks, kThreads, 0, ctx.stream>>>(
+            out, mean, rstd, inp, w, b, N, C);
+    });
     TRT_CUDA_LAUNCH_CHECK();
 }
 
@@ -275,22 +241,11 @@ void layernorm_backward(const CudaCtx& ctx, float* dinp, float* dw, float* db,
                         const float* dout, const float* inp, const float* w,
                         const float* mean, const float* rstd, int N, int C) {
     if (N <= 0 || C <= 0) return;
-    const int blocks = row_blocks(N);
-    switch (backward_k(C)) {
-#define TRT_LN_BWD(K)                                                                  \
-    case K:                                                                            \
-        layernorm_backward_dinp_kernel<K><<<blocks, kThreads, 0, ctx.stream>>>(        \
-            dinp, dout, inp, w, mean, rstd, N, C);                                     \
-        break;
-        TRT_LN_BWD(8)
-        TRT_LN_BWD(16)
-        TRT_LN_BWD(32)
-        default:
-            layernorm_backward_dinp_kernel<0><<<blocks, kThreads, 0, ctx.stream>>>(
-                dinp, dout, inp, w, mean, rstd, N, C);
-            break;
-#undef TRT_LN_BWD
-    }
+    const int blocks = rows::blocks(N);
+    rows::for_backward_k(C, [&](auto k) {
+        layernorm_backward_dinp_kernel<decltype(k)::value><<<blocks, kThreads, 0, ctx.stream>>>(
+            dinp, dout, inp, w, mean, rstd, N, C);
+    });
     TRT_CUDA_LAUNCH_CHECK();
     if (!dw && !db) return;
     // Reads only dout/inp/mean/rstd, never dinp: independent of the kernel above.
@@ -303,23 +258,11 @@ void residual_layernorm_forward(const CudaCtx& ctx, float* res_out, float* out, 
                                 float* rstd, const float* a, const float* b, const float* bb,
                                 const float* w, const float* bias, int N, int C) {
     if (N <= 0 || C <= 0) return;
-    const int blocks = row_blocks(N);
-    switch (forward_k(C)) {
-#define TRT_RLN_FWD(K)                                                                    \
-    case K:                                                                               \
-        residual_layernorm_forward_kernel<K><<<blocks, kThreads, 0, ctx.stream>>>(        \
-            res_out, out, mean, rstd, a, b, bb, w, bias, N, C);                           \
-        break;
-        TRT_RLN_FWD(8)
-        TRT_RLN_FWD(16)
-        TRT_RLN_FWD(32)
-        TRT_RLN_FWD(64)
-        default:
-            residual_layernorm_forward_kernel<0><<<blocks, kThreads, 0, ctx.stream>>>(
-                res_out, out, mean, rstd, a, b, bb, w, bias, N, C);
-            break;
-#undef TRT_RLN_FWD
-    }
+    const int blocks = rows::blocks(N);
+    rows::for_forward_k(C, [&](auto k) {
+        residual_layernorm_forward_kernel<decltype(k)::value><<<blocks, kThreads, 0, ctx.stream>>>(
+            res_out, out, mean, rstd, a, b, bb, w, bias, N, C);
+    });
     TRT_CUDA_LAUNCH_CHECK();
 }
 

@@ -90,11 +90,11 @@ public:
     }
     size_t bytes_in_use() const override { return inner_->bytes_in_use(); }
     size_t bytes_reserved() const override { return inner_->bytes_reserved(); }
-    size_t attention_saved_floats(int B, int T, int C, int NH) const override {
-        return inner_->attention_saved_floats(B, T, C, NH);
+    size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const override {
+        return inner_->attention_saved_floats(B, T, C, NH, NKV);
     }
-    size_t attention_scratch_floats(int B, int T, int C, int NH) const override {
-        return inner_->attention_scratch_floats(B, T, C, NH);
+    size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
+        return inner_->attention_scratch_floats(B, T, C, NH, NKV);
     }
 
     // ---- not capturable
@@ -196,15 +196,53 @@ public:
         });
     }
     void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
-                           int NH) override {
+                           int NH, int NKV) override {
         op("attention_forward",
-           [=, be = be()] { be->attention_forward(out, saved, qkv, B, T, C, NH); });
+           [=, be = be()] { be->attention_forward(out, saved, qkv, B, T, C, NH, NKV); });
     }
     void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                            const float* saved, int B, int T, int C, int NH) override {
+                            const float* saved, int B, int T, int C, int NH,
+                            int NKV) override {
         op("attention_backward", [=, be = be()] {
-            be->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH);
+            be->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
         });
+    }
+    void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,
+                         int C, float eps) override {
+        op("rmsnorm_forward",
+           [=, be = be()] { be->rmsnorm_forward(out, rstd, inp, w, N, C, eps); });
+    }
+    void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
+                          const float* w, const float* rstd, int N, int C) override {
+        op("rmsnorm_backward",
+           [=, be = be()] { be->rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C); });
+    }
+    void residual_rmsnorm_forward(float* res_out, float* out, float* rstd, const float* a,
+                                  const float* b, const float* w, int N, int C,
+                                  float eps) override {
+        op("residual_rmsnorm_forward", [=, be = be()] {
+            be->residual_rmsnorm_forward(res_out, out, rstd, a, b, w, N, C, eps);
+        });
+    }
+    void rope_forward(float* qkv, const float* cos, const float* sin, int B, int T, int NH,
+                      int NKV, int hs, int pos0) override {
+        op("rope_forward", [=, be = be()] {
+            be->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0);
+        });
+    }
+    void rope_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int NH,
+                       int NKV, int hs, int pos0) override {
+        op("rope_backward", [=, be = be()] {
+            be->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0);
+        });
+    }
+    void swiglu_forward(float* out, const float* inp, int N, int F) override {
+        op("swiglu_forward", [=, be = be()] { be->swiglu_forward(out, inp, N, F); });
+    }
+    void swiglu_backward(float* dinp, const float* inp, const float* dout, int N,
+                         int F) override {
+        op("swiglu_backward",
+           [=, be = be()] { be->swiglu_backward(dinp, inp, dout, N, F); });
     }
     void gelu_forward(float* out, const float* inp, size_t n) override {
         op("gelu_forward", [=, be = be()] { be->gelu_forward(out, inp, n); });

@@ -223,10 +223,10 @@ TEST(Session, LoadRefusesNonFiniteCheckpointWeights) {
     const std::string root = std::string(TRAINRT_TEST_TMP) + "/session/nonfinite_ckpt";
     std::filesystem::remove_all(root);
     const std::string good = s.save(root + "/good");
-    const ParamTable table(gpt_shape(c.run().model));
+    const ParamTable table(model_spec(c.run().model));
     std::vector<float> params(table.total()), m(table.total()), v(table.total());
     const CheckpointState st = read_checkpoint(good, table, params.data(), m.data(), v.data());
-    const size_t at = table.block(1, kLn2W).offset + 2;
+    const size_t at = table.at(Slot::MlpNorm, 1).offset + 2;
     for (const char* which : {"params", "m", "v"}) {
         std::vector<float> p = params, mm = m, vv = v;
         (which[0] == 'p' ? p : which[0] == 'm' ? mm : vv)[at] =
@@ -325,7 +325,7 @@ TEST(SessionLog, CudnnAttentionNotTakenIsAWarning) {
     const std::string warn = log.starting("attention:");
     EXPECT_NE(warn.find("accel.attention = \"cudnn\""), std::string::npos) << warn;
     EXPECT_NE(warn.find("runs on the matmul path"), std::string::npos) << warn;
-    EXPECT_NE(warn.find("CPU backend has no cuDNN attention"), std::string::npos) << warn;
+    EXPECT_NE(warn.find("the cpu backend has no cuDNN attention"), std::string::npos) << warn;
     for (const auto& l : log.lines)
         if (l.second == warn) EXPECT_EQ(l.first, LogLevel::Warn);
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "model/model_info.h"
+#include "runtime/model_info.h"
 #include "model/param_table.h"
 #include "runtime/perf.h"
 
@@ -32,10 +32,10 @@ TEST(Perf, FlopsPerTokenTermsAreSeparate) {
 TEST(Perf, FlopsPerTokenAgreesWithModelInfo) {
     // model_info (trainrt info, trainrt_config_model_info) must report the same figure for
     // the parameter count it computes.
-    const GptShape tiny{256, 256, 6, 6, 384};
-    const GptShape gpt2{50257, 1024, 12, 12, 768};
+    const ModelSpec tiny = gpt2_spec(256, 256, 6, 6, 384);
+    const ModelSpec gpt2 = gpt2_spec(50257, 1024, 12, 12, 768);
     auto be = make_cpu_backend(1);
-    for (const GptShape& s : {tiny, gpt2}) {
+    for (const ModelSpec& s : {tiny, gpt2}) {
         const int T = s.maxT;
         const ModelInfo m = model_info(s, 2, T, *be);
         EXPECT_DOUBLE_EQ(m.flops_per_token, flops_per_token(m.parameters, s.L, s.C, T))

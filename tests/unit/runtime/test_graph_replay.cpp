@@ -35,7 +35,7 @@
 #include "backend/backend_factory.h"
 #include "config/config.h"
 #include "data/prepare.h"
-#include "model/recording_backend.h"
+#include "runtime/recording_backend.h"
 #include "runtime/session.h"
 
 namespace fs = std::filesystem;

@@ -1,24 +1,27 @@
-// Gpt: GPT-2 forward/backward orchestration, written once against the Backend op set.
-// Owns the flat parameter and gradient buffers and the activations (sized for the largest
-// micro-batch B x T) on the backend. It knows nothing of optimizers, data or files.
+// Decoder: the forward/backward orchestration of a decoder-only transformer, written once
+// against the Backend op set for every family of model/param_table.h (GPT-2, Llama). Owns the
+// flat parameter and gradient buffers and the activations (sized for the largest micro-batch
+// B x T) on the backend. It knows nothing of optimizers, data or files.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "backend/backend.h"
+#include "model/activations.h"
 #include "model/param_table.h"
 
 namespace trt {
 
-class Gpt {
+class Decoder {
 public:
     // Allocates params (zero), grads (zero) and activations for micro-batches up to B x T.
-    Gpt(Backend& backend, const GptShape& shape, int B, int T);
-    ~Gpt();
-    Gpt(const Gpt&) = delete;
-    Gpt& operator=(const Gpt&) = delete;
+    Decoder(Backend& backend, const ModelSpec& spec, int B, int T);
+    ~Decoder();
+    Decoder(const Decoder&) = delete;
+    Decoder& operator=(const Decoder&) = delete;
 
     const ParamTable& table() const { return table_; }
+    const ModelSpec& spec() const { return table_.spec(); }
     float* params() { return params_; }  // backend memory, table().total() floats
     float* grads() { return grads_; }
     int max_batch() const { return B_; }
@@ -33,10 +36,10 @@ public:
     void forward(const int32_t* inputs, const int32_t* targets, int B, int T);
     void forward_backward(const int32_t* inputs, const int32_t* targets, int B, int T,
                           float dloss_scale, const StepScalars* scalars = nullptr);
-    const float* losses() const { return losses_; }  // backend memory [B*T] of the last forward
+    const float* losses() const { return acts_.losses; }  // backend memory [B*T]
     // Mean over B*T positions of the last forward's losses, summed in double.
     double mean_loss(int B, int T);
-    const float* logits() const { return logits_; }
+    const float* logits() const { return acts_.logits; }
     void zero_grads();
 
     // Host <-> backend staging for one micro-batch of token ids.
@@ -46,34 +49,32 @@ public:
     size_t activation_floats() const { return act_floats_; }
 
 private:
-    struct Layer {  // activations of one block, each [B*T, ...]
-        float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att_saved, *attproj, *residual2;
-        float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *fcproj, *residual3;
-    };
     void run_forward(const int32_t* inputs, const int32_t* targets, int B, int T,
                      float dloss_scale, bool write_grad, const StepScalars* scalars);
     void run_backward(const int32_t* inputs, int B, int T);
-    float* p(const ParamTensor& t) { return params_ + t.offset; }
-    float* g(const ParamTensor& t) { return grads_ + t.offset; }
+    // The family's norm (LayerNorm with bias | RMSNorm), fused with the residual add before it.
+    void norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                      const float* b, int N);
+    void residual_norm_forward(float* res_out, float* out, float* mean, float* rstd,
+                               const float* a, const float* b, const float* bb, const float* w,
+                               const float* bias, int N);
+    void norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                       const float* w, const float* mean, const float* rstd, int N);
+    // A tensor's parameters / gradients; nullptr when the family has no such tensor.
+    float* w(Slot slot, int layer = -1);
+    float* dw(Slot slot, int layer = -1);
 
     Backend& be_;
     ParamTable table_;
     int B_, T_;
     float* params_ = nullptr;
     float* grads_ = nullptr;
-    float* acts_ = nullptr;  // one allocation, carved into the views below
+    float* act_base_ = nullptr;  // one allocation, carved by lay_out_activations into acts_
     size_t act_floats_ = 0;
+    Activations acts_{};
+    float *rope_cos_ = nullptr, *rope_sin_ = nullptr;  // [maxT, hs/2] (rotary families)
     int32_t* inputs_ = nullptr;
     int32_t* targets_ = nullptr;
-
-    float* encoded_ = nullptr;  // [B*T, C]
-    std::vector<Layer> layers_;
-    float *lnf_ = nullptr, *lnf_mean_ = nullptr, *lnf_rstd_ = nullptr;
-    float* logits_ = nullptr;  // [B*T, Vp]; becomes dlogits in forward_backward
-    float* losses_ = nullptr;  // [B*T]
-    // Backward scratch, reused by every layer.
-    float *dresidual_ = nullptr, *dln_ = nullptr, *datty_ = nullptr, *dqkv_ = nullptr;
-    float *dfch_ = nullptr, *dfch_gelu_ = nullptr, *att_scratch_ = nullptr;
     std::vector<float> host_losses_;
 };
 

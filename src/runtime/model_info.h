@@ -1,8 +1,9 @@
 // What a model costs, computed from its shape without allocating it: `trainrt info` and
-// trainrt_config_model_info. The activation figure mirrors Gpt's layout (a test checks it
+// trainrt_config_model_info. The activation figure is the Decoder's own plan (a test checks it
 // against a real session's bytes_in_use).
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "backend/backend.h"
 #include "model/param_table.h"
@@ -18,6 +19,10 @@ struct ModelInfo {
     int64_t bytes_total = 0;
 };
 
-ModelInfo model_info(const GptShape& shape, int B, int T, const Backend& backend);
+ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend);
+
+// A readable account of the model for `trainrt info`: the family and shape, then the
+// parameters by part (embeddings, attention, MLP, norms, untied head) with their share.
+std::string model_summary(const ModelSpec& spec);
 
 }  // namespace trt

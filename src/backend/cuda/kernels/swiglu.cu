@@ -1,0 +1,94 @@
+// SwiGLU (backend.h: swiglu_forward / swiglu_backward): inp [N, 2F] = [gate | up] along the
+// last dim, out[n,j] = silu(gate[n,j]) * up[n,j], silu(x) = x / (1 + e^-x).
+//
+// Elementwise, one thread per (n, j) (grid-stride over N*F); consecutive threads take
+// consecutive j, so the gate, up, out and dout accesses of a warp are contiguous. No reduction:
+// every output element is one thread's arithmetic, bitwise reproducible.
+//
+// The exp argument is clamped to [-87, 88] as GELU's is (elementwise.cu, the CPU's fast_expf):
+// e stays finite, so the gradient never forms inf * 0 for very negative gates, and
+// 1 - sigmoid = e * sigmoid avoids the cancellation of 1 - s.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_ops.h"
+#include "core/error.h"
+
+namespace trt::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 65536;
+
+int grid_for(int64_t n) {
+    const int64_t b = (n + kThreads - 1) / kThreads;
+    return static_cast<int>(std::max<int64_t>(1, std::min(b, kMaxBlocks)));
+}
+
+// Ternaries, not fminf/fmaxf, so a NaN input stays NaN.
+__device__ __forceinline__ float clamped_exp(float a) {
+    a = a < -87.0f ? -87.0f : a;
+    a = a > 88.0f ? 88.0f : a;
+    return expf(a);
+}
+
+// out [N, F], inp [N, 2F]
+__global__ void __launch_bounds__(kThreads)
+    swiglu_forward_kernel(float* __restrict__ out, const float* __restrict__ inp, int64_t n,
+                          int F) {
+    const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+        const int64_t row = i / F;
+        const int64_t g_at = i + row * F;  // row * 2F + j
+        const float g = inp[g_at], u = inp[g_at + F];
+        out[i] = g / (1.0f + clamped_exp(-g)) * u;
+    }
+}
+
+// dinp [N, 2F] overwritten, inp [N, 2F], dout [N, F]:
+//   d gate = dout * up * silu'(gate), silu'(x) = s (1 + x (1 - s)), 1 - s = e s;
+//   d up   = dout * silu(gate).
+// Each thread reads gate/up at exactly the two places it writes, so dinp may alias inp (no
+// __restrict__ on those two).
+__global__ void __launch_bounds__(kThreads)
+    swiglu_backward_kernel(float* dinp, const float* inp,
+                           const float* __restrict__ dout, int64_t n, int F) {
+    const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+        const int64_t row = i / F;
+        const int64_t g_at = i + row * F;
+        const float g = inp[g_at], u = inp[g_at + F], d = dout[i];
+        const float e = clamped_exp(-g);
+        const float s = 1.0f / (1.0f + e);
+        const float dsilu = s * (1.0f + g * (e * s));
+        dinp[g_at] = d * u * dsilu;
+        dinp[g_at + F] = d * (g / (1.0f + e));
+    }
+}
+
+}  // namespace
+
+// out [N, F], inp [N, 2F]
+void swiglu_forward(const CudaCtx& ctx, float* out, const float* inp, int N, int F) {
+    if (N <= 0 || F <= 0) return;
+    const int64_t n = static_cast<int64_t>(N) * F;
+    swiglu_forward_kernel<<<grid_for(n), kThreads, 0, ctx.stream>>>(out, inp, n, F);
+    TRT_CUDA_LAUNCH_CHECK();
+}
+
+// dinp [N, 2F] overwritten, inp [N, 2F], dout [N, F]
+void swiglu_backward(const CudaCtx& ctx, float* dinp, const float* inp, const float* dout, int N,
+                     int F) {
+    if (N <= 0 || F <= 0) return;
+    const int64_t n = static_cast<int64_t>(N) * F;
+    swiglu_backward_kernel<<<grid_for(n), kThreads, 0, ctx.stream>>>(dinp, inp, dout, n, F);
+    TRT_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace trt::cuda

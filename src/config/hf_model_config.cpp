@@ -1,0 +1,140 @@
+#include "config/hf_model_config.h"
+
+#include <sys/stat.h>
+
+#include <limits>
+
+#include "config/size_limits.h"
+#include "core/error.h"
+#include "io/json_min.h"
+
+namespace trt {
+
+ModelConfig parse_hf_model_config(const std::string& text, const std::string& source) {
+    const json::Value root = json::parse(text, source);
+    if (!root.is_object())
+        fail(Status::Format, source, ": is a JSON ", root.kind_name(), ", expected an object");
+    const auto is_null = [](const json::Value* v) {
+        return v == nullptr || v->kind == json::Value::Kind::Null;
+    };
+    // Each dim within the bound of its model.* key (config/size_limits.h): a checkpoint's dims
+    // become a ParamTable (export_checkpoint_hf builds one straight from this file, one entry
+    // per tensor per layer), so a hostile n_layer of 2^31 - 1 must stop here, not in the
+    // allocator. fallback < 0: the key is required.
+    const auto dim = [&](const char* key, int64_t max, const char* config_key,
+                         int64_t fallback = -1) -> int64_t {
+        const json::Value* v = root.find(key);
+        if (fallback >= 0 && is_null(v)) return fallback;
+        if (!v) fail(Status::Format, source, ": key \"", key, "\" is missing");
+        int64_t x = 0;
+        if (!v->get_i64(x) || x < 1 || x > std::numeric_limits<int32_t>::max())
+            fail(Status::Format, source, ": \"", key, "\" must be a positive 32-bit integer (got a ",
+                 v->kind_name(), v->is_integer() ? " out of range" : "", ")");
+        if (x > max)
+            fail(Status::Format, source, ": \"", key, "\" = ", x, " is above ", max,
+                 ", the largest ", config_key,
+                 " libtrainrt supports; the file is damaged or not from a supported model");
+        return x;
+    };
+    const auto positive_number = [&](const char* key, double fallback) -> double {
+        const json::Value* v = root.find(key);
+        if (is_null(v)) return fallback;
+        double x = 0;
+        int64_t i = 0;
+        if (v->kind == json::Value::Kind::Double) x = v->d;
+        else if (v->get_i64(i)) x = static_cast<double>(i);
+        else fail(Status::Format, source, ": \"", key, "\" must be a number (got a ", v->kind_name(), ")");
+        if (!(x > 0) || x > limits::kMaxFloat)
+            fail(Status::Format, source, ": \"", key, "\" must be a positive finite number");
+        return x;
+    };
+    const auto flag = [&](const char* key, bool fallback) -> bool {
+        const json::Value* v = root.find(key);
+        if (is_null(v)) return fallback;
+        if (v->kind != json::Value::Kind::Bool)
+            fail(Status::Format, source, ": \"", key, "\" must be true or false");
+        return v->b;
+    };
+    const auto refuse_unless = [&](bool ok, const std::string& what) {
+        if (!ok)
+            fail(Status::Unsupported, source, ": ", what, " is not supported (libtrainrt trains "
+                 "GPT-2 and Llama-family models without it)");
+    };
+
+    // Checkpoints written before the Llama family have model_type "gpt2" too; a file without
+    // one is read as GPT-2, as before.
+    std::string model_type = "gpt2";
+    if (const json::Value* mt = root.find("model_type")) {
+        if (!mt->is_string()) fail(Status::Format, source, ": \"model_type\" must be a string");
+        model_type = mt->s;
+    }
+    ModelConfig m;
+    if (model_type == "gpt2") {
+        m.arch = ModelArch::Gpt2;
+        m.vocab_size = dim("vocab_size", limits::kMaxVocab, "model.vocab_size");
+        m.context_length = dim("n_positions", limits::kMaxContext, "model.context_length");
+        m.n_layer = dim("n_layer", limits::kMaxLayers, "model.n_layer");
+        m.n_head = dim("n_head", limits::kMaxHeads, "model.n_head");
+        m.d_model = dim("n_embd", limits::kMaxWidth, "model.d_model");
+        m.n_kv_head = 0;
+        // n_inner null = 4 * n_embd, which d_ff = 0 means too.
+        const int64_t inner = dim("n_inner", limits::kMaxMlpWidth, "model.d_ff", 0);
+        m.d_ff = inner == 4 * m.d_model ? 0 : inner;
+        if (const json::Value* act = root.find("activation_function"))
+            refuse_unless(act->is_string() && act->s == "gelu_new",
+                          "activation_function other than \"gelu_new\"");
+        refuse_unless(flag("tie_word_embeddings", true), "an untied GPT-2 head");
+        if (m.d_model % m.n_head != 0)
+            fail(Status::Format, source, ": n_embd ", m.d_model, " is not a multiple of n_head ",
+                 m.n_head);
+    } else if (model_type == "llama") {
+        m.arch = ModelArch::Llama;
+        m.vocab_size = dim("vocab_size", limits::kMaxVocab, "model.vocab_size");
+        m.context_length = dim("max_position_embeddings", limits::kMaxContext, "model.context_length");
+        m.n_layer = dim("num_hidden_layers", limits::kMaxLayers, "model.n_layer");
+        m.n_head = dim("num_attention_heads", limits::kMaxHeads, "model.n_head");
+        m.n_kv_head = dim("num_key_value_heads", limits::kMaxHeads, "model.n_kv_head", m.n_head);
+        m.d_model = dim("hidden_size", limits::kMaxWidth, "model.d_model");
+        m.d_ff = dim("intermediate_size", limits::kMaxMlpWidth, "model.d_ff");
+        m.norm_eps = positive_number("rms_norm_eps", 1e-6);  // LlamaConfig's default
+        m.rope_theta = positive_number("rope_theta", 10000.0);
+        m.tie_embeddings = flag("tie_word_embeddings", false);  // LlamaConfig's default
+        if (m.norm_eps > 1.0) fail(Status::Format, source, ": \"rms_norm_eps\" must be <= 1");
+        if (m.d_model % m.n_head != 0 || m.n_head % m.n_kv_head != 0 ||
+            (m.d_model / m.n_head) % 2 != 0)
+            fail(Status::Format, source, ": hidden_size ", m.d_model, ", num_attention_heads ",
+                 m.n_head, " and num_key_value_heads ", m.n_kv_head,
+                 " do not form even, whole heads");
+        if (const json::Value* hd = root.find("head_dim"); !is_null(hd)) {
+            int64_t h = 0;
+            refuse_unless(hd->get_i64(h) && h == m.d_model / m.n_head,
+                          "head_dim other than hidden_size / num_attention_heads");
+        }
+        if (const json::Value* act = root.find("hidden_act"))
+            refuse_unless(act->is_string() && act->s == "silu", "hidden_act other than \"silu\"");
+        refuse_unless(is_null(root.find("rope_scaling")), "rope_scaling (e.g. Llama 3.1's)");
+        refuse_unless(!flag("attention_bias", false), "attention_bias = true");
+        refuse_unless(!flag("mlp_bias", false), "mlp_bias = true");
+    } else {
+        fail(Status::Unsupported, source, ": \"model_type\" is \"", model_type,
+             "\"; libtrainrt supports \"gpt2\" and \"llama\"");
+    }
+    // Parameter count in long double: the per-layer C^2 terms alone overflow int64 for
+    // hostile dims. 2^40 floats (4 TiB) is far beyond any model this library trains.
+    const long double C = static_cast<long double>(m.d_model);
+    const long double F = m.d_ff > 0 ? static_cast<long double>(m.d_ff) : 4 * C;
+    const long double n = (2.0L * m.vocab_size + m.context_length) * C + 2 * C +
+                          static_cast<long double>(m.n_layer) * (4 * C * C + 3 * C * F + 13 * C + F);
+    if (n > static_cast<long double>(uint64_t{1} << 40))
+        fail(Status::Format, source, ": dims give ", static_cast<double>(n),
+             " parameters, more than any supported model; the file is damaged");
+    return m;
+}
+
+std::string hf_folder_config_path(const std::string& init_from) {
+    struct stat st {};
+    if (init_from.empty() || ::stat(init_from.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return "";
+    return init_from + (init_from.back() == '/' ? "" : "/") + "config.json";
+}
+
+}  // namespace trt

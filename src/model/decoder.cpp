@@ -1,0 +1,228 @@
+#include "model/decoder.h"
+
+#include "core/error.h"
+#include "model/rope_tables.h"
+
+namespace trt {
+
+Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T)
+    : be_(backend), table_(spec), B_(B), T_(T) {
+    const ModelSpec& s = spec;
+    const size_t N = static_cast<size_t>(B) * static_cast<size_t>(T);
+    // The backend sizes its scratch first: which attention path it takes (and so how much it
+    // saves for the backward) can depend on the shapes (cuDNN plans are built here).
+    be_.reserve(ModelDims{B, T, s.C, s.NH, s.V, s.L, s.NKV, s.F});
+    const size_t att_saved = be_.attention_saved_floats(B, T, s.C, s.NH, s.NKV);
+    const size_t att_scratch = be_.attention_scratch_floats(B, T, s.C, s.NH, s.NKV);
+    act_floats_ = lay_out_activations(s, B, T, att_saved, att_scratch, nullptr, nullptr);
+
+    params_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float), "parameters"));
+    grads_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float), "gradients"));
+    act_base_ = static_cast<float*>(be_.alloc(act_floats_ * sizeof(float), "activations"));
+    inputs_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "input ids"));
+    targets_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "target ids"));
+    be_.register_params(params_, table_.total());
+    lay_out_activations(s, B, T, att_saved, att_scratch, act_base_, &acts_);
+    if (!s.learned_positions()) {
+        const RopeTables rope = make_rope_tables(s.maxT, s.hs(), s.rope_theta);
+        const size_t bytes = rope.cos.size() * sizeof(float);
+        rope_cos_ = static_cast<float*>(be_.alloc(bytes, "RoPE cos table"));
+        rope_sin_ = static_cast<float*>(be_.alloc(bytes, "RoPE sin table"));
+        be_.copy_to_device(rope_cos_, rope.cos.data(), bytes);
+        be_.copy_to_device(rope_sin_, rope.sin.data(), bytes);
+    }
+    host_losses_.resize(N);
+}
+
+Decoder::~Decoder() {
+    be_.free(params_);
+    be_.free(grads_);
+    be_.free(act_base_);
+    be_.free(rope_cos_);
+    be_.free(rope_sin_);
+    be_.free(inputs_);
+    be_.free(targets_);
+}
+
+float* Decoder::w(Slot slot, int layer) {
+    const ParamTensor* t = table_.get(slot, layer);
+    return t != nullptr ? params_ + t->offset : nullptr;
+}
+
+float* Decoder::dw(Slot slot, int layer) {
+    const ParamTensor* t = table_.get(slot, layer);
+    return t != nullptr ? grads_ + t->offset : nullptr;
+}
+
+void Decoder::zero_grads() { be_.zero(grads_, table_.total() * sizeof(float)); }
+
+void Decoder::forward(const int32_t* inputs, const int32_t* targets, int B, int T) {
+    run_forward(inputs, targets, B, T, 0.0f, false, nullptr);
+}
+
+void Decoder::forward_backward(const int32_t* inputs, const int32_t* targets, int B, int T,
+                               float dloss_scale, const StepScalars* scalars) {
+    run_forward(inputs, targets, B, T, dloss_scale, true, scalars);
+    run_backward(inputs, B, T);
+}
+
+void Decoder::norm_forward(float* out, float* mean, float* rstd, const float* inp,
+                           const float* wt, const float* b, int N) {
+    const ModelSpec& s = spec();
+    if (s.rms_norm())
+        be_.rmsnorm_forward(out, rstd, inp, wt, N, s.C, s.norm_eps);
+    else
+        be_.layernorm_forward(out, mean, rstd, inp, wt, b, N, s.C);
+}
+
+void Decoder::residual_norm_forward(float* res_out, float* out, float* mean, float* rstd,
+                                    const float* a, const float* b, const float* bb,
+                                    const float* wt, const float* bias, int N) {
+    const ModelSpec& s = spec();
+    if (s.rms_norm())  // no biases in RMSNorm families (bb, bias are null)
+        be_.residual_rmsnorm_forward(res_out, out, rstd, a, b, wt, N, s.C, s.norm_eps);
+    else
+        be_.residual_layernorm_forward(res_out, out, mean, rstd, a, b, bb, wt, bias, N, s.C);
+}
+
+void Decoder::norm_backward(float* dinp, float* dwt, float* db, const float* dout,
+                            const float* inp, const float* wt, const float* mean,
+                            const float* rstd, int N) {
+    const ModelSpec& s = spec();
+    if (s.rms_norm())
+        be_.rmsnorm_backward(dinp, dwt, dout, inp, wt, rstd, N, s.C);
+    else
+        be_.layernorm_backward(dinp, dwt, db, dout, inp, wt, mean, rstd, N, s.C);
+}
+
+// One block, GPT-2 names | Llama names:
+//   ln1 = norm1(x)                                   ln_1 | input_layernorm
+//   qkv = ln1 · Wqkv (+ b)                           c_attn | [q_proj; k_proj; v_proj]
+//   q, k rotated in place (rotary families)
+//   atty = causal_attention(qkv)                     (grouped-query when NKV < NH)
+//   residual2 = x + atty · Wo (+ b)                  c_proj | o_proj
+//   ln2 = norm2(residual2)                           ln_2 | post_attention_layernorm
+//   mlp_act = gelu(ln2 · Wfc + b)                    c_fc
+//           | silu(ln2 · Wgateᵀ) * (ln2 · Wupᵀ)      [gate_proj; up_proj]
+//   residual3 = residual2 + mlp_act · Wdown (+ b)    mlp.c_proj | down_proj
+// Every residual add is fused with the norm that follows it, and the projections feeding
+// the residual leave their bias to that fused op (GPT-2).
+void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, int T,
+                          float dloss_scale, bool write_grad, const StepScalars* scalars) {
+    TRT_CHECK(B >= 1 && B <= B_ && T >= 1 && T <= T_, "micro-batch ", B, "x", T,
+              " exceeds the allocated ", B_, "x", T_);
+    const ModelSpec& s = spec();
+    const int N = B * T, C = s.C, F = s.F, L = s.L;
+    const WeightLayout lin = s.linear_layout();
+    Activations& A = acts_;
+
+    be_.encoder_forward(A.encoded, inputs, w(Slot::TokenEmbedding), w(Slot::PositionEmbedding),
+                        B, T, C);
+    if (L > 0) {
+        LayerActivations& a0 = A.layers[0];
+        norm_forward(a0.ln1, a0.ln1_mean, a0.ln1_rstd, A.encoded, w(Slot::AttnNorm, 0),
+                     w(Slot::AttnNormBias, 0), N);
+    } else {
+        norm_forward(A.lnf, A.lnf_mean, A.lnf_rstd, A.encoded, w(Slot::FinalNorm),
+                     w(Slot::FinalNormBias), N);
+    }
+    const float* residual = A.encoded;  // [N, C]
+    for (int i = 0; i < L; ++i) {
+        LayerActivations& a = A.layers[i];
+        // a.ln1 was written above (block 0) or by the previous block's fused norm.
+        const float* Wqkv = s.split_qkv() ? w(Slot::Q, i) : w(Slot::Qkv, i);
+        be_.matmul_forward(a.qkv, a.ln1, Wqkv, w(Slot::QkvBias, i), N, C, s.qkv_width(), lin);
+        if (!s.learned_positions())
+            be_.rope_forward(a.qkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0);
+        be_.attention_forward(a.atty, a.att_saved, a.qkv, B, T, C, s.NH, s.NKV);
+        be_.matmul_forward(a.attproj, a.atty, w(Slot::AttnOut, i), nullptr, N, C, C, lin);
+        residual_norm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, residual, a.attproj,
+                              w(Slot::AttnOutBias, i), w(Slot::MlpNorm, i),
+                              w(Slot::MlpNormBias, i), N);
+        if (s.gated_mlp()) {
+            // [gate | up] [N, 2F] in one matmul: gate_proj and up_proj are adjacent.
+            be_.matmul_forward(a.mlp_pre, a.ln2, w(Slot::Gate, i), nullptr, N, C, 2 * F, lin);
+            be_.swiglu_forward(a.mlp_act, a.mlp_pre, N, F);
+        } else {
+            be_.matmul_gelu_forward(a.mlp_pre, a.mlp_act, a.ln2, w(Slot::Up, i),
+                                    w(Slot::UpBias, i), N, C, F);
+        }
+        be_.matmul_forward(a.fcproj, a.mlp_act, w(Slot::Down, i), nullptr, N, F, C, lin);
+        const bool last = i + 1 == L;
+        LayerActivations* next = last ? nullptr : &A.layers[i + 1];
+        residual_norm_forward(
+            a.residual3, last ? A.lnf : next->ln1, last ? A.lnf_mean : next->ln1_mean,
+            last ? A.lnf_rstd : next->ln1_rstd, a.residual2, a.fcproj, w(Slot::DownBias, i),
+            last ? w(Slot::FinalNorm) : w(Slot::AttnNorm, i + 1),
+            last ? w(Slot::FinalNormBias) : w(Slot::AttnNormBias, i + 1), N);
+        residual = a.residual3;
+    }
+    // Output head: logits [N, Vp] = lnf · headᵀ, head stored [Vp, C] (the token embedding when
+    // tied; rows >= V are zero padding); the classifier reads the first V columns and zeroes
+    // the others' grads.
+    const int Vp = table_.padded_vocab();
+    be_.matmul_forward(A.logits, A.lnf, params_ + table_.head().offset, nullptr, N, C, Vp,
+                       WeightLayout::OutIn);
+    be_.classifier_forward_backward(A.logits, A.losses, targets, N, s.V, Vp, dloss_scale,
+                                    write_grad, scalars);
+}
+
+// Gradients flow through one residual buffer: every norm backward adds its input gradient
+// into dresidual, and every block's two residual branches read the same buffer.
+void Decoder::run_backward(const int32_t* inputs, int B, int T) {
+    const ModelSpec& s = spec();
+    const int N = B * T, C = s.C, F = s.F, L = s.L;
+    const WeightLayout lin = s.linear_layout();
+    Activations& A = acts_;
+    const size_t NC = static_cast<size_t>(N) * static_cast<size_t>(C);
+
+    const float* last_residual = L > 0 ? A.layers[L - 1].residual3 : A.encoded;
+    // A.logits now holds dlogits [N, Vp] (zero in the padding columns).
+    const ParamTensor& head = table_.head();
+    be_.matmul_backward(A.dln, grads_ + head.offset, nullptr, A.logits, A.lnf,
+                        params_ + head.offset, N, C, table_.padded_vocab(), WeightLayout::OutIn);
+    be_.zero(A.dresidual, NC * sizeof(float));
+    norm_backward(A.dresidual, dw(Slot::FinalNorm), dw(Slot::FinalNormBias), A.dln,
+                  last_residual, w(Slot::FinalNorm), A.lnf_mean, A.lnf_rstd, N);
+    for (int i = L - 1; i >= 0; --i) {
+        LayerActivations& a = A.layers[i];
+        const float* residual = i == 0 ? A.encoded : A.layers[i - 1].residual3;
+        // dresidual = d residual3 = d residual2 (skip) = d fcproj (branch).
+        be_.matmul_backward(A.dmlp_act, dw(Slot::Down, i), dw(Slot::DownBias, i), A.dresidual,
+                            a.mlp_act, w(Slot::Down, i), N, F, C, lin);
+        const float* Wup = s.gated_mlp() ? w(Slot::Gate, i) : w(Slot::Up, i);
+        float* dWup = s.gated_mlp() ? dw(Slot::Gate, i) : dw(Slot::Up, i);
+        if (s.gated_mlp())
+            be_.swiglu_backward(A.dmlp_pre, a.mlp_pre, A.dmlp_act, N, F);
+        else  // the c_fc bias gradient is summed in the GELU backward pass
+            be_.gelu_backward_bias(A.dmlp_pre, dw(Slot::UpBias, i), a.mlp_pre, A.dmlp_act, N, F);
+        be_.matmul_backward(A.dln, dWup, nullptr, A.dmlp_pre, a.ln2, Wup, N, C,
+                            s.mlp_up_width(), lin);
+        norm_backward(A.dresidual, dw(Slot::MlpNorm, i), dw(Slot::MlpNormBias, i), A.dln,
+                      a.residual2, w(Slot::MlpNorm, i), a.ln2_mean, a.ln2_rstd, N);
+        // dresidual = d residual2 = d residual (skip) = d attproj (branch).
+        be_.matmul_backward(A.datty, dw(Slot::AttnOut, i), dw(Slot::AttnOutBias, i),
+                            A.dresidual, a.atty, w(Slot::AttnOut, i), N, C, C, lin);
+        be_.attention_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, B, T, C,
+                               s.NH, s.NKV);
+        if (!s.learned_positions())  // d(rotated q, k) -> d(q, k)
+            be_.rope_backward(A.dqkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0);
+        const Slot qkv = s.split_qkv() ? Slot::Q : Slot::Qkv;
+        be_.matmul_backward(A.dln, dw(qkv, i), dw(Slot::QkvBias, i), A.dqkv, a.ln1, w(qkv, i),
+                            N, C, s.qkv_width(), lin);
+        norm_backward(A.dresidual, dw(Slot::AttnNorm, i), dw(Slot::AttnNormBias, i), A.dln,
+                      residual, w(Slot::AttnNorm, i), a.ln1_mean, a.ln1_rstd, N);
+    }
+    be_.encoder_backward(dw(Slot::TokenEmbedding), dw(Slot::PositionEmbedding), A.dresidual,
+                         inputs, B, T, C);
+}
+
+double Decoder::mean_loss(int B, int T) {
+    const size_t N = static_cast<size_t>(B) * static_cast<size_t>(T);
+    be_.copy_to_host(host_losses_.data(), acts_.losses, N * sizeof(float));
+    double sum = 0.0;
+    for (size_t i = 0; i < N; ++i) sum += host_losses_[i];
+    return sum / static_cast<double>(N);
+}
+
+}  // namespace trt

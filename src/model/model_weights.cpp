@@ -1,0 +1,137 @@
+#include "model/model_weights.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "core/error.h"
+#include "core/philox.h"
+#include "io/safetensors.h"
+#include "model/finite_check.h"
+#include "model/hf_model_files.h"
+#include "model/llmc_import.h"
+
+namespace trt {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(),
+                                                  suffix) == 0;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+    std::string out = "[";
+    for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+    return out + "]";
+}
+
+// Normal(0, std) for element i of tensor `tensor_index`: one Philox draw gives two uniforms.
+void fill_normal(float* out, size_t n, uint64_t seed, uint32_t tensor_index, float stddev) {
+    const uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+    for (size_t i = 0; i < n; i += 2) {
+        const Philox4x32 r = philox4x32_10(static_cast<uint32_t>(i), static_cast<uint32_t>(
+            static_cast<uint64_t>(i) >> 32), tensor_index, 0x1A17u, k0, k1);
+        // u1 in (0, 1], u2 in [0, 1): 24-bit uniforms so float math is exact.
+        const double u1 = ((r.v[0] >> 8) + 1.0) / 16777216.0;
+        const double u2 = (r.v[1] >> 8) / 16777216.0;
+        const double radius = std::sqrt(-2.0 * std::log(u1));
+        out[i] = static_cast<float>(stddev * radius * std::cos(2.0 * M_PI * u2));
+        if (i + 1 < n) out[i + 1] = static_cast<float>(stddev * radius * std::sin(2.0 * M_PI * u2));
+    }
+}
+
+}  // namespace
+
+void init_random(const ParamTable& table, uint64_t seed, float* host) {
+    const ModelSpec& s = table.spec();
+    const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(s.L));
+    const auto& tensors = table.tensors();
+    for (size_t t = 0; t < tensors.size(); ++t) {
+        const ParamTensor& pt = tensors[t];
+        float* out = host + pt.offset;
+        switch (pt.role) {
+            case ParamRole::TokenEmbedding:
+            case ParamRole::PositionEmbedding:
+            case ParamRole::Head:
+            case ParamRole::Linear: {
+                const bool residual_proj =
+                    !s.llama() && (pt.slot == Slot::AttnOut || pt.slot == Slot::Down);
+                fill_normal(out, pt.numel, seed, static_cast<uint32_t>(t),
+                            residual_proj ? residual_std : 0.02f);
+                break;
+            }
+            case ParamRole::Norm: std::fill(out, out + pt.numel, 1.0f); break;
+            case ParamRole::NormBias:
+            case ParamRole::LinearBias: std::fill(out, out + pt.numel, 0.0f); break;
+        }
+    }
+    table.clear_padding(host);
+}
+
+void load_hf_weights(const ParamTable& table, const std::string& path, float* host) {
+    // One file, or every shard of a model folder; a tensor is looked up across all of them.
+    std::vector<SafetensorsFile> files;
+    for (const std::string& f : hf_weight_files(path)) files.push_back(SafetensorsFile::open(f));
+    std::map<std::string, const SafetensorsFile*> where;  // tensor name -> its file
+    for (const SafetensorsFile& f : files)
+        for (const TensorInfo& t : f.tensors())
+            if (!where.emplace(t.name, &f).second)
+                fail(Status::Format, "model.init_from = '", path, "': tensor '", t.name,
+                     "' is in two shards (", where[t.name]->source_name(), " and ",
+                     f.source_name(), ")");
+    const auto find = [&](const std::string& name) -> std::pair<const SafetensorsFile*, const TensorInfo*> {
+        auto it = where.find(name);
+        if (it == where.end()) return {nullptr, nullptr};
+        return {it->second, it->second->find(name)};
+    };
+    std::set<std::string> used;
+    for (const ParamTensor& pt : table.tensors()) {
+        std::string found_name = pt.name;
+        auto [file, info] = find(pt.name);
+        if (info == nullptr && !table.spec().llama()) {
+            found_name = "transformer." + pt.name;
+            std::tie(file, info) = find(found_name);
+        }
+        if (info == nullptr)
+            fail(Status::Format, "model.init_from = '", path, "': tensor '", pt.name,
+                 "' is missing (the config asks for a ", describe(table.spec()),
+                 "; check [model] matches the checkpoint)");
+        if (info->shape != pt.shape) {
+            fail(Status::Format, "model.init_from = '", path, "': tensor '", found_name,
+                 "' has shape ", shape_text(info->shape), " but the config's model needs ",
+                 shape_text(pt.shape),
+                 " (set the model.* keys - vocab_size, context_length, d_model, n_kv_head, "
+                 "d_ff - to match the checkpoint)");
+        }
+        file->read_f32(*info, host + pt.offset);
+        used.insert(found_name);
+    }
+    table.clear_padding(host);
+    for (const auto& [name, file] : where) {
+        if (used.count(name)) continue;
+        if (ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias") ||
+            ends_with(name, ".rotary_emb.inv_freq") ||
+            (name == "lm_head.weight" && table.spec().tied))
+            continue;  // causal-mask and RoPE buffers, and the tied output projection
+        fail(Status::Format, "model.init_from = '", path, "': unexpected tensor '", name,
+             "' (the file holds a different model than [model] describes: ",
+             describe(table.spec()), ")");
+    }
+}
+
+void load_init_weights(const ParamTable& table, const std::string& path, float* host) {
+    const bool llmc = is_llmc_checkpoint(path);
+    if (llmc)
+        load_llmc_gpt2(table, path, host);
+    else
+        load_hf_weights(table, path, host);
+    require_finite(table, host, cat("model.init_from '", path, "'"),
+                   cat("the weights in this ", llmc ? "llm.c checkpoint" : "safetensors model",
+                       " are unusable (a damaged file, or one saved from a diverged run); "
+                       "use another file or set model.init_from = \"\" for a random init"));
+}
+
+}  // namespace trt

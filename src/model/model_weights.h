@@ -1,0 +1,34 @@
+// Initial weights of any family: a seeded random init, a Hugging Face safetensors file
+// (GPT-2 or Llama names, as the table has them), or an llm.c GPT-2 checkpoint
+// (model/llmc_import.h).
+// Both fill a host buffer laid out by ParamTable (the caller copies it to the backend).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "model/param_table.h"
+
+namespace trt {
+
+// Random init as the family's reference code does it: matmul weights and embeddings
+// ~ N(0, 0.02), biases 0, norm weights 1; GPT-2 also scales its two residual projections
+// (attn.c_proj, mlp.c_proj) to N(0, 0.02/sqrt(2L)) (HF GPT2 / nanoGPT), Llama does not (HF
+// LlamaPreTrainedModel). Deterministic for a seed (Philox4x32-10 + Box-Muller, indexed by
+// tensor and element).
+void init_random(const ParamTable& table, uint64_t seed, float* host_params);
+
+// Loads every tensor of the table from an HF-named safetensors file (F32/BF16/F16/F64).
+// Accepts GPT-2's "transformer." prefix; ignores attn.bias / attn.masked_bias and
+// rotary_emb.inv_freq buffers and an lm_head.weight when the head is tied. A missing
+// tensor, a shape mismatch or an unexpected tensor is Error(Format) naming the file, the
+// tensor and the config key to change.
+void load_hf_weights(const ParamTable& table, const std::string& path, float* host_params);
+
+// model.init_from: dispatches on the file's content, not its name. A file whose first int32
+// is the llm.c model magic 20240326 is an llm.c checkpoint (load_llmc_gpt2); anything else is
+// read as safetensors (load_hf_weights). A safetensors file cannot be mistaken for llm.c: its
+// first 8 bytes are the header length, and a header of exactly 20240326 + k * 2^32 bytes is
+// beyond what any GPT-2 safetensors header needs.
+void load_init_weights(const ParamTable& table, const std::string& path, float* host_params);
+
+}  // namespace trt

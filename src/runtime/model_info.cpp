@@ -1,0 +1,67 @@
+#include "runtime/model_info.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "model/activations.h"
+#include "runtime/perf.h"
+
+namespace trt {
+
+ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend) {
+    const ParamTable table(spec);
+    const int64_t N = static_cast<int64_t>(B) * T;
+    ModelInfo m;
+    m.parameters = static_cast<int64_t>(table.num_params());
+    m.flops_per_token = flops_per_token(m.parameters, spec.L, spec.C, T);  // 6N + 6·L·C·T
+    // Buffers hold the padded vocabulary matrices ([Vp, C]): parameters, gradients, m and v.
+    const int64_t stored = static_cast<int64_t>(table.total());
+    m.bytes_parameters = stored * 4;
+    m.bytes_optimizer = 3 * stored * 4;
+    // The Decoder's own plan (model/activations.h), counted without allocating, plus the
+    // token ids and the RoPE tables.
+    const size_t acts = lay_out_activations(
+        spec, B, T, backend.attention_saved_floats(B, T, spec.C, spec.NH, spec.NKV),
+        backend.attention_scratch_floats(B, T, spec.C, spec.NH, spec.NKV), nullptr, nullptr);
+    const int64_t rope = spec.learned_positions() ? 0 : int64_t{spec.maxT} * spec.hs();
+    m.bytes_activations = (static_cast<int64_t>(acts) + rope) * 4 + 2 * N * 4;
+    m.bytes_total = m.bytes_parameters + m.bytes_optimizer + m.bytes_activations;
+    return m;
+}
+
+std::string model_summary(const ModelSpec& spec) {
+    const ParamTable table(spec);
+    // The decoder's parts, by slot: what each tensor is for, whatever the family calls it.
+    struct Part {
+        const char* name;
+        int64_t count = 0;
+    } parts[] = {{"embeddings"}, {"attention"}, {"MLP"}, {"norms"}, {"output head"}};
+    for (const ParamTensor& t : table.tensors()) {
+        int part = 2;
+        switch (t.slot) {
+            case Slot::TokenEmbedding: case Slot::PositionEmbedding: part = 0; break;
+            case Slot::Qkv: case Slot::QkvBias: case Slot::Q: case Slot::K: case Slot::V:
+            case Slot::AttnOut: case Slot::AttnOutBias: part = 1; break;
+            case Slot::AttnNorm: case Slot::AttnNormBias: case Slot::MlpNorm:
+            case Slot::MlpNormBias: case Slot::FinalNorm: case Slot::FinalNormBias: part = 3; break;
+            case Slot::Head: part = 4; break;
+            default: part = 2;  // Gate, Up, UpBias, Down, DownBias
+        }
+        parts[part].count += static_cast<int64_t>(t.numel);
+    }
+    const double total = static_cast<double>(table.num_params());
+    std::string out = cat("architecture: ", describe(spec), "\nparameters by part:\n");
+    for (const Part& p : parts) {
+        if (p.count == 0 && std::string(p.name) == "output head") {
+            out += "  output head     tied to the token embedding\n";
+            continue;
+        }
+        char line[96];
+        std::snprintf(line, sizeof line, "  %-15s %14lld  %5.1f%%\n", p.name,
+                      static_cast<long long>(p.count), 100.0 * static_cast<double>(p.count) / total);
+        out += line;
+    }
+    return out;
+}
+
+}  // namespace trt

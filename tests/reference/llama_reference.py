@@ -1,0 +1,271 @@
+#!/usr/bin/python3
+"""PyTorch Llama reference test for libtrainrt (TESTING.md, layer 2; issue 16).
+
+An independent Llama written here from the equations (not from libtrainrt's C++, nor from
+transformers, which is not used) trains from the same Hugging Face LlamaForCausalLM-named
+safetensors init, on the same sequential batches, with the same AdamW / global-norm clip /
+warmup+cosine schedule as `trainrt train` (all of that shared with gpt2_reference.py through
+reference_common.py). Per step, the losses must agree within 1e-5 relative, the learning rates
+within 1e-6 and the pre-clip gradient norms within 1e-4 (--strict: 1e-6 and 1e-5).
+
+The model (HF Llama semantics, no biases anywhere):
+    x = embed_tokens[ids]
+    per layer:  a = rms(x, input_layernorm)
+                h = x + o_proj(attn(rope(q_proj a), rope(k_proj a), v_proj a))
+                m = rms(h, post_attention_layernorm)
+                x = h + down_proj(silu(gate_proj m) * up_proj m)
+    logits = lm_head(rms(x, norm))             (lm_head = embed_tokens when tied)
+rms(x, w) = x * rsqrt(mean(x^2) + eps) * w; RoPE with rotate_half (dimension i pairs with
+i + hs/2), inv_freq = theta^(-2j/hs), positions 0..T-1; causal attention scaled 1/sqrt(hs);
+query head h reads kv head h // (n_head / n_kv_head); cross-entropy over the V logits.
+
+Cases (V64, context 64, L2, H4, C64, d_ff 96; B4 T32; 12 steps by default):
+    mha_untied         n_kv_head 4, untied head, grad_accum 1
+    gqa_untied         n_kv_head 2, untied head, grad_accum 1
+    gqa_tied           n_kv_head 1, tie_embeddings = true (no lm_head tensor), grad_accum 1
+    gqa_untied_accum2  n_kv_head 2, untied head, grad_accum 2 (the sampler wraps on step 11)
+
+Usage:
+    /usr/bin/python3 llama_reference.py --trainrt PATH/trainrt --workdir DIR [--steps 12] [--strict]
+    /usr/bin/python3 llama_reference.py --torch-only --workdir DIR   (reference side only)
+
+Exit status: 0 pass, 1 mismatch or trainrt failure, 77 torch unavailable (CTest skip). Only the standard library, torch and numpy are used.
+"""
+
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# Exits 77 when torch/numpy cannot be imported.
+from reference_common import OPTIM as OPTIM_BASE  # noqa: E402
+from reference_common import Case, ModelSpec, Tolerances, cross_entropy, run  # noqa: E402
+import torch  # noqa: E402
+
+# ----------------------------------------------------------------------------- the test cases
+BASE = dict(vocab_size=64, context_length=64, n_layer=2, n_head=4, d_model=64, d_ff=96,
+            rope_theta=10000.0, norm_eps=1e-5)
+MODELS = {  # key: (n_kv_head, tie_embeddings, init seed)
+    "mha_untied": (4, False, 5001),
+    "gqa_untied": (2, False, 5002),
+    "gqa_tied": (1, True, 5003),
+}
+CASES = [  # (case name, model key, grad_accum)
+    ("mha_untied", "mha_untied", 1),
+    ("gqa_untied", "gqa_untied", 1),
+    ("gqa_tied", "gqa_tied", 1),
+    ("gqa_untied_accum2", "gqa_untied", 2),
+]
+
+LOSS_RTOL, LR_RTOL, GNORM_RTOL, WEIGHT_RTOL = 1e-5, 1e-6, 1e-4, 1e-4
+# grad_clip 1.45 (GPT-2: 1.5) so the grad_accum 2 case clips on some steps (4/12) too.
+OPTIM = dict(OPTIM_BASE, grad_clip=1.45)
+STRICT_LOSS_RTOL, STRICT_GNORM_RTOL = 1e-6, 1e-5  # --strict
+
+
+def model_cfg(key):
+    nkv, tied, seed = MODELS[key]
+    return dict(BASE, n_kv_head=nkv, tie_embeddings=tied, seed=seed)
+
+
+# ----------------------------------------------------------------------------- Llama from the math
+def llama_param_shapes(cfg):
+    """HF LlamaForCausalLM names and shapes; linear weights are [out, in] (y = x W^T)."""
+    V, C, L, F = cfg["vocab_size"], cfg["d_model"], cfg["n_layer"], cfg["d_ff"]
+    NH, NKV = cfg["n_head"], cfg["n_kv_head"]
+    hs = C // NH
+    shapes = [("model.embed_tokens.weight", (V, C))]
+    for i in range(L):
+        p = f"model.layers.{i}."
+        shapes += [
+            (p + "input_layernorm.weight", (C,)),
+            (p + "self_attn.q_proj.weight", (NH * hs, C)),
+            (p + "self_attn.k_proj.weight", (NKV * hs, C)),
+            (p + "self_attn.v_proj.weight", (NKV * hs, C)),
+            (p + "self_attn.o_proj.weight", (C, NH * hs)),
+            (p + "post_attention_layernorm.weight", (C,)),
+            (p + "mlp.gate_proj.weight", (F, C)),
+            (p + "mlp.up_proj.weight", (F, C)),
+            (p + "mlp.down_proj.weight", (C, F)),
+        ]
+    shapes += [("model.norm.weight", (C,))]
+    if not cfg["tie_embeddings"]:
+        shapes += [("lm_head.weight", (V, C))]
+    return shapes
+
+
+def init_params(cfg, seed):
+    """normal(0, 0.02) matrices and embeddings; RMSNorm weights 1 + 0.1 randn (a unit gain
+    would hide a norm weight that is ignored, applied twice or taken from the wrong layer)."""
+    g = torch.Generator().manual_seed(seed)
+    params = {}
+    for name, shape in llama_param_shapes(cfg):
+        r = torch.randn(shape, generator=g, dtype=torch.float32)
+        params[name] = 1.0 + 0.1 * r if name.endswith("norm.weight") else 0.02 * r
+    return params
+
+
+def rms_norm(x, w, eps):
+    """LlamaRMSNorm: x / sqrt(mean over the last dim of x^2 + eps), times the weight."""
+    return x * torch.rsqrt((x * x).mean(dim=-1, keepdim=True) + eps) * w
+
+
+def silu(x):
+    return x * torch.sigmoid(x)
+
+
+def rope_tables(T, hs, theta, dtype):
+    """cos, sin of shape (T, hs): angle[t, j] = t * theta^(-2j/hs) for j < hs/2, repeated for
+    the second half (HF's cat(freqs, freqs)). Angles are computed in float64 and rounded once."""
+    j = torch.arange(0, hs, 2, dtype=torch.float64)
+    inv_freq = 1.0 / (theta ** (j / hs))                                   # (hs/2,)
+    ang = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq[None, :]
+    ang = torch.cat([ang, ang], dim=-1)                                    # (T, hs)
+    return ang.cos().to(dtype), ang.sin().to(dtype)
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+
+
+def apply_rope(x, cos, sin):
+    """x: (B, heads, T, hs). Rotates each pair (i, i + hs/2) by angle[t, i]."""
+    return x * cos + rotate_half(x) * sin
+
+
+def llama_logits(p, cfg, idx):
+    """(B, T, V) next-token logits of the Llama with HF-named parameters p for ids idx (B, T)."""
+    B, T = idx.shape
+    C, L, NH, NKV = cfg["d_model"], cfg["n_layer"], cfg["n_head"], cfg["n_kv_head"]
+    hs, eps = C // NH, cfg["norm_eps"]
+    assert NH % NKV == 0
+    group = NH // NKV
+    kv_of_head = torch.arange(NH) // group                                 # HF repeat_kv
+    emb = p["model.embed_tokens.weight"]
+    cos, sin = rope_tables(T, hs, cfg["rope_theta"], emb.dtype)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    x = emb[idx]                                                           # (B,T,C)
+    for i in range(L):
+        q_ = f"model.layers.{i}."
+        a = rms_norm(x, p[q_ + "input_layernorm.weight"], eps)
+        q = (a @ p[q_ + "self_attn.q_proj.weight"].t()).view(B, T, NH, hs).transpose(1, 2)
+        k = (a @ p[q_ + "self_attn.k_proj.weight"].t()).view(B, T, NKV, hs).transpose(1, 2)
+        v = (a @ p[q_ + "self_attn.v_proj.weight"].t()).view(B, T, NKV, hs).transpose(1, 2)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        k, v = k[:, kv_of_head], v[:, kv_of_head]                          # (B,NH,T,hs)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+        att = att.masked_fill(~causal, float("-inf"))
+        att = torch.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, NH * hs)
+        h = x + y @ p[q_ + "self_attn.o_proj.weight"].t()
+        m = rms_norm(h, p[q_ + "post_attention_layernorm.weight"], eps)
+        f = silu(m @ p[q_ + "mlp.gate_proj.weight"].t()) * (m @ p[q_ + "mlp.up_proj.weight"].t())
+        x = h + f @ p[q_ + "mlp.down_proj.weight"].t()
+    x = rms_norm(x, p["model.norm.weight"], eps)
+    head = emb if cfg["tie_embeddings"] else p["lm_head.weight"]
+    return x @ head.t()
+
+
+def llama_loss(p, cfg, idx, targets, per_token=False):
+    """Mean next-token cross-entropy over the B*T positions of one micro-batch (or the (B, T)
+    per-position losses with per_token=True)."""
+    return cross_entropy(llama_logits(p, cfg, idx), targets, per_token)
+
+
+# ----------------------------------------------------------------------------- self checks
+def llama_self_check(spec):
+    cfg, init = spec.cfg, spec.init
+    C, NH, NKV = cfg["d_model"], cfg["n_head"], cfg["n_kv_head"]
+    hs = C // NH
+    g = torch.Generator().manual_seed(11)
+    assert ("lm_head.weight" in init) == (not cfg["tie_embeddings"]), "lm_head iff untied"
+    # RMSNorm against a float64 evaluation of the formula with a separate sqrt and division.
+    x = torch.randn(3, 5, C, generator=g)
+    w = init["model.layers.0.input_layernorm.weight"]
+    xd = x.double()
+    want = xd / torch.sqrt((xd ** 2).sum(-1, keepdim=True) / C + cfg["norm_eps"]) * w.double()
+    assert torch.allclose(rms_norm(x, w, cfg["norm_eps"]).double(), want, rtol=1e-5, atol=1e-6)
+    assert torch.allclose(silu(x), torch.nn.functional.silu(x), atol=1e-6)
+    # RoPE: identity at position 0; rotate_half pairing (dimension 0 goes to hs/2 by
+    # sin(t * inv_freq[0]) = sin(t)); norms kept; q.k depends only on the offset m - n.
+    cos, sin = rope_tables(8, hs, cfg["rope_theta"], torch.float64)
+    v = torch.randn(1, 1, 8, hs, generator=g, dtype=torch.float64)
+    r = apply_rope(v, cos, sin)
+    assert torch.allclose(r[..., 0, :], v[..., 0, :])
+    e0 = torch.zeros(1, 1, 8, hs, dtype=torch.float64)
+    e0[..., 0] = 1.0
+    re0 = apply_rope(e0, cos, sin)
+    assert abs(re0[0, 0, 3, hs // 2].item() - math.sin(3.0)) < 1e-12
+    assert abs(re0[0, 0, 3, 0].item() - math.cos(3.0)) < 1e-12
+    assert torch.allclose(r.norm(dim=-1), v.norm(dim=-1))
+    qv = torch.randn(hs, generator=g, dtype=torch.float64).expand(1, 1, 8, hs)
+    kv = torch.randn(hs, generator=g, dtype=torch.float64).expand(1, 1, 8, hs)
+    rq, rk = apply_rope(qv, cos, sin)[0, 0], apply_rope(kv, cos, sin)[0, 0]
+    assert abs((rq[5] @ rk[3]).item() - (rq[2] @ rk[0]).item()) < 1e-10, "RoPE not relative"
+    # Grouped-query attention = multi-head attention with each kv head's rows repeated for the
+    # n_head / n_kv_head consecutive query heads that read it (HF repeat_kv).
+    if NKV != NH:
+        group = NH // NKV
+        mha_cfg = dict(cfg, n_kv_head=NH)
+        mha = dict(init)
+        for i in range(cfg["n_layer"]):
+            for n in ("k_proj", "v_proj"):
+                key = f"model.layers.{i}.self_attn.{n}.weight"
+                mha[key] = init[key].view(NKV, hs, C).repeat_interleave(group, dim=0).reshape(NH * hs, C)
+        ids = torch.randint(0, cfg["vocab_size"], (2, 16), generator=g)
+        with torch.no_grad():
+            a, b = llama_logits(init, cfg, ids), llama_logits(mha, mha_cfg, ids)
+        assert torch.allclose(a, b, rtol=0, atol=1e-6), "GQA != MHA with repeated kv heads"
+    # Tied: the head is the embedding (an untied copy gives the same logits).
+    if cfg["tie_embeddings"]:
+        untied = dict(init, **{"lm_head.weight": init["model.embed_tokens.weight"].clone()})
+        ids = torch.randint(0, cfg["vocab_size"], (2, 16), generator=g)
+        with torch.no_grad():
+            a = llama_logits(init, cfg, ids)
+            b = llama_logits(untied, dict(cfg, tie_embeddings=False), ids)
+        assert torch.equal(a, b)
+
+
+# ----------------------------------------------------------------------------- trainrt side
+def model_toml(cfg, init_file):
+    # arch first: when trainrt does not know it, it is the first problem reported.
+    return f"""arch = "llama"
+vocab_size = {cfg['vocab_size']}
+context_length = {cfg['context_length']}
+n_layer = {cfg['n_layer']}
+n_head = {cfg['n_head']}
+n_kv_head = {cfg['n_kv_head']}
+d_model = {cfg['d_model']}
+d_ff = {cfg['d_ff']}
+rope_theta = {cfg['rope_theta']!r}
+norm_eps = {cfg['norm_eps']!r}
+tie_embeddings = {'true' if cfg['tie_embeddings'] else 'false'}
+init_from = "{init_file}"
+"""
+
+
+def main():
+    specs = {}
+    for key in MODELS:
+        cfg = model_cfg(key)
+        specs[key] = ModelSpec(
+            key=key, cfg=cfg,
+            describe=(f"{key}: V{cfg['vocab_size']} Tmax{cfg['context_length']} "
+                      f"L{cfg['n_layer']} H{cfg['n_head']} KV{cfg['n_kv_head']} "
+                      f"C{cfg['d_model']} F{cfg['d_ff']} "
+                      f"{'tied' if cfg['tie_embeddings'] else 'untied'}"),
+            param_shapes=llama_param_shapes(cfg), init=init_params(cfg, cfg["seed"]),
+            loss=(lambda c: lambda p, x, y, per_token=False: llama_loss(p, c, x, y, per_token))(cfg),
+            model_toml=(lambda c: lambda init_file: model_toml(c, init_file))(cfg))
+    cases = [Case(name, specs[key], accum) for name, key, accum in CASES]
+
+    return run(__doc__, "llama_reference.py", cases,
+               Tolerances(LOSS_RTOL, LR_RTOL, GNORM_RTOL, WEIGHT_RTOL),
+               Tolerances(STRICT_LOSS_RTOL, LR_RTOL, STRICT_GNORM_RTOL, WEIGHT_RTOL),
+               extra_self_check=llama_self_check,
+               optim=OPTIM)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

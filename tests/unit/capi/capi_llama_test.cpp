@@ -1,0 +1,198 @@
+// The Llama family through the C API, as a host program sees it: it trains and resumes
+// bit-exactly like GPT-2, exports a Hugging Face folder that is itself a model.init_from
+// (the folder's config.json sets the [model] keys; a key that contradicts it is refused),
+// samples, and `trainrt info`'s summary names it. Tiny model: V 32, L2 H4 KV2 C16 F24.
+#include <trainrt/trainrt.h>
+
+#include "capi/capi_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kModel = R"(
+[model]
+arch = "llama"
+vocab_size = 32
+context_length = 16
+n_layer = 2
+n_head = 4
+n_kv_head = 2
+d_model = 16
+d_ff = 24
+rope_theta = 500000.0
+norm_eps = 1e-6
+tie_embeddings = false
+)";
+
+const char* const kRun = R"(
+[data]
+train = "train*.bin"
+val = "val.bin"
+sampler = "sequential"
+
+[train]
+batch_size = 2
+seq_len = 8
+grad_accum = 2
+steps = 12
+eval_every = 0
+eval_batches = 2
+
+[optim]
+lr = 0.01
+warmup_steps = 2
+
+[runtime]
+threads = 1
+)";
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+class CapiLlama : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = scratch_dir();
+        write_shard(dir_ + "/train0.bin", lcg_tokens(300, 1, 32));
+        write_shard(dir_ + "/val.bin", lcg_tokens(100, 3, 32));
+    }
+    void TearDown() override {
+        for (trainrt_session* s : sessions_) trainrt_session_destroy(s);
+    }
+
+    trainrt_config* config(const std::string& model_toml) {
+        trainrt_config* c = nullptr;
+        const std::string text = model_toml + kRun;
+        EXPECT_EQ(trainrt_config_from_string(&c, text.c_str(), dir_.c_str()), TRAINRT_OK)
+            << last_error();
+        if (c) trainrt_config_set_log(c, nullptr, nullptr, TRAINRT_LOG_ERROR);
+        return c;
+    }
+
+    trainrt_session* open(const std::string& model_toml = kModel) {
+        trainrt_config* c = config(model_toml);
+        if (c == nullptr) return nullptr;
+        trainrt_session* s = nullptr;
+        EXPECT_EQ(trainrt_session_create(&s, c), TRAINRT_OK) << last_error();
+        trainrt_config_destroy(c);
+        if (s) sessions_.push_back(s);
+        return s;
+    }
+
+    static std::pair<double, double> step(trainrt_session* s) {
+        trainrt_step_result r;
+        trainrt_step_result_init(&r);
+        EXPECT_EQ(trainrt_session_step(&r, s), TRAINRT_OK) << last_error();
+        return {r.loss, r.grad_norm};
+    }
+
+    static double eval(trainrt_session* s) {
+        double loss = 0;
+        EXPECT_EQ(trainrt_session_eval(&loss, s), TRAINRT_OK) << last_error();
+        return loss;
+    }
+
+    std::string dir_;
+    std::vector<trainrt_session*> sessions_;
+};
+
+}  // namespace
+
+TEST_F(CapiLlama, TrainsAndResumesBitExactly) {
+    trainrt_session* full = open();
+    std::vector<std::pair<double, double>> ref;
+    for (int i = 0; i < 7; ++i) ref.push_back(step(full));
+
+    trainrt_session* first = open();
+    for (int i = 0; i < 3; ++i) step(first);
+    char buf[4096];
+    size_t needed = 0;
+    const std::string ckpt = dir_ + "/ckpt";
+    ASSERT_EQ(trainrt_session_save(buf, sizeof buf, &needed, first, ckpt.c_str()), TRAINRT_OK)
+        << last_error();
+    trainrt_session* resumed = open();
+    ASSERT_EQ(trainrt_session_load(resumed, ckpt.c_str()), TRAINRT_OK) << last_error();
+    for (int i = 3; i < 7; ++i) {
+        const auto [loss, norm] = step(resumed);
+        EXPECT_TRUE(same_bits(loss, ref[i].first)) << "step " << i + 1;
+        EXPECT_TRUE(same_bits(norm, ref[i].second)) << "step " << i + 1;
+    }
+    // A GPT-2 config cannot load the Llama checkpoint: the family differs.
+    trainrt_session* gpt2 = open("[model]\nvocab_size = 32\ncontext_length = 16\nn_layer = 2\n"
+                                 "n_head = 4\nd_model = 16\n");
+    EXPECT_EQ(trainrt_session_load(gpt2, ckpt.c_str()), TRAINRT_ERR_CONFIG);
+    EXPECT_TRUE(names(last_error(), "model.arch")) << last_error();
+}
+
+TEST_F(CapiLlama, AnExportedFolderIsAnInitFromThatSetsTheModel) {
+    trainrt_session* a = open();
+    for (int i = 0; i < 3; ++i) step(a);
+    const std::string hf = dir_ + "/hf";
+    ASSERT_EQ(trainrt_session_export(a, hf.c_str(), TRAINRT_DTYPE_F32), TRAINRT_OK) << last_error();
+    const double before = eval(a);
+
+    // [model] names only the folder: every shape key comes from its config.json.
+    trainrt_config* c = config("[model]\ninit_from = \"hf\"\n");
+    ASSERT_NE(c, nullptr);
+    char text[64];
+    size_t needed = 0;
+    ASSERT_EQ(trainrt_config_get_string(text, sizeof text, &needed, c, "model.arch"), TRAINRT_OK);
+    EXPECT_STREQ(text, "llama");
+    int64_t v = 0;
+    EXPECT_EQ(trainrt_config_get_int(&v, c, "model.n_kv_head"), TRAINRT_OK);
+    EXPECT_EQ(v, 2);
+    EXPECT_EQ(trainrt_config_get_int(&v, c, "model.d_ff"), TRAINRT_OK);
+    EXPECT_EQ(v, 24);
+    double theta = 0;
+    EXPECT_EQ(trainrt_config_get_double(&theta, c, "model.rope_theta"), TRAINRT_OK);
+    EXPECT_EQ(theta, 500000.0);
+    int32_t tied = 1;
+    EXPECT_EQ(trainrt_config_get_bool(&tied, c, "model.tie_embeddings"), TRAINRT_OK);
+    EXPECT_EQ(tied, 0);
+    trainrt_session* b = nullptr;
+    ASSERT_EQ(trainrt_session_create(&b, c), TRAINRT_OK) << last_error();
+    sessions_.push_back(b);
+    trainrt_config_destroy(c);
+    // The same weights: the same validation loss, bit for bit.
+    EXPECT_TRUE(same_bits(eval(b), before)) << eval(b) << " vs " << before;
+
+    // A key written in [model] must agree with the folder; the error says which value wins.
+    trainrt_config* bad = nullptr;
+    const std::string contra = std::string("[model]\ninit_from = \"hf\"\nn_layer = 3\n") + kRun;
+    EXPECT_EQ(trainrt_config_from_string(&bad, contra.c_str(), dir_.c_str()), TRAINRT_ERR_CONFIG);
+    EXPECT_EQ(bad, nullptr);
+    EXPECT_TRUE(names(last_error(), "<string>:3:11: model.n_layer = 3 contradicts")) << last_error();
+    EXPECT_TRUE(names(last_error(), "which gives 2")) << last_error();
+    // Agreeing keys are fine.
+    trainrt_config* same = config("[model]\ninit_from = \"hf\"\nn_layer = 2\narch = \"llama\"\n");
+    EXPECT_NE(same, nullptr);
+    trainrt_config_destroy(same);
+}
+
+TEST_F(CapiLlama, SamplesAndSummarises) {
+    trainrt_session* s = open();
+    step(s);
+    const int32_t prompt[] = {1, 2, 3};
+    int32_t out[5] = {};
+    ASSERT_EQ(trainrt_session_sample(out, 5, s, prompt, 3, 5, nullptr), TRAINRT_OK) << last_error();
+    for (int32_t id : out) EXPECT_TRUE(id >= 0 && id < 32) << id;
+
+    trainrt_config* c = config(kModel);
+    size_t needed = 0;
+    ASSERT_EQ(trainrt_config_model_summary(nullptr, 0, &needed, c), TRAINRT_OK);
+    std::string text(needed + 1, '\0');  // + the NUL
+    ASSERT_EQ(trainrt_config_model_summary(text.data(), text.size(), &needed, c), TRAINRT_OK);
+    trainrt_config_destroy(c);
+    text.resize(needed);
+    EXPECT_TRUE(names(text, "architecture: llama L2 H4 KV2 C16 F24 V32 T_max16")) << text;
+    EXPECT_TRUE(names(text, "attention")) << text;
+    EXPECT_TRUE(names(text, "output head")) << text;
+}
