@@ -1,13 +1,17 @@
 #!/usr/bin/python3
 """CPU training throughput: libtrainrt (`trainrt train`) vs PyTorch, side by side.
 
-Both engines train the same GPT-2-shaped model (same shape, batch, optimizer, clip, threads,
-fp32) on the same random-token shard; each run is a fresh process. The engines run
+Both engines train the same model -- GPT-2 (`small`, `tiny`) or Llama (`small-llama`,
+`tiny-llama`) -- with the same shape, batch, optimizer, clip, threads and fp32, on the same
+random-token shard; each run is a fresh process. The engines run
 alternately (trainrt, torch | torch, trainrt | trainrt, torch ... for --rounds rounds: the
 order flips every round) so that a change in machine load hits both. Per run the first
 --warmup steps are dropped; the figure is the median step time of the rest. The ratio is
 trainrt tok/s / torch tok/s, per round; the headline is the median of the per-round ratios
-(the all rows also give pooled medians per engine). See bench/README.md and
+(the all rows also give pooled medians per engine). With --baseline OLD_TRAINRT a second
+trainrt binary (e.g. a build of an older commit) runs as a third engine in every round (the
+order rotating: trainrt, torch, baseline | torch, baseline, trainrt | ...), for a regression
+check measured close in time. See bench/README.md and
 shared/design/TESTING.md ("Performance is measured, not asserted").
 
 What one step is:
@@ -17,8 +21,12 @@ What one step is:
            clip_grad_norm_, AdamW.step, zero_grad.
 
 Usage:
-    /usr/bin/python3 bench/cpu_vs_torch.py [--trainrt build/trainrt] [--model small|tiny]
-        [--steps 12] [--warmup 2] [--threads N] [--rounds 2] [--out bench/results/FILE.md]
+    /usr/bin/python3 bench/cpu_vs_torch.py [--trainrt build/trainrt] [--baseline OLD/trainrt]
+        [--model small|tiny|small-llama|tiny-llama] [--steps 12] [--warmup 2] [--threads N]
+        [--rounds 3] [--out bench/results/FILE.md]
+
+Each trainrt binary runs with its own folder first on LD_LIBRARY_PATH, so a copied binary
+(or an old build) uses the libtrainrt.so next to it, not the one its RUNPATH names.
 
 Only the standard library, torch and numpy are used (torch 1.13: Debian's python3-torch,
 run with /usr/bin/python3).
@@ -29,6 +37,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -52,6 +61,15 @@ MODELS = {
     "small": dict(vocab_size=256, context_length=256, n_layer=6, n_head=6, d_model=384),
     # A quick smoke run of the harness.
     "tiny": dict(vocab_size=256, context_length=256, n_layer=2, n_head=4, d_model=128),
+    # `small` as a Llama (issue 16): RMSNorm, RoPE, SwiGLU d_ff 1024, grouped-query attention
+    # with 2 kv heads, no biases, untied head.
+    "small-llama": dict(arch="llama", vocab_size=256, context_length=256, n_layer=6, n_head=6,
+                        n_kv_head=2, d_model=384, d_ff=1024, rope_theta=10000.0, norm_eps=1e-5,
+                        tie_embeddings=False),
+    # A quick smoke run of the Llama path.
+    "tiny-llama": dict(arch="llama", vocab_size=256, context_length=256, n_layer=2, n_head=4,
+                       n_kv_head=2, d_model=128, d_ff=320, rope_theta=10000.0, norm_eps=1e-5,
+                       tie_embeddings=False),
 }
 BATCH, SEQ = 8, 256
 OPTIM = dict(lr=3e-4, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1, grad_clip=1.0)
@@ -67,10 +85,11 @@ from reference_common import read_shard, write_shard  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- torch side
-# The PyTorch GPT-2 twin of the GPU ladder (bench/torch_gpt.py: one definition in the tree).
-# On torch 1.13 it takes the explicit masked-softmax attention (no SDPA there).
+# The PyTorch twins of bench/torch_gpt.py (GPT-2, also the GPU ladder's; Llama): one
+# definition of each in the tree. On torch 1.13 they take the explicit masked-softmax
+# attention (no SDPA there).
 sys.path.insert(0, HERE)
-from torch_gpt import GPT  # noqa: E402
+from torch_gpt import make_model  # noqa: E402
 
 
 def torch_worker(spec_path, result_path):
@@ -81,9 +100,9 @@ def torch_worker(spec_path, result_path):
     torch.set_num_threads(threads)
     torch.manual_seed(TORCH_SEED)
     tokens = torch.from_numpy(read_shard(spec["shard"]))
-    model = GPT(cfg)
+    model = make_model(cfg)
     model.train()
-    params = list(model.parameters())                                  # tied wte counted once
+    params = list(model.parameters())                                  # a tied head counts once
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
     opt = torch.optim.AdamW(
@@ -109,7 +128,7 @@ def torch_worker(spec_path, result_path):
         losses.append(loss.item())
     with open(result_path, "w") as f:
         json.dump(dict(ms=ms, loss=losses, threads=torch.get_num_threads(),
-                       torch=torch.__version__), f)
+                       torch=torch.__version__, parameters=sum(p.numel() for p in params)), f)
 
 
 def run_torch(workdir, tag, cfg, threads, steps, shard):
@@ -128,10 +147,51 @@ def run_torch(workdir, tag, cfg, threads, steps, shard):
 
 
 # ----------------------------------------------------------------------------- trainrt side
+def model_keys(cfg):
+    """The [model] keys of the family (docs/CONFIG.md); arch first."""
+    if cfg.get("arch", "gpt2") != "llama":
+        return ""
+    return (f'arch = "llama"\nn_kv_head = {cfg["n_kv_head"]}\nd_ff = {cfg["d_ff"]}\n'
+            f'rope_theta = {cfg["rope_theta"]!r}\nnorm_eps = {cfg["norm_eps"]!r}\n'
+            f'tie_embeddings = {"true" if cfg["tie_embeddings"] else "false"}\n')
+
+
+def describe(cfg):
+    d = (f"V{cfg['vocab_size']} L{cfg['n_layer']} H{cfg['n_head']} C{cfg['d_model']} "
+         f"context {cfg['context_length']}")
+    if cfg.get("arch", "gpt2") == "llama":
+        return (f"Llama {d}, n_kv_head {cfg['n_kv_head']}, d_ff {cfg['d_ff']} (SwiGLU), "
+                f"rope_theta {cfg['rope_theta']:g}, RMSNorm eps {cfg['norm_eps']:g}, "
+                f"{'tied' if cfg['tie_embeddings'] else 'untied'} head, no biases")
+    return f"GPT-2 {d} (tied head)"
+
+
+def lib_env(binary):
+    """The environment for one trainrt binary: its own folder first on LD_LIBRARY_PATH."""
+    env = dict(os.environ)
+    here = os.path.dirname(binary)
+    env["LD_LIBRARY_PATH"] = here + (":" + env["LD_LIBRARY_PATH"]
+                                     if env.get("LD_LIBRARY_PATH") else "")
+    return env
+
+
+def resolved_lib(binary):
+    """The libtrainrt.so that `binary` loads (ldd under lib_env), or "?"."""
+    try:
+        out = subprocess.run(["ldd", binary], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True, env=lib_env(binary)).stdout
+    except OSError:
+        return "?"
+    for line in out.splitlines():
+        if "libtrainrt" in line and "=>" in line:
+            return line.split("=>", 1)[1].split("(")[0].strip()
+    return "?"
+
+
 def trainrt_toml(cfg, threads, steps, shard, out_dir):
     return f"""# written by bench/cpu_vs_torch.py
 [model]
-vocab_size = {cfg['vocab_size']}
+{model_keys(cfg)}vocab_size = {cfg['vocab_size']}
 context_length = {cfg['context_length']}
 n_layer = {cfg['n_layer']}
 n_head = {cfg['n_head']}
@@ -177,7 +237,7 @@ def run_trainrt(trainrt, workdir, tag, cfg, threads, steps, shard):
         f.write(trainrt_toml(cfg, threads, steps, shard, out_dir))
     cmd = [trainrt, "train", cfg_path]
     proc = subprocess.run(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True)
+                          text=True, env=lib_env(trainrt))
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout)
         raise RuntimeError(f"`{' '.join(cmd)}` exited with status {proc.returncode}")
@@ -193,9 +253,12 @@ def run_trainrt(trainrt, workdir, tag, cfg, threads, steps, shard):
     if missing:
         raise RuntimeError(f"{out_dir}/metrics.jsonl: no train line with ms for steps {missing}")
     first_log = next((ln for ln in proc.stdout.splitlines() if ln.strip()), "")
+    model_log = next((ln for ln in proc.stdout.splitlines() if "] model:" in ln), "")
+    m = re.search(r"(\d+) parameters", model_log)
     return dict(ms=[float(rows[s]["ms"]) for s in range(1, steps + 1)],
                 loss=[float(rows[s]["loss"]) for s in range(1, steps + 1)],
-                log=first_log)
+                log=first_log, model_log=model_log,
+                parameters=int(m.group(1)) if m else None)
 
 
 # ----------------------------------------------------------------------------- reporting
@@ -231,8 +294,13 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trainrt", default=os.path.join(REPO, "build", "trainrt"),
                     help="path to the trainrt CLI (default: build/trainrt)")
+    ap.add_argument("--baseline", metavar="TRAINRT",
+                    help="a second trainrt CLI (e.g. a build of an older commit) run as a third "
+                         "engine, `baseline`, in every round")
     ap.add_argument("--model", choices=sorted(MODELS), default="small",
-                    help="small = V256 L6 H6 C384 (the TESTING.md anchor); tiny = L2 H4 C128")
+                    help="small = GPT-2 V256 L6 H6 C384 (the TESTING.md anchor); tiny = L2 H4 "
+                         "C128; small-llama = small as a Llama (n_kv_head 2, d_ff 1024, untied); "
+                         "tiny-llama = L2 H4 KV2 C128 F320")
     ap.add_argument("--steps", type=int, default=12,
                     help="optimizer steps per run, warm-up included (default 12)")
     ap.add_argument("--warmup", type=int, default=2,
@@ -240,8 +308,8 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count(),
                     help="threads for both engines (default: nproc)")
     ap.add_argument("--rounds", type=int, default=3,
-                    help="alternating rounds, each one trainrt run and one torch run, the order "
-                         "flipping every round (default 3)")
+                    help="alternating rounds, each one run per engine, the order rotating "
+                         "every round (default 3)")
     ap.add_argument("--out", help="append the markdown result to this file")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
     ap.add_argument("--torch-worker", nargs=2, metavar=("SPEC", "RESULT"),
@@ -254,20 +322,30 @@ def main():
         ap.error("--steps must exceed --warmup by at least 3 (for a median)")
     if args.threads < 1 or args.rounds < 1:
         ap.error("--threads and --rounds must be >= 1")
-    trainrt = os.path.abspath(args.trainrt)
-    if not os.access(trainrt, os.X_OK):
-        print(f"cpu_vs_torch: trainrt CLI not found or not executable: {trainrt}",
-              file=sys.stderr)
-        return 1
+    binaries = {"trainrt": os.path.abspath(args.trainrt)}
+    if args.baseline:
+        binaries["baseline"] = os.path.abspath(args.baseline)
+    for path in binaries.values():
+        if not os.access(path, os.X_OK):
+            print(f"cpu_vs_torch: trainrt CLI not found or not executable: {path}",
+                  file=sys.stderr)
+            return 1
+    # trainrt, torch[, baseline]; round r runs them rotated by r - 1 (two engines: the order
+    # flips every round, as before).
+    engines = ["trainrt", "torch"] + (["baseline"] if args.baseline else [])
     cfg = MODELS[args.model]
     W, N = args.warmup, args.steps
 
     date = sh(["date", "-u"]) or datetime.datetime.utcnow().strftime("%a %b %d %H:%M:%S UTC %Y")
     cpu, ncpu = machine()
     rev = commit()
-    trt_info = sh([trainrt, "info"]).replace("\n", "; ")
-    trt_mtime = datetime.datetime.utcfromtimestamp(os.path.getmtime(trainrt)).strftime(
-        "%Y-%m-%d %H:%M UTC")
+    binfo = {}
+    for name, path in binaries.items():
+        info = subprocess.run([path, "info"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True, env=lib_env(path)).stdout.strip().replace("\n", "; ")
+        mtime = datetime.datetime.utcfromtimestamp(os.path.getmtime(path)).strftime(
+            "%Y-%m-%d %H:%M UTC")
+        binfo[name] = f"`{path}` (built {mtime}; libtrainrt `{resolved_lib(path)}`; {info})"
 
     workdir = tempfile.mkdtemp(prefix="trainrt-bench-")
     t_start = time.time()
@@ -275,21 +353,23 @@ def main():
         rng = np.random.RandomState(DATA_SEED)
         shard = os.path.join(workdir, "train.bin")
         write_shard(shard, rng.randint(0, cfg["vocab_size"], size=SHARD_TOKENS))
-        print(f"model {args.model}: V{cfg['vocab_size']} L{cfg['n_layer']} H{cfg['n_head']} "
-              f"C{cfg['d_model']} ctx{cfg['context_length']}, B{BATCH} T{SEQ}, fp32, "
-              f"{args.threads} threads, {N} steps/run ({W} warm-up), {args.rounds} round(s); "
-              f"shard {SHARD_TOKENS} tokens in {workdir}", flush=True)
+        print(f"model {args.model}: {describe(cfg)}, B{BATCH} T{SEQ}, fp32, "
+              f"{args.threads} threads, {N} steps/run ({W} warm-up), {args.rounds} round(s), "
+              f"engines {', '.join(engines)}; shard {SHARD_TOKENS} tokens in {workdir}",
+              flush=True)
 
         runs = []  # (round, engine, result dict, load before, load after, seconds)
         for r in range(1, args.rounds + 1):
-            order = ("trainrt", "torch") if r % 2 else ("torch", "trainrt")
+            k = (r - 1) % len(engines)
+            order = engines[k:] + engines[:k]
             for engine in order:
                 la0, t0 = loadavg(), time.time()
                 print(f"round {r}: {engine} ... (load avg {la0})", end=" ", flush=True)
-                if engine == "trainrt":
-                    res = run_trainrt(trainrt, workdir, f"r{r}", cfg, args.threads, N, shard)
-                else:
+                if engine == "torch":
                     res = run_torch(workdir, f"r{r}", cfg, args.threads, N, shard)
+                else:
+                    res = run_trainrt(binaries[engine], workdir, f"r{r}{engine}", cfg,
+                                      args.threads, N, shard)
                 secs, la1 = time.time() - t0, loadavg()
                 med = statistics.median(res["ms"][W:])
                 print(f"median {med:.1f} ms/step, {secs:.1f} s wall", flush=True)
@@ -309,55 +389,87 @@ def main():
         return med, tps, (f"| {label} | {engine} | {args.threads} | {med:.1f} | {tps:.0f} | "
                           f"{rtxt} |")
 
+    params = {}
+    for _, engine, res, *_ in runs:
+        if res.get("parameters") is not None:
+            params.setdefault(engine, res["parameters"])
+    ptxt = ", ".join(f"{e} {n:,}" for e, n in params.items())
+    same = len(set(params.values())) <= 1
     lines = [
         f"### trainrt vs PyTorch, CPU, model `{args.model}`",
         "",
         f"- date: {date}",
         f"- machine: {cpu}, nproc {ncpu}; load average (1/5/15 min) at start "
         f"{runs[0][3]}, at end {runs[-1][4]}",
-        f"- commit: {rev}; trainrt: `{trainrt}` (built {trt_mtime}; {trt_info})",
+        f"- commit: {rev}; trainrt: {binfo['trainrt']}",
+    ]
+    if args.baseline:
+        lines.append(f"- baseline (a second trainrt): {binfo['baseline']}")
+    lines += [
         f"- torch {torch.__version__} (python {platform.python_version()}), numpy "
         f"{np.__version__}",
-        f"- model: V{cfg['vocab_size']} L{cfg['n_layer']} H{cfg['n_head']} C{cfg['d_model']} "
-        f"context {cfg['context_length']}; B{BATCH} T{SEQ} ({tokens} tokens/step); fp32; "
-        f"AdamW lr {OPTIM['lr']:g} betas ({OPTIM['beta1']}, {OPTIM['beta2']}) wd "
+        f"- model: {describe(cfg)}; parameters: {ptxt or '?'}"
+        + ("" if same else " (**they differ**)") + f"; B{BATCH} T{SEQ} ({tokens} tokens/step); "
+        f"fp32; AdamW lr {OPTIM['lr']:g} betas ({OPTIM['beta1']}, {OPTIM['beta2']}) wd "
         f"{OPTIM['weight_decay']:g} (>= 2-D tensors), constant lr; grad clip "
         f"{OPTIM['grad_clip']:g}; random batches from a {SHARD_TOKENS}-token random shard",
         f"- per run {N} steps, first {W} dropped, median of the other {N - W}; "
-        f"{args.rounds} alternating round(s) (odd rounds trainrt first, even rounds torch "
-        f"first); each run a fresh process",
+        f"{args.rounds} round(s), engines {', '.join(engines)}, the order rotated by one "
+        f"every round (round 1 starts with trainrt); each run a fresh process",
         f"- command: `/usr/bin/python3 bench/cpu_vs_torch.py --model {args.model} "
         f"--steps {N} --warmup {W} --threads {args.threads} --rounds {args.rounds}"
+        + (f" --baseline {args.baseline}" if args.baseline else "")
         + (f" --out {args.out}" if args.out else "") + "`",
         "",
-        "| round | engine | threads | median ms/step | tok/s | tok/s ratio trainrt/torch |",
+        "| round | engine | threads | median ms/step | tok/s | tok/s ratio vs torch |",
         "|---|---|---|---|---|---|",
     ]
-    by_round, ratios = {}, []
+    by_round = {}
     for r, engine, res, *_ in runs:
         by_round.setdefault(r, {})[engine] = res["ms"][W:]
+    others = [e for e in engines if e != "torch"]
+    ratios = {e: [] for e in others}          # per round: torch ms / engine ms
+    vs_base = []                              # per round: baseline ms / trainrt ms
     for r in sorted(by_round):
         t_med = statistics.median(by_round[r]["torch"])
-        a_med = statistics.median(by_round[r]["trainrt"])
-        ratios.append(t_med / a_med)
-        lines.append(row(str(r), "trainrt", by_round[r]["trainrt"], ratios[-1])[2])
+        for e in others:
+            ratios[e].append(t_med / statistics.median(by_round[r][e]))
+            lines.append(row(str(r), e, by_round[r][e], ratios[e][-1])[2])
         lines.append(row(str(r), "torch", by_round[r]["torch"], None)[2])
+        if args.baseline:
+            vs_base.append(statistics.median(by_round[r]["baseline"]) /
+                           statistics.median(by_round[r]["trainrt"]))
     # Summary: the median of the per-round ratios (each measured side by side, close in time)
     # is the headline; the pooled medians give the typical absolute figures. Under changing
     # load the two can differ, since a pooled median mixes quiet and busy rounds.
-    ratio = statistics.median(ratios)
-    pooled = {e: [m for r in sorted(by_round) for m in by_round[r][e]]
-              for e in ("trainrt", "torch")}
-    pooled_ratio = statistics.median(pooled["torch"]) / statistics.median(pooled["trainrt"])
-    _, a_tps, a_line = row("**all**", "trainrt", pooled["trainrt"], pooled_ratio)
-    _, t_tps, t_line = row("**all**", "torch", pooled["torch"], None)
-    lines += [a_line, t_line]
+    pooled = {e: [m for r in sorted(by_round) for m in by_round[r][e]] for e in engines}
+    tps, pooled_ratio = {}, {}
+    for e in others:
+        pooled_ratio[e] = statistics.median(pooled["torch"]) / statistics.median(pooled[e])
+        _, tps[e], line = row("**all**", e, pooled[e], pooled_ratio[e])
+        lines.append(line)
+    _, tps["torch"], line = row("**all**", "torch", pooled["torch"], None)
+    lines.append(line)
+    ratio = statistics.median(ratios["trainrt"])
     lines += [
         "",
         f"Ratio > 1 means trainrt is faster. **Median of the per-round ratios: {ratio:.2f}** "
-        f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)}). The **all** rows pool the timed "
-        f"steps of every round: trainrt {a_tps:.0f} tok/s, torch {t_tps:.0f} tok/s "
-        f"(ratio of pooled medians {pooled_ratio:.2f}).",
+        f"(rounds: {', '.join(f'{x:.2f}' for x in ratios['trainrt'])}). The **all** rows pool "
+        f"the timed steps of every round: trainrt {tps['trainrt']:.0f} tok/s, torch "
+        f"{tps['torch']:.0f} tok/s (ratio of pooled medians {pooled_ratio['trainrt']:.2f}).",
+    ]
+    if args.baseline:
+        lines += [
+            "",
+            f"Baseline: median of its per-round ratios vs torch "
+            f"{statistics.median(ratios['baseline']):.2f} (rounds: "
+            f"{', '.join(f'{x:.2f}' for x in ratios['baseline'])}); pooled {tps['baseline']:.0f} "
+            f"tok/s. **trainrt / baseline tok/s, median of the per-round ratios: "
+            f"{statistics.median(vs_base):.3f}** (rounds: "
+            f"{', '.join(f'{x:.3f}' for x in vs_base)}; pooled "
+            f"{tps['trainrt'] / tps['baseline']:.3f}; > 1: trainrt is faster).",
+        ]
+    lines += [
         "",
         "<details><summary>per-step ms (all steps, warm-up first), loss, load average</summary>",
         "",
@@ -366,10 +478,12 @@ def main():
         lines.append(f"- round {r} {engine}: " + ", ".join(f"{m:.1f}" for m in res["ms"]) +
                      f"; loss {res['loss'][0]:.4f} -> {res['loss'][-1]:.4f}; load "
                      f"{la0} -> {la1}; {secs:.1f} s wall")
-    first = next((res.get("log") for _, e, res, *_ in runs if e == "trainrt" and res.get("log")),
-                 "")
-    if first:
-        lines += ["", f"trainrt's first log line: `{first.strip()}`"]
+    for e in others:
+        res = next((res for _, en, res, *_ in runs if en == e and res.get("log")), None)
+        if res:
+            lines += ["", f"{e}'s first log line: `{res['log'].strip()}`"]
+            if res.get("model_log"):
+                lines.append(f"{e}'s model line: `{res['model_log'].strip()}`")
     lines += ["", "</details>", ""]
     text = "\n".join(lines)
     print()

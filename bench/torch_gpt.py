@@ -8,6 +8,10 @@ approximation), final LayerNorm, output head tied to the token embedding; no dro
 The initialisation is GPT-2's (normal 0.02, residual projections 0.02/sqrt(2L), zero biases),
 not libtrainrt's bit for bit: only throughput is compared, the losses are reported for
 sanity (both start near ln V).
+The module also holds a Llama twin (class Llama; `[model] arch = "llama"` of libtrainrt:
+RMSNorm, RoPE with rotate_half, grouped-query attention, SwiGLU, no biases, untied head unless
+tie_embeddings) used by bench/cpu_vs_torch.py --model small-llama and by the preset
+smoke-llama here; make_model(cfg) picks by cfg["arch"] (default "gpt2").
 Step: grad_accum micro-batches of B x T (forward + backward, loss / grad_accum), global-norm
 clip 1.0, AdamW (lr 3e-4, betas 0.9/0.95, eps 1e-8, weight decay 0.1 on tensors with >= 2
 dims), zero_grad. Batches: random windows of a resident token tensor on the device (the
@@ -63,6 +67,10 @@ PRESETS = {
     # The CPU smoke test of the harness.
     "smoke": dict(vocab_size=256, context_length=64, n_layer=2, n_head=2, d_model=64,
                   batch=4, seq_len=64, grad_accum=1),
+    # The CPU smoke test of the Llama twin (grouped-query attention, untied head).
+    "smoke-llama": dict(arch="llama", vocab_size=256, context_length=64, n_layer=2, n_head=4,
+                        n_kv_head=2, d_model=64, d_ff=160, rope_theta=10000.0, norm_eps=1e-5,
+                        tie_embeddings=False, batch=4, seq_len=64, grad_accum=1),
 }
 OPTIM = dict(lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, grad_clip=1.0)
 SHARD_MAGIC, SHARD_VERSION = 20240520, 1
@@ -145,6 +153,136 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1))
 
 
+# ----------------------------------------------------------------------------- Llama twin
+# The Llama family as libtrainrt trains it (`[model] arch = "llama"`, docs/FORMATS.md §2, HF
+# LlamaForCausalLM): RMSNorm, rotary positions (rotate_half pairing, cos/sin precomputed once),
+# grouped-query attention, SwiGLU MLP, no biases, tied or untied head; no dropout. Written the
+# way a PyTorch user would (separate q/k/v projections, repeat_interleave of the kv heads);
+# libtrainrt's init: normal 0.02 for every matrix and embedding, norm weights 1.
+class RMSNorm(nn.Module):  # torch < 2.4 has no nn.RMSNorm
+    def __init__(self, C, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(C))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate_half(x):
+    half = x.size(-1) // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, C, H, KV, Tmax):
+        super().__init__()
+        self.H, self.KV, self.hs = H, KV, C // H
+        self.q_proj = nn.Linear(C, H * self.hs, bias=False)
+        self.k_proj = nn.Linear(C, KV * self.hs, bias=False)
+        self.v_proj = nn.Linear(C, KV * self.hs, bias=False)
+        self.o_proj = nn.Linear(H * self.hs, C, bias=False)
+        if not HAVE_SDPA:
+            self.register_buffer("mask", torch.ones(Tmax, Tmax, dtype=torch.bool).tril()
+                                 .view(1, 1, Tmax, Tmax), persistent=False)
+
+    def forward(self, x, cos, sin):  # x [B, T, C]; cos, sin [T, hs]
+        B, T, C = x.shape
+        q = self.q_proj(x).view(B, T, self.H, self.hs).transpose(1, 2)   # [B, H, T, hs]
+        k = self.k_proj(x).view(B, T, self.KV, self.hs).transpose(1, 2)  # [B, KV, T, hs]
+        v = self.v_proj(x).view(B, T, self.KV, self.hs).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        if self.KV != self.H:  # query head h reads kv head h // (H / KV)
+            k = k.repeat_interleave(self.H // self.KV, dim=1)
+            v = v.repeat_interleave(self.H // self.KV, dim=1)
+        if HAVE_SDPA:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.hs))
+            att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf")).softmax(dim=-1)
+            y = att @ v
+        return self.o_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, C, D):
+        super().__init__()
+        self.gate_proj = nn.Linear(C, D, bias=False)
+        self.up_proj = nn.Linear(C, D, bias=False)
+        self.down_proj = nn.Linear(D, C, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, C, H, KV, D, Tmax, eps):
+        super().__init__()
+        self.input_layernorm = RMSNorm(C, eps)
+        self.self_attn = LlamaAttention(C, H, KV, Tmax)
+        self.post_attention_layernorm = RMSNorm(C, eps)
+        self.mlp = LlamaMLP(C, D)
+
+    def forward(self, x, cos, sin):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Llama(nn.Module):
+    """cfg: vocab_size, context_length, n_layer, n_head, d_model and optionally n_kv_head
+    (0 / absent = n_head), d_ff (0 / absent = 4 d_model), rope_theta (10000), norm_eps (1e-5),
+    tie_embeddings (False) -- the keys and defaults of docs/CONFIG.md except the head, which
+    is untied here unless asked (HF Llama's default)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        V, Tmax, L = cfg["vocab_size"], cfg["context_length"], cfg["n_layer"]
+        C, H = cfg["d_model"], cfg["n_head"]
+        KV = cfg.get("n_kv_head") or H
+        D = cfg.get("d_ff") or 4 * C
+        eps, theta = cfg.get("norm_eps", 1e-5), cfg.get("rope_theta", 10000.0)
+        hs = C // H
+        if C % H or H % KV or hs % 2:
+            raise ValueError(f"Llama: d_model {C}, n_head {H}, n_kv_head {KV}: need C % H == 0, "
+                             "H % KV == 0 and an even head size")
+        self.embed_tokens = nn.Embedding(V, C)
+        self.layers = nn.ModuleList(LlamaBlock(C, H, KV, D, Tmax, eps) for _ in range(L))
+        self.norm = RMSNorm(C, eps)
+        self.tied = bool(cfg.get("tie_embeddings", False))
+        self.lm_head = None if self.tied else nn.Linear(C, V, bias=False)
+        inv_freq = 1.0 / (theta ** (torch.arange(0, hs, 2, dtype=torch.float64) / hs))
+        ang = torch.arange(Tmax, dtype=torch.float64)[:, None] * inv_freq[None, :]
+        ang = torch.cat((ang, ang), dim=-1)                                # [Tmax, hs]
+        self.register_buffer("rope_cos", ang.cos().float(), persistent=False)
+        self.register_buffer("rope_sin", ang.sin().float(), persistent=False)
+        for name, p in self.named_parameters():  # libtrainrt's Llama init
+            if name.endswith("norm.weight"):
+                nn.init.ones_(p)
+            else:
+                nn.init.normal_(p, mean=0.0, std=0.02)
+
+    def forward(self, idx, targets):  # idx, targets [B, T]
+        T = idx.size(1)
+        cos, sin = self.rope_cos[:T], self.rope_sin[:T]
+        x = self.embed_tokens(idx)
+        for block in self.layers:
+            x = block(x, cos, sin)
+        x = self.norm(x)
+        logits = x @ self.embed_tokens.weight.t() if self.tied else self.lm_head(x)
+        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1))
+
+
+def make_model(cfg):
+    """GPT (the default) or Llama, by cfg["arch"] ("gpt2" / "llama")."""
+    arch = cfg.get("arch", "gpt2")
+    if arch == "llama":
+        return Llama(cfg)
+    if arch == "gpt2":
+        return GPT(cfg)
+    raise ValueError(f"unknown arch {arch!r}")
+
+
 def count_params(model):
     return sum(p.numel() for p in model.parameters())  # the tied wte counts once
 
@@ -215,7 +353,7 @@ def run_mode(mode, cfg, args, device, tokens):
         # CPU runs are smoke tests of the harness; inductor's CPU compile would dominate them.
         return dict(rec, status="n/a", reason="compiled modes are measured on CUDA only")
     torch.manual_seed(1337)
-    model = GPT(cfg).to(device)
+    model = make_model(cfg).to(device)
     rec["parameters"] = count_params(model)
     opt, fused = make_optimizer(model, device)
     rec["fused_adamw"] = fused
