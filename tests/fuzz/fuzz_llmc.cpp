@@ -31,12 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         fuzz::refused("read_llmc_header", e);
         return 0;
     }
-    trt::ModelSpec shape;
-    shape.V = h.V;
-    shape.maxT = h.maxT;
-    shape.L = h.L;
-    shape.NH = h.NH;
-    shape.C = h.C;
+    trt::ModelSpec shape = trt::gpt2_spec(h.V, h.maxT, h.L, h.NH, h.C);
     const trt::ParamTable table(shape);
     if (table.num_params() > size)  // each stored value takes 2 or 4 bytes of the input
         fuzz::die("read_llmc_header accepted a header describing more values than the file holds");
