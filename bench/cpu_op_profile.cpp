@@ -2,8 +2,8 @@
 // grad-norm, AdamW) at the bench/cpu_vs_torch.py shapes.
 //
 // A Backend decorator times every op call of a real Decoder::forward_backward plus the
-// optimizer's sum_squares and per-tensor adamw_update (same call pattern as
-// src/runtime/optimizer.cpp), keyed by op and shape (the four block matmuls and the tied
+// optimizer's grad_norm_clip and fused adamw_step (the calls src/runtime/optimizer.cpp
+// makes), keyed by op and shape (the four block matmuls and the tied
 // head are told apart by K, M). Prints ms per step, share of the step and GFLOP/s where
 // the op's FLOP count is well defined.
 //
@@ -155,18 +155,6 @@ public:
                          int F) override {
         timed("swiglu bwd", 0, [&] { in_->swiglu_backward(dinp, inp, dout, N, F); });
     }
-    void gelu_forward(float* out, const float* inp, size_t n) override {
-        timed("gelu fwd", 0, [&] { in_->gelu_forward(out, inp, n); });
-    }
-    void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
-        timed("gelu bwd", 0, [&] { in_->gelu_backward(dinp, inp, dout, n); });
-    }
-    void residual_forward(float* out, const float* a, const float* b, size_t n) override {
-        timed("residual fwd", 0, [&] { in_->residual_forward(out, a, b, n); });
-    }
-    void add_inplace(float* dst, const float* src, size_t n) override {
-        timed("add_inplace", 0, [&] { in_->add_inplace(dst, src, n); });
-    }
     void classifier_forward_backward(float* logits, float* losses, const int32_t* targets,
                                      int N, int V, int Vp, float dloss, bool write_grad,
                                      const trt::StepScalars* sc) override {
@@ -175,7 +163,7 @@ public:
                                              write_grad, sc);
         });
     }
-    // The step-scalar and batch ops (not used by this profile's hand-written step).
+    // The step-scalar and batch ops (begin/end of step untimed: a few scalars).
     void begin_step(trt::StepScalars* s, float lr, int64_t step) override {
         in_->begin_step(s, lr, step);
     }
@@ -183,12 +171,12 @@ public:
         in_->accumulate_loss(s, l, n);
     }
     void grad_norm_clip(trt::StepScalars* s, const float* g, size_t n, float mx) override {
-        in_->grad_norm_clip(s, g, n, mx);
+        timed("grad norm + clip", 0, [&] { in_->grad_norm_clip(s, g, n, mx); });
     }
     void adamw_step(float* p, const float* g, float* m, float* v, size_t n,
                     const trt::ParamSegments& seg, const trt::AdamWConfig& hp,
                     const trt::StepScalars* s) override {
-        in_->adamw_step(p, g, m, v, n, seg, hp, s);
+        timed("adamw", 0, [&] { in_->adamw_step(p, g, m, v, n, seg, hp, s); });
     }
     void end_step(trt::StepScalars* s, const trt::LossScalePolicy& pol) override {
         in_->end_step(s, pol);
@@ -211,15 +199,6 @@ public:
     }
     void upload_step_inputs(void* dst, const void* src, size_t bytes) override {
         in_->upload_step_inputs(dst, src, bytes);
-    }
-    double sum_squares(const float* x, size_t n) override {
-        double r = 0;
-        timed("sum_squares", 0, [&] { r = in_->sum_squares(x, n); });
-        return r;
-    }
-    void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
-                      const trt::AdamWParams& p) override {
-        timed("adamw", 0, [&] { in_->adamw_update(params, grads, m, v, n, p); });
     }
     void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
                                     const float* a, const float* b, const float* bb,
@@ -299,6 +278,18 @@ int main(int argc, char** argv) {
     }
     float* m = static_cast<float*>(be.alloc(P * sizeof(float)));
     float* v = static_cast<float*>(be.alloc(P * sizeof(float)));
+    // The optimizer's per-tensor segments (decay 0.1 on matrices) and step scalars, in
+    // backend memory (host memory on the CPU).
+    std::vector<int64_t> ends;
+    std::vector<float> decays;
+    for (const trt::ParamTensor& t : table.tensors()) {
+        ends.push_back((int64_t)(t.offset + t.numel));
+        decays.push_back(t.decay ? 0.1f : 0.0f);
+    }
+    const trt::ParamSegments segments{ends.data(), decays.data(), (int32_t)ends.size()};
+    const trt::AdamWConfig hp{0.9f, 0.95f, 1e-8f};
+    auto* scalars = static_cast<trt::StepScalars*>(be.alloc(sizeof(trt::StepScalars)));
+    *scalars = trt::StepScalars{};
     std::mt19937 gen(1234);
     std::uniform_int_distribution<int32_t> tok(0, shape.V - 1);
     const size_t N = (size_t)B * T;
@@ -317,14 +308,10 @@ int main(int argc, char** argv) {
         model.forward_backward(model.inputs_buffer(), model.targets_buffer(), B, T,
                                1.0f / (float)N);
         loss = model.mean_loss(B, T);
-        const double norm = std::sqrt(be.sum_squares(model.grads(), P));
-        trt::AdamWParams ap{3e-4f, 0.9f, 0.95f, 1e-8f, 0.0f, s + 1,
-                            (float)std::min(1.0, 1.0 / (norm + 1e-6))};
-        for (const trt::ParamTensor& t : table.tensors()) {
-            ap.weight_decay = t.decay ? 0.1f : 0.0f;
-            be.adamw_update(model.params() + t.offset, model.grads() + t.offset, m + t.offset,
-                            v + t.offset, t.numel, ap);
-        }
+        be.begin_step(scalars, 3e-4f, s + 1);
+        be.grad_norm_clip(scalars, model.grads(), P, 1.0f);
+        be.adamw_step(model.params(), model.grads(), m, v, P, segments, hp, scalars);
+        be.end_step(scalars, trt::LossScalePolicy{});
         const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
         if (s >= warmup) step_s.push_back(dt);
     }

@@ -154,9 +154,11 @@ GPU_TEST_JOBS=${GPU_TEST_JOBS:-4}
 LADDER_MODELS=${LADDER_MODELS:-tiny,gpt2}
 CUDNN_POLICY=${GPU_CHECK_CUDNN:-required}
 # The memcheck subset, "binary=gtest-filter" runs (compute-sanitizer slows kernels 10-100x):
-# every op of the backend per precision, the step ops, the samplers, the cuDNN attention, and
-# the length-bucket casts and bucketed attention.
-MEMCHECK_RUNS=${MEMCHECK_RUNS:-'test_gpu_ops=Precision/CudaOps.*:Precision/CudaStep.*:Precision/CudaSampler.*:LowPrecision/CudnnAttention.ForwardBackwardMatchTheCpu/* test_gpu_cudnn_buckets=LowPrecision/PaddedCast.*:LowPrecision/CudnnBuckets.BucketedForwardBackwardMatchTheCpu/*'}
+# every op of the op-case table in fp32 and bf16 (bf16 takes the cast and working-copy paths
+# fp16 shares), memory and the working copy per precision, the step ops, the samplers, the
+# cuDNN attention, the internal elementwise kernels at odd alignments, and the length-bucket
+# casts and bucketed attention.
+MEMCHECK_RUNS=${MEMCHECK_RUNS:-'test_gpu_ops=Op/CudaOpCases.*_fp32:Op/CudaOpCases.*_bf16:Precision/CudaOps.*:Precision/CudaStep.*:Precision/CudaSampler.*:LowPrecision/CudnnAttention.ForwardBackwardMatchTheCpu/* test_gpu_elementwise=CudaElementwise.* test_gpu_cudnn_buckets=LowPrecision/PaddedCast.*:LowPrecision/CudnnBuckets.BucketedForwardBackwardMatchTheCpu/*'}
 T0=$(date +%s)
 HAVE_PY=0
 if command -v python3 >/dev/null 2>&1; then HAVE_PY=1; fi

@@ -1,6 +1,7 @@
 // Backend: device memory plus the op set the model is written against (ARCHITECTURE.md).
-// The GPT orchestration (src/model/gpt.cpp) calls these in order and never knows which
-// backend it drives. Pointers are backend memory (host memory on the CPU backend).
+// The decoder (src/model/decoder.cpp) calls these in order and never knows which backend it
+// drives. Only what the model and the session issue belongs here: an op a kernel needs
+// internally, or one only a test calls, stays inside its backend (cpu_ops.h, cuda_ops.h). Pointers are backend memory (host memory on the CPU backend).
 // All tensors are contiguous row-major fp32. N = B*T positions.
 //
 // Accumulation convention: gradients of *parameters* always accumulate (+=), so grad
@@ -20,19 +21,11 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 7;
+constexpr uint32_t kBackendInterfaceVersion = 8;
 
 // How a matmul weight is stored. InOut = HF Conv1D [K, M] (y = x·W); OutIn = [M, K]
 // (y = x·Wᵀ, e.g. the tied wte [V, C] as the output projection).
 enum class WeightLayout { InOut, OutIn };
-
-struct AdamWParams {
-    float lr;
-    float beta1, beta2, eps;
-    float weight_decay;  // decoupled, torch.optim.AdamW style
-    int64_t step;        // 1-based, for bias correction
-    float grad_scale;    // grads are multiplied by this first (clipping)
-};
 
 // Per-step scalars that live in backend memory, so nothing inside a step needs the host
 // (ARCHITECTURE.md): the host writes lr/step with begin_step, the ops read them from here, and
@@ -177,7 +170,7 @@ public:
     // model calls it. A no-op on the CPU.
     virtual void reserve(const ModelDims& dims) {}
     // The flat fp32 master parameters. A backend computing in bf16/fp16 keeps a working copy
-    // of this range, refreshed by adamw_step/adamw_update and after any copy_to_device into
+    // of this range, refreshed by adamw_step and after any copy_to_device into
     // it; freeing the buffer unregisters it.
     virtual void register_params(const float* params, size_t n) {}
 
@@ -273,14 +266,6 @@ public:
     virtual void swiglu_backward(float* dinp /*[N,2F]*/, const float* inp /*[N,2F]*/,
                                  const float* dout /*[N,F]*/, int N, int F) = 0;
 
-    // GELU, tanh approximation: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x³)))
-    virtual void gelu_forward(float* out, const float* inp, size_t n) = 0;
-    virtual void gelu_backward(float* dinp /*overwritten*/, const float* inp,
-                               const float* dout, size_t n) = 0;
-
-    virtual void residual_forward(float* out, const float* a, const float* b, size_t n) = 0;
-    virtual void add_inplace(float* dst /* += src */, const float* src, size_t n) = 0;
-
     // ---- fused ops (one pass / one parallel region instead of two or three). Each equals
     // the op sequence it names, up to float rounding of the reordered bias addition.
     //
@@ -295,7 +280,8 @@ public:
                                             const float* w /*[C]*/, const float* bias /*[C]*/,
                                             int N, int C) = 0;
     // pre[N,M] = inp[N,K] · W[K,M] + bias[M] (InOut layout; bias may be null), then
-    // out[N,M] = gelu(pre). pre is kept for gelu_backward_bias.
+    // out[N,M] = gelu(pre), GELU's tanh form 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x³))).
+    // pre is kept for gelu_backward_bias.
     virtual void matmul_gelu_forward(float* pre /*[N,M]*/, float* out /*[N,M]*/,
                                      const float* inp /*[N,K]*/, const float* weight /*[K,M]*/,
                                      const float* bias /*[M] or null*/, int N, int K,
@@ -317,13 +303,6 @@ public:
                                              const int32_t* targets /*[N]*/, int N, int V,
                                              int Vp, float dloss, bool write_grad,
                                              const StepScalars* scalars = nullptr) = 0;
-
-    // sum of x[i]^2 in double, deterministic for a fixed thread count.
-    virtual double sum_squares(const float* x, size_t n) = 0;
-
-    // One torch.optim.AdamW step over n elements (grads scaled by p.grad_scale first).
-    virtual void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
-                              const AdamWParams& p) = 0;
 
     // ---- the optimizer step on backend-resident scalars (no host round-trip)
     // s->lr = lr, s->step = step; clears loss_sum, grad_norm, clip_scale (1), nonfinite.
@@ -398,7 +377,7 @@ private:
 };
 
 // How many bytes of backend scratch ModelDims implies is the backend's business; how many
-// floats of activations the model needs is the model's (Gpt).
+// floats of activations the model needs is the model's (src/model/activations.h).
 
 // CPU backend: OpenBLAS sgemm for every matmul, OpenMP elsewhere. threads <= 0 = all cores.
 std::unique_ptr<Backend> make_cpu_backend(int threads);

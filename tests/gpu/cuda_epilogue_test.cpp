@@ -466,75 +466,7 @@ TEST_P(CudaUnfusedClassifier, AgreesWithTheFusedKernel) {
 
 class CudaVectorized : public gpu::CudaOpsP {};
 
-// Offsets in floats: 0 keeps 16-byte alignment (vector path); 1, 2, 3 break it (scalar path).
-TEST_P(CudaVectorized, ElementwiseAtOddOffsetsAndSizes) {
-    reserve(Cover().add(1, 64, 64));
-    for (size_t n : {size_t(3), size_t(40 * 7), size_t(40 * 7 + 3), size_t(100003)})
-        for (int off : {0, 1, 2, 3}) {
-            const std::string sh = " n" + std::to_string(n) + " off" + std::to_string(off);
-            const size_t len = n + 4;
-            const auto av = gpu::rnd(len, 3701, -5, 5), bv = gpu::rnd(len, 3702);
-            Twin a = up(av), b = up(bv), out = nan_floats(len), dst = up(av), g = nan_floats(len),
-                 dg = nan_floats(len);
-            both([&](Backend& be, int s) {
-                be.residual_forward(out.f(s) + off, a.f(s) + off, b.f(s) + off, n);
-                be.add_inplace(dst.f(s) + off, b.f(s) + off, n);
-                be.gelu_forward(g.f(s) + off, a.f(s) + off, n);
-                be.gelu_backward(dg.f(s) + off, a.f(s) + off, b.f(s) + off, n);
-            });
-            // Bitwise over the whole buffer: the poison around [off, off + n) must survive.
-            expect_equal<float>("residual (bitwise)" + sh, out, len);
-            expect_equal<float>("add_inplace (bitwise)" + sh, dst, len);
-            for (const Twin* t : {&g, &dg}) {
-                const auto c = t->get<float>(kCpu, len), d = t->get<float>(kCuda, len);
-                const std::vector<float> cs(c.begin() + off, c.begin() + off + n),
-                    ds(d.begin() + off, d.begin() + off + n);
-                const std::string what = (t == &g ? "gelu fwd" : "gelu bwd") + sh;
-                const double e = ref::rel_error(ds, cs);
-                ref::report(tag(what), e);
-                EXPECT_LE(e, gpu::kTolFp32) << tag(what);
-                for (size_t k = 0; k < len; k++) {
-                    if (k >= (size_t)off && k < off + n) continue;
-                    ASSERT_TRUE(std::isnan(d[k])) << tag(what) << ": wrote element " << k;
-                }
-            }
-        }
-}
-
-// The vector and scalar paths of one kernel give the same bits: the same data at an aligned
-// and at a misaligned address.
-TEST_P(CudaVectorized, VectorAndScalarPathsAgreeBitwise) {
-    reserve(Cover().add(1, 64, 64));
-    const size_t n = 40 * 101 + 5;
-    const auto xv = gpu::rnd(n, 3801, -6, 6), dv = gpu::rnd(n, 3802);
-    Backend& g = *cuda_;
-    auto run = [&](int off, bool backward) {
-        std::vector<float> host(n + 4, 0.0f);
-        std::copy(xv.begin(), xv.end(), host.begin() + off);
-        std::vector<float> dhost(n + 4, 0.0f);
-        std::copy(dv.begin(), dv.end(), dhost.begin() + off);
-        float* x = static_cast<float*>(g.alloc((n + 4) * 4, "x"));
-        float* d = static_cast<float*>(g.alloc((n + 4) * 4, "d"));
-        float* o = static_cast<float*>(g.alloc((n + 4) * 4, "o"));
-        g.copy_to_device(x, host.data(), host.size() * 4);
-        g.copy_to_device(d, dhost.data(), dhost.size() * 4);
-        if (backward) g.gelu_backward(o + off, x + off, d + off, n);
-        else g.gelu_forward(o + off, x + off, n);
-        std::vector<float> r(n);
-        g.synchronize();
-        g.copy_to_host(r.data(), o + off, n * 4);
-        g.free(x);
-        g.free(d);
-        g.free(o);
-        return r;
-    };
-    for (bool backward : {false, true}) {
-        const auto aligned = run(0, backward);
-        for (int off : {1, 3})
-            EXPECT_TRUE(gpu::same_bits(aligned, run(off, backward)))
-                << tag(backward ? "gelu bwd" : "gelu fwd") << " offset " << off;
-    }
-}
+// The internal elementwise kernels (GELU, add) at odd offsets: cuda_elementwise_test.cpp.
 
 // The encoder (forward: one add per element, bitwise; dwpe: B adds in order) at C = 40 (vector
 // path), C = 3 and C = 42 (scalar: rows not 16-byte aligned), and wte/wpe views at an odd

@@ -28,6 +28,7 @@
 #include "config/run_config.h"
 #include "core/error.h"
 #include "cpu/reference_ops.h"
+#include "ops/op_runner.h"
 
 namespace trt {
 // GoogleTest prints a test's parameter with this (found by ADL): "bf16", not "4-byte object".
@@ -37,29 +38,20 @@ inline void PrintTo(Precision p, std::ostream* os) { *os << to_string(p); }
 namespace gpu {
 
 // ---------------------------------------------------------------- tolerances (TESTING.md)
-// Relative error ‖cuda − cpu‖ / ‖cpu‖ over a whole tensor (NaN anywhere never passes).
-// Ops without a matrix product run in fp32 under every precision: kTolFp32.
+// Relative error ‖cuda − cpu‖ / ‖cpu‖ over a whole tensor (NaN anywhere never passes), the
+// values of the op-case table (tests/ops/op_cases.h). Ops without a matrix product run in
+// fp32 under every precision: kTolFp32.
 constexpr double kTolFp32 = 1e-5;
-// Matrix-product ops (matmul, matmul+gelu, attention), by the backend's precision:
-constexpr double kTolTf32 = 2e-3;
-// bf16/fp16: both backends get the same bf16/fp16-rounded inputs (TESTING.md), so the error
-// left is the kernel's own (intermediate roundings, fp32 accumulation order).
-constexpr double kTolLowpForward = 1e-2;
-constexpr double kTolLowpBackward = 2e-2;
 // Double-precision reductions (sum_squares, grad norm, loss sum) against a long double sum.
 constexpr double kTolDoubleSum = 1e-12;
 
-inline bool lowp(trt::Precision p) {
-    return p == trt::Precision::Bf16 || p == trt::Precision::Fp16;
-}
+inline bool lowp(trt::Precision p) { return opcase::low_precision(p); }
 
+// Matrix-product ops (matmul, matmul+gelu, attention), by the backend's precision: tf32 2e-3;
+// bf16/fp16 1e-2 forward, 2e-2 backward, both backends fed the same rounded inputs
+// (TESTING.md), so the error left is the kernel's own.
 inline double matmul_tol(trt::Precision p, bool backward) {
-    switch (p) {
-        case trt::Precision::Tf32: return kTolTf32;
-        case trt::Precision::Bf16:
-        case trt::Precision::Fp16: return backward ? kTolLowpBackward : kTolLowpForward;
-        default: return kTolFp32;
-    }
+    return (backward ? opcase::kMatmulBackward : opcase::kMatmulForward).at(p);
 }
 
 inline const char* pname(trt::Precision p) { return trt::to_string(p); }
@@ -159,19 +151,8 @@ inline std::vector<int32_t> rnd_ids(size_t n, uint32_t seed, int32_t hi) {
     return ref::random_ints(n, seed, hi);
 }
 
-// x rounded to the nearest bf16 / fp16 value (ties to even), kept as float: what the CUDA
-// backend's casts produce, so that a bf16/fp16 kernel and the fp32 CPU twin see the same
-// operands. No-op for fp32 / tf32.
-inline float round_to(float x, trt::Precision p) {
-    if (!lowp(p) || !std::isfinite(x) || x == 0.0f) return x;
-    int e = 0;
-    std::frexp(x, &e);  // |x| in [2^(e-1), 2^e)
-    int exp2 = e - 1;   // x = m * 2^exp2, m in [1, 2)
-    int mant_bits = p == trt::Precision::Bf16 ? 7 : 10;
-    if (p == trt::Precision::Fp16 && exp2 < -14) exp2 = -14;  // fp16 subnormals
-    const float q = std::ldexp(1.0f, exp2 - mant_bits);       // spacing at x
-    return std::nearbyint(x / q) * q;                          // exact scaling, RNE
-}
+// x rounded to the nearest bf16 / fp16 value (ties to even), kept as float (op_runner.h).
+inline float round_to(float x, trt::Precision p) { return opcase::round_to(x, p); }
 
 inline std::vector<float> rounded(std::vector<float> v, trt::Precision p) {
     for (auto& x : v) x = round_to(x, p);

@@ -162,18 +162,6 @@ public:
                          int F) override {
         cpu::swiglu_backward(dinp, inp, dout, N, F, threads_);
     }
-    void gelu_forward(float* out, const float* inp, size_t n) override {
-        cpu::gelu_forward(out, inp, n, threads_);
-    }
-    void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
-        cpu::gelu_backward(dinp, inp, dout, n, threads_);
-    }
-    void residual_forward(float* out, const float* a, const float* b, size_t n) override {
-        cpu::residual_forward(out, a, b, n, threads_);
-    }
-    void add_inplace(float* dst, const float* src, size_t n) override {
-        cpu::add_inplace(dst, src, n, threads_);
-    }
     void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
                                     const float* a, const float* b, const float* bb,
                                     const float* w, const float* bias, int N, int C) override {
@@ -194,13 +182,6 @@ public:
         if (scalars) dloss *= scalars->loss_scale;
         cpu::classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss, write_grad,
                                          threads_);
-    }
-    double sum_squares(const float* x, size_t n) override {
-        return cpu::sum_squares(x, n, threads_);
-    }
-    void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
-                      const AdamWParams& p) override {
-        cpu::adamw_update(params, grads, m, v, n, p, threads_);
     }
 
     // ---- the step on StepScalars (host memory: every read-back is ready at once)

@@ -51,6 +51,30 @@ inline void column_sums_into(float* dsum, int M, int threads, ChunkFn chunk) {
     }
 }
 
+// The norms' parameter-gradient pass (layernorm dw and db, rmsnorm dw): called INSIDE an
+// OpenMP parallel region of `threads` threads (an orphaned work-share, so it can follow the
+// rows pass in the same region). Each thread owns a static range of the C columns and walks
+// every row in order, kColChunk columns at a time with K float accumulators per column on
+// the stack: chunk(j0, w, acc) adds column j0 + j's contributions into acc[k][j] (zeroed),
+// then dst[k][j0 + j] += acc[k][j]. No cross-thread reduction: each column's sum is the same
+// whatever the thread count.
+template <int K, typename ChunkFn>
+inline void norm_param_columns(float* const (&dst)[K], int C, int threads, ChunkFn chunk) {
+    const size_t parts = (size_t)threads;
+#pragma omp for schedule(static)
+    for (size_t part = 0; part < parts; part++) {
+        size_t c0, c1;
+        split_range((size_t)C, parts, part, &c0, &c1);
+        for (size_t j0 = c0; j0 < c1; j0 += kColChunk) {
+            const int w = (int)std::min<size_t>(kColChunk, c1 - j0);
+            float acc[K][kColChunk] = {};
+            chunk(j0, w, acc);
+            for (int k = 0; k < K; k++)
+                for (int j = 0; j < w; j++) dst[k][j0 + j] += acc[k][j];
+        }
+    }
+}
+
 // Clamp bounds for fast_expf, hidden from the optimiser: with literal bounds GCC threads the
 // clamped constant through the polynomial and the resulting branch stops vectorisation.
 // Fetch once outside a loop.

@@ -117,15 +117,5 @@ void gelu_backward_bias(float* dinp /*[N,M] overwritten*/, float* dbias /*[M] +=
     });
 }
 
-void residual_forward(float* out, const float* a, const float* b, size_t n, int threads) {
-#pragma omp parallel for simd schedule(static) num_threads(threads)
-    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
-}
-
-void add_inplace(float* dst, const float* src, size_t n, int threads) {
-#pragma omp parallel for simd schedule(static) num_threads(threads)
-    for (size_t i = 0; i < n; i++) dst[i] += src[i];
-}
-
 }  // namespace trt::cpu
 

@@ -146,9 +146,8 @@ void layernorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C] +=*/, float* d
                         const float* w /*[C]*/, const float* mean /*[N]*/,
                         const float* rstd /*[N]*/, int N, int C, int threads) {
     const size_t parts = (size_t)threads;
-    // One parallel region, two static work-shares. Rows: dinp. Columns: dw, db — each
-    // thread owns a static column range and walks all rows, so there is no cross-thread
-    // reduction (reproducible).
+    // One parallel region, two static work-shares. Rows: dinp. Columns: dw, db
+    // (norm_param_columns: the same sums whatever the thread count).
 #pragma omp parallel num_threads(threads)
     {
 #pragma omp for schedule(static) nowait
@@ -159,20 +158,10 @@ void layernorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C] +=*/, float* d
                                     rstd + r0, (int)(r1 - r0), C);
         }
         // (nowait: the column pass reads only dout/inp/mean/rstd, never dinp.)
-#pragma omp for schedule(static)
-        for (size_t part = 0; part < parts; part++) {
-            size_t c0, c1;
-            split_range((size_t)C, parts, part, &c0, &c1);
-            for (size_t j0 = c0; j0 < c1; j0 += kColChunk) {
-                const int wd = (int)std::min<size_t>(kColChunk, c1 - j0);
-                float aw[kColChunk] = {}, ab[kColChunk] = {};
-                layernorm_param_cols(aw, ab, dout + j0, inp + j0, mean, rstd, N, C, wd);
-                for (int j = 0; j < wd; j++) {
-                    dw[j0 + j] += aw[j];
-                    db[j0 + j] += ab[j];
-                }
-            }
-        }
+        float* const dst[2] = {dw, db};
+        norm_param_columns<2>(dst, C, threads, [&](size_t j0, int wd, float (*acc)[kColChunk]) {
+            layernorm_param_cols(acc[0], acc[1], dout + j0, inp + j0, mean, rstd, N, C, wd);
+        });
     }
 }
 

@@ -56,7 +56,8 @@ void swiglu_forward(float* out, const float* inp, int N, int F, int threads);
 void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F,
                      int threads);
 
-// cpu_elementwise.cpp — encoder, gelu, residual, add_inplace.
+// cpu_elementwise.cpp — encoder and GELU. gelu_forward/gelu_backward are the elementwise
+// units of the fused GELU ops (tests hold them against the reference on their own).
 void encoder_forward(float* out, const int32_t* inputs, const float* wte, const float* wpe,
                      int B, int T, int C, int threads);
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inputs,
@@ -65,14 +66,21 @@ void gelu_forward(float* out, const float* inp, size_t n, int threads);
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n, int threads);
 void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout, int N,
                         int M, int threads);
-void residual_forward(float* out, const float* a, const float* b, size_t n, int threads);
-void add_inplace(float* dst, const float* src, size_t n, int threads);
 
 // cpu_classifier.cpp
 void classifier_forward_backward(float* logits, float* losses, const int32_t* targets, int N,
                                  int V, int Vp, float dloss, bool write_grad, int threads);
 
-// cpu_adamw.cpp — also sum_squares (the optimizer's clipping norm).
+// cpu_adamw.cpp — one torch.optim.AdamW step over one tensor (adamw_step runs it per
+// segment), and sum_squares (the clipping norm).
+struct AdamWParams {
+    float lr;
+    float beta1, beta2, eps;
+    float weight_decay;  // decoupled, torch.optim.AdamW style
+    int64_t step;        // 1-based, for bias correction
+    float grad_scale;    // grads are multiplied by this first (clipping)
+};
+// sum of x[i]² in double, deterministic for a fixed thread count.
 double sum_squares(const float* x, size_t n, int threads);
 void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
                   const AdamWParams& p, int threads);

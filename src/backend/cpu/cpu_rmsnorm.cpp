@@ -108,9 +108,8 @@ void rmsnorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C] +=*/,
                       const float* w /*[C]*/, const float* rstd /*[N]*/, int N, int C,
                       int threads) {
     const size_t parts = (size_t)threads;
-    // One parallel region, two static work-shares. Rows: dinp. Columns: dw — each thread
-    // owns a static column range and walks all rows in order, so there is no cross-thread
-    // reduction and each column's sum is the same whatever the thread count.
+    // One parallel region, two static work-shares. Rows: dinp. Columns: dw
+    // (norm_param_columns: the same sums whatever the thread count).
 #pragma omp parallel num_threads(threads)
     {
 #pragma omp for schedule(static) nowait
@@ -121,17 +120,10 @@ void rmsnorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C] +=*/,
                                   (int)(r1 - r0), C);
         }
         // (nowait: the column pass reads only dout/inp/rstd, never dinp.)
-#pragma omp for schedule(static)
-        for (size_t part = 0; part < parts; part++) {
-            size_t c0, c1;
-            split_range((size_t)C, parts, part, &c0, &c1);
-            for (size_t j0 = c0; j0 < c1; j0 += kColChunk) {
-                const int wd = (int)std::min<size_t>(kColChunk, c1 - j0);
-                float aw[kColChunk] = {};
-                rmsnorm_param_cols(aw, dout + j0, inp + j0, rstd, N, C, wd);
-                for (int j = 0; j < wd; j++) dw[j0 + j] += aw[j];
-            }
-        }
+        float* const dst[1] = {dw};
+        norm_param_columns<1>(dst, C, threads, [&](size_t j0, int wd, float (*acc)[kColChunk]) {
+            rmsnorm_param_cols(acc[0], dout + j0, inp + j0, rstd, N, C, wd);
+        });
     }
 }
 

@@ -386,22 +386,6 @@ public:
         cuda::swiglu_backward(ctx_, dinp, inp, dout, N, F);
     }
 
-    void gelu_forward(float* out, const float* inp, size_t n) override {
-        const DeviceGuard g(device_);
-        cuda::gelu_forward(ctx_, out, inp, n);
-    }
-    void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
-        const DeviceGuard g(device_);
-        cuda::gelu_backward(ctx_, dinp, inp, dout, n);
-    }
-    void residual_forward(float* out, const float* a, const float* b, size_t n) override {
-        const DeviceGuard g(device_);
-        cuda::residual_forward(ctx_, out, a, b, n);
-    }
-    void add_inplace(float* dst, const float* src, size_t n) override {
-        const DeviceGuard g(device_);
-        cuda::add_inplace(ctx_, dst, src, n);
-    }
     void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
                                     const float* a, const float* b, const float* bb,
                                     const float* w, const float* bias, int N, int C) override {
@@ -424,19 +408,6 @@ public:
         const DeviceGuard g(device_);
         cuda::classifier_forward_backward(ctx_, logits, losses, targets, N, V, Vp, dloss,
                                           write_grad, scalars);
-    }
-    // Utility outside the step (tests, tools): waits for the result.
-    double sum_squares(const float* x, size_t n) override {
-        const DeviceGuard g(device_);
-        cuda::sum_squares(ctx_, sum_out_, x, n);
-        double out = 0;
-        copy_to_host(&out, sum_out_, sizeof out);
-        return out;
-    }
-    void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
-                      const AdamWParams& p) override {
-        const DeviceGuard g(device_);
-        cuda::adamw_update(ctx_, params, working_copy_of(params), grads, m, v, n, p);
     }
 
     // ---- the step on device scalars
@@ -634,7 +605,6 @@ private:
             TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
         for (auto& e : inputs_copied_)
             TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-        sum_out_ = static_cast<double*>(alloc(sizeof(double), "reduction result"));
     }
     // Best effort, never throws: the device may already be lost. Also the constructor's
     // cleanup after a partial init, so any handle may still be null.
@@ -740,7 +710,6 @@ private:
     cublasLtHandle_t lt_ = nullptr;
     CudaCtx ctx_;
     ModelDims dims_;
-    double* sum_out_ = nullptr;
 
     StepScalars* pinned_scalars_ = nullptr;  // [kScalarSlots], page-locked
     std::array<cudaEvent_t, kScalarSlots> scalar_events_{};

@@ -91,8 +91,7 @@ void gelu_backward(const CudaCtx& ctx, float* dinp, const float* inp, const floa
                    size_t n);
 void gelu_backward_bias(const CudaCtx& ctx, float* dinp, float* dbias, const float* inp,
                         const float* dout, int N, int M);
-void residual_forward(const CudaCtx& ctx, float* out, const float* a, const float* b,
-                      size_t n);
+// dst[i] += src[i] (the bias-gradient epilogue's accumulation).
 void add_inplace(const CudaCtx& ctx, float* dst, const float* src, size_t n);
 // dst[m] += sum over rows n of x[n, m], fixed order (per-block partials in scratch, then
 // one ordered pass). Used for every bias gradient.
@@ -181,11 +180,6 @@ void adamw_step(const CudaCtx& ctx, float* params, void* params_lowp, const floa
                 float* m, float* v, size_t n, const ParamSegments& seg, const AdamWConfig& hp,
                 const StepScalars* s);
 void end_step(const CudaCtx& ctx, StepScalars* s, const LossScalePolicy& policy);
-// *out = sum of x[i]² in double, fixed order (out in device memory).
-void sum_squares(const CudaCtx& ctx, double* out, const float* x, size_t n);
-// Single-tensor AdamW with host parameters (Backend::adamw_update).
-void adamw_update(const CudaCtx& ctx, float* params, void* params_lowp, const float* grads,
-                  float* m, float* v, size_t n, const AdamWParams& p);
 
 // ---- kernels/sampler.cu
 // rows [B, T+1] (device) → inputs/targets [B, T].

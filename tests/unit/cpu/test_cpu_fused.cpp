@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_ops.h"
 #include "cpu/reference_ops.h"
 
 namespace {
@@ -90,9 +91,9 @@ TEST_P(CpuFused, MatmulGelu) {
             ref::report(tag("matmul+gelu out" + shape), eo);
             EXPECT_LE(ep, kTol) << shape;
             EXPECT_LE(eo, kTol) << shape;
-            // out is exactly gelu_forward(pre).
+            // out is exactly the elementwise GELU kernel of pre.
             std::vector<float> out2(N * M);
-            be->gelu_forward(out2.data(), pre.data(), out2.size());
+            trt::cpu::gelu_forward(out2.data(), pre.data(), out2.size(), GetParam());
             EXPECT_EQ(out, out2) << shape;
         }
     }
@@ -121,9 +122,10 @@ TEST_P(CpuFused, GeluBackwardBias) {
         ref::report(tag("gelu bwd+bias dbias (+=)" + shape), eb);
         EXPECT_LE(ex, kTol) << shape;
         EXPECT_LE(eb, kTol) << shape;
-        // dinp has the bits of gelu_backward; with dbias == nullptr only dinp is written.
+        // dinp has the bits of the elementwise GELU gradient kernel; with dbias == nullptr
+        // only dinp is written.
         std::vector<float> dx2(N * M, kNaN), dx3(N * M, kNaN);
-        be->gelu_backward(dx2.data(), x.data(), dout.data(), dx2.size());
+        trt::cpu::gelu_backward(dx2.data(), x.data(), dout.data(), dx2.size(), GetParam());
         be->gelu_backward_bias(dx3.data(), nullptr, x.data(), dout.data(), N, M);
         EXPECT_EQ(dx, dx2) << shape;
         EXPECT_EQ(dx, dx3) << shape;

@@ -1,12 +1,13 @@
-// sum_squares and AdamW against closed-form double computations, and run-to-run
-// bitwise determinism of the reductions (attention backward, sum_squares, layernorm/matmul
-// backward).
+// The CPU optimizer kernels under adamw_step and grad_norm_clip (cpu_ops.h: sum_squares and
+// the one-tensor AdamW) against closed-form double computations, and run-to-run bitwise
+// determinism of the reductions (attention backward, sum_squares, layernorm/matmul backward).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_ops.h"
 #include "cpu/reference_ops.h"
 
 namespace {
@@ -15,12 +16,11 @@ using ref::Vec;
 
 TEST(CpuOptim, SumSquares) {
     for (int threads : {1, 2, 3}) {
-        auto be = trt::make_cpu_backend(threads);
         for (size_t n : {size_t(0), size_t(1), size_t(2), size_t(7), size_t(100003)}) {
             auto x = ref::random_floats(n, 901 + (uint32_t)n, -3, 3);
             long double want = 0;  // extended precision: a truer sum than the kernel's
             for (float f : x) want += (long double)f * (long double)f;
-            const double got = be->sum_squares(x.data(), n);
+            const double got = trt::cpu::sum_squares(x.data(), n, threads);
             if (n == 0) {
                 EXPECT_EQ(got, 0.0);
                 continue;
@@ -33,7 +33,7 @@ TEST(CpuOptim, SumSquares) {
 }
 
 // Closed form of torch.optim.AdamW in double, one step.
-void adamw_double(Vec& p, const Vec& g_raw, Vec& m, Vec& v, const trt::AdamWParams& h) {
+void adamw_double(Vec& p, const Vec& g_raw, Vec& m, Vec& v, const trt::cpu::AdamWParams& h) {
     const double bc1 = 1 - std::pow((double)h.beta1, (double)h.step);
     const double bc2 = 1 - std::pow((double)h.beta2, (double)h.step);
     for (size_t i = 0; i < p.size(); i++) {
@@ -48,11 +48,10 @@ void adamw_double(Vec& p, const Vec& g_raw, Vec& m, Vec& v, const trt::AdamWPara
 }
 
 TEST(CpuOptim, AdamWThreeStepsClosedForm) {
-    auto be = trt::make_cpu_backend(2);
     const size_t n = 1003;
     auto p = ref::random_floats(n, 1001), m(std::vector<float>(n, 0.0f)), v = m;
     Vec P = ref::to_double(p), Mv(n, 0.0), Vv(n, 0.0);
-    trt::AdamWParams h{};
+    trt::cpu::AdamWParams h{};
     h.lr = 3e-3f;
     h.beta1 = 0.9f;
     h.beta2 = 0.95f;
@@ -63,7 +62,7 @@ TEST(CpuOptim, AdamWThreeStepsClosedForm) {
     for (int step = 1; step <= 3; step++) {
         h.step = step;
         auto g = ref::random_floats(n, 1100 + step, -2, 2);
-        be->adamw_update(p.data(), g.data(), m.data(), v.data(), n, h);
+        trt::cpu::adamw_update(p.data(), g.data(), m.data(), v.data(), n, h, 2);
         adamw_double(P, ref::to_double(g), Mv, Vv, h);
         worst = std::max({worst, ref::rel_error(p, P), ref::rel_error(m, Mv), ref::rel_error(v, Vv)});
     }
@@ -74,10 +73,9 @@ TEST(CpuOptim, AdamWThreeStepsClosedForm) {
 TEST(CpuOptim, AdamWFirstStepIsSignStep) {
     // At step 1 from m = v = 0: mhat = g, vhat = g², so the update is lr·g/(|g| + eps), a
     // signed step of size ~lr, after decoupled decay p·(1 − lr·wd).
-    auto be = trt::make_cpu_backend(1);
     std::vector<float> p = {1.0f, -2.0f, 0.5f}, g = {4.0f, -0.25f, 1e-3f}, m(3, 0.f), v(3, 0.f);
-    trt::AdamWParams h{0.01f, 0.9f, 0.999f, 1e-8f, 0.5f, 1, 2.0f};
-    be->adamw_update(p.data(), g.data(), m.data(), v.data(), 3, h);
+    trt::cpu::AdamWParams h{0.01f, 0.9f, 0.999f, 1e-8f, 0.5f, 1, 2.0f};
+    trt::cpu::adamw_update(p.data(), g.data(), m.data(), v.data(), 3, h, 1);
     const double decay = 1 - 0.01 * 0.5;
     const double want[3] = {1.0 * decay - 0.01 * 8.0 / (8.0 + 1e-8),
                             -2.0 * decay + 0.01 * 0.5 / (0.5 + 1e-8),
@@ -103,8 +101,8 @@ TEST(CpuDeterminism, BitwiseRunToRun) {
         EXPECT_EQ(0, std::memcmp(d1.data(), d2.data(), d1.size() * sizeof(float)));
 
         auto x = ref::random_floats(1000003, 1203);
-        const double s1 = be->sum_squares(x.data(), x.size());
-        const double s2 = be->sum_squares(x.data(), x.size());
+        const double s1 = trt::cpu::sum_squares(x.data(), x.size(), threads);
+        const double s2 = trt::cpu::sum_squares(x.data(), x.size(), threads);
         EXPECT_EQ(0, std::memcmp(&s1, &s2, sizeof s1));
 
         // Layernorm and matmul backward parameter-gradient reductions.

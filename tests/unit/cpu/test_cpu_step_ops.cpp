@@ -5,7 +5,7 @@
 //   grad_norm_clip    norm against a long double reference (rel <= 1e-12), clip_scale =
 //                     max_norm/(norm + 1e-6) (rel <= 1e-6, it is a float), the loss scale
 //                     divides, max_norm 0 never clips, inf/nan -> nonfinite;
-//   adamw_step        bitwise equal to adamw_update called per segment with the same
+//   adamw_step        bitwise equal to cpu::adamw_update called per segment with the same
 //                     hyper-parameters (grad_scale = clip_scale / loss_scale); does nothing
 //                     when nonfinite (params/m/v bit-identical);
 //   end_step          skipped/good counters, dynamic loss scale growth and backoff;
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_ops.h"
 #include "core/philox.h"
 #include "cpu/reference_ops.h"
 
@@ -319,7 +320,7 @@ TEST_P(CpuStepOps, AdamWStepEqualsAdamWUpdatePerSegmentBitwise) {
 
         int64_t begin = 0;
         for (size_t i = 0; i < seg.ends.size(); i++) {
-            trt::AdamWParams p{};
+            trt::cpu::AdamWParams p{};
             p.lr = sc.lr;
             p.beta1 = kHp.beta1;
             p.beta2 = kHp.beta2;
@@ -328,8 +329,9 @@ TEST_P(CpuStepOps, AdamWStepEqualsAdamWUpdatePerSegmentBitwise) {
             p.step = sc.step;
             p.grad_scale = sc.clip_scale / sc.loss_scale;
             const size_t len = static_cast<size_t>(seg.ends[i] - begin);
-            be->adamw_update(b.params.as<float>() + begin, b.grads.as<float>() + begin,
-                             b.m.as<float>() + begin, b.v.as<float>() + begin, len, p);
+            trt::cpu::adamw_update(b.params.as<float>() + begin, b.grads.as<float>() + begin,
+                                   b.m.as<float>() + begin, b.v.as<float>() + begin, len, p,
+                                   GetParam());
             begin = seg.ends[i];
         }
         const std::string what = " loss_scale=" + std::to_string((int)loss_scale);

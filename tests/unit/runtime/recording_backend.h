@@ -130,10 +130,6 @@ public:
         refuse_if_capturing("register_params");
         inner_->register_params(params, n);
     }
-    double sum_squares(const float* x, size_t n) override {
-        refuse_if_capturing("sum_squares");
-        return inner_->sum_squares(x, n);
-    }
     void read_scalars_async(int slot, const StepScalars* s) override {
         refuse_if_capturing("read_scalars_async");
         inner_->read_scalars_async(slot, s);
@@ -244,18 +240,6 @@ public:
         op("swiglu_backward",
            [=, be = be()] { be->swiglu_backward(dinp, inp, dout, N, F); });
     }
-    void gelu_forward(float* out, const float* inp, size_t n) override {
-        op("gelu_forward", [=, be = be()] { be->gelu_forward(out, inp, n); });
-    }
-    void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) override {
-        op("gelu_backward", [=, be = be()] { be->gelu_backward(dinp, inp, dout, n); });
-    }
-    void residual_forward(float* out, const float* a, const float* b, size_t n) override {
-        op("residual_forward", [=, be = be()] { be->residual_forward(out, a, b, n); });
-    }
-    void add_inplace(float* dst, const float* src, size_t n) override {
-        op("add_inplace", [=, be = be()] { be->add_inplace(dst, src, n); });
-    }
     void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
                                     const float* a, const float* b, const float* bb,
                                     const float* w, const float* bias, int N,
@@ -283,12 +267,6 @@ public:
                                             write_grad, scalars);
         });
     }
-    void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
-                      const AdamWParams& p) override {
-        op("adamw_update", [=, be = be()] { be->adamw_update(params, grads, m, v, n, p); });
-    }
-    // The session calls this eagerly, outside the graph; if it were captured it would be
-    // recorded like any op, and replay would bake the lr and step of capture time.
     void begin_step(StepScalars* s, float lr, int64_t step) override {
         op("begin_step", [=, be = be()] { be->begin_step(s, lr, step); });
     }

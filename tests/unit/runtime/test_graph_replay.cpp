@@ -599,40 +599,44 @@ TEST(GraphReplay, LoadAndResumeContinueTheEagerRun) {
 
 TEST(RecordingBackend, RecordsInsteadOfRunningAndRefusesWhatCudaForbids) {
     RecordingBackend be(trt::make_cpu_backend(1));
+    // The recorded op: s->loss_sum += sum of four ones.
+    auto* s = static_cast<trt::StepScalars*>(be.alloc(sizeof(trt::StepScalars), "scalars"));
     auto* x = static_cast<float*>(be.alloc(4 * sizeof(float), "x"));
     const float ones[4] = {1, 1, 1, 1};
     be.copy_to_device(x, ones, sizeof ones);
+    auto loss_sum = [&] {
+        trt::StepScalars host;
+        be.copy_to_host(&host, s, sizeof host);
+        return host.loss_sum;
+    };
     be.begin_capture();
-    be.add_inplace(x, x, 4);  // x += x, recorded
+    be.accumulate_loss(s, x, 4);  // recorded
     EXPECT_THROW(be.alloc(8, "y"), trt::Error);
     EXPECT_THROW(be.copy_to_host(nullptr, x, 0), trt::Error);
     EXPECT_THROW(be.synchronize(), trt::Error);
     EXPECT_THROW(be.upload_step_inputs(x, ones, sizeof ones), trt::Error);
-    EXPECT_THROW(be.sum_squares(x, 4), trt::Error);
+    EXPECT_THROW(be.read_scalars(0), trt::Error);
     EXPECT_EQ(be.violations(), 5);
     EXPECT_THROW(be.end_capture(3), trt::Error) << "a forbidden call invalidates the capture";
     EXPECT_FALSE(be.capturing());
     be.begin_capture();
-    be.add_inplace(x, x, 4);  // x += x, recorded
+    be.accumulate_loss(s, x, 4);  // recorded
     be.end_capture(3);
-    float host[4];
-    be.copy_to_host(host, x, sizeof host);
-    EXPECT_EQ(host[0], 1.0f) << "a recorded op must not run at capture";
+    EXPECT_EQ(loss_sum(), 0.0) << "a recorded op must not run at capture";
     be.replay_graph(3);
     be.replay_graph(3);
-    be.copy_to_host(host, x, sizeof host);
-    EXPECT_EQ(host[0], 4.0f);
+    EXPECT_EQ(loss_sum(), 8.0);
     EXPECT_EQ(be.replays(), 2);
     EXPECT_EQ(be.captures(), 1);
     EXPECT_THROW(be.replay_graph(0), trt::Error);
     be.begin_capture();
-    be.zero(x, sizeof host);
+    be.zero(s, sizeof(trt::StepScalars));
     be.end_capture(-1);  // discarded: nothing recorded survives, nothing ran
     EXPECT_EQ(be.discards(), 1);
-    be.copy_to_host(host, x, sizeof host);
-    EXPECT_EQ(host[0], 4.0f);
+    EXPECT_EQ(loss_sum(), 8.0);
     EXPECT_THROW(be.end_capture(0), trt::Error) << "no capture in progress";
     be.free(x);
+    be.free(s);
 }
 
 }  // namespace

@@ -485,12 +485,6 @@ void gelu_backward_bias(const CudaCtx& ctx, float* dinp, float* dbias, const flo
                            GeluBiasOp{dinp, inp, dout, M});
 }
 
-// out, a, b [n]
-void residual_forward(const CudaCtx& ctx, float* out, const float* a, const float* b,
-                      size_t n) {
-    launch_map<2>(ctx, out, Ins<2>{{a, b}}, n, Add{});
-}
-
 // dst, src [n]; dst += src
 void add_inplace(const CudaCtx& ctx, float* dst, const float* src, size_t n) {
     launch_map<2>(ctx, dst, Ins<2>{{dst, src}}, n, Add{});

@@ -1,5 +1,5 @@
 // The optimizer step on device-resident StepScalars (backend.h): begin/end of step, the loss
-// and gradient-norm reductions, fused multi-tensor AdamW, plus the legacy single-tensor ops.
+// and gradient-norm reductions, fused multi-tensor AdamW.
 //
 // Determinism: no floating-point atomics. Every reduction is two-pass: a grid whose size
 // depends only on n writes one double partial per block to ctx.scratch (each thread sums a
@@ -125,12 +125,6 @@ __global__ void __launch_bounds__(kReduceThreads)
         if (coef < 1.0) clip = static_cast<float>(coef);
     }
     s->clip_scale = clip;
-}
-
-__global__ void __launch_bounds__(kReduceThreads)
-    finish_sum_kernel(double* out, const double* __restrict__ partials, int count) {
-    const double total = sum_partials(partials, count);
-    if (threadIdx.x == 0) *out = total;
 }
 
 // ---------------------------------------------------------------- step scalars
@@ -315,25 +309,6 @@ __global__ void __launch_bounds__(kAdamThreads)
     }
 }
 
-// Single-tensor AdamW with every scalar from the host (computed there exactly as the CPU
-// does). Grid-stride.
-template <Lowp kLowp>
-__global__ void __launch_bounds__(kAdamThreads)
-    adamw_update_kernel(float* __restrict__ params, void* __restrict__ lowp,
-                        const float* __restrict__ grads, float* __restrict__ m,
-                        float* __restrict__ v, int64_t n, float decay, AdamWFloats c) {
-    const int64_t stride = static_cast<int64_t>(gridDim.x) * kAdamThreads;
-    for (int64_t i = static_cast<int64_t>(blockIdx.x) * kAdamThreads + threadIdx.x; i < n;
-         i += stride) {
-        float p = params[i], mi = m[i], vi = v[i];
-        adamw_element(p, mi, vi, grads[i], decay, c);
-        params[i] = p;
-        m[i] = mi;
-        v[i] = vi;
-        store_lowp<kLowp>(lowp, static_cast<size_t>(i), p);
-    }
-}
-
 Lowp lowp_kind(const CudaCtx& ctx, const void* params_lowp, const char* who) {
     if (params_lowp == nullptr) return Lowp::None;
     TRT_CHECK(ctx.lowp(), who, ": a working copy needs precision Bf16 or Fp16");
@@ -346,7 +321,7 @@ size_t optimizer_scratch_bytes(size_t n_params, const ModelDims& d) {
     (void)n_params;
     (void)d;
     // One double partial per first-pass block. The grid is capped at kMaxReduceBlocks for any
-    // n (parameters, B*T losses, or whatever sum_squares is given), so the bound is constant.
+    // n (parameters or B*T losses), so the bound is constant.
     return round_up_256(static_cast<size_t>(kMaxReduceBlocks) * sizeof(double));
 }
 
@@ -381,18 +356,6 @@ void grad_norm_clip(const CudaCtx& ctx, StepScalars* s, const float* grads, size
     }
     finish_grad_norm_kernel<<<1, kReduceThreads, 0, ctx.stream>>>(s, partials, blocks,
                                                                    max_norm);
-    TRT_CUDA_LAUNCH_CHECK();
-}
-
-void sum_squares(const CudaCtx& ctx, double* out, const float* x, size_t n) {
-    TRT_CHECK(out != nullptr && (n == 0 || x != nullptr), "sum_squares: null pointer");
-    const int blocks = reduce_blocks(n);
-    double* partials = reduce_partials(ctx, blocks, "sum_squares");
-    if (blocks > 0) {
-        partial_sums_kernel<true><<<blocks, kReduceThreads, 0, ctx.stream>>>(x, n, partials);
-        TRT_CUDA_LAUNCH_CHECK();
-    }
-    finish_sum_kernel<<<1, kReduceThreads, 0, ctx.stream>>>(out, partials, blocks);
     TRT_CUDA_LAUNCH_CHECK();
 }
 
@@ -435,44 +398,6 @@ void adamw_step(const CudaCtx& ctx, float* params, void* params_lowp, const floa
 void end_step(const CudaCtx& ctx, StepScalars* s, const LossScalePolicy& policy) {
     TRT_CHECK(s != nullptr, "end_step: null StepScalars");
     end_step_kernel<<<1, 1, 0, ctx.stream>>>(s, policy);
-    TRT_CUDA_LAUNCH_CHECK();
-}
-
-void adamw_update(const CudaCtx& ctx, float* params, void* params_lowp, const float* grads,
-                  float* m, float* v, size_t n, const AdamWParams& p) {
-    if (n == 0) return;
-    TRT_CHECK(params && grads && m && v, "adamw_update: null buffer");
-    // The scalar setup of cpu::adamw_update, verbatim (double, then float).
-    const double lr = p.lr, b1 = p.beta1, b2 = p.beta2;
-    const double bc1 = 1.0 - std::pow(b1, (double)p.step);
-    const double bc2 = 1.0 - std::pow(b2, (double)p.step);
-    const float decay = (float)(1.0 - lr * (double)p.weight_decay);
-    AdamWFloats c;
-    c.beta1 = p.beta1;
-    c.beta2 = p.beta2;
-    c.one_m_b1 = (float)(1.0 - b1);
-    c.one_m_b2 = (float)(1.0 - b2);
-    c.step_size = (float)(lr / bc1);
-    c.bc2_sqrt = (float)std::sqrt(bc2);
-    c.eps = p.eps;
-    c.scale = p.grad_scale;
-    const int64_t want = (static_cast<int64_t>(n) + kAdamThreads - 1) / kAdamThreads;
-    const int blocks = static_cast<int>(want < 65536 ? want : 65536);  // grid-stride beyond
-    const int64_t n64 = static_cast<int64_t>(n);
-    switch (lowp_kind(ctx, params_lowp, "adamw_update")) {
-        case Lowp::None:
-            adamw_update_kernel<Lowp::None><<<blocks, kAdamThreads, 0, ctx.stream>>>(
-                params, params_lowp, grads, m, v, n64, decay, c);
-            break;
-        case Lowp::Bf16:
-            adamw_update_kernel<Lowp::Bf16><<<blocks, kAdamThreads, 0, ctx.stream>>>(
-                params, params_lowp, grads, m, v, n64, decay, c);
-            break;
-        case Lowp::Fp16:
-            adamw_update_kernel<Lowp::Fp16><<<blocks, kAdamThreads, 0, ctx.stream>>>(
-                params, params_lowp, grads, m, v, n64, decay, c);
-            break;
-    }
     TRT_CUDA_LAUNCH_CHECK();
 }
 

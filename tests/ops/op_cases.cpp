@@ -1,0 +1,690 @@
+// The op-case table (op_cases.h). Shapes are multiples of nothing (vector tails, partial
+// blocks), include the degenerate ones (N = 1, T = 1, C = 3), the column chunks of the
+// reductions (> 256 columns), attention's query blocks (T > 64), and the model's own widths
+// (GPT-2 small's 768/3072, vocabulary padding 50257 -> 50304). Each op's reference is the
+// double one of reference_ops.h, proven there against finite differences.
+#include "ops/op_cases.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "cpu/reference_ops.h"
+
+namespace opcase {
+
+const Tolerance kFp32Math{1e-5, 1e-5, 1e-5};
+const Tolerance kMatmulForward{1e-5, 2e-3, 1e-2};
+const Tolerance kMatmulBackward{1e-5, 2e-3, 2e-2};
+
+std::string OpCase::name() const {
+    std::string n = op + "_" + shape;
+    for (char& ch : n)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    return n;
+}
+
+namespace {
+
+using trt::Backend;
+using trt::WeightLayout;
+
+// ---------------------------------------------------------------- building blocks
+
+TensorSpec tensor(std::string name, size_t count, Use use, float lo = -1.0f, float hi = 1.0f) {
+    TensorSpec t;
+    t.name = std::move(name);
+    t.count = count;
+    t.use = use;
+    t.lo = lo;
+    t.hi = hi;
+    return t;
+}
+TensorSpec in(std::string name, size_t count, float lo = -1.0f, float hi = 1.0f) {
+    return tensor(std::move(name), count, Use::In, lo, hi);
+}
+TensorSpec out(std::string name, size_t count) { return tensor(std::move(name), count, Use::Out); }
+TensorSpec acc(std::string name, size_t count) { return tensor(std::move(name), count, Use::Accum); }
+TensorSpec ids(std::string name, size_t count, int32_t below) {
+    TensorSpec t = tensor(std::move(name), count, Use::In);
+    t.ids_below = below;
+    return t;
+}
+TensorSpec operand(TensorSpec t) {
+    t.operand = true;
+    return t;
+}
+TensorSpec param(TensorSpec t) {  // a weight the backend reads through its working copy
+    t.operand = true;
+    t.param = true;
+    return t;
+}
+TensorSpec bitwise(TensorSpec t) {
+    t.bitwise = true;
+    return t;
+}
+
+// Dims a backend reserves for N rows of width C (norms, elementwise, column sums).
+trt::ModelDims rows_dims(int N, int C) {
+    trt::ModelDims d;
+    d.B = 1;
+    d.T = N;
+    d.C = C;
+    d.NH = 1;
+    d.V = 1;
+    d.L = 1;
+    return d;
+}
+// A product [N,K]·[K,M]: C >= max(K, M) covers every scratch shape derived from C, 3C, 4C.
+trt::ModelDims matmul_dims(int N, int K, int M) {
+    trt::ModelDims d = rows_dims(N, std::max(K, M));
+    d.V = M;
+    return d;
+}
+trt::ModelDims attention_dims(int B, int T, int C, int NH, int NKV) {
+    trt::ModelDims d = rows_dims(T, C);
+    d.B = B;
+    d.NH = NH;
+    d.NKV = NKV;
+    return d;
+}
+
+std::string dims_text(std::initializer_list<std::pair<const char*, long>> dims) {
+    std::string s;
+    for (auto [k, v] : dims) s += (s.empty() ? "" : " ") + std::string(k) + std::to_string(v);
+    return s;
+}
+
+const char* layout_name(WeightLayout l) { return l == WeightLayout::InOut ? "InOut" : "OutIn"; }
+
+// Expected value of an accumulator: pre-fill + increment, in place.
+void add_into(Vec& acc_pre, const Vec& inc) {
+    for (size_t i = 0; i < acc_pre.size() && i < inc.size(); i++) acc_pre[i] += inc[i];
+}
+
+std::vector<OpCase> cases;
+
+void add(OpCase c) { cases.push_back(std::move(c)); }
+
+// ---------------------------------------------------------------- encoder
+
+void encoder_cases() {
+    struct S {
+        int B, T, C, V;
+        bool wpe;
+    };
+    for (S s : {S{2, 7, 12, 5, true}, S{3, 17, 40, 67, true}, S{2, 5, 3, 2, true},
+                S{4, 64, 768, 50, true}, S{1, 1, 8, 3, true}, S{2, 7, 13, 5, false},
+                S{3, 17, 40, 67, false}}) {
+        const int B = s.B, T = s.T, C = s.C, V = s.V, P = T + 3;  // wpe has rows past T
+        const bool wpe = s.wpe;
+        const std::string sh =
+            dims_text({{"B", B}, {"T", T}, {"C", C}, {"V", V}}) + (wpe ? "" : " no_wpe");
+        const size_t N = (size_t)B * T;
+        {
+            OpCase c;
+            c.op = "encoder_forward";
+            c.shape = sh;
+            // One add per element: the same bits on every backend.
+            c.tensors = {ids("inputs", N, V), in("wte", (size_t)V * C), in("wpe", (size_t)P * C),
+                         bitwise(out("out", N * C))};
+            c.dims = rows_dims(T, C);
+            c.dims.B = B;
+            c.dims.V = V;
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.encoder_forward(t.f(3), t.ids(0), t.f(1), wpe ? t.f(2) : nullptr, B, T, C);
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[3] = ref::encoder_forward(h.ids[0], h.f[1], wpe ? h.f[2] : Vec{}, B, T, C);
+            };
+            add(c);
+        }
+        {
+            OpCase c;
+            c.op = "encoder_backward";
+            c.shape = sh;
+            c.tensors = {ids("inputs", N, V), in("dout", N * C), acc("dwte", (size_t)V * C),
+                         acc("dwpe", (size_t)P * C)};
+            c.dims = rows_dims(T, C);
+            c.dims.B = B;
+            c.dims.V = V;
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.encoder_backward(t.f(2), wpe ? t.f(3) : nullptr, t.f(1), t.ids(0), B, T, C);
+            };
+            c.reference = [=](HostTensors& h) {
+                Vec dwte, dwpe;
+                ref::encoder_backward(h.f[1], h.ids[0], B, T, C, V, dwte, dwpe);
+                add_into(h.f[2], dwte);
+                if (wpe) add_into(h.f[3], dwpe);  // rows >= T keep their pre-fill
+            };
+            add(c);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- layernorm
+
+void layernorm_cases() {
+    for (auto [N, C] : {std::pair{14, 12}, std::pair{51, 40}, std::pair{33, 385},
+                        std::pair{1030, 768}, std::pair{7, 1600}, std::pair{5, 3}}) {
+        const std::string sh = dims_text({{"N", N}, {"C", C}});
+        const size_t NC = (size_t)N * C;
+        {
+            OpCase c;
+            c.op = "layernorm_forward";
+            c.shape = sh;
+            c.tensors = {in("inp", NC, -2, 3), in("w", C, 0.5f, 1.5f), in("b", C),
+                         out("out", NC), out("mean", N), out("rstd", N)};
+            c.dims = rows_dims(N, C);
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.layernorm_forward(t.f(3), t.f(4), t.f(5), t.f(0), t.f(1), t.f(2), N, C);
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[3] = ref::layernorm_forward(h.f[0], h.f[1], h.f[2], N, C, &h.f[4], &h.f[5]);
+            };
+            add(c);
+        }
+        {
+            OpCase c;
+            c.op = "layernorm_backward";
+            c.shape = sh;
+            c.tensors = {in("inp", NC, -2, 3), in("w", C, 0.5f, 1.5f), in("b", C),
+                         in("dout", NC),       acc("dinp", NC),        acc("dw", C),
+                         acc("db", C)};
+            c.dims = rows_dims(N, C);
+            c.tol = kFp32Math;
+            // The backward reads the mean and rstd its own backend's forward saved, as in a
+            // training step.
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                auto* o = static_cast<float*>(be.alloc(NC * 4 + 2 * (size_t)N * 4, "ln fwd"));
+                float *mean = o + NC, *rstd = mean + N;
+                be.layernorm_forward(o, mean, rstd, t.f(0), t.f(1), t.f(2), N, C);
+                be.layernorm_backward(t.f(4), t.f(5), t.f(6), t.f(3), t.f(0), t.f(1), mean, rstd,
+                                      N, C);
+                be.free(o);
+            };
+            c.reference = [=](HostTensors& h) {
+                Vec dinp, dw, db;
+                ref::layernorm_backward(h.f[3], h.f[0], h.f[1], N, C, dinp, dw, db);
+                add_into(h.f[4], dinp);
+                add_into(h.f[5], dw);
+                add_into(h.f[6], db);
+            };
+            add(c);
+        }
+    }
+}
+
+// res = a + b (+ bb), then layernorm of res; expected values in h.f[res], [out], [mean], [rstd].
+void residual_layernorm_cases() {
+    for (auto [N, C] : {std::pair{1, 1}, std::pair{13, 12}, std::pair{51, 40},
+                        std::pair{37, 385}, std::pair{1030, 768}})
+        for (bool with_bb : {false, true}) {
+            const size_t NC = (size_t)N * C;
+            OpCase c;
+            c.op = "residual_layernorm_forward";
+            c.shape = dims_text({{"N", N}, {"C", C}}) + (with_bb ? " bb" : "");
+            c.tensors = {in("a", NC, -2, 2), in("b", NC), in("bb", C),
+                         in("w", C, 0.5f, 1.5f), in("bias", C), out("res_out", NC),
+                         out("out", NC),      out("mean", N), out("rstd", N)};
+            c.dims = rows_dims(N, C);
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.residual_layernorm_forward(t.f(5), t.f(6), t.f(7), t.f(8), t.f(0), t.f(1),
+                                              with_bb ? t.f(2) : nullptr, t.f(3), t.f(4), N, C);
+            };
+            c.reference = [=](HostTensors& h) {
+                Vec res(NC);
+                for (size_t i = 0; i < NC; i++)
+                    res[i] = h.f[0][i] + h.f[1][i] + (with_bb ? h.f[2][i % C] : 0.0);
+                h.f[6] = ref::layernorm_forward(res, h.f[3], h.f[4], N, C, &h.f[7], &h.f[8]);
+                h.f[5] = res;
+            };
+            add(c);
+        }
+}
+
+// ---------------------------------------------------------------- matmul
+
+struct MatmulShape {
+    int N, K, M;
+};
+const MatmulShape kMatmulShapes[] = {{14, 12, 36},  {51, 40, 120},   {51, 160, 40},
+                                     {37, 29, 19},  {130, 67, 201},  {512, 768, 768},
+                                     {3, 5, 1}};
+
+void matmul_cases() {
+    for (MatmulShape s : kMatmulShapes)
+        for (WeightLayout layout : {WeightLayout::InOut, WeightLayout::OutIn})
+            for (bool with_bias : {true, false}) {
+                const int N = s.N, K = s.K, M = s.M;
+                // The model's weights live in the registered buffer; a few cases keep them
+                // in plain buffers (a bf16/fp16 backend then casts them per call).
+                const bool registered = (N + K + M + (int)with_bias) % 2 == 0;
+                const std::string sh = dims_text({{"N", N}, {"K", K}, {"M", M}}) + " " +
+                                       layout_name(layout) + (with_bias ? " bias" : "") +
+                                       (registered ? " registered" : "");
+                auto weight = [&](const char* name, size_t n) {
+                    TensorSpec t = in(name, n);
+                    return registered ? param(t) : operand(t);
+                };
+                {
+                    OpCase c;
+                    c.op = "matmul_forward";
+                    c.shape = sh;
+                    c.tensors = {operand(in("inp", (size_t)N * K)), weight("weight", (size_t)K * M),
+                                 weight("bias", M), out("out", (size_t)N * M)};
+                    c.dims = matmul_dims(N, K, M);
+                    c.tol = kMatmulForward;
+                    c.large = (size_t)N * K * M > 50'000'000;
+                    c.run = [=](Backend& be, const DeviceTensors& t) {
+                        be.matmul_forward(t.f(3), t.f(0), t.f(1), with_bias ? t.f(2) : nullptr, N,
+                                          K, M, layout);
+                    };
+                    c.reference = [=](HostTensors& h) {
+                        h.f[3] = ref::matmul_forward(h.f[0], h.f[1], with_bias ? &h.f[2] : nullptr,
+                                                     N, K, M, layout);
+                    };
+                    add(c);
+                }
+                for (bool with_dinp : {true, false}) {
+                    if (!with_dinp && with_bias) continue;  // one no-dinp variant per shape
+                    OpCase c;
+                    c.op = "matmul_backward";
+                    c.shape = sh + (with_dinp ? "" : " no_dinp");
+                    c.tensors = {operand(in("inp", (size_t)N * K)),
+                                 weight("weight", (size_t)K * M),
+                                 operand(in("dout", (size_t)N * M)),
+                                 out("dinp", (size_t)N * K),
+                                 acc("dweight", (size_t)K * M),
+                                 acc("dbias", M)};
+                    c.dims = matmul_dims(N, K, M);
+                    c.tol = kMatmulBackward;
+                    c.large = (size_t)N * K * M > 50'000'000;
+                    c.run = [=](Backend& be, const DeviceTensors& t) {
+                        be.matmul_backward(with_dinp ? t.f(3) : nullptr, t.f(4),
+                                           with_bias ? t.f(5) : nullptr, t.f(2), t.f(0), t.f(1),
+                                           N, K, M, layout);
+                    };
+                    c.reference = [=](HostTensors& h) {
+                        Vec dinp, dw, db;
+                        ref::matmul_backward(h.f[2], h.f[0], h.f[1], N, K, M, layout, dinp, dw, db);
+                        // Without dinp the buffer keeps its NaN poison: expect exactly that.
+                        if (with_dinp) h.f[3] = dinp;
+                        add_into(h.f[4], dw);
+                        if (with_bias) add_into(h.f[5], db);
+                    };
+                    if (!with_dinp) c.tensors[3].use = Use::In;  // not written: not compared
+                    add(c);
+                }
+            }
+}
+
+void matmul_gelu_cases() {
+    for (MatmulShape s : {MatmulShape{51, 40, 160}, MatmulShape{37, 29, 43},
+                          MatmulShape{130, 67, 301}, MatmulShape{256, 768, 3072},
+                          MatmulShape{1, 3, 5}})
+        for (bool with_bias : {false, true}) {
+            const int N = s.N, K = s.K, M = s.M;
+            const bool registered = with_bias;
+            OpCase c;
+            c.op = "matmul_gelu_forward";
+            c.shape = dims_text({{"N", N}, {"K", K}, {"M", M}}) + (with_bias ? " bias" : "") +
+                      (registered ? " registered" : "");
+            auto weight = [&](const char* name, size_t n) {
+                TensorSpec t = in(name, n);
+                return registered ? param(t) : operand(t);
+            };
+            c.tensors = {operand(in("inp", (size_t)N * K, -2, 2)), weight("weight", (size_t)K * M),
+                         weight("bias", M), out("pre", (size_t)N * M), out("out", (size_t)N * M)};
+            c.dims = matmul_dims(N, K, M);
+            c.tol = kMatmulForward;
+            c.large = (size_t)N * K * M > 50'000'000;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.matmul_gelu_forward(t.f(3), t.f(4), t.f(0), t.f(1),
+                                       with_bias ? t.f(2) : nullptr, N, K, M);
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[3] = ref::matmul_forward(h.f[0], h.f[1], with_bias ? &h.f[2] : nullptr, N, K,
+                                             M, WeightLayout::InOut);
+                h.f[4].resize(h.f[3].size());
+                for (size_t i = 0; i < h.f[3].size(); i++) h.f[4][i] = ref::gelu(h.f[3][i]);
+            };
+            add(c);
+        }
+}
+
+void gelu_backward_bias_cases() {
+    for (auto [N, M] : {std::pair{1, 1}, std::pair{67, 13}, std::pair{67, 300},
+                        std::pair{2053, 96}, std::pair{29, 1037}})
+        for (bool with_dbias : {true, false}) {
+            OpCase c;
+            c.op = "gelu_backward_bias";
+            c.shape = dims_text({{"N", N}, {"M", M}}) + (with_dbias ? "" : " no_dbias");
+            const size_t n = (size_t)N * M;
+            c.tensors = {in("inp", n, -5, 5), in("dout", n), out("dinp", n), acc("dbias", M)};
+            c.dims = rows_dims(N, (M + 3) / 4);  // column sums cover M <= 4C
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.gelu_backward_bias(t.f(2), with_dbias ? t.f(3) : nullptr, t.f(0), t.f(1), N, M);
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[2].resize(n);
+                Vec db(M, 0.0);
+                for (size_t i = 0; i < n; i++) {
+                    h.f[2][i] = ref::gelu_grad(h.f[0][i]) * h.f[1][i];
+                    db[i % M] += h.f[2][i];
+                }
+                if (with_dbias) add_into(h.f[3], db);
+            };
+            if (!with_dbias) c.tensors[3].use = Use::In;  // untouched: not compared
+            add(c);
+        }
+}
+
+// ---------------------------------------------------------------- attention
+
+void attention_cases() {
+    struct S {
+        int B, T, NH, NKV, hs;
+    };
+    // MHA (GPT-2 and NKV == NH), GQA and MQA; T = 1, T > 64 and not a multiple of 64.
+    for (S s : {S{2, 7, 3, 3, 4}, S{1, 1, 2, 2, 4}, S{2, 17, 5, 5, 8}, S{3, 45, 5, 5, 8},
+                S{2, 64, 4, 4, 16}, S{1, 130, 2, 2, 48}, S{2, 256, 12, 12, 64},
+                S{2, 7, 4, 2, 3}, S{2, 7, 4, 1, 3}, S{1, 1, 2, 1, 4}, S{3, 45, 6, 3, 5},
+                S{2, 65, 6, 2, 8}, S{1, 130, 8, 1, 7}, S{2, 17, 8, 4, 10}}) {
+        const int B = s.B, T = s.T, NH = s.NH, NKV = s.NKV, hs = s.hs, C = NH * hs;
+        const size_t W = (size_t)(NH + 2 * NKV) * hs, nq = (size_t)B * T * W,
+                     no = (size_t)B * T * C;
+        const std::string sh =
+            dims_text({{"B", B}, {"T", T}, {"NH", NH}, {"NKV", NKV}, {"hs", hs}});
+        {
+            OpCase c;
+            c.op = "attention_forward";
+            c.shape = sh;
+            c.tensors = {operand(in("qkv", nq, -2, 2)), out("out", no)};
+            c.dims = attention_dims(B, T, C, NH, NKV);
+            c.tol = kMatmulForward;
+            // What a backend saves for its backward is its own business: not compared.
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                const size_t n = be.attention_saved_floats(B, T, C, NH, NKV);
+                void* saved = be.alloc(std::max<size_t>(n, 1) * 4, "attention saved");
+                be.attention_forward(t.f(1), static_cast<float*>(saved), t.f(0), B, T, C, NH, NKV);
+                be.free(saved);
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[1] = ref::attention_forward(h.f[0], B, T, C, NH, NKV, nullptr);
+            };
+            add(c);
+        }
+        {
+            OpCase c;
+            c.op = "attention_backward";
+            c.shape = sh;
+            c.tensors = {operand(in("qkv", nq, -2, 2)), operand(in("dout", no)), out("dqkv", nq)};
+            c.dims = attention_dims(B, T, C, NH, NKV);
+            c.tol = kMatmulBackward;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                const size_t ns = be.attention_saved_floats(B, T, C, NH, NKV);
+                const size_t nx = be.attention_scratch_floats(B, T, C, NH, NKV);
+                auto* saved = static_cast<float*>(be.alloc(std::max<size_t>(ns, 1) * 4, "saved"));
+                auto* scratch = static_cast<float*>(be.alloc(std::max<size_t>(nx, 1) * 4, "scr"));
+                auto* o = static_cast<float*>(be.alloc(no * 4, "attention out"));
+                be.attention_forward(o, saved, t.f(0), B, T, C, NH, NKV);
+                be.attention_backward(t.f(2), scratch, t.f(1), t.f(0), saved, B, T, C, NH, NKV);
+                be.free(o);
+                be.free(scratch);
+                be.free(saved);
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[2] = ref::attention_backward(h.f[1], h.f[0], B, T, C, NH, NKV);
+            };
+            add(c);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- classifier
+
+void classifier_cases() {
+    struct S {
+        int N, V, Vp;
+    };
+    for (S s : {S{14, 11, 16}, S{9, 257, 320}, S{51, 67, 80}, S{64, 256, 256},
+                S{33, 1000, 1024}, S{5, 50257, 50304}})
+        for (int mode = 0; mode < 3; mode++) {
+            // 0: loss only; 1: loss and gradient; 2: gradient scaled by StepScalars::loss_scale.
+            const bool write_grad = mode > 0, scaled = mode == 2;
+            const int N = s.N, V = s.V, Vp = s.Vp;
+            const float dloss = 1.0f / N, loss_scale = 4.0f;
+            OpCase c;
+            c.op = "classifier_forward_backward";
+            c.shape = dims_text({{"N", N}, {"V", V}, {"Vp", Vp}}) +
+                      (mode == 0 ? " loss_only" : mode == 1 ? " grad" : " grad_loss_scale4");
+            TensorSpec logits = tensor("logits", (size_t)N * Vp, Use::InOut, -4, 4);
+            // Padded columns hold garbage the op must ignore (and zero in the gradient).
+            logits.fill = [=](std::vector<float>& v) {
+                for (int n = 0; n < N; n++)
+                    for (int i = V; i < Vp; i++) v[(size_t)n * Vp + i] = 3e4f;
+            };
+            TensorSpec targets = ids("targets", N, V);
+            c.tensors = {logits, targets, out("losses", N)};
+            c.dims = rows_dims(N, 64);
+            c.dims.V = Vp;
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                trt::StepScalars* sc = nullptr;
+                if (scaled) {
+                    trt::StepScalars host;
+                    host.loss_scale = loss_scale;
+                    sc = static_cast<trt::StepScalars*>(be.alloc(sizeof host, "scalars"));
+                    be.copy_to_device(sc, &host, sizeof host);
+                }
+                be.classifier_forward_backward(t.f(0), t.f(2), t.ids(1), N, V, Vp, dloss,
+                                               write_grad, sc);
+                be.free(sc);
+            };
+            c.reference = [=](HostTensors& h) {
+                Vec losses, dlogits;
+                ref::classifier(h.f[0], h.ids[1], N, V, Vp, dloss * (scaled ? loss_scale : 1.0),
+                                losses, dlogits);
+                h.f[2] = losses;
+                if (write_grad) h.f[0] = dlogits;  // else the logits stay as they were
+            };
+            add(c);
+        }
+}
+
+// ---------------------------------------------------------------- Llama family
+
+void rmsnorm_cases() {
+    struct S {
+        int N, C;
+        float eps;
+    };
+    // (No C = 1: dinp there is w·eps/(x² + eps)^1.5, all cancellation.)
+    for (S s : {S{1, 7, 1e-5f}, S{13, 12, 1e-6f}, S{51, 40, 1e-5f}, S{33, 385, 1e-6f},
+                S{1030, 768, 1e-5f}, S{7, 1600, 1e-6f}, S{5, 3, 1e-5f}, S{9, 2100, 1e-5f}}) {
+        const int N = s.N, C = s.C;
+        const float eps = s.eps;
+        const size_t NC = (size_t)N * C;
+        const std::string sh = dims_text({{"N", N}, {"C", C}}) + (eps < 1e-5f ? " eps1e-6" : "");
+        {
+            OpCase c;
+            c.op = "rmsnorm_forward";
+            c.shape = sh;
+            c.tensors = {in("inp", NC, -2, 3), in("w", C, 0.5f, 1.5f), out("out", NC),
+                         out("rstd", N)};
+            c.dims = rows_dims(N, C);
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.rmsnorm_forward(t.f(2), t.f(3), t.f(0), t.f(1), N, C, eps);
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[2] = ref::rmsnorm_forward(h.f[0], h.f[1], N, C, eps, &h.f[3]);
+            };
+            add(c);
+        }
+        {
+            OpCase c;
+            c.op = "rmsnorm_backward";
+            c.shape = sh;
+            c.tensors = {in("inp", NC, -2, 3), in("w", C, 0.5f, 1.5f), in("dout", NC),
+                         acc("dinp", NC), acc("dw", C)};
+            c.dims = rows_dims(N, C);
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                auto* o = static_cast<float*>(be.alloc(NC * 4 + (size_t)N * 4, "rms fwd"));
+                float* rstd = o + NC;
+                be.rmsnorm_forward(o, rstd, t.f(0), t.f(1), N, C, eps);
+                be.rmsnorm_backward(t.f(3), t.f(4), t.f(2), t.f(0), t.f(1), rstd, N, C);
+                be.free(o);
+            };
+            c.reference = [=](HostTensors& h) {
+                Vec dinp, dw;
+                ref::rmsnorm_backward(h.f[2], h.f[0], h.f[1], N, C, eps, dinp, dw);
+                add_into(h.f[3], dinp);
+                add_into(h.f[4], dw);
+            };
+            add(c);
+        }
+        {
+            OpCase c;
+            c.op = "residual_rmsnorm_forward";
+            c.shape = sh;
+            c.tensors = {in("a", NC, -2, 2), in("b", NC), in("w", C, 0.5f, 1.5f),
+                         bitwise(out("res_out", NC)), out("out", NC), out("rstd", N)};
+            c.dims = rows_dims(N, C);
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.residual_rmsnorm_forward(t.f(3), t.f(4), t.f(5), t.f(0), t.f(1), t.f(2), N, C,
+                                            eps);
+            };
+            c.reference = [=](HostTensors& h) {
+                Vec res(NC);
+                for (size_t i = 0; i < NC; i++) res[i] = h.f[0][i] + h.f[1][i];
+                h.f[4] = ref::rmsnorm_forward(res, h.f[2], N, C, eps, &h.f[5]);
+                h.f[3] = res;
+            };
+            add(c);
+        }
+    }
+}
+
+void rope_cases() {
+    struct S {
+        int B, T, NH, NKV, hs, pos0;
+    };
+    for (S s : {S{2, 7, 4, 4, 8, 0}, S{2, 7, 4, 2, 6, 3}, S{1, 5, 6, 1, 10, 11},
+                S{3, 33, 8, 2, 2, 0}, S{1, 70, 2, 1, 34, 1000}, S{2, 17, 4, 2, 10, 5},
+                S{2, 64, 12, 4, 64, 100}, S{1, 5, 3, 3, 128, 7}})
+        for (bool backward : {false, true}) {
+            const int B = s.B, T = s.T, NH = s.NH, NKV = s.NKV, hs = s.hs, pos0 = s.pos0;
+            const int max_pos = pos0 + T + 3, half = hs / 2;
+            const size_t W = (size_t)(NH + 2 * NKV) * hs, n = (size_t)B * T * W;
+            OpCase c;
+            c.op = backward ? "rope_backward" : "rope_forward";
+            c.shape = dims_text(
+                {{"B", B}, {"T", T}, {"NH", NH}, {"NKV", NKV}, {"hs", hs}, {"pos0", pos0}});
+            // The HF tables as the model builds them: fp32 values of the double angles.
+            Vec cd, sd;
+            ref::rope_tables(max_pos, hs, 10000.0, cd, sd);
+            TensorSpec cos_t = in("cos", (size_t)max_pos * half), sin_t = in("sin", (size_t)max_pos * half);
+            cos_t.fill = [cd](std::vector<float>& v) { v.assign(cd.begin(), cd.end()); };
+            sin_t.fill = [sd](std::vector<float>& v) { v.assign(sd.begin(), sd.end()); };
+            // In place on q and k; V untouched (compared with the rest).
+            c.tensors = {cos_t, sin_t, tensor(backward ? "dqkv" : "qkv", n, Use::InOut, -2, 2)};
+            c.dims = attention_dims(B, T, NH * hs, NH, NKV);
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                if (backward)
+                    be.rope_backward(t.f(2), t.f(0), t.f(1), B, T, NH, NKV, hs, pos0);
+                else
+                    be.rope_forward(t.f(2), t.f(0), t.f(1), B, T, NH, NKV, hs, pos0);
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[2] = backward
+                             ? ref::rope_backward(h.f[2], h.f[0], h.f[1], B, T, NH, NKV, hs, pos0)
+                             : ref::rope_forward(h.f[2], h.f[0], h.f[1], B, T, NH, NKV, hs, pos0);
+            };
+            add(c);
+        }
+}
+
+void swiglu_cases() {
+    for (auto [N, F] : {std::pair{1, 1}, std::pair{7, 13}, std::pair{51, 40},
+                        std::pair{33, 301}, std::pair{130, 1037}, std::pair{3, 5}}) {
+        const size_t n1 = (size_t)N * F, n2 = 2 * n1;
+        const std::string sh = dims_text({{"N", N}, {"F", F}});
+        TensorSpec inp = in("inp", n2, -8, 8);
+        // A few saturated gates (e^-x beyond float range on either side) where other values
+        // dominate the norm: silu(-100) is a float denormal, all a 1x1 case would hold.
+        if (F >= 13)
+            inp.fill = [](std::vector<float>& v) {
+                const float extremes[] = {-100.0f, -90.0f, 90.0f, 100.0f, -20.0f, 20.0f};
+                for (size_t k = 0; k < 6; k++) v[k] = extremes[k];
+            };
+        trt::ModelDims d = rows_dims(N, std::max(1, (F + 3) / 4));
+        d.F = F;
+        {
+            OpCase c;
+            c.op = "swiglu_forward";
+            c.shape = sh;
+            c.tensors = {inp, out("out", n1)};
+            c.dims = d;
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.swiglu_forward(t.f(1), t.f(0), N, F);
+            };
+            c.reference = [=](HostTensors& h) { h.f[1] = ref::swiglu_forward(h.f[0], N, F); };
+            add(c);
+        }
+        {
+            OpCase c;
+            c.op = "swiglu_backward";
+            c.shape = sh;
+            c.tensors = {inp, in("dout", n1), out("dinp", n2)};
+            c.dims = d;
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.swiglu_backward(t.f(2), t.f(0), t.f(1), N, F);
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[2] = ref::swiglu_backward(h.f[1], h.f[0], N, F);
+            };
+            add(c);
+        }
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> op_names() {
+    std::vector<std::string> names;
+    for (const OpCase& c : all_cases())
+        if (std::find(names.begin(), names.end(), c.op) == names.end()) names.push_back(c.op);
+    return names;
+}
+
+const std::vector<OpCase>& all_cases() {
+    static const std::vector<OpCase>* table = [] {
+        encoder_cases();
+        layernorm_cases();
+        residual_layernorm_cases();
+        matmul_cases();
+        matmul_gelu_cases();
+        gelu_backward_bias_cases();
+        attention_cases();
+        classifier_cases();
+        rmsnorm_cases();
+        rope_cases();
+        swiglu_cases();
+        return new std::vector<OpCase>(std::move(cases));
+    }();
+    return *table;
+}
+
+}  // namespace opcase

@@ -1,0 +1,115 @@
+// The op-case table (tests/ops/op_cases.h) on the CPU backend, one test per op:
+//   - every case against the double reference (reference_ops.h) at 1, 2 and 3 threads,
+//     tolerance fp32 (1e-5 relative; accumulators judged on the increment), but the `large`
+//     ones (model-sized matmuls, whose double reference takes seconds);
+//   - every case at 3 threads against 1 thread through the backend-vs-backend path the CUDA
+//     suite (tests/gpu/cuda_op_cases_test.cpp) takes, bitwise where the case requires it.
+// Properties beyond one call (bitwise run to run, fused == unfused bits, GQA as repeated MHA,
+// edge values, errors) stay in test_cpu_*.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "cpu/reference_ops.h"
+#include "ops/op_cases.h"
+#include "ops/op_runner.h"
+
+namespace {
+
+class CpuOpCases : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CpuOpCases, AgainstTheReference) {
+    int cases = 0;
+    for (const opcase::OpCase& c : opcase::all_cases()) {
+        if (c.op != GetParam() || c.large) continue;
+        ++cases;
+        for (int threads : {1, 2, 3}) {
+            auto be = trt::make_cpu_backend(threads);
+            for (const opcase::Check& k : opcase::against_reference(c, *be)) {
+                const std::string what =
+                    c.op + " " + c.shape + " " + k.tensor + " (threads=" + std::to_string(threads) + ")";
+                if (threads == 1) ref::report(what, k.error);
+                EXPECT_TRUE(k.passed()) << what << ": " << k.describe();
+            }
+        }
+    }
+    EXPECT_GT(cases, 0);
+}
+
+TEST_P(CpuOpCases, ThreeThreadsAgainstOne) {
+    auto one = trt::make_cpu_backend(1), three = trt::make_cpu_backend(3);
+    for (const opcase::OpCase& c : opcase::all_cases()) {
+        if (c.op != GetParam()) continue;
+        for (const opcase::Check& k :
+             opcase::against_backend(c, *three, trt::Precision::Fp32, *one))
+            EXPECT_TRUE(k.passed()) << c.op << " " << c.shape << " " << k.describe();
+    }
+}
+
+// The runner itself: a broken op must fail its checks (a suite that cannot fail proves
+// nothing). Each mutant is a table case with its `run` replaced.
+const opcase::OpCase& first_case(const std::string& op) {
+    for (const opcase::OpCase& c : opcase::all_cases())
+        if (c.op == op && !c.large) return c;
+    throw std::runtime_error("no case for " + op);
+}
+
+bool all_pass(const std::vector<opcase::Check>& checks) {
+    for (const auto& k : checks)
+        if (!k.passed()) return false;
+    return !checks.empty();
+}
+
+TEST(OpCaseRunner, CatchesBrokenOps) {
+    auto be = trt::make_cpu_backend(1), other = trt::make_cpu_backend(2);
+    // The unmodified cases pass (so what fails below fails for the mutation).
+    for (const char* op : {"layernorm_backward", "encoder_forward", "swiglu_forward"}) {
+        EXPECT_TRUE(all_pass(opcase::against_reference(first_case(op), *be))) << op;
+        EXPECT_TRUE(all_pass(opcase::against_backend(first_case(op), *be,
+                                                     trt::Precision::Fp32, *other)))
+            << op;
+    }
+
+    // Accumulating twice: every += output is off by its whole increment.
+    opcase::OpCase twice = first_case("layernorm_backward");
+    const auto once = twice.run;
+    twice.run = [once](trt::Backend& b, const opcase::DeviceTensors& t) {
+        once(b, t);
+        once(b, t);
+    };
+    EXPECT_FALSE(all_pass(opcase::against_reference(twice, *be)));
+
+    // An output the op never writes keeps its NaN poison.
+    opcase::OpCase idle = first_case("swiglu_forward");
+    idle.run = [](trt::Backend&, const opcase::DeviceTensors&) {};
+    EXPECT_FALSE(all_pass(opcase::against_reference(idle, *be)));
+    EXPECT_FALSE(all_pass(opcase::against_backend(idle, *be, trt::Precision::Fp32, *other)));
+
+    // One ulp off in a bitwise output: within tolerance, still a failure.
+    opcase::OpCase nudged = first_case("encoder_forward");
+    const auto exact = nudged.run;
+    trt::Backend* oracle = other.get();
+    const size_t out = nudged.tensors.size() - 1;
+    ASSERT_TRUE(nudged.tensors[out].bitwise);
+    nudged.run = [exact, oracle, out](trt::Backend& b, const opcase::DeviceTensors& t) {
+        exact(b, t);
+        if (&b == oracle) return;
+        float x = 0;
+        b.copy_to_host(&x, t.f(out), sizeof x);
+        x = std::nextafter(x, INFINITY);
+        b.copy_to_device(t.f(out), &x, sizeof x);
+    };
+    const auto checks = opcase::against_backend(nudged, *be, trt::Precision::Fp32, *other);
+    ASSERT_EQ(checks.size(), 1u);
+    EXPECT_LE(checks[0].error, checks[0].tol);
+    EXPECT_FALSE(checks[0].passed());
+}
+
+INSTANTIATE_TEST_SUITE_P(Op, CpuOpCases, ::testing::ValuesIn(opcase::op_names()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
