@@ -55,54 +55,26 @@ threads = 1
 log_every = 1
 )";
 
-using Sets = std::vector<std::pair<std::string, std::string>>;
+using Sets = ConfigSets;
 
 struct Figures {
     double loss, grad_norm, lr;
     int64_t step, tokens_total;
 };
 
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-class CapiCheckpoint : public ::testing::Test {
+class CapiCheckpoint : public CapiSessionTest {
 protected:
     void SetUp() override {
-        dir_ = scratch_dir();
+        CapiSessionTest::SetUp();
         // Two train shards so the sequential cursor crosses a shard boundary.
         write_shard(dir_ + "/train0.bin", lcg_tokens(200, 1, 32));
         write_shard(dir_ + "/train1.bin", lcg_tokens(150, 2, 32));
         write_shard(dir_ + "/val.bin", lcg_tokens(100, 3, 32));
     }
-    void TearDown() override {
-        for (trainrt_session* s : sessions_) trainrt_session_destroy(s);
-    }
-
-    trainrt_session* open(const Sets& sets = {}) {
-        trainrt_config* c = nullptr;
-        EXPECT_EQ(trainrt_config_from_string(&c, kToml, dir_.c_str()), TRAINRT_OK)
-            << last_error();
-        if (c == nullptr) return nullptr;
-        for (const auto& kv : sets)
-            EXPECT_EQ(trainrt_config_set(c, kv.first.c_str(), kv.second.c_str()), TRAINRT_OK)
-                << kv.first << ": " << last_error();
-        trainrt_config_set_log(c, nullptr, nullptr, TRAINRT_LOG_ERROR);
-        trainrt_session* s = nullptr;
-        EXPECT_EQ(trainrt_session_create(&s, c), TRAINRT_OK) << last_error();
-        trainrt_config_destroy(c);
-        if (s != nullptr) sessions_.push_back(s);
-        return s;
-    }
-
-    // Destroys s now (releasing its train.out_dir, see OutDirHasOneWriterAtATime).
-    void close(trainrt_session* s) {
-        sessions_.erase(std::find(sessions_.begin(), sessions_.end(), s));
-        trainrt_session_destroy(s);
-    }
+    trainrt_session* open(const Sets& sets = {}) { return open_from(kToml, sets); }
 
     static Figures step(trainrt_session* s) {
-        trainrt_step_result r;
-        trainrt_step_result_init(&r);
-        EXPECT_EQ(trainrt_session_step(&r, s), TRAINRT_OK) << last_error();
+        const trainrt_step_result r = step_result(s);
         return {r.loss, r.grad_norm, r.lr, r.step, r.tokens_total};
     }
 
@@ -144,9 +116,6 @@ protected:
             EXPECT_TRUE(same_bits(a.lr, b.lr)) << "step " << a.step;
         }
     }
-
-    std::string dir_;
-    std::vector<trainrt_session*> sessions_;
 };
 
 TEST_F(CapiCheckpoint, ResumeIsBitExactSequentialSamplerWithGradAccum) {

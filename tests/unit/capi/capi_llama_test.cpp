@@ -55,42 +55,23 @@ warmup_steps = 2
 threads = 1
 )";
 
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-class CapiLlama : public ::testing::Test {
+class CapiLlama : public CapiSessionTest {
 protected:
     void SetUp() override {
-        dir_ = scratch_dir();
+        CapiSessionTest::SetUp();
         write_shard(dir_ + "/train0.bin", lcg_tokens(300, 1, 32));
         write_shard(dir_ + "/val.bin", lcg_tokens(100, 3, 32));
     }
-    void TearDown() override {
-        for (trainrt_session* s : sessions_) trainrt_session_destroy(s);
-    }
-
     trainrt_config* config(const std::string& model_toml) {
-        trainrt_config* c = nullptr;
-        const std::string text = model_toml + kRun;
-        EXPECT_EQ(trainrt_config_from_string(&c, text.c_str(), dir_.c_str()), TRAINRT_OK)
-            << last_error();
-        if (c) trainrt_config_set_log(c, nullptr, nullptr, TRAINRT_LOG_ERROR);
-        return c;
+        return config_from(model_toml + kRun);
     }
 
     trainrt_session* open(const std::string& model_toml = kModel) {
-        trainrt_config* c = config(model_toml);
-        if (c == nullptr) return nullptr;
-        trainrt_session* s = nullptr;
-        EXPECT_EQ(trainrt_session_create(&s, c), TRAINRT_OK) << last_error();
-        trainrt_config_destroy(c);
-        if (s) sessions_.push_back(s);
-        return s;
+        return open_from(model_toml + kRun);
     }
 
     static std::pair<double, double> step(trainrt_session* s) {
-        trainrt_step_result r;
-        trainrt_step_result_init(&r);
-        EXPECT_EQ(trainrt_session_step(&r, s), TRAINRT_OK) << last_error();
+        const trainrt_step_result r = step_result(s);
         return {r.loss, r.grad_norm};
     }
 
@@ -100,8 +81,6 @@ protected:
         return loss;
     }
 
-    std::string dir_;
-    std::vector<trainrt_session*> sessions_;
 };
 
 }  // namespace

@@ -112,33 +112,7 @@ bool mentions(const std::string& text, const std::string& word) {
         EXPECT_STRNE(trainrt_last_error_message(), "") << #call;                            \
     } while (0)
 
-const char* const kToml = R"(
-[model]
-vocab_size = 32
-context_length = 16
-n_layer = 1
-n_head = 2
-d_model = 16
-
-[data]
-train = "train.bin"
-val = "val.bin"
-
-[train]
-batch_size = 2
-seq_len = 8
-steps = 1000
-eval_every = 0
-eval_batches = 2
-
-[optim]
-lr = 0.01
-schedule = "constant"
-
-[runtime]
-threads = 1
-log_every = 1
-)";
+const char* const kToml = kTinyGpt2Toml;
 
 constexpr int kV = 32, kB = 2, kT = 8;
 constexpr size_t kStepTokens = static_cast<size_t>(kB) * (kT + 1);

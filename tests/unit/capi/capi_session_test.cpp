@@ -35,33 +35,7 @@ constexpr int kT = 8;   // train.seq_len
 constexpr double kLr = 0.01;
 
 // The base config of every session here; tests vary it with trainrt_config_set.
-const char* const kBaseToml = R"(
-[model]
-vocab_size = 32
-context_length = 16
-n_layer = 1
-n_head = 2
-d_model = 16
-
-[data]
-train = "train.bin"
-val = "val.bin"
-
-[train]
-batch_size = 2
-seq_len = 8
-steps = 1000
-eval_every = 0
-eval_batches = 2
-
-[optim]
-lr = 0.01
-schedule = "constant"
-
-[runtime]
-threads = 1
-log_every = 1
-)";
+const char* const kBaseToml = kTinyGpt2Toml;
 
 using Sets = std::vector<std::pair<std::string, std::string>>;
 

@@ -2,7 +2,9 @@
 #pragma once
 #include <trainrt/trainrt.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -69,3 +71,91 @@ inline void write_shard(const std::string& path, const std::vector<uint16_t>& to
     ASSERT_TRUE(f.good()) << path;
 }
 
+// ---------------------------------------------------------------- sessions
+
+// A one-layer GPT-2 (V 32, C 16) over train.bin / val.bin, constant lr, one thread: the base
+// config of the session and misuse tests, which vary it with trainrt_config_set.
+inline constexpr const char* kTinyGpt2Toml = R"(
+[model]
+vocab_size = 32
+context_length = 16
+n_layer = 1
+n_head = 2
+d_model = 16
+
+[data]
+train = "train.bin"
+val = "val.bin"
+
+[train]
+batch_size = 2
+seq_len = 8
+steps = 1000
+eval_every = 0
+eval_batches = 2
+
+[optim]
+lr = 0.01
+schedule = "constant"
+
+[runtime]
+threads = 1
+log_every = 1
+)";
+
+
+inline bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// key = value pairs applied with trainrt_config_set.
+using ConfigSets = std::vector<std::pair<std::string, std::string>>;
+
+// Fixture base: a scratch folder for the test, and sessions opened from TOML text (paths
+// relative to that folder), all destroyed when the test ends.
+class CapiSessionTest : public ::testing::Test {
+protected:
+    void SetUp() override { dir_ = scratch_dir(); }
+    void TearDown() override {
+        for (trainrt_session* s : sessions_) trainrt_session_destroy(s);
+    }
+
+    // The config, `sets` applied, logging quiet; nullptr (and a failed expectation) on error.
+    trainrt_config* config_from(const std::string& toml, const ConfigSets& sets = {}) {
+        trainrt_config* c = nullptr;
+        EXPECT_EQ(trainrt_config_from_string(&c, toml.c_str(), dir_.c_str()), TRAINRT_OK)
+            << last_error();
+        if (c == nullptr) return nullptr;
+        for (const auto& kv : sets)
+            EXPECT_EQ(trainrt_config_set(c, kv.first.c_str(), kv.second.c_str()), TRAINRT_OK)
+                << kv.first << ": " << last_error();
+        trainrt_config_set_log(c, nullptr, nullptr, TRAINRT_LOG_ERROR);
+        return c;
+    }
+
+    // A session of that config, destroyed at the end of the test (or by close).
+    trainrt_session* open_from(const std::string& toml, const ConfigSets& sets = {}) {
+        trainrt_config* c = config_from(toml, sets);
+        if (c == nullptr) return nullptr;
+        trainrt_session* s = nullptr;
+        EXPECT_EQ(trainrt_session_create(&s, c), TRAINRT_OK) << last_error();
+        trainrt_config_destroy(c);
+        if (s != nullptr) sessions_.push_back(s);
+        return s;
+    }
+
+    // Destroys s now (releasing its train.out_dir).
+    void close(trainrt_session* s) {
+        sessions_.erase(std::find(sessions_.begin(), sessions_.end(), s));
+        trainrt_session_destroy(s);
+    }
+
+    // One step; a failed expectation if it fails.
+    static trainrt_step_result step_result(trainrt_session* s) {
+        trainrt_step_result r;
+        trainrt_step_result_init(&r);
+        EXPECT_EQ(trainrt_session_step(&r, s), TRAINRT_OK) << last_error();
+        return r;
+    }
+
+    std::string dir_;
+    std::vector<trainrt_session*> sessions_;
+};
