@@ -2,6 +2,8 @@
 // (which the op-case table, cuda_op_cases_test.cpp, checks at every shape and precision):
 //   - grouped-query attention equals the CUDA backend's own multi-head attention on K/V heads
 //     replicated per query group (an oracle that does not depend on the CPU side);
+//   - the fused residual+RMSNorm is bitwise the add, then RMSNorm; RoPE's backward undoes
+//     its forward;
 //   - scratch sized from ModelDims{NKV, F} alone serves a Llama-shaped layer.
 // Tolerances (gpu_test_util.h): attention is a matrix product: fp32 1e-5, tf32 2e-3,
 // bf16/fp16 forward 1e-2 / backward 2e-2 on bf16/fp16-rounded inputs.
@@ -25,23 +27,66 @@ using trt::Backend;
 using trt::Precision;
 using trt::WeightLayout;
 
-class LlamaOps : public gpu::CudaOpsP {
-protected:
-    bool fp32() const { return precision_ == Precision::Fp32; }
-    // ‖cuda − reference‖ / ‖reference‖ (double reference), printed, expected <= tol.
-    void expect_near_ref(const std::string& what, const Twin& t, const ref::Vec& want,
-                         double tolerance) {
-        const auto g = t.get<float>(kCuda, want.size());
-        const double e = ref::rel_error(g, want);
-        ref::report(tag(what + " vs double ref"), e);
-        EXPECT_LE(e, tolerance) << tag(what) << " vs the double reference";
-    }
-};
+class LlamaOps : public gpu::CudaOpsP {};
 
 std::string shape(std::initializer_list<std::pair<const char*, int>> dims) {
     std::string s;
     for (const auto& d : dims) s += std::string(" ") + d.first + std::to_string(d.second);
     return s;
+}
+
+// ------------------------------------------------------------------ fused and inverse
+
+// residual_rmsnorm_forward is exactly the one add, then rmsnorm_forward of its result, on the
+// CUDA side (the same row code): bitwise.
+TEST_P(LlamaOps, ResidualRmsNormIsTheAddThenRmsNorm) {
+    const std::pair<int, int> cases[] = {{51, 40}, {33, 385}, {1030, 768}, {9, 2100}};
+    Cover cov;
+    for (auto [N, C] : cases) cov.add(1, N, C);
+    reserve(cov);
+    const float eps = 1e-5f;
+    Backend& g = *cuda_;
+    for (auto [N, C] : cases) {
+        const std::string sh = shape({{"N", N}, {"C", C}});
+        Twin a = up(gpu::rnd(N * C, 3301, -2, 2)), b = up(gpu::rnd(N * C, 3302)),
+             w = up(gpu::rnd(C, 3304, 0.5f, 1.5f));
+        Twin res = nan_floats(N * C), out = nan_floats(N * C), rstd = nan_floats(N);
+        g.residual_rmsnorm_forward(res.f(kCuda), out.f(kCuda), rstd.f(kCuda), a.f(kCuda),
+                                   b.f(kCuda), w.f(kCuda), N, C, eps);
+        Twin out2 = nan_floats(N * C), rstd2 = nan_floats(N);
+        g.rmsnorm_forward(out2.f(kCuda), rstd2.f(kCuda), res.f(kCuda), w.f(kCuda), N, C, eps);
+        EXPECT_TRUE(gpu::same_bits(out2.get<float>(kCuda, N * C), out.get<float>(kCuda, N * C)))
+            << tag("residual_rmsnorm out != rmsnorm(res_out)") << sh;
+        EXPECT_TRUE(gpu::same_bits(rstd2.get<float>(kCuda, N), rstd.get<float>(kCuda, N)))
+            << tag("residual_rmsnorm rstd != rmsnorm(res_out)") << sh;
+    }
+}
+
+// rope_backward is the transpose of an orthogonal map: applied after rope_forward it gives
+// the input back, up to rounding.
+TEST_P(LlamaOps, RopeBackwardUndoesTheForward) {
+    struct Case { int B, T, NH, NKV, hs, pos0; };
+    const Case cases[] = {{2, 17, 4, 2, 10, 5}, {1, 33, 6, 1, 16, 3}, {2, 64, 12, 4, 64, 100}};
+    reserve(Cover().add(3, 64, 64 * 12, 12));
+    Backend& g = *cuda_;
+    for (auto c : cases) {
+        const std::string sh = shape({{"B", c.B}, {"T", c.T}, {"NH", c.NH}, {"NKV", c.NKV},
+                                      {"hs", c.hs}, {"pos0", c.pos0}});
+        ref::Vec cd, sd;
+        ref::rope_tables(c.pos0 + c.T + 2, c.hs, 10000.0, cd, sd);
+        Twin cos_t = up(std::vector<float>(cd.begin(), cd.end())),
+             sin_t = up(std::vector<float>(sd.begin(), sd.end()));
+        const size_t n = (size_t)c.B * c.T * (c.NH + 2 * c.NKV) * c.hs;
+        const auto xv = gpu::rnd(n, 3401, -2, 2);
+        Twin x = up(xv);
+        g.rope_forward(x.f(kCuda), cos_t.f(kCuda), sin_t.f(kCuda), c.B, c.T, c.NH, c.NKV, c.hs,
+                       c.pos0);
+        g.rope_backward(x.f(kCuda), cos_t.f(kCuda), sin_t.f(kCuda), c.B, c.T, c.NH, c.NKV, c.hs,
+                        c.pos0);
+        const double e = ref::rel_error(x.get<float>(kCuda, n), xv);
+        ref::report(tag("rope bwd(fwd(x)) vs x" + sh), e);
+        EXPECT_LE(e, gpu::kTolFp32) << sh;
+    }
 }
 
 // ------------------------------------------------------------------ grouped-query attention

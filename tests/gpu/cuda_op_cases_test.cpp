@@ -3,7 +3,8 @@
 // both fed the same inputs, matmul operands rounded to bf16/fp16 for those precisions, the
 // tolerance of the case for the precision (op_cases.h: fp32-math ops 1e-5 everywhere; matrix
 // products tf32 2e-3, bf16/fp16 1e-2 forward, 2e-2 backward), bitwise where the case says so.
-// At fp32 each case is also held against the double reference itself (but the `large` ones).
+// Each case also runs twice on CUDA and must give the same bits (no atomics, fixed-order
+// reductions), and at fp32 is held against the double reference itself (but the `large` ones).
 // Weights marked as parameters sit in the registered buffer, so bf16/fp16 read the working
 // copy. Properties beyond one call (bitwise run to run, working-copy refresh after AdamW, GQA
 // as repeated MHA, memory, epilogue variants) are in the other files here.
@@ -37,6 +38,8 @@ TEST_P(CudaOpCases, AgainstTheCpuBackend) {
             ref::report(what + k.tensor, k.error);
             EXPECT_TRUE(k.passed()) << what << k.describe();
         }
+        for (const opcase::Check& k : opcase::run_to_run(c, *cuda, precision))
+            EXPECT_TRUE(k.passed()) << what << "run to run: " << k.describe();
         if (precision == Precision::Fp32 && !c.large)
             for (const opcase::Check& k : opcase::against_reference(c, *cuda)) {
                 ref::report(what + k.tensor + " vs reference", k.error);

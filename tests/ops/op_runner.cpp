@@ -210,21 +210,42 @@ std::vector<Check> against_reference(const OpCase& c, trt::Backend& be) {
     return checks;
 }
 
+namespace {
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() &&
+           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// Checks of `got` against `want` (two runs of the case); bitwise when `all_bitwise`, else
+// where the case says so.
+std::vector<Check> compare_runs(const OpCase& c, const Initial& init, const Results& got,
+                                const Results& want, double tol, bool all_bitwise) {
+    std::vector<Check> checks;
+    for_each_written(c, [&](size_t i, const TensorSpec& t) {
+        Check k = check_of(t, tol, got[i], want[i], init.f[i]);
+        k.bitwise = all_bitwise || t.bitwise;
+        k.same_bits = bitwise_equal(got[i], want[i]);
+        checks.push_back(k);
+    });
+    return checks;
+}
+
+}  // namespace
+
 std::vector<Check> against_backend(const OpCase& c, trt::Backend& be, trt::Precision p,
                                    trt::Backend& oracle) {
     const Initial init = initial_values(c, p);
     const Results want = run_on(c, oracle, init);
     const Results got = run_on(c, be, init);
-    std::vector<Check> checks;
-    for_each_written(c, [&](size_t i, const TensorSpec& t) {
-        Check k = check_of(t, c.tol.at(p), got[i], want[i], init.f[i]);
-        k.bitwise = t.bitwise;
-        k.same_bits = got[i].size() == want[i].size() &&
-                      (got[i].empty() ||
-                       std::memcmp(got[i].data(), want[i].data(), got[i].size() * 4) == 0);
-        checks.push_back(k);
-    });
-    return checks;
+    return compare_runs(c, init, got, want, c.tol.at(p), false);
+}
+
+std::vector<Check> run_to_run(const OpCase& c, trt::Backend& be, trt::Precision p) {
+    const Initial init = initial_values(c, p);
+    const Results first = run_on(c, be, init);
+    const Results second = run_on(c, be, init);
+    return compare_runs(c, init, second, first, 0.0, true);
 }
 
 }  // namespace opcase

@@ -29,6 +29,10 @@ std::vector<Check> against_reference(const OpCase& c, trt::Backend& be);
 std::vector<Check> against_backend(const OpCase& c, trt::Backend& be, trt::Precision p,
                                    trt::Backend& oracle);
 
+// The case twice on `be` (computing in p) with the same inputs: every written tensor must
+// come out with the same bits (no atomics, fixed-order reductions: backend.h's promise).
+std::vector<Check> run_to_run(const OpCase& c, trt::Backend& be, trt::Precision p);
+
 // x rounded to the nearest bf16 / fp16 value (ties to even), kept as float: what the CUDA
 // backend's operand casts produce. Identity for fp32 / tf32 and for non-finite values.
 float round_to(float x, trt::Precision p);

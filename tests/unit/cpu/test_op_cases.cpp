@@ -3,7 +3,8 @@
 //     tolerance fp32 (1e-5 relative; accumulators judged on the increment), but the `large`
 //     ones (model-sized matmuls, whose double reference takes seconds);
 //   - every case at 3 threads against 1 thread through the backend-vs-backend path the CUDA
-//     suite (tests/gpu/cuda_op_cases_test.cpp) takes, bitwise where the case requires it.
+//     suite (tests/gpu/cuda_op_cases_test.cpp) takes, bitwise where the case requires it;
+//   - every case twice at 3 threads: the same bits.
 // Properties beyond one call (bitwise run to run, fused == unfused bits, GQA as repeated MHA,
 // edge values, errors) stay in test_cpu_*.cpp.
 #include <gtest/gtest.h>
@@ -40,13 +41,15 @@ TEST_P(CpuOpCases, AgainstTheReference) {
     EXPECT_GT(cases, 0);
 }
 
-TEST_P(CpuOpCases, ThreeThreadsAgainstOne) {
+TEST_P(CpuOpCases, ThreeThreadsAgainstOneAndRunToRun) {
     auto one = trt::make_cpu_backend(1), three = trt::make_cpu_backend(3);
     for (const opcase::OpCase& c : opcase::all_cases()) {
         if (c.op != GetParam()) continue;
         for (const opcase::Check& k :
              opcase::against_backend(c, *three, trt::Precision::Fp32, *one))
             EXPECT_TRUE(k.passed()) << c.op << " " << c.shape << " " << k.describe();
+        for (const opcase::Check& k : opcase::run_to_run(c, *three, trt::Precision::Fp32))
+            EXPECT_TRUE(k.passed()) << c.op << " " << c.shape << " run to run: " << k.describe();
     }
 }
 
