@@ -90,6 +90,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/reduce.cuh"
 #include "core/error.h"
 
@@ -173,12 +174,8 @@ constexpr uint32_t kReductionSchemes = CUBLASLT_REDUCTION_SCHEME_MASK;
 constexpr size_t kLowpChunkBytes = size_t(256) << 20;
 constexpr int kChunkRowQuantum = 64;
 
-int grid_for(int64_t n) {
-    const int64_t b = (n + kThreads - 1) / kThreads;
-    return static_cast<int>(std::max<int64_t>(1, std::min(b, kMaxBlocks)));
-}
+int grid_for(int64_t n) { return grid_blocks(n, kThreads, kMaxBlocks); }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // out[r, j] (row-major [rows, cols], row stride ld) = (accumulate ? out[r, j] : 0) + bias[j]
 // (bias null: + 0). The bias fallback after a plain GEMM, and the K = 0 product.

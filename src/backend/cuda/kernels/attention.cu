@@ -39,6 +39,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels/launch.cuh"
 #include "core/error.h"
 
 namespace trt::cuda {
@@ -50,10 +51,7 @@ constexpr int kWarps = kThreads / 32;  // softmax: one warp per row
 constexpr int64_t kMaxBlocks = 65536;  // grid-stride kernels: enough to fill any device
 constexpr size_t kAlignFloats = kScratchAlign / sizeof(float);
 
-int grid_for(int64_t n) {
-    const int64_t b = (n + kThreads - 1) / kThreads;
-    return static_cast<int>(std::max<int64_t>(1, std::min(b, kMaxBlocks)));
-}
+int grid_for(int64_t n) { return grid_blocks(n, kThreads, kMaxBlocks); }
 
 size_t pad_floats(size_t n) { return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
 

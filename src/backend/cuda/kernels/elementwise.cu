@@ -16,6 +16,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/lowp.cuh"
 #include "backend/cuda/kernels/reduce.cuh"
 #include "core/error.h"
@@ -27,12 +28,9 @@ constexpr int kThreads = 256;
 constexpr size_t kMaxBlocks = 16384;  // grid-stride beyond this
 
 int grid_for(size_t units) {
-    size_t b = (units + kThreads - 1) / kThreads;
-    if (b > kMaxBlocks) b = kMaxBlocks;
-    return b < 1 ? 1 : static_cast<int>(b);
+    return grid_blocks(static_cast<int64_t>(units), kThreads, static_cast<int64_t>(kMaxBlocks));
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // ---- GELU, tanh approximation, in the form of cpu_gelu.h: GELU(x) = x / (1 + e^{-2u}),
 // u = sqrt(2/pi)(x + 0.044715x³). The exp argument is clamped to [-87, 88] as the CPU's

@@ -16,6 +16,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/lowp.cuh"
 #include "core/error.h"
 
@@ -26,12 +27,9 @@ constexpr int kThreads = 256;
 constexpr size_t kMaxBlocks = 16384;  // grid-stride beyond this
 
 int grid_for(size_t units) {
-    size_t b = (units + kThreads - 1) / kThreads;
-    if (b > kMaxBlocks) b = kMaxBlocks;
-    return b < 1 ? 1 : static_cast<int>(b);
+    return grid_blocks(static_cast<int64_t>(units), kThreads, static_cast<int64_t>(kMaxBlocks));
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // dst [B,Tb,W] lowp = src [B,T,W] in rows t < T, +0 in rows T..Tb-1. Units of `vec` elements
 // (1 or 8; W % vec == 0): unit u is row r = u / (W/vec) of dst, r = b·Tb + t.

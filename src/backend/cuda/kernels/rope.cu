@@ -14,6 +14,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels/launch.cuh"
 #include "core/error.h"
 
 namespace trt::cuda {
@@ -22,10 +23,7 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 65536;  // grid-stride beyond this
 
-int grid_for(int64_t n) {
-    const int64_t b = (n + kThreads - 1) / kThreads;
-    return static_cast<int>(std::max<int64_t>(1, std::min(b, kMaxBlocks)));
-}
+int grid_for(int64_t n) { return grid_blocks(n, kThreads, kMaxBlocks); }
 
 // n = N * heads * half pairs; heads = NH + NKV (the rotated ones), W = (NH + 2NKV) * 2 * half
 // floats per row. Forward:  x[i] <- x[i]c - x[i+h]s,  x[i+h] <- x[i+h]c + x[i]s.

@@ -16,6 +16,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels/launch.cuh"
 #include "core/error.h"
 
 namespace trt::cuda {
@@ -24,10 +25,7 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 65536;
 
-int grid_for(int64_t n) {
-    const int64_t b = (n + kThreads - 1) / kThreads;
-    return static_cast<int>(std::max<int64_t>(1, std::min(b, kMaxBlocks)));
-}
+int grid_for(int64_t n) { return grid_blocks(n, kThreads, kMaxBlocks); }
 
 // Ternaries, not fminf/fmaxf, so a NaN input stays NaN.
 __device__ __forceinline__ float clamped_exp(float a) {
