@@ -195,11 +195,25 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& source)
     if (!dt || !dt->is_string() || dt->s != "ByteLevel")
         r.unsupported("decoder", "must be ByteLevel");
 
-    // ---- the id table
+    // ---- the id table: one text per id, so decode is unambiguous
     tk.token_of_id_.assign(limit, std::string());
     tk.id_is_added_.assign(limit, 0);
-    for (const auto& [token, id] : vocab) tk.token_of_id_[id] = token;
-    for (const AddedToken& t : tk.added_) {
+    std::vector<uint8_t> used(limit, 0);
+    for (const auto& [token, id] : vocab) {
+        if (used[id])
+            r.bad("model.vocab", "gives id " + std::to_string(id) + " to both \"" +
+                                     tk.token_of_id_[id] + "\" and \"" + token + "\"");
+        used[id] = 1;
+        tk.token_of_id_[id] = token;
+    }
+    for (size_t k = 0; k < tk.added_.size(); k++) {
+        const AddedToken& t = tk.added_[k];
+        // An added token may repeat a vocabulary entry (GPT-2's <|endoftext|>), not rename it.
+        if (used[t.id] && (tk.id_is_added_[t.id] || tk.token_of_id_[t.id] != t.content))
+            r.bad("added_tokens[" + std::to_string(k) + "]",
+                  "gives id " + std::to_string(t.id) + " to \"" + t.content +
+                      "\", which already stands for \"" + tk.token_of_id_[t.id] + "\"");
+        used[t.id] = 1;
         tk.token_of_id_[t.id] = t.content;
         tk.id_is_added_[t.id] = 1;
     }

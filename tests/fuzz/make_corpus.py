@@ -144,6 +144,50 @@ def trailer(vocab=256, B=2, flags=0, T=4, seed=1, step=1, pos=0, micro=0, cshard
     return struct.pack("<IbBHQiiHBBi", vocab, B, flags, T, seed, step, pos, micro, cshard, 0, copy_off)
 
 
+def byte_chars():
+    """GPT-2's byte alphabet: byte b -> the character standing for it (src/tokenizer/byte_level.h)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    out, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            out[b] = chr(b)
+        else:
+            out[b] = chr(256 + extra)
+            extra += 1
+    return out
+
+
+CL100K = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+          r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def tokenizer_json(pre="gpt2", merges=None, model_type="BPE", normalizer=None, ignore_merges=False,
+                   added=None):
+    """A small byte-level BPE tokenizer.json (the layout of tests/tokenizer/synthetic_tokenizer.h)."""
+    chars = byte_chars()
+    vocab = {chars[b]: b for b in range(256)}
+    vocab.update({"he": 256, "ll": 257, "hell": 258, "hello": 259, chars[32] + "h": 260, "hel": 262})
+    if merges is None:
+        merges = ["h e", "l l", "he ll", ["hell", "o"], chars[32] + " h"]
+    if pre == "gpt2":
+        pre_tok = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    else:
+        pre_tok = {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": CL100K}, "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+    doc = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": added if added is not None else [
+            {"id": 261, "content": "<|end|>", "single_word": False, "lstrip": False, "rstrip": False,
+             "normalized": False, "special": True}],
+        "normalizer": normalizer, "pre_tokenizer": pre_tok, "post_processor": None,
+        "decoder": {"type": "ByteLevel"},
+        "model": {"type": model_type, "dropout": None, "unk_token": None, "byte_fallback": False,
+                  "ignore_merges": ignore_merges, "vocab": vocab, "merges": merges},
+    }
+    return json.dumps(doc, ensure_ascii=False).encode()
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "corpus")
     corpus = {}
@@ -297,6 +341,21 @@ deterministic = true
         "near_n_head.bin": checkpoint_input(4, [parts[0], hf_config(8, 4, 1, 2, 4)] + parts[2:]),
         "near_bf16_model.bin": checkpoint_input(0, checkpoint_parts(model_dtype="BF16")),
         "near_missing.bin": checkpoint_input(16, parts[:2]),
+    }
+
+    # --- fuzz_tokenizer: a mode byte (< 128: tokenizer.json; >= 128: text to encode)
+    text = ("Hello world, it's 12345 <|end|> don't I'M \u65e5\u672c\u8a9e "
+            "\U0001F600\u200d\U0001F680  \n\t x\u00a0y \r\n  end  ").encode()
+    corpus["fuzz_tokenizer"] = {
+        "gpt2.json": b"\x00" + tokenizer_json(),
+        "cl100k.json": b"\x00" + tokenizer_json(pre="cl100k", ignore_merges=True),
+        "near_merge_missing.json": b"\x00" + tokenizer_json(merges=["h e", "x q"]),
+        "near_wordpiece.json": b"\x00" + tokenizer_json(model_type="WordPiece"),
+        "near_nfc.json": b"\x00" + tokenizer_json(normalizer={"type": "NFC"}),
+        "near_added_renames.json": b"\x00" + tokenizer_json(added=[
+            {"id": 259, "content": "<|end|>", "special": True}]),
+        "text.txt": b"\x80" + text,
+        "text_invalid_utf8.txt": b"\x80" + text[:20] + b"\xff\xc3" + text[20:],
     }
 
     total = 0

@@ -11,51 +11,15 @@
 #include <vector>
 
 #include "core/error.h"
-#include "io/json_min.h"
-#include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/synthetic_tokenizer.h"  // tests/tokenizer
 
 namespace {
 
 using trt::tok::Tokenizer;
 using Ids = std::vector<uint32_t>;
-
-std::string byte_char(int b) {
-    std::string s;
-    const char c = static_cast<char>(b);
-    trt::tok::to_byte_chars(std::string_view(&c, 1), s);
-    return s;
-}
-
-struct Spec {
-    std::string model_type = "BPE";
-    bool ignore_merges = false;
-    std::vector<std::string> extra_merges;
-    std::string normalizer = "null";
-    std::string pre_tokenizer =
-        R"({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})";
-};
-
-// Byte b has id b; then he=256 ll=257 hell=258 hello=259 Ġh=260, <|end|>=261, hel=262.
-std::string tokenizer_json(const Spec& s = {}) {
-    std::string vocab;
-    for (int b = 0; b < 256; b++)
-        vocab += trt::json::quote(byte_char(b)) + ": " + std::to_string(b) + ", ";
-    vocab += R"("he": 256, "ll": 257, "hell": 258, "hello": 259, ")" + byte_char(' ') +
-             R"(h": 260, "hel": 262)";
-    std::string merges = R"("h e", "l l", "he ll", ["hell", "o"], ")" + byte_char(' ') + R"( h")";
-    for (const auto& m : s.extra_merges) merges += ", \"" + m + "\"";
-    return R"({"version": "1.0", "truncation": null, "padding": null,
-  "added_tokens": [{"id": 261, "content": "<|end|>", "single_word": false, "lstrip": false,
-                    "rstrip": false, "normalized": false, "special": true}],
-  "normalizer": )" + s.normalizer + R"(, "pre_tokenizer": )" + s.pre_tokenizer + R"(,
-  "post_processor": null, "decoder": {"type": "ByteLevel"},
-  "model": {"type": ")" + s.model_type + R"(", "dropout": null, "unk_token": null,
-            "continuing_subword_prefix": null, "end_of_word_suffix": null, "fuse_unk": false,
-            "byte_fallback": false, "ignore_merges": )" +
-           (s.ignore_merges ? "true" : "false") + R"(,
-            "vocab": {)" + vocab + R"(}, "merges": [)" + merges + "]}}";
-}
+using synthetic::Spec;
+using synthetic::tokenizer_json;
 
 TEST(Tokenizer, MergesByRankAndRoundTrips) {
     const Tokenizer t = Tokenizer::from_json(tokenizer_json(), "t.json");
@@ -89,11 +53,7 @@ TEST(Tokenizer, IgnoreMergesTakesWholeVocabularyEntries) {
 
 TEST(Tokenizer, Cl100kPatternThroughSplit) {
     Spec s;
-    s.pre_tokenizer = std::string(R"({"type": "Sequence", "pretokenizers": [
-        {"type": "Split", "pattern": {"Regex": ")") +
-                      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+)" +
-                      R"("}, "behavior": "Isolated", "invert": false},
-        {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]})";
+    s.pre_tokenizer = synthetic::cl100k_pre_tokenizer();
     const Tokenizer t = Tokenizer::from_json(tokenizer_json(s), "t.json");
     EXPECT_EQ(t.encode("1234"), (Ids{'1', '2', '3', '4'}));
     EXPECT_EQ(t.decode(t.encode("x = 12345;\n")), "x = 12345;\n");
@@ -135,9 +95,15 @@ TEST(Tokenizer, BadFilesGetClearErrors) {
         {"type": "Split", "pattern": {"Regex": "\\w+"}, "behavior": "Isolated", "invert": false},
         {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]})";
     expect_refused(tokenizer_json(regex), trt::Status::Unsupported, {"pattern", "\\w+"});
-    std::string dup = good;
-    dup.replace(dup.find("\"he\": 256"), 9, "\"he\": -3");
-    expect_refused(dup, trt::Status::Format, {"model.vocab", "token id"});
+    std::string negative = good;
+    negative.replace(negative.find("\"he\": 256"), 9, "\"he\": -3");
+    expect_refused(negative, trt::Status::Format, {"model.vocab", "token id"});
+    std::string twice = good;
+    twice.replace(twice.find("\"he\": 256"), 9, "\"he\": 257");
+    expect_refused(twice, trt::Status::Format, {"model.vocab", "id 257", "he", "ll"});
+    std::string renamed = good;
+    renamed.replace(renamed.find("\"id\": 261"), 9, "\"id\": 259");
+    expect_refused(renamed, trt::Status::Format, {"added_tokens[0]", "hello"});
 }
 
 TEST(Tokenizer, BadInputGetsClearErrors) {

@@ -1,0 +1,68 @@
+// fuzz_tokenizer: Hugging Face tokenizer.json files and the text they encode (src/tokenizer).
+//
+// Input: a mode byte, then the payload.
+//   mode < 128: the payload is a tokenizer.json. A refusal must be a trt::Error; a tokenizer
+//     that loads must encode a fixed mixed text and give it back from decode.
+//   mode >= 128: the payload is text for two fixed tokenizers (the GPT-2 and the cl100k
+//     pre-tokenizer over tests/tokenizer/synthetic_tokenizer.h's vocabulary). Invalid UTF-8
+//     must be refused with InvalidArgument; valid text must round-trip through decode, and
+//     every id must be below id_limit().
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+#include "fuzz_util.h"
+#include "tokenizer/synthetic_tokenizer.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode_classes.h"
+
+namespace {
+
+using trt::tok::Tokenizer;
+
+void check_round_trip(const Tokenizer& t, std::string_view text, const char* what) {
+    const std::vector<uint32_t> ids = t.encode(text);
+    for (uint32_t id : ids)
+        if (id >= t.id_limit()) fuzz::die(std::string(what) + ": an id beyond id_limit()");
+    if (t.decode(ids) != text) fuzz::die(std::string(what) + ": decode(encode(text)) != text");
+}
+
+const Tokenizer& fixed(bool cl100k) {
+    static const Tokenizer gpt2 = Tokenizer::from_json(synthetic::tokenizer_json(), "gpt2");
+    static const Tokenizer cl = [] {
+        synthetic::Spec s;
+        s.pre_tokenizer = synthetic::cl100k_pre_tokenizer();
+        s.ignore_merges = true;
+        return Tokenizer::from_json(synthetic::tokenizer_json(s), "cl100k");
+    }();
+    return cl100k ? cl : gpt2;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    if (size < 1) return 0;
+    const std::string_view payload(reinterpret_cast<const char*>(data) + 1, size - 1);
+    if (data[0] < 128) {
+        try {
+            const Tokenizer t = Tokenizer::from_json(payload, "fuzz/tokenizer.json");
+            check_round_trip(t, "Hello world, it's 12345 <|end|> \xE6\x97\xA5\xE6\x9C\xAC  \n\tx",
+                             "loaded tokenizer");
+        } catch (const trt::Error& e) {
+            fuzz::refused("tokenizer.json", e);
+        }
+        return 0;
+    }
+    const bool valid = trt::tok::invalid_utf8_at(payload) == std::string_view::npos;
+    for (bool cl100k : {false, true}) {
+        try {
+            check_round_trip(fixed(cl100k), payload, cl100k ? "cl100k" : "gpt2");
+            if (!valid) fuzz::die("invalid UTF-8 was encoded");
+        } catch (const trt::Error& e) {
+            if (valid || e.status() != trt::Status::InvalidArgument)
+                fuzz::die(std::string("refused: ") + e.what());
+        }
+    }
+    return 0;
+}
