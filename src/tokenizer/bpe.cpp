@@ -2,7 +2,9 @@
 // adjacent pair of lowest rank (the leftmost of equal pairs first), as HF's BPE does.
 #include "tokenizer/bpe.h"
 
+#include <functional>
 #include <limits>
+#include <queue>
 
 #include "core/error.h"
 #include "tokenizer/byte_level.h"
@@ -47,13 +49,22 @@ void BpeModel::encode(std::string_view piece, std::vector<uint32_t>& out) const 
             return;
         }
     }
-    std::vector<uint32_t> sym;
-    sym.reserve(piece.size());
-    for (unsigned char b : piece) sym.push_back(byte_token_[b]);
-    while (sym.size() > 1) {
+    if (piece.size() <= kShortPiece) {
+        merge_short(piece, out);
+        return;
+    }
+    merge_long(piece, out);
+}
+
+// A short piece: scan all adjacent pairs for the best rank each round (n is small: no heap).
+void BpeModel::merge_short(std::string_view piece, std::vector<uint32_t>& out) const {
+    uint32_t sym[kShortPiece];
+    size_t n = 0;
+    for (unsigned char b : piece) sym[n++] = byte_token_[b];
+    while (n > 1) {
         uint32_t best_rank = std::numeric_limits<uint32_t>::max(), merged = 0;
         size_t best = 0;
-        for (size_t i = 0; i + 1 < sym.size(); i++) {
+        for (size_t i = 0; i + 1 < n; i++) {
             auto it = merges_.find(pair_key(sym[i], sym[i + 1]));
             if (it != merges_.end() && it->second.rank < best_rank) {
                 best_rank = it->second.rank;
@@ -63,9 +74,53 @@ void BpeModel::encode(std::string_view piece, std::vector<uint32_t>& out) const 
         }
         if (best_rank == std::numeric_limits<uint32_t>::max()) break;
         sym[best] = merged;
-        sym.erase(sym.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+        for (size_t i = best + 1; i + 1 < n; i++) sym[i] = sym[i + 1];
+        n--;
     }
-    out.insert(out.end(), sym.begin(), sym.end());
+    out.insert(out.end(), sym, sym + n);
+}
+
+// A long piece (long words, whitespace runs): symbols in a linked list and candidate pairs in a
+// min-heap by (rank, position), so the same merges happen in the same order in O(n log n).
+// A popped pair whose symbols have changed since it was pushed is stale and skipped.
+void BpeModel::merge_long(std::string_view piece, std::vector<uint32_t>& out) const {
+    const size_t n = piece.size();
+    std::vector<uint32_t> id(n);
+    std::vector<int64_t> prev(n), next(n);
+    for (size_t i = 0; i < n; i++) {
+        id[i] = byte_token_[static_cast<unsigned char>(piece[i])];
+        prev[i] = static_cast<int64_t>(i) - 1;
+        next[i] = i + 1 < n ? static_cast<int64_t>(i + 1) : -1;
+    }
+    struct Candidate {
+        uint32_t rank;
+        int64_t left;
+        uint32_t left_id, right_id;
+        bool operator>(const Candidate& o) const {
+            return rank != o.rank ? rank > o.rank : left > o.left;
+        }
+    };
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+    const auto push = [&](int64_t left) {
+        if (left < 0 || next[left] < 0) return;
+        const uint32_t a = id[left], b = id[next[left]];
+        auto it = merges_.find(pair_key(a, b));
+        if (it != merges_.end()) heap.push({it->second.rank, left, a, b});
+    };
+    for (size_t i = 0; i + 1 < n; i++) push(static_cast<int64_t>(i));
+    while (!heap.empty()) {
+        const Candidate c = heap.top();
+        heap.pop();
+        const int64_t right = next[c.left];
+        if (id[c.left] != c.left_id || right < 0 || id[right] != c.right_id) continue;  // stale
+        id[c.left] = merges_.find(pair_key(c.left_id, c.right_id))->second.merged;
+        id[right] = kDead;
+        next[c.left] = next[right];
+        if (next[right] >= 0) prev[next[right]] = c.left;
+        push(prev[c.left]);
+        push(c.left);
+    }
+    for (int64_t i = 0; i >= 0; i = next[i]) out.push_back(id[i]);
 }
 
 }  // namespace trt::tok

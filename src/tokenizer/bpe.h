@@ -28,6 +28,11 @@ public:
     const Vocab& vocab() const { return vocab_; }
 
 private:
+    static constexpr size_t kShortPiece = 32;  // bytes: above it, merge_long
+    static constexpr uint32_t kDead = 0xFFFFFFFFu;  // a symbol merged into its left neighbour
+    void merge_short(std::string_view piece, std::vector<uint32_t>& out) const;
+    void merge_long(std::string_view piece, std::vector<uint32_t>& out) const;
+
     struct Merge {
         uint32_t rank;
         uint32_t merged;  // id of the token left+right

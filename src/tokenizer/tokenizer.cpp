@@ -4,7 +4,9 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "io/fs_util.h"
@@ -121,6 +123,31 @@ void read_pre_tokenizer(const Reader& r, const Value* pre, SplitRule& rule, bool
     prefix_space = r.boolean(byte_level, "add_prefix_space", false, "pre_tokenizer.pretokenizers[1]");
 }
 
+// Pieces repeat (" the", " of", "\n"): each thread keeps the ids of the pieces it has encoded,
+// for the last tokenizer it used, so the tokenizer stays immutable and shareable across
+// threads. Bounded: cleared when full.
+constexpr size_t kPieceCacheEntries = 1 << 16;
+constexpr size_t kPieceCacheMaxBytes = 64;  // longer pieces are rare: not worth a slot
+
+struct PieceCache {
+    uint64_t owner = 0;
+    std::unordered_map<std::string, std::vector<uint32_t>> ids;
+};
+
+PieceCache& piece_cache(uint64_t owner) {
+    thread_local PieceCache cache;
+    if (cache.owner != owner || cache.ids.size() >= kPieceCacheEntries) {
+        cache.ids.clear();
+        cache.owner = owner;
+    }
+    return cache;
+}
+
+uint64_t next_cache_key() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1);
+}
+
 }  // namespace
 
 Tokenizer Tokenizer::from_file(const std::string& path) {
@@ -132,6 +159,7 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& source)
     const Value doc = json::parse(text, source);
     r.object(doc, "the document");
     Tokenizer tk;
+    tk.cache_key_ = next_cache_key();
 
     // ---- model
     const Value* model_v = r.member(doc, "model");
@@ -249,7 +277,21 @@ void Tokenizer::encode_plain(std::string_view text, std::vector<uint32_t>& out) 
     }
     std::vector<std::string_view> pieces;
     split(text, rule_, pieces);
-    for (std::string_view p : pieces) bpe_.encode(p, out);
+    PieceCache& cache = piece_cache(cache_key_);
+    for (std::string_view p : pieces) {
+        if (p.size() > kPieceCacheMaxBytes) {
+            bpe_.encode(p, out);
+            continue;
+        }
+        std::string key(p);
+        auto it = cache.ids.find(key);
+        if (it == cache.ids.end()) {
+            std::vector<uint32_t> ids;
+            bpe_.encode(p, ids);
+            it = cache.ids.emplace(std::move(key), std::move(ids)).first;
+        }
+        out.insert(out.end(), it->second.begin(), it->second.end());
+    }
 }
 
 std::vector<uint32_t> Tokenizer::encode(std::string_view text) const {

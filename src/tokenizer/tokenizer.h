@@ -41,6 +41,9 @@ public:
 private:
     void encode_plain(std::string_view text, std::vector<uint32_t>& out) const;
 
+    // Identifies this tokenizer's entries in the per-thread piece cache (tokenizer.cpp); a
+    // copy shares them (same vocabulary and merges).
+    uint64_t cache_key_ = 0;
     BpeModel bpe_;
     std::vector<AddedToken> added_;
     std::vector<std::string> token_of_id_;  // "" for ids nothing uses
