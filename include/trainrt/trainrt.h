@@ -373,6 +373,40 @@ TRAINRT_API trainrt_status trainrt_prepare_bytes(int64_t* out_train_tokens,
                                                  const char* text_path, const char* out_dir,
                                                  double val_fraction);
 
+/* ---------------------------------------------------------------- tokenizers */
+/* A Hugging Face tokenizer of the byte-level BPE family (tokenizer.json: GPT-2, Llama 3 and
+ * the like). Immutable once loaded: unlike the other handles, one tokenizer may be used by
+ * several threads at once. A tokenizer.json this library cannot reproduce exactly (another
+ * model type, a normalizer, an unknown pre-tokenizer regex...) is refused at load with
+ * TRAINRT_ERR_UNSUPPORTED naming the field. */
+typedef struct trainrt_tokenizer trainrt_tokenizer;
+/* path: a tokenizer.json, or a folder holding one (a Hugging Face model folder). */
+TRAINRT_API trainrt_status trainrt_tokenizer_load(trainrt_tokenizer** out, const char* path);
+/* Accepts NULL. */
+TRAINRT_API void trainrt_tokenizer_destroy(trainrt_tokenizer* tokenizer);
+/* The ids of text (len bytes of UTF-8; not UTF-8 is TRAINRT_ERR_INVALID_ARGUMENT naming the
+ * byte). No special token is added; the text of an added token ("<|endoftext|>") becomes its
+ * id. (ids, cap, needed) as strings are returned: at most cap ids are stored and *needed
+ * receives the full count (ids = NULL with cap = 0 is a size query). */
+TRAINRT_API trainrt_status trainrt_tokenizer_encode(int32_t* ids, size_t cap, size_t* needed,
+                                                    const trainrt_tokenizer* tokenizer,
+                                                    const char* text, size_t len);
+/* The text of n_ids ids (each in [0, vocab_size)), as trainrt_config_get_string returns
+ * strings. The bytes may hold NUL (byte tokens) and, for a cut-off sequence, incomplete
+ * UTF-8: *needed is the length. */
+TRAINRT_API trainrt_status trainrt_tokenizer_decode(char* buf, size_t cap, size_t* needed,
+                                                    const trainrt_tokenizer* tokenizer,
+                                                    const int32_t* ids, size_t n_ids);
+/* Ids run from 0 to vocab_size - 1 (the largest id, added tokens included, plus one): the
+ * smallest model.vocab_size that can train on this tokenizer's shards. */
+TRAINRT_API trainrt_status trainrt_tokenizer_vocab_size(int32_t* out,
+                                                        const trainrt_tokenizer* tokenizer);
+/* The id of a token given by its text: an added token ("<|endoftext|>") or a vocabulary entry
+ * in its byte-level spelling ("Ġthe"). *out = -1 when there is none (TRAINRT_OK). */
+TRAINRT_API trainrt_status trainrt_tokenizer_token_id(int32_t* out,
+                                                      const trainrt_tokenizer* tokenizer,
+                                                      const char* token);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

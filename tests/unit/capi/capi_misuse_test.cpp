@@ -81,6 +81,9 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_checkpoint_export),     TRT_ENTRY(trainrt_sample_options_init),
     TRT_ENTRY(trainrt_session_sample),        TRT_ENTRY(trainrt_config_model_info),
     TRT_ENTRY(trainrt_config_model_summary),  TRT_ENTRY(trainrt_prepare_bytes),
+    TRT_ENTRY(trainrt_tokenizer_load),        TRT_ENTRY(trainrt_tokenizer_destroy),
+    TRT_ENTRY(trainrt_tokenizer_encode),      TRT_ENTRY(trainrt_tokenizer_decode),
+    TRT_ENTRY(trainrt_tokenizer_vocab_size),  TRT_ENTRY(trainrt_tokenizer_token_id),
 };
 #undef TRT_ENTRY
 
@@ -406,6 +409,48 @@ TEST_F(CapiMisuse, ConfigNullHandlesAndOutPointers) {
     EXPECT_EQ(trainrt_config_dump(nullptr, 0, nullptr, ok), TRAINRT_OK);
     EXPECT_EQ(trainrt_config_model_summary(nullptr, 0, nullptr, ok), TRAINRT_OK);
     EXPECT_EQ(trainrt_config_get_string(nullptr, 0, nullptr, ok, "optim.lr"), TRAINRT_OK);
+}
+
+TEST(CapiMisuseTokenizer, NullArgumentsAndNullHandles) {
+    trainrt_tokenizer* t = nullptr;
+    EXPECT_NULL_ARG(trainrt_tokenizer_load(nullptr, "x.json"), "out");
+    EXPECT_NULL_ARG(trainrt_tokenizer_load(&t, nullptr), "path");
+    EXPECT_EQ(t, nullptr);
+    trainrt_tokenizer_destroy(nullptr);  // accepted, does nothing
+    size_t needed = 0;
+    int32_t id = 0;
+    EXPECT_NULL_ARG(trainrt_tokenizer_encode(nullptr, 0, &needed, nullptr, "a", 1), "tokenizer");
+    EXPECT_NULL_ARG(trainrt_tokenizer_decode(nullptr, 0, &needed, nullptr, &id, 1), "tokenizer");
+    EXPECT_NULL_ARG(trainrt_tokenizer_vocab_size(nullptr, nullptr), "out");
+    EXPECT_NULL_ARG(trainrt_tokenizer_vocab_size(&id, nullptr), "tokenizer");
+    EXPECT_NULL_ARG(trainrt_tokenizer_token_id(nullptr, nullptr, "a"), "out");
+    EXPECT_NULL_ARG(trainrt_tokenizer_token_id(&id, nullptr, "a"), "tokenizer");
+}
+
+TEST(CapiMisuseTokenizer, BadPathsBuffersAndIds) {
+    const std::string dir = scratch_dir();
+    trainrt_tokenizer* t = nullptr;
+    EXPECT_FAILS(trainrt_tokenizer_load(&t, dir.c_str()));  // a folder without tokenizer.json
+    EXPECT_FAILS(trainrt_tokenizer_load(&t, (dir + "/nothing.json").c_str()));
+    EXPECT_FAILS(trainrt_tokenizer_load(&t, "/dev/null"));
+    EXPECT_EQ(t, nullptr);
+    const std::string path = dir + "/tokenizer.json";
+    std::ofstream(path) << tiny_tokenizer_json();
+    ASSERT_EQ(trainrt_tokenizer_load(&t, path.c_str()), TRAINRT_OK) << last_error();
+    size_t needed = 0;
+    int32_t ids[4] = {0, 0, 0, 0};
+    EXPECT_NULL_ARG(trainrt_tokenizer_encode(nullptr, 3, &needed, t, "a", 1), "ids");
+    EXPECT_NULL_ARG(trainrt_tokenizer_encode(ids, 4, &needed, t, nullptr, 2), "text");
+    EXPECT_EQ(trainrt_tokenizer_encode(ids, 4, nullptr, t, nullptr, 0), TRAINRT_OK);
+    char buf[8] = "keep";
+    EXPECT_NULL_ARG(trainrt_tokenizer_decode(nullptr, 5, &needed, t, ids, 1), "buf");
+    EXPECT_NULL_ARG(trainrt_tokenizer_decode(buf, sizeof buf, &needed, t, nullptr, 1), "ids");
+    EXPECT_STREQ(buf, "keep");
+    const int32_t bad[] = {0, 1 << 30};
+    EXPECT_MISUSE(trainrt_tokenizer_decode(buf, sizeof buf, &needed, t, bad, 2),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "out of range");
+    EXPECT_NULL_ARG(trainrt_tokenizer_token_id(ids, t, nullptr), "token");
+    trainrt_tokenizer_destroy(t);
 }
 
 TEST_F(CapiMisuse, ConfigFromFileRefusesDirectoriesFifosDevicesAndBadPaths) {

@@ -71,6 +71,44 @@ inline void write_shard(const std::string& path, const std::vector<uint16_t>& to
     ASSERT_TRUE(f.good()) << path;
 }
 
+// ---------------------------------------------------------------- tokenizers
+
+// GPT-2's byte alphabet, UTF-8: byte b stands for itself when printable, else U+0100 onward.
+inline std::string tokenizer_byte_char(int b) {
+    static int shifted[256];
+    static const bool init = [] {
+        int next = 256;
+        for (int k = 0; k < 256; k++) {
+            const bool keep = (k >= '!' && k <= '~') || (k >= 0xA1 && k <= 0xAC) || k >= 0xAE;
+            shifted[k] = keep ? k : next++;
+        }
+        return true;
+    }();
+    (void)init;
+    const int c = shifted[b];
+    std::string s;
+    if (c < 0x80) {
+        if (c == '"' || c == '\\') s += '\\';
+        s += static_cast<char>(c);
+    } else {
+        s += static_cast<char>(0xC0 | (c >> 6));
+        s += static_cast<char>(0x80 | (c & 0x3F));
+    }
+    return s;
+}
+
+// A byte-level BPE tokenizer.json written by the tests: bytes have ids 0..255; "he" 256, "ll" 257, "hell" 258, "hello" 259; "<|eot|>" 300.
+inline std::string tiny_tokenizer_json() {
+    std::string vocab;
+    for (int b = 0; b < 256; b++) vocab += "\"" + tokenizer_byte_char(b) + "\": " + std::to_string(b) + ", ";
+    vocab += R"("he": 256, "ll": 257, "hell": 258, "hello": 259)";
+    return R"({"added_tokens": [{"id": 300, "content": "<|eot|>", "special": true}],
+  "normalizer": null,
+  "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+  "decoder": {"type": "ByteLevel"},
+  "model": {"type": "BPE", "vocab": {)" + vocab + R"(}, "merges": ["h e", "l l", "he ll", "hell o"]}})";
+}
+
 // ---------------------------------------------------------------- sessions
 
 // A one-layer GPT-2 (V 32, C 16) over train.bin / val.bin, constant lr, one thread: the base
