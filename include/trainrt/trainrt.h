@@ -373,6 +373,55 @@ TRAINRT_API trainrt_status trainrt_prepare_bytes(int64_t* out_train_tokens,
                                                  const char* text_path, const char* out_dir,
                                                  double val_fraction);
 
+/* Tokenization of text with a Hugging Face tokenizer (see "tokenizers" below) into llm.c
+ * shards: <out_dir>/train.bin and <out_dir>/val.bin, uint16 when every id fits (magic
+ * 20240520), else uint32 (magic 20240801), each written to a temporary name and renamed when
+ * complete. Every document begins with the tokenizer's end-of-text token (tokenizer_config.json's
+ * eos_token beside the tokenizer.json, else <|endoftext|>, <|end_of_text|> or </s>), as llm.c
+ * lays documents out. Text inputs: each file is a document. JSON-line inputs (jsonl_field set):
+ * each line is an object whose string field jsonl_field is a document. val.bin gets the last
+ * val_fraction of the input bytes: whole JSON-line documents, or for text the lines from the
+ * first line start at the cut on, as a document of their own. All cores by default. */
+typedef void (*trainrt_prepare_progress_fn)(int64_t done, int64_t total, void* payload);
+typedef struct trainrt_prepare_options {
+    uint32_t struct_size;         /* sizeof(trainrt_prepare_options) as the caller compiled it */
+    uint32_t version;             /* TRAINRT_PREPARE_OPTIONS_VERSION */
+    const char* tokenizer;        /* a tokenizer.json or a model folder holding one (required) */
+    const char* jsonl_field;      /* NULL: the inputs are text; else JSON lines and this field */
+    double val_fraction;          /* [0, 1) */
+    int32_t threads;              /* 0 = all cores */
+    int32_t reserved;             /* 0 */
+    /* input bytes done of total, now and then, on the calling thread; NULL = none */
+    trainrt_prepare_progress_fn progress;
+    void* progress_payload;
+} trainrt_prepare_options;
+#define TRAINRT_PREPARE_OPTIONS_VERSION 1
+#define TRAINRT_PREPARE_OPTIONS_INIT \
+    { (uint32_t)sizeof(trainrt_prepare_options), TRAINRT_PREPARE_OPTIONS_VERSION, NULL, NULL, \
+      0.0, 0, 0, NULL, NULL }
+TRAINRT_API void trainrt_prepare_options_init(trainrt_prepare_options* options);
+typedef struct trainrt_prepare_result {
+    uint32_t struct_size;
+    uint32_t version;       /* TRAINRT_PREPARE_RESULT_VERSION */
+    int64_t documents;
+    int64_t train_tokens;
+    int64_t val_tokens;
+    int64_t bytes;          /* input bytes tokenized */
+    int32_t token_bytes;    /* 2 or 4: the shards' id width */
+    int32_t vocab_size;     /* the tokenizer's: the smallest model.vocab_size for these shards */
+    int32_t eos_id;         /* the end-of-text token that begins each document */
+    int32_t reserved;
+} trainrt_prepare_result;
+#define TRAINRT_PREPARE_RESULT_VERSION 1
+#define TRAINRT_PREPARE_RESULT_INIT \
+    { (uint32_t)sizeof(trainrt_prepare_result), TRAINRT_PREPARE_RESULT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0 }
+TRAINRT_API void trainrt_prepare_result_init(trainrt_prepare_result* result);
+/* inputs: n_inputs paths, read in order. out may be NULL. */
+TRAINRT_API trainrt_status trainrt_prepare_text(trainrt_prepare_result* out,
+                                                const char* const* inputs, size_t n_inputs,
+                                                const char* out_dir,
+                                                const trainrt_prepare_options* options);
+
 /* ---------------------------------------------------------------- tokenizers */
 /* A Hugging Face tokenizer of the byte-level BPE family (tokenizer.json: GPT-2, Llama 3 and
  * the like). Immutable once loaded: unlike the other handles, one tokenizer may be used by

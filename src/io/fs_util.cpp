@@ -106,6 +106,21 @@ void AtomicFile::write(const void* data, size_t len) {
     if (const int e = write_all(fd_, data, len)) abort_with("write", e);
 }
 
+void AtomicFile::write_at(uint64_t offset, const void* data, size_t len) {
+    if (fd_ < 0) fail(Status::Internal, "AtomicFile '", path_, "' written after commit");
+    const char* p = static_cast<const char*>(data);
+    while (len > 0) {
+        const ssize_t n = ::pwrite(fd_, p, len, static_cast<off_t>(offset));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            abort_with("write", errno);
+        }
+        p += n;
+        len -= static_cast<size_t>(n);
+        offset += static_cast<uint64_t>(n);
+    }
+}
+
 void AtomicFile::commit() {
     if (fd_ < 0) fail(Status::Internal, "AtomicFile '", path_, "' committed twice");
     // fsync before rename: otherwise a crash could leave the new name pointing at a file

@@ -7,6 +7,7 @@
 // All errors are trt::Error(Status::Io) naming the path and the operation.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,8 @@ public:
     ~AtomicFile();
 
     void write(const void* data, size_t len);
+    // Overwrites bytes already written (a header whose counts are known only at the end).
+    void write_at(uint64_t offset, const void* data, size_t len);
     void commit();
     const std::string& tmp_path() const { return tmp_; }
 

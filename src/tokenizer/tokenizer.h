@@ -37,6 +37,9 @@ public:
     // The id of a token (vocabulary entry or added token), if there is one.
     bool find(std::string_view token, uint32_t& id) const;
     const std::vector<AddedToken>& added_tokens() const { return added_; }
+    // ByteLevel's add_prefix_space: each encode() call's text gets a leading space, so a text
+    // encoded in pieces differs from the text encoded whole.
+    bool adds_prefix_space() const { return add_prefix_space_; }
 
 private:
     void encode_plain(std::string_view text, std::vector<uint32_t>& out) const;

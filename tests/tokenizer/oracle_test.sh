@@ -6,12 +6,15 @@
 # decode(encode(x)) == x for every document.
 # Tokenizers this library does not read yet are listed in UNSUPPORTED: for them the test
 # requires a clean refusal (so the day one is supported, the test says to compare it).
-#   oracle_test.sh ENCODE_CORPUS_BINARY WORK_DIR
+# Then `trainrt prepare --tokenizer` (cut into pieces, on all threads) must give, after the
+# end-of-text token, exactly the JS ids of the whole file encoded at once.
+#   oracle_test.sh ENCODE_CORPUS_BINARY TRAINRT_CLI WORK_DIR
 # Exit 77 (CTest: skipped, with the reason printed) when node/npm or the registry is missing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 encode=$1
-work=$2
+cli=$2
+work=$3
 mkdir -p "$work"
 set +e
 bash "$here/oracle/setup.sh" "$work/oracle"
@@ -62,6 +65,28 @@ for dir in "$work"/oracle/tokenizers/*/; do
         echo "  ours: $(sed -n "${first}p" "$work/$name.ours.txt" | cut -c1-300)"
     fi
 done
+# prepare end to end on a text of more than one 1 MB piece (tinyshakespeare doubled).
+text="$work/prepare.txt"
+shakespeare="$here/../../../shared/data/tinyshakespeare.txt"
+if [ -f "$shakespeare" ]; then cat "$shakespeare" "$shakespeare" > "$text"; else
+    for i in $(seq 1 20000); do echo "Line $i: the quick brown fox, isn't it? 42 times."; done > "$text"; fi
+"$py" -c 'import json, sys; print(json.dumps(open(sys.argv[1], encoding="utf-8").read(), ensure_ascii=False))' \
+    "$text" > "$work/prepare.jsonl"
+node "$here/oracle/encode.mjs" "$work/oracle/tokenizers/gpt2" "$work/prepare.jsonl" "$work/prepare.js.txt"
+"$cli" prepare --text "$text" --out "$work/prepared" --tokenizer "$work/oracle/tokenizers/gpt2" \
+    --val-fraction 0 --threads 2
+"$py" - "$work/prepared/train.bin" "$work/prepare.js.txt" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+magic, version, count = struct.unpack("<3i", data[:12])
+ids = list(struct.unpack("<%dH" % count, data[1024:1024 + 2 * count]))
+js = [int(x) for x in open(sys.argv[2]).read().split()]
+ok = magic == 20240520 and ids[0] == 50256 and ids[1:] == js
+print("oracle: prepare: %d tokens, %s" % (count, "identical to the JS ids" if ok else "DIFFERENT"))
+sys.exit(0 if ok else 1)
+PY
+[ $? -eq 0 ] || status=1
+
 if [ $compared -lt 2 ]; then
     echo "oracle: only $compared tokenizers compared; at least 2 are required"
     status=1

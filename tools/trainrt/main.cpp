@@ -1,5 +1,5 @@
 // trainrt: the command-line client of libtrainrt. Uses the public C API only.
-//   trainrt prepare --text FILE --out DIR [--val-fraction F]
+//   trainrt prepare --text FILE... --out DIR [--val-fraction F] [--tokenizer PATH [--jsonl FIELD]]
 //   trainrt train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh | --checkpoint PATH]
 //   trainrt eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH]
 //   trainrt sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]
@@ -10,6 +10,7 @@
 #include <trainrt/trainrt.h>
 
 #include <csignal>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,7 +27,7 @@ const char* kUsage =
     "usage: trainrt <command> [options]      (trainrt <command> --help for one command)\n"
     "\n"
     "commands:\n"
-    "  prepare --text FILE --out DIR [--val-fraction F]\n"
+    "  prepare --text FILE... --out DIR [--val-fraction F] [--tokenizer PATH [--jsonl FIELD]]\n"
     "        byte-level tokenize a text file into DIR/train.bin and DIR/val.bin\n"
     "  train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh | --checkpoint PATH]\n"
     "        train as CONFIG says, resuming from train.out_dir/latest if there is one;\n"
@@ -58,11 +59,18 @@ struct CommandHelp {
 
 const CommandHelp kCommandHelp[] = {
     {"prepare",
-     "usage: trainrt prepare --text FILE --out DIR [--val-fraction F]\n"
+     "usage: trainrt prepare --text FILE... --out DIR [--val-fraction F]\n"
+     "                       [--tokenizer PATH [--jsonl FIELD] [--threads N]]\n"
      "\n"
-     "Byte-level tokenization (token = byte, vocab_size 256) of a text file into llm.c\n"
-     "uint16 shards: DIR/train.bin holds the first 1 - F of the bytes, DIR/val.bin the rest\n"
-     "(F defaults to 0.1). Files are written atomically; DIR is created if missing.\n"},
+     "Tokenizes text into llm.c shards DIR/train.bin and DIR/val.bin; val.bin gets the last F\n"
+     "of the input (F defaults to 0.1). Files are written atomically; DIR is created if\n"
+     "missing.\n"
+     "Without --tokenizer: one text file, byte-level (token = byte, vocab_size 256).\n"
+     "With --tokenizer PATH (a Hugging Face tokenizer.json, or a model folder holding one;\n"
+     "byte-level BPE: GPT-2, Llama 3 style): the files in order, each a document, every\n"
+     "document opened by the tokenizer's end-of-text token; --jsonl FIELD reads JSON lines\n"
+     "instead, the string FIELD of each line a document. uint16 shards when the vocabulary\n"
+     "fits, else uint32. All cores unless --threads N. Prints the vocab_size to train with.\n"},
     {"train",
      "usage: trainrt train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh | --checkpoint PATH]\n"
      "\n"
@@ -224,27 +232,77 @@ bool save_final_checkpoint(trainrt_session* session, bool has_out_dir) {
     return true;
 }
 
+void on_prepare_progress(int64_t done, int64_t total, void*) {
+    if (!stderr_is_tty() || total <= 0) return;
+    std::fprintf(stderr, "\r\033[Kprepare: %.1f / %.1f MB (%.0f%%)", done / 1e6, total / 1e6,
+                 100.0 * static_cast<double>(done) / static_cast<double>(total));
+    mark_progress_line_open();
+    std::fflush(stderr);
+}
+
 int cmd_prepare(int argc, char** argv) {
-    std::string text, out;
+    std::vector<std::string> texts;
+    std::string out, tokenizer, jsonl;
     double fraction = 0.1;
+    long threads = 0;
     for (int i = 0; i < argc; ++i) {
         const std::string a = argv[i];
         if (i + 1 >= argc) return fail_usage("option '" + a + "' needs a value");
-        if (a == "--text") text = argv[++i];
-        else if (a == "--out") out = argv[++i];
-        else if (a == "--val-fraction") {
+        if (a == "--text") {
+            // Every argument up to the next option is an input.
+            while (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0) texts.push_back(argv[++i]);
+        } else if (a == "--out") out = argv[++i];
+        else if (a == "--tokenizer") tokenizer = argv[++i];
+        else if (a == "--jsonl") jsonl = argv[++i];
+        else if (a == "--threads") {
+            char* end = nullptr;
+            threads = std::strtol(argv[++i], &end, 10);
+            if (*end != '\0' || threads < 0 || threads > 4096)
+                return fail_usage(std::string("bad --threads '") + argv[i] + "'");
+        } else if (a == "--val-fraction") {
             char* end = nullptr;
             fraction = std::strtod(argv[++i], &end);
             if (*end != '\0') return fail_usage(std::string("bad --val-fraction '") + argv[i] + "'");
         } else return fail_usage("unknown option '" + a + "'");
     }
-    if (text.empty() || out.empty()) return fail_usage("prepare needs --text FILE and --out DIR");
-    int64_t n_train = 0, n_val = 0;
+    if (texts.empty() || out.empty()) return fail_usage("prepare needs --text FILE... and --out DIR");
+    if (tokenizer.empty()) {
+        if (!jsonl.empty() || threads != 0)
+            return fail_usage("--jsonl and --threads go with --tokenizer");
+        if (texts.size() != 1)
+            return fail_usage("byte-level prepare takes one --text file (or use --tokenizer)");
+        int64_t n_train = 0, n_val = 0;
+        const trainrt_status st =
+            trainrt_prepare_bytes(&n_train, &n_val, texts[0].c_str(), out.c_str(), fraction);
+        if (st != TRAINRT_OK) return fail_status("prepare", st);
+        std::printf("wrote %s/train.bin (%lld tokens) and %s/val.bin (%lld tokens)\n", out.c_str(),
+                    (long long)n_train, out.c_str(), (long long)n_val);
+        return 0;
+    }
+    std::vector<const char*> inputs;
+    for (const std::string& t : texts) inputs.push_back(t.c_str());
+    trainrt_prepare_options o = TRAINRT_PREPARE_OPTIONS_INIT;
+    o.tokenizer = tokenizer.c_str();
+    o.jsonl_field = jsonl.empty() ? nullptr : jsonl.c_str();
+    o.val_fraction = fraction;
+    o.threads = static_cast<int32_t>(threads);
+    o.progress = on_prepare_progress;
+    trainrt_prepare_result r = TRAINRT_PREPARE_RESULT_INIT;
+    const auto t0 = std::chrono::steady_clock::now();
     const trainrt_status st =
-        trainrt_prepare_bytes(&n_train, &n_val, text.c_str(), out.c_str(), fraction);
+        trainrt_prepare_text(&r, inputs.data(), inputs.size(), out.c_str(), &o);
+    end_progress_line();
     if (st != TRAINRT_OK) return fail_status("prepare", st);
-    std::printf("wrote %s/train.bin (%lld tokens) and %s/val.bin (%lld tokens)\n", out.c_str(),
-                (long long)n_train, out.c_str(), (long long)n_val);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const int64_t tokens = r.train_tokens + r.val_tokens;
+    std::printf("wrote %s/train.bin (%lld tokens) and %s/val.bin (%lld tokens), uint%d\n",
+                out.c_str(), (long long)r.train_tokens, out.c_str(), (long long)r.val_tokens,
+                r.token_bytes * 8);
+    std::printf("%lld documents, %.1f MB, %.2f bytes/token, %.1f MB/s; train with "
+                "model.vocab_size >= %d (end-of-text id %d)\n",
+                (long long)r.documents, r.bytes / 1e6,
+                tokens > 0 ? static_cast<double>(r.bytes) / static_cast<double>(tokens) : 0.0,
+                s > 0 ? r.bytes / 1e6 / s : 0.0, r.vocab_size, r.eos_id);
     return 0;
 }
 

@@ -84,6 +84,8 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_tokenizer_load),        TRT_ENTRY(trainrt_tokenizer_destroy),
     TRT_ENTRY(trainrt_tokenizer_encode),      TRT_ENTRY(trainrt_tokenizer_decode),
     TRT_ENTRY(trainrt_tokenizer_vocab_size),  TRT_ENTRY(trainrt_tokenizer_token_id),
+    TRT_ENTRY(trainrt_prepare_options_init),  TRT_ENTRY(trainrt_prepare_result_init),
+    TRT_ENTRY(trainrt_prepare_text),
 };
 #undef TRT_ENTRY
 
@@ -355,6 +357,20 @@ TEST(CapiMisuseCore, InitFunctionsAcceptNullAndOverwriteGarbage) {
     trainrt_sample_options_init(&o);
     EXPECT_EQ(o.struct_size, sizeof o);
     EXPECT_EQ(o.reserved, 0);
+    trainrt_prepare_options_init(nullptr);
+    trainrt_prepare_result_init(nullptr);
+    trainrt_prepare_options po;
+    std::memset(&po, 0xA5, sizeof po);
+    trainrt_prepare_options_init(&po);
+    EXPECT_EQ(po.struct_size, sizeof po);
+    EXPECT_EQ(po.version, static_cast<uint32_t>(TRAINRT_PREPARE_OPTIONS_VERSION));
+    EXPECT_EQ(po.tokenizer, nullptr);
+    EXPECT_EQ(po.progress, nullptr);
+    trainrt_prepare_result pr;
+    std::memset(&pr, 0xA5, sizeof pr);
+    trainrt_prepare_result_init(&pr);
+    EXPECT_EQ(pr.struct_size, sizeof pr);
+    EXPECT_EQ(pr.documents, 0);
 }
 
 // ====================================================================== config
@@ -425,6 +441,46 @@ TEST(CapiMisuseTokenizer, NullArgumentsAndNullHandles) {
     EXPECT_NULL_ARG(trainrt_tokenizer_vocab_size(&id, nullptr), "tokenizer");
     EXPECT_NULL_ARG(trainrt_tokenizer_token_id(nullptr, nullptr, "a"), "out");
     EXPECT_NULL_ARG(trainrt_tokenizer_token_id(&id, nullptr, "a"), "tokenizer");
+}
+
+TEST(CapiMisuseTokenizer, PrepareTextNullArgumentsAndStructSizes) {
+    const std::string dir = scratch_dir();
+    const std::string text = dir + "/t.txt", tok = dir + "/tokenizer.json";
+    std::ofstream(text) << "hello\n";
+    std::ofstream(tok) << tiny_tokenizer_json();
+    std::ofstream(dir + "/tokenizer_config.json") << R"({"eos_token": "<|eot|>"})";
+    const char* inputs[] = {text.c_str()};
+    const char* null_input[] = {nullptr};
+    trainrt_prepare_options o = TRAINRT_PREPARE_OPTIONS_INIT;
+    o.tokenizer = tok.c_str();
+    const std::string out = dir + "/out";
+    EXPECT_NULL_ARG(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), nullptr), "options");
+    EXPECT_NULL_ARG(trainrt_prepare_text(nullptr, inputs, 1, nullptr, &o), "out_dir");
+    EXPECT_NULL_ARG(trainrt_prepare_text(nullptr, nullptr, 1, out.c_str(), &o), "inputs");
+    EXPECT_MISUSE(trainrt_prepare_text(nullptr, null_input, 1, out.c_str(), &o),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "inputs[0]");
+    EXPECT_MISUSE(trainrt_prepare_text(nullptr, inputs, 0, out.c_str(), &o),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "n_inputs");
+    trainrt_prepare_options tiny = o;
+    tiny.struct_size = 4;
+    EXPECT_MISUSE(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &tiny),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "struct_size");
+    trainrt_prepare_options negative = o;
+    negative.threads = -2;
+    EXPECT_MISUSE(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &negative),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "threads");
+    trainrt_prepare_result r = TRAINRT_PREPARE_RESULT_INIT;
+    r.struct_size = 3;
+    EXPECT_MISUSE(trainrt_prepare_text(&r, inputs, 1, out.c_str(), &o),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "struct_size");
+    // A result struct from an older header: only the fields it has are written.
+    trainrt_prepare_result old;
+    std::memset(&old, 0x7f, sizeof old);
+    old.struct_size = offsetof(trainrt_prepare_result, val_tokens);
+    ASSERT_EQ(trainrt_prepare_text(&old, inputs, 1, out.c_str(), &o), TRAINRT_OK) << last_error();
+    EXPECT_EQ(old.documents, 1);
+    EXPECT_EQ(old.train_tokens, 3);  // <|eot|>, hello, newline
+    EXPECT_EQ(old.val_tokens, 0x7f7f7f7f7f7f7f7f) << "a field past struct_size was written";
 }
 
 TEST(CapiMisuseTokenizer, BadPathsBuffersAndIds) {

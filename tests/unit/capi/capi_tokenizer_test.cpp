@@ -143,3 +143,115 @@ TEST_F(CapiTokenizer, OneTokenizerServesManyThreadsAtOnce) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- prepare with a tokenizer
+
+namespace {
+
+// A shard's header fields and ids.
+struct Shard {
+    int32_t magic = 0, version = 0, count = 0;
+    std::vector<int32_t> ids;
+};
+
+Shard read_shard(const std::string& path) {
+    Shard s;
+    std::ifstream f(path, std::ios::binary);
+    int32_t header[256] = {};
+    f.read(reinterpret_cast<char*>(header), sizeof header);
+    s.magic = header[0];
+    s.version = header[1];
+    s.count = header[2];
+    for (uint16_t id; f.read(reinterpret_cast<char*>(&id), 2);) s.ids.push_back(id);
+    return s;
+}
+
+class CapiPrepareText : public CapiTokenizer {};
+
+TEST_F(CapiPrepareText, TextFilesBecomeDocumentsOpenedByTheEndOfTextToken) {
+    // The tokenizer_config.json beside the tokenizer names the end-of-text token.
+    std::ofstream(dir_ + "/tokenizer_config.json") << R"({"eos_token": {"content": "<|eot|>"}})";
+    const std::string a = dir_ + "/a.txt", b = dir_ + "/b.txt";
+    std::ofstream(a) << "hello\nhello hello\n";
+    std::ofstream(b) << "hel\nlo\nhello world\nhello\n";  // 25 bytes; val: the last 20%
+    const char* inputs[] = {a.c_str(), b.c_str()};
+    trainrt_prepare_options o = TRAINRT_PREPARE_OPTIONS_INIT;
+    o.tokenizer = dir_.c_str();  // the folder
+    o.val_fraction = 0.2;
+    o.threads = 3;
+    trainrt_prepare_result r = TRAINRT_PREPARE_RESULT_INIT;
+    const std::string out = dir_ + "/shards";
+    ASSERT_EQ(trainrt_prepare_text(&r, inputs, 2, out.c_str(), &o), TRAINRT_OK) << last_error();
+    // 43 bytes in all: the cut is at byte 43 - floor(8.6) = 35, inside b's "hello world\n"
+    // line; val starts at the next line start, "hello\n", as a document of its own.
+    EXPECT_EQ(r.documents, 3);
+    EXPECT_EQ(r.vocab_size, 301);
+    EXPECT_EQ(r.eos_id, 300);
+    EXPECT_EQ(r.token_bytes, 2);
+    EXPECT_EQ(r.bytes, 43);
+    const Shard train = read_shard(out + "/train.bin"), val = read_shard(out + "/val.bin");
+    EXPECT_EQ(train.magic, 20240520);
+    EXPECT_EQ(train.version, 1);
+    std::vector<int32_t> want = {300};
+    for (int32_t id : encode("hello\nhello hello\n")) want.push_back(id);
+    want.push_back(300);
+    for (int32_t id : encode("hel\nlo\nhello world\n")) want.push_back(id);
+    EXPECT_EQ(train.ids, want);
+    EXPECT_EQ(train.count, static_cast<int32_t>(want.size()));
+    std::vector<int32_t> want_val = {300};
+    for (int32_t id : encode("hello\n")) want_val.push_back(id);
+    EXPECT_EQ(val.ids, want_val);
+    EXPECT_EQ(r.train_tokens + r.val_tokens, static_cast<int64_t>(want.size() + want_val.size()));
+}
+
+TEST_F(CapiPrepareText, JsonLinesAndTheirErrors) {
+    const std::string jl = dir_ + "/docs.jsonl";
+    std::ofstream(jl) << R"({"text": "hello", "id": 1})" << "\n\n"
+                      << R"({"text": "hello hello"})" << "\n";
+    const char* inputs[] = {jl.c_str()};
+    trainrt_prepare_options o = TRAINRT_PREPARE_OPTIONS_INIT;
+    o.tokenizer = path_.c_str();
+    o.jsonl_field = "text";
+    trainrt_prepare_result r = TRAINRT_PREPARE_RESULT_INIT;
+    const std::string out = dir_ + "/jl";
+    // No tokenizer_config.json and no known end-of-text token: refused, naming what was tried.
+    EXPECT_EQ(trainrt_prepare_text(&r, inputs, 1, out.c_str(), &o), TRAINRT_ERR_FORMAT);
+    EXPECT_NE(last_error().find("end-of-text"), std::string::npos) << last_error();
+    std::ofstream(dir_ + "/tokenizer_config.json") << R"({"eos_token": "<|eot|>"})";
+    ASSERT_EQ(trainrt_prepare_text(&r, inputs, 1, out.c_str(), &o), TRAINRT_OK) << last_error();
+    EXPECT_EQ(r.documents, 2);
+    EXPECT_EQ(read_shard(out + "/train.bin").ids, (std::vector<int32_t>{300, 259, 300, 259, ' ', 259}));
+
+    std::ofstream(jl) << R"({"text": "hello"})" << "\n" << R"({"body": "x"})" << "\n";
+    EXPECT_EQ(trainrt_prepare_text(&r, inputs, 1, out.c_str(), &o), TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last_error().find("docs.jsonl:2"), std::string::npos) << last_error();
+    std::ofstream(jl) << "{\"text\": \"hel\n";
+    EXPECT_EQ(trainrt_prepare_text(&r, inputs, 1, out.c_str(), &o), TRAINRT_ERR_FORMAT);
+    EXPECT_NE(last_error().find("docs.jsonl:1"), std::string::npos) << last_error();
+}
+
+TEST_F(CapiPrepareText, BadArgumentsAreRefused) {
+    const std::string a = dir_ + "/a.txt";
+    std::ofstream(a) << "hello\n";
+    const char* inputs[] = {a.c_str()};
+    trainrt_prepare_options o = TRAINRT_PREPARE_OPTIONS_INIT;
+    const std::string out = dir_ + "/x";
+    EXPECT_EQ(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &o), TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last_error().find("tokenizer"), std::string::npos) << last_error();
+    o.tokenizer = path_.c_str();
+    o.val_fraction = 1.0;
+    EXPECT_EQ(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &o), TRAINRT_ERR_INVALID_ARGUMENT);
+    o.val_fraction = 0.5;  // one line: val would be empty
+    std::ofstream(dir_ + "/tokenizer_config.json") << R"({"eos_token": "<|eot|>"})";
+    EXPECT_EQ(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &o), TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last_error().find("validation split"), std::string::npos) << last_error();
+    EXPECT_FALSE(std::filesystem::exists(out + "/train.bin")) << "nothing complete-looking left";
+    o.val_fraction = 0;
+    const std::string bad = dir_ + "/bad.txt";
+    std::ofstream(bad) << "ok\xFF";
+    const char* bad_inputs[] = {bad.c_str()};
+    EXPECT_EQ(trainrt_prepare_text(nullptr, bad_inputs, 1, out.c_str(), &o), TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last_error().find("bad.txt"), std::string::npos) << last_error();
+}
+
+}  // namespace

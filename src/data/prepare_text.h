@@ -1,0 +1,42 @@
+// prepare with a tokenizer: text files or JSON lines into llm.c shards (train.bin, val.bin)
+// of a Hugging Face tokenizer's ids, on all cores.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace trt {
+
+struct PrepareTextOptions {
+    std::string tokenizer;    // a tokenizer.json, or a model folder holding one
+    std::string jsonl_field;  // "": the inputs are text; else JSON lines, this field per line
+    // The share of the input bytes, from the end, that goes to val.bin, in [0, 1).
+    double val_fraction = 0.0;
+    int threads = 0;  // 0: all cores
+    // Called now and then from the calling thread: input bytes done, of total.
+    std::function<void(int64_t done, int64_t total)> progress;
+};
+
+struct PrepareTextResult {
+    int64_t documents = 0;     // each begins with the EOS token (llm.c's layout)
+    int64_t train_tokens = 0;
+    int64_t val_tokens = 0;
+    int64_t bytes = 0;         // of text tokenized
+    int32_t token_bytes = 2;   // 2 (uint16 shards) when every id fits, else 4
+    int32_t vocab_size = 0;    // the tokenizer's (largest id + 1): model.vocab_size at least
+    int32_t eos_id = 0;
+    std::string eos_token;
+};
+
+// Text inputs: each file is a document; the cut between train and val falls at the start of a
+// line, which then begins a new document. JSON-line inputs: each line is an object whose
+// string field `jsonl_field` is a document (other lines are an error naming file and line);
+// whole documents go to val once their first byte lies past the cut. The EOS token is the
+// tokenizer_config.json's eos_token beside the tokenizer, else the first known one the
+// tokenizer has (<|endoftext|>, <|end_of_text|>, </s>). Each shard is written to a temporary
+// name and renamed when complete. Throws Error.
+PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std::string& out_dir,
+                               const PrepareTextOptions& options);
+
+}  // namespace trt
