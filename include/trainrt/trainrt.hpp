@@ -190,6 +190,9 @@ struct ConfigDeleter {
 struct SessionDeleter {
     void operator()(trainrt_session* s) const noexcept { trainrt_session_destroy(s); }
 };
+struct TokenizerDeleter {
+    void operator()(trainrt_tokenizer* t) const noexcept { trainrt_tokenizer_destroy(t); }
+};
 
 }  // namespace detail
 
@@ -240,6 +243,75 @@ inline PreparedTokens prepare_bytes(const std::string& text_path, const std::str
     detail::check(
         trainrt_prepare_bytes(&t.train, &t.val, text_path.c_str(), out_dir.c_str(), val_fraction));
     return t;
+}
+
+// ---------------------------------------------------------------- Tokenizer
+
+// A Hugging Face tokenizer.json (byte-level BPE: GPT-2, Llama 3 style). Immutable: one
+// Tokenizer may encode and decode on many threads at once (its methods are const).
+class Tokenizer {
+public:
+    // path: a tokenizer.json, or a model folder holding one.
+    static Tokenizer load(const std::string& path) {
+        trainrt_tokenizer* t = nullptr;
+        detail::check(trainrt_tokenizer_load(&t, path.c_str()));
+        return Tokenizer(t);
+    }
+    // No special token added; an added token's text becomes its id.
+    std::vector<int32_t> encode(const std::string& text) const {
+        size_t needed = 0;
+        detail::check(trainrt_tokenizer_encode(nullptr, 0, &needed, handle_.get(), text.data(),
+                                               text.size()));
+        std::vector<int32_t> ids(needed);
+        detail::check(trainrt_tokenizer_encode(ids.data(), ids.size(), &needed, handle_.get(),
+                                               text.data(), text.size()));
+        return ids;
+    }
+    // The bytes of ids (may hold NUL, or end inside a UTF-8 sequence).
+    std::string decode(const std::vector<int32_t>& ids) const {
+        return detail::read_string([&](char* b, size_t cap, size_t* n) {
+            return trainrt_tokenizer_decode(b, cap, n, handle_.get(), ids.data(), ids.size());
+        });
+    }
+    int32_t vocab_size() const {
+        int32_t v = 0;
+        detail::check(trainrt_tokenizer_vocab_size(&v, handle_.get()));
+        return v;
+    }
+    // The id of a token's text, or -1.
+    int32_t token_id(const std::string& token) const {
+        int32_t id = -1;
+        detail::check(trainrt_tokenizer_token_id(&id, handle_.get(), token.c_str()));
+        return id;
+    }
+    const trainrt_tokenizer* handle() const { return handle_.get(); }
+
+private:
+    explicit Tokenizer(trainrt_tokenizer* t) : handle_(t) {}
+    std::unique_ptr<trainrt_tokenizer, detail::TokenizerDeleter> handle_;
+};
+
+struct PrepareTextOptions {
+    std::string tokenizer;     // a tokenizer.json or a model folder (required)
+    std::string jsonl_field;   // "": the inputs are text; else JSON lines and this field
+    double val_fraction = 0.1;
+    int32_t threads = 0;       // 0: all cores
+};
+// Tokenizes text files (or JSON lines) into out_dir/train.bin and val.bin
+// (trainrt_prepare_text: every document opened by the end-of-text token).
+inline trainrt_prepare_result prepare_text(const std::vector<std::string>& inputs,
+                                           const std::string& out_dir,
+                                           const PrepareTextOptions& options) {
+    std::vector<const char*> paths;
+    for (const std::string& p : inputs) paths.push_back(p.c_str());
+    trainrt_prepare_options o = TRAINRT_PREPARE_OPTIONS_INIT;
+    o.tokenizer = options.tokenizer.c_str();
+    o.jsonl_field = options.jsonl_field.empty() ? nullptr : options.jsonl_field.c_str();
+    o.val_fraction = options.val_fraction;
+    o.threads = options.threads;
+    trainrt_prepare_result r = TRAINRT_PREPARE_RESULT_INIT;
+    detail::check(trainrt_prepare_text(&r, paths.data(), paths.size(), out_dir.c_str(), &o));
+    return r;
 }
 
 // ---------------------------------------------------------------- Config

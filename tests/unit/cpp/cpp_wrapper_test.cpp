@@ -553,3 +553,45 @@ TEST_F(CppWrapper, PrepareBytes) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- tokenizer
+
+namespace {
+
+TEST(CppTokenizer, EncodeDecodeLookupsErrorsAndPrepare) {
+    const std::string dir = scratch_dir();
+    std::ofstream(dir + "/tokenizer.json") << tiny_tokenizer_json();
+    const trainrt::Tokenizer t = trainrt::Tokenizer::load(dir);  // the folder
+    EXPECT_EQ(t.encode("hello hello<|eot|>"), (std::vector<int32_t>{259, ' ', 259, 300}));
+    const std::string odd("a\0b \xE6\x97\xA5", 7);
+    EXPECT_EQ(t.decode(t.encode(odd)), odd);
+    EXPECT_EQ(t.vocab_size(), 301);
+    EXPECT_EQ(t.token_id("<|eot|>"), 300);
+    EXPECT_EQ(t.token_id("nope"), -1);
+    try {
+        t.encode("ok\xFF");
+        ADD_FAILURE() << "invalid UTF-8 accepted";
+    } catch (const trainrt::Error& e) {
+        EXPECT_EQ(e.status(), TRAINRT_ERR_INVALID_ARGUMENT);
+    }
+    try {
+        trainrt::Tokenizer::load(dir + "/missing.json");
+        ADD_FAILURE() << "a missing file loaded";
+    } catch (const trainrt::Error& e) {
+        EXPECT_EQ(e.status(), TRAINRT_ERR_IO);
+    }
+
+    std::ofstream(dir + "/tokenizer_config.json") << R"({"eos_token": "<|eot|>"})";
+    std::ofstream(dir + "/a.txt") << "hello\nhello\n";
+    std::ofstream(dir + "/b.txt") << "hello world\n";
+    trainrt::PrepareTextOptions o;
+    o.tokenizer = dir + "/tokenizer.json";
+    o.val_fraction = 0.0;
+    const trainrt_prepare_result r =
+        trainrt::prepare_text({dir + "/a.txt", dir + "/b.txt"}, dir + "/shards", o);
+    EXPECT_EQ(r.documents, 2);
+    EXPECT_EQ(r.eos_id, 300);
+    EXPECT_TRUE(fs::exists(dir + "/shards/train.bin"));
+}
+
+}  // namespace
