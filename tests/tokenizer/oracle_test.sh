@@ -87,6 +87,36 @@ sys.exit(0 if ok else 1)
 PY
 [ $? -eq 0 ] || status=1
 
+# ... then train a tiny GPT-2-vocabulary model on those shards for 2 steps and sample from it
+# through the tokenizer: the prompt comes back first, then decoded text.
+cat > "$work/tiny.toml" <<TOML
+[model]
+vocab_size = 50257
+context_length = 16
+n_layer = 1
+n_head = 2
+d_model = 16
+[data]
+train = "prepared/train.bin"
+val = "prepared/train.bin"
+[train]
+batch_size = 2
+seq_len = 16
+steps = 2
+eval_every = 0
+out_dir = "run"
+[runtime]
+threads = 1
+TOML
+(cd "$work" && rm -rf run && "$cli" train tiny.toml --fresh >/dev/null 2>"$work/train.log") ||
+    { echo "oracle: train on the prepared shards failed:"; cat "$work/train.log"; status=1; }
+sample=$("$cli" sample "$work/run" --tokenizer "$work/oracle/tokenizers/gpt2" \
+         --prompt "ROMEO: hello" --tokens 6 --temperature 0 2>&1) || true
+case "$sample" in
+    "ROMEO: hello"?*) echo "oracle: sample through the tokenizer: ok" ;;
+    *) echo "oracle: sample through the tokenizer failed: $sample"; status=1 ;;
+esac
+
 if [ $compared -lt 2 ]; then
     echo "oracle: only $compared tokenizers compared; at least 2 are required"
     status=1

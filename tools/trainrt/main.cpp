@@ -3,6 +3,7 @@
 //   trainrt train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh | --checkpoint PATH]
 //   trainrt eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH]
 //   trainrt sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]
+//                             [--tokenizer PATH]
 //   trainrt export CHECKPOINT DIR [--dtype f32|bf16]
 //   trainrt config CONFIG [--set KEY=VALUE]...
 //   trainrt info [CONFIG [--set KEY=VALUE]...]
@@ -36,6 +37,7 @@ const char* kUsage =
     "        mean val loss of the latest checkpoint in train.out_dir (or PATH, or the\n"
     "        initial model when there is none)\n"
     "  sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
+    "                    [--tokenizer PATH]\n"
     "        generate text from a byte-level model\n"
     "  export CHECKPOINT DIR [--dtype f32|bf16]\n"
     "        write DIR/model.safetensors + DIR/config.json for Hugging Face GPT2LMHeadModel\n"
@@ -92,11 +94,13 @@ const CommandHelp kCommandHelp[] = {
      "the checkpoint at PATH, else train.out_dir's latest checkpoint, else the initial model.\n"},
     {"sample",
      "usage: trainrt sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T]\n"
-     "                      [--top-k K] [--seed S]\n"
+     "                      [--top-k K] [--seed S] [--tokenizer PATH]\n"
      "\n"
-     "Generates N bytes (default 256) continuing TEXT (default: a newline) with a byte-level\n"
-     "model (vocab_size 256) and prints prompt + continuation. T defaults to 1.0 (0 =\n"
-     "greedy), K to 0 (all tokens), S to 1337; the same seed gives the same text.\n"},
+     "Generates N tokens (default 256) continuing TEXT (default: a newline) and prints prompt\n"
+     "+ continuation. Without --tokenizer the model must be byte-level (vocab_size 256); with\n"
+     "it (the tokenizer.json, or model folder, the model's data was prepared with) TEXT is\n"
+     "encoded and the tokens decoded with it. T defaults to 1.0 (0 = greedy), K to 0 (all\n"
+     "tokens), S to 1337; the same seed gives the same text.\n"},
     {"export",
      "usage: trainrt export CHECKPOINT DIR [--dtype f32|bf16]\n"
      "\n"
@@ -447,7 +451,7 @@ bool parse_number(const char* text, double& out) {
 }
 
 int cmd_sample(int argc, char** argv) {
-    std::string path, prompt = "\n";
+    std::string path, prompt = "\n", tokenizer_path;
     double tokens = 256, temperature = 1.0, top_k = 0, seed = 1337;
     for (int i = 0; i < argc; ++i) {
         const std::string a = argv[i];
@@ -456,10 +460,11 @@ int cmd_sample(int argc, char** argv) {
                          : a == "--top-k" ? &top_k
                          : a == "--seed" ? &seed
                                          : nullptr;
-        if (a == "--prompt" || number != nullptr) {
+        if (a == "--prompt" || a == "--tokenizer" || number != nullptr) {
             if (i + 1 >= argc) return fail_usage("option '" + a + "' needs a value");
             ++i;
-            if (number == nullptr) prompt = argv[i];
+            if (a == "--tokenizer") tokenizer_path = argv[i];
+            else if (number == nullptr) prompt = argv[i];
             else if (!parse_number(argv[i], *number))
                 return fail_usage("option '" + a + "' needs a number, got '" + argv[i] + "'");
         } else if (!a.empty() && a[0] == '-') {
@@ -479,24 +484,55 @@ int cmd_sample(int argc, char** argv) {
         return fail_usage("--seed needs a non-negative integer");
     if (prompt.empty()) prompt = "\n";
 
-    // Byte-level models only: check before loading the weights.
+    // The vocabulary: bytes (256) without a tokenizer; checked before loading the weights.
     int64_t vocab = 0;
     trainrt_config* stored = nullptr;
     trainrt_status st = trainrt_config_from_checkpoint(&stored, path.c_str());
     if (st == TRAINRT_OK) st = trainrt_config_get_int(&vocab, stored, "model.vocab_size");
     trainrt_config_destroy(stored);
     if (st != TRAINRT_OK) return fail_status(("reading checkpoint " + path).c_str(), st);
-    if (vocab != 256) {
+    trainrt_tokenizer* tokenizer = nullptr;
+    if (!tokenizer_path.empty()) {
+        st = trainrt_tokenizer_load(&tokenizer, tokenizer_path.c_str());
+        if (st != TRAINRT_OK) return fail_status("loading the tokenizer", st);
+        int32_t tv = 0;
+        trainrt_tokenizer_vocab_size(&tv, tokenizer);
+        if (tv > vocab) {
+            std::fprintf(stderr, "trainrt: the tokenizer has ids up to %d, the model only %lld; "
+                         "is it the tokenizer the model was trained with?\n", tv - 1,
+                         (long long)vocab - 1);
+            trainrt_tokenizer_destroy(tokenizer);
+            return 1;
+        }
+    } else if (vocab != 256) {
         std::fprintf(stderr,
-                     "trainrt: sample works on byte-level models (model.vocab_size = 256); "
-                     "this one has %lld tokens: use trainrt_session_sample with token ids\n",
+                     "trainrt: this model has %lld tokens, not bytes (256): give the tokenizer it "
+                     "was trained with (--tokenizer PATH: a tokenizer.json or a model folder)\n",
                      (long long)vocab);
         return 1;
     }
+    std::vector<int32_t> ids;
+    if (tokenizer != nullptr) {
+        size_t needed = 0;
+        st = trainrt_tokenizer_encode(nullptr, 0, &needed, tokenizer, prompt.data(), prompt.size());
+        ids.resize(needed);
+        if (st == TRAINRT_OK)
+            st = trainrt_tokenizer_encode(ids.data(), ids.size(), &needed, tokenizer,
+                                          prompt.data(), prompt.size());
+        if (st != TRAINRT_OK || ids.empty()) {
+            trainrt_tokenizer_destroy(tokenizer);
+            return st != TRAINRT_OK ? fail_status("encoding the prompt", st)
+                                    : fail_usage("the prompt encodes to no tokens");
+        }
+    } else {
+        ids.assign(prompt.begin(), prompt.end());
+        for (int32_t& id : ids) id &= 0xFF;  // bytes, whatever the char signedness
+    }
     trainrt_session* session = open_checkpoint(path, TRAINRT_LOG_WARN);
-    if (session == nullptr) return 1;
-    std::vector<int32_t> ids(prompt.begin(), prompt.end());
-    for (int32_t& id : ids) id &= 0xFF;  // bytes, whatever the char signedness
+    if (session == nullptr) {
+        trainrt_tokenizer_destroy(tokenizer);
+        return 1;
+    }
     std::vector<int32_t> out(static_cast<size_t>(tokens));
     trainrt_sample_options options;
     trainrt_sample_options_init(&options);
@@ -506,11 +542,24 @@ int cmd_sample(int argc, char** argv) {
     st = trainrt_session_sample(out.data(), out.size(), session, ids.data(), ids.size(),
                                 out.size(), &options);
     trainrt_session_destroy(session);
-    if (st != TRAINRT_OK) return fail_status("sample", st);
+    if (st != TRAINRT_OK) {
+        trainrt_tokenizer_destroy(tokenizer);
+        return fail_status("sample", st);
+    }
     std::string text = prompt;
-    for (int32_t id : out) text.push_back(static_cast<char>(id));
+    if (tokenizer != nullptr) {
+        std::string generated;
+        const bool ok = fetch_string(generated, "decoding the sample", [&](char* b, size_t c, size_t* n) {
+            return trainrt_tokenizer_decode(b, c, n, tokenizer, out.data(), out.size());
+        });
+        trainrt_tokenizer_destroy(tokenizer);
+        if (!ok) return 1;
+        text += generated;
+    } else {
+        for (int32_t id : out) text.push_back(static_cast<char>(id));
+    }
     std::fwrite(text.data(), 1, text.size(), stdout);
-    if (text.back() != '\n') std::fputc('\n', stdout);
+    if (text.empty() || text.back() != '\n') std::fputc('\n', stdout);
     return 0;
 }
 
