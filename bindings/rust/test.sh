@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tests of the Rust binding: builds warning-free, runs trainrt/tests/*.rs (the C API's
-# reference losses bit for bit, config, session, callbacks, threads, overhead) and the example.
+# reference losses bit for bit, config, session, callbacks, threads, tokenizer, overhead) and
+# the example.
 #   bindings/rust/test.sh WORK   (as tests/bindings/run_binding.sh calls it, env set)
 #   bindings/rust/test.sh        (standalone: prepares the fixture against ./build, or
 #                                 $TRAINRT_LIB_DIR, through run_binding.sh)
@@ -30,14 +31,15 @@ cat >"$WORK/sizes.c" <<'C'
 #include <stdio.h>
 #include <trainrt/trainrt.h>
 int main(void) {
-    printf("%zu %zu %zu %zu %zu\n", sizeof(trainrt_step_result), sizeof(trainrt_metrics),
-           sizeof(trainrt_progress), sizeof(trainrt_sample_options), sizeof(trainrt_model_info));
+    printf("%zu %zu %zu %zu %zu %zu %zu\n", sizeof(trainrt_step_result), sizeof(trainrt_metrics),
+           sizeof(trainrt_progress), sizeof(trainrt_sample_options), sizeof(trainrt_model_info),
+           sizeof(trainrt_prepare_options), sizeof(trainrt_prepare_result));
     return 0;
 }
 C
 cc -I"$ROOT/include" "$WORK/sizes.c" -o "$WORK/sizes"
 sizes=$("$WORK/sizes")
-[ "$sizes" = "64 120 96 32 56" ] || { echo "struct sizes differ from trainrt-sys: $sizes" >&2; exit 1; }
+[ "$sizes" = "64 120 96 32 56 56 56" ] || { echo "struct sizes differ from trainrt-sys: $sizes" >&2; exit 1; }
 
 cd "$HERE"
 cargo build --offline --release --all-targets

@@ -32,6 +32,12 @@ type progressState struct {
 	value    interface{}
 }
 
+type prepareProgressState struct {
+	fn       func(done, total int64)
+	panicked bool
+	value    interface{}
+}
+
 //export trainrtGoLog
 func trainrtGoLog(level C.int32_t, message *C.char, payload unsafe.Pointer) {
 	fn, ok := cgo.Handle(uintptr(payload)).Value().(LogFunc)
@@ -65,6 +71,22 @@ func trainrtGoProgress(p *C.trainrt_progress, payload unsafe.Pointer) (ret C.int
 		return 1
 	}
 	return 0
+}
+
+//export trainrtGoPrepareProgress
+func trainrtGoPrepareProgress(done, total C.int64_t, payload unsafe.Pointer) {
+	st, ok := cgo.Handle(uintptr(payload)).Value().(*prepareProgressState)
+	if !ok || st.fn == nil || st.panicked {
+		return
+	}
+	defer func() {
+		// C cannot be stopped from here: remember the panic, call no more, and re-panic in
+		// PrepareText once control is back in Go.
+		if r := recover(); r != nil {
+			st.panicked, st.value = true, r
+		}
+	}()
+	st.fn(int64(done), int64(total))
 }
 
 func progressFromC(p *C.trainrt_progress) Progress {

@@ -24,3 +24,13 @@ trainrt_status trgo_session_train(trainrt_session* session, int64_t n_steps, uin
     return trainrt_session_train(session, n_steps, (trainrt_progress_fn)trainrtGoProgress,
                                  (void*)handle);
 }
+
+trainrt_status trgo_prepare_text(trainrt_prepare_result* out, char** inputs, size_t n_inputs,
+                                 const char* out_dir, trainrt_prepare_options* options,
+                                 uintptr_t handle) {
+    if (handle != 0) {
+        options->progress = (trainrt_prepare_progress_fn)trainrtGoPrepareProgress;
+        options->progress_payload = (void*)handle;
+    }
+    return trainrt_prepare_text(out, (const char* const*)inputs, n_inputs, out_dir, options);
+}

@@ -9,7 +9,8 @@
 // Every fallible call returns a *Error (Status and Message) on failure. Handles (Config,
 // Session) are safe to use from several goroutines (calls are serialized by a mutex); Close
 // is explicit, idempotent and safe from any goroutine, and after it every method returns
-// ErrClosed. Session.RequestStop may be called from any goroutine while Train runs.
+// ErrClosed. Session.RequestStop may be called from any goroutine while Train runs. A
+// Tokenizer is immutable: its calls run in parallel from any number of goroutines.
 package trainrt
 
 /*
@@ -67,7 +68,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("trainrt: %s: %s", e.Status.String(), e.Message)
 }
 
-// ErrClosed is returned by every method of a Config or Session after Close.
+// ErrClosed is returned by every method of a Config, Session or Tokenizer after Close.
 var ErrClosed = &Error{Status: ErrInvalidArgument, Message: "use of a closed trainrt handle"}
 
 // check turns a status into an error. The caller must hold runtime.LockOSThread since the

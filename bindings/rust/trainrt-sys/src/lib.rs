@@ -51,6 +51,8 @@ pub const TRAINRT_METRICS_VERSION: u32 = 3;
 pub const TRAINRT_PROGRESS_VERSION: u32 = 1;
 pub const TRAINRT_SAMPLE_OPTIONS_VERSION: u32 = 1;
 pub const TRAINRT_MODEL_INFO_VERSION: u32 = 1;
+pub const TRAINRT_PREPARE_OPTIONS_VERSION: u32 = 1;
+pub const TRAINRT_PREPARE_RESULT_VERSION: u32 = 1;
 
 /// Opaque `trainrt_config`.
 #[repr(C)]
@@ -64,10 +66,18 @@ pub struct trainrt_session {
     _private: [u8; 0],
 }
 
+/// Opaque `trainrt_tokenizer` (immutable once loaded: usable by several threads at once).
+#[repr(C)]
+pub struct trainrt_tokenizer {
+    _private: [u8; 0],
+}
+
 pub type trainrt_log_fn =
     Option<unsafe extern "C" fn(level: i32, message: *const c_char, payload: *mut c_void)>;
 pub type trainrt_progress_fn =
     Option<unsafe extern "C" fn(progress: *const trainrt_progress, payload: *mut c_void) -> i32>;
+pub type trainrt_prepare_progress_fn =
+    Option<unsafe extern "C" fn(done: i64, total: i64, payload: *mut c_void)>;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -215,6 +225,71 @@ impl Default for trainrt_model_info {
             bytes_optimizer: 0,
             bytes_activations: 0,
             bytes_total: 0,
+        }
+    }
+}
+
+/// No `PartialEq`: function pointers do not compare reliably.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct trainrt_prepare_options {
+    pub struct_size: u32,
+    pub version: u32,
+    pub tokenizer: *const c_char,
+    pub jsonl_field: *const c_char,
+    pub val_fraction: f64,
+    pub threads: i32,
+    pub reserved: i32,
+    pub progress: trainrt_prepare_progress_fn,
+    pub progress_payload: *mut c_void,
+}
+
+impl Default for trainrt_prepare_options {
+    /// `TRAINRT_PREPARE_OPTIONS_INIT`.
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            version: TRAINRT_PREPARE_OPTIONS_VERSION,
+            tokenizer: std::ptr::null(),
+            jsonl_field: std::ptr::null(),
+            val_fraction: 0.0,
+            threads: 0,
+            reserved: 0,
+            progress: None,
+            progress_payload: std::ptr::null_mut(),
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct trainrt_prepare_result {
+    pub struct_size: u32,
+    pub version: u32,
+    pub documents: i64,
+    pub train_tokens: i64,
+    pub val_tokens: i64,
+    pub bytes: i64,
+    pub token_bytes: i32,
+    pub vocab_size: i32,
+    pub eos_id: i32,
+    pub reserved: i32,
+}
+
+impl Default for trainrt_prepare_result {
+    /// `TRAINRT_PREPARE_RESULT_INIT`.
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            version: TRAINRT_PREPARE_RESULT_VERSION,
+            documents: 0,
+            train_tokens: 0,
+            val_tokens: 0,
+            bytes: 0,
+            token_bytes: 0,
+            vocab_size: 0,
+            eos_id: 0,
+            reserved: 0,
         }
     }
 }
@@ -399,6 +474,47 @@ extern "C" {
         out_dir: *const c_char,
         val_fraction: f64,
     ) -> trainrt_status;
+
+    pub fn trainrt_prepare_options_init(options: *mut trainrt_prepare_options);
+    pub fn trainrt_prepare_result_init(result: *mut trainrt_prepare_result);
+    pub fn trainrt_prepare_text(
+        out: *mut trainrt_prepare_result,
+        inputs: *const *const c_char,
+        n_inputs: usize,
+        out_dir: *const c_char,
+        options: *const trainrt_prepare_options,
+    ) -> trainrt_status;
+
+    pub fn trainrt_tokenizer_load(
+        out: *mut *mut trainrt_tokenizer,
+        path: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_tokenizer_destroy(tokenizer: *mut trainrt_tokenizer);
+    pub fn trainrt_tokenizer_encode(
+        ids: *mut i32,
+        cap: usize,
+        needed: *mut usize,
+        tokenizer: *const trainrt_tokenizer,
+        text: *const c_char,
+        len: usize,
+    ) -> trainrt_status;
+    pub fn trainrt_tokenizer_decode(
+        buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+        tokenizer: *const trainrt_tokenizer,
+        ids: *const i32,
+        n_ids: usize,
+    ) -> trainrt_status;
+    pub fn trainrt_tokenizer_vocab_size(
+        out: *mut i32,
+        tokenizer: *const trainrt_tokenizer,
+    ) -> trainrt_status;
+    pub fn trainrt_tokenizer_token_id(
+        out: *mut i32,
+        tokenizer: *const trainrt_tokenizer,
+        token: *const c_char,
+    ) -> trainrt_status;
 }
 
 #[cfg(test)]
@@ -421,6 +537,8 @@ mod tests {
         assert_eq!(size_of::<trainrt_progress>(), 96);
         assert_eq!(size_of::<trainrt_sample_options>(), 32);
         assert_eq!(size_of::<trainrt_model_info>(), 56);
+        assert_eq!(size_of::<trainrt_prepare_options>(), 56);
+        assert_eq!(size_of::<trainrt_prepare_result>(), 56);
         assert_eq!(align_of::<trainrt_metrics>(), 8);
     }
 
@@ -444,5 +562,21 @@ mod tests {
         };
         unsafe { trainrt_sample_options_init(&mut o) };
         assert_eq!(o, trainrt_sample_options::default());
+        let mut p = trainrt_prepare_options {
+            threads: 9,
+            ..Default::default()
+        };
+        unsafe { trainrt_prepare_options_init(&mut p) };
+        let d = trainrt_prepare_options::default();
+        assert_eq!((p.struct_size, p.version), (d.struct_size, d.version));
+        assert!(p.tokenizer.is_null() && p.jsonl_field.is_null() && p.progress.is_none());
+        assert_eq!((p.val_fraction, p.threads, p.reserved), (0.0, 0, 0));
+        assert!(p.progress_payload.is_null());
+        let mut r = trainrt_prepare_result {
+            documents: 9,
+            ..Default::default()
+        };
+        unsafe { trainrt_prepare_result_init(&mut r) };
+        assert_eq!(r, trainrt_prepare_result::default());
     }
 }

@@ -119,3 +119,31 @@ pub(crate) unsafe extern "C" fn progress_trampoline(
         }
     }
 }
+
+/// What the prepare-progress trampoline needs: the closure, and the panic it caught, if any.
+pub(crate) struct PrepareProgressState<'a> {
+    pub(crate) f: &'a mut dyn FnMut(i64, i64),
+    pub(crate) panic: Option<Box<dyn Any + Send + 'static>>,
+}
+
+/// C progress callback of `trainrt_prepare_text`; payload is a `*mut PrepareProgressState`
+/// on the caller's stack. The C callback cannot stop the work: after a panic the closure is
+/// not called again, and `prepare_text_with` re-raises the panic once C has returned.
+pub(crate) unsafe extern "C" fn prepare_progress_trampoline(
+    done: i64,
+    total: i64,
+    payload: *mut c_void,
+) {
+    if payload.is_null() {
+        return;
+    }
+    // SAFETY: payload is the PrepareProgressState prepare_text_with passed, alive for the
+    // whole call; C calls back on the calling thread only.
+    let state = unsafe { &mut *(payload as *mut PrepareProgressState<'_>) };
+    if state.panic.is_some() {
+        return;
+    }
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| (state.f)(done, total))) {
+        state.panic = Some(panic);
+    }
+}

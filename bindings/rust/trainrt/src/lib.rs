@@ -23,6 +23,9 @@
 //! needs_sync::<trainrt::Session>();
 //! ```
 //!
+//! [`Tokenizer`] is the exception: a loaded tokenizer is immutable and the C API lets several
+//! threads use one at once, so it is `Send + Sync` and every method takes `&self`.
+//!
 //! Callbacks (log sinks, the progress callback of [`Session::train_with`]) are Rust closures;
 //! they run inside `extern "C"` trampolines that catch panics, so no unwinding crosses into C.
 
@@ -30,6 +33,7 @@ mod callbacks;
 mod config;
 mod error;
 mod session;
+mod tokenizer;
 mod util;
 
 pub use callbacks::{set_default_log, LogCallback, LogLevel};
@@ -39,6 +43,7 @@ pub use session::{
     checkpoint_export, checkpoint_latest, prepare_bytes, Dtype, Metrics, Progress, ProgressKind,
     SampleOptions, Session, StepResult, StopHandle, TrainOutcome,
 };
+pub use tokenizer::{prepare_text, prepare_text_with, PrepareOptions, PrepareResult, Tokenizer};
 
 /// Raw declarations, for what this crate does not wrap.
 pub use trainrt_sys as sys;

@@ -35,20 +35,30 @@ pub(crate) fn cpath(p: &Path) -> Result<CString> {
 /// Runs a `(buf, cap, &needed)` call: a first try into a small buffer, a second with the
 /// size the first reported when it did not fit.
 pub(crate) fn read_string(
-    mut call: impl FnMut(*mut c_char, usize, *mut usize) -> i32,
+    call: impl FnMut(*mut c_char, usize, *mut usize) -> i32,
 ) -> Result<String> {
-    let mut buf: Vec<u8> = vec![0; 256];
+    String::from_utf8(read_bytes(256, call)?).map_err(|e| {
+        Error::new(
+            Status::Format,
+            format!("library returned non-UTF-8 text: {e}"),
+        )
+    })
+}
+
+/// [`read_string`]'s loop for bytes that may hold NUL (the length is `*needed`, not the
+/// NUL): a first try into `first_cap` bytes, a second with `needed + 1` when it did not fit.
+pub(crate) fn read_bytes(
+    first_cap: usize,
+    mut call: impl FnMut(*mut c_char, usize, *mut usize) -> i32,
+) -> Result<Vec<u8>> {
+    let mut buf: Vec<u8> = vec![0; first_cap.max(1)];
     loop {
         let mut needed = 0usize;
         check(call(buf.as_mut_ptr().cast(), buf.len(), &mut needed))?;
+        // At most cap - 1 bytes plus a NUL are copied: it fits when needed < cap.
         if needed < buf.len() {
             buf.truncate(needed);
-            return String::from_utf8(buf).map_err(|e| {
-                Error::new(
-                    Status::Format,
-                    format!("library returned non-UTF-8 text: {e}"),
-                )
-            });
+            return Ok(buf);
         }
         buf = vec![0; needed + 1];
     }
