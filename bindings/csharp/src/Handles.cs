@@ -33,4 +33,18 @@ namespace Trainrt
             return true;
         }
     }
+
+    /// <summary>Owns a trainrt_tokenizer*; ReleaseHandle calls trainrt_tokenizer_destroy. A
+    /// tokenizer is immutable, so several threads may call through it at once; the SafeHandle
+    /// reference count defers the destroy until every call in flight has returned.</summary>
+    public sealed class TokenizerHandle : SafeHandle
+    {
+        internal TokenizerHandle(IntPtr p) : base(IntPtr.Zero, true) { SetHandle(p); }
+        public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
+        protected override bool ReleaseHandle()
+        {
+            Native.trainrt_tokenizer_destroy(handle);
+            return true;
+        }
+    }
 }

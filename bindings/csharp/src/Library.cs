@@ -1,5 +1,6 @@
 using System;
 using System.Collections.Generic;
+using System.Runtime.ExceptionServices;
 using System.Runtime.InteropServices;
 
 namespace Trainrt
@@ -79,6 +80,60 @@ namespace Trainrt
             Errors.Check(Native.trainrt_prepare_bytes(out trainTokens, out valTokens,
                 Utf8.Arg(textPath, "textPath"), Utf8.Arg(outDir, "outDir"), valFraction),
                 "trainrt_prepare_bytes");
+        }
+
+        /// <summary>Tokenizes inputs (read in order) with a Hugging Face tokenizer into llm.c
+        /// shards, outDir/train.bin and outDir/val.bin, each written complete or not at all.</summary>
+        public static PrepareResult PrepareText(IList<string> inputs, string outDir, PrepareOptions options)
+        {
+            if (inputs == null) throw new ArgumentNullException("inputs");
+            if (options == null) throw new ArgumentNullException("options");
+            byte[] dir = Utf8.Arg(outDir, "outDir");
+            byte[] tokenizer = Utf8.Arg(options.Tokenizer, "options.Tokenizer");
+            var owned = new List<IntPtr>();
+            Exception thrown = null;
+            NativePrepareProgressFn fn = null;
+            PrepareProgressCallback callback = options.Progress;
+            if (callback != null)
+            {
+                fn = delegate(long done, long total, IntPtr payload)
+                {
+                    if (thrown != null) return;
+                    try { callback(done, total); }
+                    catch (Exception e) { thrown = e; } // never let it cross into C
+                };
+            }
+            try
+            {
+                var ptrs = new IntPtr[inputs.Count + 1]; // +1: never an empty array
+                for (int i = 0; i < inputs.Count; ++i)
+                    ptrs[i] = CString(Utf8.Arg(inputs[i], "inputs[" + i + "]"), owned);
+                PrepareOptionsNative o = PrepareOptionsNative.Create();
+                o.Tokenizer = CString(tokenizer, owned);
+                o.JsonlField = options.JsonlField == null ? IntPtr.Zero : CString(Utf8.Encode(options.JsonlField), owned);
+                o.ValFraction = options.ValFraction;
+                o.Threads = options.Threads;
+                o.Progress = fn == null ? IntPtr.Zero : Marshal.GetFunctionPointerForDelegate(fn);
+                PrepareResult r = PrepareResult.Create();
+                int status = Native.trainrt_prepare_text(ref r, ptrs, (UIntPtr)inputs.Count, dir, ref o);
+                GC.KeepAlive(fn);
+                if (thrown != null) ExceptionDispatchInfo.Capture(thrown).Throw();
+                Errors.Check(status, "trainrt_prepare_text");
+                return r;
+            }
+            finally
+            {
+                foreach (IntPtr p in owned) Marshal.FreeHGlobal(p);
+            }
+        }
+
+        /// <summary>A NUL-terminated copy of bytes in unmanaged memory, freed by the caller.</summary>
+        static IntPtr CString(byte[] bytes, List<IntPtr> owned)
+        {
+            IntPtr p = Marshal.AllocHGlobal(bytes.Length);
+            owned.Add(p);
+            Marshal.Copy(bytes, 0, p, bytes.Length);
+            return p;
         }
 
         /// <summary>The checkpoint directory out_dir/latest names; "" when none yet.</summary>

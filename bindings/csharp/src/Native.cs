@@ -12,6 +12,34 @@ namespace Trainrt
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     internal delegate int NativeProgressFn(IntPtr progress, IntPtr payload);
 
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal delegate void NativePrepareProgressFn(long done, long total, IntPtr payload);
+
+    /// <summary>trainrt_prepare_options (56 bytes on 64-bit): C strings and the progress
+    /// function pointer as IntPtr, filled by Library.PrepareText.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct PrepareOptionsNative
+    {
+        public uint StructSize;
+        public uint Version;
+        public IntPtr Tokenizer;     // const char*, required
+        public IntPtr JsonlField;    // const char*, NULL = text inputs
+        public double ValFraction;
+        public int Threads;
+        public int Reserved;
+        public IntPtr Progress;      // trainrt_prepare_progress_fn, NULL = none
+        public IntPtr ProgressPayload;
+
+        public const uint CurrentVersion = 1;
+        public static PrepareOptionsNative Create()
+        {
+            PrepareOptionsNative o = new PrepareOptionsNative();
+            o.StructSize = (uint)Marshal.SizeOf(typeof(PrepareOptionsNative));
+            o.Version = CurrentVersion;
+            return o;
+        }
+    }
+
     internal static class Native
     {
         // "trainrt" resolves to libtrainrt.so on LD_LIBRARY_PATH; Trainrt.dll.config maps it
@@ -63,11 +91,21 @@ namespace Trainrt
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_checkpoint_latest(byte[] buf, UIntPtr cap, out UIntPtr needed, byte[] outDir);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_checkpoint_export(byte[] path, byte[] outDir, int dtype);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_prepare_bytes(out long trainTokens, out long valTokens, byte[] textPath, byte[] outDir, double valFraction);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_prepare_text(ref PrepareResult result, IntPtr[] inputs, UIntPtr nInputs, byte[] outDir, ref PrepareOptionsNative options);
+
+        // tokenizers
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_tokenizer_load(out IntPtr tokenizer, byte[] path);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_tokenizer_destroy(IntPtr tokenizer);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_tokenizer_encode(int[] ids, UIntPtr cap, out UIntPtr needed, TokenizerHandle tokenizer, byte[] text, UIntPtr len);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_tokenizer_decode(byte[] buf, UIntPtr cap, out UIntPtr needed, TokenizerHandle tokenizer, int[] ids, UIntPtr nIds);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_tokenizer_vocab_size(out int vocabSize, TokenizerHandle tokenizer);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_tokenizer_token_id(out int id, TokenizerHandle tokenizer, byte[] token);
 
         // struct initialisers (used by the tests to check that C's sizeof equals ours)
         [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_step_result_init(ref StepResult r);
         [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_metrics_init(ref Metrics m);
         [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_sample_options_init(ref SampleOptions o);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_prepare_result_init(ref PrepareResult r);
     }
 
     /// <summary>UTF-8 marshalling by hand.</summary>
@@ -115,7 +153,15 @@ namespace Trainrt
         /// <summary>Runs call with a 256-byte buffer, again with an exact one if that was short.</summary>
         internal static string Read(BufferCall call, string what)
         {
-            byte[] buf = new byte[256];
+            byte[] b = ReadBytes(call, 256, what);
+            return Utf8.Decode(b, b.Length);
+        }
+
+        /// <summary>Read's loop for bytes that may hold NUL (the length is *needed): a first
+        /// buffer of firstCap bytes, an exact one (needed + 1, for the NUL) if that was short.</summary>
+        internal static byte[] ReadBytes(BufferCall call, int firstCap, string what)
+        {
+            byte[] buf = new byte[Math.Max(firstCap, 1)];
             UIntPtr needed;
             Errors.Check(call(buf, (UIntPtr)buf.Length, out needed), what);
             ulong n = needed.ToUInt64();
@@ -125,7 +171,8 @@ namespace Trainrt
                 Errors.Check(call(buf, (UIntPtr)buf.Length, out needed), what);
                 n = Math.Min(needed.ToUInt64(), (ulong)buf.Length - 1);
             }
-            return Utf8.Decode(buf, (int)n);
+            if (n < (ulong)buf.Length) Array.Resize(ref buf, (int)n);
+            return buf;
         }
     }
 }

@@ -133,4 +133,33 @@ namespace Trainrt
             return m;
         }
     }
+
+    /// <summary>trainrt_prepare_result (56 bytes): what Library.PrepareText wrote.</summary>
+    [StructLayout(LayoutKind.Sequential, Size = 56)]
+    public struct PrepareResult
+    {
+        public uint StructSize;
+        public uint Version;
+        public long Documents;
+        public long TrainTokens;
+        public long ValTokens;
+        /// <summary>Input bytes tokenized.</summary>
+        public long Bytes;
+        /// <summary>2 or 4: the shards' id width (uint16 when every id fits, else uint32).</summary>
+        public int TokenBytes;
+        /// <summary>The tokenizer's: the smallest model.vocab_size for these shards.</summary>
+        public int VocabSize;
+        /// <summary>The end-of-text token that begins each document.</summary>
+        public int EosId;
+        public int Reserved;
+
+        public const uint CurrentVersion = 1;
+        public static PrepareResult Create()
+        {
+            PrepareResult r = new PrepareResult();
+            r.StructSize = (uint)Marshal.SizeOf(typeof(PrepareResult));
+            r.Version = CurrentVersion;
+            return r;
+        }
+    }
 }

@@ -75,11 +75,30 @@ static class Program
         var d = SampleOptions.Create();
         T.Eq(d.StructSize, o.StructSize, "C sizeof(trainrt_sample_options)");
         T.Eq(d.Temperature, o.Temperature, "default temperature"); T.Eq(d.Seed, o.Seed, "default seed");
+        T.Eq(56, Marshal.SizeOf(typeof(PrepareResult)), "sizeof PrepareResult");
+        Offset(typeof(PrepareResult), "Documents", 8); Offset(typeof(PrepareResult), "Bytes", 32);
+        Offset(typeof(PrepareResult), "TokenBytes", 40); Offset(typeof(PrepareResult), "EosId", 48);
+        var pr = new PrepareResult(); Native_PrepareResultInit(ref pr);
+        T.Eq((uint)Marshal.SizeOf(typeof(PrepareResult)), pr.StructSize, "C sizeof(trainrt_prepare_result)");
+        T.Eq(PrepareResult.CurrentVersion, pr.Version, "prepare result version");
+        // The binding's (internal) trainrt_prepare_options mirror has C's size and offsets.
+        Type po = typeof(Tokenizer).Assembly.GetType("Trainrt.PrepareOptionsNative", true);
+        IntPtr mem = Marshal.AllocHGlobal(256);
+        try
+        {
+            Native_PrepareOptionsInit(mem);
+            T.Eq(Marshal.ReadInt32(mem), Marshal.SizeOf(po), "C sizeof(trainrt_prepare_options)");
+        }
+        finally { Marshal.FreeHGlobal(mem); }
+        Offset(po, "Tokenizer", 8); Offset(po, "ValFraction", 24); Offset(po, "Threads", 32);
+        Offset(po, "Progress", 40); Offset(po, "ProgressPayload", 48);
     }
 
     [DllImport("trainrt", EntryPoint = "trainrt_step_result_init")] static extern void Native_StepInit(ref StepResult r);
     [DllImport("trainrt", EntryPoint = "trainrt_metrics_init")] static extern void Native_MetricsInit(ref Metrics m);
     [DllImport("trainrt", EntryPoint = "trainrt_sample_options_init")] static extern void Native_SampleInit(ref SampleOptions o);
+    [DllImport("trainrt", EntryPoint = "trainrt_prepare_result_init")] static extern void Native_PrepareResultInit(ref PrepareResult r);
+    [DllImport("trainrt", EntryPoint = "trainrt_prepare_options_init")] static extern void Native_PrepareOptionsInit(IntPtr o);
 
     static void VersionAndFeatures()
     {
@@ -343,6 +362,178 @@ static class Program
         T.True(File.Exists(Path.Combine(dataDir, "train.bin")), "train.bin written");
     }
 
+    // ------------------------------------------------------------------ tokenizers
+
+    /// GPT-2's byte alphabet: byte b stands for itself when printable, else U+0100 onward.
+    static char ByteChar(int b)
+    {
+        Func<int, bool> keep = k => (k >= '!' && k <= '~') || (k >= 0xA1 && k <= 0xAC) || k >= 0xAE;
+        if (keep(b)) return (char)b;
+        int next = 0x100;
+        for (int k = 0; k < b; ++k) if (!keep(k)) ++next;
+        return (char)next;
+    }
+
+    /// Writes dir/tokenizer.json, the byte-level BPE of tests/unit/capi/capi_test_util.h
+    /// (tiny_tokenizer_json): bytes are ids 0..255; "he" 256, "ll" 257, "hell" 258, "hello" 259;
+    /// "<|eot|>" 300. Returns the file's path.
+    static string WriteTinyTokenizer(string dir)
+    {
+        Directory.CreateDirectory(dir);
+        var vocab = new System.Text.StringBuilder();
+        for (int b = 0; b < 256; ++b)
+        {
+            char c = ByteChar(b);
+            vocab.Append('"');
+            if (c == '"' || c == '\\') vocab.Append('\\');
+            vocab.Append(c).Append("\": ").Append(b).Append(", ");
+        }
+        vocab.Append("\"he\": 256, \"ll\": 257, \"hell\": 258, \"hello\": 259");
+        string json = "{\"added_tokens\": [{\"id\": 300, \"content\": \"<|eot|>\", \"special\": true}],\n" +
+            "  \"normalizer\": null,\n" +
+            "  \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true},\n" +
+            "  \"decoder\": {\"type\": \"ByteLevel\"},\n" +
+            "  \"model\": {\"type\": \"BPE\", \"vocab\": {" + vocab + "}, \"merges\": [\"h e\", \"l l\", \"he ll\", \"hell o\"]}}";
+        string path = Path.Combine(dir, "tokenizer.json");
+        File.WriteAllText(path, json, new System.Text.UTF8Encoding(false));
+        return path;
+    }
+
+    static string Ids(int[] ids) { return "[" + string.Join(", ", ids) + "]"; }
+
+    static void TokenizerEncodeDecode()
+    {
+        string dir = Path.Combine(Tmp, "tok-" + Guid.NewGuid().ToString("N"));
+        using (Tokenizer tok = Tokenizer.Load(WriteTinyTokenizer(dir)))
+        {
+            int[] ids = tok.Encode("hello hello<|eot|>");
+            T.Eq("[259, 32, 259, 300]", Ids(ids), "encode");
+            T.Eq("hello hello<|eot|>", tok.Decode(ids), "decode");
+            string odd = "a\0b 日"; // a NUL and a CJK character
+            int[] oddIds = tok.Encode(odd);
+            T.Eq(odd, tok.Decode(oddIds), "round trip with a NUL");
+            byte[] oddBytes = tok.DecodeBytes(oddIds);
+            T.Eq(7, oddBytes.Length, "decoded bytes");
+            T.Eq(0, (int)oddBytes[1], "the NUL byte kept");
+            // A cut-off sequence: 日 is three byte tokens; the first alone is one byte.
+            int[] cjk = tok.Encode("日");
+            T.Eq(3, cjk.Length, "three byte tokens");
+            T.Eq("E6", BitConverter.ToString(tok.DecodeBytes(new[] { cjk[0] })), "cut bytes");
+            T.Eq("\uFFFD", tok.Decode(new[] { cjk[0] }), "cut text");
+            T.Eq(0, tok.Encode("").Length, "empty text");
+            T.Eq("", tok.Decode(new int[0]), "no ids");
+            var sb = new System.Text.StringBuilder();
+            for (int i = 0; i < 500; ++i) sb.Append("hello world ");
+            string longText = sb.ToString();
+            T.Eq(longText, tok.Decode(tok.Encode(longText)), "long text round trip");
+            T.Eq(301, tok.VocabSize, "vocab size");
+            T.Eq((int?)300, tok.TokenId("<|eot|>"), "token id <|eot|>");
+            T.Eq((int?)258, tok.TokenId("hell"), "token id hell");
+            T.Eq((int?)null, tok.TokenId("not a token"), "absent token");
+        }
+        // A model folder holding a tokenizer.json loads too.
+        using (Tokenizer tok = Tokenizer.Load(dir)) T.Eq(301, tok.VocabSize, "loaded from the folder");
+    }
+
+    static void TokenizerErrors()
+    {
+        string dir = Path.Combine(Tmp, "tok-err-" + Guid.NewGuid().ToString("N"));
+        WriteTinyTokenizer(dir);
+        var e = T.Throws<TrainrtException>(() => Tokenizer.Load(Path.Combine(dir, "missing.json")), "missing file");
+        T.Eq(Status.IO, e.Status, "missing file status");
+        T.True(e.NativeMessage.Contains("missing.json"), "message names the file: " + e.NativeMessage);
+        Tokenizer tok = Tokenizer.Load(dir);
+        e = T.Throws<TrainrtException>(() => tok.Encode(new byte[] { (byte)'o', (byte)'k', 0xFF }), "invalid UTF-8");
+        T.Eq(Status.InvalidArgument, e.Status, "invalid UTF-8 status");
+        T.True(e.NativeMessage.Contains("byte 2"), "message names the byte: " + e.NativeMessage);
+        e = T.Throws<TrainrtException>(() => tok.DecodeBytes(new[] { 301 }), "id out of range");
+        T.Eq(Status.InvalidArgument, e.Status, "id out of range status");
+        T.Throws<ArgumentException>(() => tok.Encode("lone \uD800 surrogate"), "lone surrogate");
+        T.Eq("[259]", Ids(tok.Encode("hello")), "usable after errors");
+        tok.Dispose();
+        tok.Dispose(); // twice is fine
+        T.Throws<ObjectDisposedException>(() => tok.Encode("a"), "encode after dispose");
+        T.Throws<ObjectDisposedException>(() => GC.KeepAlive(tok.VocabSize), "vocab size after dispose");
+        T.Throws<ObjectDisposedException>(() => tok.TokenId("a"), "token id after dispose");
+        // Tokenizers dropped without Dispose are released by the finalizer.
+        for (int i = 0; i < 3; ++i) Tokenizer.Load(dir);
+        GC.Collect(); GC.WaitForPendingFinalizers();
+    }
+
+    static void TokenizerManyThreadsAtOnce()
+    {
+        string dir = Path.Combine(Tmp, "tok-threads-" + Guid.NewGuid().ToString("N"));
+        using (Tokenizer tok = Tokenizer.Load(WriteTinyTokenizer(dir)))
+        {
+            const string text = "hello world, hello <|eot|> again\n日本";
+            string want = Ids(tok.Encode(text));
+            var start = new ManualResetEventSlim(false);
+            var tasks = new List<Task<string>>();
+            for (int k = 0; k < 4; ++k)
+                tasks.Add(Task.Factory.StartNew(() =>
+                {
+                    start.Wait();
+                    for (int rep = 0; rep < 200; ++rep)
+                    {
+                        int[] ids = tok.Encode(text);
+                        if (Ids(ids) != want) return "ids " + Ids(ids);
+                        if (tok.Decode(ids) != text) return "text " + tok.Decode(ids);
+                    }
+                    return "ok";
+                }, TaskCreationOptions.LongRunning));
+            start.Set();
+            foreach (var t in tasks) T.Eq("ok", t.Result, "same ids on every thread");
+        }
+    }
+
+    static void PrepareTextShards()
+    {
+        string dir = Path.Combine(Tmp, "prep-text-" + Guid.NewGuid().ToString("N"));
+        WriteTinyTokenizer(dir);
+        File.WriteAllText(Path.Combine(dir, "tokenizer_config.json"), "{\"eos_token\": \"<|eot|>\"}");
+        // 18 bytes each: ValFraction 0.5 cuts at b's first byte, so b is val, whole.
+        string a = Path.Combine(dir, "a.txt"), b = Path.Combine(dir, "b.txt");
+        File.WriteAllText(a, "hello\nhello hello\n");
+        File.WriteAllText(b, "hello\nworld hello\n");
+        string outDir = Path.Combine(dir, "shards");
+        var reports = new List<long[]>();
+        PrepareResult r = Library.PrepareText(new[] { a, b }, outDir, new PrepareOptions(dir)
+        {
+            ValFraction = 0.5,
+            Threads = 2,
+            Progress = (done, total) => reports.Add(new[] { done, total }),
+        });
+        T.Eq(2L, r.Documents, "documents");
+        T.Eq(300, r.EosId, "eos id");
+        T.Eq(301, r.VocabSize, "vocab size");
+        T.Eq(2, r.TokenBytes, "token bytes");
+        T.Eq(36L, r.Bytes, "bytes");
+        T.True(r.TrainTokens > 0 && r.ValTokens > 0, "both splits");
+        T.True(File.Exists(Path.Combine(outDir, "train.bin")), "train.bin");
+        T.True(File.Exists(Path.Combine(outDir, "val.bin")), "val.bin");
+        T.True(reports.Count > 0 && reports[reports.Count - 1][0] == 36 && reports[reports.Count - 1][1] == 36,
+               "last progress report is 36 of 36");
+
+        // JSON lines, the tokenizer file itself, no progress.
+        string jl = Path.Combine(dir, "docs.jsonl");
+        File.WriteAllText(jl, "{\"text\": \"hello\"}\n{\"text\": \"hello hello\"}\n");
+        var o = new PrepareOptions(Path.Combine(dir, "tokenizer.json")) { JsonlField = "text" };
+        r = Library.PrepareText(new List<string> { jl }, Path.Combine(dir, "jl"), o);
+        T.Eq(2L, r.Documents, "jsonl documents");
+        T.Eq(6L, r.TrainTokens, "jsonl train tokens");
+        var e = T.Throws<TrainrtException>(() => Library.PrepareText(new[] { Path.Combine(dir, "none.txt") },
+            Path.Combine(dir, "x"), o), "missing input");
+        T.Eq(Status.IO, e.Status, "missing input status");
+        e = T.Throws<TrainrtException>(() => Library.PrepareText(new string[0], Path.Combine(dir, "x"), o), "no inputs");
+        T.Eq(Status.InvalidArgument, e.Status, "no inputs status");
+        T.Throws<ArgumentNullException>(() => Library.PrepareText(new[] { a }, Path.Combine(dir, "x"), new PrepareOptions()),
+            "no tokenizer");
+        var thrown = T.Throws<InvalidOperationException>(() => Library.PrepareText(new[] { a }, Path.Combine(dir, "p"),
+            new PrepareOptions(dir) { Progress = (done, total) => { throw new InvalidOperationException("boom in progress"); } }),
+            "progress exception");
+        T.Eq("boom in progress", thrown.Message, "original exception rethrown");
+    }
+
     static void DisposeSemantics()
     {
         Session s = Open();
@@ -403,6 +594,10 @@ static class Program
             new KeyValuePair<string, Action>("CheckpointRoundTrip", CheckpointRoundTrip),
             new KeyValuePair<string, Action>("ForwardSampleStepTokens", ForwardSampleStepTokens),
             new KeyValuePair<string, Action>("ModelInfoAndPrepare", ModelInfoAndPrepare),
+            new KeyValuePair<string, Action>("TokenizerEncodeDecode", TokenizerEncodeDecode),
+            new KeyValuePair<string, Action>("TokenizerErrors", TokenizerErrors),
+            new KeyValuePair<string, Action>("TokenizerManyThreadsAtOnce", TokenizerManyThreadsAtOnce),
+            new KeyValuePair<string, Action>("PrepareTextShards", PrepareTextShards),
             new KeyValuePair<string, Action>("DisposeSemantics", DisposeSemantics),
             new KeyValuePair<string, Action>("CallOverhead", CallOverhead),
         };
