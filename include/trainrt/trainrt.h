@@ -381,8 +381,12 @@ TRAINRT_API trainrt_status trainrt_prepare_bytes(int64_t* out_train_tokens,
  * lays documents out. Text inputs: each file is a document. JSON-line inputs (jsonl_field set):
  * each line is an object whose string field jsonl_field is a document. val.bin gets the last
  * val_fraction of the input bytes: whole JSON-line documents, or for text the lines from the
- * first line start at the cut on, as a document of their own. All cores by default. */
-typedef void (*trainrt_prepare_progress_fn)(int64_t done, int64_t total, void* payload);
+ * first line start at the cut on, as a document of their own (val_fraction 0 writes an empty
+ * val.bin, so a stale one cannot linger). All cores by default. */
+/* Called now and then on the calling thread with the input bytes done of total. Return 0 to
+ * go on, non-zero to stop: trainrt_prepare_text then returns TRAINRT_ERR_CANCELLED and
+ * writes no shard. */
+typedef int32_t (*trainrt_prepare_progress_fn)(int64_t done, int64_t total, void* payload);
 typedef struct trainrt_prepare_options {
     uint32_t struct_size;         /* sizeof(trainrt_prepare_options) as the caller compiled it */
     uint32_t version;             /* TRAINRT_PREPARE_OPTIONS_VERSION */
@@ -391,8 +395,7 @@ typedef struct trainrt_prepare_options {
     double val_fraction;          /* [0, 1) */
     int32_t threads;              /* 0 = all cores */
     int32_t reserved;             /* 0 */
-    /* input bytes done of total, now and then, on the calling thread; NULL = none */
-    trainrt_prepare_progress_fn progress;
+    trainrt_prepare_progress_fn progress;  /* NULL = none */
     void* progress_payload;
 } trainrt_prepare_options;
 #define TRAINRT_PREPARE_OPTIONS_VERSION 1
@@ -435,8 +438,8 @@ TRAINRT_API trainrt_status trainrt_tokenizer_load(trainrt_tokenizer** out, const
 TRAINRT_API void trainrt_tokenizer_destroy(trainrt_tokenizer* tokenizer);
 /* The ids of text (len bytes of UTF-8; not UTF-8 is TRAINRT_ERR_INVALID_ARGUMENT naming the
  * byte). No special token is added; the text of an added token ("<|endoftext|>") becomes its
- * id. (ids, cap, needed) as strings are returned: at most cap ids are stored and *needed
- * receives the full count (ids = NULL with cap = 0 is a size query). */
+ * id. At most cap ids are stored (no terminator: cap = *needed is enough) and *needed
+ * receives the full count; ids = NULL with cap = 0 is a size query. */
 TRAINRT_API trainrt_status trainrt_tokenizer_encode(int32_t* ids, size_t cap, size_t* needed,
                                                     const trainrt_tokenizer* tokenizer,
                                                     const char* text, size_t len);

@@ -68,7 +68,9 @@ TRAINRT_API trainrt_status trainrt_prepare_text(trainrt_prepare_result* out,
         if (o.progress != nullptr) {
             const trainrt_prepare_progress_fn cb = o.progress;
             void* payload = o.progress_payload;
-            p.progress = [cb, payload](int64_t done, int64_t total) { cb(done, total, payload); };
+            p.progress = [cb, payload](int64_t done, int64_t total) {
+                return cb(done, total, payload) == 0;
+            };
         }
         const PrepareTextResult r = prepare_text(paths, out_dir, p);
         if (out != nullptr) {

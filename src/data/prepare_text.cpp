@@ -158,11 +158,13 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
     if (!(options.val_fraction >= 0.0 && options.val_fraction < 1.0))  // also rejects NaN
         fail(Status::InvalidArgument, "prepare: val_fraction must be in [0, 1), got ",
              options.val_fraction);
-    const auto [tok_file, tok_config] = tokenizer_files(options.tokenizer);
-    const tok::Tokenizer tokenizer = tok::Tokenizer::from_file(tok_file);
+    const std::pair<std::string, std::string> files = tokenizer_files(options.tokenizer);
+    const tok::Tokenizer tokenizer = tok::Tokenizer::from_file(files.first);
     PrepareTextResult r;
-    const auto [eos_name, eos] = find_eos(tokenizer, tok_config);
-    r.eos_token = eos_name;
+    // (No structured binding: lambdas below capture eos, which C++17 does not allow for one.)
+    const std::pair<std::string, uint32_t> eos_found = find_eos(tokenizer, files.second);
+    const uint32_t eos = eos_found.second;
+    r.eos_token = eos_found.first;
     r.eos_id = static_cast<int32_t>(eos);
     r.vocab_size = static_cast<int32_t>(tokenizer.id_limit());
     r.token_bytes = tokenizer.id_limit() <= 65536 ? 2 : 4;
@@ -186,6 +188,11 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
     std::vector<Item> batch;
     size_t batch_bytes = 0;
     int64_t done = 0;
+    const auto report = [&](int64_t bytes) {
+        if (options.progress && !options.progress(bytes, total))
+            fail(Status::Cancelled, "prepare: stopped by the progress callback after ", bytes,
+                 " of ", total, " bytes; no shard was written");
+    };
     const auto sink = [&](const Item& item, const std::vector<uint32_t>& ids) {
         ShardWriter& w = item.val ? val : train;
         if (item.new_document) {
@@ -202,7 +209,7 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
             batch_bytes >= static_cast<size_t>(threads) * 2 * kChunkBytes) {
             encode_batch(tokenizer, batch, threads, sink);
             batch_bytes = 0;
-            if (options.progress) options.progress(done, total);
+            report(done);
         }
     };
 
@@ -266,7 +273,7 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
         if (f.bad()) fail(Status::Io, "prepare: cannot read '", in, "'");
     }
     if (!batch.empty()) encode_batch(tokenizer, batch, threads, sink);
-    if (options.progress) options.progress(total, total);
+    report(total);
 
     r.train_tokens = train.count();
     r.val_tokens = val.count();

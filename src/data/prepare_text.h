@@ -14,8 +14,9 @@ struct PrepareTextOptions {
     // The share of the input bytes, from the end, that goes to val.bin, in [0, 1).
     double val_fraction = 0.0;
     int threads = 0;  // 0: all cores
-    // Called now and then from the calling thread: input bytes done, of total.
-    std::function<void(int64_t done, int64_t total)> progress;
+    // Called now and then from the calling thread: input bytes done, of total. Returning false
+    // stops the run: Error(Cancelled), no shard written.
+    std::function<bool(int64_t done, int64_t total)> progress;
 };
 
 struct PrepareTextResult {

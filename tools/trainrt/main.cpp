@@ -236,12 +236,13 @@ bool save_final_checkpoint(trainrt_session* session, bool has_out_dir) {
     return true;
 }
 
-void on_prepare_progress(int64_t done, int64_t total, void*) {
-    if (!stderr_is_tty() || total <= 0) return;
+int32_t on_prepare_progress(int64_t done, int64_t total, void*) {
+    if (!stderr_is_tty() || total <= 0) return 0;
     std::fprintf(stderr, "\r\033[Kprepare: %.1f / %.1f MB (%.0f%%)", done / 1e6, total / 1e6,
                  100.0 * static_cast<double>(done) / static_cast<double>(total));
     mark_progress_line_open();
     std::fflush(stderr);
+    return 0;
 }
 
 int cmd_prepare(int argc, char** argv) {

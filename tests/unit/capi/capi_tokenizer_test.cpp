@@ -230,6 +230,39 @@ TEST_F(CapiPrepareText, JsonLinesAndTheirErrors) {
     EXPECT_NE(last_error().find("docs.jsonl:1"), std::string::npos) << last_error();
 }
 
+TEST_F(CapiPrepareText, ProgressReportsAndCanStopTheRun) {
+    std::ofstream(dir_ + "/tokenizer_config.json") << R"({"eos_token": "<|eot|>"})";
+    const std::string a = dir_ + "/a.txt";
+    std::ofstream(a) << "hello world\nhello\n";
+    const char* inputs[] = {a.c_str()};
+    struct Seen {
+        int calls = 0;
+        int64_t last = -1, total = -1;
+        bool stop = false;
+    } seen;
+    trainrt_prepare_options o = TRAINRT_PREPARE_OPTIONS_INIT;
+    o.tokenizer = path_.c_str();
+    o.progress = [](int64_t done, int64_t total, void* payload) -> int32_t {
+        auto* s = static_cast<Seen*>(payload);
+        s->calls++;
+        s->last = done;
+        s->total = total;
+        return s->stop ? 1 : 0;
+    };
+    o.progress_payload = &seen;
+    const std::string out = dir_ + "/p";
+    ASSERT_EQ(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &o), TRAINRT_OK) << last_error();
+    EXPECT_GE(seen.calls, 1);
+    EXPECT_EQ(seen.last, 18);
+    EXPECT_EQ(seen.total, 18);
+    seen.stop = true;
+    const std::string out2 = dir_ + "/stopped";
+    EXPECT_EQ(trainrt_prepare_text(nullptr, inputs, 1, out2.c_str(), &o), TRAINRT_ERR_CANCELLED);
+    EXPECT_NE(last_error().find("stopped"), std::string::npos) << last_error();
+    EXPECT_FALSE(std::filesystem::exists(out2 + "/train.bin"));
+    EXPECT_FALSE(std::filesystem::exists(out2 + "/train.bin.tmp"));
+}
+
 TEST_F(CapiPrepareText, BadArgumentsAreRefused) {
     const std::string a = dir_ + "/a.txt";
     std::ofstream(a) << "hello\n";
