@@ -83,7 +83,10 @@ namespace Trainrt
         }
 
         /// <summary>Tokenizes inputs (read in order) with a Hugging Face tokenizer into llm.c
-        /// shards, outDir/train.bin and outDir/val.bin, each written complete or not at all.</summary>
+        /// shards, outDir/train.bin and outDir/val.bin, each written complete or not at all.
+        /// When options.Progress returns false the run stops: TrainrtException with
+        /// Status.Cancelled, no shard written. An exception thrown by it stops the run too and
+        /// is rethrown here.</summary>
         public static PrepareResult PrepareText(IList<string> inputs, string outDir, PrepareOptions options)
         {
             if (inputs == null) throw new ArgumentNullException("inputs");
@@ -98,9 +101,16 @@ namespace Trainrt
             {
                 fn = delegate(long done, long total, IntPtr payload)
                 {
-                    if (thrown != null) return;
-                    try { callback(done, total); }
-                    catch (Exception e) { thrown = e; } // never let it cross into C
+                    if (thrown != null) return 1;
+                    try
+                    {
+                        return callback(done, total) ? 0 : 1;
+                    }
+                    catch (Exception e)
+                    {
+                        thrown = e;
+                        return 1; // never let it cross into C; stop instead
+                    }
                 };
             }
             try

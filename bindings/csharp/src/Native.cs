@@ -12,8 +12,9 @@ namespace Trainrt
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     internal delegate int NativeProgressFn(IntPtr progress, IntPtr payload);
 
+    // trainrt_prepare_progress_fn: returns 0 to go on, non-zero to stop.
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
-    internal delegate void NativePrepareProgressFn(long done, long total, IntPtr payload);
+    internal delegate int NativePrepareProgressFn(long done, long total, IntPtr payload);
 
     /// <summary>trainrt_prepare_options (56 bytes on 64-bit): C strings and the progress
     /// function pointer as IntPtr, filled by Library.PrepareText.</summary>

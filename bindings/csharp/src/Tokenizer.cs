@@ -117,9 +117,11 @@ namespace Trainrt
     }
 
     /// <summary>Input bytes done of total, reported now and then by Library.PrepareText on its
-    /// calling thread. It cannot stop the run: an exception thrown here is rethrown by
-    /// PrepareText once the library has returned (and the callback is not called again).</summary>
-    public delegate void PrepareProgressCallback(long done, long total);
+    /// calling thread. Return true to continue, false to stop (as a ProgressCallback stops
+    /// Session.Train): PrepareText then throws TrainrtException with Status.Cancelled and
+    /// writes no shard. An exception thrown here stops the run too and is rethrown by
+    /// PrepareText once the library has returned.</summary>
+    public delegate bool PrepareProgressCallback(long done, long total);
 
     /// <summary>Options of Library.PrepareText. Tokenizer is required; the rest default to
     /// text inputs, no validation split, all cores and no progress reports.</summary>

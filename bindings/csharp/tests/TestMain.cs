@@ -501,7 +501,7 @@ static class Program
         {
             ValFraction = 0.5,
             Threads = 2,
-            Progress = (done, total) => reports.Add(new[] { done, total }),
+            Progress = (done, total) => { reports.Add(new[] { done, total }); return true; },
         });
         T.Eq(2L, r.Documents, "documents");
         T.Eq(300, r.EosId, "eos id");
@@ -532,6 +532,25 @@ static class Program
             new PrepareOptions(dir) { Progress = (done, total) => { throw new InvalidOperationException("boom in progress"); } }),
             "progress exception");
         T.Eq("boom in progress", thrown.Message, "original exception rethrown");
+        T.True(!File.Exists(Path.Combine(Path.Combine(dir, "p"), "train.bin")), "no train.bin after the exception");
+    }
+
+    static void PrepareTextProgressCanStop()
+    {
+        string dir = Path.Combine(Tmp, "prep-stop-" + Guid.NewGuid().ToString("N"));
+        WriteTinyTokenizer(dir);
+        File.WriteAllText(Path.Combine(dir, "tokenizer_config.json"), "{\"eos_token\": \"<|eot|>\"}");
+        string a = Path.Combine(dir, "a.txt");
+        File.WriteAllText(a, "hello\nhello hello\n");
+        string outDir = Path.Combine(dir, "out");
+        int calls = 0;
+        var e = T.Throws<TrainrtException>(() => Library.PrepareText(new[] { a }, outDir,
+            new PrepareOptions(dir) { Progress = (done, total) => { ++calls; return false; } }),
+            "stopped by progress");
+        T.Eq(Status.Cancelled, e.Status, "stop status");
+        T.Eq(1, calls, "progress calls");
+        T.True(!File.Exists(Path.Combine(outDir, "train.bin")), "no train.bin after a stop");
+        T.True(!File.Exists(Path.Combine(outDir, "val.bin")), "no val.bin after a stop");
     }
 
     static void DisposeSemantics()
@@ -598,6 +617,7 @@ static class Program
             new KeyValuePair<string, Action>("TokenizerErrors", TokenizerErrors),
             new KeyValuePair<string, Action>("TokenizerManyThreadsAtOnce", TokenizerManyThreadsAtOnce),
             new KeyValuePair<string, Action>("PrepareTextShards", PrepareTextShards),
+            new KeyValuePair<string, Action>("PrepareTextProgressCanStop", PrepareTextProgressCanStop),
             new KeyValuePair<string, Action>("DisposeSemantics", DisposeSemantics),
             new KeyValuePair<string, Action>("CallOverhead", CallOverhead),
         };

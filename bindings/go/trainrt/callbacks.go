@@ -33,7 +33,7 @@ type progressState struct {
 }
 
 type prepareProgressState struct {
-	fn       func(done, total int64)
+	fn       func(done, total int64) (stop bool)
 	panicked bool
 	value    interface{}
 }
@@ -74,19 +74,25 @@ func trainrtGoProgress(p *C.trainrt_progress, payload unsafe.Pointer) (ret C.int
 }
 
 //export trainrtGoPrepareProgress
-func trainrtGoPrepareProgress(done, total C.int64_t, payload unsafe.Pointer) {
+func trainrtGoPrepareProgress(done, total C.int64_t, payload unsafe.Pointer) (ret C.int32_t) {
 	st, ok := cgo.Handle(uintptr(payload)).Value().(*prepareProgressState)
-	if !ok || st.fn == nil || st.panicked {
-		return
+	if !ok || st.fn == nil {
+		return 0
+	}
+	if st.panicked {
+		return 1
 	}
 	defer func() {
-		// C cannot be stopped from here: remember the panic, call no more, and re-panic in
-		// PrepareText once control is back in Go.
+		// Stop the run and re-panic in PrepareText once control is back in Go.
 		if r := recover(); r != nil {
 			st.panicked, st.value = true, r
+			ret = 1
 		}
 	}()
-	st.fn(int64(done), int64(total))
+	if st.fn(int64(done), int64(total)) {
+		return 1
+	}
+	return 0
 }
 
 func progressFromC(p *C.trainrt_progress) Progress {

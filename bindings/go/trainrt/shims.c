@@ -29,7 +29,9 @@ trainrt_status trgo_prepare_text(trainrt_prepare_result* out, char** inputs, siz
                                  const char* out_dir, trainrt_prepare_options* options,
                                  uintptr_t handle) {
     if (handle != 0) {
-        options->progress = (trainrt_prepare_progress_fn)trainrtGoPrepareProgress;
+        /* No cast: the compiler checks the exported Go function against
+         * int32_t (*)(int64_t, int64_t, void*). */
+        options->progress = trainrtGoPrepareProgress;
         options->progress_payload = (void*)handle;
     }
     return trainrt_prepare_text(out, (const char* const*)inputs, n_inputs, out_dir, options);

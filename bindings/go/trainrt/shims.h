@@ -10,7 +10,8 @@ trainrt_status trgo_config_set_log(trainrt_config* config, uintptr_t handle, int
 trainrt_status trgo_session_set_log(trainrt_session* session, uintptr_t handle,
                                     int32_t min_level);
 trainrt_status trgo_session_train(trainrt_session* session, int64_t n_steps, uintptr_t handle);
-/* trainrt_prepare_text with the Go progress trampoline set in *options when handle != 0. */
+/* trainrt_prepare_text with the Go progress trampoline (int32_t trainrtGoPrepareProgress(
+ * int64_t, int64_t, void*): non-zero stops the run) set in *options when handle != 0. */
 trainrt_status trgo_prepare_text(trainrt_prepare_result* out, char** inputs, size_t n_inputs,
                                  const char* out_dir, trainrt_prepare_options* options,
                                  uintptr_t handle);

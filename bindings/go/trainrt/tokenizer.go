@@ -162,9 +162,11 @@ type PrepareOptions struct {
 	// Threads that tokenize; 0 = all cores.
 	Threads int32
 	// Progress, when set, is called now and then with the input bytes done of total, on the
-	// goroutine that called PrepareText. It cannot stop the run: a panic in it is re-raised by
-	// PrepareText once the library has returned (and Progress is not called again).
-	Progress func(done, total int64)
+	// goroutine that called PrepareText. Return true to stop the run, as a ProgressFunc stops
+	// Session.Train: PrepareText then returns an *Error with status ErrCancelled and writes no
+	// shard. A panic in it stops the run too and is re-raised by PrepareText once the library
+	// has returned.
+	Progress func(done, total int64) (stop bool)
 }
 
 // PrepareResult is what PrepareText wrote.

@@ -228,7 +228,10 @@ func TestPrepareText(t *testing.T) {
 	out := filepath.Join(dir, "shards")
 	var reports [][2]int64
 	r, err := PrepareText([]string{a, b}, out, PrepareOptions{Tokenizer: dir, ValFraction: 0.5,
-		Threads: 2, Progress: func(done, total int64) { reports = append(reports, [2]int64{done, total}) }})
+		Threads: 2, Progress: func(done, total int64) bool {
+			reports = append(reports, [2]int64{done, total})
+			return false
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,6 +268,39 @@ func TestPrepareText(t *testing.T) {
 			}
 		}()
 		PrepareText([]string{a}, filepath.Join(dir, "p"), PrepareOptions{Tokenizer: dir,
-			Progress: func(done, total int64) { panic("boom in progress") }})
+			Progress: func(done, total int64) bool { panic("boom in progress") }})
 	}()
+	// The panic stopped the run: no shard.
+	if _, err := os.Stat(filepath.Join(dir, "p", "train.bin")); !os.IsNotExist(err) {
+		t.Fatalf("train.bin after a panic in Progress: %v", err)
+	}
+}
+
+func TestPrepareTextProgressCanStop(t *testing.T) {
+	dir := scratch(t)
+	writeTinyTokenizer(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"),
+		[]byte(`{"eos_token": "<|eot|>"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(a, []byte("hello\nhello hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	calls := 0
+	_, err := PrepareText([]string{a}, out, PrepareOptions{Tokenizer: dir,
+		Progress: func(done, total int64) bool {
+			calls++
+			return true
+		}})
+	asError(t, err, ErrCancelled)
+	if calls != 1 {
+		t.Fatalf("Progress called %d times after asking to stop", calls)
+	}
+	for _, f := range []string{"train.bin", "val.bin"} {
+		if _, err := os.Stat(filepath.Join(out, f)); !os.IsNotExist(err) {
+			t.Fatalf("%s after a stop: %v", f, err)
+		}
+	}
 }

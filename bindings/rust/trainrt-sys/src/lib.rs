@@ -77,7 +77,7 @@ pub type trainrt_log_fn =
 pub type trainrt_progress_fn =
     Option<unsafe extern "C" fn(progress: *const trainrt_progress, payload: *mut c_void) -> i32>;
 pub type trainrt_prepare_progress_fn =
-    Option<unsafe extern "C" fn(done: i64, total: i64, payload: *mut c_void)>;
+    Option<unsafe extern "C" fn(done: i64, total: i64, payload: *mut c_void) -> i32>;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]

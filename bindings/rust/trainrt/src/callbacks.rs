@@ -122,28 +122,33 @@ pub(crate) unsafe extern "C" fn progress_trampoline(
 
 /// What the prepare-progress trampoline needs: the closure, and the panic it caught, if any.
 pub(crate) struct PrepareProgressState<'a> {
-    pub(crate) f: &'a mut dyn FnMut(i64, i64),
+    pub(crate) f: &'a mut dyn FnMut(i64, i64) -> bool,
     pub(crate) panic: Option<Box<dyn Any + Send + 'static>>,
 }
 
 /// C progress callback of `trainrt_prepare_text`; payload is a `*mut PrepareProgressState`
-/// on the caller's stack. The C callback cannot stop the work: after a panic the closure is
-/// not called again, and `prepare_text_with` re-raises the panic once C has returned.
+/// on the caller's stack. The closure returns `true` to go on, `false` to stop (non-zero).
+/// A panic stops the work too and is re-raised by `prepare_text_with` once C has returned.
 pub(crate) unsafe extern "C" fn prepare_progress_trampoline(
     done: i64,
     total: i64,
     payload: *mut c_void,
-) {
+) -> i32 {
     if payload.is_null() {
-        return;
+        return 0;
     }
     // SAFETY: payload is the PrepareProgressState prepare_text_with passed, alive for the
     // whole call; C calls back on the calling thread only.
     let state = unsafe { &mut *(payload as *mut PrepareProgressState<'_>) };
     if state.panic.is_some() {
-        return;
+        return 1;
     }
-    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| (state.f)(done, total))) {
-        state.panic = Some(panic);
+    match catch_unwind(AssertUnwindSafe(|| (state.f)(done, total))) {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(panic) => {
+            state.panic = Some(panic);
+            1
+        }
     }
 }

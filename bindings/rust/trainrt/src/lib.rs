@@ -26,8 +26,9 @@
 //! [`Tokenizer`] is the exception: a loaded tokenizer is immutable and the C API lets several
 //! threads use one at once, so it is `Send + Sync` and every method takes `&self`.
 //!
-//! Callbacks (log sinks, the progress callback of [`Session::train_with`]) are Rust closures;
-//! they run inside `extern "C"` trampolines that catch panics, so no unwinding crosses into C.
+//! Callbacks (log sinks, the progress callbacks of [`Session::train_with`] and
+//! [`prepare_text_with`]) are Rust closures; they run inside `extern "C"` trampolines that
+//! catch panics, so no unwinding crosses into C.
 
 mod callbacks;
 mod config;

@@ -199,13 +199,14 @@ pub fn prepare_text<P: AsRef<Path>>(
 }
 
 /// [`prepare_text`] calling `progress(done, total)` (input bytes) now and then, on this
-/// thread. A panic in `progress` cannot stop the library: the closure is not called again
-/// and the panic is re-raised here once it has returned.
+/// thread; `progress` returns `true` to continue, `false` to stop, which fails with
+/// [`Status::Cancelled`] and writes no shard. A panic in `progress` stops the work too and is
+/// re-raised here once the library has returned (it never unwinds through C).
 pub fn prepare_text_with<P: AsRef<Path>>(
     inputs: &[P],
     out_dir: impl AsRef<Path>,
     options: &PrepareOptions,
-    mut progress: impl FnMut(i64, i64),
+    mut progress: impl FnMut(i64, i64) -> bool,
 ) -> Result<PrepareResult> {
     prepare(inputs, out_dir.as_ref(), options, Some(&mut progress))
 }
@@ -214,7 +215,7 @@ fn prepare<P: AsRef<Path>>(
     inputs: &[P],
     out_dir: &Path,
     options: &PrepareOptions,
-    progress: Option<&mut dyn FnMut(i64, i64)>,
+    progress: Option<&mut dyn FnMut(i64, i64) -> bool>,
 ) -> Result<PrepareResult> {
     let paths = inputs
         .iter()

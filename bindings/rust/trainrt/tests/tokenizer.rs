@@ -162,7 +162,8 @@ fn prepare_text_writes_shards() {
     };
     let mut reports = Vec::new();
     let r = trainrt::prepare_text_with(&[&a, &b], &out, &options, |done, total| {
-        reports.push((done, total))
+        reports.push((done, total));
+        true
     })
     .unwrap();
     assert_eq!(r.documents, 2);
@@ -204,7 +205,7 @@ fn panic_in_prepare_progress_is_reraised_after_c_returns() {
     std::fs::write(&a, "hello\n").unwrap();
     let options = PrepareOptions::new(&dir);
     let r = std::panic::catch_unwind(|| {
-        let _ = trainrt::prepare_text_with(&[&a], dir.join("out"), &options, |_, _| {
+        let _ = trainrt::prepare_text_with(&[&a], dir.join("out"), &options, |_, _| -> bool {
             panic!("boom in progress")
         });
     });
@@ -212,4 +213,29 @@ fn panic_in_prepare_progress_is_reraised_after_c_returns() {
         r.unwrap_err().downcast_ref::<&str>(),
         Some(&"boom in progress")
     );
+    // The panic stopped the run: no shard.
+    assert!(!dir.join("out").join("train.bin").exists());
+}
+
+#[test]
+fn prepare_progress_can_stop_the_run() {
+    let dir = common::tmp("prep-stop");
+    write_tiny_tokenizer(&dir);
+    std::fs::write(
+        dir.join("tokenizer_config.json"),
+        r#"{"eos_token": "<|eot|>"}"#,
+    )
+    .unwrap();
+    let a = dir.join("a.txt");
+    std::fs::write(&a, "hello\nhello hello\n").unwrap();
+    let out = dir.join("out");
+    let mut calls = 0;
+    let e = trainrt::prepare_text_with(&[&a], &out, &PrepareOptions::new(&dir), |_, _| {
+        calls += 1;
+        false
+    })
+    .unwrap_err();
+    assert_eq!(e.status(), Status::Cancelled, "{e}");
+    assert_eq!(calls, 1);
+    assert!(!out.join("train.bin").exists() && !out.join("val.bin").exists());
 }
