@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cmath>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <mutex>
 #include <thread>
 
 #include "core/error.h"
@@ -66,10 +68,24 @@ private:
 };
 
 struct Item {
-    std::string text;
+    std::string text;           // the text, or a JSON line when `where` is set
     bool new_document = false;  // the EOS token goes first
     bool val = false;
+    std::string where;          // "file:line" of a JSON line, parsed by the worker
+    const std::string* field = nullptr;  // the JSON line's field holding the document
 };
+
+// The document an item holds: its text, or its JSON line's field (parsed on the worker).
+std::string_view document_of(const Item& item, std::string& parsed) {
+    if (item.where.empty()) return item.text;
+    const json::Value v = json::parse(item.text, item.where);
+    const json::Value* f = v.is_object() ? v.find(*item.field) : nullptr;
+    if (!f || !f->is_string())
+        fail(Status::InvalidArgument, "prepare: ", item.where, ": expected a JSON object with a "
+             "string field \"", *item.field, "\"");
+    parsed = f->s;
+    return parsed;
+}
 
 // The tokenizer file a path names, and the tokenizer_config.json beside it (or "").
 std::pair<std::string, std::string> tokenizer_files(const std::string& path) {
@@ -86,7 +102,8 @@ std::pair<std::string, std::string> tokenizer_files(const std::string& path) {
 std::pair<std::string, uint32_t> find_eos(const tok::Tokenizer& t, const std::string& config) {
     std::string name;
     if (!config.empty()) {
-        const json::Value doc = json::parse(read_small_file(config, 16 << 20), config);
+        const json::Value doc =
+            json::parse_lenient_numbers(read_small_file(config, 16 << 20), config);
         const json::Value* eos = doc.is_object() ? doc.find("eos_token") : nullptr;
         if (eos && eos->is_string()) name = eos->s;
         if (eos && eos->is_object())
@@ -123,32 +140,86 @@ bool piece_boundary(const std::string& text, size_t p) {
            text[p - 2] <= '~';
 }
 
-// Encodes a batch on `threads` threads (items are taken in turn), then hands each item's ids
-// to `sink` in order. An exception in a worker is rethrown here.
-template <typename Sink>
-void encode_batch(const tok::Tokenizer& t, std::vector<Item>& batch, int threads, Sink&& sink) {
-    std::vector<std::vector<uint32_t>> ids(batch.size());
-    std::atomic<size_t> next{0};
-    std::exception_ptr error;
-    std::atomic<bool> failed{false};
-    auto work = [&] {
-        for (size_t i; !failed && (i = next.fetch_add(1)) < batch.size();) {
+// Encodes batches of items on `threads` threads: threads - 1 workers that live as long as the
+// pool (so each keeps its tokenizer piece cache warm across batches) and the calling thread.
+// Items are taken in turn; run() returns when the batch is done, rethrowing a worker's error.
+class EncodePool {
+public:
+    EncodePool(const tok::Tokenizer& t, int threads) : t_(t) {
+        for (int k = 1; k < threads; k++) workers_.emplace_back([this] { work_loop(); });
+    }
+    ~EncodePool() {
+        {
+            std::lock_guard<std::mutex> lock(m_);
+            stop_ = true;
+        }
+        start_.notify_all();
+        for (auto& w : workers_) w.join();
+    }
+    EncodePool(const EncodePool&) = delete;
+    EncodePool& operator=(const EncodePool&) = delete;
+
+    // ids[i] = the encoding of batch[i].text.
+    void run(const std::vector<Item>& batch, std::vector<std::vector<uint32_t>>& ids) {
+        ids.assign(batch.size(), {});
+        {
+            std::lock_guard<std::mutex> lock(m_);
+            batch_ = &batch;
+            ids_ = &ids;
+            next_ = 0;
+            busy_ = workers_.size();
+            error_ = nullptr;
+            generation_++;
+        }
+        start_.notify_all();
+        take_items();
+        std::unique_lock<std::mutex> lock(m_);
+        done_.wait(lock, [this] { return busy_ == 0; });
+        batch_ = nullptr;
+        if (error_) std::rethrow_exception(error_);
+    }
+
+private:
+    void take_items() {
+        for (size_t i; !failed_ && (i = next_.fetch_add(1)) < batch_->size();) {
             try {
-                ids[i] = t.encode(batch[i].text);
+                std::string parsed;
+                (*ids_)[i] = t_.encode(document_of((*batch_)[i], parsed));
             } catch (...) {
-                if (!failed.exchange(true)) error = std::current_exception();
+                std::lock_guard<std::mutex> lock(m_);
+                if (!error_) error_ = std::current_exception();
+                failed_ = true;
             }
         }
-    };
-    const int n = std::max(1, std::min<int>(threads, static_cast<int>(batch.size())));
-    std::vector<std::thread> pool;
-    for (int k = 1; k < n; k++) pool.emplace_back(work);
-    work();
-    for (auto& th : pool) th.join();
-    if (error) std::rethrow_exception(error);
-    for (size_t i = 0; i < batch.size(); i++) sink(batch[i], ids[i]);
-    batch.clear();
-}
+    }
+    void work_loop() {
+        uint64_t seen = 0;
+        for (;;) {
+            {
+                std::unique_lock<std::mutex> lock(m_);
+                start_.wait(lock, [&] { return stop_ || generation_ != seen; });
+                if (stop_) return;
+                seen = generation_;
+            }
+            take_items();
+            std::lock_guard<std::mutex> lock(m_);
+            if (--busy_ == 0) done_.notify_one();
+        }
+    }
+
+    const tok::Tokenizer& t_;
+    std::vector<std::thread> workers_;
+    std::mutex m_;
+    std::condition_variable start_, done_;
+    const std::vector<Item>* batch_ = nullptr;
+    std::vector<std::vector<uint32_t>>* ids_ = nullptr;
+    std::atomic<size_t> next_{0};
+    std::atomic<bool> failed_{false};
+    size_t busy_ = 0;
+    uint64_t generation_ = 0;
+    bool stop_ = false;
+    std::exception_ptr error_;
+};
 
 }  // namespace
 
@@ -185,7 +256,9 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
     ShardWriter train((dir / "train.bin").string(), r.token_bytes);
     ShardWriter val((dir / "val.bin").string(), r.token_bytes);
 
+    EncodePool pool(tokenizer, threads);
     std::vector<Item> batch;
+    std::vector<std::vector<uint32_t>> batch_ids;
     size_t batch_bytes = 0;
     int64_t done = 0;
     const auto report = [&](int64_t bytes) {
@@ -193,13 +266,19 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
             fail(Status::Cancelled, "prepare: stopped by the progress callback after ", bytes,
                  " of ", total, " bytes; no shard was written");
     };
-    const auto sink = [&](const Item& item, const std::vector<uint32_t>& ids) {
-        ShardWriter& w = item.val ? val : train;
-        if (item.new_document) {
-            w.append_one(eos);
-            r.documents++;
+    // Encodes the batch, then appends its ids in input order.
+    const auto flush = [&] {
+        pool.run(batch, batch_ids);
+        for (size_t i = 0; i < batch.size(); i++) {
+            ShardWriter& w = batch[i].val ? val : train;
+            if (batch[i].new_document) {
+                w.append_one(eos);
+                r.documents++;
+            }
+            w.append(batch_ids[i]);
         }
-        w.append(ids);
+        batch.clear();
+        batch_bytes = 0;
     };
     const auto add = [&](Item item) {
         batch_bytes += item.text.size();
@@ -207,8 +286,7 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
         batch.push_back(std::move(item));
         if (batch.size() >= static_cast<size_t>(threads) * 4 ||
             batch_bytes >= static_cast<size_t>(threads) * 2 * kChunkBytes) {
-            encode_batch(tokenizer, batch, threads, sink);
-            batch_bytes = 0;
+            flush();
             report(done);
         }
     };
@@ -245,7 +323,7 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
                     end = forced;
                     starts_val_document = true;
                 }
-                if (end > pos) add(Item{text.substr(pos, end - pos), first, in_val});
+                if (end > pos) add(Item{text.substr(pos, end - pos), first, in_val, {}, nullptr});
                 first = starts_val_document;  // the val part opens a document of its own
                 pos = end;
             }
@@ -262,17 +340,13 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
                 fail(Status::InvalidArgument, "prepare: ", in, ":", line_no, ": the line is longer "
                      "than ", kMaxJsonLineBytes, " bytes");
             if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
-            const std::string where = in + ":" + std::to_string(line_no);
-            const json::Value v = json::parse(line, where);
-            const json::Value* field = v.is_object() ? v.find(options.jsonl_field) : nullptr;
-            if (!field || !field->is_string())
-                fail(Status::InvalidArgument, "prepare: ", where, ": expected a JSON object with "
-                     "a string field \"", options.jsonl_field, "\"");
-            add(Item{field->s, true, line_offset >= cut});
+            // Parsed (and refused, naming file and line) on the encoding threads.
+            add(Item{std::move(line), true, line_offset >= cut, in + ":" + std::to_string(line_no),
+                     &options.jsonl_field});
         }
         if (f.bad()) fail(Status::Io, "prepare: cannot read '", in, "'");
     }
-    if (!batch.empty()) encode_batch(tokenizer, batch, threads, sink);
+    if (!batch.empty()) flush();
     report(total);
 
     r.train_tokens = train.count();

@@ -101,7 +101,8 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 class Parser {
 public:
-    Parser(std::string_view text, const std::string& source) : t_(text), src_(source) {}
+    Parser(std::string_view text, const std::string& source, bool big_integers_as_double)
+        : t_(text), src_(source), big_as_double_(big_integers_as_double) {}
 
     Value parse_document() {
         skip_ws();
@@ -114,7 +115,22 @@ public:
 private:
     std::string_view t_;
     const std::string& src_;
+    bool big_as_double_;  // parse_lenient_numbers: an integer beyond 64 bits is a double
     size_t pos_ = 0;
+
+    // Whether the integer literal [first, last) (digits, after a '-' when neg) is outside
+    // int64 (negative) or uint64 (positive).
+    static bool beyond_64_bits(const char* first, const char* last, bool neg) {
+        uint64_t mag = 0;
+        const uint64_t limit = neg ? static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + 1
+                                   : std::numeric_limits<uint64_t>::max();
+        for (const char* p = first + (neg ? 1 : 0); p < last; ++p) {
+            const auto dg = static_cast<uint64_t>(*p - '0');
+            if (mag > (limit - dg) / 10) return true;
+            mag = mag * 10 + dg;
+        }
+        return false;
+    }
 
     [[noreturn]] void error(const char* what) const {
         fail(Status::Format, src_, ": invalid JSON at byte ", pos_, ": ", what);
@@ -319,6 +335,7 @@ private:
         }
         const char* first = t_.data() + start;
         const char* last = t_.data() + pos_;
+        if (integral && big_as_double_ && beyond_64_bits(first, last, neg)) integral = false;
         if (integral) {
             // Magnitude as uint64 with overflow detection, then fit the sign.
             uint64_t mag = 0;
@@ -362,7 +379,12 @@ private:
 }  // namespace
 
 Value parse(std::string_view text, const std::string& source) {
-    Parser p(text, source);
+    Parser p(text, source, false);
+    return p.parse_document();
+}
+
+Value parse_lenient_numbers(std::string_view text, const std::string& source) {
+    Parser p(text, source, true);
     return p.parse_document();
 }
 

@@ -49,6 +49,10 @@ struct Member {
 // Parses text as one JSON value. On any fault throws Error(Status::Format) with message
 // "<source>: invalid JSON at byte <offset>: <reason>".
 Value parse(std::string_view text, const std::string& source);
+// The same, but an integer literal beyond 64 bits becomes a Double (rounded) instead of an
+// error: for files that carry one where nothing needs it exactly (Hugging Face's
+// tokenizer_config.json writes model_max_length = 1000000000000000019884624838656).
+Value parse_lenient_numbers(std::string_view text, const std::string& source);
 
 // True if s is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
 bool valid_utf8(std::string_view s);

@@ -62,6 +62,16 @@ TEST(JsonMin, Integers64Bit) {
     expect_bad("18446744073709551616", "out of 64-bit range");
     expect_bad("-9223372036854775809", "out of 64-bit range");
     expect_bad("99999999999999999999999", "out of 64-bit range");
+    // parse_lenient_numbers: such a literal is a (rounded) double; 64-bit ones stay exact.
+    const Value big = trt::json::parse_lenient_numbers(
+        R"({"model_max_length": 1000000000000000019884624838656, "n": -9223372036854775808,
+            "u": 18446744073709551615, "neg": -9223372036854775809})", "cfg");
+    ASSERT_EQ(big.find("model_max_length")->kind, Value::Kind::Double);
+    EXPECT_DOUBLE_EQ(big.find("model_max_length")->d, 1e30);
+    EXPECT_EQ(big.find("n")->kind, Value::Kind::Int);
+    EXPECT_EQ(big.find("n")->i, std::numeric_limits<int64_t>::min());
+    EXPECT_EQ(big.find("u")->kind, Value::Kind::Uint);
+    EXPECT_EQ(big.find("neg")->kind, Value::Kind::Double);
 }
 
 TEST(JsonMin, NonIntegerNumbers) {
