@@ -30,6 +30,8 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using trt::Act;
+using trt::ConstAct;
 
 struct Stat {
     std::vector<double> step_seconds;  // per timed step: this op's total time
@@ -51,6 +53,7 @@ public:
 
     const char* name() const override { return in_->name(); }
     int num_threads() const override { return in_->num_threads(); }
+    trt::DType activation_dtype() const override { return in_->activation_dtype(); }
     void* alloc(size_t b, const char* what = "buffer") override { return in_->alloc(b, what); }
     void reserve(const trt::ModelDims& d) override { in_->reserve(d); }
     void register_params(const float* p, size_t n) override { in_->register_params(p, n); }
@@ -65,34 +68,34 @@ public:
     void synchronize() override { in_->synchronize(); }
     size_t bytes_in_use() const override { return in_->bytes_in_use(); }
 
-    void encoder_forward(float* out, const int32_t* inputs, const float* wte, const float* wpe,
+    void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
                          int B, int T, int C) override {
         timed("encoder fwd", 0, [&] { in_->encoder_forward(out, inputs, wte, wpe, B, T, C); });
     }
-    void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inputs,
+    void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
                           int B, int T, int C) override {
         timed("encoder bwd", 0,
               [&] { in_->encoder_backward(dwte, dwpe, dout, inputs, B, T, C); });
     }
-    void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+    void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
                            const float* w, const float* b, int N, int C) override {
         timed("layernorm fwd", 0,
               [&] { in_->layernorm_forward(out, mean, rstd, inp, w, b, N, C); });
     }
-    void layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
-                            const float* inp, const float* w, const float* mean,
+    void layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout,
+                            ConstAct inp, const float* w, const float* mean,
                             const float* rstd, int N, int C) override {
         timed("layernorm bwd", 0, [&] {
             in_->layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
         });
     }
-    void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+    void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
                         int N, int K, int M, trt::WeightLayout layout) override {
         timed(mm_name("fwd", K, M, layout), 2.0 * N * K * M,
               [&] { in_->matmul_forward(out, inp, weight, bias, N, K, M, layout); });
     }
-    void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                         const float* inp, const float* weight, int N, int K, int M,
+    void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
+                         ConstAct inp, const float* weight, int N, int K, int M,
                          trt::WeightLayout layout) override {
         const double f = 2.0 * N * K * M * ((dinp ? 1 : 0) + (dweight ? 1 : 0));
         timed(mm_name("bwd", K, M, layout), f, [&] {
@@ -107,13 +110,13 @@ public:
     }
     // Attention FLOPs counted as the causal minimum (lower triangle incl. diagonal):
     // forward 2 products, backward 4, each 2·T(T+1)/2·hs per (b, h).
-    void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
+    void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                            int NH, int NKV) override {
         const double f = 2.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
         timed("attention fwd", f,
               [&] { in_->attention_forward(out, saved, qkv, B, T, C, NH, NKV); });
     }
-    void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+    void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH,
                             int NKV) override {
         const double f = 4.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
@@ -122,40 +125,40 @@ public:
         });
     }
     // The Llama-family ops (not called by this GPT-2 profile; forwarded so it compiles).
-    void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,
+    void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N,
                          int C, float eps) override {
         timed("rmsnorm fwd", 0, [&] { in_->rmsnorm_forward(out, rstd, inp, w, N, C, eps); });
     }
-    void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
+    void rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp,
                           const float* w, const float* rstd, int N, int C) override {
         timed("rmsnorm bwd", 0,
               [&] { in_->rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C); });
     }
-    void residual_rmsnorm_forward(float* res_out, float* out, float* rstd, const float* a,
-                                  const float* b, const float* w, int N, int C,
+    void residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a,
+                                  ConstAct b, const float* w, int N, int C,
                                   float eps) override {
         timed("residual+rmsnorm fwd", 0, [&] {
             in_->residual_rmsnorm_forward(res_out, out, rstd, a, b, w, N, C, eps);
         });
     }
-    void rope_forward(float* qkv, const float* cos, const float* sin, int B, int T, int NH,
+    void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
                       int NKV, int hs, int pos0) override {
         timed("rope fwd", 0,
               [&] { in_->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0); });
     }
-    void rope_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int NH,
+    void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
                        int NKV, int hs, int pos0) override {
         timed("rope bwd", 0,
               [&] { in_->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0); });
     }
-    void swiglu_forward(float* out, const float* inp, int N, int F) override {
+    void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
         timed("swiglu fwd", 0, [&] { in_->swiglu_forward(out, inp, N, F); });
     }
-    void swiglu_backward(float* dinp, const float* inp, const float* dout, int N,
+    void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N,
                          int F) override {
         timed("swiglu bwd", 0, [&] { in_->swiglu_backward(dinp, inp, dout, N, F); });
     }
-    void classifier_forward_backward(float* logits, float* losses, const int32_t* targets,
+    void classifier_forward_backward(Act logits, float* losses, const int32_t* targets,
                                      int N, int V, int Vp, float dloss, bool write_grad,
                                      const trt::StepScalars* sc) override {
         timed("classifier", 0, [&] {
@@ -200,19 +203,19 @@ public:
     void upload_step_inputs(void* dst, const void* src, size_t bytes) override {
         in_->upload_step_inputs(dst, src, bytes);
     }
-    void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
-                                    const float* a, const float* b, const float* bb,
+    void residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd,
+                                    ConstAct a, ConstAct b, const float* bb,
                                     const float* w, const float* bias, int N, int C) override {
         timed("residual+layernorm fwd", 0, [&] {
             in_->residual_layernorm_forward(res_out, out, mean, rstd, a, b, bb, w, bias, N, C);
         });
     }
-    void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
+    void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                              const float* bias, int N, int K, int M) override {
         timed(mm_name("fwd+gelu", K, M, trt::WeightLayout::InOut), 2.0 * N * K * M,
               [&] { in_->matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M); });
     }
-    void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout,
+    void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout,
                             int N, int M) override {
         timed("gelu bwd (+fc dbias)", 0,
               [&] { in_->gelu_backward_bias(dinp, dbias, inp, dout, N, M); });
@@ -260,7 +263,9 @@ int main(int argc, char** argv) {
         trt::gpt2_spec(arg_int(argc, argv, "--V", 256), T, arg_int(argc, argv, "--L", 6),
                        arg_int(argc, argv, "--NH", 6), arg_int(argc, argv, "--C", 384));
 
-    TimedBackend be(trt::make_cpu_backend(threads));
+    const bool bf16 = arg_int(argc, argv, "--bf16", 0) != 0;
+    TimedBackend be(trt::make_cpu_backend(
+        threads, bf16 ? trt::Precision::Bf16 : trt::Precision::Fp32));
     trt::Decoder model(be, shape, B, T);
     const trt::ParamTable& table = model.table();
     const size_t P = table.total();
@@ -268,13 +273,14 @@ int main(int argc, char** argv) {
     {
         std::mt19937 gen(1337);
         std::normal_distribution<float> nd(0.0f, 0.02f);
-        float* p = model.params();
+        std::vector<float> p(P);  // through copy_to_device: bf16 refreshes its working copy
         for (const trt::ParamTensor& t : table.tensors()) {
             const bool ln_w = t.name.find("ln_") != std::string::npos &&
                               t.name.find("weight") != std::string::npos;
             for (size_t i = 0; i < t.numel; i++)
                 p[t.offset + i] = t.shape.size() >= 2 ? nd(gen) : (ln_w ? 1.0f : 0.0f);
         }
+        be.copy_to_device(model.params(), p.data(), P * sizeof(float));
     }
     float* m = static_cast<float*>(be.alloc(P * sizeof(float)));
     float* v = static_cast<float*>(be.alloc(P * sizeof(float)));

@@ -2,7 +2,10 @@
 // The decoder (src/model/decoder.cpp) calls these in order and never knows which backend it
 // drives. Only what the model and the session issue belongs here: an op a kernel needs
 // internally, or one only a test calls, stays inside its backend (cpu_ops.h, cuda_ops.h). Pointers are backend memory (host memory on the CPU backend).
-// All tensors are contiguous row-major fp32. N = B*T positions.
+// All tensors are contiguous row-major. N = B*T positions. Parameters, their gradients, norm
+// statistics, losses and optimizer state are fp32 (float*); activations and their gradients
+// are Act / ConstAct views in the backend's activation_dtype() (fp32, or bf16 on a backend
+// computing in bf16), read into fp32 math and rounded once where an op stores them.
 //
 // Accumulation convention: gradients of *parameters* always accumulate (+=), so grad
 // accumulation over micro-batches needs no extra pass; gradients of *activations* are
@@ -14,6 +17,7 @@
 #include <string>
 
 #include "config/run_config.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace trt {
@@ -21,7 +25,37 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 8;
+constexpr uint32_t kBackendInterfaceVersion = 9;
+
+// A view of an activation buffer in backend memory: where it starts and what its elements
+// are. A float* converts implicitly (an fp32 buffer), so fp32 call sites read as plain
+// pointers; a backend refuses a view whose dtype is not its activation_dtype().
+struct Act {
+    void* data = nullptr;
+    DType dtype = DType::F32;
+    Act() = default;
+    Act(std::nullptr_t) {}
+    Act(float* p) : data(p) {}
+    Act(void* p, DType d) : data(p), dtype(d) {}
+    explicit operator bool() const { return data != nullptr; }
+    // The view that starts `elements` further on.
+    Act at(size_t elements) const {
+        return {static_cast<char*>(data) + elements * float_dtype_size(dtype), dtype};
+    }
+};
+struct ConstAct {
+    const void* data = nullptr;
+    DType dtype = DType::F32;
+    ConstAct() = default;
+    ConstAct(std::nullptr_t) {}
+    ConstAct(const float* p) : data(p) {}
+    ConstAct(const void* p, DType d) : data(p), dtype(d) {}
+    ConstAct(Act a) : data(a.data), dtype(a.dtype) {}
+    explicit operator bool() const { return data != nullptr; }
+    ConstAct at(size_t elements) const {
+        return {static_cast<const char*>(data) + elements * float_dtype_size(dtype), dtype};
+    }
+};
 
 // How a matmul weight is stored. InOut = HF Conv1D [K, M] (y = x·W); OutIn = [M, K]
 // (y = x·Wᵀ, e.g. the tied wte [V, C] as the output projection).
@@ -125,6 +159,9 @@ struct AccelStatus {
     // nondeterministic engines), and what that allowance does now ("" when on).
     bool deterministic = true;
     std::string deterministic_note;
+    // What the precision means on this device, when worth saying (the CPU: whether it has
+    // native bf16, and what bf16 costs there).
+    std::string precision_note;
 };
 
 // What a backend is, for the choices the session makes (never by comparing its name).
@@ -153,6 +190,10 @@ public:
     // Valid after reserve(): attention and epilogue choices may depend on the shapes.
     virtual AccelStatus accel_status() const { return AccelStatus{}; }
 
+    // The element type of every activation view the ops take (Act, ConstAct): fp32, or bf16
+    // on a CPU backend computing in bf16. The model lays its activations out in it.
+    virtual DType activation_dtype() const { return DType::F32; }
+
     // ---- memory
     // Zero-filled; Error(OutOfMemory) naming `what` and the size on failure.
     virtual void* alloc(size_t bytes, const char* what = "buffer") = 0;
@@ -177,33 +218,33 @@ public:
     // ---- ops
     // out[n,:] = wte[inputs[n],:] + wpe[n % T,:]; wpe == nullptr (rotary models): no
     // position term.
-    virtual void encoder_forward(float* out /*[N,C]*/, const int32_t* inputs /*[N]*/,
+    virtual void encoder_forward(Act out /*[N,C]*/, const int32_t* inputs /*[N]*/,
                                  const float* wte /*[V,C]*/, const float* wpe /*[>=T,C] or null*/,
                                  int B, int T, int C) = 0;
     // dwte[inputs[n]] += dout[n]; dwpe[t] += sum_b dout[b,t] (skipped when dwpe == nullptr)
     virtual void encoder_backward(float* dwte, float* dwpe /*or null*/,
-                                  const float* dout /*[N,C]*/, const int32_t* inputs /*[N]*/,
+                                  ConstAct dout /*[N,C]*/, const int32_t* inputs /*[N]*/,
                                   int B, int T, int C) = 0;
 
     // out = (inp - mean) * rstd * w + b over the last dim, eps 1e-5; saves mean, rstd.
-    virtual void layernorm_forward(float* out /*[N,C]*/, float* mean /*[N]*/,
-                                   float* rstd /*[N]*/, const float* inp /*[N,C]*/,
+    virtual void layernorm_forward(Act out /*[N,C]*/, float* mean /*[N]*/,
+                                   float* rstd /*[N]*/, ConstAct inp /*[N,C]*/,
                                    const float* w /*[C]*/, const float* b /*[C]*/, int N,
                                    int C) = 0;
     // dinp += ..., dw += ..., db += ...
-    virtual void layernorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C]*/,
-                                    float* db /*[C]*/, const float* dout /*[N,C]*/,
-                                    const float* inp, const float* w, const float* mean,
+    virtual void layernorm_backward(Act dinp /*[N,C] +=*/, float* dw /*[C]*/,
+                                    float* db /*[C]*/, ConstAct dout /*[N,C]*/,
+                                    ConstAct inp, const float* w, const float* mean,
                                     const float* rstd, int N, int C) = 0;
 
     // out[N,M] = inp[N,K] · W (+ bias[M] if bias != nullptr)
-    virtual void matmul_forward(float* out, const float* inp, const float* weight,
+    virtual void matmul_forward(Act out, ConstAct inp, const float* weight,
                                 const float* bias, int N, int K, int M,
                                 WeightLayout layout) = 0;
     // dinp[N,K] = dout · Wᵀ (overwritten; skipped if dinp == nullptr);
     // dweight += inpᵀ · dout (in the weight's layout); dbias[M] += column sums (if non-null)
-    virtual void matmul_backward(float* dinp, float* dweight, float* dbias,
-                                 const float* dout /*[N,M]*/, const float* inp /*[N,K]*/,
+    virtual void matmul_backward(Act dinp, float* dweight, float* dbias,
+                                 ConstAct dout /*[N,M]*/, ConstAct inp /*[N,K]*/,
                                  const float* weight, int N, int K, int M,
                                  WeightLayout layout) = 0;
 
@@ -215,33 +256,33 @@ public:
     // out[B,T,C] holds the NH heads' outputs the same way; scale 1/sqrt(hs).
     // saved receives attention_saved_floats() floats the backward needs.
     virtual size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const = 0;
-    virtual void attention_forward(float* out /*[B,T,C]*/, float* saved,
-                                   const float* qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C,
+    virtual void attention_forward(Act out /*[B,T,C]*/, float* saved,
+                                   ConstAct qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C,
                                    int NH, int NKV) = 0;
     // dqkv overwritten (a K/V head's gradient sums over the query heads sharing it).
     // scratch: attention_scratch_floats() floats.
     virtual size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const = 0;
-    virtual void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs]*/, float* scratch,
-                                    const float* dout /*[B,T,C]*/, const float* qkv,
+    virtual void attention_backward(Act dqkv /*[B,T,(NH+2NKV)hs]*/, float* scratch,
+                                    ConstAct dout /*[B,T,C]*/, ConstAct qkv,
                                     const float* saved, int B, int T, int C, int NH,
                                     int NKV) = 0;
 
     // ---- Llama-family ops
     // RMSNorm (HF LlamaRMSNorm): rstd[n] = 1/sqrt(mean_c inp[n,c]² + eps),
     // out[n,c] = inp[n,c] * rstd[n] * w[c]; saves rstd.
-    virtual void rmsnorm_forward(float* out /*[N,C]*/, float* rstd /*[N]*/,
-                                 const float* inp /*[N,C]*/, const float* w /*[C]*/, int N,
+    virtual void rmsnorm_forward(Act out /*[N,C]*/, float* rstd /*[N]*/,
+                                 ConstAct inp /*[N,C]*/, const float* w /*[C]*/, int N,
                                  int C, float eps) = 0;
     // dinp += ..., dw += ...
-    virtual void rmsnorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C] +=*/,
-                                  const float* dout /*[N,C]*/, const float* inp /*[N,C]*/,
+    virtual void rmsnorm_backward(Act dinp /*[N,C] +=*/, float* dw /*[C] +=*/,
+                                  ConstAct dout /*[N,C]*/, ConstAct inp /*[N,C]*/,
                                   const float* w /*[C]*/, const float* rstd /*[N]*/, int N,
                                   int C) = 0;
     // res_out = a + b, then rmsnorm_forward(out, rstd, res_out, w, N, C, eps) (res_out is
     // the next residual stream and the norm's saved input).
-    virtual void residual_rmsnorm_forward(float* res_out /*[N,C]*/, float* out /*[N,C]*/,
-                                          float* rstd /*[N]*/, const float* a /*[N,C]*/,
-                                          const float* b /*[N,C]*/, const float* w /*[C]*/,
+    virtual void residual_rmsnorm_forward(Act res_out /*[N,C]*/, Act out /*[N,C]*/,
+                                          float* rstd /*[N]*/, ConstAct a /*[N,C]*/,
+                                          ConstAct b /*[N,C]*/, const float* w /*[C]*/,
                                           int N, int C, float eps) = 0;
     // Rotary position embedding, HF Llama convention (rotate_half), IN PLACE on the Q and K
     // heads of qkv (layout of attention_forward; V untouched). Row n = b*T + t has position
@@ -250,21 +291,21 @@ public:
     //   x[i] <- x[i]*c - x[i + hs/2]*s ;  x[i + hs/2] <- x[i + hs/2]*c + x[i]*s
     // cos/sin are [max_pos, hs/2] tables in backend memory (built once by the model, so both
     // backends use the same values); pos0 + T <= max_pos. hs is even.
-    virtual void rope_forward(float* qkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
+    virtual void rope_forward(Act qkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
                               const float* sin, int B, int T, int NH, int NKV, int hs,
                               int pos0) = 0;
     // The transpose, in place on the gradient w.r.t. the rotated q and k:
     //   d[i] <- d[i]*c + d[i + hs/2]*s ;  d[i + hs/2] <- d[i + hs/2]*c - d[i]*s
-    virtual void rope_backward(float* dqkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
+    virtual void rope_backward(Act dqkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
                                const float* sin, int B, int T, int NH, int NKV, int hs,
                                int pos0) = 0;
     // SwiGLU: inp = [gate | up] along the last dim ([N, 2F]: the stacked gate_proj and
     // up_proj outputs), out[n,j] = silu(gate[n,j]) * up[n,j], silu(x) = x / (1 + e^-x).
-    virtual void swiglu_forward(float* out /*[N,F]*/, const float* inp /*[N,2F]*/, int N,
+    virtual void swiglu_forward(Act out /*[N,F]*/, ConstAct inp /*[N,2F]*/, int N,
                                 int F) = 0;
     // dinp [N,2F] overwritten: d gate = dout * up * silu'(gate), d up = dout * silu(gate).
-    virtual void swiglu_backward(float* dinp /*[N,2F]*/, const float* inp /*[N,2F]*/,
-                                 const float* dout /*[N,F]*/, int N, int F) = 0;
+    virtual void swiglu_backward(Act dinp /*[N,2F]*/, ConstAct inp /*[N,2F]*/,
+                                 ConstAct dout /*[N,F]*/, int N, int F) = 0;
 
     // ---- fused ops (one pass / one parallel region instead of two or three). Each equals
     // the op sequence it names, up to float rounding of the reordered bias addition.
@@ -273,24 +314,24 @@ public:
     // layernorm_forward(out, mean, rstd, res_out, w, bias, N, C). res_out is written (it is
     // the next residual stream and the layernorm's saved input). bb lets a matmul that feeds
     // the residual skip its own bias pass (matmul_forward with bias = nullptr).
-    virtual void residual_layernorm_forward(float* res_out /*[N,C]*/, float* out /*[N,C]*/,
+    virtual void residual_layernorm_forward(Act res_out /*[N,C]*/, Act out /*[N,C]*/,
                                             float* mean /*[N]*/, float* rstd /*[N]*/,
-                                            const float* a /*[N,C]*/, const float* b /*[N,C]*/,
+                                            ConstAct a /*[N,C]*/, ConstAct b /*[N,C]*/,
                                             const float* bb /*[C] or null*/,
                                             const float* w /*[C]*/, const float* bias /*[C]*/,
                                             int N, int C) = 0;
     // pre[N,M] = inp[N,K] · W[K,M] + bias[M] (InOut layout; bias may be null), then
     // out[N,M] = gelu(pre), GELU's tanh form 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x³))).
     // pre is kept for gelu_backward_bias.
-    virtual void matmul_gelu_forward(float* pre /*[N,M]*/, float* out /*[N,M]*/,
-                                     const float* inp /*[N,K]*/, const float* weight /*[K,M]*/,
+    virtual void matmul_gelu_forward(Act pre /*[N,M]*/, Act out /*[N,M]*/,
+                                     ConstAct inp /*[N,K]*/, const float* weight /*[K,M]*/,
                                      const float* bias /*[M] or null*/, int N, int K,
                                      int M) = 0;
     // dinp[N,M] = gelu'(inp) * dout (overwritten), and dbias[M] += column sums of dinp over
     // the N rows (if dbias != nullptr) — the dbias of the matmul whose output was inp, so
     // that matmul_backward can be called with dbias = nullptr.
-    virtual void gelu_backward_bias(float* dinp /*[N,M]*/, float* dbias /*[M] += or null*/,
-                                    const float* inp /*[N,M]*/, const float* dout /*[N,M]*/,
+    virtual void gelu_backward_bias(Act dinp /*[N,M]*/, float* dbias /*[M] += or null*/,
+                                    ConstAct inp /*[N,M]*/, ConstAct dout /*[N,M]*/,
                                     int N, int M) = 0;
 
     // Softmax cross-entropy over the first V of Vp columns of each row of logits.
@@ -298,7 +339,7 @@ public:
     // with dloss * (softmax - onehot(target)) (columns >= V get 0). targets in [0, V).
     // The gradient is scaled by dloss * scalars->loss_scale when scalars != nullptr (fp16
     // loss scaling reads the scale from backend memory, never from the host).
-    virtual void classifier_forward_backward(float* logits /*[N,Vp] inout*/,
+    virtual void classifier_forward_backward(Act logits /*[N,Vp] inout*/,
                                              float* losses /*[N]*/,
                                              const int32_t* targets /*[N]*/, int N, int V,
                                              int Vp, float dloss, bool write_grad,
@@ -380,6 +421,7 @@ private:
 // floats of activations the model needs is the model's (src/model/activations.h).
 
 // CPU backend: OpenBLAS sgemm for every matmul, OpenMP elsewhere. threads <= 0 = all cores.
-std::unique_ptr<Backend> make_cpu_backend(int threads);
+// precision Fp32 or Bf16 (bf16 activations and matmul operands, fp32 math: cpu_bf16.h).
+std::unique_ptr<Backend> make_cpu_backend(int threads, Precision precision = Precision::Fp32);
 
 }  // namespace trt

@@ -128,15 +128,18 @@ BackendSelection select_backend(const RunConfig& run) {
     opts.accel.matmul_epilogues = run.accel.matmul_epilogues;
     opts.accel.fused_classifier = run.accel.fused_classifier;
     opts.accel.deterministic = run.accel.deterministic;
+    // The CPU computes in fp32 or bf16; auto stays fp32 there (the session's log says when
+    // the CPU has native bf16).
     auto cpu = [&](const std::string& why_not_cuda) {
-        if (asked != Precision::Auto && asked != Precision::Fp32)
+        if (asked != Precision::Auto && asked != Precision::Fp32 && asked != Precision::Bf16)
             fail(Status::Unsupported, "runtime.precision = \"", to_string(asked),
-                 "\": the CPU backend computes in fp32 only; set runtime.precision = \"fp32\" "
-                 "or \"auto\" (", to_string(asked), " needs the CUDA backend",
+                 "\": the CPU backend computes in fp32 or bf16; set runtime.precision = "
+                 "\"fp32\", \"bf16\" or \"auto\" (", to_string(asked),
+                 " needs the CUDA backend",
                  why_not_cuda.empty() ? std::string(")")
                                       : cat(", which is not available: ", why_not_cuda, ")"));
-        sel.precision = Precision::Fp32;
-        sel.backend = make_cpu_backend(opts.threads);
+        sel.precision = asked == Precision::Bf16 ? Precision::Bf16 : Precision::Fp32;
+        sel.backend = make_cpu_backend(opts.threads, sel.precision);
     };
     switch (run.runtime.device) {
         case DeviceKind::Cpu:

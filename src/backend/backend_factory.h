@@ -28,7 +28,7 @@ struct BackendSelection {
     Precision precision = Precision::Fp32;  // resolved (auto: fp32 on CPU, bf16 on CUDA)
     std::string fallback_reason;            // non-empty: device = auto fell back to CPU (why)
 };
-// device = cuda: the CUDA backend or an Error; cpu: the CPU backend (fp32 only); auto: CUDA
+// device = cuda: the CUDA backend or an Error; cpu: the CPU backend (fp32 or bf16); auto: CUDA
 // when it loads, else CPU with fallback_reason set (the session logs it once).
 BackendSelection select_backend(const RunConfig& run);
 

@@ -12,6 +12,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/bf16.h"
 #include "core/error.h"
 #include "io/fs_util.h"
 #include "io/json_min.h"
@@ -100,15 +101,6 @@ float f16_to_f32(uint16_t h) {
     float f;
     std::memcpy(&f, &bits, 4);
     return f;
-}
-
-uint16_t f32_to_bf16(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x0040);  // quiet NaN
-    // Round to nearest even: add 0x7FFF plus the lowest kept bit; overflow rolls into inf.
-    u += 0x7FFFu + ((u >> 16) & 1u);
-    return static_cast<uint16_t>(u >> 16);
 }
 
 std::string errno_text(int e) { return std::strerror(e); }
@@ -473,7 +465,7 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
         buf.resize(static_cast<size_t>(std::min(n, kChunk)));
         for (uint64_t s = 0; s < n; s += kChunk) {
             const auto m = static_cast<size_t>(std::min(kChunk, n - s));
-            for (size_t k = 0; k < m; ++k) buf[k] = f32_to_bf16(t.data[s + k]);
+            for (size_t k = 0; k < m; ++k) buf[k] = float_to_bf16(t.data[s + k]);
             out.write(buf.data(), m * 2);
         }
     }

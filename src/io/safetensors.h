@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
+
 namespace trt {
 
-enum class DType { F32, BF16, F16, F64, I64, I32, I16, I8, U8, BOOL };
 const char* dtype_name(DType d);  // "F32", "BF16", ...
 size_t dtype_size(DType d);
 

@@ -1,5 +1,6 @@
 #include "model/decoder.h"
 
+#include "core/bf16.h"
 #include "core/error.h"
 #include "model/rope_tables.h"
 
@@ -14,15 +15,16 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T)
     be_.reserve(ModelDims{B, T, s.C, s.NH, s.V, s.L, s.NKV, s.F});
     const size_t att_saved = be_.attention_saved_floats(B, T, s.C, s.NH, s.NKV);
     const size_t att_scratch = be_.attention_scratch_floats(B, T, s.C, s.NH, s.NKV);
-    act_floats_ = lay_out_activations(s, B, T, att_saved, att_scratch, nullptr, nullptr);
+    const DType act = be_.activation_dtype();
+    act_bytes_ = lay_out_activations(s, B, T, att_saved, att_scratch, act, nullptr, nullptr);
 
     params_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float), "parameters"));
     grads_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float), "gradients"));
-    act_base_ = static_cast<float*>(be_.alloc(act_floats_ * sizeof(float), "activations"));
+    act_base_ = be_.alloc(act_bytes_, "activations");
     inputs_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "input ids"));
     targets_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "target ids"));
     be_.register_params(params_, table_.total());
-    lay_out_activations(s, B, T, att_saved, att_scratch, act_base_, &acts_);
+    lay_out_activations(s, B, T, att_saved, att_scratch, act, act_base_, &acts_);
     if (!s.learned_positions()) {
         const RopeTables rope = make_rope_tables(s.maxT, s.hs(), s.rope_theta);
         const size_t bytes = rope.cos.size() * sizeof(float);
@@ -66,7 +68,7 @@ void Decoder::forward_backward(const int32_t* inputs, const int32_t* targets, in
     run_backward(inputs, B, T);
 }
 
-void Decoder::norm_forward(float* out, float* mean, float* rstd, const float* inp,
+void Decoder::norm_forward(Act out, float* mean, float* rstd, ConstAct inp,
                            const float* wt, const float* b, int N) {
     const ModelSpec& s = spec();
     if (s.rms_norm())
@@ -75,8 +77,8 @@ void Decoder::norm_forward(float* out, float* mean, float* rstd, const float* in
         be_.layernorm_forward(out, mean, rstd, inp, wt, b, N, s.C);
 }
 
-void Decoder::residual_norm_forward(float* res_out, float* out, float* mean, float* rstd,
-                                    const float* a, const float* b, const float* bb,
+void Decoder::residual_norm_forward(Act res_out, Act out, float* mean, float* rstd,
+                                    ConstAct a, ConstAct b, const float* bb,
                                     const float* wt, const float* bias, int N) {
     const ModelSpec& s = spec();
     if (s.rms_norm())  // no biases in RMSNorm families (bb, bias are null)
@@ -85,8 +87,8 @@ void Decoder::residual_norm_forward(float* res_out, float* out, float* mean, flo
         be_.residual_layernorm_forward(res_out, out, mean, rstd, a, b, bb, wt, bias, N, s.C);
 }
 
-void Decoder::norm_backward(float* dinp, float* dwt, float* db, const float* dout,
-                            const float* inp, const float* wt, const float* mean,
+void Decoder::norm_backward(Act dinp, float* dwt, float* db, ConstAct dout,
+                            ConstAct inp, const float* wt, const float* mean,
                             const float* rstd, int N) {
     const ModelSpec& s = spec();
     if (s.rms_norm())
@@ -126,7 +128,7 @@ void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, 
         norm_forward(A.lnf, A.lnf_mean, A.lnf_rstd, A.encoded, w(Slot::FinalNorm),
                      w(Slot::FinalNormBias), N);
     }
-    const float* residual = A.encoded;  // [N, C]
+    ConstAct residual = A.encoded;  // [N, C]
     for (int i = 0; i < L; ++i) {
         LayerActivations& a = A.layers[i];
         // a.ln1 was written above (block 0) or by the previous block's fused norm.
@@ -175,18 +177,19 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
     const WeightLayout lin = s.linear_layout();
     Activations& A = acts_;
     const size_t NC = static_cast<size_t>(N) * static_cast<size_t>(C);
+    const size_t act_size = float_dtype_size(A.dresidual.dtype);
 
-    const float* last_residual = L > 0 ? A.layers[L - 1].residual3 : A.encoded;
+    const Act last_residual = L > 0 ? A.layers[L - 1].residual3 : A.encoded;
     // A.logits now holds dlogits [N, Vp] (zero in the padding columns).
     const ParamTensor& head = table_.head();
     be_.matmul_backward(A.dln, grads_ + head.offset, nullptr, A.logits, A.lnf,
                         params_ + head.offset, N, C, table_.padded_vocab(), WeightLayout::OutIn);
-    be_.zero(A.dresidual, NC * sizeof(float));
+    be_.zero(A.dresidual.data, NC * act_size);
     norm_backward(A.dresidual, dw(Slot::FinalNorm), dw(Slot::FinalNormBias), A.dln,
                   last_residual, w(Slot::FinalNorm), A.lnf_mean, A.lnf_rstd, N);
     for (int i = L - 1; i >= 0; --i) {
         LayerActivations& a = A.layers[i];
-        const float* residual = i == 0 ? A.encoded : A.layers[i - 1].residual3;
+        const Act residual = i == 0 ? A.encoded : A.layers[i - 1].residual3;
         // dresidual = d residual3 = d residual2 (skip) = d fcproj (branch).
         be_.matmul_backward(A.dmlp_act, dw(Slot::Down, i), dw(Slot::DownBias, i), A.dresidual,
                             a.mlp_act, w(Slot::Down, i), N, F, C, lin);
@@ -215,6 +218,28 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
     }
     be_.encoder_backward(dw(Slot::TokenEmbedding), dw(Slot::PositionEmbedding), A.dresidual,
                          inputs, B, T, C);
+}
+
+void Decoder::copy_logits_to_host(float* dst, size_t row0, size_t rows, size_t cols) {
+    const size_t Vp = static_cast<size_t>(table_.padded_vocab());
+    TRT_CHECK(cols <= Vp && row0 + rows <= static_cast<size_t>(B_) * T_,
+              "copy_logits_to_host: rows/cols outside the logits");
+    const ConstAct src = acts_.logits.at(row0 * Vp);
+    if (src.dtype == DType::F32) {
+        if (cols == Vp) {  // one copy
+            be_.copy_to_host(dst, src.data, rows * Vp * sizeof(float));
+            return;
+        }
+        for (size_t r = 0; r < rows; ++r)
+            be_.copy_to_host(dst + r * cols, src.at(r * Vp).data, cols * sizeof(float));
+        return;
+    }
+    TRT_CHECK(src.dtype == DType::BF16, "copy_logits_to_host: unsupported activation dtype");
+    host_lowp_.resize(cols);
+    for (size_t r = 0; r < rows; ++r) {
+        be_.copy_to_host(host_lowp_.data(), src.at(r * Vp).data, cols * sizeof(uint16_t));
+        for (size_t c = 0; c < cols; ++c) dst[r * cols + c] = bf16_to_float(host_lowp_[c]);
+    }
 }
 
 double Decoder::mean_loss(int B, int T) {

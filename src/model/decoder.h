@@ -31,34 +31,36 @@ public:
     // Writes per-position losses (backend memory: losses(), or mean_loss() to read them).
     // With backward, scales d(loss) by dloss_scale (times scalars->loss_scale, read on the
     // backend, when scalars is given) and ACCUMULATES into grads().
-    // The logits stay in logits() ([B, T, Vp], Vp = table().padded_vocab(); columns >= V are
-    // padding) when backward is false.
+    // The logits stay in backend memory ([B, T, Vp], Vp = table().padded_vocab(); columns
+    // >= V are padding) when backward is false: copy_logits_to_host reads them.
     void forward(const int32_t* inputs, const int32_t* targets, int B, int T);
     void forward_backward(const int32_t* inputs, const int32_t* targets, int B, int T,
                           float dloss_scale, const StepScalars* scalars = nullptr);
     const float* losses() const { return acts_.losses; }  // backend memory [B*T]
     // Mean over B*T positions of the last forward's losses, summed in double.
     double mean_loss(int B, int T);
-    const float* logits() const { return acts_.logits; }
+    // Rows [row0, row0 + rows) of the last forward's logits, the first `cols` columns of
+    // each (cols <= Vp), widened to fp32 into dst [rows, cols] on the host.
+    void copy_logits_to_host(float* dst, size_t row0, size_t rows, size_t cols);
     void zero_grads();
 
     // Host <-> backend staging for one micro-batch of token ids.
     int32_t* inputs_buffer() { return inputs_; }    // backend memory [B*T]
     int32_t* targets_buffer() { return targets_; }  // backend memory [B*T]
 
-    size_t activation_floats() const { return act_floats_; }
+    size_t activation_bytes() const { return act_bytes_; }
 
 private:
     void run_forward(const int32_t* inputs, const int32_t* targets, int B, int T,
                      float dloss_scale, bool write_grad, const StepScalars* scalars);
     void run_backward(const int32_t* inputs, int B, int T);
     // The family's norm (LayerNorm with bias | RMSNorm), fused with the residual add before it.
-    void norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+    void norm_forward(Act out, float* mean, float* rstd, ConstAct inp, const float* w,
                       const float* b, int N);
-    void residual_norm_forward(float* res_out, float* out, float* mean, float* rstd,
-                               const float* a, const float* b, const float* bb, const float* w,
-                               const float* bias, int N);
-    void norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+    void residual_norm_forward(Act res_out, Act out, float* mean, float* rstd, ConstAct a,
+                               ConstAct b, const float* bb, const float* w, const float* bias,
+                               int N);
+    void norm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
                        const float* w, const float* mean, const float* rstd, int N);
     // A tensor's parameters / gradients; nullptr when the family has no such tensor.
     float* w(Slot slot, int layer = -1);
@@ -69,13 +71,14 @@ private:
     int B_, T_;
     float* params_ = nullptr;
     float* grads_ = nullptr;
-    float* act_base_ = nullptr;  // one allocation, carved by lay_out_activations into acts_
-    size_t act_floats_ = 0;
+    void* act_base_ = nullptr;  // one allocation, carved by lay_out_activations into acts_
+    size_t act_bytes_ = 0;
     Activations acts_{};
     float *rope_cos_ = nullptr, *rope_sin_ = nullptr;  // [maxT, hs/2] (rotary families)
     int32_t* inputs_ = nullptr;
     int32_t* targets_ = nullptr;
     std::vector<float> host_losses_;
+    std::vector<uint16_t> host_lowp_;  // staging for copy_logits_to_host
 };
 
 }  // namespace trt

@@ -22,9 +22,10 @@ ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend
     // token ids and the RoPE tables.
     const size_t acts = lay_out_activations(
         spec, B, T, backend.attention_saved_floats(B, T, spec.C, spec.NH, spec.NKV),
-        backend.attention_scratch_floats(B, T, spec.C, spec.NH, spec.NKV), nullptr, nullptr);
+        backend.attention_scratch_floats(B, T, spec.C, spec.NH, spec.NKV),
+        backend.activation_dtype(), nullptr, nullptr);
     const int64_t rope = spec.learned_positions() ? 0 : int64_t{spec.maxT} * spec.hs();
-    m.bytes_activations = (static_cast<int64_t>(acts) + rope) * 4 + 2 * N * 4;
+    m.bytes_activations = static_cast<int64_t>(acts) + rope * 4 + 2 * N * 4;
     m.bytes_total = m.bytes_parameters + m.bytes_optimizer + m.bytes_activations;
     return m;
 }

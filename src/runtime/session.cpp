@@ -237,6 +237,7 @@ void Session::log_startup() const {
     log_.info("acceleration: device=", configured(backend_->name(), to_string(r.runtime.device)),
               " (", backend_->device_name(), ")",
               " precision=", configured(to_string(precision_), to_string(r.runtime.precision)),
+              acc.precision_note.empty() ? "" : cat(" [", acc.precision_note, "]"),
               " threads=", backend_->num_threads(),
               " attention=", configured(attention, to_string(r.accel.attention)),
               " deterministic=", deterministic,
@@ -482,18 +483,9 @@ double Session::forward(const int32_t* tokens, int64_t rows, int64_t seq_len, fl
     model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T);
     const double loss = model_->mean_loss(B, T);
     if (logits != nullptr) {
-        // The model's logits rows are Vp wide (padded vocab): one copy, then drop the padding.
+        // The model's logits rows are Vp wide (padded vocab): the first V columns of each.
         const size_t V = static_cast<size_t>(run_.model.vocab_size);
-        const size_t Vp = static_cast<size_t>(model_->table().padded_vocab());
-        const size_t n = static_cast<size_t>(rows * seq_len);
-        if (Vp == V) {
-            backend_->copy_to_host(logits, model_->logits(), n_logits * sizeof(float));
-        } else {
-            std::vector<float> padded(n * Vp);
-            backend_->copy_to_host(padded.data(), model_->logits(), padded.size() * sizeof(float));
-            for (size_t r = 0; r < n; ++r)
-                std::copy_n(padded.data() + r * Vp, V, logits + r * V);
-        }
+        model_->copy_logits_to_host(logits, 0, static_cast<size_t>(rows * seq_len), V);
     }
     return loss;
 }
@@ -870,9 +862,8 @@ void Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
         backend_->copy_to_device(model_->inputs_buffer(), inputs_.data(), t * sizeof(int32_t));
         backend_->copy_to_device(model_->targets_buffer(), targets_.data(), t * sizeof(int32_t));
         model_->forward(model_->inputs_buffer(), model_->targets_buffer(), 1, t);
-        const size_t Vp = static_cast<size_t>(model_->table().padded_vocab());
-        backend_->copy_to_host(row.data(), model_->logits() + static_cast<size_t>(t - 1) * Vp,
-                               static_cast<size_t>(V) * sizeof(float));
+        model_->copy_logits_to_host(row.data(), static_cast<size_t>(t - 1), 1,
+                                    static_cast<size_t>(V));
         for (int k = 0; k < V; ++k)
             if (!std::isfinite(row[k]))
                 fail(Status::InvalidArgument, "sample: the model's logits are not finite (",

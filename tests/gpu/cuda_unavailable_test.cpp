@@ -140,20 +140,27 @@ TEST_F(CudaDevice, AutoAlwaysGivesAWorkingSession) {
     train_a_little(f, "device = auto, precision = fp32");
 }
 
-TEST_F(CudaDevice, AutoWithBf16NeedsCuda) {
+// device = auto with a precision: bf16 runs on CUDA, or on the CPU (which stores bf16
+// activations too); fp16 needs CUDA — without it an error, never a silent fp32 run.
+TEST_F(CudaDevice, AutoWithALowPrecisionRunsItOrSaysWhy) {
     trainrt_session* probe = kSentinel;
     const bool have_cuda = create({{"runtime.device", "\"cuda\""}}, &probe) == TRAINRT_OK;
     trainrt_session* s = kSentinel;
+    ASSERT_EQ(create({{"runtime.device", "\"auto\""}, {"runtime.precision", "\"bf16\""}}, &s),
+              TRAINRT_OK)
+        << last_error();
+    train_a_little(s, have_cuda ? "device = auto, precision = bf16 (cuda)"
+                                : "device = auto, precision = bf16 (cpu fallback)");
+    trainrt_session* h = kSentinel;
     const trainrt_status st =
-        create({{"runtime.device", "\"auto\""}, {"runtime.precision", "\"bf16\""}}, &s);
+        create({{"runtime.device", "\"auto\""}, {"runtime.precision", "\"fp16\""}}, &h);
     if (have_cuda) {
         ASSERT_EQ(st, TRAINRT_OK) << last_error();
-        train_a_little(s, "device = auto, precision = bf16 (cuda)");
+        train_a_little(h, "device = auto, precision = fp16 (cuda)");
         return;
     }
-    // Falls back to the CPU, which cannot honour bf16: an error, never a silent fp32 run.
     EXPECT_EQ(st, TRAINRT_ERR_UNSUPPORTED) << last_error();
-    EXPECT_EQ(s, kSentinel);
+    EXPECT_EQ(h, kSentinel);
     EXPECT_NE(last_error().find("runtime.precision"), std::string::npos) << last_error();
 }
 

@@ -8,6 +8,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
+#include <set>
+
+#include "core/error.h"
 
 #include "cpu/reference_ops.h"
 
@@ -16,6 +20,11 @@ namespace opcase {
 const Tolerance kFp32Math{1e-5, 1e-5, 1e-5};
 const Tolerance kMatmulForward{1e-5, 2e-3, 1e-2};
 const Tolerance kMatmulBackward{1e-5, 2e-3, 2e-2};
+
+TensorRef::operator float*() const {
+    TRT_CHECK(dtype == trt::DType::F32, "op case: a bf16 activation passed as float*");
+    return static_cast<float*>(p);
+}
 
 std::string OpCase::name() const {
     std::string n = op + "_" + shape;
@@ -97,6 +106,10 @@ std::string dims_text(std::initializer_list<std::pair<const char*, long>> dims) 
 
 const char* layout_name(WeightLayout l) { return l == WeightLayout::InOut ? "InOut" : "OutIn"; }
 
+// A forward output a backward case allocates itself (floats, which is room for any
+// activation dtype), as the activation view the backend takes.
+trt::Act as_act(Backend& be, float* buffer) { return trt::Act(buffer, be.activation_dtype()); }
+
 // Expected value of an accumulator: pre-fill + increment, in place.
 void add_into(Vec& acc_pre, const Vec& inc) {
     for (size_t i = 0; i < acc_pre.size() && i < inc.size(); i++) acc_pre[i] += inc[i];
@@ -104,7 +117,39 @@ void add_into(Vec& acc_pre, const Vec& inc) {
 
 std::vector<OpCase> cases;
 
-void add(OpCase c) { cases.push_back(std::move(c)); }
+// The tensors each op takes as activation views (Act / ConstAct in backend.h), by the names
+// the cases give them.
+const std::map<std::string, std::set<std::string>>& activation_tensors() {
+    static const std::map<std::string, std::set<std::string>> m = {
+        {"encoder_forward", {"out"}},
+        {"encoder_backward", {"dout"}},
+        {"layernorm_forward", {"inp", "out"}},
+        {"layernorm_backward", {"inp", "dout", "dinp"}},
+        {"residual_layernorm_forward", {"a", "b", "res_out", "out"}},
+        {"matmul_forward", {"inp", "out"}},
+        {"matmul_backward", {"inp", "dout", "dinp"}},
+        {"matmul_gelu_forward", {"inp", "pre", "out"}},
+        {"gelu_backward_bias", {"inp", "dout", "dinp"}},
+        {"attention_forward", {"qkv", "out"}},
+        {"attention_backward", {"qkv", "dout", "dqkv"}},
+        {"classifier_forward_backward", {"logits"}},
+        {"rmsnorm_forward", {"inp", "out"}},
+        {"rmsnorm_backward", {"inp", "dout", "dinp"}},
+        {"residual_rmsnorm_forward", {"a", "b", "res_out", "out"}},
+        {"rope_forward", {"qkv"}},
+        {"rope_backward", {"dqkv"}},
+        {"swiglu_forward", {"inp", "out"}},
+        {"swiglu_backward", {"inp", "dout", "dinp"}},
+    };
+    return m;
+}
+
+void add(OpCase c) {
+    const auto it = activation_tensors().find(c.op);
+    TRT_CHECK(it != activation_tensors().end(), "op case: no activation list for ", c.op);
+    for (TensorSpec& t : c.tensors) t.act = it->second.count(t.name) > 0;
+    cases.push_back(std::move(c));
+}
 
 // ---------------------------------------------------------------- encoder
 
@@ -133,7 +178,7 @@ void encoder_cases() {
             c.dims.V = V;
             c.tol = kFp32Math;
             c.run = [=](Backend& be, const DeviceTensors& t) {
-                be.encoder_forward(t.f(3), t.ids(0), t.f(1), wpe ? t.f(2) : nullptr, B, T, C);
+                be.encoder_forward(t.f(3), t.ids(0), t.f(1), t.f_if(wpe, 2), B, T, C);
             };
             c.reference = [=](HostTensors& h) {
                 h.f[3] = ref::encoder_forward(h.ids[0], h.f[1], wpe ? h.f[2] : Vec{}, B, T, C);
@@ -151,7 +196,7 @@ void encoder_cases() {
             c.dims.V = V;
             c.tol = kFp32Math;
             c.run = [=](Backend& be, const DeviceTensors& t) {
-                be.encoder_backward(t.f(2), wpe ? t.f(3) : nullptr, t.f(1), t.ids(0), B, T, C);
+                be.encoder_backward(t.f(2), t.f_if(wpe, 3), t.f(1), t.ids(0), B, T, C);
             };
             c.reference = [=](HostTensors& h) {
                 Vec dwte, dwpe;
@@ -201,7 +246,7 @@ void layernorm_cases() {
             c.run = [=](Backend& be, const DeviceTensors& t) {
                 auto* o = static_cast<float*>(be.alloc(NC * 4 + 2 * (size_t)N * 4, "ln fwd"));
                 float *mean = o + NC, *rstd = mean + N;
-                be.layernorm_forward(o, mean, rstd, t.f(0), t.f(1), t.f(2), N, C);
+                be.layernorm_forward(as_act(be, o), mean, rstd, t.f(0), t.f(1), t.f(2), N, C);
                 be.layernorm_backward(t.f(4), t.f(5), t.f(6), t.f(3), t.f(0), t.f(1), mean, rstd,
                                       N, C);
                 be.free(o);
@@ -234,7 +279,7 @@ void residual_layernorm_cases() {
             c.tol = kFp32Math;
             c.run = [=](Backend& be, const DeviceTensors& t) {
                 be.residual_layernorm_forward(t.f(5), t.f(6), t.f(7), t.f(8), t.f(0), t.f(1),
-                                              with_bb ? t.f(2) : nullptr, t.f(3), t.f(4), N, C);
+                                              t.f_if(with_bb, 2), t.f(3), t.f(4), N, C);
             };
             c.reference = [=](HostTensors& h) {
                 Vec res(NC);
@@ -281,7 +326,7 @@ void matmul_cases() {
                     c.tol = kMatmulForward;
                     c.large = (size_t)N * K * M > 50'000'000;
                     c.run = [=](Backend& be, const DeviceTensors& t) {
-                        be.matmul_forward(t.f(3), t.f(0), t.f(1), with_bias ? t.f(2) : nullptr, N,
+                        be.matmul_forward(t.f(3), t.f(0), t.f(1), t.f_if(with_bias, 2), N,
                                           K, M, layout);
                     };
                     c.reference = [=](HostTensors& h) {
@@ -305,8 +350,8 @@ void matmul_cases() {
                     c.tol = kMatmulBackward;
                     c.large = (size_t)N * K * M > 50'000'000;
                     c.run = [=](Backend& be, const DeviceTensors& t) {
-                        be.matmul_backward(with_dinp ? t.f(3) : nullptr, t.f(4),
-                                           with_bias ? t.f(5) : nullptr, t.f(2), t.f(0), t.f(1),
+                        be.matmul_backward(t.f_if(with_dinp, 3), t.f(4),
+                                           t.f_if(with_bias, 5), t.f(2), t.f(0), t.f(1),
                                            N, K, M, layout);
                     };
                     c.reference = [=](HostTensors& h) {
@@ -345,7 +390,7 @@ void matmul_gelu_cases() {
             c.large = (size_t)N * K * M > 50'000'000;
             c.run = [=](Backend& be, const DeviceTensors& t) {
                 be.matmul_gelu_forward(t.f(3), t.f(4), t.f(0), t.f(1),
-                                       with_bias ? t.f(2) : nullptr, N, K, M);
+                                       t.f_if(with_bias, 2), N, K, M);
             };
             c.reference = [=](HostTensors& h) {
                 h.f[3] = ref::matmul_forward(h.f[0], h.f[1], with_bias ? &h.f[2] : nullptr, N, K,
@@ -369,7 +414,7 @@ void gelu_backward_bias_cases() {
             c.dims = rows_dims(N, (M + 3) / 4);  // column sums cover M <= 4C
             c.tol = kFp32Math;
             c.run = [=](Backend& be, const DeviceTensors& t) {
-                be.gelu_backward_bias(t.f(2), with_dbias ? t.f(3) : nullptr, t.f(0), t.f(1), N, M);
+                be.gelu_backward_bias(t.f(2), t.f_if(with_dbias, 3), t.f(0), t.f(1), N, M);
             };
             c.reference = [=](HostTensors& h) {
                 h.f[2].resize(n);
@@ -433,7 +478,7 @@ void attention_cases() {
                 auto* saved = static_cast<float*>(be.alloc(std::max<size_t>(ns, 1) * 4, "saved"));
                 auto* scratch = static_cast<float*>(be.alloc(std::max<size_t>(nx, 1) * 4, "scr"));
                 auto* o = static_cast<float*>(be.alloc(no * 4, "attention out"));
-                be.attention_forward(o, saved, t.f(0), B, T, C, NH, NKV);
+                be.attention_forward(as_act(be, o), saved, t.f(0), B, T, C, NH, NKV);
                 be.attention_backward(t.f(2), scratch, t.f(1), t.f(0), saved, B, T, C, NH, NKV);
                 be.free(o);
                 be.free(scratch);
@@ -539,7 +584,7 @@ void rmsnorm_cases() {
             c.run = [=](Backend& be, const DeviceTensors& t) {
                 auto* o = static_cast<float*>(be.alloc(NC * 4 + (size_t)N * 4, "rms fwd"));
                 float* rstd = o + NC;
-                be.rmsnorm_forward(o, rstd, t.f(0), t.f(1), N, C, eps);
+                be.rmsnorm_forward(as_act(be, o), rstd, t.f(0), t.f(1), N, C, eps);
                 be.rmsnorm_backward(t.f(3), t.f(4), t.f(2), t.f(0), t.f(1), rstd, N, C);
                 be.free(o);
             };

@@ -49,6 +49,9 @@ struct TensorSpec {
     bool param = false;
     // Backends must agree bit for bit (an output of single IEEE operations).
     bool bitwise = false;
+    // An activation (an Act / ConstAct argument of backend.h): held in the backend's
+    // activation dtype. Set by the table from the op's signature, never by a case.
+    bool act = false;
     // Rewrites the seeded initial values (tables with fixed contents, garbage in padding).
     std::function<void(std::vector<float>&)> fill;
 };
@@ -74,10 +77,26 @@ struct HostTensors {
     std::vector<std::vector<int32_t>> ids;  // [tensor] ids (empty for floats)
 };
 
+// A tensor in a backend's memory, as a case's run() passes it: to an activation parameter
+// (Act / ConstAct) it goes as a view in its dtype, to a float* parameter as the pointer (an
+// fp32 tensor only: a bf16 activation passed as float* is a bug in the case, and throws).
+struct TensorRef {
+    void* p;
+    trt::DType dtype;
+    operator trt::Act() const { return {p, dtype}; }
+    operator trt::ConstAct() const { return {p, dtype}; }
+    operator float*() const;
+};
+
 // The tensors of a case in one backend's memory, in the order of OpCase::tensors.
 struct DeviceTensors {
     std::vector<void*> p;
-    float* f(size_t i) const { return static_cast<float*>(p[i]); }
+    std::vector<trt::DType> dtype;
+    TensorRef f(size_t i) const { return {p[i], dtype[i]}; }
+    // f(i), or a null pointer / view when the case leaves the optional tensor out.
+    TensorRef f_if(bool present, size_t i) const {
+        return {present ? p[i] : nullptr, dtype[i]};
+    }
     const int32_t* ids(size_t i) const { return static_cast<const int32_t*>(p[i]); }
 };
 

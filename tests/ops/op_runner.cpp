@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/bf16.h"
 #include "core/error.h"
 #include "cpu/reference_ops.h"
 
@@ -35,7 +36,9 @@ struct Initial {
     std::vector<std::vector<int32_t>> ids;
 };
 
-Initial initial_values(const OpCase& c, trt::Precision p) {
+// p: the precision the backend under test computes in (its operands are rounded to it);
+// act: its activation dtype (bf16 activations hold bf16 values from the start).
+Initial initial_values(const OpCase& c, trt::Precision p, trt::DType act) {
     Initial in;
     in.f.resize(c.tensors.size());
     in.ids.resize(c.tensors.size());
@@ -56,6 +59,8 @@ Initial initial_values(const OpCase& c, trt::Precision p) {
         if (t.fill) t.fill(v);
         if (t.operand && low_precision(p))
             for (auto& x : v) x = round_to(x, p);
+        if (t.act && act == trt::DType::BF16)
+            for (auto& x : v) x = trt::round_to_bf16(x);
         in.f[i] = std::move(v);
     }
     return in;
@@ -64,7 +69,12 @@ Initial initial_values(const OpCase& c, trt::Precision p) {
 // What an op left in its written tensors (empty vectors for inputs).
 using Results = std::vector<std::vector<float>>;
 
-size_t bytes_of(const TensorSpec& t) {
+bool bf16_on(const TensorSpec& t, const trt::Backend& be) {
+    return t.act && be.activation_dtype() == trt::DType::BF16;
+}
+
+size_t bytes_of(const TensorSpec& t, const trt::Backend& be) {
+    if (bf16_on(t, be)) return t.count * sizeof(uint16_t);
     return t.count * (t.ids_below > 0 ? sizeof(int32_t) : sizeof(float));
 }
 
@@ -72,6 +82,7 @@ Results run_on(const OpCase& c, trt::Backend& be, const Initial& init) {
     be.reserve(c.dims);
     DeviceTensors dt;
     dt.p.assign(c.tensors.size(), nullptr);
+    dt.dtype.assign(c.tensors.size(), trt::DType::F32);
     void* params = nullptr;
     std::vector<void*> owned;
     auto release = [&] {
@@ -89,18 +100,25 @@ Results run_on(const OpCase& c, trt::Backend& be, const Initial& init) {
         size_t next_param = kParamOffset;
         for (size_t i = 0; i < c.tensors.size(); i++) {
             const TensorSpec& t = c.tensors[i];
+            if (bf16_on(t, be)) dt.dtype[i] = trt::DType::BF16;
             if (t.param) {
-                TRT_CHECK(t.ids_below == 0, "op case: ids cannot be parameters");
+                TRT_CHECK(t.ids_below == 0 && !t.act, "op case: a parameter must be fp32");
                 dt.p[i] = static_cast<float*>(params) + next_param;
                 next_param += t.count;
             } else {
-                dt.p[i] = be.alloc(std::max<size_t>(bytes_of(t), 4), "op case tensor");
+                dt.p[i] = be.alloc(std::max<size_t>(bytes_of(t, be), 4), "op case tensor");
                 owned.push_back(dt.p[i]);
             }
+            std::vector<uint16_t> narrow;
             const void* src = t.ids_below > 0 ? static_cast<const void*>(init.ids[i].data())
                                               : static_cast<const void*>(init.f[i].data());
+            if (bf16_on(t, be)) {  // exact: the values were rounded to bf16 already
+                narrow.resize(t.count);
+                for (size_t k = 0; k < t.count; k++) narrow[k] = trt::float_to_bf16(init.f[i][k]);
+                src = narrow.data();
+            }
             // Into the registered buffer after register_params: the working copy follows.
-            if (t.count) be.copy_to_device(dt.p[i], src, bytes_of(t));
+            if (t.count) be.copy_to_device(dt.p[i], src, bytes_of(t, be));
         }
         c.run(be, dt);
         be.synchronize();
@@ -110,7 +128,14 @@ Results run_on(const OpCase& c, trt::Backend& be, const Initial& init) {
             if (t.use == Use::In) continue;
             TRT_CHECK(t.ids_below == 0, "op case: an op writes ids");
             out[i].resize(t.count);
-            if (t.count) be.copy_to_host(out[i].data(), dt.p[i], bytes_of(t));
+            if (!t.count) continue;
+            if (bf16_on(t, be)) {
+                std::vector<uint16_t> narrow(t.count);
+                be.copy_to_host(narrow.data(), dt.p[i], bytes_of(t, be));
+                for (size_t k = 0; k < t.count; k++) out[i][k] = trt::bf16_to_float(narrow[k]);
+            } else {
+                be.copy_to_host(out[i].data(), dt.p[i], bytes_of(t, be));
+            }
         }
         release();
         return out;
@@ -146,13 +171,20 @@ void for_each_written(const OpCase& c, F&& f) {
 }
 
 // One written tensor's check; `pre` is its initial content (the pre-fill of an accumulator).
+// A bf16 activation is rounded where the op stores it: half an ulp of bf16 (2^-9 relative)
+// per element bounds it, 4e-3 over the tensor with room for the fp32 math before it. An
+// accumulator stored in bf16 rounds pre-fill + increment together, so it is judged on the
+// total (an op that dropped the pre-fill is still off by the whole pre-fill).
+constexpr double kBf16Storage = 4e-3;
+
 template <typename W>
 Check check_of(const TensorSpec& t, double tol, const std::vector<float>& got, const W& want,
-               const std::vector<float>& pre) {
+               const std::vector<float>& pre, bool bf16_storage = false) {
     Check k;
     k.tensor = t.use == Use::Accum ? t.name + " (+=)" : t.name;
-    k.tol = tol;
-    k.error = relative_error(got, want, t.use == Use::Accum ? &pre : nullptr);
+    k.tol = bf16_storage ? std::max(tol, kBf16Storage) : tol;
+    const bool on_increment = t.use == Use::Accum && !bf16_storage;
+    k.error = relative_error(got, want, on_increment ? &pre : nullptr);
     return k;
 }
 
@@ -187,12 +219,16 @@ std::string Check::describe() const {
 }
 
 std::vector<Check> against_reference(const OpCase& c, trt::Backend& be) {
-    const Initial init = initial_values(c, trt::Precision::Fp32);
+    const trt::DType act = be.activation_dtype();
+    const bool bf16 = act == trt::DType::BF16;
+    const Initial init =
+        initial_values(c, bf16 ? trt::Precision::Bf16 : trt::Precision::Fp32, act);
     const Results got = run_on(c, be, init);
-    // The double reference of the big cases takes a while: once per case and process (a
-    // suite checks each case at several thread counts).
-    static std::map<const OpCase*, HostTensors> expected;
-    auto it = expected.find(&c);
+    // The double reference of the big cases takes a while: once per case, activation dtype
+    // and process (a suite checks each case at several thread counts).
+    static std::map<std::pair<const OpCase*, trt::DType>, HostTensors> expected;
+    const auto key = std::make_pair(&c, act);
+    auto it = expected.find(key);
     if (it == expected.end()) {
         HostTensors h;
         h.f.resize(c.tensors.size());
@@ -200,12 +236,12 @@ std::vector<Check> against_reference(const OpCase& c, trt::Backend& be) {
         for (size_t i = 0; i < c.tensors.size(); i++)
             h.f[i].assign(init.f[i].begin(), init.f[i].end());
         c.reference(h);
-        it = expected.emplace(&c, std::move(h)).first;
+        it = expected.emplace(key, std::move(h)).first;
     }
     const HostTensors& h = it->second;
     std::vector<Check> checks;
     for_each_written(c, [&](size_t i, const TensorSpec& t) {
-        checks.push_back(check_of(t, c.tol.fp32, got[i], h.f[i], init.f[i]));
+        checks.push_back(check_of(t, c.tol.fp32, got[i], h.f[i], init.f[i], bf16 && t.act));
     });
     return checks;
 }
@@ -220,10 +256,11 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
 // Checks of `got` against `want` (two runs of the case); bitwise when `all_bitwise`, else
 // where the case says so.
 std::vector<Check> compare_runs(const OpCase& c, const Initial& init, const Results& got,
-                                const Results& want, double tol, bool all_bitwise) {
+                                const Results& want, double tol, bool all_bitwise,
+                                bool bf16_storage) {
     std::vector<Check> checks;
     for_each_written(c, [&](size_t i, const TensorSpec& t) {
-        Check k = check_of(t, tol, got[i], want[i], init.f[i]);
+        Check k = check_of(t, tol, got[i], want[i], init.f[i], bf16_storage && t.act);
         k.bitwise = all_bitwise || t.bitwise;
         k.same_bits = bitwise_equal(got[i], want[i]);
         checks.push_back(k);
@@ -235,17 +272,20 @@ std::vector<Check> compare_runs(const OpCase& c, const Initial& init, const Resu
 
 std::vector<Check> against_backend(const OpCase& c, trt::Backend& be, trt::Precision p,
                                    trt::Backend& oracle) {
-    const Initial init = initial_values(c, p);
+    TRT_CHECK(oracle.activation_dtype() == be.activation_dtype(),
+              "op case: the oracle must store activations as the backend under test does");
+    const trt::DType act = be.activation_dtype();
+    const Initial init = initial_values(c, p, act);
     const Results want = run_on(c, oracle, init);
     const Results got = run_on(c, be, init);
-    return compare_runs(c, init, got, want, c.tol.at(p), false);
+    return compare_runs(c, init, got, want, c.tol.at(p), false, act == trt::DType::BF16);
 }
 
 std::vector<Check> run_to_run(const OpCase& c, trt::Backend& be, trt::Precision p) {
-    const Initial init = initial_values(c, p);
+    const Initial init = initial_values(c, p, be.activation_dtype());
     const Results first = run_on(c, be, init);
     const Results second = run_on(c, be, init);
-    return compare_runs(c, init, second, first, 0.0, true);
+    return compare_runs(c, init, second, first, 0.0, true, false);
 }
 
 }  // namespace opcase

@@ -21,11 +21,13 @@ struct Check {
     std::string describe() const;  // "out: 3.1e-07 (tolerance 1e-05)"
 };
 
-// The backend (computing in fp32) against the reference; tolerance tol.fp32.
+// The backend against the double reference fed the same inputs; tolerance tol.fp32. A
+// backend with bf16 activations gets them (and its matmul weights) rounded to bf16, and each
+// bf16 activation it writes is held to the rounding of its storage (4e-3) instead.
 std::vector<Check> against_reference(const OpCase& c, trt::Backend& be);
 
-// `be`, computing in precision p, against `oracle` (fp32) fed the same inputs (matmul
-// operands rounded to p); tolerance tol.at(p).
+// `be`, computing in precision p, against `oracle` (fp32 math, the same activation dtype)
+// fed the same inputs (matmul operands rounded to p); tolerance tol.at(p).
 std::vector<Check> against_backend(const OpCase& c, trt::Backend& be, trt::Precision p,
                                    trt::Backend& oracle);
 

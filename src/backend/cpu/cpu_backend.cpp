@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_bf16.h"
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
 
@@ -22,15 +23,36 @@ constexpr size_t kAlign = 64;  // one cache line / an AVX-512 vector
 
 class CpuBackend final : public Backend {
 public:
-    explicit CpuBackend(int threads) : threads_(threads > 0 ? threads : omp_get_num_procs()) {
+    CpuBackend(int threads, Precision precision)
+        : threads_(threads > 0 ? threads : omp_get_num_procs()) {
         if (threads_ < 1) threads_ = 1;
+        if (precision == Precision::Bf16)
+            bf16_ = std::make_unique<cpu::Bf16Ops>(*this, threads_);
+        else if (precision != Precision::Fp32)  // the factory resolves auto before this
+            fail(Status::Unsupported, "the cpu backend computes in fp32 or bf16, not ",
+                 precision == Precision::Fp16 ? "fp16" : "tf32/auto");
         // Our regions pass num_threads(threads_); OpenBLAS's count is set by each kernel that
         // calls it, on the calling thread (cpu_threads.h) — not here, once, on the thread that
         // created the session: OpenMP's thread count is per thread, and a session may be
         // driven from any thread.
     }
     ~CpuBackend() override {
+        bf16_.reset();  // frees its buffers through this backend
         for (auto& kv : sizes_) std::free(kv.first);
+    }
+    DType activation_dtype() const override { return bf16_ ? DType::BF16 : DType::F32; }
+    AccelStatus accel_status() const override {
+        AccelStatus st;
+        const std::string native = native_bf16_flags();
+        if (bf16_)
+            st.precision_note = cat(
+                "bf16 activations and matmul operands, fp32 math through the fp32 kernels "
+                "(rounded as the CUDA bf16 path): slower than fp32 on this build",
+                native.empty() ? "; this CPU has no native bf16"
+                               : cat("; this CPU's native bf16 (", native, ") is not used yet"));
+        else if (!native.empty())
+            st.precision_note = cat("this CPU has native bf16 (", native, ")");
+        return st;
     }
 
     const char* name() const override { return "cpu"; }
@@ -67,6 +89,7 @@ public:
     }
     void free(void* ptr) override {
         if (!ptr) return;
+        if (bf16_) bf16_->unregister_if(ptr);
         {
             std::lock_guard<std::mutex> lock(mu_);
             auto it = sizes_.find(ptr);
@@ -76,11 +99,16 @@ public:
         }
         std::free(ptr);
     }
-    void zero(void* ptr, size_t bytes) override {
-        if (bytes) std::memset(ptr, 0, bytes);
-    }
     void copy_to_device(void* dst, const void* src, size_t bytes) override {
         if (bytes) std::memcpy(dst, src, bytes);
+        if (bf16_) bf16_->params_written(dst, bytes);
+    }
+    void zero(void* ptr, size_t bytes) override {
+        if (bytes) std::memset(ptr, 0, bytes);
+        if (bf16_) bf16_->params_written(ptr, bytes);
+    }
+    void register_params(const float* params, size_t n) override {
+        if (bf16_) bf16_->register_params(params, n);
     }
     void copy_to_host(void* dst, const void* src, size_t bytes) override {
         if (bytes) std::memcpy(dst, src, bytes);
@@ -91,97 +119,125 @@ public:
         return in_use_;
     }
 
-    // ---- ops
-    void encoder_forward(float* out, const int32_t* inputs, const float* wte, const float* wpe,
+    // ---- ops: the fp32 kernels of cpu_ops.h, or in bf16 mode Bf16Ops around them.
+    void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
                          int B, int T, int C) override {
-        cpu::encoder_forward(out, inputs, wte, wpe, B, T, C, threads_);
+        if (bf16_) return bf16_->encoder_forward(out, inputs, wte, wpe, B, T, C);
+        cpu::encoder_forward(f32(out), inputs, wte, wpe, B, T, C, threads_);
     }
-    void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inputs,
+    void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
                           int B, int T, int C) override {
-        cpu::encoder_backward(dwte, dwpe, dout, inputs, B, T, C, threads_);
+        if (bf16_) return bf16_->encoder_backward(dwte, dwpe, dout, inputs, B, T, C);
+        cpu::encoder_backward(dwte, dwpe, f32(dout), inputs, B, T, C, threads_);
     }
-    void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                           const float* w, const float* b, int N, int C) override {
-        cpu::layernorm_forward(out, mean, rstd, inp, w, b, N, C, threads_);
+    void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp, const float* w,
+                           const float* b, int N, int C) override {
+        if (bf16_) return bf16_->layernorm_forward(out, mean, rstd, inp, w, b, N, C);
+        cpu::layernorm_forward(f32(out), mean, rstd, f32(inp), w, b, N, C, threads_);
     }
-    void layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
-                            const float* inp, const float* w, const float* mean,
-                            const float* rstd, int N, int C) override {
-        cpu::layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, threads_);
+    void layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
+                            const float* w, const float* mean, const float* rstd, int N,
+                            int C) override {
+        if (bf16_)
+            return bf16_->layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+        cpu::layernorm_backward(f32(dinp), dw, db, f32(dout), f32(inp), w, mean, rstd, N, C,
+                                threads_);
     }
-    void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                        int N, int K, int M, WeightLayout layout) override {
-        cpu::matmul_forward(out, inp, weight, bias, N, K, M, layout, threads_);
+    void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N,
+                        int K, int M, WeightLayout layout) override {
+        if (bf16_) return bf16_->matmul_forward(out, inp, weight, bias, N, K, M, layout);
+        cpu::matmul_forward(f32(out), f32(inp), weight, bias, N, K, M, layout, threads_);
     }
-    void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                         const float* inp, const float* weight, int N, int K, int M,
+    void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
+                         const float* weight, int N, int K, int M,
                          WeightLayout layout) override {
-        cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M, layout,
-                             threads_);
+        if (bf16_)
+            return bf16_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M,
+                                          layout);
+        cpu::matmul_backward(f32(dinp), dweight, dbias, f32(dout), f32(inp), weight, N, K, M,
+                             layout, threads_);
     }
     size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const override {
         return cpu::attention_saved_floats(B, T, C, NH, NKV);
     }
-    void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
-                           int NH, int NKV) override {
-        cpu::attention_forward(out, saved, qkv, B, T, C, NH, NKV, threads_);
+    void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C, int NH,
+                           int NKV) override {
+        if (bf16_) return bf16_->attention_forward(out, saved, qkv, B, T, C, NH, NKV);
+        cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_);
     }
     size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
         return cpu::attention_scratch_floats(B, T, C, NH, NKV, threads_);
     }
-    void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+    void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH,
                             int NKV) override {
-        cpu::attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, threads_);
+        if (bf16_)
+            return bf16_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
+        cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C, NH,
+                                NKV, threads_);
     }
-    void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,
-                         int C, float eps) override {
-        cpu::rmsnorm_forward(out, rstd, inp, w, N, C, eps, threads_);
+    void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
+                         float eps) override {
+        if (bf16_) return bf16_->rmsnorm_forward(out, rstd, inp, w, N, C, eps);
+        cpu::rmsnorm_forward(f32(out), rstd, f32(inp), w, N, C, eps, threads_);
     }
-    void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
-                          const float* w, const float* rstd, int N, int C) override {
-        cpu::rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C, threads_);
+    void rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp, const float* w,
+                          const float* rstd, int N, int C) override {
+        if (bf16_) return bf16_->rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C);
+        cpu::rmsnorm_backward(f32(dinp), dw, f32(dout), f32(inp), w, rstd, N, C, threads_);
     }
-    void residual_rmsnorm_forward(float* res_out, float* out, float* rstd, const float* a,
-                                  const float* b, const float* w, int N, int C,
-                                  float eps) override {
-        cpu::residual_rmsnorm_forward(res_out, out, rstd, a, b, w, N, C, eps, threads_);
+    void residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a, ConstAct b,
+                                  const float* w, int N, int C, float eps) override {
+        if (bf16_) return bf16_->residual_rmsnorm_forward(res_out, out, rstd, a, b, w, N, C, eps);
+        cpu::residual_rmsnorm_forward(f32(res_out), f32(out), rstd, f32(a), f32(b), w, N, C,
+                                      eps, threads_);
     }
-    void rope_forward(float* qkv, const float* cos, const float* sin, int B, int T, int NH,
+    void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
                       int NKV, int hs, int pos0) override {
-        cpu::rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0, threads_);
+        if (bf16_) return bf16_->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0);
+        cpu::rope_forward(f32(qkv), cos, sin, B, T, NH, NKV, hs, pos0, threads_);
     }
-    void rope_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int NH,
+    void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
                        int NKV, int hs, int pos0) override {
-        cpu::rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0, threads_);
+        if (bf16_) return bf16_->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0);
+        cpu::rope_backward(f32(dqkv), cos, sin, B, T, NH, NKV, hs, pos0, threads_);
     }
-    void swiglu_forward(float* out, const float* inp, int N, int F) override {
-        cpu::swiglu_forward(out, inp, N, F, threads_);
+    void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
+        if (bf16_) return bf16_->swiglu_forward(out, inp, N, F);
+        cpu::swiglu_forward(f32(out), f32(inp), N, F, threads_);
     }
-    void swiglu_backward(float* dinp, const float* inp, const float* dout, int N,
-                         int F) override {
-        cpu::swiglu_backward(dinp, inp, dout, N, F, threads_);
+    void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int F) override {
+        if (bf16_) return bf16_->swiglu_backward(dinp, inp, dout, N, F);
+        cpu::swiglu_backward(f32(dinp), f32(inp), f32(dout), N, F, threads_);
     }
-    void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
-                                    const float* a, const float* b, const float* bb,
-                                    const float* w, const float* bias, int N, int C) override {
-        cpu::residual_layernorm_forward(res_out, out, mean, rstd, a, b, bb, w, bias, N, C,
-                                        threads_);
+    void residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd, ConstAct a,
+                                    ConstAct b, const float* bb, const float* w,
+                                    const float* bias, int N, int C) override {
+        if (bf16_)
+            return bf16_->residual_layernorm_forward(res_out, out, mean, rstd, a, b, bb, w,
+                                                     bias, N, C);
+        cpu::residual_layernorm_forward(f32(res_out), f32(out), mean, rstd, f32(a), f32(b), bb,
+                                        w, bias, N, C, threads_);
     }
-    void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
+    void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                              const float* bias, int N, int K, int M) override {
-        cpu::matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M, threads_);
+        if (bf16_) return bf16_->matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M);
+        cpu::matmul_gelu_forward(f32(pre), f32(out), f32(inp), weight, bias, N, K, M, threads_);
     }
-    void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout,
-                            int N, int M) override {
-        cpu::gelu_backward_bias(dinp, dbias, inp, dout, N, M, threads_);
+    void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
+                            int M) override {
+        if (bf16_) return bf16_->gelu_backward_bias(dinp, dbias, inp, dout, N, M);
+        cpu::gelu_backward_bias(f32(dinp), dbias, f32(inp), f32(dout), N, M, threads_);
     }
-    void classifier_forward_backward(float* logits, float* losses, const int32_t* targets,
-                                     int N, int V, int Vp, float dloss, bool write_grad,
+    void classifier_forward_backward(Act logits, float* losses, const int32_t* targets, int N,
+                                     int V, int Vp, float dloss, bool write_grad,
                                      const StepScalars* scalars) override {
         if (scalars) dloss *= scalars->loss_scale;
-        cpu::classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss, write_grad,
-                                         threads_);
+        if (bf16_)
+            return bf16_->classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss,
+                                                      write_grad);
+        cpu::classifier_forward_backward(f32(logits), losses, targets, N, V, Vp, dloss,
+                                         write_grad, threads_);
     }
 
     // ---- the step on StepScalars (host memory: every read-back is ready at once)
@@ -198,6 +254,7 @@ public:
                     const ParamSegments& seg, const AdamWConfig& hp,
                     const StepScalars* s) override {
         cpu::adamw_step(params, grads, m, v, n, seg, hp, s, threads_);
+        if (bf16_) bf16_->params_written(params, n * sizeof(float));
     }
     void end_step(StepScalars* s, const LossScalePolicy& policy) override {
         cpu::end_step(s, policy);
@@ -228,6 +285,28 @@ public:
     }
 
 private:
+    // The CPU's native bf16 features from /proc/cpuinfo ("avx512_bf16 amx_bf16"), "" if none.
+    static std::string native_bf16_flags() {
+        std::ifstream in("/proc/cpuinfo");
+        std::string line, found;
+        while (std::getline(in, line)) {
+            if (line.rfind("flags", 0) != 0) continue;
+            for (const char* f : {" avx512_bf16", " amx_bf16"})
+                if ((line + " ").find(cat(f, " ")) != std::string::npos)
+                    found += found.empty() ? f + 1 : cat(" ", f + 1);
+            break;
+        }
+        return found;
+    }
+    // The fp32 buffer behind a view (fp32 mode); a view of another dtype is a caller's bug.
+    static float* f32(Act a) {
+        TRT_CHECK(a.dtype == DType::F32, "cpu backend in fp32: an activation view is not fp32");
+        return static_cast<float*>(a.data);
+    }
+    static const float* f32(ConstAct a) {
+        TRT_CHECK(a.dtype == DType::F32, "cpu backend in fp32: an activation view is not fp32");
+        return static_cast<const float*>(a.data);
+    }
     static int check_slot(int slot) {
         TRT_CHECK(slot >= 0 && slot < kScalarSlots, "scalar read-back slot ", slot,
                   " outside [0, ", kScalarSlots, ")");
@@ -239,12 +318,13 @@ private:
     mutable std::mutex mu_;
     std::unordered_map<void*, size_t> sizes_;  // live allocation -> requested bytes
     size_t in_use_ = 0;
+    std::unique_ptr<cpu::Bf16Ops> bf16_;  // bf16 mode; null in fp32
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int threads) {
-    return std::make_unique<CpuBackend>(threads);
+std::unique_ptr<Backend> make_cpu_backend(int threads, Precision precision) {
+    return std::make_unique<CpuBackend>(threads, precision);
 }
 
 }  // namespace trt

@@ -283,37 +283,38 @@ public:
     }
 
     // ---- ops
-    void encoder_forward(float* out, const int32_t* inputs, const float* wte, const float* wpe,
+    void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
                          int B, int T, int C) override {
         const DeviceGuard g(device_);
-        cuda::encoder_forward(ctx_, out, inputs, wte, wpe, B, T, C);
+        cuda::encoder_forward(ctx_, f32(out), inputs, wte, wpe, B, T, C);
     }
-    void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inputs,
+    void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
                           int B, int T, int C) override {
         const DeviceGuard g(device_);
-        cuda::encoder_backward(ctx_, dwte, dwpe, dout, inputs, B, T, C);
+        cuda::encoder_backward(ctx_, dwte, dwpe, f32(dout), inputs, B, T, C);
     }
-    void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+    void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
                            const float* w, const float* b, int N, int C) override {
         const DeviceGuard g(device_);
-        cuda::layernorm_forward(ctx_, out, mean, rstd, inp, w, b, N, C);
+        cuda::layernorm_forward(ctx_, f32(out), mean, rstd, f32(inp), w, b, N, C);
     }
-    void layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
-                            const float* inp, const float* w, const float* mean,
+    void layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout,
+                            ConstAct inp, const float* w, const float* mean,
                             const float* rstd, int N, int C) override {
         const DeviceGuard g(device_);
-        cuda::layernorm_backward(ctx_, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+        cuda::layernorm_backward(ctx_, f32(dinp), dw, db, f32(dout), f32(inp), w, mean, rstd, N, C);
     }
-    void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+    void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
                         int N, int K, int M, WeightLayout layout) override {
         const DeviceGuard g(device_);
-        cuda::matmul_forward(ctx_, out, inp, weight, bias, N, K, M, layout);
+        cuda::matmul_forward(ctx_, f32(out), f32(inp), weight, bias, N, K, M, layout);
     }
-    void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                         const float* inp, const float* weight, int N, int K, int M,
+    void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
+                         ConstAct inp, const float* weight, int N, int K, int M,
                          WeightLayout layout) override {
         const DeviceGuard g(device_);
-        cuda::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
+        cuda::matmul_backward(ctx_, f32(dinp), dweight, dbias, f32(dout), f32(inp), weight, N, K, M,
+                              layout);
     }
     // With cuDNN the saved/scratch buffers are sized for cuDNN at the reserved shape (no T×T
     // matrices; the model asks for that shape only). Another shape gets what the path
@@ -325,13 +326,13 @@ public:
         if (matmul_fits(B, T, C, NH, NKV)) return cuda::attention_saved_floats(B, T, C, NH, NKV);
         return cudnn_->call_saved_floats(B, T, C, NH);
     }
-    void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
+    void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                            int NH, int NKV) override {
         const DeviceGuard g(device_);
         if (attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
-            cudnn_->forward(ctx_, out, saved, qkv, B, T, C, NH);
+            cudnn_->forward(ctx_, f32(out), saved, f32(qkv), B, T, C, NH);
         else
-            cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV);
+            cuda::attention_forward(ctx_, f32(out), saved, f32(qkv), B, T, C, NH, NKV);
     }
     size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
         if (!use_cudnn_ || NKV != NH) return cuda::attention_scratch_floats(B, T, C, NH, NKV);
@@ -340,73 +341,76 @@ public:
             return cuda::attention_scratch_floats(B, T, C, NH, NKV);
         return cudnn_->call_scratch_floats(B, T, C, NH);
     }
-    void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+    void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH, int NKV) override {
         const DeviceGuard g(device_);
         if (attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
-            cudnn_->backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH);
+            cudnn_->backward(ctx_, f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C, NH);
         else
-            cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
+            cuda::attention_backward(ctx_, f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C,
+                                     NH, NKV);
     }
 
     // ---- Llama-family ops
-    void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N, int C,
+    void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
                          float eps) override {
         const DeviceGuard g(device_);
-        cuda::rmsnorm_forward(ctx_, out, rstd, inp, w, N, C, eps);
+        cuda::rmsnorm_forward(ctx_, f32(out), rstd, f32(inp), w, N, C, eps);
     }
-    void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
+    void rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp,
                           const float* w, const float* rstd, int N, int C) override {
         const DeviceGuard g(device_);
-        cuda::rmsnorm_backward(ctx_, dinp, dw, dout, inp, w, rstd, N, C);
+        cuda::rmsnorm_backward(ctx_, f32(dinp), dw, f32(dout), f32(inp), w, rstd, N, C);
     }
-    void residual_rmsnorm_forward(float* res_out, float* out, float* rstd, const float* a,
-                                  const float* b, const float* w, int N, int C,
+    void residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a,
+                                  ConstAct b, const float* w, int N, int C,
                                   float eps) override {
         const DeviceGuard g(device_);
-        cuda::residual_rmsnorm_forward(ctx_, res_out, out, rstd, a, b, w, N, C, eps);
+        cuda::residual_rmsnorm_forward(ctx_, f32(res_out), f32(out), rstd, f32(a), f32(b), w, N, C,
+                                       eps);
     }
-    void rope_forward(float* qkv, const float* cos, const float* sin, int B, int T, int NH,
+    void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
                       int NKV, int hs, int pos0) override {
         const DeviceGuard g(device_);
-        cuda::rope_forward(ctx_, qkv, cos, sin, B, T, NH, NKV, hs, pos0);
+        cuda::rope_forward(ctx_, f32(qkv), cos, sin, B, T, NH, NKV, hs, pos0);
     }
-    void rope_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int NH,
+    void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
                        int NKV, int hs, int pos0) override {
         const DeviceGuard g(device_);
-        cuda::rope_backward(ctx_, dqkv, cos, sin, B, T, NH, NKV, hs, pos0);
+        cuda::rope_backward(ctx_, f32(dqkv), cos, sin, B, T, NH, NKV, hs, pos0);
     }
-    void swiglu_forward(float* out, const float* inp, int N, int F) override {
+    void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
         const DeviceGuard g(device_);
-        cuda::swiglu_forward(ctx_, out, inp, N, F);
+        cuda::swiglu_forward(ctx_, f32(out), f32(inp), N, F);
     }
-    void swiglu_backward(float* dinp, const float* inp, const float* dout, int N,
+    void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N,
                          int F) override {
         const DeviceGuard g(device_);
-        cuda::swiglu_backward(ctx_, dinp, inp, dout, N, F);
+        cuda::swiglu_backward(ctx_, f32(dinp), f32(inp), f32(dout), N, F);
     }
 
-    void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
-                                    const float* a, const float* b, const float* bb,
+    void residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd,
+                                    ConstAct a, ConstAct b, const float* bb,
                                     const float* w, const float* bias, int N, int C) override {
         const DeviceGuard g(device_);
-        cuda::residual_layernorm_forward(ctx_, res_out, out, mean, rstd, a, b, bb, w, bias, N, C);
+        cuda::residual_layernorm_forward(ctx_, f32(res_out), f32(out), mean, rstd, f32(a), f32(b),
+                                         bb, w, bias, N, C);
     }
-    void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
+    void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                              const float* bias, int N, int K, int M) override {
         const DeviceGuard g(device_);
-        cuda::matmul_gelu_forward(ctx_, pre, out, inp, weight, bias, N, K, M);
+        cuda::matmul_gelu_forward(ctx_, f32(pre), f32(out), f32(inp), weight, bias, N, K, M);
     }
-    void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout,
+    void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout,
                             int N, int M) override {
         const DeviceGuard g(device_);
-        cuda::gelu_backward_bias(ctx_, dinp, dbias, inp, dout, N, M);
+        cuda::gelu_backward_bias(ctx_, f32(dinp), dbias, f32(inp), f32(dout), N, M);
     }
-    void classifier_forward_backward(float* logits, float* losses, const int32_t* targets,
+    void classifier_forward_backward(Act logits, float* losses, const int32_t* targets,
                                      int N, int V, int Vp, float dloss, bool write_grad,
                                      const StepScalars* scalars) override {
         const DeviceGuard g(device_);
-        cuda::classifier_forward_backward(ctx_, logits, losses, targets, N, V, Vp, dloss,
+        cuda::classifier_forward_backward(ctx_, f32(logits), losses, targets, N, V, Vp, dloss,
                                           write_grad, scalars);
     }
 
@@ -568,6 +572,17 @@ public:
     }
 
 private:
+    // Activations are fp32 on this backend under every precision (activation_dtype()):
+    // bf16/fp16 cast the matmul operands into scratch (cuda_matmul.cu). A view of another
+    // dtype is a caller's bug.
+    static float* f32(Act a) {
+        TRT_CHECK(a.dtype == DType::F32, "cuda backend: an activation view is not fp32");
+        return static_cast<float*>(a.data);
+    }
+    static const float* f32(ConstAct a) {
+        TRT_CHECK(a.dtype == DType::F32, "cuda backend: an activation view is not fp32");
+        return static_cast<const float*>(a.data);
+    }
     void init(const BackendOptions& o) {
         cudaDeviceProp prop{};
         TRT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));

@@ -125,6 +125,21 @@ TEST_F(CapiCheckpoint, ResumeIsBitExactSequentialSamplerWithGradAccum) {
     expect_bit_exact_resume({}, 5, 12);
 }
 
+// runtime.precision = "bf16" on the CPU: the bf16 working copy of the weights is rebuilt
+// from the loaded master, so a resumed run continues bit for bit; and its figures stay
+// within 2% of fp32's without being fp32's (the rounding happens).
+TEST_F(CapiCheckpoint, Bf16OnTheCpuResumesBitExactlyAndTracksFp32) {
+    const Sets bf16 = {{"runtime.precision", "\"bf16\""}};
+    expect_bit_exact_resume(bf16, 3, 8);
+    const std::vector<Figures> a = steps(open(), 8), b = steps(open(bf16), 8);
+    bool differs = false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_NEAR(b[i].loss, a[i].loss, 2e-2 * a[i].loss) << "step " << a[i].step;
+        differs = differs || !same_bits(a[i].loss, b[i].loss);
+    }
+    EXPECT_TRUE(differs) << "bf16 gave the fp32 losses bit for bit: nothing was rounded";
+}
+
 TEST_F(CapiCheckpoint, ResumeIsBitExactRandomSampler) {
     expect_bit_exact_resume({{"data.sampler", "\"random\""}, {"data.seed", "7"}}, 4, 10);
 }

@@ -53,6 +53,39 @@ TEST_P(CpuOpCases, ThreeThreadsAgainstOneAndRunToRun) {
     }
 }
 
+// The bf16 mode (cpu_bf16.h): activations stored in bf16, matmul weights through the
+// bf16 working copy, fp32 math. Against the double reference fed the same rounded inputs,
+// each bf16 output within the rounding of its storage and each fp32 output (statistics,
+// losses, parameter gradients) at fp32 accuracy; the same at 1 and 3 threads and run to run.
+TEST_P(CpuOpCases, Bf16AgainstTheReference) {
+    int cases = 0;
+    auto one = trt::make_cpu_backend(1, trt::Precision::Bf16);
+    auto three = trt::make_cpu_backend(3, trt::Precision::Bf16);
+    ASSERT_EQ(one->activation_dtype(), trt::DType::BF16);
+    for (const opcase::OpCase& c : opcase::all_cases()) {
+        if (c.op != GetParam()) continue;
+        if (!c.large) {
+            ++cases;
+            for (trt::Backend* be : {one.get(), three.get()})
+                for (const opcase::Check& k : opcase::against_reference(c, *be)) {
+                    const std::string what = c.op + " " + c.shape + " " + k.tensor +
+                                             " (bf16, threads=" +
+                                             std::to_string(be->num_threads()) + ")";
+                    if (be == one.get()) ref::report(what, k.error);
+                    EXPECT_TRUE(k.passed()) << what << ": " << k.describe();
+                }
+        }
+        for (const opcase::Check& k :
+             opcase::against_backend(c, *three, trt::Precision::Bf16, *one))
+            EXPECT_TRUE(k.passed()) << c.op << " " << c.shape << " bf16 3 vs 1 thread: "
+                                    << k.describe();
+        for (const opcase::Check& k : opcase::run_to_run(c, *three, trt::Precision::Bf16))
+            EXPECT_TRUE(k.passed()) << c.op << " " << c.shape << " bf16 run to run: "
+                                    << k.describe();
+    }
+    EXPECT_GT(cases, 0);
+}
+
 // The runner itself: a broken op must fail its checks (a suite that cannot fail proves
 // nothing). Each mutant is a table case with its `run` replaced.
 const opcase::OpCase& first_case(const std::string& op) {

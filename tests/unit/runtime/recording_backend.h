@@ -83,6 +83,7 @@ public:
     const char* name() const override { return inner_->name(); }
     int num_threads() const override { return inner_->num_threads(); }
     std::string device_name() const override { return inner_->device_name(); }
+    DType activation_dtype() const override { return inner_->activation_dtype(); }
     AccelStatus accel_status() const override {
         AccelStatus s = inner_->accel_status();
         s.graphs = true;
@@ -156,110 +157,110 @@ public:
     void zero(void* ptr, size_t bytes) override {
         op("zero", [=, be = be()] { be->zero(ptr, bytes); });
     }
-    void encoder_forward(float* out, const int32_t* inputs, const float* wte, const float* wpe,
+    void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
                          int B, int T, int C) override {
         op("encoder_forward",
            [=, be = be()] { be->encoder_forward(out, inputs, wte, wpe, B, T, C); });
     }
-    void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inputs,
+    void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
                           int B, int T, int C) override {
         op("encoder_backward",
            [=, be = be()] { be->encoder_backward(dwte, dwpe, dout, inputs, B, T, C); });
     }
-    void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+    void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
                            const float* w, const float* b, int N, int C) override {
         op("layernorm_forward",
            [=, be = be()] { be->layernorm_forward(out, mean, rstd, inp, w, b, N, C); });
     }
-    void layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
-                            const float* inp, const float* w, const float* mean,
+    void layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout,
+                            ConstAct inp, const float* w, const float* mean,
                             const float* rstd, int N, int C) override {
         op("layernorm_backward", [=, be = be()] {
             be->layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
         });
     }
-    void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+    void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
                         int N, int K, int M, WeightLayout layout) override {
         op("matmul_forward", [=, be = be()] {
             be->matmul_forward(out, inp, weight, bias, N, K, M, layout);
         });
     }
-    void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                         const float* inp, const float* weight, int N, int K, int M,
+    void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
+                         ConstAct inp, const float* weight, int N, int K, int M,
                          WeightLayout layout) override {
         op("matmul_backward", [=, be = be()] {
             be->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
         });
     }
-    void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
+    void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                            int NH, int NKV) override {
         op("attention_forward",
            [=, be = be()] { be->attention_forward(out, saved, qkv, B, T, C, NH, NKV); });
     }
-    void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+    void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH,
                             int NKV) override {
         op("attention_backward", [=, be = be()] {
             be->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
         });
     }
-    void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,
+    void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N,
                          int C, float eps) override {
         op("rmsnorm_forward",
            [=, be = be()] { be->rmsnorm_forward(out, rstd, inp, w, N, C, eps); });
     }
-    void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
+    void rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp,
                           const float* w, const float* rstd, int N, int C) override {
         op("rmsnorm_backward",
            [=, be = be()] { be->rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C); });
     }
-    void residual_rmsnorm_forward(float* res_out, float* out, float* rstd, const float* a,
-                                  const float* b, const float* w, int N, int C,
+    void residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a,
+                                  ConstAct b, const float* w, int N, int C,
                                   float eps) override {
         op("residual_rmsnorm_forward", [=, be = be()] {
             be->residual_rmsnorm_forward(res_out, out, rstd, a, b, w, N, C, eps);
         });
     }
-    void rope_forward(float* qkv, const float* cos, const float* sin, int B, int T, int NH,
+    void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
                       int NKV, int hs, int pos0) override {
         op("rope_forward", [=, be = be()] {
             be->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0);
         });
     }
-    void rope_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int NH,
+    void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
                        int NKV, int hs, int pos0) override {
         op("rope_backward", [=, be = be()] {
             be->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0);
         });
     }
-    void swiglu_forward(float* out, const float* inp, int N, int F) override {
+    void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
         op("swiglu_forward", [=, be = be()] { be->swiglu_forward(out, inp, N, F); });
     }
-    void swiglu_backward(float* dinp, const float* inp, const float* dout, int N,
+    void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N,
                          int F) override {
         op("swiglu_backward",
            [=, be = be()] { be->swiglu_backward(dinp, inp, dout, N, F); });
     }
-    void residual_layernorm_forward(float* res_out, float* out, float* mean, float* rstd,
-                                    const float* a, const float* b, const float* bb,
+    void residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd,
+                                    ConstAct a, ConstAct b, const float* bb,
                                     const float* w, const float* bias, int N,
                                     int C) override {
         op("residual_layernorm_forward", [=, be = be()] {
             be->residual_layernorm_forward(res_out, out, mean, rstd, a, b, bb, w, bias, N, C);
         });
     }
-    void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
+    void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                              const float* bias, int N, int K, int M) override {
         op("matmul_gelu_forward", [=, be = be()] {
             be->matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M);
         });
     }
-    void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout,
+    void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout,
                             int N, int M) override {
         op("gelu_backward_bias",
            [=, be = be()] { be->gelu_backward_bias(dinp, dbias, inp, dout, N, M); });
     }
-    void classifier_forward_backward(float* logits, float* losses, const int32_t* targets,
+    void classifier_forward_backward(Act logits, float* losses, const int32_t* targets,
                                      int N, int V, int Vp, float dloss, bool write_grad,
                                      const StepScalars* scalars = nullptr) override {
         op("classifier_forward_backward", [=, be = be()] {

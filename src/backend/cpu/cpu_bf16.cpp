@@ -1,0 +1,369 @@
+#include "backend/cpu/cpu_bf16.h"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "backend/cpu/cpu_common.h"
+#include "backend/cpu/cpu_ops.h"
+#include "core/bf16.h"
+#include "core/error.h"
+
+namespace trt::cpu {
+namespace {
+
+// Below this many elements a conversion runs on the calling thread.
+constexpr size_t kParallelConvert = size_t{1} << 16;
+// fp32 scratch per chunk: 4 Mi floats (16 MiB) fits a server's L3 and keeps every chunk of a
+// GPT-2 small step at 1000+ rows (matmuls stay efficient).
+constexpr size_t kScratchBudget = size_t{1} << 22;
+// Matmul chunks are taller: each chunk re-reads the weight (and the weight gradient), which
+// for the output head is [Vp, C] — 1024 rows keep that traffic a few percent of the product.
+constexpr size_t kMinMatmulChunkRows = 1024;
+
+TRT_CPU_CLONES void widen_range(float* __restrict dst, const uint16_t* __restrict src,
+                                size_t n) {
+    uint32_t* d = reinterpret_cast<uint32_t*>(dst);
+    for (size_t i = 0; i < n; i++) d[i] = static_cast<uint32_t>(src[i]) << 16;
+}
+
+// Round to nearest even; a NaN stays a (quiet) NaN. Branch-free, so the loop vectorises.
+TRT_CPU_CLONES void narrow_range(uint16_t* __restrict dst, const float* __restrict src,
+                                 size_t n) {
+    const uint32_t* s = reinterpret_cast<const uint32_t*>(src);
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t u = s[i];
+        const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+        const uint32_t nan = (u >> 16) | 0x0040u;
+        dst[i] = static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
+    }
+}
+
+template <typename Fn>
+void split_parallel(size_t n, int threads, Fn fn) {
+    if (n < kParallelConvert || threads <= 1) {
+        fn(size_t{0}, n);
+        return;
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int part = 0; part < threads; part++) {
+        size_t a, b;
+        split_range(n, (size_t)threads, (size_t)part, &a, &b);
+        fn(a, b);
+    }
+}
+
+}  // namespace
+
+void widen_bf16(float* dst, const uint16_t* src, size_t n, int threads) {
+    split_parallel(n, threads, [&](size_t a, size_t b) { widen_range(dst + a, src + a, b - a); });
+}
+
+void narrow_bf16(uint16_t* dst, const float* src, size_t n, int threads) {
+    split_parallel(n, threads, [&](size_t a, size_t b) { narrow_range(dst + a, src + a, b - a); });
+}
+
+// One tensor of a row-chunked op: `width` bf16 elements per row. In: widened before the
+// kernel; Out: rounded back after it; InOut (accumulators, in-place ops): both.
+enum class Dir { In, Out, InOut };
+struct Bf16Ops::RowArg {
+    const void* data;  // bf16, or null (the op skips this tensor)
+    size_t width;
+    Dir dir;
+    RowArg(ConstAct v, size_t w) : data(v.data), width(w), dir(Dir::In) { check(v); }
+    RowArg(Act v, size_t w, Dir d) : data(v.data), width(w), dir(d) { check(v); }
+    static void check(ConstAct v) {
+        TRT_CHECK(!v.data || v.dtype == DType::BF16,
+                  "cpu backend in bf16: an activation view is not bf16");
+    }
+};
+
+Bf16Ops::Bf16Ops(Backend& memory, int threads) : mem_(memory), threads_(threads) {}
+
+Bf16Ops::~Bf16Ops() {
+    mem_.free(scratch_);
+    mem_.free(weight_tmp_);
+    mem_.free(working_);
+}
+
+size_t Bf16Ops::chunk_rows(size_t row_floats, size_t unit, size_t rows_total, size_t min_rows) {
+    size_t rows = std::max(min_rows, kScratchBudget / std::max<size_t>(row_floats, 1));
+    rows = std::max(unit, rows / unit * unit);
+    return std::min(rows, rows_total);
+}
+
+float* Bf16Ops::scratch(size_t floats) {
+    if (floats > scratch_floats_) {
+        mem_.free(scratch_);
+        scratch_ = nullptr;  // alloc may throw: never keep a freed pointer
+        scratch_floats_ = 0;
+        scratch_ = static_cast<float*>(mem_.alloc(floats * sizeof(float), "bf16 scratch"));
+        scratch_floats_ = floats;
+    }
+    return scratch_;
+}
+
+template <size_t K, typename Fn>
+void Bf16Ops::by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], Fn&& fn,
+                      size_t min_rows) {
+    if (rows_total == 0) return;
+    size_t row_floats = 0;
+    for (const RowArg& a : args)
+        if (a.data) row_floats += a.width;
+    const size_t chunk = chunk_rows(row_floats, unit, rows_total, min_rows);
+    float* base = scratch(std::max<size_t>(chunk * row_floats, 1));
+    for (size_t r0 = 0; r0 < rows_total; r0 += chunk) {
+        const size_t rows = std::min(chunk, rows_total - r0);
+        float* f[K];
+        size_t off = 0;
+        for (size_t i = 0; i < K; i++) {
+            const RowArg& a = args[i];
+            f[i] = nullptr;
+            if (!a.data) continue;
+            f[i] = base + off;
+            off += rows * a.width;
+            if (a.dir != Dir::Out)
+                widen_bf16(f[i], static_cast<const uint16_t*>(a.data) + r0 * a.width,
+                           rows * a.width, threads_);
+        }
+        fn(r0, rows, f);
+        for (size_t i = 0; i < K; i++) {
+            const RowArg& a = args[i];
+            if (a.data && a.dir != Dir::In)
+                narrow_bf16(const_cast<uint16_t*>(static_cast<const uint16_t*>(a.data)) +
+                                r0 * a.width,
+                            f[i], rows * a.width, threads_);
+        }
+    }
+}
+
+// ---- the working copy
+
+void Bf16Ops::register_params(const float* params, size_t n) {
+    mem_.free(working_);
+    working_ = nullptr;
+    master_ = nullptr;
+    master_n_ = 0;
+    if (!params || n == 0) return;
+    working_ = static_cast<float*>(mem_.alloc(n * sizeof(float), "bf16 working weights"));
+    master_ = params;
+    master_n_ = n;
+    params_written(params, n * sizeof(float));
+}
+
+void Bf16Ops::unregister_if(const void* freed) {
+    if (freed && freed == master_) register_params(nullptr, 0);
+}
+
+void Bf16Ops::params_written(const void* dst, size_t bytes) {
+    if (!master_ || bytes == 0) return;
+    const char* lo = static_cast<const char*>(dst);
+    const char* hi = lo + bytes;
+    const char* mlo = reinterpret_cast<const char*>(master_);
+    const char* mhi = reinterpret_cast<const char*>(master_ + master_n_);
+    if (hi <= mlo || lo >= mhi) return;
+    // Whole floats touched by the write (a write may start or end inside one).
+    const size_t i0 = static_cast<size_t>(std::max(lo, mlo) - mlo) / sizeof(float);
+    const size_t i1 =
+        (static_cast<size_t>(std::min(hi, mhi) - mlo) + sizeof(float) - 1) / sizeof(float);
+    split_parallel(i1 - i0, threads_, [&](size_t a, size_t b) {
+        for (size_t i = i0 + a; i < i0 + b; i++) working_[i] = round_to_bf16(master_[i]);
+    });
+}
+
+const float* Bf16Ops::weight_operand(const float* weight, size_t count) {
+    if (master_ && weight >= master_ && weight + count <= master_ + master_n_)
+        return working_ + (weight - master_);
+    if (count > weight_tmp_floats_) {
+        mem_.free(weight_tmp_);
+        weight_tmp_ = nullptr;
+        weight_tmp_floats_ = 0;
+        weight_tmp_ = static_cast<float*>(mem_.alloc(count * sizeof(float), "bf16 weights"));
+        weight_tmp_floats_ = count;
+    }
+    for (size_t i = 0; i < count; i++) weight_tmp_[i] = round_to_bf16(weight[i]);
+    return weight_tmp_;
+}
+
+// ---- ops: each is its fp32 kernel (cpu_ops.h) on fp32 chunks of rows.
+
+void Bf16Ops::encoder_forward(Act out, const int32_t* inputs, const float* wte,
+                              const float* wpe, int B, int T, int C) {
+    const RowArg args[] = {{out, (size_t)C, Dir::Out}};
+    by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
+        cpu::encoder_forward(f[0], inputs + r0, wte, wpe, (int)(rows / T), T, C, threads_);
+    });
+}
+
+void Bf16Ops::encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
+                               int B, int T, int C) {
+    const RowArg args[] = {{dout, (size_t)C}};
+    by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
+        cpu::encoder_backward(dwte, dwpe, f[0], inputs + r0, (int)(rows / T), T, C, threads_);
+    });
+}
+
+void Bf16Ops::layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
+                                const float* w, const float* b, int N, int C) {
+    const RowArg args[] = {{out, (size_t)C, Dir::Out}, {inp, (size_t)C}};
+    by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
+        cpu::layernorm_forward(f[0], mean + r0, rstd + r0, f[1], w, b, (int)rows, C, threads_);
+    });
+}
+
+void Bf16Ops::layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
+                                 const float* w, const float* mean, const float* rstd, int N,
+                                 int C) {
+    const RowArg args[] = {{dinp, (size_t)C, Dir::InOut}, {dout, (size_t)C}, {inp, (size_t)C}};
+    by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
+        cpu::layernorm_backward(f[0], dw, db, f[1], f[2], w, mean + r0, rstd + r0, (int)rows, C,
+                                threads_);
+    });
+}
+
+void Bf16Ops::residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd,
+                                         ConstAct a, ConstAct b, const float* bb,
+                                         const float* w, const float* bias, int N, int C) {
+    const RowArg args[] = {{res_out, (size_t)C, Dir::Out},
+                           {out, (size_t)C, Dir::Out},
+                           {a, (size_t)C},
+                           {b, (size_t)C}};
+    by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
+        cpu::residual_layernorm_forward(f[0], f[1], mean + r0, rstd + r0, f[2], f[3], bb, w,
+                                        bias, (int)rows, C, threads_);
+    });
+}
+
+void Bf16Ops::rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
+                              float eps) {
+    const RowArg args[] = {{out, (size_t)C, Dir::Out}, {inp, (size_t)C}};
+    by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
+        cpu::rmsnorm_forward(f[0], rstd + r0, f[1], w, (int)rows, C, eps, threads_);
+    });
+}
+
+void Bf16Ops::rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp,
+                               const float* w, const float* rstd, int N, int C) {
+    const RowArg args[] = {{dinp, (size_t)C, Dir::InOut}, {dout, (size_t)C}, {inp, (size_t)C}};
+    by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
+        cpu::rmsnorm_backward(f[0], dw, f[1], f[2], w, rstd + r0, (int)rows, C, threads_);
+    });
+}
+
+void Bf16Ops::residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a,
+                                       ConstAct b, const float* w, int N, int C, float eps) {
+    const RowArg args[] = {{res_out, (size_t)C, Dir::Out},
+                           {out, (size_t)C, Dir::Out},
+                           {a, (size_t)C},
+                           {b, (size_t)C}};
+    by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
+        cpu::residual_rmsnorm_forward(f[0], f[1], rstd + r0, f[2], f[3], w, (int)rows, C, eps,
+                                      threads_);
+    });
+}
+
+void Bf16Ops::matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
+                             int N, int K, int M, WeightLayout layout) {
+    const float* W = weight_operand(weight, (size_t)K * M);
+    const RowArg args[] = {{out, (size_t)M, Dir::Out}, {inp, (size_t)K}};
+    by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
+        cpu::matmul_forward(f[0], f[1], W, bias, (int)rows, K, M, layout, threads_);
+    }, kMinMatmulChunkRows);
+}
+
+void Bf16Ops::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
+                              ConstAct inp, const float* weight, int N, int K, int M,
+                              WeightLayout layout) {
+    const float* W = weight_operand(weight, (size_t)K * M);
+    const RowArg args[] = {{dinp, (size_t)K, Dir::Out}, {dout, (size_t)M}, {inp, (size_t)K}};
+    by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
+        cpu::matmul_backward(f[0], dweight, dbias, f[1], f[2], W, (int)rows, K, M, layout,
+                             threads_);
+    }, kMinMatmulChunkRows);
+}
+
+void Bf16Ops::matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
+                                  const float* bias, int N, int K, int M) {
+    const float* W = weight_operand(weight, (size_t)K * M);
+    const RowArg args[] = {{pre, (size_t)M, Dir::Out}, {out, (size_t)M, Dir::Out},
+                           {inp, (size_t)K}};
+    by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
+        cpu::matmul_gelu_forward(f[0], f[1], f[2], W, bias, (int)rows, K, M, threads_);
+    }, kMinMatmulChunkRows);
+}
+
+void Bf16Ops::gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
+                                 int M) {
+    const RowArg args[] = {{dinp, (size_t)M, Dir::Out}, {inp, (size_t)M}, {dout, (size_t)M}};
+    by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
+        cpu::gelu_backward_bias(f[0], dbias, f[1], f[2], (int)rows, M, threads_);
+    });
+}
+
+// Attention works on whole sequences: a chunk is a run of them, and the saved softmax state
+// ([B, NH, T, T], b-major) of sequence b starts at b·NH·T·T.
+void Bf16Ops::attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
+                                int NH, int NKV) {
+    const size_t W = (size_t)C / NH * (NH + 2 * NKV);
+    const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
+    const RowArg args[] = {{out, (size_t)C, Dir::Out}, {qkv, W}};
+    by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
+        cpu::attention_forward(f[0], saved + r0 / T * per_seq, f[1], (int)(rows / T), T, C, NH,
+                               NKV, threads_);
+    });
+}
+
+void Bf16Ops::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
+                                 const float* saved, int B, int T, int C, int NH, int NKV) {
+    const size_t W = (size_t)C / NH * (NH + 2 * NKV);
+    const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
+    const RowArg args[] = {{dqkv, W, Dir::Out}, {dout, (size_t)C}, {qkv, W}};
+    by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
+        // scratch was sized for B sequences; a chunk of fewer needs less of it.
+        cpu::attention_backward(f[0], scratch, f[1], f[2], saved + r0 / T * per_seq,
+                                (int)(rows / T), T, C, NH, NKV, threads_);
+    });
+}
+
+void Bf16Ops::rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
+                           int NKV, int hs, int pos0) {
+    const RowArg args[] = {{qkv, (size_t)(NH + 2 * NKV) * hs, Dir::InOut}};
+    by_rows((size_t)B * T, (size_t)T, args, [&](size_t, size_t rows, float** f) {
+        cpu::rope_forward(f[0], cos, sin, (int)(rows / T), T, NH, NKV, hs, pos0, threads_);
+    });
+}
+
+void Bf16Ops::rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
+                            int NKV, int hs, int pos0) {
+    const RowArg args[] = {{dqkv, (size_t)(NH + 2 * NKV) * hs, Dir::InOut}};
+    by_rows((size_t)B * T, (size_t)T, args, [&](size_t, size_t rows, float** f) {
+        cpu::rope_backward(f[0], cos, sin, (int)(rows / T), T, NH, NKV, hs, pos0, threads_);
+    });
+}
+
+void Bf16Ops::swiglu_forward(Act out, ConstAct inp, int N, int F) {
+    const RowArg args[] = {{out, (size_t)F, Dir::Out}, {inp, 2 * (size_t)F}};
+    by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
+        cpu::swiglu_forward(f[0], f[1], (int)rows, F, threads_);
+    });
+}
+
+void Bf16Ops::swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int F) {
+    const RowArg args[] = {{dinp, 2 * (size_t)F, Dir::Out}, {inp, 2 * (size_t)F},
+                           {dout, (size_t)F}};
+    by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
+        cpu::swiglu_backward(f[0], f[1], f[2], (int)rows, F, threads_);
+    });
+}
+
+void Bf16Ops::classifier_forward_backward(Act logits, float* losses, const int32_t* targets,
+                                          int N, int V, int Vp, float dloss, bool write_grad) {
+    // Without the gradient the logits are only read: nothing to round back.
+    const RowArg args[] = {{logits, (size_t)Vp, write_grad ? Dir::InOut : Dir::In}};
+    by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
+        cpu::classifier_forward_backward(f[0], losses + r0, targets + r0, (int)rows, V, Vp,
+                                         dloss, write_grad, threads_);
+    });
+}
+
+}  // namespace trt::cpu

@@ -1,0 +1,104 @@
+// The CPU backend's bf16 mode (runtime.precision = "bf16"): activations and their gradients
+// are stored in bf16, every op computes in fp32, and matmuls see bf16 operands — the
+// activations as stored, the weights through a bf16-rounded working copy of the registered
+// fp32 master parameters — with fp32 accumulation. These are the rounding points of the CUDA
+// bf16 path (docs/PRECISION.md), so this mode is that path's CPU twin.
+//
+// How: each op converts a chunk of rows of its bf16 inputs into fp32 scratch, runs the fp32
+// kernel of cpu_ops.h on the chunk and rounds its outputs back (round to nearest even).
+// Chunks are a fixed number of rows for a shape (never dependent on the thread count), small
+// enough to stay in cache: results are reproducible and the conversions cost a pass over
+// memory, not a second copy of the activations. Every op's rows are independent, or (the
+// parameter gradients) accumulate with +=, so chunking changes no result beyond the order of
+// those sums.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/backend.h"
+
+namespace trt::cpu {
+
+// n elements, split over `threads` threads when n is large. Narrowing rounds to nearest even.
+void widen_bf16(float* dst, const uint16_t* src, size_t n, int threads);
+void narrow_bf16(uint16_t* dst, const float* src, size_t n, int threads);
+
+class Bf16Ops {
+public:
+    // Scratch and the working copy are allocated from `memory` (counted in bytes_in_use).
+    Bf16Ops(Backend& memory, int threads);
+    ~Bf16Ops();
+    Bf16Ops(const Bf16Ops&) = delete;
+    Bf16Ops& operator=(const Bf16Ops&) = delete;
+
+    // The fp32 master parameters whose bf16 working copy the matmuls read.
+    void register_params(const float* params, size_t n);
+    void unregister_if(const void* freed);
+    // [dst, dst + bytes) was written: refresh the working copy where it overlaps the master.
+    void params_written(const void* dst, size_t bytes);
+
+    void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
+                         int B, int T, int C);
+    void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
+                          int B, int T, int C);
+    void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp, const float* w,
+                           const float* b, int N, int C);
+    void layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
+                            const float* w, const float* mean, const float* rstd, int N, int C);
+    void residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd, ConstAct a,
+                                    ConstAct b, const float* bb, const float* w,
+                                    const float* bias, int N, int C);
+    void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
+                         float eps);
+    void rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp, const float* w,
+                          const float* rstd, int N, int C);
+    void residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a, ConstAct b,
+                                  const float* w, int N, int C, float eps);
+    void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N,
+                        int K, int M, WeightLayout layout);
+    void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
+                         const float* weight, int N, int K, int M, WeightLayout layout);
+    void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
+                             const float* bias, int N, int K, int M);
+    void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N, int M);
+    void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C, int NH,
+                           int NKV);
+    void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
+                            const float* saved, int B, int T, int C, int NH, int NKV);
+    void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
+                      int NKV, int hs, int pos0);
+    void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
+                       int NKV, int hs, int pos0);
+    void swiglu_forward(Act out, ConstAct inp, int N, int F);
+    void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int F);
+    void classifier_forward_backward(Act logits, float* losses, const int32_t* targets, int N,
+                                     int V, int Vp, float dloss, bool write_grad);
+
+    // Rows a chunk holds: a fixed budget of fp32 scratch over the floats of one row of every
+    // tensor, at least min_rows, in whole units (a sequence of T rows for ops with
+    // positions), at least one unit, at most rows_total. Depends on the shapes only.
+    static size_t chunk_rows(size_t row_floats, size_t unit, size_t rows_total,
+                             size_t min_rows);
+
+private:
+    struct RowArg;
+    template <size_t K, typename Fn>
+    void by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], Fn&& fn,
+                 size_t min_rows = 64);  // 64: row ops
+    float* scratch(size_t floats);
+    // The matmul operand for a weight: its place in the working copy when it lies in the
+    // registered master, else (a caller's own buffer) a rounded copy in weight scratch.
+    const float* weight_operand(const float* weight, size_t count);
+
+    Backend& mem_;
+    int threads_;
+    float* scratch_ = nullptr;
+    size_t scratch_floats_ = 0;
+    float* weight_tmp_ = nullptr;
+    size_t weight_tmp_floats_ = 0;
+    const float* master_ = nullptr;  // the registered fp32 parameters
+    size_t master_n_ = 0;
+    float* working_ = nullptr;       // [master_n_] the master rounded to bf16, kept as fp32
+};
+
+}  // namespace trt::cpu
