@@ -214,6 +214,9 @@ public:
     // of this range, refreshed by adamw_step and after any copy_to_device into
     // it; freeing the buffer unregisters it.
     virtual void register_params(const float* params, size_t n) {}
+    // Bytes register_params(n) allocates for that working copy (0: none), so a memory
+    // estimate can count it without building the model.
+    virtual size_t working_copy_bytes(size_t n) const { return 0; }
 
     // ---- ops
     // out[n,:] = wte[inputs[n],:] + wpe[n % T,:]; wpe == nullptr (rotary models): no

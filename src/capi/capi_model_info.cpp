@@ -21,8 +21,11 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
             r = config->config.run();
         }
         const ModelSpec shape = model_spec(r.model);
-        // The CPU backend sizes the attention buffers (the only backend in this build).
-        const auto backend = make_cpu_backend(static_cast<int>(r.runtime.threads));
+        // A CPU backend sizes the attention buffers, in bf16 when the run asks for it (its
+        // activations and working copy); a CUDA run's figures are the CPU's at that precision.
+        const Precision p = r.runtime.precision == Precision::Bf16 ? Precision::Bf16
+                                                                    : Precision::Fp32;
+        const auto backend = make_cpu_backend(static_cast<int>(r.runtime.threads), p);
         const ModelInfo m = model_info(shape, static_cast<int>(r.train.batch_size),
                                        static_cast<int>(r.train.seq_len), *backend);
         trainrt_model_info full{};

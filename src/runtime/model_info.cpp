@@ -16,7 +16,9 @@ ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend
     m.flops_per_token = flops_per_token(m.parameters, spec.L, spec.C, T);  // 6N + 6·L·C·T
     // Buffers hold the padded vocabulary matrices ([Vp, C]): parameters, gradients, m and v.
     const int64_t stored = static_cast<int64_t>(table.total());
-    m.bytes_parameters = stored * 4;
+    // The fp32 master, and the low-precision working copy the matmuls read (bf16/fp16).
+    m.bytes_parameters = stored * 4 + static_cast<int64_t>(backend.working_copy_bytes(
+                                          static_cast<size_t>(stored)));
     m.bytes_optimizer = 3 * stored * 4;
     // The Decoder's own plan (model/activations.h), counted without allocating, plus the
     // token ids and the RoPE tables.

@@ -110,6 +110,8 @@ public:
     void register_params(const float* params, size_t n) override {
         if (bf16_) bf16_->register_params(params, n);
     }
+    // The bf16-rounded weights, kept as floats for sgemm (cpu_bf16.h).
+    size_t working_copy_bytes(size_t n) const override { return bf16_ ? n * sizeof(float) : 0; }
     void copy_to_host(void* dst, const void* src, size_t bytes) override {
         if (bytes) std::memcpy(dst, src, bytes);
     }

@@ -265,6 +265,7 @@ public:
         dims_ = d;
     }
 
+    size_t working_copy_bytes(size_t n) const override { return ctx_.lowp() ? n * 2 : 0; }
     void register_params(const float* params, size_t n) override {
         const DeviceGuard g(device_);
         ctx_.params = params;

@@ -505,6 +505,30 @@ TEST_F(CapiCheckpoint, ModelInfoMatchesTheSession) {
                 0.10 * static_cast<double>(m.bytes_in_use));
 }
 
+// The same in bf16 on the CPU: activations take half the bytes, and the working copy of
+// the weights the matmuls read is counted with the parameters.
+TEST_F(CapiCheckpoint, ModelInfoMatchesTheSessionInBf16) {
+    auto info_of = [&](const char* precision) {
+        trainrt_config* c = nullptr;
+        EXPECT_EQ(trainrt_config_from_string(&c, kToml, dir_.c_str()), TRAINRT_OK);
+        EXPECT_EQ(trainrt_config_set(c, "runtime.precision", precision), TRAINRT_OK);
+        trainrt_model_info info = TRAINRT_MODEL_INFO_INIT;
+        EXPECT_EQ(trainrt_config_model_info(&info, c), TRAINRT_OK) << last_error();
+        trainrt_config_destroy(c);
+        return info;
+    };
+    const trainrt_model_info fp32 = info_of("\"fp32\""), bf16 = info_of("\"bf16\"");
+    EXPECT_EQ(bf16.parameters, fp32.parameters);
+    EXPECT_EQ(bf16.bytes_parameters, 2 * fp32.bytes_parameters);  // + the fp32-held copy
+    EXPECT_LT(bf16.bytes_activations, fp32.bytes_activations);
+    trainrt_metrics m;
+    trainrt_metrics_init(&m);
+    ASSERT_EQ(trainrt_session_metrics(&m, open({{"runtime.precision", "\"bf16\""}})),
+              TRAINRT_OK);
+    EXPECT_NEAR(static_cast<double>(bf16.bytes_total), static_cast<double>(m.bytes_in_use),
+                0.10 * static_cast<double>(m.bytes_in_use));
+}
+
 TEST_F(CapiCheckpoint, NullArguments) {
     trainrt_session* a = open();
     int32_t id = 0, out = 0;

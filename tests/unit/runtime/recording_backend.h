@@ -127,6 +127,7 @@ public:
         refuse_if_capturing("reserve");
         inner_->reserve(dims);
     }
+    size_t working_copy_bytes(size_t n) const override { return inner_->working_copy_bytes(n); }
     void register_params(const float* params, size_t n) override {
         refuse_if_capturing("register_params");
         inner_->register_params(params, n);
