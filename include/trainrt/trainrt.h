@@ -346,7 +346,7 @@ typedef struct trainrt_model_info {
     uint32_t version;               /* TRAINRT_MODEL_INFO_VERSION */
     int64_t parameters;             /* trainable parameters (wte tied with the output) */
     double flops_per_token;         /* training: 6 * parameters + 6 * n_layer * d_model * seq_len */
-    int64_t bytes_parameters;       /* fp32 weights (+ the bf16 copy matmuls read, in bf16) */
+    int64_t bytes_parameters;       /* fp32 weights (+ bf16/fp16: the matmuls' working copy) */
     int64_t bytes_optimizer;        /* grads + AdamW m and v (fp32) */
     int64_t bytes_activations;      /* activations + backward scratch for one micro-batch */
     int64_t bytes_total;            /* the three above: the backend memory a session holds */

@@ -424,7 +424,7 @@ private:
 // floats of activations the model needs is the model's (src/model/activations.h).
 
 // CPU backend: OpenBLAS sgemm for every matmul, OpenMP elsewhere. threads <= 0 = all cores.
-// precision Fp32 or Bf16 (bf16 activations and matmul operands, fp32 math: cpu_bf16.h).
+// precision Fp32 or Bf16 (bf16 activations and matmul operands, fp32 math: cpu_lowp.h).
 std::unique_ptr<Backend> make_cpu_backend(int threads, Precision precision = Precision::Fp32);
 
 }  // namespace trt

@@ -108,6 +108,18 @@ std::unique_ptr<Backend> load_cuda_backend(const BackendOptions& options) {
     return std::unique_ptr<Backend>(be);
 }
 
+bool cuda_device_usable(int device) noexcept {
+    try {
+        const LoadedModule& m = module_once();
+        if (!m.table) return false;
+        char err[1024] = {0};
+        CudaDeviceInfo info{};
+        return m.table->probe(device, &info, err, sizeof err) == 0;
+    } catch (...) {
+        return false;
+    }
+}
+
 bool cuda_module_loadable() noexcept {
     try {
         return module_once().table != nullptr;
@@ -128,17 +140,17 @@ BackendSelection select_backend(const RunConfig& run) {
     opts.accel.matmul_epilogues = run.accel.matmul_epilogues;
     opts.accel.fused_classifier = run.accel.fused_classifier;
     opts.accel.deterministic = run.accel.deterministic;
-    // The CPU computes in fp32 or bf16; auto stays fp32 there (the session's log says when
-    // the CPU has native bf16).
+    // The CPU computes in fp32, bf16 or fp16 (the last a slow twin of CUDA's); auto stays
+    // fp32 there (the session's log says when the CPU has native bf16). tf32 is a CUDA
+    // tensor-core mode.
     auto cpu = [&](const std::string& why_not_cuda) {
-        if (asked != Precision::Auto && asked != Precision::Fp32 && asked != Precision::Bf16)
-            fail(Status::Unsupported, "runtime.precision = \"", to_string(asked),
-                 "\": the CPU backend computes in fp32 or bf16; set runtime.precision = "
-                 "\"fp32\", \"bf16\" or \"auto\" (", to_string(asked),
-                 " needs the CUDA backend",
+        if (asked == Precision::Tf32)
+            fail(Status::Unsupported, "runtime.precision = \"tf32\": the CPU backend computes "
+                 "in fp32, bf16 or fp16; set runtime.precision = \"fp32\" or \"auto\" (tf32 "
+                 "needs the CUDA backend",
                  why_not_cuda.empty() ? std::string(")")
                                       : cat(", which is not available: ", why_not_cuda, ")"));
-        sel.precision = asked == Precision::Bf16 ? Precision::Bf16 : Precision::Fp32;
+        sel.precision = asked == Precision::Auto ? Precision::Fp32 : asked;
         sel.backend = make_cpu_backend(opts.threads, sel.precision);
     };
     switch (run.runtime.device) {

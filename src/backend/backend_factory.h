@@ -21,6 +21,9 @@ std::unique_ptr<Backend> load_cuda_backend(const BackendOptions& options);
 // True when libtrainrt-cuda is found, loads and matches this core (no device is touched).
 // Never throws.
 bool cuda_module_loadable() noexcept;
+// True when, in addition, CUDA device `device` can be used (the module's probe: what
+// runtime.device = "auto" decides by). Never throws.
+bool cuda_device_usable(int device) noexcept;
 
 // The backend for a run, and what it resolved to.
 struct BackendSelection {
@@ -28,7 +31,7 @@ struct BackendSelection {
     Precision precision = Precision::Fp32;  // resolved (auto: fp32 on CPU, bf16 on CUDA)
     std::string fallback_reason;            // non-empty: device = auto fell back to CPU (why)
 };
-// device = cuda: the CUDA backend or an Error; cpu: the CPU backend (fp32 or bf16); auto: CUDA
+// device = cuda: the CUDA backend or an Error; cpu: the CPU backend (fp32, bf16, fp16); auto: CUDA
 // when it loads, else CPU with fallback_reason set (the session logs it once).
 BackendSelection select_backend(const RunConfig& run);
 

@@ -2,6 +2,8 @@
 #include "capi/barrier.h"
 #include "capi/handles.h"
 #include "capi/versioned.h"
+#include "backend/backend_factory.h"
+#include "model/param_table.h"
 #include "runtime/model_info.h"
 
 using namespace trt;
@@ -21,13 +23,24 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
             r = config->config.run();
         }
         const ModelSpec shape = model_spec(r.model);
-        // A CPU backend sizes the attention buffers, in bf16 when the run asks for it (its
-        // activations and working copy); a CUDA run's figures are the CPU's at that precision.
-        const Precision p = r.runtime.precision == Precision::Bf16 ? Precision::Bf16
-                                                                    : Precision::Fp32;
-        const auto backend = make_cpu_backend(static_cast<int>(r.runtime.threads), p);
-        const ModelInfo m = model_info(shape, static_cast<int>(r.train.batch_size),
-                                       static_cast<int>(r.train.seq_len), *backend);
+        // A CPU backend sizes the attention buffers. A run on the CPU is sized at its own
+        // precision (bf16/fp16 store activations in that type and hold a working copy); one
+        // that goes to CUDA (device = cuda, or auto with a usable GPU) keeps fp32 activations
+        // there — the CPU's fp32 plan — plus a 2-byte working copy under bf16/fp16.
+        const bool on_cpu = r.runtime.device == DeviceKind::Cpu ||
+                            (r.runtime.device == DeviceKind::Auto && !cuda_device_usable(0));
+        const Precision asked = r.runtime.precision;
+        const bool lowp = asked == Precision::Bf16 || asked == Precision::Fp16;
+        const auto backend = make_cpu_backend(static_cast<int>(r.runtime.threads),
+                                              on_cpu && lowp ? asked : Precision::Fp32);
+        ModelInfo m = model_info(shape, static_cast<int>(r.train.batch_size),
+                                 static_cast<int>(r.train.seq_len), *backend);
+        const bool cuda_lowp = !on_cpu && (lowp || asked == Precision::Auto);
+        if (cuda_lowp) {
+            const int64_t working = 2 * static_cast<int64_t>(ParamTable(shape).total());
+            m.bytes_parameters += working;
+            m.bytes_total += working;
+        }
         trainrt_model_info full{};
         full.struct_size = sizeof full;
         full.version = TRAINRT_MODEL_INFO_VERSION;

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/bf16.h"
+#include "core/fp16.h"
 #include "core/error.h"
 #include "io/fs_util.h"
 #include "io/json_min.h"
@@ -74,33 +75,6 @@ bool checked_numel(const std::vector<int64_t>& shape, uint64_t& out) {
     }
     out = n;
     return true;
-}
-
-float f16_to_f32(uint16_t h) {
-    const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1F;
-    uint32_t mant = h & 0x3FF;
-    uint32_t bits;
-    if (exp == 0) {
-        if (mant == 0) {
-            bits = sign;  // signed zero
-        } else {
-            // Subnormal: normalize the mantissa; fp32 has the range to represent it exactly.
-            uint32_t e = 127 - 15 + 1;
-            while (!(mant & 0x400)) {
-                mant <<= 1;
-                --e;
-            }
-            bits = sign | (e << 23) | ((mant & 0x3FF) << 13);
-        }
-    } else if (exp == 0x1F) {
-        bits = sign | 0x7F800000u | (mant << 13);  // inf, or NaN keeping its payload
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-    }
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
 }
 
 std::string errno_text(int e) { return std::strerror(e); }
@@ -358,7 +332,7 @@ void SafetensorsFile::read_f32(const TensorInfo& t, float* out) const {
             for (size_t i = 0; i < n; ++i) {
                 uint16_t h;
                 std::memcpy(&h, p + 2 * i, 2);
-                out[i] = f16_to_f32(h);
+                out[i] = fp16_to_float(h);
             }
             return;
         case DType::F64:

@@ -1,6 +1,7 @@
 #include "model/decoder.h"
 
 #include "core/bf16.h"
+#include "core/fp16.h"
 #include "core/error.h"
 #include "model/rope_tables.h"
 
@@ -234,11 +235,14 @@ void Decoder::copy_logits_to_host(float* dst, size_t row0, size_t rows, size_t c
             be_.copy_to_host(dst + r * cols, src.at(r * Vp).data, cols * sizeof(float));
         return;
     }
-    TRT_CHECK(src.dtype == DType::BF16, "copy_logits_to_host: unsupported activation dtype");
+    TRT_CHECK(src.dtype == DType::BF16 || src.dtype == DType::F16,
+              "copy_logits_to_host: unsupported activation dtype");
+    const bool bf16 = src.dtype == DType::BF16;
     host_lowp_.resize(cols);
     for (size_t r = 0; r < rows; ++r) {
         be_.copy_to_host(host_lowp_.data(), src.at(r * Vp).data, cols * sizeof(uint16_t));
-        for (size_t c = 0; c < cols; ++c) dst[r * cols + c] = bf16_to_float(host_lowp_[c]);
+        for (size_t c = 0; c < cols; ++c)
+            dst[r * cols + c] = bf16 ? bf16_to_float(host_lowp_[c]) : fp16_to_float(host_lowp_[c]);
     }
 }
 

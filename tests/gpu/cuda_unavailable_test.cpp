@@ -141,7 +141,7 @@ TEST_F(CudaDevice, AutoAlwaysGivesAWorkingSession) {
 }
 
 // device = auto with a precision: bf16 runs on CUDA, or on the CPU (which stores bf16
-// activations too); fp16 needs CUDA — without it an error, never a silent fp32 run.
+// activations too); tf32 needs CUDA — without it an error, never a silent fp32 run.
 TEST_F(CudaDevice, AutoWithALowPrecisionRunsItOrSaysWhy) {
     trainrt_session* probe = kSentinel;
     const bool have_cuda = create({{"runtime.device", "\"cuda\""}}, &probe) == TRAINRT_OK;
@@ -153,10 +153,10 @@ TEST_F(CudaDevice, AutoWithALowPrecisionRunsItOrSaysWhy) {
                                 : "device = auto, precision = bf16 (cpu fallback)");
     trainrt_session* h = kSentinel;
     const trainrt_status st =
-        create({{"runtime.device", "\"auto\""}, {"runtime.precision", "\"fp16\""}}, &h);
+        create({{"runtime.device", "\"auto\""}, {"runtime.precision", "\"tf32\""}}, &h);
     if (have_cuda) {
         ASSERT_EQ(st, TRAINRT_OK) << last_error();
-        train_a_little(h, "device = auto, precision = fp16 (cuda)");
+        train_a_little(h, "device = auto, precision = tf32 (cuda)");
         return;
     }
     EXPECT_EQ(st, TRAINRT_ERR_UNSUPPORTED) << last_error();

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/bf16.h"
+#include "core/fp16.h"
 #include "core/error.h"
 #include "cpu/reference_ops.h"
 
@@ -28,6 +29,18 @@ uint32_t seed_of(const std::string& s) {
         h *= 16777619u;
     }
     return h;
+}
+
+// Activations stored in bf16 / fp16 (a backend's activation dtype): the values they can hold.
+bool lowp(trt::DType act) { return act == trt::DType::BF16 || act == trt::DType::F16; }
+float round_act(trt::DType act, float x) {
+    return act == trt::DType::BF16 ? trt::round_to_bf16(x) : trt::round_to_fp16(x);
+}
+uint16_t narrow_act(trt::DType act, float x) {
+    return act == trt::DType::BF16 ? trt::float_to_bf16(x) : trt::float_to_fp16(x);
+}
+float widen_act(trt::DType act, uint16_t b) {
+    return act == trt::DType::BF16 ? trt::bf16_to_float(b) : trt::fp16_to_float(b);
 }
 
 // A case's initial tensors, as both sides of a comparison receive them.
@@ -59,8 +72,8 @@ Initial initial_values(const OpCase& c, trt::Precision p, trt::DType act) {
         if (t.fill) t.fill(v);
         if (t.operand && low_precision(p))
             for (auto& x : v) x = round_to(x, p);
-        if (t.act && act == trt::DType::BF16)
-            for (auto& x : v) x = trt::round_to_bf16(x);
+        if (t.act && lowp(act))
+            for (auto& x : v) x = round_act(act, x);
         in.f[i] = std::move(v);
     }
     return in;
@@ -69,12 +82,12 @@ Initial initial_values(const OpCase& c, trt::Precision p, trt::DType act) {
 // What an op left in its written tensors (empty vectors for inputs).
 using Results = std::vector<std::vector<float>>;
 
-bool bf16_on(const TensorSpec& t, const trt::Backend& be) {
-    return t.act && be.activation_dtype() == trt::DType::BF16;
+bool lowp_on(const TensorSpec& t, const trt::Backend& be) {
+    return t.act && lowp(be.activation_dtype());
 }
 
 size_t bytes_of(const TensorSpec& t, const trt::Backend& be) {
-    if (bf16_on(t, be)) return t.count * sizeof(uint16_t);
+    if (lowp_on(t, be)) return t.count * sizeof(uint16_t);
     return t.count * (t.ids_below > 0 ? sizeof(int32_t) : sizeof(float));
 }
 
@@ -100,7 +113,7 @@ Results run_on(const OpCase& c, trt::Backend& be, const Initial& init) {
         size_t next_param = kParamOffset;
         for (size_t i = 0; i < c.tensors.size(); i++) {
             const TensorSpec& t = c.tensors[i];
-            if (bf16_on(t, be)) dt.dtype[i] = trt::DType::BF16;
+            if (lowp_on(t, be)) dt.dtype[i] = be.activation_dtype();
             if (t.param) {
                 TRT_CHECK(t.ids_below == 0 && !t.act, "op case: a parameter must be fp32");
                 dt.p[i] = static_cast<float*>(params) + next_param;
@@ -112,9 +125,10 @@ Results run_on(const OpCase& c, trt::Backend& be, const Initial& init) {
             std::vector<uint16_t> narrow;
             const void* src = t.ids_below > 0 ? static_cast<const void*>(init.ids[i].data())
                                               : static_cast<const void*>(init.f[i].data());
-            if (bf16_on(t, be)) {  // exact: the values were rounded to bf16 already
+            if (lowp_on(t, be)) {  // exact: the values were rounded to that dtype already
                 narrow.resize(t.count);
-                for (size_t k = 0; k < t.count; k++) narrow[k] = trt::float_to_bf16(init.f[i][k]);
+                for (size_t k = 0; k < t.count; k++)
+                    narrow[k] = narrow_act(be.activation_dtype(), init.f[i][k]);
                 src = narrow.data();
             }
             // Into the registered buffer after register_params: the working copy follows.
@@ -129,10 +143,11 @@ Results run_on(const OpCase& c, trt::Backend& be, const Initial& init) {
             TRT_CHECK(t.ids_below == 0, "op case: an op writes ids");
             out[i].resize(t.count);
             if (!t.count) continue;
-            if (bf16_on(t, be)) {
+            if (lowp_on(t, be)) {
                 std::vector<uint16_t> narrow(t.count);
                 be.copy_to_host(narrow.data(), dt.p[i], bytes_of(t, be));
-                for (size_t k = 0; k < t.count; k++) out[i][k] = trt::bf16_to_float(narrow[k]);
+                for (size_t k = 0; k < t.count; k++)
+                    out[i][k] = widen_act(be.activation_dtype(), narrow[k]);
             } else {
                 be.copy_to_host(out[i].data(), dt.p[i], bytes_of(t, be));
             }
@@ -171,19 +186,22 @@ void for_each_written(const OpCase& c, F&& f) {
 }
 
 // One written tensor's check; `pre` is its initial content (the pre-fill of an accumulator).
-// A bf16 activation is rounded where the op stores it: half an ulp of bf16 (2^-9 relative)
-// per element bounds it, 4e-3 over the tensor with room for the fp32 math before it. An
-// accumulator stored in bf16 rounds pre-fill + increment together, so it is judged on the
-// total (an op that dropped the pre-fill is still off by the whole pre-fill).
-constexpr double kBf16Storage = 4e-3;
+// A bf16 (fp16) activation is rounded where the op stores it: half an ulp (2^-9, fp16 2^-11
+// relative) per element bounds it; 4e-3 (fp16 1e-3) over the tensor leaves room for the fp32
+// math before it. An accumulator stored in low precision rounds pre-fill + increment
+// together, so it is judged on the total (an op that dropped the pre-fill is still off by
+// the whole pre-fill).
+double storage_tolerance(trt::DType act) { return act == trt::DType::BF16 ? 4e-3 : 1e-3; }
 
+// storage: the tensor is an activation held in `storage` (F32: not rounded by storage).
 template <typename W>
 Check check_of(const TensorSpec& t, double tol, const std::vector<float>& got, const W& want,
-               const std::vector<float>& pre, bool bf16_storage = false) {
+               const std::vector<float>& pre, trt::DType storage = trt::DType::F32) {
     Check k;
     k.tensor = t.use == Use::Accum ? t.name + " (+=)" : t.name;
-    k.tol = bf16_storage ? std::max(tol, kBf16Storage) : tol;
-    const bool on_increment = t.use == Use::Accum && !bf16_storage;
+    const bool rounded = lowp(storage);
+    k.tol = rounded ? std::max(tol, storage_tolerance(storage)) : tol;
+    const bool on_increment = t.use == Use::Accum && !rounded;
     k.error = relative_error(got, want, on_increment ? &pre : nullptr);
     return k;
 }
@@ -220,9 +238,10 @@ std::string Check::describe() const {
 
 std::vector<Check> against_reference(const OpCase& c, trt::Backend& be) {
     const trt::DType act = be.activation_dtype();
-    const bool bf16 = act == trt::DType::BF16;
-    const Initial init =
-        initial_values(c, bf16 ? trt::Precision::Bf16 : trt::Precision::Fp32, act);
+    const trt::Precision p = act == trt::DType::BF16  ? trt::Precision::Bf16
+                             : act == trt::DType::F16 ? trt::Precision::Fp16
+                                                      : trt::Precision::Fp32;
+    const Initial init = initial_values(c, p, act);
     const Results got = run_on(c, be, init);
     // The double reference of the big cases takes a while: once per case, activation dtype
     // and process (a suite checks each case at several thread counts).
@@ -241,7 +260,8 @@ std::vector<Check> against_reference(const OpCase& c, trt::Backend& be) {
     const HostTensors& h = it->second;
     std::vector<Check> checks;
     for_each_written(c, [&](size_t i, const TensorSpec& t) {
-        checks.push_back(check_of(t, c.tol.fp32, got[i], h.f[i], init.f[i], bf16 && t.act));
+        checks.push_back(check_of(t, c.tol.fp32, got[i], h.f[i], init.f[i],
+                                  t.act ? act : trt::DType::F32));
     });
     return checks;
 }
@@ -257,10 +277,10 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
 // where the case says so.
 std::vector<Check> compare_runs(const OpCase& c, const Initial& init, const Results& got,
                                 const Results& want, double tol, bool all_bitwise,
-                                bool bf16_storage) {
+                                trt::DType act) {
     std::vector<Check> checks;
     for_each_written(c, [&](size_t i, const TensorSpec& t) {
-        Check k = check_of(t, tol, got[i], want[i], init.f[i], bf16_storage && t.act);
+        Check k = check_of(t, tol, got[i], want[i], init.f[i], t.act ? act : trt::DType::F32);
         k.bitwise = all_bitwise || t.bitwise;
         k.same_bits = bitwise_equal(got[i], want[i]);
         checks.push_back(k);
@@ -278,14 +298,14 @@ std::vector<Check> against_backend(const OpCase& c, trt::Backend& be, trt::Preci
     const Initial init = initial_values(c, p, act);
     const Results want = run_on(c, oracle, init);
     const Results got = run_on(c, be, init);
-    return compare_runs(c, init, got, want, c.tol.at(p), false, act == trt::DType::BF16);
+    return compare_runs(c, init, got, want, c.tol.at(p), false, act);
 }
 
 std::vector<Check> run_to_run(const OpCase& c, trt::Backend& be, trt::Precision p) {
     const Initial init = initial_values(c, p, be.activation_dtype());
     const Results first = run_on(c, be, init);
     const Results second = run_on(c, be, init);
-    return compare_runs(c, init, second, first, 0.0, true, false);
+    return compare_runs(c, init, second, first, 0.0, true, trt::DType::F32);
 }
 
 }  // namespace opcase

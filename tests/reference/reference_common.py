@@ -498,8 +498,8 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
             print(f"FAIL: trainrt CLI not found or not executable: {args.trainrt}", file=sys.stderr)
             return 1
 
-    if args.strict and args.bf16:
-        ap.error("--strict and --bf16 exclude each other")
+    if args.bf16 and (args.strict or args.float64):
+        ap.error("--bf16 excludes --strict and --float64 (autocast does not cast float64)")
     if args.strict:
         tol = strict_tol
     if args.bf16:

@@ -12,7 +12,7 @@
 #include <unordered_map>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_bf16.h"
+#include "backend/cpu/cpu_lowp.h"
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
 
@@ -26,28 +26,33 @@ public:
     CpuBackend(int threads, Precision precision)
         : threads_(threads > 0 ? threads : omp_get_num_procs()) {
         if (threads_ < 1) threads_ = 1;
-        if (precision == Precision::Bf16)
-            bf16_ = std::make_unique<cpu::Bf16Ops>(*this, threads_);
+        if (precision == Precision::Bf16 || precision == Precision::Fp16)
+            lowp_ = std::make_unique<cpu::LowpOps>(
+                *this, threads_, precision == Precision::Bf16 ? DType::BF16 : DType::F16);
         else if (precision != Precision::Fp32)  // the factory resolves auto before this
-            fail(Status::Unsupported, "the cpu backend computes in fp32 or bf16, not ",
-                 precision == Precision::Fp16 ? "fp16" : "tf32/auto");
+            fail(Status::Unsupported, "the cpu backend computes in fp32, bf16 or fp16, not ",
+                 "tf32/auto");
         // Our regions pass num_threads(threads_); OpenBLAS's count is set by each kernel that
         // calls it, on the calling thread (cpu_threads.h) — not here, once, on the thread that
         // created the session: OpenMP's thread count is per thread, and a session may be
         // driven from any thread.
     }
     ~CpuBackend() override {
-        bf16_.reset();  // frees its buffers through this backend
+        lowp_.reset();  // frees its buffers through this backend
         for (auto& kv : sizes_) std::free(kv.first);
     }
-    DType activation_dtype() const override { return bf16_ ? DType::BF16 : DType::F32; }
+    DType activation_dtype() const override { return lowp_ ? lowp_->dtype() : DType::F32; }
     AccelStatus accel_status() const override {
         AccelStatus st;
         const std::string native = native_bf16_flags();
-        if (bf16_)
+        if (lowp_ && lowp_->dtype() == DType::F16)
+            st.precision_note =
+                "fp16 activations and matmul operands, fp32 math, dynamic loss scaling: the "
+                "CUDA fp16 path's twin, element-by-element conversions (slow; for tests)";
+        else if (lowp_)
             st.precision_note = cat(
                 "bf16 activations and matmul operands, fp32 math through the fp32 kernels "
-                "(rounded as the CUDA bf16 path): slower than fp32 on this build",
+                "(rounded as the CUDA bf16 path): not faster than fp32 on this build",
                 native.empty() ? "; this CPU has no native bf16"
                                : cat("; this CPU's native bf16 (", native, ") is not used yet"));
         else if (!native.empty())
@@ -89,7 +94,7 @@ public:
     }
     void free(void* ptr) override {
         if (!ptr) return;
-        if (bf16_) bf16_->unregister_if(ptr);
+        if (lowp_) lowp_->unregister_if(ptr);
         {
             std::lock_guard<std::mutex> lock(mu_);
             auto it = sizes_.find(ptr);
@@ -101,17 +106,17 @@ public:
     }
     void copy_to_device(void* dst, const void* src, size_t bytes) override {
         if (bytes) std::memcpy(dst, src, bytes);
-        if (bf16_) bf16_->params_written(dst, bytes);
+        if (lowp_) lowp_->params_written(dst, bytes);
     }
     void zero(void* ptr, size_t bytes) override {
         if (bytes) std::memset(ptr, 0, bytes);
-        if (bf16_) bf16_->params_written(ptr, bytes);
+        if (lowp_) lowp_->params_written(ptr, bytes);
     }
     void register_params(const float* params, size_t n) override {
-        if (bf16_) bf16_->register_params(params, n);
+        if (lowp_) lowp_->register_params(params, n);
     }
-    // The bf16-rounded weights, kept as floats for sgemm (cpu_bf16.h).
-    size_t working_copy_bytes(size_t n) const override { return bf16_ ? n * sizeof(float) : 0; }
+    // The bf16-rounded weights, kept as floats for sgemm (cpu_lowp.h).
+    size_t working_copy_bytes(size_t n) const override { return lowp_ ? n * sizeof(float) : 0; }
     void copy_to_host(void* dst, const void* src, size_t bytes) override {
         if (bytes) std::memcpy(dst, src, bytes);
     }
@@ -121,40 +126,40 @@ public:
         return in_use_;
     }
 
-    // ---- ops: the fp32 kernels of cpu_ops.h, or in bf16 mode Bf16Ops around them.
+    // ---- ops: the fp32 kernels of cpu_ops.h, or in bf16 mode LowpOps around them.
     void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
                          int B, int T, int C) override {
-        if (bf16_) return bf16_->encoder_forward(out, inputs, wte, wpe, B, T, C);
+        if (lowp_) return lowp_->encoder_forward(out, inputs, wte, wpe, B, T, C);
         cpu::encoder_forward(f32(out), inputs, wte, wpe, B, T, C, threads_);
     }
     void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
                           int B, int T, int C) override {
-        if (bf16_) return bf16_->encoder_backward(dwte, dwpe, dout, inputs, B, T, C);
+        if (lowp_) return lowp_->encoder_backward(dwte, dwpe, dout, inputs, B, T, C);
         cpu::encoder_backward(dwte, dwpe, f32(dout), inputs, B, T, C, threads_);
     }
     void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp, const float* w,
                            const float* b, int N, int C) override {
-        if (bf16_) return bf16_->layernorm_forward(out, mean, rstd, inp, w, b, N, C);
+        if (lowp_) return lowp_->layernorm_forward(out, mean, rstd, inp, w, b, N, C);
         cpu::layernorm_forward(f32(out), mean, rstd, f32(inp), w, b, N, C, threads_);
     }
     void layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
                             const float* w, const float* mean, const float* rstd, int N,
                             int C) override {
-        if (bf16_)
-            return bf16_->layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+        if (lowp_)
+            return lowp_->layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
         cpu::layernorm_backward(f32(dinp), dw, db, f32(dout), f32(inp), w, mean, rstd, N, C,
                                 threads_);
     }
     void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N,
                         int K, int M, WeightLayout layout) override {
-        if (bf16_) return bf16_->matmul_forward(out, inp, weight, bias, N, K, M, layout);
+        if (lowp_) return lowp_->matmul_forward(out, inp, weight, bias, N, K, M, layout);
         cpu::matmul_forward(f32(out), f32(inp), weight, bias, N, K, M, layout, threads_);
     }
     void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
                          const float* weight, int N, int K, int M,
                          WeightLayout layout) override {
-        if (bf16_)
-            return bf16_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M,
+        if (lowp_)
+            return lowp_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M,
                                           layout);
         cpu::matmul_backward(f32(dinp), dweight, dbias, f32(dout), f32(inp), weight, N, K, M,
                              layout, threads_);
@@ -164,7 +169,7 @@ public:
     }
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C, int NH,
                            int NKV) override {
-        if (bf16_) return bf16_->attention_forward(out, saved, qkv, B, T, C, NH, NKV);
+        if (lowp_) return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV);
         cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_);
     }
     size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
@@ -173,70 +178,70 @@ public:
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH,
                             int NKV) override {
-        if (bf16_)
-            return bf16_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
+        if (lowp_)
+            return lowp_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
         cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C, NH,
                                 NKV, threads_);
     }
     void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
                          float eps) override {
-        if (bf16_) return bf16_->rmsnorm_forward(out, rstd, inp, w, N, C, eps);
+        if (lowp_) return lowp_->rmsnorm_forward(out, rstd, inp, w, N, C, eps);
         cpu::rmsnorm_forward(f32(out), rstd, f32(inp), w, N, C, eps, threads_);
     }
     void rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp, const float* w,
                           const float* rstd, int N, int C) override {
-        if (bf16_) return bf16_->rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C);
+        if (lowp_) return lowp_->rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C);
         cpu::rmsnorm_backward(f32(dinp), dw, f32(dout), f32(inp), w, rstd, N, C, threads_);
     }
     void residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a, ConstAct b,
                                   const float* w, int N, int C, float eps) override {
-        if (bf16_) return bf16_->residual_rmsnorm_forward(res_out, out, rstd, a, b, w, N, C, eps);
+        if (lowp_) return lowp_->residual_rmsnorm_forward(res_out, out, rstd, a, b, w, N, C, eps);
         cpu::residual_rmsnorm_forward(f32(res_out), f32(out), rstd, f32(a), f32(b), w, N, C,
                                       eps, threads_);
     }
     void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
                       int NKV, int hs, int pos0) override {
-        if (bf16_) return bf16_->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0);
+        if (lowp_) return lowp_->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0);
         cpu::rope_forward(f32(qkv), cos, sin, B, T, NH, NKV, hs, pos0, threads_);
     }
     void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
                        int NKV, int hs, int pos0) override {
-        if (bf16_) return bf16_->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0);
+        if (lowp_) return lowp_->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0);
         cpu::rope_backward(f32(dqkv), cos, sin, B, T, NH, NKV, hs, pos0, threads_);
     }
     void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
-        if (bf16_) return bf16_->swiglu_forward(out, inp, N, F);
+        if (lowp_) return lowp_->swiglu_forward(out, inp, N, F);
         cpu::swiglu_forward(f32(out), f32(inp), N, F, threads_);
     }
     void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int F) override {
-        if (bf16_) return bf16_->swiglu_backward(dinp, inp, dout, N, F);
+        if (lowp_) return lowp_->swiglu_backward(dinp, inp, dout, N, F);
         cpu::swiglu_backward(f32(dinp), f32(inp), f32(dout), N, F, threads_);
     }
     void residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd, ConstAct a,
                                     ConstAct b, const float* bb, const float* w,
                                     const float* bias, int N, int C) override {
-        if (bf16_)
-            return bf16_->residual_layernorm_forward(res_out, out, mean, rstd, a, b, bb, w,
+        if (lowp_)
+            return lowp_->residual_layernorm_forward(res_out, out, mean, rstd, a, b, bb, w,
                                                      bias, N, C);
         cpu::residual_layernorm_forward(f32(res_out), f32(out), mean, rstd, f32(a), f32(b), bb,
                                         w, bias, N, C, threads_);
     }
     void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                              const float* bias, int N, int K, int M) override {
-        if (bf16_) return bf16_->matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M);
+        if (lowp_) return lowp_->matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M);
         cpu::matmul_gelu_forward(f32(pre), f32(out), f32(inp), weight, bias, N, K, M, threads_);
     }
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
                             int M) override {
-        if (bf16_) return bf16_->gelu_backward_bias(dinp, dbias, inp, dout, N, M);
+        if (lowp_) return lowp_->gelu_backward_bias(dinp, dbias, inp, dout, N, M);
         cpu::gelu_backward_bias(f32(dinp), dbias, f32(inp), f32(dout), N, M, threads_);
     }
     void classifier_forward_backward(Act logits, float* losses, const int32_t* targets, int N,
                                      int V, int Vp, float dloss, bool write_grad,
                                      const StepScalars* scalars) override {
         if (scalars) dloss *= scalars->loss_scale;
-        if (bf16_)
-            return bf16_->classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss,
+        if (lowp_)
+            return lowp_->classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss,
                                                       write_grad);
         cpu::classifier_forward_backward(f32(logits), losses, targets, N, V, Vp, dloss,
                                          write_grad, threads_);
@@ -255,8 +260,16 @@ public:
     void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
                     const ParamSegments& seg, const AdamWConfig& hp,
                     const StepScalars* s) override {
+        // The working copy follows the master even if the step throws half-way.
+        struct Refresh {
+            cpu::LowpOps* lowp;
+            const float* p;
+            size_t n;
+            ~Refresh() {
+                if (lowp) lowp->params_written(p, n * sizeof(float));
+            }
+        } refresh{lowp_.get(), params, n};
         cpu::adamw_step(params, grads, m, v, n, seg, hp, s, threads_);
-        if (bf16_) bf16_->params_written(params, n * sizeof(float));
     }
     void end_step(StepScalars* s, const LossScalePolicy& policy) override {
         cpu::end_step(s, policy);
@@ -320,7 +333,7 @@ private:
     mutable std::mutex mu_;
     std::unordered_map<void*, size_t> sizes_;  // live allocation -> requested bytes
     size_t in_use_ = 0;
-    std::unique_ptr<cpu::Bf16Ops> bf16_;  // bf16 mode; null in fp32
+    std::unique_ptr<cpu::LowpOps> lowp_;  // bf16 mode; null in fp32
 };
 
 }  // namespace

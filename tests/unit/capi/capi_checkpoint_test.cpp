@@ -125,19 +125,25 @@ TEST_F(CapiCheckpoint, ResumeIsBitExactSequentialSamplerWithGradAccum) {
     expect_bit_exact_resume({}, 5, 12);
 }
 
-// runtime.precision = "bf16" on the CPU: the bf16 working copy of the weights is rebuilt
-// from the loaded master, so a resumed run continues bit for bit; and its figures stay
-// within 2% of fp32's without being fp32's (the rounding happens).
-TEST_F(CapiCheckpoint, Bf16OnTheCpuResumesBitExactlyAndTracksFp32) {
-    const Sets bf16 = {{"runtime.precision", "\"bf16\""}};
-    expect_bit_exact_resume(bf16, 3, 8);
-    const std::vector<Figures> a = steps(open(), 8), b = steps(open(bf16), 8);
-    bool differs = false;
-    for (size_t i = 0; i < a.size(); ++i) {
-        EXPECT_NEAR(b[i].loss, a[i].loss, 2e-2 * a[i].loss) << "step " << a[i].step;
-        differs = differs || !same_bits(a[i].loss, b[i].loss);
+// runtime.precision = "bf16" / "fp16" on the CPU: the rounded working copy of the weights is
+// rebuilt from the loaded master (and fp16's loss scale restored), so a resumed run continues
+// bit for bit; and its figures stay within 2% of fp32's without being fp32's (the rounding
+// happens).
+TEST_F(CapiCheckpoint, LowPrecisionOnTheCpuResumesBitExactlyAndTracksFp32) {
+    const std::vector<Figures> a = steps(open(), 8);
+    int cut = 3;  // a checkpoint folder per precision (ckpt_<cut>)
+    for (const char* precision : {"\"bf16\"", "\"fp16\""}) {
+        const Sets low = {{"runtime.precision", precision}};
+        expect_bit_exact_resume(low, cut++, 8);
+        const std::vector<Figures> b = steps(open(low), 8);
+        bool differs = false;
+        for (size_t i = 0; i < a.size(); ++i) {
+            EXPECT_NEAR(b[i].loss, a[i].loss, 2e-2 * a[i].loss) << precision << " step "
+                                                                 << a[i].step;
+            differs = differs || !same_bits(a[i].loss, b[i].loss);
+        }
+        EXPECT_TRUE(differs) << precision << " gave the fp32 losses bit for bit";
     }
-    EXPECT_TRUE(differs) << "bf16 gave the fp32 losses bit for bit: nothing was rounded";
 }
 
 TEST_F(CapiCheckpoint, ResumeIsBitExactRandomSampler) {

@@ -176,7 +176,7 @@ TEST_F(CapiLlama, SamplesAndSummarises) {
     EXPECT_TRUE(names(text, "output head")) << text;
 }
 
-// runtime.precision = "bf16" on the CPU (bf16 activations, fp32 math; cpu_bf16.h) trains a
+// runtime.precision = "bf16" on the CPU (bf16 activations, fp32 math; cpu_lowp.h) trains a
 // Llama-family model — RMSNorm, RoPE, SwiGLU and grouped-query attention in bf16 — close to
 // fp32 (a bf16 loss is within 2% of the fp32 one over these steps) but not bit for bit (the
 // rounding does happen), and resumes bit-exactly: the working copy follows a load.

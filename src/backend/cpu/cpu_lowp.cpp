@@ -1,12 +1,14 @@
-#include "backend/cpu/cpu_bf16.h"
+#include "backend/cpu/cpu_lowp.h"
 
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_ops.h"
 #include "core/bf16.h"
+#include "core/fp16.h"
 #include "core/error.h"
 
 namespace trt::cpu {
@@ -39,6 +41,15 @@ TRT_CPU_CLONES void narrow_range(uint16_t* __restrict dst, const float* __restri
     }
 }
 
+// fp16: the bit-exact conversions of core/fp16.h, element by element (a test twin: speed is
+// not its point).
+void widen_range_fp16(float* __restrict dst, const uint16_t* __restrict src, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = fp16_to_float(src[i]);
+}
+void narrow_range_fp16(uint16_t* __restrict dst, const float* __restrict src, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = float_to_fp16(src[i]);
+}
+
 template <typename Fn>
 void split_parallel(size_t n, int threads, Fn fn) {
     if (n < kParallelConvert || threads <= 1) {
@@ -55,61 +66,83 @@ void split_parallel(size_t n, int threads, Fn fn) {
 
 }  // namespace
 
-void widen_bf16(float* dst, const uint16_t* src, size_t n, int threads) {
-    split_parallel(n, threads, [&](size_t a, size_t b) { widen_range(dst + a, src + a, b - a); });
+void widen_lowp(DType dtype, float* dst, const uint16_t* src, size_t n, int threads) {
+    split_parallel(n, threads, [&](size_t a, size_t b) {
+        if (dtype == DType::BF16)
+            widen_range(dst + a, src + a, b - a);
+        else
+            widen_range_fp16(dst + a, src + a, b - a);
+    });
 }
 
-void narrow_bf16(uint16_t* dst, const float* src, size_t n, int threads) {
-    split_parallel(n, threads, [&](size_t a, size_t b) { narrow_range(dst + a, src + a, b - a); });
+void narrow_lowp(DType dtype, uint16_t* dst, const float* src, size_t n, int threads) {
+    split_parallel(n, threads, [&](size_t a, size_t b) {
+        if (dtype == DType::BF16)
+            narrow_range(dst + a, src + a, b - a);
+        else
+            narrow_range_fp16(dst + a, src + a, b - a);
+    });
 }
 
-// One tensor of a row-chunked op: `width` bf16 elements per row. In: widened before the
+// One tensor of a row-chunked op: `width` low-precision elements per row. In: widened before the
 // kernel; Out: rounded back after it; InOut (accumulators, in-place ops): both.
 enum class Dir { In, Out, InOut };
-struct Bf16Ops::RowArg {
-    const void* data;  // bf16, or null (the op skips this tensor)
+struct LowpOps::RowArg {
+    const void* data;  // bf16 / fp16, or null (the op skips this tensor)
+    DType dtype;
     size_t width;
     Dir dir;
-    RowArg(ConstAct v, size_t w) : data(v.data), width(w), dir(Dir::In) { check(v); }
-    RowArg(Act v, size_t w, Dir d) : data(v.data), width(w), dir(d) { check(v); }
-    static void check(ConstAct v) {
-        TRT_CHECK(!v.data || v.dtype == DType::BF16,
-                  "cpu backend in bf16: an activation view is not bf16");
-    }
+    RowArg(ConstAct v, size_t w) : data(v.data), dtype(v.dtype), width(w), dir(Dir::In) {}
+    RowArg(Act v, size_t w, Dir d) : data(v.data), dtype(v.dtype), width(w), dir(d) {}
 };
 
-Bf16Ops::Bf16Ops(Backend& memory, int threads) : mem_(memory), threads_(threads) {}
+LowpOps::LowpOps(Backend& memory, int threads, DType dtype)
+    : mem_(memory), threads_(threads), dtype_(dtype) {
+    TRT_CHECK(dtype == DType::BF16 || dtype == DType::F16, "LowpOps: bf16 or fp16 only");
+}
 
-Bf16Ops::~Bf16Ops() {
+float LowpOps::round(float x) const {
+    return dtype_ == DType::BF16 ? round_to_bf16(x) : round_to_fp16(x);
+}
+
+LowpOps::~LowpOps() {
     mem_.free(scratch_);
     mem_.free(weight_tmp_);
     mem_.free(working_);
 }
 
-size_t Bf16Ops::chunk_rows(size_t row_floats, size_t unit, size_t rows_total, size_t min_rows) {
+static std::atomic<size_t> g_test_chunk_rows{0};
+
+void LowpOps::set_chunk_rows_for_tests(size_t rows) { g_test_chunk_rows = rows; }
+
+size_t LowpOps::chunk_rows(size_t row_floats, size_t unit, size_t rows_total, size_t min_rows) {
     size_t rows = std::max(min_rows, kScratchBudget / std::max<size_t>(row_floats, 1));
+    if (const size_t forced = g_test_chunk_rows.load()) rows = forced;
     rows = std::max(unit, rows / unit * unit);
     return std::min(rows, rows_total);
 }
 
-float* Bf16Ops::scratch(size_t floats) {
+float* LowpOps::scratch(size_t floats) {
     if (floats > scratch_floats_) {
         mem_.free(scratch_);
         scratch_ = nullptr;  // alloc may throw: never keep a freed pointer
         scratch_floats_ = 0;
-        scratch_ = static_cast<float*>(mem_.alloc(floats * sizeof(float), "bf16 scratch"));
+        scratch_ = static_cast<float*>(mem_.alloc(floats * sizeof(float), "low-precision scratch"));
         scratch_floats_ = floats;
     }
     return scratch_;
 }
 
 template <size_t K, typename Fn>
-void Bf16Ops::by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], Fn&& fn,
+void LowpOps::by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], Fn&& fn,
                       size_t min_rows) {
     if (rows_total == 0) return;
     size_t row_floats = 0;
-    for (const RowArg& a : args)
+    for (const RowArg& a : args) {
+        TRT_CHECK(!a.data || a.dtype == dtype_,
+                  "cpu backend in low precision: an activation view of another dtype");
         if (a.data) row_floats += a.width;
+    }
     const size_t chunk = chunk_rows(row_floats, unit, rows_total, min_rows);
     float* base = scratch(std::max<size_t>(chunk * row_floats, 1));
     for (size_t r0 = 0; r0 < rows_total; r0 += chunk) {
@@ -123,14 +156,15 @@ void Bf16Ops::by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], F
             f[i] = base + off;
             off += rows * a.width;
             if (a.dir != Dir::Out)
-                widen_bf16(f[i], static_cast<const uint16_t*>(a.data) + r0 * a.width,
+                widen_lowp(dtype_, f[i], static_cast<const uint16_t*>(a.data) + r0 * a.width,
                            rows * a.width, threads_);
         }
         fn(r0, rows, f);
         for (size_t i = 0; i < K; i++) {
             const RowArg& a = args[i];
             if (a.data && a.dir != Dir::In)
-                narrow_bf16(const_cast<uint16_t*>(static_cast<const uint16_t*>(a.data)) +
+                narrow_lowp(dtype_,
+                            const_cast<uint16_t*>(static_cast<const uint16_t*>(a.data)) +
                                 r0 * a.width,
                             f[i], rows * a.width, threads_);
         }
@@ -139,23 +173,23 @@ void Bf16Ops::by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], F
 
 // ---- the working copy
 
-void Bf16Ops::register_params(const float* params, size_t n) {
+void LowpOps::register_params(const float* params, size_t n) {
     mem_.free(working_);
     working_ = nullptr;
     master_ = nullptr;
     master_n_ = 0;
     if (!params || n == 0) return;
-    working_ = static_cast<float*>(mem_.alloc(n * sizeof(float), "bf16 working weights"));
+    working_ = static_cast<float*>(mem_.alloc(n * sizeof(float), "low-precision working weights"));
     master_ = params;
     master_n_ = n;
     params_written(params, n * sizeof(float));
 }
 
-void Bf16Ops::unregister_if(const void* freed) {
+void LowpOps::unregister_if(const void* freed) {
     if (freed && freed == master_) register_params(nullptr, 0);
 }
 
-void Bf16Ops::params_written(const void* dst, size_t bytes) {
+void LowpOps::params_written(const void* dst, size_t bytes) {
     if (!master_ || bytes == 0) return;
     const char* lo = static_cast<const char*>(dst);
     const char* hi = lo + bytes;
@@ -167,27 +201,27 @@ void Bf16Ops::params_written(const void* dst, size_t bytes) {
     const size_t i1 =
         (static_cast<size_t>(std::min(hi, mhi) - mlo) + sizeof(float) - 1) / sizeof(float);
     split_parallel(i1 - i0, threads_, [&](size_t a, size_t b) {
-        for (size_t i = i0 + a; i < i0 + b; i++) working_[i] = round_to_bf16(master_[i]);
+        for (size_t i = i0 + a; i < i0 + b; i++) working_[i] = round(master_[i]);
     });
 }
 
-const float* Bf16Ops::weight_operand(const float* weight, size_t count) {
+const float* LowpOps::weight_operand(const float* weight, size_t count) {
     if (master_ && weight >= master_ && weight + count <= master_ + master_n_)
         return working_ + (weight - master_);
     if (count > weight_tmp_floats_) {
         mem_.free(weight_tmp_);
         weight_tmp_ = nullptr;
         weight_tmp_floats_ = 0;
-        weight_tmp_ = static_cast<float*>(mem_.alloc(count * sizeof(float), "bf16 weights"));
+        weight_tmp_ = static_cast<float*>(mem_.alloc(count * sizeof(float), "low-precision weights"));
         weight_tmp_floats_ = count;
     }
-    for (size_t i = 0; i < count; i++) weight_tmp_[i] = round_to_bf16(weight[i]);
+    for (size_t i = 0; i < count; i++) weight_tmp_[i] = round(weight[i]);
     return weight_tmp_;
 }
 
 // ---- ops: each is its fp32 kernel (cpu_ops.h) on fp32 chunks of rows.
 
-void Bf16Ops::encoder_forward(Act out, const int32_t* inputs, const float* wte,
+void LowpOps::encoder_forward(Act out, const int32_t* inputs, const float* wte,
                               const float* wpe, int B, int T, int C) {
     const RowArg args[] = {{out, (size_t)C, Dir::Out}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
@@ -195,7 +229,7 @@ void Bf16Ops::encoder_forward(Act out, const int32_t* inputs, const float* wte,
     });
 }
 
-void Bf16Ops::encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
+void LowpOps::encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
                                int B, int T, int C) {
     const RowArg args[] = {{dout, (size_t)C}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
@@ -203,7 +237,7 @@ void Bf16Ops::encoder_backward(float* dwte, float* dwpe, ConstAct dout, const in
     });
 }
 
-void Bf16Ops::layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
+void LowpOps::layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
                                 const float* w, const float* b, int N, int C) {
     const RowArg args[] = {{out, (size_t)C, Dir::Out}, {inp, (size_t)C}};
     by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
@@ -211,7 +245,7 @@ void Bf16Ops::layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
     });
 }
 
-void Bf16Ops::layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
+void LowpOps::layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
                                  const float* w, const float* mean, const float* rstd, int N,
                                  int C) {
     const RowArg args[] = {{dinp, (size_t)C, Dir::InOut}, {dout, (size_t)C}, {inp, (size_t)C}};
@@ -221,7 +255,7 @@ void Bf16Ops::layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout, 
     });
 }
 
-void Bf16Ops::residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd,
+void LowpOps::residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd,
                                          ConstAct a, ConstAct b, const float* bb,
                                          const float* w, const float* bias, int N, int C) {
     const RowArg args[] = {{res_out, (size_t)C, Dir::Out},
@@ -234,7 +268,7 @@ void Bf16Ops::residual_layernorm_forward(Act res_out, Act out, float* mean, floa
     });
 }
 
-void Bf16Ops::rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
+void LowpOps::rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
                               float eps) {
     const RowArg args[] = {{out, (size_t)C, Dir::Out}, {inp, (size_t)C}};
     by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
@@ -242,7 +276,7 @@ void Bf16Ops::rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w
     });
 }
 
-void Bf16Ops::rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp,
+void LowpOps::rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp,
                                const float* w, const float* rstd, int N, int C) {
     const RowArg args[] = {{dinp, (size_t)C, Dir::InOut}, {dout, (size_t)C}, {inp, (size_t)C}};
     by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
@@ -250,7 +284,7 @@ void Bf16Ops::rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp,
     });
 }
 
-void Bf16Ops::residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a,
+void LowpOps::residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a,
                                        ConstAct b, const float* w, int N, int C, float eps) {
     const RowArg args[] = {{res_out, (size_t)C, Dir::Out},
                            {out, (size_t)C, Dir::Out},
@@ -262,7 +296,7 @@ void Bf16Ops::residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstA
     });
 }
 
-void Bf16Ops::matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
+void LowpOps::matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
                              int N, int K, int M, WeightLayout layout) {
     const float* W = weight_operand(weight, (size_t)K * M);
     const RowArg args[] = {{out, (size_t)M, Dir::Out}, {inp, (size_t)K}};
@@ -271,7 +305,7 @@ void Bf16Ops::matmul_forward(Act out, ConstAct inp, const float* weight, const f
     }, kMinMatmulChunkRows);
 }
 
-void Bf16Ops::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
+void LowpOps::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
                               ConstAct inp, const float* weight, int N, int K, int M,
                               WeightLayout layout) {
     const float* W = weight_operand(weight, (size_t)K * M);
@@ -282,7 +316,7 @@ void Bf16Ops::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct d
     }, kMinMatmulChunkRows);
 }
 
-void Bf16Ops::matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
+void LowpOps::matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                                   const float* bias, int N, int K, int M) {
     const float* W = weight_operand(weight, (size_t)K * M);
     const RowArg args[] = {{pre, (size_t)M, Dir::Out}, {out, (size_t)M, Dir::Out},
@@ -292,7 +326,7 @@ void Bf16Ops::matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* w
     }, kMinMatmulChunkRows);
 }
 
-void Bf16Ops::gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
+void LowpOps::gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
                                  int M) {
     const RowArg args[] = {{dinp, (size_t)M, Dir::Out}, {inp, (size_t)M}, {dout, (size_t)M}};
     by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
@@ -302,7 +336,7 @@ void Bf16Ops::gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct 
 
 // Attention works on whole sequences: a chunk is a run of them, and the saved softmax state
 // ([B, NH, T, T], b-major) of sequence b starts at b·NH·T·T.
-void Bf16Ops::attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
+void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                                 int NH, int NKV) {
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
     const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
@@ -313,7 +347,7 @@ void Bf16Ops::attention_forward(Act out, float* saved, ConstAct qkv, int B, int 
     });
 }
 
-void Bf16Ops::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
+void LowpOps::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                                  const float* saved, int B, int T, int C, int NH, int NKV) {
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
     const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
@@ -325,7 +359,7 @@ void Bf16Ops::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstA
     });
 }
 
-void Bf16Ops::rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
+void LowpOps::rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
                            int NKV, int hs, int pos0) {
     const RowArg args[] = {{qkv, (size_t)(NH + 2 * NKV) * hs, Dir::InOut}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t, size_t rows, float** f) {
@@ -333,7 +367,7 @@ void Bf16Ops::rope_forward(Act qkv, const float* cos, const float* sin, int B, i
     });
 }
 
-void Bf16Ops::rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
+void LowpOps::rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
                             int NKV, int hs, int pos0) {
     const RowArg args[] = {{dqkv, (size_t)(NH + 2 * NKV) * hs, Dir::InOut}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t, size_t rows, float** f) {
@@ -341,14 +375,14 @@ void Bf16Ops::rope_backward(Act dqkv, const float* cos, const float* sin, int B,
     });
 }
 
-void Bf16Ops::swiglu_forward(Act out, ConstAct inp, int N, int F) {
+void LowpOps::swiglu_forward(Act out, ConstAct inp, int N, int F) {
     const RowArg args[] = {{out, (size_t)F, Dir::Out}, {inp, 2 * (size_t)F}};
     by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
         cpu::swiglu_forward(f[0], f[1], (int)rows, F, threads_);
     });
 }
 
-void Bf16Ops::swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int F) {
+void LowpOps::swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int F) {
     const RowArg args[] = {{dinp, 2 * (size_t)F, Dir::Out}, {inp, 2 * (size_t)F},
                            {dout, (size_t)F}};
     by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
@@ -356,7 +390,7 @@ void Bf16Ops::swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int 
     });
 }
 
-void Bf16Ops::classifier_forward_backward(Act logits, float* losses, const int32_t* targets,
+void LowpOps::classifier_forward_backward(Act logits, float* losses, const int32_t* targets,
                                           int N, int V, int Vp, float dloss, bool write_grad) {
     // Without the gradient the logits are only read: nothing to round back.
     const RowArg args[] = {{logits, (size_t)Vp, write_grad ? Dir::InOut : Dir::In}};

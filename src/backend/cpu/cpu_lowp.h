@@ -1,10 +1,11 @@
-// The CPU backend's bf16 mode (runtime.precision = "bf16"): activations and their gradients
-// are stored in bf16, every op computes in fp32, and matmuls see bf16 operands — the
-// activations as stored, the weights through a bf16-rounded working copy of the registered
-// fp32 master parameters — with fp32 accumulation. These are the rounding points of the CUDA
-// bf16 path (docs/PRECISION.md), so this mode is that path's CPU twin.
+// The CPU backend's low-precision modes (runtime.precision = "bf16" or "fp16"): activations
+// and their gradients are stored in bf16 (fp16), every op computes in fp32, and matmuls see
+// bf16 (fp16) operands — the activations as stored, the weights through a rounded working
+// copy of the registered fp32 master parameters — with fp32 accumulation. These are the
+// rounding points of the CUDA bf16/fp16 path (docs/PRECISION.md), so these modes are its CPU
+// twin. fp16 is for that: a slow path whose dynamic loss scaling the session already does.
 //
-// How: each op converts a chunk of rows of its bf16 inputs into fp32 scratch, runs the fp32
+// How: each op converts a chunk of rows of its low-precision inputs into fp32 scratch, runs the fp32
 // kernel of cpu_ops.h on the chunk and rounds its outputs back (round to nearest even).
 // Chunks are a fixed number of rows for a shape (never dependent on the thread count), small
 // enough to stay in cache: results are reproducible and the conversions cost a pass over
@@ -19,19 +20,22 @@
 
 namespace trt::cpu {
 
-// n elements, split over `threads` threads when n is large. Narrowing rounds to nearest even.
-void widen_bf16(float* dst, const uint16_t* src, size_t n, int threads);
-void narrow_bf16(uint16_t* dst, const float* src, size_t n, int threads);
+// n elements of `dtype` (BF16 or F16), split over `threads` threads when n is large.
+// Narrowing rounds to nearest even (fp16: past 65504 to infinity).
+void widen_lowp(DType dtype, float* dst, const uint16_t* src, size_t n, int threads);
+void narrow_lowp(DType dtype, uint16_t* dst, const float* src, size_t n, int threads);
 
-class Bf16Ops {
+class LowpOps {
 public:
-    // Scratch and the working copy are allocated from `memory` (counted in bytes_in_use).
-    Bf16Ops(Backend& memory, int threads);
-    ~Bf16Ops();
-    Bf16Ops(const Bf16Ops&) = delete;
-    Bf16Ops& operator=(const Bf16Ops&) = delete;
+    // dtype: BF16 or F16, what activations are stored in. Scratch and the working copy are
+    // allocated from `memory` (counted in bytes_in_use).
+    LowpOps(Backend& memory, int threads, DType dtype);
+    DType dtype() const { return dtype_; }
+    ~LowpOps();
+    LowpOps(const LowpOps&) = delete;
+    LowpOps& operator=(const LowpOps&) = delete;
 
-    // The fp32 master parameters whose bf16 working copy the matmuls read.
+    // The fp32 master parameters whose rounded working copy the matmuls read.
     void register_params(const float* params, size_t n);
     void unregister_if(const void* freed);
     // [dst, dst + bytes) was written: refresh the working copy where it overlaps the master.
@@ -79,6 +83,9 @@ public:
     // positions), at least one unit, at most rows_total. Depends on the shapes only.
     static size_t chunk_rows(size_t row_floats, size_t unit, size_t rows_total,
                              size_t min_rows);
+    // Tests: every chunk holds `rows` rows (rounded to whole units, at least one; 0 = the
+    // policy above), so small cases run the multi-chunk offsets. Process-wide.
+    static void set_chunk_rows_for_tests(size_t rows);
 
 private:
     struct RowArg;
@@ -90,15 +97,18 @@ private:
     // registered master, else (a caller's own buffer) a rounded copy in weight scratch.
     const float* weight_operand(const float* weight, size_t count);
 
+    float round(float x) const;  // to the nearest value of dtype_
+
     Backend& mem_;
     int threads_;
+    DType dtype_;
     float* scratch_ = nullptr;
     size_t scratch_floats_ = 0;
     float* weight_tmp_ = nullptr;
     size_t weight_tmp_floats_ = 0;
     const float* master_ = nullptr;  // the registered fp32 parameters
     size_t master_n_ = 0;
-    float* working_ = nullptr;       // [master_n_] the master rounded to bf16, kept as fp32
+    float* working_ = nullptr;       // [master_n_] the master rounded to dtype_, kept as fp32
 };
 
 }  // namespace trt::cpu

@@ -1,0 +1,135 @@
+// The CPU backend's low-precision modes (cpu_lowp.h) beyond one op call: a bf16/fp16 matmul
+// must equal the fp32 matmul on the rounded operands, bit for bit — the weights rounded by the
+// backend's working copy (never read unrounded from the master), the fp32 bias added before
+// the output's rounding — and the working copy must follow every write of the master
+// (copy_to_device, zero, adamw_step).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/bf16.h"
+#include "core/fp16.h"
+#include "cpu/reference_ops.h"
+
+namespace {
+
+using trt::Precision;
+
+struct Lowp {
+    Precision p;
+    trt::DType dtype;
+    float round(float x) const {
+        return p == Precision::Bf16 ? trt::round_to_bf16(x) : trt::round_to_fp16(x);
+    }
+    uint16_t narrow(float x) const {
+        return p == Precision::Bf16 ? trt::float_to_bf16(x) : trt::float_to_fp16(x);
+    }
+    float widen(uint16_t b) const {
+        return p == Precision::Bf16 ? trt::bf16_to_float(b) : trt::fp16_to_float(b);
+    }
+};
+
+class CpuLowp : public ::testing::TestWithParam<Lowp> {};
+
+constexpr int N = 37, K = 50, M = 29;
+
+// out = round(inp · round(W) + bias) on the fp32 backend: what the low-precision one must give.
+std::vector<uint16_t> expected(const Lowp& lp, const std::vector<float>& inp,
+                               const std::vector<float>& W, const std::vector<float>& bias) {
+    auto be = trt::make_cpu_backend(2);
+    std::vector<float> Wr(W);
+    for (float& x : Wr) x = lp.round(x);
+    std::vector<float> out((size_t)N * M);
+    be->matmul_forward(out.data(), inp.data(), Wr.data(), bias.data(), N, K, M,
+                       trt::WeightLayout::InOut);
+    std::vector<uint16_t> r(out.size());
+    for (size_t i = 0; i < out.size(); i++) r[i] = lp.narrow(out[i]);
+    return r;
+}
+
+TEST_P(CpuLowp, MatmulReadsTheRoundedWorkingCopyAndItFollowsTheMaster) {
+    const Lowp lp = GetParam();
+    auto be = trt::make_cpu_backend(2, lp.p);
+    ASSERT_EQ(be->activation_dtype(), lp.dtype);
+    std::vector<float> inp = ref::random_floats((size_t)N * K, 1, -2, 2);
+    for (float& x : inp) x = lp.round(x);  // an activation: held in the low precision
+    std::vector<float> W = ref::random_floats((size_t)K * M, 2);  // unrounded master values
+    const std::vector<float> bias = ref::random_floats(M, 3);
+
+    // Parameters: [W | bias] in one registered buffer; activations as dtype.
+    const size_t P = W.size() + bias.size();
+    auto* params = static_cast<float*>(be->alloc(P * sizeof(float)));
+    be->register_params(params, P);
+    be->copy_to_device(params, W.data(), W.size() * sizeof(float));
+    be->copy_to_device(params + W.size(), bias.data(), bias.size() * sizeof(float));
+    std::vector<uint16_t> inp_b(inp.size());
+    for (size_t i = 0; i < inp.size(); i++) inp_b[i] = lp.narrow(inp[i]);
+    void* inp_d = be->alloc(inp_b.size() * 2);
+    void* out_d = be->alloc((size_t)N * M * 2);
+    be->copy_to_device(inp_d, inp_b.data(), inp_b.size() * 2);
+    auto run = [&] {
+        be->matmul_forward(trt::Act(out_d, lp.dtype), trt::ConstAct(inp_d, lp.dtype), params,
+                           params + W.size(), N, K, M, trt::WeightLayout::InOut);
+        std::vector<uint16_t> got((size_t)N * M);
+        be->copy_to_host(got.data(), out_d, got.size() * 2);
+        return got;
+    };
+    EXPECT_EQ(run(), expected(lp, inp, W, bias)) << "the weights were not read rounded";
+
+    // A host write of part of the master: the working copy follows.
+    for (size_t i = 0; i < 100; i++) W[i] = -W[i] * 1.37f;
+    be->copy_to_device(params, W.data(), 100 * sizeof(float));
+    EXPECT_EQ(run(), expected(lp, inp, W, bias)) << "after copy_to_device";
+
+    // An optimizer step (lr 0.1, one step, g = 1): the working copy follows the update.
+    std::vector<float> grads(P, 1.0f);
+    auto* g = static_cast<float*>(be->alloc(P * sizeof(float)));
+    auto* m = static_cast<float*>(be->alloc(P * sizeof(float)));
+    auto* v = static_cast<float*>(be->alloc(P * sizeof(float)));
+    be->copy_to_device(g, grads.data(), P * sizeof(float));
+    const int64_t ends[] = {(int64_t)W.size(), (int64_t)P};
+    const float decay[] = {0.0f, 0.0f};
+    const trt::ParamSegments seg{ends, decay, 2};
+    trt::StepScalars s{};
+    be->begin_step(&s, 0.1f, 1);
+    be->adamw_step(params, g, m, v, P, seg, trt::AdamWConfig{0.9f, 0.95f, 1e-8f}, &s);
+    std::vector<float> after(P);
+    be->copy_to_host(after.data(), params, P * sizeof(float));
+    ASSERT_NE(after[0], W[0]) << "the step changed nothing";
+    const std::vector<float> W2(after.begin(), after.begin() + (long)W.size());
+    const std::vector<float> b2(after.begin() + (long)W.size(), after.end());
+    EXPECT_EQ(run(), expected(lp, inp, W2, b2)) << "after adamw_step";
+
+    // zero() of the master: the working copy is zero too (only the bias is left).
+    be->zero(params, W.size() * sizeof(float));
+    EXPECT_EQ(run(), expected(lp, inp, std::vector<float>(W.size(), 0.0f), b2))
+        << "after zero";
+    for (void* q : {(void*)params, inp_d, out_d, (void*)g, (void*)m, (void*)v}) be->free(q);
+}
+
+// A view of another dtype (an fp32 buffer handed to a bf16 backend, or the reverse) is a
+// caller's bug: refused, never read as the wrong type.
+TEST_P(CpuLowp, RefusesViewsOfAnotherDtype) {
+    const Lowp lp = GetParam();
+    auto low = trt::make_cpu_backend(1, lp.p), fp32 = trt::make_cpu_backend(1);
+    std::vector<float> a(64, 1.0f), b(64), w(8, 1.0f), bias(8, 0.0f), stats(8);
+    EXPECT_THROW(low->layernorm_forward(b.data(), stats.data(), stats.data(), a.data(),
+                                        w.data(), bias.data(), 8, 8),
+                 trt::Error);
+    std::vector<uint16_t> h(64);
+    EXPECT_THROW(fp32->layernorm_forward(trt::Act(h.data(), lp.dtype), stats.data(),
+                                         stats.data(), a.data(), w.data(), bias.data(), 8, 8),
+                 trt::Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precision, CpuLowp,
+                         ::testing::Values(Lowp{Precision::Bf16, trt::DType::BF16},
+                                           Lowp{Precision::Fp16, trt::DType::F16}),
+                         [](const auto& info) {
+                             return std::string(info.param.p == Precision::Bf16 ? "bf16"
+                                                                                : "fp16");
+                         });
+
+}  // namespace
