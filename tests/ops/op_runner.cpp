@@ -31,10 +31,13 @@ uint32_t seed_of(const std::string& s) {
     return h;
 }
 
-// Activations stored in bf16 / fp16 (a backend's activation dtype): the values they can hold.
+// Activations stored in bf16 / fp16 (a backend's activation dtype): the values they can hold
+// (round_to below, at the matching precision), and their bits.
 bool lowp(trt::DType act) { return act == trt::DType::BF16 || act == trt::DType::F16; }
-float round_act(trt::DType act, float x) {
-    return act == trt::DType::BF16 ? trt::round_to_bf16(x) : trt::round_to_fp16(x);
+trt::Precision precision_of(trt::DType act) {
+    return act == trt::DType::BF16  ? trt::Precision::Bf16
+           : act == trt::DType::F16 ? trt::Precision::Fp16
+                                    : trt::Precision::Fp32;
 }
 uint16_t narrow_act(trt::DType act, float x) {
     return act == trt::DType::BF16 ? trt::float_to_bf16(x) : trt::float_to_fp16(x);
@@ -73,7 +76,7 @@ Initial initial_values(const OpCase& c, trt::Precision p, trt::DType act) {
         if (t.operand && low_precision(p))
             for (auto& x : v) x = round_to(x, p);
         if (t.act && lowp(act))
-            for (auto& x : v) x = round_act(act, x);
+            for (auto& x : v) x = round_to(x, precision_of(act));
         in.f[i] = std::move(v);
     }
     return in;
@@ -238,10 +241,7 @@ std::string Check::describe() const {
 
 std::vector<Check> against_reference(const OpCase& c, trt::Backend& be) {
     const trt::DType act = be.activation_dtype();
-    const trt::Precision p = act == trt::DType::BF16  ? trt::Precision::Bf16
-                             : act == trt::DType::F16 ? trt::Precision::Fp16
-                                                      : trt::Precision::Fp32;
-    const Initial init = initial_values(c, p, act);
+    const Initial init = initial_values(c, precision_of(act), act);
     const Results got = run_on(c, be, init);
     // The double reference of the big cases takes a while: once per case, activation dtype
     // and process (a suite checks each case at several thread counts).

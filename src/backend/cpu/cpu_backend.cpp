@@ -64,15 +64,8 @@ public:
     int num_threads() const override { return threads_; }
     // The processor's model name (for logs and benchmark reports), "cpu" when unknown.
     std::string device_name() const override {
-        std::ifstream in("/proc/cpuinfo");
-        std::string line;
-        while (std::getline(in, line)) {
-            if (line.rfind("model name", 0) != 0) continue;
-            const size_t colon = line.find(':');
-            if (colon != std::string::npos && colon + 2 <= line.size())
-                return line.substr(colon + 2);
-        }
-        return "cpu";
+        const std::string model = cpuinfo_field("model name");
+        return model.empty() ? "cpu" : model;
     }
 
     // ---- memory
@@ -300,17 +293,25 @@ public:
     }
 
 private:
-    // The CPU's native bf16 features from /proc/cpuinfo ("avx512_bf16 amx_bf16"), "" if none.
-    static std::string native_bf16_flags() {
+    // The value of the first /proc/cpuinfo line starting with `key` ("" if none).
+    static std::string cpuinfo_field(const char* key) {
         std::ifstream in("/proc/cpuinfo");
-        std::string line, found;
+        std::string line;
         while (std::getline(in, line)) {
-            if (line.rfind("flags", 0) != 0) continue;
-            for (const char* f : {" avx512_bf16", " amx_bf16"})
-                if ((line + " ").find(cat(f, " ")) != std::string::npos)
-                    found += found.empty() ? f + 1 : cat(" ", f + 1);
-            break;
+            if (line.rfind(key, 0) != 0) continue;
+            const size_t colon = line.find(':');
+            if (colon != std::string::npos && colon + 2 <= line.size())
+                return line.substr(colon + 2);
         }
+        return "";
+    }
+    // The CPU's native bf16 features ("avx512_bf16 amx_bf16"), "" if none.
+    static std::string native_bf16_flags() {
+        const std::string flags = " " + cpuinfo_field("flags") + " ";
+        std::string found;
+        for (const char* f : {"avx512_bf16", "amx_bf16"})
+            if (flags.find(cat(" ", f, " ")) != std::string::npos)
+                found += found.empty() ? std::string(f) : cat(" ", f);
         return found;
     }
     // The fp32 buffer behind a view (fp32 mode); a view of another dtype is a caller's bug.
