@@ -12,6 +12,7 @@ Rungs (cumulative; `trainrt bench` with --set over a generated config):
   fused-kernels    + accel.matmul_epilogues (cuBLASLt bias/GELU epilogues) + accel.fused_classifier
   cudnn-attention  + accel.attention = cudnn
   cuda-graphs      + accel.cuda_graphs
+  bf16-activations + accel.lowp_activations (activations stored in bf16: no cast kernels)
 for two models: `tiny` (V=256, L6 H6 C384, T=256, B=64) and `gpt2` (GPT-2 124M, V=50257,
 L12 H12 C768, T=1024, B=64; tokens per step B*T*grad_accum, --gpt2-tokens-per-step, default
 65,536 = one micro-batch, since a GPU run is short; 524,288 = llm.c's is grad_accum 8).
@@ -60,7 +61,7 @@ EXIT_OOM = 3  # trainrt bench: out of memory
 BASE = {"runtime.device": "cuda", "runtime.precision": "fp32", "data.placement": "host",
         "accel.fused_adamw": "false", "accel.matmul_epilogues": "false",
         "accel.fused_classifier": "false", "accel.attention": "matmul",
-        "accel.cuda_graphs": "false"}
+        "accel.cuda_graphs": "false", "accel.lowp_activations": "false"}
 GPU_RUNGS = [
     ("fp32-host", "CUDA fp32, host-fed batches, nothing fused", dict(BASE)),
     ("resident", "+ resident dataset (data.placement = device)", {"data.placement": "device"}),
@@ -71,6 +72,8 @@ GPU_RUNGS = [
      {"accel.matmul_epilogues": "true", "accel.fused_classifier": "true"}),
     ("cudnn-attention", "+ cuDNN attention", {"accel.attention": "cudnn"}),
     ("cuda-graphs", "+ CUDA graphs", {"accel.cuda_graphs": "true"}),
+    ("bf16-activations", "+ bf16 activations (no cast kernels)",
+     {"accel.lowp_activations": "true"}),
 ]
 SMOKE_RUNGS = [
     ("cpu-host", "CPU fp32, host-fed batches", {"runtime.device": "cpu", "data.placement": "host",

@@ -158,7 +158,7 @@ CUDNN_POLICY=${GPU_CHECK_CUDNN:-required}
 # fp16 shares), memory and the working copy per precision, the step ops, the samplers, the
 # cuDNN attention, the internal elementwise kernels at odd alignments, and the length-bucket
 # casts and bucketed attention.
-MEMCHECK_RUNS=${MEMCHECK_RUNS:-'test_gpu_ops=Op/CudaOpCases.*_fp32:Op/CudaOpCases.*_bf16:Precision/CudaOps.*:Precision/CudaStep.*:Precision/CudaSampler.*:LowPrecision/CudnnAttention.ForwardBackwardMatchTheCpu/* test_gpu_elementwise=CudaElementwise.* test_gpu_cudnn_buckets=LowPrecision/PaddedCast.*:LowPrecision/CudnnBuckets.BucketedForwardBackwardMatchTheCpu/*'}
+MEMCHECK_RUNS=${MEMCHECK_RUNS:-'test_gpu_ops=Op/CudaOpCases.*_fp32:Op/CudaOpCases.*_bf16:Op/CudaOpCases.*_bf16_acts:Precision/CudaOps.*:Precision/CudaStep.*:Precision/CudaSampler.*:LowPrecision/CudnnAttention.ForwardBackwardMatchTheCpu/* test_gpu_elementwise=CudaElementwise.* test_gpu_cudnn_buckets=LowPrecision/PaddedCast.*:LowPrecision/CudnnBuckets.BucketedForwardBackwardMatchTheCpu/*'}
 T0=$(date +%s)
 HAVE_PY=0
 if command -v python3 >/dev/null 2>&1; then HAVE_PY=1; fi
@@ -847,11 +847,14 @@ stage_train() {
         return
     fi
     # name device precision steps extra --set...; the CPU reference runs only the steps the
-    # comparison uses. cuda-bf16-all turns every default-off fast path on.
+    # comparison uses. cuda-bf16-all turns every default-off fast path on with fp32
+    # activations; cuda-bf16-acts the same with bf16 activations (accel.lowp_activations), so a
+    # failure of the one and not the other points at the activation storage.
     local fast='accel.attention="cudnn" accel.matmul_epilogues=true accel.fused_classifier=true accel.fused_adamw=true accel.cuda_graphs=true data.placement="device"'
     local runs=("cpu-fp32 cpu fp32 $TRAIN_CPU_STEPS" "cuda-fp32 cuda fp32 $TRAIN_STEPS"
                 "cuda-tf32 cuda tf32 $TRAIN_STEPS" "cuda-bf16 cuda bf16 $TRAIN_STEPS"
-                "cuda-bf16-all cuda bf16 $TRAIN_STEPS $fast")
+                "cuda-bf16-all cuda bf16 $TRAIN_STEPS $fast"
+                "cuda-bf16-acts cuda bf16 $TRAIN_STEPS $fast accel.lowp_activations=true")
     local specs=() statuses="" r name device prec steps extra sets kv
     for r in "${runs[@]}"; do
         read -r name device prec steps extra <<< "$r"
@@ -881,7 +884,7 @@ stage_train() {
     table=$(compare_runs_py "${specs[@]}"); rc=$?
     keys=$(printf '%s\n' "$table" | sed -n 's/^KEYS //p')
     table=$(printf '%s\n' "$table" | grep -v '^KEYS ')
-    DETAILS[train]=$(printf 'Demo config (examples/configs/shakespeare.toml), log_every 1: CUDA runs %s steps, the CPU reference %s; per-step train losses compared over the CPU'"'"'s steps. cuda-bf16-all = bf16 with cuDNN attention, epilogues, fused classifier, fused AdamW, resident data and CUDA graphs.\nRuns: %s\n\n%s\n' \
+    DETAILS[train]=$(printf 'Demo config (examples/configs/shakespeare.toml), log_every 1: CUDA runs %s steps, the CPU reference %s; per-step train losses compared over the CPU'"'"'s steps. cuda-bf16-all = bf16 with cuDNN attention, epilogues, fused classifier, fused AdamW, resident data and CUDA graphs; cuda-bf16-acts = the same with bf16 activations (accel.lowp_activations).\nRuns: %s\n\n%s\n' \
         "$TRAIN_STEPS" "$TRAIN_CPU_STEPS" "$statuses" "$table")
     if grep -q 'cut off' <<< "$statuses"; then finish TIMEOUT "$keys"
     elif [ "$HAVE_GPU" != 1 ]; then

@@ -310,7 +310,10 @@ TRAINRT_API trainrt_status trainrt_config_from_checkpoint(trainrt_config** out,
 /* Hugging Face export: out_dir/model.safetensors (the model's HF names - GPT2LMHeadModel or
  * LlamaForCausalLM -, unpadded, F32 or BF16; above 5 GB transformers' shards and
  * model.safetensors.index.json instead) and out_dir/config.json, each written atomically;
- * out_dir is created. The folder loads with transformers and as model.init_from. */
+ * out_dir is created. When the run has a data.tokenizer, it is written too (tokenizer.json,
+ * with the tokenizer_config.json / special_tokens_map.json found beside it); a data.tokenizer
+ * that no longer exists is an error before anything is written. The folder loads with
+ * transformers and as model.init_from. */
 TRAINRT_API trainrt_status trainrt_session_export(trainrt_session* session, const char* out_dir,
                                                   int32_t dtype);
 /* The same from a checkpoint (path as for session_load), without a session. */

@@ -25,7 +25,7 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 9;
+constexpr uint32_t kBackendInterfaceVersion = 10;
 
 // A view of an activation buffer in backend memory: where it starts and what its elements
 // are. A float* converts implicitly (an fp32 buffer), so fp32 call sites read as plain
@@ -135,6 +135,10 @@ struct AccelOptions {
     // (the only nondeterministic kernels there are; every other kernel is deterministic either
     // way). The CPU backend is always deterministic and ignores it.
     bool deterministic = true;
+    // accel.lowp_activations: under bf16/fp16, a backend whose activations are otherwise fp32
+    // (CUDA) stores them in the low precision (docs/PRECISION.md). The CPU's bf16/fp16 always
+    // store them so and ignore it.
+    bool lowp_activations = false;
 };
 
 // What a backend is created with.

@@ -140,6 +140,7 @@ BackendSelection select_backend(const RunConfig& run) {
     opts.accel.matmul_epilogues = run.accel.matmul_epilogues;
     opts.accel.fused_classifier = run.accel.fused_classifier;
     opts.accel.deterministic = run.accel.deterministic;
+    opts.accel.lowp_activations = run.accel.lowp_activations;
     // The CPU computes in fp32, bf16 or fp16 (the last a slow twin of CUDA's); auto stays
     // fp32 there (the session's log says when the CPU has native bf16). tf32 is a CUDA
     // tensor-core mode.

@@ -1,8 +1,11 @@
 // C API: checkpoints and Hugging Face export — save, load, latest, config_from_checkpoint,
 // session_export, checkpoint_export.
+#include <optional>
+
 #include "capi/barrier.h"
 #include "capi/handles.h"
 #include "checkpoint/checkpoint.h"
+#include "tokenizer/tokenizer_files.h"
 
 using namespace trt;
 using capi::guarded;
@@ -96,7 +99,19 @@ TRAINRT_API trainrt_status trainrt_checkpoint_export(const char* path, const cha
         require(out_dir, "trainrt_checkpoint_export", "out_dir");
         require_nonempty(out_dir, "trainrt_checkpoint_export", "out_dir");
         const ExportDType d = export_dtype(dtype, "trainrt_checkpoint_export");
-        export_checkpoint_hf(resolve_checkpoint(path), out_dir, d);
+        const std::string dir = resolve_checkpoint(path);
+        // The run's tokenizer (data.tokenizer in the stored config) goes into the folder too;
+        // found before anything is written.
+        const std::string tokenizer =
+            Config::from_string(read_checkpoint_state(dir).config_toml, "", dir + "/state.json")
+                .run()
+                .data.tokenizer;
+        std::optional<tok::TokenizerFiles> files;
+        if (!tokenizer.empty())
+            files = tok::find_tokenizer_files(tokenizer, "trainrt_checkpoint_export (the run's "
+                                                         "data.tokenizer)");
+        export_checkpoint_hf(dir, out_dir, d);
+        if (files) tok::copy_tokenizer_files(*files, out_dir);
         return TRAINRT_OK;
     });
 }

@@ -24,20 +24,26 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
         }
         const ModelSpec shape = model_spec(r.model);
         // A CPU backend sizes the attention buffers. A run on the CPU is sized at its own
-        // precision (bf16/fp16 store activations in that type and hold a working copy); one
-        // that goes to CUDA (device = cuda, or auto with a usable GPU) keeps fp32 activations
-        // there — the CPU's fp32 plan — plus a 2-byte working copy under bf16/fp16.
+        // precision (bf16/fp16 store activations in that type and hold a working copy). One
+        // that goes to CUDA (device = cuda, or auto with a usable GPU; auto precision is bf16
+        // there) holds a 2-byte working copy under bf16/fp16, and keeps fp32 activations — the
+        // CPU's fp32 plan — unless accel.lowp_activations stores them in the low precision too:
+        // then the CPU's plan at that precision, whose own working copy is replaced by CUDA's.
         const bool on_cpu = r.runtime.device == DeviceKind::Cpu ||
                             (r.runtime.device == DeviceKind::Auto && !cuda_device_usable(0));
         const Precision asked = r.runtime.precision;
         const bool lowp = asked == Precision::Bf16 || asked == Precision::Fp16;
-        const auto backend = make_cpu_backend(static_cast<int>(r.runtime.threads),
-                                              on_cpu && lowp ? asked : Precision::Fp32);
+        const bool cuda_lowp = !on_cpu && (lowp || asked == Precision::Auto);
+        Precision sizing = Precision::Fp32;
+        if (on_cpu && lowp) sizing = asked;
+        if (cuda_lowp && r.accel.lowp_activations) sizing = lowp ? asked : Precision::Bf16;
+        const auto backend = make_cpu_backend(static_cast<int>(r.runtime.threads), sizing);
         ModelInfo m = model_info(shape, static_cast<int>(r.train.batch_size),
                                  static_cast<int>(r.train.seq_len), *backend);
-        const bool cuda_lowp = !on_cpu && (lowp || asked == Precision::Auto);
         if (cuda_lowp) {
-            const int64_t working = 2 * static_cast<int64_t>(ParamTable(shape).total());
+            const size_t n = ParamTable(shape).total();
+            const int64_t working = 2 * static_cast<int64_t>(n) -
+                                    static_cast<int64_t>(backend->working_copy_bytes(n));
             m.bytes_parameters += working;
             m.bytes_total += working;
         }

@@ -1,11 +1,11 @@
 // C API: tokenizers. The handle holds an immutable Tokenizer, so these calls take no busy
 // guard: several threads may encode with one tokenizer at once (trainrt.h).
-#include <filesystem>
 #include <limits>
 
 #include "capi/barrier.h"
 #include "io/fs_util.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_files.h"
 
 struct trainrt_tokenizer {
     trt::tok::Tokenizer tokenizer;
@@ -13,28 +13,15 @@ struct trainrt_tokenizer {
 
 using namespace trt;
 
-namespace {
-
-// A folder (a Hugging Face model folder) stands for its tokenizer.json.
-std::string tokenizer_file(const std::string& path) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(path, ec)) return path;
-    const std::string file = (std::filesystem::path(path) / "tokenizer.json").string();
-    if (!std::filesystem::exists(file, ec))
-        fail(Status::Io, "trainrt_tokenizer_load: the folder ", path,
-             " holds no tokenizer.json (this library reads Hugging Face tokenizer.json files)");
-    return file;
-}
-
-}  // namespace
-
 extern "C" {
 
 TRAINRT_API trainrt_status trainrt_tokenizer_load(trainrt_tokenizer** out, const char* path) {
     return capi::guarded("trainrt_tokenizer_load", [&] {
         capi::require(out, "trainrt_tokenizer_load", "out");
         capi::require(path, "trainrt_tokenizer_load", "path");
-        auto* t = new trainrt_tokenizer{tok::Tokenizer::from_file(tokenizer_file(path))};
+        // A folder (a Hugging Face model folder) stands for its tokenizer.json.
+        const tok::TokenizerFiles files = tok::find_tokenizer_files(path, "trainrt_tokenizer_load");
+        auto* t = new trainrt_tokenizer{tok::Tokenizer::from_file(files.tokenizer_json)};
         *out = t;
         return TRAINRT_OK;
     });

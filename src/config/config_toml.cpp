@@ -157,6 +157,7 @@ const std::vector<KeyDesc>& keys() {
 
         TRT_PATH(data, train),
         TRT_PATH(data, val),
+        TRT_PATH(data, tokenizer),
         TRT_ENUM(data, sampler, SamplerKind),
         TRT_SEED(data, seed),
         TRT_ENUM(data, placement, Placement),
@@ -194,6 +195,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_ENUM(accel, attention, AttentionKind),
         TRT_BOOL(accel, fused_classifier),
         TRT_BOOL(accel, matmul_epilogues),
+        TRT_BOOL(accel, lowp_activations),
         TRT_BOOL(accel, deterministic),
     };
     return table;
@@ -703,6 +705,15 @@ void merge_model_folder(RunConfig& r, const std::string& base_dir,
     // A folder without config.json gives no shape: [model] stands, and loading the weights
     // says what the folder lacks.
     if (path.empty() || path_kind(path) == PathKind::Missing) return;
+    // Its tokenizer is the run's, unless data.tokenizer names one (resolved with the other
+    // paths below, like model.init_from itself).
+    const std::string folder_tokenizer =
+        (std::filesystem::path(resolve_path(base_dir, r.model.init_from)) / "tokenizer.json")
+            .string();
+    std::error_code ec;
+    if (!given.count(find_key("data.tokenizer")) && r.data.tokenizer.empty() &&
+        std::filesystem::is_regular_file(folder_tokenizer, ec))
+        r.data.tokenizer = r.model.init_from;
     const toml::node* init_node = given.count(find_key("model.init_from"))
                                       ? given.at(find_key("model.init_from"))
                                       : nullptr;

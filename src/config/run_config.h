@@ -34,6 +34,9 @@ struct ModelConfig {
 struct DataConfig {
     std::string train;  // shard path or glob (required to train with the sampler)
     std::string val;    // shard path or glob (required for eval)
+    // The tokenizer the shards were prepared with: a tokenizer.json or a model folder ("" =
+    // none: bytes, or not recorded). Defaults to model.init_from when that folder has one.
+    std::string tokenizer;
     SamplerKind sampler = SamplerKind::Random;
     uint64_t seed = 1;  // random sampler key
     Placement placement = Placement::Auto;
@@ -80,6 +83,8 @@ struct AccelConfig {
     AttentionKind attention = AttentionKind::Auto;
     bool fused_classifier = true;
     bool matmul_epilogues = false;
+    // bf16/fp16 activations on CUDA under precision bf16/fp16 (docs/PRECISION.md).
+    bool lowp_activations = false;
     // false allows nondeterministic cuDNN attention engines (CUDA only; docs/CONFIG.md).
     bool deterministic = true;
 };

@@ -21,6 +21,7 @@
 #include "io/fs_util.h"
 #include "io/json_min.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_files.h"
 #include "tokenizer/unicode_classes.h"
 
 namespace trt {
@@ -85,16 +86,6 @@ std::string_view document_of(const Item& item, std::string& parsed) {
              "string field \"", *item.field, "\"");
     parsed = f->s;
     return parsed;
-}
-
-// The tokenizer file a path names, and the tokenizer_config.json beside it (or "").
-std::pair<std::string, std::string> tokenizer_files(const std::string& path) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const fs::path file =
-        fs::is_directory(path, ec) ? fs::path(path) / "tokenizer.json" : fs::path(path);
-    const fs::path config = file.parent_path() / "tokenizer_config.json";
-    return {file.string(), fs::exists(config, ec) ? config.string() : std::string()};
 }
 
 // The EOS token: tokenizer_config.json's eos_token (a string, or an object with "content"),
@@ -229,11 +220,11 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
     if (!(options.val_fraction >= 0.0 && options.val_fraction < 1.0))  // also rejects NaN
         fail(Status::InvalidArgument, "prepare: val_fraction must be in [0, 1), got ",
              options.val_fraction);
-    const std::pair<std::string, std::string> files = tokenizer_files(options.tokenizer);
-    const tok::Tokenizer tokenizer = tok::Tokenizer::from_file(files.first);
+    const tok::TokenizerFiles files = tok::find_tokenizer_files(options.tokenizer, "prepare");
+    const tok::Tokenizer tokenizer = tok::Tokenizer::from_file(files.tokenizer_json);
     PrepareTextResult r;
     // (No structured binding: lambdas below capture eos, which C++17 does not allow for one.)
-    const std::pair<std::string, uint32_t> eos_found = find_eos(tokenizer, files.second);
+    const std::pair<std::string, uint32_t> eos_found = find_eos(tokenizer, files.tokenizer_config);
     const uint32_t eos = eos_found.second;
     r.eos_token = eos_found.first;
     r.eos_id = static_cast<int32_t>(eos);

@@ -1,5 +1,7 @@
 #include "model/decoder.h"
 
+#include <algorithm>
+
 #include "core/bf16.h"
 #include "core/fp16.h"
 #include "core/error.h"
@@ -238,11 +240,18 @@ void Decoder::copy_logits_to_host(float* dst, size_t row0, size_t rows, size_t c
     TRT_CHECK(src.dtype == DType::BF16 || src.dtype == DType::F16,
               "copy_logits_to_host: unsupported activation dtype");
     const bool bf16 = src.dtype == DType::BF16;
-    host_lowp_.resize(cols);
-    for (size_t r = 0; r < rows; ++r) {
-        be_.copy_to_host(host_lowp_.data(), src.at(r * Vp).data, cols * sizeof(uint16_t));
-        for (size_t c = 0; c < cols; ++c)
-            dst[r * cols + c] = bf16 ? bf16_to_float(host_lowp_[c]) : fp16_to_float(host_lowp_[c]);
+    // Whole padded rows, a block of them per copy (a device copy is synchronous: one per row
+    // would be thousands for a forward), at most 8 Mi elements of host staging.
+    const size_t block = std::max<size_t>(1, (size_t{8} << 20) / Vp);
+    host_lowp_.resize(std::min(block, rows) * Vp);
+    for (size_t r0 = 0; r0 < rows; r0 += block) {
+        const size_t n = std::min(block, rows - r0);
+        be_.copy_to_host(host_lowp_.data(), src.at(r0 * Vp).data, n * Vp * sizeof(uint16_t));
+        for (size_t r = 0; r < n; ++r)
+            for (size_t c = 0; c < cols; ++c) {
+                const uint16_t v = host_lowp_[r * Vp + c];
+                dst[(r0 + r) * cols + c] = bf16 ? bf16_to_float(v) : fp16_to_float(v);
+            }
     }
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "backend/backend_factory.h"
@@ -18,6 +19,8 @@
 #include "runtime/metrics_log.h"
 #include "runtime/perf.h"
 #include "runtime/schedule.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_files.h"
 
 namespace trt {
 namespace {
@@ -33,6 +36,21 @@ TokenDataset open_split(const std::string& pattern, const char* key, int64_t voc
     } catch (const Error& e) {
         throw Error(e.status(), cat(key, ": ", e.what()));
     }
+}
+
+}  // namespace
+
+namespace {
+
+// data.tokenizer must load and its ids fit the model: said when the run starts, not at
+// sample or export time.
+void check_tokenizer(const std::string& path, int64_t vocab_size) {
+    const tok::TokenizerFiles files = tok::find_tokenizer_files(path, "data.tokenizer");
+    const tok::Tokenizer t = tok::Tokenizer::from_file(files.tokenizer_json);
+    if (static_cast<int64_t>(t.id_limit()) > vocab_size)
+        fail(Status::Config, "data.tokenizer: '", path, "' has ids up to ", t.id_limit() - 1,
+             " but model.vocab_size is ", vocab_size, "; is it the tokenizer the data was "
+             "prepared with?");
 }
 
 }  // namespace
@@ -57,6 +75,8 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
     readback_->set_max_inflight(max_inflight_);
     step_graph_ = std::make_unique<GraphRunner>(*backend_, log_, kTrainStepGraph, "train step");
     eval_graph_ = std::make_unique<GraphRunner>(*backend_, log_, kEvalGraph, "eval forward");
+
+    if (!run_.data.tokenizer.empty()) check_tokenizer(run_.data.tokenizer, mc.vocab_size);
 
     // Config bounds (config/size_limits.h): B, T and B * T fit an int.
     const int B = static_cast<int>(tr.batch_size), T = static_cast<int>(tr.seq_len);
@@ -822,6 +842,10 @@ void Session::warn_config_differences(const std::string& checkpoint_toml,
 }
 
 void Session::export_hf(const std::string& out_dir, ExportDType dtype) {
+    // The run's tokenizer goes into the folder too; found before anything is written.
+    std::optional<tok::TokenizerFiles> tokenizer;
+    if (!run_.data.tokenizer.empty())
+        tokenizer = tok::find_tokenizer_files(run_.data.tokenizer, "export (data.tokenizer)");
     const size_t n = model_->table().total();
     std::vector<float> params(n);
     backend_->synchronize();
@@ -830,6 +854,7 @@ void Session::export_hf(const std::string& out_dir, ExportDType dtype) {
                    "nothing was written; the run has diverged: export a good checkpoint "
                    "instead (trainrt_checkpoint_export)");
     trt::export_hf(out_dir, model_->table(), params.data(), dtype);
+    if (tokenizer) tok::copy_tokenizer_files(*tokenizer, out_dir);
 }
 
 // ------------------------------------------------------------------ sampling

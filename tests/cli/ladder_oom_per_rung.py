@@ -67,7 +67,7 @@ def main():
     rungs = {x["rung"]: x for x in json.load(open(os.path.join(out, "ladder.json")))["models"]["tiny"]["rungs"]}
     want = {"fp32-host": (16, 4), "resident": (16, 4), "tf32": (16, 4), "bf16": (16, 4),
             "fused-adamw": (16, 4), "fused-kernels": (16, 4), "cudnn-attention": (32, 2),
-            "cuda-graphs": (32, 2)}
+            "cuda-graphs": (32, 2), "bf16-activations": (32, 2)}
     for name, (b, ga) in want.items():
         r = rungs.get(name)
         if r is None or r["status"] != "ok":

@@ -206,6 +206,7 @@ seed = 1337
 [data]
 train = "data/train_*.bin"
 val = "/abs/val.bin"
+tokenizer = ""
 sampler = "sequential"
 seed = 9223372036854775807
 placement = "auto"
@@ -241,6 +242,7 @@ cuda_graphs = false
 attention = "matmul"
 fused_classifier = true
 matmul_epilogues = false
+lowp_activations = false
 deterministic = true
 """
     syntax = (b"# TOML forms the parser must take\n"

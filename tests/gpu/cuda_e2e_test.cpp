@@ -287,6 +287,68 @@ TEST_P(CudaE2EP, ResumeBitwise) {
 INSTANTIATE_TEST_SUITE_P(Precision, CudaE2EP, ::testing::Values("fp32", "tf32", "bf16", "fp16"),
                          [](const auto& info) { return info.param; });
 
+// accel.lowp_activations: CUDA stores activations in bf16/fp16. The reference is the CPU in
+// the same precision (the same rounding points, docs/PRECISION.md), held tighter than the
+// fp32 CPU is against CUDA's cast-per-matmul mode; run to run and resume stay bitwise.
+class CudaE2ELowpActs : public CudaE2E, public ::testing::WithParamInterface<std::string> {};
+
+const Sets kLowpActs = {{"accel.lowp_activations", "true"}};
+
+TEST_P(CudaE2ELowpActs, LossesMatchTheCpuTwin) {
+    const std::string p = GetParam();
+    CUDA_SESSION_OR_SKIP(g, p, kLowpActs);
+    trainrt_status st;
+    trainrt_session* c =
+        create({{"runtime.device", "\"cpu\""}, {"runtime.precision", quoted(p)}}, &st);
+    ASSERT_NE(c, nullptr) << "cpu " << p << " session: " << last_error();
+    // The switch took effect: the activations (most of this model's memory) take half the
+    // bytes of a CUDA session with fp32 activations.
+    CUDA_SESSION_OR_SKIP(fp32_acts, p);
+    trainrt_metrics with{}, without{};
+    trainrt_metrics_init(&with);
+    trainrt_metrics_init(&without);
+    ASSERT_EQ(trainrt_session_metrics(&with, g), TRAINRT_OK) << last_error();
+    ASSERT_EQ(trainrt_session_metrics(&without, fp32_acts), TRAINRT_OK) << last_error();
+    EXPECT_LT(with.bytes_in_use, without.bytes_in_use)
+        << p << ": accel.lowp_activations did not shrink the session's memory";
+    std::vector<double> norms;
+    const auto lg = run(g, 30, &norms);
+    const auto lc = run(c, 30);
+    ASSERT_EQ(lg.size(), 30u);
+    ASSERT_EQ(lc.size(), 30u);
+    size_t steps = 30;  // fp16: compare up to a skipped (overflowed) step, as above
+    for (size_t i = 0; i < norms.size(); i++)
+        if (!std::isfinite(norms[i])) {
+            steps = i + 1;
+            break;
+        }
+    EXPECT_GE(steps, 20u) << p << ": a step was skipped too early to compare the run";
+    EXPECT_LE(compare("cuda " + p + " acts vs cpu " + p, lg, lc, steps), 2e-2);
+}
+
+TEST_P(CudaE2ELowpActs, RunToRunAndResumeBitwise) {
+    const std::string p = GetParam();
+    CUDA_SESSION_OR_SKIP(a, p, kLowpActs);
+    CUDA_SESSION_OR_SKIP(b, p, kLowpActs);
+    CUDA_SESSION_OR_SKIP(first, p, kLowpActs);
+    CUDA_SESSION_OR_SKIP(second, p, kLowpActs);
+    const auto la = run(a, 20), lb = run(b, 20);
+    ASSERT_EQ(la.size(), 20u);
+    EXPECT_TRUE(same_bits(la, lb)) << p << " acts: two identical CUDA runs differ";
+    run(first, 10);
+    const std::string ckpt = dir_ + "/ckpt_acts_" + p;
+    ASSERT_EQ(trainrt_session_save(nullptr, 0, nullptr, first, ckpt.c_str()), TRAINRT_OK)
+        << last_error();
+    ASSERT_EQ(trainrt_session_load(second, ckpt.c_str()), TRAINRT_OK) << last_error();
+    const auto lr = run(second, 10);
+    ASSERT_EQ(lr.size(), 10u);
+    const std::vector<double> tail(la.begin() + 10, la.end());
+    EXPECT_TRUE(same_bits(tail, lr)) << p << " acts: resumed run differs from the whole one";
+}
+
+INSTANTIATE_TEST_SUITE_P(Precision, CudaE2ELowpActs, ::testing::Values("bf16", "fp16"),
+                         [](const auto& info) { return info.param; });
+
 TEST_F(CudaE2E, PlacementDeviceEqualsHost) {
     for (const char* sampler : {"\"random\"", "\"sequential\""}) {
         CUDA_SESSION_OR_SKIP(dev, "fp32",

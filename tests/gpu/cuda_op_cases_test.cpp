@@ -6,11 +6,16 @@
 // Each case also runs twice on CUDA and must give the same bits (no atomics, fixed-order
 // reductions), and at fp32 is held against the double reference itself (but the `large` ones).
 // Weights marked as parameters sit in the registered buffer, so bf16/fp16 read the working
-// copy. When the CUDA backend stores bf16 activations, the oracle is the CPU's bf16 mode. Properties beyond one call (bitwise run to run, working-copy refresh after AdamW, GQA
-// as repeated MHA, memory, epilogue variants) are in the other files here.
+// copy. bf16/fp16 run twice: with fp32 activations (per-matmul casts), and with
+// accel.lowp_activations, where CUDA stores activations in bf16/fp16 and the oracle is the
+// CPU's bf16/fp16 mode (the same rounding points, docs/PRECISION.md). Properties beyond one
+// call (bitwise run to run, working-copy refresh after AdamW, GQA as repeated MHA, memory,
+// epilogue variants) are in the other files here.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <tuple>
 
@@ -22,22 +27,64 @@ namespace {
 
 using trt::Precision;
 
-class CudaOpCases : public ::testing::TestWithParam<std::tuple<std::string, Precision>> {};
+// A precision, and for bf16/fp16 whether activations are stored in it too
+// (accel.lowp_activations) or stay fp32 with per-matmul casts. The two last switches run
+// the fast paths on low-precision activations: cudnn = accel.attention "cudnn" (the attention
+// ops only, a fresh backend per case, since the first reserve decides whether cuDNN serves:
+// at least one case must run on cuDNN, reading bf16 qkv in place); epilogues =
+// accel.matmul_epilogues (cuBLASLt bias / GELU / bias-grad with a bf16 D, or their exact
+// fallback when cuBLASLt refuses the fp32 bias).
+struct Mode {
+    Precision precision;
+    bool lowp_acts;
+    bool cudnn = false;
+    bool epilogues = false;
+};
+
+std::string mode_text(const Mode& m, const char* sep) {
+    std::string s = gpu::pname(m.precision);
+    if (m.lowp_acts) s += std::string(sep) + "acts";
+    if (m.cudnn) s += std::string(sep) + "cudnn";
+    if (m.epilogues) s += std::string(sep) + "epilogues";
+    return s;
+}
+
+// For gtest's test listing ("bf16 acts cudnn", not the bytes of the struct).
+void PrintTo(const Mode& m, std::ostream* os) { *os << mode_text(m, " "); }
+
+class CudaOpCases : public ::testing::TestWithParam<std::tuple<std::string, Mode>> {};
 
 TEST_P(CudaOpCases, AgainstTheCpuBackend) {
-    const auto& [op, precision] = GetParam();
+    const auto& [op, mode] = GetParam();
+    const Precision precision = mode.precision;
+    const bool attention_op = op.rfind("attention", 0) == 0;
+    if (mode.cudnn && !attention_op) GTEST_SKIP() << "the cudnn mode covers the attention ops";
+    trt::AccelOptions accel;
+    accel.lowp_activations = mode.lowp_acts;
+    accel.cudnn_attention = mode.cudnn;
+    accel.matmul_epilogues = mode.epilogues;
     std::unique_ptr<trt::Backend> cuda;
-    TRT_CUDA_BACKEND_OR_SKIP(cuda, precision);
-    // The oracle stores activations as the CUDA backend does: the CPU in bf16 (docs/
-    // PRECISION.md, the same rounding points) once CUDA keeps bf16 activations, else fp32.
+    TRT_CUDA_BACKEND_WITH_OR_SKIP(cuda, precision, accel);
+    // The oracle stores activations as the CUDA backend does: the CPU in bf16/fp16 (docs/
+    // PRECISION.md, the same rounding points) when CUDA keeps them so, else fp32.
     // 4 threads: ctest runs several of these at once.
-    const bool bf16_acts = cuda->activation_dtype() == trt::DType::BF16;
-    auto cpu = trt::make_cpu_backend(4, bf16_acts ? Precision::Bf16 : Precision::Fp32);
-    int cases = 0;
+    const trt::DType acts = cuda->activation_dtype();
+    if (mode.lowp_acts)
+        ASSERT_EQ(acts, precision == Precision::Bf16 ? trt::DType::BF16 : trt::DType::F16);
+    else
+        ASSERT_EQ(acts, trt::DType::F32);
+    auto cpu = trt::make_cpu_backend(4, acts == trt::DType::BF16  ? Precision::Bf16
+                                        : acts == trt::DType::F16 ? Precision::Fp16
+                                                                  : Precision::Fp32);
+    int cases = 0, on_cudnn = 0;
     for (const opcase::OpCase& c : opcase::all_cases()) {
         if (c.op != op) continue;
         ++cases;
-        const std::string what = c.op + " " + c.shape + " [" + gpu::pname(precision) + "] ";
+        if (mode.cudnn && cases > 1) {
+            cuda.reset();
+            TRT_CUDA_BACKEND_WITH_OR_SKIP(cuda, precision, accel);
+        }
+        const std::string what = c.op + " " + c.shape + " [" + mode_text(mode, " ") + "] ";
         for (const opcase::Check& k : opcase::against_backend(c, *cuda, precision, *cpu)) {
             ref::report(what + k.tensor, k.error);
             EXPECT_TRUE(k.passed()) << what << k.describe();
@@ -49,18 +96,31 @@ TEST_P(CudaOpCases, AgainstTheCpuBackend) {
                 ref::report(what + k.tensor + " vs reference", k.error);
                 EXPECT_TRUE(k.passed()) << what << "against the reference: " << k.describe();
             }
+        if (mode.cudnn) {
+            const trt::AccelStatus st = cuda->accel_status();
+            std::printf("[ attention] %s%s%s\n", what.c_str(), st.attention.c_str(),
+                        st.attention_note.empty() ? "" : (": " + st.attention_note).c_str());
+            if (st.attention == "cudnn") ++on_cudnn;
+        }
     }
     EXPECT_GT(cases, 0);
+    if (mode.cudnn) {
+        EXPECT_GT(on_cudnn, 0) << "no " << op << " case ran on cuDNN";
+    }
 }
 
 std::string case_name(const ::testing::TestParamInfo<CudaOpCases::ParamType>& info) {
-    return std::get<0>(info.param) + "_" + gpu::pname(std::get<1>(info.param));
+    return std::get<0>(info.param) + "_" + mode_text(std::get<1>(info.param), "_");
 }
 
-INSTANTIATE_TEST_SUITE_P(Op, CudaOpCases,
-                         ::testing::Combine(::testing::ValuesIn(opcase::op_names()),
-                                            ::testing::Values(Precision::Fp32, Precision::Tf32,
-                                                              Precision::Bf16, Precision::Fp16)),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(
+    Op, CudaOpCases,
+    ::testing::Combine(::testing::ValuesIn(opcase::op_names()),
+                       ::testing::Values(Mode{Precision::Fp32, false}, Mode{Precision::Tf32, false},
+                                         Mode{Precision::Bf16, false}, Mode{Precision::Fp16, false},
+                                         Mode{Precision::Bf16, true}, Mode{Precision::Fp16, true},
+                                         Mode{Precision::Bf16, true, true, false},
+                                         Mode{Precision::Bf16, true, false, true})),
+    case_name);
 
 }  // namespace

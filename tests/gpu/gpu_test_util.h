@@ -90,11 +90,14 @@ inline std::unique_ptr<trt::Backend> try_cuda(trt::Precision precision, std::str
 }
 
 // In a void function (test body or SetUp): `var` = the CUDA backend, or skip / fail.
-#define TRT_CUDA_BACKEND_OR_SKIP(var, precision)                                           \
+#define TRT_CUDA_BACKEND_OR_SKIP(var, precision) \
+    TRT_CUDA_BACKEND_WITH_OR_SKIP(var, precision, ::trt::AccelOptions{})
+// The same with the accel switches under test.
+#define TRT_CUDA_BACKEND_WITH_OR_SKIP(var, precision, accel)                               \
     do {                                                                                   \
         std::string trt_why_;                                                              \
         bool trt_skip_ = false;                                                            \
-        var = ::gpu::try_cuda(precision, trt_why_, trt_skip_);                             \
+        var = ::gpu::try_cuda(precision, trt_why_, trt_skip_, accel);                      \
         if (!var) {                                                                        \
             if (trt_skip_) GTEST_SKIP() << "no CUDA backend: " << trt_why_;                \
             FAIL() << "the CUDA backend could not be created: " << trt_why_;               \

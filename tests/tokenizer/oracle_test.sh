@@ -87,8 +87,9 @@ sys.exit(0 if ok else 1)
 PY
 [ $? -eq 0 ] || status=1
 
-# ... then train a tiny GPT-2-vocabulary model on those shards for 2 steps and sample from it
-# through the tokenizer: the prompt comes back first, then decoded text.
+# ... then train a tiny GPT-2-vocabulary model on those shards for 2 steps (data.tokenizer
+# recording the tokenizer) and sample from it without naming the tokenizer: the prompt comes
+# back first, then decoded text; the exported folder carries the tokenizer.
 cat > "$work/tiny.toml" <<TOML
 [model]
 vocab_size = 50257
@@ -99,6 +100,7 @@ d_model = 16
 [data]
 train = "prepared/train.bin"
 val = "prepared/train.bin"
+tokenizer = "oracle/tokenizers/gpt2"
 [train]
 batch_size = 2
 seq_len = 16
@@ -110,12 +112,19 @@ threads = 1
 TOML
 (cd "$work" && rm -rf run && "$cli" train tiny.toml --fresh >/dev/null 2>"$work/train.log") ||
     { echo "oracle: train on the prepared shards failed:"; cat "$work/train.log"; status=1; }
-sample=$("$cli" sample "$work/run" --tokenizer "$work/oracle/tokenizers/gpt2" \
-         --prompt "ROMEO: hello" --tokens 6 --temperature 0 2>&1) || true
+sample=$("$cli" sample "$work/run" --prompt "ROMEO: hello" --tokens 6 --temperature 0 2>&1) ||
+    true
 case "$sample" in
-    "ROMEO: hello"?*) echo "oracle: sample through the tokenizer: ok" ;;
-    *) echo "oracle: sample through the tokenizer failed: $sample"; status=1 ;;
+    "ROMEO: hello"?*) echo "oracle: sample through the run's tokenizer: ok" ;;
+    *) echo "oracle: sample through the run's tokenizer failed: $sample"; status=1 ;;
 esac
+rm -rf "$work/exported"
+if "$cli" export "$work/run" "$work/exported" >/dev/null 2>"$work/export.log" &&
+    cmp -s "$work/exported/tokenizer.json" "$work/oracle/tokenizers/gpt2/tokenizer.json"; then
+    echo "oracle: export writes the run's tokenizer: ok"
+else
+    echo "oracle: export did not write the run's tokenizer:"; cat "$work/export.log"; status=1
+fi
 
 if [ $compared -lt 2 ]; then
     echo "oracle: only $compared tokenizers compared; at least 2 are required"

@@ -97,9 +97,9 @@ const CommandHelp kCommandHelp[] = {
      "                      [--top-k K] [--seed S] [--tokenizer PATH]\n"
      "\n"
      "Generates N tokens (default 256) continuing TEXT (default: a newline) and prints prompt\n"
-     "+ continuation. Without --tokenizer the model must be byte-level (vocab_size 256); with\n"
-     "it (the tokenizer.json, or model folder, the model's data was prepared with) TEXT is\n"
-     "encoded and the tokens decoded with it. T defaults to 1.0 (0 = greedy), K to 0 (all\n"
+     "+ continuation. With a tokenizer (--tokenizer PATH: a tokenizer.json or model folder;\n"
+     "default: the run's data.tokenizer, recorded in the checkpoint) TEXT is encoded and the\n"
+     "tokens decoded with it; without one the model must be byte-level (vocab_size 256). T defaults to 1.0 (0 = greedy), K to 0 (all\n"
      "tokens), S to 1337; the same seed gives the same text.\n"},
     {"export",
      "usage: trainrt export CHECKPOINT DIR [--dtype f32|bf16]\n"
@@ -107,7 +107,8 @@ const CommandHelp kCommandHelp[] = {
      "Writes DIR/model.safetensors (the model's Hugging Face names, unpadded, fp32 unless\n"
      "--dtype bf16; shards + model.safetensors.index.json above 5 GB) and DIR/config.json,\n"
      "loadable with transformers' GPT2LMHeadModel / LlamaForCausalLM.from_pretrained, and as\n"
-     "model.init_from.\n"},
+     "model.init_from; with the run's data.tokenizer, DIR/tokenizer.json (+ its\n"
+     "tokenizer_config.json / special_tokens_map.json) too.\n"},
     {"config",
      "usage: trainrt config CONFIG [--set KEY=VALUE]...\n"
      "\n"
@@ -486,10 +487,20 @@ int cmd_sample(int argc, char** argv) {
     if (prompt.empty()) prompt = "\n";
 
     // The vocabulary: bytes (256) without a tokenizer; checked before loading the weights.
+    // The tokenizer: --tokenizer, else the run's data.tokenizer (recorded in the checkpoint).
     int64_t vocab = 0;
     trainrt_config* stored = nullptr;
     trainrt_status st = trainrt_config_from_checkpoint(&stored, path.c_str());
     if (st == TRAINRT_OK) st = trainrt_config_get_int(&vocab, stored, "model.vocab_size");
+    if (st == TRAINRT_OK && tokenizer_path.empty()) {
+        size_t needed = 0;
+        st = trainrt_config_get_string(nullptr, 0, &needed, stored, "data.tokenizer");
+        std::string recorded(needed, '\0');
+        if (st == TRAINRT_OK)
+            st = trainrt_config_get_string(recorded.data(), recorded.size() + 1, &needed, stored,
+                                           "data.tokenizer");
+        tokenizer_path = recorded;
+    }
     trainrt_config_destroy(stored);
     if (st != TRAINRT_OK) return fail_status(("reading checkpoint " + path).c_str(), st);
     trainrt_tokenizer* tokenizer = nullptr;

@@ -22,6 +22,10 @@ constexpr size_t kScratchBudget = size_t{1} << 22;
 // Matmul chunks are taller: each chunk re-reads the weight (and the weight gradient), which
 // for the output head is [Vp, C] — 1024 rows keep that traffic a few percent of the product.
 constexpr size_t kMinMatmulChunkRows = 1024;
+// A matmul whose chunk of kMinMatmulChunkRows rows would not fit the budget (the output head:
+// M = Vp ≈ 50k) runs over blocks of output columns instead (column_block), each block at least
+// this wide so its GEMM stays efficient.
+constexpr size_t kMinColumnBlock = 256;
 
 TRT_CPU_CLONES void widen_range(float* __restrict dst, const uint16_t* __restrict src,
                                 size_t n) {
@@ -64,6 +68,17 @@ void split_parallel(size_t n, int threads, Fn fn) {
     }
 }
 
+// fn(r) for every row r < rows of `width` elements, over the threads when there is enough.
+template <typename Fn>
+void for_rows(size_t rows, size_t width, int threads, Fn fn) {
+    if (rows * width < kParallelConvert || threads <= 1) {
+        for (size_t r = 0; r < rows; r++) fn(r);
+        return;
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t r = 0; r < static_cast<int64_t>(rows); r++) fn(static_cast<size_t>(r));
+}
+
 }  // namespace
 
 void widen_lowp(DType dtype, float* dst, const uint16_t* src, size_t n, int threads) {
@@ -87,14 +102,43 @@ void narrow_lowp(DType dtype, uint16_t* dst, const float* src, size_t n, int thr
 // One tensor of a row-chunked op: `width` low-precision elements per row. In: widened before the
 // kernel; Out: rounded back after it; InOut (accumulators, in-place ops): both.
 enum class Dir { In, Out, InOut };
+// ld: elements between rows in memory when the op sees only `width` of them (a block of
+// columns); 0 = width (contiguous rows).
 struct LowpOps::RowArg {
     const void* data;  // bf16 / fp16, or null (the op skips this tensor)
     DType dtype;
     size_t width;
     Dir dir;
-    RowArg(ConstAct v, size_t w) : data(v.data), dtype(v.dtype), width(w), dir(Dir::In) {}
-    RowArg(Act v, size_t w, Dir d) : data(v.data), dtype(v.dtype), width(w), dir(d) {}
+    size_t ld = 0;
+    RowArg(ConstAct v, size_t w, size_t ld_ = 0)
+        : data(v.data), dtype(v.dtype), width(w), dir(Dir::In), ld(ld_) {}
+    RowArg(Act v, size_t w, Dir d, size_t ld_ = 0)
+        : data(v.data), dtype(v.dtype), width(w), dir(d), ld(ld_) {}
+    size_t stride() const { return ld ? ld : width; }
 };
+
+// rows × width elements between fp32 `f` (contiguous) and the low-precision rows of `a`
+// starting at row r0 (strided by a.stride()).
+void LowpOps::widen_rows(const RowArg& a, size_t r0, size_t rows, float* f) const {
+    const uint16_t* src = static_cast<const uint16_t*>(a.data) + r0 * a.stride();
+    if (a.stride() == a.width) {
+        widen_lowp(dtype_, f, src, rows * a.width, threads_);
+        return;
+    }
+    for_rows(rows, a.width, threads_, [&](size_t r) {
+        widen_lowp(dtype_, f + r * a.width, src + r * a.stride(), a.width, 1);
+    });
+}
+void LowpOps::narrow_rows(const RowArg& a, size_t r0, size_t rows, const float* f) const {
+    uint16_t* dst = const_cast<uint16_t*>(static_cast<const uint16_t*>(a.data)) + r0 * a.stride();
+    if (a.stride() == a.width) {
+        narrow_lowp(dtype_, dst, f, rows * a.width, threads_);
+        return;
+    }
+    for_rows(rows, a.width, threads_, [&](size_t r) {
+        narrow_lowp(dtype_, dst + r * a.stride(), f + r * a.width, a.width, 1);
+    });
+}
 
 LowpOps::LowpOps(Backend& memory, int threads, DType dtype)
     : mem_(memory), threads_(threads), dtype_(dtype) {
@@ -112,8 +156,19 @@ LowpOps::~LowpOps() {
 }
 
 static std::atomic<size_t> g_test_chunk_rows{0};
+static std::atomic<size_t> g_test_column_block{0};
 
 void LowpOps::set_chunk_rows_for_tests(size_t rows) { g_test_chunk_rows = rows; }
+void LowpOps::set_column_block_for_tests(size_t cols) { g_test_column_block = cols; }
+
+size_t LowpOps::column_block(size_t K, size_t M, WeightLayout layout) {
+    // Only [M, K] weights: a block of output columns is then a contiguous block of its rows.
+    if (layout != WeightLayout::OutIn) return M;
+    if (const size_t forced = g_test_column_block.load()) return std::min(M, forced);
+    const size_t per_row = kScratchBudget / kMinMatmulChunkRows;  // floats of a chunk row
+    if (K + M <= per_row) return M;
+    return std::min(M, std::max(kMinColumnBlock, per_row > K ? per_row - K : 0));
+}
 
 size_t LowpOps::chunk_rows(size_t row_floats, size_t unit, size_t rows_total, size_t min_rows) {
     size_t rows = std::max(min_rows, kScratchBudget / std::max<size_t>(row_floats, 1));
@@ -155,18 +210,12 @@ void LowpOps::by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], F
             if (!a.data) continue;
             f[i] = base + off;
             off += rows * a.width;
-            if (a.dir != Dir::Out)
-                widen_lowp(dtype_, f[i], static_cast<const uint16_t*>(a.data) + r0 * a.width,
-                           rows * a.width, threads_);
+            if (a.dir != Dir::Out) widen_rows(a, r0, rows, f[i]);
         }
         fn(r0, rows, f);
         for (size_t i = 0; i < K; i++) {
             const RowArg& a = args[i];
-            if (a.data && a.dir != Dir::In)
-                narrow_lowp(dtype_,
-                            const_cast<uint16_t*>(static_cast<const uint16_t*>(a.data)) +
-                                r0 * a.width,
-                            f[i], rows * a.width, threads_);
+            if (a.data && a.dir != Dir::In) narrow_rows(a, r0, rows, f[i]);
         }
     }
 }
@@ -296,24 +345,67 @@ void LowpOps::residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstA
     });
 }
 
+// A wide output (column_block < M: the output head) runs block by block of output columns:
+// out[:, j0:j0+n] = inp · W[j0:j0+n, :]ᵀ, each block's rows rounded where they are stored.
 void LowpOps::matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
                              int N, int K, int M, WeightLayout layout) {
     const float* W = weight_operand(weight, (size_t)K * M);
-    const RowArg args[] = {{out, (size_t)M, Dir::Out}, {inp, (size_t)K}};
-    by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
-        cpu::matmul_forward(f[0], f[1], W, bias, (int)rows, K, M, layout, threads_);
-    }, kMinMatmulChunkRows);
+    const size_t mb = column_block((size_t)K, (size_t)M, layout);
+    for (size_t j0 = 0; j0 < (size_t)M; j0 += mb) {
+        const size_t n = std::min(mb, (size_t)M - j0);
+        const float* Wj = j0 ? W + j0 * K : W;  // j0 > 0 only for [M, K] weights
+        const RowArg args[] = {{out.at(j0), n, Dir::Out, (size_t)M}, {inp, (size_t)K}};
+        by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
+            cpu::matmul_forward(f[0], f[1], Wj, bias ? bias + j0 : nullptr, (int)rows, K, (int)n,
+                                layout, threads_);
+        }, kMinMatmulChunkRows);
+    }
 }
 
 void LowpOps::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
                               ConstAct inp, const float* weight, int N, int K, int M,
                               WeightLayout layout) {
     const float* W = weight_operand(weight, (size_t)K * M);
-    const RowArg args[] = {{dinp, (size_t)K, Dir::Out}, {dout, (size_t)M}, {inp, (size_t)K}};
-    by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
-        cpu::matmul_backward(f[0], dweight, dbias, f[1], f[2], W, (int)rows, K, M, layout,
-                             threads_);
-    }, kMinMatmulChunkRows);
+    const size_t mb = column_block((size_t)K, (size_t)M, layout);
+    if (mb >= (size_t)M) {
+        const RowArg args[] = {{dinp, (size_t)K, Dir::Out}, {dout, (size_t)M}, {inp, (size_t)K}};
+        by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
+            cpu::matmul_backward(f[0], dweight, dbias, f[1], f[2], W, (int)rows, K, M, layout,
+                                 threads_);
+        }, kMinMatmulChunkRows);
+        return;
+    }
+    // Blocks of dout's columns (a [M, K] weight): dweight rows j0.. and dbias[j0..] get their
+    // block's products; dinp = Σ over blocks of dout[:, block] · W[block, :], summed in fp32
+    // and rounded once per chunk of rows.
+    const size_t Kz = (size_t)K;
+    const size_t row_floats = 3 * Kz + mb;  // inp, the dinp sum, one block's dinp, dout block
+    const size_t chunk = chunk_rows(row_floats, 1, (size_t)N, kMinMatmulChunkRows);
+    float* base = scratch(std::max<size_t>(chunk * row_floats, 1));
+    const RowArg inp_arg{inp, Kz};
+    const RowArg dinp_arg{dinp, Kz, Dir::Out};
+    for (size_t r0 = 0; r0 < (size_t)N; r0 += chunk) {
+        const size_t rows = std::min(chunk, (size_t)N - r0);
+        float* x = base;             // [rows, K]
+        float* sum = x + rows * Kz;  // [rows, K]
+        float* part = sum + rows * Kz;
+        float* dy = part + rows * Kz;  // [rows, n]
+        if (inp) widen_rows(inp_arg, r0, rows, x);
+        if (dinp) std::fill(sum, sum + rows * Kz, 0.0f);
+        for (size_t j0 = 0; j0 < (size_t)M; j0 += mb) {
+            const size_t n = std::min(mb, (size_t)M - j0);
+            widen_rows(RowArg{dout.at(j0), n, (size_t)M}, r0, rows, dy);
+            cpu::matmul_backward(dinp ? part : nullptr, dweight ? dweight + j0 * Kz : nullptr,
+                                 dbias ? dbias + j0 : nullptr, dy, inp ? x : nullptr, W + j0 * Kz,
+                                 (int)rows, K,
+                                 (int)n, layout, threads_);
+            if (dinp)
+                for_rows(rows, Kz, threads_, [&](size_t r) {
+                    for (size_t k = 0; k < Kz; k++) sum[r * Kz + k] += part[r * Kz + k];
+                });
+        }
+        if (dinp) narrow_rows(dinp_arg, r0, rows, sum);
+    }
 }
 
 void LowpOps::matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
@@ -335,7 +427,14 @@ void LowpOps::gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct 
 }
 
 // Attention works on whole sequences: a chunk is a run of them, and the saved softmax state
-// ([B, NH, T, T], b-major) of sequence b starts at b·NH·T·T.
+// ([B, NH, T, T], b-major) of sequence b starts at b·NH·T·T. The fp32 kernel spreads a chunk's
+// (sequence, head) pairs over the threads, so a chunk holds at least ceil(threads / NH)
+// sequences: one sequence of NH < threads heads would leave threads idle.
+size_t LowpOps::attention_min_rows(int T, int NH) const {
+    const size_t seqs = ((size_t)std::max(threads_, 1) + (size_t)NH - 1) / (size_t)NH;
+    return seqs * (size_t)T;
+}
+
 void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                                 int NH, int NKV) {
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
@@ -344,7 +443,7 @@ void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int 
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
         cpu::attention_forward(f[0], saved + r0 / T * per_seq, f[1], (int)(rows / T), T, C, NH,
                                NKV, threads_);
-    });
+    }, attention_min_rows(T, NH));
 }
 
 void LowpOps::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
@@ -356,7 +455,7 @@ void LowpOps::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstA
         // scratch was sized for B sequences; a chunk of fewer needs less of it.
         cpu::attention_backward(f[0], scratch, f[1], f[2], saved + r0 / T * per_seq,
                                 (int)(rows / T), T, C, NH, NKV, threads_);
-    });
+    }, attention_min_rows(T, NH));
 }
 
 void LowpOps::rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,

@@ -86,6 +86,11 @@ public:
     // Tests: every chunk holds `rows` rows (rounded to whole units, at least one; 0 = the
     // policy above), so small cases run the multi-chunk offsets. Process-wide.
     static void set_chunk_rows_for_tests(size_t rows);
+    // Output columns per block of a matmul with a [M, K] weight whose chunk of rows would not
+    // fit the scratch budget (the output head), else M. Depends on the shapes only.
+    static size_t column_block(size_t K, size_t M, WeightLayout layout);
+    // Tests: every such matmul (any M) runs in blocks of `cols` columns (0 = the policy).
+    static void set_column_block_for_tests(size_t cols);
 
 private:
     struct RowArg;
@@ -93,6 +98,11 @@ private:
     void by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], Fn&& fn,
                  size_t min_rows = 64);  // 64: row ops
     float* scratch(size_t floats);
+    // rows × width elements of `a` from row r0 (strided: a.ld) to contiguous fp32 and back.
+    void widen_rows(const RowArg& a, size_t r0, size_t rows, float* f) const;
+    void narrow_rows(const RowArg& a, size_t r0, size_t rows, const float* f) const;
+    // Rows of an attention chunk: enough whole sequences to give every thread a head.
+    size_t attention_min_rows(int T, int NH) const;
     // The matmul operand for a weight: its place in the working copy when it lies in the
     // registered master, else (a caller's own buffer) a rounded copy in weight scratch.
     const float* weight_operand(const float* weight, size_t count);

@@ -78,6 +78,7 @@ public:
     ~CudaBackend() override { release(); }
 
     const char* name() const override { return "cuda"; }
+    DType activation_dtype() const override { return ctx_.act; }
     int num_threads() const override { return 1; }
     std::string device_name() const override { return name_; }
     AccelStatus accel_status() const override {
@@ -88,6 +89,14 @@ public:
         if (ctx_.matmul_epilogues) a.epilogues_note = matmul_epilogue_note(ctx_.matmul);
         a.fused_classifier = ctx_.fused_classifier;
         a.graphs = true;
+        if (ctx_.lowp())
+            a.precision_note =
+                ctx_.act != DType::F32
+                    ? std::string("activations ") + precision_name(ctx_.precision) +
+                          " (accel.lowp_activations; not yet verified on a GPU)"
+                    : std::string("activations fp32, matmul operands cast per call "
+                                  "(accel.lowp_activations = true stores them in ") +
+                          precision_name(ctx_.precision) + ")";
         // Only the cuDNN attention engines can be nondeterministic (every kernel of ours and
         // every cuBLASLt algorithm is deterministic either way).
         a.deterministic = deterministic_;
@@ -195,7 +204,7 @@ public:
         size_t need = 0;
         for (size_t b : {elementwise_scratch_bytes(d), layernorm_scratch_bytes(d),
                          rmsnorm_scratch_bytes(d), classifier_scratch_bytes(d),
-                         matmul_scratch_bytes(d, ctx_.precision),
+                         matmul_scratch_bytes(d, ctx_.precision, ctx_.act),
                          optimizer_scratch_bytes(params_n_hint(), d), sampler_scratch_bytes(d)})
             need = std::max(need, b);
         if (cudnn_ && !use_cudnn_ && dims_.B == 0) {
@@ -287,34 +296,34 @@ public:
     void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
                          int B, int T, int C) override {
         const DeviceGuard g(device_);
-        cuda::encoder_forward(ctx_, f32(out), inputs, wte, wpe, B, T, C);
+        cuda::encoder_forward(ctx_, out, inputs, wte, wpe, B, T, C);
     }
     void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
                           int B, int T, int C) override {
         const DeviceGuard g(device_);
-        cuda::encoder_backward(ctx_, dwte, dwpe, f32(dout), inputs, B, T, C);
+        cuda::encoder_backward(ctx_, dwte, dwpe, dout, inputs, B, T, C);
     }
     void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
                            const float* w, const float* b, int N, int C) override {
         const DeviceGuard g(device_);
-        cuda::layernorm_forward(ctx_, f32(out), mean, rstd, f32(inp), w, b, N, C);
+        cuda::layernorm_forward(ctx_, out, mean, rstd, inp, w, b, N, C);
     }
     void layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout,
                             ConstAct inp, const float* w, const float* mean,
                             const float* rstd, int N, int C) override {
         const DeviceGuard g(device_);
-        cuda::layernorm_backward(ctx_, f32(dinp), dw, db, f32(dout), f32(inp), w, mean, rstd, N, C);
+        cuda::layernorm_backward(ctx_, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
     }
     void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
                         int N, int K, int M, WeightLayout layout) override {
         const DeviceGuard g(device_);
-        cuda::matmul_forward(ctx_, f32(out), f32(inp), weight, bias, N, K, M, layout);
+        cuda::matmul_forward(ctx_, out, inp, weight, bias, N, K, M, layout);
     }
     void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
                          ConstAct inp, const float* weight, int N, int K, int M,
                          WeightLayout layout) override {
         const DeviceGuard g(device_);
-        cuda::matmul_backward(ctx_, f32(dinp), dweight, dbias, f32(dout), f32(inp), weight, N, K, M,
+        cuda::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, K, M,
                               layout);
     }
     // With cuDNN the saved/scratch buffers are sized for cuDNN at the reserved shape (no T×T
@@ -331,9 +340,9 @@ public:
                            int NH, int NKV) override {
         const DeviceGuard g(device_);
         if (attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
-            cudnn_->forward(ctx_, f32(out), saved, f32(qkv), B, T, C, NH);
+            cudnn_->forward(ctx_, out, saved, qkv, B, T, C, NH);
         else
-            cuda::attention_forward(ctx_, f32(out), saved, f32(qkv), B, T, C, NH, NKV);
+            cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV);
     }
     size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
         if (!use_cudnn_ || NKV != NH) return cuda::attention_scratch_floats(B, T, C, NH, NKV);
@@ -346,9 +355,9 @@ public:
                             const float* saved, int B, int T, int C, int NH, int NKV) override {
         const DeviceGuard g(device_);
         if (attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
-            cudnn_->backward(ctx_, f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C, NH);
+            cudnn_->backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH);
         else
-            cuda::attention_backward(ctx_, f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C,
+            cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C,
                                      NH, NKV);
     }
 
@@ -356,62 +365,62 @@ public:
     void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
                          float eps) override {
         const DeviceGuard g(device_);
-        cuda::rmsnorm_forward(ctx_, f32(out), rstd, f32(inp), w, N, C, eps);
+        cuda::rmsnorm_forward(ctx_, out, rstd, inp, w, N, C, eps);
     }
     void rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp,
                           const float* w, const float* rstd, int N, int C) override {
         const DeviceGuard g(device_);
-        cuda::rmsnorm_backward(ctx_, f32(dinp), dw, f32(dout), f32(inp), w, rstd, N, C);
+        cuda::rmsnorm_backward(ctx_, dinp, dw, dout, inp, w, rstd, N, C);
     }
     void residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a,
                                   ConstAct b, const float* w, int N, int C,
                                   float eps) override {
         const DeviceGuard g(device_);
-        cuda::residual_rmsnorm_forward(ctx_, f32(res_out), f32(out), rstd, f32(a), f32(b), w, N, C,
+        cuda::residual_rmsnorm_forward(ctx_, res_out, out, rstd, a, b, w, N, C,
                                        eps);
     }
     void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
                       int NKV, int hs, int pos0) override {
         const DeviceGuard g(device_);
-        cuda::rope_forward(ctx_, f32(qkv), cos, sin, B, T, NH, NKV, hs, pos0);
+        cuda::rope_forward(ctx_, qkv, cos, sin, B, T, NH, NKV, hs, pos0);
     }
     void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
                        int NKV, int hs, int pos0) override {
         const DeviceGuard g(device_);
-        cuda::rope_backward(ctx_, f32(dqkv), cos, sin, B, T, NH, NKV, hs, pos0);
+        cuda::rope_backward(ctx_, dqkv, cos, sin, B, T, NH, NKV, hs, pos0);
     }
     void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
         const DeviceGuard g(device_);
-        cuda::swiglu_forward(ctx_, f32(out), f32(inp), N, F);
+        cuda::swiglu_forward(ctx_, out, inp, N, F);
     }
     void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N,
                          int F) override {
         const DeviceGuard g(device_);
-        cuda::swiglu_backward(ctx_, f32(dinp), f32(inp), f32(dout), N, F);
+        cuda::swiglu_backward(ctx_, dinp, inp, dout, N, F);
     }
 
     void residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd,
                                     ConstAct a, ConstAct b, const float* bb,
                                     const float* w, const float* bias, int N, int C) override {
         const DeviceGuard g(device_);
-        cuda::residual_layernorm_forward(ctx_, f32(res_out), f32(out), mean, rstd, f32(a), f32(b),
+        cuda::residual_layernorm_forward(ctx_, res_out, out, mean, rstd, a, b,
                                          bb, w, bias, N, C);
     }
     void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                              const float* bias, int N, int K, int M) override {
         const DeviceGuard g(device_);
-        cuda::matmul_gelu_forward(ctx_, f32(pre), f32(out), f32(inp), weight, bias, N, K, M);
+        cuda::matmul_gelu_forward(ctx_, pre, out, inp, weight, bias, N, K, M);
     }
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout,
                             int N, int M) override {
         const DeviceGuard g(device_);
-        cuda::gelu_backward_bias(ctx_, f32(dinp), dbias, f32(inp), f32(dout), N, M);
+        cuda::gelu_backward_bias(ctx_, dinp, dbias, inp, dout, N, M);
     }
     void classifier_forward_backward(Act logits, float* losses, const int32_t* targets,
                                      int N, int V, int Vp, float dloss, bool write_grad,
                                      const StepScalars* scalars) override {
         const DeviceGuard g(device_);
-        cuda::classifier_forward_backward(ctx_, f32(logits), losses, targets, N, V, Vp, dloss,
+        cuda::classifier_forward_backward(ctx_, logits, losses, targets, N, V, Vp, dloss,
                                           write_grad, scalars);
     }
 
@@ -573,17 +582,6 @@ public:
     }
 
 private:
-    // Activations are fp32 on this backend under every precision (activation_dtype()):
-    // bf16/fp16 cast the matmul operands into scratch (cuda_matmul.cu). A view of another
-    // dtype is a caller's bug.
-    static float* f32(Act a) {
-        TRT_CHECK(a.dtype == DType::F32, "cuda backend: an activation view is not fp32");
-        return static_cast<float*>(a.data);
-    }
-    static const float* f32(ConstAct a) {
-        TRT_CHECK(a.dtype == DType::F32, "cuda backend: an activation view is not fp32");
-        return static_cast<const float*>(a.data);
-    }
     void init(const BackendOptions& o) {
         cudaDeviceProp prop{};
         TRT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
@@ -592,6 +590,10 @@ private:
             fail(Status::Unsupported, "CUDA device ", device_, " (", prop.name, ") is sm_",
                  prop.major, prop.minor, "; libtrainrt-cuda needs sm_80 (Ampere) or newer");
         ctx_.precision = o.precision;
+        // Activations in the low precision (accel.lowp_activations, docs/PRECISION.md): the
+        // operand type of the matmuls, so they read them as stored.
+        if (o.accel.lowp_activations && o.precision == Precision::Bf16) ctx_.act = DType::BF16;
+        if (o.accel.lowp_activations && o.precision == Precision::Fp16) ctx_.act = DType::F16;
         ctx_.matmul_epilogues = o.accel.matmul_epilogues;
         deterministic_ = o.accel.deterministic;
         if (o.accel.cudnn_attention) {

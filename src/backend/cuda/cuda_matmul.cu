@@ -54,9 +54,16 @@
 //
 // Precision (ctx.precision): Fp32 = everything CUDA_R_32F, CUBLAS_COMPUTE_32F; Tf32 = the same
 // types, CUBLAS_COMPUTE_32F_FAST_TF32; Bf16/Fp16 = A and B in CUDA_R_16BF/CUDA_R_16F (weights
-// from the working copy ctx.lowp_of(w) when registered, else cast; activations and gradients
-// cast into ctx.scratch), C/D CUDA_R_32F, CUBLAS_COMPUTE_32F, scale type fp32. dweight is fp32
-// in every precision, so its beta = 1 accumulation stays fp32.
+// from the working copy ctx.lowp_of(w) when registered, else cast), CUBLAS_COMPUTE_32F, scale
+// type fp32, and the activations either
+//   - fp32 (ctx.act F32): cast into ctx.scratch per call, C/D CUDA_R_32F; or
+//   - bf16/fp16 (ctx.act, accel.lowp_activations): read as stored (no operand casts; the
+//     backward in one pass), and the forward's out/pre and the dinp product written in that
+//     type (D rounds the fp32 accumulator once). A bias is added inside the GEMM (BIAS / GELU_AUX_BIAS epilogues, fp32
+//     bias); without a usable epilogue the product goes through fp32 row chunks of scratch and
+//     finish_rows adds the bias (and GELU) and rounds once — never a low-precision D plus a
+//     bias kernel, which would round twice where the CPU twin rounds once (PRECISION.md).
+// dweight is fp32 in every precision, so its beta = 1 accumulation stays fp32.
 //
 // Determinism: one algorithm per distinct problem, chosen by cublasLtMatmulAlgoGetHeuristic
 // on first use (a host call; no device sync) and cached with its descriptors in MatmulState,
@@ -90,7 +97,9 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels/gelu.cuh"
 #include "backend/cuda/kernels/launch.cuh"
+#include "backend/cuda/kernels/lowp.cuh"
 #include "backend/cuda/kernels/reduce.cuh"
 #include "core/error.h"
 
@@ -100,7 +109,7 @@ namespace trt::cuda {
 
 struct MatmulState {
     // Everything cublasLtMatmulAlgoGetHeuristic depends on (see LtGemm / plan_key).
-    using Key = std::array<int64_t, 22>;
+    using Key = std::array<int64_t, 23>;
     struct Plan {
         cublasLtMatmulDesc_t desc = nullptr;
         cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // C uses d's layout
@@ -232,7 +241,52 @@ void bias_rows(const CudaCtx& ctx, float* out, const float* bias, int64_t rows, 
     TRT_CUDA_LAUNCH_CHECK();
 }
 
+// Low-precision activations (ctx.act bf16/fp16), a product whose bias or GELU the epilogue did
+// not take: out = round(acc + bias) (acc null: 0; bias null: 0), and with pre: pre = round(v),
+// out = round(gelu(v)) from the fp32 v — the CPU twin's rounding points, where a low-precision
+// GEMM output followed by a bias kernel would round twice. [rows, cols] contiguous.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    finish_rows_kernel(T* __restrict__ out, T* __restrict__ pre, const float* __restrict__ acc,
+                       const float* __restrict__ bias, int64_t rows, int64_t cols) {
+    const int64_t n = rows * cols;
+    const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+        const int64_t j = i % cols;
+        const float v = (acc ? acc[i] : 0.0f) + (bias ? bias[j] : 0.0f);
+        if (pre) {
+            pre[i] = from_f32<T>(v);
+            out[i] = from_f32<T>(gelu_value(v));
+        } else {
+            out[i] = from_f32<T>(v);
+        }
+    }
+}
+
+void finish_rows(const CudaCtx& ctx, Act out, Act pre, const float* acc, const float* bias,
+                 int64_t rows, int64_t cols) {
+    if (rows <= 0 || cols <= 0) return;
+    with_storage(act_storage(ctx, {out, pre}), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        finish_rows_kernel<T><<<grid_for(rows * cols), kThreads, 0, ctx.stream>>>(
+            typed<T>(out), pre ? typed<T>(pre) : nullptr, acc, bias, rows, cols);
+        TRT_CUDA_LAUNCH_CHECK();
+    });
+}
+
 bool lowp_precision(Precision p) { return p == Precision::Bf16 || p == Precision::Fp16; }
+
+// cuBLASLt's type for an activation dtype (F32, BF16, F16).
+cudaDataType_t act_type(DType d) {
+    return d == DType::BF16 ? CUDA_R_16BF : d == DType::F16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+// The fp32 pointer of a view the caller knows is fp32 (ctx.act == F32).
+const float* f32_of(ConstAct v) {
+    TRT_CHECK(v.dtype == DType::F32, "cuda matmul: expected an fp32 activation view");
+    return static_cast<const float*>(v.data);
+}
 
 cudaDataType_t operand_type(Precision p) {
     return p == Precision::Bf16 ? CUDA_R_16BF : p == Precision::Fp16 ? CUDA_R_16F : CUDA_R_32F;
@@ -276,7 +330,8 @@ int epilogue_family(cublasLtEpilogue_t e) {
 
 // One GEMM in cuBLASLt's column-major terms:
 //   D_i[m,n] = alpha · op_a(A_i)[m,k] · op_b(B_i)[k,n] + beta · D_i, then the epilogue.
-// A and B of type ab_type; D (= C) fp32; an epilogue only with batch == 1.
+// A and B of type ab_type; D (= C) of d_type (fp32, or the low-precision activation type of
+// a forward / dinp product, docs/PRECISION.md); an epilogue only with batch == 1.
 struct LtGemm {
     cublasOperation_t op_a = CUBLAS_OP_N, op_b = CUBLAS_OP_N;
     int64_t m = 0, n = 0, k = 0;
@@ -284,15 +339,16 @@ struct LtGemm {
     int64_t lda = 0, stride_a = 0;
     const void* b = nullptr;
     int64_t ldb = 0, stride_b = 0;
-    float* d = nullptr;
+    void* d = nullptr;
     int64_t ldd = 0, stride_d = 0;
     int batch = 1;
     cudaDataType_t ab_type = CUDA_R_32F;
+    cudaDataType_t d_type = CUDA_R_32F;
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
     float alpha = 1.0f, beta = 0.0f;
     cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     const float* bias = nullptr;  // BIAS, GELU_AUX_BIAS: [m], added to every column
-    float* aux = nullptr;         // GELU_AUX*: the GELU input [m, n], column-major, ld aux_ld
+    void* aux = nullptr;          // GELU_AUX*: the GELU input [m, n] (d_type), ld aux_ld
     int64_t aux_ld = 0;
     float* bgrad = nullptr;       // BGRADA: [m] (sums over k of op_a(A)); BGRADB: [n] (op_b(B))
 };
@@ -321,13 +377,14 @@ struct RmGemm {
     int64_t lda = 0, stride_a = 0;
     const void* b = nullptr;
     int64_t ldb = 0, stride_b = 0;
-    float* c = nullptr;
+    void* c = nullptr;
     int64_t ldc = 0, stride_c = 0;
+    cudaDataType_t c_type = CUDA_R_32F;  // C's (and aux's) element type
     int batch = 1;
     float alpha = 1.0f, beta = 0.0f;
     Epilogue epilogue = Epilogue::None;
     const float* bias = nullptr;  // Bias, GeluAux (optional): [n]
-    float* aux = nullptr;         // GeluAux: [m, n], row stride aux_ld
+    void* aux = nullptr;          // GeluAux: [m, n] of c_type, row stride aux_ld
     int64_t aux_ld = 0;
     float* bgrad = nullptr;       // BiasGradA: [m]; BiasGradB: [n]
 };
@@ -340,10 +397,10 @@ uint32_t align_b(const LtGemm& g) {
     return operand_alignment(g.b, g.ldb, g.batch, g.stride_b, type_bytes(g.ab_type));
 }
 uint32_t align_d(const LtGemm& g) {
-    return operand_alignment(g.d, g.ldd, g.batch, g.stride_d, sizeof(float));
+    return operand_alignment(g.d, g.ldd, g.batch, g.stride_d, type_bytes(g.d_type));
 }
-uint32_t align_aux(const LtGemm& g) {
-    return g.aux ? operand_alignment(g.aux, g.aux_ld, 1, 0, sizeof(float)) : 0;
+uint32_t align_aux(const LtGemm& g) {  // aux has D's type (cuBLASLt's default, never set)
+    return g.aux ? operand_alignment(g.aux, g.aux_ld, 1, 0, type_bytes(g.d_type)) : 0;
 }
 
 MatmulState::Key plan_key(const LtGemm& g) {
@@ -362,6 +419,7 @@ MatmulState::Key plan_key(const LtGemm& g) {
             batched ? g.stride_d : 0,
             g.batch,
             static_cast<int64_t>(g.ab_type),
+            static_cast<int64_t>(g.d_type),
             static_cast<int64_t>(g.compute),
             static_cast<int64_t>(g.epilogue),
             align_a(g),
@@ -405,8 +463,10 @@ void configure_epilogue(cublasLtMatmulDesc_t desc, const LtGemm& g) {
     TRT_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
     if (epilogue_reads_bias(g.epilogue)) {
-        // fp32 bias with fp32 D (also the default). The bias gradient and the aux matrix keep
-        // their defaults: D's type, fp32.
+        // An fp32 bias, whatever D's type: it is the master's, added before D's rounding as on
+        // the CPU twin. cuBLASLt documents the bias as D's type; where it refuses an fp32 bias
+        // for a bf16/fp16 D the plan is rejected and the exact fallback runs (matmul ops). The
+        // bias gradient and the aux matrix keep their default: D's type.
         const int32_t bias_type = CUDA_R_32F;
         TRT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
             desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
@@ -442,7 +502,7 @@ MatmulState::Plan build_plan(const CudaCtx& ctx, const LtGemm& g) {
     const bool ta = g.op_a != CUBLAS_OP_N, tb = g.op_b != CUBLAS_OP_N;
     make_layout(&p.a, g.ab_type, ta ? g.k : g.m, ta ? g.m : g.k, g.lda, g.batch, g.stride_a);
     make_layout(&p.b, g.ab_type, tb ? g.n : g.k, tb ? g.k : g.n, g.ldb, g.batch, g.stride_b);
-    make_layout(&p.d, CUDA_R_32F, g.m, g.n, g.ldd, g.batch, g.stride_d);
+    make_layout(&p.d, g.d_type, g.m, g.n, g.ldd, g.batch, g.stride_d);
     if (g.epilogue != CUBLASLT_EPILOGUE_DEFAULT) configure_epilogue(p.desc, g);
 
     cublasLtMatmulPreference_t pref = nullptr;
@@ -545,6 +605,7 @@ LtGemm lt_from_rowmajor(const CudaCtx& ctx, const RmGemm& r) {
     g.d = r.c;
     g.ldd = r.ldc;
     g.stride_d = r.stride_c;
+    g.d_type = r.c_type;
     g.batch = r.batch;
     g.ab_type = operand_type(ctx.precision);
     g.compute = compute_type(ctx.precision);
@@ -597,9 +658,12 @@ const void* weight_operand(const CudaCtx& ctx, ScratchCursor& cur, const float* 
     return cast_operand(ctx, cur, w, n);
 }
 
-const void* activation_operand(const CudaCtx& ctx, ScratchCursor& cur, const float* x,
-                               size_t n) {
-    return ctx.lowp() ? cast_operand(ctx, cur, x, n) : x;
+// An activation as a GEMM operand of ctx's precision: as stored when activations are
+// low-precision (ctx.act is then precision's operand type: CudaBackend::init), else the fp32
+// buffer, cast into scratch under bf16/fp16.
+const void* activation_operand(const CudaCtx& ctx, ScratchCursor& cur, ConstAct x, size_t n) {
+    if (x.dtype != DType::F32) return x.data;
+    return ctx.lowp() ? cast_operand(ctx, cur, f32_of(x), n) : x.data;
 }
 
 // Elements from the first to one past the last element an operand touches, stored [rows,
@@ -619,9 +683,10 @@ size_t span_b(const RowMajorGemm& g) {
 
 // ---- the matmul ops' products
 
-// out[N,M] = x[N,K] · W, W [K,M] (InOut) or [M,K] (OutIn); operands in ctx's operand type.
-RmGemm forward_product(float* out, const void* x, const void* w, int N, int K, int M,
-                       bool inout) {
+// out[N,M] = x[N,K] · W, W [K,M] (InOut) or [M,K] (OutIn); operands in ctx's operand type,
+// out of type out_type.
+RmGemm forward_product(void* out, cudaDataType_t out_type, const void* x, const void* w, int N,
+                       int K, int M, bool inout) {
     RmGemm r;
     r.m = N;
     r.n = M;
@@ -632,6 +697,7 @@ RmGemm forward_product(float* out, const void* x, const void* w, int N, int K, i
     r.trans_b = !inout;
     r.ldb = inout ? M : K;
     r.c = out;
+    r.c_type = out_type;
     r.ldc = M;
     r.beta = 0.0f;
     return r;
@@ -648,14 +714,14 @@ void run_with_bias(const CudaCtx& ctx, RmGemm r, const float* bias) {
         r.bias = nullptr;
     }
     run_rowmajor(ctx, r);
-    if (bias) bias_rows(ctx, r.c, bias, r.m, r.n, r.ldc, /*accumulate=*/true);
+    if (bias) bias_rows(ctx, static_cast<float*>(r.c), bias, r.m, r.n, r.ldc, /*accumulate=*/true);
 }
 
-// Rows per chunk of the bf16/fp16 backward (file comment): all N when the casts of N rows fit
-// in kLowpChunkBytes; else the fewest chunks that fit, balanced and rounded up to the quantum
+// Rows per chunk when a chunk's scratch is per_row bytes a row (the bf16/fp16 backward's casts,
+// file comment; the low-precision forward's fp32 product): all N when N rows fit in
+// kLowpChunkBytes; else the fewest chunks that fit, balanced and rounded up to the quantum
 // (never above the fitting maximum).
-int lowp_chunk_rows(int N, int K, int M) {
-    const size_t per_row = (static_cast<size_t>(K) + static_cast<size_t>(M)) * kLowpBytes;
+int chunk_rows(int N, size_t per_row) {
     const size_t fit = kLowpChunkBytes / per_row / kChunkRowQuantum * kChunkRowQuantum;
     const int64_t cap = std::max<int64_t>(kChunkRowQuantum, static_cast<int64_t>(fit));
     if (N <= cap) return N;
@@ -664,13 +730,52 @@ int lowp_chunk_rows(int N, int K, int M) {
     const int64_t rows = (even + kChunkRowQuantum - 1) / kChunkRowQuantum * kChunkRowQuantum;
     return static_cast<int>(std::min(rows, cap));
 }
+int lowp_chunk_rows(int N, int K, int M) {
+    return chunk_rows(N, (static_cast<size_t>(K) + static_cast<size_t>(M)) * kLowpBytes);
+}
 
-// Upper bound of the chunk casts' scratch (both pieces, aligned) for any N' <= N, K' <= K,
-// M' <= M: monotone in all three, so the model's largest shapes cover every smaller one.
-size_t lowp_chunk_cast_bound(size_t N, size_t K, size_t M) {
-    const size_t per_row = (K + M) * kLowpBytes;
+// Upper bound of a chunk's scratch at per_row bytes a row (its pieces aligned) for any N' <= N
+// and smaller rows: monotone, so the model's largest shapes cover every smaller one.
+size_t chunk_bytes_bound(size_t N, size_t per_row) {
     const size_t chunk = std::max(kLowpChunkBytes, kChunkRowQuantum * per_row);
     return std::min(N * per_row, chunk) + 2 * kScratchAlign;
+}
+size_t lowp_chunk_cast_bound(size_t N, size_t K, size_t M) {
+    return chunk_bytes_bound(N, (K + M) * kLowpBytes);
+}
+
+// Low-precision activations, a bias or GELU the epilogue did not take (file comment): r's
+// product (operands set, r.m = N rows of x with row stride r.lda, r.n = M) in row chunks of
+// fp32 scratch, each finished by finish_rows into out (and pre, with GELU).
+void forward_via_fp32(const CudaCtx& ctx, ScratchCursor& cur, RmGemm r, Act out, Act pre,
+                      const float* bias) {
+    const int N = static_cast<int>(r.m), M = static_cast<int>(r.n);
+    const size_t row_bytes = static_cast<size_t>(M) * sizeof(float);
+    // At most what is left of the scratch (matmul_scratch_bytes sizes it for the model's
+    // biased shapes; any other caller gets smaller chunks rather than an error).
+    const size_t left = cur.rest(ctx).scratch_bytes;
+    size_t fit = left / row_bytes;
+    if (fit >= static_cast<size_t>(kChunkRowQuantum)) fit = fit / kChunkRowQuantum * kChunkRowQuantum;
+    const int rows = static_cast<int>(
+        std::max<size_t>(1, std::min<size_t>(chunk_rows(N, row_bytes), fit)));
+    float* acc = cur.take_floats(static_cast<size_t>(rows) * M);  // [rows, M]
+    const char* x = static_cast<const char*>(r.a);
+    for (int r0 = 0; r0 < N; r0 += rows) {
+        const int n = std::min(rows, N - r0);
+        RmGemm c = r;
+        c.m = n;
+        c.a = x + static_cast<size_t>(r0) * static_cast<size_t>(r.lda) * kLowpBytes;
+        c.c = acc;
+        c.c_type = CUDA_R_32F;
+        c.ldc = M;
+        c.beta = 0.0f;
+        c.epilogue = Epilogue::None;
+        c.bias = nullptr;
+        c.aux = nullptr;
+        run_rowmajor(ctx, c);
+        const size_t off = static_cast<size_t>(r0) * M;
+        finish_rows(ctx, out.at(off), pre ? pre.at(off) : Act{}, acc, bias, n, M);
+    }
 }
 
 }  // namespace
@@ -712,11 +817,12 @@ void gemm_f32(const CudaCtx& ctx, const RowMajorGemm& g) {
 
 // ---------------------------------------------------------------- matmul ops
 
-size_t matmul_scratch_bytes(const ModelDims& d, Precision p) {
+size_t matmul_scratch_bytes(const ModelDims& d, Precision p, DType act) {
     // Attention shares the GEMM path and the scratch (cuda_gemm.h).
     size_t need = attention_ctx_scratch_bytes(d, p);
     if (d.B <= 0 || d.T <= 0 || d.C <= 0) return need;
     const bool lowp = lowp_precision(p);
+    const bool lowp_acts = act != DType::F32;
     // The model's matmuls (K, M), widths from the dims (cuda_ops.h): the qkv projection
     // (NH+2NKV)·hs wide, the attention output C, the MLP's up (F, or the stacked gate|up 2F of
     // a SwiGLU MLP) and down (F -> C) projections; the classifier's Vp is at most V rounded up
@@ -724,70 +830,108 @@ size_t matmul_scratch_bytes(const ModelDims& d, Precision p) {
     const size_t N = static_cast<size_t>(d.B) * d.T, C = d.C;
     const size_t QKV = dims_qkv_width(d), F = dims_ff(d);
     const size_t Vp = (static_cast<size_t>(std::max(d.V, 0)) + 127) / 128 * 128;
-    const size_t shapes[6][2] = {{C, QKV}, {C, C}, {C, F}, {C, 2 * F}, {F, C}, {C, Vp}};
+    // (K, M, whether the model gives it a bias: only those can take forward_via_fp32.)
+    const size_t shapes[6][3] = {{C, QKV, 1}, {C, C, 1}, {C, F, 1},
+                                 {C, 2 * F, 1}, {F, C, 1}, {C, Vp, 0}};
     for (const auto& s : shapes) {
         const size_t K = s[0], M = s[1];
-        // Forward (matmul_forward, matmul_gelu_forward): the inp and weight casts.
-        const size_t fwd =
-            lowp ? align_scratch(N * K * kLowpBytes) + align_scratch(K * M * kLowpBytes) : 0;
-        // Backward: the weight cast, one chunk of dout and inp casts, the bias-gradient
-        // vector and the column sums of a chunk whose bias-gradient epilogue fell back.
+        const bool biased = s[2] != 0;
+        const size_t weight_cast = lowp ? align_scratch(K * M * kLowpBytes) : 0;
+        // Forward (matmul_forward, matmul_gelu_forward): the weight cast (an unregistered
+        // weight), and the inp cast (fp32 activations) or one chunk of the fp32 product (low-
+        // precision activations whose bias/GELU fell back).
+        size_t fwd = weight_cast;
+        if (lowp_acts && biased)
+            fwd += chunk_bytes_bound(N, M * sizeof(float));
+        else if (lowp)
+            fwd += align_scratch(N * K * kLowpBytes);
+        // Backward: the weight cast, one chunk of dout and inp casts (fp32 activations), the
+        // bias-gradient vector and the column sums of a chunk whose bias-gradient epilogue
+        // fell back.
         size_t bwd = align_scratch(M * sizeof(float)) +
-                     colred::partial_bytes_bound(static_cast<int>(M), 1, sizeof(double));
-        if (lowp)
-            bwd += align_scratch(K * M * kLowpBytes) + lowp_chunk_cast_bound(N, K, M);
+                     colred::partial_bytes_bound(static_cast<int>(M), 1, sizeof(double)) +
+                     weight_cast;
+        if (lowp && !lowp_acts) bwd += lowp_chunk_cast_bound(N, K, M);
         need = std::max(need, std::max(fwd, bwd));
     }
     return need;
 }
 
 // out[N,M] = inp[N,K] · W (+ bias[M]); W [K,M] (InOut) or [M,K] (OutIn).
-void matmul_forward(const CudaCtx& ctx, float* out, const float* inp, const float* weight,
+void matmul_forward(const CudaCtx& ctx, Act out, ConstAct inp, const float* weight,
                     const float* bias, int N, int K, int M, WeightLayout layout) {
+    const bool lowp_acts = act_storage(ctx, {out, inp}) != DType::F32;
     if (N <= 0 || M <= 0) return;
     if (K <= 0) {  // empty product: out = bias (or 0)
-        bias_rows(ctx, out, bias, N, M, M, /*accumulate=*/false);
+        if (lowp_acts)
+            finish_rows(ctx, out, Act{}, nullptr, bias, N, M);
+        else
+            bias_rows(ctx, static_cast<float*>(out.data), bias, N, M, M, /*accumulate=*/false);
         return;
     }
     ScratchCursor cur(ctx, "matmul_forward");
     const void* x = activation_operand(ctx, cur, inp, static_cast<size_t>(N) * K);
     const void* w = weight_operand(ctx, cur, weight, static_cast<size_t>(K) * M);
-    run_with_bias(ctx, forward_product(out, x, w, N, K, M, layout == WeightLayout::InOut), bias);
+    RmGemm r = forward_product(out.data, act_type(out.dtype), x, w, N, K, M,
+                               layout == WeightLayout::InOut);
+    if (!lowp_acts) {
+        run_with_bias(ctx, r, bias);
+        return;
+    }
+    // Low precision: the GEMM rounds D once, so the bias must be added inside it (epilogue)
+    // or the product goes through fp32 scratch (forward_via_fp32).
+    if (!bias) {
+        run_rowmajor(ctx, r);
+        return;
+    }
+    if (ctx.matmul_epilogues && aligned16(bias)) {
+        RmGemm e = r;
+        e.epilogue = Epilogue::Bias;
+        e.bias = bias;
+        if (run_rowmajor(ctx, e)) return;
+    }
+    forward_via_fp32(ctx, cur, r, out, Act{}, bias);
 }
 
 // dinp[N,K] = dout[N,M] · Wᵀ (overwritten; skipped if null); dweight += inpᵀ · dout in W's
-// layout; dbias[M] += column sums of dout. bf16/fp16: over row chunks (file comment).
-void matmul_backward(const CudaCtx& ctx, float* dinp, float* dweight, float* dbias,
-                     const float* dout, const float* inp, const float* weight, int N, int K,
-                     int M, WeightLayout layout) {
+// layout; dbias[M] += column sums of dout. bf16/fp16 with fp32 activations: over row chunks
+// (file comment); with low-precision activations the stored activations are the operands
+// (no casts, one chunk) and dinp is written in their type.
+void matmul_backward(const CudaCtx& ctx, Act dinp, float* dweight, float* dbias,
+                     ConstAct dout, ConstAct inp, const float* weight, int N, int K, int M,
+                     WeightLayout layout) {
+    const bool lowp_acts = act_storage(ctx, {dinp, dout, inp}) != DType::F32;
     if (N <= 0 || K <= 0 || M <= 0) {
         if (dinp && N > 0 && K > 0)  // M = 0: the product is empty, dinp = 0
-            TRT_CUDA_CHECK(cudaMemsetAsync(dinp, 0, static_cast<size_t>(N) * K * sizeof(float),
-                                           ctx.stream));
+            TRT_CUDA_CHECK(cudaMemsetAsync(
+                dinp.data, 0, static_cast<size_t>(N) * K * float_dtype_size(dinp.dtype),
+                ctx.stream));
         return;
     }
     const bool inout = layout == WeightLayout::InOut;
-    const bool lowp = ctx.lowp();
+    const bool cast_acts = ctx.lowp() && !lowp_acts;  // fp32 activations cast per chunk
     ScratchCursor cur(ctx, "matmul_backward");
     // Pieces of scratch that live through every chunk: the weight operand of dinp's product,
     // the chunk's dout and inp casts, and the bias gradient the epilogue writes.
     const void* w =
         dinp ? weight_operand(ctx, cur, weight, static_cast<size_t>(K) * M) : nullptr;
-    const int rows = lowp ? lowp_chunk_rows(N, K, M) : N;
-    void* dy_buf = lowp && (dinp || dweight)
+    const int rows = cast_acts ? lowp_chunk_rows(N, K, M) : N;
+    void* dy_buf = cast_acts && (dinp || dweight)
                        ? cur.take(static_cast<size_t>(rows) * M * kLowpBytes)
                        : nullptr;
-    void* x_buf = lowp && dweight ? cur.take(static_cast<size_t>(rows) * K * kLowpBytes) : nullptr;
+    void* x_buf =
+        cast_acts && dweight ? cur.take(static_cast<size_t>(rows) * K * kLowpBytes) : nullptr;
     const bool fuse_dbias = dbias && dweight && ctx.matmul_epilogues;
     float* bgrad = fuse_dbias ? cur.take_floats(static_cast<size_t>(M)) : nullptr;  // [M]
     const CudaCtx rest = cur.rest(ctx);  // for column sums while the pieces above are live
 
     for (int r0 = 0; r0 < N && (dinp || dweight); r0 += rows) {
         const int n = std::min(rows, N - r0);
-        const float* dout_c = dout + static_cast<size_t>(r0) * M;  // [n, M]
+        const ConstAct dout_c = dout.at(static_cast<size_t>(r0) * M);  // [n, M]
         // dout is an operand of both products: cast once per chunk.
         const void* dy =
-            dy_buf ? cast_into(ctx, dy_buf, dout_c, static_cast<size_t>(n) * M) : dout_c;
+            dy_buf ? cast_into(ctx, dy_buf, f32_of(dout_c), static_cast<size_t>(n) * M)
+                   : dout_c.data;
         if (dinp) {
             // dinp[n,K] = dout[n,M] · W[K,M]ᵀ (InOut) | dout[n,M] · W[M,K] (OutIn)
             RmGemm r;
@@ -799,19 +943,20 @@ void matmul_backward(const CudaCtx& ctx, float* dinp, float* dweight, float* dbi
             r.b = w;
             r.trans_b = inout;
             r.ldb = inout ? M : K;
-            r.c = dinp + static_cast<size_t>(r0) * K;
+            r.c = dinp.at(static_cast<size_t>(r0) * K).data;
+            r.c_type = act_type(dinp.dtype);
             r.ldc = K;
             r.beta = 0.0f;
             run_rowmajor(ctx, r);
         }
         if (!dweight) continue;
-        const float* inp_c = inp + static_cast<size_t>(r0) * K;  // [n, K]
-        const void* x =
-            x_buf ? cast_into(ctx, x_buf, inp_c, static_cast<size_t>(n) * K) : inp_c;
+        const ConstAct inp_c = inp.at(static_cast<size_t>(r0) * K);  // [n, K]
+        const void* x = x_buf ? cast_into(ctx, x_buf, f32_of(inp_c), static_cast<size_t>(n) * K)
+                              : inp_c.data;
         RmGemm r;
         r.k = n;
         r.trans_a = true;
-        r.beta = 1.0f;  // parameter gradients accumulate
+        r.beta = 1.0f;  // parameter gradients accumulate (fp32 D in every mode)
         r.c = dweight;
         Epilogue dbias_epilogue = Epilogue::None;
         if (inout) {  // dW[K,M] += inp[n,K]ᵀ · dout[n,M]: dout is B
@@ -849,29 +994,43 @@ void matmul_backward(const CudaCtx& ctx, float* dinp, float* dweight, float* dbi
     if (dbias && !fuse_dbias) column_sums(ctx, dbias, dout, N, M);
 }
 
-// pre[N,M] = inp[N,K] · W[K,M] + bias[M]; out = gelu(pre).
-void matmul_gelu_forward(const CudaCtx& ctx, float* pre, float* out, const float* inp,
+// pre[N,M] = inp[N,K] · W[K,M] + bias[M]; out = gelu(pre) (from the fp32 pre: see
+// finish_rows for low-precision activations).
+void matmul_gelu_forward(const CudaCtx& ctx, Act pre, Act out, ConstAct inp,
                          const float* weight, const float* bias, int N, int K, int M) {
+    const bool lowp_acts = act_storage(ctx, {pre, out, inp}) != DType::F32;
     if (N <= 0 || M <= 0) return;
     if (K <= 0) {  // empty product: pre = bias (or 0)
-        bias_rows(ctx, pre, bias, N, M, M, /*accumulate=*/false);
-        gelu_forward(ctx, out, pre, static_cast<size_t>(N) * M);
+        if (lowp_acts) {
+            finish_rows(ctx, out, pre, nullptr, bias, N, M);
+        } else {
+            bias_rows(ctx, static_cast<float*>(pre.data), bias, N, M, M, /*accumulate=*/false);
+            gelu_forward(ctx, out, pre, static_cast<size_t>(N) * M);
+        }
         return;
     }
     ScratchCursor cur(ctx, "matmul_gelu_forward");
     const void* x = activation_operand(ctx, cur, inp, static_cast<size_t>(N) * K);
     const void* w = weight_operand(ctx, cur, weight, static_cast<size_t>(K) * M);
     // The GELU epilogue's rules (file comment): aux ld a multiple of 8, 16-byte aligned
-    // aux and bias.
-    if (ctx.matmul_epilogues && M % 8 == 0 && aligned16(pre) && (!bias || aligned16(bias))) {
-        RmGemm e = forward_product(out, x, w, N, K, M, /*inout=*/true);
+    // aux and bias. The aux (pre) has D's type.
+    if (ctx.matmul_epilogues && M % 8 == 0 && aligned16(pre.data) &&
+        (!bias || aligned16(bias))) {
+        RmGemm e = forward_product(out.data, act_type(out.dtype), x, w, N, K, M,
+                                   /*inout=*/true);
         e.epilogue = Epilogue::GeluAux;
         e.bias = bias;
-        e.aux = pre;
+        e.aux = pre.data;
         e.aux_ld = M;
         if (run_rowmajor(ctx, e)) return;
     }
-    run_with_bias(ctx, forward_product(pre, x, w, N, K, M, /*inout=*/true), bias);
+    const RmGemm r =
+        forward_product(pre.data, act_type(pre.dtype), x, w, N, K, M, /*inout=*/true);
+    if (lowp_acts) {
+        forward_via_fp32(ctx, cur, r, out, pre, bias);
+        return;
+    }
+    run_with_bias(ctx, r, bias);
     gelu_forward(ctx, out, pre, static_cast<size_t>(N) * M);
 }
 

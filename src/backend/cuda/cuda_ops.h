@@ -11,8 +11,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "backend/backend.h"
+#include "core/error.h"
 
 namespace trt::cuda {
 
@@ -22,6 +24,10 @@ struct MatmulState;  // cuBLASLt descriptors/algorithms chosen once per shape (c
 struct CudaCtx {
     cudaStream_t stream = nullptr;
     Precision precision = Precision::Fp32;  // Fp32 | Tf32 | Bf16 | Fp16 (never Auto)
+    // Activation storage (Backend::activation_dtype()): F32, or BF16/F16 under precision
+    // Bf16/Fp16 with accel.lowp_activations (docs/PRECISION.md). Every Act/ConstAct a launcher
+    // gets has this dtype (act_storage() checks it); math is fp32 whatever it is.
+    DType act = DType::F32;
     cublasLtHandle_t lt = nullptr;
     void* lt_workspace = nullptr;  // cuBLASLt workspace
     size_t lt_workspace_bytes = 0;
@@ -74,28 +80,43 @@ size_t elementwise_scratch_bytes(const ModelDims& d);  // encoder bwd sort, colu
 size_t layernorm_scratch_bytes(const ModelDims& d);    // dw/db partials
 size_t rmsnorm_scratch_bytes(const ModelDims& d);      // dw partials
 size_t classifier_scratch_bytes(const ModelDims& d);
-size_t matmul_scratch_bytes(const ModelDims& d, Precision p);  // bf16/fp16 operand casts
+// bf16/fp16 operand casts (act F32) or the fp32 product chunks of a bias/GELU fallback (act
+// BF16/F16, cuda_matmul.cu).
+size_t matmul_scratch_bytes(const ModelDims& d, Precision p, DType act);
 size_t optimizer_scratch_bytes(size_t n_params, const ModelDims& d);  // reduction partials
 size_t sampler_scratch_bytes(const ModelDims& d);
 
+// Activation arguments are Act / ConstAct views (backend.h) in ctx.act: a launcher calls
+// act_storage(ctx, {views...}) once and instantiates its kernel for the storage type with
+// with_storage (kernels/lowp.cuh). Kernels load through to_f32, compute in fp32 and round
+// each value they store once with from_f32<T> (the CPU twin's rounding points,
+// docs/PRECISION.md); for T = float both are the identity, so fp32 is bit-identical to before.
+// Parameters, statistics, gradients of parameters and losses stay float*.
+inline DType act_storage(const CudaCtx& ctx, std::initializer_list<ConstAct> views) {
+    for (const ConstAct& v : views)
+        TRT_CHECK(!v || v.dtype == ctx.act, "cuda backend: an activation view of dtype ",
+                  static_cast<int>(v.dtype), " where the backend stores ",
+                  static_cast<int>(ctx.act));
+    return ctx.act;
+}
+
 // ---- kernels/elementwise.cu
 // wpe == nullptr: no position term (rotary models); dwpe == nullptr in the backward likewise.
-void encoder_forward(const CudaCtx& ctx, float* out, const int32_t* inputs, const float* wte,
+void encoder_forward(const CudaCtx& ctx, Act out, const int32_t* inputs, const float* wte,
                      const float* wpe, int B, int T, int C);
 // Deterministic: positions grouped by token with a stable sort, each token's rows summed in
 // position order (no atomics).
-void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, const float* dout,
+void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, ConstAct dout,
                       const int32_t* inputs, int B, int T, int C);
-void gelu_forward(const CudaCtx& ctx, float* out, const float* inp, size_t n);
-void gelu_backward(const CudaCtx& ctx, float* dinp, const float* inp, const float* dout,
-                   size_t n);
-void gelu_backward_bias(const CudaCtx& ctx, float* dinp, float* dbias, const float* inp,
-                        const float* dout, int N, int M);
+void gelu_forward(const CudaCtx& ctx, Act out, ConstAct inp, size_t n);
+void gelu_backward(const CudaCtx& ctx, Act dinp, ConstAct inp, ConstAct dout, size_t n);
+void gelu_backward_bias(const CudaCtx& ctx, Act dinp, float* dbias, ConstAct inp,
+                        ConstAct dout, int N, int M);
 // dst[i] += src[i] (the bias-gradient epilogue's accumulation).
 void add_inplace(const CudaCtx& ctx, float* dst, const float* src, size_t n);
 // dst[m] += sum over rows n of x[n, m], fixed order (per-block partials in scratch, then
 // one ordered pass). Used for every bias gradient.
-void column_sums(const CudaCtx& ctx, float* dst, const float* x, int N, int M);
+void column_sums(const CudaCtx& ctx, float* dst, ConstAct x, int N, int M);
 // dst[i] = (bf16 or fp16) src[i], round to nearest even; p is Bf16 or Fp16.
 void cast_from_f32(const CudaCtx& ctx, void* dst, const float* src, size_t n, Precision p);
 void cast_to_f32(const CudaCtx& ctx, float* dst, const void* src, size_t n, Precision p);
@@ -110,37 +131,36 @@ void cast_unpadded_to_f32(const CudaCtx& ctx, float* dst, const void* src, int B
                           int W, Precision p);
 
 // ---- kernels/layernorm.cu
-void layernorm_forward(const CudaCtx& ctx, float* out, float* mean, float* rstd,
-                       const float* inp, const float* w, const float* b, int N, int C);
-void layernorm_backward(const CudaCtx& ctx, float* dinp, float* dw, float* db,
-                        const float* dout, const float* inp, const float* w,
+void layernorm_forward(const CudaCtx& ctx, Act out, float* mean, float* rstd,
+                       ConstAct inp, const float* w, const float* b, int N, int C);
+void layernorm_backward(const CudaCtx& ctx, Act dinp, float* dw, float* db,
+                        ConstAct dout, ConstAct inp, const float* w,
                         const float* mean, const float* rstd, int N, int C);
-void residual_layernorm_forward(const CudaCtx& ctx, float* res_out, float* out, float* mean,
-                                float* rstd, const float* a, const float* b, const float* bb,
+void residual_layernorm_forward(const CudaCtx& ctx, Act res_out, Act out, float* mean,
+                                float* rstd, ConstAct a, ConstAct b, const float* bb,
                                 const float* w, const float* bias, int N, int C);
 
 // ---- kernels/rmsnorm.cu (HF LlamaRMSNorm; dw reduced like layernorm's: colred, no atomics)
-void rmsnorm_forward(const CudaCtx& ctx, float* out, float* rstd, const float* inp,
+void rmsnorm_forward(const CudaCtx& ctx, Act out, float* rstd, ConstAct inp,
                      const float* w, int N, int C, float eps);
-void rmsnorm_backward(const CudaCtx& ctx, float* dinp, float* dw, const float* dout,
-                      const float* inp, const float* w, const float* rstd, int N, int C);
-void residual_rmsnorm_forward(const CudaCtx& ctx, float* res_out, float* out, float* rstd,
-                              const float* a, const float* b, const float* w, int N, int C,
+void rmsnorm_backward(const CudaCtx& ctx, Act dinp, float* dw, ConstAct dout,
+                      ConstAct inp, const float* w, const float* rstd, int N, int C);
+void residual_rmsnorm_forward(const CudaCtx& ctx, Act res_out, Act out, float* rstd,
+                              ConstAct a, ConstAct b, const float* w, int N, int C,
                               float eps);
 
 // ---- kernels/rope.cu (rotary embedding in place on the Q and K heads of qkv)
-void rope_forward(const CudaCtx& ctx, float* qkv, const float* cos, const float* sin, int B,
+void rope_forward(const CudaCtx& ctx, Act qkv, const float* cos, const float* sin, int B,
                   int T, int NH, int NKV, int hs, int pos0);
-void rope_backward(const CudaCtx& ctx, float* dqkv, const float* cos, const float* sin, int B,
+void rope_backward(const CudaCtx& ctx, Act dqkv, const float* cos, const float* sin, int B,
                    int T, int NH, int NKV, int hs, int pos0);
 
 // ---- kernels/swiglu.cu (inp [N, 2F] = [gate | up])
-void swiglu_forward(const CudaCtx& ctx, float* out, const float* inp, int N, int F);
-void swiglu_backward(const CudaCtx& ctx, float* dinp, const float* inp, const float* dout, int N,
-                     int F);
+void swiglu_forward(const CudaCtx& ctx, Act out, ConstAct inp, int N, int F);
+void swiglu_backward(const CudaCtx& ctx, Act dinp, ConstAct inp, ConstAct dout, int N, int F);
 
 // ---- kernels/classifier.cu
-void classifier_forward_backward(const CudaCtx& ctx, float* logits, float* losses,
+void classifier_forward_backward(const CudaCtx& ctx, Act logits, float* losses,
                                  const int32_t* targets, int N, int V, int Vp, float dloss,
                                  bool write_grad, const StepScalars* scalars);
 
@@ -152,22 +172,22 @@ void destroy_matmul_state(MatmulState* s);
 // algorithm for it ("" before any epilogue was tried). Fallbacks decided by the alignment/ld
 // rules (cuda_matmul.cu) never reach cuBLASLt and are not counted.
 std::string matmul_epilogue_note(const MatmulState* s);
-void matmul_forward(const CudaCtx& ctx, float* out, const float* inp, const float* weight,
+void matmul_forward(const CudaCtx& ctx, Act out, ConstAct inp, const float* weight,
                     const float* bias, int N, int K, int M, WeightLayout layout);
-void matmul_backward(const CudaCtx& ctx, float* dinp, float* dweight, float* dbias,
-                     const float* dout, const float* inp, const float* weight, int N, int K,
+void matmul_backward(const CudaCtx& ctx, Act dinp, float* dweight, float* dbias,
+                     ConstAct dout, ConstAct inp, const float* weight, int N, int K,
                      int M, WeightLayout layout);
-void matmul_gelu_forward(const CudaCtx& ctx, float* pre, float* out, const float* inp,
+void matmul_gelu_forward(const CudaCtx& ctx, Act pre, Act out, ConstAct inp,
                          const float* weight, const float* bias, int N, int K, int M);
 
 // ---- kernels/attention.cu (batched GEMM + causal softmax: the portable path)
 // NKV key/value heads (grouped-query when NKV < NH; NKV divides NH), qkv [B,T,(NH+2NKV)hs].
 size_t attention_saved_floats(int B, int T, int C, int NH, int NKV);
 size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV);
-void attention_forward(const CudaCtx& ctx, float* out, float* saved, const float* qkv, int B,
+void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B,
                        int T, int C, int NH, int NKV);
-void attention_backward(const CudaCtx& ctx, float* dqkv, float* scratch, const float* dout,
-                        const float* qkv, const float* saved, int B, int T, int C, int NH,
+void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
+                        ConstAct qkv, const float* saved, int B, int T, int C, int NH,
                         int NKV);
 
 // ---- kernels/optimizer.cu

@@ -10,10 +10,13 @@
 // numerical notes say NONDETERMINISTIC; without such an engine the shape is refused, saying
 // which engines were skipped, and the backend uses the matmul attention.
 //
-// Buffers (no permute kernels): qkv [B,T,3C] is cast to bf16/fp16 once into ctx.scratch and
-// Q, K, V are strided views of it; `saved` holds the bf16/fp16 O and the fp32 Stats. A call of
-// T positions served by a plan of Tp > T (its length bucket, attention_plan_cache.h) casts into
-// [B,Tp,·] buffers whose rows T..Tp-1 are zero and casts back only rows < T: causality keeps
+// Buffers (no permute kernels): Q, K, V are strided views of a bf16/fp16 qkv [B,T,3C]: the
+// activation itself when activations are bf16/fp16 (ctx.act, accel.lowp_activations) and the
+// plan's length is the call's, else a copy cast (fp32 activations) or copied into ctx.scratch.
+// `saved` holds the bf16/fp16 O and the fp32 Stats; `out` gets O cast (fp32) or copied. The
+// backward writes dQ/dK/dV into dqkv directly when it is bf16/fp16 and unpadded. A call of T
+// positions served by a plan of Tp > T (its length bucket, attention_plan_cache.h) goes through
+// [B,Tp,·] buffers whose rows T..Tp-1 are zero and brings back only rows < T: causality keeps
 // rows < T exact, and zero dO rows add nothing to dK/dV (docs/CUDNN_ATTENTION.md).
 #include "backend/cuda/cudnn_attention.h"
 
@@ -88,6 +91,60 @@ struct Bindings {
 void require_aligned(const void* p, const char* what) {
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
         fail(Status::Internal, "cuDNN attention: ", what, " is not 16-byte aligned");
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Low-precision activations (ctx.act bf16/fp16): a buffer cuDNN can use where it lies — the
+// plan's length is the call's and the pointer is 16-byte aligned (the variant pack's rule).
+bool usable_in_place(ConstAct v, int T, int Tp) {
+    return v.dtype != DType::F32 && Tp == T && aligned16(v.data);
+}
+
+// dst [B,Tp,row] = src [B,T,row] in rows t < T of each batch, zero in rows T..Tp-1 (Tp >= T);
+// the same element type on both sides (bf16/fp16 activations): copies, not casts. Memcpy and
+// memset nodes, so it may run under graph capture.
+void copy_padded(const CudaCtx& ctx, void* dst, const void* src, int B, int T, int Tp,
+                 size_t row_bytes) {
+    const size_t src_pitch = static_cast<size_t>(T) * row_bytes;
+    const size_t dst_pitch = static_cast<size_t>(Tp) * row_bytes;
+    if (B <= 0 || row_bytes == 0) return;
+    if (T > 0)
+        TRT_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, src_pitch, B,
+                                         cudaMemcpyDeviceToDevice, ctx.stream));
+    if (Tp > T)
+        TRT_CUDA_CHECK(cudaMemset2DAsync(static_cast<char*>(dst) + src_pitch, dst_pitch, 0,
+                                         dst_pitch - src_pitch, B, ctx.stream));
+}
+// dst [B,T,row] = rows t < T of each batch of src [B,Tp,row] (same element type).
+void copy_unpadded(const CudaCtx& ctx, void* dst, const void* src, int B, int T, int Tp,
+                   size_t row_bytes) {
+    if (B <= 0 || T <= 0 || row_bytes == 0) return;
+    const size_t dst_pitch = static_cast<size_t>(T) * row_bytes;
+    TRT_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, static_cast<size_t>(Tp) * row_bytes,
+                                     dst_pitch, B, cudaMemcpyDeviceToDevice, ctx.stream));
+}
+
+// src [B,T,W] as the plan's bf16/fp16 [B,Tp,W] input: in place when it can be (low-precision
+// activations, Tp == T, aligned), else copied (bf16/fp16) or cast (fp32) into `staging`.
+const char* lowp_input(const CudaCtx& ctx, char* staging, ConstAct src, int B, int T, int Tp,
+                       int W, Precision p) {
+    if (usable_in_place(src, T, Tp)) return static_cast<const char*>(src.data);
+    if (src.dtype == DType::F32)
+        cast_padded_from_f32(ctx, staging, static_cast<const float*>(src.data), B, T, Tp, W, p);
+    else
+        copy_padded(ctx, staging, src.data, B, T, Tp, static_cast<size_t>(W) * kLowpBytes);
+    return staging;
+}
+// The plan's bf16/fp16 [B,Tp,W] result `lp` into dst [B,T,W] (rows < T): a cast for fp32
+// activations, a copy for low-precision ones (nothing when lp is dst itself).
+void lowp_output(const CudaCtx& ctx, Act dst, const char* lp, int B, int T, int Tp, int W,
+                 Precision p) {
+    if (lp == dst.data) return;
+    if (dst.dtype == DType::F32)
+        cast_unpadded_to_f32(ctx, static_cast<float*>(dst.data), lp, B, T, Tp, W, p);
+    else
+        copy_unpadded(ctx, dst.data, lp, B, T, Tp, static_cast<size_t>(W) * kLowpBytes);
 }
 
 }  // namespace
@@ -435,8 +492,9 @@ size_t CudnnAttention::ctx_scratch_bytes(int B, int T, int C, int NH) const {
     return std::max(sp->fwd_scratch, sp->bwd_scratch);
 }
 
-void CudnnAttention::forward(const CudaCtx& ctx, float* out, float* saved, const float* qkv,
-                             int B, int T, int C, int NH) {
+void CudnnAttention::forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B,
+                             int T, int C, int NH) {
+    act_storage(ctx, {out, qkv});
     const ShapePlans& sp = plans_for(ctx, B, T, C, NH, "cuDNN attention forward");
     TRT_CHECK(ctx.precision == precision_, "cuDNN attention created for another precision");
     if (ctx.scratch_bytes < sp.fwd_scratch)
@@ -448,12 +506,13 @@ void CudnnAttention::forward(const CudaCtx& ctx, float* out, float* saved, const
     const Sizes z = sizes_of(B, Tp, C, NH);
     const size_t block = static_cast<size_t>(C) * kLowpBytes;  // one of Q, K, V in a qkv row
 
-    char* qkv_lp = static_cast<char*>(ctx.scratch);  // [B,Tp,3C] bf16/fp16
-    void* workspace = sp.fwd.workspace_bytes() > 0 ? qkv_lp + align_up(z.qkv_lowp) : nullptr;
+    char* qkv_stage = static_cast<char*>(ctx.scratch);  // [B,Tp,3C] bf16/fp16
+    void* workspace = sp.fwd.workspace_bytes() > 0 ? qkv_stage + align_up(z.qkv_lowp) : nullptr;
+    // O stays in saved, as cuDNN computed it, for the backward (which gets no `out`).
     char* o_lp = reinterpret_cast<char*>(saved);  // [B,Tp,C] bf16/fp16
     float* stats = reinterpret_cast<float*>(o_lp + align_up(z.out_lowp));  // [B,NH,Tp]
 
-    cast_padded_from_f32(ctx, qkv_lp, qkv, B, T, Tp, 3 * C, precision_);
+    const char* qkv_lp = lowp_input(ctx, qkv_stage, qkv, B, T, Tp, 3 * C, precision_);
     cudnn::check(api_, api_.SetStream(handle_, ctx.stream), "cudnnSetStream");
     Bindings b;
     b.add(sdpa::kQ, qkv_lp);
@@ -464,12 +523,12 @@ void CudnnAttention::forward(const CudaCtx& ctx, float* out, float* saved, const
     b.add(sdpa::kScale, &sp.scale);  // by value: host pointers
     b.add(sdpa::kNegInf, &sp.neg_inf);
     sp.fwd.execute(b.uids, b.ptrs, b.n, workspace);
-    cast_unpadded_to_f32(ctx, out, o_lp, B, T, Tp, C, precision_);  // rows < T only
+    lowp_output(ctx, out, o_lp, B, T, Tp, C, precision_);  // rows < T only
 }
 
-void CudnnAttention::backward(const CudaCtx& ctx, float* dqkv, float* scratch, const float* dout,
-                              const float* qkv, const float* saved, int B, int T, int C,
-                              int NH) {
+void CudnnAttention::backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
+                              ConstAct qkv, const float* saved, int B, int T, int C, int NH) {
+    act_storage(ctx, {dqkv, dout, qkv});
     const ShapePlans& sp = plans_for(ctx, B, T, C, NH, "cuDNN attention backward");
     TRT_CHECK(ctx.precision == precision_, "cuDNN attention created for another precision");
     if (ctx.scratch_bytes < sp.bwd_scratch)
@@ -483,16 +542,20 @@ void CudnnAttention::backward(const CudaCtx& ctx, float* dqkv, float* scratch, c
     const Sizes z = sizes_of(B, Tp, C, NH);
     const size_t block = static_cast<size_t>(C) * kLowpBytes;
 
-    char* qkv_lp = static_cast<char*>(ctx.scratch);                // [B,Tp,3C]
-    char* dout_lp = qkv_lp + align_up(z.qkv_lowp);                 // [B,Tp,C], rows >= T zero
-    char* dqkv_lp = dout_lp + align_up(z.out_lowp);                // [B,Tp,3C]
-    void* workspace = sp.bwd.workspace_bytes() > 0 ? dqkv_lp + align_up(z.qkv_lowp) : nullptr;
+    char* qkv_stage = static_cast<char*>(ctx.scratch);            // [B,Tp,3C]
+    char* dout_stage = qkv_stage + align_up(z.qkv_lowp);           // [B,Tp,C], rows >= T zero
+    char* dqkv_stage = dout_stage + align_up(z.out_lowp);          // [B,Tp,3C]
+    void* workspace =
+        sp.bwd.workspace_bytes() > 0 ? dqkv_stage + align_up(z.qkv_lowp) : nullptr;
     const char* o_lp = reinterpret_cast<const char*>(saved);        // [B,Tp,C]
     const float* stats = reinterpret_cast<const float*>(o_lp + align_up(z.out_lowp));
     float* row_sum = scratch;                                       // [B,NH,Tp]
 
-    cast_padded_from_f32(ctx, qkv_lp, qkv, B, T, Tp, 3 * C, precision_);
-    cast_padded_from_f32(ctx, dout_lp, dout, B, T, Tp, C, precision_);
+    const char* qkv_lp = lowp_input(ctx, qkv_stage, qkv, B, T, Tp, 3 * C, precision_);
+    const char* dout_lp = lowp_input(ctx, dout_stage, dout, B, T, Tp, C, precision_);
+    // dQ, dK, dV straight into dqkv when it can hold them as they are.
+    char* dqkv_lp =
+        usable_in_place(dqkv, T, Tp) ? static_cast<char*>(dqkv.data) : dqkv_stage;
     cudnn::check(api_, api_.SetStream(handle_, ctx.stream), "cudnnSetStream");
     Bindings b;
     b.add(sdpa::kQ, qkv_lp);
@@ -513,7 +576,7 @@ void CudnnAttention::backward(const CudaCtx& ctx, float* dqkv, float* scratch, c
         b.add(sdpa::kSeqLenKV, sp.seq_lens);
     }
     sp.bwd.execute(b.uids, b.ptrs, b.n, workspace);
-    cast_unpadded_to_f32(ctx, dqkv, dqkv_lp, B, T, Tp, 3 * C, precision_);  // rows < T only
+    lowp_output(ctx, dqkv, dqkv_lp, B, T, Tp, 3 * C, precision_);  // rows < T only
 }
 
 }  // namespace trt::cuda

@@ -99,15 +99,17 @@ public:
     // qkv, dout and dqkv, plus the plans' workspaces). Error(Internal) for an unprepared one.
     size_t ctx_scratch_bytes(int B, int T, int C, int NH) const;
 
-    // qkv [B,T,3C] fp32 -> out [B,T,C] fp32; saved: call_saved_floats(). Error(Internal) if no
-    // plan serves the shape (prepare / prepare_call) or ctx.scratch is too small; Error(Device)
-    // with cuDNN's message if execution fails. Under capture the plan is pinned: never evicted.
-    void forward(const CudaCtx& ctx, float* out, float* saved, const float* qkv, int B, int T,
-                 int C, int NH);
-    // dqkv [B,T,3C] fp32 overwritten; dout [B,T,C]; qkv and saved as given to forward;
-    // scratch: call_scratch_floats().
-    void backward(const CudaCtx& ctx, float* dqkv, float* scratch, const float* dout,
-                  const float* qkv, const float* saved, int B, int T, int C, int NH);
+    // qkv [B,T,3C] -> out [B,T,C] in ctx.act (fp32: cast to and from bf16/fp16 around cuDNN;
+    // bf16/fp16: read in place and O copied out, no casts); saved: call_saved_floats().
+    // Error(Internal) if no plan serves the shape (prepare / prepare_call) or ctx.scratch is
+    // too small; Error(Device) with cuDNN's message if execution fails. Under capture the plan
+    // is pinned: never evicted.
+    void forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B, int T, int C,
+                 int NH);
+    // dqkv [B,T,3C] overwritten; dout [B,T,C]; qkv and saved as given to forward; scratch:
+    // call_scratch_floats(). bf16/fp16 activations: dQ/dK/dV written into dqkv directly.
+    void backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
+                  const float* saved, int B, int T, int C, int NH);
 
     // "cuDNN 9.19.0 (built for CUDA 13.1) from /usr/local/cuda/lib64/libcudnn.so.9" (logs).
     std::string library() const;

@@ -42,11 +42,11 @@ size_t CudnnAttention::call_scratch_floats(int, int, int, int) const { return 0;
 size_t CudnnAttention::ctx_scratch_bytes(int, int, int, int) const {
     unreachable("CudnnAttention::ctx_scratch_bytes");
 }
-void CudnnAttention::forward(const CudaCtx&, float*, float*, const float*, int, int, int, int) {
+void CudnnAttention::forward(const CudaCtx&, Act, float*, ConstAct, int, int, int, int) {
     unreachable("CudnnAttention::forward");
 }
-void CudnnAttention::backward(const CudaCtx&, float*, float*, const float*, const float*,
-                              const float*, int, int, int, int) {
+void CudnnAttention::backward(const CudaCtx&, Act, float*, ConstAct, ConstAct, const float*, int,
+                              int, int, int) {
     unreachable("CudnnAttention::backward");
 }
 std::string CudnnAttention::library() const { return "none"; }

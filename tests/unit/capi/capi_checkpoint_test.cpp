@@ -535,6 +535,41 @@ TEST_F(CapiCheckpoint, ModelInfoMatchesTheSessionInBf16) {
                 0.10 * static_cast<double>(m.bytes_in_use));
 }
 
+// A run sized for CUDA (device = cuda: sizing needs no GPU) in bf16: a 2-byte working copy,
+// fp32 activations, unless accel.lowp_activations stores them in bf16 as the CPU does.
+TEST_F(CapiCheckpoint, ModelInfoSizesCudaBf16ActivationsWhenAskedFor) {
+    auto info_of = [&](const char* device, const char* precision, const char* lowp_acts) {
+        trainrt_config* c = nullptr;
+        EXPECT_EQ(trainrt_config_from_string(&c, kToml, dir_.c_str()), TRAINRT_OK);
+        EXPECT_EQ(trainrt_config_set(c, "runtime.device", device), TRAINRT_OK);
+        EXPECT_EQ(trainrt_config_set(c, "runtime.precision", precision), TRAINRT_OK);
+        EXPECT_EQ(trainrt_config_set(c, "accel.lowp_activations", lowp_acts), TRAINRT_OK);
+        trainrt_model_info info = TRAINRT_MODEL_INFO_INIT;
+        EXPECT_EQ(trainrt_config_model_info(&info, c), TRAINRT_OK) << last_error();
+        trainrt_config_destroy(c);
+        return info;
+    };
+    const trainrt_model_info cpu_fp32 = info_of("\"cpu\"", "\"fp32\"", "false");
+    const trainrt_model_info cpu_bf16 = info_of("\"cpu\"", "\"bf16\"", "false");
+    const trainrt_model_info cuda_bf16 = info_of("\"cuda\"", "\"bf16\"", "false");
+    const trainrt_model_info cuda_bf16_acts = info_of("\"cuda\"", "\"bf16\"", "true");
+    // CUDA's bf16 working copy: 2 bytes per fp32 parameter of the (vocabulary-padded) buffer.
+    const int64_t copy = cuda_bf16.bytes_parameters - cpu_fp32.bytes_parameters;
+    EXPECT_EQ(2 * copy, cpu_fp32.bytes_parameters);
+    EXPECT_GE(copy, 2 * cpu_fp32.parameters);
+    EXPECT_EQ(cuda_bf16.bytes_activations, cpu_fp32.bytes_activations);
+    EXPECT_EQ(cuda_bf16_acts.bytes_parameters, cuda_bf16.bytes_parameters);
+    EXPECT_EQ(cuda_bf16_acts.bytes_activations, cpu_bf16.bytes_activations);
+    EXPECT_LT(cuda_bf16_acts.bytes_activations, cuda_bf16.bytes_activations);
+    for (const trainrt_model_info& i : {cuda_bf16, cuda_bf16_acts})
+        EXPECT_EQ(i.bytes_total, i.bytes_parameters + i.bytes_optimizer + i.bytes_activations);
+    // No effect on the CPU, or under fp32.
+    const trainrt_model_info cpu_bf16_acts = info_of("\"cpu\"", "\"bf16\"", "true");
+    EXPECT_EQ(cpu_bf16_acts.bytes_total, cpu_bf16.bytes_total);
+    const trainrt_model_info cuda_fp32_acts = info_of("\"cuda\"", "\"fp32\"", "true");
+    EXPECT_EQ(cuda_fp32_acts.bytes_total, cpu_fp32.bytes_total);
+}
+
 TEST_F(CapiCheckpoint, NullArguments) {
     trainrt_session* a = open();
     int32_t id = 0, out = 0;

@@ -188,6 +188,7 @@ const Rule kRules[] = {
     {"AttentionUnknown", "accel", "attention", "\"flash\"", "\"auto\", \"cudnn\", \"matmul\""},
     {"FusedClassifierInt", "accel", "fused_classifier", "0", "expected true or false"},
     {"MatmulEpiloguesFloat", "accel", "matmul_epilogues", "1.0", "expected true or false"},
+    {"LowpActivationsString", "accel", "lowp_activations", "\"yes\"", "expected true or false"},
     {"DeterministicString", "accel", "deterministic", "\"off\"", "expected true or false"},
     {"DeterministicInt", "accel", "deterministic", "0", "expected true or false"},
 };

@@ -49,6 +49,7 @@ void expect_equal(const RunConfig& a, const RunConfig& b) {
     EXPECT_EQ(a.model.seed, b.model.seed);
     EXPECT_EQ(a.data.train, b.data.train);
     EXPECT_EQ(a.data.val, b.data.val);
+    EXPECT_EQ(a.data.tokenizer, b.data.tokenizer);
     EXPECT_EQ(a.data.sampler, b.data.sampler);
     EXPECT_EQ(a.data.seed, b.data.seed);
     EXPECT_EQ(a.data.placement, b.data.placement);
@@ -79,6 +80,7 @@ void expect_equal(const RunConfig& a, const RunConfig& b) {
     EXPECT_EQ(a.accel.attention, b.accel.attention);
     EXPECT_EQ(a.accel.fused_classifier, b.accel.fused_classifier);
     EXPECT_EQ(a.accel.matmul_epilogues, b.accel.matmul_epilogues);
+    EXPECT_EQ(a.accel.lowp_activations, b.accel.lowp_activations);
     EXPECT_EQ(a.accel.deterministic, b.accel.deterministic);
 }
 
@@ -134,6 +136,7 @@ cuda_graphs = true
 attention = "matmul"
 fused_classifier = false
 matmul_epilogues = true
+lowp_activations = true
 deterministic = false
 )";
 
@@ -176,6 +179,7 @@ void expect_full_values(const RunConfig& r) {
     EXPECT_EQ(r.accel.attention, AttentionKind::Matmul);
     EXPECT_FALSE(r.accel.fused_classifier);
     EXPECT_TRUE(r.accel.matmul_epilogues);
+    EXPECT_TRUE(r.accel.lowp_activations);
     EXPECT_FALSE(r.accel.deterministic);
 }
 
@@ -190,6 +194,7 @@ void expect_defaults(const RunConfig& r) {
     EXPECT_EQ(r.model.seed, 1337u);
     EXPECT_EQ(r.data.train, "");
     EXPECT_EQ(r.data.val, "");
+    EXPECT_EQ(r.data.tokenizer, "");
     EXPECT_EQ(r.data.sampler, SamplerKind::Random);
     EXPECT_EQ(r.data.seed, 1u);
     EXPECT_EQ(r.data.placement, Placement::Auto);
@@ -221,6 +226,7 @@ void expect_defaults(const RunConfig& r) {
     EXPECT_EQ(r.accel.attention, AttentionKind::Auto);
     EXPECT_TRUE(r.accel.fused_classifier);
     EXPECT_FALSE(r.accel.matmul_epilogues);
+    EXPECT_FALSE(r.accel.lowp_activations);
     EXPECT_TRUE(r.accel.deterministic);  // nondeterministic cuDNN engines only on request
 }
 
@@ -680,7 +686,7 @@ TEST(ConfigDocs, EveryKeyIsDocumented) {
         EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << key;
         ++keys;
     }
-    EXPECT_EQ(keys, 48);
+    EXPECT_EQ(keys, 50);
 }
 
 }  // namespace

@@ -96,9 +96,15 @@ TEST_P(CpuOpCases, LowPrecisionAgainstTheReference) {
 // attention's saved state, positions) fails here though one-chunk cases would hide it.
 TEST_P(CpuOpCases, Bf16InOneRowChunks) {
     struct Reset {
-        ~Reset() { trt::cpu::LowpOps::set_chunk_rows_for_tests(0); }
+        ~Reset() {
+            trt::cpu::LowpOps::set_chunk_rows_for_tests(0);
+            trt::cpu::LowpOps::set_column_block_for_tests(0);
+        }
     } reset;
     trt::cpu::LowpOps::set_chunk_rows_for_tests(1);
+    // And [M, K]-weight matmuls in blocks of 3 output columns (the output head's path), so a
+    // block's column offset is crossed too.
+    trt::cpu::LowpOps::set_column_block_for_tests(3);
     auto be = trt::make_cpu_backend(2, trt::Precision::Bf16);
     int cases = 0;
     for (const opcase::OpCase& c : opcase::all_cases()) {

@@ -15,9 +15,17 @@
 // The GEMMs compute the full T×T square; the softmax writes the masked upper triangle as
 // exact zeros, so everything downstream is causal.
 //
-// Memory: saved = the probabilities att [B,NH,T,T] only (upper triangle 0: the same contents
-// as the CPU twin's saved). q, k, v are re-derived from qkv where needed (a cheap gather), so
-// no layer keeps a second copy of them:
+// Storage: the activations at the boundary, qkv and dout (read) and out and dqkv (written),
+// are stored in ctx.act (float, bf16 or fp16; the kernels' storage type is S, as T is the
+// sequence length here). split_heads widens them exactly into fp32 q, k, v, dy; everything
+// inside (att, the softmax, the GEMM outputs) is fp32, and the final merge rounds out / dqkv
+// once, as the CPU twin does. The internal GEMMs (gemm_f32) still cast their fp32 operands
+// to bf16/fp16 per ctx.precision, so this portable path is not cast-free; cuDNN attention is
+// the fast path.
+//
+// Memory: saved = the probabilities att [B,NH,T,T] only, fp32 (upper triangle 0: the same
+// contents as the CPU twin's saved). q, k, v are re-derived from qkv where needed (a cheap
+// gather), so no layer keeps a second copy of them:
 //   forward:  q, k, v in ctx.scratch (y reuses q once preatt is done), then the GEMM casts in
 //             the rest of ctx.scratch (attention_ctx_scratch_bytes, part of
 //             matmul_scratch_bytes);
@@ -40,6 +48,7 @@
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/kernels/launch.cuh"
+#include "backend/cuda/kernels/lowp.cuh"
 #include "core/error.h"
 
 namespace trt::cuda {
@@ -61,9 +70,11 @@ size_t pad_floats(size_t n) { return (n + kAlignFloats - 1) / kAlignFloats * kAl
 //
 // q[b,h,t,d] = src[b,t, h*hs + d] (h < NH), k[b,g,t,d] = src[b,t, (NH+g)*hs + d],
 // v[b,g,t,d] = src[b,t, (NH+NKV+g)*hs + d] (g < NKV). Iterates over the source, so the reads
-// are coalesced (the writes are hs-long runs). n = B*T*W.
+// are coalesced (the writes are hs-long runs). n = B*T*W. src is stored as S (the storage
+// type; T is the sequence length in this file) and widened exactly.
+template <typename S>
 __global__ void split_heads_kernel(float* __restrict__ q, float* __restrict__ k,
-                                   float* __restrict__ v, const float* __restrict__ src,
+                                   float* __restrict__ v, const S* __restrict__ src,
                                    int64_t n, int T, int NH, int NKV, int hs) {
     const int64_t W = static_cast<int64_t>(NH + 2 * NKV) * hs;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -73,7 +84,7 @@ __global__ void split_heads_kernel(float* __restrict__ q, float* __restrict__ k,
         const int c = static_cast<int>(i - bt * W);
         const int h = c / hs, d = c - h * hs;
         const int64_t b = bt / T, t = bt - b * T;
-        const float x = src[i];
+        const float x = to_f32(src[i]);
         if (h < NH) {
             q[((b * NH + h) * T + t) * hs + d] = x;
         } else if (h < NH + NKV) {
@@ -85,8 +96,10 @@ __global__ void split_heads_kernel(float* __restrict__ q, float* __restrict__ k,
 }
 
 // The inverse: dst[b,t, :] (row layout above) from q [B,NH,T,hs] and k, v [B,NKV,T,hs];
-// iterates over the destination so the writes are coalesced. n = B*T*W.
-__global__ void merge_heads_kernel(float* __restrict__ dst, const float* __restrict__ q,
+// iterates over the destination so the writes are coalesced. n = B*T*W. dst is stored as S:
+// each element rounded once.
+template <typename S>
+__global__ void merge_heads_kernel(S* __restrict__ dst, const float* __restrict__ q,
                                    const float* __restrict__ k, const float* __restrict__ v,
                                    int64_t n, int T, int NH, int NKV, int hs) {
     const int64_t W = static_cast<int64_t>(NH + 2 * NKV) * hs;
@@ -105,7 +118,7 @@ __global__ void merge_heads_kernel(float* __restrict__ dst, const float* __restr
         } else {
             x = v[((b * NKV + (h - NH - NKV)) * T + t) * hs + d];
         }
-        dst[i] = x;
+        dst[i] = from_f32<S>(x);
     }
 }
 
@@ -161,21 +174,28 @@ __global__ void __launch_bounds__(kThreads)
     for (int s = lane; s < T; s += 32) g[s] = s <= t ? scale * a[s] * (g[s] - dot) : 0.0f;
 }
 
-// NKV = 0: src/dst rows hold the NH query-block heads only (k, v unused).
-void split_heads(const CudaCtx& ctx, float* q, float* k, float* v, const float* src, int B,
-                 int T, int NH, int NKV, int hs) {
+// NKV = 0: src/dst rows hold the NH query-block heads only (k, v unused). src / dst are
+// activations in ctx.act (checked by the launchers); q, k, v are fp32 scratch.
+void split_heads(const CudaCtx& ctx, float* q, float* k, float* v, ConstAct src, int B, int T,
+                 int NH, int NKV, int hs) {
     const int64_t n = static_cast<int64_t>(B) * T * (NH + 2 * NKV) * hs;
-    split_heads_kernel<<<grid_for(n), kThreads, 0, ctx.stream>>>(q, k, v, src, n, T, NH, NKV,
-                                                                 hs);
-    TRT_CUDA_LAUNCH_CHECK();
+    with_storage(act_storage(ctx, {src}), [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        split_heads_kernel<S><<<grid_for(n), kThreads, 0, ctx.stream>>>(
+            q, k, v, typed<S>(src), n, T, NH, NKV, hs);
+        TRT_CUDA_LAUNCH_CHECK();
+    });
 }
 
-void merge_heads(const CudaCtx& ctx, float* dst, const float* q, const float* k, const float* v,
+void merge_heads(const CudaCtx& ctx, Act dst, const float* q, const float* k, const float* v,
                  int B, int T, int NH, int NKV, int hs) {
     const int64_t n = static_cast<int64_t>(B) * T * (NH + 2 * NKV) * hs;
-    merge_heads_kernel<<<grid_for(n), kThreads, 0, ctx.stream>>>(dst, q, k, v, n, T, NH, NKV,
-                                                                 hs);
-    TRT_CUDA_LAUNCH_CHECK();
+    with_storage(act_storage(ctx, {dst}), [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        merge_heads_kernel<S><<<grid_for(n), kThreads, 0, ctx.stream>>>(
+            typed<S>(dst), q, k, v, n, T, NH, NKV, hs);
+        TRT_CUDA_LAUNCH_CHECK();
+    });
 }
 
 int softmax_blocks(int64_t rows) {
@@ -279,11 +299,12 @@ size_t attention_ctx_scratch_bytes(const ModelDims& d, Precision p) {
     return align_scratch(btc * sizeof(float)) + 2 * align_scratch(bkv * sizeof(float)) + casts;
 }
 
-// out[B,T,C] = causal attention of qkv[B,T,(NH+2NKV)hs]; saved = att [B,NH,T,T].
-void attention_forward(const CudaCtx& ctx, float* out, float* saved, const float* qkv, int B,
-                       int T, int C, int NH, int NKV) {
+// out[B,T,C] = causal attention of qkv[B,T,(NH+2NKV)hs]; saved = att [B,NH,T,T] (fp32).
+void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B, int T,
+                       int C, int NH, int NKV) {
     if (empty(B, T, C, NH)) return;
     check_heads(C, NH, NKV);
+    act_storage(ctx, {out, qkv});  // both views in ctx.act before anything is launched
     const int hs = C / NH, G = NH / NKV, BKV = B * NKV, BH = B * NH;
     const size_t btc = static_cast<size_t>(B) * T * C;
     const size_t bkv = static_cast<size_t>(B) * T * hs * NKV;
@@ -306,11 +327,12 @@ void attention_forward(const CudaCtx& ctx, float* out, float* saved, const float
 }
 
 // dqkv[B,T,(NH+2NKV)hs] (overwritten) from dout[B,T,C], qkv and saved = att [B,NH,T,T].
-void attention_backward(const CudaCtx& ctx, float* dqkv, float* scratch, const float* dout,
-                        const float* qkv, const float* saved, int B, int T, int C, int NH,
+void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
+                        ConstAct qkv, const float* saved, int B, int T, int C, int NH,
                         int NKV) {
     if (empty(B, T, C, NH)) return;
     check_heads(C, NH, NKV);
+    act_storage(ctx, {dqkv, dout, qkv});  // all views in ctx.act before anything is launched
     const int hs = C / NH, G = NH / NKV, BKV = B * NKV, BH = B * NH;
     const size_t btc = static_cast<size_t>(B) * T * C;
     const size_t bkv = static_cast<size_t>(B) * T * hs * NKV;

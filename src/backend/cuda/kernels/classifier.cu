@@ -1,8 +1,13 @@
 // Softmax cross-entropy CUDA kernels. The default (ctx.fused_classifier) is one fused kernel:
 // online softmax per row (no probability tensor), then the logit gradient written in place.
 // The fallback is the textbook sequence of separate kernels (row statistics, loss gather,
-// probabilities written into the logits buffer, then the gradient), slower but simple to
-// reason about when the fused one is in doubt.
+// then the gradient from the statistics), slower but simple to reason about when the fused
+// one is in doubt.
+//
+// The logits (and the gradient written over them) are stored as T (ctx.act: float, bf16 or
+// fp16) and read exactly; max, sum, loss and gradient are fp32 (the loss via double), and
+// each gradient element is rounded once when stored, as in the CPU twin. Statistics and
+// losses stay float.
 #include <cuda_runtime.h>
 
 #include <cfloat>
@@ -12,6 +17,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels/lowp.cuh"
 #include "backend/cuda/kernels/reduce.cuh"
 #include "core/error.h"
 
@@ -53,9 +59,9 @@ __device__ __forceinline__ MaxSum warp_merge(MaxSum v) {
 //           i < V and 0 for V <= i < Vp, d = dloss (* scalars->loss_scale, read here).
 // A target outside [0, V) (the host cannot check device targets) gives a NaN loss, which
 // surfaces in the step's loss_sum, and no onehot term; nothing is read out of bounds.
-template <int kThreads>
+template <typename T, int kThreads>
 __global__ void __launch_bounds__(kThreads)
-    classifier_kernel(float* __restrict__ logits, float* __restrict__ losses,
+    classifier_kernel(T* __restrict__ logits, float* __restrict__ losses,
                       const int32_t* __restrict__ targets, int V, int Vp, float dloss,
                       bool write_grad, const StepScalars* __restrict__ scalars) {
     constexpr int kWarps = kThreads / 32;
@@ -64,17 +70,17 @@ __global__ void __launch_bounds__(kThreads)
 
     const int n = blockIdx.x;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    float* row = logits + static_cast<size_t>(n) * Vp;
+    T* row = logits + static_cast<size_t>(n) * Vp;
     const int tgt = targets[n];
     const bool tgt_ok = tgt >= 0 && tgt < V;
     // Read before any thread overwrites the row (pass 2 comes after the block barriers).
-    const float tgt_logit = tgt_ok ? row[tgt] : NAN;
+    const float tgt_logit = tgt_ok ? to_f32(row[tgt]) : NAN;
 
     MaxSum st{-FLT_MAX, 0.0f};
     int i = tid;
     for (; i + 3 * kThreads < V; i += 4 * kThreads) {  // four independent loads per step
-        const float x0 = row[i], x1 = row[i + kThreads];
-        const float x2 = row[i + 2 * kThreads], x3 = row[i + 3 * kThreads];
+        const float x0 = to_f32(row[i]), x1 = to_f32(row[i + kThreads]);
+        const float x2 = to_f32(row[i + 2 * kThreads]), x3 = to_f32(row[i + 3 * kThreads]);
         const float mx = fmaxf(fmaxf(x0, x1), fmaxf(x2, x3));
         if (mx > st.m) {
             st.s *= expf(st.m - mx);  // empty: 0 * e^(..)
@@ -83,7 +89,7 @@ __global__ void __launch_bounds__(kThreads)
         st.s += (expf(x0 - st.m) + expf(x1 - st.m)) + (expf(x2 - st.m) + expf(x3 - st.m));
     }
     for (; i < V; i += kThreads) {
-        const float x = row[i];
+        const float x = to_f32(row[i]);
         if (x > st.m) {
             st.s = st.s * expf(st.m - x) + 1.0f;
             st.m = x;
@@ -118,11 +124,11 @@ __global__ void __launch_bounds__(kThreads)
     const float d = scalars ? dloss * scalars->loss_scale : dloss;
     const float k = d / tot.s;
     for (int j = tid; j < V; j += kThreads) {
-        float g = expf(row[j] - tot.m) * k;
+        float g = expf(to_f32(row[j]) - tot.m) * k;
         if (j == tgt) g -= d;  // the onehot term (never true for an invalid tgt)
-        row[j] = g;
+        row[j] = from_f32<T>(g);  // the only rounding of the gradient
     }
-    for (int j = V + tid; j < Vp; j += kThreads) row[j] = 0.0f;  // padding: no gradient
+    for (int j = V + tid; j < Vp; j += kThreads) row[j] = from_f32<T>(0.0f);  // padding
 }
 
 // ---- the unfused fallback (ctx.fused_classifier == false)
@@ -159,25 +165,26 @@ __device__ __forceinline__ float block_sum(float v, float* sh) {
 // Pass 1, one block per row n of logits [N, Vp]: stats[n] = (max, sum of e^(x - max)) over
 // [0, V), two passes over the row. The max starts at -FLT_MAX as in the fused kernel, so -inf
 // logits add e^(-inf) = 0 and a row that is all -inf gives a NaN loss in both.
-template <int kThreads>
+template <typename T, int kThreads>
 __global__ void __launch_bounds__(kThreads)
-    softmax_stats_kernel(float2* __restrict__ stats, const float* __restrict__ logits, int V,
+    softmax_stats_kernel(float2* __restrict__ stats, const T* __restrict__ logits, int V,
                          int Vp) {
     __shared__ float sh[kThreads / 32];
-    const float* row = logits + static_cast<size_t>(blockIdx.x) * Vp;
+    const T* row = logits + static_cast<size_t>(blockIdx.x) * Vp;
     float m = -FLT_MAX;
-    for (int i = threadIdx.x; i < V; i += kThreads) m = fmaxf(m, row[i]);
+    for (int i = threadIdx.x; i < V; i += kThreads) m = fmaxf(m, to_f32(row[i]));
     m = block_max<kThreads>(m, sh);
     float s = 0.0f;
-    for (int i = threadIdx.x; i < V; i += kThreads) s += expf(row[i] - m);
+    for (int i = threadIdx.x; i < V; i += kThreads) s += expf(to_f32(row[i]) - m);
     s = block_sum<kThreads>(s, sh);
     if (threadIdx.x == 0) stats[blockIdx.x] = make_float2(m, s);
 }
 
 // Pass 2, one thread per row: losses[n] = max + log(sum) - logits[n, tgt] (double, as the
 // CPU), read before pass 3 overwrites the row. An invalid target gives NaN (fused kernel).
+template <typename T>
 __global__ void loss_gather_kernel(float* __restrict__ losses, const float2* __restrict__ stats,
-                                   const float* __restrict__ logits,
+                                   const T* __restrict__ logits,
                                    const int32_t* __restrict__ targets, int N, int V, int Vp) {
     for (int n = blockIdx.x * blockDim.x + threadIdx.x; n < N; n += gridDim.x * blockDim.x) {
         const int tgt = targets[n];
@@ -186,35 +193,36 @@ __global__ void loss_gather_kernel(float* __restrict__ losses, const float2* __r
             continue;
         }
         const float2 st = stats[n];
-        const float x = logits[static_cast<size_t>(n) * Vp + tgt];
+        const float x = to_f32(logits[static_cast<size_t>(n) * Vp + tgt]);
         losses[n] = static_cast<float>(static_cast<double>(st.x) +
                                        log(static_cast<double>(st.y)) - static_cast<double>(x));
     }
 }
 
-// Pass 3: logits[n, i] = e^(x - max) / sum for i < V (the probabilities), 0 for V <= i < Vp.
+// Pass 3: logits[n, i] = d * (prob - onehot(tgt)) with prob = e^(x - max) / sum for i < V,
+// 0 for V <= i < Vp; d = dloss (* scalars->loss_scale, read on the device). The probability
+// is formed in fp32 from the row statistics, never stored: with T = bf16/fp16 the gradient is
+// rounded once (the CPU twin), and with T = float the arithmetic is that of the former
+// separate probability and gradient passes (prob rounded to fp32, then d * (prob - onehot)).
 // Grid (column blocks, row blocks), both grid-strided.
-__global__ void softmax_probs_kernel(float* __restrict__ logits, const float2* __restrict__ stats,
-                                     int N, int V, int Vp) {
-    for (int n = blockIdx.y; n < N; n += gridDim.y) {
-        const float2 st = stats[n];
-        float* row = logits + static_cast<size_t>(n) * Vp;
-        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < Vp; i += gridDim.x * blockDim.x)
-            row[i] = i < V ? expf(row[i] - st.x) / st.y : 0.0f;
-    }
-}
-
-// Pass 4: logits[n, i] = d * (prob - onehot(tgt)) for i < V, d = dloss (* scalars->loss_scale,
-// read on the device). Columns >= V keep pass 3's zeros.
-__global__ void dlogits_kernel(float* __restrict__ logits, const int32_t* __restrict__ targets,
-                               int N, int V, int Vp, float dloss,
-                               const StepScalars* __restrict__ scalars) {
+template <typename T>
+__global__ void dlogits_kernel(T* __restrict__ logits, const float2* __restrict__ stats,
+                               const int32_t* __restrict__ targets, int N, int V, int Vp,
+                               float dloss, const StepScalars* __restrict__ scalars) {
     const float d = scalars ? dloss * scalars->loss_scale : dloss;
     for (int n = blockIdx.y; n < N; n += gridDim.y) {
+        const float2 st = stats[n];
         const int tgt = targets[n];
-        float* row = logits + static_cast<size_t>(n) * Vp;
-        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < V; i += gridDim.x * blockDim.x)
-            row[i] = d * (row[i] - (i == tgt ? 1.0f : 0.0f));
+        T* row = logits + static_cast<size_t>(n) * Vp;
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < Vp;
+             i += gridDim.x * blockDim.x) {
+            float g = 0.0f;  // padding: no gradient
+            if (i < V) {
+                const float p = expf(to_f32(row[i]) - st.x) / st.y;
+                g = d * (p - (i == tgt ? 1.0f : 0.0f));
+            }
+            row[i] = from_f32<T>(g);
+        }
     }
 }
 
@@ -226,8 +234,8 @@ dim3 row_grid(int N, int cols) {
     return dim3(static_cast<unsigned>(x < 1 ? 1 : x), static_cast<unsigned>(N < 65535 ? N : 65535));
 }
 
-template <int kThreads>
-void classifier_unfused(const CudaCtx& ctx, float* logits, float* losses,
+template <typename T, int kThreads>
+void classifier_unfused(const CudaCtx& ctx, T* logits, float* losses,
                         const int32_t* targets, int N, int V, int Vp, float dloss,
                         bool write_grad, const StepScalars* scalars) {
     const size_t need = static_cast<size_t>(N) * sizeof(float2);
@@ -235,18 +243,15 @@ void classifier_unfused(const CudaCtx& ctx, float* logits, float* losses,
               " bytes of CUDA scratch for N=", N, ", have ", ctx.scratch_bytes,
               " (sized by reserve(ModelDims))");
     float2* stats = static_cast<float2*>(ctx.scratch);  // [N]
-    softmax_stats_kernel<kThreads><<<N, kThreads, 0, ctx.stream>>>(stats, logits, V, Vp);
+    softmax_stats_kernel<T, kThreads><<<N, kThreads, 0, ctx.stream>>>(stats, logits, V, Vp);
     TRT_CUDA_LAUNCH_CHECK();
     const int gather_blocks = (N + kElemThreads - 1) / kElemThreads;
-    loss_gather_kernel<<<gather_blocks, kElemThreads, 0, ctx.stream>>>(losses, stats, logits,
-                                                                      targets, N, V, Vp);
+    loss_gather_kernel<T><<<gather_blocks, kElemThreads, 0, ctx.stream>>>(losses, stats, logits,
+                                                                         targets, N, V, Vp);
     TRT_CUDA_LAUNCH_CHECK();
     if (!write_grad) return;
-    softmax_probs_kernel<<<row_grid(N, Vp), kElemThreads, 0, ctx.stream>>>(logits, stats, N, V,
-                                                                           Vp);
-    TRT_CUDA_LAUNCH_CHECK();
-    dlogits_kernel<<<row_grid(N, V), kElemThreads, 0, ctx.stream>>>(logits, targets, N, V, Vp,
-                                                                    dloss, scalars);
+    dlogits_kernel<T><<<row_grid(N, Vp), kElemThreads, 0, ctx.stream>>>(
+        logits, stats, targets, N, V, Vp, dloss, scalars);
     TRT_CUDA_LAUNCH_CHECK();
 }
 
@@ -259,31 +264,35 @@ size_t classifier_scratch_bytes(const ModelDims& d) {
 }
 
 // logits [N, Vp] in/out (gradient when write_grad), losses [N], targets [N] in [0, V)
-void classifier_forward_backward(const CudaCtx& ctx, float* logits, float* losses,
+void classifier_forward_backward(const CudaCtx& ctx, Act logits, float* losses,
                                  const int32_t* targets, int N, int V, int Vp, float dloss,
                                  bool write_grad, const StepScalars* scalars) {
     TRT_CHECK(V > 0 && V <= Vp, "classifier_forward_backward: V=", V, " Vp=", Vp);
     if (N <= 0) return;
     // Block size depends on V only (not on the GPU), so the reduction tree is fixed.
     const bool wide = V >= 4096;
-    if (!ctx.fused_classifier) {
-        if (wide) {
-            classifier_unfused<512>(ctx, logits, losses, targets, N, V, Vp, dloss, write_grad,
-                                    scalars);
-        } else {
-            classifier_unfused<128>(ctx, logits, losses, targets, N, V, Vp, dloss, write_grad,
-                                    scalars);
+    with_storage(act_storage(ctx, {logits}), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* x = typed<T>(logits);
+        if (!ctx.fused_classifier) {
+            if (wide) {
+                classifier_unfused<T, 512>(ctx, x, losses, targets, N, V, Vp, dloss, write_grad,
+                                           scalars);
+            } else {
+                classifier_unfused<T, 128>(ctx, x, losses, targets, N, V, Vp, dloss, write_grad,
+                                           scalars);
+            }
+            return;
         }
-        return;
-    }
-    if (wide) {
-        classifier_kernel<512><<<N, 512, 0, ctx.stream>>>(logits, losses, targets, V, Vp, dloss,
-                                                          write_grad, scalars);
-    } else {
-        classifier_kernel<128><<<N, 128, 0, ctx.stream>>>(logits, losses, targets, V, Vp, dloss,
-                                                          write_grad, scalars);
-    }
-    TRT_CUDA_LAUNCH_CHECK();
+        if (wide) {
+            classifier_kernel<T, 512><<<N, 512, 0, ctx.stream>>>(x, losses, targets, V, Vp,
+                                                                 dloss, write_grad, scalars);
+        } else {
+            classifier_kernel<T, 128><<<N, 128, 0, ctx.stream>>>(x, losses, targets, V, Vp,
+                                                                 dloss, write_grad, scalars);
+        }
+        TRT_CUDA_LAUNCH_CHECK();
+    });
 }
 
 }  // namespace trt::cuda

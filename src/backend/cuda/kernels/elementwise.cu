@@ -1,9 +1,13 @@
-// Elementwise CUDA kernels (GELU, residual, add, casts), the embedding encoder, and the
-// deterministic column sums behind every bias gradient.
+// Elementwise CUDA kernels (GELU, add, casts), the embedding encoder, and the deterministic
+// column sums behind every bias gradient.
+//
+// Activations are stored as T (float, bf16 or fp16: ctx.act, cuda_ops.h): loaded with to_f32,
+// computed in fp32, each stored value rounded once with from_f32<T>. Parameters and their
+// gradients (wte, wpe, dwte, dwpe, dbias, add_inplace) stay float.
 //
 // The memory-bound kernels move 128 bits per access when every pointer they touch is 16-byte
 // aligned (and, for row kernels, the row length keeps rows aligned): float4 for fp32, eight
-// bf16/fp16 values for the casts. Each element still gets exactly the scalar path's
+// bf16/fp16 values (Lowp8) otherwise. Each element still gets exactly the scalar path's
 // arithmetic, so both paths give the same bits; misaligned pointers and odd sizes (views at
 // odd offsets, C = 3) take the scalar path, and the vector path ends with a scalar tail.
 #include <cuda_bf16.h>
@@ -16,6 +20,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels/gelu.cuh"
 #include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/lowp.cuh"
 #include "backend/cuda/kernels/reduce.cuh"
@@ -31,38 +36,37 @@ int grid_for(size_t units) {
     return grid_blocks(static_cast<int64_t>(units), kThreads, static_cast<int64_t>(kMaxBlocks));
 }
 
-
-// ---- GELU, tanh approximation, in the form of cpu_gelu.h: GELU(x) = x / (1 + e^{-2u}),
-// u = sqrt(2/pi)(x + 0.044715x³). The exp argument is clamped to [-87, 88] as the CPU's
-// fast_expf does: e stays finite, so the gradient never forms inf * 0. (Ternaries, not
-// fminf/fmaxf, so a NaN input stays NaN as on the CPU.)
-constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
-
-__device__ __forceinline__ float clamped_exp(float a) {
-    a = a < -87.0f ? -87.0f : a;
-    a = a > 88.0f ? 88.0f : a;
-    return expf(a);
+// 128 bits of T: float4 for fp32, Lowp8 (lowp.cuh) for bf16/fp16. lane(p, j) is element j
+// (j a constant once the loops over it are unrolled).
+template <typename T>
+struct Vec128 {
+    using type = Lowp8<T>;
+    static constexpr int kN = 8;
+};
+template <>
+struct Vec128<float> {
+    using type = float4;
+    static constexpr int kN = 4;
+};
+__device__ __forceinline__ float& lane(float4& p, int j) { return (&p.x)[j]; }
+__device__ __forceinline__ float lane(const float4& p, int j) { return (&p.x)[j]; }
+template <typename T>
+__device__ __forceinline__ T& lane(Lowp8<T>& p, int j) {
+    return p.v[j];
+}
+template <typename T>
+__device__ __forceinline__ T lane(const Lowp8<T>& p, int j) {
+    return p.v[j];
 }
 
-__device__ __forceinline__ float gelu_value(float x) {
-    const float u = kGeluScale * (x + 0.044715f * x * x * x);
-    return x / (1.0f + clamped_exp(-2.0f * u));
-}
+// GELU (gelu_value, gelu_grad): gelu.cuh, shared with the matmul's GELU fallback.
 
-// s + x·2s(1−s)·du/dx with s = 1/(1+e), s(1−s) = e·s² (no cancellation in 1−s).
-__device__ __forceinline__ float gelu_grad(float x) {
-    const float u = kGeluScale * (x + 0.044715f * x * x * x);
-    const float e = clamped_exp(-2.0f * u);
-    const float s = 1.0f / (1.0f + e);
-    const float du = kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
-    return s + x * 2.0f * (e * s * s) * du;
-}
-
-// ---- generic map: out[i] = f(in[0][i], ..., in[NIN-1][i]). out may alias an input (same
-// index read then written by one thread), hence no __restrict__.
-template <int NIN>
+// ---- generic map: out[i] = f(in[0][i], ..., in[NIN-1][i]) over one storage type T (f takes
+// and returns fp32). out may alias an input (same index read then written by one thread),
+// hence no __restrict__.
+template <typename T, int NIN>
 struct Ins {
-    const float* p[NIN];
+    const T* p[NIN];
 };
 
 struct GeluFwd {
@@ -75,121 +79,132 @@ struct Add {
     __device__ float operator()(const float (&v)[2]) const { return v[0] + v[1]; }
 };
 
-// kVec: every pointer is 16-byte aligned, so the first n/4*4 elements go as float4; the tail
-// (< 4 elements) is scalar.
-template <int NIN, bool kVec, typename F>
-__global__ void __launch_bounds__(kThreads) map_kernel(float* out, Ins<NIN> in, size_t n, F f) {
+// kVec: every pointer is 16-byte aligned, so the first n/kN*kN elements go as 128-bit packs
+// of kN; the tail (< kN elements) is scalar.
+template <typename T, int NIN, bool kVec, typename F>
+__global__ void __launch_bounds__(kThreads) map_kernel(T* out, Ins<T, NIN> in, size_t n, F f) {
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
     const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     size_t done = 0;
     if constexpr (kVec) {
-        const size_t n4 = n / 4;
-        for (size_t i = tid; i < n4; i += stride) {
-            float4 x[NIN];
+        using V = typename Vec128<T>::type;
+        constexpr int kN = Vec128<T>::kN;
+        const size_t nv = n / kN;
+        for (size_t i = tid; i < nv; i += stride) {
+            V x[NIN];
 #pragma unroll
-            for (int k = 0; k < NIN; k++) x[k] = reinterpret_cast<const float4*>(in.p[k])[i];
-            float4 r;
-            float v[NIN];
+            for (int k = 0; k < NIN; k++) x[k] = reinterpret_cast<const V*>(in.p[k])[i];
+            V r;
 #pragma unroll
-            for (int k = 0; k < NIN; k++) v[k] = x[k].x;
-            r.x = f(v);
+            for (int j = 0; j < kN; j++) {
+                float v[NIN];
 #pragma unroll
-            for (int k = 0; k < NIN; k++) v[k] = x[k].y;
-            r.y = f(v);
-#pragma unroll
-            for (int k = 0; k < NIN; k++) v[k] = x[k].z;
-            r.z = f(v);
-#pragma unroll
-            for (int k = 0; k < NIN; k++) v[k] = x[k].w;
-            r.w = f(v);
-            reinterpret_cast<float4*>(out)[i] = r;
+                for (int k = 0; k < NIN; k++) v[k] = to_f32(lane(x[k], j));
+                lane(r, j) = from_f32<T>(f(v));
+            }
+            reinterpret_cast<V*>(out)[i] = r;
         }
-        done = n4 * 4;
+        done = nv * kN;
     }
     for (size_t i = done + tid; i < n; i += stride) {
         float v[NIN];
 #pragma unroll
-        for (int k = 0; k < NIN; k++) v[k] = in.p[k][i];
-        out[i] = f(v);
+        for (int k = 0; k < NIN; k++) v[k] = to_f32(in.p[k][i]);
+        out[i] = from_f32<T>(f(v));
     }
 }
 
-template <int NIN, typename F>
-void launch_map(const CudaCtx& ctx, float* out, Ins<NIN> in, size_t n, F f) {
+template <typename T, int NIN, typename F>
+void launch_map(const CudaCtx& ctx, T* out, Ins<T, NIN> in, size_t n, F f) {
     if (n == 0) return;
     bool vec = aligned16(out);
     for (int k = 0; k < NIN; k++) vec = vec && aligned16(in.p[k]);
     if (vec) {
-        map_kernel<NIN, true, F><<<grid_for(n / 4 + 1), kThreads, 0, ctx.stream>>>(out, in, n, f);
+        map_kernel<T, NIN, true, F>
+            <<<grid_for(n / Vec128<T>::kN + 1), kThreads, 0, ctx.stream>>>(out, in, n, f);
     } else {
-        map_kernel<NIN, false, F><<<grid_for(n), kThreads, 0, ctx.stream>>>(out, in, n, f);
+        map_kernel<T, NIN, false, F><<<grid_for(n), kThreads, 0, ctx.stream>>>(out, in, n, f);
     }
     TRT_CUDA_LAUNCH_CHECK();
 }
 
 // ---- column-reduction functors (reduce.cuh), double accumulators as the CPU's
 // column_sums_into: N can be tens of thousands of rows.
+template <typename T>
 struct ColSumOp {
-    const float* x;
+    const T* x;
     int M;
     __device__ void operator()(int n, int m, double (&acc)[1]) const {
-        acc[0] += static_cast<double>(x[static_cast<size_t>(n) * M + m]);
+        acc[0] += static_cast<double>(to_f32(x[static_cast<size_t>(n) * M + m]));
     }
 };
 
-struct GeluBiasOp {  // dinp = gelu'(inp) * dout, and its column sums
-    float* dinp;
-    const float* inp;
-    const float* dout;
+// dinp = gelu'(inp) * dout, and its column sums: the fp32 value goes into the sum, dinp stores
+// it rounded (the CPU twin's order).
+template <typename T>
+struct GeluBiasOp {
+    T* dinp;
+    const T* inp;
+    const T* dout;
     int M;
     __device__ void operator()(int n, int m, double (&acc)[1]) const {
         const size_t i = static_cast<size_t>(n) * M + m;
-        const float d = gelu_grad(inp[i]) * dout[i];
-        dinp[i] = d;
+        const float d = gelu_grad(to_f32(inp[i])) * to_f32(dout[i]);
+        dinp[i] = from_f32<T>(d);
         acc[0] += static_cast<double>(d);
     }
 };
 
-// ---- encoder
+// ---- encoder (S: the storage type of out / dout; T is the sequence length)
 constexpr int kEncThreads = 128;
 
-// out[n, :] = wte[inputs[n], :] + wpe[n % T, :]; one block per row (grid-stride).
-// kPos = false (wpe == nullptr, rotary models): out[n, :] = wte[inputs[n], :], a plain copy.
-template <bool kPos>
+// out[n, :] = wte[inputs[n], :] + wpe[n % T, :] (the fp32 sum, stored rounded); one block per
+// row (grid-stride). kPos = false (wpe == nullptr, rotary models): out[n, :] = wte[inputs[n], :].
+template <typename S, bool kPos>
 __global__ void __launch_bounds__(kEncThreads)
-    encoder_forward_kernel(float* __restrict__ out, const int32_t* __restrict__ inputs,
+    encoder_forward_kernel(S* __restrict__ out, const int32_t* __restrict__ inputs,
                            const float* __restrict__ wte, const float* __restrict__ wpe, int N,
                            int T, int C) {
     for (int n = blockIdx.x; n < N; n += gridDim.x) {
         const float* e = wte + static_cast<size_t>(inputs[n]) * C;
-        float* o = out + static_cast<size_t>(n) * C;
+        S* o = out + static_cast<size_t>(n) * C;
         if constexpr (kPos) {
             const float* p = wpe + static_cast<size_t>(n % T) * C;
-            for (int c = threadIdx.x; c < C; c += kEncThreads) o[c] = e[c] + p[c];
+            for (int c = threadIdx.x; c < C; c += kEncThreads) o[c] = from_f32<S>(e[c] + p[c]);
         } else {
-            for (int c = threadIdx.x; c < C; c += kEncThreads) o[c] = e[c];
+            for (int c = threadIdx.x; c < C; c += kEncThreads) o[c] = from_f32<S>(e[c]);
         }
     }
 }
 
-// The same with float4 accesses: C4 = C / 4 (C % 4 == 0 and out, wte, wpe 16-byte aligned, so
-// every row starts aligned).
-template <bool kPos>
+// The same with 128-bit accesses of out: Cv = C / kN packs per row (C % kN == 0 and out, wte,
+// wpe 16-byte aligned, so every row starts aligned); a pack of kN outputs reads kN / 4 float4s
+// of wte and of wpe.
+template <typename S, bool kPos>
 __global__ void __launch_bounds__(kEncThreads)
-    encoder_forward_vec4_kernel(float4* __restrict__ out, const int32_t* __restrict__ inputs,
-                                const float4* __restrict__ wte, const float4* __restrict__ wpe,
-                                int N, int T, int C4) {
+    encoder_forward_vec_kernel(typename Vec128<S>::type* __restrict__ out,
+                               const int32_t* __restrict__ inputs, const float4* __restrict__ wte,
+                               const float4* __restrict__ wpe, int N, int T, int Cv) {
+    using V = typename Vec128<S>::type;
+    constexpr int kF4 = Vec128<S>::kN / 4;  // float4s per pack
+    const size_t C4 = static_cast<size_t>(Cv) * kF4;
     for (int n = blockIdx.x; n < N; n += gridDim.x) {
         const float4* e = wte + static_cast<size_t>(inputs[n]) * C4;
-        float4* o = out + static_cast<size_t>(n) * C4;
-        if constexpr (kPos) {
-            const float4* p = wpe + static_cast<size_t>(n % T) * C4;
-            for (int c = threadIdx.x; c < C4; c += kEncThreads) {
-                const float4 a = e[c], b = p[c];
-                o[c] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+        V* o = out + static_cast<size_t>(n) * Cv;
+        const float4* p = kPos ? wpe + static_cast<size_t>(n % T) * C4 : nullptr;
+        for (int c = threadIdx.x; c < Cv; c += kEncThreads) {
+            V r;
+#pragma unroll
+            for (int q = 0; q < kF4; q++) {
+                float4 a = e[c * kF4 + q];
+                if constexpr (kPos) {
+                    const float4 b = p[c * kF4 + q];
+                    a = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+                }
+#pragma unroll
+                for (int j = 0; j < 4; j++) lane(r, 4 * q + j) = from_f32<S>(lane(a, j));
             }
-        } else {
-            for (int c = threadIdx.x; c < C4; c += kEncThreads) o[c] = e[c];
+            o[c] = r;
         }
     }
 }
@@ -204,8 +219,9 @@ __global__ void iota_kernel(int32_t* __restrict__ v, int n) {
 // [y*kEncThreads, +kEncThreads): dwte[tok, c] += dout[pos, c] over the run, in position
 // order — the same order, hence the same bits, as the CPU loop over n. Runs are distinct
 // tokens, so no two blocks touch one dwte element.
+template <typename S>
 __global__ void __launch_bounds__(kEncThreads)
-    encoder_dwte_kernel(float* __restrict__ dwte, const float* __restrict__ dout,
+    encoder_dwte_kernel(float* __restrict__ dwte, const S* __restrict__ dout,
                         const int32_t* __restrict__ keys, const int32_t* __restrict__ pos, int N,
                         int C) {
     const int c = blockIdx.y * kEncThreads + threadIdx.x;
@@ -225,24 +241,25 @@ __global__ void __launch_bounds__(kEncThreads)
         float acc = *dst;
         int j = i;
         for (; j + 4 <= end; j += 4) {  // four independent loads, added in order
-            const float g0 = dout[static_cast<size_t>(pos[j]) * C + c];
-            const float g1 = dout[static_cast<size_t>(pos[j + 1]) * C + c];
-            const float g2 = dout[static_cast<size_t>(pos[j + 2]) * C + c];
-            const float g3 = dout[static_cast<size_t>(pos[j + 3]) * C + c];
+            const float g0 = to_f32(dout[static_cast<size_t>(pos[j]) * C + c]);
+            const float g1 = to_f32(dout[static_cast<size_t>(pos[j + 1]) * C + c]);
+            const float g2 = to_f32(dout[static_cast<size_t>(pos[j + 2]) * C + c]);
+            const float g3 = to_f32(dout[static_cast<size_t>(pos[j + 3]) * C + c]);
             acc += g0;
             acc += g1;
             acc += g2;
             acc += g3;
         }
-        for (; j < end; j++) acc += dout[static_cast<size_t>(pos[j]) * C + c];
+        for (; j < end; j++) acc += to_f32(dout[static_cast<size_t>(pos[j]) * C + c]);
         *dst = acc;
     }
 }
 
 // dwpe[t, c] += dout[b, t, c] for b = 0..B-1 in order (the CPU's order): one thread per
 // (t, c), no reduction across threads.
+template <typename S>
 __global__ void __launch_bounds__(kThreads)
-    encoder_dwpe_kernel(float* __restrict__ dwpe, const float* __restrict__ dout, int B, int T,
+    encoder_dwpe_kernel(float* __restrict__ dwpe, const S* __restrict__ dout, int B, int T,
                         int C) {
     const size_t TC = static_cast<size_t>(T) * C;
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
@@ -250,29 +267,38 @@ __global__ void __launch_bounds__(kThreads)
          i += stride) {
         float acc = dwpe[i];
 #pragma unroll 4
-        for (int b = 0; b < B; b++) acc += dout[static_cast<size_t>(b) * TC + i];
+        for (int b = 0; b < B; b++) acc += to_f32(dout[static_cast<size_t>(b) * TC + i]);
         dwpe[i] = acc;
     }
 }
 
-// The same over four consecutive (t, c) elements per thread (TC4 = T*C / 4; T*C % 4 == 0,
-// dwpe and dout 16-byte aligned): each component still adds b = 0..B-1 in order.
+// The same over one 128-bit pack of dout per thread, kN consecutive (t, c) elements (TCv =
+// T*C / kN; T*C % kN == 0, dwpe and dout 16-byte aligned): each element still adds
+// b = 0..B-1 in order.
+template <typename S>
 __global__ void __launch_bounds__(kThreads)
-    encoder_dwpe_vec4_kernel(float4* __restrict__ dwpe, const float4* __restrict__ dout, int B,
-                             size_t TC4) {
+    encoder_dwpe_vec_kernel(float4* __restrict__ dwpe,
+                            const typename Vec128<S>::type* __restrict__ dout, int B, size_t TCv) {
+    constexpr int kF4 = Vec128<S>::kN / 4;  // float4s of dwpe per pack
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < TC4;
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < TCv;
          i += stride) {
-        float4 acc = dwpe[i];
+        float4 acc[kF4];
+#pragma unroll
+        for (int q = 0; q < kF4; q++) acc[q] = dwpe[i * kF4 + q];
 #pragma unroll 4
         for (int b = 0; b < B; b++) {
-            const float4 g = dout[static_cast<size_t>(b) * TC4 + i];
-            acc.x += g.x;
-            acc.y += g.y;
-            acc.z += g.z;
-            acc.w += g.w;
+            const typename Vec128<S>::type g = dout[static_cast<size_t>(b) * TCv + i];
+#pragma unroll
+            for (int q = 0; q < kF4; q++) {
+                acc[q].x += to_f32(lane(g, 4 * q));
+                acc[q].y += to_f32(lane(g, 4 * q + 1));
+                acc[q].z += to_f32(lane(g, 4 * q + 2));
+                acc[q].w += to_f32(lane(g, 4 * q + 3));
+            }
         }
-        dwpe[i] = acc;
+#pragma unroll
+        for (int q = 0; q < kF4; q++) dwpe[i * kF4 + q] = acc[q];
     }
 }
 
@@ -395,38 +421,44 @@ size_t elementwise_scratch_bytes(const ModelDims& d) {
 }
 
 namespace {
-template <bool kPos>
-void launch_encoder_forward(const CudaCtx& ctx, float* out, const int32_t* inputs,
-                            const float* wte, const float* wpe, int N, int T, int C) {
+template <typename S, bool kPos>
+void launch_encoder_forward(const CudaCtx& ctx, S* out, const int32_t* inputs, const float* wte,
+                            const float* wpe, int N, int T, int C) {
+    using V = typename Vec128<S>::type;
+    constexpr int kN = Vec128<S>::kN;
     const int blocks = N < 65536 ? N : 65536;
-    if (C % 4 == 0 && aligned16(out) && aligned16(wte) && aligned16(wpe)) {
-        encoder_forward_vec4_kernel<kPos><<<blocks, kEncThreads, 0, ctx.stream>>>(
-            reinterpret_cast<float4*>(out), inputs, reinterpret_cast<const float4*>(wte),
-            reinterpret_cast<const float4*>(wpe), N, T, C / 4);
+    if (C % kN == 0 && aligned16(out) && aligned16(wte) && aligned16(wpe)) {
+        encoder_forward_vec_kernel<S, kPos><<<blocks, kEncThreads, 0, ctx.stream>>>(
+            reinterpret_cast<V*>(out), inputs, reinterpret_cast<const float4*>(wte),
+            reinterpret_cast<const float4*>(wpe), N, T, C / kN);
     } else {
-        encoder_forward_kernel<kPos><<<blocks, kEncThreads, 0, ctx.stream>>>(out, inputs, wte,
-                                                                             wpe, N, T, C);
+        encoder_forward_kernel<S, kPos><<<blocks, kEncThreads, 0, ctx.stream>>>(out, inputs, wte,
+                                                                                wpe, N, T, C);
     }
     TRT_CUDA_LAUNCH_CHECK();
 }
 }  // namespace
 
 // out [B*T, C], inputs [B*T], wte [V, C], wpe [>=T, C] or null (no position term)
-void encoder_forward(const CudaCtx& ctx, float* out, const int32_t* inputs, const float* wte,
+void encoder_forward(const CudaCtx& ctx, Act out, const int32_t* inputs, const float* wte,
                      const float* wpe, int B, int T, int C) {
     const int N = B * T;
     if (N <= 0 || C <= 0) return;
-    if (wpe)
-        launch_encoder_forward<true>(ctx, out, inputs, wte, wpe, N, T, C);
-    else
-        launch_encoder_forward<false>(ctx, out, inputs, wte, nullptr, N, T, C);
+    with_storage(act_storage(ctx, {out}), [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        if (wpe)
+            launch_encoder_forward<S, true>(ctx, typed<S>(out), inputs, wte, wpe, N, T, C);
+        else
+            launch_encoder_forward<S, false>(ctx, typed<S>(out), inputs, wte, nullptr, N, T, C);
+    });
 }
 
 // dwte [V, C] +=, dwpe [>=T, C] += (skipped when null), dout [B*T, C], inputs [B*T]
-void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, const float* dout,
+void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, ConstAct dout,
                       const int32_t* inputs, int B, int T, int C) {
     const int N = B * T;
     if (N <= 0 || C <= 0) return;
+    const DType st = act_storage(ctx, {dout});
     const EncoderScratch s = encoder_scratch(N, ctx.stream);
     TRT_CHECK(s.total <= ctx.scratch_bytes, "encoder_backward needs ", s.total,
               " bytes of CUDA scratch for B*T=", N, ", have ", ctx.scratch_bytes,
@@ -445,53 +477,73 @@ void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, const float*
                                                    vals_out, N, 0, 32, ctx.stream));
     TRT_CUDA_LAUNCH_CHECK();
 
-    const dim3 grid(N < 2048 ? N : 2048, (C + kEncThreads - 1) / kEncThreads);
-    encoder_dwte_kernel<<<grid, kEncThreads, 0, ctx.stream>>>(dwte, dout, keys, vals_out, N, C);
-    TRT_CUDA_LAUNCH_CHECK();
+    with_storage(st, [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        const S* d = typed<S>(dout);
+        const dim3 grid(N < 2048 ? N : 2048, (C + kEncThreads - 1) / kEncThreads);
+        encoder_dwte_kernel<S><<<grid, kEncThreads, 0, ctx.stream>>>(dwte, d, keys, vals_out, N,
+                                                                     C);
+        TRT_CUDA_LAUNCH_CHECK();
 
-    if (!dwpe) return;  // no position embedding (rotary models)
-    const size_t TC = static_cast<size_t>(T) * C;
-    if (TC % 4 == 0 && aligned16(dwpe) && aligned16(dout)) {
-        encoder_dwpe_vec4_kernel<<<grid_for(TC / 4), kThreads, 0, ctx.stream>>>(
-            reinterpret_cast<float4*>(dwpe), reinterpret_cast<const float4*>(dout), B, TC / 4);
-    } else {
-        encoder_dwpe_kernel<<<grid_for(TC), kThreads, 0, ctx.stream>>>(dwpe, dout, B, T, C);
-    }
-    TRT_CUDA_LAUNCH_CHECK();
+        if (!dwpe) return;  // no position embedding (rotary models)
+        constexpr int kN = Vec128<S>::kN;
+        const size_t TC = static_cast<size_t>(T) * C;
+        if (TC % kN == 0 && aligned16(dwpe) && aligned16(d)) {
+            encoder_dwpe_vec_kernel<S><<<grid_for(TC / kN), kThreads, 0, ctx.stream>>>(
+                reinterpret_cast<float4*>(dwpe),
+                reinterpret_cast<const typename Vec128<S>::type*>(d), B, TC / kN);
+        } else {
+            encoder_dwpe_kernel<S><<<grid_for(TC), kThreads, 0, ctx.stream>>>(dwpe, d, B, T, C);
+        }
+        TRT_CUDA_LAUNCH_CHECK();
+    });
 }
 
 // out, inp [n]
-void gelu_forward(const CudaCtx& ctx, float* out, const float* inp, size_t n) {
-    launch_map<1>(ctx, out, Ins<1>{{inp}}, n, GeluFwd{});
+void gelu_forward(const CudaCtx& ctx, Act out, ConstAct inp, size_t n) {
+    with_storage(act_storage(ctx, {out, inp}), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        launch_map<T, 1>(ctx, typed<T>(out), Ins<T, 1>{{typed<T>(inp)}}, n, GeluFwd{});
+    });
 }
 
 // dinp, inp, dout [n]; dinp overwritten
-void gelu_backward(const CudaCtx& ctx, float* dinp, const float* inp, const float* dout,
-                   size_t n) {
-    launch_map<2>(ctx, dinp, Ins<2>{{inp, dout}}, n, GeluBwd{});
+void gelu_backward(const CudaCtx& ctx, Act dinp, ConstAct inp, ConstAct dout, size_t n) {
+    with_storage(act_storage(ctx, {dinp, inp, dout}), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        launch_map<T, 2>(ctx, typed<T>(dinp), Ins<T, 2>{{typed<T>(inp), typed<T>(dout)}}, n,
+                         GeluBwd{});
+    });
 }
 
 // dinp, inp, dout [N, M] (dinp overwritten); dbias [M] += column sums of dinp, or null
-void gelu_backward_bias(const CudaCtx& ctx, float* dinp, float* dbias, const float* inp,
-                        const float* dout, int N, int M) {
+void gelu_backward_bias(const CudaCtx& ctx, Act dinp, float* dbias, ConstAct inp,
+                        ConstAct dout, int N, int M) {
     if (N <= 0 || M <= 0) return;
     if (!dbias) {
         gelu_backward(ctx, dinp, inp, dout, static_cast<size_t>(N) * M);
         return;
     }
-    colred::run<double, 1>(ctx, "gelu_backward_bias", colred::Dsts<1>{{dbias}}, N, M,
-                           GeluBiasOp{dinp, inp, dout, M});
+    with_storage(act_storage(ctx, {dinp, inp, dout}), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        colred::run<double, 1>(ctx, "gelu_backward_bias", colred::Dsts<1>{{dbias}}, N, M,
+                               GeluBiasOp<T>{typed<T>(dinp), typed<T>(inp), typed<T>(dout), M});
+    });
 }
 
-// dst, src [n]; dst += src
+// dst, src [n] fp32 (a parameter gradient); dst += src
 void add_inplace(const CudaCtx& ctx, float* dst, const float* src, size_t n) {
-    launch_map<2>(ctx, dst, Ins<2>{{dst, src}}, n, Add{});
+    launch_map<float, 2>(ctx, dst, Ins<float, 2>{{dst, src}}, n, Add{});
 }
 
 // dst [M] +=, x [N, M]
-void column_sums(const CudaCtx& ctx, float* dst, const float* x, int N, int M) {
+void column_sums(const CudaCtx& ctx, float* dst, ConstAct x, int N, int M) {
     if (N <= 0 || M <= 0) return;
-    colred::run<double, 1>(ctx, "column_sums", colred::Dsts<1>{{dst}}, N, M, ColSumOp{x, M});
+    with_storage(act_storage(ctx, {x}), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        colred::run<double, 1>(ctx, "column_sums", colred::Dsts<1>{{dst}}, N, M,
+                               ColSumOp<T>{typed<T>(x), M});
+    });
 }
 
 // dst [n] bf16/fp16, src [n] fp32

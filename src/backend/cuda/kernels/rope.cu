@@ -5,7 +5,9 @@
 // x[i + hs/2] and writes both, so the update in place needs no synchronization, and every
 // output element is one thread's arithmetic (nothing to reduce; bitwise reproducible).
 // Consecutive threads take consecutive i: the accesses of a warp are contiguous runs of the
-// half-head and of the cos/sin row.
+// half-head and of the cos/sin row. qkv is stored as S (float, bf16 or fp16: ctx.act; T is the
+// sequence length here): each pair is read with to_f32, rotated in fp32 (the cos/sin tables are
+// float) and stored rounded once with from_f32<S>.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/kernels/launch.cuh"
+#include "backend/cuda/kernels/lowp.cuh"
 #include "core/error.h"
 
 namespace trt::cuda {
@@ -26,11 +29,11 @@ constexpr int64_t kMaxBlocks = 65536;  // grid-stride beyond this
 int grid_for(int64_t n) { return grid_blocks(n, kThreads, kMaxBlocks); }
 
 // n = N * heads * half pairs; heads = NH + NKV (the rotated ones), W = (NH + 2NKV) * 2 * half
-// floats per row. Forward:  x[i] <- x[i]c - x[i+h]s,  x[i+h] <- x[i+h]c + x[i]s.
+// elements per row. Forward:  x[i] <- x[i]c - x[i+h]s,  x[i+h] <- x[i+h]c + x[i]s.
 // Backward (the transpose, rotation by -θ): d[i] <- d[i]c + d[i+h]s, d[i+h] <- d[i+h]c - d[i]s.
-template <bool kBackward>
+template <typename S, bool kBackward>
 __global__ void __launch_bounds__(kThreads)
-    rope_kernel(float* __restrict__ x, const float* __restrict__ cos_t,
+    rope_kernel(S* __restrict__ x, const float* __restrict__ cos_t,
                 const float* __restrict__ sin_t, int64_t n, int T, int heads, int half, int64_t W,
                 int pos0) {
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -43,20 +46,20 @@ __global__ void __launch_bounds__(kThreads)
         const int t = static_cast<int>(row % T);
         const size_t tab = static_cast<size_t>(pos0 + t) * half + i;
         const float c = cos_t[tab], s = sin_t[tab];
-        float* v = x + row * W + static_cast<int64_t>(h) * 2 * half;
-        const float x0 = v[i], x1 = v[i + half];
+        S* v = x + row * W + static_cast<int64_t>(h) * 2 * half;
+        const float x0 = to_f32(v[i]), x1 = to_f32(v[i + half]);
         if constexpr (!kBackward) {
-            v[i] = x0 * c - x1 * s;
-            v[i + half] = x1 * c + x0 * s;
+            v[i] = from_f32<S>(x0 * c - x1 * s);
+            v[i + half] = from_f32<S>(x1 * c + x0 * s);
         } else {
-            v[i] = x0 * c + x1 * s;
-            v[i + half] = x1 * c - x0 * s;
+            v[i] = from_f32<S>(x0 * c + x1 * s);
+            v[i + half] = from_f32<S>(x1 * c - x0 * s);
         }
     }
 }
 
 template <bool kBackward>
-void launch_rope(const CudaCtx& ctx, const char* what, float* x, const float* cos_t,
+void launch_rope(const CudaCtx& ctx, const char* what, Act x, const float* cos_t,
                  const float* sin_t, int B, int T, int NH, int NKV, int hs, int pos0) {
     if (B <= 0 || T <= 0 || NH <= 0 || hs <= 0) return;
     if (hs % 2 != 0)
@@ -68,21 +71,24 @@ void launch_rope(const CudaCtx& ctx, const char* what, float* x, const float* co
     const int heads = NH + NKV;
     const int64_t W = static_cast<int64_t>(NH + 2 * NKV) * hs;
     const int64_t n = static_cast<int64_t>(B) * T * heads * half;
-    rope_kernel<kBackward><<<grid_for(n), kThreads, 0, ctx.stream>>>(x, cos_t, sin_t, n, T, heads,
-                                                                     half, W, pos0);
-    TRT_CUDA_LAUNCH_CHECK();
+    with_storage(act_storage(ctx, {x}), [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        rope_kernel<S, kBackward><<<grid_for(n), kThreads, 0, ctx.stream>>>(
+            typed<S>(x), cos_t, sin_t, n, T, heads, half, W, pos0);
+        TRT_CUDA_LAUNCH_CHECK();
+    });
 }
 
 }  // namespace
 
 // qkv [B,T,(NH+2NKV)hs] in place; cos/sin [max_pos, hs/2], pos0 + T <= max_pos
-void rope_forward(const CudaCtx& ctx, float* qkv, const float* cos, const float* sin, int B,
+void rope_forward(const CudaCtx& ctx, Act qkv, const float* cos, const float* sin, int B,
                   int T, int NH, int NKV, int hs, int pos0) {
     launch_rope<false>(ctx, "rope_forward", qkv, cos, sin, B, T, NH, NKV, hs, pos0);
 }
 
 // dqkv [B,T,(NH+2NKV)hs] in place (the gradient w.r.t. the rotated q and k)
-void rope_backward(const CudaCtx& ctx, float* dqkv, const float* cos, const float* sin, int B,
+void rope_backward(const CudaCtx& ctx, Act dqkv, const float* cos, const float* sin, int B,
                    int T, int NH, int NKV, int hs, int pos0) {
     launch_rope<true>(ctx, "rope_backward", dqkv, cos, sin, B, T, NH, NKV, hs, pos0);
 }

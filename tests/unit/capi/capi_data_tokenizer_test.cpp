@@ -1,0 +1,148 @@
+// data.tokenizer through the public header: checked when a session starts (it must load and
+// fit model.vocab_size), recorded in checkpoints, written into every Hugging Face export with
+// its companions, and the default when model.init_from is a model folder holding one.
+#include <trainrt/trainrt.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "capi/capi_test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A one-layer GPT-2 wide enough for the test tokenizer's 301 ids; no data (sessions here
+// only start, save and export).
+constexpr const char* kToml = R"(
+[model]
+vocab_size = 320
+context_length = 16
+n_layer = 1
+n_head = 2
+d_model = 16
+
+[train]
+batch_size = 1
+seq_len = 8
+eval_every = 0
+
+[runtime]
+threads = 1
+)";
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+std::string get_string(trainrt_config* c, const char* key) {
+    size_t needed = 0;
+    EXPECT_EQ(trainrt_config_get_string(nullptr, 0, &needed, c, key), TRAINRT_OK) << last_error();
+    std::string s(needed + 1, '\0');
+    EXPECT_EQ(trainrt_config_get_string(s.data(), s.size(), &needed, c, key), TRAINRT_OK);
+    s.resize(needed);
+    return s;
+}
+
+class CapiDataTokenizer : public CapiSessionTest {
+protected:
+    void SetUp() override {
+        CapiSessionTest::SetUp();
+        tok_dir_ = dir_ + "/tok";
+        fs::create_directories(tok_dir_);
+        std::ofstream(tok_dir_ + "/tokenizer.json") << tiny_tokenizer_json();
+        std::ofstream(tok_dir_ + "/tokenizer_config.json") << R"({"eos_token": "<|eot|>"})";
+    }
+    // trainrt_session_create's status for kToml with `sets` (the session is kept if made).
+    trainrt_status create_status(const ConfigSets& sets) {
+        trainrt_config* c = config_from(kToml, sets);
+        if (c == nullptr) return TRAINRT_ERR_INTERNAL;
+        trainrt_session* s = nullptr;
+        const trainrt_status st = trainrt_session_create(&s, c);
+        trainrt_config_destroy(c);
+        if (s != nullptr) sessions_.push_back(s);
+        return st;
+    }
+    std::string tok_dir_;
+};
+
+TEST_F(CapiDataTokenizer, IsCheckedWhenASessionStarts) {
+    EXPECT_EQ(create_status({{"data.tokenizer", "\"tok\""}}), TRAINRT_OK) << last_error();
+    // Ids beyond the model's vocabulary: the tokenizer the data was prepared with cannot be it.
+    EXPECT_EQ(create_status({{"data.tokenizer", "\"tok\""}, {"model.vocab_size", "300"}}),
+              TRAINRT_ERR_CONFIG);
+    EXPECT_TRUE(names(last_error(), "data.tokenizer")) << last_error();
+    EXPECT_TRUE(names(last_error(), "model.vocab_size")) << last_error();
+    // Missing, a folder without tokenizer.json, a file that is not a tokenizer: named.
+    EXPECT_NE(create_status({{"data.tokenizer", "\"nowhere/tokenizer.json\""}}), TRAINRT_OK);
+    EXPECT_TRUE(names(last_error(), "data.tokenizer")) << last_error();
+    fs::create_directories(dir_ + "/empty");
+    EXPECT_NE(create_status({{"data.tokenizer", "\"empty\""}}), TRAINRT_OK);
+    EXPECT_TRUE(names(last_error(), "tokenizer.json")) << last_error();
+    std::ofstream(dir_ + "/bad.json") << "{\"model\": ";
+    EXPECT_NE(create_status({{"data.tokenizer", "\"bad.json\""}}), TRAINRT_OK);
+    EXPECT_TRUE(names(last_error(), "bad.json")) << last_error();
+}
+
+TEST_F(CapiDataTokenizer, ExportsWriteItAndCheckpointsRecordIt) {
+    trainrt_session* s = open_from(kToml, {{"data.tokenizer", "\"tok\""}});
+    ASSERT_NE(s, nullptr);
+    const std::string out = dir_ + "/hf";
+    ASSERT_EQ(trainrt_session_export(s, out.c_str(), TRAINRT_DTYPE_F32), TRAINRT_OK)
+        << last_error();
+    EXPECT_EQ(slurp(out + "/tokenizer.json"), tiny_tokenizer_json());
+    EXPECT_EQ(slurp(out + "/tokenizer_config.json"), R"({"eos_token": "<|eot|>"})");
+    EXPECT_FALSE(fs::exists(out + "/special_tokens_map.json"));  // none beside the source
+
+    const std::string ckpt = dir_ + "/ckpt";
+    ASSERT_EQ(trainrt_session_save(nullptr, 0, nullptr, s, ckpt.c_str()), TRAINRT_OK)
+        << last_error();
+    trainrt_config* stored = nullptr;
+    ASSERT_EQ(trainrt_config_from_checkpoint(&stored, ckpt.c_str()), TRAINRT_OK) << last_error();
+    EXPECT_EQ(fs::path(get_string(stored, "data.tokenizer")), fs::path(tok_dir_));
+    trainrt_config_destroy(stored);
+    const std::string out2 = dir_ + "/hf2";
+    ASSERT_EQ(trainrt_checkpoint_export(ckpt.c_str(), out2.c_str(), TRAINRT_DTYPE_BF16),
+              TRAINRT_OK) << last_error();
+    EXPECT_EQ(slurp(out2 + "/tokenizer.json"), tiny_tokenizer_json());
+    EXPECT_EQ(slurp(out2 + "/tokenizer_config.json"), R"({"eos_token": "<|eot|>"})");
+
+    // Gone by export time: refused before anything is written.
+    fs::remove_all(tok_dir_);
+    const std::string out3 = dir_ + "/hf3";
+    EXPECT_NE(trainrt_checkpoint_export(ckpt.c_str(), out3.c_str(), TRAINRT_DTYPE_F32),
+              TRAINRT_OK);
+    EXPECT_TRUE(names(last_error(), "data.tokenizer")) << last_error();
+    EXPECT_FALSE(fs::exists(out3 + "/model.safetensors"));
+}
+
+// An exported folder (config.json + tokenizer.json) as model.init_from: its tokenizer is the
+// run's unless data.tokenizer names another.
+TEST_F(CapiDataTokenizer, DefaultsToTheInitFromFoldersTokenizer) {
+    trainrt_session* s = open_from(kToml, {{"data.tokenizer", "\"tok\""}});
+    ASSERT_NE(s, nullptr);
+    const std::string out = dir_ + "/hf";
+    ASSERT_EQ(trainrt_session_export(s, out.c_str(), TRAINRT_DTYPE_F32), TRAINRT_OK)
+        << last_error();
+    trainrt_config* c = config_from(kToml, {{"model.init_from", "\"hf\""}});
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(fs::path(get_string(c, "data.tokenizer")), fs::path(out));
+    trainrt_config_destroy(c);
+    c = config_from(kToml, {{"model.init_from", "\"hf\""}, {"data.tokenizer", "\"tok\""}});
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(fs::path(get_string(c, "data.tokenizer")), fs::path(tok_dir_));
+    trainrt_config_destroy(c);
+    // A folder without a tokenizer.json leaves it empty.
+    fs::remove(out + "/tokenizer.json");
+    c = config_from(kToml, {{"model.init_from", "\"hf\""}});
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(get_string(c, "data.tokenizer"), "");
+    trainrt_config_destroy(c);
+}
+
+}  // namespace
