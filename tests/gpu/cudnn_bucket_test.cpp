@@ -10,7 +10,11 @@
 //   - when the bucket's buffers do not fit the call budget the exact length serves instead,
 //     and any device buffer a plan owns (cuDNN <= 9.15's sequence lengths) goes back when the
 //     plan is evicted or the object ends;
-//   - a plan used while a graph is being captured is never evicted.
+//   - a plan used while a graph is being captured is never evicted;
+//   - with bf16/fp16 activations (ctx.act, accel.lowp_activations) the same calls read qkv and
+//     dout and write out and dqkv in that type: in place when the call's length is its plan's
+//     and the buffers are 16-byte aligned, through padded copies otherwise (a bucket, or a
+//     view 2 bytes off alignment) — each path against the CPU.
 // Needs a CUDA device (sm_80+) and cuDNN; without a device the cases are skipped (failed under
 // TRAINRT_REQUIRE_CUDA=1).
 #include <cuda_runtime.h>
@@ -28,6 +32,8 @@
 
 #include "backend/cuda/attention_plan_cache.h"
 #include "backend/cuda/cudnn_attention.h"
+#include "core/bf16.h"
+#include "core/fp16.h"
 #include "gpu/gpu_test_util.h"
 
 namespace {
@@ -156,6 +162,75 @@ protected:
         EXPECT_LE(e_dqkv, gpu::matmul_tol(p, true)) << sh;
     }
 
+    // The same with activations stored in the precision's 16-bit type (ctx.act), each device
+    // buffer starting `offset` elements into its allocation (1: 2 bytes off 16-byte alignment,
+    // so nothing can be used in place).
+    void compare_lowp_acts_with_cpu(int B, int T, int C, int NH, uint32_t seed, size_t offset) {
+        const Precision p = GetParam();
+        const bool bf16 = p == Precision::Bf16;
+        const trt::DType dt = bf16 ? trt::DType::BF16 : trt::DType::F16;
+        const std::string sh = shape(B, T, C, NH) + " [" + gpu::pname(p) + " acts, offset " +
+                               std::to_string(offset) + "]";
+        const size_t nq = static_cast<size_t>(B) * T * 3 * C, no = static_cast<size_t>(B) * T * C;
+        const auto qkv = gpu::rounded(gpu::rnd(nq, seed, -2, 2), p);
+        const auto dout = gpu::rounded(gpu::rnd(no, seed + 1), p);
+        std::vector<float> c_out(no), c_dqkv(nq);
+        std::vector<float> c_saved(cpu_->attention_saved_floats(B, T, C, NH, NH) + 1);
+        std::vector<float> c_scratch(cpu_->attention_scratch_floats(B, T, C, NH, NH) + 1);
+        cpu_->attention_forward(c_out.data(), c_saved.data(), qkv.data(), B, T, C, NH, NH);
+        cpu_->attention_backward(c_dqkv.data(), c_scratch.data(), dout.data(), qkv.data(),
+                                 c_saved.data(), B, T, C, NH, NH);
+
+        auto to16 = [&](const std::vector<float>& v) {
+            std::vector<uint16_t> h(v.size());
+            for (size_t i = 0; i < v.size(); i++)
+                h[i] = bf16 ? trt::float_to_bf16(v[i]) : trt::float_to_fp16(v[i]);
+            return h;
+        };
+        struct Dev16 {
+            uint16_t* base = nullptr;
+            ~Dev16() { cudaFree(base); }
+        };
+        auto up16 = [&](Dev16& d, const std::vector<uint16_t>& h) {
+            ASSERT_EQ(cudaMalloc(&d.base, (h.size() + offset + 8) * 2), cudaSuccess);
+            ASSERT_EQ(cudaMemcpy(d.base + offset, h.data(), h.size() * 2, cudaMemcpyHostToDevice),
+                      cudaSuccess);
+        };
+        auto down16 = [&](const Dev16& d, size_t n) {
+            std::vector<uint16_t> h(n);
+            EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+            EXPECT_EQ(cudaMemcpy(h.data(), d.base + offset, n * 2, cudaMemcpyDeviceToHost),
+                      cudaSuccess);
+            std::vector<float> v(n);
+            for (size_t i = 0; i < n; i++)
+                v[i] = bf16 ? trt::bf16_to_float(h[i]) : trt::fp16_to_float(h[i]);
+            return v;
+        };
+        std::string why;
+        ASSERT_TRUE(att_->prepare_call(ctx_, B, T, C, NH, &why)) << sh << ": " << why;
+        trt::cuda::CudaCtx ctx = ctx_;
+        ctx.act = dt;
+        Dev16 d_qkv, d_dout, d_out, d_dqkv;
+        up16(d_qkv, to16(qkv));
+        up16(d_dout, to16(dout));
+        up16(d_out, std::vector<uint16_t>(no, 0x7FC0));  // NaN in both types' high bits
+        up16(d_dqkv, std::vector<uint16_t>(nq, 0x7FC0));
+        if (HasFatalFailure()) return;
+        Dev d_saved, d_scratch;
+        up(d_saved, std::vector<float>(att_->call_saved_floats(B, T, C, NH), gpu::kNaN));
+        up(d_scratch, std::vector<float>(att_->call_scratch_floats(B, T, C, NH), gpu::kNaN));
+        const trt::Act out(d_out.base + offset, dt), dqkv(d_dqkv.base + offset, dt);
+        const trt::ConstAct in(d_qkv.base + offset, dt), dy(d_dout.base + offset, dt);
+        att_->forward(ctx, out, d_saved.p, in, B, T, C, NH);
+        att_->backward(ctx, dqkv, d_scratch.p, dy, in, d_saved.p, B, T, C, NH);
+        const double e_out = ref::rel_error(down16(d_out, no), c_out);
+        const double e_dqkv = ref::rel_error(down16(d_dqkv, nq), c_dqkv);
+        ref::report("cudnn acts fwd" + sh, e_out);
+        ref::report("cudnn acts bwd dqkv" + sh, e_dqkv);
+        EXPECT_LE(e_out, gpu::matmul_tol(p, false)) << sh;
+        EXPECT_LE(e_dqkv, gpu::matmul_tol(p, true)) << sh;
+    }
+
     cudaStream_t stream_ = nullptr;
     void* scratch_ = nullptr;
     trt::cuda::CudaCtx ctx_;
@@ -176,6 +251,21 @@ TEST_P(CudnnBuckets, BucketedForwardBackwardMatchTheCpu) {
         seed += 10;
     }
     EXPECT_EQ(att_->on_demand_plans(), 3u);  // 128, 256, 512
+}
+
+// Low-precision activations through each buffer path: in place (T = 128, its own bucket,
+// aligned), padded copies (T = 17 and 129 on buckets 128 and 256), staged copies of an
+// unaligned view (offset 1) at a bucket's own length.
+TEST_P(CudnnBuckets, LowPrecisionActivationsInPlaceAndPaddedMatchTheCpu) {
+    const int B = 2, C = 128, NH = 2;  // head size 64
+    budget_for(B, 512, C, NH);
+    uint32_t seed = 9500;
+    for (int T : {128, 17, 129}) {
+        SCOPED_TRACE(shape(B, T, C, NH));
+        compare_lowp_acts_with_cpu(B, T, C, NH, seed, /*offset=*/0);
+        seed += 10;
+    }
+    compare_lowp_acts_with_cpu(B, 128, C, NH, seed, /*offset=*/1);
 }
 
 TEST_P(CudnnBuckets, GptWidthBucketsMatchTheCpu) {
