@@ -102,15 +102,18 @@ TRAINRT_API trainrt_status trainrt_checkpoint_export(const char* path, const cha
         const std::string dir = resolve_checkpoint(path);
         // The run's tokenizer (data.tokenizer in the stored config) goes into the folder too;
         // found before anything is written.
-        const std::string tokenizer =
-            Config::from_string(read_checkpoint_state(dir).config_toml, "", dir + "/state.json")
-                .run()
-                .data.tokenizer;
         std::optional<tok::TokenizerFiles> files;
-        if (!tokenizer.empty())
-            files = tok::find_tokenizer_files(tokenizer, "trainrt_checkpoint_export (the run's "
-                                                         "data.tokenizer)");
-        export_checkpoint_hf(dir, out_dir, d);
+        export_checkpoint_hf(dir, out_dir, d, kDefaultMaxShardBytes,
+                             [&](const CheckpointState& st) {
+                                 const std::string tokenizer =
+                                     Config::from_string(st.config_toml, "", dir + "/state.json")
+                                         .run()
+                                         .data.tokenizer;
+                                 if (!tokenizer.empty())
+                                     files = tok::find_tokenizer_files(
+                                         tokenizer, "trainrt_checkpoint_export (the run's "
+                                                    "data.tokenizer)");
+                             });
         if (files) tok::copy_tokenizer_files(*files, out_dir);
         return TRAINRT_OK;
     });

@@ -8,6 +8,7 @@
 // verifies the manifest before trusting any byte.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "model/param_table.h"
@@ -93,8 +94,12 @@ inline constexpr uint64_t kDefaultMaxShardBytes = 5000000000ull;
 void export_hf(const std::string& out_dir, const ParamTable& table, const float* params,
                ExportDType dtype, uint64_t max_shard_bytes = kDefaultMaxShardBytes);
 
-// The same from a checkpoint directory (verified as read_checkpoint does).
-void export_checkpoint_hf(const std::string& checkpoint_dir, const std::string& out_dir,
-                          ExportDType dtype, uint64_t max_shard_bytes = kDefaultMaxShardBytes);
+// The same from a checkpoint directory (verified as read_checkpoint does). before_writing, when
+// given, sees the checkpoint's state once it is verified and before anything is written (a
+// throw there writes nothing): the caller's checks of what the run recorded.
+void export_checkpoint_hf(
+    const std::string& checkpoint_dir, const std::string& out_dir, ExportDType dtype,
+    uint64_t max_shard_bytes = kDefaultMaxShardBytes,
+    const std::function<void(const CheckpointState&)>& before_writing = nullptr);
 
 }  // namespace trt

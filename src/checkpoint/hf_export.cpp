@@ -95,7 +95,8 @@ void export_hf(const std::string& out_dir, const ParamTable& table, const float*
 }
 
 void export_checkpoint_hf(const std::string& checkpoint_dir, const std::string& out_dir,
-                          ExportDType dtype, uint64_t max_shard_bytes) {
+                          ExportDType dtype, uint64_t max_shard_bytes,
+                          const std::function<void(const CheckpointState&)>& before_writing) {
     const std::string dir = strip_trailing_slashes(checkpoint_dir);
     // Exporting into the checkpoint itself would replace its model.safetensors and break its
     // manifest (or, in BF16, lose the fp32 master weights).
@@ -106,7 +107,7 @@ void export_checkpoint_hf(const std::string& checkpoint_dir, const std::string& 
              "' is the checkpoint directory itself; choose another output directory");
 
     require_checkpoint_files(dir, verify_manifest(dir));
-    read_state_file(dir);  // refuses a newer format version
+    const CheckpointState state = read_state_file(dir);  // refuses a newer format version
     const ModelSpec shape = parse_hf_config(
         read_small_file(path_join(dir, kConfigFile), 1 << 20), corrupt_prefix(dir) + kConfigFile);
     const ParamTable table(shape);
@@ -114,6 +115,7 @@ void export_checkpoint_hf(const std::string& checkpoint_dir, const std::string& 
     const SafetensorsFile model = open_checked_model(dir, table);
     std::vector<float> host(table.total());
     copy_tensors(model, table, host.data());
+    if (before_writing) before_writing(state);
     export_hf(out_dir, table, host.data(), dtype, max_shard_bytes);
 }
 

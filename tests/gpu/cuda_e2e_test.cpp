@@ -214,6 +214,20 @@ double compare(const std::string& what, const std::vector<double>& got,
     return worst;
 }
 
+// fp16: a step whose scaled gradient overflowed is skipped (GradScaler) and the runs part;
+// compare up to and including it (of `steps`), and require most of the run.
+size_t steps_to_compare(const std::string& p, const std::vector<double>& norms, size_t steps) {
+    for (size_t i = 0; i < norms.size() && i < steps; i++)
+        if (!std::isfinite(norms[i])) {
+            std::printf("[  info    ] %s: step %zu skipped (non-finite gradient)\n", p.c_str(),
+                        i + 1);
+            steps = i + 1;
+            break;
+        }
+    EXPECT_GE(steps, 20u) << p << ": a step was skipped too early to compare the run";
+    return steps;
+}
+
 class CudaE2EP : public CudaE2E, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(CudaE2EP, LossesMatchCpu) {
@@ -227,16 +241,7 @@ TEST_P(CudaE2EP, LossesMatchCpu) {
     ASSERT_EQ(lg.size(), 30u);
     ASSERT_EQ(lc.size(), 30u);
     EXPECT_LT(lc.back(), lc.front() - 0.3) << "the CPU run should learn (not a flat line)";
-    // fp16: a step whose scaled gradient overflowed is skipped (GradScaler) and the runs part;
-    // compare up to and including it, and require most of the run.
-    size_t steps = 30;
-    for (size_t i = 0; i < norms.size(); i++)
-        if (!std::isfinite(norms[i])) {
-            std::printf("[  info    ] %s: step %zu skipped (non-finite gradient)\n", p.c_str(), i + 1);
-            steps = i + 1;
-            break;
-        }
-    EXPECT_GE(steps, 20u) << p << ": a step was skipped too early to compare the run";
+    const size_t steps = steps_to_compare(p, norms, 30);
     EXPECT_LE(compare("cuda " + p + " vs cpu", lg, lc, steps), tol_for(p));
 }
 
@@ -316,13 +321,7 @@ TEST_P(CudaE2ELowpActs, LossesMatchTheCpuTwin) {
     const auto lc = run(c, 30);
     ASSERT_EQ(lg.size(), 30u);
     ASSERT_EQ(lc.size(), 30u);
-    size_t steps = 30;  // fp16: compare up to a skipped (overflowed) step, as above
-    for (size_t i = 0; i < norms.size(); i++)
-        if (!std::isfinite(norms[i])) {
-            steps = i + 1;
-            break;
-        }
-    EXPECT_GE(steps, 20u) << p << ": a step was skipped too early to compare the run";
+    const size_t steps = steps_to_compare(p, norms, 30);
     EXPECT_LE(compare("cuda " + p + " acts vs cpu " + p, lg, lc, steps), 2e-2);
 }
 

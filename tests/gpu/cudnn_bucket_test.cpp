@@ -125,6 +125,20 @@ protected:
         return v;
     }
 
+    // The CPU backend's attention forward (out) and backward (dqkv) of qkv and dout (host
+    // memory is its backend memory).
+    void cpu_attention(int B, int T, int C, int NH, const std::vector<float>& qkv,
+                       const std::vector<float>& dout, std::vector<float>& out,
+                       std::vector<float>& dqkv) {
+        out.assign(static_cast<size_t>(B) * T * C, 0.0f);
+        dqkv.assign(qkv.size(), 0.0f);
+        std::vector<float> saved(cpu_->attention_saved_floats(B, T, C, NH, NH) + 1);
+        std::vector<float> scratch(cpu_->attention_scratch_floats(B, T, C, NH, NH) + 1);
+        cpu_->attention_forward(out.data(), saved.data(), qkv.data(), B, T, C, NH, NH);
+        cpu_->attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(),
+                                 saved.data(), B, T, C, NH, NH);
+    }
+
     // Forward + backward through CudnnAttention (the call must be served: prepare_call) and
     // through the CPU backend; CUDA within the bf16/fp16 matrix-product tolerances.
     void compare_with_cpu(int B, int T, int C, int NH, uint32_t seed) {
@@ -134,13 +148,8 @@ protected:
         const auto qkv = gpu::rounded(gpu::rnd(nq, seed, -2, 2), p);
         const auto dout = gpu::rounded(gpu::rnd(no, seed + 1), p);
 
-        // CPU (host memory is its backend memory).
-        std::vector<float> c_out(no), c_dqkv(nq);
-        std::vector<float> c_saved(cpu_->attention_saved_floats(B, T, C, NH, NH) + 1);
-        std::vector<float> c_scratch(cpu_->attention_scratch_floats(B, T, C, NH, NH) + 1);
-        cpu_->attention_forward(c_out.data(), c_saved.data(), qkv.data(), B, T, C, NH, NH);
-        cpu_->attention_backward(c_dqkv.data(), c_scratch.data(), dout.data(), qkv.data(),
-                                 c_saved.data(), B, T, C, NH, NH);
+        std::vector<float> c_out, c_dqkv;
+        cpu_attention(B, T, C, NH, qkv, dout, c_out, c_dqkv);
 
         // CUDA
         std::string why;
@@ -174,12 +183,8 @@ protected:
         const size_t nq = static_cast<size_t>(B) * T * 3 * C, no = static_cast<size_t>(B) * T * C;
         const auto qkv = gpu::rounded(gpu::rnd(nq, seed, -2, 2), p);
         const auto dout = gpu::rounded(gpu::rnd(no, seed + 1), p);
-        std::vector<float> c_out(no), c_dqkv(nq);
-        std::vector<float> c_saved(cpu_->attention_saved_floats(B, T, C, NH, NH) + 1);
-        std::vector<float> c_scratch(cpu_->attention_scratch_floats(B, T, C, NH, NH) + 1);
-        cpu_->attention_forward(c_out.data(), c_saved.data(), qkv.data(), B, T, C, NH, NH);
-        cpu_->attention_backward(c_dqkv.data(), c_scratch.data(), dout.data(), qkv.data(),
-                                 c_saved.data(), B, T, C, NH, NH);
+        std::vector<float> c_out, c_dqkv;
+        cpu_attention(B, T, C, NH, qkv, dout, c_out, c_dqkv);
 
         auto to16 = [&](const std::vector<float>& v) {
             std::vector<uint16_t> h(v.size());

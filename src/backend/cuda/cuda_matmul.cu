@@ -703,20 +703,6 @@ RmGemm forward_product(void* out, cudaDataType_t out_type, const void* x, const 
     return r;
 }
 
-// r (beta = 0), then + bias[r.n] on every row (bias may be null): the bias epilogue when
-// enabled and usable, else a plain GEMM and bias_rows.
-void run_with_bias(const CudaCtx& ctx, RmGemm r, const float* bias) {
-    if (bias && ctx.matmul_epilogues && aligned16(bias)) {
-        r.epilogue = Epilogue::Bias;
-        r.bias = bias;
-        if (run_rowmajor(ctx, r)) return;
-        r.epilogue = Epilogue::None;
-        r.bias = nullptr;
-    }
-    run_rowmajor(ctx, r);
-    if (bias) bias_rows(ctx, static_cast<float*>(r.c), bias, r.m, r.n, r.ldc, /*accumulate=*/true);
-}
-
 // Rows per chunk when a chunk's scratch is per_row bytes a row (the bf16/fp16 backward's casts,
 // file comment; the low-precision forward's fp32 product): all N when N rows fit in
 // kLowpChunkBytes; else the fewest chunks that fit, balanced and rounded up to the quantum
@@ -776,6 +762,25 @@ void forward_via_fp32(const CudaCtx& ctx, ScratchCursor& cur, RmGemm r, Act out,
         const size_t off = static_cast<size_t>(r0) * M;
         finish_rows(ctx, out.at(off), pre ? pre.at(off) : Act{}, acc, bias, n, M);
     }
+}
+
+// r (beta = 0, D = out), then + bias[r.n] on every row (bias may be null): the bias epilogue
+// when enabled and usable; else a plain GEMM and bias_rows for an fp32 out, and for a
+// low-precision out forward_via_fp32 (a low-precision D plus bias_rows would round twice).
+void run_with_bias(const CudaCtx& ctx, ScratchCursor& cur, RmGemm r, Act out,
+                   const float* bias) {
+    if (bias && ctx.matmul_epilogues && aligned16(bias)) {
+        RmGemm e = r;
+        e.epilogue = Epilogue::Bias;
+        e.bias = bias;
+        if (run_rowmajor(ctx, e)) return;
+    }
+    if (bias && out.dtype != DType::F32) {
+        forward_via_fp32(ctx, cur, r, out, Act{}, bias);
+        return;
+    }
+    run_rowmajor(ctx, r);
+    if (bias) bias_rows(ctx, static_cast<float*>(r.c), bias, r.m, r.n, r.ldc, /*accumulate=*/true);
 }
 
 }  // namespace
@@ -872,25 +877,10 @@ void matmul_forward(const CudaCtx& ctx, Act out, ConstAct inp, const float* weig
     ScratchCursor cur(ctx, "matmul_forward");
     const void* x = activation_operand(ctx, cur, inp, static_cast<size_t>(N) * K);
     const void* w = weight_operand(ctx, cur, weight, static_cast<size_t>(K) * M);
-    RmGemm r = forward_product(out.data, act_type(out.dtype), x, w, N, K, M,
-                               layout == WeightLayout::InOut);
-    if (!lowp_acts) {
-        run_with_bias(ctx, r, bias);
-        return;
-    }
-    // Low precision: the GEMM rounds D once, so the bias must be added inside it (epilogue)
-    // or the product goes through fp32 scratch (forward_via_fp32).
-    if (!bias) {
-        run_rowmajor(ctx, r);
-        return;
-    }
-    if (ctx.matmul_epilogues && aligned16(bias)) {
-        RmGemm e = r;
-        e.epilogue = Epilogue::Bias;
-        e.bias = bias;
-        if (run_rowmajor(ctx, e)) return;
-    }
-    forward_via_fp32(ctx, cur, r, out, Act{}, bias);
+    run_with_bias(ctx, cur,
+                  forward_product(out.data, act_type(out.dtype), x, w, N, K, M,
+                                  layout == WeightLayout::InOut),
+                  out, bias);
 }
 
 // dinp[N,K] = dout[N,M] · Wᵀ (overwritten; skipped if null); dweight += inpᵀ · dout in W's
@@ -1030,7 +1020,7 @@ void matmul_gelu_forward(const CudaCtx& ctx, Act pre, Act out, ConstAct inp,
         forward_via_fp32(ctx, cur, r, out, pre, bias);
         return;
     }
-    run_with_bias(ctx, r, bias);
+    run_with_bias(ctx, cur, r, pre, bias);
     gelu_forward(ctx, out, pre, static_cast<size_t>(N) * M);
 }
 

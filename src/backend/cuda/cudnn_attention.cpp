@@ -36,6 +36,7 @@
 #include "backend/cuda/cudnn_graph.h"
 #include "backend/cuda/cudnn_loader.h"
 #include "backend/cuda/cudnn_sdpa_graph.h"
+#include "backend/cuda/kernels/launch.cuh"
 #include "core/error.h"
 
 namespace trt::cuda {
@@ -92,8 +93,6 @@ void require_aligned(const void* p, const char* what) {
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
         fail(Status::Internal, "cuDNN attention: ", what, " is not 16-byte aligned");
 }
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Low-precision activations (ctx.act bf16/fp16): a buffer cuDNN can use where it lies — the
 // plan's length is the call's and the pointer is 16-byte aligned (the variant pack's rule).
