@@ -93,9 +93,13 @@ protected:
         float* d_src = static_cast<float*>(dev(n_in * sizeof(float))) + offset;
         uint16_t* d_pad = static_cast<uint16_t*>(dev(n_pad * 2)) + offset;
         float* d_out = static_cast<float*>(dev(n_in * sizeof(float))) + offset;
-        CUDA_OK(cudaMemcpy(d_src, src.data(), n_in * sizeof(float), cudaMemcpyHostToDevice));
-        CUDA_OK(cudaMemset(d_pad, 0xff, n_pad * 2));  // NaN bits: every element must be written
-        CUDA_OK(cudaMemset(d_out, 0xff, n_in * sizeof(float)));
+        // Everything on the kernels' stream: it is non-blocking, so a plain cudaMemset or
+        // pageable cudaMemcpy (legacy stream) could land after the kernel (it did, on an H100).
+        CUDA_OK(cudaMemcpyAsync(d_src, src.data(), n_in * sizeof(float), cudaMemcpyHostToDevice,
+                                stream_));
+        // NaN bits: every element must be written.
+        CUDA_OK(cudaMemsetAsync(d_pad, 0xff, n_pad * 2, stream_));
+        CUDA_OK(cudaMemsetAsync(d_out, 0xff, n_in * sizeof(float), stream_));
 
         trt::cuda::cast_padded_from_f32(ctx_, d_pad, d_src, B, T, Tb, W, p);
         CUDA_OK(cudaStreamSynchronize(stream_));
@@ -117,7 +121,8 @@ protected:
             for (int t = T; t < Tb; ++t)
                 for (int c = 0; c < W; ++c)
                     poisoned[(static_cast<size_t>(b) * Tb + t) * W + c] = 0x7fff;
-        CUDA_OK(cudaMemcpy(d_pad, poisoned.data(), n_pad * 2, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpyAsync(d_pad, poisoned.data(), n_pad * 2, cudaMemcpyHostToDevice,
+                                stream_));
         trt::cuda::cast_unpadded_to_f32(ctx_, d_out, d_pad, B, T, Tb, W, p);
         CUDA_OK(cudaStreamSynchronize(stream_));
         std::vector<float> out(n_in);

@@ -531,7 +531,12 @@ MatmulState::Plan build_plan(const CudaCtx& ctx, const LtGemm& g) {
     int count = 0;
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx.lt, p.desc, p.a, p.b, p.d, p.d,
                                                              pref, 1, &res, &count);
-    if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
+    // An epilogue cuBLASLt does not take at these types (an fp32 bias with a bf16 D, seen on
+    // an H100 with cuBLASLt 13.1) is refused as INVALID_VALUE rather than NOT_SUPPORTED: for
+    // an epilogue plan both mean "fall back"; for a plain GEMM both are errors.
+    const bool refused = st == CUBLAS_STATUS_NOT_SUPPORTED ||
+                         (st == CUBLAS_STATUS_INVALID_VALUE && g.epilogue != CUBLASLT_EPILOGUE_DEFAULT);
+    if (st != CUBLAS_STATUS_SUCCESS && !refused)
         cublas_fail(st, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
     if (st != CUBLAS_STATUS_SUCCESS || count < 1 || res.state != CUBLAS_STATUS_SUCCESS) {
         if (g.epilogue == CUBLASLT_EPILOGUE_DEFAULT)
