@@ -8,6 +8,7 @@
 #                                                 googletest sources, cuDNN 9 headers
 #   bash scripts/gpu-check.sh --record OUT1 [OUT2] write bench/results/<date>-gpu-check-<gpu>.md
 #                                                 from the summaries the two calls brought back
+#   bash scripts/gpu-check.sh --digest            the sources' digest a summary names
 #
 # Plans (each ends inside one 10-minute command; GPU_CHECK_BUDGET, default 540 s):
 #   check   call 1: device, build (library, CLI, CUDA module, GPU tests), gpu-tests,
@@ -46,6 +47,16 @@ FENCE='```'  # markdown code fence in the summary
 
 usage() {
     sed -n '2,40p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+# The device tool copies the working tree, but its copy of .git can be older than the tree
+# (seen on the first H100 loan: the fixes ran, the summary named the commit before them). So
+# the sources are named by content too: sha256 over every file the build reads, in path
+# order. `bash scripts/gpu-check.sh --digest` prints it here to find the matching commit.
+source_digest() {
+    (cd "$ROOT" && find CMakeLists.txt cmake include src tests bench scripts examples \
+        \( -path bench/results -o -path examples/data -o -name __pycache__ \) -prune -o -type f -print0 2>/dev/null |
+        LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12)
 }
 
 # ------------------------------------------------------------------ --prepare-deps
@@ -124,6 +135,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         -h | --help) usage; exit 0 ;;
         --prepare-deps) prepare_deps; exit $? ;;
+        --digest) source_digest; exit $? ;;
         --record) shift; [ $# -ge 1 ] || { usage >&2; exit 2; }; record_results "$@"; exit $? ;;
         --plan) PLAN=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
         --plan=*) PLAN=${1#--plan=}; shift ;;
@@ -143,6 +155,8 @@ BUILD=$(cd "$BUILD" && pwd)
 case "$BUILD/" in "$OUT"/*) echo "gpu-check: BUILD_DIR $BUILD is inside OUTDIR $OUT; the files that come back must stay small" >&2; exit 2 ;; esac
 case "$OUT/" in "$BUILD"/*) echo "gpu-check: OUTDIR $OUT is inside BUILD_DIR $BUILD" >&2; exit 2 ;; esac
 WORK=$BUILD/gpu-check-$PLAN      # logs, training runs, ladder runs (packed into logs.tar.gz)
+SOURCES=$(source_digest)
+[ -n "$SOURCES" ] || SOURCES=unknown
 rm -rf "$WORK"
 mkdir -p "$WORK"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
@@ -225,7 +239,7 @@ write_summary() {
         echo
         echo "- plan: $PLAN$([ "$DRY_RUN" = 1 ] && echo ' (dry run)'); stages:$SELECTED; caps sum to $CAP_SUM s of a $BUDGET s budget"
         echo "- started: $(date -u -d "@$T0" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u), elapsed $(( $(date +%s) - T0 )) s"
-        echo "- machine: $(hostname 2>/dev/null || echo '?'), $(nproc 2>/dev/null || echo '?') cores; commit $COMMIT"
+        echo "- machine: $(hostname 2>/dev/null || echo '?'), $(nproc 2>/dev/null || echo '?') cores; commit $COMMIT; sources $SOURCES"
         echo "- gpu: $GPU_LINE"
         echo "- libraries: $LIBS_LINE"
         echo "- build: $BUILD; logs: logs.tar.gz (from $WORK)"
@@ -625,8 +639,8 @@ use_prebuilt() {
     fi
     info=$(cat "$BUILD/prebuilt/BUILD_INFO" 2>/dev/null)
     echo "prebuilt: $info" >> "$log"
-    if [[ $info != *"commit $COMMIT"* ]]; then
-        echo "gpu-check: $arc was built from another commit ($info; this tree is $COMMIT): building instead" >> "$log"
+    if [[ $info != *"sources $SOURCES"* ]]; then
+        echo "gpu-check: $arc was built from other sources ($info; this tree is $SOURCES): building instead" >> "$log"
         return 1
     fi
     have_runtime "$BUILD/prebuilt" || { echo "gpu-check: $arc lacks the runtime files" >> "$log"; return 1; }
@@ -993,7 +1007,7 @@ PY
 # unpacks them (GPU_CHECK_PREBUILT) instead of building.
 pack_runtime() {
     [ "$PLAN" = check ] && [ "$BUILD_OK" = 1 ] && have_runtime "$BUILD" || return 0
-    printf 'commit %s, CUDA archs %s, built %s on %s\n' "$COMMIT" "$CUDA_ARCHS" \
+    printf 'commit %s, sources %s, CUDA archs %s, built %s on %s\n' "$COMMIT" "$SOURCES" "$CUDA_ARCHS" \
         "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(hostname 2>/dev/null)" > "$BUILD/BUILD_INFO"
     (cd "$BUILD" && tar -czf "$OUT/trainrt-bin.tar.gz.tmp" BUILD_INFO $RUNTIME_FILES) &&
         mv "$OUT/trainrt-bin.tar.gz.tmp" "$OUT/trainrt-bin.tar.gz"
