@@ -861,14 +861,18 @@ stage_train() {
         return
     fi
     # name device precision steps extra --set...; the CPU reference runs only the steps the
-    # comparison uses. cuda-bf16-all turns every default-off fast path on with fp32
-    # activations; cuda-bf16-acts the same with bf16 activations (accel.lowp_activations), so a
-    # failure of the one and not the other points at the activation storage.
+    # comparison uses. cuda-fp32/tf32/bf16 run plain (every fast path off: matmul attention,
+    # no epilogues, no graphs, fp32 activations); cuda-bf16-all turns every fast path on with
+    # fp32 activations; cuda-bf16-acts the same with bf16 activations (accel.lowp_activations),
+    # so a failure of the one and not the other points at the activation storage; cuda-bf16-default
+    # is bf16 with the library's defaults (what a user gets without accel settings).
+    local plain='accel.attention="matmul" accel.matmul_epilogues=false accel.cuda_graphs=false accel.lowp_activations=false'
     local fast='accel.attention="cudnn" accel.matmul_epilogues=true accel.fused_classifier=true accel.fused_adamw=true accel.cuda_graphs=true data.placement="device"'
-    local runs=("cpu-fp32 cpu fp32 $TRAIN_CPU_STEPS" "cuda-fp32 cuda fp32 $TRAIN_STEPS"
-                "cuda-tf32 cuda tf32 $TRAIN_STEPS" "cuda-bf16 cuda bf16 $TRAIN_STEPS"
-                "cuda-bf16-all cuda bf16 $TRAIN_STEPS $fast"
-                "cuda-bf16-acts cuda bf16 $TRAIN_STEPS $fast accel.lowp_activations=true")
+    local runs=("cpu-fp32 cpu fp32 $TRAIN_CPU_STEPS" "cuda-fp32 cuda fp32 $TRAIN_STEPS $plain"
+                "cuda-tf32 cuda tf32 $TRAIN_STEPS $plain" "cuda-bf16 cuda bf16 $TRAIN_STEPS $plain"
+                "cuda-bf16-all cuda bf16 $TRAIN_STEPS $fast accel.lowp_activations=false"
+                "cuda-bf16-acts cuda bf16 $TRAIN_STEPS $fast accel.lowp_activations=true"
+                "cuda-bf16-default cuda bf16 $TRAIN_STEPS")
     local specs=() statuses="" r name device prec steps extra sets kv
     for r in "${runs[@]}"; do
         read -r name device prec steps extra <<< "$r"
@@ -898,7 +902,7 @@ stage_train() {
     table=$(compare_runs_py "${specs[@]}"); rc=$?
     keys=$(printf '%s\n' "$table" | sed -n 's/^KEYS //p')
     table=$(printf '%s\n' "$table" | grep -v '^KEYS ')
-    DETAILS[train]=$(printf 'Demo config (examples/configs/shakespeare.toml), log_every 1: CUDA runs %s steps, the CPU reference %s; per-step train losses compared over the CPU'"'"'s steps. cuda-bf16-all = bf16 with cuDNN attention, epilogues, fused classifier, fused AdamW, resident data and CUDA graphs; cuda-bf16-acts = the same with bf16 activations (accel.lowp_activations).\nRuns: %s\n\n%s\n' \
+    DETAILS[train]=$(printf 'Demo config (examples/configs/shakespeare.toml), log_every 1: CUDA runs %s steps, the CPU reference %s; per-step train losses compared over the CPU'"'"'s steps. cuda-fp32/tf32/bf16 = every fast path off; cuda-bf16-all = bf16 with cuDNN attention, epilogues, fused classifier, fused AdamW, resident data and CUDA graphs, fp32 activations; cuda-bf16-acts = the same with bf16 activations (accel.lowp_activations); cuda-bf16-default = bf16 at the library defaults.\nRuns: %s\n\n%s\n' \
         "$TRAIN_STEPS" "$TRAIN_CPU_STEPS" "$statuses" "$table")
     if grep -q 'cut off' <<< "$statuses"; then finish TIMEOUT "$keys"
     elif [ "$HAVE_GPU" != 1 ]; then

@@ -134,9 +134,9 @@ BackendSelection select_backend(const RunConfig& run) {
     BackendOptions opts;
     opts.threads = static_cast<int>(run.runtime.threads);
     opts.device = 0;
-    // accel.attention = "auto" means matmul until a GPU run has verified the cuDNN path
-    // (docs/STATUS.md); "cudnn" asks for it, with a logged fallback when it cannot run.
-    opts.accel.cudnn_attention = run.accel.attention == AttentionKind::Cudnn;
+    // accel.attention = "auto" and "cudnn" both ask for cuDNN attention (the CPU has none);
+    // where it cannot run, the matmul path serves, with a WARN only when "cudnn" was asked.
+    opts.accel.cudnn_attention = run.accel.attention != AttentionKind::Matmul;
     opts.accel.matmul_epilogues = run.accel.matmul_epilogues;
     opts.accel.fused_classifier = run.accel.fused_classifier;
     opts.accel.deterministic = run.accel.deterministic;

@@ -75,16 +75,18 @@ struct RuntimeConfig {
     double peak_tflops = 0;                 // MFU denominator per device; 0 = from the table
 };
 
-// Fast paths no GPU run has verified yet are off by default (auto attention = matmul);
-// docs/STATUS.md says which ones a GPU has confirmed.
+// The CUDA fast paths are on by default since a GPU run verified them against the CPU twin
+// (bench/results/2026-11-26-gpu-check-h100-80gb-hbm3.md, docs/STATUS.md); each falls back
+// where it cannot run (auto attention: cuDNN when it serves the shape, else matmul, silently).
+// On the CPU they change nothing.
 struct AccelConfig {
     bool fused_adamw = true;
-    bool cuda_graphs = false;
+    bool cuda_graphs = true;
     AttentionKind attention = AttentionKind::Auto;
     bool fused_classifier = true;
-    bool matmul_epilogues = false;
+    bool matmul_epilogues = true;
     // bf16/fp16 activations on CUDA under precision bf16/fp16 (docs/PRECISION.md).
-    bool lowp_activations = false;
+    bool lowp_activations = true;
     // false allows nondeterministic cuDNN attention engines (CUDA only; docs/CONFIG.md).
     bool deterministic = true;
 };

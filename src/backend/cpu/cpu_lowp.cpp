@@ -151,7 +151,8 @@ float LowpOps::round(float x) const {
 
 LowpOps::~LowpOps() {
     mem_.free(scratch_);
-    mem_.free(weight_tmp_);
+    mem_.free(weight_tmp_.data);
+    mem_.free(bias_tmp_.data);
     mem_.free(working_);
 }
 
@@ -254,18 +255,18 @@ void LowpOps::params_written(const void* dst, size_t bytes) {
     });
 }
 
-const float* LowpOps::weight_operand(const float* weight, size_t count) {
-    if (master_ && weight >= master_ && weight + count <= master_ + master_n_)
-        return working_ + (weight - master_);
-    if (count > weight_tmp_floats_) {
-        mem_.free(weight_tmp_);
-        weight_tmp_ = nullptr;
-        weight_tmp_floats_ = 0;
-        weight_tmp_ = static_cast<float*>(mem_.alloc(count * sizeof(float), "low-precision weights"));
-        weight_tmp_floats_ = count;
+const float* LowpOps::parameter_operand(const float* p, size_t count, RoundedCopy& slot) {
+    if (!p) return nullptr;
+    if (master_ && p >= master_ && p + count <= master_ + master_n_)
+        return working_ + (p - master_);
+    if (count > slot.floats) {
+        mem_.free(slot.data);
+        slot = RoundedCopy{};
+        slot.data = static_cast<float*>(mem_.alloc(count * sizeof(float), "low-precision operand"));
+        slot.floats = count;
     }
-    for (size_t i = 0; i < count; i++) weight_tmp_[i] = round(weight[i]);
-    return weight_tmp_;
+    for (size_t i = 0; i < count; i++) slot.data[i] = round(p[i]);
+    return slot.data;
 }
 
 // ---- ops: each is its fp32 kernel (cpu_ops.h) on fp32 chunks of rows.
@@ -350,13 +351,14 @@ void LowpOps::residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstA
 void LowpOps::matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
                              int N, int K, int M, WeightLayout layout) {
     const float* W = weight_operand(weight, (size_t)K * M);
+    const float* Bs = bias_operand(bias, (size_t)M);
     const size_t mb = column_block((size_t)K, (size_t)M, layout);
     for (size_t j0 = 0; j0 < (size_t)M; j0 += mb) {
         const size_t n = std::min(mb, (size_t)M - j0);
         const float* Wj = j0 ? W + j0 * K : W;  // j0 > 0 only for [M, K] weights
         const RowArg args[] = {{out.at(j0), n, Dir::Out, (size_t)M}, {inp, (size_t)K}};
         by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
-            cpu::matmul_forward(f[0], f[1], Wj, bias ? bias + j0 : nullptr, (int)rows, K, (int)n,
+            cpu::matmul_forward(f[0], f[1], Wj, Bs ? Bs + j0 : nullptr, (int)rows, K, (int)n,
                                 layout, threads_);
         }, kMinMatmulChunkRows);
     }
@@ -411,10 +413,11 @@ void LowpOps::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct d
 void LowpOps::matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                                   const float* bias, int N, int K, int M) {
     const float* W = weight_operand(weight, (size_t)K * M);
+    const float* Bs = bias_operand(bias, (size_t)M);
     const RowArg args[] = {{pre, (size_t)M, Dir::Out}, {out, (size_t)M, Dir::Out},
                            {inp, (size_t)K}};
     by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
-        cpu::matmul_gelu_forward(f[0], f[1], f[2], W, bias, (int)rows, K, M, threads_);
+        cpu::matmul_gelu_forward(f[0], f[1], f[2], W, Bs, (int)rows, K, M, threads_);
     }, kMinMatmulChunkRows);
 }
 

@@ -103,9 +103,21 @@ private:
     void narrow_rows(const RowArg& a, size_t r0, size_t rows, const float* f) const;
     // Rows of an attention chunk: enough whole sequences to give every thread a head.
     size_t attention_min_rows(int T, int NH) const;
-    // The matmul operand for a weight: its place in the working copy when it lies in the
-    // registered master, else (a caller's own buffer) a rounded copy in weight scratch.
-    const float* weight_operand(const float* weight, size_t count);
+    // A matmul operand read from parameters (weights, and biases: a bias is added to the fp32
+    // product as rounded, like cuBLASLt's bf16 bias epilogue, docs/PRECISION.md): its place in
+    // the working copy when it lies in the registered master, else (a caller's own buffer) a
+    // rounded copy in that slot's scratch. Null stays null.
+    struct RoundedCopy {
+        float* data = nullptr;
+        size_t floats = 0;
+    };
+    const float* parameter_operand(const float* p, size_t count, RoundedCopy& slot);
+    const float* weight_operand(const float* w, size_t count) {
+        return parameter_operand(w, count, weight_tmp_);
+    }
+    const float* bias_operand(const float* b, size_t count) {
+        return parameter_operand(b, count, bias_tmp_);
+    }
 
     float round(float x) const;  // to the nearest value of dtype_
 
@@ -114,8 +126,7 @@ private:
     DType dtype_;
     float* scratch_ = nullptr;
     size_t scratch_floats_ = 0;
-    float* weight_tmp_ = nullptr;
-    size_t weight_tmp_floats_ = 0;
+    RoundedCopy weight_tmp_, bias_tmp_;
     const float* master_ = nullptr;  // the registered fp32 parameters
     size_t master_n_ = 0;
     float* working_ = nullptr;       // [master_n_] the master rounded to dtype_, kept as fp32

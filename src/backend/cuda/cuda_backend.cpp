@@ -93,7 +93,7 @@ public:
             a.precision_note =
                 ctx_.act != DType::F32
                     ? std::string("activations ") + precision_name(ctx_.precision) +
-                          " (accel.lowp_activations; not yet verified on a GPU)"
+                          " (accel.lowp_activations)"
                     : std::string("activations fp32, matmul operands cast per call "
                                   "(accel.lowp_activations = true stores them in ") +
                           precision_name(ctx_.precision) + ")";

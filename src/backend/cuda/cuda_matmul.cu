@@ -59,10 +59,13 @@
 //   - fp32 (ctx.act F32): cast into ctx.scratch per call, C/D CUDA_R_32F; or
 //   - bf16/fp16 (ctx.act, accel.lowp_activations): read as stored (no operand casts; the
 //     backward in one pass), and the forward's out/pre and the dinp product written in that
-//     type (D rounds the fp32 accumulator once). A bias is added inside the GEMM (BIAS / GELU_AUX_BIAS epilogues, fp32
-//     bias); without a usable epilogue the product goes through fp32 row chunks of scratch and
-//     finish_rows adds the bias (and GELU) and rounds once — never a low-precision D plus a
-//     bias kernel, which would round twice where the CPU twin rounds once (PRECISION.md).
+//     type (D rounds the fp32 accumulator once). A bias is then an operand like the weight,
+//     in the low precision (its working copy; cuBLASLt 13.1 refuses an fp32 bias with a bf16
+//     D), added to the fp32 product inside the GEMM (BIAS / GELU_AUX_BIAS epilogues) before
+//     D's rounding; without a usable epilogue the product goes through fp32 row chunks of
+//     scratch and finish_rows adds the same bias (and GELU) and rounds once — never a
+//     low-precision D plus a bias kernel, which would round twice where the CPU twin rounds
+//     once (PRECISION.md).
 // dweight is fp32 in every precision, so its beta = 1 accumulation stays fp32.
 //
 // Determinism: one algorithm per distinct problem, chosen by cublasLtMatmulAlgoGetHeuristic
@@ -109,7 +112,7 @@ namespace trt::cuda {
 
 struct MatmulState {
     // Everything cublasLtMatmulAlgoGetHeuristic depends on (see LtGemm / plan_key).
-    using Key = std::array<int64_t, 23>;
+    using Key = std::array<int64_t, 24>;
     struct Plan {
         cublasLtMatmulDesc_t desc = nullptr;
         cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // C uses d's layout
@@ -242,19 +245,20 @@ void bias_rows(const CudaCtx& ctx, float* out, const float* bias, int64_t rows, 
 }
 
 // Low-precision activations (ctx.act bf16/fp16), a product whose bias or GELU the epilogue did
-// not take: out = round(acc + bias) (acc null: 0; bias null: 0), and with pre: pre = round(v),
+// not take: out = round(acc + bias) (acc null: 0; bias null: 0; the bias is the matmul's
+// low-precision operand, as the epilogue reads it), and with pre: pre = round(v),
 // out = round(gelu(v)) from the fp32 v — the CPU twin's rounding points, where a low-precision
 // GEMM output followed by a bias kernel would round twice. [rows, cols] contiguous.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     finish_rows_kernel(T* __restrict__ out, T* __restrict__ pre, const float* __restrict__ acc,
-                       const float* __restrict__ bias, int64_t rows, int64_t cols) {
+                       const T* __restrict__ bias, int64_t rows, int64_t cols) {
     const int64_t n = rows * cols;
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
          i += stride) {
         const int64_t j = i % cols;
-        const float v = (acc ? acc[i] : 0.0f) + (bias ? bias[j] : 0.0f);
+        const float v = (acc ? acc[i] : 0.0f) + (bias ? to_f32(bias[j]) : 0.0f);
         if (pre) {
             pre[i] = from_f32<T>(v);
             out[i] = from_f32<T>(gelu_value(v));
@@ -264,13 +268,14 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-void finish_rows(const CudaCtx& ctx, Act out, Act pre, const float* acc, const float* bias,
+void finish_rows(const CudaCtx& ctx, Act out, Act pre, const float* acc, const void* bias,
                  int64_t rows, int64_t cols) {
     if (rows <= 0 || cols <= 0) return;
     with_storage(act_storage(ctx, {out, pre}), [&](auto tag) {
         using T = typename decltype(tag)::type;
         finish_rows_kernel<T><<<grid_for(rows * cols), kThreads, 0, ctx.stream>>>(
-            typed<T>(out), pre ? typed<T>(pre) : nullptr, acc, bias, rows, cols);
+            typed<T>(out), pre ? typed<T>(pre) : nullptr, acc, static_cast<const T*>(bias),
+            rows, cols);
         TRT_CUDA_LAUNCH_CHECK();
     });
 }
@@ -347,7 +352,8 @@ struct LtGemm {
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
     float alpha = 1.0f, beta = 0.0f;
     cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-    const float* bias = nullptr;  // BIAS, GELU_AUX_BIAS: [m], added to every column
+    const void* bias = nullptr;  // BIAS, GELU_AUX_BIAS: [m] of bias_type, added to every column
+    cudaDataType_t bias_type = CUDA_R_32F;  // fp32, or d_type's low precision (bias_operand)
     void* aux = nullptr;          // GELU_AUX*: the GELU input [m, n] (d_type), ld aux_ld
     int64_t aux_ld = 0;
     float* bgrad = nullptr;       // BGRADA: [m] (sums over k of op_a(A)); BGRADB: [n] (op_b(B))
@@ -383,7 +389,8 @@ struct RmGemm {
     int batch = 1;
     float alpha = 1.0f, beta = 0.0f;
     Epilogue epilogue = Epilogue::None;
-    const float* bias = nullptr;  // Bias, GeluAux (optional): [n]
+    const void* bias = nullptr;  // Bias, GeluAux (optional): [n] of bias_type
+    cudaDataType_t bias_type = CUDA_R_32F;
     void* aux = nullptr;          // GeluAux: [m, n] of c_type, row stride aux_ld
     int64_t aux_ld = 0;
     float* bgrad = nullptr;       // BiasGradA: [m]; BiasGradB: [n]
@@ -422,6 +429,7 @@ MatmulState::Key plan_key(const LtGemm& g) {
             static_cast<int64_t>(g.d_type),
             static_cast<int64_t>(g.compute),
             static_cast<int64_t>(g.epilogue),
+            static_cast<int64_t>(epilogue_reads_bias(g.epilogue) ? g.bias_type : CUDA_R_32F),
             align_a(g),
             align_b(g),
             align_d(g),
@@ -463,11 +471,11 @@ void configure_epilogue(cublasLtMatmulDesc_t desc, const LtGemm& g) {
     TRT_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
     if (epilogue_reads_bias(g.epilogue)) {
-        // An fp32 bias, whatever D's type: it is the master's, added before D's rounding as on
-        // the CPU twin. cuBLASLt documents the bias as D's type; where it refuses an fp32 bias
-        // for a bf16/fp16 D the plan is rejected and the exact fallback runs (matmul ops). The
-        // bias gradient and the aux matrix keep their default: D's type.
-        const int32_t bias_type = CUDA_R_32F;
+        // fp32 with an fp32 D; with a bf16/fp16 D the bias is the low-precision operand
+        // (bias_operand: cuBLASLt 13.1 refuses an fp32 bias there, INVALID_VALUE on an H100),
+        // added to the fp32 product before D's one rounding, as the CPU twin does. The bias
+        // gradient and the aux matrix keep their default: D's type.
+        const int32_t bias_type = g.bias_type;
         TRT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
             desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
     }
@@ -621,10 +629,12 @@ LtGemm lt_from_rowmajor(const CudaCtx& ctx, const RmGemm& r) {
         case Epilogue::Bias:  // bias[n] per row-major column = per column-major row of D
             g.epilogue = CUBLASLT_EPILOGUE_BIAS;
             g.bias = r.bias;
+            g.bias_type = r.bias_type;
             break;
         case Epilogue::GeluAux:  // aux [m, n] row-major = [n, m] column-major, same ld
             g.epilogue = r.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
             g.bias = r.bias;
+            g.bias_type = r.bias_type;
             g.aux = r.aux;
             g.aux_ld = r.aux_ld;
             break;
@@ -669,6 +679,22 @@ const void* weight_operand(const CudaCtx& ctx, ScratchCursor& cur, const float* 
 const void* activation_operand(const CudaCtx& ctx, ScratchCursor& cur, ConstAct x, size_t n) {
     if (x.dtype != DType::F32) return x.data;
     return ctx.lowp() ? cast_operand(ctx, cur, f32_of(x), n) : x.data;
+}
+
+// A bias as the GEMM reads it (file comment): the fp32 master for an fp32 output; for a
+// low-precision output its low-precision operand, the working copy when registered and 16-byte
+// aligned (the epilogue's rule), else a rounded copy of its M values in scratch.
+struct BiasOperand {
+    const void* data = nullptr;  // null: no bias
+    cudaDataType_t type = CUDA_R_32F;
+};
+BiasOperand bias_operand(const CudaCtx& ctx, ScratchCursor& cur, const float* bias, size_t M,
+                         DType out) {
+    if (!bias) return {};
+    if (out == DType::F32) return {bias, CUDA_R_32F};
+    const void* b = ctx.lowp_of(bias);
+    if (!b || !aligned16(b)) b = cast_operand(ctx, cur, bias, M);
+    return {b, act_type(out)};
 }
 
 // Elements from the first to one past the last element an operand touches, stored [rows,
@@ -737,9 +763,10 @@ size_t lowp_chunk_cast_bound(size_t N, size_t K, size_t M) {
 
 // Low-precision activations, a bias or GELU the epilogue did not take (file comment): r's
 // product (operands set, r.m = N rows of x with row stride r.lda, r.n = M) in row chunks of
-// fp32 scratch, each finished by finish_rows into out (and pre, with GELU).
+// fp32 scratch, each finished by finish_rows into out (and pre, with GELU); bias: [M] of out's
+// type (bias_operand).
 void forward_via_fp32(const CudaCtx& ctx, ScratchCursor& cur, RmGemm r, Act out, Act pre,
-                      const float* bias) {
+                      const void* bias) {
     const int N = static_cast<int>(r.m), M = static_cast<int>(r.n);
     const size_t row_bytes = static_cast<size_t>(M) * sizeof(float);
     // At most what is left of the scratch (matmul_scratch_bytes sizes it for the model's
@@ -769,23 +796,26 @@ void forward_via_fp32(const CudaCtx& ctx, ScratchCursor& cur, RmGemm r, Act out,
     }
 }
 
-// r (beta = 0, D = out), then + bias[r.n] on every row (bias may be null): the bias epilogue
-// when enabled and usable; else a plain GEMM and bias_rows for an fp32 out, and for a
+// r (beta = 0, D = out), then + bias[r.n] on every row (bias.data may be null): the bias
+// epilogue when enabled and usable; else a plain GEMM and bias_rows for an fp32 out, and for a
 // low-precision out forward_via_fp32 (a low-precision D plus bias_rows would round twice).
 void run_with_bias(const CudaCtx& ctx, ScratchCursor& cur, RmGemm r, Act out,
-                   const float* bias) {
-    if (bias && ctx.matmul_epilogues && aligned16(bias)) {
+                   BiasOperand bias) {
+    if (bias.data && ctx.matmul_epilogues && aligned16(bias.data)) {
         RmGemm e = r;
         e.epilogue = Epilogue::Bias;
-        e.bias = bias;
+        e.bias = bias.data;
+        e.bias_type = bias.type;
         if (run_rowmajor(ctx, e)) return;
     }
-    if (bias && out.dtype != DType::F32) {
-        forward_via_fp32(ctx, cur, r, out, Act{}, bias);
+    if (bias.data && out.dtype != DType::F32) {
+        forward_via_fp32(ctx, cur, r, out, Act{}, bias.data);
         return;
     }
     run_rowmajor(ctx, r);
-    if (bias) bias_rows(ctx, static_cast<float*>(r.c), bias, r.m, r.n, r.ldc, /*accumulate=*/true);
+    if (bias.data)
+        bias_rows(ctx, static_cast<float*>(r.c), static_cast<const float*>(bias.data), r.m, r.n,
+                  r.ldc, /*accumulate=*/true);
 }
 
 }  // namespace
@@ -851,8 +881,8 @@ size_t matmul_scratch_bytes(const ModelDims& d, Precision p, DType act) {
         // weight), and the inp cast (fp32 activations) or one chunk of the fp32 product (low-
         // precision activations whose bias/GELU fell back).
         size_t fwd = weight_cast;
-        if (lowp_acts && biased)
-            fwd += chunk_bytes_bound(N, M * sizeof(float));
+        if (lowp_acts && biased)  // + the bias operand when not in the working copy
+            fwd += align_scratch(M * kLowpBytes) + chunk_bytes_bound(N, M * sizeof(float));
         else if (lowp)
             fwd += align_scratch(N * K * kLowpBytes);
         // Backward: the weight cast, one chunk of dout and inp casts (fp32 activations), the
@@ -872,20 +902,21 @@ void matmul_forward(const CudaCtx& ctx, Act out, ConstAct inp, const float* weig
                     const float* bias, int N, int K, int M, WeightLayout layout) {
     const bool lowp_acts = act_storage(ctx, {out, inp}) != DType::F32;
     if (N <= 0 || M <= 0) return;
+    ScratchCursor cur(ctx, "matmul_forward");
+    const BiasOperand b = bias_operand(ctx, cur, bias, static_cast<size_t>(M), out.dtype);
     if (K <= 0) {  // empty product: out = bias (or 0)
         if (lowp_acts)
-            finish_rows(ctx, out, Act{}, nullptr, bias, N, M);
+            finish_rows(ctx, out, Act{}, nullptr, b.data, N, M);
         else
             bias_rows(ctx, static_cast<float*>(out.data), bias, N, M, M, /*accumulate=*/false);
         return;
     }
-    ScratchCursor cur(ctx, "matmul_forward");
     const void* x = activation_operand(ctx, cur, inp, static_cast<size_t>(N) * K);
     const void* w = weight_operand(ctx, cur, weight, static_cast<size_t>(K) * M);
     run_with_bias(ctx, cur,
                   forward_product(out.data, act_type(out.dtype), x, w, N, K, M,
                                   layout == WeightLayout::InOut),
-                  out, bias);
+                  out, b);
 }
 
 // dinp[N,K] = dout[N,M] · Wᵀ (overwritten; skipped if null); dweight += inpᵀ · dout in W's
@@ -995,26 +1026,28 @@ void matmul_gelu_forward(const CudaCtx& ctx, Act pre, Act out, ConstAct inp,
                          const float* weight, const float* bias, int N, int K, int M) {
     const bool lowp_acts = act_storage(ctx, {pre, out, inp}) != DType::F32;
     if (N <= 0 || M <= 0) return;
+    ScratchCursor cur(ctx, "matmul_gelu_forward");
+    const BiasOperand b = bias_operand(ctx, cur, bias, static_cast<size_t>(M), pre.dtype);
     if (K <= 0) {  // empty product: pre = bias (or 0)
         if (lowp_acts) {
-            finish_rows(ctx, out, pre, nullptr, bias, N, M);
+            finish_rows(ctx, out, pre, nullptr, b.data, N, M);
         } else {
             bias_rows(ctx, static_cast<float*>(pre.data), bias, N, M, M, /*accumulate=*/false);
             gelu_forward(ctx, out, pre, static_cast<size_t>(N) * M);
         }
         return;
     }
-    ScratchCursor cur(ctx, "matmul_gelu_forward");
     const void* x = activation_operand(ctx, cur, inp, static_cast<size_t>(N) * K);
     const void* w = weight_operand(ctx, cur, weight, static_cast<size_t>(K) * M);
     // The GELU epilogue's rules (file comment): aux ld a multiple of 8, 16-byte aligned
     // aux and bias. The aux (pre) has D's type.
     if (ctx.matmul_epilogues && M % 8 == 0 && aligned16(pre.data) &&
-        (!bias || aligned16(bias))) {
+        (!b.data || aligned16(b.data))) {
         RmGemm e = forward_product(out.data, act_type(out.dtype), x, w, N, K, M,
                                    /*inout=*/true);
         e.epilogue = Epilogue::GeluAux;
-        e.bias = bias;
+        e.bias = b.data;
+        e.bias_type = b.type;
         e.aux = pre.data;
         e.aux_ld = M;
         if (run_rowmajor(ctx, e)) return;
@@ -1022,10 +1055,10 @@ void matmul_gelu_forward(const CudaCtx& ctx, Act pre, Act out, ConstAct inp,
     const RmGemm r =
         forward_product(pre.data, act_type(pre.dtype), x, w, N, K, M, /*inout=*/true);
     if (lowp_acts) {
-        forward_via_fp32(ctx, cur, r, out, pre, bias);
+        forward_via_fp32(ctx, cur, r, out, pre, b.data);
         return;
     }
-    run_with_bias(ctx, cur, r, pre, bias);
+    run_with_bias(ctx, cur, r, pre, b);
     gelu_forward(ctx, out, pre, static_cast<size_t>(N) * M);
 }
 

@@ -1,8 +1,9 @@
 // The CPU backend's low-precision modes (cpu_lowp.h) beyond one op call: a bf16/fp16 matmul
-// must equal the fp32 matmul on the rounded operands, bit for bit — the weights rounded by the
-// backend's working copy (never read unrounded from the master), the fp32 bias added before
-// the output's rounding — and the working copy must follow every write of the master
-// (copy_to_device, zero, adamw_step).
+// must equal the fp32 matmul on the rounded operands, bit for bit — the weights and the bias
+// rounded by the backend's working copy (never read unrounded from the master; a caller's own
+// bias buffer rounded too), the bias added to the fp32 product before the output's rounding —
+// and the working copy must follow every write of the master (copy_to_device, zero,
+// adamw_step).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -35,14 +36,16 @@ class CpuLowp : public ::testing::TestWithParam<Lowp> {};
 
 constexpr int N = 37, K = 50, M = 29;
 
-// out = round(inp · round(W) + bias) on the fp32 backend: what the low-precision one must give.
+// out = round(inp · round(W) + round(bias)) on the fp32 backend: what the low-precision one
+// must give.
 std::vector<uint16_t> expected(const Lowp& lp, const std::vector<float>& inp,
                                const std::vector<float>& W, const std::vector<float>& bias) {
     auto be = trt::make_cpu_backend(2);
-    std::vector<float> Wr(W);
+    std::vector<float> Wr(W), br(bias);
     for (float& x : Wr) x = lp.round(x);
+    for (float& x : br) x = lp.round(x);
     std::vector<float> out((size_t)N * M);
-    be->matmul_forward(out.data(), inp.data(), Wr.data(), bias.data(), N, K, M,
+    be->matmul_forward(out.data(), inp.data(), Wr.data(), br.data(), N, K, M,
                        trt::WeightLayout::InOut);
     std::vector<uint16_t> r(out.size());
     for (size_t i = 0; i < out.size(); i++) r[i] = lp.narrow(out[i]);
@@ -77,6 +80,16 @@ TEST_P(CpuLowp, MatmulReadsTheRoundedWorkingCopyAndItFollowsTheMaster) {
         return got;
     };
     EXPECT_EQ(run(), expected(lp, inp, W, bias)) << "the weights were not read rounded";
+    {  // A bias outside the registered parameters (a caller's buffer) is rounded the same way.
+        auto* own_bias = static_cast<float*>(be->alloc(bias.size() * sizeof(float)));
+        be->copy_to_device(own_bias, bias.data(), bias.size() * sizeof(float));
+        be->matmul_forward(trt::Act(out_d, lp.dtype), trt::ConstAct(inp_d, lp.dtype), params,
+                           own_bias, N, K, M, trt::WeightLayout::InOut);
+        std::vector<uint16_t> got((size_t)N * M);
+        be->copy_to_host(got.data(), out_d, got.size() * 2);
+        EXPECT_EQ(got, expected(lp, inp, W, bias)) << "an unregistered bias was not rounded";
+        be->free(own_bias);
+    }
 
     // A host write of part of the master: the working copy follows.
     for (size_t i = 0; i < 100; i++) W[i] = -W[i] * 1.37f;
