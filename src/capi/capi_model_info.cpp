@@ -3,6 +3,7 @@
 #include "capi/handles.h"
 #include "capi/versioned.h"
 #include "backend/backend_factory.h"
+#include "backend/cudnn_attention_sizes.h"
 #include "model/param_table.h"
 #include "runtime/model_info.h"
 
@@ -38,8 +39,22 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
         if (on_cpu && lowp) sizing = asked;
         if (cuda_lowp && r.accel.lowp_activations) sizing = lowp ? asked : Precision::Bf16;
         const auto backend = make_cpu_backend(static_cast<int>(r.runtime.threads), sizing);
-        ModelInfo m = model_info(shape, static_cast<int>(r.train.batch_size),
-                                 static_cast<int>(r.train.seq_len), *backend);
+        const int B = static_cast<int>(r.train.batch_size), T = static_cast<int>(r.train.seq_len);
+        // cuDNN attention (accel.attention auto or cudnn, under bf16/fp16, multi-head) keeps
+        // O and the softmax statistics instead of the T×T matrices the matmul path keeps:
+        // sized as the CUDA backend sizes it (backend/cudnn_attention_sizes.h). Where cuDNN
+        // then refuses the shape, the run falls back and needs more than this.
+        const bool mha = shape.NKV == 0 || shape.NKV == shape.NH;
+        AttentionSizing cudnn;
+        const AttentionSizing* attention = nullptr;
+        if (cuda_lowp && mha && r.accel.attention != AttentionKind::Matmul) {
+            cudnn.saved_floats = cudnn_sizes::saved_floats(B, T, shape.C, shape.NH);
+            cudnn.scratch_floats = cudnn_sizes::scratch_floats(B, T, shape.C, shape.NH);
+            cudnn.op_scratch_bytes =
+                cudnn_sizes::op_scratch_bytes_without_workspace(B, T, shape.C, shape.NH);
+            attention = &cudnn;
+        }
+        ModelInfo m = model_info(shape, B, T, *backend, attention);
         if (cuda_lowp) {
             const size_t n = ParamTable(shape).total();
             const int64_t working = 2 * static_cast<int64_t>(n) -

@@ -8,7 +8,8 @@
 
 namespace trt {
 
-ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend) {
+ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend,
+                     const AttentionSizing* attention) {
     const ParamTable table(spec);
     const int64_t N = static_cast<int64_t>(B) * T;
     ModelInfo m;
@@ -22,12 +23,17 @@ ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend
     m.bytes_optimizer = 3 * stored * 4;
     // The Decoder's own plan (model/activations.h), counted without allocating, plus the
     // token ids and the RoPE tables.
-    const size_t acts = lay_out_activations(
-        spec, B, T, backend.attention_saved_floats(B, T, spec.C, spec.NH, spec.NKV),
-        backend.attention_scratch_floats(B, T, spec.C, spec.NH, spec.NKV),
-        backend.activation_dtype(), nullptr, nullptr);
+    const size_t saved = attention ? attention->saved_floats
+                                   : backend.attention_saved_floats(B, T, spec.C, spec.NH,
+                                                                    spec.NKV);
+    const size_t scratch = attention ? attention->scratch_floats
+                                     : backend.attention_scratch_floats(B, T, spec.C, spec.NH,
+                                                                        spec.NKV);
+    const size_t acts = lay_out_activations(spec, B, T, saved, scratch,
+                                            backend.activation_dtype(), nullptr, nullptr);
     const int64_t rope = spec.learned_positions() ? 0 : int64_t{spec.maxT} * spec.hs();
-    m.bytes_activations = static_cast<int64_t>(acts) + rope * 4 + 2 * N * 4;
+    m.bytes_activations = static_cast<int64_t>(acts) + rope * 4 + 2 * N * 4 +
+                          static_cast<int64_t>(attention ? attention->op_scratch_bytes : 0);
     m.bytes_total = m.bytes_parameters + m.bytes_optimizer + m.bytes_activations;
     return m;
 }

@@ -19,7 +19,17 @@ struct ModelInfo {
     int64_t bytes_total = 0;
 };
 
-ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend);
+// Attention buffers other than the sizing backend's own: a CUDA run on cuDNN attention, sized
+// on the host from backend/cudnn_attention_sizes.h (saved and scratch floats as the backend's
+// attention_*_floats would give; op_scratch_bytes: the staging the plans take beyond that).
+struct AttentionSizing {
+    size_t saved_floats = 0;
+    size_t scratch_floats = 0;
+    size_t op_scratch_bytes = 0;
+};
+
+ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend,
+                     const AttentionSizing* attention = nullptr);
 
 // A readable account of the model for `trainrt info`: the family and shape, then the
 // parameters by part (embeddings, attention, MLP, norms, untied head) with their share.

@@ -19,6 +19,7 @@
 // [B,Tp,·] buffers whose rows T..Tp-1 are zero and brings back only rows < T: causality keeps
 // rows < T exact, and zero dO rows add nothing to dK/dV (docs/CUDNN_ATTENTION.md).
 #include "backend/cuda/cudnn_attention.h"
+#include "backend/cudnn_attention_sizes.h"
 
 #include <cuda_runtime.h>
 #include <cudnn_graph.h>
@@ -46,23 +47,10 @@ using cudnn::OpGraph;
 
 // Offsets inside saved, scratch and ctx.scratch. The variant pack needs 16-byte aligned
 // pointers; 256 keeps the casts' and the engines' accesses on whole cache lines.
-constexpr size_t kAlign = 256;
-constexpr size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-constexpr size_t kLowpBytes = 2;  // bf16 and fp16
-
-// Byte sizes of the buffers one call touches.
-struct Sizes {
-    size_t qkv_lowp;  // [B,T,3C] bf16/fp16
-    size_t out_lowp;  // [B,T,C] bf16/fp16 (O in saved, dO in ctx.scratch)
-    size_t rows;      // [B,NH,T] fp32 (Stats, rowsum)
-};
-
-Sizes sizes_of(int B, int T, int C, int NH) {
-    const size_t bt = static_cast<size_t>(B) * static_cast<size_t>(T);
-    return Sizes{bt * 3 * static_cast<size_t>(C) * kLowpBytes,
-                 bt * static_cast<size_t>(C) * kLowpBytes,
-                 bt * static_cast<size_t>(NH) * sizeof(float)};
-}
+using cudnn_sizes::align_up;
+using cudnn_sizes::kLowpBytes;
+using cudnn_sizes::Sizes;
+using cudnn_sizes::sizes_of;
 
 std::string shape_text(int B, int T, int C, int NH) {
     return cat("B=", B, " T=", T, " C=", C, " NH=", NH,
@@ -443,12 +431,11 @@ bool CudnnAttention::prepare_call(const CudaCtx& ctx, int B, int T, int C, int N
 }
 
 size_t CudnnAttention::saved_floats(int B, int T, int C, int NH) {
-    const Sizes z = sizes_of(B, T, C, NH);
-    return (align_up(z.out_lowp) + align_up(z.rows)) / sizeof(float);
+    return cudnn_sizes::saved_floats(B, T, C, NH);
 }
 
 size_t CudnnAttention::scratch_floats(int B, int T, int C, int NH) {
-    return align_up(sizes_of(B, T, C, NH).rows) / sizeof(float);
+    return cudnn_sizes::scratch_floats(B, T, C, NH);
 }
 
 // The shape whose buffers bound a call's: plan_for picks the bucket only when its sizes fit
