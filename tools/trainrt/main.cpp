@@ -49,6 +49,8 @@ const char* kUsage =
     "  bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]\n"
     "        throughput: W untimed warm-up steps, then N timed ones; tokens/s, step time\n"
     "        p50/p95, MFU and every timed step's loss (a table, or one JSON object)\n"
+    "  tokenizer train --vocab-size N --text FILE... --out PATH [--min-frequency F] [--force]\n"
+    "        train a byte-level BPE tokenizer on text; writes a Hugging Face tokenizer.json\n"
     "\n"
     "CHECKPOINT is a checkpoint directory or a folder with a `latest` file (train.out_dir).\n"
     "--set takes a TOML value: --set optim.lr=1e-3 --set 'data.train=\"shards/*.bin\"'\n"
@@ -142,6 +144,7 @@ const CommandHelp kCommandHelp[] = {
 const char* command_help(const std::string& name) {
     for (const CommandHelp& h : kCommandHelp)
         if (name == h.name) return h.text;
+    if (name == "tokenizer") return kTokenizerHelp;
     return nullptr;
 }
 
@@ -706,5 +709,6 @@ int main(int argc, char** argv) {
     if (cmd == "config") return cmd_config(argc - 2, argv + 2);
     if (cmd == "info") return cmd_info(argc - 2, argv + 2);
     if (cmd == "bench") return cmd_bench(argc - 2, argv + 2);
+    if (cmd == "tokenizer") return cmd_tokenizer(argc - 2, argv + 2);
     return fail_usage("unknown command '" + cmd + "'");
 }

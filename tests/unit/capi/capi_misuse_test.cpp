@@ -85,7 +85,8 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_tokenizer_encode),      TRT_ENTRY(trainrt_tokenizer_decode),
     TRT_ENTRY(trainrt_tokenizer_vocab_size),  TRT_ENTRY(trainrt_tokenizer_token_id),
     TRT_ENTRY(trainrt_prepare_options_init),  TRT_ENTRY(trainrt_prepare_result_init),
-    TRT_ENTRY(trainrt_prepare_text),
+    TRT_ENTRY(trainrt_prepare_text),          TRT_ENTRY(trainrt_tokenizer_train_options_init),
+    TRT_ENTRY(trainrt_tokenizer_train_result_init), TRT_ENTRY(trainrt_tokenizer_train),
 };
 #undef TRT_ENTRY
 
@@ -441,6 +442,41 @@ TEST(CapiMisuseTokenizer, NullArgumentsAndNullHandles) {
     EXPECT_NULL_ARG(trainrt_tokenizer_vocab_size(&id, nullptr), "tokenizer");
     EXPECT_NULL_ARG(trainrt_tokenizer_token_id(nullptr, nullptr, "a"), "out");
     EXPECT_NULL_ARG(trainrt_tokenizer_token_id(&id, nullptr, "a"), "tokenizer");
+}
+
+TEST(CapiMisuseTokenizer, TrainNullArgumentsAndStructSizes) {
+    const std::string dir = scratch_dir();
+    const std::string text = dir + "/t.txt", out = dir + "/trained.json";
+    std::ofstream(text) << "hello hello hello\n";
+    const char* inputs[] = {text.c_str()};
+    const char* null_input[] = {nullptr};
+    trainrt_tokenizer_train_options o = TRAINRT_TOKENIZER_TRAIN_OPTIONS_INIT;
+    o.vocab_size = 300;
+    EXPECT_NULL_ARG(trainrt_tokenizer_train(nullptr, inputs, 1, out.c_str(), nullptr), "options");
+    EXPECT_NULL_ARG(trainrt_tokenizer_train(nullptr, inputs, 1, nullptr, &o), "out_path");
+    EXPECT_NULL_ARG(trainrt_tokenizer_train(nullptr, nullptr, 1, out.c_str(), &o), "inputs");
+    EXPECT_MISUSE(trainrt_tokenizer_train(nullptr, null_input, 1, out.c_str(), &o),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "inputs[0]");
+    EXPECT_MISUSE(trainrt_tokenizer_train(nullptr, inputs, 0, out.c_str(), &o),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "n_inputs");
+    trainrt_tokenizer_train_options tiny = o;
+    tiny.struct_size = 4;
+    EXPECT_MISUSE(trainrt_tokenizer_train(nullptr, inputs, 1, out.c_str(), &tiny),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "struct_size");
+    trainrt_tokenizer_train_options no_vocab = o;
+    no_vocab.vocab_size = 0;
+    EXPECT_MISUSE(trainrt_tokenizer_train(nullptr, inputs, 1, out.c_str(), &no_vocab),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "vocab_size");
+    trainrt_tokenizer_train_options bad_specials = o;
+    bad_specials.n_special_tokens = 2;  // special_tokens NULL
+    EXPECT_MISUSE(trainrt_tokenizer_train(nullptr, inputs, 1, out.c_str(), &bad_specials),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "special_tokens");
+    trainrt_tokenizer_train_result r = TRAINRT_TOKENIZER_TRAIN_RESULT_INIT;
+    r.struct_size = 3;
+    EXPECT_MISUSE(trainrt_tokenizer_train(&r, inputs, 1, out.c_str(), &o),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "struct_size");
+    trainrt_tokenizer_train_options_init(nullptr);  // accepted, does nothing
+    trainrt_tokenizer_train_result_init(nullptr);
 }
 
 TEST(CapiMisuseTokenizer, PrepareTextNullArgumentsAndStructSizes) {

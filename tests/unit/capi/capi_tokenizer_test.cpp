@@ -6,7 +6,9 @@
 // tokenizer oracle test (tests/tokenizer).
 #include <trainrt/trainrt.h>
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -261,6 +263,84 @@ TEST_F(CapiPrepareText, ProgressReportsAndCanStopTheRun) {
     EXPECT_NE(last_error().find("stopped"), std::string::npos) << last_error();
     EXPECT_FALSE(std::filesystem::exists(out2 + "/train.bin"));
     EXPECT_FALSE(std::filesystem::exists(out2 + "/train.bin.tmp"));
+}
+
+// trainrt_tokenizer_train: a tokenizer trained on a text file loads back, round-trips, keeps
+// its special token, and feeds trainrt_prepare_text; an existing file is kept unless
+// overwrite; the result reports what was read and made.
+TEST(CapiTokenizerTrain, TrainsATokenizerThatLoadsAndPrepares) {
+    const std::string dir = scratch_dir();
+    const std::string text = std::string(TRAINRT_SOURCE_DIR) + "/examples/data/tinyshakespeare.txt";
+    const std::string out = dir + "/tokenizer.json";
+    const char* inputs[] = {text.c_str()};
+    trainrt_tokenizer_train_options o;
+    trainrt_tokenizer_train_options_init(&o);
+    EXPECT_EQ(o.min_frequency, 2);
+    o.vocab_size = 700;
+    trainrt_tokenizer_train_result r;
+    trainrt_tokenizer_train_result_init(&r);
+    ASSERT_EQ(trainrt_tokenizer_train(&r, inputs, 1, out.c_str(), &o), TRAINRT_OK) << last_error();
+    EXPECT_EQ(r.vocab_size, 700);
+    EXPECT_EQ(r.merges, 700 - 256 - 1);
+    EXPECT_GT(r.bytes, 1000000);
+    EXPECT_GT(r.pieces, r.distinct_pieces);
+    EXPECT_FALSE(std::filesystem::exists(out + ".new")) << "no temporary left";
+
+    trainrt_tokenizer* t = nullptr;
+    ASSERT_EQ(trainrt_tokenizer_load(&t, out.c_str()), TRAINRT_OK) << last_error();
+    int32_t v = 0, eot = -1;
+    ASSERT_EQ(trainrt_tokenizer_vocab_size(&v, t), TRAINRT_OK);
+    EXPECT_EQ(v, 700);
+    ASSERT_EQ(trainrt_tokenizer_token_id(&eot, t, "<|endoftext|>"), TRAINRT_OK);
+    EXPECT_EQ(eot, 0);
+    const std::string sample =
+        "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n";
+    size_t n = 0;
+    ASSERT_EQ(trainrt_tokenizer_encode(nullptr, 0, &n, t, sample.data(), sample.size()),
+              TRAINRT_OK);
+    EXPECT_LT(n, sample.size() / 2) << "a trained tokenizer compresses text like its corpus";
+    trainrt_tokenizer_destroy(t);
+
+    // It tokenizes shards (end-of-text found as a special token).
+    trainrt_prepare_options p = TRAINRT_PREPARE_OPTIONS_INIT;
+    p.tokenizer = out.c_str();
+    p.val_fraction = 0.1;
+    trainrt_prepare_result pr = TRAINRT_PREPARE_RESULT_INIT;
+    ASSERT_EQ(trainrt_prepare_text(&pr, inputs, 1, (dir + "/shards").c_str(), &p), TRAINRT_OK)
+        << last_error();
+    EXPECT_EQ(pr.vocab_size, 700);
+    EXPECT_EQ(pr.eos_id, 0);
+
+    // An existing file is kept, and its bytes untouched, unless overwrite.
+    std::ofstream(out) << "mine";
+    EXPECT_EQ(trainrt_tokenizer_train(nullptr, inputs, 1, out.c_str(), &o), TRAINRT_ERR_IO);
+    EXPECT_NE(last_error().find("exists"), std::string::npos) << last_error();
+    std::ifstream kept(out);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>()),
+              "mine");
+    o.overwrite = 1;
+    const char* none[1] = {nullptr};
+    o.special_tokens = none;  // non-NULL, n = 0: no special tokens
+    o.n_special_tokens = 0;
+    ASSERT_EQ(trainrt_tokenizer_train(&r, inputs, 1, out.c_str(), &o), TRAINRT_OK) << last_error();
+    ASSERT_EQ(trainrt_tokenizer_load(&t, out.c_str()), TRAINRT_OK) << last_error();
+    ASSERT_EQ(trainrt_tokenizer_token_id(&eot, t, "<|endoftext|>"), TRAINRT_OK);
+    EXPECT_EQ(eot, -1);
+    trainrt_tokenizer_destroy(t);
+    EXPECT_EQ(r.merges, 700 - 256);
+
+    // What cannot work is refused before anything is written.
+    o.vocab_size = 100;
+    EXPECT_EQ(trainrt_tokenizer_train(nullptr, inputs, 1, (dir + "/small.json").c_str(), &o),
+              TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last_error().find("vocab_size"), std::string::npos) << last_error();
+    o.vocab_size = 300;
+    const std::string missing = dir + "/missing.txt";
+    const char* missing_inputs[] = {missing.c_str()};
+    EXPECT_EQ(trainrt_tokenizer_train(nullptr, missing_inputs, 1, (dir + "/m.json").c_str(), &o),
+              TRAINRT_ERR_IO);
+    EXPECT_NE(last_error().find("missing.txt"), std::string::npos) << last_error();
+    EXPECT_FALSE(std::filesystem::exists(dir + "/m.json"));
 }
 
 TEST_F(CapiPrepareText, BadArgumentsAreRefused) {
