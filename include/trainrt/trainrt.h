@@ -492,7 +492,7 @@ typedef struct trainrt_tokenizer_train_result {
     int64_t bytes;            /* input bytes read */
     int64_t pieces;           /* pre-tokenized pieces counted */
     int64_t distinct_pieces;
-    int32_t vocab_size;       /* of the written tokenizer: below options.vocab_size when merges ran out */
+    int32_t vocab_size;       /* written: below options.vocab_size when no pair was left */
     int32_t merges;
 } trainrt_tokenizer_train_result;
 #define TRAINRT_TOKENIZER_TRAIN_RESULT_VERSION 1

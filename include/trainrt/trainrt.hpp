@@ -314,6 +314,33 @@ inline trainrt_prepare_result prepare_text(const std::vector<std::string>& input
     return r;
 }
 
+struct TrainTokenizerOptions {
+    int32_t vocab_size = 0;     // required: >= 256 + the special tokens
+    int64_t min_frequency = 2;
+    std::vector<std::string> special_tokens{"<|endoftext|>"};  // ids 0..; may be empty
+    bool overwrite = false;     // replace an existing out_path
+};
+// Trains a byte-level BPE tokenizer on text files and writes out_path as a Hugging Face
+// tokenizer.json (trainrt_tokenizer_train).
+inline trainrt_tokenizer_train_result train_tokenizer(const std::vector<std::string>& inputs,
+                                                      const std::string& out_path,
+                                                      const TrainTokenizerOptions& options) {
+    std::vector<const char*> paths, specials;
+    for (const std::string& p : inputs) paths.push_back(p.c_str());
+    for (const std::string& s : options.special_tokens) specials.push_back(s.c_str());
+    static const char* const kNone[1] = {nullptr};
+    trainrt_tokenizer_train_options o = TRAINRT_TOKENIZER_TRAIN_OPTIONS_INIT;
+    o.vocab_size = options.vocab_size;
+    o.min_frequency = options.min_frequency;
+    o.overwrite = options.overwrite ? 1 : 0;
+    o.special_tokens = specials.empty() ? kNone : specials.data();  // non-NULL: exactly these
+    o.n_special_tokens = specials.size();
+    trainrt_tokenizer_train_result r = TRAINRT_TOKENIZER_TRAIN_RESULT_INIT;
+    detail::check(
+        trainrt_tokenizer_train(&r, paths.data(), paths.size(), out_path.c_str(), &o));
+    return r;
+}
+
 // ---------------------------------------------------------------- Config
 
 class Session;

@@ -49,13 +49,15 @@ int cmd_tokenizer(int argc, char** argv) {
             return *end == '\0' && v >= lo && v <= hi;
         };
         if (a == "--text") {
-            while (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0) texts.push_back(argv[++i]);
+            while (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0)
+                texts.push_back(argv[++i]);
         } else if (a == "--out") {
             out = argv[++i];
         } else if (a == "--special") {
             specials.push_back(argv[++i]);
         } else if (a == "--vocab-size") {
-            if (!number(vocab, 1, 0x7FFFFFFF)) return usage(std::string("bad --vocab-size '") + argv[i] + "'");
+            if (!number(vocab, 1, 0x7FFFFFFF))
+                return usage(std::string("bad --vocab-size '") + argv[i] + "'");
         } else if (a == "--min-frequency") {
             if (!number(min_frequency, 1, (1LL << 62)))
                 return usage(std::string("bad --min-frequency '") + argv[i] + "'");
@@ -65,7 +67,8 @@ int cmd_tokenizer(int argc, char** argv) {
     }
     if (texts.empty() || out.empty() || vocab == 0)
         return usage("tokenizer train needs --vocab-size N, --text FILE... and --out PATH");
-    if (no_special && !specials.empty()) return usage("--no-special and --special exclude each other");
+    if (no_special && !specials.empty())
+        return usage("--no-special and --special exclude each other");
 
     std::vector<const char*> inputs, special_ptrs;
     for (const std::string& t : texts) inputs.push_back(t.c_str());

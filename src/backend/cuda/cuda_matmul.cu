@@ -542,8 +542,9 @@ MatmulState::Plan build_plan(const CudaCtx& ctx, const LtGemm& g) {
     // An epilogue cuBLASLt does not take at these types (an fp32 bias with a bf16 D, seen on
     // an H100 with cuBLASLt 13.1) is refused as INVALID_VALUE rather than NOT_SUPPORTED: for
     // an epilogue plan both mean "fall back"; for a plain GEMM both are errors.
+    const bool with_epilogue = g.epilogue != CUBLASLT_EPILOGUE_DEFAULT;
     const bool refused = st == CUBLAS_STATUS_NOT_SUPPORTED ||
-                         (st == CUBLAS_STATUS_INVALID_VALUE && g.epilogue != CUBLASLT_EPILOGUE_DEFAULT);
+                         (st == CUBLAS_STATUS_INVALID_VALUE && with_epilogue);
     if (st != CUBLAS_STATUS_SUCCESS && !refused)
         cublas_fail(st, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
     if (st != CUBLAS_STATUS_SUCCESS || count < 1 || res.state != CUBLAS_STATUS_SUCCESS) {

@@ -592,6 +592,22 @@ TEST(CppTokenizer, EncodeDecodeLookupsErrorsAndPrepare) {
     EXPECT_EQ(r.documents, 2);
     EXPECT_EQ(r.eos_id, 300);
     EXPECT_TRUE(fs::exists(dir + "/shards/train.bin"));
+
+    // A tokenizer trained on those files, then loaded; a second run without overwrite throws.
+    trainrt::TrainTokenizerOptions t;
+    t.vocab_size = 262;  // 2 special + 256 bytes + 4 merges ("hello" is built 3 times)
+    t.min_frequency = 1;
+    t.special_tokens = {"<|eot|>", "<|pad|>"};
+    const std::string trained = dir + "/trained.json";
+    const trainrt_tokenizer_train_result tr =
+        trainrt::train_tokenizer({dir + "/a.txt", dir + "/b.txt"}, trained, t);
+    EXPECT_EQ(tr.vocab_size, 262);
+    EXPECT_EQ(tr.merges, 4);
+    const trainrt::Tokenizer tok = trainrt::Tokenizer::load(trained);
+    EXPECT_EQ(tok.vocab_size(), 262);
+    EXPECT_EQ(tok.encode("hello").size(), 1u);
+    EXPECT_EQ(tok.token_id("<|pad|>"), 1);
+    EXPECT_THROW(trainrt::train_tokenizer({dir + "/a.txt"}, trained, t), trainrt::Error);
 }
 
 }  // namespace
