@@ -594,20 +594,20 @@ TEST(CppTokenizer, EncodeDecodeLookupsErrorsAndPrepare) {
     EXPECT_TRUE(fs::exists(dir + "/shards/train.bin"));
 
     // A tokenizer trained on those files, then loaded; a second run without overwrite throws.
-    trainrt::TrainTokenizerOptions t;
-    t.vocab_size = 262;  // 2 special + 256 bytes + 4 merges ("hello" is built 3 times)
-    t.min_frequency = 1;
-    t.special_tokens = {"<|eot|>", "<|pad|>"};
+    trainrt::TrainTokenizerOptions to;
+    to.vocab_size = 262;  // 2 special + 256 bytes + 4 merges ("hello" is built 3 times)
+    to.min_frequency = 1;
+    to.special_tokens = {"<|eot|>", "<|pad|>"};
     const std::string trained = dir + "/trained.json";
     const trainrt_tokenizer_train_result tr =
-        trainrt::train_tokenizer({dir + "/a.txt", dir + "/b.txt"}, trained, t);
+        trainrt::train_tokenizer({dir + "/a.txt", dir + "/b.txt"}, trained, to);
     EXPECT_EQ(tr.vocab_size, 262);
     EXPECT_EQ(tr.merges, 4);
-    const trainrt::Tokenizer tok = trainrt::Tokenizer::load(trained);
-    EXPECT_EQ(tok.vocab_size(), 262);
-    EXPECT_EQ(tok.encode("hello").size(), 1u);
-    EXPECT_EQ(tok.token_id("<|pad|>"), 1);
-    EXPECT_THROW(trainrt::train_tokenizer({dir + "/a.txt"}, trained, t), trainrt::Error);
+    const trainrt::Tokenizer trained_tok = trainrt::Tokenizer::load(trained);
+    EXPECT_EQ(trained_tok.vocab_size(), 262);
+    EXPECT_EQ(trained_tok.encode("hello").size(), 1u);
+    EXPECT_EQ(trained_tok.token_id("<|pad|>"), 1);
+    EXPECT_THROW(trainrt::train_tokenizer({dir + "/a.txt"}, trained, to), trainrt::Error);
 }
 
 }  // namespace
