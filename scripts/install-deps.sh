@@ -7,6 +7,8 @@ packages=(
   build-essential cmake pkg-config
   libtomlplusplus-dev          # config parsing (header-only use, one translation unit)
   libopenblas-openmp-dev       # CPU matmuls; the OpenMP build shares our OpenMP runtime
+  libsentencepiece-dev         # SentencePiece tokenizer.model files (src/tokenizer)
+  sentencepiece                # spm_train/spm_encode: the SentencePiece oracle test
   libgtest-dev                 # unit tests
   python3-torch python3-numpy  # tests/reference: the independent PyTorch GPT-2
   golang-go                    # bindings/go (cgo); Rust comes from the preinstalled ~/.cargo

@@ -310,8 +310,8 @@ TRAINRT_API trainrt_status trainrt_config_from_checkpoint(trainrt_config** out,
 /* Hugging Face export: out_dir/model.safetensors (the model's HF names - GPT2LMHeadModel or
  * LlamaForCausalLM -, unpadded, F32 or BF16; above 5 GB transformers' shards and
  * model.safetensors.index.json instead) and out_dir/config.json, each written atomically;
- * out_dir is created. When the run has a data.tokenizer, it is written too (tokenizer.json,
- * with the tokenizer_config.json / special_tokens_map.json found beside it); a data.tokenizer
+ * out_dir is created. When the run has a data.tokenizer, it is written too (tokenizer.json or
+ * tokenizer.model, with the tokenizer_config.json / special_tokens_map.json found beside it); a data.tokenizer
  * that no longer exists is an error before anything is written. The folder loads with
  * transformers and as model.init_from. */
 TRAINRT_API trainrt_status trainrt_session_export(trainrt_session* session, const char* out_dir,
@@ -380,12 +380,14 @@ TRAINRT_API trainrt_status trainrt_prepare_bytes(int64_t* out_train_tokens,
  * shards: <out_dir>/train.bin and <out_dir>/val.bin, uint16 when every id fits (magic
  * 20240520), else uint32 (magic 20240801), each written to a temporary name and renamed when
  * complete. Every document begins with the tokenizer's end-of-text token (tokenizer_config.json's
- * eos_token beside the tokenizer.json, else <|endoftext|>, <|end_of_text|> or </s>), as llm.c
- * lays documents out. Text inputs: each file is a document. JSON-line inputs (jsonl_field set):
+ * eos_token beside the tokenizer file, else a SentencePiece model's eos piece, else
+ * <|endoftext|>, <|end_of_text|> or </s>), as llm.c lays documents out. Text inputs: each file is a document. JSON-line inputs (jsonl_field set):
  * each line is an object whose string field jsonl_field is a document. val.bin gets the last
  * val_fraction of the input bytes: whole JSON-line documents, or for text the lines from the
  * first line start at the cut on, as a document of their own (val_fraction 0 writes an empty
- * val.bin, so a stale one cannot linger). All cores by default. */
+ * val.bin, so a stale one cannot linger). All cores by default. Text files are read as they
+ * are encoded (memory does not grow with them), except with a tokenizer that must encode a
+ * file whole (SentencePiece, or a prefix space): then each file is read whole, at most 4 GiB. */
 /* Called now and then on the calling thread with the input bytes done of total. Return 0 to
  * go on, non-zero to stop: trainrt_prepare_text then returns TRAINRT_ERR_CANCELLED and
  * writes no shard. */
@@ -393,18 +395,23 @@ typedef int32_t (*trainrt_prepare_progress_fn)(int64_t done, int64_t total, void
 typedef struct trainrt_prepare_options {
     uint32_t struct_size;         /* sizeof(trainrt_prepare_options) as the caller compiled it */
     uint32_t version;             /* TRAINRT_PREPARE_OPTIONS_VERSION */
-    const char* tokenizer;        /* a tokenizer.json or a model folder holding one (required) */
+    const char* tokenizer;        /* a tokenizer.json or .model, or a model folder (required) */
     const char* jsonl_field;      /* NULL: the inputs are text; else JSON lines and this field */
     double val_fraction;          /* [0, 1) */
     int32_t threads;              /* 0 = all cores */
     int32_t reserved;             /* 0 */
     trainrt_prepare_progress_fn progress;  /* NULL = none */
     void* progress_payload;
+    /* Version 2. 0: one train.bin and one val.bin (at most 2^31 - 1 tokens each, the format's
+     * limit). N in [1, 2^31 - 1]: train_000000.bin, train_000001.bin, ... and val_000000.bin,
+     * ... of at most N tokens each (data.train = "DIR/train_*.bin"). Either way, shards of an
+     * earlier run in out_dir that this one did not write are removed. */
+    int64_t shard_tokens;
 } trainrt_prepare_options;
-#define TRAINRT_PREPARE_OPTIONS_VERSION 1
+#define TRAINRT_PREPARE_OPTIONS_VERSION 2
 #define TRAINRT_PREPARE_OPTIONS_INIT \
     { (uint32_t)sizeof(trainrt_prepare_options), TRAINRT_PREPARE_OPTIONS_VERSION, NULL, NULL, \
-      0.0, 0, 0, NULL, NULL }
+      0.0, 0, 0, NULL, NULL, 0 }
 TRAINRT_API void trainrt_prepare_options_init(trainrt_prepare_options* options);
 typedef struct trainrt_prepare_result {
     uint32_t struct_size;
@@ -417,10 +424,13 @@ typedef struct trainrt_prepare_result {
     int32_t vocab_size;     /* the tokenizer's: the smallest model.vocab_size for these shards */
     int32_t eos_id;         /* the end-of-text token that begins each document */
     int32_t reserved;
+    int32_t train_shards;   /* version 2: files written (1 without shard_tokens) */
+    int32_t val_shards;
 } trainrt_prepare_result;
-#define TRAINRT_PREPARE_RESULT_VERSION 1
+#define TRAINRT_PREPARE_RESULT_VERSION 2
 #define TRAINRT_PREPARE_RESULT_INIT \
-    { (uint32_t)sizeof(trainrt_prepare_result), TRAINRT_PREPARE_RESULT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0 }
+    { (uint32_t)sizeof(trainrt_prepare_result), TRAINRT_PREPARE_RESULT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, \
+      0, 0 }
 TRAINRT_API void trainrt_prepare_result_init(trainrt_prepare_result* result);
 /* inputs: n_inputs paths, read in order. out may be NULL. */
 TRAINRT_API trainrt_status trainrt_prepare_text(trainrt_prepare_result* out,
@@ -430,12 +440,15 @@ TRAINRT_API trainrt_status trainrt_prepare_text(trainrt_prepare_result* out,
 
 /* ---------------------------------------------------------------- tokenizers */
 /* A Hugging Face tokenizer of the byte-level BPE family (tokenizer.json: GPT-2, Llama 3 and
- * the like). Immutable once loaded: unlike the other handles, one tokenizer may be used by
- * several threads at once. A tokenizer.json this library cannot reproduce exactly (another
- * model type, a normalizer, an unknown pre-tokenizer regex...) is refused at load with
- * TRAINRT_ERR_UNSUPPORTED naming the field. */
+ * the like) or a SentencePiece model (tokenizer.model: Llama 2, TinyLlama; its ids are
+ * spm_encode's, and text such as "</s>" is text, never a control id). Immutable once loaded:
+ * unlike the other handles, one tokenizer may be used by several threads at once. A
+ * tokenizer.json this library cannot reproduce exactly (another model type, a normalizer, an
+ * unknown pre-tokenizer regex...) is refused at load with TRAINRT_ERR_UNSUPPORTED naming the
+ * field; so is a tokenizer.model by a build without SentencePiece support. */
 typedef struct trainrt_tokenizer trainrt_tokenizer;
-/* path: a tokenizer.json, or a folder holding one (a Hugging Face model folder). */
+/* path: a tokenizer.json or tokenizer.model (told apart by content), or a Hugging Face model
+ * folder holding one (its tokenizer.model when it has both). */
 TRAINRT_API trainrt_status trainrt_tokenizer_load(trainrt_tokenizer** out, const char* path);
 /* Accepts NULL. */
 TRAINRT_API void trainrt_tokenizer_destroy(trainrt_tokenizer* tokenizer);

@@ -65,6 +65,7 @@ TRAINRT_API trainrt_status trainrt_prepare_text(trainrt_prepare_result* out,
             fail(Status::InvalidArgument, fn, ": options->threads = ", o.threads,
                  " is negative (0 = all cores)");
         p.threads = o.threads;
+        p.shard_tokens = o.shard_tokens;
         if (o.progress != nullptr) {
             const trainrt_prepare_progress_fn cb = o.progress;
             void* payload = o.progress_payload;
@@ -82,6 +83,8 @@ TRAINRT_API trainrt_status trainrt_prepare_text(trainrt_prepare_result* out,
             full.token_bytes = r.token_bytes;
             full.vocab_size = r.vocab_size;
             full.eos_id = r.eos_id;
+            full.train_shards = static_cast<int32_t>(r.train_files.size());
+            full.val_shards = static_cast<int32_t>(r.val_files.size());
             capi::fill_versioned(out, full, fn);
         }
         return TRAINRT_OK;

@@ -23,9 +23,9 @@ TRAINRT_API trainrt_status trainrt_tokenizer_load(trainrt_tokenizer** out, const
     return capi::guarded("trainrt_tokenizer_load", [&] {
         capi::require(out, "trainrt_tokenizer_load", "out");
         capi::require(path, "trainrt_tokenizer_load", "path");
-        // A folder (a Hugging Face model folder) stands for its tokenizer.json.
+        // A folder (a Hugging Face model folder) stands for its tokenizer.model or .json.
         const tok::TokenizerFiles files = tok::find_tokenizer_files(path, "trainrt_tokenizer_load");
-        auto* t = new trainrt_tokenizer{tok::Tokenizer::from_file(files.tokenizer_json)};
+        auto* t = new trainrt_tokenizer{tok::Tokenizer::from_file(files.path)};
         *out = t;
         return TRAINRT_OK;
     });

@@ -707,12 +707,13 @@ void merge_model_folder(RunConfig& r, const std::string& base_dir,
     if (path.empty() || path_kind(path) == PathKind::Missing) return;
     // Its tokenizer is the run's, unless data.tokenizer names one (resolved with the other
     // paths below, like model.init_from itself).
-    const std::string folder_tokenizer =
-        (std::filesystem::path(resolve_path(base_dir, r.model.init_from)) / "tokenizer.json")
-            .string();
+    // (A tokenizer.json, or a SentencePiece tokenizer.model; src/tokenizer/tokenizer_files.h
+    // says which one a folder with both stands for.)
+    const std::filesystem::path folder_dir(resolve_path(base_dir, r.model.init_from));
     std::error_code ec;
     if (!given.count(find_key("data.tokenizer")) && r.data.tokenizer.empty() &&
-        std::filesystem::is_regular_file(folder_tokenizer, ec))
+        (std::filesystem::is_regular_file(folder_dir / "tokenizer.json", ec) ||
+         std::filesystem::is_regular_file(folder_dir / "tokenizer.model", ec)))
         r.data.tokenizer = r.model.init_from;
     const toml::node* init_node = given.count(find_key("model.init_from"))
                                       ? given.at(find_key("model.init_from"))

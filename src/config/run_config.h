@@ -34,7 +34,7 @@ struct ModelConfig {
 struct DataConfig {
     std::string train;  // shard path or glob (required to train with the sampler)
     std::string val;    // shard path or glob (required for eval)
-    // The tokenizer the shards were prepared with: a tokenizer.json or a model folder ("" =
+    // The tokenizer the shards were prepared with: a tokenizer.json, a SentencePiece tokenizer.model or a model folder ("" =
     // none: bytes, or not recorded). Defaults to model.init_from when that folder has one.
     std::string tokenizer;
     SamplerKind sampler = SamplerKind::Random;

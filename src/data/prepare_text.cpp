@@ -18,6 +18,8 @@
 #include <thread>
 
 #include "core/error.h"
+#include "data/shard_set.h"
+#include "data/text_window.h"
 #include "io/fs_util.h"
 #include "io/json_min.h"
 #include "tokenizer/tokenizer.h"
@@ -27,46 +29,10 @@
 namespace trt {
 namespace {
 
-constexpr size_t kChunkBytes = size_t(1) << 20;        // a text item, about
-constexpr size_t kMaxTextFileBytes = size_t(4) << 30;  // a text file is read whole
+// A text file that must be encoded whole (the tokenizer cannot be cut: SentencePiece, a
+// prefix space) is read whole, up to this size.
+constexpr size_t kMaxTextFileBytes = size_t(4) << 30;
 constexpr size_t kMaxJsonLineBytes = size_t(256) << 20;
-
-// A shard written as it grows: header first (its count patched at the end), then the ids.
-class ShardWriter {
-public:
-    ShardWriter(const std::string& path, int token_bytes)
-        : path_(path), file_(path), token_bytes_(token_bytes) {
-        const int32_t header[256] = {};
-        file_.write(header, sizeof header);
-    }
-    void append(const std::vector<uint32_t>& ids) {
-        if (count_ + static_cast<int64_t>(ids.size()) > std::numeric_limits<int32_t>::max())
-            fail(Status::InvalidArgument, "prepare: '", path_, "' would hold more than 2^31 - 1 "
-                 "tokens (one shard's limit); prepare the input in parts");
-        if (token_bytes_ == 4) {
-            file_.write(ids.data(), ids.size() * 4);
-        } else {
-            narrow_.assign(ids.begin(), ids.end());
-            file_.write(narrow_.data(), narrow_.size() * 2);
-        }
-        count_ += static_cast<int64_t>(ids.size());
-    }
-    void append_one(uint32_t id) { append(std::vector<uint32_t>{id}); }
-    int64_t count() const { return count_; }
-    void commit() {
-        int32_t header[3] = {token_bytes_ == 2 ? 20240520 : 20240801, token_bytes_ == 2 ? 1 : 7,
-                             static_cast<int32_t>(count_)};
-        file_.write_at(0, header, sizeof header);
-        file_.commit();
-    }
-
-private:
-    std::string path_;
-    AtomicFile file_;
-    int token_bytes_;
-    int64_t count_ = 0;
-    std::vector<uint16_t> narrow_;
-};
 
 struct Item {
     std::string text;           // the text, or a JSON line when `where` is set
@@ -89,7 +55,8 @@ std::string_view document_of(const Item& item, std::string& parsed) {
 }
 
 // The EOS token: tokenizer_config.json's eos_token (a string, or an object with "content"),
-// else the first known end-of-text token the tokenizer has.
+// else the one the tokenizer file names (a SentencePiece model's), else the first known
+// end-of-text token the tokenizer has.
 std::pair<std::string, uint32_t> find_eos(const tok::Tokenizer& t, const std::string& config) {
     std::string name;
     if (!config.empty()) {
@@ -107,6 +74,7 @@ std::pair<std::string, uint32_t> find_eos(const tok::Tokenizer& t, const std::st
                  "\", which the tokenizer does not have");
         return {name, id};
     }
+    if (const std::string own = t.eos_token(); !own.empty() && t.find(own, id)) return {own, id};
     for (const char* known : {"<|endoftext|>", "<|end_of_text|>", "</s>"})
         if (t.find(known, id)) return {known, id};
     fail(Status::Format, "prepare: the tokenizer has no end-of-text token to separate documents "
@@ -126,9 +94,9 @@ bool ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= '
 // that text[..p) and text[p..) encode to what the whole text does: a lone newline (printable
 // ASCII before it, not a longer whitespace run, whose last character GPT-2 would give to the
 // next piece) followed by a letter.
-bool piece_boundary(const std::string& text, size_t p) {
-    return p >= 2 && text[p - 1] == '\n' && ascii_letter(text[p]) && text[p - 2] > ' ' &&
-           text[p - 2] <= '~';
+bool piece_boundary(TextWindow& text, uint64_t p) {
+    return p >= 2 && text.at(p - 1) == '\n' && ascii_letter(text.at(p)) && text.at(p - 2) > ' ' &&
+           text.at(p - 2) <= '~';
 }
 
 // Encodes batches of items on `threads` threads: threads - 1 workers that live as long as the
@@ -221,7 +189,7 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
         fail(Status::InvalidArgument, "prepare: val_fraction must be in [0, 1), got ",
              options.val_fraction);
     const tok::TokenizerFiles files = tok::find_tokenizer_files(options.tokenizer, "prepare");
-    const tok::Tokenizer tokenizer = tok::Tokenizer::from_file(files.tokenizer_json);
+    const tok::Tokenizer tokenizer = tok::Tokenizer::from_file(files.path);
     PrepareTextResult r;
     // (No structured binding: lambdas below capture eos, which C++17 does not allow for one.)
     const std::pair<std::string, uint32_t> eos_found = find_eos(tokenizer, files.tokenizer_config);
@@ -243,9 +211,8 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
             : std::numeric_limits<int64_t>::max();
 
     make_dirs(out_dir);
-    const std::filesystem::path dir(out_dir);
-    ShardWriter train((dir / "train.bin").string(), r.token_bytes);
-    ShardWriter val((dir / "val.bin").string(), r.token_bytes);
+    ShardSet train(out_dir, "train", r.token_bytes, options.shard_tokens);
+    ShardSet val(out_dir, "val", r.token_bytes, options.shard_tokens);
 
     EncodePool pool(tokenizer, threads);
     std::vector<Item> batch;
@@ -261,7 +228,7 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
     const auto flush = [&] {
         pool.run(batch, batch_ids);
         for (size_t i = 0; i < batch.size(); i++) {
-            ShardWriter& w = batch[i].val ? val : train;
+            ShardSet& w = batch[i].val ? val : train;
             if (batch[i].new_document) {
                 w.append_one(eos);
                 r.documents++;
@@ -276,7 +243,7 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
         done += static_cast<int64_t>(item.text.size());
         batch.push_back(std::move(item));
         if (batch.size() >= static_cast<size_t>(threads) * 4 ||
-            batch_bytes >= static_cast<size_t>(threads) * 2 * kChunkBytes) {
+            batch_bytes >= static_cast<size_t>(threads) * 2 * options.piece_bytes) {
             flush();
             report(done);
         }
@@ -285,40 +252,52 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
     int64_t offset = 0;  // of the current input's first byte, over all inputs
     for (const std::string& in : inputs) {
         if (options.jsonl_field.empty()) {
-            const std::string text = read_small_file(in, kMaxTextFileBytes);
-            if (const size_t bad = tok::invalid_utf8_at(text); bad != std::string::npos)
-                fail(Status::InvalidArgument, "prepare: '", in, "' is not valid UTF-8 (byte ",
-                     bad, ")");
             // A text file is one document, cut into items at line starts that begin with a
             // letter (a pre-tokenizer boundary); the val cut starts a new document at the first
-            // line start at or past it. A tokenizer that adds a prefix space encodes whole files.
+            // line start at or past it. A tokenizer whose pieces would encode differently (one
+            // that adds a prefix space, SentencePiece) encodes whole files. Read as it is cut:
+            // only the current item is in memory.
+            const uint64_t size = file_size(in);
+            const bool cuttable = tokenizer.splits_at_line_starts();
+            if (!cuttable && size > kMaxTextFileBytes)
+                fail(Status::InvalidArgument, "prepare: '", in, "' is ", size, " bytes; this "
+                     "tokenizer encodes a text file whole, so at most ", kMaxTextFileBytes,
+                     " (cut it into several files, or give JSON lines)");
+            TextWindow text(in, size, options.read_block_bytes);
+            const uint64_t cut_here = cut > offset ? static_cast<uint64_t>(cut - offset) : 0;
             bool first = true;
-            for (size_t pos = 0; pos < text.size();) {
+            for (uint64_t pos = 0; pos < size;) {
                 const bool in_val = offset + static_cast<int64_t>(pos) >= cut;
-                size_t end = text.size();
-                size_t forced = std::string::npos;  // the val cut inside this file, at a line start
-                if (!in_val && cut < offset + static_cast<int64_t>(text.size())) {
-                    const size_t c = static_cast<size_t>(cut - offset);
-                    for (forced = c; forced < text.size() && forced > 0 && text[forced - 1] != '\n';)
-                        forced++;
-                }
-                if (!tokenizer.adds_prefix_space()) {
-                    for (size_t p = pos + kChunkBytes; p < text.size(); p++)
+                uint64_t end = size;
+                if (cuttable) {
+                    for (uint64_t p = pos + options.piece_bytes; p < size; p++)
                         if (piece_boundary(text, p)) {
                             end = p;
                             break;
                         }
                 }
+                // The val cut inside this item: at the first line start at or past it.
                 bool starts_val_document = false;
-                if (forced != std::string::npos && forced >= pos && forced <= end) {
-                    end = forced;
-                    starts_val_document = true;
+                if (!in_val && cut_here < size && cut_here <= end) {
+                    uint64_t forced = cut_here;
+                    while (forced < size && forced > 0 && text.at(forced - 1) != '\n') forced++;
+                    if (forced <= end) {
+                        end = forced;
+                        starts_val_document = true;
+                    }
                 }
-                if (end > pos) add(Item{text.substr(pos, end - pos), first, in_val, {}, nullptr});
+                if (end > pos) {
+                    std::string piece = text.take(pos, end);
+                    if (const size_t bad = tok::invalid_utf8_at(piece); bad != std::string::npos)
+                        fail(Status::InvalidArgument, "prepare: '", in, "' is not valid UTF-8 "
+                             "(byte ", pos + bad, ")");
+                    add(Item{std::move(piece), first, in_val, {}, nullptr});
+                }
+                text.release_before(end);
                 first = starts_val_document;  // the val part opens a document of its own
                 pos = end;
             }
-            offset += static_cast<int64_t>(text.size());
+            offset += static_cast<int64_t>(size);
             continue;
         }
         std::ifstream f(in, std::ios::binary);
@@ -351,6 +330,8 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
              options.val_fraction, "); give more text or val_fraction 0");
     train.commit();
     val.commit();  // an empty val.bin too, so a stale one cannot linger
+    r.train_files = train.names();
+    r.val_files = val.names();
     return r;
 }
 

@@ -1,5 +1,5 @@
-// prepare with a tokenizer: text files or JSON lines into llm.c shards (train.bin, val.bin)
-// of a Hugging Face tokenizer's ids, on all cores.
+// prepare with a tokenizer: text files or JSON lines into llm.c shards (train.bin, val.bin, or
+// numbered shards: data/shard_set.h) of a tokenizer's ids, on all cores.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -9,7 +9,7 @@
 namespace trt {
 
 struct PrepareTextOptions {
-    std::string tokenizer;    // a tokenizer.json, or a model folder holding one
+    std::string tokenizer;    // a tokenizer.json or tokenizer.model, or a model folder
     std::string jsonl_field;  // "": the inputs are text; else JSON lines, this field per line
     // The share of the input bytes, from the end, that goes to val.bin, in [0, 1).
     double val_fraction = 0.0;
@@ -17,6 +17,15 @@ struct PrepareTextOptions {
     // Called now and then from the calling thread: input bytes done, of total. Returning false
     // stops the run: Error(Cancelled), no shard written.
     std::function<bool(int64_t done, int64_t total)> progress;
+    // Text files are read in blocks of read_block_bytes and encoded in pieces of about
+    // piece_bytes (cut where the tokenizer cuts anyway), so memory does not grow with a file;
+    // a tokenizer that cannot be cut (splits_at_line_starts() false) reads each file whole.
+    // (Tests make both small.)
+    size_t read_block_bytes = size_t(16) << 20;
+    // 0: one train.bin and one val.bin (each at most 2^31 - 1 tokens, the format's limit);
+    // N: train_000000.bin, train_000001.bin, ... (and val_...) of at most N tokens each.
+    int64_t shard_tokens = 0;
+    size_t piece_bytes = size_t(1) << 20;
 };
 
 struct PrepareTextResult {
@@ -28,6 +37,7 @@ struct PrepareTextResult {
     int32_t vocab_size = 0;    // the tokenizer's (largest id + 1): model.vocab_size at least
     int32_t eos_id = 0;
     std::string eos_token;
+    std::vector<std::string> train_files, val_files;  // the shards written, in order (names)
 };
 
 // Text inputs: each file is a document; the cut between train and val falls at the start of a

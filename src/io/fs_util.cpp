@@ -147,7 +147,11 @@ void write_file_atomic(const std::string& path, std::string_view content) {
     f.commit();
 }
 
-std::string read_small_file(const std::string& path, size_t max_bytes) {
+namespace {
+
+// Opens a regular file for reading; Error(Io) naming it otherwise. Returns the descriptor and
+// sets `size`.
+int open_regular_file(const std::string& path, uint64_t& size) {
     // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) fail(Status::Io, "cannot open '", path, "': ", errno_text(errno));
@@ -159,15 +163,17 @@ std::string read_small_file(const std::string& path, size_t max_bytes) {
         fail(Status::Io, "cannot read '", path, "': ",
              dir ? "it is a directory" : "not a regular file (a device, FIFO or socket)");
     }
-    if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-        ::close(fd);
-        fail(Status::Format, "'", path, "' is ", st.st_size, " bytes; at most ", max_bytes,
-             " are expected for this file");
-    }
-    std::string out;
+    size = static_cast<uint64_t>(st.st_size);
+    return fd;
+}
+
+// Appends up to `limit` bytes from fd to out, stopping at one past it (so a caller can tell
+// that the file holds more). Closes fd on error.
+void read_up_to(int fd, const std::string& path, size_t limit, std::string& out) {
     char buf[1 << 16];
-    for (;;) {
-        const ssize_t r = ::read(fd, buf, sizeof buf);
+    while (out.size() <= limit) {
+        const size_t want = std::min(sizeof buf, limit + 1 - out.size());
+        const ssize_t r = ::read(fd, buf, want);
         if (r < 0) {
             if (errno == EINTR) continue;
             const int e = errno;
@@ -176,13 +182,35 @@ std::string read_small_file(const std::string& path, size_t max_bytes) {
         }
         if (r == 0) break;
         out.append(buf, static_cast<size_t>(r));
-        if (out.size() > max_bytes) {  // grew after fstat
-            ::close(fd);
-            fail(Status::Format, "'", path, "' is larger than the ", max_bytes,
-                 " bytes expected for this file");
-        }
     }
+}
+
+}  // namespace
+
+std::string read_small_file(const std::string& path, size_t max_bytes) {
+    uint64_t size = 0;
+    const int fd = open_regular_file(path, size);
+    if (size > max_bytes) {
+        ::close(fd);
+        fail(Status::Format, "'", path, "' is ", size, " bytes; at most ", max_bytes,
+             " are expected for this file");
+    }
+    std::string out;
+    read_up_to(fd, path, max_bytes, out);
     ::close(fd);
+    if (out.size() > max_bytes)  // grew after fstat
+        fail(Status::Format, "'", path, "' is larger than the ", max_bytes,
+             " bytes expected for this file");
+    return out;
+}
+
+std::string read_file_head(const std::string& path, size_t max_bytes) {
+    uint64_t size = 0;
+    const int fd = open_regular_file(path, size);
+    std::string out;
+    read_up_to(fd, path, max_bytes, out);
+    ::close(fd);
+    if (out.size() > max_bytes) out.resize(max_bytes);
     return out;
 }
 

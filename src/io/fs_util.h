@@ -58,6 +58,9 @@ void write_file_atomic(const std::string& path, std::string_view content);
 // never waited on), Error(Format) if larger than max_bytes
 // (the bound keeps a hostile or wrong path from being slurped into memory).
 std::string read_small_file(const std::string& path, size_t max_bytes);
+// The first max_bytes of a regular file (all of it when shorter), with read_small_file's
+// checks: enough to tell a file's format.
+std::string read_file_head(const std::string& path, size_t max_bytes);
 
 // mkdir -p: creates `path` and missing parents (mode 0755). An existing directory is fine;
 // an existing non-directory is Error(Io).

@@ -46,7 +46,7 @@ namespace {
 // sample or export time.
 void check_tokenizer(const std::string& path, int64_t vocab_size) {
     const tok::TokenizerFiles files = tok::find_tokenizer_files(path, "data.tokenizer");
-    const tok::Tokenizer t = tok::Tokenizer::from_file(files.tokenizer_json);
+    const tok::Tokenizer t = tok::Tokenizer::from_file(files.path);
     if (static_cast<int64_t>(t.id_limit()) > vocab_size)
         fail(Status::Config, "data.tokenizer: '", path, "' has ids up to ", t.id_limit() - 1,
              " but model.vocab_size is ", vocab_size, "; is it the tokenizer the data was "

@@ -5,6 +5,8 @@
 
 #include "core/error.h"
 #include "io/fs_util.h"
+#include "tokenizer/sentencepiece_tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace trt::tok {
 
@@ -29,16 +31,27 @@ TokenizerFiles find_tokenizer_files(const std::string& path, const std::string& 
     std::error_code ec;
     if (!fs::exists(path, ec))
         fail(Status::Io, who, ": the tokenizer '", path, "' does not exist (expected a Hugging "
-             "Face tokenizer.json, or a model folder holding one)");
+             "Face tokenizer.json, a SentencePiece tokenizer.model, or a model folder holding "
+             "one)");
     if (fs::is_directory(path, ec)) {
-        f.tokenizer_json = (fs::path(path) / "tokenizer.json").string();
-        if (!is_file(f.tokenizer_json))
-            fail(Status::Io, who, ": the folder ", path, " holds no tokenizer.json (this library "
-                 "reads Hugging Face tokenizer.json files)");
+        const std::string json = (fs::path(path) / "tokenizer.json").string();
+        const std::string model = (fs::path(path) / "tokenizer.model").string();
+        if (is_file(model) && (sentencepiece_supported() || !is_file(json)))
+            f.path = model;
+        else if (is_file(json))
+            f.path = json;
+        else
+            fail(Status::Io, who, ": the folder ", path, " holds no tokenizer.json or "
+                 "tokenizer.model");
     } else {
-        f.tokenizer_json = path;
+        f.path = path;
     }
-    const fs::path dir = fs::path(f.tokenizer_json).parent_path();
+    // The first bytes tell the format (a missing or unreadable file fails here, by name).
+    const std::string head = read_file_head(f.path, 64);
+    f.export_name = detect_tokenizer_format(head, f.path) == TokenizerFormat::SentencePiece
+                        ? "tokenizer.model"
+                        : "tokenizer.json";
+    const fs::path dir = fs::path(f.path).parent_path();
     for (const char* name : kCompanions) {
         const std::string p = (dir / name).string();
         if (!is_file(p)) continue;
@@ -49,8 +62,8 @@ TokenizerFiles find_tokenizer_files(const std::string& path, const std::string& 
 }
 
 void copy_tokenizer_files(const TokenizerFiles& files, const std::string& out_dir) {
-    write_file_atomic((fs::path(out_dir) / "tokenizer.json").string(),
-                      read_small_file(files.tokenizer_json, kMaxTokenizerFileBytes));
+    write_file_atomic((fs::path(out_dir) / files.export_name).string(),
+                      read_small_file(files.path, kMaxTokenizerFileBytes));
     for (const std::string& p : files.companions)
         write_file_atomic((fs::path(out_dir) / fs::path(p).filename()).string(),
                           read_small_file(p, kMaxTokenizerFileBytes));

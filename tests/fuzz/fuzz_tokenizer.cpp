@@ -6,13 +6,15 @@
 //   mode >= 128: the payload is text for two fixed tokenizers (the GPT-2 and the cl100k
 //     pre-tokenizer over tests/tokenizer/synthetic_tokenizer.h's vocabulary). Invalid UTF-8
 //     must be refused with InvalidArgument; valid text must round-trip through decode, and
-//     every id must be below id_limit().
+//     every id must be below id_limit(). Valid text also goes through to_nfc (the NFC
+//     normalizer), whose result must be valid UTF-8 and its own NFC.
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "core/error.h"
 #include "fuzz_util.h"
+#include "tokenizer/nfc.h"
 #include "tokenizer/synthetic_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode_classes.h"
@@ -55,6 +57,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return 0;
     }
     const bool valid = trt::tok::invalid_utf8_at(payload) == std::string_view::npos;
+    if (valid) {
+        const std::string nfc = trt::tok::to_nfc(payload);
+        if (trt::tok::invalid_utf8_at(nfc) != std::string_view::npos)
+            fuzz::die("to_nfc wrote invalid UTF-8");
+        if (trt::tok::to_nfc(nfc) != nfc) fuzz::die("to_nfc is not idempotent");
+    }
     for (bool cl100k : {false, true}) {
         try {
             check_round_trip(fixed(cl100k), payload, cl100k ? "cl100k" : "gpt2");

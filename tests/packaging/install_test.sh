@@ -150,6 +150,11 @@ dpkg-deb -e "$DEB_RUNTIME" "$SCRATCH/ctrl-runtime"
 grep -qx 'activate-noawait ldconfig' "$SCRATCH/ctrl-runtime/triggers" || fail "runtime: ldconfig trigger"
 grep -Eq '^libtrainrt 0 libtrainrt0 \(>= 0\.1\.0-1\)$' "$SCRATCH/ctrl-runtime/shlibs" || fail "runtime: shlibs"
 grep -q 'libc6' <<<"$(field "$DEB_RUNTIME" Depends)" || fail "runtime: Depends lacks libc6 (shlibdeps)"
+# Built with SentencePiece (found, as install-deps.sh installs it): the library links it.
+if ldd "$BUILD"/libtrainrt.so.0 2>/dev/null | grep -q libsentencepiece; then
+    grep -q 'libsentencepiece0' <<<"$(field "$DEB_RUNTIME" Depends)" ||
+        fail "runtime: links libsentencepiece but Depends lacks libsentencepiece0"
+fi
 [ "$(field "$DEB_RUNTIME" Section)" = libs ] || fail "runtime: Section"
 L=$(contents "$DEB_DEV"); echo "$L"
 for re in '^/usr/include/trainrt/trainrt\.h$' '^/usr/include/trainrt/trainrt\.hpp$' \

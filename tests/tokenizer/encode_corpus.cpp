@@ -1,9 +1,12 @@
-// encode_corpus TOKENIZER.json CORPUS.jsonl OUT.txt: the C++ side of the tokenizer oracle
-// test (oracle_test.sh). Each corpus line is one JSON string (a document); each output line
-// holds that document's ids separated by single spaces, the format of oracle/encode.mjs.
-// Also checks decode(encode(doc)) == doc and prints documents, tokens, round-trip failures
-// and the encode throughput (one thread) to stderr. Exit 3: the tokenizer is refused as
-// unsupported.
+// encode_corpus TOKENIZER CORPUS.jsonl OUT.txt [DECODED.txt]: the C++ side of the tokenizer
+// oracle tests (oracle_test.sh, sentencepiece_oracle_test.sh). TOKENIZER is a tokenizer.json
+// or a SentencePiece model. Each corpus line is one JSON string (a document); each output line
+// holds that document's ids separated by single spaces, the format of oracle/encode.mjs and
+// of spm_encode --output_format=id. Without DECODED.txt, also checks decode(encode(doc)) ==
+// doc; with it, writes decode(encode(doc)) there, a JSON string a line (for a normalizing
+// tokenizer, whose round trip is the normalized text, not the identity). Prints documents, tokens, round-trip
+// failures and the encode throughput (one thread) to stderr. Exit 3: the tokenizer is refused
+// as unsupported.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -15,16 +18,18 @@
 #include "tokenizer/tokenizer.h"
 
 int main(int argc, char** argv) {
-    if (argc != 4) {
-        std::fprintf(stderr, "usage: encode_corpus TOKENIZER.json CORPUS.jsonl OUT.txt\n");
+    if (argc != 4 && argc != 5) {
+        std::fprintf(stderr, "usage: encode_corpus TOKENIZER CORPUS.jsonl OUT.txt [DECODED.txt]\n");
         return 2;
     }
     try {
         const trt::tok::Tokenizer tok = trt::tok::Tokenizer::from_file(argv[1]);
         std::ifstream in(argv[2]);
         std::ofstream out(argv[3]);
-        if (!in || !out) {
-            std::fprintf(stderr, "encode_corpus: cannot open %s or %s\n", argv[2], argv[3]);
+        std::ofstream decoded;
+        if (argc == 5) decoded.open(argv[4], std::ios::binary);
+        if (!in || !out || (argc == 5 && !decoded)) {
+            std::fprintf(stderr, "encode_corpus: cannot open %s or an output\n", argv[2]);
             return 1;
         }
         std::string line;
@@ -38,7 +43,11 @@ int main(int argc, char** argv) {
             seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             for (size_t i = 0; i < ids.size(); i++) out << (i ? " " : "") << ids[i];
             out << '\n';
-            if (tok.decode(ids) != doc.s) round_trip_failures++;
+            const std::string back = tok.decode(ids);
+            if (argc == 5)
+                decoded << trt::json::quote(back) << '\n';
+            else if (back != doc.s)
+                round_trip_failures++;
             docs++;
             tokens += ids.size();
             bytes += doc.s.size();

@@ -64,17 +64,21 @@ struct CommandHelp {
 const CommandHelp kCommandHelp[] = {
     {"prepare",
      "usage: trainrt prepare --text FILE... --out DIR [--val-fraction F]\n"
-     "                       [--tokenizer PATH [--jsonl FIELD] [--threads N]]\n"
+     "                       [--tokenizer PATH [--jsonl FIELD] [--threads N] [--shard-tokens N]]\n"
      "\n"
      "Tokenizes text into llm.c shards DIR/train.bin and DIR/val.bin; val.bin gets the last F\n"
      "of the input (F defaults to 0.1). Files are written atomically; DIR is created if\n"
      "missing.\n"
      "Without --tokenizer: one text file, byte-level (token = byte, vocab_size 256).\n"
-     "With --tokenizer PATH (a Hugging Face tokenizer.json, or a model folder holding one;\n"
-     "byte-level BPE: GPT-2, Llama 3 style): the files in order, each a document, every\n"
+     "With --tokenizer PATH (a Hugging Face tokenizer.json of the byte-level BPE family:\n"
+     "GPT-2, Llama 3 style; a SentencePiece tokenizer.model: Llama 2 style; or a model\n"
+     "folder holding one): the files in order, each a document, every\n"
      "document opened by the tokenizer's end-of-text token; --jsonl FIELD reads JSON lines\n"
      "instead, the string FIELD of each line a document. uint16 shards when the vocabulary\n"
-     "fits, else uint32. All cores unless --threads N. Prints the vocab_size to train with.\n"},
+     "fits, else uint32. All cores unless --threads N. Text files are read as they are\n"
+     "encoded, so inputs of any size fit in memory. --shard-tokens N writes train_000000.bin,\n"
+     "train_000001.bin, ... (and val_*.bin) of at most N tokens each instead of one file per\n"
+     "split (which holds at most 2^31 - 1). Prints the vocab_size to train with.\n"},
     {"train",
      "usage: trainrt train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh | --checkpoint PATH]\n"
      "\n"
@@ -99,7 +103,7 @@ const CommandHelp kCommandHelp[] = {
      "                      [--top-k K] [--seed S] [--tokenizer PATH]\n"
      "\n"
      "Generates N tokens (default 256) continuing TEXT (default: a newline) and prints prompt\n"
-     "+ continuation. With a tokenizer (--tokenizer PATH: a tokenizer.json or model folder;\n"
+     "+ continuation. With a tokenizer (--tokenizer PATH: tokenizer.json/.model or a folder;\n"
      "default: the run's data.tokenizer, recorded in the checkpoint) TEXT is encoded and the\n"
      "tokens decoded with it; without one the model must be byte-level (vocab_size 256). T defaults to 1.0 (0 = greedy), K to 0 (all\n"
      "tokens), S to 1337; the same seed gives the same text.\n"},
@@ -109,7 +113,7 @@ const CommandHelp kCommandHelp[] = {
      "Writes DIR/model.safetensors (the model's Hugging Face names, unpadded, fp32 unless\n"
      "--dtype bf16; shards + model.safetensors.index.json above 5 GB) and DIR/config.json,\n"
      "loadable with transformers' GPT2LMHeadModel / LlamaForCausalLM.from_pretrained, and as\n"
-     "model.init_from; with the run's data.tokenizer, DIR/tokenizer.json (+ its\n"
+     "model.init_from; with the run's data.tokenizer, DIR/tokenizer.json or .model (+ its\n"
      "tokenizer_config.json / special_tokens_map.json) too.\n"},
     {"config",
      "usage: trainrt config CONFIG [--set KEY=VALUE]...\n"
@@ -254,6 +258,7 @@ int cmd_prepare(int argc, char** argv) {
     std::string out, tokenizer, jsonl;
     double fraction = 0.1;
     long threads = 0;
+    long long shard_tokens = 0;
     for (int i = 0; i < argc; ++i) {
         const std::string a = argv[i];
         if (i + 1 >= argc) return fail_usage("option '" + a + "' needs a value");
@@ -272,12 +277,18 @@ int cmd_prepare(int argc, char** argv) {
             char* end = nullptr;
             fraction = std::strtod(argv[++i], &end);
             if (*end != '\0') return fail_usage(std::string("bad --val-fraction '") + argv[i] + "'");
+        } else if (a == "--shard-tokens") {
+            char* end = nullptr;
+            shard_tokens = std::strtoll(argv[++i], &end, 10);
+            if (*end != '\0' || shard_tokens < 1 || shard_tokens > 2147483647LL)
+                return fail_usage(std::string("bad --shard-tokens '") + argv[i] +
+                                  "' (1 to 2147483647)");
         } else return fail_usage("unknown option '" + a + "'");
     }
     if (texts.empty() || out.empty()) return fail_usage("prepare needs --text FILE... and --out DIR");
     if (tokenizer.empty()) {
-        if (!jsonl.empty() || threads != 0)
-            return fail_usage("--jsonl and --threads go with --tokenizer");
+        if (!jsonl.empty() || threads != 0 || shard_tokens != 0)
+            return fail_usage("--jsonl, --threads and --shard-tokens go with --tokenizer");
         if (texts.size() != 1)
             return fail_usage("byte-level prepare takes one --text file (or use --tokenizer)");
         int64_t n_train = 0, n_val = 0;
@@ -295,6 +306,7 @@ int cmd_prepare(int argc, char** argv) {
     o.jsonl_field = jsonl.empty() ? nullptr : jsonl.c_str();
     o.val_fraction = fraction;
     o.threads = static_cast<int32_t>(threads);
+    o.shard_tokens = shard_tokens;
     o.progress = on_prepare_progress;
     trainrt_prepare_result r = TRAINRT_PREPARE_RESULT_INIT;
     const auto t0 = std::chrono::steady_clock::now();
@@ -304,9 +316,15 @@ int cmd_prepare(int argc, char** argv) {
     if (st != TRAINRT_OK) return fail_status("prepare", st);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const int64_t tokens = r.train_tokens + r.val_tokens;
-    std::printf("wrote %s/train.bin (%lld tokens) and %s/val.bin (%lld tokens), uint%d\n",
-                out.c_str(), (long long)r.train_tokens, out.c_str(), (long long)r.val_tokens,
-                r.token_bytes * 8);
+    if (shard_tokens == 0)
+        std::printf("wrote %s/train.bin (%lld tokens) and %s/val.bin (%lld tokens), uint%d\n",
+                    out.c_str(), (long long)r.train_tokens, out.c_str(), (long long)r.val_tokens,
+                    r.token_bytes * 8);
+    else
+        std::printf("wrote %s/train_*.bin (%d shards, %lld tokens) and %s/val_*.bin (%d shards, "
+                    "%lld tokens), uint%d\n",
+                    out.c_str(), r.train_shards, (long long)r.train_tokens, out.c_str(),
+                    r.val_shards, (long long)r.val_tokens, r.token_bytes * 8);
     std::printf("%lld documents, %.1f MB, %.2f bytes/token, %.1f MB/s; train with "
                 "model.vocab_size >= %d (end-of-text id %d)\n",
                 (long long)r.documents, r.bytes / 1e6,
@@ -522,7 +540,7 @@ int cmd_sample(int argc, char** argv) {
     } else if (vocab != 256) {
         std::fprintf(stderr,
                      "trainrt: this model has %lld tokens, not bytes (256): give the tokenizer it "
-                     "was trained with (--tokenizer PATH: a tokenizer.json or a model folder)\n",
+                     "was trained with (--tokenizer PATH: a tokenizer.json/.model or a model folder)\n",
                      (long long)vocab);
         return 1;
     }
@@ -563,13 +581,24 @@ int cmd_sample(int argc, char** argv) {
     }
     std::string text = prompt;
     if (tokenizer != nullptr) {
-        std::string generated;
-        const bool ok = fetch_string(generated, "decoding the sample", [&](char* b, size_t c, size_t* n) {
-            return trainrt_tokenizer_decode(b, c, n, tokenizer, out.data(), out.size());
-        });
+        // The sample is decoded after the prompt's ids, not alone: SentencePiece drops the
+        // space ("▁") that opens the text it decodes, which would glue the first sampled word
+        // to the prompt. What the prompt's ids decode to is then cut off the front.
+        const auto decode = [&](std::string& to, const std::vector<int32_t>& v) {
+            return fetch_string(to, "decoding the sample", [&](char* b, size_t c, size_t* n) {
+                return trainrt_tokenizer_decode(b, c, n, tokenizer, v.data(), v.size());
+            });
+        };
+        std::vector<int32_t> all = ids;
+        all.insert(all.end(), out.begin(), out.end());
+        std::string head, whole;
+        const bool ok = decode(head, ids) && decode(whole, all);
         trainrt_tokenizer_destroy(tokenizer);
         if (!ok) return 1;
-        text += generated;
+        if (whole.compare(0, head.size(), head) == 0)
+            text += whole.substr(head.size());
+        else
+            text = whole;  // the prompt does not decode to a prefix: print the whole decode
     } else {
         for (int32_t id : out) text.push_back(static_cast<char>(id));
     }

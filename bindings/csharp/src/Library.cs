@@ -123,6 +123,7 @@ namespace Trainrt
                 o.JsonlField = options.JsonlField == null ? IntPtr.Zero : CString(Utf8.Encode(options.JsonlField), owned);
                 o.ValFraction = options.ValFraction;
                 o.Threads = options.Threads;
+                o.ShardTokens = options.ShardTokens;
                 o.Progress = fn == null ? IntPtr.Zero : Marshal.GetFunctionPointerForDelegate(fn);
                 PrepareResult r = PrepareResult.Create();
                 int status = Native.trainrt_prepare_text(ref r, ptrs, (UIntPtr)inputs.Count, dir, ref o);

@@ -16,7 +16,7 @@ namespace Trainrt
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     internal delegate int NativePrepareProgressFn(long done, long total, IntPtr payload);
 
-    /// <summary>trainrt_prepare_options (56 bytes on 64-bit): C strings and the progress
+    /// <summary>trainrt_prepare_options (64 bytes on 64-bit, version 2): C strings and the progress
     /// function pointer as IntPtr, filled by Library.PrepareText.</summary>
     [StructLayout(LayoutKind.Sequential)]
     internal struct PrepareOptionsNative
@@ -30,8 +30,9 @@ namespace Trainrt
         public int Reserved;
         public IntPtr Progress;      // trainrt_prepare_progress_fn, NULL = none
         public IntPtr ProgressPayload;
+        public long ShardTokens;     // version 2: 0 = one file per split
 
-        public const uint CurrentVersion = 1;
+        public const uint CurrentVersion = 2;
         public static PrepareOptionsNative Create()
         {
             PrepareOptionsNative o = new PrepareOptionsNative();

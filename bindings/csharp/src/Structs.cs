@@ -134,8 +134,9 @@ namespace Trainrt
         }
     }
 
-    /// <summary>trainrt_prepare_result (56 bytes): what Library.PrepareText wrote.</summary>
-    [StructLayout(LayoutKind.Sequential, Size = 56)]
+    /// <summary>trainrt_prepare_result (64 bytes, version 2): what Library.PrepareText
+    /// wrote.</summary>
+    [StructLayout(LayoutKind.Sequential, Size = 64)]
     public struct PrepareResult
     {
         public uint StructSize;
@@ -152,8 +153,11 @@ namespace Trainrt
         /// <summary>The end-of-text token that begins each document.</summary>
         public int EosId;
         public int Reserved;
+        /// <summary>Shard files written per split (1 without PrepareOptions.ShardTokens).</summary>
+        public int TrainShards;
+        public int ValShards;
 
-        public const uint CurrentVersion = 1;
+        public const uint CurrentVersion = 2;
         public static PrepareResult Create()
         {
             PrepareResult r = new PrepareResult();

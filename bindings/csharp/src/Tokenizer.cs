@@ -4,7 +4,8 @@ using System.Text;
 namespace Trainrt
 {
     /// <summary>A Hugging Face tokenizer of the byte-level BPE family (a tokenizer.json: GPT-2,
-    /// Llama 3 and the like), as libtrainrt reproduces it exactly. Unlike Config and Session it
+    /// Llama 3 and the like), as libtrainrt reproduces it exactly, or a SentencePiece model (a
+    /// tokenizer.model: Llama 2 style). Unlike Config and Session it
     /// is safe to use from several threads at once: the library's tokenizer is immutable.
     /// Dispose frees it (after any call in flight on another thread has returned); the
     /// finalizer frees a forgotten one.</summary>
@@ -21,8 +22,9 @@ namespace Trainrt
             handle = new TokenizerHandle(p);
         }
 
-        /// <summary>Loads a tokenizer.json, or the one in a folder (a Hugging Face model
-        /// folder). A file the library cannot reproduce exactly is Status.Unsupported.</summary>
+        /// <summary>Loads a tokenizer.json or tokenizer.model, or the one in a folder (a
+        /// Hugging Face model folder). A file the library cannot reproduce exactly is
+        /// Status.Unsupported.</summary>
         public static Tokenizer Load(string path)
         {
             IntPtr p;
@@ -127,9 +129,10 @@ namespace Trainrt
     /// text inputs, no validation split, all cores and no progress reports.</summary>
     public sealed class PrepareOptions
     {
-        /// <summary>A tokenizer.json or a model folder holding one. Its end-of-text token begins
-        /// every document: eos_token of the tokenizer_config.json beside it, else
-        /// &lt;|endoftext|&gt;, &lt;|end_of_text|&gt; or &lt;/s&gt;.</summary>
+        /// <summary>A tokenizer.json or tokenizer.model, or a model folder holding one. Its
+        /// end-of-text token begins every document: eos_token of the tokenizer_config.json
+        /// beside it, else a SentencePiece model's own, else &lt;|endoftext|&gt;,
+        /// &lt;|end_of_text|&gt; or &lt;/s&gt;.</summary>
         public string Tokenizer { get; set; }
         /// <summary>null: each input file is a document. Otherwise the inputs are JSON lines
         /// and each line's string field JsonlField is a document.</summary>
@@ -138,6 +141,9 @@ namespace Trainrt
         public double ValFraction { get; set; }
         /// <summary>0 = all cores.</summary>
         public int Threads { get; set; }
+        /// <summary>0: one train.bin and val.bin. N: train_000000.bin, train_000001.bin, ...
+        /// (and val_*.bin) of at most N tokens each.</summary>
+        public long ShardTokens { get; set; }
         public PrepareProgressCallback Progress { get; set; }
 
         public PrepareOptions() { }

@@ -75,7 +75,7 @@ static class Program
         var d = SampleOptions.Create();
         T.Eq(d.StructSize, o.StructSize, "C sizeof(trainrt_sample_options)");
         T.Eq(d.Temperature, o.Temperature, "default temperature"); T.Eq(d.Seed, o.Seed, "default seed");
-        T.Eq(56, Marshal.SizeOf(typeof(PrepareResult)), "sizeof PrepareResult");
+        T.Eq(64, Marshal.SizeOf(typeof(PrepareResult)), "sizeof PrepareResult");
         Offset(typeof(PrepareResult), "Documents", 8); Offset(typeof(PrepareResult), "Bytes", 32);
         Offset(typeof(PrepareResult), "TokenBytes", 40); Offset(typeof(PrepareResult), "EosId", 48);
         var pr = new PrepareResult(); Native_PrepareResultInit(ref pr);
@@ -91,7 +91,8 @@ static class Program
         }
         finally { Marshal.FreeHGlobal(mem); }
         Offset(po, "Tokenizer", 8); Offset(po, "ValFraction", 24); Offset(po, "Threads", 32);
-        Offset(po, "Progress", 40); Offset(po, "ProgressPayload", 48);
+        Offset(po, "Progress", 40); Offset(po, "ProgressPayload", 48); Offset(po, "ShardTokens", 56);
+        Offset(typeof(PrepareResult), "TrainShards", 56);
     }
 
     [DllImport("trainrt", EntryPoint = "trainrt_step_result_init")] static extern void Native_StepInit(ref StepResult r);
@@ -513,6 +514,15 @@ static class Program
         T.True(File.Exists(Path.Combine(outDir, "val.bin")), "val.bin");
         T.True(reports.Count > 0 && reports[reports.Count - 1][0] == 36 && reports[reports.Count - 1][1] == 36,
                "last progress report is 36 of 36");
+        T.Eq(1, r.TrainShards, "one train file");
+
+        // Numbered shards of at most 2 tokens; the single files of the first run are removed.
+        PrepareResult s = Library.PrepareText(new[] { a, b }, outDir,
+                                              new PrepareOptions(dir) { ValFraction = 0.5, ShardTokens = 2 });
+        T.Eq(r.TrainTokens, s.TrainTokens, "same tokens");
+        T.Eq((r.TrainTokens + 1) / 2, (long)s.TrainShards, "train shards of 2 tokens");
+        T.True(File.Exists(Path.Combine(outDir, "train_000000.bin")), "train_000000.bin");
+        T.True(!File.Exists(Path.Combine(outDir, "train.bin")), "the earlier train.bin is removed");
 
         // JSON lines, the tokenizer file itself, no progress.
         string jl = Path.Combine(dir, "docs.jsonl");

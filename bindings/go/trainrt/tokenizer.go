@@ -14,7 +14,8 @@ import (
 )
 
 // Tokenizer is a Hugging Face tokenizer of the byte-level BPE family (a tokenizer.json: GPT-2,
-// Llama 3 and the like), as libtrainrt reproduces it exactly. Unlike Config and Session, its
+// Llama 3 and the like), as libtrainrt reproduces it exactly, or a SentencePiece model (a
+// tokenizer.model: Llama 2 style). Unlike Config and Session, its
 // calls are not serialized: a loaded tokenizer is immutable and libtrainrt lets several
 // threads use one at once, so goroutines encode and decode in parallel. Close is explicit,
 // idempotent and safe from any goroutine (it waits for calls in flight); afterwards every
@@ -24,7 +25,8 @@ type Tokenizer struct {
 	t  *C.trainrt_tokenizer
 }
 
-// LoadTokenizer reads a tokenizer.json, or the one in a folder (a Hugging Face model folder).
+// LoadTokenizer reads a tokenizer.json or tokenizer.model, or the one in a folder (a Hugging
+// Face model folder).
 // A file libtrainrt cannot reproduce exactly is refused with ErrUnsupported.
 func LoadTokenizer(path string) (*Tokenizer, error) {
 	p := cstr(path)
@@ -150,9 +152,9 @@ func (tok *Tokenizer) TokenID(token string) (id int32, ok bool, err error) {
 // PrepareOptions of PrepareText. Tokenizer is required; the zero value of the rest means
 // text inputs, no validation split, all cores, no progress reports.
 type PrepareOptions struct {
-	// A tokenizer.json or a model folder holding one. Its end-of-text token begins every
-	// document: eos_token of the tokenizer_config.json beside it, else <|endoftext|>,
-	// <|end_of_text|> or </s>.
+	// A tokenizer.json or tokenizer.model, or a model folder holding one. Its end-of-text
+	// token begins every document: eos_token of the tokenizer_config.json beside it, else a
+	// SentencePiece model's own, else <|endoftext|>, <|end_of_text|> or </s>.
 	Tokenizer string
 	// "": each input file is a document. Otherwise the inputs are JSON lines and each line's
 	// string field JSONLField is a document.
@@ -161,6 +163,9 @@ type PrepareOptions struct {
 	ValFraction float64
 	// Threads that tokenize; 0 = all cores.
 	Threads int32
+	// 0: one train.bin and val.bin. N: train_000000.bin, train_000001.bin, ... (and
+	// val_*.bin) of at most N tokens each.
+	ShardTokens int64
 	// Progress, when set, is called now and then with the input bytes done of total, on the
 	// goroutine that called PrepareText. Return true to stop the run, as a ProgressFunc stops
 	// Session.Train: PrepareText then returns an *Error with status ErrCancelled and writes no
@@ -178,6 +183,8 @@ type PrepareResult struct {
 	TokenBytes  int32 // 2 or 4: the shards' id width (uint16 when every id fits, else uint32)
 	VocabSize   int32 // the tokenizer's: the smallest model.vocab_size for these shards
 	EOSID       int32 // the end-of-text token that begins each document
+	TrainShards int32 // shard files written per split (1 without ShardTokens)
+	ValShards   int32
 }
 
 // PrepareText tokenizes inputs (read in order) with a Hugging Face tokenizer into llm.c
@@ -200,6 +207,7 @@ func PrepareText(inputs []string, outDir string, opts PrepareOptions) (PrepareRe
 	}
 	c.val_fraction = C.double(opts.ValFraction)
 	c.threads = C.int32_t(opts.Threads)
+	c.shard_tokens = C.int64_t(opts.ShardTokens)
 	var h cgo.Handle
 	var st *prepareProgressState
 	if opts.Progress != nil {
@@ -219,5 +227,6 @@ func PrepareText(inputs []string, outDir string, opts PrepareOptions) (PrepareRe
 		return PrepareResult{}, err
 	}
 	return PrepareResult{int64(r.documents), int64(r.train_tokens), int64(r.val_tokens),
-		int64(r.bytes), int32(r.token_bytes), int32(r.vocab_size), int32(r.eos_id)}, nil
+		int64(r.bytes), int32(r.token_bytes), int32(r.vocab_size), int32(r.eos_id),
+		int32(r.train_shards), int32(r.val_shards)}, nil
 }

@@ -247,6 +247,25 @@ func TestPrepareText(t *testing.T) {
 	if len(reports) == 0 || reports[len(reports)-1] != [2]int64{36, 36} {
 		t.Fatalf("progress reports %v", reports)
 	}
+	if r.TrainShards != 1 || r.ValShards != 1 {
+		t.Fatalf("shards %+v", r)
+	}
+
+	// Numbered shards of at most 2 tokens; the single files of the first run are removed.
+	s, err := PrepareText([]string{a, b}, out, PrepareOptions{Tokenizer: dir, ValFraction: 0.5,
+		ShardTokens: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.TrainTokens != r.TrainTokens || int64(s.TrainShards) != (r.TrainTokens+1)/2 {
+		t.Fatalf("sharded %+v, single %+v", s, r)
+	}
+	if _, err := os.Stat(filepath.Join(out, "train_000000.bin")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "train.bin")); !os.IsNotExist(err) {
+		t.Fatalf("train.bin of the first run is still there: %v", err)
+	}
 
 	// JSON lines, the tokenizer file itself, no progress.
 	jl := write("docs.jsonl", "{\"text\": \"hello\"}\n{\"text\": \"hello hello\"}\n")

@@ -367,6 +367,7 @@ TEST(CapiMisuseCore, InitFunctionsAcceptNullAndOverwriteGarbage) {
     EXPECT_EQ(po.version, static_cast<uint32_t>(TRAINRT_PREPARE_OPTIONS_VERSION));
     EXPECT_EQ(po.tokenizer, nullptr);
     EXPECT_EQ(po.progress, nullptr);
+    EXPECT_EQ(po.shard_tokens, 0);
     trainrt_prepare_result pr;
     std::memset(&pr, 0xA5, sizeof pr);
     trainrt_prepare_result_init(&pr);

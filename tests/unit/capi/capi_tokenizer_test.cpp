@@ -6,6 +6,9 @@
 // tokenizer oracle test (tests/tokenizer).
 #include <trainrt/trainrt.h>
 
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -204,6 +207,55 @@ TEST_F(CapiPrepareText, TextFilesBecomeDocumentsOpenedByTheEndOfTextToken) {
     for (int32_t id : encode("hello\n")) want_val.push_back(id);
     EXPECT_EQ(val.ids, want_val);
     EXPECT_EQ(r.train_tokens + r.val_tokens, static_cast<int64_t>(want.size() + want_val.size()));
+}
+
+// Version 2 options: shard_tokens writes numbered shards, which the version 2 result counts; a
+// host built against version 1 (its smaller struct_size) gets one file per split, and its
+// version 1 result is filled up to its own size only.
+TEST_F(CapiPrepareText, NumberedShardsAndVersionOneCallers) {
+    std::ofstream(dir_ + "/tokenizer_config.json") << R"({"eos_token": "<|eot|>"})";
+    const std::string a = dir_ + "/a.txt";
+    {
+        std::ofstream f(a);
+        for (int i = 0; i < 400; i++) f << "hello hello world\n";
+    }
+    const char* inputs[] = {a.c_str()};
+    trainrt_prepare_options o = TRAINRT_PREPARE_OPTIONS_INIT;
+    EXPECT_EQ(o.version, 2u);
+    o.tokenizer = dir_.c_str();
+    o.val_fraction = 0.1;
+    o.shard_tokens = 1000;
+    trainrt_prepare_result r = TRAINRT_PREPARE_RESULT_INIT;
+    const std::string out = dir_ + "/numbered";
+    ASSERT_EQ(trainrt_prepare_text(&r, inputs, 1, out.c_str(), &o), TRAINRT_OK) << last_error();
+    ASSERT_GE(r.train_shards, 2);
+    EXPECT_GE(r.val_shards, 1);
+    int64_t total = 0;
+    for (int k = 0; k < r.train_shards; k++) {
+        char name[32];
+        std::snprintf(name, sizeof name, "/train_%06d.bin", k);
+        const Shard s = read_shard(out + name);
+        EXPECT_EQ(s.count, k + 1 < r.train_shards ? 1000 : s.count);
+        total += s.count;
+    }
+    EXPECT_EQ(total, r.train_tokens);
+    EXPECT_FALSE(std::ifstream(out + "/train.bin").good());
+
+    // Version 1: the struct ends before shard_tokens, whatever lies past it.
+    trainrt_prepare_options v1 = o;
+    v1.struct_size = static_cast<uint32_t>(offsetof(trainrt_prepare_options, shard_tokens));
+    v1.version = 1;
+    v1.shard_tokens = 7;  // past the caller's struct: not read
+    trainrt_prepare_result r1;  // a version 1 result: only its first 56 bytes are the caller's
+    std::memset(&r1, 0x5A, sizeof r1);
+    r1.struct_size = static_cast<uint32_t>(offsetof(trainrt_prepare_result, train_shards));
+    const std::string out1 = dir_ + "/single";
+    ASSERT_EQ(trainrt_prepare_text(&r1, inputs, 1, out1.c_str(), &v1), TRAINRT_OK) << last_error();
+    EXPECT_EQ(read_shard(out1 + "/train.bin").count, r1.train_tokens);
+    EXPECT_EQ(r1.train_tokens, r.train_tokens);
+    EXPECT_EQ(r1.train_shards, 0x5A5A5A5A);  // past its struct_size: untouched
+    o.shard_tokens = -5;
+    EXPECT_EQ(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &o), TRAINRT_ERR_INVALID_ARGUMENT);
 }
 
 TEST_F(CapiPrepareText, JsonLinesAndTheirErrors) {

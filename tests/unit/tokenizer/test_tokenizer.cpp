@@ -51,6 +51,21 @@ TEST(Tokenizer, IgnoreMergesTakesWholeVocabularyEntries) {
     EXPECT_EQ(t.encode("hex"), (Ids{256, 'x'}));
 }
 
+TEST(Tokenizer, NfcNormalizerAppliesBetweenAddedTokens) {
+    Spec s;
+    s.normalizer = R"({"type": "NFC"})";
+    const Tokenizer t = Tokenizer::from_json(tokenizer_json(s), "t.json");
+    const std::string composed = "caf\xC3\xA9";   // café, U+00E9
+    const std::string decomposed = "cafe\xCC\x81";  // cafe + U+0301
+    EXPECT_EQ(t.encode(decomposed), t.encode(composed));
+    EXPECT_EQ(t.decode(t.encode(decomposed)), composed);
+    // Added tokens are cut from the text as written, the rest normalized around them.
+    EXPECT_EQ(t.encode("e<|end|>\xCC\x81"), (Ids{'e', 261, 0xCC, 0x81}));
+    EXPECT_EQ(t.encode("hello"), (Ids{259}));
+    const Tokenizer plain = Tokenizer::from_json(tokenizer_json(), "t.json");
+    EXPECT_NE(plain.encode(decomposed), plain.encode(composed));  // no normalizer: as written
+}
+
 TEST(Tokenizer, Cl100kPatternThroughSplit) {
     Spec s;
     s.pre_tokenizer = synthetic::cl100k_pre_tokenizer();
@@ -87,9 +102,16 @@ TEST(Tokenizer, BadFilesGetClearErrors) {
     Spec malformed;
     malformed.extra_merges = {"xq"};
     expect_refused(tokenizer_json(malformed), trt::Status::Format, {"model.merges[5]", "one space"});
+    Spec nfkc;
+    nfkc.normalizer = R"({"type": "NFKC"})";
+    expect_refused(tokenizer_json(nfkc), trt::Status::Unsupported, {"normalizer", "NFKC"});
+    // With a normalizer, an added token matched on normalized text is not implemented.
     Spec nfc;
     nfc.normalizer = R"({"type": "NFC"})";
-    expect_refused(tokenizer_json(nfc), trt::Status::Unsupported, {"normalizer", "NFC"});
+    std::string normalized_added = tokenizer_json(nfc);
+    normalized_added.replace(normalized_added.find("\"normalized\": false"), 19,
+                             "\"normalized\": true");
+    expect_refused(normalized_added, trt::Status::Unsupported, {"added_tokens[0].normalized"});
     Spec regex;
     regex.pre_tokenizer = R"({"type": "Sequence", "pretokenizers": [
         {"type": "Split", "pattern": {"Regex": "\\w+"}, "behavior": "Isolated", "invert": false},

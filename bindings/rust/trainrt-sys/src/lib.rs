@@ -51,8 +51,8 @@ pub const TRAINRT_METRICS_VERSION: u32 = 3;
 pub const TRAINRT_PROGRESS_VERSION: u32 = 1;
 pub const TRAINRT_SAMPLE_OPTIONS_VERSION: u32 = 1;
 pub const TRAINRT_MODEL_INFO_VERSION: u32 = 1;
-pub const TRAINRT_PREPARE_OPTIONS_VERSION: u32 = 1;
-pub const TRAINRT_PREPARE_RESULT_VERSION: u32 = 1;
+pub const TRAINRT_PREPARE_OPTIONS_VERSION: u32 = 2;
+pub const TRAINRT_PREPARE_RESULT_VERSION: u32 = 2;
 
 /// Opaque `trainrt_config`.
 #[repr(C)]
@@ -242,6 +242,8 @@ pub struct trainrt_prepare_options {
     pub reserved: i32,
     pub progress: trainrt_prepare_progress_fn,
     pub progress_payload: *mut c_void,
+    /// Version 2.
+    pub shard_tokens: i64,
 }
 
 impl Default for trainrt_prepare_options {
@@ -257,6 +259,7 @@ impl Default for trainrt_prepare_options {
             reserved: 0,
             progress: None,
             progress_payload: std::ptr::null_mut(),
+            shard_tokens: 0,
         }
     }
 }
@@ -274,6 +277,9 @@ pub struct trainrt_prepare_result {
     pub vocab_size: i32,
     pub eos_id: i32,
     pub reserved: i32,
+    /// Version 2.
+    pub train_shards: i32,
+    pub val_shards: i32,
 }
 
 impl Default for trainrt_prepare_result {
@@ -290,6 +296,8 @@ impl Default for trainrt_prepare_result {
             vocab_size: 0,
             eos_id: 0,
             reserved: 0,
+            train_shards: 0,
+            val_shards: 0,
         }
     }
 }
@@ -537,8 +545,8 @@ mod tests {
         assert_eq!(size_of::<trainrt_progress>(), 96);
         assert_eq!(size_of::<trainrt_sample_options>(), 32);
         assert_eq!(size_of::<trainrt_model_info>(), 56);
-        assert_eq!(size_of::<trainrt_prepare_options>(), 56);
-        assert_eq!(size_of::<trainrt_prepare_result>(), 56);
+        assert_eq!(size_of::<trainrt_prepare_options>(), 64);
+        assert_eq!(size_of::<trainrt_prepare_result>(), 64);
         assert_eq!(align_of::<trainrt_metrics>(), 8);
     }
 

@@ -8,7 +8,8 @@ use std::ptr;
 use trainrt_sys as sys;
 
 /// A Hugging Face tokenizer of the byte-level BPE family (a `tokenizer.json`: GPT-2, Llama 3
-/// and the like), as libtrainrt reproduces it exactly.
+/// and the like), as libtrainrt reproduces it exactly, or a SentencePiece model (a
+/// `tokenizer.model`: Llama 2 style).
 ///
 /// `Send + Sync`: a loaded tokenizer is immutable and the C API lets several threads encode
 /// and decode with one at once, so share it by `&Tokenizer` or `Arc<Tokenizer>`. Freed on drop.
@@ -24,8 +25,9 @@ unsafe impl Send for Tokenizer {}
 unsafe impl Sync for Tokenizer {}
 
 impl Tokenizer {
-    /// Loads a `tokenizer.json`, or the one in a folder (a Hugging Face model folder). A file
-    /// libtrainrt cannot reproduce exactly is refused with [`Status::Unsupported`].
+    /// Loads a `tokenizer.json` or `tokenizer.model`, or the one in a folder (a Hugging Face
+    /// model folder). A file libtrainrt cannot reproduce exactly is refused with
+    /// [`Status::Unsupported`].
     pub fn load(path: impl AsRef<Path>) -> Result<Tokenizer> {
         let p = cpath(path.as_ref())?;
         let mut raw = ptr::null_mut();
@@ -149,9 +151,9 @@ impl std::fmt::Debug for Tokenizer {
 /// no validation split and all cores.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PrepareOptions {
-    /// A `tokenizer.json` or a model folder holding one. Its end-of-text token begins every
-    /// document: `eos_token` of the `tokenizer_config.json` beside it, else
-    /// `<|endoftext|>`, `<|end_of_text|>` or `</s>`.
+    /// A `tokenizer.json` or `tokenizer.model`, or a model folder. Its end-of-text token
+    /// begins every document: `eos_token` of the `tokenizer_config.json` beside it, else a
+    /// SentencePiece model's own, else `<|endoftext|>`, `<|end_of_text|>` or `</s>`.
     pub tokenizer: PathBuf,
     /// `None`: each input file is a document. `Some(field)`: the inputs are JSON lines and
     /// each line's string `field` is a document.
@@ -160,6 +162,9 @@ pub struct PrepareOptions {
     pub val_fraction: f64,
     /// 0 = all cores.
     pub threads: i32,
+    /// 0: one `train.bin` and `val.bin`. N: `train_000000.bin`, `train_000001.bin`, ... (and
+    /// `val_*.bin`) of at most N tokens each.
+    pub shard_tokens: i64,
 }
 
 impl PrepareOptions {
@@ -186,6 +191,9 @@ pub struct PrepareResult {
     pub vocab_size: i32,
     /// The end-of-text token that begins each document.
     pub eos_id: i32,
+    /// Shard files written per split (1 without `shard_tokens`).
+    pub train_shards: i32,
+    pub val_shards: i32,
 }
 
 /// Tokenizes `inputs` (read in order) with a Hugging Face tokenizer into llm.c shards,
@@ -238,6 +246,7 @@ fn prepare<P: AsRef<Path>>(
         jsonl_field: field.as_ref().map_or(ptr::null(), |f| f.as_ptr()),
         val_fraction: options.val_fraction,
         threads: options.threads,
+        shard_tokens: options.shard_tokens,
         progress: cb,
         progress_payload: payload,
         ..Default::default()
@@ -259,5 +268,7 @@ fn prepare<P: AsRef<Path>>(
         token_bytes: r.token_bytes,
         vocab_size: r.vocab_size,
         eos_id: r.eos_id,
+        train_shards: r.train_shards,
+        val_shards: r.val_shards,
     })
 }

@@ -173,7 +173,19 @@ fn prepare_text_writes_shards() {
     assert_eq!(r.bytes, 36);
     assert!(r.train_tokens > 0 && r.val_tokens > 0);
     assert!(out.join("train.bin").is_file() && out.join("val.bin").is_file());
+    assert_eq!((r.train_shards, r.val_shards), (1, 1));
     assert_eq!(reports.last(), Some(&(36, 36)), "{reports:?}");
+
+    // Numbered shards of at most 2 tokens; the single files of the first run are removed.
+    let sharded = PrepareOptions {
+        shard_tokens: 2,
+        ..options.clone()
+    };
+    let s = trainrt::prepare_text(&[&a, &b], &out, &sharded).unwrap();
+    assert_eq!(s.train_tokens, r.train_tokens);
+    assert_eq!(i64::from(s.train_shards), (r.train_tokens + 1) / 2);
+    assert!(out.join("train_000000.bin").is_file() && out.join("val_000000.bin").is_file());
+    assert!(!out.join("train.bin").exists());
 
     // The tokenizer file itself, JSON lines, no progress closure.
     let jl = dir.join("docs.jsonl");

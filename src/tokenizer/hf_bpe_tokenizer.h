@@ -1,0 +1,57 @@
+// A Hugging Face tokenizer.json of the byte-level BPE family (GPT-2, Llama 3, Qwen2,
+// SmolLM-style): its added (special) tokens, normalizer (none, or NFC: Qwen2), pre-tokenizer
+// regex, BPE model and ByteLevel decoder.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/bpe.h"
+#include "tokenizer/pretokenizer.h"
+#include "tokenizer/tokenizer_model.h"
+
+namespace trt::tok {
+
+struct AddedToken {
+    uint32_t id = 0;
+    std::string content;
+    bool special = false;
+};
+
+class HfBpeTokenizer final : public TokenizerModel {
+public:
+    // From the text of a tokenizer.json (`source` names it in errors). Anything outside what
+    // this class implements (another model type, a normalizer, an unknown regex...) is refused
+    // with Error(Format) or Error(Unsupported) naming the field and its value.
+    static std::shared_ptr<const HfBpeTokenizer> from_json(std::string_view text,
+                                                           const std::string& source);
+
+    // An added token's content in the text (as written, not normalized) becomes its id.
+    std::vector<uint32_t> encode(std::string_view text) const override;
+    std::string decode(const std::vector<uint32_t>& ids) const override;
+    uint32_t id_limit() const override { return static_cast<uint32_t>(token_of_id_.size()); }
+    bool find(std::string_view token, uint32_t& id) const override;
+    std::string eos_token() const override { return ""; }  // tokenizer_config.json says
+    // ByteLevel's add_prefix_space gives each encode() call's text a leading space, so a text
+    // encoded in pieces differs from the text encoded whole.
+    bool splits_at_line_starts() const override { return !add_prefix_space_; }
+
+private:
+    void encode_plain(std::string_view text, std::vector<uint32_t>& out) const;
+
+    // Identifies this tokenizer's entries in the per-thread piece cache (hf_bpe_tokenizer.cpp).
+    uint64_t cache_key_ = 0;
+    BpeModel bpe_;
+    std::vector<AddedToken> added_;
+    std::vector<std::string> token_of_id_;  // "" for ids nothing uses
+    std::vector<uint8_t> id_is_added_;      // decode added tokens as their text
+    std::array<uint8_t, 256> added_first_byte_{};  // a byte some added token starts with
+    SplitRule rule_ = SplitRule::Gpt2;
+    bool add_prefix_space_ = false;
+    bool nfc_ = false;  // the text between added tokens is put in NFC first
+};
+
+}  // namespace trt::tok

@@ -1,0 +1,198 @@
+// prepare_text reads text files as it cuts them (data/text_window.h): with tiny read blocks
+// and pieces the shards must be byte-identical to those of the file read and encoded whole,
+// for several val fractions, thread counts and more than one file; an invalid UTF-8 byte far
+// into a file is named by its offset in the file. Numbered shards (data/shard_set.h) hold the
+// single file's ids in order, and a run removes the shards an earlier one left.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "data/prepare_text.h"
+#include "data_test_util.h"
+#include "tokenizer/synthetic_tokenizer.h"  // tests/tokenizer
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fresh_dir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    const fs::path dir = fs::path(TRAINRT_TEST_TMP) / "prepare_text_streaming" / info->name();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir.string();
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+void write(const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+// The synthetic tokenizer in dir, with the tokenizer_config.json naming its end-of-text token.
+std::string write_tokenizer(const std::string& dir) {
+    write(dir + "/tokenizer.json", synthetic::tokenizer_json());
+    write(dir + "/tokenizer_config.json", R"({"eos_token": "<|end|>"})");
+    return dir + "/tokenizer.json";
+}
+
+// About `bytes` of lines: words the synthetic tokenizer merges ("hello", " h"), punctuation,
+// digits, non-ASCII letters, blank lines and lines that start with a space or a digit (which
+// are no cut points), so pieces end at some line starts and not at others.
+std::string text_of(size_t bytes, unsigned seed) {
+    static const char* words[] = {"hello", "hell", "he", "llama", "x", "caf\xC3\xA9",
+                                  "\xE6\x97\xA5\xE6\x9C\xAC", "42", "it's", "--", "Hello"};
+    std::string s;
+    unsigned r = seed;
+    const auto next = [&] { return r = r * 1103515245u + 12345u, (r >> 16) & 0x7FFF; };
+    while (s.size() < bytes) {
+        const unsigned kind = next() % 10;
+        if (kind == 0) s += "\n";
+        else if (kind == 1) s += " ";
+        else if (kind == 2) s += "7";
+        const unsigned n = 1 + next() % 12;
+        for (unsigned k = 0; k < n; k++) {
+            s += words[next() % (sizeof words / sizeof *words)];
+            s += next() % 5 ? " " : ", ";
+        }
+        s += next() % 4 ? ".\n" : "\n";
+    }
+    return s;
+}
+
+trt::PrepareTextResult run(const std::vector<std::string>& inputs, const std::string& out,
+                           const std::string& tokenizer, double val, int threads, size_t block,
+                           size_t piece, int64_t shard_tokens = 0) {
+    trt::PrepareTextOptions o;
+    o.shard_tokens = shard_tokens;
+    o.tokenizer = tokenizer;
+    o.val_fraction = val;
+    o.threads = threads;
+    o.read_block_bytes = block;
+    o.piece_bytes = piece;
+    return trt::prepare_text(inputs, out, o);
+}
+
+TEST(PrepareTextStreaming, SmallBlocksAndPiecesGiveTheWholeFilesIds) {
+    const std::string dir = fresh_dir();
+    const std::string tok = write_tokenizer(dir);
+    write(dir + "/a.txt", text_of(120000, 1));
+    write(dir + "/b.txt", text_of(70000, 2));
+    const std::vector<std::string> inputs = {dir + "/a.txt", dir + "/b.txt"};
+    for (double val : {0.0, 0.1, 0.37}) {
+        // Whole: one piece per file (pieces larger than the files).
+        const std::string whole = dir + "/whole";
+        const trt::PrepareTextResult w = run(inputs, whole, tok, val, 1, 1 << 20, 1 << 24);
+        for (int threads : {1, 3}) {
+            const std::string cut = dir + "/cut" + std::to_string(threads);
+            const trt::PrepareTextResult c = run(inputs, cut, tok, val, threads, 97, 1000);
+            EXPECT_EQ(slurp(cut + "/train.bin"), slurp(whole + "/train.bin")) << val;
+            EXPECT_EQ(slurp(cut + "/val.bin"), slurp(whole + "/val.bin")) << val;
+            EXPECT_EQ(c.documents, w.documents);
+            EXPECT_EQ(c.train_tokens, w.train_tokens);
+            EXPECT_EQ(c.val_tokens, w.val_tokens);
+        }
+        EXPECT_EQ(w.documents, val > 0 ? 3 : 2);  // two files, and the val part of the second
+        EXPECT_GT(w.train_tokens, 50000);
+    }
+}
+
+TEST(PrepareTextStreaming, InvalidUtf8IsNamedByItsFileOffset) {
+    const std::string dir = fresh_dir();
+    const std::string tok = write_tokenizer(dir);
+    std::string text = text_of(60000, 3);
+    const size_t at = 50001;
+    text[at] = '\xFF';
+    write(dir + "/bad.txt", text);
+    expect_error([&] { run({dir + "/bad.txt"}, dir + "/out", tok, 0.0, 2, 64, 500); },
+                 trt::Status::InvalidArgument,
+                 {"bad.txt", "not valid UTF-8", "byte " + std::to_string(at)});
+    EXPECT_FALSE(fs::exists(dir + "/out/train.bin"));  // nothing half-written looks complete
+}
+
+// A shard's header count and its uint16 ids.
+std::vector<uint16_t> ids_of(const std::string& path, int32_t& count) {
+    const std::string bytes = slurp(path);
+    EXPECT_GE(bytes.size(), 1024u) << path;
+    int32_t header[3] = {};
+    std::memcpy(header, bytes.data(), sizeof header);
+    EXPECT_EQ(header[0], 20240520) << path;
+    count = header[2];
+    std::vector<uint16_t> ids((bytes.size() - 1024) / 2);
+    std::memcpy(ids.data(), bytes.data() + 1024, ids.size() * 2);
+    EXPECT_EQ(static_cast<int64_t>(ids.size()), count) << path;
+    return ids;
+}
+
+TEST(PrepareTextShards, NumberedShardsHoldTheSingleFilesIdsInOrder) {
+    const std::string dir = fresh_dir();
+    const std::string tok = write_tokenizer(dir);
+    write(dir + "/a.txt", text_of(150000, 4));
+    const std::string one = dir + "/one", many = dir + "/many";
+    run({dir + "/a.txt"}, one, tok, 0.2, 2, 1 << 16, 1 << 12);
+    const trt::PrepareTextResult r = run({dir + "/a.txt"}, many, tok, 0.2, 2, 1 << 16, 1 << 12, 5000);
+    for (const char* split : {"train", "val"}) {
+        int32_t count = 0;
+        const std::vector<uint16_t> whole = ids_of(one + "/" + split + ".bin", count);
+        const std::vector<std::string>& files =
+            std::string(split) == "train" ? r.train_files : r.val_files;
+        ASSERT_GE(files.size(), 2u) << split;
+        std::vector<uint16_t> joined;
+        for (size_t k = 0; k < files.size(); k++) {
+            char name[32];
+            std::snprintf(name, sizeof name, "%s_%06zu.bin", split, k);
+            EXPECT_EQ(files[k], name);
+            const std::vector<uint16_t> ids = ids_of(many + "/" + files[k], count);
+            if (k + 1 < files.size()) EXPECT_EQ(count, 5000) << files[k];
+            EXPECT_LE(count, 5000);
+            EXPECT_GT(count, 0);
+            joined.insert(joined.end(), ids.begin(), ids.end());
+        }
+        EXPECT_EQ(joined, whole) << split;
+        EXPECT_FALSE(fs::exists(many + "/" + split + ".bin"));
+    }
+}
+
+TEST(PrepareTextShards, ARunRemovesTheShardsAnEarlierOneLeft) {
+    const std::string dir = fresh_dir();
+    const std::string tok = write_tokenizer(dir);
+    write(dir + "/a.txt", text_of(60000, 5));
+    const std::string out = dir + "/out";
+    const trt::PrepareTextResult small = run({dir + "/a.txt"}, out, tok, 0.1, 1, 1 << 16, 1 << 12, 1000);
+    ASSERT_GT(small.train_files.size(), 5u);
+    write(out + "/train_notes.txt", "mine");  // not a shard: kept
+    write(out + "/train_1.bin", "mine");      // not this layout's name: kept
+    const trt::PrepareTextResult big = run({dir + "/a.txt"}, out, tok, 0.1, 1, 1 << 16, 1 << 12, 4000);
+    ASSERT_LT(big.train_files.size(), small.train_files.size());
+    for (size_t k = big.train_files.size(); k < small.train_files.size(); k++)
+        EXPECT_FALSE(fs::exists(out + "/" + small.train_files[k])) << small.train_files[k];
+    EXPECT_TRUE(fs::exists(out + "/" + big.train_files.back()));
+    run({dir + "/a.txt"}, out, tok, 0.1, 1, 1 << 16, 1 << 12, 0);  // back to one file per split
+    EXPECT_TRUE(fs::exists(out + "/train.bin"));
+    EXPECT_TRUE(fs::exists(out + "/val.bin"));
+    EXPECT_FALSE(fs::exists(out + "/train_000000.bin"));
+    EXPECT_FALSE(fs::exists(out + "/val_000000.bin"));
+    EXPECT_TRUE(fs::exists(out + "/train_notes.txt"));
+    EXPECT_TRUE(fs::exists(out + "/train_1.bin"));
+}
+
+TEST(PrepareTextShards, BadShardSizeIsRefused) {
+    const std::string dir = fresh_dir();
+    const std::string tok = write_tokenizer(dir);
+    write(dir + "/a.txt", "hello\n");
+    expect_error([&] { run({dir + "/a.txt"}, dir + "/out", tok, 0.0, 1, 64, 64, -1); },
+                 trt::Status::InvalidArgument, {"shard_tokens", "-1"});
+    expect_error([&] { run({dir + "/a.txt"}, dir + "/out", tok, 0.0, 1, 64, 64, int64_t(1) << 31); },
+                 trt::Status::InvalidArgument, {"shard_tokens"});
+}
+
+}  // namespace
