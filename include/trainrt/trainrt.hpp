@@ -292,12 +292,13 @@ private:
 };
 
 struct PrepareTextOptions {
-    std::string tokenizer;     // a tokenizer.json or a model folder (required)
+    std::string tokenizer;     // a tokenizer.json or .model, or a model folder (required)
     std::string jsonl_field;   // "": the inputs are text; else JSON lines and this field
     double val_fraction = 0.1;
     int32_t threads = 0;       // 0: all cores
+    int64_t shard_tokens = 0;  // 0: train.bin/val.bin; N: train_000000.bin... of <= N tokens
 };
-// Tokenizes text files (or JSON lines) into out_dir/train.bin and val.bin
+// Tokenizes text files (or JSON lines) into out_dir/train.bin and val.bin, or numbered shards
 // (trainrt_prepare_text: every document opened by the end-of-text token).
 inline trainrt_prepare_result prepare_text(const std::vector<std::string>& inputs,
                                            const std::string& out_dir,
@@ -309,6 +310,7 @@ inline trainrt_prepare_result prepare_text(const std::vector<std::string>& input
     o.jsonl_field = options.jsonl_field.empty() ? nullptr : options.jsonl_field.c_str();
     o.val_fraction = options.val_fraction;
     o.threads = options.threads;
+    o.shard_tokens = options.shard_tokens;
     trainrt_prepare_result r = TRAINRT_PREPARE_RESULT_INIT;
     detail::check(trainrt_prepare_text(&r, paths.data(), paths.size(), out_dir.c_str(), &o));
     return r;

@@ -592,6 +592,12 @@ TEST(CppTokenizer, EncodeDecodeLookupsErrorsAndPrepare) {
     EXPECT_EQ(r.documents, 2);
     EXPECT_EQ(r.eos_id, 300);
     EXPECT_TRUE(fs::exists(dir + "/shards/train.bin"));
+    o.shard_tokens = 2;  // numbered shards of at most 2 tokens
+    const trainrt_prepare_result s =
+        trainrt::prepare_text({dir + "/a.txt", dir + "/b.txt"}, dir + "/shards", o);
+    EXPECT_EQ(s.train_shards, (r.train_tokens + 1) / 2);
+    EXPECT_TRUE(fs::exists(dir + "/shards/train_000000.bin"));
+    EXPECT_FALSE(fs::exists(dir + "/shards/train.bin"));
 
     // A tokenizer trained on those files, then loaded; a second run without overwrite throws.
     trainrt::TrainTokenizerOptions to;
