@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config
   libtomlplusplus-dev          # config parsing (header-only use, one translation unit)
   libopenblas-openmp-dev       # CPU matmuls; the OpenMP build shares our OpenMP runtime
+  libdnnl-dev                  # oneDNN: bf16 matmuls on CPUs with AVX-512 BF16 / AMX
   libsentencepiece-dev         # SentencePiece tokenizer.model files (src/tokenizer)
   sentencepiece                # spm_train/spm_encode: the SentencePiece oracle test
   libgtest-dev                 # unit tests

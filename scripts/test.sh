@@ -8,9 +8,9 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 CUDA_ARCHS=${CUDA_ARCHS:-90-real}
-# TRAINRT_SENTENCEPIECE=ON: a machine without libsentencepiece-dev fails here rather than
-# skipping the SentencePiece tests.
+# TRAINRT_SENTENCEPIECE=ON / TRAINRT_ONEDNN=ON: a machine without libsentencepiece-dev or
+# libdnnl-dev fails here rather than skipping the SentencePiece or oneDNN bf16 tests.
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS" \
-  -DTRAINRT_SENTENCEPIECE=ON
+  -DTRAINRT_SENTENCEPIECE=ON -DTRAINRT_ONEDNN=ON
 cmake --build "$BUILD_DIR" -j "$JOBS"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"

@@ -166,6 +166,10 @@ struct AccelStatus {
     // What the precision means on this device, when worth saying (the CPU: whether it has
     // native bf16, and what bf16 costs there).
     std::string precision_note;
+    // The CPU: which library its matmuls run on ("onednn" or "openblas", accel.cpu_matmul),
+    // and oneDNN's implementation or why not oneDNN. "" elsewhere.
+    std::string cpu_matmul;
+    std::string cpu_matmul_note;
 };
 
 // What a backend is, for the choices the session makes (never by comparing its name).
@@ -427,8 +431,10 @@ private:
 // How many bytes of backend scratch ModelDims implies is the backend's business; how many
 // floats of activations the model needs is the model's (src/model/activations.h).
 
-// CPU backend: OpenBLAS sgemm for every matmul, OpenMP elsewhere. threads <= 0 = all cores.
-// precision Fp32 or Bf16 (bf16 activations and matmul operands, fp32 math: cpu_lowp.h).
-std::unique_ptr<Backend> make_cpu_backend(int threads, Precision precision = Precision::Fp32);
+// CPU backend: OpenBLAS sgemm for fp32 matmuls, OpenMP elsewhere. threads <= 0 = all cores.
+// precision Fp32, Bf16 (bf16 activations and matmul operands, fp32 math: cpu_lowp.h) or Fp16
+// (a test twin). `matmul`: accel.cpu_matmul, how bf16 matmuls run (oneDNN or sgemm).
+std::unique_ptr<Backend> make_cpu_backend(int threads, Precision precision = Precision::Fp32,
+                                          CpuMatmul matmul = CpuMatmul::Auto);
 
 }  // namespace trt

@@ -152,7 +152,7 @@ BackendSelection select_backend(const RunConfig& run) {
                  why_not_cuda.empty() ? std::string(")")
                                       : cat(", which is not available: ", why_not_cuda, ")"));
         sel.precision = asked == Precision::Auto ? Precision::Fp32 : asked;
-        sel.backend = make_cpu_backend(opts.threads, sel.precision);
+        sel.backend = make_cpu_backend(opts.threads, sel.precision, run.accel.cpu_matmul);
     };
     switch (run.runtime.device) {
         case DeviceKind::Cpu:

@@ -38,7 +38,8 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
         Precision sizing = Precision::Fp32;
         if (on_cpu && lowp) sizing = asked;
         if (cuda_lowp && r.accel.lowp_activations) sizing = lowp ? asked : Precision::Bf16;
-        const auto backend = make_cpu_backend(static_cast<int>(r.runtime.threads), sizing);
+        const auto backend = make_cpu_backend(static_cast<int>(r.runtime.threads), sizing,
+                                              r.accel.cpu_matmul);
         const int B = static_cast<int>(r.train.batch_size), T = static_cast<int>(r.train.seq_len);
         // cuDNN attention (accel.attention auto or cudnn, under bf16/fp16, multi-head) keeps
         // O and the softmax statistics instead of the T×T matrices the matmul path keeps:

@@ -197,6 +197,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_BOOL(accel, matmul_epilogues),
         TRT_BOOL(accel, lowp_activations),
         TRT_BOOL(accel, deterministic),
+        TRT_ENUM(accel, cpu_matmul, CpuMatmul),
     };
     return table;
 }

@@ -58,6 +58,15 @@ const char* to_string(AttentionKind v) {
     return "?";
 }
 
+const char* to_string(CpuMatmul v) {
+    switch (v) {
+        case CpuMatmul::Auto: return "auto";
+        case CpuMatmul::Onednn: return "onednn";
+        case CpuMatmul::Openblas: return "openblas";
+    }
+    return "?";
+}
+
 const char* to_string(Placement v) {
     switch (v) {
         case Placement::Auto: return "auto";

@@ -13,6 +13,8 @@ enum class Schedule { Constant, Cosine, Linear };
 enum class DeviceKind { Auto, Cpu, Cuda };
 enum class Precision { Auto, Fp32, Tf32, Bf16, Fp16 };
 enum class AttentionKind { Auto, Cudnn, Matmul };
+// Which library the CPU backend's matmuls run on (docs/CONFIG.md, accel.cpu_matmul).
+enum class CpuMatmul { Auto, Onednn, Openblas };
 enum class Placement { Auto, Device, Host };
 
 struct ModelConfig {
@@ -89,6 +91,9 @@ struct AccelConfig {
     bool lowp_activations = true;
     // false allows nondeterministic cuDNN attention engines (CUDA only; docs/CONFIG.md).
     bool deterministic = true;
+    // CPU matmuls: oneDNN where it is the faster (auto: fp32 on AVX-512, bf16 on native
+    // bf16), asked for (onednn), or OpenBLAS sgemm (bf16: on widened operands).
+    CpuMatmul cpu_matmul = CpuMatmul::Auto;
 };
 
 struct RunConfig {
@@ -107,6 +112,7 @@ const char* to_string(Schedule v);
 const char* to_string(DeviceKind v);
 const char* to_string(Precision v);
 const char* to_string(AttentionKind v);
+const char* to_string(CpuMatmul v);
 const char* to_string(Placement v);
 
 }  // namespace trt

@@ -273,7 +273,17 @@ void Session::log_startup() const {
                                                  ? acc.epilogues_note
                                                  : cat(backend_->name(), ": not applicable")),
               " placement=", configured(resident_ ? "device" : "host", to_string(r.data.placement)),
+              acc.cpu_matmul.empty()
+                  ? std::string()
+                  : cat(" cpu_matmul=", acc.cpu_matmul,
+                        acc.cpu_matmul_note.empty() ? "" : cat(" [", acc.cpu_matmul_note, "]"),
+                        acc.cpu_matmul == to_string(r.accel.cpu_matmul)
+                            ? ""
+                            : cat(" (", to_string(r.accel.cpu_matmul), ")")),
               " max_inflight=", max_inflight_);
+    if (r.accel.cpu_matmul == CpuMatmul::Onednn && acc.cpu_matmul == "openblas")
+        log_.warn("matmuls: accel.cpu_matmul = \"onednn\" was asked for, but matmuls run on "
+                  "OpenBLAS: ", acc.cpu_matmul_note);
     // A cuDNN attention asked for and not taken changes speed and memory: say why at WARN, not
     // only inside the bracket above (which INFO-filtered sinks never see).
     if (r.accel.attention == AttentionKind::Cudnn && acc.attention != "cudnn")

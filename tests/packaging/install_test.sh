@@ -155,6 +155,11 @@ if ldd "$BUILD"/libtrainrt.so.0 2>/dev/null | grep -q libsentencepiece; then
     grep -q 'libsentencepiece0' <<<"$(field "$DEB_RUNTIME" Depends)" ||
         fail "runtime: links libsentencepiece but Depends lacks libsentencepiece0"
 fi
+# Built with oneDNN (found, as install-deps.sh installs it): the library links it.
+if ldd "$BUILD"/libtrainrt.so.0 2>/dev/null | grep -q libdnnl; then
+    grep -q 'libdnnl2' <<<"$(field "$DEB_RUNTIME" Depends)" ||
+        fail "runtime: links libdnnl but Depends lacks libdnnl2"
+fi
 [ "$(field "$DEB_RUNTIME" Section)" = libs ] || fail "runtime: Section"
 L=$(contents "$DEB_DEV"); echo "$L"
 for re in '^/usr/include/trainrt/trainrt\.h$' '^/usr/include/trainrt/trainrt\.hpp$' \

@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_lowp.h"
+#include "backend/cpu/cpu_onednn_matmul.h"
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
 
@@ -23,15 +24,22 @@ constexpr size_t kAlign = 64;  // one cache line / an AVX-512 vector
 
 class CpuBackend final : public Backend {
 public:
-    CpuBackend(int threads, Precision precision)
+    CpuBackend(int threads, Precision precision, CpuMatmul matmul)
         : threads_(threads > 0 ? threads : omp_get_num_procs()) {
         if (threads_ < 1) threads_ = 1;
-        if (precision == Precision::Bf16 || precision == Precision::Fp16)
-            lowp_ = std::make_unique<cpu::LowpOps>(
-                *this, threads_, precision == Precision::Bf16 ? DType::BF16 : DType::F16);
-        else if (precision != Precision::Fp32)  // the factory resolves auto before this
+        if (precision == Precision::Bf16)
+            lowp_ = std::make_unique<cpu::LowpOps>(*this, threads_, DType::BF16,
+                                                   choose_onednn(matmul, DType::BF16));
+        else if (precision == Precision::Fp16) {
+            lowp_ = std::make_unique<cpu::LowpOps>(*this, threads_, DType::F16);
+            onednn_why_not_ = "fp16 is a test twin: its matmuls are OpenBLAS sgemm on widened "
+                              "operands";
+        } else if (precision == Precision::Fp32) {
+            if (choose_onednn(matmul, DType::F32)) gemm_ = std::make_unique<cpu::OnednnGemm>();
+        } else {  // the factory resolves auto before this
             fail(Status::Unsupported, "the cpu backend computes in fp32, bf16 or fp16, not ",
                  "tf32/auto");
+        }
         // Our regions pass num_threads(threads_); OpenBLAS's count is set by each kernel that
         // calls it, on the calling thread (cpu_threads.h) — not here, once, on the thread that
         // created the session: OpenMP's thread count is per thread, and a session may be
@@ -39,6 +47,7 @@ public:
     }
     ~CpuBackend() override {
         lowp_.reset();  // frees its buffers through this backend
+        gemm_.reset();
         for (auto& kv : sizes_) std::free(kv.first);
     }
     DType activation_dtype() const override { return lowp_ ? lowp_->dtype() : DType::F32; }
@@ -51,12 +60,16 @@ public:
                 "CUDA fp16 path's twin, element-by-element conversions (slow; for tests)";
         else if (lowp_)
             st.precision_note = cat(
-                "bf16 activations and matmul operands, fp32 math through the fp32 kernels "
-                "(rounded as the CUDA bf16 path): not faster than fp32 on this build",
-                native.empty() ? "; this CPU has no native bf16"
-                               : cat("; this CPU's native bf16 (", native, ") is not used yet"));
+                "bf16 activations and matmul operands, fp32 accumulation and math (rounded as "
+                "the CUDA bf16 path)",
+                lowp_->onednn_matmuls()
+                    ? "; matmuls on the bf16 values"
+                    : "; matmuls by OpenBLAS sgemm on widened operands: not faster than fp32");
         else if (!native.empty())
             st.precision_note = cat("this CPU has native bf16 (", native, ")");
+        const bool onednn = gemm_ || (lowp_ && lowp_->onednn_matmuls());
+        st.cpu_matmul = onednn ? "onednn" : "openblas";
+        st.cpu_matmul_note = onednn ? onednn_impl_ : onednn_why_not_;
         return st;
     }
 
@@ -108,8 +121,10 @@ public:
     void register_params(const float* params, size_t n) override {
         if (lowp_) lowp_->register_params(params, n);
     }
-    // The bf16-rounded weights, kept as floats for sgemm (cpu_lowp.h).
-    size_t working_copy_bytes(size_t n) const override { return lowp_ ? n * sizeof(float) : 0; }
+    // The bf16-rounded weights: bf16 for oneDNN, else kept as floats for sgemm (cpu_lowp.h).
+    size_t working_copy_bytes(size_t n) const override {
+        return lowp_ ? n * lowp_->working_copy_bytes_per_param() : 0;
+    }
     void copy_to_host(void* dst, const void* src, size_t bytes) override {
         if (bytes) std::memcpy(dst, src, bytes);
     }
@@ -146,6 +161,9 @@ public:
     void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N,
                         int K, int M, WeightLayout layout) override {
         if (lowp_) return lowp_->matmul_forward(out, inp, weight, bias, N, K, M, layout);
+        if (gemm_)
+            return cpu::onednn_matmul_forward(*gemm_, f32(out), f32(inp), weight, bias, N, K, M,
+                                              layout, threads_);
         cpu::matmul_forward(f32(out), f32(inp), weight, bias, N, K, M, layout, threads_);
     }
     void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
@@ -154,6 +172,9 @@ public:
         if (lowp_)
             return lowp_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M,
                                           layout);
+        if (gemm_)
+            return cpu::onednn_matmul_backward(*gemm_, f32(dinp), dweight, dbias, f32(dout),
+                                               f32(inp), weight, N, K, M, layout, threads_);
         cpu::matmul_backward(f32(dinp), dweight, dbias, f32(dout), f32(inp), weight, N, K, M,
                              layout, threads_);
     }
@@ -222,6 +243,9 @@ public:
     void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                              const float* bias, int N, int K, int M) override {
         if (lowp_) return lowp_->matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M);
+        if (gemm_)
+            return cpu::onednn_matmul_gelu_forward(*gemm_, f32(pre), f32(out), f32(inp), weight,
+                                                   bias, N, K, M, threads_);
         cpu::matmul_gelu_forward(f32(pre), f32(out), f32(inp), weight, bias, N, K, M, threads_);
     }
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
@@ -305,6 +329,34 @@ private:
         }
         return "";
     }
+    // accel.cpu_matmul: whether matmuls of `in` operands (F32, BF16) go through oneDNN.
+    // auto: where oneDNN's kernel is the fast kind (OnednnGemm::fast: fp32 brgemm on AVX-512,
+    // bf16 on the CPU's own bf16 instructions); onednn: wherever oneDNN has one; openblas:
+    // never. Records oneDNN's implementation, or why not (for the log line).
+    bool choose_onednn(CpuMatmul matmul, DType in) {
+        onednn_impl_.clear();
+        if (matmul == CpuMatmul::Openblas) {
+            onednn_why_not_ = "accel.cpu_matmul = \"openblas\"";
+            return false;
+        }
+        std::string impl;
+        const std::string why = cpu::OnednnGemm::availability(in, &impl);
+        if (!why.empty()) {
+            onednn_why_not_ = why;
+            return false;
+        }
+        if (matmul == CpuMatmul::Auto && !cpu::OnednnGemm::fast(in, impl)) {
+            onednn_why_not_ = cat(
+                "oneDNN's ", in == DType::BF16 ? "bf16" : "fp32", " matmul here is ", impl,
+                in == DType::BF16 ? " (no native bf16 on this CPU: an emulation)"
+                                  : " (no AVX-512: no faster than OpenBLAS)",
+                "; accel.cpu_matmul = \"onednn\" takes it anyway");
+            return false;
+        }
+        onednn_impl_ = impl;
+        onednn_why_not_.clear();
+        return true;
+    }
     // The CPU's native bf16 features ("avx512_bf16 amx_bf16"), "" if none.
     static std::string native_bf16_flags() {
         const std::string flags = " " + cpuinfo_field("flags") + " ";
@@ -335,12 +387,16 @@ private:
     std::unordered_map<void*, size_t> sizes_;  // live allocation -> requested bytes
     size_t in_use_ = 0;
     std::unique_ptr<cpu::LowpOps> lowp_;  // bf16 mode; null in fp32
+    std::unique_ptr<cpu::OnednnGemm> gemm_;  // fp32 matmuls through oneDNN; null: OpenBLAS
+    std::string onednn_impl_;     // the oneDNN matmul implementation in use, "" if none
+    std::string onednn_why_not_;  // why matmuls do not use oneDNN ("" when they do)
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int threads, Precision precision) {
-    return std::make_unique<CpuBackend>(threads, precision);
+std::unique_ptr<Backend> make_cpu_backend(int threads, Precision precision,
+                                          CpuMatmul matmul) {
+    return std::make_unique<CpuBackend>(threads, precision, matmul);
 }
 
 }  // namespace trt

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "backend/cpu/cpu_common.h"
+#include "backend/cpu/cpu_gelu.h"
 #include "backend/cpu/cpu_ops.h"
 #include "core/bf16.h"
 #include "core/fp16.h"
@@ -140,9 +141,11 @@ void LowpOps::narrow_rows(const RowArg& a, size_t r0, size_t rows, const float* 
     });
 }
 
-LowpOps::LowpOps(Backend& memory, int threads, DType dtype)
+LowpOps::LowpOps(Backend& memory, int threads, DType dtype, bool onednn_matmuls)
     : mem_(memory), threads_(threads), dtype_(dtype) {
     TRT_CHECK(dtype == DType::BF16 || dtype == DType::F16, "LowpOps: bf16 or fp16 only");
+    TRT_CHECK(!onednn_matmuls || dtype == DType::BF16, "LowpOps: oneDNN matmuls are bf16 only");
+    if (onednn_matmuls) gemm_ = std::make_unique<OnednnGemm>();
 }
 
 float LowpOps::round(float x) const {
@@ -154,6 +157,8 @@ LowpOps::~LowpOps() {
     mem_.free(weight_tmp_.data);
     mem_.free(bias_tmp_.data);
     mem_.free(working_);
+    mem_.free(working16_);
+    mem_.free(weight16_tmp_);
 }
 
 static std::atomic<size_t> g_test_chunk_rows{0};
@@ -225,11 +230,17 @@ void LowpOps::by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], F
 
 void LowpOps::register_params(const float* params, size_t n) {
     mem_.free(working_);
+    mem_.free(working16_);
     working_ = nullptr;
+    working16_ = nullptr;
     master_ = nullptr;
     master_n_ = 0;
     if (!params || n == 0) return;
-    working_ = static_cast<float*>(mem_.alloc(n * sizeof(float), "low-precision working weights"));
+    if (gemm_)
+        working16_ = static_cast<uint16_t*>(mem_.alloc(n * 2, "bf16 working weights"));
+    else
+        working_ = static_cast<float*>(
+            mem_.alloc(n * sizeof(float), "low-precision working weights"));
     master_ = params;
     master_n_ = n;
     params_written(params, n * sizeof(float));
@@ -251,13 +262,30 @@ void LowpOps::params_written(const void* dst, size_t bytes) {
     const size_t i1 =
         (static_cast<size_t>(std::min(hi, mhi) - mlo) + sizeof(float) - 1) / sizeof(float);
     split_parallel(i1 - i0, threads_, [&](size_t a, size_t b) {
-        for (size_t i = i0 + a; i < i0 + b; i++) working_[i] = round(master_[i]);
+        if (working16_)
+            narrow_range(working16_ + i0 + a, master_ + i0 + a, b - a);
+        else
+            for (size_t i = i0 + a; i < i0 + b; i++) working_[i] = round(master_[i]);
     });
+}
+
+const uint16_t* LowpOps::weight16(const float* w, size_t count) {
+    if (master_ && working16_ && w >= master_ && w + count <= master_ + master_n_)
+        return working16_ + (w - master_);
+    if (count > weight16_tmp_n_) {
+        mem_.free(weight16_tmp_);
+        weight16_tmp_ = nullptr;
+        weight16_tmp_n_ = 0;
+        weight16_tmp_ = static_cast<uint16_t*>(mem_.alloc(count * 2, "bf16 operand"));
+        weight16_tmp_n_ = count;
+    }
+    narrow_lowp(DType::BF16, weight16_tmp_, w, count, threads_);
+    return weight16_tmp_;
 }
 
 const float* LowpOps::parameter_operand(const float* p, size_t count, RoundedCopy& slot) {
     if (!p) return nullptr;
-    if (master_ && p >= master_ && p + count <= master_ + master_n_)
+    if (master_ && working_ && p >= master_ && p + count <= master_ + master_n_)
         return working_ + (p - master_);
     if (count > slot.floats) {
         mem_.free(slot.data);
@@ -350,6 +378,8 @@ void LowpOps::residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstA
 // out[:, j0:j0+n] = inp · W[j0:j0+n, :]ᵀ, each block's rows rounded where they are stored.
 void LowpOps::matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
                              int N, int K, int M, WeightLayout layout) {
+    if (gemm_ && N > 0 && K > 0 && M > 0)
+        return onednn_matmul_forward(out, inp, weight, bias, N, K, M, layout);
     const float* W = weight_operand(weight, (size_t)K * M);
     const float* Bs = bias_operand(bias, (size_t)M);
     const size_t mb = column_block((size_t)K, (size_t)M, layout);
@@ -367,6 +397,8 @@ void LowpOps::matmul_forward(Act out, ConstAct inp, const float* weight, const f
 void LowpOps::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
                               ConstAct inp, const float* weight, int N, int K, int M,
                               WeightLayout layout) {
+    if (gemm_ && N > 0 && K > 0 && M > 0)
+        return onednn_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
     const float* W = weight_operand(weight, (size_t)K * M);
     const size_t mb = column_block((size_t)K, (size_t)M, layout);
     if (mb >= (size_t)M) {
@@ -412,6 +444,8 @@ void LowpOps::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct d
 
 void LowpOps::matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                                   const float* bias, int N, int K, int M) {
+    if (gemm_ && N > 0 && K > 0 && M > 0)
+        return onednn_matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M);
     const float* W = weight_operand(weight, (size_t)K * M);
     const float* Bs = bias_operand(bias, (size_t)M);
     const RowArg args[] = {{pre, (size_t)M, Dir::Out}, {out, (size_t)M, Dir::Out},
@@ -419,6 +453,96 @@ void LowpOps::matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* w
     by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
         cpu::matmul_gelu_forward(f[0], f[1], f[2], W, Bs, (int)rows, K, M, threads_);
     }, kMinMatmulChunkRows);
+}
+
+// ---- the oneDNN matmuls (bf16 with native instructions): no widening, no column blocks —
+// the products read the stored bf16 rows and the bf16 working copy and write bf16 (or add to
+// the fp32 weight gradient) themselves. Same rounding points as the widened path above.
+
+namespace {
+
+const uint16_t* bf16_of(ConstAct v) {
+    TRT_CHECK(!v.data || v.dtype == DType::BF16, "cpu backend in bf16: a view of another dtype");
+    return static_cast<const uint16_t*>(v.data);
+}
+uint16_t* bf16_of(Act v) {
+    TRT_CHECK(!v.data || v.dtype == DType::BF16, "cpu backend in bf16: a view of another dtype");
+    return static_cast<uint16_t*>(v.data);
+}
+
+// acc[j] += dout[n, j] for j < w, rows n in order (row stride M), bf16 widened exactly.
+TRT_CPU_CLONES void column_sums_bf16(double* __restrict acc, const uint16_t* __restrict dout,
+                                     int N, int M, int w) {
+    for (int n = 0; n < N; n++) {
+        const uint16_t* __restrict row = dout + (size_t)n * M;
+        for (int j = 0; j < w; j++) acc[j] += bf16_to_float(row[j]);
+    }
+}
+
+// x[j] = gelu(x[j]) for j < n (vectorised; the same gelu_value as every other GELU).
+TRT_CPU_CLONES void gelu_in_place(float* __restrict x, size_t n, ExpLimits lim) {
+    for (size_t j = 0; j < n; j++) x[j] = gelu_value(x[j], lim);
+}
+
+}  // namespace
+
+void LowpOps::onednn_matmul_forward(Act out, ConstAct inp, const float* weight,
+                                    const float* bias, int N, int K, int M,
+                                    WeightLayout layout) {
+    const uint16_t* W = weight16(weight, (size_t)K * M);
+    const float* Bs = bias_operand(bias, (size_t)M);
+    GemmShape s = linear_forward(DType::BF16, N, K, M, layout == WeightLayout::OutIn);
+    s.bias = Bs != nullptr;
+    // out[N, M] = round(inp[N, K] · W + bias)
+    gemm_->run(s, bf16_of(inp), W, bf16_of(out), Bs, threads_);
+}
+
+void LowpOps::onednn_matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
+                                     ConstAct inp, const float* weight, int N, int K, int M,
+                                     WeightLayout layout) {
+    const bool outin = layout == WeightLayout::OutIn;
+    const uint16_t* dy = bf16_of(dout);
+    const uint16_t* x = bf16_of(inp);
+    if (dinp.data)  // dinp = round(dout · Wᵀ), W as its layout says
+        gemm_->run(linear_dinp(DType::BF16, N, K, M, outin), dy,
+                   weight16(weight, (size_t)K * M), bf16_of(dinp), nullptr, threads_);
+    if (dweight) {
+        TRT_CHECK(x, "matmul_backward: dweight without the layer's input");
+        const auto ab = weight_grad_operands(x, dy, outin);  // dW += (fp32)
+        gemm_->run(linear_dweight(DType::BF16, N, K, M, outin), ab.first, ab.second, dweight,
+                   nullptr, threads_);
+    }
+    if (dbias)
+        column_sums_into(dbias, M, threads_, [&](size_t j0, int w, double* acc) {
+            column_sums_bf16(acc, dy + j0, N, M, w);
+        });
+}
+
+// pre = round(inp · W + bias), out = round(gelu(inp · W + bias)): the product lands in fp32
+// scratch a chunk of rows at a time, GELU reads it unrounded (as the widened path does).
+void LowpOps::onednn_matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
+                                         const float* bias, int N, int K, int M) {
+    const uint16_t* W = weight16(weight, (size_t)K * M);
+    const float* Bs = bias_operand(bias, (size_t)M);
+    const uint16_t* x = bf16_of(inp);
+    uint16_t* p16 = bf16_of(pre);
+    uint16_t* o16 = bf16_of(out);
+    const size_t chunk = chunk_rows((size_t)M, 1, (size_t)N, kMinMatmulChunkRows);
+    float* acc = scratch(chunk * (size_t)M);
+    const ExpLimits lim = exp_limits();
+    for (size_t r0 = 0; r0 < (size_t)N; r0 += chunk) {
+        const size_t rows = std::min(chunk, (size_t)N - r0);
+        GemmShape s = linear_forward(DType::BF16, (int)rows, K, M, false);
+        s.out = GemmOut::F32;
+        s.bias = Bs != nullptr;
+        gemm_->run(s, x + r0 * K, W, acc, Bs, threads_);
+        for_rows(rows, (size_t)M, threads_, [&](size_t r) {
+            float* a = acc + r * M;
+            narrow_range(p16 + (r0 + r) * M, a, (size_t)M);
+            gelu_in_place(a, (size_t)M, lim);
+            narrow_range(o16 + (r0 + r) * M, a, (size_t)M);
+        });
+    }
 }
 
 void LowpOps::gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,

@@ -5,6 +5,12 @@
 // rounding points of the CUDA bf16/fp16 path (docs/PRECISION.md), so these modes are its CPU
 // twin. fp16 is for that: a slow path whose dynamic loss scaling the session already does.
 //
+// Matmuls in bf16 run one of two ways, with the same rounding points: on a CPU with native
+// bf16 (AVX-512 BF16, AMX) through oneDNN (cpu_onednn_gemm.h) on the stored bf16 activations and
+// a bf16 working copy of the weights, fp32 accumulation, the output rounded once; elsewhere
+// (and under accel.cpu_matmul = "openblas") by the widening below, through OpenBLAS sgemm on
+// an fp32-held rounded working copy. The two differ only in the order of the fp32 sums.
+//
 // How: each op converts a chunk of rows of its low-precision inputs into fp32 scratch, runs the fp32
 // kernel of cpu_ops.h on the chunk and rounds its outputs back (round to nearest even).
 // Chunks are a fixed number of rows for a shape (never dependent on the thread count), small
@@ -16,7 +22,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <memory>
+
 #include "backend/backend.h"
+#include "backend/cpu/cpu_onednn_gemm.h"
 
 namespace trt::cpu {
 
@@ -28,9 +37,13 @@ void narrow_lowp(DType dtype, uint16_t* dst, const float* src, size_t n, int thr
 class LowpOps {
 public:
     // dtype: BF16 or F16, what activations are stored in. Scratch and the working copy are
-    // allocated from `memory` (counted in bytes_in_use).
-    LowpOps(Backend& memory, int threads, DType dtype);
+    // allocated from `memory` (counted in bytes_in_use). onednn_matmuls (BF16 only): matmuls
+    // through oneDNN on bf16 operands (the caller checked OnednnGemm::availability()).
+    LowpOps(Backend& memory, int threads, DType dtype, bool onednn_matmuls = false);
     DType dtype() const { return dtype_; }
+    bool onednn_matmuls() const { return gemm_ != nullptr; }
+    // Bytes of working copy per registered parameter: 2 (bf16, for oneDNN) or 4 (fp32-held).
+    size_t working_copy_bytes_per_param() const { return gemm_ ? 2 : sizeof(float); }
     ~LowpOps();
     LowpOps(const LowpOps&) = delete;
     LowpOps& operator=(const LowpOps&) = delete;
@@ -121,6 +134,17 @@ private:
 
     float round(float x) const;  // to the nearest value of dtype_
 
+    // The oneDNN matmuls (gemm_ set): bf16 operands as stored, weights from working16_.
+    void onednn_matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
+                               int N, int K, int M, WeightLayout layout);
+    void onednn_matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
+                                ConstAct inp, const float* weight, int N, int K, int M,
+                                WeightLayout layout);
+    void onednn_matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
+                                    const float* bias, int N, int K, int M);
+    // A weight as bf16: its place in working16_, or (a caller's own buffer) a rounded copy.
+    const uint16_t* weight16(const float* w, size_t count);
+
     Backend& mem_;
     int threads_;
     DType dtype_;
@@ -130,6 +154,11 @@ private:
     const float* master_ = nullptr;  // the registered fp32 parameters
     size_t master_n_ = 0;
     float* working_ = nullptr;       // [master_n_] the master rounded to dtype_, kept as fp32
+    // oneDNN mode instead of working_: [master_n_] the master as bf16, and the gemm.
+    uint16_t* working16_ = nullptr;
+    uint16_t* weight16_tmp_ = nullptr;
+    size_t weight16_tmp_n_ = 0;
+    std::unique_ptr<OnednnGemm> gemm_;
 };
 
 }  // namespace trt::cpu

@@ -512,27 +512,41 @@ TEST_F(CapiCheckpoint, ModelInfoMatchesTheSession) {
 }
 
 // The same in bf16 on the CPU: activations take half the bytes, and the working copy of
-// the weights the matmuls read is counted with the parameters.
+// the weights the matmuls read is counted with the parameters: fp32-held for OpenBLAS (4 bytes
+// per parameter), bf16 for oneDNN (2 bytes; what "auto" takes on a CPU with native bf16).
 TEST_F(CapiCheckpoint, ModelInfoMatchesTheSessionInBf16) {
-    auto info_of = [&](const char* precision) {
+    auto info_of = [&](const char* precision, const char* matmul) {
         trainrt_config* c = nullptr;
         EXPECT_EQ(trainrt_config_from_string(&c, kToml, dir_.c_str()), TRAINRT_OK);
         EXPECT_EQ(trainrt_config_set(c, "runtime.precision", precision), TRAINRT_OK);
+        EXPECT_EQ(trainrt_config_set(c, "accel.cpu_matmul", matmul), TRAINRT_OK);
         trainrt_model_info info = TRAINRT_MODEL_INFO_INIT;
         EXPECT_EQ(trainrt_config_model_info(&info, c), TRAINRT_OK) << last_error();
         trainrt_config_destroy(c);
         return info;
     };
-    const trainrt_model_info fp32 = info_of("\"fp32\""), bf16 = info_of("\"bf16\"");
-    EXPECT_EQ(bf16.parameters, fp32.parameters);
-    EXPECT_EQ(bf16.bytes_parameters, 2 * fp32.bytes_parameters);  // + the fp32-held copy
-    EXPECT_LT(bf16.bytes_activations, fp32.bytes_activations);
-    trainrt_metrics m;
-    trainrt_metrics_init(&m);
-    ASSERT_EQ(trainrt_session_metrics(&m, open({{"runtime.precision", "\"bf16\""}})),
-              TRAINRT_OK);
-    EXPECT_NEAR(static_cast<double>(bf16.bytes_total), static_cast<double>(m.bytes_in_use),
-                0.10 * static_cast<double>(m.bytes_in_use));
+    const trainrt_model_info fp32 = info_of("\"fp32\"", "\"auto\"");
+    for (const char* matmul : {"\"openblas\"", "\"auto\""}) {
+        SCOPED_TRACE(matmul);
+        const trainrt_model_info bf16 = info_of("\"bf16\"", matmul);
+        EXPECT_EQ(bf16.parameters, fp32.parameters);
+        const int64_t copy = bf16.bytes_parameters - fp32.bytes_parameters;
+        if (std::string(matmul) == "\"openblas\"")
+            EXPECT_EQ(copy, fp32.bytes_parameters);  // the fp32-held copy
+        else  // oneDNN where this CPU has native bf16, else OpenBLAS
+            EXPECT_TRUE(2 * copy == fp32.bytes_parameters || copy == fp32.bytes_parameters)
+                << copy << " bytes of working copy for " << fp32.bytes_parameters;
+        EXPECT_LT(bf16.bytes_activations, fp32.bytes_activations);
+        trainrt_metrics m;
+        trainrt_metrics_init(&m);
+        trainrt_session* s =
+            open({{"runtime.precision", "\"bf16\""}, {"accel.cpu_matmul", matmul}});
+        ASSERT_NE(s, nullptr);
+        ASSERT_EQ(trainrt_session_metrics(&m, s), TRAINRT_OK);
+        close(s);  // releases train.out_dir for the next mode
+        EXPECT_NEAR(static_cast<double>(bf16.bytes_total), static_cast<double>(m.bytes_in_use),
+                    0.10 * static_cast<double>(m.bytes_in_use));
+    }
 }
 
 // A run sized for CUDA (device = cuda: sizing needs no GPU) in bf16: a 2-byte working copy,

@@ -82,6 +82,7 @@ void expect_equal(const RunConfig& a, const RunConfig& b) {
     EXPECT_EQ(a.accel.matmul_epilogues, b.accel.matmul_epilogues);
     EXPECT_EQ(a.accel.lowp_activations, b.accel.lowp_activations);
     EXPECT_EQ(a.accel.deterministic, b.accel.deterministic);
+    EXPECT_EQ(a.accel.cpu_matmul, b.accel.cpu_matmul);
 }
 
 // Every key, each with a value other than its default.
@@ -138,6 +139,7 @@ fused_classifier = false
 matmul_epilogues = false
 lowp_activations = false
 deterministic = false
+cpu_matmul = "openblas"
 )";
 
 // Checks every non-path value of kFull; paths are checked by the caller (they depend on base).
@@ -182,6 +184,7 @@ void expect_full_values(const RunConfig& r) {
     EXPECT_FALSE(r.accel.matmul_epilogues);
     EXPECT_FALSE(r.accel.lowp_activations);
     EXPECT_FALSE(r.accel.deterministic);
+    EXPECT_EQ(r.accel.cpu_matmul, trt::CpuMatmul::Openblas);
 }
 
 void expect_defaults(const RunConfig& r) {
@@ -229,6 +232,7 @@ void expect_defaults(const RunConfig& r) {
     EXPECT_TRUE(r.accel.matmul_epilogues);
     EXPECT_TRUE(r.accel.lowp_activations);
     EXPECT_TRUE(r.accel.deterministic);  // nondeterministic cuDNN engines only on request
+    EXPECT_EQ(r.accel.cpu_matmul, trt::CpuMatmul::Auto);
 }
 
 // Runs f, expects Error(status); returns its message.
@@ -484,6 +488,20 @@ TEST(ConfigGet, WrongTypeNamesKeyAndItsType) {
     EXPECT_THAT(msg, HasSubstr("array"));
 }
 
+// accel.cpu_matmul: "auto" unless asked; one of three names, anything else refused by name.
+TEST(ConfigGet, AccelCpuMatmulIsOneOfThreeNames) {
+    Config c;
+    EXPECT_EQ(c.run().accel.cpu_matmul, trt::CpuMatmul::Auto);
+    c.set("accel.cpu_matmul", "\"onednn\"");
+    EXPECT_EQ(c.run().accel.cpu_matmul, trt::CpuMatmul::Onednn);
+    c.set("accel.cpu_matmul", "\"openblas\"");
+    EXPECT_EQ(c.run().accel.cpu_matmul, trt::CpuMatmul::Openblas);
+    const std::string msg = error_of([&] { c.set("accel.cpu_matmul", "\"mkl\""); });
+    EXPECT_THAT(msg, HasSubstr("accel.cpu_matmul"));
+    EXPECT_THAT(msg, HasSubstr("\"auto\", \"onednn\", \"openblas\""));
+    EXPECT_EQ(c.run().accel.cpu_matmul, trt::CpuMatmul::Openblas);
+}
+
 // accel.deterministic: on unless asked (only cuDNN attention engines depend on it), a boolean.
 TEST(ConfigGet, AccelDeterministicIsABooleanThatDefaultsToTrue) {
     Config c;
@@ -687,7 +705,7 @@ TEST(ConfigDocs, EveryKeyIsDocumented) {
         EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << key;
         ++keys;
     }
-    EXPECT_EQ(keys, 50);
+    EXPECT_EQ(keys, 51);
 }
 
 }  // namespace

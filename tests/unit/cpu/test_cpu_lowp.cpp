@@ -3,9 +3,15 @@
 // rounded by the backend's working copy (never read unrounded from the master; a caller's own
 // bias buffer rounded too), the bias added to the fp32 product before the output's rounding —
 // and the working copy must follow every write of the master (copy_to_device, zero,
-// adamw_step).
+// adamw_step). Both ways of running bf16 matmuls (accel.cpu_matmul: oneDNN's bf16
+// kernels, where this CPU has them, and OpenBLAS sgemm on widened operands) are held to it: the
+// operands are chosen so that every sum is exact in fp32 (activations k/8, |k| <= 16; rounded
+// weights and biases of magnitude >= 1/8, also after the test's writes: products on a 2^-13
+// grid in bf16, 2^-16 in fp16, sums below 2^8), so the order of accumulation cannot change a
+// bit, while an unrounded weight does.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -21,6 +27,7 @@ using trt::Precision;
 struct Lowp {
     Precision p;
     trt::DType dtype;
+    trt::CpuMatmul matmul = trt::CpuMatmul::Openblas;
     float round(float x) const {
         return p == Precision::Bf16 ? trt::round_to_bf16(x) : trt::round_to_fp16(x);
     }
@@ -52,14 +59,29 @@ std::vector<uint16_t> expected(const Lowp& lp, const std::vector<float>& inp,
     return r;
 }
 
+// n values of magnitude in [lo, hi), random signs: master values, unrounded.
+std::vector<float> magnitudes(size_t n, uint32_t seed, float lo, float hi) {
+    std::vector<float> v = ref::random_floats(n, seed, lo, hi);
+    const std::vector<float> sign = ref::random_floats(n, seed + 100);
+    for (size_t i = 0; i < n; i++) v[i] = sign[i] < 0 ? -v[i] : v[i];
+    return v;
+}
+
 TEST_P(CpuLowp, MatmulReadsTheRoundedWorkingCopyAndItFollowsTheMaster) {
     const Lowp lp = GetParam();
-    auto be = trt::make_cpu_backend(2, lp.p);
+    auto be = trt::make_cpu_backend(2, lp.p, lp.matmul);
     ASSERT_EQ(be->activation_dtype(), lp.dtype);
+    if (lp.matmul == trt::CpuMatmul::Onednn) {
+        if (be->accel_status().cpu_matmul != "onednn")
+            GTEST_SKIP() << "no oneDNN bf16 matmul here: "
+                         << be->accel_status().cpu_matmul_note;
+    } else if (lp.p == Precision::Bf16) {
+        ASSERT_EQ(be->accel_status().cpu_matmul, "openblas");
+    }
     std::vector<float> inp = ref::random_floats((size_t)N * K, 1, -2, 2);
-    for (float& x : inp) x = lp.round(x);  // an activation: held in the low precision
-    std::vector<float> W = ref::random_floats((size_t)K * M, 2);  // unrounded master values
-    const std::vector<float> bias = ref::random_floats(M, 3);
+    for (float& x : inp) x = std::nearbyint(x * 8) / 8;  // an activation, exact in bf16/fp16
+    std::vector<float> W = magnitudes((size_t)K * M, 2, 0.25f, 1.0f);  // unrounded masters
+    const std::vector<float> bias = magnitudes(M, 3, 0.25f, 1.0f);
 
     // Parameters: [W | bias] in one registered buffer; activations as dtype.
     const size_t P = W.size() + bias.size();
@@ -139,8 +161,12 @@ TEST_P(CpuLowp, RefusesViewsOfAnotherDtype) {
 
 INSTANTIATE_TEST_SUITE_P(Precision, CpuLowp,
                          ::testing::Values(Lowp{Precision::Bf16, trt::DType::BF16},
+                                           Lowp{Precision::Bf16, trt::DType::BF16,
+                                                trt::CpuMatmul::Onednn},
                                            Lowp{Precision::Fp16, trt::DType::F16}),
                          [](const auto& info) {
+                             if (info.param.matmul == trt::CpuMatmul::Onednn)
+                                 return std::string("bf16_onednn");
                              return std::string(info.param.p == Precision::Bf16 ? "bf16"
                                                                                 : "fp16");
                          });

@@ -1,0 +1,152 @@
+#include "backend/cpu/cpu_onednn_gemm.h"
+
+#include "core/error.h"
+
+#ifdef TRAINRT_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "backend/cpu/cpu_threads.h"
+#endif
+
+namespace trt::cpu {
+
+#ifdef TRAINRT_HAVE_ONEDNN
+
+namespace {
+
+using dt = dnnl::memory::data_type;
+using dims = dnnl::memory::dims;
+
+dt type_of(DType t) {
+    TRT_CHECK(t == DType::BF16 || t == DType::F32, "oneDNN gemm: bf16 or fp32 operands only");
+    return t == DType::BF16 ? dt::bf16 : dt::f32;
+}
+
+// Row-major [rows, cols] with leading dimension ld, or its transpose read in place.
+dnnl::memory::desc matrix(int rows, int cols, int ld, bool trans, dt type) {
+    const dims shape{rows, cols};
+    return trans ? dnnl::memory::desc(shape, type, dims{1, ld})
+                 : dnnl::memory::desc(shape, type, dims{ld, 1});
+}
+
+dnnl::matmul::primitive_desc make_pd(const dnnl::engine& eng, const GemmShape& s) {
+    const dt in = type_of(s.in);
+    const dt c_type = s.out == GemmOut::Same ? in : dt::f32;
+    const auto a = matrix(s.m, s.k, s.lda, s.a_trans, in);
+    const auto b = matrix(s.k, s.n, s.ldb, s.b_trans, in);
+    const auto c = matrix(s.m, s.n, s.ldc, false, c_type);
+    dnnl::primitive_attr attr;
+    if (s.out == GemmOut::F32Add) {  // C += A·B: the sum post-op reads C before it is written
+        dnnl::post_ops ops;
+        ops.append_sum(1.0f);
+        attr.set_post_ops(ops);
+    }
+    if (s.bias) {
+        const dnnl::memory::desc bias({1, s.n}, dt::f32, dims{s.n, 1});
+        return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, bias, c), attr, eng);
+    }
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, eng);
+}
+
+// The implementation oneDNN picks for a product the size of a small model's layer, or why
+// there is none. Probed once per operand type and process.
+std::pair<std::string, std::string> probe(DType in) {
+    try {
+        const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+        GemmShape s;
+        s.in = in;
+        s.m = 512, s.n = 256, s.k = 256, s.lda = 256, s.ldb = 256, s.ldc = 256;
+        return {std::string(), std::string(make_pd(eng, s).impl_info_str())};
+    } catch (const dnnl::error& e) {
+        return {cat("oneDNN ", dnnl_version()->major, ".", dnnl_version()->minor, " has no ",
+                    in == DType::BF16 ? "bf16" : "fp32", " matmul for this CPU (",
+                    in == DType::BF16 ? "it needs AVX-512; " : "", e.what(), ")"),
+                std::string()};
+    }
+}
+
+}  // namespace
+
+struct OnednnGemm::Impl {
+    dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+    dnnl::stream strm{eng};
+    using Key = std::tuple<DType, int, int, int, int, int, int, bool, bool, GemmOut, bool, int>;
+    struct Entry {
+        dnnl::matmul::primitive_desc pd;
+        dnnl::matmul prim;
+    };
+    std::map<Key, Entry> cache;  // a handful of shapes per model
+};
+
+std::string OnednnGemm::availability(DType in, std::string* impl) {
+    static const auto bf16 = probe(DType::BF16);
+    static const auto f32 = probe(DType::F32);
+    const auto& p = in == DType::BF16 ? bf16 : f32;
+    if (impl) *impl = p.second;
+    return p.first;
+}
+
+bool OnednnGemm::fast(DType in, const std::string& impl) {
+    if (in == DType::BF16)
+        return impl.find("bf16") != std::string::npos || impl.find("amx") != std::string::npos;
+    return impl.rfind("brg:", 0) == 0;
+}
+
+OnednnGemm::OnednnGemm() : impl_(std::make_unique<Impl>()) {}
+OnednnGemm::~OnednnGemm() = default;
+
+void OnednnGemm::run(const GemmShape& s, const void* a, const void* b, void* c,
+                     const float* bias, int threads) {
+    TRT_CHECK(s.m > 0 && s.n > 0 && s.k > 0, "oneDNN gemm of an empty shape");
+    TRT_CHECK(!(s.bias && s.out == GemmOut::F32Add), "oneDNN gemm: a bias with C +=");
+    TRT_CHECK(!s.bias || bias, "oneDNN gemm: the bias pointer is null");
+    // oneDNN's OpenMP team takes this thread's nthreads-var, at creation (which fixes how
+    // the product is split) and at execution alike.
+    const BlasThreadsScope team(threads);
+    try {
+        const Impl::Key key{s.in,  s.m,       s.n,       s.k,   s.lda,  s.ldb,
+                            s.ldc, s.a_trans, s.b_trans, s.out, s.bias, threads};
+        auto it = impl_->cache.find(key);
+        if (it == impl_->cache.end()) {
+            auto pd = make_pd(impl_->eng, s);
+            dnnl::matmul prim(pd);
+            it = impl_->cache.emplace(key, Impl::Entry{pd, prim}).first;
+        }
+        const auto& pd = it->second.pd;
+        std::unordered_map<int, dnnl::memory> args{
+            {DNNL_ARG_SRC, dnnl::memory(pd.src_desc(), impl_->eng, const_cast<void*>(a))},
+            {DNNL_ARG_WEIGHTS, dnnl::memory(pd.weights_desc(), impl_->eng, const_cast<void*>(b))},
+            {DNNL_ARG_DST, dnnl::memory(pd.dst_desc(), impl_->eng, c)}};
+        if (s.bias)
+            args.emplace(DNNL_ARG_BIAS,
+                         dnnl::memory(pd.bias_desc(), impl_->eng, const_cast<float*>(bias)));
+        it->second.prim.execute(impl_->strm, args);
+        impl_->strm.wait();
+    } catch (const dnnl::error& e) {
+        fail(Status::Internal, "oneDNN ", s.in == DType::BF16 ? "bf16" : "fp32", " matmul ", s.m,
+             "x", s.n, "x", s.k, " failed: ", e.what());
+    }
+}
+
+#else  // no oneDNN in this build
+
+struct OnednnGemm::Impl {};
+
+std::string OnednnGemm::availability(DType, std::string* impl) {
+    if (impl) impl->clear();
+    return "this build has no oneDNN (configure with -DTRAINRT_ONEDNN=ON and libdnnl-dev)";
+}
+bool OnednnGemm::fast(DType, const std::string&) { return false; }
+OnednnGemm::OnednnGemm() = default;
+OnednnGemm::~OnednnGemm() = default;
+void OnednnGemm::run(const GemmShape&, const void*, const void*, void*, const float*, int) {
+    fail(Status::Unsupported, availability(DType::F32));
+}
+
+#endif
+
+}  // namespace trt::cpu
