@@ -55,6 +55,7 @@ TRAINRT_API uint32_t trainrt_abi_version(void);
 #define TRAINRT_FEATURE_CUDNN       (UINT64_C(1) << 4) /* cuDNN attention available */
 #define TRAINRT_FEATURE_NCCL        (UINT64_C(1) << 5) /* multi-GPU through NCCL */
 #define TRAINRT_FEATURE_MPI         (UINT64_C(1) << 6) /* multi-process through MPI */
+#define TRAINRT_FEATURE_ONEDNN      (UINT64_C(1) << 7) /* CPU matmuls can run on oneDNN (accel.cpu_matmul) */
 TRAINRT_API uint64_t trainrt_build_features(void);
 
 /* ---------------------------------------------------------------- status */

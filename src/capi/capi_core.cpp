@@ -2,6 +2,7 @@
 #include <string>
 
 #include "backend/backend_factory.h"
+#include "backend/cpu/cpu_onednn_gemm.h"
 #include "capi/barrier.h"
 #include "core/log.h"
 #include "core/version.h"
@@ -41,10 +42,20 @@ TRAINRT_API const char* trainrt_version_string(void) { return kVersionString; }
 
 TRAINRT_API uint32_t trainrt_abi_version(void) { return TRAINRT_ABI_VERSION; }
 
+static bool onednn_usable() noexcept {
+    try {
+        return cpu::OnednnGemm::availability(DType::F32).empty();
+    } catch (...) {  // (an allocation failure of the probe: report no oneDNN)
+        return false;
+    }
+}
+
 TRAINRT_API uint64_t trainrt_build_features(void) {
-    // The CUDA bit is a run-time fact (the module is a separate file): looked up once.
+    // The CUDA bit is a run-time fact (the module is a separate file): looked up once. oneDNN:
+    // linked in, and its fp32 matmul creatable on this CPU (probed once).
     return TRAINRT_FEATURE_CPU | TRAINRT_FEATURE_OPENMP | TRAINRT_FEATURE_OPENBLAS |
-           (cuda_module_loadable() ? TRAINRT_FEATURE_CUDA_MODULE : 0);
+           (cuda_module_loadable() ? TRAINRT_FEATURE_CUDA_MODULE : 0) |
+           (onednn_usable() ? TRAINRT_FEATURE_ONEDNN : 0);
 }
 
 TRAINRT_API const char* trainrt_status_string(trainrt_status status) {

@@ -666,12 +666,12 @@ int cmd_info(int argc, char** argv) {
     std::printf("libtrainrt %s (ABI %u; header %d.%d.%d)\n", trainrt_version_string(),
                 trainrt_abi_version(), TRAINRT_VERSION_MAJOR, TRAINRT_VERSION_MINOR,
                 TRAINRT_VERSION_PATCH);
-    std::printf("features:%s%s%s%s%s%s%s\n", f & TRAINRT_FEATURE_CPU ? " cpu" : "",
+    std::printf("features:%s%s%s%s%s%s%s%s\n", f & TRAINRT_FEATURE_CPU ? " cpu" : "",
                 f & TRAINRT_FEATURE_OPENMP ? " openmp" : "",
                 f & TRAINRT_FEATURE_OPENBLAS ? " openblas" : "",
                 f & TRAINRT_FEATURE_CUDA_MODULE ? " cuda" : "",
                 f & TRAINRT_FEATURE_CUDNN ? " cudnn" : "", f & TRAINRT_FEATURE_NCCL ? " nccl" : "",
-                f & TRAINRT_FEATURE_MPI ? " mpi" : "");
+                f & TRAINRT_FEATURE_MPI ? " mpi" : "", f & TRAINRT_FEATURE_ONEDNN ? " onednn" : "");
     if (argc == 0) return 0;
 
     RunArgs args;

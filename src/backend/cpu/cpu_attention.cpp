@@ -16,6 +16,7 @@
 #include <cstddef>
 
 #include "backend/cpu/cpu_common.h"
+#include "backend/cpu/cpu_onednn_gemm.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_threads.h"
 #include "core/error.h"
@@ -25,6 +26,17 @@ namespace trt::cpu {
 // Query (and key) block: 64 rows keep the sgemms efficient and skip 3/8 of the square at
 // T = 256 (a block of 32 would skip 7/16 but runs the small sgemms slower).
 static constexpr int kQB = 64;
+
+// One per-head product, row-major: by oneDNN's sgemm when asked (and it takes the call), else
+// OpenBLAS's. Either runs serially on the calling thread (inside the per-head team).
+static void head_sgemm(bool onednn, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K,
+                       float alpha, const float* A, int lda, const float* B, int ldb, float beta,
+                       float* C, int ldc) {
+    if (onednn && onednn_sgemm(ta == CblasTrans, tb == CblasTrans, M, N, K, alpha, A, lda, B,
+                               ldb, beta, C, ldc))
+        return;
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 
 // row[0..t] holds scaled scores of query t; replace by its causal softmax and zero
 // row[t+1 .. n) (the mask, and the rest of the stored row).
@@ -66,7 +78,7 @@ static void check_heads(int C, int NH, int NKV) {
 
 void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
                        const float* qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C, int NH,
-                       int NKV, int threads) {
+                       int NKV, int threads, bool onednn) {
     check_heads(C, NH, NKV);
     const int hs = C / NH;
     const int G = NH / NKV;          // query heads per kv head
@@ -89,13 +101,13 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
             const int m = i1 - i0;  // query rows; keys [0, i1)
             float* s = att + (size_t)i0 * T;
             // s[m, i1] = scale * q[i0:i1] · k[0:i1]ᵀ
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, scale,
-                        q + (size_t)i0 * W, W, k, W, 0.0f, s, T);
+            head_sgemm(onednn, CblasNoTrans, CblasTrans, m, i1, hs, scale,
+                       q + (size_t)i0 * W, W, k, W, 0.0f, s, T);
             for (int t = i0; t < i1; t++) causal_softmax_row(att + (size_t)t * T, t, T);
             // o[i0:i1] = att[i0:i1, 0:i1] · v[0:i1]
             if (hs > 0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, 1.0f, s, T,
-                            v, W, 0.0f, o + (size_t)i0 * C, C);
+                head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, i1, 1.0f, s, T,
+                           v, W, 0.0f, o + (size_t)i0 * C, C);
         }
     }
 }
@@ -103,7 +115,7 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
 void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* scratch,
                         const float* dout /*[B,T,C]*/, const float* qkv /*[B,T,(NH+2NKV)hs]*/,
                         const float* saved /*[B,NH,T,T]*/, int B, int T, int C, int NH,
-                        int NKV, int threads) {
+                        int NKV, int threads, bool onednn) {
     check_heads(C, NH, NKV);
     const int hs = C / NH;
     const int G = NH / NKV;
@@ -142,12 +154,12 @@ void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* sc
                 const int i1 = i0 + kQB < T ? i0 + kQB : T;
                 const int m = i1 - i0;
                 float* di = d + (size_t)i0 * T;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i1, hs, 1.0f,
-                            dout_h + (size_t)i0 * C, C, v, W, 0.0f, di, T);
+                head_sgemm(onednn, CblasNoTrans, CblasTrans, m, i1, hs, 1.0f,
+                           dout_h + (size_t)i0 * C, C, v, W, 0.0f, di, T);
                 for (int t = i0; t < i1; t++)
                     softmax_backward_row(d + (size_t)t * T, att + (size_t)t * T, t, i1);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i1, scale, di, T,
-                            k, W, 0.0f, dq + (size_t)i0 * W, W);
+                head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, i1, scale, di, T,
+                           k, W, 0.0f, dq + (size_t)i0 * W, W);
             }
             // Per key block [j0, j1): only queries t >= j0 see it (the rest of the column
             // block is zero), so dv[j0:j1] = att[j0:T, j0:j1]ᵀ · dout_h[j0:T] and
@@ -155,12 +167,12 @@ void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* sc
             for (int j0 = 0; j0 < T; j0 += kQB) {
                 const int j1 = j0 + kQB < T ? j0 + kQB : T;
                 const int n = j1 - j0, rows = T - j0;
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, hs, rows, 1.0f,
-                            att + (size_t)j0 * T + j0, T, dout_h + (size_t)j0 * C, C, 0.0f,
-                            dv + (size_t)j0 * ldkv, ldkv);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, hs, rows, scale,
-                            d + (size_t)j0 * T + j0, T, q + (size_t)j0 * W, W, 0.0f,
-                            dk + (size_t)j0 * ldkv, ldkv);
+                head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, rows, 1.0f,
+                           att + (size_t)j0 * T + j0, T, dout_h + (size_t)j0 * C, C, 0.0f,
+                           dv + (size_t)j0 * ldkv, ldkv);
+                head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, rows, scale,
+                           d + (size_t)j0 * T + j0, T, q + (size_t)j0 * W, W, 0.0f,
+                           dk + (size_t)j0 * ldkv, ldkv);
             }
         }
         // (The omp for's barrier: every partial is written.) GQA: each kv head's dk, dv is

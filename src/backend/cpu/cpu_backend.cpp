@@ -27,15 +27,21 @@ public:
     CpuBackend(int threads, Precision precision, CpuMatmul matmul)
         : threads_(threads > 0 ? threads : omp_get_num_procs()) {
         if (threads_ < 1) threads_ = 1;
-        if (precision == Precision::Bf16)
+        // fp32 products (the fp32 matmuls, and attention's per-head ones in every precision)
+        // by oneDNN where its fp32 kernels are the faster (or asked for).
+        onednn_sgemm_ = choose_onednn(matmul, DType::F32);
+        if (precision == Precision::Bf16) {
             lowp_ = std::make_unique<cpu::LowpOps>(*this, threads_, DType::BF16,
-                                                   choose_onednn(matmul, DType::BF16));
-        else if (precision == Precision::Fp16) {
-            lowp_ = std::make_unique<cpu::LowpOps>(*this, threads_, DType::F16);
+                                                   choose_onednn(matmul, DType::BF16),
+                                                   onednn_sgemm_);
+        } else if (precision == Precision::Fp16) {
+            lowp_ = std::make_unique<cpu::LowpOps>(*this, threads_, DType::F16, false,
+                                                   onednn_sgemm_);
+            onednn_impl_.clear();
             onednn_why_not_ = "fp16 is a test twin: its matmuls are OpenBLAS sgemm on widened "
                               "operands";
         } else if (precision == Precision::Fp32) {
-            if (choose_onednn(matmul, DType::F32)) gemm_ = std::make_unique<cpu::OnednnGemm>();
+            if (onednn_sgemm_) gemm_ = std::make_unique<cpu::OnednnGemm>();
         } else {  // the factory resolves auto before this
             fail(Status::Unsupported, "the cpu backend computes in fp32, bf16 or fp16, not ",
                  "tf32/auto");
@@ -70,6 +76,7 @@ public:
         const bool onednn = gemm_ || (lowp_ && lowp_->onednn_matmuls());
         st.cpu_matmul = onednn ? "onednn" : "openblas";
         st.cpu_matmul_note = onednn ? onednn_impl_ : onednn_why_not_;
+        if (onednn_sgemm_) st.cpu_matmul_note += "; attention's products by oneDNN's sgemm";
         return st;
     }
 
@@ -184,7 +191,8 @@ public:
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C, int NH,
                            int NKV) override {
         if (lowp_) return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV);
-        cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_);
+        cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_,
+                               onednn_sgemm_);
     }
     size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
         return cpu::attention_scratch_floats(B, T, C, NH, NKV, threads_);
@@ -195,7 +203,7 @@ public:
         if (lowp_)
             return lowp_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
         cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C, NH,
-                                NKV, threads_);
+                                NKV, threads_, onednn_sgemm_);
     }
     void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
                          float eps) override {
@@ -388,6 +396,7 @@ private:
     size_t in_use_ = 0;
     std::unique_ptr<cpu::LowpOps> lowp_;  // bf16 mode; null in fp32
     std::unique_ptr<cpu::OnednnGemm> gemm_;  // fp32 matmuls through oneDNN; null: OpenBLAS
+    bool onednn_sgemm_ = false;  // fp32 products by oneDNN (attention's, and gemm_ in fp32)
     std::string onednn_impl_;     // the oneDNN matmul implementation in use, "" if none
     std::string onednn_why_not_;  // why matmuls do not use oneDNN ("" when they do)
 };

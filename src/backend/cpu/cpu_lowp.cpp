@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_gelu.h"
@@ -34,16 +35,19 @@ TRT_CPU_CLONES void widen_range(float* __restrict dst, const uint16_t* __restric
     for (size_t i = 0; i < n; i++) d[i] = static_cast<uint32_t>(src[i]) << 16;
 }
 
-// Round to nearest even; a NaN stays a (quiet) NaN. Branch-free, so the loop vectorises.
+// Round to nearest even; a NaN stays a (quiet) NaN. Branch-free, so loops over it vectorise
+// (core/bf16.h's float_to_bf16 gives the same bits).
+inline uint16_t bf16_bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t nan = (u >> 16) | 0x0040u;
+    return static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
+}
+
 TRT_CPU_CLONES void narrow_range(uint16_t* __restrict dst, const float* __restrict src,
                                  size_t n) {
-    const uint32_t* s = reinterpret_cast<const uint32_t*>(src);
-    for (size_t i = 0; i < n; i++) {
-        const uint32_t u = s[i];
-        const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-        const uint32_t nan = (u >> 16) | 0x0040u;
-        dst[i] = static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
-    }
+    for (size_t i = 0; i < n; i++) dst[i] = bf16_bits(src[i]);
 }
 
 // fp16: the bit-exact conversions of core/fp16.h, element by element (a test twin: speed is
@@ -141,8 +145,9 @@ void LowpOps::narrow_rows(const RowArg& a, size_t r0, size_t rows, const float* 
     });
 }
 
-LowpOps::LowpOps(Backend& memory, int threads, DType dtype, bool onednn_matmuls)
-    : mem_(memory), threads_(threads), dtype_(dtype) {
+LowpOps::LowpOps(Backend& memory, int threads, DType dtype, bool onednn_matmuls,
+                 bool onednn_sgemm)
+    : mem_(memory), threads_(threads), dtype_(dtype), onednn_sgemm_(onednn_sgemm) {
     TRT_CHECK(dtype == DType::BF16 || dtype == DType::F16, "LowpOps: bf16 or fp16 only");
     TRT_CHECK(!onednn_matmuls || dtype == DType::BF16, "LowpOps: oneDNN matmuls are bf16 only");
     if (onednn_matmuls) gemm_ = std::make_unique<OnednnGemm>();
@@ -479,6 +484,22 @@ TRT_CPU_CLONES void column_sums_bf16(double* __restrict acc, const uint16_t* __r
     }
 }
 
+// Columns [0, w) of rows [0, N) (row stride M): di = round(gelu'(x)·go), acc[j] += the
+// unrounded product, rows in order (the fp32 kernel's gelu_backward_cols on bf16 storage).
+TRT_CPU_CLONES void gelu_backward_cols_bf16(uint16_t* __restrict di, double* __restrict acc,
+                                            const uint16_t* __restrict x,
+                                            const uint16_t* __restrict go, int N, int M, int w) {
+    const ExpLimits lim = exp_limits();
+    for (int n = 0; n < N; n++) {
+        const size_t o = (size_t)n * M;
+        for (int j = 0; j < w; j++) {
+            const float d = gelu_grad(bf16_to_float(x[o + j]), lim) * bf16_to_float(go[o + j]);
+            di[o + j] = bf16_bits(d);
+            acc[j] += d;
+        }
+    }
+}
+
 // x[j] = gelu(x[j]) for j < n (vectorised; the same gelu_value as every other GELU).
 TRT_CPU_CLONES void gelu_in_place(float* __restrict x, size_t n, ExpLimits lim) {
     for (size_t j = 0; j < n; j++) x[j] = gelu_value(x[j], lim);
@@ -545,8 +566,20 @@ void LowpOps::onednn_matmul_gelu_forward(Act pre, Act out, ConstAct inp, const f
     }
 }
 
+// bf16 with a bias gradient (the fc layer's backward): one column pass over the stored bf16
+// rows, as the fp32 kernel does it (cpu_elementwise.cpp) — each dinp rounded once, the bias
+// gradient summed from the unrounded values — with no fp32 copies of the three tensors.
 void LowpOps::gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
                                  int M) {
+    if (dtype_ == DType::BF16 && dbias && N > 0 && M > 0) {
+        uint16_t* di = bf16_of(dinp);
+        const uint16_t* x = bf16_of(inp);
+        const uint16_t* go = bf16_of(dout);
+        column_sums_into(dbias, M, threads_, [&](size_t j0, int w, double* acc) {
+            gelu_backward_cols_bf16(di + j0, acc, x + j0, go + j0, N, M, w);
+        });
+        return;
+    }
     const RowArg args[] = {{dinp, (size_t)M, Dir::Out}, {inp, (size_t)M}, {dout, (size_t)M}};
     by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
         cpu::gelu_backward_bias(f[0], dbias, f[1], f[2], (int)rows, M, threads_);
@@ -569,7 +602,7 @@ void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int 
     const RowArg args[] = {{out, (size_t)C, Dir::Out}, {qkv, W}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
         cpu::attention_forward(f[0], saved + r0 / T * per_seq, f[1], (int)(rows / T), T, C, NH,
-                               NKV, threads_);
+                               NKV, threads_, onednn_sgemm_);
     }, attention_min_rows(T, NH));
 }
 
@@ -581,7 +614,7 @@ void LowpOps::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstA
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
         // scratch was sized for B sequences; a chunk of fewer needs less of it.
         cpu::attention_backward(f[0], scratch, f[1], f[2], saved + r0 / T * per_seq,
-                                (int)(rows / T), T, C, NH, NKV, threads_);
+                                (int)(rows / T), T, C, NH, NKV, threads_, onednn_sgemm_);
     }, attention_min_rows(T, NH));
 }
 

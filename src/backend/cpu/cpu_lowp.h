@@ -39,7 +39,9 @@ public:
     // dtype: BF16 or F16, what activations are stored in. Scratch and the working copy are
     // allocated from `memory` (counted in bytes_in_use). onednn_matmuls (BF16 only): matmuls
     // through oneDNN on bf16 operands (the caller checked OnednnGemm::availability()).
-    LowpOps(Backend& memory, int threads, DType dtype, bool onednn_matmuls = false);
+    // onednn_sgemm: attention's per-head fp32 products by oneDNN's sgemm (cpu_ops.h).
+    LowpOps(Backend& memory, int threads, DType dtype, bool onednn_matmuls = false,
+            bool onednn_sgemm = false);
     DType dtype() const { return dtype_; }
     bool onednn_matmuls() const { return gemm_ != nullptr; }
     // Bytes of working copy per registered parameter: 2 (bf16, for oneDNN) or 4 (fp32-held).
@@ -159,6 +161,7 @@ private:
     uint16_t* weight16_tmp_ = nullptr;
     size_t weight16_tmp_n_ = 0;
     std::unique_ptr<OnednnGemm> gemm_;
+    bool onednn_sgemm_ = false;
 };
 
 }  // namespace trt::cpu

@@ -132,7 +132,18 @@ void OnednnGemm::run(const GemmShape& s, const void* a, const void* b, void* c,
     }
 }
 
+bool onednn_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                  int lda, const float* B, int ldb, float beta, float* C, int ldc) noexcept {
+    return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
+                      beta, C, ldc) == dnnl_success;
+}
+
 #else  // no oneDNN in this build
+
+bool onednn_sgemm(bool, bool, int, int, int, float, const float*, int, const float*, int, float,
+                  float*, int) noexcept {
+    return false;
+}
 
 struct OnednnGemm::Impl {};
 

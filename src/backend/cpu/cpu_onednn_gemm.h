@@ -6,7 +6,7 @@
 //     bytes;
 //   - fp32 operands: on a CPU with AVX-512 oneDNN's brgemm (`brg:avx512_core`) runs about twice
 //     as fast as Debian's OpenBLAS 0.3.21, whose kernels for such CPUs are AVX2
-//     (bench/results/2026-11-26-cpu-bf16-onednn.md).
+//     (bench/results/2026-11-26-cpu-onednn.md).
 // One primitive per product shape (and thread count), made on first use and kept: a training
 // step repeats the same few shapes, so nothing is created per step. A build without oneDNN
 // (TRAINRT_ONEDNN=OFF or not found) compiles this file to a stub whose availability() says why.
@@ -71,6 +71,13 @@ template <typename T>
 inline std::pair<const T*, const T*> weight_grad_operands(const T* x, const T* dy, bool outin) {
     return outin ? std::make_pair(dy, x) : std::make_pair(x, dy);
 }
+
+// Row-major C = alpha·op(A)·op(B) + beta·C by oneDNN's dnnl_sgemm (its JIT gemm, with AVX-512
+// kernels where the CPU has them; no primitive to cache): for small products issued from
+// inside our own OpenMP regions, where it runs on the calling thread. False (nothing done)
+// in a build without oneDNN or if oneDNN refuses the call.
+bool onednn_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                  int lda, const float* B, int ldb, float beta, float* C, int ldc) noexcept;
 
 class OnednnGemm {
 public:

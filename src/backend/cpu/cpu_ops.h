@@ -19,12 +19,15 @@ void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* 
                          const float* bias, int N, int K, int M, int threads);
 
 // cpu_attention.cpp — multi-head (NKV == NH) and grouped-query (NKV < NH) attention.
+// onednn_sgemm: the per-head products by oneDNN's sgemm instead of OpenBLAS's
+// (accel.cpu_matmul; the backend sets it where oneDNN's fp32 kernels are the faster).
 size_t attention_saved_floats(int B, int T, int C, int NH, int NKV);
 size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, int threads);
 void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
-                       int NH, int NKV, int threads);
+                       int NH, int NKV, int threads, bool onednn_sgemm = false);
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                        const float* saved, int B, int T, int C, int NH, int NKV, int threads);
+                        const float* saved, int B, int T, int C, int NH, int NKV, int threads,
+                        bool onednn_sgemm = false);
 
 // cpu_layernorm.cpp
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,

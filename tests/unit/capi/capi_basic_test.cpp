@@ -107,7 +107,8 @@ TEST(CapiVersion, AbiVersionMatchesHeaderMacro) {
 TEST(CapiVersion, BuildFeaturesAreKnownBitsWithCpuAlwaysSet) {
     const uint64_t known = TRAINRT_FEATURE_CPU | TRAINRT_FEATURE_OPENMP |
                            TRAINRT_FEATURE_OPENBLAS | TRAINRT_FEATURE_CUDA_MODULE |
-                           TRAINRT_FEATURE_CUDNN | TRAINRT_FEATURE_NCCL | TRAINRT_FEATURE_MPI;
+                           TRAINRT_FEATURE_CUDNN | TRAINRT_FEATURE_NCCL | TRAINRT_FEATURE_MPI |
+                           TRAINRT_FEATURE_ONEDNN;
     const uint64_t f = trainrt_build_features();
     EXPECT_NE(f & TRAINRT_FEATURE_CPU, 0u) << "the CPU backend is always there";
     EXPECT_EQ(f & ~known, 0u) << "bits outside the documented ones: " << std::hex << f;

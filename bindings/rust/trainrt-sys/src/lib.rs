@@ -17,6 +17,7 @@ pub const TRAINRT_FEATURE_CUDA_MODULE: u64 = 1 << 3;
 pub const TRAINRT_FEATURE_CUDNN: u64 = 1 << 4;
 pub const TRAINRT_FEATURE_NCCL: u64 = 1 << 5;
 pub const TRAINRT_FEATURE_MPI: u64 = 1 << 6;
+pub const TRAINRT_FEATURE_ONEDNN: u64 = 1 << 7;
 
 pub type trainrt_status = i32;
 pub const TRAINRT_OK: trainrt_status = 0;
