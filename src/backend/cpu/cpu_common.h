@@ -7,10 +7,12 @@
 #include <cstring>
 
 // The library is built for baseline x86-64 (SSE2). Hot elementwise/row kernels are also
-// compiled for x86-64-v3 (AVX2) and picked at load time (GCC function multiversioning).
-// The choice is fixed per machine, so results stay reproducible run to run.
+// compiled for x86-64-v3 (AVX2) and x86-64-v4 (AVX-512: 6% off a bf16 step on the Zen 5 dev
+// machine, bench/results/2026-11-26-cpu-onednn.md) and picked at load time (GCC function
+// multiversioning). The choice is fixed per machine, so results stay reproducible run to run.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-#define TRT_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define TRT_CPU_CLONES \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define TRT_CPU_CLONES
 #endif
