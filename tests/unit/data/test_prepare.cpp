@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "data/data_test_util.h"
 #include "data/prepare.h"
 #include "data/token_dataset.h"
 
@@ -22,23 +23,9 @@ using trt::Status;
 
 namespace {
 
-std::string fresh_dir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const fs::path dir = fs::path(TRAINRT_TEST_TMP) / "data_prepare" / info->name();
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir.string();
-}
+std::string fresh_dir() { return fresh_test_dir("data_prepare"); }
 
-void write_text(const std::string& path, const std::string& text) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f << text;
-}
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
 
 // The exact llm.c uint16 shard for these bytes.
 std::string shard_bytes(const std::string& body) {

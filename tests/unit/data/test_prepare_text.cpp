@@ -21,27 +21,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fresh_dir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const fs::path dir = fs::path(TRAINRT_TEST_TMP) / "prepare_text_streaming" / info->name();
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir.string();
-}
+std::string fresh_dir() { return fresh_test_dir("prepare_text_streaming"); }
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
 
-void write(const std::string& path, const std::string& text) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-}
 
 // The synthetic tokenizer in dir, with the tokenizer_config.json naming its end-of-text token.
 std::string write_tokenizer(const std::string& dir) {
-    write(dir + "/tokenizer.json", synthetic::tokenizer_json());
-    write(dir + "/tokenizer_config.json", R"({"eos_token": "<|end|>"})");
+    write_text(dir + "/tokenizer.json", synthetic::tokenizer_json());
+    write_text(dir + "/tokenizer_config.json", R"({"eos_token": "<|end|>"})");
     return dir + "/tokenizer.json";
 }
 
@@ -85,8 +72,8 @@ trt::PrepareTextResult run(const std::vector<std::string>& inputs, const std::st
 TEST(PrepareTextStreaming, SmallBlocksAndPiecesGiveTheWholeFilesIds) {
     const std::string dir = fresh_dir();
     const std::string tok = write_tokenizer(dir);
-    write(dir + "/a.txt", text_of(120000, 1));
-    write(dir + "/b.txt", text_of(70000, 2));
+    write_text(dir + "/a.txt", text_of(120000, 1));
+    write_text(dir + "/b.txt", text_of(70000, 2));
     const std::vector<std::string> inputs = {dir + "/a.txt", dir + "/b.txt"};
     for (double val : {0.0, 0.1, 0.37}) {
         // Whole: one piece per file (pieces larger than the files).
@@ -112,7 +99,7 @@ TEST(PrepareTextStreaming, InvalidUtf8IsNamedByItsFileOffset) {
     std::string text = text_of(60000, 3);
     const size_t at = 50001;
     text[at] = '\xFF';
-    write(dir + "/bad.txt", text);
+    write_text(dir + "/bad.txt", text);
     expect_error([&] { run({dir + "/bad.txt"}, dir + "/out", tok, 0.0, 2, 64, 500); },
                  trt::Status::InvalidArgument,
                  {"bad.txt", "not valid UTF-8", "byte " + std::to_string(at)});
@@ -136,7 +123,7 @@ std::vector<uint16_t> ids_of(const std::string& path, int32_t& count) {
 TEST(PrepareTextShards, NumberedShardsHoldTheSingleFilesIdsInOrder) {
     const std::string dir = fresh_dir();
     const std::string tok = write_tokenizer(dir);
-    write(dir + "/a.txt", text_of(150000, 4));
+    write_text(dir + "/a.txt", text_of(150000, 4));
     const std::string one = dir + "/one", many = dir + "/many";
     run({dir + "/a.txt"}, one, tok, 0.2, 2, 1 << 16, 1 << 12);
     const trt::PrepareTextResult r = run({dir + "/a.txt"}, many, tok, 0.2, 2, 1 << 16, 1 << 12, 5000);
@@ -165,12 +152,12 @@ TEST(PrepareTextShards, NumberedShardsHoldTheSingleFilesIdsInOrder) {
 TEST(PrepareTextShards, ARunRemovesTheShardsAnEarlierOneLeft) {
     const std::string dir = fresh_dir();
     const std::string tok = write_tokenizer(dir);
-    write(dir + "/a.txt", text_of(60000, 5));
+    write_text(dir + "/a.txt", text_of(60000, 5));
     const std::string out = dir + "/out";
     const trt::PrepareTextResult small = run({dir + "/a.txt"}, out, tok, 0.1, 1, 1 << 16, 1 << 12, 1000);
     ASSERT_GT(small.train_files.size(), 5u);
-    write(out + "/train_notes.txt", "mine");  // not a shard: kept
-    write(out + "/train_1.bin", "mine");      // not this layout's name: kept
+    write_text(out + "/train_notes.txt", "mine");  // not a shard: kept
+    write_text(out + "/train_1.bin", "mine");      // not this layout's name: kept
     const trt::PrepareTextResult big = run({dir + "/a.txt"}, out, tok, 0.1, 1, 1 << 16, 1 << 12, 4000);
     ASSERT_LT(big.train_files.size(), small.train_files.size());
     for (size_t k = big.train_files.size(); k < small.train_files.size(); k++)
@@ -188,7 +175,7 @@ TEST(PrepareTextShards, ARunRemovesTheShardsAnEarlierOneLeft) {
 TEST(PrepareTextShards, BadShardSizeIsRefused) {
     const std::string dir = fresh_dir();
     const std::string tok = write_tokenizer(dir);
-    write(dir + "/a.txt", "hello\n");
+    write_text(dir + "/a.txt", "hello\n");
     expect_error([&] { run({dir + "/a.txt"}, dir + "/out", tok, 0.0, 1, 64, 64, -1); },
                  trt::Status::InvalidArgument, {"shard_tokens", "-1"});
     expect_error([&] { run({dir + "/a.txt"}, dir + "/out", tok, 0.0, 1, 64, 64, int64_t(1) << 31); },

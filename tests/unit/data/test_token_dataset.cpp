@@ -21,13 +21,7 @@ using trt::TokenDataset;
 namespace {
 
 // A fresh scratch dir per test: TRAINRT_TEST_TMP/data_ds/<test name>.
-std::string fresh_dir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const fs::path dir = fs::path(TRAINRT_TEST_TMP) / "data_ds" / info->name();
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir.string();
-}
+std::string fresh_dir() { return fresh_test_dir("data_ds"); }
 
 // A shard with an arbitrary header (magic, version, ntok) and raw body bytes.
 void write_raw(const std::string& path, int32_t magic, int32_t version, int32_t ntok,
