@@ -25,7 +25,7 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 10;
+constexpr uint32_t kBackendInterfaceVersion = 11;
 
 // A view of an activation buffer in backend memory: where it starts and what its elements
 // are. A float* converts implicitly (an fp32 buffer), so fp32 call sites read as plain
@@ -232,8 +232,9 @@ public:
     virtual void encoder_forward(Act out /*[N,C]*/, const int32_t* inputs /*[N]*/,
                                  const float* wte /*[V,C]*/, const float* wpe /*[>=T,C] or null*/,
                                  int B, int T, int C) = 0;
-    // dwte[inputs[n]] += dout[n]; dwpe[t] += sum_b dout[b,t] (skipped when dwpe == nullptr)
-    virtual void encoder_backward(float* dwte, float* dwpe /*or null*/,
+    // dwte[inputs[n]] += dout[n]; dwpe[t] += sum_b dout[b,t]. Each is skipped when null
+    // (no position table; a frozen token embedding).
+    virtual void encoder_backward(float* dwte /*or null*/, float* dwpe /*or null*/,
                                   ConstAct dout /*[N,C]*/, const int32_t* inputs /*[N]*/,
                                   int B, int T, int C) = 0;
 
@@ -253,7 +254,8 @@ public:
                                 const float* bias, int N, int K, int M,
                                 WeightLayout layout) = 0;
     // dinp[N,K] = dout · Wᵀ (overwritten; skipped if dinp == nullptr);
-    // dweight += inpᵀ · dout (in the weight's layout); dbias[M] += column sums (if non-null)
+    // dweight += inpᵀ · dout (in the weight's layout; skipped if nullptr: a frozen weight);
+    // dbias[M] += column sums (if non-null)
     virtual void matmul_backward(Act dinp, float* dweight, float* dbias,
                                  ConstAct dout /*[N,M]*/, ConstAct inp /*[N,K]*/,
                                  const float* weight, int N, int K, int M,

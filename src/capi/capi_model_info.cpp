@@ -55,7 +55,7 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
                 cudnn_sizes::op_scratch_bytes_without_workspace(B, T, shape.C, shape.NH);
             attention = &cudnn;
         }
-        ModelInfo m = model_info(shape, B, T, *backend, attention);
+        ModelInfo m = model_info(shape, B, T, *backend, attention, r.train.trainable);
         if (cuda_lowp) {
             const size_t n = ParamTable(shape).total();
             const int64_t working = 2 * static_cast<int64_t>(n) -

@@ -1,6 +1,7 @@
 // Writing and reading one checkpoint directory (docs/FORMATS.md §4).
 #include "checkpoint/checkpoint.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -39,7 +40,7 @@ std::string json_double(double d) {
 std::string state_json(const CheckpointState& st) {
     // format_version first: a reader checks it before interpreting anything else.
     return cat("{\n",
-               "  \"format_version\": ", kCheckpointFormatVersion, ",\n",
+               "  \"format_version\": ", st.format_version, ",\n",
                "  \"step\": ", st.step, ",\n",
                "  \"tokens_total\": ", st.tokens_total, ",\n",
                "  \"sampler_cursor\": {\"shard\": ", st.cursor_shard, ", \"pos\": ", st.cursor_pos,
@@ -130,11 +131,14 @@ CheckpointState read_state_file(const std::string& dir) {
 }
 
 std::vector<TensorToWrite> table_tensors(const ParamTable& table, const float* data, DType dtype,
-                                         const std::string& prefix) {
+                                         const std::string& prefix, bool trainable_only) {
     std::vector<TensorToWrite> out;
     out.reserve(table.tensors().size());
-    for (const ParamTensor& pt : table.tensors())
-        out.push_back({prefix + pt.name, dtype, pt.shape, data + pt.offset});
+    for (const ParamTensor& pt : table.tensors()) {
+        if (trainable_only && !pt.trainable) continue;
+        out.push_back({prefix + pt.name, dtype, pt.shape,
+                       data + (trainable_only ? pt.grad_offset : pt.offset)});
+    }
     return out;
 }
 
@@ -223,11 +227,14 @@ void write_checkpoint(const std::string& dir_arg, const ParamTable& table, const
         write_safetensors(path_join(tmp, kModelFile), table_tensors(table, params, DType::F32),
                           {{"format", "pt"}});
         write_file_atomic(path_join(tmp, kConfigFile), hf_config_json(table.spec(), "float32"));
-        std::vector<TensorToWrite> moments = table_tensors(table, m, DType::F32, "m.");
-        for (TensorToWrite& t : table_tensors(table, v, DType::F32, "v."))
+        std::vector<TensorToWrite> moments = table_tensors(table, m, DType::F32, "m.", true);
+        for (TensorToWrite& t : table_tensors(table, v, DType::F32, "v.", true))
             moments.push_back(std::move(t));
         write_safetensors(path_join(tmp, kOptimizerFile), moments);
-        write_file_atomic(path_join(tmp, kStateFile), state_json(state));
+        CheckpointState versioned = state;
+        versioned.format_version =
+            table.all_trainable() ? kCheckpointFormatAllMoments : kCheckpointFormatVersion;
+        write_file_atomic(path_join(tmp, kStateFile), state_json(versioned));
         // Last: its presence marks the directory as complete.
         write_manifest(tmp, {kModelFile, kConfigFile, kOptimizerFile, kStateFile});
         fsync_dir(tmp);
@@ -249,7 +256,8 @@ CheckpointState read_checkpoint_state(const std::string& dir_arg) {
 }
 
 CheckpointState read_checkpoint(const std::string& dir_arg, const ParamTable& table,
-                                float* params, float* m, float* v) {
+                                float* params, float* m, float* v,
+                                std::vector<std::string>* fresh_moments) {
     const std::string dir = strip_trailing_slashes(dir_arg);
     if (!params) fail(Status::InvalidArgument, "read_checkpoint '", dir, "': params is null");
     if ((m == nullptr) != (v == nullptr))
@@ -260,30 +268,62 @@ CheckpointState read_checkpoint(const std::string& dir_arg, const ParamTable& ta
     const SafetensorsFile model = open_checked_model(dir, table);
 
     SafetensorsFile optim;
+    std::vector<const ParamTensor*> fresh;  // trainable here, frozen in the checkpoint
     if (m) {
         // The model file matched the table, so any mismatch here is a damaged checkpoint.
         optim = SafetensorsFile::open(path_join(dir, kOptimizerFile));
         const std::string where = corrupt_prefix(dir) + kOptimizerFile;
-        for (const char* prefix : {"m.", "v."})
-            for (const ParamTensor& pt : table.tensors()) {
+        // Version 1 holds both moments of every tensor; version 2 those of the tensors that
+        // trained, each with both.
+        const bool all = state.format_version == kCheckpointFormatAllMoments;
+        size_t held = 0;
+        for (const ParamTensor& pt : table.tensors()) {
+            int present = 0;
+            for (const char* prefix : {"m.", "v."}) {
                 const TensorInfo* info = optim.find(prefix + pt.name);
-                if (!info)
-                    fail(Status::Format, where, ": tensor '", prefix, pt.name, "' is missing");
+                if (!info) {
+                    if (all)
+                        fail(Status::Format, where, ": tensor '", prefix, pt.name, "' is missing");
+                    continue;
+                }
+                ++present;
                 if (info->shape != pt.shape || info->dtype != DType::F32)
                     fail(Status::Format, where, ": tensor '", prefix, pt.name, "' is ",
                          dtype_name(info->dtype), " ", shape_text(info->shape), ", expected F32 ",
                          shape_text(pt.shape));
             }
-        if (optim.tensors().size() != 2 * table.tensors().size())
+            if (present == 1)
+                fail(Status::Format, where, ": holds one of the moments m./v. of '", pt.name,
+                     "' without the other");
+            held += static_cast<size_t>(present);
+            if (present == 0 && pt.trainable) fresh.push_back(&pt);
+        }
+        if (optim.tensors().size() != held)
             fail(Status::Format, where, ": holds ", optim.tensors().size(),
-                 " tensors, expected ", 2 * table.tensors().size(), " (m. and v. per parameter)");
+                 " tensors, of which ", held, " are m./v. moments of the model's parameters");
     }
 
     // Every check passed: only now touch the caller's buffers.
     copy_tensors(model, table, params);
     if (m) {
-        copy_tensors(optim, table, m, "m.");
-        copy_tensors(optim, table, v, "v.");
+        for (const ParamTensor& pt : table.tensors()) {
+            if (!pt.trainable) continue;
+            float* mt = m + pt.grad_offset;
+            float* vt = v + pt.grad_offset;
+            const TensorInfo* mi = optim.find("m." + pt.name);
+            if (mi) {
+                optim.read_f32(*mi, mt);
+                optim.read_f32(*optim.find("v." + pt.name), vt);
+            } else {
+                std::fill(mt, mt + pt.numel, 0.0f);
+                std::fill(vt, vt + pt.numel, 0.0f);
+            }
+            // Padding rows' moments are zero (their gradient always is).
+            std::fill(mt + pt.numel, mt + pt.numel + pt.padding, 0.0f);
+            std::fill(vt + pt.numel, vt + pt.numel + pt.padding, 0.0f);
+        }
+        if (fresh_moments)
+            for (const ParamTensor* pt : fresh) fresh_moments->push_back(pt->name);
     }
     return state;
 }

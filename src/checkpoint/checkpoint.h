@@ -1,7 +1,8 @@
 // Checkpoints (docs/FORMATS.md §4): one directory per checkpoint holding
 //   model.safetensors      fp32 master weights, HF GPT-2 names (also a valid HF export)
 //   config.json            HF GPT2LMHeadModel config for those weights
-//   optimizer.safetensors  AdamW moments: "m.<name>", "v.<name>" (fp32)
+//   optimizer.safetensors  AdamW moments: "m.<name>", "v.<name>" (fp32) of the trainable
+//                          tensors (all of them unless train.trainable froze some)
 //   state.json             format version, step, tokens, sampler cursor, loss scale, config
 //   MANIFEST.sha256        "<sha256 hex>  <file>" for every other file, written last
 // written as NAME.tmp/ (every file fsynced), renamed to NAME/, parent fsynced. Loading
@@ -10,17 +11,22 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "model/param_table.h"
 
 namespace trt {
 
-// Bumped when a reader of the previous version could misread a new checkpoint.
-constexpr int64_t kCheckpointFormatVersion = 1;
+// Bumped when a reader of the previous version could misread a new checkpoint. The newest
+// version this library reads. 1: moments for every tensor. 2: moments for the trainable
+// tensors only (frozen ones have none). A checkpoint in which every tensor trains is written
+// as version 1, so older libtrainrt reads it.
+constexpr int64_t kCheckpointFormatVersion = 2;
+constexpr int64_t kCheckpointFormatAllMoments = 1;
 
 // Everything besides the tensors that a bit-exact resume needs, plus provenance.
 struct CheckpointState {
-    int64_t format_version = kCheckpointFormatVersion;
+    int64_t format_version = kCheckpointFormatAllMoments;  // read: as the files say
     int64_t step = 0;             // optimizer steps completed
     int64_t tokens_total = 0;     // tokens trained on
     int64_t cursor_shard = 0;     // sequential sampler cursor (data/sampler.h)
@@ -31,7 +37,9 @@ struct CheckpointState {
 };
 
 // Writes a complete checkpoint into `dir` (which must not exist: Error(Io) saying so) via
-// `dir`.tmp. params, m, v: host buffers of table.total() floats in ParamTable order.
+// `dir`.tmp. params: host buffer of table.total() floats in ParamTable order; m, v: of
+// table.grad_total() floats (the trainable tensors at their grad_offset). state's
+// format_version is ignored: the version is chosen by what the files hold.
 // A stale `dir`.tmp from a crashed writer is removed first. On failure nothing named `dir`
 // exists and the temporary directory is removed.
 void write_checkpoint(const std::string& dir, const ParamTable& table, const float* params,
@@ -50,9 +58,14 @@ void write_or_replace_checkpoint(const std::string& dir, const ParamTable& table
 // Error(VersionMismatch), refuses any tensor whose name/shape differs from `table` with
 // Error(Config) naming the tensor, both shapes and the model.* keys to change; then fills
 // params, m, v (table.total() floats each; m/v may be nullptr to skip the optimizer file)
-// and returns the state. Buffers are written only after every check passed.
+// and returns the state. m/v are table.grad_total() floats (the trainable tensors at their
+// grad_offset); a trainable tensor whose moments the checkpoint lacks (it was frozen there:
+// format 2 only) gets zero moments and its name appended to *fresh_moments (when given).
+// Moments of tensors frozen now are skipped. Buffers are written only after every check
+// passed.
 CheckpointState read_checkpoint(const std::string& dir, const ParamTable& table, float* params,
-                                float* m, float* v);
+                                float* m, float* v,
+                                std::vector<std::string>* fresh_moments = nullptr);
 
 // Manifest + state.json only (no tensors): what config_from_checkpoint needs.
 CheckpointState read_checkpoint_state(const std::string& dir);

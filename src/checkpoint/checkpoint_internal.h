@@ -58,8 +58,10 @@ std::string shape_diff(const ModelSpec& checkpoint, const ModelSpec& config);
 CheckpointState read_state_file(const std::string& dir);
 
 // The tensors of a table over `data` (params, or a moment with prefix "m."/"v.").
+// trainable_only: the trainable tensors of a compact buffer (at their grad_offset).
 std::vector<TensorToWrite> table_tensors(const ParamTable& table, const float* data, DType dtype,
-                                         const std::string& prefix = "");
+                                         const std::string& prefix = "",
+                                         bool trainable_only = false);
 
 // Opens dir/model.safetensors and checks it holds exactly the table's tensors, F32, with the
 // table's shapes, and that config.json's dims (n_head included) equal the table's:

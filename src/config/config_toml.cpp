@@ -50,7 +50,11 @@ constexpr const char* kSetSource = "\x01trainrt-set";
 
 // ------------------------------------------------------------------ key descriptors
 
-enum class KType { Int, Seed, Float, Bool, Path, Enum, Betas };
+enum class KType { Int, Seed, Float, Bool, Path, Enum, Betas, Names };
+
+// A Names key: at most this many strings, each 1 to kMaxNameBytes bytes.
+constexpr size_t kMaxNames = 4096;
+constexpr size_t kMaxNameBytes = 1024;
 
 struct KeyDesc {
     const char* section;
@@ -63,6 +67,7 @@ struct KeyDesc {
     double& (*f64b)(RunConfig&) = nullptr;  // Betas: the second element
     bool& (*b)(RunConfig&) = nullptr;
     std::string& (*str)(RunConfig&) = nullptr;
+    std::vector<std::string>& (*names)(RunConfig&) = nullptr;
     int (*eget)(const RunConfig&) = nullptr;
     void (*eset)(RunConfig&, int) = nullptr;
     const char* (*ename)(int) = nullptr;  // to_string of the enum's value i ("?" past the end)
@@ -107,6 +112,11 @@ KeyDesc path_key(const char* s, const char* n, std::string& (*f)(RunConfig&)) {
     d.str = f;
     return d;
 }
+KeyDesc names_key(const char* s, const char* n, std::vector<std::string>& (*f)(RunConfig&)) {
+    KeyDesc d{s, n, KType::Names};
+    d.names = f;
+    return d;
+}
 KeyDesc enum_key(const char* s, const char* n, int (*g)(const RunConfig&),
                  void (*set)(RunConfig&, int), const char* (*name)(int)) {
     KeyDesc d{s, n, KType::Enum};
@@ -132,6 +142,7 @@ KeyDesc betas_key(const char* s, const char* n, double& (*f1)(RunConfig&),
 #define TRT_FLOAT(sec, nm, ...) float_key(#sec, #nm, TRT_FIELD(double, sec, nm), __VA_ARGS__)
 #define TRT_BOOL(sec, nm) bool_key(#sec, #nm, TRT_FIELD(bool, sec, nm))
 #define TRT_PATH(sec, nm) path_key(#sec, #nm, TRT_FIELD(std::string, sec, nm))
+#define TRT_NAMES(sec, nm) names_key(#sec, #nm, TRT_FIELD(std::vector<std::string>, sec, nm))
 #define TRT_ENUM(sec, nm, E)                                                          \
     enum_key(                                                                         \
         #sec, #nm, [](const RunConfig& r) { return static_cast<int>(r.sec.nm); },     \
@@ -172,6 +183,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_INT(train, keep_last, 0, limits::kMaxKeepLast),
         TRT_INT(train, max_skipped_steps, 0, limits::kMaxSteps),
         TRT_PATH(train, out_dir),
+        TRT_NAMES(train, trainable),
 
         TRT_FLOAT(optim, lr, 0.0, true, limits::kMaxFloat),
         betas_key("optim", "betas", TRT_FIELD(double, optim, beta1),
@@ -209,6 +221,7 @@ const std::vector<KeyDesc>& keys() {
 #undef TRT_BOOL
 #undef TRT_PATH
 #undef TRT_ENUM
+#undef TRT_NAMES
 
 const std::vector<std::string>& sections() {
     static const std::vector<std::string> list = [] {
@@ -341,6 +354,9 @@ std::string expectation(const KeyDesc& d) {
             return s;
         }
         case KType::Betas: return "an array of 2 numbers [beta1, beta2], each in [0, 1)";
+        case KType::Names:
+            return cat("an array of at most ", kMaxNames, " non-empty strings of at most ",
+                       kMaxNameBytes, " bytes ([] for none)");
     }
     return "?";
 }
@@ -354,6 +370,7 @@ const char* type_noun(KType t) {
         case KType::Path:
         case KType::Enum: return "a string";
         case KType::Betas: return "an array of 2 floats";
+        case KType::Names: return "an array of strings";
     }
     return "?";
 }
@@ -612,6 +629,20 @@ void apply_value(const KeyDesc& d, const toml::node& n, RunConfig& out, Problems
             d.f64b(out) = b[1];
             return;
         }
+        case KType::Names: {
+            const auto a = n.as_array();
+            if (!a || a->size() > kMaxNames) return bad(n, describe(n));
+            std::vector<std::string> names;
+            for (size_t i = 0; i < a->size(); ++i) {
+                const toml::node& e = *a->get(i);
+                const auto v = e.as_string();
+                if (!v || v->get().empty() || v->get().size() > kMaxNameBytes)
+                    return bad(e, cat(describe(e), " as element ", i));
+                names.push_back(v->get());
+            }
+            d.names(out) = std::move(names);
+            return;
+        }
     }
 }
 
@@ -848,6 +879,11 @@ std::string value_text(const KeyDesc& d, const RunConfig& rc) {
         case KType::Path: return quote(d.str(r));
         case KType::Enum: return quote(d.ename(d.eget(r)));
         case KType::Betas: return cat("[", fmt_double(d.f64(r)), ", ", fmt_double(d.f64b(r)), "]");
+        case KType::Names: {
+            std::string out = "[";
+            for (const std::string& n : d.names(r)) out += (out.size() > 1 ? ", " : "") + quote(n);
+            return out + "]";
+        }
     }
     return "";
 }

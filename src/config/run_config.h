@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace trt {
 
@@ -55,6 +56,9 @@ struct TrainConfig {
     int64_t keep_last = 3;         // checkpoints kept in out_dir (newest); 0 = all
     int64_t max_skipped_steps = 25;  // consecutive non-finite steps before the run stops; 0 = never
     std::string out_dir;         // metrics.jsonl (and checkpoints) go here; empty = none
+    // Tensor-name patterns of the parameters that train (model/trainable.h); the others are
+    // frozen. Empty = every parameter trains.
+    std::vector<std::string> trainable;
 };
 
 struct OptimConfig {

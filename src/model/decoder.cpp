@@ -6,12 +6,24 @@
 #include "core/fp16.h"
 #include "core/error.h"
 #include "model/rope_tables.h"
+#include "model/trainable.h"
 
 namespace trt {
 
-Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T)
+Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
+                 const std::vector<std::string>& trainable)
     : be_(backend), table_(spec), B_(B), T_(T) {
     const ModelSpec& s = spec;
+    table_.set_trainable(trainable_flags(table_, trainable));
+    embeddings_train_ = false;
+    backward_from_layer_ = s.L;
+    for (const ParamTensor& t : table_.tensors()) {
+        if (!t.trainable) continue;
+        if (t.role == ParamRole::TokenEmbedding || t.role == ParamRole::PositionEmbedding)
+            embeddings_train_ = true;
+        if (t.layer >= 0) backward_from_layer_ = std::min(backward_from_layer_, t.layer);
+    }
+    if (embeddings_train_) backward_from_layer_ = 0;
     const size_t N = static_cast<size_t>(B) * static_cast<size_t>(T);
     // The backend sizes its scratch first: which attention path it takes (and so how much it
     // saves for the backward) can depend on the shapes (cuDNN plans are built here).
@@ -22,7 +34,10 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T)
     act_bytes_ = lay_out_activations(s, B, T, att_saved, att_scratch, act, nullptr, nullptr);
 
     params_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float), "parameters"));
-    grads_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float), "gradients"));
+    grads_ = static_cast<float*>(be_.alloc(table_.grad_total() * sizeof(float), "gradients"));
+    if (!table_.all_trainable())
+        discard_ = static_cast<float*>(be_.alloc(2 * static_cast<size_t>(s.C) * sizeof(float),
+                                                 "frozen norms' gradients"));
     act_base_ = be_.alloc(act_bytes_, "activations");
     inputs_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "input ids"));
     targets_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "target ids"));
@@ -42,6 +57,7 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T)
 Decoder::~Decoder() {
     be_.free(params_);
     be_.free(grads_);
+    be_.free(discard_);
     be_.free(act_base_);
     be_.free(rope_cos_);
     be_.free(rope_sin_);
@@ -56,10 +72,18 @@ float* Decoder::w(Slot slot, int layer) {
 
 float* Decoder::dw(Slot slot, int layer) {
     const ParamTensor* t = table_.get(slot, layer);
-    return t != nullptr ? grads_ + t->offset : nullptr;
+    return t != nullptr && t->trainable ? grads_ + t->grad_offset : nullptr;
 }
 
-void Decoder::zero_grads() { be_.zero(grads_, table_.total() * sizeof(float)); }
+float* Decoder::norm_dw(Slot slot, int layer) {
+    const ParamTensor* t = table_.get(slot, layer);
+    if (t == nullptr) return nullptr;
+    if (t->trainable) return grads_ + t->grad_offset;
+    const bool bias = t->role == ParamRole::NormBias;
+    return discard_ + (bias ? spec().C : 0);
+}
+
+void Decoder::zero_grads() { be_.zero(grads_, table_.grad_total() * sizeof(float)); }
 
 void Decoder::forward(const int32_t* inputs, const int32_t* targets, int B, int T) {
     run_forward(inputs, targets, B, T, 0.0f, false, nullptr);
@@ -185,12 +209,15 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
     const Act last_residual = L > 0 ? A.layers[L - 1].residual3 : A.encoded;
     // A.logits now holds dlogits [N, Vp] (zero in the padding columns).
     const ParamTensor& head = table_.head();
-    be_.matmul_backward(A.dln, grads_ + head.offset, nullptr, A.logits, A.lnf,
-                        params_ + head.offset, N, C, table_.padded_vocab(), WeightLayout::OutIn);
+    be_.matmul_backward(A.dln, head.trainable ? grads_ + head.grad_offset : nullptr, nullptr,
+                        A.logits, A.lnf, params_ + head.offset, N, C, table_.padded_vocab(),
+                        WeightLayout::OutIn);
     be_.zero(A.dresidual.data, NC * act_size);
-    norm_backward(A.dresidual, dw(Slot::FinalNorm), dw(Slot::FinalNormBias), A.dln,
+    norm_backward(A.dresidual, norm_dw(Slot::FinalNorm), norm_dw(Slot::FinalNormBias), A.dln,
                   last_residual, w(Slot::FinalNorm), A.lnf_mean, A.lnf_rstd, N);
-    for (int i = L - 1; i >= 0; --i) {
+    // Frozen bottom layers (train.trainable): nothing below backward_from_layer_ needs a
+    // gradient, so the backward ends there.
+    for (int i = L - 1; i >= backward_from_layer_; --i) {
         LayerActivations& a = A.layers[i];
         const Act residual = i == 0 ? A.encoded : A.layers[i - 1].residual3;
         // dresidual = d residual3 = d residual2 (skip) = d fcproj (branch).
@@ -204,8 +231,8 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
             be_.gelu_backward_bias(A.dmlp_pre, dw(Slot::UpBias, i), a.mlp_pre, A.dmlp_act, N, F);
         be_.matmul_backward(A.dln, dWup, nullptr, A.dmlp_pre, a.ln2, Wup, N, C,
                             s.mlp_up_width(), lin);
-        norm_backward(A.dresidual, dw(Slot::MlpNorm, i), dw(Slot::MlpNormBias, i), A.dln,
-                      a.residual2, w(Slot::MlpNorm, i), a.ln2_mean, a.ln2_rstd, N);
+        norm_backward(A.dresidual, norm_dw(Slot::MlpNorm, i), norm_dw(Slot::MlpNormBias, i),
+                      A.dln, a.residual2, w(Slot::MlpNorm, i), a.ln2_mean, a.ln2_rstd, N);
         // dresidual = d residual2 = d residual (skip) = d attproj (branch).
         be_.matmul_backward(A.datty, dw(Slot::AttnOut, i), dw(Slot::AttnOutBias, i),
                             A.dresidual, a.atty, w(Slot::AttnOut, i), N, C, C, lin);
@@ -216,11 +243,12 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
         const Slot qkv = s.split_qkv() ? Slot::Q : Slot::Qkv;
         be_.matmul_backward(A.dln, dw(qkv, i), dw(Slot::QkvBias, i), A.dqkv, a.ln1, w(qkv, i),
                             N, C, s.qkv_width(), lin);
-        norm_backward(A.dresidual, dw(Slot::AttnNorm, i), dw(Slot::AttnNormBias, i), A.dln,
-                      residual, w(Slot::AttnNorm, i), a.ln1_mean, a.ln1_rstd, N);
+        norm_backward(A.dresidual, norm_dw(Slot::AttnNorm, i), norm_dw(Slot::AttnNormBias, i),
+                      A.dln, residual, w(Slot::AttnNorm, i), a.ln1_mean, a.ln1_rstd, N);
     }
-    be_.encoder_backward(dw(Slot::TokenEmbedding), dw(Slot::PositionEmbedding), A.dresidual,
-                         inputs, B, T, C);
+    if (embeddings_train_)  // dwte may be null (a frozen wte with a trainable wpe)
+        be_.encoder_backward(dw(Slot::TokenEmbedding), dw(Slot::PositionEmbedding),
+                             A.dresidual, inputs, B, T, C);
 }
 
 void Decoder::copy_logits_to_host(float* dst, size_t row0, size_t rows, size_t cols) {

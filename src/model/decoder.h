@@ -4,6 +4,7 @@
 // B x T) on the backend. It knows nothing of optimizers, data or files.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -15,7 +16,11 @@ namespace trt {
 class Decoder {
 public:
     // Allocates params (zero), grads (zero) and activations for micro-batches up to B x T.
-    Decoder(Backend& backend, const ModelSpec& spec, int B, int T);
+    // trainable: train.trainable's tensor-name patterns (model/trainable.h; empty = all
+    // train). Frozen tensors get no gradient: grads() holds the trainable ones only, at
+    // their grad_offset, and the backward stops below the lowest layer that trains.
+    Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
+            const std::vector<std::string>& trainable = {});
     ~Decoder();
     Decoder(const Decoder&) = delete;
     Decoder& operator=(const Decoder&) = delete;
@@ -23,7 +28,7 @@ public:
     const ParamTable& table() const { return table_; }
     const ModelSpec& spec() const { return table_.spec(); }
     float* params() { return params_; }  // backend memory, table().total() floats
-    float* grads() { return grads_; }
+    float* grads() { return grads_; }    // backend memory, table().grad_total() floats
     int max_batch() const { return B_; }
     int max_seq() const { return T_; }
 
@@ -62,15 +67,24 @@ private:
                                int N);
     void norm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
                        const float* w, const float* mean, const float* rstd, int N);
-    // A tensor's parameters / gradients; nullptr when the family has no such tensor.
+    // A tensor's parameters / gradients; nullptr when the family has no such tensor (and,
+    // for gradients, when it is frozen).
     float* w(Slot slot, int layer = -1);
     float* dw(Slot slot, int layer = -1);
+    // A norm's weight or bias gradient: dw(), or a discarded [C] scratch when the tensor is
+    // frozen (the norm backwards always produce them; they cost O(N*C), like the norm).
+    float* norm_dw(Slot slot, int layer = -1);
 
     Backend& be_;
     ParamTable table_;
     int B_, T_;
     float* params_ = nullptr;
     float* grads_ = nullptr;
+    float* discard_ = nullptr;  // [2C] frozen norms' gradients land here (null if none)
+    // The backward's lowest block (L: none) and whether it reaches the embeddings: below
+    // the lowest trainable tensor nothing needs a gradient.
+    int backward_from_layer_ = 0;
+    bool embeddings_train_ = true;
     void* act_base_ = nullptr;  // one allocation, carved by lay_out_activations into acts_
     size_t act_bytes_ = 0;
     Activations acts_{};

@@ -13,5 +13,9 @@ namespace trt {
 // for the first non-finite value of `host` (laid out by `table`, padding rows skipped).
 void require_finite(const ParamTable& table, const float* host, const std::string& source,
                     const std::string& advice);
+// The same for a compact buffer of the trainable tensors (AdamW moments: table.grad_total()
+// floats, each trainable tensor at its grad_offset).
+void require_finite_trainable(const ParamTable& table, const float* host,
+                              const std::string& source, const std::string& advice);
 
 }  // namespace trt

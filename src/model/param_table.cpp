@@ -138,6 +138,22 @@ ParamTable::ParamTable(const ModelSpec& s) : spec_(s) {
         add("model.norm.weight", Slot::FinalNorm, R::Norm, {C});
         if (!s.tied) add("lm_head.weight", Slot::Head, R::Head, {V, C});
     }
+    set_trainable(std::vector<bool>(tensors_.size(), true));
+}
+
+void ParamTable::set_trainable(const std::vector<bool>& trainable) {
+    TRT_CHECK(trainable.size() == tensors_.size(), "set_trainable: ", trainable.size(),
+              " flags for ", tensors_.size(), " tensors");
+    grad_total_ = 0;
+    num_trainable_ = 0;
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+        ParamTensor& t = tensors_[i];
+        t.trainable = trainable[i];
+        t.grad_offset = t.trainable ? grad_total_ : 0;
+        if (!t.trainable) continue;
+        grad_total_ += t.numel + t.padding;
+        num_trainable_ += t.numel;
+    }
 }
 
 void ParamTable::clear_padding(float* host) const {

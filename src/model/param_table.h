@@ -93,7 +93,12 @@ struct ParamTensor {
     Slot slot = Slot::Qkv;
     int layer = -1;              // -1 for the global tensors
     bool decay = false;          // weight decay applies (tensors with >= 2 dims)
-    bool trainable = true;       // false: frozen (no update; LoRA will use it)
+    // false: frozen (train.trainable): no gradient is computed, held or applied for it.
+    bool trainable = true;
+    // Trainable tensors only: offset in floats into the compact trainable buffers (gradients
+    // and AdamW moments), which hold the trainable tensors (and their padding rows) in table
+    // order. Equals `offset` while every tensor trains.
+    size_t grad_offset = 0;
 };
 
 // The vocabulary rounded up to a multiple of kVocabPadding (GPT-2: 50257 -> 50304), so the
@@ -118,6 +123,15 @@ public:
     // with it, so the invariant "padding is zero" never depends on the caller's buffer.
     void clear_padding(float* host) const;
 
+    // Which tensors train (one flag per tensor, table order; model/trainable.h makes it from
+    // train.trainable): sets each tensor's trainable flag and grad_offset. All train at first.
+    void set_trainable(const std::vector<bool>& trainable);
+    // Floats in the gradient and moment buffers: the trainable tensors with their padding
+    // rows (total() while everything trains).
+    size_t grad_total() const { return grad_total_; }
+    size_t num_trainable_params() const { return num_trainable_; }
+    bool all_trainable() const { return num_trainable_ == num_params_; }
+
     // The tensor in `slot` (of `layer` for per-layer slots); nullptr when the family has none.
     const ParamTensor* get(Slot slot, int layer = -1) const;
     // The same, for slots the family must have (Error(Internal) otherwise).
@@ -134,6 +148,8 @@ private:
     std::vector<int> index_;
     size_t total_ = 0;
     size_t num_params_ = 0;
+    size_t grad_total_ = 0;
+    size_t num_trainable_ = 0;
     int Vp_ = 0;
 };
 

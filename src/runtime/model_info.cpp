@@ -4,23 +4,30 @@
 
 #include "core/error.h"
 #include "model/activations.h"
+#include "model/trainable.h"
 #include "runtime/perf.h"
 
 namespace trt {
 
 ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend,
-                     const AttentionSizing* attention) {
-    const ParamTable table(spec);
+                     const AttentionSizing* attention,
+                     const std::vector<std::string>& trainable) {
+    ParamTable table(spec);
+    table.set_trainable(trainable_flags(table, trainable));
     const int64_t N = static_cast<int64_t>(B) * T;
     ModelInfo m;
     m.parameters = static_cast<int64_t>(table.num_params());
+    m.trainable_parameters = static_cast<int64_t>(table.num_trainable_params());
     m.flops_per_token = flops_per_token(m.parameters, spec.L, spec.C, T);  // 6N + 6·L·C·T
     // Buffers hold the padded vocabulary matrices ([Vp, C]): parameters, gradients, m and v.
     const int64_t stored = static_cast<int64_t>(table.total());
     // The fp32 master, and the low-precision working copy the matmuls read (bf16/fp16).
     m.bytes_parameters = stored * 4 + static_cast<int64_t>(backend.working_copy_bytes(
                                           static_cast<size_t>(stored)));
-    m.bytes_optimizer = 3 * stored * 4;
+    // Gradients and moments of the trainable tensors (Decoder, AdamW), and the [2C] the
+    // frozen norms' gradients are discarded into.
+    m.bytes_optimizer = 3 * static_cast<int64_t>(table.grad_total()) * 4 +
+                        (table.all_trainable() ? 0 : 2 * int64_t{spec.C} * 4);
     // The Decoder's own plan (model/activations.h), counted without allocating, plus the
     // token ids and the RoPE tables.
     const size_t saved = attention ? attention->saved_floats

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "model/param_table.h"
@@ -12,9 +13,10 @@ namespace trt {
 
 struct ModelInfo {
     int64_t parameters = 0;
+    int64_t trainable_parameters = 0;  // train.trainable's share (= parameters by default)
     double flops_per_token = 0;  // training: 6N + 6·L·C·T (forward + backward, attention incl.)
     int64_t bytes_parameters = 0;
-    int64_t bytes_optimizer = 0;    // grads + AdamW m, v
+    int64_t bytes_optimizer = 0;    // grads + AdamW m, v (of the trainable tensors)
     int64_t bytes_activations = 0;  // one micro-batch B x T, forward + backward scratch
     int64_t bytes_total = 0;
 };
@@ -28,8 +30,10 @@ struct AttentionSizing {
     size_t op_scratch_bytes = 0;
 };
 
+// trainable: train.trainable's patterns (empty: every tensor trains).
 ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend,
-                     const AttentionSizing* attention = nullptr);
+                     const AttentionSizing* attention = nullptr,
+                     const std::vector<std::string>& trainable = {});
 
 // A readable account of the model for `trainrt info`: the family and shape, then the
 // parameters by part (embeddings, attention, MLP, norms, untied head) with their share.

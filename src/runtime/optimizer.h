@@ -1,5 +1,8 @@
 // AdamW over the flat parameter buffer, torch.optim.AdamW semantics, with global-norm
 // gradient clipping as torch.nn.utils.clip_grad_norm_ and the GPT-2 decay convention.
+// Only trainable tensors (train.trainable) are updated: the gradients and the moments are
+// compact buffers of table.grad_total() floats (each tensor at its grad_offset), and the
+// global norm is over them alone (torch: the parameters given to the optimizer).
 // Everything it reads and writes per step (lr, step, norm, clip factor, loss scale) is in
 // the backend's StepScalars, so an update is enqueued with no host round-trip.
 #pragma once
@@ -36,19 +39,26 @@ private:
     const ParamTable& table_;
     OptimConfig config_;
     LossScalePolicy policy_;
-    float* m_ = nullptr;  // first moments, table.total() floats
+    float* m_ = nullptr;  // first moments, table.grad_total() floats
     float* v_ = nullptr;  // second moments
     bool fused_ = true;
-    // The flat buffer as consecutive ranges: each tensor, and wte's padding rows.
+    // The trainable tensors as ranges: each tensor, and a vocab matrix's padding rows, at its
+    // offset in the parameters and in the compact gradient/moment buffers.
     struct Range {
-        size_t offset, numel;
+        size_t offset, grad_offset, numel;
         float decay;
     };
     std::vector<Range> ranges_;
-    ParamSegments segments_;  // per-tensor ranges and weight decay, in backend memory
-    void* segment_ends_ = nullptr;
-    void* segment_decay_ = nullptr;
-    // Unfused: tensor i alone, as a one-segment table: its length and decay (backend memory).
+    // Fused: one adamw_step per run of ranges adjacent in both buffers (one run when
+    // everything trains), its segments the run's ranges with run-relative ends.
+    struct Run {
+        size_t offset, grad_offset, numel;
+        ParamSegments segments;
+    };
+    std::vector<Run> runs_;
+    void* segment_ends_ = nullptr;   // backend memory: every run's relative ends, in order
+    void* segment_decay_ = nullptr;  // backend memory: each range's decay
+    // Unfused: range i alone, as a one-segment table: its length (backend memory).
     void* tensor_numel_ = nullptr;
 };
 

@@ -101,7 +101,7 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
                  "train.seq_len, or use more validation data");
     }
 
-    model_ = std::make_unique<Decoder>(*backend_, model_spec(mc), B, T);
+    model_ = std::make_unique<Decoder>(*backend_, model_spec(mc), B, T, tr.trainable);
     std::vector<float> host(model_->table().total());
     if (mc.init_from.empty())
         init_random(model_->table(), mc.seed, host.data());
@@ -295,6 +295,17 @@ void Session::log_startup() const {
     log_.info("model: ", describe(model_->spec()), ", ", n_params, " parameters, init ",
               r.model.init_from.empty() ? cat("random (seed ", r.model.seed, ")")
                                         : cat("from ", r.model.init_from));
+    if (const ParamTable& t = model_->table(); !t.all_trainable()) {
+        size_t frozen = 0;
+        for (const ParamTensor& p : t.tensors()) frozen += !p.trainable;
+        const double share = 100.0 * static_cast<double>(t.num_trainable_params()) /
+                             static_cast<double>(t.num_params());
+        char pct[32];
+        std::snprintf(pct, sizeof pct, "%.2f%%", share);
+        log_.info("trainable: ", t.num_trainable_params(), " of ", t.num_params(),
+                  " parameters (", pct, "; train.trainable), ", frozen, " of ",
+                  t.tensors().size(), " tensors frozen (no gradients, no AdamW moments)");
+    }
     log_.info("batch: ", r.train.grad_accum, " x ", r.train.batch_size, " x ", r.train.seq_len,
               " = ", r.train.grad_accum * r.train.batch_size * r.train.seq_len,
               " tokens per step; sampler ", to_string(r.data.sampler), "; ",
@@ -695,22 +706,24 @@ SessionMetrics Session::metrics() const {
 
 void Session::copy_state_to_host(std::vector<float>& params, std::vector<float>& m,
                                  std::vector<float>& v) {
-    const size_t n = model_->table().total();
+    const size_t n = model_->table().total(), ng = model_->table().grad_total();
     params.resize(n);
-    m.resize(n);
-    v.resize(n);
+    m.resize(ng);
+    v.resize(ng);
     sync();  // the figures of every enqueued step are in before the state is written
     backend_->copy_to_host(params.data(), model_->params(), n * sizeof(float));
-    backend_->copy_to_host(m.data(), optimizer_->m(), n * sizeof(float));
-    backend_->copy_to_host(v.data(), optimizer_->v(), n * sizeof(float));
+    backend_->copy_to_host(m.data(), optimizer_->m(), ng * sizeof(float));
+    backend_->copy_to_host(v.data(), optimizer_->v(), ng * sizeof(float));
     // Never write a checkpoint a later run would trust but cannot use.
     const std::string advice =
         "nothing was written. The run has diverged (see the skipped-step warnings): resume "
         "from the last good checkpoint with a lower optim.lr, more optim.warmup_steps or "
         "optim.grad_clip";
     require_finite(model_->table(), params.data(), "save: the parameters", advice);
-    require_finite(model_->table(), m.data(), "save: the AdamW first moment (m)", advice);
-    require_finite(model_->table(), v.data(), "save: the AdamW second moment (v)", advice);
+    require_finite_trainable(model_->table(), m.data(), "save: the AdamW first moment (m)",
+                             advice);
+    require_finite_trainable(model_->table(), v.data(), "save: the AdamW second moment (v)",
+                             advice);
 }
 
 CheckpointState Session::checkpoint_state() const {
@@ -765,16 +778,19 @@ std::string Session::save_into_out_dir() {
 
 void Session::load(const std::string& path) {
     const std::string dir = resolve_checkpoint(path);
-    const size_t n = model_->table().total();
-    std::vector<float> params(n), m(n), v(n);
+    const size_t n = model_->table().total(), ng = model_->table().grad_total();
+    std::vector<float> params(n), m(ng), v(ng);
+    std::vector<std::string> fresh_moments;
     const CheckpointState st = read_checkpoint(dir, model_->table(), params.data(), m.data(),
-                                               v.data());
+                                               v.data(), &fresh_moments);
     const std::string advice = "this checkpoint is unusable (written from a diverged run, or "
                                "edited); resume from an earlier one";
     require_finite(model_->table(), params.data(), cat("checkpoint '", dir, "': model.safetensors"),
                    advice);
-    require_finite(model_->table(), m.data(), cat("checkpoint '", dir, "': optimizer m"), advice);
-    require_finite(model_->table(), v.data(), cat("checkpoint '", dir, "': optimizer v"), advice);
+    require_finite_trainable(model_->table(), m.data(), cat("checkpoint '", dir, "': optimizer m"),
+                             advice);
+    require_finite_trainable(model_->table(), v.data(), cat("checkpoint '", dir, "': optimizer v"),
+                             advice);
     if (run_.data.sampler == SamplerKind::Sequential && train_data_ &&
         (st.cursor_shard < 0 || st.cursor_shard >= static_cast<int64_t>(train_data_->num_shards()) ||
          st.cursor_pos < 0))
@@ -787,8 +803,8 @@ void Session::load(const std::string& path) {
     sync();
     completed_.clear();
     backend_->copy_to_device(model_->params(), params.data(), n * sizeof(float));
-    backend_->copy_to_device(optimizer_->m(), m.data(), n * sizeof(float));
-    backend_->copy_to_device(optimizer_->v(), v.data(), n * sizeof(float));
+    backend_->copy_to_device(optimizer_->m(), m.data(), ng * sizeof(float));
+    backend_->copy_to_device(optimizer_->v(), v.data(), ng * sizeof(float));
     step_ = st.step;
     tokens_total_ = st.tokens_total;
     cursor_.shard = st.cursor_shard;
@@ -806,6 +822,11 @@ void Session::load(const std::string& path) {
     recent_ms_.clear();
     own_checkpoint_ = dir;  // save() into out_dir at this step keeps it rather than rewrite
     log_.info("resumed from ", dir, " at step ", step_, " (", tokens_total_, " tokens)");
+    if (!fresh_moments.empty())
+        log_.warn("checkpoint ", dir, " was trained with ", fresh_moments.front(),
+                  fresh_moments.size() > 1 ? cat(" and ", fresh_moments.size() - 1, " more tensors")
+                                           : std::string(),
+                  " frozen (train.trainable): their AdamW moments start at zero now");
 }
 
 namespace {
@@ -837,7 +858,7 @@ void Session::warn_config_differences(const std::string& checkpoint_toml,
         "data.sampler", "data.seed", "train.batch_size", "train.seq_len", "train.grad_accum",
         "train.steps", "optim.lr", "optim.betas", "optim.eps", "optim.weight_decay",
         "optim.grad_clip", "optim.schedule", "optim.warmup_steps", "optim.min_lr",
-        "runtime.threads"};
+        "runtime.threads", "train.trainable"};
     const auto theirs = dump_entries(checkpoint_toml), ours = dump_entries(config_.dump());
     std::string diff;
     for (const char* key : kTrajectory) {

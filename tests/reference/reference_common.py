@@ -13,6 +13,7 @@ Importing this module without torch/numpy prints why and exits 77 (CTest: skippe
 """
 
 import argparse
+import fnmatch
 import glob
 import json
 import math
@@ -172,20 +173,29 @@ def lr_at(step, steps, o):
     return min_lr + 0.5 * (lr - min_lr) * (1.0 + math.cos(math.pi * progress))
 
 
+def is_trainable(name, patterns):
+    """train.trainable: no patterns = everything trains; else a whole-name glob match ('*' any
+    characters, '?' one; fnmatchcase's '[' classes are never used by the tests)."""
+    return not patterns or any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
 def train_reference(init, loss_fn, train_shards, steps, grad_accum, o, dtype=torch.float32,
-                    batch=BATCH, seq=SEQ):
+                    batch=BATCH, seq=SEQ, trainable=None):
     """Trains the parameters `init` (name -> tensor; the dict order is the order of the
     global-norm sum) with loss_fn(params, x, y) -> mean cross-entropy of one micro-batch.
-    Returns (per-step records, final params, sampler windows)."""
-    params = {n: t.clone().to(dtype).requires_grad_(True) for n, t in init.items()}
-    decay = [t for n, t in params.items() if t.dim() >= 2]
-    no_decay = [t for n, t in params.items() if t.dim() < 2]
+    trainable: name patterns of the parameters that train (the others are frozen: no grad,
+    not in the optimizer, not in the clipped norm). Returns (per-step records, final params,
+    sampler windows)."""
+    params = {n: t.clone().to(dtype).requires_grad_(is_trainable(n, trainable))
+              for n, t in init.items()}
+    decay = [t for n, t in params.items() if t.dim() >= 2 and t.requires_grad]
+    no_decay = [t for n, t in params.items() if t.dim() < 2 and t.requires_grad]
     opt = torch.optim.AdamW(
         [{"params": decay, "weight_decay": o["weight_decay"]},
          {"params": no_decay, "weight_decay": 0.0}],
         lr=o["lr"], betas=(o["beta1"], o["beta2"]), eps=o["eps"])
     sampler = SequentialSampler(train_shards, batch, seq)
-    plist = list(params.values())
+    plist = [t for t in params.values() if t.requires_grad]
     records = []
     for step in range(1, steps + 1):
         opt.zero_grad(set_to_none=True)
@@ -215,10 +225,12 @@ def cross_entropy(logits, targets, per_token=False):
 
 # ----------------------------------------------------------------------------- trainrt side
 def toml_config(writer, model_toml, case, steps, grad_accum, o, checkpoint,
-                batch=BATCH, seq=SEQ, precision="fp32"):
+                batch=BATCH, seq=SEQ, precision="fp32", trainable=None):
     """The run config. model_toml: the body of [model] (ending in a newline), init_from
     included; writer: the script named in the first comment line."""
     ckpt = f"checkpoint_every = {steps}\n" if checkpoint else ""
+    if trainable:
+        ckpt += "trainable = [" + ", ".join(json.dumps(p) for p in trainable) + "]\n"
     return f"""# written by tests/reference/{writer}
 [model]
 {model_toml}
@@ -386,6 +398,25 @@ def compare_final_weights(out_dir, final, steps, rtol, split=None, split_label=N
     return worst, failures
 
 
+def check_frozen_weights(out_dir, init, patterns, steps):
+    """trainrt's final model.safetensors (needs --final-weights) holds every frozen tensor
+    exactly as initialised. Returns failures."""
+    found = [f for f in glob.glob(os.path.join(out_dir, "**", "model.safetensors"), recursive=True)
+             if f"{steps:d}" in os.path.relpath(f, out_dir)]
+    if not found:
+        return ["--trainable: no final checkpoint to check the frozen tensors (add --final-weights)"]
+    got = read_safetensors(sorted(found)[-1])
+    failures, checked = [], 0
+    for n, t in init.items():
+        if is_trainable(n, patterns):
+            continue
+        checked += 1
+        if n not in got or not torch.equal(got[n], t.to(got[n].dtype)):
+            failures.append(f"frozen tensor {n} changed (or is missing) in {found[-1]}")
+    print(f"   frozen tensors bit-identical to the init: {checked - len(failures)}/{checked}")
+    return failures
+
+
 # ----------------------------------------------------------------------------- self checks
 def self_check_common(workdir, init_file, names, init, train_shards, loss_fn, vocab,
                       batch=BATCH, seq=SEQ):
@@ -469,6 +500,10 @@ def make_arg_parser(doc, default_steps, tol, strict_tol):
                          f"{strict_tol.gnorm:g} (the fp32 noise floor is ~1e-7)")
     ap.add_argument("--float64", action="store_true",
                     help="run the reference in float64 (diagnosis: which side is off?)")
+    ap.add_argument("--trainable", nargs="+", metavar="PATTERN",
+                    help="train only the parameters these name patterns match (train.trainable); "
+                         "the reference freezes the others (requires_grad False), and trainrt's "
+                         "final weights of the frozen ones must equal the init bit for bit")
     ap.add_argument("--bf16", action="store_true",
                     help="trainrt with runtime.precision = \"bf16\" against the reference's "
                          "loss under torch.autocast(\"cpu\", dtype=torch.bfloat16), held to "
@@ -544,7 +579,7 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
     def config_text(c):
         return toml_config(writer, c.model.model_toml(c.model.init_file), c.name, args.steps,
                            c.grad_accum, optim, args.final_weights,
-                           precision="bf16" if args.bf16 else "fp32")
+                           precision="bf16" if args.bf16 else "fp32", trainable=args.trainable)
 
     def reference_loss(model):
         if not args.bf16:
@@ -561,7 +596,12 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
         case = c.name
         ref, final, windows = train_reference(c.model.init, reference_loss(c.model),
                                               train_shards, args.steps, c.grad_accum, optim,
-                                              dtype)
+                                              dtype, trainable=args.trainable)
+        if args.trainable:
+            frozen = [n for n in c.model.init if not is_trainable(n, args.trainable)]
+            print(f"\n   trainable {args.trainable}: {len(c.model.init) - len(frozen)} tensors "
+                  f"train, {len(frozen)} frozen")
+            assert frozen, "--trainable should leave some tensor frozen"
         wraps = sum(1 for i in range(1, len(windows)) if windows[i][1] == 0)
         if args.torch_only:
             print(f"\n== case {case} (torch only; sampler wrapped {wraps}x)")
@@ -579,6 +619,8 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
         print(f"   trainrt ran in {secs:.2f} s; sampler wrapped {wraps}x in this case")
         wworst, wfail = compare_final_weights(out_dir, final, args.steps, tol.weight,
                                               weight_split, weight_split_label)
+        if args.trainable:
+            wfail += check_frozen_weights(out_dir, c.model.init, args.trainable, args.steps)
         worst["weights"] = wworst
         all_failures += [f"{case}: {m}" for m in failures + wfail]
         summary.append((case, worst))

@@ -25,9 +25,10 @@ void encoder_forward(float* out /*[N,C]*/, const int32_t* inputs /*[N]*/,
     }
 }
 
-void encoder_backward(float* dwte /*[V,C] +=*/, float* dwpe /*[>=T,C] += or null*/,
+void encoder_backward(float* dwte /*[V,C] += or null*/, float* dwpe /*[>=T,C] += or null*/,
                       const float* dout /*[N,C]*/, const int32_t* inputs /*[N]*/, int B,
                       int T, int C, int threads) {
+    if (!dwte && !dwpe) return;
     // A token may repeat, so rows of dwte would race if split by n. Split by channel instead:
     // each thread owns columns [c0, c1) of every row and walks n in order (deterministic).
     const int N = B * T;
@@ -39,12 +40,17 @@ void encoder_backward(float* dwte /*[V,C] +=*/, float* dwpe /*[>=T,C] += or null
         const size_t w = c1 - c0;
         for (int n = 0; n < N; n++) {
             const float* __restrict g = dout + (size_t)n * C + c0;
-            float* __restrict e = dwte + (size_t)inputs[n] * C + c0;
             if (!dwpe) {  // no position table
+                float* __restrict e = dwte + (size_t)inputs[n] * C + c0;
                 for (size_t j = 0; j < w; j++) e[j] += g[j];
                 continue;
             }
             float* __restrict p = dwpe + (size_t)(n % T) * C + c0;
+            if (!dwte) {  // a frozen token embedding (train.trainable)
+                for (size_t j = 0; j < w; j++) p[j] += g[j];
+                continue;
+            }
+            float* __restrict e = dwte + (size_t)inputs[n] * C + c0;
             for (size_t j = 0; j < w; j++) {
                 e[j] += g[j];
                 p[j] += g[j];

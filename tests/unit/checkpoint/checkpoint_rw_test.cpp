@@ -100,7 +100,7 @@ TEST(CheckpointRw, FilesAreWhatTheFormatSays) {
     EXPECT_NE(of.find("v.ln_f.bias"), nullptr);
     // state.json keys.
     const json::Value st = json::parse(slurp(dir + "/state.json"), "state.json");
-    EXPECT_EQ(st.find("format_version")->i, kCheckpointFormatVersion);
+    EXPECT_EQ(st.find("format_version")->i, kCheckpointFormatAllMoments);
     EXPECT_EQ(st.find("sampler_cursor")->find("pos")->i, 98765);
     EXPECT_EQ(st.find("loss_scale")->kind, json::Value::Kind::Double);
     EXPECT_EQ(st.find("config_toml")->s, sample_state().config_toml);
@@ -171,11 +171,11 @@ TEST(CheckpointRw, NewerFormatVersionRefused) {
     const Model model;
     const std::string dir = write_sample(root, model);
     // A future writer may change other keys too: only format_version must be readable.
-    edit(dir + "/state.json", "\"format_version\": 1", "\"format_version\": 2");
-    edit(dir + "/state.json", "\"step\"", "\"steps_v2\"");
+    edit(dir + "/state.json", "\"format_version\": 1", "\"format_version\": 3");
+    edit(dir + "/state.json", "\"step\"", "\"steps_v3\"");
     rehash(dir);
     const std::string want = "checkpoint '" + dir +
-                             "' has format version 2; this libtrainrt reads up to 1; upgrade "
+                             "' has format version 3; this libtrainrt reads up to 2; upgrade "
                              "libtrainrt";
     std::vector<float> p(model.table.total(), 7.0f);
     EXPECT_EQ(error_of([&] { read_checkpoint(dir, model.table, p.data(), nullptr, nullptr); },

@@ -437,6 +437,21 @@ void launch_encoder_forward(const CudaCtx& ctx, S* out, const int32_t* inputs, c
     }
     TRT_CUDA_LAUNCH_CHECK();
 }
+
+// dwpe[t] += sum over b of dout[b, t] (dout [B*T, C], dwpe [>=T, C])
+template <typename S>
+void launch_encoder_dwpe(const CudaCtx& ctx, float* dwpe, const S* d, int B, int T, int C) {
+    constexpr int kN = Vec128<S>::kN;
+    const size_t TC = static_cast<size_t>(T) * C;
+    if (TC % kN == 0 && aligned16(dwpe) && aligned16(d)) {
+        encoder_dwpe_vec_kernel<S><<<grid_for(TC / kN), kThreads, 0, ctx.stream>>>(
+            reinterpret_cast<float4*>(dwpe),
+            reinterpret_cast<const typename Vec128<S>::type*>(d), B, TC / kN);
+    } else {
+        encoder_dwpe_kernel<S><<<grid_for(TC), kThreads, 0, ctx.stream>>>(dwpe, d, B, T, C);
+    }
+    TRT_CUDA_LAUNCH_CHECK();
+}
 }  // namespace
 
 // out [B*T, C], inputs [B*T], wte [V, C], wpe [>=T, C] or null (no position term)
@@ -453,12 +468,19 @@ void encoder_forward(const CudaCtx& ctx, Act out, const int32_t* inputs, const f
     });
 }
 
-// dwte [V, C] +=, dwpe [>=T, C] += (skipped when null), dout [B*T, C], inputs [B*T]
+// dwte [V, C] +=, dwpe [>=T, C] += (each skipped when null), dout [B*T, C], inputs [B*T]
 void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, ConstAct dout,
                       const int32_t* inputs, int B, int T, int C) {
     const int N = B * T;
     if (N <= 0 || C <= 0) return;
     const DType st = act_storage(ctx, {dout});
+    if (!dwte) {  // a frozen token embedding (train.trainable): the position table alone
+        if (dwpe) with_storage(st, [&](auto tag) {
+            using S = typename decltype(tag)::type;
+            launch_encoder_dwpe<S>(ctx, dwpe, typed<S>(dout), B, T, C);
+        });
+        return;
+    }
     const EncoderScratch s = encoder_scratch(N, ctx.stream);
     TRT_CHECK(s.total <= ctx.scratch_bytes, "encoder_backward needs ", s.total,
               " bytes of CUDA scratch for B*T=", N, ", have ", ctx.scratch_bytes,
@@ -485,17 +507,7 @@ void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, ConstAct dou
                                                                      C);
         TRT_CUDA_LAUNCH_CHECK();
 
-        if (!dwpe) return;  // no position embedding (rotary models)
-        constexpr int kN = Vec128<S>::kN;
-        const size_t TC = static_cast<size_t>(T) * C;
-        if (TC % kN == 0 && aligned16(dwpe) && aligned16(d)) {
-            encoder_dwpe_vec_kernel<S><<<grid_for(TC / kN), kThreads, 0, ctx.stream>>>(
-                reinterpret_cast<float4*>(dwpe),
-                reinterpret_cast<const typename Vec128<S>::type*>(d), B, TC / kN);
-        } else {
-            encoder_dwpe_kernel<S><<<grid_for(TC), kThreads, 0, ctx.stream>>>(dwpe, d, B, T, C);
-        }
-        TRT_CUDA_LAUNCH_CHECK();
+        if (dwpe) launch_encoder_dwpe<S>(ctx, dwpe, d, B, T, C);  // null: rotary models
     });
 }
 

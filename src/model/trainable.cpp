@@ -1,0 +1,68 @@
+#include "model/trainable.h"
+
+#include "core/error.h"
+#include "core/quote.h"
+
+namespace trt {
+
+bool name_matches(const std::string& pattern, const std::string& name) {
+    // Iterative glob with one backtrack point (the last '*'): linear in practice, never
+    // exponential, whatever the pattern.
+    size_t p = 0, n = 0, star = std::string::npos, resume = 0;
+    while (n < name.size()) {
+        if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
+            ++p, ++n;
+        } else if (p < pattern.size() && pattern[p] == '*') {
+            star = p++;
+            resume = n;
+        } else if (star != std::string::npos) {
+            p = star + 1;
+            n = ++resume;
+        } else {
+            return false;
+        }
+    }
+    while (p < pattern.size() && pattern[p] == '*') ++p;
+    return p == pattern.size();
+}
+
+std::vector<bool> trainable_flags(const ParamTable& table, const std::vector<std::string>& patterns,
+                                  const std::string& key) {
+    const std::vector<ParamTensor>& tensors = table.tensors();
+    std::vector<bool> flags(tensors.size(), patterns.empty());
+    for (const std::string& pattern : patterns) {
+        bool any = false;
+        for (size_t i = 0; i < tensors.size(); ++i)
+            if (name_matches(pattern, tensors[i].name)) flags[i] = any = true;
+        if (!any) {
+            const ParamTensor& first_linear = table.at(table.spec().split_qkv() ? Slot::Q : Slot::Qkv,
+                                                       table.spec().L > 0 ? 0 : -1);
+            fail(Status::Config, key, ": the pattern ", quote_string(pattern), " matches no tensor of the ",
+                 arch_name(table.spec()), " model; patterns match whole Hugging Face tensor "
+                 "names such as ", quote_string(tensors.front().name), " or ", quote_string(first_linear.name),
+                 " ('*' for any characters, e.g. \"h.11.*\" or \"*.mlp.*\")");
+        }
+    }
+    // Fused groups: one matmul, one gradient for the stacked matrix.
+    const ModelSpec& s = table.spec();
+    const Slot groups[][3] = {{Slot::Q, Slot::K, Slot::V}, {Slot::Gate, Slot::Up, Slot::Up}};
+    for (int layer = 0; layer < s.L; ++layer)
+        for (const auto& group : groups) {
+            const ParamTensor* first = table.get(group[0], layer);
+            if (!first) continue;
+            for (Slot other : group) {
+                const ParamTensor& t = table.at(other, layer);
+                const size_t a = static_cast<size_t>(first - tensors.data());
+                const size_t b = static_cast<size_t>(&t - tensors.data());
+                if (flags[a] == flags[b]) continue;
+                const ParamTensor& on = flags[a] ? *first : t;
+                const ParamTensor& off = flags[a] ? t : *first;
+                fail(Status::Config, key, ": ", quote_string(on.name), " trains but ", quote_string(off.name),
+                     " is frozen; libtrainrt runs them as one stacked matmul with one gradient, "
+                     "so they train together: list both (or neither)");
+            }
+        }
+    return flags;
+}
+
+}  // namespace trt
