@@ -157,16 +157,18 @@ void encoder_cases() {
     struct S {
         int B, T, C, V;
         bool wpe;
+        bool wte = true;  // false: a frozen token embedding (dwte null; backward only)
     };
     for (S s : {S{2, 7, 12, 5, true}, S{3, 17, 40, 67, true}, S{2, 5, 3, 2, true},
                 S{4, 64, 768, 50, true}, S{1, 1, 8, 3, true}, S{2, 7, 13, 5, false},
-                S{3, 17, 40, 67, false}}) {
+                S{3, 17, 40, 67, false}, S{2, 7, 12, 5, true, false},
+                S{4, 64, 768, 50, true, false}}) {
         const int B = s.B, T = s.T, C = s.C, V = s.V, P = T + 3;  // wpe has rows past T
-        const bool wpe = s.wpe;
-        const std::string sh =
-            dims_text({{"B", B}, {"T", T}, {"C", C}, {"V", V}}) + (wpe ? "" : " no_wpe");
+        const bool wpe = s.wpe, wte = s.wte;
+        const std::string sh = dims_text({{"B", B}, {"T", T}, {"C", C}, {"V", V}}) +
+                               (wpe ? "" : " no_wpe") + (wte ? "" : " frozen_wte");
         const size_t N = (size_t)B * T;
-        {
+        if (wte) {
             OpCase c;
             c.op = "encoder_forward";
             c.shape = sh;
@@ -196,12 +198,12 @@ void encoder_cases() {
             c.dims.V = V;
             c.tol = kFp32Math;
             c.run = [=](Backend& be, const DeviceTensors& t) {
-                be.encoder_backward(t.f(2), t.f_if(wpe, 3), t.f(1), t.ids(0), B, T, C);
+                be.encoder_backward(t.f_if(wte, 2), t.f_if(wpe, 3), t.f(1), t.ids(0), B, T, C);
             };
             c.reference = [=](HostTensors& h) {
                 Vec dwte, dwpe;
                 ref::encoder_backward(h.f[1], h.ids[0], B, T, C, V, dwte, dwpe);
-                add_into(h.f[2], dwte);
+                if (wte) add_into(h.f[2], dwte);  // frozen: keeps its pre-fill
                 if (wpe) add_into(h.f[3], dwpe);  // rows >= T keep their pre-fill
             };
             add(c);
