@@ -220,6 +220,17 @@ public:
         timed("gelu bwd (+fc dbias)", 0,
               [&] { in_->gelu_backward_bias(dinp, dbias, inp, dout, N, M); });
     }
+    void gelu_forward(Act out, ConstAct inp, size_t n) override {
+        timed("gelu fwd", 0, [&] { in_->gelu_forward(out, inp, n); });
+    }
+    void add_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
+                     int M) override {
+        timed("lora add columns", 0, [&] { in_->add_columns(out, in, scale, N, W, c0, M); });
+    }
+    void copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
+                      int M) override {
+        timed("lora copy columns", 0, [&] { in_->copy_columns(out, in, scale, N, W, c0, M); });
+    }
 
 private:
     std::string mm_name(const char* dir, int K, int M, trt::WeightLayout layout) const {

@@ -346,6 +346,17 @@ public:
     virtual void gelu_backward_bias(Act dinp /*[N,M]*/, float* dbias /*[M] += or null*/,
                                     ConstAct inp /*[N,M]*/, ConstAct dout /*[N,M]*/,
                                     int N, int M) = 0;
+    // out = gelu(inp) elementwise, the tanh form of matmul_gelu_forward (which equals
+    // matmul_forward then this, up to the rounding of the bias addition).
+    virtual void gelu_forward(Act out, ConstAct inp, size_t n) = 0;
+
+    // ---- column slices (LoRA adapters add into a block of a wider output, model/lora.h)
+    // out[n, c0 + j] += scale * in[n, j] for n < N, j < M: out rows are W wide, in rows M.
+    virtual void add_columns(Act out /*[N,W] +=*/, ConstAct in /*[N,M]*/, float scale, int N,
+                             int W, int c0, int M) = 0;
+    // out[n, j] = scale * in[n, c0 + j] (overwritten): out rows are M wide, in rows W.
+    virtual void copy_columns(Act out /*[N,M]*/, ConstAct in /*[N,W]*/, float scale, int N,
+                              int W, int c0, int M) = 0;
 
     // Softmax cross-entropy over the first V of Vp columns of each row of logits.
     // losses[n] = -log softmax(logits[n])[targets[n]]. If write_grad, logits is overwritten

@@ -140,6 +140,9 @@ const std::map<std::string, std::set<std::string>>& activation_tensors() {
         {"rope_backward", {"dqkv"}},
         {"swiglu_forward", {"inp", "out"}},
         {"swiglu_backward", {"inp", "dout", "dinp"}},
+        {"add_columns", {"out", "in"}},
+        {"copy_columns", {"out", "in"}},
+        {"gelu_forward", {"inp", "out"}},
     };
     return m;
 }
@@ -707,6 +710,75 @@ void swiglu_cases() {
     }
 }
 
+// ---------------------------------------------------------------- LoRA's column slices, GELU
+
+void column_cases() {
+    struct S {
+        int N, W, c0, M;
+        float scale;
+    };
+    // A slice at the start, in the middle (Llama's k_proj of [q|k|v]), at the end, the whole
+    // row, and a one-column one; odd widths keep rows unaligned.
+    for (S s : {S{7, 24, 0, 8, 2.0f}, S{33, 40, 16, 8, 0.5f}, S{33, 40, 24, 16, -1.25f},
+                S{65, 13, 0, 13, 1.0f}, S{5, 9, 4, 1, 3.0f}, S{130, 2304, 768, 768, 0.125f}}) {
+        const int N = s.N, W = s.W, c0 = s.c0, M = s.M;
+        const float scale = s.scale;
+        const std::string sh = dims_text({{"N", N}, {"W", W}, {"c0", c0}, {"M", M}});
+        const trt::ModelDims d = rows_dims(N, W);
+        {
+            OpCase c;
+            c.op = "add_columns";
+            c.shape = sh;
+            c.tensors = {acc("out", (size_t)N * W), in("in", (size_t)N * M)};
+            c.dims = d;
+            c.tol = kFp32Math;
+            c.large = N * W > 100000;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.add_columns(t.f(0), t.f(1), scale, N, W, c0, M);
+            };
+            c.reference = [=](HostTensors& h) {  // columns outside the slice keep their pre-fill
+                for (int n = 0; n < N; n++)
+                    for (int j = 0; j < M; j++)
+                        h.f[0][(size_t)n * W + c0 + j] += scale * h.f[1][(size_t)n * M + j];
+            };
+            add(c);
+        }
+        {
+            OpCase c;
+            c.op = "copy_columns";
+            c.shape = sh;
+            c.tensors = {out("out", (size_t)N * M), in("in", (size_t)N * W)};
+            c.dims = d;
+            c.tol = kFp32Math;
+            c.large = N * W > 100000;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.copy_columns(t.f(0), t.f(1), scale, N, W, c0, M);
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[0].assign((size_t)N * M, 0.0);
+                for (int n = 0; n < N; n++)
+                    for (int j = 0; j < M; j++)
+                        h.f[0][(size_t)n * M + j] = scale * h.f[1][(size_t)n * W + c0 + j];
+            };
+            add(c);
+        }
+    }
+    for (size_t n : {size_t{1}, size_t{37}, size_t{4096}, size_t{100003}}) {
+        OpCase c;
+        c.op = "gelu_forward";
+        c.shape = dims_text({{"n", (long)n}});
+        c.tensors = {in("inp", n, -6, 6), out("out", n)};
+        c.dims = rows_dims(1, (int)n);
+        c.tol = kFp32Math;
+        c.run = [=](Backend& be, const DeviceTensors& t) { be.gelu_forward(t.f(1), t.f(0), n); };
+        c.reference = [=](HostTensors& h) {
+            h.f[1].assign(n, 0.0);
+            for (size_t i = 0; i < n; i++) h.f[1][i] = ref::gelu(h.f[0][i]);
+        };
+        add(c);
+    }
+}
+
 }  // namespace
 
 std::vector<std::string> op_names() {
@@ -729,6 +801,7 @@ const std::vector<OpCase>& all_cases() {
         rmsnorm_cases();
         rope_cases();
         swiglu_cases();
+        column_cases();
         return new std::vector<OpCase>(std::move(cases));
     }();
     return *table;

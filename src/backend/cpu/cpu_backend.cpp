@@ -256,6 +256,20 @@ public:
                                                    bias, N, K, M, threads_);
         cpu::matmul_gelu_forward(f32(pre), f32(out), f32(inp), weight, bias, N, K, M, threads_);
     }
+    void gelu_forward(Act out, ConstAct inp, size_t n) override {
+        if (lowp_) return lowp_->gelu_forward(out, inp, n);
+        cpu::gelu_forward(f32(out), f32(inp), n, threads_);
+    }
+    void add_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
+                     int M) override {
+        if (lowp_) return lowp_->add_columns(out, in, scale, N, W, c0, M);
+        cpu::add_columns(f32(out), f32(in), scale, N, W, c0, M, threads_);
+    }
+    void copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
+                      int M) override {
+        if (lowp_) return lowp_->copy_columns(out, in, scale, N, W, c0, M);
+        cpu::copy_columns(f32(out), f32(in), scale, N, W, c0, M, threads_);
+    }
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
                             int M) override {
         if (lowp_) return lowp_->gelu_backward_bias(dinp, dbias, inp, dout, N, M);

@@ -123,5 +123,24 @@ void gelu_backward_bias(float* dinp /*[N,M] overwritten*/, float* dbias /*[M] +=
     });
 }
 
-}  // namespace trt::cpu
+void add_columns(float* out, const float* in, float scale, int N, int W, int c0, int M,
+                 int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int n = 0; n < N; n++) {
+        float* __restrict o = out + (size_t)n * W + c0;
+        const float* __restrict x = in + (size_t)n * M;
+        for (int j = 0; j < M; j++) o[j] += scale * x[j];
+    }
+}
 
+void copy_columns(float* out, const float* in, float scale, int N, int W, int c0, int M,
+                  int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int n = 0; n < N; n++) {
+        float* __restrict o = out + (size_t)n * M;
+        const float* __restrict x = in + (size_t)n * W + c0;
+        for (int j = 0; j < M; j++) o[j] = scale * x[j];
+    }
+}
+
+}  // namespace trt::cpu

@@ -634,6 +634,29 @@ void LowpOps::rope_backward(Act dqkv, const float* cos, const float* sin, int B,
     });
 }
 
+void LowpOps::gelu_forward(Act out, ConstAct inp, size_t n) {
+    const RowArg args[] = {{out, 1, Dir::Out}, {inp, 1}};
+    by_rows(n, 1, args, [&](size_t, size_t rows, float** f) {
+        cpu::gelu_forward(f[0], f[1], rows, threads_);
+    });
+}
+
+// The slice is a strided block of the wider rows (RowArg's ld): widened, added, rounded once.
+void LowpOps::add_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M) {
+    const RowArg args[] = {{out.at((size_t)c0), (size_t)M, Dir::InOut, (size_t)W},
+                           {in, (size_t)M}};
+    by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
+        cpu::add_columns(f[0], f[1], scale, (int)rows, M, 0, M, threads_);
+    });
+}
+
+void LowpOps::copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M) {
+    const RowArg args[] = {{out, (size_t)M, Dir::Out}, {in.at((size_t)c0), (size_t)M, (size_t)W}};
+    by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
+        cpu::copy_columns(f[0], f[1], scale, (int)rows, M, 0, M, threads_);
+    });
+}
+
 void LowpOps::swiglu_forward(Act out, ConstAct inp, int N, int F) {
     const RowArg args[] = {{out, (size_t)F, Dir::Out}, {inp, 2 * (size_t)F}};
     by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {

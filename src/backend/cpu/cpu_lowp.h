@@ -89,6 +89,9 @@ public:
     void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
                        int NKV, int hs, int pos0);
     void swiglu_forward(Act out, ConstAct inp, int N, int F);
+    void gelu_forward(Act out, ConstAct inp, size_t n);
+    void add_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M);
+    void copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M);
     void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int F);
     void classifier_forward_backward(Act logits, float* losses, const int32_t* targets, int N,
                                      int V, int Vp, float dloss, bool write_grad);

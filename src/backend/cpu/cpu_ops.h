@@ -66,6 +66,11 @@ void encoder_forward(float* out, const int32_t* inputs, const float* wte, const 
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inputs,
                       int B, int T, int C, int threads);
 void gelu_forward(float* out, const float* inp, size_t n, int threads);
+// Column slices: out[n, c0+j] += scale*in[n, j] | out[n, j] = scale*in[n, c0+j] (backend.h).
+void add_columns(float* out, const float* in, float scale, int N, int W, int c0, int M,
+                 int threads);
+void copy_columns(float* out, const float* in, float scale, int N, int W, int c0, int M,
+                  int threads);
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n, int threads);
 void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout, int N,
                         int M, int threads);

@@ -411,6 +411,20 @@ public:
         const DeviceGuard g(device_);
         cuda::matmul_gelu_forward(ctx_, pre, out, inp, weight, bias, N, K, M);
     }
+    void gelu_forward(Act out, ConstAct inp, size_t n) override {
+        const DeviceGuard g(device_);
+        cuda::gelu_forward(ctx_, out, inp, n);
+    }
+    void add_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
+                     int M) override {
+        const DeviceGuard g(device_);
+        cuda::add_columns(ctx_, out, in, scale, N, W, c0, M);
+    }
+    void copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
+                      int M) override {
+        const DeviceGuard g(device_);
+        cuda::copy_columns(ctx_, out, in, scale, N, W, c0, M);
+    }
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout,
                             int N, int M) override {
         const DeviceGuard g(device_);

@@ -109,6 +109,11 @@ void encoder_forward(const CudaCtx& ctx, Act out, const int32_t* inputs, const f
 void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, ConstAct dout,
                       const int32_t* inputs, int B, int T, int C);
 void gelu_forward(const CudaCtx& ctx, Act out, ConstAct inp, size_t n);
+// out[n, c0+j] += scale*in[n, j] | out[n, j] = scale*in[n, c0+j] (backend.h's column slices)
+void add_columns(const CudaCtx& ctx, Act out, ConstAct in, float scale, int N, int W, int c0,
+                 int M);
+void copy_columns(const CudaCtx& ctx, Act out, ConstAct in, float scale, int N, int W, int c0,
+                  int M);
 void gelu_backward(const CudaCtx& ctx, Act dinp, ConstAct inp, ConstAct dout, size_t n);
 void gelu_backward_bias(const CudaCtx& ctx, Act dinp, float* dbias, ConstAct inp,
                         ConstAct dout, int N, int M);

@@ -256,6 +256,17 @@ public:
             be->matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M);
         });
     }
+    void gelu_forward(Act out, ConstAct inp, size_t n) override {
+        op("gelu_forward", [=, be = be()] { be->gelu_forward(out, inp, n); });
+    }
+    void add_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
+                     int M) override {
+        op("add_columns", [=, be = be()] { be->add_columns(out, in, scale, N, W, c0, M); });
+    }
+    void copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
+                      int M) override {
+        op("copy_columns", [=, be = be()] { be->copy_columns(out, in, scale, N, W, c0, M); });
+    }
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout,
                             int N, int M) override {
         op("gelu_backward_bias",

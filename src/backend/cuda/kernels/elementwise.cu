@@ -519,6 +519,49 @@ void gelu_forward(const CudaCtx& ctx, Act out, ConstAct inp, size_t n) {
     });
 }
 
+namespace {
+// One thread per element of the [N, M] slice (grid-stride): scalar, since c0 and W need not
+// keep rows 16-byte aligned; the slices are the LoRA adapters' outputs, N x rank or N x width.
+template <typename T, bool kAdd>
+__global__ void __launch_bounds__(kThreads)
+    columns_kernel(T* out, const T* in, float scale, int N, int W, int c0, int M) {
+    const size_t total = static_cast<size_t>(N) * M;
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+         i += stride) {
+        const size_t n = i / M, j = i % M;
+        if constexpr (kAdd) {  // out [N, W] += scale * in [N, M]
+            T& o = out[n * W + c0 + j];
+            o = from_f32<T>(to_f32(o) + scale * to_f32(in[i]));
+        } else {  // out [N, M] = scale * in [N, W] slice
+            out[i] = from_f32<T>(scale * to_f32(in[n * W + c0 + j]));
+        }
+    }
+}
+
+template <bool kAdd>
+void launch_columns(const CudaCtx& ctx, Act out, ConstAct in, float scale, int N, int W,
+                    int c0, int M) {
+    if (N <= 0 || M <= 0) return;
+    with_storage(act_storage(ctx, {out, in}), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        columns_kernel<T, kAdd><<<grid_for(static_cast<size_t>(N) * M), kThreads, 0,
+                                  ctx.stream>>>(typed<T>(out), typed<T>(in), scale, N, W, c0, M);
+        TRT_CUDA_LAUNCH_CHECK();
+    });
+}
+}  // namespace
+
+void add_columns(const CudaCtx& ctx, Act out, ConstAct in, float scale, int N, int W, int c0,
+                 int M) {
+    launch_columns<true>(ctx, out, in, scale, N, W, c0, M);
+}
+
+void copy_columns(const CudaCtx& ctx, Act out, ConstAct in, float scale, int N, int W, int c0,
+                  int M) {
+    launch_columns<false>(ctx, out, in, scale, N, W, c0, M);
+}
+
 // dinp, inp, dout [n]; dinp overwritten
 void gelu_backward(const CudaCtx& ctx, Act dinp, ConstAct inp, ConstAct dout, size_t n) {
     with_storage(act_storage(ctx, {dinp, inp, dout}), [&](auto tag) {
