@@ -317,9 +317,19 @@ TRAINRT_API trainrt_status trainrt_config_from_checkpoint(trainrt_config** out,
  * transformers and as model.init_from. */
 TRAINRT_API trainrt_status trainrt_session_export(trainrt_session* session, const char* out_dir,
                                                   int32_t dtype);
-/* The same from a checkpoint (path as for session_load), without a session. */
+/* The same from a checkpoint (path as for session_load), without a session. A LoRA run's
+ * export (lora.rank > 0) is the base model with the adapters merged in (W + alpha/r * B·A). */
 TRAINRT_API trainrt_status trainrt_checkpoint_export(const char* path, const char* out_dir,
                                                      int32_t dtype);
+/* LoRA runs only: the adapters as a Hugging Face PEFT folder, out_dir/adapter_model.safetensors
+ * ("base_model.model.<module path>.lora_A.weight" [r, in] and ".lora_B.weight" [out, r], F32 or
+ * BF16) and out_dir/adapter_config.json (r, lora_alpha, target_modules, ...), each written
+ * atomically; out_dir is created. PeftModel.from_pretrained and lora.init_from load it. A run
+ * without adapters is TRAINRT_ERR_INVALID_ARGUMENT. */
+TRAINRT_API trainrt_status trainrt_session_export_adapter(trainrt_session* session,
+                                                          const char* out_dir, int32_t dtype);
+TRAINRT_API trainrt_status trainrt_checkpoint_export_adapter(const char* path, const char* out_dir,
+                                                             int32_t dtype);
 
 /* ---------------------------------------------------------------- sampling */
 typedef struct trainrt_sample_options {

@@ -5,6 +5,7 @@
 #include "capi/barrier.h"
 #include "capi/handles.h"
 #include "checkpoint/checkpoint.h"
+#include "runtime/checkpoint_export.h"
 #include "tokenizer/tokenizer_files.h"
 
 using namespace trt;
@@ -92,31 +93,56 @@ TRAINRT_API trainrt_status trainrt_session_export(trainrt_session* session, cons
     });
 }
 
-TRAINRT_API trainrt_status trainrt_checkpoint_export(const char* path, const char* out_dir,
-                                                     int32_t dtype) {
-    return guarded("trainrt_checkpoint_export", [&] {
-        require(path, "trainrt_checkpoint_export", "path");
-        require(out_dir, "trainrt_checkpoint_export", "out_dir");
-        require_nonempty(out_dir, "trainrt_checkpoint_export", "out_dir");
-        const ExportDType d = export_dtype(dtype, "trainrt_checkpoint_export");
+TRAINRT_API trainrt_status trainrt_session_export_adapter(trainrt_session* session,
+                                                          const char* out_dir, int32_t dtype) {
+    return guarded("trainrt_session_export_adapter", [&] {
+        require(session, "trainrt_session_export_adapter", "session");
+        require(out_dir, "trainrt_session_export_adapter", "out_dir");
+        require_nonempty(out_dir, "trainrt_session_export_adapter", "out_dir");
+        const ExportDType d = export_dtype(dtype, "trainrt_session_export_adapter");
+        capi::BusyGuard busy(session->busy, "trainrt_session_export_adapter");
+        session->session->export_adapter(out_dir, d);
+        return TRAINRT_OK;
+    });
+}
+
+namespace {
+
+// trainrt_checkpoint_export and _export_adapter: the checkpoint's export, and (model exports)
+// the run's tokenizer, found before anything is written.
+trainrt_status export_from_checkpoint(const char* fn, const char* path, const char* out_dir,
+                                      int32_t dtype, ExportKind kind) {
+    return guarded(fn, [&] {
+        require(path, fn, "path");
+        require(out_dir, fn, "out_dir");
+        require_nonempty(out_dir, fn, "out_dir");
+        const ExportDType d = export_dtype(dtype, fn);
         const std::string dir = resolve_checkpoint(path);
-        // The run's tokenizer (data.tokenizer in the stored config) goes into the folder too;
-        // found before anything is written.
         std::optional<tok::TokenizerFiles> files;
-        export_checkpoint_hf(dir, out_dir, d, kDefaultMaxShardBytes,
-                             [&](const CheckpointState& st) {
-                                 const std::string tokenizer =
-                                     Config::from_string(st.config_toml, "", dir + "/state.json")
-                                         .run()
-                                         .data.tokenizer;
-                                 if (!tokenizer.empty())
-                                     files = tok::find_tokenizer_files(
-                                         tokenizer, "trainrt_checkpoint_export (the run's "
-                                                    "data.tokenizer)");
-                             });
+        export_checkpoint(dir, out_dir, d, kind, [&](const CheckpointState& st) {
+            if (kind != ExportKind::Model) return;
+            const std::string tokenizer =
+                Config::from_string(st.config_toml, "", dir + "/state.json").run().data.tokenizer;
+            if (!tokenizer.empty())
+                files = tok::find_tokenizer_files(tokenizer, cat(fn, " (the run's data.tokenizer)"));
+        });
         if (files) tok::copy_tokenizer_files(*files, out_dir);
         return TRAINRT_OK;
     });
+}
+
+}  // namespace
+
+TRAINRT_API trainrt_status trainrt_checkpoint_export(const char* path, const char* out_dir,
+                                                     int32_t dtype) {
+    return export_from_checkpoint("trainrt_checkpoint_export", path, out_dir, dtype,
+                                  ExportKind::Model);
+}
+
+TRAINRT_API trainrt_status trainrt_checkpoint_export_adapter(const char* path, const char* out_dir,
+                                                             int32_t dtype) {
+    return export_from_checkpoint("trainrt_checkpoint_export_adapter", path, out_dir, dtype,
+                                  ExportKind::Adapter);
 }
 
 }  // extern "C"

@@ -4,6 +4,7 @@
 #include "capi/versioned.h"
 #include "backend/backend_factory.h"
 #include "backend/cudnn_attention_sizes.h"
+#include "model/lora.h"
 #include "model/param_table.h"
 #include "runtime/model_info.h"
 
@@ -23,7 +24,7 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
             capi::BusyGuard busy(config->busy, "trainrt_config_model_info");
             r = config->config.run();
         }
-        const ModelSpec shape = model_spec(r.model);
+        const ModelSpec shape = run_model_spec(r);
         // A CPU backend sizes the attention buffers. A run on the CPU is sized at its own
         // precision (bf16/fp16 store activations in that type and hold a working copy). One
         // that goes to CUDA (device = cuda, or auto with a usable GPU; auto precision is bf16

@@ -255,6 +255,13 @@ CheckpointState read_checkpoint_state(const std::string& dir_arg) {
     return read_state_file(dir);
 }
 
+ModelSpec read_checkpoint_model_spec(const std::string& dir_arg) {
+    const std::string dir = strip_trailing_slashes(dir_arg);
+    require_checkpoint_files(dir, verify_manifest(dir));
+    return parse_hf_config(read_small_file(path_join(dir, kConfigFile), kMaxConfigBytes),
+                           corrupt_prefix(dir) + kConfigFile);
+}
+
 CheckpointState read_checkpoint(const std::string& dir_arg, const ParamTable& table,
                                 float* params, float* m, float* v,
                                 std::vector<std::string>* fresh_moments) {

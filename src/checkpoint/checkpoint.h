@@ -70,6 +70,15 @@ CheckpointState read_checkpoint(const std::string& dir, const ParamTable& table,
 // Manifest + state.json only (no tensors): what config_from_checkpoint needs.
 CheckpointState read_checkpoint_state(const std::string& dir);
 
+// Manifest + config.json: the base model's spec the checkpoint holds (no adapters: a LoRA
+// run's [lora] is in state.json's config).
+ModelSpec read_checkpoint_model_spec(const std::string& dir);
+
+// Error(InvalidArgument) when out_dir is the checkpoint directory itself (an export there
+// would replace its files and break its manifest). `what` names the caller.
+void refuse_export_into_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir,
+                                   const char* what);
+
 // ------------------------------------------------------------- a run's folder of checkpoints
 // <out_dir>/step_00001234/ ... and <out_dir>/latest, a one-line text file naming the newest
 // checkpoint directory (replaced atomically: latest.tmp, fsync, rename, fsync parent).

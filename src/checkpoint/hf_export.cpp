@@ -94,17 +94,22 @@ void export_hf(const std::string& out_dir, const ParamTable& table, const float*
     for (const std::string& name : stale) remove_tree(path_join(out_dir, name));
 }
 
-void export_checkpoint_hf(const std::string& checkpoint_dir, const std::string& out_dir,
-                          ExportDType dtype, uint64_t max_shard_bytes,
-                          const std::function<void(const CheckpointState&)>& before_writing) {
-    const std::string dir = strip_trailing_slashes(checkpoint_dir);
+void refuse_export_into_checkpoint(const std::string& dir, const std::string& out_dir,
+                                   const char* what) {
     // Exporting into the checkpoint itself would replace its model.safetensors and break its
     // manifest (or, in BF16, lose the fp32 master weights).
     struct stat a {}, b {};
     if (::stat(dir.c_str(), &a) == 0 && ::stat(out_dir.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
         a.st_ino == b.st_ino)
-        fail(Status::InvalidArgument, "export_checkpoint_hf: the output directory '", out_dir,
+        fail(Status::InvalidArgument, what, ": the output directory '", out_dir,
              "' is the checkpoint directory itself; choose another output directory");
+}
+
+void export_checkpoint_hf(const std::string& checkpoint_dir, const std::string& out_dir,
+                          ExportDType dtype, uint64_t max_shard_bytes,
+                          const std::function<void(const CheckpointState&)>& before_writing) {
+    const std::string dir = strip_trailing_slashes(checkpoint_dir);
+    refuse_export_into_checkpoint(dir, out_dir, "export_checkpoint_hf");
 
     require_checkpoint_files(dir, verify_manifest(dir));
     const CheckpointState state = read_state_file(dir);  // refuses a newer format version

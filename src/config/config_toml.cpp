@@ -166,6 +166,11 @@ const std::vector<KeyDesc>& keys() {
         TRT_PATH(model, init_from),
         TRT_SEED(model, seed),
 
+        TRT_INT(lora, rank, 0, limits::kMaxLoraRank),  // + <= the targeted layers' widths
+        TRT_FLOAT(lora, alpha, 0.0, true, limits::kMaxFloat),
+        TRT_NAMES(lora, target_modules),
+        TRT_PATH(lora, init_from),
+
         TRT_PATH(data, train),
         TRT_PATH(data, val),
         TRT_PATH(data, tokenizer),
@@ -539,6 +544,17 @@ void model_family_rules(const RunConfig& r, Where where, Problems& problems) {
                      cat("model.d_model / model.n_head = ", m.d_model / m.n_head,
                          " is odd; RoPE rotates pairs, so the head size must be even"));
     }
+    // [lora] keys that mean something only with adapters (which modules exist, and whether
+    // the rank fits them, is the model's to say: model/lora.h, when the session starts).
+    const LoraConfig& l = r.lora;
+    if (l.rank == 0 && !l.target_modules.empty())
+        problems.add(where("lora.target_modules", "lora.rank"),
+                     "lora.target_modules: given while lora.rank = 0 (no adapters); set "
+                     "lora.rank (e.g. 8) to train LoRA adapters");
+    if (l.rank == 0 && !l.init_from.empty())
+        problems.add(where("lora.init_from", "lora.rank"),
+                     "lora.init_from: an adapter folder needs lora.rank set to its r "
+                     "(adapter_config.json's \"r\")");
 }
 
 std::string resolve_path(const std::string& base_dir, const std::string& p) {

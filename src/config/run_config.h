@@ -100,8 +100,22 @@ struct AccelConfig {
     CpuMatmul cpu_matmul = CpuMatmul::Auto;
 };
 
+// LoRA adapters (model/lora.h), the PEFT LoraConfig's keys: a rank-r update B·A scaled by
+// alpha/r beside each targeted linear layer, which freezes the base model.
+struct LoraConfig {
+    int64_t rank = 0;        // r; 0 = no adapters
+    double alpha = 8.0;      // lora_alpha: the update is scaled by alpha / rank
+    // Module names as PEFT's target_modules: a name matches a linear layer whose module path
+    // is it or ends in "." + it ("c_attn", "q_proj", "mlp.c_proj"); "all-linear" = every
+    // linear layer but the output head. Empty = the family's PEFT default (gpt2: c_attn;
+    // llama: q_proj, v_proj).
+    std::vector<std::string> target_modules;
+    std::string init_from;   // a PEFT adapter folder to start from; "" = fresh (B = 0)
+};
+
 struct RunConfig {
     ModelConfig model;
+    LoraConfig lora;
     DataConfig data;
     TrainConfig train;
     OptimConfig optim;

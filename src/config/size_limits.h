@@ -28,6 +28,7 @@ constexpr int64_t kMaxGradAccum = int64_t{1} << 20;    // micro-batches per step
 constexpr int64_t kMaxSteps = int64_t{1} << 40;        // steps, intervals, eval batches
 constexpr int64_t kMaxKeepLast = int64_t{1} << 20;
 constexpr int64_t kMaxThreads = 4096;
+constexpr int64_t kMaxLoraRank = 65536;
 constexpr int64_t kMaxInflight = 1024;
 constexpr int64_t kMaxRows = 2147483647;               // B*T: rows of every activation
 constexpr double kMaxBytes = 4503599627370496.0;       // 2^52 bytes (4 PiB), see below

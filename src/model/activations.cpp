@@ -1,5 +1,7 @@
 #include "model/activations.h"
 
+#include <algorithm>
+
 namespace trt {
 
 size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
@@ -54,6 +56,19 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
     take(a.dmlp_pre, N * UP);
     take(a.dmlp_act, N * F);
     take_f32(a.att_scratch, att_scratch);
+    size_t lora_wide = 0;
+    if (s.lora.on()) {
+        const size_t per = static_cast<size_t>(Slot::kLayerSlots);
+        for (size_t i = 0; i < s.lora.targets.size(); ++i)
+            if (s.lora.targets[i]) {
+                const LinearShape ls = linear_shape(s, static_cast<Slot>(i % per));
+                lora_wide = std::max(lora_wide, static_cast<size_t>(std::max(ls.in, ls.out)));
+            }
+    }
+    const size_t rank = s.lora.on() ? static_cast<size_t>(s.lora.rank) : 0;
+    take(a.lora_mid, N * rank);
+    take(a.lora_dmid, N * rank);
+    take(a.lora_wide, N * lora_wide);
     return used;
 }
 

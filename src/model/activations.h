@@ -44,6 +44,10 @@ struct Activations {
     Act dqkv;                   // [N, qkv_width]
     Act dmlp_pre, dmlp_act;     // [N, mlp_up_width], [N, F]
     float* att_scratch;         // backend-defined (attention_scratch_floats)
+    // LoRA scratch (model/lora.h; empty without adapters), reused by every adapter: the
+    // backward recomputes x · Aᵀ instead of keeping it.
+    Act lora_mid, lora_dmid;  // [N, rank]: x · Aᵀ and its gradient
+    Act lora_wide;            // [N, widest adapted in/out]: the update, then g, then dx
 };
 
 // Lays the plan out from `base` (each buffer rounded up to 64 bytes, so every one stays

@@ -83,6 +83,44 @@ float* Decoder::norm_dw(Slot slot, int layer) {
     return discard_ + (bias ? spec().C : 0);
 }
 
+void Decoder::lora_forward(Slot slot, int layer, ConstAct x, Act out, int N) {
+    const ParamTensor* a = table_.lora_a(slot, layer);
+    if (a == nullptr) return;
+    const ParamTensor& b = *(a + 1);
+    const LinearShape ls = linear_shape(spec(), slot);
+    const int r = spec().lora.rank;
+    Activations& A = acts_;
+    // mid [N, r] = x [N, in] · A[r, in]ᵀ;  update [N, out] = mid · B[out, r]ᵀ
+    be_.matmul_forward(A.lora_mid, x, params_ + a->offset, nullptr, N, ls.in, r,
+                       WeightLayout::OutIn);
+    be_.matmul_forward(A.lora_wide, A.lora_mid, params_ + b.offset, nullptr, N, r, ls.out,
+                       WeightLayout::OutIn);
+    be_.add_columns(out, A.lora_wide, spec().lora.scale(), N, ls.fused_width, ls.column, ls.out);
+}
+
+void Decoder::lora_backward(Slot slot, int layer, ConstAct x, ConstAct dout, Act dx, int N) {
+    const ParamTensor* a = table_.lora_a(slot, layer);
+    if (a == nullptr) return;
+    const ParamTensor& b = *(a + 1);
+    const LinearShape ls = linear_shape(spec(), slot);
+    const int r = spec().lora.rank;
+    Activations& A = acts_;
+    float* dA = a->trainable ? grads_ + a->grad_offset : nullptr;
+    float* dB = b.trainable ? grads_ + b.grad_offset : nullptr;
+    // g [N, out] = scale * dout[:, column ..]: the gradient of the update B·A sees.
+    be_.copy_columns(A.lora_wide, dout, spec().lora.scale(), N, ls.fused_width, ls.column,
+                     ls.out);
+    be_.matmul_forward(A.lora_mid, x, params_ + a->offset, nullptr, N, ls.in, r,
+                       WeightLayout::OutIn);  // recomputed, not kept from the forward
+    // dB += gᵀ · mid; dmid [N, r] = g · B
+    be_.matmul_backward(A.lora_dmid, dB, nullptr, A.lora_wide, A.lora_mid, params_ + b.offset,
+                        N, r, ls.out, WeightLayout::OutIn);
+    // dA += dmidᵀ · x; dx_lora [N, in] = dmid · A, added into dx
+    be_.matmul_backward(A.lora_wide, dA, nullptr, A.lora_dmid, x, params_ + a->offset, N,
+                        ls.in, r, WeightLayout::OutIn);
+    be_.add_columns(dx, A.lora_wide, 1.0f, N, ls.in, 0, ls.in);
+}
+
 void Decoder::zero_grads() { be_.zero(grads_, table_.grad_total() * sizeof(float)); }
 
 void Decoder::forward(const int32_t* inputs, const int32_t* targets, int B, int T) {
@@ -161,22 +199,32 @@ void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, 
         // a.ln1 was written above (block 0) or by the previous block's fused norm.
         const float* Wqkv = s.split_qkv() ? w(Slot::Q, i) : w(Slot::Qkv, i);
         be_.matmul_forward(a.qkv, a.ln1, Wqkv, w(Slot::QkvBias, i), N, C, s.qkv_width(), lin);
+        for (Slot p : {Slot::Qkv, Slot::Q, Slot::K, Slot::V}) lora_forward(p, i, a.ln1, a.qkv, N);
         if (!s.learned_positions())
             be_.rope_forward(a.qkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0);
         be_.attention_forward(a.atty, a.att_saved, a.qkv, B, T, C, s.NH, s.NKV);
         be_.matmul_forward(a.attproj, a.atty, w(Slot::AttnOut, i), nullptr, N, C, C, lin);
+        lora_forward(Slot::AttnOut, i, a.atty, a.attproj, N);
         residual_norm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, residual, a.attproj,
                               w(Slot::AttnOutBias, i), w(Slot::MlpNorm, i),
                               w(Slot::MlpNormBias, i), N);
         if (s.gated_mlp()) {
             // [gate | up] [N, 2F] in one matmul: gate_proj and up_proj are adjacent.
             be_.matmul_forward(a.mlp_pre, a.ln2, w(Slot::Gate, i), nullptr, N, C, 2 * F, lin);
+            lora_forward(Slot::Gate, i, a.ln2, a.mlp_pre, N);
+            lora_forward(Slot::Up, i, a.ln2, a.mlp_pre, N);
             be_.swiglu_forward(a.mlp_act, a.mlp_pre, N, F);
+        } else if (table_.lora_a(Slot::Up, i)) {  // the adapter goes in before the GELU
+            be_.matmul_forward(a.mlp_pre, a.ln2, w(Slot::Up, i), w(Slot::UpBias, i), N, C, F,
+                               lin);
+            lora_forward(Slot::Up, i, a.ln2, a.mlp_pre, N);
+            be_.gelu_forward(a.mlp_act, a.mlp_pre, static_cast<size_t>(N) * F);
         } else {
             be_.matmul_gelu_forward(a.mlp_pre, a.mlp_act, a.ln2, w(Slot::Up, i),
                                     w(Slot::UpBias, i), N, C, F);
         }
         be_.matmul_forward(a.fcproj, a.mlp_act, w(Slot::Down, i), nullptr, N, F, C, lin);
+        lora_forward(Slot::Down, i, a.mlp_act, a.fcproj, N);
         const bool last = i + 1 == L;
         LayerActivations* next = last ? nullptr : &A.layers[i + 1];
         residual_norm_forward(
@@ -223,6 +271,7 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
         // dresidual = d residual3 = d residual2 (skip) = d fcproj (branch).
         be_.matmul_backward(A.dmlp_act, dw(Slot::Down, i), dw(Slot::DownBias, i), A.dresidual,
                             a.mlp_act, w(Slot::Down, i), N, F, C, lin);
+        lora_backward(Slot::Down, i, a.mlp_act, A.dresidual, A.dmlp_act, N);
         const float* Wup = s.gated_mlp() ? w(Slot::Gate, i) : w(Slot::Up, i);
         float* dWup = s.gated_mlp() ? dw(Slot::Gate, i) : dw(Slot::Up, i);
         if (s.gated_mlp())
@@ -231,11 +280,13 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
             be_.gelu_backward_bias(A.dmlp_pre, dw(Slot::UpBias, i), a.mlp_pre, A.dmlp_act, N, F);
         be_.matmul_backward(A.dln, dWup, nullptr, A.dmlp_pre, a.ln2, Wup, N, C,
                             s.mlp_up_width(), lin);
+        for (Slot p : {Slot::Gate, Slot::Up}) lora_backward(p, i, a.ln2, A.dmlp_pre, A.dln, N);
         norm_backward(A.dresidual, norm_dw(Slot::MlpNorm, i), norm_dw(Slot::MlpNormBias, i),
                       A.dln, a.residual2, w(Slot::MlpNorm, i), a.ln2_mean, a.ln2_rstd, N);
         // dresidual = d residual2 = d residual (skip) = d attproj (branch).
         be_.matmul_backward(A.datty, dw(Slot::AttnOut, i), dw(Slot::AttnOutBias, i),
                             A.dresidual, a.atty, w(Slot::AttnOut, i), N, C, C, lin);
+        lora_backward(Slot::AttnOut, i, a.atty, A.dresidual, A.datty, N);
         be_.attention_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, B, T, C,
                                s.NH, s.NKV);
         if (!s.learned_positions())  // d(rotated q, k) -> d(q, k)
@@ -243,6 +294,8 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
         const Slot qkv = s.split_qkv() ? Slot::Q : Slot::Qkv;
         be_.matmul_backward(A.dln, dw(qkv, i), dw(Slot::QkvBias, i), A.dqkv, a.ln1, w(qkv, i),
                             N, C, s.qkv_width(), lin);
+        for (Slot p : {Slot::Qkv, Slot::Q, Slot::K, Slot::V})
+            lora_backward(p, i, a.ln1, A.dqkv, A.dln, N);
         norm_backward(A.dresidual, norm_dw(Slot::AttnNorm, i), norm_dw(Slot::AttnNormBias, i),
                       A.dln, residual, w(Slot::AttnNorm, i), a.ln1_mean, a.ln1_rstd, N);
     }

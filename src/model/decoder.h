@@ -71,6 +71,13 @@ private:
     // for gradients, when it is frozen).
     float* w(Slot slot, int layer = -1);
     float* dw(Slot slot, int layer = -1);
+    // The LoRA adapter of the linear in (slot, layer), if it has one (model/lora.h): x [N, in]
+    // is the layer's input, out its (fused) output [N, fused_width]:
+    //   out[:, column ..] += scale * (x · Aᵀ) · Bᵀ
+    void lora_forward(Slot slot, int layer, ConstAct x, Act out, int N);
+    // Its backward, after the base matmul's: dout [N, fused_width] the output's gradient;
+    // dA, dB += ...; dx [N, in] += the adapter's share of the input gradient.
+    void lora_backward(Slot slot, int layer, ConstAct x, ConstAct dout, Act dx, int N);
     // A norm's weight or bias gradient: dw(), or a discarded [C] scratch when the tensor is
     // frozen (the norm backwards always produce them; they cost O(N*C), like the norm).
     float* norm_dw(Slot slot, int layer = -1);

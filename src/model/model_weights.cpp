@@ -13,6 +13,7 @@
 #include "model/finite_check.h"
 #include "model/hf_model_files.h"
 #include "model/llmc_import.h"
+#include "model/lora.h"
 
 namespace trt {
 namespace {
@@ -66,8 +67,11 @@ void init_random(const ParamTable& table, uint64_t seed, float* host) {
             case ParamRole::Norm: std::fill(out, out + pt.numel, 1.0f); break;
             case ParamRole::NormBias:
             case ParamRole::LinearBias: std::fill(out, out + pt.numel, 0.0f); break;
+            case ParamRole::LoraA:
+            case ParamRole::LoraB: break;  // init_lora below
         }
     }
+    init_lora(table, seed, host);
     table.clear_padding(host);
 }
 
@@ -89,6 +93,7 @@ void load_hf_weights(const ParamTable& table, const std::string& path, float* ho
     };
     std::set<std::string> used;
     for (const ParamTensor& pt : table.tensors()) {
+        if (pt.role == ParamRole::LoraA || pt.role == ParamRole::LoraB) continue;  // adapters
         std::string found_name = pt.name;
         auto [file, info] = find(pt.name);
         if (info == nullptr && !table.spec().llama()) {

@@ -17,7 +17,9 @@ namespace trt {
 // tensor and element).
 void init_random(const ParamTable& table, uint64_t seed, float* host_params);
 
-// Loads every tensor of the table from an HF-named safetensors file (F32/BF16/F16/F64).
+// (LoRA adapters, when the table has them: init_lora.)
+// Loads every tensor of the table (but LoRA adapters) from an HF-named safetensors file
+// (F32/BF16/F16/F64).
 // Accepts GPT-2's "transformer." prefix; ignores attn.bias / attn.masked_bias and
 // rotary_emb.inv_freq buffers and an lm_head.weight when the head is tied. A missing
 // tensor, a shape mismatch or an unexpected tensor is Error(Format) naming the file, the

@@ -44,6 +44,11 @@ std::string describe(const ModelSpec& s) {
     if (s.llama())
         out += cat(", RoPE theta ", s.rope_theta, ", RMSNorm eps ", s.norm_eps,
                    s.tied ? ", tied head" : ", untied head");
+    if (s.lora.on()) {
+        size_t n = 0;
+        for (uint8_t t : s.lora.targets) n += t;
+        out += cat(", LoRA r", s.lora.rank, " alpha ", s.lora.alpha, " on ", n, " linear layers");
+    }
     return out;
 }
 
@@ -56,8 +61,26 @@ const char* to_string(ParamRole r) {
         case ParamRole::Linear: return "linear";
         case ParamRole::LinearBias: return "linear bias";
         case ParamRole::Head: return "head";
+        case ParamRole::LoraA: return "LoRA A";
+        case ParamRole::LoraB: return "LoRA B";
     }
     return "?";
+}
+
+LinearShape linear_shape(const ModelSpec& s, Slot slot) {
+    const int C = s.C, F = s.F, hs = s.hs(), q = s.NH * hs, kv = s.NKV * hs;
+    switch (slot) {
+        case Slot::Qkv: return {C, 3 * C, 3 * C, 0};
+        case Slot::Q: return {C, q, s.qkv_width(), 0};
+        case Slot::K: return {C, kv, s.qkv_width(), q};
+        case Slot::V: return {C, kv, s.qkv_width(), q + kv};
+        case Slot::AttnOut: return {q, C, C, 0};
+        case Slot::Gate: return {C, F, 2 * F, 0};
+        case Slot::Up: return s.gated_mlp() ? LinearShape{C, F, 2 * F, F} : LinearShape{C, F, F, 0};
+        case Slot::Down: return {F, C, C, 0};
+        default: break;
+    }
+    fail(Status::Internal, "linear_shape: slot ", static_cast<int>(slot), " is not a linear layer");
 }
 
 namespace {
@@ -76,6 +99,7 @@ ParamTable::ParamTable(const ModelSpec& s) : spec_(s) {
     index_.assign(static_cast<size_t>(s.L) * static_cast<size_t>(Slot::kLayerSlots) +
                       static_cast<size_t>(global_slots), -1);
     int layer = -1;
+    lora_index_.assign(static_cast<size_t>(s.L) * static_cast<size_t>(Slot::kLayerSlots), -1);
     auto add = [&](std::string name, Slot slot, ParamRole role, std::vector<int64_t> shape) {
         ParamTensor t;
         t.name = std::move(name);
@@ -92,8 +116,13 @@ ParamTable::ParamTable(const ModelSpec& s) : spec_(s) {
         t.offset = total_;
         total_ += t.numel + t.padding;
         num_params_ += t.numel;
-        index_[static_cast<size_t>(slot_index(slot, t.layer, s.L))] =
-            static_cast<int>(tensors_.size());
+        const bool lora = role == ParamRole::LoraA || role == ParamRole::LoraB;
+        if (!lora)
+            index_[static_cast<size_t>(slot_index(slot, t.layer, s.L))] =
+                static_cast<int>(tensors_.size());
+        else if (role == ParamRole::LoraA)
+            lora_index_[static_cast<size_t>(slot_index(slot, t.layer, s.L))] =
+                static_cast<int>(tensors_.size());
         tensors_.push_back(std::move(t));
     };
     using R = ParamRole;
@@ -138,6 +167,28 @@ ParamTable::ParamTable(const ModelSpec& s) : spec_(s) {
         add("model.norm.weight", Slot::FinalNorm, R::Norm, {C});
         if (!s.tied) add("lm_head.weight", Slot::Head, R::Head, {V, C});
     }
+    // LoRA adapters after the whole base model, block by block, so the trainable part of a
+    // LoRA run is one contiguous run of the buffer. Names follow PEFT's module naming.
+    if (s.lora.on()) {
+        const int per = static_cast<int>(Slot::kLayerSlots);
+        TRT_CHECK(s.lora.targets.size() == static_cast<size_t>(s.L) * per,
+                  "LoraSpec: targets has ", s.lora.targets.size(), " entries, expected L * ",
+                  per);
+        const int64_t r = s.lora.rank;
+        for (layer = 0; layer < s.L; ++layer)
+            for (int k = 0; k < per; ++k) {
+                if (!s.lora.targets[static_cast<size_t>(layer * per + k)]) continue;
+                const Slot slot = static_cast<Slot>(k);
+                const ParamTensor* base = get(slot, layer);
+                TRT_CHECK(base && base->role == R::Linear, "LoraSpec: slot ", k,
+                          " of the ", arch_name(s), " family is not a linear layer");
+                const std::string module = base->name.substr(0, base->name.size() - 7);
+                const LinearShape ls = linear_shape(s, slot);
+                add(module + ".lora_A.weight", slot, R::LoraA, {r, ls.in});
+                add(module + ".lora_B.weight", slot, R::LoraB, {ls.out, r});
+            }
+        layer = -1;
+    }
     set_trainable(std::vector<bool>(tensors_.size(), true));
 }
 
@@ -174,6 +225,14 @@ const ParamTensor& ParamTable::at(Slot slot, int layer) const {
     TRT_CHECK(t != nullptr, "the ", arch_name(spec_), " parameter table has no tensor in slot ",
               static_cast<int>(slot), " of layer ", layer);
     return *t;
+}
+
+const ParamTensor* ParamTable::lora_a(Slot slot, int layer) const {
+    if (!spec_.lora.on() || layer < 0 || layer >= spec_.L ||
+        static_cast<int>(slot) >= static_cast<int>(Slot::kLayerSlots))
+        return nullptr;
+    const int i = lora_index_[static_cast<size_t>(slot_index(slot, layer, spec_.L))];
+    return i < 0 ? nullptr : &tensors_[static_cast<size_t>(i)];
 }
 
 const ParamTensor* ParamTable::find(const std::string& name) const {

@@ -21,6 +21,18 @@
 
 namespace trt {
 
+// LoRA adapters beside linear layers (model/lora.h resolves [lora] into this): for each
+// targeted linear at (layer, slot), lora_A [rank, in] and lora_B [out, rank] are extra
+// parameters, and the layer's output gains scale() * x · Aᵀ · Bᵀ. rank 0: none.
+struct LoraSpec {
+    int rank = 0;
+    float alpha = 0.0f;
+    // [L * Slot::kLayerSlots]: 1 where the linear of (layer, slot) has an adapter.
+    std::vector<uint8_t> targets;
+    bool on() const { return rank > 0; }
+    float scale() const { return alpha / static_cast<float>(rank); }  // PEFT: alpha / r
+};
+
 struct ModelSpec {
     ModelArch arch = ModelArch::Gpt2;
     int V = 0;     // vocab_size
@@ -33,6 +45,7 @@ struct ModelSpec {
     float norm_eps = 1e-5f;
     float rope_theta = 10000.0f;
     bool tied = true;  // the head is the token embedding
+    LoraSpec lora;     // adapters (none by default)
 
     int hs() const { return C / NH; }                       // head size
     int qkv_width() const { return (NH + 2 * NKV) * hs(); }  // [q | k | v] per row
@@ -62,7 +75,10 @@ std::string arch_name(const ModelSpec& s);  // "gpt2" | "llama"
 // 10000, RMSNorm eps 1e-05, untied head".
 std::string describe(const ModelSpec& s);
 
-enum class ParamRole { TokenEmbedding, PositionEmbedding, Norm, NormBias, Linear, LinearBias, Head };
+enum class ParamRole {
+    TokenEmbedding, PositionEmbedding, Norm, NormBias, Linear, LinearBias, Head,
+    LoraA, LoraB  // a LoRA adapter's down ([r, in]) and up ([out, r]) projections
+};
 const char* to_string(ParamRole r);
 
 // Where a tensor sits in the decoder. Per-layer slots come first.
@@ -82,6 +98,17 @@ enum class Slot {
     TokenEmbedding = kLayerSlots, PositionEmbedding, FinalNorm, FinalNormBias, Head,
     kSlots
 };
+
+// A linear layer of a block as a matmul: its input and output widths, and where its output
+// sits in the fused matmul that computes it (Llama's k_proj: columns [NH*hs, (NH+NKV)*hs) of
+// [q | k | v]; up_proj: [F, 2F) of [gate | up]; else 0 of its own output).
+struct LinearShape {
+    int in = 0, out = 0;
+    int fused_width = 0;  // columns of the fused output (== out when not fused)
+    int column = 0;       // first column of this layer's output there
+};
+// For the linear slots (Qkv, Q, K, V, AttnOut, Gate, Up, Down); Error(Internal) otherwise.
+LinearShape linear_shape(const ModelSpec& s, Slot slot);
 
 struct ParamTensor {
     std::string name;            // Hugging Face name, e.g. "h.0.attn.c_attn.weight"
@@ -136,6 +163,10 @@ public:
     const ParamTensor* get(Slot slot, int layer = -1) const;
     // The same, for slots the family must have (Error(Internal) otherwise).
     const ParamTensor& at(Slot slot, int layer = -1) const;
+    // The LoRA adapter of the linear in `slot` of `layer`: its lora_A tensor, lora_B being the
+    // next one in tensors(); nullptr when that linear has none.
+    const ParamTensor* lora_a(Slot slot, int layer) const;
+    bool has_lora() const { return spec_.lora.on(); }
     // The output head: the token embedding when tied.
     const ParamTensor& head() const { return spec_.tied ? at(Slot::TokenEmbedding) : at(Slot::Head); }
     const ParamTensor* find(const std::string& name) const;
@@ -146,6 +177,7 @@ private:
     // Tensor index of (slot, layer): layer * kLayerSlots + slot for per-layer slots, then
     // L * kLayerSlots + (slot - kLayerSlots) for the global ones; -1 = the family has none.
     std::vector<int> index_;
+    std::vector<int> lora_index_;  // [L * kLayerSlots]: the lora_A tensor's index, or -1
     size_t total_ = 0;
     size_t num_params_ = 0;
     size_t grad_total_ = 0;

@@ -29,7 +29,12 @@ bool name_matches(const std::string& pattern, const std::string& name) {
 std::vector<bool> trainable_flags(const ParamTable& table, const std::vector<std::string>& patterns,
                                   const std::string& key) {
     const std::vector<ParamTensor>& tensors = table.tensors();
-    std::vector<bool> flags(tensors.size(), patterns.empty());
+    // With LoRA adapters the base model is frozen (the adapters train, and the base tensors
+    // the patterns name); without, no patterns means everything trains.
+    std::vector<bool> flags(tensors.size(), patterns.empty() && !table.has_lora());
+    for (size_t i = 0; i < tensors.size(); ++i)
+        if (tensors[i].role == ParamRole::LoraA || tensors[i].role == ParamRole::LoraB)
+            flags[i] = true;
     for (const std::string& pattern : patterns) {
         bool any = false;
         for (size_t i = 0; i < tensors.size(); ++i)

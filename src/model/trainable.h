@@ -13,7 +13,8 @@ namespace trt {
 bool name_matches(const std::string& pattern, const std::string& name);
 
 // One flag per tensor of `table` (table order): true where some pattern matches the tensor's
-// Hugging Face name; every tensor when `patterns` is empty. Error(Config), naming `key`:
+// Hugging Face name; every tensor when `patterns` is empty. LoRA adapters always train, and
+// with them the base model is frozen but for the tensors the patterns name. Error(Config), naming `key`:
 // a pattern that matches no tensor (with example names), or a fused group trained in part
 // (Llama's q/k/v_proj are one matmul, gate/up_proj another: list all of a group or none).
 std::vector<bool> trainable_flags(const ParamTable& table, const std::vector<std::string>& patterns,

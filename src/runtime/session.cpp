@@ -15,6 +15,8 @@
 #include "core/version.h"
 #include "io/fs_util.h"
 #include "model/finite_check.h"
+#include "model/lora.h"
+#include "model/peft_adapter.h"
 #include "model/model_weights.h"
 #include "runtime/metrics_log.h"
 #include "runtime/perf.h"
@@ -101,12 +103,20 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
                  "train.seq_len, or use more validation data");
     }
 
-    model_ = std::make_unique<Decoder>(*backend_, model_spec(mc), B, T, tr.trainable);
+    model_ = std::make_unique<Decoder>(*backend_, run_model_spec(run_), B, T, tr.trainable);
     std::vector<float> host(model_->table().total());
-    if (mc.init_from.empty())
-        init_random(model_->table(), mc.seed, host.data());
-    else
+    if (mc.init_from.empty()) {
+        init_random(model_->table(), mc.seed, host.data());  // adapters included
+    } else {
         load_init_weights(model_->table(), mc.init_from, host.data());
+        init_lora(model_->table(), mc.seed, host.data());
+    }
+    if (!run_.lora.init_from.empty()) {
+        load_peft_adapter(model_->table(), run_.lora.init_from, host.data());
+        require_finite(model_->table(), host.data(), cat("lora.init_from '", run_.lora.init_from, "'"),
+                       "the adapter's weights are unusable (a damaged file, or one saved from a "
+                       "diverged run); use another adapter or set lora.init_from = \"\"");
+    }
     backend_->copy_to_device(model_->params(), host.data(), host.size() * sizeof(float));
     optimizer_ = std::make_unique<AdamW>(*backend_, model_->table(), run_.optim,
                                          precision_ == Precision::Fp16, run_.accel.fused_adamw);
@@ -303,8 +313,12 @@ void Session::log_startup() const {
         char pct[32];
         std::snprintf(pct, sizeof pct, "%.2f%%", share);
         log_.info("trainable: ", t.num_trainable_params(), " of ", t.num_params(),
-                  " parameters (", pct, "; train.trainable), ", frozen, " of ",
-                  t.tensors().size(), " tensors frozen (no gradients, no AdamW moments)");
+                  " parameters (", pct, "; ",
+                  t.has_lora() ? (r.train.trainable.empty() ? "the LoRA adapters"
+                                                            : "the LoRA adapters and train.trainable")
+                               : "train.trainable",
+                  "), ", frozen, " of ", t.tensors().size(),
+                  " tensors frozen (no gradients, no AdamW moments)");
     }
     log_.info("batch: ", r.train.grad_accum, " x ", r.train.batch_size, " x ", r.train.seq_len,
               " = ", r.train.grad_accum * r.train.batch_size * r.train.seq_len,
@@ -877,15 +891,35 @@ void Session::export_hf(const std::string& out_dir, ExportDType dtype) {
     std::optional<tok::TokenizerFiles> tokenizer;
     if (!run_.data.tokenizer.empty())
         tokenizer = tok::find_tokenizer_files(run_.data.tokenizer, "export (data.tokenizer)");
+    const std::vector<float> params = params_for_export("export");
+    const ParamTable& table = model_->table();
+    if (table.has_lora()) {  // the adapters merged: a plain model of the base's family
+        const std::vector<float> merged = merge_lora(table, params.data());
+        trt::export_hf(out_dir, ParamTable(base_spec(table.spec())), merged.data(), dtype);
+    } else {
+        trt::export_hf(out_dir, table, params.data(), dtype);
+    }
+    if (tokenizer) tok::copy_tokenizer_files(*tokenizer, out_dir);
+}
+
+void Session::export_adapter(const std::string& out_dir, ExportDType dtype) {
+    if (!model_->table().has_lora())
+        fail(Status::InvalidArgument, "export_adapter: the run has no LoRA adapters "
+             "(lora.rank = 0); export the model instead");
+    const std::vector<float> params = params_for_export("export_adapter");
+    write_peft_adapter(model_->table(), params.data(), out_dir, run_.model.init_from,
+                       dtype == ExportDType::BF16 ? DType::BF16 : DType::F32);
+}
+
+std::vector<float> Session::params_for_export(const char* what) {
     const size_t n = model_->table().total();
     std::vector<float> params(n);
     backend_->synchronize();
     backend_->copy_to_host(params.data(), model_->params(), n * sizeof(float));
-    require_finite(model_->table(), params.data(), "export: the parameters",
+    require_finite(model_->table(), params.data(), cat(what, ": the parameters"),
                    "nothing was written; the run has diverged: export a good checkpoint "
                    "instead (trainrt_checkpoint_export)");
-    trt::export_hf(out_dir, model_->table(), params.data(), dtype);
-    if (tokenizer) tok::copy_tokenizer_files(*tokenizer, out_dir);
+    return params;
 }
 
 // ------------------------------------------------------------------ sampling

@@ -76,7 +76,10 @@ public:
     std::string save(const std::string& dir);
     // path: a checkpoint directory or a folder with `latest`. All-or-nothing.
     void load(const std::string& path);
+    // A Hugging Face model folder (LoRA adapters merged into the base weights), or (LoRA runs
+    // only; Error(InvalidArgument) otherwise) the adapters as a PEFT folder.
     void export_hf(const std::string& out_dir, ExportDType dtype);
+    void export_adapter(const std::string& out_dir, ExportDType dtype);
     // Generates n_new tokens after prompt into out; the model sees the last seq_len tokens.
     void sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
                 const TokenSamplingOptions& options, int32_t* out);
@@ -117,6 +120,8 @@ private:
                             std::vector<float>& v);
     CheckpointState checkpoint_state() const;
     std::string save_into_out_dir();
+    // The parameters on the host, checked finite (`what` names the export for the error).
+    std::vector<float> params_for_export(const char* what);
     void warn_config_differences(const std::string& checkpoint_toml, const std::string& dir);
 
     Config config_;

@@ -262,6 +262,53 @@ grep -q '"GPT2LMHeadModel"' hf/config.json || fail "export: config.json architec
 "$TRAINRT" export out hf16 --dtype bf16 >/dev/null 2>&1 || fail "export --dtype bf16"
 grep -q '"BF16"' hf16/model.safetensors || fail "export bf16: no BF16 tensors"
 
+# ------------------------------------------------------------------ LoRA fine-tuning
+# The exported model (hf) as the base, adapters on every linear layer: the export of a LoRA
+# checkpoint is its PEFT adapter, --merge the merged model; lora.init_from loads the adapter.
+step "trainrt train with [lora] / export (adapter, --merge)"
+cat >lora.toml <<'TOML'
+[model]
+init_from = "hf"
+
+[lora]
+rank = 4
+alpha = 8.0
+target_modules = ["all-linear"]
+
+[data]
+train = "data/train.bin"
+val = "data/val.bin"
+
+[train]
+batch_size = 2
+seq_len = 16
+steps = 4
+eval_every = 0
+out_dir = "lora_out"
+
+[runtime]
+threads = 1
+log_every = 1
+TOML
+"$TRAINRT" train lora.toml >lora.out 2>&1 || { cat lora.out; fail "lora: train failed"; }
+grep -q 'LoRA r4 alpha 8 on 4 linear layers' lora.out || { cat lora.out; fail "lora: model line"; }
+grep -q 'trainable: .*the LoRA adapters' lora.out || { cat lora.out; fail "lora: trainable line"; }
+"$TRAINRT" export lora_out adapter >lora_export.out 2>&1 || { cat lora_export.out; fail "lora: export"; }
+[ -f adapter/adapter_model.safetensors ] && [ -f adapter/adapter_config.json ] ||
+    fail "lora: export did not write a PEFT folder"
+grep -q 'base_model.model.transformer.h.0.attn.c_attn.lora_A.weight' adapter/adapter_model.safetensors ||
+    fail "lora: adapter tensor names are not PEFT's"
+"$TRAINRT" export lora_out merged --merge >/dev/null 2>&1 || fail "lora: export --merge"
+[ -f merged/model.safetensors ] && grep -q '"GPT2LMHeadModel"' merged/config.json ||
+    fail "lora: --merge did not write a model"
+grep -q 'lora_' merged/model.safetensors && fail "lora: the merged model holds adapter tensors"
+"$TRAINRT" train lora.toml --fresh --set 'lora.init_from="adapter"' \
+    --set train.out_dir=lora_out2 --set train.steps=1 >lora2.out 2>&1 ||
+    { cat lora2.out; fail "lora: training from the exported adapter"; }
+expect_failure lora_merge_plain "no LoRA adapters" "$TRAINRT" export out hfm --merge
+expect_failure lora_bad_module "names no linear layer" "$TRAINRT" train lora.toml --fresh \
+    --set 'lora.target_modules=["q_proj"]' --set train.out_dir=lora_bad
+
 # ------------------------------------------------------------------ info, help
 step "trainrt info run.toml, --help"
 "$TRAINRT" info run.toml >info2.out 2>/dev/null || fail "info CONFIG: non-zero exit"

@@ -223,11 +223,75 @@ def cross_entropy(logits, targets, per_token=False):
     return nll if per_token else nll.mean()
 
 
+# ----------------------------------------------------------------------------- LoRA
+LINEAR_MODULES = {"c_attn", "c_proj", "c_fc", "q_proj", "k_proj", "v_proj", "o_proj",
+                  "gate_proj", "up_proj", "down_proj"}
+
+
+def lora_modules(init, targets):
+    """Module paths of the linear layers `targets` selects, PEFT's way: a key names a module
+    whose path is the key or ends with "." + key; "all-linear" every linear layer."""
+    out = []
+    for name in init:
+        if not name.endswith(".weight"):
+            continue
+        path = name[: -len(".weight")]
+        if path.split(".")[-1] not in LINEAR_MODULES:
+            continue
+        if any(k == "all-linear" or path == k or path.endswith("." + k) for k in targets):
+            out.append(path)
+    return out
+
+
+def make_lora(init, rank, targets, conv1d, seed):
+    """Adapters as PEFT shapes them (lora_A [r, in], lora_B [out, r]); A as PEFT initialises it
+    (U(-1/sqrt(in), 1/sqrt(in))), but B random too (PEFT starts it at 0), so every path of the
+    update has a gradient from step 1."""
+    g = torch.Generator().manual_seed(seed)
+    adapters = {}
+    for path in lora_modules(init, targets):
+        w = init[path + ".weight"]
+        fan_in, fan_out = (w.shape[0], w.shape[1]) if conv1d else (w.shape[1], w.shape[0])
+        bound = 1.0 / math.sqrt(fan_in)
+        adapters[path + ".lora_A.weight"] = (torch.rand((rank, fan_in), generator=g) * 2 - 1) * bound
+        adapters[path + ".lora_B.weight"] = 0.05 * torch.randn((fan_out, rank), generator=g)
+    return adapters
+
+
+def lora_loss(loss, modules, scale, conv1d):
+    """The loss of the base model with each adapted weight W replaced by W + scale * B·A
+    (transposed for GPT-2's Conv1D [in, out] weights): the same function as PEFT's
+    x·W + scale * x·Aᵀ·Bᵀ, computed another way."""
+    def f(p, x, y, per_token=False):
+        q = dict(p)
+        for m in modules:
+            d = scale * (p[m + ".lora_B.weight"] @ p[m + ".lora_A.weight"])  # [out, in]
+            q[m + ".weight"] = p[m + ".weight"] + (d.t() if conv1d else d)
+        return loss(q, x, y, per_token)
+    return f
+
+
+def write_peft_adapter(folder, adapters, rank, alpha, targets, prefix):
+    """PEFT's folder layout: adapter_model.safetensors (names "base_model.model." + prefix +
+    module path) and adapter_config.json."""
+    os.makedirs(folder, exist_ok=True)
+    write_safetensors(os.path.join(folder, "adapter_model.safetensors"),
+                      [("base_model.model." + prefix + n, t) for n, t in adapters.items()])
+    with open(os.path.join(folder, "adapter_config.json"), "w") as f:
+        json.dump(dict(peft_type="LORA", r=rank, lora_alpha=alpha, target_modules=targets,
+                       bias="none", lora_dropout=0.0), f)
+
+
 # ----------------------------------------------------------------------------- trainrt side
 def toml_config(writer, model_toml, case, steps, grad_accum, o, checkpoint,
-                batch=BATCH, seq=SEQ, precision="fp32", trainable=None):
+                batch=BATCH, seq=SEQ, precision="fp32", trainable=None, lora=None):
     """The run config. model_toml: the body of [model] (ending in a newline), init_from
-    included; writer: the script named in the first comment line."""
+    included; writer: the script named in the first comment line. lora: dict(rank, alpha,
+    targets, init_from) for a [lora] section."""
+    if lora:
+        model_toml += (f"\n[lora]\nrank = {lora['rank']}\nalpha = {lora['alpha']!r}\n"
+                       f"target_modules = {json.dumps(lora['targets'])}\n"
+                       f"init_from = \"{lora['init_from']}\"\n")
     ckpt = f"checkpoint_every = {steps}\n" if checkpoint else ""
     if trainable:
         ckpt += "trainable = [" + ", ".join(json.dumps(p) for p in trainable) + "]\n"
@@ -316,6 +380,8 @@ class Tolerances:
 # activation in bf16), so they agree to bf16's precision, not fp32's: losses within 2e-2 over
 # the run (the issue's bound; measured <= 3.6e-3), gradient norms and final weights within
 # 3e-2 (measured <= 6.4e-3 and 7.5e-3; GPT-2, 2026-11-26).
+INIT_SEED_LORA = 777  # the adapters' init (--lora)
+
 BF16_TOL = Tolerances(2e-2, 1e-6, 3e-2, 3e-2)
 
 
@@ -504,6 +570,11 @@ def make_arg_parser(doc, default_steps, tol, strict_tol):
                     help="train only the parameters these name patterns match (train.trainable); "
                          "the reference freezes the others (requires_grad False), and trainrt's "
                          "final weights of the frozen ones must equal the init bit for bit")
+    ap.add_argument("--lora", nargs="+", metavar="ARG",
+                    help="LoRA: RANK ALPHA MODULE... — adapters on the modules PEFT's "
+                         "target_modules would select (\"all-linear\" too), the base frozen; "
+                         "the reference adds scale * B·A to each adapted weight, trainrt loads "
+                         "the same adapters from a PEFT folder (lora.init_from)")
     ap.add_argument("--bf16", action="store_true",
                     help="trainrt with runtime.precision = \"bf16\" against the reference's "
                          "loss under torch.autocast(\"cpu\", dtype=torch.bfloat16), held to "
@@ -576,31 +647,65 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
               f"{math.log(vocab):.4f}); reference dtype {dtype}"
               f"{' under bf16 autocast, trainrt in bf16' if args.bf16 else ''}")
 
+    # LoRA: adapters per model, written as a PEFT folder for trainrt; the reference trains
+    # base + adapters with only the adapters (and --trainable's tensors) trainable.
+    lora = {}
+    if args.lora:
+        if len(args.lora) < 3:
+            ap.error("--lora needs RANK ALPHA MODULE...")
+        rank, alpha, targets = int(args.lora[0]), float(args.lora[1]), args.lora[2:]
+        for m in models:
+            conv1d = "wte.weight" in m.init  # GPT-2: Conv1D [in, out] weights
+            adapters = make_lora(m.init, rank, targets, conv1d, INIT_SEED_LORA)
+            folder = f"adapter{('_' + m.key) if m.key else ''}"
+            write_peft_adapter(os.path.join(workdir, folder), adapters, rank, alpha, targets,
+                               "" if not conv1d else "transformer.")
+            lora[m.key] = dict(rank=rank, alpha=alpha, targets=targets, init_from=folder,
+                               adapters=adapters, conv1d=conv1d,
+                               modules=lora_modules(m.init, targets))
+            print(f"LoRA r{rank} alpha {alpha:g} on {len(lora[m.key]['modules'])} modules of "
+                  f"{m.describe}")
+
+    def trainable_of(model):
+        if model.key in lora:
+            return list(lora[model.key]["adapters"]) + (args.trainable or [])
+        return args.trainable
+
+    def init_of(model):
+        if model.key in lora:
+            return {**model.init, **lora[model.key]["adapters"]}
+        return model.init
+
     def config_text(c):
         return toml_config(writer, c.model.model_toml(c.model.init_file), c.name, args.steps,
                            c.grad_accum, optim, args.final_weights,
-                           precision="bf16" if args.bf16 else "fp32", trainable=args.trainable)
+                           precision="bf16" if args.bf16 else "fp32", trainable=args.trainable,
+                           lora=lora.get(c.model.key))
 
     def reference_loss(model):
+        base_loss = model.loss
+        if model.key in lora:
+            lo = lora[model.key]
+            base_loss = lora_loss(model.loss, lo["modules"], lo["alpha"] / lo["rank"], lo["conv1d"])
         if not args.bf16:
-            return model.loss
+            return base_loss
 
         def autocast_loss(p, x, y, per_token=False):
             with torch.autocast("cpu", dtype=torch.bfloat16):
-                out = model.loss(p, x, y, per_token)
+                out = base_loss(p, x, y, per_token)
             return out.float()
         return autocast_loss
 
     all_failures, summary = [], []
     for c in cases:
         case = c.name
-        ref, final, windows = train_reference(c.model.init, reference_loss(c.model),
+        init, trainable = init_of(c.model), trainable_of(c.model)
+        ref, final, windows = train_reference(init, reference_loss(c.model),
                                               train_shards, args.steps, c.grad_accum, optim,
-                                              dtype, trainable=args.trainable)
-        if args.trainable:
-            frozen = [n for n in c.model.init if not is_trainable(n, args.trainable)]
-            print(f"\n   trainable {args.trainable}: {len(c.model.init) - len(frozen)} tensors "
-                  f"train, {len(frozen)} frozen")
+                                              dtype, trainable=trainable)
+        if trainable:
+            frozen = [n for n in init if not is_trainable(n, trainable)]
+            print(f"\n   {len(init) - len(frozen)} tensors train, {len(frozen)} frozen")
             assert frozen, "--trainable should leave some tensor frozen"
         wraps = sum(1 for i in range(1, len(windows)) if windows[i][1] == 0)
         if args.torch_only:
@@ -619,8 +724,8 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
         print(f"   trainrt ran in {secs:.2f} s; sampler wrapped {wraps}x in this case")
         wworst, wfail = compare_final_weights(out_dir, final, args.steps, tol.weight,
                                               weight_split, weight_split_label)
-        if args.trainable:
-            wfail += check_frozen_weights(out_dir, c.model.init, args.trainable, args.steps)
+        if trainable:
+            wfail += check_frozen_weights(out_dir, init, trainable, args.steps)
         worst["weights"] = wworst
         all_failures += [f"{case}: {m}" for m in failures + wfail]
         summary.append((case, worst))

@@ -4,7 +4,7 @@
 //   trainrt eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH]
 //   trainrt sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]
 //                             [--tokenizer PATH]
-//   trainrt export CHECKPOINT DIR [--dtype f32|bf16]
+//   trainrt export CHECKPOINT DIR [--dtype f32|bf16] [--merge]
 //   trainrt config CONFIG [--set KEY=VALUE]...
 //   trainrt info [CONFIG [--set KEY=VALUE]...]
 //   trainrt bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]
@@ -39,8 +39,9 @@ const char* kUsage =
     "  sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
     "                    [--tokenizer PATH]\n"
     "        generate text from a byte-level model\n"
-    "  export CHECKPOINT DIR [--dtype f32|bf16]\n"
-    "        write DIR/model.safetensors + DIR/config.json for Hugging Face GPT2LMHeadModel\n"
+    "  export CHECKPOINT DIR [--dtype f32|bf16] [--merge]\n"
+    "        write DIR/model.safetensors + DIR/config.json for Hugging Face (a LoRA run: its\n"
+    "        PEFT adapter, or with --merge the merged model)\n"
     "  config CONFIG [--set KEY=VALUE]...\n"
     "        print the resolved config (every key, defaults included)\n"
     "  info [CONFIG [--set KEY=VALUE]...]\n"
@@ -108,13 +109,16 @@ const CommandHelp kCommandHelp[] = {
      "tokens decoded with it; without one the model must be byte-level (vocab_size 256). T defaults to 1.0 (0 = greedy), K to 0 (all\n"
      "tokens), S to 1337; the same seed gives the same text.\n"},
     {"export",
-     "usage: trainrt export CHECKPOINT DIR [--dtype f32|bf16]\n"
+     "usage: trainrt export CHECKPOINT DIR [--dtype f32|bf16] [--merge]\n"
      "\n"
      "Writes DIR/model.safetensors (the model's Hugging Face names, unpadded, fp32 unless\n"
      "--dtype bf16; shards + model.safetensors.index.json above 5 GB) and DIR/config.json,\n"
      "loadable with transformers' GPT2LMHeadModel / LlamaForCausalLM.from_pretrained, and as\n"
      "model.init_from; with the run's data.tokenizer, DIR/tokenizer.json or .model (+ its\n"
-     "tokenizer_config.json / special_tokens_map.json) too.\n"},
+     "tokenizer_config.json / special_tokens_map.json) too.\n"
+     "A LoRA run's checkpoint (lora.rank > 0) writes its adapters instead, as a PEFT folder:\n"
+     "DIR/adapter_model.safetensors + DIR/adapter_config.json (PeftModel.from_pretrained,\n"
+     "lora.init_from); --merge writes the model with the adapters merged into the base weights.\n"},
     {"config",
      "usage: trainrt config CONFIG [--set KEY=VALUE]...\n"
      "\n"
@@ -610,9 +614,12 @@ int cmd_sample(int argc, char** argv) {
 int cmd_export(int argc, char** argv) {
     std::vector<std::string> positional;
     int32_t dtype = TRAINRT_DTYPE_F32;
+    bool merge = false;
     for (int i = 0; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--dtype") {
+        if (a == "--merge") {
+            merge = true;
+        } else if (a == "--dtype") {
             if (i + 1 >= argc) return fail_usage("--dtype needs f32 or bf16");
             const std::string d = argv[++i];
             if (d == "f32" || d == "fp32" || d == "float32") dtype = TRAINRT_DTYPE_F32;
@@ -625,11 +632,33 @@ int cmd_export(int argc, char** argv) {
         }
     }
     if (positional.size() != 2) return fail_usage("export needs CHECKPOINT and DIR");
-    const trainrt_status st =
-        trainrt_checkpoint_export(positional[0].c_str(), positional[1].c_str(), dtype);
+    // A LoRA run's checkpoint exports its adapters (PEFT) unless --merge asks for the model.
+    trainrt_config* config = nullptr;
+    if (const trainrt_status st = trainrt_config_from_checkpoint(&config, positional[0].c_str());
+        st != TRAINRT_OK)
+        return fail_status("export", st);
+    int64_t rank = 0;
+    const trainrt_status got = trainrt_config_get_int(&rank, config, "lora.rank");
+    trainrt_config_destroy(config);
+    if (got != TRAINRT_OK) return fail_status("export", got);
+    if (merge && rank == 0)
+        return fail_usage("--merge: " + positional[0] + " has no LoRA adapters (its run had "
+                          "lora.rank = 0); its export is the model already");
+    const char* dir = positional[1].c_str();
+    const char* dt = dtype == TRAINRT_DTYPE_BF16 ? "bf16" : "f32";
+    if (rank > 0 && !merge) {
+        const trainrt_status st =
+            trainrt_checkpoint_export_adapter(positional[0].c_str(), dir, dtype);
+        if (st != TRAINRT_OK) return fail_status("export", st);
+        std::printf("wrote the LoRA adapter (PEFT): %s/adapter_model.safetensors (%s) and "
+                    "%s/adapter_config.json; --merge writes the merged model instead\n",
+                    dir, dt, dir);
+        return 0;
+    }
+    const trainrt_status st = trainrt_checkpoint_export(positional[0].c_str(), dir, dtype);
     if (st != TRAINRT_OK) return fail_status("export", st);
-    std::printf("wrote %s/model.safetensors (%s) and %s/config.json\n", positional[1].c_str(),
-                dtype == TRAINRT_DTYPE_BF16 ? "bf16" : "f32", positional[1].c_str());
+    std::printf("wrote %s/model.safetensors (%s%s) and %s/config.json\n", dir, dt,
+                merge ? ", LoRA adapters merged" : "", dir);
     return 0;
 }
 

@@ -87,6 +87,7 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_prepare_options_init),  TRT_ENTRY(trainrt_prepare_result_init),
     TRT_ENTRY(trainrt_prepare_text),          TRT_ENTRY(trainrt_tokenizer_train_options_init),
     TRT_ENTRY(trainrt_tokenizer_train_result_init), TRT_ENTRY(trainrt_tokenizer_train),
+    TRT_ENTRY(trainrt_session_export_adapter), TRT_ENTRY(trainrt_checkpoint_export_adapter),
 };
 #undef TRT_ENTRY
 
@@ -875,6 +876,10 @@ TEST_F(CapiMisuse, SessionNullHandlesAndOutPointers) {
     EXPECT_NULL_ARG(trainrt_config_from_checkpoint(&c, nullptr), "path");
     EXPECT_NULL_ARG(trainrt_checkpoint_export(nullptr, dir_.c_str(), 0), "path");
     EXPECT_NULL_ARG(trainrt_checkpoint_export(dir_.c_str(), nullptr, 0), "out_dir");
+    EXPECT_NULL_ARG(trainrt_session_export_adapter(nullptr, dir_.c_str(), 0), "session");
+    EXPECT_NULL_ARG(trainrt_session_export_adapter(s, nullptr, 0), "out_dir");
+    EXPECT_NULL_ARG(trainrt_checkpoint_export_adapter(nullptr, dir_.c_str(), 0), "path");
+    EXPECT_NULL_ARG(trainrt_checkpoint_export_adapter(dir_.c_str(), nullptr, 0), "out_dir");
     EXPECT_NULL_ARG(trainrt_prepare_bytes(nullptr, nullptr, nullptr, dir_.c_str(), 0.1),
                     "text_path");
     EXPECT_NULL_ARG(trainrt_prepare_bytes(nullptr, nullptr, "x.txt", nullptr, 0.1), "out_dir");
@@ -1318,7 +1323,19 @@ TEST_F(CapiMisuse, ExportRefusesDtypesOutsideTheEnumAndUnwritablePlaces) {
                       TRAINRT_ERR_INVALID_ARGUMENT, "dtype");
         EXPECT_MISUSE(trainrt_checkpoint_export(ck.c_str(), (dir_ + "/hf").c_str(), dtype),
                       TRAINRT_ERR_INVALID_ARGUMENT, "dtype");
+        EXPECT_MISUSE(trainrt_session_export_adapter(s, (dir_ + "/hf").c_str(), dtype),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "dtype");
+        EXPECT_MISUSE(trainrt_checkpoint_export_adapter(ck.c_str(), (dir_ + "/hf").c_str(), dtype),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "dtype");
     }
+    // A run without LoRA adapters has none to export (and writes nothing).
+    EXPECT_MISUSE(trainrt_session_export_adapter(s, (dir_ + "/hf").c_str(), TRAINRT_DTYPE_F32),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "lora.rank = 0");
+    EXPECT_MISUSE(trainrt_checkpoint_export_adapter(ck.c_str(), (dir_ + "/hf").c_str(),
+                                                    TRAINRT_DTYPE_F32),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "lora.rank = 0");
+    EXPECT_MISUSE(trainrt_session_export_adapter(s, "", TRAINRT_DTYPE_F32),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "out_dir");
     EXPECT_FALSE(fs::exists(dir_ + "/hf"));
     write_text(dir_ + "/file", "x");
     EXPECT_MISUSE(trainrt_session_export(s, (dir_ + "/file").c_str(), TRAINRT_DTYPE_F32),

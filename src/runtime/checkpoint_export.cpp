@@ -1,0 +1,39 @@
+#include "runtime/checkpoint_export.h"
+
+#include <vector>
+
+#include "config/config.h"
+#include "core/error.h"
+#include "model/lora.h"
+#include "model/peft_adapter.h"
+
+namespace trt {
+
+void export_checkpoint(const std::string& dir, const std::string& out_dir, ExportDType dtype,
+                       ExportKind kind,
+                       const std::function<void(const CheckpointState&)>& before_writing) {
+    const CheckpointState recorded = read_checkpoint_state(dir);
+    const RunConfig run = Config::from_string(recorded.config_toml, "", dir + "/state.json").run();
+    if (run.lora.rank == 0) {
+        if (kind == ExportKind::Adapter)
+            fail(Status::InvalidArgument, "checkpoint '", dir, "' has no LoRA adapters (its run "
+                 "had lora.rank = 0); export it as a model instead");
+        return export_checkpoint_hf(dir, out_dir, dtype, kDefaultMaxShardBytes, before_writing);
+    }
+    refuse_export_into_checkpoint(dir, out_dir, "export");
+    ModelSpec spec = read_checkpoint_model_spec(dir);
+    spec.lora = lora_spec(run.lora, spec);
+    const ParamTable table(spec);
+    std::vector<float> params(table.total());
+    const CheckpointState state = read_checkpoint(dir, table, params.data(), nullptr, nullptr);
+    if (before_writing) before_writing(state);
+    if (kind == ExportKind::Adapter) {
+        write_peft_adapter(table, params.data(), out_dir, run.model.init_from,
+                           dtype == ExportDType::BF16 ? DType::BF16 : DType::F32);
+        return;
+    }
+    const std::vector<float> merged = merge_lora(table, params.data());
+    export_hf(out_dir, ParamTable(base_spec(spec)), merged.data(), dtype);
+}
+
+}  // namespace trt

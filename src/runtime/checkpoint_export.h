@@ -1,0 +1,24 @@
+// Exporting a checkpoint without a session, for any run: a Hugging Face model folder (a LoRA
+// run's adapters merged into the base weights) or, for a LoRA run, a PEFT adapter folder.
+// The checkpoint's own config (state.json) says whether it has adapters.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "checkpoint/checkpoint.h"
+
+namespace trt {
+
+enum class ExportKind {
+    Model,    // config.json + model.safetensors (adapters merged: W + alpha/r * B·A)
+    Adapter,  // adapter_config.json + adapter_model.safetensors (LoRA runs only)
+};
+
+// Verifies the checkpoint as read_checkpoint does, calls before_writing (when given) with its
+// state before anything is written, then writes out_dir. Error(InvalidArgument) for an
+// adapter export of a run without adapters, or out_dir == the checkpoint.
+void export_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir,
+                       ExportDType dtype, ExportKind kind,
+                       const std::function<void(const CheckpointState&)>& before_writing = nullptr);
+
+}  // namespace trt
