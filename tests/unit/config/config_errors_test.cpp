@@ -159,7 +159,7 @@ const Rule kRules[] = {
     {"KeepLastHuge", "train", "keep_last", "1099511627776", "expected an integer in [0, 1048576]"},
     {"OutDirNotString", "train", "out_dir", "1", "expected a string"},
     {"TrainableNotArray", "train", "trainable", "\"h.1.*\"", "expected an array of at most 4096"},
-    {"TrainableEmptyPattern", "train", "trainable", "[\"h.1.*\", \"\"]", "non-empty strings", 11},
+    {"TrainableEmptyPattern", "train", "trainable", "[\"h.1.*\", \"\"]", "non-empty strings", 10},
     {"TrainableNumber", "train", "trainable", "[1]", "as element 0", 1},
     {"LoraRankNegative", "lora", "rank", "-1", "expected an integer in [0, 65536]"},
     {"LoraRankHuge", "lora", "rank", "65537", "expected an integer in [0, 65536]"},
