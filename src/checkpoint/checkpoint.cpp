@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "io/fs_util.h"
 #include "io/json_min.h"
+#include "io/sha256.h"
 
 namespace trt {
 
@@ -37,6 +38,16 @@ std::string json_double(double d) {
     return s;
 }
 
+std::string frozen_base_json(const CheckpointState& st) {
+    if (st.frozen_sha256.empty()) return "";
+    std::string tensors;
+    for (const auto& [name, hex] : st.frozen_sha256)
+        tensors += cat(tensors.empty() ? "" : ",\n", "      ", json::quote(name), ": ",
+                       json::quote(hex));
+    return cat("  \"frozen_base\": {\n    \"init_from\": ", json::quote(st.frozen_from),
+               ",\n    \"tensors\": {\n", tensors, "\n    }\n  },\n");
+}
+
 std::string state_json(const CheckpointState& st) {
     // format_version first: a reader checks it before interpreting anything else.
     return cat("{\n",
@@ -46,6 +57,7 @@ std::string state_json(const CheckpointState& st) {
                "  \"sampler_cursor\": {\"shard\": ", st.cursor_shard, ", \"pos\": ", st.cursor_pos,
                "},\n",
                "  \"loss_scale\": ", json_double(st.loss_scale), ",\n",
+               frozen_base_json(st),
                "  \"library_version\": ", json::quote(st.library_version), ",\n",
                "  \"config_toml\": ", json::quote(st.config_toml), "\n",
                "}\n");
@@ -125,6 +137,26 @@ CheckpointState read_state_file(const std::string& dir) {
         r.bad("loss_scale", "must be a positive number");
     st.library_version = r.string(root, "library_version");
     st.config_toml = r.string(root, "config_toml");
+    if (const json::Value* fb = root.find("frozen_base")) {
+        if (!fb->is_object()) r.bad("frozen_base", cat("must be an object, got a ", fb->kind_name()));
+        r.no_duplicates(*fb, "frozen_base");
+        const json::Value& from = r.get(*fb, "init_from", "frozen_base.init_from");
+        if (!from.is_string()) r.bad("frozen_base.init_from", "must be a string");
+        st.frozen_from = from.s;
+        const json::Value& tensors = r.get(*fb, "tensors", "frozen_base.tensors");
+        if (!tensors.is_object()) r.bad("frozen_base.tensors", "must be an object");
+        r.no_duplicates(tensors, "frozen_base.tensors");
+        for (const json::Member& m : tensors.obj) {
+            const bool hex = m.value.is_string() && m.value.s.size() == 64 &&
+                             m.value.s.find_first_not_of("0123456789abcdef") == std::string::npos;
+            if (!hex) r.bad("frozen_base.tensors." + m.key, "must be a sha256 in lower-case hex");
+            st.frozen_sha256[m.key] = m.value.s;
+        }
+    }
+    if ((st.format_version == kCheckpointFormatFrozenBase) == st.frozen_sha256.empty())
+        r.bad("frozen_base", st.frozen_sha256.empty()
+                                 ? "is missing or empty (format version 3 leaves frozen tensors out)"
+                                 : "is only valid in format version 3");
     // Unknown keys are ignored: a writer may add information an older reader can safely skip
     // without bumping format_version (docs/FORMATS.md §4, version policy).
     return st;
@@ -142,7 +174,8 @@ std::vector<TensorToWrite> table_tensors(const ParamTable& table, const float* d
     return out;
 }
 
-SafetensorsFile open_checked_model(const std::string& dir, const ParamTable& table) {
+SafetensorsFile open_checked_model(const std::string& dir, const ParamTable& table,
+                                   const std::map<std::string, std::string>* absent_ok) {
     const ModelSpec& want = table.spec();
     const ModelSpec have = parse_hf_config(
         read_small_file(path_join(dir, kConfigFile), kMaxConfigBytes),
@@ -157,11 +190,14 @@ SafetensorsFile open_checked_model(const std::string& dir, const ParamTable& tab
     const std::string head = cat("checkpoint '", dir, "' does not match the configured model: ");
 
     SafetensorsFile file = SafetensorsFile::open(path_join(dir, kModelFile));
+    size_t present = 0;
     for (const ParamTensor& pt : table.tensors()) {
         const TensorInfo* info = file.find(pt.name);
+        if (!info && absent_ok && absent_ok->count(pt.name)) continue;  // a frozen base tensor
         if (!info)
             fail(Status::Config, head, "tensor '", pt.name, "' ", shape_text(pt.shape),
                  " that the config's model needs is not in the checkpoint; ", advice);
+        ++present;
         if (info->shape != pt.shape)
             fail(Status::Config, head, "tensor '", pt.name, "' has shape ", shape_text(info->shape),
                  " in the checkpoint but the config's model needs ", shape_text(pt.shape), "; ",
@@ -170,7 +206,7 @@ SafetensorsFile open_checked_model(const std::string& dir, const ParamTable& tab
             fail(Status::Format, corrupt_prefix(dir), kModelFile, ": tensor '", pt.name,
                  "' is ", dtype_name(info->dtype), "; checkpoints hold F32 master weights");
     }
-    if (file.tensors().size() != table.tensors().size())
+    if (file.tensors().size() != present)
         for (const TensorInfo& t : file.tensors())
             if (!table.find(t.name))
                 fail(Status::Config, head, "the checkpoint has tensor '", t.name, "' ",
@@ -185,7 +221,8 @@ SafetensorsFile open_checked_model(const std::string& dir, const ParamTable& tab
 void copy_tensors(const SafetensorsFile& file, const ParamTable& table, float* host,
                   const std::string& prefix) {
     for (const ParamTensor& pt : table.tensors())
-        file.read_f32(*file.find(prefix + pt.name), host + pt.offset);
+        if (const TensorInfo* info = file.find(prefix + pt.name))  // absent: a frozen base tensor
+            file.read_f32(*info, host + pt.offset);
     table.clear_padding(host);
 }
 
@@ -212,6 +249,12 @@ void write_checkpoint(const std::string& dir_arg, const ParamTable& table, const
     if (!json::valid_utf8(state.library_version) || !json::valid_utf8(state.config_toml))
         fail(Status::InvalidArgument, "write_checkpoint '", dir,
              "': library_version and config_toml must be valid UTF-8");
+    for (const auto& [name, hex] : state.frozen_sha256) {
+        const ParamTensor* t = table.find(name);
+        if (!t || t->trainable || hex.size() != 64)
+            fail(Status::InvalidArgument, "write_checkpoint '", dir, "': frozen_sha256 names '",
+                 name, "', which is not a frozen tensor of the model (or its digest is not hex)");
+    }
     if (path_kind(dir) != PathKind::Missing)
         fail(Status::Io, "checkpoint directory '", dir,
              "' already exists; checkpoints are never overwritten: remove it or write to "
@@ -224,16 +267,19 @@ void write_checkpoint(const std::string& dir_arg, const ParamTable& table, const
     try {
         make_dirs(tmp);
         // Each file is written as file.tmp, fsynced and renamed by its writer.
-        write_safetensors(path_join(tmp, kModelFile), table_tensors(table, params, DType::F32),
-                          {{"format", "pt"}});
+        std::vector<TensorToWrite> model;
+        for (TensorToWrite& t : table_tensors(table, params, DType::F32))
+            if (!state.frozen_sha256.count(t.name)) model.push_back(std::move(t));
+        write_safetensors(path_join(tmp, kModelFile), model, {{"format", "pt"}});
         write_file_atomic(path_join(tmp, kConfigFile), hf_config_json(table.spec(), "float32"));
         std::vector<TensorToWrite> moments = table_tensors(table, m, DType::F32, "m.", true);
         for (TensorToWrite& t : table_tensors(table, v, DType::F32, "v.", true))
             moments.push_back(std::move(t));
         write_safetensors(path_join(tmp, kOptimizerFile), moments);
         CheckpointState versioned = state;
-        versioned.format_version =
-            table.all_trainable() ? kCheckpointFormatAllMoments : kCheckpointFormatVersion;
+        versioned.format_version = !state.frozen_sha256.empty() ? kCheckpointFormatFrozenBase
+                                   : table.all_trainable()      ? kCheckpointFormatAllMoments
+                                                                : kCheckpointFormatTrainableMoments;
         write_file_atomic(path_join(tmp, kStateFile), state_json(versioned));
         // Last: its presence marks the directory as complete.
         write_manifest(tmp, {kModelFile, kConfigFile, kOptimizerFile, kStateFile});
@@ -255,6 +301,11 @@ CheckpointState read_checkpoint_state(const std::string& dir_arg) {
     return read_state_file(dir);
 }
 
+std::string tensor_sha256(const ParamTensor& t, const float* host) {
+    static_assert(sizeof(float) == 4, "fp32");
+    return sha256_hex(host + t.offset, t.numel * sizeof(float));  // x86-64: little-endian
+}
+
 ModelSpec read_checkpoint_model_spec(const std::string& dir_arg) {
     const std::string dir = strip_trailing_slashes(dir_arg);
     require_checkpoint_files(dir, verify_manifest(dir));
@@ -264,7 +315,8 @@ ModelSpec read_checkpoint_model_spec(const std::string& dir_arg) {
 
 CheckpointState read_checkpoint(const std::string& dir_arg, const ParamTable& table,
                                 float* params, float* m, float* v,
-                                std::vector<std::string>* fresh_moments) {
+                                std::vector<std::string>* fresh_moments,
+                                bool verify_frozen_base) {
     const std::string dir = strip_trailing_slashes(dir_arg);
     if (!params) fail(Status::InvalidArgument, "read_checkpoint '", dir, "': params is null");
     if ((m == nullptr) != (v == nullptr))
@@ -272,7 +324,17 @@ CheckpointState read_checkpoint(const std::string& dir_arg, const ParamTable& ta
              "': pass both m and v, or neither");
     require_checkpoint_files(dir, verify_manifest(dir));
     const CheckpointState state = read_state_file(dir);
-    const SafetensorsFile model = open_checked_model(dir, table);
+    const SafetensorsFile model = open_checked_model(dir, table, &state.frozen_sha256);
+    // Format 3: the tensors left out must be, bit for bit, the base the caller holds.
+    for (const auto& [name, hex] : state.frozen_sha256) {
+        const ParamTensor* pt = table.find(name);
+        if (!verify_frozen_base || !pt || model.find(name)) continue;  // stored, or no check
+        if (tensor_sha256(*pt, params) != hex)
+            fail(Status::Config, "checkpoint '", dir, "' holds only the tensors that trained; "
+                 "its frozen '", name, "' is model.init_from = '", state.frozen_from,
+                 "' as it was then, and the base loaded now differs from it (sha256); set "
+                 "model.init_from to that base, unchanged");
+    }
 
     SafetensorsFile optim;
     std::vector<const ParamTensor*> fresh;  // trainable here, frozen in the checkpoint

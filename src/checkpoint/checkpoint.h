@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,10 +20,14 @@ namespace trt {
 
 // Bumped when a reader of the previous version could misread a new checkpoint. The newest
 // version this library reads. 1: moments for every tensor. 2: moments for the trainable
-// tensors only (frozen ones have none). A checkpoint in which every tensor trains is written
-// as version 1, so older libtrainrt reads it.
-constexpr int64_t kCheckpointFormatVersion = 2;
+// tensors only (frozen ones have none). 3: as 2, and model.safetensors holds only the
+// tensors that train: the frozen ones are model.init_from's, named in state.json's
+// "frozen_base" with a sha256 of each. Each checkpoint is written in the lowest version that
+// holds it (every tensor trains: 1, readable by every libtrainrt).
+constexpr int64_t kCheckpointFormatVersion = 3;
 constexpr int64_t kCheckpointFormatAllMoments = 1;
+constexpr int64_t kCheckpointFormatTrainableMoments = 2;
+constexpr int64_t kCheckpointFormatFrozenBase = 3;
 
 // Everything besides the tensors that a bit-exact resume needs, plus provenance.
 struct CheckpointState {
@@ -34,12 +39,21 @@ struct CheckpointState {
     double loss_scale = 1.0;      // fp16 dynamic loss scale (1 on fp32 backends)
     std::string library_version;  // trainrt_version_string() of the writer
     std::string config_toml;      // the resolved run config the checkpoint was trained with
+    // Format 3: the frozen tensors model.safetensors leaves out — name -> tensor_sha256 of
+    // its values — and the model.init_from they are read from. Empty: every tensor stored.
+    std::string frozen_from;
+    std::map<std::string, std::string> frozen_sha256;
 };
+
+// Lower-case hex SHA-256 of a tensor's fp32 values as stored (little-endian, no padding
+// rows): the identity of a frozen tensor a format-3 checkpoint does not hold.
+std::string tensor_sha256(const ParamTensor& t, const float* host_params);
 
 // Writes a complete checkpoint into `dir` (which must not exist: Error(Io) saying so) via
 // `dir`.tmp. params: host buffer of table.total() floats in ParamTable order; m, v: of
 // table.grad_total() floats (the trainable tensors at their grad_offset). state's
-// format_version is ignored: the version is chosen by what the files hold.
+// format_version is ignored: the version is chosen by what the files hold. With
+// state.frozen_sha256 (frozen tensors only) those tensors are left out of model.safetensors.
 // A stale `dir`.tmp from a crashed writer is removed first. On failure nothing named `dir`
 // exists and the temporary directory is removed.
 void write_checkpoint(const std::string& dir, const ParamTable& table, const float* params,
@@ -61,11 +75,16 @@ void write_or_replace_checkpoint(const std::string& dir, const ParamTable& table
 // and returns the state. m/v are table.grad_total() floats (the trainable tensors at their
 // grad_offset); a trainable tensor whose moments the checkpoint lacks (it was frozen there:
 // format 2 only) gets zero moments and its name appended to *fresh_moments (when given).
-// Moments of tensors frozen now are skipped. Buffers are written only after every check
-// passed.
+// Moments of tensors frozen now are skipped. Format 3: params must already hold the base
+// (model.init_from's values) for the tensors the checkpoint leaves out; each is verified
+// against the recorded sha256 (Error(Config) naming the tensor and model.init_from) and
+// kept. Buffers are written only after every check passed.
+// verify_frozen_base false: skip the format-3 check (an adapter export, which reads only the
+// stored tensors and needs no base).
 CheckpointState read_checkpoint(const std::string& dir, const ParamTable& table, float* params,
                                 float* m, float* v,
-                                std::vector<std::string>* fresh_moments = nullptr);
+                                std::vector<std::string>* fresh_moments = nullptr,
+                                bool verify_frozen_base = true);
 
 // Manifest + state.json only (no tensors): what config_from_checkpoint needs.
 CheckpointState read_checkpoint_state(const std::string& dir);

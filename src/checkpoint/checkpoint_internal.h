@@ -2,6 +2,7 @@
 // file names, the manifest, the HF config.json, and tensor checks/loads that both
 // read_checkpoint and export_checkpoint_hf use.
 #pragma once
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -67,10 +68,13 @@ std::vector<TensorToWrite> table_tensors(const ParamTable& table, const float* d
 // table's shapes, and that config.json's dims (n_head included) equal the table's:
 // Error(Config) naming the tensor, both shapes and the model.* keys otherwise. Returns the
 // opened (memory-mapped) file; nothing is copied yet.
-SafetensorsFile open_checked_model(const std::string& dir, const ParamTable& table);
+// absent_ok (format 3): tensors that may be missing (the frozen base's).
+SafetensorsFile open_checked_model(const std::string& dir, const ParamTable& table,
+                                   const std::map<std::string, std::string>* absent_ok = nullptr);
 
 // Copies every tensor of a checked file into host (table.total() floats) at the table's
-// offsets, names prefixed with `prefix`.
+// offsets, names prefixed with `prefix`; a tensor the file lacks (format 3's frozen base)
+// keeps what host holds.
 void copy_tensors(const SafetensorsFile& file, const ParamTable& table, float* host,
                   const std::string& prefix = "");
 

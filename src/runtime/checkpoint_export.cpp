@@ -5,6 +5,7 @@
 #include "config/config.h"
 #include "core/error.h"
 #include "model/lora.h"
+#include "model/model_weights.h"
 #include "model/peft_adapter.h"
 
 namespace trt {
@@ -14,18 +15,24 @@ void export_checkpoint(const std::string& dir, const std::string& out_dir, Expor
                        const std::function<void(const CheckpointState&)>& before_writing) {
     const CheckpointState recorded = read_checkpoint_state(dir);
     const RunConfig run = Config::from_string(recorded.config_toml, "", dir + "/state.json").run();
-    if (run.lora.rank == 0) {
-        if (kind == ExportKind::Adapter)
-            fail(Status::InvalidArgument, "checkpoint '", dir, "' has no LoRA adapters (its run "
-                 "had lora.rank = 0); export it as a model instead");
+    if (run.lora.rank == 0 && kind == ExportKind::Adapter)
+        fail(Status::InvalidArgument, "checkpoint '", dir, "' has no LoRA adapters (its run "
+             "had lora.rank = 0); export it as a model instead");
+    // Every tensor stored, no adapters: the plain export.
+    if (run.lora.rank == 0 && recorded.frozen_sha256.empty())
         return export_checkpoint_hf(dir, out_dir, dtype, kDefaultMaxShardBytes, before_writing);
-    }
     refuse_export_into_checkpoint(dir, out_dir, "export");
     ModelSpec spec = read_checkpoint_model_spec(dir);
     spec.lora = lora_spec(run.lora, spec);
     const ParamTable table(spec);
     std::vector<float> params(table.total());
-    const CheckpointState state = read_checkpoint(dir, table, params.data(), nullptr, nullptr);
+    // A checkpoint without its frozen base (format 3): a model export reads the base from
+    // the model.init_from it names (verified against its digests); an adapter export needs
+    // only the adapters.
+    const bool need_base = kind == ExportKind::Model && !recorded.frozen_sha256.empty();
+    if (need_base) load_init_weights(table, recorded.frozen_from, params.data());
+    const CheckpointState state = read_checkpoint(dir, table, params.data(), nullptr, nullptr,
+                                                  nullptr, need_base);
     if (before_writing) before_writing(state);
     if (kind == ExportKind::Adapter) {
         write_peft_adapter(table, params.data(), out_dir, run.model.init_from,

@@ -14,6 +14,8 @@ enum class ExportKind {
     Adapter,  // adapter_config.json + adapter_model.safetensors (LoRA runs only)
 };
 
+// A checkpoint that leaves its frozen base out (format 3) reads it, for a model export, from
+// the model.init_from it records.
 // Verifies the checkpoint as read_checkpoint does, calls before_writing (when given) with its
 // state before anything is written, then writes out_dir. Error(InvalidArgument) for an
 // adapter export of a run without adapters, or out_dir == the checkpoint.

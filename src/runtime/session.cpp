@@ -118,6 +118,11 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
                        "diverged run); use another adapter or set lora.init_from = \"\"");
     }
     backend_->copy_to_device(model_->params(), host.data(), host.size() * sizeof(float));
+    // A frozen base read from model.init_from need not be in checkpoints: its digests stand
+    // for it (a fine-tune's checkpoint then holds the adapters, or the tensors that train).
+    if (!mc.init_from.empty())
+        for (const ParamTensor& t : model_->table().tensors())
+            if (!t.trainable) frozen_sha256_[t.name] = tensor_sha256(t, host.data());
     optimizer_ = std::make_unique<AdamW>(*backend_, model_->table(), run_.optim,
                                          precision_ == Precision::Fp16, run_.accel.fused_adamw);
     scalars_ = static_cast<StepScalars*>(backend_->alloc(sizeof(StepScalars), "step scalars"));
@@ -749,6 +754,10 @@ CheckpointState Session::checkpoint_state() const {
     st.loss_scale = loss_scale_;
     st.library_version = kVersionString;
     st.config_toml = config_.dump();
+    if (!frozen_sha256_.empty()) {
+        st.frozen_from = run_.model.init_from;
+        st.frozen_sha256 = frozen_sha256_;
+    }
     return st;
 }
 
@@ -794,6 +803,10 @@ void Session::load(const std::string& path) {
     const std::string dir = resolve_checkpoint(path);
     const size_t n = model_->table().total(), ng = model_->table().grad_total();
     std::vector<float> params(n), m(ng), v(ng);
+    // The current weights first: a checkpoint without its frozen base (format 3) keeps ours,
+    // once their digests match the ones it recorded.
+    sync();
+    backend_->copy_to_host(params.data(), model_->params(), n * sizeof(float));
     std::vector<std::string> fresh_moments;
     const CheckpointState st = read_checkpoint(dir, model_->table(), params.data(), m.data(),
                                                v.data(), &fresh_moments);
@@ -819,6 +832,13 @@ void Session::load(const std::string& path) {
     backend_->copy_to_device(model_->params(), params.data(), n * sizeof(float));
     backend_->copy_to_device(optimizer_->m(), m.data(), ng * sizeof(float));
     backend_->copy_to_device(optimizer_->v(), v.data(), ng * sizeof(float));
+    // A checkpoint that stored other values for the frozen tensors: they are no longer
+    // model.init_from's, so later checkpoints store them.
+    for (const auto& [name, hex] : frozen_sha256_)
+        if (tensor_sha256(*model_->table().find(name), params.data()) != hex) {
+            frozen_sha256_.clear();
+            break;
+        }
     step_ = st.step;
     tokens_total_ = st.tokens_total;
     cursor_.shard = st.cursor_shard;

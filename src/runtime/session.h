@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -130,6 +131,10 @@ private:
     std::unique_ptr<Backend> backend_;
     Precision precision_ = Precision::Fp32;  // resolved
     std::unique_ptr<Decoder> model_;
+    // The frozen tensors as model.init_from gave them (name -> tensor_sha256): while they
+    // hold, checkpoints leave them out (format 3). Empty: random init, nothing frozen, or a
+    // load replaced them.
+    std::map<std::string, std::string> frozen_sha256_;
     std::unique_ptr<AdamW> optimizer_;
     std::optional<TokenDataset> train_data_;
     std::optional<TokenDataset> val_data_;

@@ -305,6 +305,10 @@ grep -q 'lora_' merged/model.safetensors && fail "lora: the merged model holds a
 "$TRAINRT" train lora.toml --fresh --set 'lora.init_from="adapter"' \
     --set train.out_dir=lora_out2 --set train.steps=1 >lora2.out 2>&1 ||
     { cat lora2.out; fail "lora: training from the exported adapter"; }
+grep -q '"format_version": 3' "lora_out/$(cat lora_out/latest)/state.json" ||
+    fail "lora: the checkpoint holds the base (expected format 3: adapters only)"
+"$TRAINRT" sample lora_out --prompt "ROMEO:" --tokens 8 >lora_sample.out 2>&1 ||
+    { cat lora_sample.out; fail "lora: sample from an adapters-only checkpoint"; }
 expect_failure lora_merge_plain "no LoRA adapters" "$TRAINRT" export out hfm --merge
 expect_failure lora_bad_module "names no linear layer" "$TRAINRT" train lora.toml --fresh \
     --set 'lora.target_modules=["q_proj"]' --set train.out_dir=lora_bad

@@ -15,6 +15,7 @@ Importing this module without torch/numpy prints why and exits 77 (CTest: skippe
 import argparse
 import fnmatch
 import glob
+import hashlib
 import json
 import math
 import os
@@ -424,7 +425,8 @@ def compare_case(case, trt, ref, grad_clip, tol):
     return worst, failures
 
 
-def compare_final_weights(out_dir, final, steps, rtol, split=None, split_label=None):
+def compare_final_weights(out_dir, final, steps, rtol, split=None, split_label=None,
+                          frozen_absent=()):
     """If trainrt left a model.safetensors under out_dir (the step-`steps` checkpoint, or any
     final export), compare it tensor by tensor with the reference's final weights:
     ||got - ref|| / ||ref|| <= rtol. Tensors trainrt writes and the reference lacks (e.g. a tied
@@ -445,6 +447,8 @@ def compare_final_weights(out_dir, final, steps, rtol, split=None, split_label=N
     worst, worst_name, side_worst, failures = 0.0, None, 0.0, []
     for n, ref in final.items():
         g = got.get(n, got.get("transformer." + n))
+        if g is None and n in frozen_absent:
+            continue  # a frozen base tensor a format-3 checkpoint leaves out (checked apart)
         if g is None or tuple(g.shape) != tuple(ref.shape):
             failures.append(f"final weights: {n} missing or misshapen in {path}")
             continue
@@ -472,14 +476,29 @@ def check_frozen_weights(out_dir, init, patterns, steps):
     if not found:
         return ["--trainable: no final checkpoint to check the frozen tensors (add --final-weights)"]
     got = read_safetensors(sorted(found)[-1])
-    failures, checked = [], 0
+    # A checkpoint that leaves the frozen base out (format 3) names each such tensor by the
+    # sha256 of its fp32 values in state.json: hashed here independently from the init.
+    with open(os.path.join(os.path.dirname(sorted(found)[-1]), "state.json")) as f:
+        state = json.load(f)
+    digests = state.get("frozen_base", {}).get("tensors", {})
+    failures, checked, by_digest = [], 0, 0
     for n, t in init.items():
         if is_trainable(n, patterns):
             continue
         checked += 1
-        if n not in got or not torch.equal(got[n], t.to(got[n].dtype)):
-            failures.append(f"frozen tensor {n} changed (or is missing) in {found[-1]}")
-    print(f"   frozen tensors bit-identical to the init: {checked - len(failures)}/{checked}")
+        if n in got:
+            if not torch.equal(got[n], t.to(got[n].dtype)):
+                failures.append(f"frozen tensor {n} changed in {found[-1]}")
+        elif n in digests:
+            by_digest += 1
+            want = hashlib.sha256(t.to(torch.float32).numpy().astype("<f4").tobytes()).hexdigest()
+            if digests[n] != want:
+                failures.append(f"frozen tensor {n}: state.json's sha256 {digests[n]} is not "
+                                f"the init's {want}")
+        else:
+            failures.append(f"frozen tensor {n} is neither in {found[-1]} nor in frozen_base")
+    print(f"   frozen tensors bit-identical to the init: {checked - len(failures)}/{checked}"
+          f" ({by_digest} by the checkpoint's sha256, the base being left out)")
     return failures
 
 
@@ -722,8 +741,9 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
             continue
         worst, failures = compare_case(case, trt, ref, optim["grad_clip"], tol)
         print(f"   trainrt ran in {secs:.2f} s; sampler wrapped {wraps}x in this case")
+        frozen_names = {n for n in init if trainable and not is_trainable(n, trainable)}
         wworst, wfail = compare_final_weights(out_dir, final, args.steps, tol.weight,
-                                              weight_split, weight_split_label)
+                                              weight_split, weight_split_label, frozen_names)
         if trainable:
             wfail += check_frozen_weights(out_dir, init, trainable, args.steps)
         worst["weights"] = wworst

@@ -116,7 +116,8 @@ TEST_P(CapiLora, FineTuneExportReloadAndMerge) {
     ASSERT_NE(merged, nullptr);
     EXPECT_NEAR(forward(merged), trained, 1e-5 * trained);
 
-    // A checkpoint: the base tensors' moments are absent; both exports from it match the
+    // A checkpoint of a fine-tune holds the adapters and their moments only (format 3): the
+    // frozen base is model.init_from's, named by its digests. Both exports from it match the
     // session's.
     char path[4096];
     size_t needed = 0;
@@ -126,8 +127,14 @@ TEST_P(CapiLora, FineTuneExportReloadAndMerge) {
     EXPECT_NE(optim.find(".lora_A.weight"), std::string::npos);
     EXPECT_EQ(optim.find(llama_ ? "m.model.embed_tokens.weight" : "m.wte.weight"),
               std::string::npos);
-    EXPECT_LT(fs::file_size(dir_ + "/ck/optimizer.safetensors"),
-              fs::file_size(dir_ + "/ck/model.safetensors") / 2);
+    const std::string model = slurp(dir_ + "/ck/model.safetensors");
+    EXPECT_NE(model.find(".lora_B.weight"), std::string::npos);
+    EXPECT_EQ(model.find(llama_ ? "model.embed_tokens.weight" : "wte.weight"), std::string::npos);
+    const std::string state = slurp(dir_ + "/ck/state.json");
+    EXPECT_NE(state.find("\"format_version\": 3"), std::string::npos) << state;
+    EXPECT_NE(state.find("\"frozen_base\""), std::string::npos) << state;
+    EXPECT_LT(fs::file_size(dir_ + "/ck/model.safetensors"),
+              fs::file_size(dir_ + "/base/model.safetensors") / 2);
     ASSERT_EQ(trainrt_checkpoint_export_adapter((dir_ + "/ck").c_str(),
                                                 (dir_ + "/adapter_ck").c_str(), TRAINRT_DTYPE_F32),
               TRAINRT_OK) << last_error();
@@ -150,7 +157,16 @@ TEST_P(CapiLora, FineTuneExportReloadAndMerge) {
         ASSERT_EQ(trainrt_session_step(&b, resumed), TRAINRT_OK);
         EXPECT_TRUE(same_bits(a.loss, b.loss)) << a.loss << " vs " << b.loss;
     }
-    for (trainrt_session* x : {s, reloaded, merged, resumed, plain}) trainrt_session_destroy(x);
+    // Another base under the same [lora] (here the merged model): the checkpoint refuses it.
+    std::string other = lora_toml();
+    other.replace(other.find("\"base\""), 6, "\"merged\"");
+    trainrt_session* wrong = session(other);
+    ASSERT_NE(wrong, nullptr);
+    EXPECT_EQ(trainrt_session_load(wrong, (dir_ + "/ck").c_str()), TRAINRT_ERR_CONFIG);
+    EXPECT_NE(last_error().find("holds only the tensors that trained"), std::string::npos)
+        << last_error();
+    for (trainrt_session* x : {s, reloaded, merged, resumed, plain, wrong})
+        trainrt_session_destroy(x);
 }
 
 TEST_P(CapiLora, AdapterMismatchesAreConfigErrors) {

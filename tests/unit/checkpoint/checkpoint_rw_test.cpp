@@ -171,11 +171,11 @@ TEST(CheckpointRw, NewerFormatVersionRefused) {
     const Model model;
     const std::string dir = write_sample(root, model);
     // A future writer may change other keys too: only format_version must be readable.
-    edit(dir + "/state.json", "\"format_version\": 1", "\"format_version\": 3");
-    edit(dir + "/state.json", "\"step\"", "\"steps_v3\"");
+    edit(dir + "/state.json", "\"format_version\": 1", "\"format_version\": 4");
+    edit(dir + "/state.json", "\"step\"", "\"steps_v4\"");
     rehash(dir);
     const std::string want = "checkpoint '" + dir +
-                             "' has format version 3; this libtrainrt reads up to 2; upgrade "
+                             "' has format version 4; this libtrainrt reads up to 3; upgrade "
                              "libtrainrt";
     std::vector<float> p(model.table.total(), 7.0f);
     EXPECT_EQ(error_of([&] { read_checkpoint(dir, model.table, p.data(), nullptr, nullptr); },
