@@ -56,4 +56,8 @@ out=$("$CARGO_TARGET_DIR/release/train_rust" "$TRAINRT_TEST_CONFIG")
 echo "$out"
 steps=$(wc -l <"$TRAINRT_TEST_EXPECTED")
 [ "$(grep -c '^step ' <<<"$out")" -eq "$steps" ] || { echo "example: expected $steps step lines" >&2; exit 1; }
+# The LoRA example: fine-tune adapters on an exported base, export them (PEFT) and the merged
+# model, and check both reload to the fine-tuned model.
+"$CARGO_TARGET_DIR/release/lora_rust" "$TRAINRT_TEST_CONFIG" "$WORK/lora"
+
 echo "rust binding: all tests passed"

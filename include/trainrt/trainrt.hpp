@@ -232,6 +232,13 @@ inline void checkpoint_export(const std::string& path, const std::string& out_di
         trainrt_checkpoint_export(path.c_str(), out_dir.c_str(), static_cast<int32_t>(dtype)));
 }
 
+// A LoRA checkpoint's adapters as a Hugging Face PEFT folder, without a session.
+inline void checkpoint_export_adapter(const std::string& path, const std::string& out_dir,
+                                      Dtype dtype = Dtype::F32) {
+    detail::check(trainrt_checkpoint_export_adapter(path.c_str(), out_dir.c_str(),
+                                                    static_cast<int32_t>(dtype)));
+}
+
 struct PreparedTokens {
     int64_t train = 0;
     int64_t val = 0;
@@ -585,6 +592,13 @@ public:
         call([&] {
             return trainrt_session_export(handle_.get(), out_dir.c_str(),
                                           static_cast<int32_t>(dtype));
+        });
+    }
+    // A LoRA run's adapters as a PEFT folder (export_hf of such a run writes the merged model).
+    void export_adapter(const std::string& out_dir, Dtype dtype = Dtype::F32) {
+        call([&] {
+            return trainrt_session_export_adapter(handle_.get(), out_dir.c_str(),
+                                                  static_cast<int32_t>(dtype));
         });
     }
     // n_new tokens continuing prompt.

@@ -156,6 +156,13 @@ namespace Trainrt
             }, "trainrt_checkpoint_latest");
         }
 
+        /// <summary>A LoRA checkpoint's adapters as a PEFT folder, without a session.</summary>
+        public static void CheckpointExportAdapter(string checkpoint, string outDir, DType dtype)
+        {
+            Errors.Check(Native.trainrt_checkpoint_export_adapter(Utf8.Arg(checkpoint, "checkpoint"),
+                Utf8.Arg(outDir, "outDir"), (int)dtype), "trainrt_checkpoint_export_adapter");
+        }
+
         /// <summary>Hugging Face GPT-2 export of a checkpoint, without a session.</summary>
         public static void CheckpointExport(string checkpoint, string outDir, DType dtype)
         {

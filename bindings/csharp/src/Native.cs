@@ -92,6 +92,8 @@ namespace Trainrt
         // checkpoints, data
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_checkpoint_latest(byte[] buf, UIntPtr cap, out UIntPtr needed, byte[] outDir);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_checkpoint_export(byte[] path, byte[] outDir, int dtype);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_export_adapter(SessionHandle session, byte[] outDir, int dtype);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_checkpoint_export_adapter(byte[] path, byte[] outDir, int dtype);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_prepare_bytes(out long trainTokens, out long valTokens, byte[] textPath, byte[] outDir, double valFraction);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_prepare_text(ref PrepareResult result, IntPtr[] inputs, UIntPtr nInputs, byte[] outDir, ref PrepareOptionsNative options);
 

@@ -174,6 +174,15 @@ namespace Trainrt
                          "trainrt_session_export");
         }
 
+        /// <summary>A LoRA run's adapters as a Hugging Face PEFT folder
+        /// (adapter_model.safetensors + adapter_config.json); Export of such a run writes the
+        /// merged model.</summary>
+        public void ExportAdapter(string outDir, DType dtype = DType.F32)
+        {
+            Errors.Check(Native.trainrt_session_export_adapter(Live(), Utf8.Arg(outDir, "outDir"), (int)dtype),
+                         "trainrt_session_export_adapter");
+        }
+
         /// <summary>nNew tokens continuing prompt; options null = library defaults.</summary>
         public int[] Sample(int[] prompt, int nNew, SampleOptions? options = null)
         {

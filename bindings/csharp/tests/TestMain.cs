@@ -293,6 +293,10 @@ static class Program
             string hf2 = hf + "-ck";
             Library.CheckpointExport(dir, hf2, DType.F32);
             T.True(File.Exists(Path.Combine(hf2, "config.json")), "checkpoint export");
+            // No LoRA adapters in this run: nothing to export as an adapter.
+            T.Throws<TrainrtException>(() => a.ExportAdapter(hf + "-adapter"), "adapter export without LoRA");
+            T.Throws<TrainrtException>(() => Library.CheckpointExportAdapter(dir, hf + "-adapter", DType.F32),
+                                       "checkpoint adapter export without LoRA");
             T.Eq("", Library.CheckpointLatest(Path.Combine(Tmp, "empty-" + Guid.NewGuid().ToString("N"))), "no latest yet");
         }
         // Into out_dir with `latest`.

@@ -409,6 +409,21 @@ func (s *Session) Export(outDir string, dtype int32) error {
 	return check(C.trainrt_session_export(s.h, o, C.int32_t(dtype)))
 }
 
+// ExportAdapter writes a LoRA run's adapters as a Hugging Face PEFT folder
+// (adapter_model.safetensors + adapter_config.json) into outDir; Export of such a run writes
+// the merged model. A run without adapters is an InvalidArgument error.
+func (s *Session) ExportAdapter(outDir string, dtype int32) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	o := cstr(outDir)
+	defer free(o)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return check(C.trainrt_session_export_adapter(s.h, o, C.int32_t(dtype)))
+}
+
 // Sample generates nNew tokens continuing prompt. opts nil = DefaultSampleOptions().
 func (s *Session) Sample(prompt []int32, nNew int, opts *SampleOptions) ([]int32, error) {
 	if err := s.lock(); err != nil {

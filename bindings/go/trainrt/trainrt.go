@@ -191,6 +191,16 @@ func CheckpointExport(path, outDir string, dtype int32) error {
 	return check(C.trainrt_checkpoint_export(p, o, C.int32_t(dtype)))
 }
 
+// CheckpointExportAdapter writes a LoRA checkpoint's adapters as a PEFT folder into outDir.
+func CheckpointExportAdapter(path, outDir string, dtype int32) error {
+	p, o := cstr(path), cstr(outDir)
+	defer free(p)
+	defer free(o)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return check(C.trainrt_checkpoint_export_adapter(p, o, C.int32_t(dtype)))
+}
+
 // PrepareBytes tokenizes a text file byte by byte into outDir/train.bin and outDir/val.bin;
 // it returns the token counts written.
 func PrepareBytes(textPath, outDir string, valFraction float64) (trainTokens, valTokens int64, err error) {

@@ -552,6 +552,9 @@ func TestSaveLoadEvalSample(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(exp, "model.safetensors")); err != nil {
 		t.Fatal(err)
 	}
+	// No LoRA adapters in this run: nothing to export as an adapter.
+	asError(t, a.ExportAdapter(filepath.Join(dir, "adapter"), DTypeF32), ErrInvalidArgument)
+	asError(t, CheckpointExportAdapter(ckpt, filepath.Join(dir, "adapter"), DTypeF32), ErrInvalidArgument)
 	if _, err := ConfigFromCheckpoint(ckpt); err != nil {
 		t.Fatal(err)
 	}

@@ -344,6 +344,11 @@ TEST_F(CppWrapper, SaveLoadExportLatestAndConfigFromCheckpoint) {
     EXPECT_TRUE(fs::exists(dir_ + "/hf16/model.safetensors"));
     EXPECT_LT(fs::file_size(dir_ + "/hf16/model.safetensors"),
               fs::file_size(dir_ + "/hf/model.safetensors"));
+    // No LoRA adapters in this run (the LoRA path itself: capi_lora_test.cpp).
+    EXPECT_TRAINRT_ERROR(s.export_adapter(dir_ + "/adapter"), TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_TRAINRT_ERROR(trainrt::checkpoint_export_adapter(dir_ + "/ckpt", dir_ + "/adapter"),
+                         TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_FALSE(fs::exists(dir_ + "/adapter"));
 }
 
 TEST_F(CppWrapper, SampleIsDeterministicAndMatchesTheCApi) {

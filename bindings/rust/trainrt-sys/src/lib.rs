@@ -459,6 +459,16 @@ extern "C" {
         out_dir: *const c_char,
         dtype: i32,
     ) -> trainrt_status;
+    pub fn trainrt_session_export_adapter(
+        session: *mut trainrt_session,
+        out_dir: *const c_char,
+        dtype: i32,
+    ) -> trainrt_status;
+    pub fn trainrt_checkpoint_export_adapter(
+        path: *const c_char,
+        out_dir: *const c_char,
+        dtype: i32,
+    ) -> trainrt_status;
 
     pub fn trainrt_sample_options_init(options: *mut trainrt_sample_options);
     pub fn trainrt_session_sample(

@@ -41,7 +41,7 @@ pub use callbacks::{set_default_log, LogCallback, LogLevel};
 pub use config::{Config, ModelInfo};
 pub use error::{Error, Result, Status};
 pub use session::{
-    checkpoint_export, checkpoint_latest, prepare_bytes, Dtype, Metrics, Progress, ProgressKind,
+    checkpoint_export, checkpoint_export_adapter, checkpoint_latest, prepare_bytes, Dtype, Metrics, Progress, ProgressKind,
     SampleOptions, Session, StepResult, StopHandle, TrainOutcome,
 };
 pub use tokenizer::{prepare_text, prepare_text_with, PrepareOptions, PrepareResult, Tokenizer};

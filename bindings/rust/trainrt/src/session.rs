@@ -479,6 +479,17 @@ impl Session {
         check(unsafe { sys::trainrt_session_export(raw, p.as_ptr(), dtype as i32) }).map(|_| ())
     }
 
+    /// A LoRA run's adapters as a Hugging Face PEFT folder (`adapter_model.safetensors` +
+    /// `adapter_config.json`); `export` of such a run writes the merged model. A run without
+    /// adapters is `InvalidArgument`.
+    pub fn export_adapter(&mut self, out_dir: impl AsRef<Path>, dtype: Dtype) -> Result<()> {
+        let p = cpath(out_dir.as_ref())?;
+        let raw = self.raw();
+        // SAFETY: as step.
+        check(unsafe { sys::trainrt_session_export_adapter(raw, p.as_ptr(), dtype as i32) })
+            .map(|_| ())
+    }
+
     /// `n_new` tokens continuing `prompt` (training state unchanged).
     pub fn sample(
         &mut self,
@@ -538,6 +549,18 @@ pub fn checkpoint_export(
     let (p, o) = (cpath(path.as_ref())?, cpath(out_dir.as_ref())?);
     // SAFETY: valid C strings.
     check(unsafe { sys::trainrt_checkpoint_export(p.as_ptr(), o.as_ptr(), dtype as i32) })
+        .map(|_| ())
+}
+
+/// A LoRA checkpoint's adapters as a PEFT folder, without a session.
+pub fn checkpoint_export_adapter(
+    path: impl AsRef<Path>,
+    out_dir: impl AsRef<Path>,
+    dtype: Dtype,
+) -> Result<()> {
+    let (p, o) = (cpath(path.as_ref())?, cpath(out_dir.as_ref())?);
+    // SAFETY: valid C strings.
+    check(unsafe { sys::trainrt_checkpoint_export_adapter(p.as_ptr(), o.as_ptr(), dtype as i32) })
         .map(|_| ())
 }
 
