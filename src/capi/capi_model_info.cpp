@@ -56,7 +56,8 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
                 cudnn_sizes::op_scratch_bytes_without_workspace(B, T, shape.C, shape.NH);
             attention = &cudnn;
         }
-        ModelInfo m = model_info(shape, B, T, *backend, attention, r.train.trainable);
+        ModelInfo m = model_info(shape, B, T, *backend, attention, r.train.trainable,
+                                 r.train.recompute);
         if (cuda_lowp) {
             const size_t n = ParamTable(shape).total();
             const int64_t working = 2 * static_cast<int64_t>(n) -

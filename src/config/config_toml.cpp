@@ -189,6 +189,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_INT(train, max_skipped_steps, 0, limits::kMaxSteps),
         TRT_PATH(train, out_dir),
         TRT_NAMES(train, trainable),
+        TRT_ENUM(train, recompute, Recompute),
 
         TRT_FLOAT(optim, lr, 0.0, true, limits::kMaxFloat),
         betas_key("optim", "betas", TRT_FIELD(double, optim, beta1),

@@ -58,6 +58,15 @@ const char* to_string(AttentionKind v) {
     return "?";
 }
 
+const char* to_string(Recompute v) {
+    switch (v) {
+        case Recompute::None: return "none";
+        case Recompute::Mlp: return "mlp";
+        case Recompute::Block: return "block";
+    }
+    return "?";
+}
+
 const char* to_string(CpuMatmul v) {
     switch (v) {
         case CpuMatmul::Auto: return "auto";

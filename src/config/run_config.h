@@ -16,6 +16,9 @@ enum class Precision { Auto, Fp32, Tf32, Bf16, Fp16 };
 enum class AttentionKind { Auto, Cudnn, Matmul };
 // Which library the CPU backend's matmuls run on (docs/CONFIG.md, accel.cpu_matmul).
 enum class CpuMatmul { Auto, Onednn, Openblas };
+// train.recompute: which activations the backward recomputes instead of keeping
+// (model/activations.h).
+enum class Recompute { None, Mlp, Block };
 enum class Placement { Auto, Device, Host };
 
 struct ModelConfig {
@@ -59,6 +62,7 @@ struct TrainConfig {
     // Tensor-name patterns of the parameters that train (model/trainable.h); the others are
     // frozen. Empty = every parameter trains.
     std::vector<std::string> trainable;
+    Recompute recompute = Recompute::None;  // activations recomputed in the backward
 };
 
 struct OptimConfig {
@@ -131,6 +135,7 @@ const char* to_string(DeviceKind v);
 const char* to_string(Precision v);
 const char* to_string(AttentionKind v);
 const char* to_string(CpuMatmul v);
+const char* to_string(Recompute v);
 const char* to_string(Placement v);
 
 }  // namespace trt

@@ -5,7 +5,8 @@
 namespace trt {
 
 size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
-                           size_t att_scratch, DType act, void* base, Activations* out) {
+                           size_t att_scratch, DType act, Recompute recompute, void* base,
+                           Activations* out) {
     const size_t N = static_cast<size_t>(B) * static_cast<size_t>(T);
     const size_t C = static_cast<size_t>(s.C), F = static_cast<size_t>(s.F);
     const size_t QKV = static_cast<size_t>(s.qkv_width());
@@ -27,21 +28,51 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
     };
     take(a.encoded, N * C);
     a.layers.resize(static_cast<size_t>(s.L));
+    // The shared buffers (carved once, below the per-block ones, when any block exists).
+    const bool block = recompute == Recompute::Block;
+    const bool mlp = block || recompute == Recompute::Mlp;
+    LayerActivations shared{};
+    if (s.L > 0) {
+        take(shared.attproj, N * C);
+        take(shared.fcproj, N * C);
+        if (block) {
+            take(shared.qkv, N * QKV);
+            take(shared.atty, N * C);
+            take_f32(shared.att_saved, att_saved);
+            take(shared.residual2, N * C);
+            take(shared.ln2, N * C);
+            take_f32(shared.ln2_mean, stats);
+            take_f32(shared.ln2_rstd, N);
+        }
+        if (mlp) {
+            take(shared.mlp_pre, N * UP);
+            take(shared.mlp_act, N * F);
+        }
+    }
     for (LayerActivations& l : a.layers) {
         take(l.ln1, N * C);
         take_f32(l.ln1_mean, stats);
         take_f32(l.ln1_rstd, N);
-        take(l.qkv, N * QKV);
-        take(l.atty, N * C);
-        take_f32(l.att_saved, att_saved);
-        take(l.attproj, N * C);
-        take(l.residual2, N * C);
-        take(l.ln2, N * C);
-        take_f32(l.ln2_mean, stats);
-        take_f32(l.ln2_rstd, N);
-        take(l.mlp_pre, N * UP);
-        take(l.mlp_act, N * F);
-        take(l.fcproj, N * C);
+        if (block) {
+            l.qkv = shared.qkv, l.atty = shared.atty, l.att_saved = shared.att_saved;
+            l.residual2 = shared.residual2, l.ln2 = shared.ln2;
+            l.ln2_mean = shared.ln2_mean, l.ln2_rstd = shared.ln2_rstd;
+        } else {
+            take(l.qkv, N * QKV);
+            take(l.atty, N * C);
+            take_f32(l.att_saved, att_saved);
+            take(l.residual2, N * C);
+            take(l.ln2, N * C);
+            take_f32(l.ln2_mean, stats);
+            take_f32(l.ln2_rstd, N);
+        }
+        if (mlp) {
+            l.mlp_pre = shared.mlp_pre, l.mlp_act = shared.mlp_act;
+        } else {
+            take(l.mlp_pre, N * UP);
+            take(l.mlp_act, N * F);
+        }
+        l.attproj = shared.attproj, l.fcproj = shared.fcproj;
         take(l.residual3, N * C);
     }
     take(a.lnf, N * C);

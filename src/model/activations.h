@@ -14,6 +14,15 @@
 
 namespace trt {
 
+// Which buffers a block keeps for the backward (train.recompute); the others are one buffer
+// shared by every block, which the backward refills by re-running that part of the block's
+// forward (the same ops on the same inputs: the same bits).
+//   none   every block keeps everything the backward reads
+//   mlp    mlp_pre and mlp_act shared (recomputed from ln2)
+//   block  a block keeps ln1 (+ stats) and residual3 only; qkv, attention state, residual2,
+//          ln2 and the MLP's buffers are shared (recomputed from ln1)
+// attproj and fcproj are shared in every mode: only the forward's fused residual norms read
+// them.
 struct LayerActivations {  // one decoder block, each [N = B*T, ...]
     Act ln1;           // [N, C] the attention's normalised input
     float* ln1_mean;   // [N] LayerNorm only
@@ -54,6 +63,7 @@ struct Activations {
 // 64-byte aligned) into *out, activations (Act) in `act` elements, and returns the bytes it
 // spans. With base == nullptr and out == nullptr it only counts.
 size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
-                           size_t att_scratch, DType act, void* base, Activations* out);
+                           size_t att_scratch, DType act, Recompute recompute, void* base,
+                           Activations* out);
 
 }  // namespace trt

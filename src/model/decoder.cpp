@@ -11,10 +11,10 @@
 namespace trt {
 
 Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
-                 const std::vector<std::string>& trainable)
-    : be_(backend), table_(spec), B_(B), T_(T) {
+                 const DecoderOptions& options)
+    : be_(backend), table_(spec), B_(B), T_(T), recompute_(options.recompute) {
     const ModelSpec& s = spec;
-    table_.set_trainable(trainable_flags(table_, trainable));
+    table_.set_trainable(trainable_flags(table_, options.trainable));
     embeddings_train_ = false;
     backward_from_layer_ = s.L;
     for (const ParamTensor& t : table_.tensors()) {
@@ -31,7 +31,8 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
     const size_t att_saved = be_.attention_saved_floats(B, T, s.C, s.NH, s.NKV);
     const size_t att_scratch = be_.attention_scratch_floats(B, T, s.C, s.NH, s.NKV);
     const DType act = be_.activation_dtype();
-    act_bytes_ = lay_out_activations(s, B, T, att_saved, att_scratch, act, nullptr, nullptr);
+    act_bytes_ = lay_out_activations(s, B, T, att_saved, att_scratch, act, recompute_, nullptr,
+                                     nullptr);
 
     params_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float), "parameters"));
     grads_ = static_cast<float*>(be_.alloc(table_.grad_total() * sizeof(float), "gradients"));
@@ -42,7 +43,7 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
     inputs_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "input ids"));
     targets_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "target ids"));
     be_.register_params(params_, table_.total());
-    lay_out_activations(s, B, T, att_saved, att_scratch, act, act_base_, &acts_);
+    lay_out_activations(s, B, T, att_saved, att_scratch, act, recompute_, act_base_, &acts_);
     if (!s.learned_positions()) {
         const RopeTables rope = make_rope_tables(s.maxT, s.hs(), s.rope_theta);
         const size_t bytes = rope.cos.size() * sizeof(float);
@@ -162,6 +163,51 @@ void Decoder::norm_backward(Act dinp, float* dwt, float* db, ConstAct dout,
         be_.layernorm_backward(dinp, dwt, db, dout, inp, wt, mean, rstd, N, s.C);
 }
 
+ConstAct Decoder::block_input(int i) const {
+    return i == 0 ? ConstAct(acts_.encoded) : ConstAct(acts_.layers[i - 1].residual3);
+}
+
+// ln1 (already written) -> qkv (rotated) -> attention -> attproj -> residual2, ln2.
+void Decoder::block_attention_forward(int i, int B, int T) {
+    const ModelSpec& s = spec();
+    const int N = B * T, C = s.C;
+    const WeightLayout lin = s.linear_layout();
+    LayerActivations& a = acts_.layers[i];
+    const float* Wqkv = s.split_qkv() ? w(Slot::Q, i) : w(Slot::Qkv, i);
+    be_.matmul_forward(a.qkv, a.ln1, Wqkv, w(Slot::QkvBias, i), N, C, s.qkv_width(), lin);
+    for (Slot p : {Slot::Qkv, Slot::Q, Slot::K, Slot::V}) lora_forward(p, i, a.ln1, a.qkv, N);
+    if (!s.learned_positions())
+        be_.rope_forward(a.qkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0);
+    be_.attention_forward(a.atty, a.att_saved, a.qkv, B, T, C, s.NH, s.NKV);
+    be_.matmul_forward(a.attproj, a.atty, w(Slot::AttnOut, i), nullptr, N, C, C, lin);
+    lora_forward(Slot::AttnOut, i, a.atty, a.attproj, N);
+    residual_norm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, block_input(i), a.attproj,
+                          w(Slot::AttnOutBias, i), w(Slot::MlpNorm, i), w(Slot::MlpNormBias, i),
+                          N);
+}
+
+// ln2 -> mlp_pre -> mlp_act.
+void Decoder::block_mlp_up_forward(int i, int N) {
+    const ModelSpec& s = spec();
+    const int C = s.C, F = s.F;
+    const WeightLayout lin = s.linear_layout();
+    LayerActivations& a = acts_.layers[i];
+    if (s.gated_mlp()) {
+        // [gate | up] [N, 2F] in one matmul: gate_proj and up_proj are adjacent.
+        be_.matmul_forward(a.mlp_pre, a.ln2, w(Slot::Gate, i), nullptr, N, C, 2 * F, lin);
+        lora_forward(Slot::Gate, i, a.ln2, a.mlp_pre, N);
+        lora_forward(Slot::Up, i, a.ln2, a.mlp_pre, N);
+        be_.swiglu_forward(a.mlp_act, a.mlp_pre, N, F);
+    } else if (table_.lora_a(Slot::Up, i)) {  // the adapter goes in before the GELU
+        be_.matmul_forward(a.mlp_pre, a.ln2, w(Slot::Up, i), w(Slot::UpBias, i), N, C, F, lin);
+        lora_forward(Slot::Up, i, a.ln2, a.mlp_pre, N);
+        be_.gelu_forward(a.mlp_act, a.mlp_pre, static_cast<size_t>(N) * F);
+    } else {
+        be_.matmul_gelu_forward(a.mlp_pre, a.mlp_act, a.ln2, w(Slot::Up, i), w(Slot::UpBias, i),
+                                N, C, F);
+    }
+}
+
 // One block, GPT-2 names | Llama names:
 //   ln1 = norm1(x)                                   ln_1 | input_layernorm
 //   qkv = ln1 · Wqkv (+ b)                           c_attn | [q_proj; k_proj; v_proj]
@@ -193,36 +239,11 @@ void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, 
         norm_forward(A.lnf, A.lnf_mean, A.lnf_rstd, A.encoded, w(Slot::FinalNorm),
                      w(Slot::FinalNormBias), N);
     }
-    ConstAct residual = A.encoded;  // [N, C]
     for (int i = 0; i < L; ++i) {
         LayerActivations& a = A.layers[i];
         // a.ln1 was written above (block 0) or by the previous block's fused norm.
-        const float* Wqkv = s.split_qkv() ? w(Slot::Q, i) : w(Slot::Qkv, i);
-        be_.matmul_forward(a.qkv, a.ln1, Wqkv, w(Slot::QkvBias, i), N, C, s.qkv_width(), lin);
-        for (Slot p : {Slot::Qkv, Slot::Q, Slot::K, Slot::V}) lora_forward(p, i, a.ln1, a.qkv, N);
-        if (!s.learned_positions())
-            be_.rope_forward(a.qkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0);
-        be_.attention_forward(a.atty, a.att_saved, a.qkv, B, T, C, s.NH, s.NKV);
-        be_.matmul_forward(a.attproj, a.atty, w(Slot::AttnOut, i), nullptr, N, C, C, lin);
-        lora_forward(Slot::AttnOut, i, a.atty, a.attproj, N);
-        residual_norm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, residual, a.attproj,
-                              w(Slot::AttnOutBias, i), w(Slot::MlpNorm, i),
-                              w(Slot::MlpNormBias, i), N);
-        if (s.gated_mlp()) {
-            // [gate | up] [N, 2F] in one matmul: gate_proj and up_proj are adjacent.
-            be_.matmul_forward(a.mlp_pre, a.ln2, w(Slot::Gate, i), nullptr, N, C, 2 * F, lin);
-            lora_forward(Slot::Gate, i, a.ln2, a.mlp_pre, N);
-            lora_forward(Slot::Up, i, a.ln2, a.mlp_pre, N);
-            be_.swiglu_forward(a.mlp_act, a.mlp_pre, N, F);
-        } else if (table_.lora_a(Slot::Up, i)) {  // the adapter goes in before the GELU
-            be_.matmul_forward(a.mlp_pre, a.ln2, w(Slot::Up, i), w(Slot::UpBias, i), N, C, F,
-                               lin);
-            lora_forward(Slot::Up, i, a.ln2, a.mlp_pre, N);
-            be_.gelu_forward(a.mlp_act, a.mlp_pre, static_cast<size_t>(N) * F);
-        } else {
-            be_.matmul_gelu_forward(a.mlp_pre, a.mlp_act, a.ln2, w(Slot::Up, i),
-                                    w(Slot::UpBias, i), N, C, F);
-        }
+        block_attention_forward(i, B, T);
+        block_mlp_up_forward(i, N);
         be_.matmul_forward(a.fcproj, a.mlp_act, w(Slot::Down, i), nullptr, N, F, C, lin);
         lora_forward(Slot::Down, i, a.mlp_act, a.fcproj, N);
         const bool last = i + 1 == L;
@@ -232,7 +253,6 @@ void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, 
             last ? A.lnf_rstd : next->ln1_rstd, a.residual2, a.fcproj, w(Slot::DownBias, i),
             last ? w(Slot::FinalNorm) : w(Slot::AttnNorm, i + 1),
             last ? w(Slot::FinalNormBias) : w(Slot::AttnNormBias, i + 1), N);
-        residual = a.residual3;
     }
     // Output head: logits [N, Vp] = lnf · headᵀ, head stored [Vp, C] (the token embedding when
     // tied; rows >= V are zero padding); the classifier reads the first V columns and zeroes
@@ -267,6 +287,10 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
     // gradient, so the backward ends there.
     for (int i = L - 1; i >= backward_from_layer_; --i) {
         LayerActivations& a = A.layers[i];
+        // train.recompute: refill the shared buffers with this block's values (the top block's
+        // are still there from the forward).
+        if (i + 1 < L && recompute_ == Recompute::Block) block_attention_forward(i, B, T);
+        if (i + 1 < L && recompute_ != Recompute::None) block_mlp_up_forward(i, N);
         const Act residual = i == 0 ? A.encoded : A.layers[i - 1].residual3;
         // dresidual = d residual3 = d residual2 (skip) = d fcproj (branch).
         be_.matmul_backward(A.dmlp_act, dw(Slot::Down, i), dw(Slot::DownBias, i), A.dresidual,

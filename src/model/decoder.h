@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -13,14 +14,24 @@
 
 namespace trt {
 
+// What a Decoder trains and keeps besides its shape.
+struct DecoderOptions {
+    // train.trainable's tensor-name patterns (model/trainable.h; empty = all train, or only
+    // the LoRA adapters when the spec has them).
+    std::vector<std::string> trainable;
+    // train.recompute: the activations the backward recomputes (model/activations.h).
+    Recompute recompute = Recompute::None;
+    DecoderOptions(std::vector<std::string> t = {}, Recompute r = Recompute::None)
+        : trainable(std::move(t)), recompute(r) {}
+};
+
 class Decoder {
 public:
     // Allocates params (zero), grads (zero) and activations for micro-batches up to B x T.
-    // trainable: train.trainable's tensor-name patterns (model/trainable.h; empty = all
-    // train). Frozen tensors get no gradient: grads() holds the trainable ones only, at
-    // their grad_offset, and the backward stops below the lowest layer that trains.
+    // Frozen tensors (options.trainable) get no gradient: grads() holds the trainable ones
+    // only, at their grad_offset, and the backward stops below the lowest layer that trains.
     Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
-            const std::vector<std::string>& trainable = {});
+            const DecoderOptions& options = {});
     ~Decoder();
     Decoder(const Decoder&) = delete;
     Decoder& operator=(const Decoder&) = delete;
@@ -59,6 +70,12 @@ private:
     void run_forward(const int32_t* inputs, const int32_t* targets, int B, int T,
                      float dloss_scale, bool write_grad, const StepScalars* scalars);
     void run_backward(const int32_t* inputs, int B, int T);
+    // Block i's input: the embeddings, or block i-1's output.
+    ConstAct block_input(int i) const;
+    // Block i's forward in the pieces the backward may re-run (train.recompute):
+    // ln1 -> qkv -> attention -> attproj -> residual2, ln2; and ln2 -> mlp_pre -> mlp_act.
+    void block_attention_forward(int i, int B, int T);
+    void block_mlp_up_forward(int i, int N);
     // The family's norm (LayerNorm with bias | RMSNorm), fused with the residual add before it.
     void norm_forward(Act out, float* mean, float* rstd, ConstAct inp, const float* w,
                       const float* b, int N);
@@ -92,6 +109,7 @@ private:
     // the lowest trainable tensor nothing needs a gradient.
     int backward_from_layer_ = 0;
     bool embeddings_train_ = true;
+    Recompute recompute_ = Recompute::None;
     void* act_base_ = nullptr;  // one allocation, carved by lay_out_activations into acts_
     size_t act_bytes_ = 0;
     Activations acts_{};

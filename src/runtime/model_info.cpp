@@ -11,7 +11,7 @@ namespace trt {
 
 ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend,
                      const AttentionSizing* attention,
-                     const std::vector<std::string>& trainable) {
+                     const std::vector<std::string>& trainable, Recompute recompute) {
     ParamTable table(spec);
     table.set_trainable(trainable_flags(table, trainable));
     const int64_t N = static_cast<int64_t>(B) * T;
@@ -37,7 +37,8 @@ ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend
                                      : backend.attention_scratch_floats(B, T, spec.C, spec.NH,
                                                                         spec.NKV);
     const size_t acts = lay_out_activations(spec, B, T, saved, scratch,
-                                            backend.activation_dtype(), nullptr, nullptr);
+                                            backend.activation_dtype(), recompute, nullptr,
+                                            nullptr);
     const int64_t rope = spec.learned_positions() ? 0 : int64_t{spec.maxT} * spec.hs();
     m.bytes_activations = static_cast<int64_t>(acts) + rope * 4 + 2 * N * 4 +
                           static_cast<int64_t>(attention ? attention->op_scratch_bytes : 0);

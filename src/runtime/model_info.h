@@ -30,10 +30,12 @@ struct AttentionSizing {
     size_t op_scratch_bytes = 0;
 };
 
-// trainable: train.trainable's patterns (empty: every tensor trains).
+// trainable: train.trainable's patterns (empty: every tensor trains); recompute:
+// train.recompute (the activations a block keeps).
 ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend,
                      const AttentionSizing* attention = nullptr,
-                     const std::vector<std::string>& trainable = {});
+                     const std::vector<std::string>& trainable = {},
+                     Recompute recompute = Recompute::None);
 
 // A readable account of the model for `trainrt info`: the family and shape, then the
 // parameters by part (embeddings, attention, MLP, norms, untied head) with their share.

@@ -103,7 +103,8 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
                  "train.seq_len, or use more validation data");
     }
 
-    model_ = std::make_unique<Decoder>(*backend_, run_model_spec(run_), B, T, tr.trainable);
+    model_ = std::make_unique<Decoder>(*backend_, run_model_spec(run_), B, T,
+                                       DecoderOptions(tr.trainable, tr.recompute));
     std::vector<float> host(model_->table().total());
     if (mc.init_from.empty()) {
         init_random(model_->table(), mc.seed, host.data());  // adapters included
