@@ -313,6 +313,18 @@ expect_failure lora_merge_plain "no LoRA adapters" "$TRAINRT" export out hfm --m
 expect_failure lora_bad_module "names no linear layer" "$TRAINRT" train lora.toml --fresh \
     --set 'lora.target_modules=["q_proj"]' --set train.out_dir=lora_bad
 
+# ------------------------------------------------------------------ plan
+step "trainrt plan run.toml [--max-batch --memory]"
+"$TRAINRT" plan run.toml >plan.out 2>&1 || { cat plan.out; fail "plan: non-zero exit"; }
+grep -q 'gradients + AdamW m,v' plan.out && grep -q 'a session holds' plan.out ||
+    { cat plan.out; fail "plan: components or the measured session missing"; }
+"$TRAINRT" plan run.toml --max-batch --memory 20000000 >plan2.out 2>&1 ||
+    { cat plan2.out; fail "plan --max-batch: non-zero exit"; }
+grep -Eq '^max micro-batch: [0-9]+ x 16 within' plan2.out || { cat plan2.out; fail "plan: no max batch"; }
+grep -q 'train.grad_accum = ' plan2.out || { cat plan2.out; fail "plan: no grad_accum advice"; }
+expect_failure plan_nothing_fits "none fits" "$TRAINRT" plan run.toml --max-batch --memory 1000
+expect_failure plan_bad_memory "memory" "$TRAINRT" plan run.toml --max-batch --memory lots
+
 # ------------------------------------------------------------------ info, help
 step "trainrt info run.toml, --help"
 "$TRAINRT" info run.toml >info2.out 2>/dev/null || fail "info CONFIG: non-zero exit"
@@ -320,7 +332,7 @@ grep -Eq '^model: [0-9]+ parameters' info2.out || fail "info CONFIG: no paramete
 grep -q 'FLOPs per token' info2.out || fail "info CONFIG: no FLOPs per token"
 grep -q 'memory estimate' info2.out || fail "info CONFIG: no memory estimate"
 grep -qx '\[optim\]' info2.out || fail "info CONFIG: no resolved config"
-for c in prepare train eval sample export config info; do
+for c in prepare train eval sample export config info plan; do
     "$TRAINRT" "$c" --help >help.out 2>&1 || fail "$c --help: non-zero exit"
     grep -q "usage: trainrt $c" help.out || fail "$c --help: no usage line"
 done

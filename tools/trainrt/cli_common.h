@@ -46,6 +46,8 @@ trainrt_session* create_session(trainrt_config* config);
 
 // `trainrt bench` (cmd_bench.cpp); argv holds the arguments after the command name.
 int cmd_bench(int argc, char** argv);
+// `trainrt plan` (cmd_plan.cpp): memory by component, and the largest micro-batch.
+int cmd_plan(int argc, char** argv);
 // `trainrt tokenizer train` (cmd_tokenizer.cpp), and its help text.
 int cmd_tokenizer(int argc, char** argv);
 extern const char* const kTokenizerHelp;

@@ -47,6 +47,8 @@ const char* kUsage =
     "  info [CONFIG [--set KEY=VALUE]...]\n"
     "        version and build features; with CONFIG: model size, FLOPs per token,\n"
     "        memory estimate and the resolved config\n"
+    "  plan CONFIG [--set KEY=VALUE]... [--max-batch] [--memory BYTES]\n"
+    "        memory by component vs a real session; the largest micro-batch that fits\n"
     "  bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]\n"
     "        throughput: W untimed warm-up steps, then N timed ones; tokens/s, step time\n"
     "        p50/p95, MFU and every timed step's loss (a table, or one JSON object)\n"
@@ -129,6 +131,18 @@ const CommandHelp kCommandHelp[] = {
      "Prints the library version and build features; with CONFIG also the model's parameter\n"
      "count, training FLOPs per token (6N + 6*L*C*T), a memory estimate and the resolved\n"
      "config.\n"},
+    {"plan",
+     "usage: trainrt plan CONFIG [--set KEY=VALUE]... [--max-batch] [--memory BYTES]\n"
+     "\n"
+     "The memory CONFIG's run needs on its device and precision, by component: parameters\n"
+     "(fp32 master + the bf16/fp16 working copy), gradients and AdamW moments (of the\n"
+     "trainable parameters only: LoRA, train.trainable), and one micro-batch's activations\n"
+     "(train.recompute shrinks them); then what a real session of it holds (bytes_in_use).\n"
+     "--max-batch: the largest micro-batch (train.batch_size) that fits, and the batch_size /\n"
+     "grad_accum that keep the config's tokens per step. On the CPU by the estimate, within\n"
+     "--memory BYTES or the machine's available memory; on CUDA by creating sessions (an\n"
+     "out-of-memory one is too large), --memory capping the search. Exit status 3 when no\n"
+     "micro-batch fits.\n"},
     {"bench",
      "usage: trainrt bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]\n"
      "\n"
@@ -767,6 +781,7 @@ int main(int argc, char** argv) {
     if (cmd == "config") return cmd_config(argc - 2, argv + 2);
     if (cmd == "info") return cmd_info(argc - 2, argv + 2);
     if (cmd == "bench") return cmd_bench(argc - 2, argv + 2);
+    if (cmd == "plan") return cmd_plan(argc - 2, argv + 2);
     if (cmd == "tokenizer") return cmd_tokenizer(argc - 2, argv + 2);
     return fail_usage("unknown command '" + cmd + "'");
 }

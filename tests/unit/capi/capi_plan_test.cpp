@@ -1,0 +1,142 @@
+// The memory planner's numbers (issue 19; `trainrt plan`): trainrt_config_model_info's total
+// is within 5% of what a real CPU session holds (bytes_in_use), for shapes that exercise each
+// part of the plan — grouped-query Llama with block recompute, LoRA (adapters, compact
+// gradients and moments), frozen layers. Under bf16 the CPU backend also holds the row
+// chunks it widens to fp32 (cpu_lowp.cpp, up to 16 MiB), which the estimate does not count
+// yet: those shapes are held to 15% (measured 9% and 12% under), a known gap.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "capi_test_util.h"
+#include "trainrt/trainrt.h"
+
+namespace {
+
+struct Shape {
+    const char* name;
+    const char* toml;  // appended to the base config (sections of their own)
+};
+
+class CapiPlan : public ::testing::TestWithParam<Shape> {};
+
+}  // namespace
+
+TEST_P(CapiPlan, EstimateWithinFivePercentOfTheSession) {
+    const std::string dir = scratch_dir();
+    write_shard(dir + "/train.bin", lcg_tokens(4000, 1, 64));
+    const std::string toml = std::string(R"(
+[data]
+train = "train.bin"
+[runtime]
+device = "cpu"
+threads = 2
+)") + GetParam().toml;
+    trainrt_config* c = nullptr;
+    ASSERT_EQ(trainrt_config_from_string(&c, toml.c_str(), dir.c_str()), TRAINRT_OK) << last_error();
+    if (std::string(GetParam().name).find("bf16") != std::string::npos)
+        ASSERT_EQ(trainrt_config_set(c, "runtime.precision", "\"bf16\""), TRAINRT_OK);
+    trainrt_model_info info = TRAINRT_MODEL_INFO_INIT;
+    ASSERT_EQ(trainrt_config_model_info(&info, c), TRAINRT_OK) << last_error();
+    trainrt_session* s = nullptr;
+    ASSERT_EQ(trainrt_session_create(&s, c), TRAINRT_OK) << last_error();
+    trainrt_config_destroy(c);
+    trainrt_metrics m;
+    trainrt_metrics_init(&m);
+    ASSERT_EQ(trainrt_session_step(nullptr, s), TRAINRT_OK) << last_error();  // after a step too
+    ASSERT_EQ(trainrt_session_metrics(&m, s), TRAINRT_OK);
+    const double est = static_cast<double>(info.bytes_total), got = static_cast<double>(m.bytes_in_use);
+    const bool bf16 = std::string(GetParam().name).find("bf16") != std::string::npos;
+    EXPECT_LE(std::fabs(est - got), (bf16 ? 0.15 : 0.05) * got)
+        << GetParam().name << ": estimate " << est << " vs session " << got;
+    trainrt_session_destroy(s);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CapiPlan,
+    ::testing::Values(
+        Shape{"gpt2_fp32", R"(
+[model]
+vocab_size = 64
+context_length = 64
+n_layer = 3
+n_head = 4
+d_model = 64
+[train]
+batch_size = 4
+seq_len = 64
+)"},
+        Shape{"gpt2_bf16_recompute_mlp", R"(
+# precision set below
+[model]
+vocab_size = 64
+context_length = 64
+n_layer = 3
+n_head = 4
+d_model = 64
+[train]
+batch_size = 6
+seq_len = 48
+recompute = "mlp"
+)"},
+        Shape{"llama_gqa_block", R"(
+[model]
+arch = "llama"
+vocab_size = 64
+context_length = 64
+n_layer = 4
+n_head = 4
+n_kv_head = 2
+d_model = 64
+d_ff = 160
+tie_embeddings = false
+[train]
+batch_size = 4
+seq_len = 64
+recompute = "block"
+)"},
+        Shape{"gpt2_lora_all_linear", R"(
+[model]
+vocab_size = 64
+context_length = 64
+n_layer = 3
+n_head = 4
+d_model = 64
+[lora]
+rank = 8
+alpha = 16.0
+target_modules = ["all-linear"]
+[train]
+batch_size = 4
+seq_len = 64
+)"},
+        Shape{"llama_frozen", R"(
+[model]
+arch = "llama"
+vocab_size = 64
+context_length = 64
+n_layer = 3
+n_head = 4
+d_model = 64
+d_ff = 128
+[train]
+batch_size = 4
+seq_len = 32
+trainable = ["model.layers.2.*", "model.norm.weight"]
+)"},
+        Shape{"llama_frozen_bf16", R"(
+[model]
+arch = "llama"
+vocab_size = 64
+context_length = 64
+n_layer = 3
+n_head = 4
+d_model = 64
+d_ff = 128
+[train]
+batch_size = 4
+seq_len = 32
+trainable = ["model.layers.2.*", "model.norm.weight"]
+)"}),
+    [](const ::testing::TestParamInfo<Shape>& i) { return i.param.name; });
