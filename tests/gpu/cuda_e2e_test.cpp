@@ -10,7 +10,9 @@
 //   data.placement device vs host (random and sequential samplers): bitwise in fp32;
 //   checkpoint written on CUDA, loaded on the CPU (and the reverse): the following steps'
 //   losses within 1e-4 of continuing on the first device (fp32);
-//   resume on CUDA (save at 10, load in a fresh session, 10 more): bitwise.
+//   resume on CUDA (save at 10, load in a fresh session, 10 more): bitwise;
+//   fine-tuning (LoRA on every linear, a trainable final norm, block recompute) vs the CPU,
+//   and recompute bitwise equal to none on CUDA.
 // Without a CUDA backend (runtime.device = "cuda" gives TRAINRT_ERR_UNSUPPORTED) every case
 // is skipped with the library's message; TRAINRT_REQUIRE_CUDA=1 turns that into a failure.
 #include <trainrt/trainrt.h>
@@ -287,6 +289,32 @@ TEST_P(CudaE2EP, ResumeBitwise) {
     const std::vector<double> tail(lw.begin() + 10, lw.end());
     EXPECT_TRUE(same_bits(tail, lr)) << p << ": resumed run differs from the uninterrupted one";
     compare("cuda " + p + " resumed vs whole (steps 11-20)", lr, tail, 10);
+}
+
+// Fine-tuning (issue 19): LoRA adapters on every linear layer with the base frozen and a
+// trainable final norm, block recompute — the column-slice kernels, null weight gradients,
+// the compact AdamW runs and the recomputed blocks on CUDA — against the CPU twin, and
+// recompute bitwise equal to none on CUDA itself.
+const Sets kFineTune = {{"lora.rank", "4"}, {"lora.alpha", "8.0"},
+                        {"lora.target_modules", "[\"all-linear\"]"},
+                        {"train.trainable", "[\"ln_f.*\"]"}, {"train.recompute", "\"block\""}};
+
+TEST_P(CudaE2EP, FineTuningLossesMatchCpu) {
+    const std::string p = GetParam();
+    CUDA_SESSION_OR_SKIP(g, p, kFineTune);
+    trainrt_session* c = cpu(kFineTune);
+    ASSERT_NE(c, nullptr);
+    std::vector<double> norms;
+    const auto lg = run(g, 30, &norms), lc = run(c, 30);
+    ASSERT_EQ(lg.size(), 30u);
+    ASSERT_EQ(lc.size(), 30u);
+    const size_t steps = steps_to_compare(p, norms, 30);
+    EXPECT_LE(compare("lora+frozen+recompute cuda " + p + " vs cpu", lg, lc, steps), tol_for(p));
+    Sets none = kFineTune;
+    none.back() = {"train.recompute", "\"none\""};
+    trainrt_session* g2 = cuda(p, none);
+    ASSERT_NE(g2, nullptr);
+    EXPECT_TRUE(same_bits(run(g2, 30), lg)) << "recompute changed the CUDA losses";
 }
 
 INSTANTIATE_TEST_SUITE_P(Precision, CudaE2EP, ::testing::Values("fp32", "tf32", "bf16", "fp16"),
