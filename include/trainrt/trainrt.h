@@ -358,16 +358,21 @@ TRAINRT_API trainrt_status trainrt_session_sample(int32_t* out, size_t out_cap,
 typedef struct trainrt_model_info {
     uint32_t struct_size;
     uint32_t version;               /* TRAINRT_MODEL_INFO_VERSION */
-    int64_t parameters;             /* trainable parameters (wte tied with the output) */
+    int64_t parameters;             /* the model's parameters (wte tied with the output; LoRA
+                                       adapters included) */
     double flops_per_token;         /* training: 6 * parameters + 6 * n_layer * d_model * seq_len */
     int64_t bytes_parameters;       /* fp32 weights (+ bf16/fp16: the matmuls' working copy) */
-    int64_t bytes_optimizer;        /* grads + AdamW m and v (fp32) */
-    int64_t bytes_activations;      /* activations + backward scratch for one micro-batch */
+    int64_t bytes_optimizer;        /* grads + AdamW m and v (fp32) of the trainable parameters */
+    int64_t bytes_activations;      /* activations + backward scratch for one micro-batch
+                                       (train.recompute's plan) */
     int64_t bytes_total;            /* the three above: the backend memory a session holds */
+    /* version 2 */
+    int64_t trainable_parameters;   /* those that train: all, or [lora]'s adapters and
+                                       train.trainable's tensors */
 } trainrt_model_info;
-#define TRAINRT_MODEL_INFO_VERSION 1
+#define TRAINRT_MODEL_INFO_VERSION 2
 #define TRAINRT_MODEL_INFO_INIT \
-    { (uint32_t)sizeof(trainrt_model_info), TRAINRT_MODEL_INFO_VERSION, 0, 0, 0, 0, 0, 0 }
+    { (uint32_t)sizeof(trainrt_model_info), TRAINRT_MODEL_INFO_VERSION, 0, 0, 0, 0, 0, 0, 0 }
 TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
                                                      const trainrt_config* config);
 /* A readable account of a config's model (what `trainrt info` prints): its family and shape,

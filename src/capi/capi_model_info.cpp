@@ -74,6 +74,7 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
         full.bytes_optimizer = m.bytes_optimizer;
         full.bytes_activations = m.bytes_activations;
         full.bytes_total = m.bytes_total;
+        full.trainable_parameters = m.trainable_parameters;
         capi::fill_versioned(out, full, "trainrt_config_model_info");
         return TRAINRT_OK;
     });

@@ -13,8 +13,10 @@ static_assert(offsetof(trainrt_metrics, mfu) == 112, "trainrt_metrics layout is 
 static_assert(sizeof(trainrt_progress) == 96, "trainrt_progress layout is ABI");
 static_assert(sizeof(trainrt_sample_options) == 32, "trainrt_sample_options layout is ABI");
 static_assert(offsetof(trainrt_sample_options, seed) == 24, "trainrt_sample_options layout is ABI");
-static_assert(sizeof(trainrt_model_info) == 56, "trainrt_model_info layout is ABI");
+static_assert(sizeof(trainrt_model_info) == 64, "trainrt_model_info layout is ABI");
 static_assert(offsetof(trainrt_model_info, bytes_total) == 48, "trainrt_model_info layout is ABI");
+static_assert(offsetof(trainrt_model_info, trainable_parameters) == 56,
+              "trainrt_model_info version 2 appends trainable_parameters");
 
 int trainrt_header_cxx_check();
 int trainrt_header_cxx_check() {

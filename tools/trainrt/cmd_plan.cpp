@@ -126,8 +126,10 @@ int cmd_plan(int argc, char** argv) {
     std::printf("  parameters            %12s  (%" PRId64 " parameters: fp32 master weights, "
                 "and the working copy under bf16/fp16)\n",
                 human(static_cast<double>(m.bytes_parameters)).c_str(), m.parameters);
-    std::printf("  gradients + AdamW m,v %12s  (the trainable parameters only: LoRA, "
-                "train.trainable)\n", human(static_cast<double>(m.bytes_optimizer)).c_str());
+    std::printf("  gradients + AdamW m,v %12s  (%" PRId64 " trainable parameters, %.2f%%)\n",
+                human(static_cast<double>(m.bytes_optimizer)).c_str(), m.trainable_parameters,
+                100.0 * static_cast<double>(m.trainable_parameters) /
+                    static_cast<double>(m.parameters));
     std::printf("  activations           %12s  (one micro-batch, forward + backward scratch, "
                 "train.recompute = %s)\n",
                 human(static_cast<double>(m.bytes_activations)).c_str(), recompute.c_str());

@@ -741,6 +741,11 @@ int cmd_info(int argc, char** argv) {
     if (!ok) return 1;
     std::printf("\nmodel: %lld parameters (%.2f M)\n%s", (long long)m.parameters,
                 m.parameters / 1e6, summary.c_str());
+    if (m.trainable_parameters != m.parameters)
+        std::printf("trainable: %lld parameters (%.2f%%; LoRA adapters, train.trainable); the "
+                    "others are frozen: no gradients, no AdamW state\n",
+                    (long long)m.trainable_parameters,
+                    100.0 * (double)m.trainable_parameters / (double)m.parameters);
     std::printf("training FLOPs per token: %.4g (6N + 6*L*C*T); per step: %.4g "
                 "(%lld tokens)\n",
                 m.flops_per_token, m.flops_per_token * B * T * GA, (long long)(B * T * GA));

@@ -111,8 +111,8 @@ namespace Trainrt
         }
     }
 
-    /// <summary>trainrt_model_info (56 bytes): what a config's model costs.</summary>
-    [StructLayout(LayoutKind.Sequential, Size = 56)]
+    /// <summary>trainrt_model_info (64 bytes, version 2): what a config's model costs.</summary>
+    [StructLayout(LayoutKind.Sequential, Size = 64)]
     public struct ModelInfo
     {
         public uint StructSize;
@@ -123,8 +123,10 @@ namespace Trainrt
         public long BytesOptimizer;
         public long BytesActivations;
         public long BytesTotal;
+        /// <summary>The parameters that train (all, or LoRA adapters and train.trainable's).</summary>
+        public long TrainableParameters;
 
-        public const uint CurrentVersion = 1;
+        public const uint CurrentVersion = 2;
         public static ModelInfo Create()
         {
             ModelInfo m = new ModelInfo();

@@ -52,7 +52,7 @@ static class Program
         T.Eq(120, Marshal.SizeOf(typeof(Metrics)), "sizeof Metrics");
         T.Eq(96, Marshal.SizeOf(typeof(Progress)), "sizeof Progress");
         T.Eq(32, Marshal.SizeOf(typeof(SampleOptions)), "sizeof SampleOptions");
-        T.Eq(56, Marshal.SizeOf(typeof(ModelInfo)), "sizeof ModelInfo");
+        T.Eq(64, Marshal.SizeOf(typeof(ModelInfo)), "sizeof ModelInfo");
         Offset(typeof(StepResult), "Step", 8); Offset(typeof(StepResult), "Loss", 16);
         Offset(typeof(StepResult), "Tokens", 40); Offset(typeof(StepResult), "Ms", 56);
         Offset(typeof(Metrics), "TokensPerS", 24); Offset(typeof(Metrics), "LastLoss", 56);

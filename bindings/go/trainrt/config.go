@@ -217,6 +217,8 @@ type ModelInfo struct {
 	BytesOptimizer   int64
 	BytesActivations int64
 	BytesTotal       int64
+	// TrainableParameters: those that train (all, or LoRA adapters and train.trainable's).
+	TrainableParameters int64
 }
 
 // ModelInfo computes the model's size and memory without allocating it.
@@ -234,7 +236,8 @@ func (cfg *Config) ModelInfo() (ModelInfo, error) {
 		return ModelInfo{}, err
 	}
 	return ModelInfo{int64(m.parameters), float64(m.flops_per_token), int64(m.bytes_parameters),
-		int64(m.bytes_optimizer), int64(m.bytes_activations), int64(m.bytes_total)}, nil
+		int64(m.bytes_optimizer), int64(m.bytes_activations), int64(m.bytes_total),
+		int64(m.trainable_parameters)}, nil
 }
 
 // createSession builds a session from cfg, giving it its own handle of the config's log sink.

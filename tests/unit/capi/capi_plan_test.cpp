@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "capi_test_util.h"
@@ -140,3 +141,40 @@ seq_len = 32
 trainable = ["model.layers.2.*", "model.norm.weight"]
 )"}),
     [](const ::testing::TestParamInfo<Shape>& i) { return i.param.name; });
+
+// trainrt_model_info version 2 adds trainable_parameters; a version-1 caller (56 bytes)
+// gets the first fields and nothing past them.
+TEST(CapiPlanInfo, TrainableParametersAndAVersion1Caller) {
+    trainrt_config* c = nullptr;
+    ASSERT_EQ(trainrt_config_from_string(&c, R"(
+[model]
+vocab_size = 64
+context_length = 32
+n_layer = 2
+n_head = 2
+d_model = 32
+[lora]
+rank = 4
+target_modules = ["c_attn"]
+[train]
+seq_len = 32
+)", nullptr), TRAINRT_OK) << last_error();
+    trainrt_model_info info = TRAINRT_MODEL_INFO_INIT;
+    ASSERT_EQ(trainrt_config_model_info(&info, c), TRAINRT_OK) << last_error();
+    EXPECT_EQ(info.version, 2u);
+    // Two c_attn adapters: A [4, 32] and B [96, 4] per block.
+    EXPECT_EQ(info.trainable_parameters, 2 * (4 * 32 + 96 * 4));
+    EXPECT_GT(info.parameters, info.trainable_parameters);
+    struct V1 {
+        trainrt_model_info info;
+        unsigned char guard[8];
+    } v1;
+    std::memset(&v1, 0xA5, sizeof v1);
+    v1.info.struct_size = 56;  // sizeof the version-1 struct
+    v1.info.version = 1;
+    ASSERT_EQ(trainrt_config_model_info(&v1.info, c), TRAINRT_OK) << last_error();
+    EXPECT_EQ(v1.info.bytes_total, info.bytes_total);
+    const unsigned char* past = reinterpret_cast<const unsigned char*>(&v1.info) + 56;
+    for (size_t i = 0; i < sizeof(int64_t); ++i) ASSERT_EQ(past[i], 0xA5) << "wrote past 56 bytes";
+    trainrt_config_destroy(c);
+}

@@ -51,7 +51,7 @@ pub const TRAINRT_STEP_RESULT_VERSION: u32 = 1;
 pub const TRAINRT_METRICS_VERSION: u32 = 3;
 pub const TRAINRT_PROGRESS_VERSION: u32 = 1;
 pub const TRAINRT_SAMPLE_OPTIONS_VERSION: u32 = 1;
-pub const TRAINRT_MODEL_INFO_VERSION: u32 = 1;
+pub const TRAINRT_MODEL_INFO_VERSION: u32 = 2;
 pub const TRAINRT_PREPARE_OPTIONS_VERSION: u32 = 2;
 pub const TRAINRT_PREPARE_RESULT_VERSION: u32 = 2;
 
@@ -212,6 +212,7 @@ pub struct trainrt_model_info {
     pub bytes_optimizer: i64,
     pub bytes_activations: i64,
     pub bytes_total: i64,
+    pub trainable_parameters: i64,
 }
 
 impl Default for trainrt_model_info {
@@ -226,6 +227,7 @@ impl Default for trainrt_model_info {
             bytes_optimizer: 0,
             bytes_activations: 0,
             bytes_total: 0,
+            trainable_parameters: 0,
         }
     }
 }
@@ -555,7 +557,7 @@ mod tests {
         assert_eq!(at(&m.mfu), 112);
         assert_eq!(size_of::<trainrt_progress>(), 96);
         assert_eq!(size_of::<trainrt_sample_options>(), 32);
-        assert_eq!(size_of::<trainrt_model_info>(), 56);
+        assert_eq!(size_of::<trainrt_model_info>(), 64);  // v2: trainable_parameters at 56
         assert_eq!(size_of::<trainrt_prepare_options>(), 64);
         assert_eq!(size_of::<trainrt_prepare_result>(), 64);
         assert_eq!(align_of::<trainrt_metrics>(), 8);

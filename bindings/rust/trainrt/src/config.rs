@@ -31,6 +31,8 @@ pub struct ModelInfo {
     pub bytes_optimizer: i64,
     pub bytes_activations: i64,
     pub bytes_total: i64,
+    /// The parameters that train (all, or LoRA adapters and `train.trainable`'s tensors).
+    pub trainable_parameters: i64,
 }
 
 impl Config {
@@ -155,6 +157,7 @@ impl Config {
             bytes_optimizer: m.bytes_optimizer,
             bytes_activations: m.bytes_activations,
             bytes_total: m.bytes_total,
+            trainable_parameters: m.trainable_parameters,
         })
     }
 
