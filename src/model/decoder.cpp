@@ -84,18 +84,23 @@ float* Decoder::norm_dw(Slot slot, int layer) {
     return discard_ + (bias ? spec().C : 0);
 }
 
+// mid [N, r] = x [N, in] · A[r, in]ᵀ: the adapter's down projection, in the forward and
+// again in the backward (not kept).
+void Decoder::lora_down(const ParamTensor& a, ConstAct x, int N) {
+    be_.matmul_forward(acts_.lora_mid, x, params_ + a.offset, nullptr, N,
+                       static_cast<int>(a.shape[1]), spec().lora.rank, WeightLayout::OutIn);
+}
+
 void Decoder::lora_forward(Slot slot, int layer, ConstAct x, Act out, int N) {
     const ParamTensor* a = table_.lora_a(slot, layer);
     if (a == nullptr) return;
     const ParamTensor& b = *(a + 1);
     const LinearShape ls = linear_shape(spec(), slot);
-    const int r = spec().lora.rank;
     Activations& A = acts_;
-    // mid [N, r] = x [N, in] · A[r, in]ᵀ;  update [N, out] = mid · B[out, r]ᵀ
-    be_.matmul_forward(A.lora_mid, x, params_ + a->offset, nullptr, N, ls.in, r,
-                       WeightLayout::OutIn);
-    be_.matmul_forward(A.lora_wide, A.lora_mid, params_ + b.offset, nullptr, N, r, ls.out,
-                       WeightLayout::OutIn);
+    // update [N, out] = mid · B[out, r]ᵀ, added into the layer's columns
+    lora_down(*a, x, N);
+    be_.matmul_forward(A.lora_wide, A.lora_mid, params_ + b.offset, nullptr, N,
+                       spec().lora.rank, ls.out, WeightLayout::OutIn);
     be_.add_columns(out, A.lora_wide, spec().lora.scale(), N, ls.fused_width, ls.column, ls.out);
 }
 
@@ -104,21 +109,19 @@ void Decoder::lora_backward(Slot slot, int layer, ConstAct x, ConstAct dout, Act
     if (a == nullptr) return;
     const ParamTensor& b = *(a + 1);
     const LinearShape ls = linear_shape(spec(), slot);
-    const int r = spec().lora.rank;
     Activations& A = acts_;
     float* dA = a->trainable ? grads_ + a->grad_offset : nullptr;
     float* dB = b.trainable ? grads_ + b.grad_offset : nullptr;
     // g [N, out] = scale * dout[:, column ..]: the gradient of the update B·A sees.
     be_.copy_columns(A.lora_wide, dout, spec().lora.scale(), N, ls.fused_width, ls.column,
                      ls.out);
-    be_.matmul_forward(A.lora_mid, x, params_ + a->offset, nullptr, N, ls.in, r,
-                       WeightLayout::OutIn);  // recomputed, not kept from the forward
+    lora_down(*a, x, N);
     // dB += gᵀ · mid; dmid [N, r] = g · B
     be_.matmul_backward(A.lora_dmid, dB, nullptr, A.lora_wide, A.lora_mid, params_ + b.offset,
-                        N, r, ls.out, WeightLayout::OutIn);
+                        N, spec().lora.rank, ls.out, WeightLayout::OutIn);
     // dA += dmidᵀ · x; dx_lora [N, in] = dmid · A, added into dx
     be_.matmul_backward(A.lora_wide, dA, nullptr, A.lora_dmid, x, params_ + a->offset, N,
-                        ls.in, r, WeightLayout::OutIn);
+                        ls.in, spec().lora.rank, WeightLayout::OutIn);
     be_.add_columns(dx, A.lora_wide, 1.0f, N, ls.in, 0, ls.in);
 }
 

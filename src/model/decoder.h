@@ -95,6 +95,7 @@ private:
     // Its backward, after the base matmul's: dout [N, fused_width] the output's gradient;
     // dA, dB += ...; dx [N, in] += the adapter's share of the input gradient.
     void lora_backward(Slot slot, int layer, ConstAct x, ConstAct dout, Act dx, int N);
+    void lora_down(const ParamTensor& a, ConstAct x, int N);  // lora_mid = x · Aᵀ
     // A norm's weight or bias gradient: dw(), or a discarded [C] scratch when the tensor is
     // frozen (the norm backwards always produce them; they cost O(N*C), like the norm).
     float* norm_dw(Slot slot, int layer = -1);
