@@ -22,11 +22,6 @@ namespace {
 constexpr size_t kMaxStateBytes = 64 << 20;   // the resolved config is a few KiB
 constexpr size_t kMaxConfigBytes = 1 << 20;
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-    std::string out = "[";
-    for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-    return out + "]";
-}
 
 // Shortest text that parses back to exactly d (std::to_chars is round-trip exact and, unlike
 // printf, ignores the locale); always with a '.' or exponent so it reads back as a double.

@@ -446,4 +446,10 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
     out.commit();
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+    std::string out = "[";
+    for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+    return out + "]";
+}
+
 }  // namespace trt

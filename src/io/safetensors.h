@@ -57,6 +57,9 @@ struct TensorToWrite {
 };
 
 // Writes a safetensors file: path.tmp, fsync, rename. Tensors are laid out in the given order.
+// "[768, 2304]": a shape in error messages.
+std::string shape_text(const std::vector<int64_t>& shape);
+
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

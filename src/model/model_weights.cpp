@@ -23,11 +23,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
                                                   suffix) == 0;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-    std::string out = "[";
-    for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-    return out + "]";
-}
 
 // Normal(0, std) for element i of tensor `tensor_index`: one Philox draw gives two uniforms.
 void fill_normal(float* out, size_t n, uint64_t seed, uint32_t tensor_index, float stddev) {

@@ -20,11 +20,6 @@ bool is_adapter(const ParamTensor& t) {
     return t.role == ParamRole::LoraA || t.role == ParamRole::LoraB;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-    std::string out = "[";
-    for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-    return out + "]";
-}
 
 // The module path of an adapter tensor ("h.0.attn.c_attn" of "h.0.attn.c_attn.lora_A.weight").
 std::string module_of(const std::string& name) {

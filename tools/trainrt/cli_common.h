@@ -44,6 +44,9 @@ trainrt_config* load_config(const RunArgs& args);
 // Session from a config (consumed: destroyed here); NULL after printing the error.
 trainrt_session* create_session(trainrt_config* config);
 
+// "1.5 MiB": bytes for people (info, plan).
+std::string human_bytes(double bytes);
+
 // `trainrt bench` (cmd_bench.cpp); argv holds the arguments after the command name.
 int cmd_bench(int argc, char** argv);
 // `trainrt plan` (cmd_plan.cpp): memory by component, and the largest micro-batch.

@@ -30,14 +30,6 @@ int64_t mem_available_bytes() {
     return 0;
 }
 
-std::string human(double bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
-    char buf[32];
-    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-    return buf;
-}
 
 // model info at batch size b (the config is changed and left so).
 bool info_at(trainrt_config* c, int64_t b, trainrt_model_info& out) {
@@ -125,20 +117,20 @@ int cmd_plan(int argc, char** argv) {
                 B, T, GA, precision.c_str(), recompute.c_str(), device.c_str());
     std::printf("  parameters            %12s  (%" PRId64 " parameters: fp32 master weights, "
                 "and the working copy under bf16/fp16)\n",
-                human(static_cast<double>(m.bytes_parameters)).c_str(), m.parameters);
+                human_bytes(static_cast<double>(m.bytes_parameters)).c_str(), m.parameters);
     std::printf("  gradients + AdamW m,v %12s  (%" PRId64 " trainable parameters, %.2f%%)\n",
-                human(static_cast<double>(m.bytes_optimizer)).c_str(), m.trainable_parameters,
+                human_bytes(static_cast<double>(m.bytes_optimizer)).c_str(), m.trainable_parameters,
                 100.0 * static_cast<double>(m.trainable_parameters) /
                     static_cast<double>(m.parameters));
     std::printf("  activations           %12s  (one micro-batch, forward + backward scratch, "
                 "train.recompute = %s)\n",
-                human(static_cast<double>(m.bytes_activations)).c_str(), recompute.c_str());
-    std::printf("  total (estimate)      %12s\n", human(static_cast<double>(m.bytes_total)).c_str());
+                human_bytes(static_cast<double>(m.bytes_activations)).c_str(), recompute.c_str());
+    std::printf("  total (estimate)      %12s\n", human_bytes(static_cast<double>(m.bytes_total)).c_str());
     if (fits == 1) {
         const double diff = 100.0 * (static_cast<double>(m.bytes_total) - measured) /
                             static_cast<double>(measured);
         std::printf("  a session holds       %12s  (bytes_in_use; the estimate is %+.1f%%)\n",
-                    human(static_cast<double>(measured)).c_str(), diff);
+                    human_bytes(static_cast<double>(measured)).c_str(), diff);
     } else if (fits == 0) {
         std::printf("  a session at this batch size does not fit: out of memory\n");
     } else {
@@ -187,9 +179,9 @@ int cmd_plan(int argc, char** argv) {
         (f == 1 ? lo : hi) = mid;
     }
     trainrt_config_destroy(config);
-    const std::string within = cuda ? (memory > 0 ? "the GPU, at most " + human(static_cast<double>(budget))
+    const std::string within = cuda ? (memory > 0 ? "the GPU, at most " + human_bytes(static_cast<double>(budget))
                                                   : std::string("the GPU (sessions allocated for real)"))
-                                    : human(static_cast<double>(budget)) +
+                                    : human_bytes(static_cast<double>(budget)) +
                                           (memory > 0 ? " (--memory)" : " (MemAvailable)");
     if (lo == 0) {
         std::fprintf(stderr, "trainrt: plan: no micro-batch fits (none fits within %s at "

@@ -692,17 +692,6 @@ int cmd_config(int argc, char** argv) {
     return 0;
 }
 
-std::string human_bytes(double bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (bytes >= 1024 && u < 4) {
-        bytes /= 1024;
-        ++u;
-    }
-    char buf[32];
-    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-    return buf;
-}
 
 int cmd_info(int argc, char** argv) {
     const uint64_t f = trainrt_build_features();
