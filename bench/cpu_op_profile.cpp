@@ -124,6 +124,24 @@ public:
             in_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
         });
     }
+    void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
+                                   int NH, int NKV, const trt::DropoutMask& m) override {
+        const double f = 2.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
+        timed("attention fwd (dropout)", f, [&] {
+            in_->attention_dropout_forward(out, saved, qkv, B, T, C, NH, NKV, m);
+        });
+    }
+    void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
+                                    const float* saved, int B, int T, int C, int NH,
+                                    int NKV) override {
+        const double f = 4.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
+        timed("attention bwd (dropout)", f, [&] {
+            in_->attention_dropout_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
+        });
+    }
+    void dropout(Act out, ConstAct in, size_t n, const trt::DropoutMask& m) override {
+        timed("dropout", 0, [&] { in_->dropout(out, in, n, m); });
+    }
     // The Llama-family ops (not called by this GPT-2 profile; forwarded so it compiles).
     void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N,
                          int C, float eps) override {

@@ -25,7 +25,7 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 11;
+constexpr uint32_t kBackendInterfaceVersion = 12;
 
 // A view of an activation buffer in backend memory: where it starts and what its elements
 // are. A float* converts implicitly (an fp32 buffer), so fp32 call sites read as plain
@@ -82,6 +82,19 @@ struct StepScalars {
 };
 static_assert(sizeof(StepScalars) == 56, "StepScalars layout is shared with device code");
 
+// One dropout site's mask for one micro-batch (core/dropout_mask.h): element i is kept iff
+// its Philox lane, keyed by (seed, scalars->step, micro_step, site, index0 + i), clears
+// floor(p·2³²); a kept element is scaled by 1/(1-p). The step is read from backend memory, so
+// a replayed graph draws the step's own mask.
+struct DropoutMask {
+    float p = 0;                           // drop probability, [0, 1)
+    uint64_t seed = 0;                     // model.seed
+    const StepScalars* scalars = nullptr;  // backend memory: the step
+    uint32_t micro_step = 0;               // the micro-batch within the step
+    uint32_t site = 0;                     // which dropout of the model (model/dropout_sites.h)
+    uint64_t index0 = 0;                   // stream index of element 0 (0 but in chunked calls)
+};
+
 // AdamW hyper-parameters that do not change during a run. lr and step come from StepScalars.
 struct AdamWConfig {
     float beta1, beta2, eps;
@@ -122,6 +135,9 @@ struct DeviceTokens {
 struct ModelDims {
     int B = 0, T = 0, C = 0, NH = 0, V = 0, L = 0;
     int NKV = 0, F = 0;
+    // The model drops attention probabilities (attention_dropout_forward): a backend with a
+    // fused attention that cannot draw those masks sizes for its matmul path.
+    bool attention_dropout = false;
 };
 
 // The accel.* switches a backend honours itself (the session handles cuda_graphs and
@@ -280,6 +296,19 @@ public:
                                     const float* saved, int B, int T, int C, int NH,
                                     int NKV) = 0;
 
+    // Attention with dropout on the probabilities (model.dropout): P = causal softmax as
+    // above, P' = P ⊙ mask / (1-p) with the mask of element ((b·NH + h)·T + t)·T + s of `m`,
+    // out = P' · V. saved holds 2 × attention_saved_floats(): the backend's own, then P'
+    // (the backward needs both). A backend that has another attention path takes the matmul
+    // one for these (ModelDims::attention_dropout tells reserve() to size for it).
+    virtual void attention_dropout_forward(Act out /*[B,T,C]*/, float* saved,
+                                           ConstAct qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T,
+                                           int C, int NH, int NKV, const DropoutMask& m) = 0;
+    virtual void attention_dropout_backward(Act dqkv /*[B,T,(NH+2NKV)hs]*/, float* scratch,
+                                            ConstAct dout /*[B,T,C]*/, ConstAct qkv,
+                                            const float* saved, int B, int T, int C, int NH,
+                                            int NKV) = 0;
+
     // ---- Llama-family ops
     // RMSNorm (HF LlamaRMSNorm): rstd[n] = 1/sqrt(mean_c inp[n,c]² + eps),
     // out[n,c] = inp[n,c] * rstd[n] * w[c]; saves rstd.
@@ -357,6 +386,11 @@ public:
     // out[n, j] = scale * in[n, c0 + j] (overwritten): out rows are M wide, in rows W.
     virtual void copy_columns(Act out /*[N,M]*/, ConstAct in /*[N,W]*/, float scale, int N,
                               int W, int c0, int M) = 0;
+
+    // ---- dropout (model.dropout, lora.dropout)
+    // out[i] = in[i] · keep(i) / (1 - p) for i < n, the mask of m (in place allowed). The
+    // backward calls it on the gradient with the same mask.
+    virtual void dropout(Act out, ConstAct in, size_t n, const DropoutMask& m) = 0;
 
     // Softmax cross-entropy over the first V of Vp columns of each row of logits.
     // losses[n] = -log softmax(logits[n])[targets[n]]. If write_grad, logits is overwritten

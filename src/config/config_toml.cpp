@@ -165,11 +165,13 @@ const std::vector<KeyDesc>& keys() {
         TRT_BOOL(model, tie_embeddings),
         TRT_PATH(model, init_from),
         TRT_SEED(model, seed),
+        TRT_FLOAT(model, dropout, 0.0, false, 1.0, true),
 
         TRT_INT(lora, rank, 0, limits::kMaxLoraRank),  // + <= the targeted layers' widths
         TRT_FLOAT(lora, alpha, 0.0, true, limits::kMaxFloat),
         TRT_NAMES(lora, target_modules),
         TRT_PATH(lora, init_from),
+        TRT_FLOAT(lora, dropout, 0.0, false, 1.0, true),
 
         TRT_PATH(data, train),
         TRT_PATH(data, val),
@@ -786,7 +788,9 @@ void merge_model_folder(RunConfig& r, const std::string& base_dir,
     };
     for (const KeyDesc& d : keys()) {
         const std::string name = d.name;
-        if (std::string(d.section) != "model" || name == "init_from" || name == "seed") continue;
+        if (std::string(d.section) != "model" || name == "init_from" || name == "seed" ||
+            name == "dropout")  // a training choice, not the folder's shape
+            continue;
         if (auto it = given.find(&d); it != given.end()) {
             if (effective(d, r) != effective(d, folder))
                 problems.add(&it->second->source(),

@@ -34,7 +34,11 @@ struct ModelConfig {
     double norm_eps = 1e-5;        // RMSNorm epsilon (llama); gpt2's LayerNorm uses 1e-5
     bool tie_embeddings = true;    // the output head is the token embedding (gpt2: always)
     std::string init_from;         // HF GPT-2 safetensors; empty = random init from seed
-    uint64_t seed = 1337;          // random init
+    uint64_t seed = 1337;          // random init, and the key of the dropout masks
+    // Training only (eval and sampling never drop): the probability of zeroing an element at
+    // each of three places, as GPT-2's embd/attn/resid_pdrop: the embeddings, the attention
+    // probabilities, and each residual branch's output before the add (core/dropout_mask.h).
+    double dropout = 0.0;
 };
 
 struct DataConfig {
@@ -115,6 +119,7 @@ struct LoraConfig {
     // llama: q_proj, v_proj).
     std::vector<std::string> target_modules;
     std::string init_from;   // a PEFT adapter folder to start from; "" = fresh (B = 0)
+    double dropout = 0.0;    // lora_dropout: on each adapter's input (training only)
 };
 
 struct RunConfig {

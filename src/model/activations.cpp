@@ -26,6 +26,8 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
     auto take_f32 = [&](float*& ptr, size_t n) {
         ptr = static_cast<float*>(carve(n * sizeof(float)));
     };
+    // Attention dropout keeps the dropped probabilities after the backend's own state.
+    const size_t saved = s.dropout > 0.0f ? 2 * att_saved : att_saved;
     take(a.encoded, N * C);
     a.layers.resize(static_cast<size_t>(s.L));
     // The shared buffers (carved once, below the per-block ones, when any block exists).
@@ -38,7 +40,7 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
         if (block) {
             take(shared.qkv, N * QKV);
             take(shared.atty, N * C);
-            take_f32(shared.att_saved, att_saved);
+            take_f32(shared.att_saved, saved);
             take(shared.residual2, N * C);
             take(shared.ln2, N * C);
             take_f32(shared.ln2_mean, stats);
@@ -60,7 +62,7 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
         } else {
             take(l.qkv, N * QKV);
             take(l.atty, N * C);
-            take_f32(l.att_saved, att_saved);
+            take_f32(l.att_saved, saved);
             take(l.residual2, N * C);
             take(l.ln2, N * C);
             take_f32(l.ln2_mean, stats);
@@ -87,19 +89,21 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
     take(a.dmlp_pre, N * UP);
     take(a.dmlp_act, N * F);
     take_f32(a.att_scratch, att_scratch);
-    size_t lora_wide = 0;
+    size_t lora_wide = 0, lora_in = 0;
     if (s.lora.on()) {
         const size_t per = static_cast<size_t>(Slot::kLayerSlots);
         for (size_t i = 0; i < s.lora.targets.size(); ++i)
             if (s.lora.targets[i]) {
                 const LinearShape ls = linear_shape(s, static_cast<Slot>(i % per));
                 lora_wide = std::max(lora_wide, static_cast<size_t>(std::max(ls.in, ls.out)));
+                lora_in = std::max(lora_in, static_cast<size_t>(ls.in));
             }
     }
     const size_t rank = s.lora.on() ? static_cast<size_t>(s.lora.rank) : 0;
     take(a.lora_mid, N * rank);
     take(a.lora_dmid, N * rank);
     take(a.lora_wide, N * lora_wide);
+    take(a.lora_x, s.lora.dropout > 0.0f ? N * lora_in : 0);
     return used;
 }
 

@@ -29,7 +29,7 @@ struct LayerActivations {  // one decoder block, each [N = B*T, ...]
     float* ln1_rstd;   // [N]
     Act qkv;           // [N, qkv_width] (q and k rotated in place under RoPE)
     Act atty;          // [N, C] attention output, heads side by side
-    float* att_saved;  // backend-defined (attention_saved_floats)
+    float* att_saved;  // backend-defined (attention_saved_floats; twice that with dropout)
     Act attproj;       // [N, C]
     Act residual2;     // [N, C] residual stream after attention
     Act ln2;           // [N, C] the MLP's normalised input
@@ -57,6 +57,7 @@ struct Activations {
     // backward recomputes x · Aᵀ instead of keeping it.
     Act lora_mid, lora_dmid;  // [N, rank]: x · Aᵀ and its gradient
     Act lora_wide;            // [N, widest adapted in/out]: the update, then g, then dx
+    Act lora_x;               // [N, widest adapted in]: the dropped input (lora.dropout > 0)
 };
 
 // Lays the plan out from `base` (each buffer rounded up to 64 bytes, so every one stays

@@ -5,6 +5,7 @@
 #include "core/bf16.h"
 #include "core/fp16.h"
 #include "core/error.h"
+#include "model/dropout_sites.h"
 #include "model/rope_tables.h"
 #include "model/trainable.h"
 
@@ -12,7 +13,8 @@ namespace trt {
 
 Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
                  const DecoderOptions& options)
-    : be_(backend), table_(spec), B_(B), T_(T), recompute_(options.recompute) {
+    : be_(backend), table_(spec), B_(B), T_(T), recompute_(options.recompute),
+      dropout_seed_(options.dropout_seed) {
     const ModelSpec& s = spec;
     table_.set_trainable(trainable_flags(table_, options.trainable));
     embeddings_train_ = false;
@@ -27,7 +29,9 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
     const size_t N = static_cast<size_t>(B) * static_cast<size_t>(T);
     // The backend sizes its scratch first: which attention path it takes (and so how much it
     // saves for the backward) can depend on the shapes (cuDNN plans are built here).
-    be_.reserve(ModelDims{B, T, s.C, s.NH, s.V, s.L, s.NKV, s.F});
+    ModelDims dims{B, T, s.C, s.NH, s.V, s.L, s.NKV, s.F};
+    dims.attention_dropout = s.dropout > 0.0f;
+    be_.reserve(dims);
     const size_t att_saved = be_.attention_saved_floats(B, T, s.C, s.NH, s.NKV);
     const size_t att_scratch = be_.attention_scratch_floats(B, T, s.C, s.NH, s.NKV);
     const DType act = be_.activation_dtype();
@@ -91,14 +95,39 @@ void Decoder::lora_down(const ParamTensor& a, ConstAct x, int N) {
                        static_cast<int>(a.shape[1]), spec().lora.rank, WeightLayout::OutIn);
 }
 
+DropoutMask Decoder::mask(float p, uint32_t site) const {
+    DropoutMask m;
+    m.p = p;
+    m.seed = dropout_seed_;
+    m.scalars = pass_scalars_;
+    m.micro_step = pass_micro_step_;
+    m.site = site;
+    return m;
+}
+
+ConstAct Decoder::branch_grad(float p, uint32_t site, int N) {
+    if (!dropping(p)) return acts_.dresidual;
+    be_.dropout(acts_.dln, acts_.dresidual, static_cast<size_t>(N) * spec().C, mask(p, site));
+    return acts_.dln;
+}
+
+ConstAct Decoder::lora_input(Slot slot, int layer, ConstAct x, int in, int N) {
+    const float p = spec().lora.dropout;
+    if (!dropping(p)) return x;
+    be_.dropout(acts_.lora_x, x, static_cast<size_t>(N) * in,
+                mask(p, dropout_site(layer, DropoutPlace::LoraInput, slot)));
+    return acts_.lora_x;
+}
+
 void Decoder::lora_forward(Slot slot, int layer, ConstAct x, Act out, int N) {
     const ParamTensor* a = table_.lora_a(slot, layer);
     if (a == nullptr) return;
     const ParamTensor& b = *(a + 1);
     const LinearShape ls = linear_shape(spec(), slot);
     Activations& A = acts_;
-    // update [N, out] = mid · B[out, r]ᵀ, added into the layer's columns
-    lora_down(*a, x, N);
+    // update [N, out] = mid · B[out, r]ᵀ, added into the layer's columns (PEFT: the adapter
+    // sees dropout(x))
+    lora_down(*a, lora_input(slot, layer, x, ls.in, N), N);
     be_.matmul_forward(A.lora_wide, A.lora_mid, params_ + b.offset, nullptr, N,
                        spec().lora.rank, ls.out, WeightLayout::OutIn);
     be_.add_columns(out, A.lora_wide, spec().lora.scale(), N, ls.fused_width, ls.column, ls.out);
@@ -115,26 +144,48 @@ void Decoder::lora_backward(Slot slot, int layer, ConstAct x, ConstAct dout, Act
     // g [N, out] = scale * dout[:, column ..]: the gradient of the update B·A sees.
     be_.copy_columns(A.lora_wide, dout, spec().lora.scale(), N, ls.fused_width, ls.column,
                      ls.out);
-    lora_down(*a, x, N);
+    const ConstAct xa = lora_input(slot, layer, x, ls.in, N);  // the forward's dropped x
+    lora_down(*a, xa, N);
     // dB += gᵀ · mid; dmid [N, r] = g · B
     be_.matmul_backward(A.lora_dmid, dB, nullptr, A.lora_wide, A.lora_mid, params_ + b.offset,
                         N, spec().lora.rank, ls.out, WeightLayout::OutIn);
-    // dA += dmidᵀ · x; dx_lora [N, in] = dmid · A, added into dx
-    be_.matmul_backward(A.lora_wide, dA, nullptr, A.lora_dmid, x, params_ + a->offset, N,
+    // dA += dmidᵀ · x; dx_lora [N, in] = dmid · A (through the dropout's mask), added into dx
+    be_.matmul_backward(A.lora_wide, dA, nullptr, A.lora_dmid, xa, params_ + a->offset, N,
                         ls.in, spec().lora.rank, WeightLayout::OutIn);
+    if (dropping(spec().lora.dropout))
+        be_.dropout(A.lora_wide, A.lora_wide, static_cast<size_t>(N) * ls.in,
+                    mask(spec().lora.dropout,
+                         dropout_site(layer, DropoutPlace::LoraInput, slot)));
     be_.add_columns(dx, A.lora_wide, 1.0f, N, ls.in, 0, ls.in);
 }
 
 void Decoder::zero_grads() { be_.zero(grads_, table_.grad_total() * sizeof(float)); }
 
 void Decoder::forward(const int32_t* inputs, const int32_t* targets, int B, int T) {
+    pass_scalars_ = nullptr;  // evaluation: no dropout
     run_forward(inputs, targets, B, T, 0.0f, false, nullptr);
 }
 
+void Decoder::begin_pass(const StepScalars* scalars, uint32_t micro_step) {
+    const bool drops = spec().dropout > 0.0f || spec().lora.dropout > 0.0f;
+    TRT_CHECK(!drops || scalars != nullptr,
+              "a training pass with dropout needs the step scalars (the masks' step)");
+    pass_scalars_ = drops ? scalars : nullptr;
+    pass_micro_step_ = micro_step;
+}
+
 void Decoder::forward_backward(const int32_t* inputs, const int32_t* targets, int B, int T,
-                               float dloss_scale, const StepScalars* scalars) {
+                               float dloss_scale, const StepScalars* scalars,
+                               uint32_t micro_step) {
+    begin_pass(scalars, micro_step);
     run_forward(inputs, targets, B, T, dloss_scale, true, scalars);
     run_backward(inputs, B, T);
+}
+
+void Decoder::forward_training(const int32_t* inputs, const int32_t* targets, int B, int T,
+                               const StepScalars* scalars, uint32_t micro_step) {
+    begin_pass(scalars, micro_step);
+    run_forward(inputs, targets, B, T, 0.0f, false, nullptr);
 }
 
 void Decoder::norm_forward(Act out, float* mean, float* rstd, ConstAct inp,
@@ -181,12 +232,34 @@ void Decoder::block_attention_forward(int i, int B, int T) {
     for (Slot p : {Slot::Qkv, Slot::Q, Slot::K, Slot::V}) lora_forward(p, i, a.ln1, a.qkv, N);
     if (!s.learned_positions())
         be_.rope_forward(a.qkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0);
-    be_.attention_forward(a.atty, a.att_saved, a.qkv, B, T, C, s.NH, s.NKV);
-    be_.matmul_forward(a.attproj, a.atty, w(Slot::AttnOut, i), nullptr, N, C, C, lin);
-    lora_forward(Slot::AttnOut, i, a.atty, a.attproj, N);
+    if (dropping(s.dropout))
+        be_.attention_dropout_forward(a.atty, a.att_saved, a.qkv, B, T, C, s.NH, s.NKV,
+                                      mask(s.dropout,
+                                           dropout_site(i, DropoutPlace::AttentionProbs)));
+    else
+        be_.attention_forward(a.atty, a.att_saved, a.qkv, B, T, C, s.NH, s.NKV);
+    const float* bias = residual_branch(a.attproj, a.atty, Slot::AttnOut, i, C, N);
     residual_norm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, block_input(i), a.attproj,
-                          w(Slot::AttnOutBias, i), w(Slot::MlpNorm, i), w(Slot::MlpNormBias, i),
-                          N);
+                          bias, w(Slot::MlpNorm, i), w(Slot::MlpNormBias, i), N);
+}
+
+// out [N, C] = in [N, K] · W (+ the adapter): a residual branch's output projection. Its bias
+// is left to the fused residual norm (returned), unless the branch drops: then bias and
+// adapter come before the dropout, as GPT-2's dropout(c_proj(x)), and it returns null.
+const float* Decoder::residual_branch(Act out, ConstAct in, Slot slot, int layer, int K,
+                                      int N) {
+    const ModelSpec& s = spec();
+    const bool attention = slot == Slot::AttnOut;
+    const float* bias = w(attention ? Slot::AttnOutBias : Slot::DownBias, layer);
+    const bool drop = dropping(s.dropout);
+    be_.matmul_forward(out, in, w(slot, layer), drop ? bias : nullptr, N, K, s.C,
+                       s.linear_layout());
+    lora_forward(slot, layer, in, out, N);
+    if (!drop) return bias;
+    const DropoutPlace place = attention ? DropoutPlace::AttentionOut : DropoutPlace::MlpOut;
+    be_.dropout(out, out, static_cast<size_t>(N) * s.C,
+                mask(s.dropout, dropout_site(layer, place)));
+    return nullptr;
 }
 
 // ln2 -> mlp_pre -> mlp_act.
@@ -229,11 +302,13 @@ void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, 
               " exceeds the allocated ", B_, "x", T_);
     const ModelSpec& s = spec();
     const int N = B * T, C = s.C, F = s.F, L = s.L;
-    const WeightLayout lin = s.linear_layout();
     Activations& A = acts_;
 
     be_.encoder_forward(A.encoded, inputs, w(Slot::TokenEmbedding), w(Slot::PositionEmbedding),
                         B, T, C);
+    if (dropping(s.dropout))
+        be_.dropout(A.encoded, A.encoded, static_cast<size_t>(N) * C,
+                    mask(s.dropout, kEmbeddingDropoutSite));
     if (L > 0) {
         LayerActivations& a0 = A.layers[0];
         norm_forward(a0.ln1, a0.ln1_mean, a0.ln1_rstd, A.encoded, w(Slot::AttnNorm, 0),
@@ -247,13 +322,12 @@ void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, 
         // a.ln1 was written above (block 0) or by the previous block's fused norm.
         block_attention_forward(i, B, T);
         block_mlp_up_forward(i, N);
-        be_.matmul_forward(a.fcproj, a.mlp_act, w(Slot::Down, i), nullptr, N, F, C, lin);
-        lora_forward(Slot::Down, i, a.mlp_act, a.fcproj, N);
+        const float* down_bias = residual_branch(a.fcproj, a.mlp_act, Slot::Down, i, F, N);
         const bool last = i + 1 == L;
         LayerActivations* next = last ? nullptr : &A.layers[i + 1];
         residual_norm_forward(
             a.residual3, last ? A.lnf : next->ln1, last ? A.lnf_mean : next->ln1_mean,
-            last ? A.lnf_rstd : next->ln1_rstd, a.residual2, a.fcproj, w(Slot::DownBias, i),
+            last ? A.lnf_rstd : next->ln1_rstd, a.residual2, a.fcproj, down_bias,
             last ? w(Slot::FinalNorm) : w(Slot::AttnNorm, i + 1),
             last ? w(Slot::FinalNormBias) : w(Slot::AttnNormBias, i + 1), N);
     }
@@ -295,10 +369,12 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
         if (i + 1 < L && recompute_ == Recompute::Block) block_attention_forward(i, B, T);
         if (i + 1 < L && recompute_ != Recompute::None) block_mlp_up_forward(i, N);
         const Act residual = i == 0 ? A.encoded : A.layers[i - 1].residual3;
-        // dresidual = d residual3 = d residual2 (skip) = d fcproj (branch).
-        be_.matmul_backward(A.dmlp_act, dw(Slot::Down, i), dw(Slot::DownBias, i), A.dresidual,
+        // dresidual = d residual3 = d residual2 (skip) = d fcproj (branch; through its
+        // dropout mask into dln when it drops).
+        const ConstAct dfc = branch_grad(s.dropout, dropout_site(i, DropoutPlace::MlpOut), N);
+        be_.matmul_backward(A.dmlp_act, dw(Slot::Down, i), dw(Slot::DownBias, i), dfc,
                             a.mlp_act, w(Slot::Down, i), N, F, C, lin);
-        lora_backward(Slot::Down, i, a.mlp_act, A.dresidual, A.dmlp_act, N);
+        lora_backward(Slot::Down, i, a.mlp_act, dfc, A.dmlp_act, N);
         const float* Wup = s.gated_mlp() ? w(Slot::Gate, i) : w(Slot::Up, i);
         float* dWup = s.gated_mlp() ? dw(Slot::Gate, i) : dw(Slot::Up, i);
         if (s.gated_mlp())
@@ -310,12 +386,18 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
         for (Slot p : {Slot::Gate, Slot::Up}) lora_backward(p, i, a.ln2, A.dmlp_pre, A.dln, N);
         norm_backward(A.dresidual, norm_dw(Slot::MlpNorm, i), norm_dw(Slot::MlpNormBias, i),
                       A.dln, a.residual2, w(Slot::MlpNorm, i), a.ln2_mean, a.ln2_rstd, N);
-        // dresidual = d residual2 = d residual (skip) = d attproj (branch).
-        be_.matmul_backward(A.datty, dw(Slot::AttnOut, i), dw(Slot::AttnOutBias, i),
-                            A.dresidual, a.atty, w(Slot::AttnOut, i), N, C, C, lin);
-        lora_backward(Slot::AttnOut, i, a.atty, A.dresidual, A.datty, N);
-        be_.attention_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, B, T, C,
-                               s.NH, s.NKV);
+        // dresidual = d residual2 = d residual (skip) = d attproj (branch, as above).
+        const ConstAct dproj =
+            branch_grad(s.dropout, dropout_site(i, DropoutPlace::AttentionOut), N);
+        be_.matmul_backward(A.datty, dw(Slot::AttnOut, i), dw(Slot::AttnOutBias, i), dproj,
+                            a.atty, w(Slot::AttnOut, i), N, C, C, lin);
+        lora_backward(Slot::AttnOut, i, a.atty, dproj, A.datty, N);
+        if (dropping(s.dropout))
+            be_.attention_dropout_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved,
+                                           B, T, C, s.NH, s.NKV);
+        else
+            be_.attention_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, B, T, C,
+                                   s.NH, s.NKV);
         if (!s.learned_positions())  // d(rotated q, k) -> d(q, k)
             be_.rope_backward(A.dqkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0);
         const Slot qkv = s.split_qkv() ? Slot::Q : Slot::Qkv;
@@ -326,6 +408,8 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
         norm_backward(A.dresidual, norm_dw(Slot::AttnNorm, i), norm_dw(Slot::AttnNormBias, i),
                       A.dln, residual, w(Slot::AttnNorm, i), a.ln1_mean, a.ln1_rstd, N);
     }
+    if (embeddings_train_ && dropping(s.dropout))  // through the embeddings' mask
+        be_.dropout(A.dresidual, A.dresidual, NC, mask(s.dropout, kEmbeddingDropoutSite));
     if (embeddings_train_)  // dwte may be null (a frozen wte with a trainable wpe)
         be_.encoder_backward(dw(Slot::TokenEmbedding), dw(Slot::PositionEmbedding),
                              A.dresidual, inputs, B, T, C);

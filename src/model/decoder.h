@@ -21,8 +21,11 @@ struct DecoderOptions {
     std::vector<std::string> trainable;
     // train.recompute: the activations the backward recomputes (model/activations.h).
     Recompute recompute = Recompute::None;
-    DecoderOptions(std::vector<std::string> t = {}, Recompute r = Recompute::None)
-        : trainable(std::move(t)), recompute(r) {}
+    // The key of the dropout masks (model.seed; the probabilities are the spec's).
+    uint64_t dropout_seed = 0;
+    DecoderOptions(std::vector<std::string> t = {}, Recompute r = Recompute::None,
+                   uint64_t seed = 0)
+        : trainable(std::move(t)), recompute(r), dropout_seed(seed) {}
 };
 
 class Decoder {
@@ -49,9 +52,17 @@ public:
     // backend, when scalars is given) and ACCUMULATES into grads().
     // The logits stay in backend memory ([B, T, Vp], Vp = table().padded_vocab(); columns
     // >= V are padding) when backward is false: copy_logits_to_host reads them.
+    // forward() is the evaluation pass: it never drops. forward_backward is a training pass:
+    // with spec().dropout or lora.dropout > 0 it drops with the masks of (scalars->step,
+    // micro_step) (model/dropout_sites.h), and then scalars is required.
     void forward(const int32_t* inputs, const int32_t* targets, int B, int T);
     void forward_backward(const int32_t* inputs, const int32_t* targets, int B, int T,
-                          float dloss_scale, const StepScalars* scalars = nullptr);
+                          float dloss_scale, const StepScalars* scalars = nullptr,
+                          uint32_t micro_step = 0);
+    // A training pass's forward alone (the loss forward_backward differentiates, masks
+    // included): for tests that check the gradient against finite differences.
+    void forward_training(const int32_t* inputs, const int32_t* targets, int B, int T,
+                          const StepScalars* scalars, uint32_t micro_step = 0);
     const float* losses() const { return acts_.losses; }  // backend memory [B*T]
     // Mean over B*T positions of the last forward's losses, summed in double.
     double mean_loss(int B, int T);
@@ -76,6 +87,9 @@ private:
     // ln1 -> qkv -> attention -> attproj -> residual2, ln2; and ln2 -> mlp_pre -> mlp_act.
     void block_attention_forward(int i, int B, int T);
     void block_mlp_up_forward(int i, int N);
+    // A residual branch's output projection (AttnOut | Down) with its adapter and dropout;
+    // returns the bias the fused residual norm adds (null when the branch added it).
+    const float* residual_branch(Act out, ConstAct in, Slot slot, int layer, int K, int N);
     // The family's norm (LayerNorm with bias | RMSNorm), fused with the residual add before it.
     void norm_forward(Act out, float* mean, float* rstd, ConstAct inp, const float* w,
                       const float* b, int N);
@@ -96,6 +110,14 @@ private:
     // dA, dB += ...; dx [N, in] += the adapter's share of the input gradient.
     void lora_backward(Slot slot, int layer, ConstAct x, ConstAct dout, Act dx, int N);
     void lora_down(const ParamTensor& a, ConstAct x, int N);  // lora_mid = x · Aᵀ
+    // Dropout in the current pass: whether a probability applies, and a site's mask.
+    bool dropping(float p) const { return pass_scalars_ != nullptr && p > 0.0f; }
+    DropoutMask mask(float p, uint32_t site) const;
+    // A residual branch's output gradient: dresidual, or (dropping) its masked copy in dln.
+    ConstAct branch_grad(float p, uint32_t site, int N);
+    // The adapter input x, or (lora.dropout) its dropped copy in lora_x.
+    ConstAct lora_input(Slot slot, int layer, ConstAct x, int in, int N);
+    void begin_pass(const StepScalars* scalars, uint32_t micro_step);
     // A norm's weight or bias gradient: dw(), or a discarded [C] scratch when the tensor is
     // frozen (the norm backwards always produce them; they cost O(N*C), like the norm).
     float* norm_dw(Slot slot, int layer = -1);
@@ -111,6 +133,10 @@ private:
     int backward_from_layer_ = 0;
     bool embeddings_train_ = true;
     Recompute recompute_ = Recompute::None;
+    uint64_t dropout_seed_ = 0;
+    // The current training pass when it drops (null: evaluation, or nothing to drop).
+    const StepScalars* pass_scalars_ = nullptr;
+    uint32_t pass_micro_step_ = 0;
     void* act_base_ = nullptr;  // one allocation, carved by lay_out_activations into acts_
     size_t act_bytes_ = 0;
     Activations acts_{};

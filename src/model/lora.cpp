@@ -35,6 +35,7 @@ LoraSpec lora_spec(const LoraConfig& config, const ModelSpec& model) {
     const int per = static_cast<int>(Slot::kLayerSlots);
     out.rank = static_cast<int>(config.rank);
     out.alpha = static_cast<float>(config.alpha);
+    out.dropout = static_cast<float>(config.dropout);
     out.targets.assign(static_cast<size_t>(model.L) * per, 0);
     std::vector<bool> used(keys.size(), false);
     for (int layer = 0; layer < model.L; ++layer)

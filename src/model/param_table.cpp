@@ -19,6 +19,7 @@ ModelSpec model_spec(const ModelConfig& m) {
     s.norm_eps = static_cast<float>(m.norm_eps);
     s.rope_theta = static_cast<float>(m.rope_theta);
     s.tied = m.tie_embeddings;
+    s.dropout = static_cast<float>(m.dropout);
     return s;
 }
 

@@ -29,6 +29,7 @@ struct LoraSpec {
     float alpha = 0.0f;
     // [L * Slot::kLayerSlots]: 1 where the linear of (layer, slot) has an adapter.
     std::vector<uint8_t> targets;
+    float dropout = 0.0f;  // lora.dropout: on each adapter's input while training
     bool on() const { return rank > 0; }
     float scale() const { return alpha / static_cast<float>(rank); }  // PEFT: alpha / r
 };
@@ -45,6 +46,8 @@ struct ModelSpec {
     float norm_eps = 1e-5f;
     float rope_theta = 10000.0f;
     bool tied = true;  // the head is the token embedding
+    // model.dropout (training only): embeddings, attention probabilities, residual branches.
+    float dropout = 0.0f;
     LoraSpec lora;     // adapters (none by default)
 
     int hs() const { return C / NH; }                       // head size

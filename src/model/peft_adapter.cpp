@@ -128,6 +128,8 @@ void write_peft_adapter(const ParamTable& table, const float* host, const std::s
     for (const std::string& m : modules) targets += (targets.empty() ? "" : ", ") + json::quote(m);
     char alpha[64];
     std::snprintf(alpha, sizeof alpha, "%.17g", static_cast<double>(s.lora.alpha));
+    char dropout[64];
+    std::snprintf(dropout, sizeof dropout, "%.9g", static_cast<double>(s.lora.dropout));
     // The keys PEFT's LoraConfig reads back; fan_in_fan_out tells PEFT that GPT-2's base
     // layers are Conv1D ([in, out]) — the adapter tensors are [r, in] and [out, r] either way.
     const std::string config = cat(
@@ -137,7 +139,7 @@ void write_peft_adapter(const ParamTable& table, const float* host, const std::s
         "  \"base_model_name_or_path\": ", json::quote(base_model), ",\n",
         "  \"r\": ", s.lora.rank, ",\n",
         "  \"lora_alpha\": ", alpha, ",\n",
-        "  \"lora_dropout\": 0.0,\n",
+        "  \"lora_dropout\": ", dropout, ",\n",
         "  \"target_modules\": [", targets, "],\n",
         "  \"fan_in_fan_out\": ", s.llama() ? "false" : "true", ",\n",
         "  \"bias\": \"none\",\n",

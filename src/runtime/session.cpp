@@ -104,7 +104,8 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
     }
 
     model_ = std::make_unique<Decoder>(*backend_, run_model_spec(run_), B, T,
-                                       DecoderOptions(tr.trainable, tr.recompute));
+                                       DecoderOptions(tr.trainable, tr.recompute,
+                                                      run_.model.seed));
     std::vector<float> host(model_->table().total());
     if (mc.init_from.empty()) {
         init_random(model_->table(), mc.seed, host.data());  // adapters included
@@ -349,7 +350,8 @@ void Session::accumulate_and_update(float dloss_scale, const MicroBatchLoader& l
     model_->zero_grads();
     for (int64_t k = 0; k < run_.train.grad_accum; ++k) {
         load(k, inputs, targets);
-        model_->forward_backward(inputs, targets, B, T, dloss_scale, scalars_);
+        model_->forward_backward(inputs, targets, B, T, dloss_scale, scalars_,
+                                 static_cast<uint32_t>(k));
         backend_->accumulate_loss(scalars_, model_->losses(), static_cast<size_t>(B) * T);
     }
     optimizer_->update(model_->params(), model_->grads(), scalars_);

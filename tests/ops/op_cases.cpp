@@ -143,6 +143,9 @@ const std::map<std::string, std::set<std::string>>& activation_tensors() {
         {"add_columns", {"out", "in"}},
         {"copy_columns", {"out", "in"}},
         {"gelu_forward", {"inp", "out"}},
+        {"dropout", {"in", "out"}},
+        {"attention_dropout_forward", {"qkv", "out"}},
+        {"attention_dropout_backward", {"qkv", "dout", "dqkv"}},
     };
     return m;
 }
@@ -779,6 +782,128 @@ void column_cases() {
     }
 }
 
+// ---------------------------------------------------------------- dropout
+
+// The masks' step lives in backend memory (StepScalars), as in a training step.
+trt::StepScalars* step_scalars(Backend& be, int64_t step) {
+    trt::StepScalars host;
+    host.step = step;
+    auto* sc = static_cast<trt::StepScalars*>(be.alloc(sizeof host, "scalars"));
+    be.copy_to_device(sc, &host, sizeof host);
+    return sc;
+}
+
+trt::DropoutMask dropout_mask(float p, uint32_t site, uint64_t index0,
+                              const trt::StepScalars* sc) {
+    trt::DropoutMask m;
+    m.p = p;
+    m.seed = 0x123456789abcULL;
+    m.scalars = sc;
+    m.micro_step = 2;
+    m.site = site;
+    m.index0 = index0;
+    return m;
+}
+constexpr int64_t kDropoutStep = 7;
+
+void dropout_cases() {
+    struct S {
+        size_t n;
+        float p;
+        uint64_t index0;  // a chunk's offset into the stream, not a multiple of 4
+    };
+    for (S s : {S{1, 0.5f, 0}, S{37, 0.1f, 0}, S{37, 0.3f, 6}, S{4099, 0.5f, 0},
+                S{100003, 0.1f, 0}, S{100003, 0.9f, 13}}) {
+        OpCase c;
+        c.op = "dropout";
+        c.shape = dims_text({{"n", (long)s.n}, {"index0", (long)s.index0}}) +
+                  " p" + std::to_string(s.p).substr(0, 3);
+        // The same mask everywhere, and a product of two exact values: bitwise (fp32).
+        c.tensors = {in("in", s.n), bitwise(out("out", s.n))};
+        c.dims = rows_dims(1, (int)s.n);
+        c.tol = kFp32Math;
+        c.run = [=](Backend& be, const DeviceTensors& t) {
+            trt::StepScalars* sc = step_scalars(be, kDropoutStep);
+            be.dropout(t.f(1), t.f(0), s.n, dropout_mask(s.p, 5, s.index0, sc));
+            be.free(sc);
+        };
+        c.reference = [=](HostTensors& h) {
+            const Vec k = ref::dropout_multipliers(s.n, s.p, 0x123456789abcULL, kDropoutStep, 2,
+                                                   5, s.index0);
+            h.f[1].assign(s.n, 0.0);
+            for (size_t i = 0; i < s.n; i++) h.f[1][i] = h.f[0][i] * k[i];
+        };
+        add(c);
+    }
+    struct A {
+        int B, T, NH, NKV, hs;
+    };
+    for (A s : {A{2, 7, 3, 3, 4}, A{3, 45, 5, 5, 8}, A{1, 130, 2, 2, 48}, A{2, 65, 6, 2, 8},
+                A{1, 1, 2, 1, 4}}) {
+        const int B = s.B, T = s.T, NH = s.NH, NKV = s.NKV, hs = s.hs, C = NH * hs;
+        const size_t W = (size_t)(NH + 2 * NKV) * hs, nq = (size_t)B * T * W,
+                     no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+        const std::string sh =
+            dims_text({{"B", B}, {"T", T}, {"NH", NH}, {"NKV", NKV}, {"hs", hs}}) + " p0.2";
+        trt::ModelDims d = attention_dims(B, T, C, NH, NKV);
+        d.attention_dropout = true;
+        auto keep = [=] {
+            return ref::dropout_multipliers(na, 0.2f, 0x123456789abcULL, kDropoutStep, 2, 9);
+        };
+        {
+            OpCase c;
+            c.op = "attention_dropout_forward";
+            c.shape = sh;
+            c.tensors = {operand(in("qkv", nq, -2, 2)), out("out", no)};
+            c.dims = d;
+            c.tol = kMatmulForward;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                const size_t n = 2 * be.attention_saved_floats(B, T, C, NH, NKV);
+                void* saved = be.alloc(std::max<size_t>(n, 1) * 4, "attention saved");
+                trt::StepScalars* sc = step_scalars(be, kDropoutStep);
+                be.attention_dropout_forward(t.f(1), static_cast<float*>(saved), t.f(0), B, T,
+                                             C, NH, NKV, dropout_mask(0.2f, 9, 0, sc));
+                be.free(sc);
+                be.free(saved);
+            };
+            c.reference = [=](HostTensors& h) {
+                const Vec k = keep();
+                h.f[1] = ref::attention_forward(h.f[0], B, T, C, NH, NKV, nullptr, &k);
+            };
+            add(c);
+        }
+        {
+            OpCase c;
+            c.op = "attention_dropout_backward";
+            c.shape = sh;
+            c.tensors = {operand(in("qkv", nq, -2, 2)), operand(in("dout", no)), out("dqkv", nq)};
+            c.dims = d;
+            c.tol = kMatmulBackward;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                const size_t ns = 2 * be.attention_saved_floats(B, T, C, NH, NKV);
+                const size_t nx = be.attention_scratch_floats(B, T, C, NH, NKV);
+                auto* saved = static_cast<float*>(be.alloc(std::max<size_t>(ns, 1) * 4, "saved"));
+                auto* scratch = static_cast<float*>(be.alloc(std::max<size_t>(nx, 1) * 4, "scr"));
+                auto* o = static_cast<float*>(be.alloc(no * 4, "attention out"));
+                trt::StepScalars* sc = step_scalars(be, kDropoutStep);
+                be.attention_dropout_forward(as_act(be, o), saved, t.f(0), B, T, C, NH, NKV,
+                                             dropout_mask(0.2f, 9, 0, sc));
+                be.attention_dropout_backward(t.f(2), scratch, t.f(1), t.f(0), saved, B, T, C,
+                                              NH, NKV);
+                be.free(sc);
+                be.free(o);
+                be.free(scratch);
+                be.free(saved);
+            };
+            c.reference = [=](HostTensors& h) {
+                const Vec k = keep();
+                h.f[2] = ref::attention_backward(h.f[1], h.f[0], B, T, C, NH, NKV, &k);
+            };
+            add(c);
+        }
+    }
+}
+
 }  // namespace
 
 std::vector<std::string> op_names() {
@@ -802,6 +927,7 @@ const std::vector<OpCase>& all_cases() {
         rope_cases();
         swiglu_cases();
         column_cases();
+        dropout_cases();
         return new std::vector<OpCase>(std::move(cases));
     }();
     return *table;

@@ -23,7 +23,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # Exits 77 when torch/numpy cannot be imported.
-from reference_common import Case, ModelSpec, Tolerances, run  # noqa: E402
+from reference_common import (Case, ModelSpec, Tolerances, attention_dropout_site,  # noqa: E402
+                              dropout, residual_dropout_site, run)
 import torch  # noqa: E402
 
 # ----------------------------------------------------------------------------- the test case
@@ -90,7 +91,7 @@ def gpt2_logits(p, cfg, idx):
     B, T = idx.shape
     C, H, L = cfg["d_model"], cfg["n_head"], cfg["n_layer"]
     hs = C // H
-    x = p["wte.weight"][idx] + p["wpe.weight"][:T].unsqueeze(0)          # (B,T,C)
+    x = dropout(p["wte.weight"][idx] + p["wpe.weight"][:T].unsqueeze(0), 0)  # (B,T,C)
     causal = torch.ones(T, T, dtype=torch.bool).tril()
     for i in range(L):
         q_ = f"h.{i}."
@@ -102,12 +103,14 @@ def gpt2_logits(p, cfg, idx):
         v = v.view(B, T, H, hs).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
         att = att.masked_fill(~causal, float("-inf"))
-        att = torch.softmax(att, dim=-1)
+        att = dropout(torch.softmax(att, dim=-1), attention_dropout_site(i))  # (B,H,T,T)
         y = (att @ v).transpose(1, 2).reshape(B, T, C)
-        x = x + (y @ p[q_ + "attn.c_proj.weight"] + p[q_ + "attn.c_proj.bias"])
+        x = x + dropout(y @ p[q_ + "attn.c_proj.weight"] + p[q_ + "attn.c_proj.bias"],
+                        residual_dropout_site(i, mlp=False))
         h = layer_norm(x, p[q_ + "ln_2.weight"], p[q_ + "ln_2.bias"])
         h = gelu_tanh(h @ p[q_ + "mlp.c_fc.weight"] + p[q_ + "mlp.c_fc.bias"])
-        x = x + (h @ p[q_ + "mlp.c_proj.weight"] + p[q_ + "mlp.c_proj.bias"])
+        x = x + dropout(h @ p[q_ + "mlp.c_proj.weight"] + p[q_ + "mlp.c_proj.bias"],
+                        residual_dropout_site(i, mlp=True))
     x = layer_norm(x, p["ln_f.weight"], p["ln_f.bias"])
     return x @ p["wte.weight"].t()                                        # tied head
 

@@ -39,7 +39,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # Exits 77 when torch/numpy cannot be imported.
 from reference_common import OPTIM as OPTIM_BASE  # noqa: E402
-from reference_common import Case, ModelSpec, Tolerances, cross_entropy, run  # noqa: E402
+from reference_common import (Case, ModelSpec, Tolerances, attention_dropout_site,  # noqa: E402
+                              cross_entropy, dropout, residual_dropout_site, run)
 import torch  # noqa: E402
 
 # ----------------------------------------------------------------------------- the test cases
@@ -145,7 +146,7 @@ def llama_logits(p, cfg, idx):
     emb = p["model.embed_tokens.weight"]
     cos, sin = rope_tables(T, hs, cfg["rope_theta"], emb.dtype)
     causal = torch.ones(T, T, dtype=torch.bool).tril()
-    x = emb[idx]                                                           # (B,T,C)
+    x = dropout(emb[idx], 0)                                               # (B,T,C)
     for i in range(L):
         q_ = f"model.layers.{i}."
         a = rms_norm(x, p[q_ + "input_layernorm.weight"], eps)
@@ -156,12 +157,12 @@ def llama_logits(p, cfg, idx):
         k, v = k[:, kv_of_head], v[:, kv_of_head]                          # (B,NH,T,hs)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
         att = att.masked_fill(~causal, float("-inf"))
-        att = torch.softmax(att, dim=-1)
+        att = dropout(torch.softmax(att, dim=-1), attention_dropout_site(i))  # (B,NH,T,T)
         y = (att @ v).transpose(1, 2).reshape(B, T, NH * hs)
-        h = x + y @ p[q_ + "self_attn.o_proj.weight"].t()
+        h = x + dropout(y @ p[q_ + "self_attn.o_proj.weight"].t(), residual_dropout_site(i, False))
         m = rms_norm(h, p[q_ + "post_attention_layernorm.weight"], eps)
         f = silu(m @ p[q_ + "mlp.gate_proj.weight"].t()) * (m @ p[q_ + "mlp.up_proj.weight"].t())
-        x = h + f @ p[q_ + "mlp.down_proj.weight"].t()
+        x = h + dropout(f @ p[q_ + "mlp.down_proj.weight"].t(), residual_dropout_site(i, True))
     x = rms_norm(x, p["model.norm.weight"], eps)
     head = emb if cfg["tie_embeddings"] else p["lm_head.weight"]
     return x @ head.t()

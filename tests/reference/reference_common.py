@@ -164,6 +164,71 @@ def read_safetensors(path):
     return out
 
 
+# ----------------------------------------------------------------------------- dropout masks
+class DropoutState:
+    """model.dropout as trainrt draws it (src/core/dropout_mask.h, src/model/dropout_sites.h):
+    element i of site s is kept iff lane i % 4 of Philox4x32-10(counter = (i // 4, s,
+    micro_step, step), key = (lo32 seed, hi32 seed ^ 0x64726F70)) >= floor(p * 2^32); kept
+    elements are scaled by float32(1) / (1 - float32(p)). Sites: 0 the embeddings; block i:
+    1 + 32 i the attention probabilities, 2 + 32 i the attention branch, 3 + 32 i the MLP
+    branch. train_reference sets step and micro_step around each training loss; outside
+    (self-checks, eval) `active` is False and nothing drops."""
+
+    def __init__(self):
+        self.p, self.seed, self.step, self.micro_step, self.active = 0.0, 0, 0, 0, False
+        self.lora_p = 0.0  # lora.dropout
+
+
+DROPOUT = DropoutState()
+MODEL_SEED = 1337  # model.seed's default: the key of the masks
+
+
+def philox4x32_10(c0, c1, c2, c3, k0, k1):
+    """Philox4x32-10 on uint64 numpy arrays holding 32-bit values (Salmon et al., SC'11)."""
+    m32 = np.uint64(0xFFFFFFFF)
+    c = [np.asarray(v, dtype=np.uint64) & m32 for v in (c0, c1, c2, c3)]
+    k0, k1 = np.uint64(k0) & m32, np.uint64(k1) & m32
+    for _ in range(10):
+        p0 = np.uint64(0xD2511F53) * c[0]
+        p1 = np.uint64(0xCD9E8D57) * c[2]
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k0, p1 & m32, (p0 >> np.uint64(32)) ^ c[3] ^ k1,
+             p0 & m32]
+        k0 = (k0 + np.uint64(0x9E3779B9)) & m32
+        k1 = (k1 + np.uint64(0xBB67AE85)) & m32
+    return c
+
+
+def dropout_multipliers(n, p, seed, step, micro_step, site):
+    """float32 [n]: 0 where dropped, 1/(1-p) where kept."""
+    q = np.arange((n + 3) // 4, dtype=np.uint64)
+    z = np.zeros_like(q)
+    lanes = philox4x32_10(q, z + site, z + micro_step, z + (step & 0xFFFFFFFF),
+                          seed & 0xFFFFFFFF, (seed >> 32) ^ 0x64726F70)
+    u = np.stack(lanes, axis=1).reshape(-1)[:n]
+    p32 = np.float32(p)
+    threshold = min(int(float(p32) * 4294967296.0), 0xFFFFFFFF)
+    scale = np.float32(1.0) / (np.float32(1.0) - p32)
+    return np.where(u >= threshold, scale, np.float32(0.0)).astype(np.float32)
+
+
+def dropout(x, site, p=None):
+    """x with site's mask of the current training pass (x's C-order flattening is the
+    stream's order: [B,T,C] rows, [B,NH,T,T] probabilities). p: model.dropout unless given."""
+    p = DROPOUT.p if p is None else p
+    if not DROPOUT.active or p == 0.0:
+        return x
+    k = dropout_multipliers(x.numel(), p, DROPOUT.seed, DROPOUT.step, DROPOUT.micro_step, site)
+    return x * torch.from_numpy(k).to(x.dtype).view(x.shape)
+
+
+def attention_dropout_site(layer):
+    return 1 + 32 * layer
+
+
+def residual_dropout_site(layer, mlp):
+    return 1 + 32 * layer + (2 if mlp else 1)
+
+
 # ----------------------------------------------------------------------------- optimisation
 def lr_at(step, steps, o):
     """Linear warmup over warmup_steps, then cosine from lr to min_lr at the last step."""
@@ -201,9 +266,13 @@ def train_reference(init, loss_fn, train_shards, steps, grad_accum, o, dtype=tor
     for step in range(1, steps + 1):
         opt.zero_grad(set_to_none=True)
         micro_losses = []
-        for _ in range(grad_accum):
+        for k in range(grad_accum):
             x, y = sampler.next()
-            loss = loss_fn(params, x, y)
+            DROPOUT.step, DROPOUT.micro_step, DROPOUT.active = step, k, True
+            try:
+                loss = loss_fn(params, x, y)
+            finally:
+                DROPOUT.active = False
             (loss / grad_accum).backward()
             micro_losses.append(loss.item())
         norm = torch.nn.utils.clip_grad_norm_(plist, o["grad_clip"]).item()  # pre-clip norm
@@ -259,13 +328,50 @@ def make_lora(init, rank, targets, conv1d, seed):
     return adapters
 
 
+# A linear layer's slot in trainrt's parameter table (src/model/param_table.h), which numbers
+# its adapter's dropout site (src/model/dropout_sites.h): 1 + 32 layer + 3 + slot.
+LORA_SLOTS = {"c_attn": 2, "q_proj": 4, "k_proj": 5, "v_proj": 6, "attn.c_proj": 7, "o_proj": 7,
+              "gate_proj": 11, "up_proj": 12, "c_fc": 12, "down_proj": 14, "mlp.c_proj": 14}
+
+
+def lora_dropout_site(path):
+    parts = path.split(".")
+    layer = int(next(p for p in parts if p.isdigit()))
+    name = parts[-1] if parts[-1] != "c_proj" else parts[-2] + ".c_proj"
+    return 1 + 32 * layer + 3 + LORA_SLOTS[name]
+
+
+class LoraWeight:
+    """An adapted weight the model multiplies by as if it were W (`x @ W` for GPT-2's Conv1D,
+    `x @ W.t()` for nn.Linear): x·W + scale · dropout(x)·Aᵀ·Bᵀ, PEFT's forward with
+    lora_dropout on the adapter's input only."""
+
+    def __init__(self, w, a, b, scale, site, transposed=False):
+        self.w, self.a, self.b, self.scale, self.site = w, a, b, scale, site
+        self.transposed = transposed
+
+    def t(self):
+        return LoraWeight(self.w, self.a, self.b, self.scale, self.site, not self.transposed)
+
+    def __rmatmul__(self, x):
+        base = x @ (self.w.t() if self.transposed else self.w)
+        xd = dropout(x, self.site, DROPOUT.lora_p)
+        return base + self.scale * ((xd @ self.a.t()) @ self.b.t())
+
+
 def lora_loss(loss, modules, scale, conv1d):
     """The loss of the base model with each adapted weight W replaced by W + scale * B·A
     (transposed for GPT-2's Conv1D [in, out] weights): the same function as PEFT's
-    x·W + scale * x·Aᵀ·Bᵀ, computed another way."""
+    x·W + scale * x·Aᵀ·Bᵀ, computed another way. With lora.dropout the adapter sees
+    dropout(x), which no merged weight expresses: the weights become LoraWeight."""
     def f(p, x, y, per_token=False):
         q = dict(p)
         for m in modules:
+            if DROPOUT.lora_p > 0.0:
+                q[m + ".weight"] = LoraWeight(p[m + ".weight"], p[m + ".lora_A.weight"],
+                                              p[m + ".lora_B.weight"], scale,
+                                              lora_dropout_site(m))
+                continue
             d = scale * (p[m + ".lora_B.weight"] @ p[m + ".lora_A.weight"])  # [out, in]
             q[m + ".weight"] = p[m + ".weight"] + (d.t() if conv1d else d)
         return loss(q, x, y, per_token)
@@ -285,12 +391,15 @@ def write_peft_adapter(folder, adapters, rank, alpha, targets, prefix):
 
 # ----------------------------------------------------------------------------- trainrt side
 def toml_config(writer, model_toml, case, steps, grad_accum, o, checkpoint,
-                batch=BATCH, seq=SEQ, precision="fp32", trainable=None, lora=None):
+                batch=BATCH, seq=SEQ, precision="fp32", trainable=None, lora=None, dropout=0.0):
     """The run config. model_toml: the body of [model] (ending in a newline), init_from
     included; writer: the script named in the first comment line. lora: dict(rank, alpha,
     targets, init_from) for a [lora] section."""
+    if dropout:
+        model_toml += f"dropout = {dropout!r}\nseed = {MODEL_SEED}\n"
     if lora:
         model_toml += (f"\n[lora]\nrank = {lora['rank']}\nalpha = {lora['alpha']!r}\n"
+                       f"dropout = {lora['dropout']!r}\n"
                        f"target_modules = {json.dumps(lora['targets'])}\n"
                        f"init_from = \"{lora['init_from']}\"\n")
     ckpt = f"checkpoint_every = {steps}\n" if checkpoint else ""
@@ -594,6 +703,12 @@ def make_arg_parser(doc, default_steps, tol, strict_tol):
                          "target_modules would select (\"all-linear\" too), the base frozen; "
                          "the reference adds scale * B·A to each adapted weight, trainrt loads "
                          "the same adapters from a PEFT folder (lora.init_from)")
+    ap.add_argument("--dropout", type=float, default=0.0, metavar="P",
+                    help="model.dropout = P: both sides drop the embeddings, the attention "
+                         "probabilities and both residual branches with trainrt's counter-"
+                         "based masks (drawn here in numpy)")
+    ap.add_argument("--lora-dropout", type=float, default=0.0, metavar="P",
+                    help="with --lora: lora.dropout = P on each adapter's input, both sides")
     ap.add_argument("--bf16", action="store_true",
                     help="trainrt with runtime.precision = \"bf16\" against the reference's "
                          "loss under torch.autocast(\"cpu\", dtype=torch.bfloat16), held to "
@@ -629,6 +744,9 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
         tol = strict_tol
     if args.bf16:
         tol = BF16_TOL
+    DROPOUT.p, DROPOUT.seed, DROPOUT.lora_p = args.dropout, MODEL_SEED, args.lora_dropout
+    if args.lora_dropout and not args.lora:
+        ap.error("--lora-dropout needs --lora")
     torch.manual_seed(0)
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float32)
@@ -680,6 +798,7 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
             write_peft_adapter(os.path.join(workdir, folder), adapters, rank, alpha, targets,
                                "" if not conv1d else "transformer.")
             lora[m.key] = dict(rank=rank, alpha=alpha, targets=targets, init_from=folder,
+                               dropout=args.lora_dropout,
                                adapters=adapters, conv1d=conv1d,
                                modules=lora_modules(m.init, targets))
             print(f"LoRA r{rank} alpha {alpha:g} on {len(lora[m.key]['modules'])} modules of "
@@ -699,7 +818,7 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
         return toml_config(writer, c.model.model_toml(c.model.init_file), c.name, args.steps,
                            c.grad_accum, optim, args.final_weights,
                            precision="bf16" if args.bf16 else "fp32", trainable=args.trainable,
-                           lora=lora.get(c.model.key))
+                           lora=lora.get(c.model.key), dropout=args.dropout)
 
     def reference_loss(model):
         base_loss = model.loss

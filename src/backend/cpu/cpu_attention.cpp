@@ -9,13 +9,17 @@
 // one thread, in a fixed order, so results do not depend on the thread count. In the GQA
 // backward the query heads of a group each produce a partial dk/dv (scratch), summed in head
 // order afterwards: no two threads write the same kv head, and the sum order is fixed.
+// Dropout on the probabilities (attention_dropout_forward) writes P' next to P and the
+// products read it; the backward's softmax step takes both.
 #include <cblas.h>
 #include <omp.h>
 
 #include <cmath>
 #include <cstddef>
+#include <optional>
 
 #include "backend/cpu/cpu_common.h"
+#include "backend/cpu/cpu_dropout.h"
 #include "backend/cpu/cpu_onednn_gemm.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_threads.h"
@@ -49,6 +53,17 @@ TRT_CPU_CLONES static void causal_softmax_row(float* __restrict row, int t, int 
     for (int s = t + 1; s < n; s++) row[s] = 0.0f;
 }
 
+// The same with dropout (a = P, ad = P' = P ⊙ mask/(1-p), r = d P' in): the gradient of
+// P is dP = r ⊙ mask/(1-p), so P ⊙ (dP - <P, dP>) = ad ⊙ r - a · <ad, r>.
+TRT_CPU_CLONES static void dropout_softmax_backward_row(float* __restrict r,
+                                                        const float* __restrict a,
+                                                        const float* __restrict ad, int t,
+                                                        int n) {
+    const float dot = dot_f(ad, r, t + 1);
+    for (int s = 0; s <= t; s++) r[s] = ad[s] * r[s] - a[s] * dot;
+    for (int s = t + 1; s < n; s++) r[s] = 0.0f;
+}
+
 // Softmax backward in place on one row (datt in, dpreatt out):
 // r[s] = a[s] (r[s] - <a[0..t], r[0..t]>) for s <= t, zeros on (t, n).
 TRT_CPU_CLONES static void softmax_backward_row(float* __restrict r, const float* __restrict a,
@@ -78,8 +93,15 @@ static void check_heads(int C, int NH, int NKV) {
 
 void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
                        const float* qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C, int NH,
-                       int NKV, int threads, bool onednn) {
+                       int NKV, int threads, bool onednn, float* dropped /*[B,NH,T,T]*/,
+                       const DropoutMask* mask) {
     check_heads(C, NH, NKV);
+    TRT_CHECK((dropped == nullptr) == (mask == nullptr), "attention: dropped without a mask");
+    std::optional<DropoutDraw> draw;
+    if (mask != nullptr) {
+        draw.emplace(*mask);
+        draw->check((uint64_t)B * NH * T * T);
+    }
     const int hs = C / NH;
     const int G = NH / NKV;          // query heads per kv head
     const int W = C + 2 * NKV * hs;  // qkv row: Q (NH heads) | K (NKV) | V (NKV); 3C for MHA
@@ -104,9 +126,20 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
             head_sgemm(onednn, CblasNoTrans, CblasTrans, m, i1, hs, scale,
                        q + (size_t)i0 * W, W, k, W, 0.0f, s, T);
             for (int t = i0; t < i1; t++) causal_softmax_row(att + (size_t)t * T, t, T);
-            // o[i0:i1] = att[i0:i1, 0:i1] · v[0:i1]
+            const float* p = s;
+            if (draw) {  // P' rows: the mask of element ((b·NH + h)·T + t)·T + key
+                float* pd = dropped + (size_t)bh * T * T + (size_t)i0 * T;
+                for (int t = i0; t < i1; t++) {
+                    float* row = pd + (size_t)(t - i0) * T;
+                    draw->apply(row, att + (size_t)t * T, (size_t)t + 1,
+                                ((size_t)bh * T + t) * T);
+                    for (int k = t + 1; k < T; k++) row[k] = 0.0f;
+                }
+                p = pd;
+            }
+            // o[i0:i1] = att[i0:i1, 0:i1] · v[0:i1] (P' with dropout)
             if (hs > 0)
-                head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, i1, 1.0f, s, T,
+                head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, i1, 1.0f, p, T,
                            v, W, 0.0f, o + (size_t)i0 * C, C);
         }
     }
@@ -115,7 +148,7 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
 void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* scratch,
                         const float* dout /*[B,T,C]*/, const float* qkv /*[B,T,(NH+2NKV)hs]*/,
                         const float* saved /*[B,NH,T,T]*/, int B, int T, int C, int NH,
-                        int NKV, int threads, bool onednn) {
+                        int NKV, int threads, bool onednn, const float* dropped) {
     check_heads(C, NH, NKV);
     const int hs = C / NH;
     const int G = NH / NKV;
@@ -146,6 +179,8 @@ void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* sc
             float* dv = partials ? dk + (size_t)T * hs : dqkv + row0 + C + (NKV + kvh) * hs;
             const int ldkv = partials ? hs : W;
             const float* att = saved + (size_t)bh * T * T;
+            // The probabilities the output was made of: P, or P' with dropout.
+            const float* used = dropped ? dropped + (size_t)bh * T * T : att;
             const float* dout_h = dout + (size_t)b * T * C + h * hs;  // [T,hs], stride C
             // Per query block: datt = dout_h · vᵀ on keys [0, i1), then the softmax
             // backward (d: datt -> dpreatt, zeros above the diagonal up to i1), then
@@ -156,8 +191,13 @@ void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* sc
                 float* di = d + (size_t)i0 * T;
                 head_sgemm(onednn, CblasNoTrans, CblasTrans, m, i1, hs, 1.0f,
                            dout_h + (size_t)i0 * C, C, v, W, 0.0f, di, T);
-                for (int t = i0; t < i1; t++)
-                    softmax_backward_row(d + (size_t)t * T, att + (size_t)t * T, t, i1);
+                for (int t = i0; t < i1; t++) {
+                    if (dropped)
+                        dropout_softmax_backward_row(d + (size_t)t * T, att + (size_t)t * T,
+                                                     used + (size_t)t * T, t, i1);
+                    else
+                        softmax_backward_row(d + (size_t)t * T, att + (size_t)t * T, t, i1);
+                }
                 head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, i1, scale, di, T,
                            k, W, 0.0f, dq + (size_t)i0 * W, W);
             }
@@ -168,7 +208,7 @@ void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* sc
                 const int j1 = j0 + kQB < T ? j0 + kQB : T;
                 const int n = j1 - j0, rows = T - j0;
                 head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, rows, 1.0f,
-                           att + (size_t)j0 * T + j0, T, dout_h + (size_t)j0 * C, C, 0.0f,
+                           used + (size_t)j0 * T + j0, T, dout_h + (size_t)j0 * C, C, 0.0f,
                            dv + (size_t)j0 * ldkv, ldkv);
                 head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, rows, scale,
                            d + (size_t)j0 * T + j0, T, q + (size_t)j0 * W, W, 0.0f,

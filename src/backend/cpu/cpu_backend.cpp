@@ -205,6 +205,23 @@ public:
         cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C, NH,
                                 NKV, threads_, onednn_sgemm_);
     }
+    void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
+                                   int NH, int NKV, const DropoutMask& m) override {
+        if (lowp_) return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, &m);
+        cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_,
+                               onednn_sgemm_, saved + cpu::attention_saved_floats(B, T, C, NH, NKV),
+                               &m);
+    }
+    void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
+                                    const float* saved, int B, int T, int C, int NH,
+                                    int NKV) override {
+        if (lowp_)
+            return lowp_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV,
+                                             true);
+        cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C, NH,
+                                NKV, threads_, onednn_sgemm_,
+                                saved + cpu::attention_saved_floats(B, T, C, NH, NKV));
+    }
     void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
                          float eps) override {
         if (lowp_) return lowp_->rmsnorm_forward(out, rstd, inp, w, N, C, eps);
@@ -269,6 +286,10 @@ public:
                       int M) override {
         if (lowp_) return lowp_->copy_columns(out, in, scale, N, W, c0, M);
         cpu::copy_columns(f32(out), f32(in), scale, N, W, c0, M, threads_);
+    }
+    void dropout(Act out, ConstAct in, size_t n, const DropoutMask& m) override {
+        if (lowp_) return lowp_->dropout(out, in, n, m);
+        cpu::dropout(f32(out), f32(in), n, m, threads_);
     }
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
                             int M) override {

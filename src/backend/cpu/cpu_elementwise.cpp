@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_common.h"
+#include "backend/cpu/cpu_dropout.h"
 #include "backend/cpu/cpu_gelu.h"
 #include "backend/cpu/cpu_ops.h"
 
@@ -130,6 +131,20 @@ void add_columns(float* out, const float* in, float scale, int N, int W, int c0,
         float* __restrict o = out + (size_t)n * W + c0;
         const float* __restrict x = in + (size_t)n * M;
         for (int j = 0; j < M; j++) o[j] += scale * x[j];
+    }
+}
+
+void dropout(float* out, const float* in, size_t n, const DropoutMask& m, int threads) {
+    const DropoutDraw draw(m);
+    draw.check(n);
+    // Chunks of whole Philox groups (a multiple of 4 from a group start).
+    constexpr size_t kChunk = 4096;
+    const int64_t chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t c = 0; c < chunks; c++) {
+        const size_t j0 = static_cast<size_t>(c) * kChunk;
+        const size_t len = j0 + kChunk < n ? kChunk : n - j0;
+        draw.apply(out + j0, in + j0, len, j0);
     }
 }
 

@@ -595,26 +595,36 @@ size_t LowpOps::attention_min_rows(int T, int NH) const {
     return seqs * (size_t)T;
 }
 
+// With dropout (mask != nullptr) saved holds B sequences of P, then B of P' (backend.h).
 void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                int NH, int NKV) {
+                                int NH, int NKV, const DropoutMask* mask) {
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
     const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
     const RowArg args[] = {{out, (size_t)C, Dir::Out}, {qkv, W}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
-        cpu::attention_forward(f[0], saved + r0 / T * per_seq, f[1], (int)(rows / T), T, C, NH,
-                               NKV, threads_, onednn_sgemm_);
+        const size_t seq0 = r0 / T;
+        DropoutMask m = mask != nullptr ? *mask : DropoutMask{};
+        m.index0 += seq0 * per_seq;  // the chunk's first element of the [B,NH,T,T] stream
+        float* dropped = mask != nullptr ? saved + ((size_t)B + seq0) * per_seq : nullptr;
+        cpu::attention_forward(f[0], saved + seq0 * per_seq, f[1], (int)(rows / T), T, C, NH,
+                               NKV, threads_, onednn_sgemm_, dropped,
+                               mask != nullptr ? &m : nullptr);
     }, attention_min_rows(T, NH));
 }
 
 void LowpOps::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                                 const float* saved, int B, int T, int C, int NH, int NKV) {
+                                 const float* saved, int B, int T, int C, int NH, int NKV,
+                                 bool dropout) {
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
     const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
     const RowArg args[] = {{dqkv, W, Dir::Out}, {dout, (size_t)C}, {qkv, W}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
+        const size_t seq0 = r0 / T;
+        const float* dropped = dropout ? saved + ((size_t)B + seq0) * per_seq : nullptr;
         // scratch was sized for B sequences; a chunk of fewer needs less of it.
-        cpu::attention_backward(f[0], scratch, f[1], f[2], saved + r0 / T * per_seq,
-                                (int)(rows / T), T, C, NH, NKV, threads_, onednn_sgemm_);
+        cpu::attention_backward(f[0], scratch, f[1], f[2], saved + seq0 * per_seq,
+                                (int)(rows / T), T, C, NH, NKV, threads_, onednn_sgemm_,
+                                dropped);
     }, attention_min_rows(T, NH));
 }
 
@@ -654,6 +664,16 @@ void LowpOps::copy_columns(Act out, ConstAct in, float scale, int N, int W, int 
     const RowArg args[] = {{out, (size_t)M, Dir::Out}, {in.at((size_t)c0), (size_t)M, (size_t)W}};
     by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
         cpu::copy_columns(f[0], f[1], scale, (int)rows, M, 0, M, threads_);
+    });
+}
+
+// A chunk of rows starting at r0 is the stream's elements from index0 + r0.
+void LowpOps::dropout(Act out, ConstAct in, size_t n, const DropoutMask& m) {
+    const RowArg args[] = {{out, 1, Dir::Out}, {in, 1}};
+    by_rows(n, 1, args, [&](size_t r0, size_t rows, float** f) {
+        DropoutMask chunk = m;
+        chunk.index0 += r0;
+        cpu::dropout(f[0], f[1], rows, chunk, threads_);
     });
 }
 

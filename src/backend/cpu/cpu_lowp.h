@@ -80,10 +80,12 @@ public:
     void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                              const float* bias, int N, int K, int M);
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N, int M);
+    // mask (forward) / dropout (backward): attention_dropout_forward's P' after P in saved.
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C, int NH,
-                           int NKV);
+                           int NKV, const DropoutMask* mask = nullptr);
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                            const float* saved, int B, int T, int C, int NH, int NKV);
+                            const float* saved, int B, int T, int C, int NH, int NKV,
+                            bool dropout = false);
     void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
                       int NKV, int hs, int pos0);
     void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
@@ -92,6 +94,7 @@ public:
     void gelu_forward(Act out, ConstAct inp, size_t n);
     void add_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M);
     void copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M);
+    void dropout(Act out, ConstAct in, size_t n, const DropoutMask& m);
     void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int F);
     void classifier_forward_backward(Act logits, float* losses, const int32_t* targets, int N,
                                      int V, int Vp, float dloss, bool write_grad);

@@ -23,11 +23,14 @@ void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* 
 // (accel.cpu_matmul; the backend sets it where oneDNN's fp32 kernels are the faster).
 size_t attention_saved_floats(int B, int T, int C, int NH, int NKV);
 size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, int threads);
+// With dropout (attention_dropout_forward): `dropped` [B,NH,T,T] receives P' = P ⊙ mask/(1-p)
+// (the strict upper triangle 0) and the output is P'·V; the backward reads both. nullptr: none.
 void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
-                       int NH, int NKV, int threads, bool onednn_sgemm = false);
+                       int NH, int NKV, int threads, bool onednn_sgemm = false,
+                       float* dropped = nullptr, const DropoutMask* mask = nullptr);
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                         const float* saved, int B, int T, int C, int NH, int NKV, int threads,
-                        bool onednn_sgemm = false);
+                        bool onednn_sgemm = false, const float* dropped = nullptr);
 
 // cpu_layernorm.cpp
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
@@ -71,6 +74,8 @@ void add_columns(float* out, const float* in, float scale, int N, int W, int c0,
                  int threads);
 void copy_columns(float* out, const float* in, float scale, int N, int W, int c0, int M,
                   int threads);
+// out[i] = in[i] · keep(i) / (1 - p) (backend.h; in place allowed).
+void dropout(float* out, const float* in, size_t n, const DropoutMask& m, int threads);
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n, int threads);
 void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout, int N,
                         int M, int threads);

@@ -211,7 +211,13 @@ public:
             // The first reserve decides, before the model sizes its saved activations.
             std::string why;
             const int nkv = dims_nkv(d);
-            if (nkv != d.NH) {
+            if (d.attention_dropout) {
+                // cuDNN draws its own dropout masks; the model's must be the CPU's (a counter-
+                // based mask per element), which the matmul path applies.
+                cudnn_note_ = "model.dropout drops attention probabilities with the CPU's "
+                              "masks, which runs on the matmul path";
+                cudnn_.reset();
+            } else if (nkv != d.NH) {
                 // cuDNN serves multi-head attention only (cudnn_attention.h): a grouped-query
                 // model runs every attention call on the matmul path.
                 cudnn_note_ = "cuDNN attention serves NKV == NH only; this model has " +
@@ -344,6 +350,20 @@ public:
         else
             cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV);
     }
+    // Always the matmul path: reserve() saw ModelDims::attention_dropout and sized for it.
+    void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
+                                   int NH, int NKV, const DropoutMask& m) override {
+        const DeviceGuard g(device_);
+        TRT_CHECK(!use_cudnn_, "attention dropout on a backend reserved for cuDNN attention");
+        cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, &m);
+    }
+    void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
+                                    const float* saved, int B, int T, int C, int NH,
+                                    int NKV) override {
+        const DeviceGuard g(device_);
+        TRT_CHECK(!use_cudnn_, "attention dropout on a backend reserved for cuDNN attention");
+        cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, true);
+    }
     size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
         if (!use_cudnn_ || NKV != NH) return cuda::attention_scratch_floats(B, T, C, NH, NKV);
         if (cudnn_->prepared(B, T, C, NH)) return CudnnAttention::scratch_floats(B, T, C, NH);
@@ -424,6 +444,10 @@ public:
                       int M) override {
         const DeviceGuard g(device_);
         cuda::copy_columns(ctx_, out, in, scale, N, W, c0, M);
+    }
+    void dropout(Act out, ConstAct in, size_t n, const DropoutMask& m) override {
+        const DeviceGuard g(device_);
+        cuda::dropout(ctx_, out, in, n, m);
     }
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout,
                             int N, int M) override {

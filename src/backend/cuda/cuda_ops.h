@@ -114,6 +114,11 @@ void add_columns(const CudaCtx& ctx, Act out, ConstAct in, float scale, int N, i
                  int M);
 void copy_columns(const CudaCtx& ctx, Act out, ConstAct in, float scale, int N, int W, int c0,
                   int M);
+// out[i] = in[i] · keep(i) / (1 - p) (backend.h; in place allowed)
+void dropout(const CudaCtx& ctx, Act out, ConstAct in, size_t n, const DropoutMask& m);
+// The same on fp32 buffers whatever ctx.act is (attention's probabilities).
+void dropout_floats(const CudaCtx& ctx, float* out, const float* in, size_t n,
+                    const DropoutMask& m);
 void gelu_backward(const CudaCtx& ctx, Act dinp, ConstAct inp, ConstAct dout, size_t n);
 void gelu_backward_bias(const CudaCtx& ctx, Act dinp, float* dbias, ConstAct inp,
                         ConstAct dout, int N, int M);
@@ -189,11 +194,12 @@ void matmul_gelu_forward(const CudaCtx& ctx, Act pre, Act out, ConstAct inp,
 // NKV key/value heads (grouped-query when NKV < NH; NKV divides NH), qkv [B,T,(NH+2NKV)hs].
 size_t attention_saved_floats(int B, int T, int C, int NH, int NKV);
 size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV);
+// mask (forward) / dropout (backward): attention_dropout_forward's P' after P in saved.
 void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B,
-                       int T, int C, int NH, int NKV);
+                       int T, int C, int NH, int NKV, const DropoutMask* mask = nullptr);
 void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
                         ConstAct qkv, const float* saved, int B, int T, int C, int NH,
-                        int NKV);
+                        int NKV, bool dropout = false);
 
 // ---- kernels/optimizer.cu
 void begin_step(const CudaCtx& ctx, StepScalars* s, float lr, int64_t step);

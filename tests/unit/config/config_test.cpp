@@ -705,7 +705,7 @@ TEST(ConfigDocs, EveryKeyIsDocumented) {
         EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << key;
         ++keys;
     }
-    EXPECT_EQ(keys, 57);
+    EXPECT_EQ(keys, 59);
 }
 
 }  // namespace

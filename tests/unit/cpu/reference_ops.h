@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/dropout_mask.h"
 
 namespace ref {
 
@@ -210,9 +211,10 @@ inline void matmul_backward(const Vec& dout, const Vec& inp, const Vec& W, int N
 // Causal attention with NH query heads and NKV key/value heads (NKV divides NH; NKV == NH is
 // multi-head attention). qkv [B,T,(NH+2NKV)hs], hs = C/NH: head h of Q at column h*hs, kv
 // head j of K at C + j*hs, of V at C + (NKV + j)*hs; query head h uses kv head h/(NH/NKV).
-// Returns out [B,T,C]; att (if given) [B,NH,T,T] with zeros above the diagonal.
+// Returns out [B,T,C]; att (if given) [B,NH,T,T] with zeros above the diagonal. keep (if
+// given) [B,NH,T,T]: attention dropout's multipliers (0 or 1/(1-p)) on the probabilities.
 inline Vec attention_forward(const Vec& qkv, int B, int T, int C, int NH, int NKV,
-                             Vec* att_out = nullptr) {
+                             Vec* att_out = nullptr, const Vec* keep = nullptr) {
     const int hs = C / NH, G = NH / NKV, W = C + 2 * NKV * hs;
     const double scale = 1.0 / std::sqrt((double)hs);
     Vec out((size_t)B * T * C, 0.0);
@@ -235,9 +237,11 @@ inline Vec attention_forward(const Vec& qkv, int B, int T, int C, int NH, int NK
                 for (double x : score) z += std::exp(x - mx);
                 for (int s = 0; s <= t; s++) {
                     const double p = std::exp(score[s] - mx) / z;
-                    if (att_out) (*att_out)[(((size_t)b * NH + h) * T + t) * T + s] = p;
+                    const size_t e = (((size_t)b * NH + h) * T + t) * T + s;
+                    if (att_out) (*att_out)[e] = p;
+                    const double pd = keep ? p * (*keep)[e] : p;
                     for (int i = 0; i < hs; i++)
-                        out[((size_t)b * T + t) * C + h * hs + i] += p * V(b, s, h, i);
+                        out[((size_t)b * T + t) * C + h * hs + i] += pd * V(b, s, h, i);
                 }
             }
     return out;
@@ -245,7 +249,7 @@ inline Vec attention_forward(const Vec& qkv, int B, int T, int C, int NH, int NK
 
 // dqkv (fresh); a K/V head's gradient sums over the query heads that read it.
 inline Vec attention_backward(const Vec& dout, const Vec& qkv, int B, int T, int C, int NH,
-                              int NKV) {
+                              int NKV, const Vec* keep = nullptr) {
     const int hs = C / NH, G = NH / NKV, W = C + 2 * NKV * hs;
     const double scale = 1.0 / std::sqrt((double)hs);
     Vec att;
@@ -261,13 +265,16 @@ inline Vec attention_backward(const Vec& dout, const Vec& qkv, int B, int T, int
             for (int t = 0; t < T; t++) {
                 const double* p = &att[(((size_t)b * NH + h) * T + t) * T];
                 const double* dy = &dout[((size_t)b * T + t) * C + h * hs];
-                // out[t] = sum_s p[s] v[s]
+                const double* kp = keep ? &(*keep)[(((size_t)b * NH + h) * T + t) * T] : nullptr;
+                // out[t] = sum_s p[s] k[s] v[s] (k: the dropout multiplier, 1 without)
                 Vec dp(t + 1, 0.0);
-                for (int s = 0; s <= t; s++)
+                for (int s = 0; s <= t; s++) {
+                    const double ks = kp ? kp[s] : 1.0;
                     for (int i = 0; i < hs; i++) {
-                        dp[s] += dy[i] * qkv[idx(b, s, 2, h, i)];
-                        dqkv[idx(b, s, 2, h, i)] += p[s] * dy[i];
+                        dp[s] += dy[i] * qkv[idx(b, s, 2, h, i)] * ks;
+                        dqkv[idx(b, s, 2, h, i)] += p[s] * ks * dy[i];
                     }
+                }
                 // softmax Jacobian: dscore[s] = sum_r p[r] (delta_rs - p[s]) dp[r]
                 for (int s = 0; s <= t; s++) {
                     double ds = 0.0;
@@ -280,6 +287,20 @@ inline Vec attention_backward(const Vec& dout, const Vec& qkv, int B, int T, int
                 }
             }
     return dqkv;
+}
+
+// Dropout's multipliers (0, or 1/(1-p) computed in float as the backends do) of elements
+// [index0, index0 + n) of a site's stream (core/dropout_mask.h), drawn here element by element.
+inline Vec dropout_multipliers(size_t n, float p, uint64_t seed, int64_t step,
+                               uint32_t micro_step, uint32_t site, uint64_t index0 = 0) {
+    Vec k(n);
+    const uint32_t threshold = trt::dropout_threshold(p);
+    for (size_t j = 0; j < n; j++) {
+        const uint64_t i = index0 + j;
+        const trt::Philox4x32 u = trt::dropout_uniforms(seed, step, micro_step, site, i / 4);
+        k[j] = u.v[i % 4] >= threshold ? (double)trt::dropout_scale(p) : 0.0;
+    }
+    return k;
 }
 
 // ------------------------------------------------------------------ gelu (tanh approx)

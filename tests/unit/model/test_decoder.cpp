@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <ostream>
 #include <random>
 #include <vector>
 
+#include "core/error.h"
 #include "model/decoder.h"
+#include "model/lora.h"
 #include "model/model_weights.h"
 #include "runtime/optimizer.h"
 
@@ -37,7 +40,8 @@ struct Fixture {
     Decoder model;
     std::vector<int32_t> inputs, targets;
 
-    explicit Fixture(const ModelSpec& spec) : shape(spec), model(*be, spec, B, T) {
+    explicit Fixture(const ModelSpec& spec, std::vector<std::string> trainable = {})
+        : shape(spec), model(*be, spec, B, T, DecoderOptions(std::move(trainable))) {
         std::mt19937 rng(3);
         std::vector<float> p(model.table().total());
         init_random(model.table(), 11, p.data());
@@ -62,15 +66,11 @@ struct Fixture {
 
 class DecoderModel : public ::testing::TestWithParam<Case> {};
 
-}  // namespace
-
-TEST_P(DecoderModel, BackwardMatchesDirectionalFiniteDifferences) {
-    Fixture f(GetParam().spec);
+// The analytic gradient `grad` (of the whole flat parameter buffer) against central
+// differences of `loss` along 4 random unit directions; the parameters are restored after.
+void expect_directional_derivatives(Fixture& f, const std::vector<float>& grad,
+                                    const std::function<double()>& loss) {
     const size_t n = f.model.table().total();
-    f.model.zero_grads();
-    f.model.forward_backward(f.inputs.data(), f.targets.data(), f.B, f.T,
-                             1.0f / static_cast<float>(f.B * f.T));
-    const std::vector<float> grad(f.model.grads(), f.model.grads() + n);
     const std::vector<float> base(f.model.params(), f.model.params() + n);
     std::mt19937 rng(5);
     std::normal_distribution<double> dist(0.0, 1.0);
@@ -86,13 +86,25 @@ TEST_P(DecoderModel, BackwardMatchesDirectionalFiniteDifferences) {
         const double h = 2e-3;
         auto at = [&](double s) {
             for (size_t i = 0; i < n; ++i) f.model.params()[i] = float(base[i] + s * d[i]);
-            return f.loss();
+            return loss();
         };
         const double numeric = (at(h) - at(-h)) / (2 * h);
         EXPECT_NEAR(analytic, numeric, 2e-3 * std::fabs(numeric) + 2e-4)
             << "trial " << trial << ": analytic " << analytic << " numeric " << numeric;
     }
     std::copy(base.begin(), base.end(), f.model.params());
+}
+
+}  // namespace
+
+TEST_P(DecoderModel, BackwardMatchesDirectionalFiniteDifferences) {
+    Fixture f(GetParam().spec);
+    const size_t n = f.model.table().total();
+    f.model.zero_grads();
+    f.model.forward_backward(f.inputs.data(), f.targets.data(), f.B, f.T,
+                             1.0f / static_cast<float>(f.B * f.T));
+    const std::vector<float> grad(f.model.grads(), f.model.grads() + n);
+    expect_directional_derivatives(f, grad, [&] { return f.loss(); });
 }
 
 TEST_P(DecoderModel, GradientsAccumulateOverMicroBatches) {
@@ -168,4 +180,62 @@ TEST_P(DecoderModel, VocabPaddingRowsStayZero) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DecoderModel, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+// model.dropout and lora.dropout: a training pass drops with masks fixed by (step, micro-step),
+// so the loss it differentiates is a deterministic function of the parameters: the backward
+// must match its finite differences through every dropout site (embeddings, attention
+// probabilities, both residual branches, the adapters' inputs).
+class DecoderDropout : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DecoderDropout, BackwardMatchesFiniteDifferencesThroughTheMasks) {
+    ModelSpec spec = GetParam().spec;
+    spec.dropout = 0.25f;
+    LoraConfig lc;
+    lc.rank = 2;
+    lc.alpha = 4.0;
+    lc.dropout = 0.3;
+    lc.target_modules = {"all-linear"};
+    spec.lora = lora_spec(lc, spec);
+    // Everything trains (the base too), so every gradient path is checked.
+    Fixture f(spec, {"*"});
+    std::mt19937 rng(9);
+    std::normal_distribution<float> n(0.0f, 0.05f);  // small: the update stays a perturbation
+    for (const ParamTensor& t : f.model.table().tensors())
+        if (t.role == ParamRole::LoraA || t.role == ParamRole::LoraB)
+            for (size_t i = 0; i < t.numel; ++i) f.model.params()[t.offset + i] = n(rng);
+    StepScalars sc;
+    sc.step = 3;
+    const uint32_t micro = 1;
+    const size_t np = f.model.table().total(), ng = f.model.table().grad_total();
+    ASSERT_EQ(np, ng);
+    // The masks matter: the training loss differs from the evaluation loss, and from the
+    // next micro-step's.
+    f.model.forward_training(f.inputs.data(), f.targets.data(), f.B, f.T, &sc, micro);
+    const double train_loss = f.model.mean_loss(f.B, f.T);
+    const double eval_loss = f.loss();
+    f.model.forward_training(f.inputs.data(), f.targets.data(), f.B, f.T, &sc, micro + 1);
+    EXPECT_NE(train_loss, eval_loss);
+    EXPECT_NE(train_loss, f.model.mean_loss(f.B, f.T));
+    f.model.zero_grads();
+    f.model.forward_backward(f.inputs.data(), f.targets.data(), f.B, f.T,
+                             1.0f / static_cast<float>(f.B * f.T), &sc, micro);
+    EXPECT_DOUBLE_EQ(f.model.mean_loss(f.B, f.T), train_loss);
+    const std::vector<float> grad(f.model.grads(), f.model.grads() + ng);
+    expect_directional_derivatives(f, grad, [&] {
+        f.model.forward_training(f.inputs.data(), f.targets.data(), f.B, f.T, &sc, micro);
+        return f.model.mean_loss(f.B, f.T);
+    });
+}
+
+TEST_P(DecoderDropout, ATrainingPassThatDropsNeedsTheStepScalars) {
+    ModelSpec spec = GetParam().spec;
+    spec.dropout = 0.1f;
+    Fixture f(spec);
+    EXPECT_THROW(f.model.forward_backward(f.inputs.data(), f.targets.data(), f.B, f.T, 1.0f),
+                 Error);
+    f.model.forward(f.inputs.data(), f.targets.data(), f.B, f.T);  // evaluation never drops
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, DecoderDropout, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });

@@ -39,6 +39,8 @@ struct RecorderKnobs {
     bool bake_sampler_inputs = false;
     // Mutant: adamw_step replays with the lr and step of capture time.
     bool bake_lr = false;
+    // Mutant: dropout masks replay with the step of capture time.
+    bool bake_dropout_step = false;
 };
 
 class RecordingBackend final : public Backend {
@@ -205,6 +207,19 @@ public:
             be->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
         });
     }
+    void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
+                                   int NH, int NKV, const DropoutMask& m) override {
+        op("attention_dropout_forward", [=, be = be()] {
+            be->attention_dropout_forward(out, saved, qkv, B, T, C, NH, NKV, m);
+        });
+    }
+    void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
+                                    const float* saved, int B, int T, int C, int NH,
+                                    int NKV) override {
+        op("attention_dropout_backward", [=, be = be()] {
+            be->attention_dropout_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
+        });
+    }
     void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N,
                          int C, float eps) override {
         op("rmsnorm_forward",
@@ -266,6 +281,18 @@ public:
     void copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
                       int M) override {
         op("copy_columns", [=, be = be()] { be->copy_columns(out, in, scale, N, W, c0, M); });
+    }
+    void dropout(Act out, ConstAct in, size_t n, const DropoutMask& m) override {
+        if (capturing_ && knobs_.bake_dropout_step) {
+            const StepScalars baked = *m.scalars;  // mutant: the step of capture time
+            op("dropout(baked step)", [=, be = be()] {
+                DropoutMask frozen = m;
+                frozen.scalars = &baked;
+                be->dropout(out, in, n, frozen);
+            });
+            return;
+        }
+        op("dropout", [=, be = be()] { be->dropout(out, in, n, m); });
     }
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout,
                             int N, int M) override {

@@ -78,6 +78,7 @@ struct Variant {
     int grad_accum = 1;
     bool fused_adamw = true;
     std::string placement = "device";
+    double dropout = 0.0;  // model.dropout: masks keyed by the step in backend memory
 };
 
 trt::Config make_config(const std::string& dir, const Variant& v, bool graphs) {
@@ -96,6 +97,7 @@ trt::Config make_config(const std::string& dir, const Variant& v, bool graphs) {
     c.set("train.grad_accum", std::to_string(v.grad_accum));
     c.set("accel.fused_adamw", v.fused_adamw ? "true" : "false");
     c.set("accel.cuda_graphs", graphs ? "true" : "false");
+    c.set("model.dropout", std::to_string(v.dropout));
     return c;
 }
 
@@ -305,7 +307,7 @@ std::vector<std::string> warnings(const std::vector<LogLine>& log) {
 
 std::string variant_name(const Variant& v) {
     return v.sampler + "_ga" + std::to_string(v.grad_accum) +
-           (v.fused_adamw ? "" : "_per_tensor_adamw");
+           (v.fused_adamw ? "" : "_per_tensor_adamw") + (v.dropout > 0 ? "_dropout" : "");
 }
 // GoogleTest prints parameters with this (found by ADL): readable CTest names.
 void PrintTo(const Variant& v, std::ostream* os) { *os << variant_name(v); }
@@ -384,7 +386,9 @@ INSTANTIATE_TEST_SUITE_P(
     Samplers, GraphEqualsEager,
     ::testing::Values(Variant{"random", 1, true}, Variant{"random", 3, true},
                       Variant{"sequential", 1, true}, Variant{"sequential", 3, true},
-                      Variant{"random", 3, false}, Variant{"sequential", 3, false}),
+                      Variant{"random", 3, false}, Variant{"sequential", 3, false},
+                      Variant{"random", 3, true, "device", 0.2},
+                      Variant{"sequential", 1, true, "device", 0.2}),
     [](const ::testing::TestParamInfo<Variant>& info) { return variant_name(info.param); });
 
 // ------------------------------------------------------------------ the comparison catches
@@ -394,10 +398,13 @@ struct Mutant {
     std::string sampler;
     bool bake_sampler_inputs;
     bool bake_lr;
+    bool bake_dropout_step = false;  // with model.dropout on
 };
 
 std::string mutant_name(const Mutant& m) {
-    return m.sampler + (m.bake_lr ? "_baked_lr" : "_baked_sampler");
+    return m.sampler + (m.bake_dropout_step ? "_baked_dropout_step"
+                        : m.bake_lr         ? "_baked_lr"
+                                            : "_baked_sampler");
 }
 void PrintTo(const Mutant& m, std::ostream* os) { *os << mutant_name(m); }
 
@@ -408,18 +415,22 @@ TEST_P(BakedValuesAreCaught, GraphRunDiffers) {
     Variant v;
     v.sampler = m.sampler;
     v.grad_accum = 2;
+    v.dropout = m.bake_dropout_step ? 0.2 : 0.0;
     const std::string dir = make_data_dir();
     const Trace eager = full_run(dir, make_config(dir, v, false), std::nullopt, "eager");
     RecordingBackend::Knobs knobs;
     knobs.bake_sampler_inputs = m.bake_sampler_inputs;
     knobs.bake_lr = m.bake_lr;
+    knobs.bake_dropout_step = m.bake_dropout_step;
     const Trace graph = full_run(dir, make_config(dir, v, true), knobs, "graph");
     const GraphStats* step = graph.rec.step_graph();
     ASSERT_NE(step, nullptr) << joined(graph.log);
     ASSERT_EQ(step->replays, kSteps - 1) << joined(graph.log);
     const int differing = compare_traces(graph, eager, false, "mutant");
     EXPECT_GT(differing, 0) << "a graph that bakes "
-                            << (m.bake_lr ? "the lr" : "the sampler inputs")
+                            << (m.bake_dropout_step ? "the dropout step"
+                                : m.bake_lr         ? "the lr"
+                                                    : "the sampler inputs")
                             << " went unnoticed: the comparison cannot fail";
     // Steps 1 (eager) and 2 (captured with its own values) are still right.
     ASSERT_GE(graph.steps.size(), 2u);
@@ -430,7 +441,8 @@ TEST_P(BakedValuesAreCaught, GraphRunDiffers) {
 INSTANTIATE_TEST_SUITE_P(Mutants, BakedValuesAreCaught,
                          ::testing::Values(Mutant{"random", true, false},
                                            Mutant{"sequential", true, false},
-                                           Mutant{"random", false, true}),
+                                           Mutant{"random", false, true},
+                                           Mutant{"sequential", false, false, true}),
                          [](const ::testing::TestParamInfo<Mutant>& info) {
                              return mutant_name(info.param);
                          });

@@ -93,5 +93,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"llama", "arch = \"llama\"\nn_kv_head = 1\nd_ff = 12\n", "", "fp32"},
         Case{"gpt2_lora", "", "[lora]\nrank = 2\ntarget_modules = [\"all-linear\"]\n", "fp32"},
         Case{"llama_lora_bf16", "arch = \"llama\"\nd_ff = 12\ntie_embeddings = false\n",
-             "[lora]\nrank = 2\ntarget_modules = [\"all-linear\"]\n", "bf16"}),
+             "[lora]\nrank = 2\ntarget_modules = [\"all-linear\"]\n", "bf16"},
+        // The recomputed forward draws the forward's own masks.
+        Case{"gpt2_dropout", "dropout = 0.2\n", "", "fp32"},
+        Case{"llama_dropout_lora_bf16", "arch = \"llama\"\nd_ff = 12\ndropout = 0.1\n",
+             "[lora]\nrank = 2\ntarget_modules = [\"all-linear\"]\ndropout = 0.2\n", "bf16"}),
     [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });

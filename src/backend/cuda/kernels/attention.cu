@@ -159,19 +159,28 @@ __global__ void __launch_bounds__(kThreads)
 
 // d [rows, T] in place: datt → dpreatt = scale · att · (datt − Σ_{s<=t} att·datt) on keys
 // s <= t, exactly 0 above the diagonal (att's upper triangle is 0 there as well).
+// With dropout (dropped = P' = att ⊙ mask/(1-p), d = dP' in): dP = d ⊙ mask/(1-p), so
+// scale · att ⊙ (dP − <att, dP>) = scale · (P'·d − att·<P', d>).
 __global__ void __launch_bounds__(kThreads)
     causal_softmax_backward_kernel(float* __restrict__ d, const float* __restrict__ att,
-                                   int64_t rows, int T, float scale) {
+                                   const float* __restrict__ dropped, int64_t rows, int T,
+                                   float scale) {
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
     if (row >= rows) return;
     const int lane = threadIdx.x & 31;
     const int t = static_cast<int>(row % T);
     float* g = d + row * T;
     const float* a = att + row * T;
+    const float* ad = dropped ? dropped + row * T : a;  // the probabilities the output used
     float dot = 0.0f;
-    for (int s = lane; s <= t; s += 32) dot += a[s] * g[s];
+    for (int s = lane; s <= t; s += 32) dot += ad[s] * g[s];
     dot = warp_sum(dot);
-    for (int s = lane; s < T; s += 32) g[s] = s <= t ? scale * a[s] * (g[s] - dot) : 0.0f;
+    if (dropped) {
+        for (int s = lane; s < T; s += 32)
+            g[s] = s <= t ? scale * (ad[s] * g[s] - a[s] * dot) : 0.0f;
+    } else {
+        for (int s = lane; s < T; s += 32) g[s] = s <= t ? scale * a[s] * (g[s] - dot) : 0.0f;
+    }
 }
 
 // NKV = 0: src/dst rows hold the NH query-block heads only (k, v unused). src / dst are
@@ -300,8 +309,10 @@ size_t attention_ctx_scratch_bytes(const ModelDims& d, Precision p) {
 }
 
 // out[B,T,C] = causal attention of qkv[B,T,(NH+2NKV)hs]; saved = att [B,NH,T,T] (fp32).
+// With dropout (mask): saved = [P | P'] (2 × attention_saved_floats); P' = dropout of P over
+// the whole [B,NH,T,T] stream (the upper triangle stays 0), and y = P'·v.
 void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B, int T,
-                       int C, int NH, int NKV) {
+                       int C, int NH, int NKV, const DropoutMask* mask) {
     if (empty(B, T, C, NH)) return;
     check_heads(C, NH, NKV);
     act_storage(ctx, {out, qkv});  // both views in ctx.act before anything is launched
@@ -321,15 +332,21 @@ void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, 
     const int64_t rows = static_cast<int64_t>(BH) * T;
     causal_softmax_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(att, rows, T);
     TRT_CUDA_LAUNCH_CHECK();
+    const float* probs = att;
+    if (mask != nullptr) {
+        float* dropped = att + static_cast<size_t>(rows) * T;
+        dropout_floats(ctx, dropped, att, static_cast<size_t>(rows) * T, *mask);
+        probs = dropped;
+    }
     float* y = q;  // q is dead after preatt
-    gemm_f32(gctx, gemm_pw(y, att, false, v, BKV, G, T, hs));  // y = att·v
+    gemm_f32(gctx, gemm_pw(y, probs, false, v, BKV, G, T, hs));  // y = att·v (P' with dropout)
     merge_heads(ctx, out, y, nullptr, nullptr, B, T, NH, 0, hs);
 }
 
 // dqkv[B,T,(NH+2NKV)hs] (overwritten) from dout[B,T,C], qkv and saved = att [B,NH,T,T].
 void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
                         ConstAct qkv, const float* saved, int B, int T, int C, int NH,
-                        int NKV) {
+                        int NKV, bool dropout) {
     if (empty(B, T, C, NH)) return;
     check_heads(C, NH, NKV);
     act_storage(ctx, {dqkv, dout, qkv});  // all views in ctx.act before anything is launched
@@ -343,16 +360,18 @@ void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct d
     float* v = k + pad_floats(bkv);
     float* dy = v + pad_floats(bkv);
     const float* att = saved;
+    const int64_t rows = static_cast<int64_t>(BH) * T;
+    // The probabilities y was made of: P, or P' (after P in saved) with dropout.
+    const float* used = dropout ? att + static_cast<size_t>(rows) * T : att;
 
     split_heads(ctx, q, k, v, qkv, B, T, NH, NKV, hs);
     split_heads(ctx, dy, nullptr, nullptr, dout, B, T, NH, 0, hs);
     // Each result overwrites a buffer that is dead by then (stream order):
     gemm_f32(ctx, gemm_xyt(dd, dy, v, BKV, G, T, hs, 1.0f));  // datt = dy·vᵀ
     float* dv = v;                                             // v: last read by datt
-    gemm_f32(ctx, gemm_pw(dv, att, true, dy, BKV, G, T, hs));  // dv = attᵀ·dy (Σ over group)
-    const int64_t rows = static_cast<int64_t>(BH) * T;
+    gemm_f32(ctx, gemm_pw(dv, used, true, dy, BKV, G, T, hs));  // dv = attᵀ·dy (Σ over group)
     causal_softmax_backward_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(
-        dd, att, rows, T, scale);
+        dd, att, dropout ? used : nullptr, rows, T, scale);
     TRT_CUDA_LAUNCH_CHECK();
     float* dq = dy;                                           // dy: last read by dv
     gemm_f32(ctx, gemm_pw(dq, dd, false, k, BKV, G, T, hs));  // dq = dpreatt·k

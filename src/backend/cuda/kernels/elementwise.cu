@@ -24,6 +24,7 @@
 #include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/lowp.cuh"
 #include "backend/cuda/kernels/reduce.cuh"
+#include "core/dropout_mask.h"
 #include "core/error.h"
 
 namespace trt::cuda {
@@ -560,6 +561,59 @@ void add_columns(const CudaCtx& ctx, Act out, ConstAct in, float scale, int N, i
 void copy_columns(const CudaCtx& ctx, Act out, ConstAct in, float scale, int N, int W, int c0,
                   int M) {
     launch_columns<false>(ctx, out, in, scale, N, W, c0, M);
+}
+
+namespace {
+// One thread per Philox group of four stream elements (grid-stride); the first and last
+// groups may be partial (index0 need not be a multiple of 4). Same arithmetic as the CPU's
+// DropoutDraw::apply: in · scale where kept, else 0, rounded once.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    dropout_kernel(T* out, const T* in, size_t n, uint64_t index0, uint64_t seed,
+                   const StepScalars* s, uint32_t micro_step, uint32_t site,
+                   uint32_t threshold, float scale) {
+    const int64_t step = s->step;
+    const uint64_t g0 = index0 >> 2, g1 = (index0 + n + 3) >> 2;
+    const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+    for (uint64_t g = g0 + static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+         g < g1; g += stride) {
+        const Philox4x32 u = dropout_uniforms(seed, step, micro_step, site, g);
+#pragma unroll
+        for (int lane = 0; lane < 4; ++lane) {
+            const uint64_t idx = g * 4 + lane;
+            if (idx < index0 || idx >= index0 + n) continue;
+            const size_t j = static_cast<size_t>(idx - index0);
+            out[j] = u.v[lane] >= threshold ? from_f32<T>(to_f32(in[j]) * scale)
+                                            : from_f32<T>(0.0f);
+        }
+    }
+}
+
+template <typename T>
+void launch_dropout(const CudaCtx& ctx, T* out, const T* in, size_t n, const DropoutMask& m) {
+    TRT_CHECK(m.scalars != nullptr && m.p >= 0.0f && m.p < 1.0f,
+              "dropout: p outside [0, 1) or no step scalars");
+    TRT_CHECK(m.index0 + n <= kDropoutMaxElements, "dropout over ", m.index0 + n,
+              " elements: a site has at most 2^34");
+    const size_t groups = ((m.index0 + n + 3) >> 2) - (m.index0 >> 2);
+    dropout_kernel<T><<<grid_for(groups), kThreads, 0, ctx.stream>>>(
+        out, in, n, m.index0, m.seed, m.scalars, m.micro_step, m.site, dropout_threshold(m.p),
+        dropout_scale(m.p));
+    TRT_CUDA_LAUNCH_CHECK();
+}
+}  // namespace
+
+void dropout(const CudaCtx& ctx, Act out, ConstAct in, size_t n, const DropoutMask& m) {
+    if (n == 0) return;
+    with_storage(act_storage(ctx, {out, in}), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        launch_dropout<T>(ctx, typed<T>(out), typed<T>(in), n, m);
+    });
+}
+
+void dropout_floats(const CudaCtx& ctx, float* out, const float* in, size_t n,
+                    const DropoutMask& m) {
+    if (n > 0) launch_dropout<float>(ctx, out, in, n, m);
 }
 
 // dinp, inp, dout [n]; dinp overwritten
