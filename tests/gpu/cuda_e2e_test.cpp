@@ -294,9 +294,11 @@ TEST_P(CudaE2EP, ResumeBitwise) {
 // Fine-tuning (issue 19): LoRA adapters on every linear layer with the base frozen and a
 // trainable final norm, block recompute — the column-slice kernels, null weight gradients,
 // the compact AdamW runs and the recomputed blocks on CUDA — against the CPU twin, and
-// recompute bitwise equal to none on CUDA itself.
+// recompute bitwise equal to none on CUDA itself. With dropout everywhere (the same
+// counter-based masks on both backends, replayed by the CUDA graph with each step's own).
 const Sets kFineTune = {{"lora.rank", "4"}, {"lora.alpha", "8.0"},
                         {"lora.target_modules", "[\"all-linear\"]"},
+                        {"lora.dropout", "0.1"}, {"model.dropout", "0.1"},
                         {"train.trainable", "[\"ln_f.*\"]"}, {"train.recompute", "\"block\""}};
 
 TEST_P(CudaE2EP, FineTuningLossesMatchCpu) {
@@ -309,7 +311,8 @@ TEST_P(CudaE2EP, FineTuningLossesMatchCpu) {
     ASSERT_EQ(lg.size(), 30u);
     ASSERT_EQ(lc.size(), 30u);
     const size_t steps = steps_to_compare(p, norms, 30);
-    EXPECT_LE(compare("lora+frozen+recompute cuda " + p + " vs cpu", lg, lc, steps), tol_for(p));
+    EXPECT_LE(compare("lora+frozen+recompute+dropout cuda " + p + " vs cpu", lg, lc, steps),
+              tol_for(p));
     Sets none = kFineTune;
     none.back() = {"train.recompute", "\"none\""};
     trainrt_session* g2 = cuda(p, none);
