@@ -24,6 +24,10 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
             capi::BusyGuard busy(config->busy, "trainrt_config_model_info");
             r = config->config.run();
         }
+        if (r.train.batch_size == 0)
+            fail(Status::Config, "trainrt_config_model_info: train.batch_size = \"auto\" is "
+                 "resolved by a session, on its device; size a number of rows (trainrt plan "
+                 "shows what \"auto\" becomes here)");
         const ModelSpec shape = run_model_spec(r);
         // A CPU backend sizes the attention buffers. A run on the CPU is sized at its own
         // precision (bf16/fp16 store activations in that type and hold a working copy). One

@@ -75,6 +75,9 @@ struct KeyDesc {
     int64_t imin = 0, imax = kI64Max;
     double fmin = kNoBound, fmax = kNoBound;
     bool fmin_excl = false, fmax_excl = false;
+    // Int: the string "auto" is accepted too, stored as 0 (outside [imin, imax]).
+    bool auto_ok = false;
+    bool is_auto(RunConfig& r) const { return auto_ok && i64(r) == 0; }
 
     std::string path() const { return std::string(section) + "." + name; }
 };
@@ -85,6 +88,12 @@ KeyDesc int_key(const char* s, const char* n, int64_t& (*f)(RunConfig&), int64_t
     d.i64 = f;
     d.imin = lo;
     d.imax = hi;
+    return d;
+}
+KeyDesc int_or_auto_key(const char* s, const char* n, int64_t& (*f)(RunConfig&), int64_t lo,
+                        int64_t hi) {
+    KeyDesc d = int_key(s, n, f, lo, hi);
+    d.auto_ok = true;
     return d;
 }
 KeyDesc seed_key(const char* s, const char* n, uint64_t& (*f)(RunConfig&)) {
@@ -180,7 +189,9 @@ const std::vector<KeyDesc>& keys() {
         TRT_SEED(data, seed),
         TRT_ENUM(data, placement, Placement),
 
-        TRT_INT(train, batch_size, 1, limits::kMaxBatch),
+        // + "auto": the session picks the largest that fits (runtime/batch_size.h)
+        int_or_auto_key("train", "batch_size", TRT_FIELD(int64_t, train, batch_size), 1,
+                        limits::kMaxBatch),
         TRT_INT(train, seq_len, 1, limits::kMaxContext),  // + <= model.context_length (cross-key)
         TRT_INT(train, grad_accum, 1, limits::kMaxGradAccum),
         TRT_INT(train, steps, 1, limits::kMaxSteps),
@@ -209,6 +220,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_INT(runtime, log_every, 1, limits::kMaxSteps),
         TRT_INT(runtime, max_inflight, 1, limits::kMaxInflight),
         TRT_FLOAT(runtime, peak_tflops, 0.0, false, limits::kMaxFloat),
+        TRT_INT(runtime, memory_limit, 0, limits::kMaxMemoryLimit),
 
         TRT_BOOL(accel, fused_adamw),
         TRT_BOOL(accel, cuda_graphs),
@@ -343,7 +355,9 @@ std::string expectation(const KeyDesc& d) {
     };
     switch (d.type) {
         case KType::Int:
-            if (d.imax != kI64Max) return cat("an integer in [", d.imin, ", ", d.imax, "]");
+            if (d.imax != kI64Max)
+                return cat("an integer in [", d.imin, ", ", d.imax, "]",
+                           d.auto_ok ? " or \"auto\"" : "");
             return cat("an integer >= ", d.imin);
         case KType::Seed: return "a non-negative integer";
         case KType::Float: {
@@ -588,6 +602,10 @@ void apply_value(const KeyDesc& d, const toml::node& n, RunConfig& out, Problems
     switch (d.type) {
         case KType::Int: {
             const auto v = n.as_integer();
+            if (d.auto_ok && n.as_string() && n.as_string()->get() == "auto") {
+                d.i64(out) = 0;
+                return;
+            }
             if (!v) {
                 const auto f = n.as_floating_point();
                 const bool whole = f && std::isfinite(f->get()) && f->get() == std::floor(f->get());
@@ -893,7 +911,7 @@ namespace {
 std::string value_text(const KeyDesc& d, const RunConfig& rc) {
     RunConfig& r = const_cast<RunConfig&>(rc);  // accessors are shared with parsing; read only
     switch (d.type) {
-        case KType::Int: return std::to_string(d.i64(r));
+        case KType::Int: return d.is_auto(r) ? "\"auto\"" : std::to_string(d.i64(r));
         case KType::Seed: return std::to_string(d.u64(r));
         case KType::Float: return fmt_double(d.f64(r));
         case KType::Bool: return d.b(r) ? "true" : "false";

@@ -53,7 +53,7 @@ struct DataConfig {
 };
 
 struct TrainConfig {
-    int64_t batch_size = 8;      // B: rows per micro-batch
+    int64_t batch_size = 8;      // B: rows per micro-batch; 0 = "auto" (runtime/batch_size.h)
     int64_t seq_len = 128;       // T: tokens per row; <= model.context_length
     int64_t grad_accum = 1;      // micro-batches per optimizer step
     int64_t steps = 1000;        // total optimizer steps (the schedule spans these)
@@ -87,6 +87,9 @@ struct RuntimeConfig {
     int64_t log_every = 10;                 // train steps between logged lines (>= 1)
     int64_t max_inflight = 2;               // steps a device may run ahead of the host
     double peak_tflops = 0;                 // MFU denominator per device; 0 = from the table
+    // Bytes train.batch_size = "auto" may plan for: the CPU's budget (0 = what the machine
+    // has available), a cap on CUDA's search (0 = the GPU's memory).
+    int64_t memory_limit = 0;
 };
 
 // The CUDA fast paths are on by default since a GPU run verified them against the CPU twin

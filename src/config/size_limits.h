@@ -30,6 +30,9 @@ constexpr int64_t kMaxKeepLast = int64_t{1} << 20;
 constexpr int64_t kMaxThreads = 4096;
 constexpr int64_t kMaxLoraRank = 65536;
 constexpr int64_t kMaxInflight = 1024;
+constexpr int64_t kMaxMemoryLimit = int64_t{1} << 52;  // runtime.memory_limit, bytes
+// train.batch_size = "auto" searches at most up to this many rows per micro-batch.
+constexpr int64_t kMaxAutoBatch = 4096;
 constexpr int64_t kMaxRows = 2147483647;               // B*T: rows of every activation
 constexpr double kMaxBytes = 4503599627370496.0;       // 2^52 bytes (4 PiB), see below
 // Float keys reach fp32 kernels: each must be a finite float (FLT_MAX).

@@ -18,7 +18,9 @@
 #include "model/lora.h"
 #include "model/peft_adapter.h"
 #include "model/model_weights.h"
+#include "runtime/batch_size.h"
 #include "runtime/metrics_log.h"
+#include "runtime/model_info.h"
 #include "runtime/perf.h"
 #include "runtime/schedule.h"
 #include "tokenizer/tokenizer.h"
@@ -80,10 +82,13 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
 
     if (!run_.data.tokenizer.empty()) check_tokenizer(run_.data.tokenizer, mc.vocab_size);
 
+    if (!run_.data.train.empty())
+        train_data_ = open_split(run_.data.train, "data.train", mc.vocab_size);
+    if (!run_.data.val.empty()) val_data_ = open_split(run_.data.val, "data.val", mc.vocab_size);
+    if (tr.batch_size == 0) resolve_auto_batch_size(factory);
     // Config bounds (config/size_limits.h): B, T and B * T fit an int.
     const int B = static_cast<int>(tr.batch_size), T = static_cast<int>(tr.seq_len);
-    if (!run_.data.train.empty()) {
-        train_data_ = open_split(run_.data.train, "data.train", mc.vocab_size);
+    if (train_data_) {
         const bool fits = run_.data.sampler == SamplerKind::Sequential
                               ? sequential_fits(*train_data_, B, T)
                               : sequential_fits(*train_data_, 1, T);
@@ -94,8 +99,7 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
                  " tokens, which one micro-batch needs; lower train.batch_size or "
                  "train.seq_len, or use more data");
     }
-    if (!run_.data.val.empty()) {
-        val_data_ = open_split(run_.data.val, "data.val", mc.vocab_size);
+    if (val_data_) {
         if (!sequential_fits(*val_data_, B, T))
             fail(Status::Config, "data.val: no shard of '", run_.data.val, "' holds ",
                  tr.batch_size * tr.seq_len + 1,
@@ -337,6 +341,73 @@ void Session::log_startup() const {
               val_data_ ? cat(val_data_->total_tokens(), " val tokens") : std::string("no val data"));
     log_.info("memory: ", backend_->bytes_in_use(), " bytes in use, ",
               backend_->bytes_reserved(), " reserved on the ", backend_->name(), " backend");
+}
+
+// train.batch_size = "auto": the largest micro-batch (up to limits::kMaxAutoBatch) that the
+// data holds (the sequential sampler's and the eval's B·T + 1 tokens in one shard) and the
+// memory fits (runtime/batch_size.h: by allocation on a backend with its own memory, else by
+// the estimate). The session's config records the number, so checkpoints hold it.
+void Session::resolve_auto_batch_size(const BackendFactory& factory) {
+    const int64_t T = run_.train.seq_len;
+    const ModelSpec spec = run_model_spec(run_);
+    const DecoderOptions options(run_.train.trainable, run_.train.recompute, run_.model.seed);
+    const bool device_memory = backend_->capabilities().device_memory;
+    const int64_t limit = run_.runtime.memory_limit;
+    const int64_t budget = device_memory ? limit : host_memory_budget(limit);
+    if (!device_memory && budget <= 0)
+        fail(Status::Config, "train.batch_size = \"auto\": this machine does not say how much "
+             "memory is available; set runtime.memory_limit (bytes) or a number");
+    // The resident train split a device run keeps (data.placement), as 16-bit ids.
+    const size_t resident = device_memory && train_data_ &&
+                                    run_.data.placement != Placement::Host
+                                ? static_cast<size_t>(train_data_->total_tokens()) * 2
+                                : 0;
+    auto data_holds = [&](int64_t b) {
+        const bool sequential = run_.data.sampler == SamplerKind::Sequential;
+        return (!train_data_ || !sequential || sequential_fits(*train_data_, b, T)) &&
+               (!val_data_ || sequential_fits(*val_data_, b, T));
+    };
+    auto make = [&]() {
+        return (factory ? factory(run_) : select_backend(run_)).backend;
+    };
+    int64_t estimate = 0;
+    auto fits = [&](int64_t b) {
+        if (!data_holds(b)) return false;
+        if (device_memory) {
+            if (limit > 0) {  // the cap, by the estimate, before allocating anything
+                const ModelInfo m = model_info(spec, static_cast<int>(b), static_cast<int>(T),
+                                               *backend_, nullptr, run_.train.trainable,
+                                               run_.train.recompute);
+                if (m.bytes_total + static_cast<int64_t>(resident) > limit) return false;
+            }
+            return fits_by_allocation(make, spec, static_cast<int>(b), static_cast<int>(T),
+                                      options, resident + kSessionHeadroomBytes);
+        }
+        const ModelInfo m = model_info(spec, static_cast<int>(b), static_cast<int>(T),
+                                       *backend_, nullptr, run_.train.trainable,
+                                       run_.train.recompute);
+        if (m.bytes_total > budget) return false;
+        estimate = m.bytes_total;
+        return true;
+    };
+    const int64_t hi = std::min<int64_t>(limits::kMaxAutoBatch, limits::kMaxRows / T);
+    const int64_t B = largest_fitting(hi, fits);
+    if (B == 0)
+        fail(Status::OutOfMemory, "train.batch_size = \"auto\": not even one row of ", T,
+             " tokens fits ", device_memory ? "the device" : "the memory budget",
+             device_memory ? "" : cat(" (", budget, " bytes)"),
+             data_holds(1) ? "" : " (the data holds no B x T + 1 window)",
+             "; lower train.seq_len, train.recompute = \"block\", or a smaller model");
+    fits(B);  // the estimate of the answer, for the log (the search's last call may differ)
+    run_.train.batch_size = B;
+    config_.set("train.batch_size", std::to_string(B));
+    log_.info("train.batch_size = \"auto\": ", B, B == hi ? " (the search's upper bound)" : "",
+              device_memory ? cat(" rows: the largest micro-batch the ", backend_->name(),
+                                  " device allocates", limit > 0 ? cat(" within runtime.memory_limit = ", limit) : "")
+                            : cat(" rows: the largest micro-batch whose estimate (", estimate,
+                                  " bytes) fits ", limit > 0 ? "runtime.memory_limit = " : "90% of the available memory, ",
+                                  budget, " bytes"),
+              "; ", run_.train.grad_accum * B * T, " tokens per step");
 }
 
 // The one grad-accumulation loop of every kind of step: zero the gradients; per micro-batch
@@ -895,7 +966,7 @@ void Session::warn_config_differences(const std::string& checkpoint_toml,
         "data.sampler", "data.seed", "train.batch_size", "train.seq_len", "train.grad_accum",
         "train.steps", "optim.lr", "optim.betas", "optim.eps", "optim.weight_decay",
         "optim.grad_clip", "optim.schedule", "optim.warmup_steps", "optim.min_lr",
-        "runtime.threads", "train.trainable"};
+        "runtime.threads", "train.trainable", "model.dropout", "lora.dropout"};
     const auto theirs = dump_entries(checkpoint_toml), ours = dump_entries(config_.dump());
     std::string diff;
     for (const char* key : kTrajectory) {

@@ -95,6 +95,7 @@ public:
 
 private:
     void check_tokens(const int32_t* tokens, size_t n) const;
+    void resolve_auto_batch_size(const BackendFactory& factory);
     // Puts micro-batch k's inputs and targets ([B, T] each) in the given backend buffers.
     using MicroBatchLoader = std::function<void(int64_t k, int32_t* inputs, int32_t* targets)>;
     // Every step's grad-accumulation loop: zero grads, GA x (load -> forward/backward), then

@@ -323,6 +323,11 @@ grep -q 'gradients + AdamW m,v' plan.out && grep -q 'a session holds' plan.out |
 grep -Eq '^max micro-batch: [0-9]+ x 16 within' plan2.out || { cat plan2.out; fail "plan: no max batch"; }
 grep -q 'train.grad_accum = ' plan2.out || { cat plan2.out; fail "plan: no grad_accum advice"; }
 expect_failure plan_nothing_fits "none fits" "$TRAINRT" plan run.toml --max-batch --memory 1000
+# train.batch_size = "auto": plan says what it becomes here, and a run logs and uses it.
+"$TRAINRT" plan run.toml --set 'train.batch_size="auto"' --set runtime.memory_limit=20000000 \
+    >plan3.out 2>&1 || { cat plan3.out; fail "plan with batch_size auto: non-zero exit"; }
+grep -Eq '^plan: train.batch_size = "auto" is [0-9]+ here' plan3.out ||
+    { cat plan3.out; fail "plan: auto batch size not resolved"; }
 expect_failure plan_bad_memory "memory" "$TRAINRT" plan run.toml --max-batch --memory lots
 
 # ------------------------------------------------------------------ info, help

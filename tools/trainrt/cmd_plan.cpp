@@ -54,6 +54,24 @@ int session_fits(trainrt_config* c, int64_t b, int64_t* bytes) {
     return ok ? 1 : -1;
 }
 
+// train.batch_size = "auto": what a session of this config resolves it to on this machine
+// (its config dump records the number); 0 with the error printed when none can be created.
+int64_t resolved_auto_batch(trainrt_config* c) {
+    trainrt_session* s = nullptr;
+    if (trainrt_session_create(&s, c) != TRAINRT_OK) {
+        std::fprintf(stderr, "trainrt: plan: train.batch_size = \"auto\": %s\n",
+                     trainrt_last_error_message());
+        return 0;
+    }
+    size_t needed = 0;
+    trainrt_session_config_dump(nullptr, 0, &needed, s);
+    std::string dump(needed, '\0');
+    trainrt_session_config_dump(&dump[0], dump.size(), &needed, s);
+    trainrt_session_destroy(s);
+    const size_t at = dump.find("\nbatch_size = ");
+    return at == std::string::npos ? 0 : std::strtoll(dump.c_str() + at + 14, nullptr, 10);
+}
+
 int plan_usage(const std::string& error) {
     std::fprintf(stderr, "trainrt: %s\nusage: trainrt plan CONFIG [--set KEY=VALUE]... "
                          "[--max-batch] [--memory BYTES]\n", error.c_str());
@@ -99,6 +117,15 @@ int cmd_plan(int argc, char** argv) {
     precision.resize(std::strlen(precision.c_str()));
     recompute.resize(std::strlen(recompute.c_str()));
 
+    if (B == 0) {  // "auto"
+        B = resolved_auto_batch(config);
+        if (B == 0) {
+            trainrt_config_destroy(config);
+            return 1;
+        }
+        std::printf("plan: train.batch_size = \"auto\" is %" PRId64 " here (what a session "
+                    "of this config resolves it to)\n", B);
+    }
     trainrt_model_info m;
     if (!info_at(config, B, m)) {
         const int rc = fail_status("plan: model info", trainrt_config_model_info(&m, config));

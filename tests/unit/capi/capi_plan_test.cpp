@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -176,5 +177,57 @@ seq_len = 32
     EXPECT_EQ(v1.info.bytes_total, info.bytes_total);
     const unsigned char* past = reinterpret_cast<const unsigned char*>(&v1.info) + 56;
     for (size_t i = 0; i < sizeof(int64_t); ++i) ASSERT_EQ(past[i], 0xA5) << "wrote past 56 bytes";
+    trainrt_config_destroy(c);
+}
+
+// train.batch_size = "auto" through the C API: model_info needs a number (the session
+// resolves "auto" on its device) and says so; a session resolves it and its config dump
+// records the number.
+TEST(CapiPlanAuto, ModelInfoRefusesAutoAndTheSessionRecordsTheNumber) {
+    const std::string dir = scratch_dir();
+    write_shard(dir + "/train.bin", lcg_tokens(4000, 1, 64));
+    trainrt_config* c = nullptr;
+    ASSERT_EQ(trainrt_config_from_string(&c, R"(
+[model]
+vocab_size = 64
+n_layer = 1
+n_head = 2
+d_model = 16
+[data]
+train = "train.bin"
+[train]
+batch_size = "auto"
+seq_len = 16
+[runtime]
+device = "cpu"
+threads = 1
+memory_limit = 20000000
+)", dir.c_str()), TRAINRT_OK) << last_error();
+    int64_t b = -1;
+    ASSERT_EQ(trainrt_config_get_int(&b, c, "train.batch_size"), TRAINRT_OK);
+    EXPECT_EQ(b, 0);
+    trainrt_model_info info = TRAINRT_MODEL_INFO_INIT;
+    EXPECT_EQ(trainrt_config_model_info(&info, c), TRAINRT_ERR_CONFIG);
+    EXPECT_NE(std::string(last_error()).find("\"auto\""), std::string::npos) << last_error();
+    trainrt_session* s = nullptr;
+    ASSERT_EQ(trainrt_session_create(&s, c), TRAINRT_OK) << last_error();
+    size_t needed = 0;
+    ASSERT_EQ(trainrt_session_config_dump(nullptr, 0, &needed, s), TRAINRT_OK);
+    std::string dump(needed, '\0');
+    ASSERT_EQ(trainrt_session_config_dump(&dump[0], dump.size(), &needed, s), TRAINRT_OK);
+    const size_t at = dump.find("\nbatch_size = ");
+    ASSERT_NE(at, std::string::npos);
+    const long long resolved = std::strtoll(dump.c_str() + at + 14, nullptr, 10);
+    EXPECT_GE(resolved, 1) << dump;
+    // The resolved size within the limit: the estimate of that config (a number now) fits.
+    ASSERT_EQ(trainrt_config_set(c, "train.batch_size", std::to_string(resolved).c_str()),
+              TRAINRT_OK);
+    ASSERT_EQ(trainrt_config_model_info(&info, c), TRAINRT_OK) << last_error();
+    EXPECT_LE(info.bytes_total, 20000000);
+    ASSERT_EQ(trainrt_config_set(c, "train.batch_size", std::to_string(resolved + 1).c_str()),
+              TRAINRT_OK);
+    ASSERT_EQ(trainrt_config_model_info(&info, c), TRAINRT_OK) << last_error();
+    EXPECT_GT(info.bytes_total, 20000000);
+    trainrt_session_destroy(s);
     trainrt_config_destroy(c);
 }

@@ -324,6 +324,22 @@ TEST(ConfigParse, EveryEnumValueIsAccepted) {
               Precision::Tf32);
 }
 
+// train.batch_size = "auto": stored as 0 (what get_int reads), dumped and reloaded as "auto".
+TEST(ConfigParse, BatchSizeAuto) {
+    const Config c = Config::from_string("[train]\nbatch_size = \"auto\"\n", "");
+    EXPECT_EQ(c.run().train.batch_size, 0);
+    EXPECT_EQ(c.get_int("train.batch_size"), 0);
+    EXPECT_EQ(c.get_string("train.batch_size"), "\"auto\"");
+    const std::string dump = c.dump();
+    EXPECT_NE(dump.find("batch_size = \"auto\""), std::string::npos);
+    EXPECT_EQ(Config::from_string(dump, "").run().train.batch_size, 0);
+    Config d = Config::from_string("", "");
+    d.set("train.batch_size", "\"auto\"");
+    EXPECT_EQ(d.run().train.batch_size, 0);
+    d.set("train.batch_size", "12");
+    EXPECT_EQ(d.run().train.batch_size, 12);
+}
+
 TEST(ConfigParse, IntegersAreAcceptedForFloatKeys) {
     const RunConfig r =
         Config::from_string("[optim]\nlr = 1\nbetas = [0, 0.5]\nweight_decay = 0\n", "").run();
@@ -705,7 +721,7 @@ TEST(ConfigDocs, EveryKeyIsDocumented) {
         EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << key;
         ++keys;
     }
-    EXPECT_EQ(keys, 59);
+    EXPECT_EQ(keys, 60);
 }
 
 }  // namespace

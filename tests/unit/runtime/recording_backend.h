@@ -41,6 +41,10 @@ struct RecorderKnobs {
     bool bake_lr = false;
     // Mutant: dropout masks replay with the step of capture time.
     bool bake_dropout_step = false;
+    // A device of this many bytes (0: unbounded): an alloc past it throws OutOfMemory, as a
+    // GPU's would. device_memory: capabilities() says the memory is the backend's own.
+    size_t memory_cap = 0;
+    bool device_memory = false;
 };
 
 class RecordingBackend final : public Backend {
@@ -82,6 +86,11 @@ public:
     }
 
     // ---- forwarded queries (never recorded)
+    BackendCaps capabilities() const override {
+        BackendCaps c = inner_->capabilities();
+        c.device_memory = c.device_memory || knobs_.device_memory;
+        return c;
+    }
     const char* name() const override { return inner_->name(); }
     int num_threads() const override { return inner_->num_threads(); }
     std::string device_name() const override { return inner_->device_name(); }
@@ -103,6 +112,9 @@ public:
     // ---- not capturable
     void* alloc(size_t bytes, const char* what) override {
         refuse_if_capturing("alloc");
+        if (knobs_.memory_cap > 0 && inner_->bytes_in_use() + bytes > knobs_.memory_cap)
+            fail(Status::OutOfMemory, "out of memory: ", what, " (", bytes, " bytes) past the ",
+                 knobs_.memory_cap, "-byte device");
         return inner_->alloc(bytes, what);
     }
     // Destructors free, so a free during a capture is counted as a violation, not thrown.
