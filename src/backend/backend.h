@@ -138,6 +138,12 @@ struct ModelDims {
     // The model drops attention probabilities (attention_dropout_forward): a backend with a
     // fused attention that cannot draw those masks sizes for its matmul path.
     bool attention_dropout = false;
+    // The Llama shape: the MLP's up projection is [gate | up] (2F wide) and the linear weights
+    // are [out, in] (WeightLayout::OutIn); else GPT-2's F-wide c_fc and [in, out] weights.
+    bool gated_mlp = false;
+    // Some block's MLP up-projection bias is frozen (GPT-2 c_fc.bias under LoRA or
+    // train.trainable): gelu_backward_bias runs there without a bias gradient.
+    bool frozen_up_bias = false;
 };
 
 // The accel.* switches a backend honours itself (the session handles cuda_graphs and
@@ -241,6 +247,9 @@ public:
     // Bytes register_params(n) allocates for that working copy (0: none), so a memory
     // estimate can count it without building the model.
     virtual size_t working_copy_bytes(size_t n) const { return 0; }
+    // Bytes the ops keep as scratch of their own for a model of these dims (the CPU's
+    // low-precision row chunks; 0: none, or what reserve() allocates), for the same estimate.
+    virtual size_t op_scratch_bytes(const ModelDims& dims) const { return 0; }
 
     // ---- ops
     // out[n,:] = wte[inputs[n],:] + wpe[n % T,:]; wpe == nullptr (rotary models): no

@@ -2,7 +2,21 @@
 
 #include <algorithm>
 
+#include "model/trainable.h"
+
 namespace trt {
+
+ModelDims model_dims(const ParamTable& table, int B, int T) {
+    const ModelSpec& s = table.spec();
+    ModelDims d{B, T, s.C, s.NH, s.V, s.L, s.NKV, s.F};
+    d.attention_dropout = s.dropout > 0.0f;
+    d.gated_mlp = s.gated_mlp();
+    for (int i = backward_extent(table).from_layer; i < s.L; ++i) {  // the blocks it visits
+        const ParamTensor* bias = table.get(Slot::UpBias, i);
+        if (bias != nullptr && !bias->trainable) d.frozen_up_bias = true;
+    }
+    return d;
+}
 
 size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
                            size_t att_scratch, DType act, Recompute recompute, void* base,

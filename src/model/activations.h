@@ -60,6 +60,10 @@ struct Activations {
     Act lora_x;               // [N, widest adapted in]: the dropped input (lora.dropout > 0)
 };
 
+// What the backend is told of a model of table's spec (and trainable flags) at B x T
+// (Backend::reserve, op_scratch_bytes).
+ModelDims model_dims(const ParamTable& table, int B, int T);
+
 // Lays the plan out from `base` (each buffer rounded up to 64 bytes, so every one stays
 // 64-byte aligned) into *out, activations (Act) in `act` elements, and returns the bytes it
 // spans. With base == nullptr and out == nullptr it only counts.

@@ -17,21 +17,13 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
       dropout_seed_(options.dropout_seed) {
     const ModelSpec& s = spec;
     table_.set_trainable(trainable_flags(table_, options.trainable));
-    embeddings_train_ = false;
-    backward_from_layer_ = s.L;
-    for (const ParamTensor& t : table_.tensors()) {
-        if (!t.trainable) continue;
-        if (t.role == ParamRole::TokenEmbedding || t.role == ParamRole::PositionEmbedding)
-            embeddings_train_ = true;
-        if (t.layer >= 0) backward_from_layer_ = std::min(backward_from_layer_, t.layer);
-    }
-    if (embeddings_train_) backward_from_layer_ = 0;
+    const BackwardExtent extent = backward_extent(table_);
+    embeddings_train_ = extent.embeddings;
+    backward_from_layer_ = extent.from_layer;
     const size_t N = static_cast<size_t>(B) * static_cast<size_t>(T);
     // The backend sizes its scratch first: which attention path it takes (and so how much it
     // saves for the backward) can depend on the shapes (cuDNN plans are built here).
-    ModelDims dims{B, T, s.C, s.NH, s.V, s.L, s.NKV, s.F};
-    dims.attention_dropout = s.dropout > 0.0f;
-    be_.reserve(dims);
+    be_.reserve(model_dims(table_, B, T));
     const size_t att_saved = be_.attention_saved_floats(B, T, s.C, s.NH, s.NKV);
     const size_t att_scratch = be_.attention_scratch_floats(B, T, s.C, s.NH, s.NKV);
     const DType act = be_.activation_dtype();

@@ -1,5 +1,7 @@
 #include "model/trainable.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/quote.h"
 
@@ -68,6 +70,20 @@ std::vector<bool> trainable_flags(const ParamTable& table, const std::vector<std
             }
         }
     return flags;
+}
+
+BackwardExtent backward_extent(const ParamTable& table) {
+    BackwardExtent e;
+    e.embeddings = false;
+    e.from_layer = table.spec().L;
+    for (const ParamTensor& t : table.tensors()) {
+        if (!t.trainable) continue;
+        if (t.role == ParamRole::TokenEmbedding || t.role == ParamRole::PositionEmbedding)
+            e.embeddings = true;
+        if (t.layer >= 0) e.from_layer = std::min(e.from_layer, t.layer);
+    }
+    if (e.embeddings) e.from_layer = 0;
+    return e;
 }
 
 }  // namespace trt

@@ -20,4 +20,13 @@ bool name_matches(const std::string& pattern, const std::string& name);
 std::vector<bool> trainable_flags(const ParamTable& table, const std::vector<std::string>& patterns,
                                   const std::string& key = "train.trainable");
 
+// Where the backward of a table with these trainable flags can stop: the lowest block holding
+// a trainable tensor (0 when an embedding trains; L when no block does), since nothing below
+// it needs a gradient.
+struct BackwardExtent {
+    int from_layer = 0;
+    bool embeddings = true;  // an embedding trains: the backward reaches encoder_backward
+};
+BackwardExtent backward_extent(const ParamTable& table);
+
 }  // namespace trt

@@ -40,8 +40,10 @@ ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend
                                             backend.activation_dtype(), recompute, nullptr,
                                             nullptr);
     const int64_t rope = spec.learned_positions() ? 0 : int64_t{spec.maxT} * spec.hs();
+    // The ops' own scratch (the CPU's low-precision row chunks), at the Decoder's dims.
     m.bytes_activations = static_cast<int64_t>(acts) + rope * 4 + 2 * N * 4 +
-                          static_cast<int64_t>(attention ? attention->op_scratch_bytes : 0);
+                          static_cast<int64_t>(attention ? attention->op_scratch_bytes : 0) +
+                          static_cast<int64_t>(backend.op_scratch_bytes(model_dims(table, B, T)));
     m.bytes_total = m.bytes_parameters + m.bytes_optimizer + m.bytes_activations;
     return m;
 }

@@ -39,13 +39,24 @@ bool info_at(trainrt_config* c, int64_t b, trainrt_model_info& out) {
 }
 
 // A real session at batch size b: 1 fits (bytes_in_use into *bytes), 0 out of memory, -1 error.
-int session_fits(trainrt_config* c, int64_t b, int64_t* bytes) {
+// With `step` it also runs one train step first (the ops grow their scratch on first use), and
+// *stepped says whether it could (a config without data.train cannot).
+int session_fits(trainrt_config* c, int64_t b, int64_t* bytes, bool step = false,
+                 bool* stepped = nullptr) {
     if (trainrt_config_set(c, "train.batch_size", std::to_string(b).c_str()) != TRAINRT_OK)
         return -1;
     trainrt_session* s = nullptr;
     const trainrt_status st = trainrt_session_create(&s, c);
     if (st == TRAINRT_ERR_OUT_OF_MEMORY) return 0;
     if (st != TRAINRT_OK) return -1;
+    if (step) {
+        const trainrt_status ran = trainrt_session_step(nullptr, s);
+        if (ran == TRAINRT_ERR_OUT_OF_MEMORY) {
+            trainrt_session_destroy(s);
+            return 0;
+        }
+        if (stepped) *stepped = ran == TRAINRT_OK;
+    }
     trainrt_metrics m;
     trainrt_metrics_init(&m);
     const bool ok = trainrt_session_metrics(&m, s) == TRAINRT_OK;
@@ -134,7 +145,8 @@ int cmd_plan(int argc, char** argv) {
     }
     // The real thing, at the config's batch size.
     int64_t measured = 0;
-    const int fits = session_fits(config, B, &measured);
+    bool stepped = false;
+    const int fits = session_fits(config, B, &measured, true, &stepped);
     std::string device(64, '\0');
     trainrt_config_get_string(&device[0], device.size(), &needed, config, "runtime.device");
     device.resize(std::strlen(device.c_str()));
@@ -156,8 +168,10 @@ int cmd_plan(int argc, char** argv) {
     if (fits == 1) {
         const double diff = 100.0 * (static_cast<double>(m.bytes_total) - measured) /
                             static_cast<double>(measured);
-        std::printf("  a session holds       %12s  (bytes_in_use; the estimate is %+.1f%%)\n",
-                    human_bytes(static_cast<double>(measured)).c_str(), diff);
+        std::printf("  a session holds       %12s  (bytes_in_use %s; the estimate is %+.1f%%)\n",
+                    human_bytes(static_cast<double>(measured)).c_str(),
+                    stepped ? "after one train step" : "after creation (no step without data.train)",
+                    diff);
     } else if (fits == 0) {
         std::printf("  a session at this batch size does not fit: out of memory\n");
     } else {

@@ -132,6 +132,9 @@ public:
     size_t working_copy_bytes(size_t n) const override {
         return lowp_ ? n * lowp_->working_copy_bytes_per_param() : 0;
     }
+    size_t op_scratch_bytes(const ModelDims& dims) const override {
+        return lowp_ ? lowp_->planned_scratch_floats(dims) * sizeof(float) : 0;
+    }
     void copy_to_host(void* dst, const void* src, size_t bytes) override {
         if (bytes) std::memcpy(dst, src, bytes);
     }

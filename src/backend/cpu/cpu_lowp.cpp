@@ -188,6 +188,48 @@ size_t LowpOps::chunk_rows(size_t row_floats, size_t unit, size_t rows_total, si
     return std::min(rows, rows_total);
 }
 
+size_t LowpOps::planned_scratch_floats(const ModelDims& d) const {
+    if (d.B <= 0 || d.T <= 0 || d.C <= 0 || d.NH <= 0) return 0;
+    const size_t N = (size_t)d.B * d.T, T = (size_t)d.T, C = (size_t)d.C;
+    const size_t NKV = d.NKV > 0 ? (size_t)d.NKV : (size_t)d.NH;
+    const size_t F = d.F > 0 ? (size_t)d.F : 4 * C;
+    const size_t W = C + 2 * NKV * (C / d.NH);           // a qkv row
+    const size_t UP = d.gated_mlp ? 2 * F : F;           // the up projection's output
+    const size_t Vp = ((size_t)d.V + 127) / 128 * 128;   // the padded vocabulary (param_table)
+    const WeightLayout lin = d.gated_mlp ? WeightLayout::OutIn : WeightLayout::InOut;
+    size_t most = 0;
+    auto chunk = [&](size_t row_floats, size_t unit, size_t min_rows, size_t rows = 0) {
+        rows = rows ? rows : N;
+        most = std::max(most, chunk_rows(row_floats, unit, rows, min_rows) * row_floats);
+    };
+    // Row ops: norms and their residual fusions, the classifier, SwiGLU's backward; GELU's
+    // backward under fp16, or without a bias gradient (bf16 sums one in place).
+    for (size_t row : {4 * C, 3 * C, Vp}) chunk(row, 1, 64);
+    if (d.gated_mlp) chunk(5 * F, 1, 64);
+    if (!d.gated_mlp && (dtype_ != DType::BF16 || d.frozen_up_bias)) chunk(3 * F, 1, 64);
+    if (d.attention_dropout) chunk(2, 1, 64, N * C);  // elementwise dropout of [N, C]
+    const size_t att = attention_min_rows(d.T, d.NH);
+    chunk(C + W, T, att);      // attention forward: out, qkv
+    chunk(2 * W + C, T, att);  // backward: dqkv, dout, qkv
+    struct Linear {
+        size_t K, M;
+        WeightLayout layout;
+    };
+    const Linear linears[] = {{C, W, lin}, {C, C, lin}, {C, UP, lin}, {F, C, lin},
+                              {C, Vp, WeightLayout::OutIn}};
+    for (const Linear& l : linears) {
+        if (gemm_) {  // oneDNN reads bf16 rows in place; only GELU's fp32 accumulator
+            if (!d.gated_mlp && l.K == C && l.M == F) chunk(l.M, 1, kMinMatmulChunkRows);
+            continue;
+        }
+        const size_t mb = column_block(l.K, l.M, l.layout);
+        chunk(l.K + mb, 1, kMinMatmulChunkRows);                                   // forward
+        chunk(mb >= l.M ? 2 * l.K + l.M : 3 * l.K + mb, 1, kMinMatmulChunkRows);  // backward
+        if (!d.gated_mlp && l.K == C && l.M == F) chunk(2 * l.M + l.K, 1, kMinMatmulChunkRows);
+    }
+    return most;
+}
+
 float* LowpOps::scratch(size_t floats) {
     if (floats > scratch_floats_) {
         mem_.free(scratch_);

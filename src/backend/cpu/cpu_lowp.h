@@ -112,6 +112,9 @@ public:
     static size_t column_block(size_t K, size_t M, WeightLayout layout);
     // Tests: every such matmul (any M) runs in blocks of `cols` columns (0 = the policy).
     static void set_column_block_for_tests(size_t cols);
+    // The scratch (floats) the model's ops of these dims will grow it to: the largest chunk
+    // of rows any of them widens (a memory estimate's; Backend::op_scratch_bytes).
+    size_t planned_scratch_floats(const ModelDims& d) const;
 
 private:
     struct RowArg;
