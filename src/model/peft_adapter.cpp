@@ -1,7 +1,11 @@
 #include "model/peft_adapter.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <vector>
 
@@ -147,9 +151,18 @@ void write_peft_adapter(const ParamTable& table, const float* host, const std::s
         "  \"use_dora\": false,\n",
         "  \"inference_mode\": true\n",
         "}\n");
+    // The pair is never mixed: an older adapter_config.json goes first (made durable), then
+    // the weights and last the config, each atomically. A crash leaves the old pair, a folder
+    // without a config (which no loader takes for an adapter), or the new pair.
     make_dirs(dir);
+    const std::string config_path = path_join(dir, kPeftConfigFile);
+    if (::unlink(config_path.c_str()) == 0) {
+        fsync_dir(dir);
+    } else if (errno != ENOENT) {
+        fail(Status::Io, config_path, ": cannot replace it: ", std::strerror(errno));
+    }
     write_safetensors(path_join(dir, kPeftWeightsFile), tensors, {{"format", "pt"}});
-    write_file_atomic(path_join(dir, kPeftConfigFile), config);
+    write_file_atomic(config_path, config);
 }
 
 }  // namespace trt

@@ -27,8 +27,9 @@ std::string peft_tensor_name(const ModelSpec& spec, const std::string& name);
 // malformed file; Error(Io) for a missing one. Nothing is written unless all checks pass.
 void load_peft_adapter(const ParamTable& table, const std::string& dir, float* host_params);
 
-// Writes the table's adapters (from the flat host params) as a PEFT folder, each file
-// atomically, creating `dir`. base_model: recorded as base_model_name_or_path.
+// Writes the table's adapters (from the flat host params) as a PEFT folder, creating `dir`:
+// each file atomically, and never a new file beside an old one (an older config is removed
+// first, the new one written last). base_model: recorded as base_model_name_or_path.
 void write_peft_adapter(const ParamTable& table, const float* host_params, const std::string& dir,
                         const std::string& base_model, DType dtype = DType::F32);
 

@@ -345,6 +345,42 @@ deterministic = true
         "near_missing.bin": checkpoint_input(16, parts[:2]),
     }
 
+    # --- fuzz_peft_adapter: flags byte (bit 0 llama, bit 1 all-linear), then
+    # adapter_config.json @@TRTFILE@@ adapter_model.safetensors, for the target's tiny models
+    # (gpt2: V8 T4 L2 H2 C4; llama: the same with 1 kv head, d_ff 6) with r 2, alpha 4.
+    def peft_config(r=2, alpha=4, extra=""):
+        return ('{"peft_type": "LORA", "r": %d, "lora_alpha": %s, "lora_dropout": 0.0, '
+                '"bias": "none"%s}' % (r, alpha, extra)).encode()
+
+    def peft_weights(modules, dtype="F32", drop=0):
+        """modules: [(path, in, out)]; A [2, in], B [out, 2] per module."""
+        tensors = []
+        for path, fan_in, fan_out in modules:
+            for part, shape in (("lora_A", [2, fan_in]), ("lora_B", [fan_out, 2])):
+                vals = values(numel(shape))
+                raw = f32(vals) if dtype == "F32" else bf16(vals)
+                tensors.append(("base_model.model.%s.%s.weight" % (path, part), dtype, shape, raw))
+        return safetensors(tensors[drop:], metadata={"format": "pt"})
+
+    gpt2_default = [("transformer.h.%d.attn.c_attn" % i, 4, 12) for i in range(2)]
+    gpt2_all = [m for i in range(2) for m in (
+        ("transformer.h.%d.attn.c_attn" % i, 4, 12), ("transformer.h.%d.attn.c_proj" % i, 4, 4),
+        ("transformer.h.%d.mlp.c_fc" % i, 4, 16), ("transformer.h.%d.mlp.c_proj" % i, 16, 4))]
+    llama_default = [m for i in range(2) for m in (
+        ("model.layers.%d.self_attn.q_proj" % i, 4, 4), ("model.layers.%d.self_attn.v_proj" % i, 4, 2))]
+    sep = b"@@TRTFILE@@"
+    corpus["fuzz_peft_adapter"] = {
+        "gpt2.bin": b"\x00" + peft_config() + sep + peft_weights(gpt2_default),
+        "gpt2_all_linear_bf16.bin": b"\x02" + peft_config() + sep + peft_weights(gpt2_all, "BF16"),
+        "llama.bin": b"\x01" + peft_config() + sep + peft_weights(llama_default),
+        "near_rank.bin": b"\x00" + peft_config(r=4) + sep + peft_weights(gpt2_default),
+        "near_dora.bin": b"\x00" + peft_config(extra=', "use_dora": true') + sep +
+                         peft_weights(gpt2_default),
+        "near_missing_tensor.bin": b"\x01" + peft_config() + sep + peft_weights(llama_default, drop=1),
+        "near_other_family.bin": b"\x01" + peft_config() + sep + peft_weights(gpt2_default),
+        "near_no_weights.bin": b"\x00" + peft_config(),
+    }
+
     # --- fuzz_tokenizer: a mode byte (< 128: tokenizer.json; >= 128: text to encode)
     text = ("Hello world, it's 12345 <|end|> don't I'M \u65e5\u672c\u8a9e "
             "\U0001F600\u200d\U0001F680  \n\t x\u00a0y \r\n  end  ").encode()

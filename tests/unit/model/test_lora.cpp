@@ -209,3 +209,34 @@ TEST(PeftAdapter, FolderRoundTripAndRefusals) {
     refused(lora(2, {"c_attn"}, 4.0), "lora.target_modules does not select");
     refused(lora(2, {"c_attn", "c_proj"}, 4.0), "it does not adapt h.0.attn.c_proj");
 }
+
+// Writing over an adapter folder never leaves a mixed pair: the old config goes before the
+// new weights land. What a crash between the two would leave (weights without a config) is
+// refused by name, and a complete rewrite loads as the new adapter.
+TEST(PeftAdapter, RewritingAFolderReplacesThePair) {
+    const std::string dir = std::string(TRAINRT_TEST_TMP) + "/peft_rewrite";
+    std::filesystem::remove_all(dir);
+    ModelSpec s = gpt2_spec(9, 6, 1, 2, 8);
+    s.lora = lora_spec(lora(2, {"c_attn"}, 4.0), s);
+    const ParamTable t(s);
+    std::vector<float> p(t.total(), 0.25f);
+    write_peft_adapter(t, p.data(), dir, "base");
+    ModelSpec s8 = base_spec(s);
+    s8.lora = lora_spec(lora(2, {"c_attn"}, 8.0), s8);
+    const ParamTable t8(s8);
+    std::vector<float> p8(t8.total(), -0.5f);
+    write_peft_adapter(t8, p8.data(), dir, "base");
+    std::vector<float> q(t8.total(), 0.0f);
+    load_peft_adapter(t8, dir, q.data());
+    for (const ParamTensor& x : t8.tensors())
+        if (x.role == ParamRole::LoraA || x.role == ParamRole::LoraB)
+            ASSERT_EQ(q[x.offset], -0.5f) << x.name;
+    std::filesystem::remove(dir + "/" + kPeftConfigFile);  // the state a crash could leave
+    try {
+        load_peft_adapter(t8, dir, q.data());
+        ADD_FAILURE() << "an adapter without its config loaded";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::Io) << e.what();
+        EXPECT_NE(std::string(e.what()).find(kPeftConfigFile), std::string::npos) << e.what();
+    }
+}
