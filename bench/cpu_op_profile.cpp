@@ -8,7 +8,7 @@
 // the op's FLOP count is well defined.
 //
 //   cpu_op_profile [--threads N] [--steps S] [--warmup W] [--B 8] [--T 256]
-//                  [--L 6] [--NH 6] [--C 384] [--V 256]
+//                  [--L 6] [--NH 6] [--C 384] [--V 256] [--bf16 1] [--dropout-pct 10]
 //
 // Not a test: it asserts nothing. Built with -DTRAINRT_BUILD_BENCH=ON (see bench/README.md).
 #include <algorithm>
@@ -288,9 +288,10 @@ int main(int argc, char** argv) {
     const int steps = arg_int(argc, argv, "--steps", 5);
     const int warmup = arg_int(argc, argv, "--warmup", 2);
     const int B = arg_int(argc, argv, "--B", 8), T = arg_int(argc, argv, "--T", 256);
-    const trt::ModelSpec shape =
+    trt::ModelSpec shape =
         trt::gpt2_spec(arg_int(argc, argv, "--V", 256), T, arg_int(argc, argv, "--L", 6),
                        arg_int(argc, argv, "--NH", 6), arg_int(argc, argv, "--C", 384));
+    shape.dropout = static_cast<float>(arg_int(argc, argv, "--dropout-pct", 0)) / 100.0f;
 
     const bool bf16 = arg_int(argc, argv, "--bf16", 0) != 0;
     TimedBackend be(trt::make_cpu_backend(
@@ -340,8 +341,9 @@ int main(int argc, char** argv) {
         be.step = s - warmup;
         const auto t0 = Clock::now();
         model.zero_grads();
+        scalars->step = s + 1;  // the dropout masks' step
         model.forward_backward(model.inputs_buffer(), model.targets_buffer(), B, T,
-                               1.0f / (float)N);
+                               1.0f / (float)N, scalars);
         loss = model.mean_loss(B, T);
         be.begin_step(scalars, 3e-4f, s + 1);
         be.grad_norm_clip(scalars, model.grads(), P, 1.0f);

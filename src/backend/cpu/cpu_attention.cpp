@@ -14,6 +14,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <optional>
@@ -127,13 +128,15 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
                        q + (size_t)i0 * W, W, k, W, 0.0f, s, T);
             for (int t = i0; t < i1; t++) causal_softmax_row(att + (size_t)t * T, t, T);
             const float* p = s;
-            if (draw) {  // P' rows: the mask of element ((b·NH + h)·T + t)·T + key
+            if (draw) {  // P' rows: the mask of element ((b·NH + h)·T + t)·T + key. Keys
+                         // past t hold 0 in P (so in P'); the mask runs on to a multiple of
+                         // 64 keys, its vectorised block size, and the rest is zeroed.
                 float* pd = dropped + (size_t)bh * T * T + (size_t)i0 * T;
                 for (int t = i0; t < i1; t++) {
                     float* row = pd + (size_t)(t - i0) * T;
-                    draw->apply(row, att + (size_t)t * T, (size_t)t + 1,
-                                ((size_t)bh * T + t) * T);
-                    for (int k = t + 1; k < T; k++) row[k] = 0.0f;
+                    const int len = std::min(T, (t + 64) / 64 * 64);
+                    draw->apply(row, att + (size_t)t * T, (size_t)len, ((size_t)bh * T + t) * T);
+                    for (int k = len; k < T; k++) row[k] = 0.0f;
                 }
                 p = pd;
             }

@@ -10,6 +10,11 @@
 
 namespace trt::cpu {
 
+struct DropoutDraw;
+// dst[j] = src[j] · keep(i + j) · scale for j < n, i the stream index of element 0 (in place
+// allowed): cpu_elementwise.cpp, whole Philox groups computed 16 at a time so they vectorise.
+void dropout_span(const DropoutDraw& d, float* dst, const float* src, size_t n, uint64_t i);
+
 // A DropoutMask with its per-call constants resolved (the step read from host memory).
 struct DropoutDraw {
     uint64_t seed;
@@ -34,14 +39,7 @@ struct DropoutDraw {
 
     // dst[j] = src[j] · keep(index0 + idx + j) · scale for j < n (in place allowed).
     void apply(float* dst, const float* src, size_t n, uint64_t idx) const {
-        idx += index0;
-        size_t j = 0;
-        while (j < n) {
-            const uint64_t i = idx + j;
-            const Philox4x32 u = dropout_uniforms(seed, step, micro_step, site, i >> 2);
-            for (unsigned lane = static_cast<unsigned>(i & 3); lane < 4 && j < n; ++lane, ++j)
-                dst[j] = u.v[lane] >= threshold ? src[j] * scale : 0.0f;
-        }
+        dropout_span(*this, dst, src, n, idx + index0);
     }
 };
 

@@ -1,5 +1,6 @@
 // Elementwise ops and the embedding encoder: memory-bound loops, OpenMP over the outer
 // index with static schedules, contiguous inner loops that vectorise.
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/cpu_common.h"
@@ -132,6 +133,71 @@ void add_columns(float* out, const float* in, float scale, int N, int W, int c0,
         const float* __restrict x = in + (size_t)n * M;
         for (int j = 0; j < M; j++) o[j] += scale * x[j];
     }
+}
+
+// Philox4x32-10 of 16 consecutive groups at once, into u[4g + lane] (element order): the
+// rounds of core/philox.h on arrays of 64-bit lanes holding 32-bit values, which the compiler
+// turns into vector code (32x32 -> 64-bit products); the same bits as one group at a time.
+TRT_CPU_CLONES static void philox16(uint32_t u[64], uint64_t g0, uint32_t c1, uint32_t c2,
+                                    uint32_t c3, uint32_t k0, uint32_t k1) {
+    constexpr uint64_t m32 = 0xFFFFFFFFu;
+    uint64_t x0[16], x1[16], x2[16], x3[16];
+    for (int g = 0; g < 16; g++) {
+        x0[g] = (g0 + static_cast<uint64_t>(g)) & m32;
+        x1[g] = c1;
+        x2[g] = c2;
+        x3[g] = c3;
+    }
+    uint64_t key0 = k0, key1 = k1;
+    for (int round = 0; round < 10; round++) {
+        for (int g = 0; g < 16; g++) {
+            const uint64_t p0 = uint64_t{0xD2511F53u} * x0[g];
+            const uint64_t p1 = uint64_t{0xCD9E8D57u} * x2[g];
+            const uint64_t n0 = (p1 >> 32) ^ x1[g] ^ key0;
+            const uint64_t n2 = (p0 >> 32) ^ x3[g] ^ key1;
+            x1[g] = p1 & m32;
+            x3[g] = p0 & m32;
+            x0[g] = n0;
+            x2[g] = n2;
+        }
+        key0 = (key0 + 0x9E3779B9u) & m32;
+        key1 = (key1 + 0xBB67AE85u) & m32;
+    }
+    for (int g = 0; g < 16; g++) {
+        u[4 * g] = static_cast<uint32_t>(x0[g]);
+        u[4 * g + 1] = static_cast<uint32_t>(x1[g]);
+        u[4 * g + 2] = static_cast<uint32_t>(x2[g]);
+        u[4 * g + 3] = static_cast<uint32_t>(x3[g]);
+    }
+}
+
+// The mask of 64 elements applied: dst[k] = src[k] · scale where u[k] clears the threshold.
+TRT_CPU_CLONES static void apply64(float* dst, const float* src, const uint32_t* u,
+                                   uint32_t threshold, float scale) {
+    for (int k = 0; k < 64; k++) dst[k] = u[k] >= threshold ? src[k] * scale : 0.0f;
+}
+
+void dropout_span(const DropoutDraw& d, float* dst, const float* src, size_t n, uint64_t i) {
+    const uint32_t k0 = static_cast<uint32_t>(d.seed);
+    const uint32_t k1 = static_cast<uint32_t>(d.seed >> 32) ^ kDropoutKeySalt;
+    const uint32_t c3 = static_cast<uint32_t>(d.step);
+    size_t j = 0;
+    auto one_group = [&](size_t until) {  // element by element up to `until` (< 4 of them)
+        while (j < until) {
+            const uint64_t e = i + j;
+            const Philox4x32 u = dropout_uniforms(d.seed, d.step, d.micro_step, d.site, e >> 2);
+            for (unsigned lane = static_cast<unsigned>(e & 3); lane < 4 && j < until; ++lane, ++j)
+                dst[j] = u.v[lane] >= d.threshold ? src[j] * d.scale : 0.0f;
+        }
+    };
+    one_group(std::min<size_t>(n, (4 - (i & 3)) & 3));  // up to a group boundary
+    uint32_t u[64];
+    while (n - j >= 64) {  // 16 whole groups
+        philox16(u, (i + j) >> 2, d.site, d.micro_step, c3, k0, k1);
+        apply64(dst + j, src + j, u, d.threshold, d.scale);
+        j += 64;
+    }
+    one_group(n);
 }
 
 void dropout(float* out, const float* in, size_t n, const DropoutMask& m, int threads) {
