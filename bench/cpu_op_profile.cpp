@@ -199,6 +199,14 @@ public:
                     const trt::StepScalars* s) override {
         timed("adamw", 0, [&] { in_->adamw_step(p, g, m, v, n, seg, hp, s); });
     }
+    void adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8,
+                       float* m_scale, float* v_scale, const trt::Q8Tables* tables, size_t n,
+                       const trt::ParamSegments& seg, const trt::AdamWConfig& hp,
+                       const trt::StepScalars* s) override {
+        timed("adamw (int8 state)", 0, [&] {
+            in_->adamw_step_q8(params, grads, m8, v8, m_scale, v_scale, tables, n, seg, hp, s);
+        });
+    }
     void end_step(trt::StepScalars* s, const trt::LossScalePolicy& pol) override {
         in_->end_step(s, pol);
     }

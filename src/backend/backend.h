@@ -18,6 +18,7 @@
 
 #include "config/run_config.h"
 #include "core/dtype.h"
+#include "core/q8_moments.h"
 #include "core/error.h"
 
 namespace trt {
@@ -431,6 +432,15 @@ public:
     virtual void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
                             const ParamSegments& seg, const AdamWConfig& hp,
                             const StepScalars* s) = 0;
+    // optim.state_dtype = "int8" (core/q8_moments.h): adamw_step with the moments as 8-bit
+    // codes m8, v8 [n] and per-block scales m_scale, v_scale [q8_blocks(n)] (blocks of
+    // kQ8Block elements from element 0). Each element's update is adamw_step's on the decoded
+    // moments; the new moments are then encoded with their block's new scales (the largest
+    // magnitude). tables: a Q8Tables in backend memory. Skipped when s->nonfinite.
+    virtual void adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8,
+                               float* m_scale, float* v_scale, const Q8Tables* tables, size_t n,
+                               const ParamSegments& seg, const AdamWConfig& hp,
+                               const StepScalars* s) = 0;
     // After the update: nonfinite → skipped_steps += 1, good_steps = 0 and (dynamic) the
     // scale backs off; else good_steps += 1 and (dynamic) the scale grows every
     // growth_interval finite steps.

@@ -61,7 +61,7 @@ TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
             attention = &cudnn;
         }
         ModelInfo m = model_info(shape, B, T, *backend, attention, r.train.trainable,
-                                 r.train.recompute);
+                                 r.train.recompute, r.optim.state_dtype);
         if (cuda_lowp) {
             const size_t n = ParamTable(shape).total();
             const int64_t working = 2 * static_cast<int64_t>(n) -

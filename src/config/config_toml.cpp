@@ -213,6 +213,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_ENUM(optim, schedule, Schedule),
         TRT_INT(optim, warmup_steps, 0, limits::kMaxSteps),
         TRT_FLOAT(optim, min_lr, 0.0, false, limits::kMaxFloat),  // + <= optim.lr (cross-key)
+        TRT_ENUM(optim, state_dtype, StateDType),
 
         TRT_ENUM(runtime, device, DeviceKind),
         TRT_ENUM(runtime, precision, Precision),

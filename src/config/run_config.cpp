@@ -67,6 +67,14 @@ const char* to_string(Recompute v) {
     return "?";
 }
 
+const char* to_string(StateDType v) {
+    switch (v) {
+        case StateDType::Fp32: return "fp32";
+        case StateDType::Int8: return "int8";
+    }
+    return "?";
+}
+
 const char* to_string(CpuMatmul v) {
     switch (v) {
         case CpuMatmul::Auto: return "auto";

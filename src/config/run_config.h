@@ -19,6 +19,9 @@ enum class CpuMatmul { Auto, Onednn, Openblas };
 // train.recompute: which activations the backward recomputes instead of keeping
 // (model/activations.h).
 enum class Recompute { None, Mlp, Block };
+// How AdamW keeps its moments (optim.state_dtype): fp32, or 8-bit blockwise codes
+// (core/q8_moments.h).
+enum class StateDType { Fp32, Int8 };
 enum class Placement { Auto, Device, Host };
 
 struct ModelConfig {
@@ -78,6 +81,7 @@ struct OptimConfig {
     Schedule schedule = Schedule::Cosine;
     int64_t warmup_steps = 0;
     double min_lr = 0.0;        // absolute
+    StateDType state_dtype = StateDType::Fp32;  // AdamW's m and v
 };
 
 struct RuntimeConfig {
@@ -144,6 +148,7 @@ const char* to_string(Precision v);
 const char* to_string(AttentionKind v);
 const char* to_string(CpuMatmul v);
 const char* to_string(Recompute v);
+const char* to_string(StateDType v);
 const char* to_string(Placement v);
 
 }  // namespace trt

@@ -5,13 +5,15 @@
 #include "core/error.h"
 #include "model/activations.h"
 #include "model/trainable.h"
+#include "runtime/optimizer.h"
 #include "runtime/perf.h"
 
 namespace trt {
 
 ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend,
                      const AttentionSizing* attention,
-                     const std::vector<std::string>& trainable, Recompute recompute) {
+                     const std::vector<std::string>& trainable, Recompute recompute,
+                     StateDType state) {
     ParamTable table(spec);
     table.set_trainable(trainable_flags(table, trainable));
     const int64_t N = static_cast<int64_t>(B) * T;
@@ -26,7 +28,8 @@ ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend
                                           static_cast<size_t>(stored)));
     // Gradients and moments of the trainable tensors (Decoder, AdamW), and the [2C] the
     // frozen norms' gradients are discarded into.
-    m.bytes_optimizer = 3 * static_cast<int64_t>(table.grad_total()) * 4 +
+    m.bytes_optimizer = static_cast<int64_t>(table.grad_total()) * 4 +
+                        static_cast<int64_t>(AdamW::moment_bytes(table, state)) +
                         (table.all_trainable() ? 0 : 2 * int64_t{spec.C} * 4);
     // The Decoder's own plan (model/activations.h), counted without allocating, plus the
     // token ids and the RoPE tables.

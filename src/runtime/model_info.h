@@ -31,11 +31,12 @@ struct AttentionSizing {
 };
 
 // trainable: train.trainable's patterns (empty: every tensor trains); recompute:
-// train.recompute (the activations a block keeps).
+// train.recompute (the activations a block keeps); state: optim.state_dtype (AdamW's moments).
 ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend,
                      const AttentionSizing* attention = nullptr,
                      const std::vector<std::string>& trainable = {},
-                     Recompute recompute = Recompute::None);
+                     Recompute recompute = Recompute::None,
+                     StateDType state = StateDType::Fp32);
 
 // A readable account of the model for `trainrt info`: the family and shape, then the
 // parameters by part (embeddings, attention, MLP, norms, untied head) with their share.

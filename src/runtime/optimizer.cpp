@@ -1,5 +1,8 @@
 #include "runtime/optimizer.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace trt {
@@ -8,8 +11,6 @@ AdamW::AdamW(Backend& backend, const ParamTable& table, const OptimConfig& confi
              bool dynamic_loss_scale, bool fused)
     : be_(backend), table_(table), config_(config), fused_(fused) {
     const size_t n = table_.grad_total();
-    m_ = static_cast<float*>(be_.alloc(n * sizeof(float), "AdamW first moments"));
-    v_ = static_cast<float*>(be_.alloc(n * sizeof(float), "AdamW second moments"));
     policy_.dynamic = dynamic_loss_scale;
     // Decay only tensors with >= 2 dims (the table interleaves them with biases/LN params):
     // one segment per tensor, so the fused update is one pass over a run. A vocab matrix's
@@ -52,11 +53,104 @@ AdamW::AdamW(Backend& backend, const ParamTable& table, const OptimConfig& confi
     }
     tensor_numel_ = be_.alloc(numel.size() * sizeof(int64_t), "AdamW segment table");
     be_.copy_to_device(tensor_numel_, numel.data(), numel.size() * sizeof(int64_t));
+    if (config_.state_dtype == StateDType::Int8) {
+        for (Run& r : runs_) {  // blocks never straddle two runs (each is one update)
+            r.block_offset = blocks_;
+            blocks_ += static_cast<size_t>(q8_blocks(static_cast<int64_t>(r.numel)));
+        }
+        m8_ = static_cast<uint8_t*>(be_.alloc(n, "AdamW first moments (int8)"));
+        v8_ = static_cast<uint8_t*>(be_.alloc(n, "AdamW second moments (int8)"));
+        m_scale_ = static_cast<float*>(be_.alloc(blocks_ * sizeof(float), "AdamW moment scales"));
+        v_scale_ = static_cast<float*>(be_.alloc(blocks_ * sizeof(float), "AdamW moment scales"));
+        host_tables_ = make_q8_tables();
+        tables_ = static_cast<Q8Tables*>(be_.alloc(sizeof(Q8Tables), "AdamW int8 code tables"));
+        be_.copy_to_device(tables_, &host_tables_, sizeof(Q8Tables));
+    } else {
+        m_ = static_cast<float*>(be_.alloc(n * sizeof(float), "AdamW first moments"));
+        v_ = static_cast<float*>(be_.alloc(n * sizeof(float), "AdamW second moments"));
+    }
+}
+
+size_t AdamW::moment_bytes(const ParamTable& table, StateDType dtype) {
+    const size_t n = table.grad_total();
+    if (dtype == StateDType::Fp32) return 2 * n * sizeof(float);
+    // The runs of the constructor: trainable tensors (and padding rows) adjacent in both
+    // buffers; their blocks' scales, and the tables.
+    size_t blocks = 0, run = 0, end = SIZE_MAX, grad_end = SIZE_MAX;
+    auto add = [&](size_t offset, size_t grad_offset, size_t numel) {
+        if (offset != end || grad_offset != grad_end) {
+            blocks += static_cast<size_t>(q8_blocks(static_cast<int64_t>(run)));
+            run = 0;
+        }
+        run += numel;
+        end = offset + numel;
+        grad_end = grad_offset + numel;
+    };
+    for (const ParamTensor& t : table.tensors()) {
+        if (!t.trainable) continue;
+        add(t.offset, t.grad_offset, t.numel);
+        if (t.padding > 0) add(t.offset + t.numel, t.grad_offset + t.numel, t.padding);
+    }
+    blocks += static_cast<size_t>(q8_blocks(static_cast<int64_t>(run)));
+    return 2 * n + 2 * blocks * sizeof(float) + sizeof(Q8Tables);
+}
+
+void AdamW::moments_to_host(float* m, float* v) const {
+    const size_t n = table_.grad_total();
+    if (!m8_) {
+        be_.copy_to_host(m, m_, n * sizeof(float));
+        be_.copy_to_host(v, v_, n * sizeof(float));
+        return;
+    }
+    std::vector<uint8_t> m8(n), v8(n);
+    std::vector<float> ms(blocks_), vs(blocks_);
+    be_.copy_to_host(m8.data(), m8_, n);
+    be_.copy_to_host(v8.data(), v8_, n);
+    be_.copy_to_host(ms.data(), m_scale_, blocks_ * sizeof(float));
+    be_.copy_to_host(vs.data(), v_scale_, blocks_ * sizeof(float));
+    for (const Run& r : runs_)
+        for (size_t i = 0; i < r.numel; ++i) {
+            const size_t g = r.grad_offset + i, b = r.block_offset + i / kQ8Block;
+            m[g] = q8_decode_m(host_tables_, m8[g], ms[b]);
+            v[g] = q8_decode_v(host_tables_, v8[g], vs[b]);
+        }
+}
+
+void AdamW::moments_from_host(const float* m, const float* v) {
+    const size_t n = table_.grad_total();
+    if (!m8_) {
+        be_.copy_to_device(m_, m, n * sizeof(float));
+        be_.copy_to_device(v_, v, n * sizeof(float));
+        return;
+    }
+    std::vector<uint8_t> m8(n), v8(n);
+    std::vector<float> ms(blocks_, 0.0f), vs(blocks_, 0.0f);
+    for (const Run& r : runs_) {
+        for (size_t i = 0; i < r.numel; ++i) {  // the blocks' scales: the largest magnitudes
+            const size_t g = r.grad_offset + i, b = r.block_offset + i / kQ8Block;
+            ms[b] = std::max(ms[b], std::fabs(m[g]));
+            vs[b] = std::max(vs[b], v[g]);
+        }
+        for (size_t i = 0; i < r.numel; ++i) {
+            const size_t g = r.grad_offset + i, b = r.block_offset + i / kQ8Block;
+            m8[g] = q8_encode_m(host_tables_, m[g], ms[b]);
+            v8[g] = q8_encode_v(host_tables_, v[g], vs[b]);
+        }
+    }
+    be_.copy_to_device(m8_, m8.data(), n);
+    be_.copy_to_device(v8_, v8.data(), n);
+    be_.copy_to_device(m_scale_, ms.data(), blocks_ * sizeof(float));
+    be_.copy_to_device(v_scale_, vs.data(), blocks_ * sizeof(float));
 }
 
 AdamW::~AdamW() {
     be_.free(m_);
     be_.free(v_);
+    be_.free(m8_);
+    be_.free(v8_);
+    be_.free(m_scale_);
+    be_.free(v_scale_);
+    be_.free(tables_);
     be_.free(segment_ends_);
     be_.free(segment_decay_);
     be_.free(tensor_numel_);
@@ -68,7 +162,12 @@ void AdamW::update(float* params, const float* grads, StepScalars* s) {
     hp.beta1 = static_cast<float>(config_.beta1);
     hp.beta2 = static_cast<float>(config_.beta2);
     hp.eps = static_cast<float>(config_.eps);
-    if (fused_) {
+    if (m8_) {  // int8 state: one update per run (its blocks), whatever accel.fused_adamw says
+        for (const Run& r : runs_)
+            be_.adamw_step_q8(params + r.offset, grads + r.grad_offset, m8_ + r.grad_offset,
+                              v8_ + r.grad_offset, m_scale_ + r.block_offset,
+                              v_scale_ + r.block_offset, tables_, r.numel, r.segments, hp, s);
+    } else if (fused_) {
         for (const Run& r : runs_)
             be_.adamw_step(params + r.offset, grads + r.grad_offset, m_ + r.grad_offset,
                            v_ + r.grad_offset, r.numel, r.segments, hp, s);

@@ -31,16 +31,33 @@ public:
     // gradient (s->nonfinite, counted in s->skipped_steps).
     void update(float* params, const float* grads, StepScalars* s);
 
+    // The fp32 state's moments in backend memory (null under optim.state_dtype = "int8").
     float* m() { return m_; }
     float* v() { return v_; }
+    // The moments as fp32 on the host, compact (table.grad_total() floats each): decoded
+    // from int8 codes under optim.state_dtype = "int8" (what checkpoints hold), and back.
+    // Encoding a decoded state gives its codes again, so save + load is bit-exact.
+    void moments_to_host(float* m, float* v) const;
+    void moments_from_host(const float* m, const float* v);
+    // Backend bytes of the moments (and their scales) for this table and dtype.
+    static size_t moment_bytes(const ParamTable& table, StateDType dtype);
 
 private:
     Backend& be_;
     const ParamTable& table_;
     OptimConfig config_;
     LossScalePolicy policy_;
-    float* m_ = nullptr;  // first moments, table.grad_total() floats
+    float* m_ = nullptr;  // first moments, table.grad_total() floats (fp32 state)
     float* v_ = nullptr;  // second moments
+    // int8 state (core/q8_moments.h): codes [grad_total], per-block scales [blocks_], each
+    // run's blocks starting at its run's block_offset, and the encoding tables.
+    uint8_t* m8_ = nullptr;
+    uint8_t* v8_ = nullptr;
+    float* m_scale_ = nullptr;
+    float* v_scale_ = nullptr;
+    Q8Tables* tables_ = nullptr;
+    Q8Tables host_tables_{};
+    size_t blocks_ = 0;
     bool fused_ = true;
     // The trainable tensors as ranges: each tensor, and a vocab matrix's padding rows, at its
     // offset in the parameters and in the compact gradient/moment buffers.
@@ -54,6 +71,7 @@ private:
     struct Run {
         size_t offset, grad_offset, numel;
         ParamSegments segments;
+        size_t block_offset = 0;  // int8 state: its first block's scales
     };
     std::vector<Run> runs_;
     void* segment_ends_ = nullptr;   // backend memory: every run's relative ends, in order

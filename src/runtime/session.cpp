@@ -377,7 +377,7 @@ void Session::resolve_auto_batch_size(const BackendFactory& factory) {
             if (limit > 0) {  // the cap, by the estimate, before allocating anything
                 const ModelInfo m = model_info(spec, static_cast<int>(b), static_cast<int>(T),
                                                *backend_, nullptr, run_.train.trainable,
-                                               run_.train.recompute);
+                                               run_.train.recompute, run_.optim.state_dtype);
                 if (m.bytes_total + static_cast<int64_t>(resident) > limit) return false;
             }
             return fits_by_allocation(make, spec, static_cast<int>(b), static_cast<int>(T),
@@ -385,7 +385,7 @@ void Session::resolve_auto_batch_size(const BackendFactory& factory) {
         }
         const ModelInfo m = model_info(spec, static_cast<int>(b), static_cast<int>(T),
                                        *backend_, nullptr, run_.train.trainable,
-                                       run_.train.recompute);
+                                       run_.train.recompute, run_.optim.state_dtype);
         if (m.bytes_total > budget) return false;
         estimate = m.bytes_total;
         return true;
@@ -805,8 +805,7 @@ void Session::copy_state_to_host(std::vector<float>& params, std::vector<float>&
     v.resize(ng);
     sync();  // the figures of every enqueued step are in before the state is written
     backend_->copy_to_host(params.data(), model_->params(), n * sizeof(float));
-    backend_->copy_to_host(m.data(), optimizer_->m(), ng * sizeof(float));
-    backend_->copy_to_host(v.data(), optimizer_->v(), ng * sizeof(float));
+    optimizer_->moments_to_host(m.data(), v.data());  // fp32 whatever optim.state_dtype
     // Never write a checkpoint a later run would trust but cannot use.
     const std::string advice =
         "nothing was written. The run has diverged (see the skipped-step warnings): resume "
@@ -904,8 +903,7 @@ void Session::load(const std::string& path) {
     sync();
     completed_.clear();
     backend_->copy_to_device(model_->params(), params.data(), n * sizeof(float));
-    backend_->copy_to_device(optimizer_->m(), m.data(), ng * sizeof(float));
-    backend_->copy_to_device(optimizer_->v(), v.data(), ng * sizeof(float));
+    optimizer_->moments_from_host(m.data(), v.data());
     // A checkpoint that stored other values for the frozen tensors: they are no longer
     // model.init_from's, so later checkpoints store them.
     for (const auto& [name, hex] : frozen_sha256_)
@@ -966,7 +964,8 @@ void Session::warn_config_differences(const std::string& checkpoint_toml,
         "data.sampler", "data.seed", "train.batch_size", "train.seq_len", "train.grad_accum",
         "train.steps", "optim.lr", "optim.betas", "optim.eps", "optim.weight_decay",
         "optim.grad_clip", "optim.schedule", "optim.warmup_steps", "optim.min_lr",
-        "runtime.threads", "train.trainable", "model.dropout", "lora.dropout"};
+        "runtime.threads", "train.trainable", "model.dropout", "lora.dropout",
+        "optim.state_dtype"};
     const auto theirs = dump_entries(checkpoint_toml), ours = dump_entries(config_.dump());
     std::string diff;
     for (const char* key : kTrajectory) {

@@ -1,4 +1,5 @@
 // The optimizer's kernels: sum of squares (for the global grad norm) and AdamW.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -82,6 +83,52 @@ void adamw_update(float* params, const float* grads, float* m, float* v, size_t 
         split_range(n, parts, part, &i0, &i1);
         adamw_kernel(params + i0, grads + i0, m + i0, v + i0, i1 - i0, decay, beta1, beta2,
                      one_m_b1, one_m_b2, step_size, bc2_sqrt, eps, scale);
+    }
+}
+
+void adamw_update_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8,
+                     float* m_scale, float* v_scale, const Q8Tables& tables, size_t n,
+                     const ParamSegments& seg, const AdamWParams& base, int threads) {
+    // adamw_update's scalars; the decay per segment.
+    const double lr = base.lr, b1 = base.beta1, b2 = base.beta2;
+    const double bc1 = 1.0 - std::pow(b1, (double)base.step);
+    const double bc2 = 1.0 - std::pow(b2, (double)base.step);
+    const float one_m_b1 = (float)(1.0 - b1), one_m_b2 = (float)(1.0 - b2);
+    const float step_size = (float)(lr / bc1);
+    const float bc2_sqrt = (float)std::sqrt(bc2);
+    const int64_t blocks = q8_blocks((int64_t)n);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t b = 0; b < blocks; b++) {
+        const size_t i0 = (size_t)b * kQ8Block, i1 = std::min(n, i0 + kQ8Block);
+        // The block's moments decoded, updated in place by adamw_kernel (the fp32 state's
+        // arithmetic, piece by piece of the segments it crosses), then encoded.
+        float m[kQ8Block], v[kQ8Block];
+        for (size_t i = i0; i < i1; i++) {
+            m[i - i0] = q8_decode_m(tables, m8[i], m_scale[b]);
+            v[i - i0] = q8_decode_v(tables, v8[i], v_scale[b]);
+        }
+        int32_t sg = 0;
+        while ((size_t)seg.ends[sg] <= i0) sg++;
+        for (size_t i = i0; i < i1;) {
+            const size_t end = std::min(i1, (size_t)seg.ends[sg]);
+            const float decay = (float)(1.0 - lr * (double)seg.weight_decay[sg]);
+            adamw_kernel(params + i, grads + i, m + (i - i0), v + (i - i0), end - i, decay,
+                         base.beta1, base.beta2, one_m_b1, one_m_b2, step_size, bc2_sqrt,
+                         base.eps, base.grad_scale);
+            i = end;
+            sg++;
+        }
+        float m_max = 0.0f, v_max = 0.0f;
+        for (size_t k = 0; k < i1 - i0; k++) {
+            m_max = std::max(m_max, std::fabs(m[k]));
+            v_max = std::max(v_max, v[k]);
+        }
+        m_scale[b] = m_max;
+        v_scale[b] = v_max;
+        for (size_t i = i0; i < i1; i++) {
+            m8[i] = q8_encode_m(tables, m[i - i0], m_max);
+            v8[i] = q8_encode_v(tables, v[i - i0], v_max);
+        }
     }
 }
 

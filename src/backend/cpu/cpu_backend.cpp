@@ -22,6 +22,17 @@ namespace {
 
 constexpr size_t kAlign = 64;  // one cache line / an AVX-512 vector
 
+// After an AdamW step the bf16/fp16 working copy follows the master, even if the step throws
+// half-way (a scope guard).
+struct WorkingCopyRefresh {
+    cpu::LowpOps* lowp;
+    const float* p;
+    size_t n;
+    ~WorkingCopyRefresh() {
+        if (lowp) lowp->params_written(p, n * sizeof(float));
+    }
+};
+
 class CpuBackend final : public Backend {
 public:
     CpuBackend(int threads, Precision precision, CpuMatmul matmul)
@@ -323,16 +334,16 @@ public:
     void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
                     const ParamSegments& seg, const AdamWConfig& hp,
                     const StepScalars* s) override {
-        // The working copy follows the master even if the step throws half-way.
-        struct Refresh {
-            cpu::LowpOps* lowp;
-            const float* p;
-            size_t n;
-            ~Refresh() {
-                if (lowp) lowp->params_written(p, n * sizeof(float));
-            }
-        } refresh{lowp_.get(), params, n};
+        const WorkingCopyRefresh refresh{lowp_.get(), params, n};
         cpu::adamw_step(params, grads, m, v, n, seg, hp, s, threads_);
+    }
+    void adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8,
+                       float* m_scale, float* v_scale, const Q8Tables* tables, size_t n,
+                       const ParamSegments& seg, const AdamWConfig& hp,
+                       const StepScalars* s) override {
+        const WorkingCopyRefresh refresh{lowp_.get(), params, n};
+        cpu::adamw_step_q8(params, grads, m8, v8, m_scale, v_scale, *tables, n, seg, hp, s,
+                           threads_);
     }
     void end_step(StepScalars* s, const LossScalePolicy& policy) override {
         cpu::end_step(s, policy);

@@ -97,6 +97,11 @@ struct AdamWParams {
 double sum_squares(const float* x, size_t n, int threads);
 void adamw_update(float* params, const float* grads, float* m, float* v, size_t n,
                   const AdamWParams& p, int threads);
+// The same on int8 moments (core/q8_moments.h), blocks of kQ8Block in parallel, the decay of
+// each element's segment (p.weight_decay unused).
+void adamw_update_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8,
+                     float* m_scale, float* v_scale, const Q8Tables& tables, size_t n,
+                     const ParamSegments& seg, const AdamWParams& p, int threads);
 
 // cpu_step.cpp — the optimizer step on StepScalars (host memory here).
 void begin_step(StepScalars* s, float lr, int64_t step);
@@ -105,6 +110,10 @@ void grad_norm_clip(StepScalars* s, const float* grads, size_t n, float max_norm
 void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
                 const ParamSegments& seg, const AdamWConfig& hp, const StepScalars* s,
                 int threads);
+// optim.state_dtype = "int8" (backend.h, core/q8_moments.h): blocks in parallel.
+void adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8, float* m_scale,
+                   float* v_scale, const Q8Tables& tables, size_t n, const ParamSegments& seg,
+                   const AdamWConfig& hp, const StepScalars* s, int threads);
 void end_step(StepScalars* s, const LossScalePolicy& policy);
 
 // cpu_batches.cpp — micro-batches from host rows or a resident token set.

@@ -35,17 +35,24 @@ void grad_norm_clip(StepScalars* s, const float* grads, size_t n, float max_norm
     }
 }
 
-void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
-                const ParamSegments& seg, const AdamWConfig& hp, const StepScalars* s,
-                int threads) {
-    if (s->nonfinite) return;  // GradScaler: a bad gradient never reaches the weights
+// The step's AdamW parameters from the scalars (weight_decay: per segment).
+static AdamWParams step_params(const AdamWConfig& hp, const StepScalars* s) {
     AdamWParams p;
     p.lr = s->lr;
     p.beta1 = hp.beta1;
     p.beta2 = hp.beta2;
     p.eps = hp.eps;
+    p.weight_decay = 0.0f;
     p.step = s->step;
     p.grad_scale = s->clip_scale / s->loss_scale;
+    return p;
+}
+
+void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
+                const ParamSegments& seg, const AdamWConfig& hp, const StepScalars* s,
+                int threads) {
+    if (s->nonfinite) return;  // GradScaler: a bad gradient never reaches the weights
+    AdamWParams p = step_params(hp, s);
     int64_t begin = 0;
     for (int32_t i = 0; i < seg.count; ++i) {
         const int64_t end = seg.ends[i];
@@ -58,6 +65,16 @@ void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
     }
     TRT_CHECK(static_cast<size_t>(begin) == n, "AdamW segments cover ", begin, " of ", n,
               " elements");
+}
+
+void adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8, float* m_scale,
+                   float* v_scale, const Q8Tables& tables, size_t n, const ParamSegments& seg,
+                   const AdamWConfig& hp, const StepScalars* s, int threads) {
+    if (s->nonfinite || n == 0) return;
+    TRT_CHECK(seg.count > 0 && static_cast<size_t>(seg.ends[seg.count - 1]) == n,
+              "AdamW segments do not cover the ", n, "-element buffer");
+    adamw_update_q8(params, grads, m8, v8, m_scale, v_scale, tables, n, seg,
+                    step_params(hp, s), threads);
 }
 
 void end_step(StepScalars* s, const LossScalePolicy& policy) {

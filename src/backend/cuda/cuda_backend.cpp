@@ -481,6 +481,14 @@ public:
         const DeviceGuard g(device_);
         cuda::adamw_step(ctx_, params, working_copy_of(params), grads, m, v, n, seg, hp, s);
     }
+    void adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8,
+                       float* m_scale, float* v_scale, const Q8Tables* tables, size_t n,
+                       const ParamSegments& seg, const AdamWConfig& hp,
+                       const StepScalars* s) override {
+        const DeviceGuard g(device_);
+        cuda::adamw_step_q8(ctx_, params, working_copy_of(params), grads, m8, v8, m_scale,
+                            v_scale, tables, n, seg, hp, s);
+    }
     void end_step(StepScalars* s, const LossScalePolicy& policy) override {
         const DeviceGuard g(device_);
         cuda::end_step(ctx_, s, policy);

@@ -210,6 +210,10 @@ void grad_norm_clip(const CudaCtx& ctx, StepScalars* s, const float* grads, size
 void adamw_step(const CudaCtx& ctx, float* params, void* params_lowp, const float* grads,
                 float* m, float* v, size_t n, const ParamSegments& seg, const AdamWConfig& hp,
                 const StepScalars* s);
+void adamw_step_q8(const CudaCtx& ctx, float* params, void* params_lowp, const float* grads,
+                   uint8_t* m8, uint8_t* v8, float* m_scale, float* v_scale,
+                   const Q8Tables* tables, size_t n, const ParamSegments& seg,
+                   const AdamWConfig& hp, const StepScalars* s);
 void end_step(const CudaCtx& ctx, StepScalars* s, const LossScalePolicy& policy);
 
 // ---- kernels/sampler.cu

@@ -148,6 +148,7 @@ const Rule kRules[] = {
     {"BatchSize2To32Plus1", "train", "batch_size", "4294967297", "expected an integer in [1, 16777216] or \"auto\""},
     {"BatchSizeString", "train", "batch_size", "\"8\"", "got a string"},
     {"BatchSizeAutoCapitalised", "train", "batch_size", "\"Auto\"", "or \"auto\""},
+    {"StateDtypeBf16", "optim", "state_dtype", "\"bf16\"", "\"fp32\", \"int8\""},
     {"MemoryLimitNegative", "runtime", "memory_limit", "-1", "expected an integer in [0, "},
     {"SeqLenZero", "train", "seq_len", "0", "expected an integer in [1, 16777216]"},
     {"GradAccumZero", "train", "grad_accum", "0", "expected an integer in [1, 1048576]"},

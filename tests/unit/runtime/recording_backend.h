@@ -346,6 +346,14 @@ public:
         op("adamw_step",
            [=, be = be()] { be->adamw_step(params, grads, m, v, n, seg, hp, s); });
     }
+    void adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8,
+                       float* m_scale, float* v_scale, const Q8Tables* tables, size_t n,
+                       const ParamSegments& seg, const AdamWConfig& hp,
+                       const StepScalars* s) override {
+        op("adamw_step_q8", [=, be = be()] {
+            be->adamw_step_q8(params, grads, m8, v8, m_scale, v_scale, tables, n, seg, hp, s);
+        });
+    }
     void end_step(StepScalars* s, const LossScalePolicy& policy) override {
         op("end_step", [=, be = be()] { be->end_step(s, policy); });
     }

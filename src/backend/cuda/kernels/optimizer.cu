@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
@@ -309,6 +310,76 @@ __global__ void __launch_bounds__(kAdamThreads)
     }
 }
 
+// optim.state_dtype = "int8": one thread block per quantization block (kQ8Block elements,
+// one per thread). Each thread decodes its moments, updates as adamw_step_kernel does, and
+// the block's new scales (largest |m|, largest v) come from a fixed-order tree in shared
+// memory; then each thread encodes its moments with the shared tables (core/q8_moments.h),
+// exactly as the CPU's adamw_step_q8.
+static_assert(kQ8Block == kAdamThreads, "one thread per element of a quantization block");
+template <Lowp kLowp>
+__global__ void __launch_bounds__(kAdamThreads)
+    adamw_step_q8_kernel(float* __restrict__ params, void* __restrict__ lowp,
+                         const float* __restrict__ grads, uint8_t* __restrict__ m8,
+                         uint8_t* __restrict__ v8, float* __restrict__ m_scale,
+                         float* __restrict__ v_scale, const Q8Tables* __restrict__ tables,
+                         int64_t n, const int64_t* __restrict__ seg_ends,
+                         const float* __restrict__ seg_decay, int32_t seg_count, float beta1,
+                         float beta2, float one_m_b1, float one_m_b2, float eps,
+                         const StepScalars* __restrict__ s) {
+    __shared__ AdamWFloats sh_c;
+    __shared__ double sh_lr;
+    __shared__ int sh_skip;
+    __shared__ float sh_m[kAdamThreads], sh_v[kAdamThreads];
+    if (threadIdx.x == 0) {
+        sh_skip = s->nonfinite;
+        sh_lr = s->lr;
+        sh_c = step_floats(beta1, beta2, one_m_b1, one_m_b2, eps, s);
+    }
+    __syncthreads();
+    if (sh_skip) return;
+    const AdamWFloats c = sh_c;
+    const Q8Tables& t = *tables;
+    const int64_t blocks = q8_blocks(n);
+    for (int64_t b = blockIdx.x; b < blocks; b += gridDim.x) {
+        const int64_t i = b * kQ8Block + threadIdx.x;
+        float mi = 0.0f, vi = 0.0f;
+        if (i < n) {
+            int32_t lo = 0, hi = seg_count - 1;  // the segment of i
+            while (lo < hi) {
+                const int32_t mid = (lo + hi) >> 1;
+                if (seg_ends[mid] > i) hi = mid;
+                else lo = mid + 1;
+            }
+            float p = params[i];
+            mi = q8_decode_m(t, m8[i], m_scale[b]);
+            vi = q8_decode_v(t, v8[i], v_scale[b]);
+            adamw_element(p, mi, vi, grads[i], tensor_decay(sh_lr, seg_decay[lo]), c);
+            params[i] = p;
+            store_lowp<kLowp>(lowp, static_cast<size_t>(i), p);
+        }
+        sh_m[threadIdx.x] = fabsf(mi);
+        sh_v[threadIdx.x] = vi;
+        __syncthreads();
+        for (int w = kAdamThreads / 2; w > 0; w >>= 1) {
+            if (threadIdx.x < w) {
+                sh_m[threadIdx.x] = fmaxf(sh_m[threadIdx.x], sh_m[threadIdx.x + w]);
+                sh_v[threadIdx.x] = fmaxf(sh_v[threadIdx.x], sh_v[threadIdx.x + w]);
+            }
+            __syncthreads();
+        }
+        const float ms = sh_m[0], vs = sh_v[0];
+        if (i < n) {
+            m8[i] = q8_encode_m(t, mi, ms);
+            v8[i] = q8_encode_v(t, vi, vs);
+        }
+        if (threadIdx.x == 0) {
+            m_scale[b] = ms;
+            v_scale[b] = vs;
+        }
+        __syncthreads();  // sh_m, sh_v are refilled for the next block
+    }
+}
+
 Lowp lowp_kind(const CudaCtx& ctx, const void* params_lowp, const char* who) {
     if (params_lowp == nullptr) return Lowp::None;
     TRT_CHECK(ctx.lowp(), who, ": a working copy needs precision Bf16 or Fp16");
@@ -391,6 +462,33 @@ void adamw_step(const CudaCtx& ctx, float* params, void* params_lowp, const floa
                     params, params_lowp, grads, m, v, n64, seg.ends, seg.weight_decay,
                     seg.count, hp.beta1, hp.beta2, one_m_b1, one_m_b2, hp.eps, s);
             break;
+    }
+    TRT_CUDA_LAUNCH_CHECK();
+}
+
+void adamw_step_q8(const CudaCtx& ctx, float* params, void* params_lowp, const float* grads,
+                   uint8_t* m8, uint8_t* v8, float* m_scale, float* v_scale,
+                   const Q8Tables* tables, size_t n, const ParamSegments& seg,
+                   const AdamWConfig& hp, const StepScalars* s) {
+    TRT_CHECK(s != nullptr, "adamw_step_q8: null StepScalars");
+    if (n == 0) return;
+    TRT_CHECK(params && grads && m8 && v8 && m_scale && v_scale && tables,
+              "adamw_step_q8: null buffer");
+    TRT_CHECK(seg.ends && seg.weight_decay && seg.count > 0, "adamw_step_q8: no segments");
+    const int64_t n64 = static_cast<int64_t>(n);
+    const int64_t qb = q8_blocks(n64);
+    const unsigned blocks = static_cast<unsigned>(qb < kAdamMaxBlocks ? qb : kAdamMaxBlocks);
+    const float one_m_b1 = static_cast<float>(1.0 - static_cast<double>(hp.beta1));
+    const float one_m_b2 = static_cast<float>(1.0 - static_cast<double>(hp.beta2));
+    auto launch = [&](auto kind) {
+        adamw_step_q8_kernel<decltype(kind)::value><<<blocks, kAdamThreads, 0, ctx.stream>>>(
+            params, params_lowp, grads, m8, v8, m_scale, v_scale, tables, n64, seg.ends,
+            seg.weight_decay, seg.count, hp.beta1, hp.beta2, one_m_b1, one_m_b2, hp.eps, s);
+    };
+    switch (lowp_kind(ctx, params_lowp, "adamw_step_q8")) {
+        case Lowp::None: launch(std::integral_constant<Lowp, Lowp::None>{}); break;
+        case Lowp::Bf16: launch(std::integral_constant<Lowp, Lowp::Bf16>{}); break;
+        case Lowp::Fp16: launch(std::integral_constant<Lowp, Lowp::Fp16>{}); break;
     }
     TRT_CUDA_LAUNCH_CHECK();
 }
