@@ -67,16 +67,18 @@ SequentialWindow next_sequential_window(const TokenDataset& data, SequentialCurs
 }
 
 void sample_sequential(const TokenDataset& data, SequentialCursor& cursor, int64_t B, int64_t T,
-                       int32_t* out) {
+                       int32_t* out, int64_t rank, int64_t world) {
     check_shape("sequential sampler", B, T, out);
-    const SequentialWindow w = next_sequential_window(data, cursor, B, T);
+    TRT_CHECK(world >= 1 && rank >= 0 && rank < world, "sequential sampler: rank ", rank,
+              " of ", world);
+    const SequentialWindow w = next_sequential_window(data, cursor, world * B, T);
     // Row b = tokens[pos + b*T, pos + b*T + T + 1): rows overlap by one token.
     for (int64_t b = 0; b < B; ++b)
-        data.copy_tokens(w.shard, w.pos + b * T, T + 1, out + b * (T + 1));
+        data.copy_tokens(w.shard, w.pos + (rank * B + b) * T, T + 1, out + b * (T + 1));
 }
 
 void sample_random(const TokenDataset& data, uint64_t seed, int64_t step, int64_t micro_step,
-                   int64_t B, int64_t T, int32_t* out) {
+                   int64_t B, int64_t T, int32_t* out, int64_t row0) {
     check_shape("random sampler", B, T, out);
     // W = number of valid starts p (p + T + 1 <= n) over all shards.
     uint64_t W = 0;
@@ -89,7 +91,7 @@ void sample_random(const TokenDataset& data, uint64_t seed, int64_t step, int64_
              " holds only ", largest, "; lower the sequence length or use larger shards");
     }
     for (int64_t r = 0; r < B; ++r) {
-        uint64_t idx = sampler_math::random_window_index(seed, step, micro_step, r, W);
+        uint64_t idx = sampler_math::random_window_index(seed, step, micro_step, row0 + r, W);
         // idx -> (shard, offset) by cumulative valid-start counts in shard order.
         size_t s = 0;
         for (;; ++s) {

@@ -59,11 +59,29 @@ void check_tokenizer(const std::string& path, int64_t vocab_size) {
 
 }  // namespace
 
-Session::Session(const Config& config, const LogSink& sink, const BackendFactory& factory)
-    : config_(config), run_(config.run()), log_(sink),
+Session::Session(const Config& config, const LogSink& sink, const BackendFactory& factory,
+                 std::shared_ptr<dist::Communicator> world)
+    : config_(config), run_(config.run()), world_(std::move(world)), log_(sink),
       last_val_loss_(std::numeric_limits<double>::quiet_NaN()) {
     const TrainConfig& tr = run_.train;
     const ModelConfig& mc = run_.model;
+    if (world_) {
+        rank_ = world_->rank();
+        world_size_ = world_->size();
+    }
+    if (world_size_ > 1) {
+        // What data parallelism does not do yet (docs/DISTRIBUTED.md, issue 20).
+        if (!tr.out_dir.empty())
+            fail(Status::Config, "train.out_dir with ", world_size_, " ranks: one rank writing "
+                 "the metrics and checkpoints of a data-parallel run is not built yet; set "
+                 "train.out_dir = \"\" (save with an explicit directory)");
+        if (run_.data.placement == Placement::Device)
+            fail(Status::Config, "data.placement = \"device\" with ", world_size_, " ranks: "
+                 "the device sampler does not number rows across ranks yet; use \"host\"");
+        if (tr.batch_size == 0)
+            fail(Status::Config, "train.batch_size = \"auto\" with ", world_size_, " ranks: "
+                 "each rank could pick another size; set a number");
+    }
     if (tr.checkpoint_every > 0 && tr.out_dir.empty())
         fail(Status::Config, "train.checkpoint_every = ", tr.checkpoint_every,
              " but train.out_dir is empty: set train.out_dir (checkpoints go there) or "
@@ -193,7 +211,9 @@ void Session::place_train_data() {
     if (!train_data_) return;
     const Placement asked = run_.data.placement;
     const bool device_memory = backend_->capabilities().device_memory;
-    if (asked == Placement::Host || (asked == Placement::Auto && !device_memory)) return;
+    // Several ranks draw on the host (the device sampler has no rank offset yet).
+    if (asked == Placement::Host || (asked == Placement::Auto && (!device_memory || world_size_ > 1)))
+        return;
     if (run_.model.vocab_size > 65536) {
         if (asked == Placement::Device)
             fail(Status::Config, "data.placement = \"device\" keeps token ids as 16 bits, but "
@@ -331,8 +351,9 @@ void Session::log_startup() const {
                   "), ", frozen, " of ", t.tensors().size(),
                   " tensors frozen (no gradients, no AdamW moments)");
     }
-    log_.info("batch: ", r.train.grad_accum, " x ", r.train.batch_size, " x ", r.train.seq_len,
-              " = ", r.train.grad_accum * r.train.batch_size * r.train.seq_len,
+    log_.info("batch: ", r.train.grad_accum, " x ",
+              world_size_ > 1 ? cat(world_size_, " ranks x ") : std::string(), r.train.batch_size,
+              " x ", r.train.seq_len, " = ", tokens_per_step(),
               " tokens per step; sampler ", to_string(r.data.sampler), "; ",
               train_data_ ? cat(train_data_->total_tokens(), " train tokens in ",
                                 train_data_->num_shards(), " shard(s)")
@@ -425,7 +446,31 @@ void Session::accumulate_and_update(float dloss_scale, const MicroBatchLoader& l
                                  static_cast<uint32_t>(k));
         backend_->accumulate_loss(scalars_, model_->losses(), static_cast<size_t>(B) * T);
     }
+    if (world_size_ > 1) all_reduce_gradients();
     optimizer_->update(model_->params(), model_->grads(), scalars_);
+}
+
+int64_t Session::tokens_per_step() const {
+    return run_.train.grad_accum * world_size_ * run_.train.batch_size * run_.train.seq_len;
+}
+
+// Once per step, after the backward of every micro-batch (phase 1 of docs/DISTRIBUTED.md):
+// host memory is reduced in place, a device's through a host copy. Never inside a graph: a
+// data-parallel run draws on the host, and graphs need the resident split.
+void Session::all_reduce_gradients() {
+    const size_t n = model_->table().grad_total();
+    if (!backend_->capabilities().device_memory) {
+        world_->all_reduce_sum(model_->grads(), n);
+    } else {
+        host_grads_.resize(n);
+        backend_->copy_to_host(host_grads_.data(), model_->grads(), n * sizeof(float));
+        world_->all_reduce_sum(host_grads_.data(), n);
+        backend_->copy_to_device(model_->grads(), host_grads_.data(), n * sizeof(float));
+    }
+    StepScalars s;
+    backend_->copy_to_host(&s, scalars_, sizeof s);
+    world_->all_reduce_sum(&s.loss_sum, 1);
+    backend_->copy_to_device(scalars_, &s, sizeof s);
 }
 
 StepResult Session::step() {
@@ -436,7 +481,7 @@ StepResult Session::step() {
     const int64_t GA = run_.train.grad_accum, B = run_.train.batch_size, T = run_.train.seq_len;
     const int64_t s = step_ + 1;
     const double lr = scheduled_lr(run_.optim, run_.train.steps, s);
-    const float dloss = 1.0f / static_cast<float>(B * T * GA);
+    const float dloss = 1.0f / static_cast<float>(B * T * GA * world_size_);
     const bool sequential = run_.data.sampler == SamplerKind::Sequential;
     // Eager, outside any graph: the values only the host knows this step.
     backend_->begin_step(scalars_, static_cast<float>(lr), s);
@@ -455,9 +500,9 @@ StepResult Session::step() {
     }
     accumulate_and_update(dloss, [&](int64_t k, int32_t* inputs, int32_t* targets) {
         if (sequential)
-            sample_sequential(*train_data_, cursor_, B, T, rows_.data());
+            sample_sequential(*train_data_, cursor_, B, T, rows_.data(), rank_, world_size_);
         else
-            sample_random(*train_data_, run_.data.seed, s, k, B, T, rows_.data());
+            sample_random(*train_data_, run_.data.seed, s, k, B, T, rows_.data(), rank_ * B);
         backend_->load_rows(inputs, targets, rows_.data(), static_cast<int>(B),
                             static_cast<int>(T));
     });
@@ -503,7 +548,7 @@ StepResult Session::step_tokens(const int32_t* tokens, size_t n_tokens) {
     const double t0 = now_ms();
     const int64_t s = step_ + 1;
     const double lr = scheduled_lr(run_.optim, run_.train.steps, s);
-    const float dloss = 1.0f / static_cast<float>(B * T * GA);
+    const float dloss = 1.0f / static_cast<float>(B * T * GA * world_size_);
     backend_->begin_step(scalars_, static_cast<float>(lr), s);
     accumulate_and_update(dloss, [&](int64_t k, int32_t* inputs, int32_t* targets) {
         backend_->load_rows(inputs, targets, tokens + static_cast<size_t>(k * B * (T + 1)),
@@ -514,7 +559,7 @@ StepResult Session::step_tokens(const int32_t* tokens, size_t n_tokens) {
 
 StepResult Session::finish_step(int64_t s, double lr, double t0_ms) {
     step_ = s;
-    tokens_total_ += run_.train.grad_accum * run_.train.batch_size * run_.train.seq_len;
+    tokens_total_ += tokens_per_step();
     readback_->push(s, scalars_, t0_ms, lr, tokens_total_);
     collect_steps(false);
     throw_if_diverged();
@@ -533,7 +578,7 @@ void Session::complete_step(const PendingStep& p, const StepScalars& r) {
     // previous completion (the device works on one step at a time).
     const double ms = now - std::max(p.t0_ms, last_completion_ms_);
     last_completion_ms_ = now;
-    const int64_t tokens = run_.train.grad_accum * run_.train.batch_size * run_.train.seq_len;
+    const int64_t tokens = tokens_per_step();
     StepResult res;
     res.step = p.step;
     res.loss = r.loss_sum / static_cast<double>(tokens);
@@ -628,8 +673,7 @@ double Session::recent_tokens_per_s() const {
     if (recent_ms_.empty()) return 0.0;
     double total = 0.0;
     for (double ms : recent_ms_) total += ms;
-    const double tokens = static_cast<double>(run_.train.grad_accum * run_.train.batch_size *
-                                              run_.train.seq_len);
+    const double tokens = static_cast<double>(tokens_per_step());
     return total > 0 ? tokens * recent_ms_.size() / (total / 1000.0) : 0.0;
 }
 
@@ -835,6 +879,7 @@ CheckpointState Session::checkpoint_state() const {
 }
 
 std::string Session::save(const std::string& dir) {
+    if (rank_ != 0) return dir;  // data parallel: every rank holds the same state; rank 0 writes
     if (dir.empty()) return save_into_out_dir();
     std::vector<float> params, m, v;
     copy_state_to_host(params, m, v);

@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "core/log.h"
 #include "data/sampler.h"
+#include "dist/communicator.h"
 #include "io/dir_lock.h"
 #include "model/decoder.h"
 #include "runtime/optimizer.h"
@@ -56,7 +57,12 @@ using BackendFactory = std::function<BackendSelection(const RunConfig&)>;
 
 class Session {
 public:
-    Session(const Config& config, const LogSink& sink, const BackendFactory& factory = {});
+    // world: the data-parallel ranks this session is one of (docs/DISTRIBUTED.md; null = a
+    // world of one). Every rank steps with its own share of each global batch (rank·B ..
+    // rank·B + B - 1 of the world·B rows a step draws), and the gradients are summed across
+    // the ranks before the update, so the ranks keep identical weights.
+    Session(const Config& config, const LogSink& sink, const BackendFactory& factory = {},
+            std::shared_ptr<dist::Communicator> world = nullptr);
     ~Session();
 
     // Enqueues one step; returns the figures of the most recent *completed* step, which lags
@@ -95,6 +101,10 @@ public:
 
 private:
     void check_tokens(const int32_t* tokens, size_t n) const;
+    // Tokens one step trains on, over every rank: grad_accum x world x B x T.
+    int64_t tokens_per_step() const;
+    // Data parallel: the gradients and the step's loss sum, summed over the ranks.
+    void all_reduce_gradients();
     void resolve_auto_batch_size(const BackendFactory& factory);
     // Puts micro-batch k's inputs and targets ([B, T] each) in the given backend buffers.
     using MicroBatchLoader = std::function<void(int64_t k, int32_t* inputs, int32_t* targets)>;
@@ -128,6 +138,9 @@ private:
 
     Config config_;
     RunConfig run_;
+    std::shared_ptr<dist::Communicator> world_;  // null: one rank
+    int64_t rank_ = 0, world_size_ = 1;
+    std::vector<float> host_grads_;  // all_reduce_gradients' staging (device memory only)
     Logger log_;
     std::unique_ptr<Backend> backend_;
     Precision precision_ = Precision::Fp32;  // resolved

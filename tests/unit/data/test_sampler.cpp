@@ -264,3 +264,32 @@ TEST(RandomSampler, NoShardHoldsARow) {
     expect_error([&] { trt::sample_random(ds, 1, 1, 0, 0, 4, out.data()); },
                  Status::InvalidArgument, {});
 }
+
+// Data parallel (docs/DISTRIBUTED.md): ranks of B rows together draw exactly the world·B rows
+// one process draws, for both samplers, and their cursors move the same way.
+TEST(DataParallelSampling, RanksDrawTheSlicesOfOneProcessBatch) {
+    TokenDataset ds = make_dataset({200, 90});
+    const int64_t B = 3, T = 4, world = 2;
+    for (int step = 0; step < 12; ++step) {
+        SequentialCursor one{}, r0{}, r1{};
+        for (int k = 0; k <= step; ++k) {  // step windows in
+            std::vector<int32_t> all(static_cast<size_t>(world * B * (T + 1)));
+            std::vector<int32_t> a(static_cast<size_t>(B * (T + 1))), b(a.size());
+            trt::sample_sequential(ds, one, world * B, T, all.data());
+            trt::sample_sequential(ds, r0, B, T, a.data(), 0, world);
+            trt::sample_sequential(ds, r1, B, T, b.data(), 1, world);
+            if (k < step) continue;
+            EXPECT_EQ(std::vector<int32_t>(all.begin(), all.begin() + a.size()), a) << step;
+            EXPECT_EQ(std::vector<int32_t>(all.begin() + a.size(), all.end()), b) << step;
+        }
+        EXPECT_EQ(one.shard, r0.shard);
+        EXPECT_EQ(one.pos, r0.pos);
+        EXPECT_EQ(one.pos, r1.pos);
+    }
+    std::vector<int32_t> all(static_cast<size_t>(world * B * (T + 1))), a(B * (T + 1)), b(a.size());
+    trt::sample_random(ds, 7, 5, 1, world * B, T, all.data());
+    trt::sample_random(ds, 7, 5, 1, B, T, a.data(), 0);
+    trt::sample_random(ds, 7, 5, 1, B, T, b.data(), B);
+    EXPECT_EQ(std::vector<int32_t>(all.begin(), all.begin() + a.size()), a);
+    EXPECT_EQ(std::vector<int32_t>(all.begin() + a.size(), all.end()), b);
+}

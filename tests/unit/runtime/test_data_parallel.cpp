@@ -1,0 +1,247 @@
+// Data parallelism, phase 1 (issue 20, docs/DISTRIBUTED.md), on the in-process world of
+// threads: the collectives sum in rank order and agree on every rank; two ranks of B rows
+// train as one rank of 2B rows (the samplers number rows across ranks; the gradients and the
+// loss are summed before the update) — per-step losses within 1e-6 relative, not bitwise,
+// because the sum over the rows is split differently — for both samplers and grad
+// accumulation; the ranks keep bit-identical weights; a run repeats bit for bit at a fixed
+// world size; a checkpoint of a 2-rank run resumes in 1 rank; and what is not built yet is
+// refused by name.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data/prepare.h"
+#include "dist/communicator.h"
+#include "runtime/session.h"
+
+using namespace trt;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string test_dir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(info->test_suite_name()) + "." + info->name();
+    for (char& c : name)
+        if (c == '/') c = '_';
+    const fs::path dir = fs::path(TRAINRT_TEST_TMP) / "data_parallel" / name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir.string();
+}
+
+Config config(const std::string& dir, const char* sampler, int B, int grad_accum) {
+    std::mt19937 rng(21);
+    std::vector<uint32_t> ids(5000);
+    for (size_t i = 0; i < ids.size(); ++i)
+        ids[i] = rng() % 4 == 0 ? rng() % 48 : static_cast<uint32_t>((i * 5) % 41);
+    write_shard(dir + "/train.bin", ids.data(), static_cast<int64_t>(ids.size()), 2);
+    Config c = Config::from_string(
+        "[model]\nvocab_size = 48\ncontext_length = 16\nn_layer = 2\nn_head = 2\nd_model = 16\n"
+        "[train]\nseq_len = 16\nsteps = 20\neval_every = 0\n"
+        "[optim]\nlr = 0.003\nwarmup_steps = 2\ngrad_clip = 0.5\n"
+        "[runtime]\ndevice = \"cpu\"\nthreads = 1\n",
+        "");
+    c.set("data.train", "\"" + dir + "/train.bin\"");
+    c.set("data.sampler", std::string("\"") + sampler + "\"");
+    c.set("train.batch_size", std::to_string(B));
+    c.set("train.grad_accum", std::to_string(grad_accum));
+    return c;
+}
+
+struct RankRun {
+    std::vector<double> losses, norms;
+    double probe = 0;
+    std::string error;
+};
+
+std::vector<int32_t> probe_tokens() {
+    std::vector<int32_t> t(2 * 17);
+    for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<int32_t>((i * 7) % 48);
+    return t;
+}
+
+// `steps` steps of the config on a world of `ranks` threads; each rank's losses and a forward
+// on fixed tokens after them.
+std::vector<RankRun> run_world(const Config& c, int ranks, int steps) {
+    auto world = dist::make_thread_world(ranks);
+    std::vector<RankRun> out(static_cast<size_t>(ranks));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ranks; ++r)
+        threads.emplace_back([&, r] {
+            RankRun& run = out[static_cast<size_t>(r)];
+            try {
+                Session s(c, LogSink{}, {}, world[static_cast<size_t>(r)]);
+                for (int k = 0; k < steps; ++k) {
+                    const StepResult res = s.step();
+                    run.losses.push_back(res.loss);
+                    run.norms.push_back(res.grad_norm);
+                }
+                const std::vector<int32_t> p = probe_tokens();
+                run.probe = s.forward(p.data(), 2, 16, nullptr, 0);
+            } catch (const std::exception& e) {
+                run.error = e.what();
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    return out;
+}
+
+bool same(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+struct Case {
+    const char* sampler;
+    int grad_accum;
+};
+std::string case_name(const ::testing::TestParamInfo<Case>& i) {
+    return std::string(i.param.sampler) + "_ga" + std::to_string(i.param.grad_accum);
+}
+class DataParallel : public ::testing::TestWithParam<Case> {};
+
+}  // namespace
+
+TEST(ThreadWorld, AllReduceSumsInRankOrderOnEveryRank) {
+    auto world = dist::make_thread_world(3);
+    std::vector<std::vector<float>> data(3);
+    std::vector<double> d(3);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 3; ++r)
+        threads.emplace_back([&, r] {
+            for (int round = 0; round < 50; ++round) {
+                data[r] = {1.0f + r, 1e8f * (r == 0), -1e8f * (r == 1) + 0.5f * r};
+                world[r]->all_reduce_sum(data[r].data(), data[r].size());
+                d[r] = 0.25 * (r + 1);
+                world[r]->all_reduce_sum(&d[r], 1);
+                world[r]->barrier();
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    for (int r = 0; r < 3; ++r) {
+        EXPECT_EQ(data[r][0], 6.0f);
+        // Rank order: (1e8 + -1e8 + 0.5) + 1.0 = 1.5, the same bits on every rank.
+        EXPECT_EQ(data[r][2], ((0.0f + (-1e8f + 0.5f)) + 1.0f));
+        EXPECT_EQ(std::memcmp(data[r].data(), data[0].data(), 3 * sizeof(float)), 0);
+        EXPECT_EQ(d[r], 1.5);
+        EXPECT_EQ(world[r]->rank(), r);
+        EXPECT_EQ(world[r]->size(), 3);
+    }
+}
+
+// A rank that leaves makes the others fail within the world's timeout, not hang.
+TEST(ThreadWorld, ARankThatLeavesFailsTheOthersInBoundedTime) {
+    auto world = dist::make_thread_world(2, std::chrono::milliseconds(200));
+    std::string error;
+    std::thread waiting([&] {
+        float x = 1.0f;
+        try {
+            world[0]->all_reduce_sum(&x, 1);
+        } catch (const Error& e) {
+            error = e.what();
+        }
+    });
+    waiting.join();  // rank 1 never calls
+    EXPECT_NE(error.find("failed or left"), std::string::npos) << error;
+}
+
+TEST_P(DataParallel, TwoRanksOfFourRowsTrainAsOneRankOfEight) {
+    const std::string dir = test_dir();
+    const Case p = GetParam();
+    const int steps = 10;
+    const auto one = run_world(config(dir, p.sampler, 8, p.grad_accum), 1, steps);
+    const auto two = run_world(config(dir, p.sampler, 4, p.grad_accum), 2, steps);
+    ASSERT_EQ(one[0].error, "");
+    ASSERT_EQ(two[0].error, "");
+    ASSERT_EQ(two[1].error, "");
+    for (int k = 0; k < steps; ++k) {
+        EXPECT_NEAR(two[0].losses[k], one[0].losses[k], 1e-6 * one[0].losses[k]) << "step " << k + 1;
+        EXPECT_NEAR(two[0].norms[k], one[0].norms[k], 1e-5 * one[0].norms[k]) << "step " << k + 1;
+        // The ranks report the same global figures.
+        EXPECT_TRUE(same(two[0].losses[k], two[1].losses[k])) << "step " << k + 1;
+    }
+    // Identical weights on both ranks; the same model as one rank's, up to the rounding.
+    EXPECT_TRUE(same(two[0].probe, two[1].probe));
+    EXPECT_NEAR(two[0].probe, one[0].probe, 1e-5 * one[0].probe);
+    EXPECT_LT(one[0].losses.back(), one[0].losses.front()) << "the run should learn";
+}
+
+INSTANTIATE_TEST_SUITE_P(Samplers, DataParallel,
+                         ::testing::Values(Case{"random", 1}, Case{"random", 2},
+                                           Case{"sequential", 1}, Case{"sequential", 2}),
+                         case_name);
+
+TEST(DataParallelRuns, RepeatBitForBitAtAFixedWorldSize) {
+    const std::string dir = test_dir();
+    const Config c = config(dir, "random", 4, 2);
+    const auto a = run_world(c, 2, 5), b = run_world(c, 2, 5);
+    ASSERT_EQ(a[0].error, "");
+    ASSERT_EQ(b[0].error, "");
+    for (size_t k = 0; k < a[0].losses.size(); ++k) EXPECT_TRUE(same(a[0].losses[k], b[0].losses[k]));
+    EXPECT_TRUE(same(a[0].probe, b[0].probe));
+}
+
+// A checkpoint holds the global state: rank 0 writes it, one process resumes it with the
+// whole batch, and continues as the two ranks do.
+TEST(DataParallelRuns, ACheckpointOfTwoRanksResumesInOne) {
+    const std::string dir = test_dir();
+    auto world = dist::make_thread_world(2);
+    std::vector<double> next(2);
+    std::vector<std::string> errors(2);
+    std::vector<std::thread> threads;
+    const std::string ckpt = dir + "/ckpt";
+    const Config c = config(dir, "sequential", 4, 1);  // (writes the shard: once, here)
+    for (int r = 0; r < 2; ++r)
+        threads.emplace_back([&, r] {
+            try {
+                Session s(c, LogSink{}, {}, world[r]);
+                s.step();
+                s.step();
+                try {
+                    s.save(ckpt);
+                } catch (const std::exception& e) {
+                    errors[r] = e.what();  // still meet the others: no rank may hang
+                }
+                world[r]->barrier();  // rank 0 has written it
+                next[r] = s.step().loss;
+            } catch (const std::exception& e) {
+                errors[r] += e.what();
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    ASSERT_EQ(errors[0], "");
+    ASSERT_EQ(errors[1], "");
+    Session one(config(dir, "sequential", 8, 1), LogSink{});
+    one.load(ckpt);
+    EXPECT_NEAR(one.step().loss, next[0], 1e-6 * next[0]);
+}
+
+TEST(DataParallelRuns, WhatIsNotBuiltYetIsRefusedByName) {
+    const std::string dir = test_dir();
+    auto expect_refused = [&](Config c, const std::string& word) {
+        auto world = dist::make_thread_world(2);
+        std::vector<std::string> errors(2);
+        std::vector<std::thread> threads;
+        for (int r = 0; r < 2; ++r)
+            threads.emplace_back([&, r] {
+                try {
+                    Session s(c, LogSink{}, {}, world[r]);
+                } catch (const Error& e) {
+                    errors[r] = e.what();
+                }
+            });
+        for (std::thread& t : threads) t.join();
+        for (const std::string& e : errors) EXPECT_NE(e.find(word), std::string::npos) << e;
+    };
+    Config c = config(dir, "random", 4, 1);
+    c.set("train.out_dir", "\"" + dir + "/out\"");
+    expect_refused(c, "train.out_dir");
+    c = config(dir, "random", 4, 1);
+    c.set("data.placement", "\"device\"");
+    expect_refused(c, "data.placement");
+}
