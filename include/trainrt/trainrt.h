@@ -122,7 +122,9 @@ TRAINRT_API void trainrt_config_destroy(trainrt_config* config);
 TRAINRT_API trainrt_status trainrt_config_set(trainrt_config* config, const char* key,
                                               const char* toml_value);
 /* Typed getters of the resolved value (defaults applied). Getting a key of another type is
- * TRAINRT_ERR_CONFIG. get_string also returns any non-string key as its TOML text. */
+ * TRAINRT_ERR_CONFIG. get_string also returns any non-string key as its TOML text.
+ * train.batch_size = "auto" reads as 0 through get_int (a session resolves it; its
+ * trainrt_session_config_dump holds the number). */
 TRAINRT_API trainrt_status trainrt_config_get_int(int64_t* out, const trainrt_config* config,
                                                   const char* key);
 TRAINRT_API trainrt_status trainrt_config_get_double(double* out, const trainrt_config* config,
@@ -362,7 +364,8 @@ typedef struct trainrt_model_info {
                                        adapters included) */
     double flops_per_token;         /* training: 6 * parameters + 6 * n_layer * d_model * seq_len */
     int64_t bytes_parameters;       /* fp32 weights (+ bf16/fp16: the matmuls' working copy) */
-    int64_t bytes_optimizer;        /* grads + AdamW m and v (fp32) of the trainable parameters */
+    int64_t bytes_optimizer;        /* grads + AdamW m and v of the trainable parameters (fp32,
+                                       or int8 codes + scales: optim.state_dtype) */
     int64_t bytes_activations;      /* activations + backward scratch for one micro-batch
                                        (train.recompute's plan) */
     int64_t bytes_total;            /* the three above: the backend memory a session holds */
@@ -373,6 +376,8 @@ typedef struct trainrt_model_info {
 #define TRAINRT_MODEL_INFO_VERSION 2
 #define TRAINRT_MODEL_INFO_INIT \
     { (uint32_t)sizeof(trainrt_model_info), TRAINRT_MODEL_INFO_VERSION, 0, 0, 0, 0, 0, 0, 0 }
+/* TRAINRT_ERR_CONFIG for train.batch_size = "auto" (the size is a session's to find, on its
+ * device; `trainrt plan` shows it). */
 TRAINRT_API trainrt_status trainrt_config_model_info(trainrt_model_info* out,
                                                      const trainrt_config* config);
 /* A readable account of a config's model (what `trainrt info` prints): its family and shape,
