@@ -12,10 +12,8 @@ src=$PWD
 TRAINRT=$(realpath "${1:-build/trainrt}")
 STEPS=${2:-400}
 THREADS=${3:-$(nproc)}
-work=$(mktemp -d /tmp/adamw-int8.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-"$TRAINRT" prepare --text "$src/../shared/data/tinyshakespeare.txt" --out data >/dev/null
+source "$src/bench/lib.sh"
+bench_workdir adamw-int8
 for state in fp32 int8; do
     cat >"$state.toml" <<TOML
 [model]
@@ -46,11 +44,9 @@ log_every = 1
 TOML
     "$TRAINRT" train "$state.toml" --fresh >"$state.log" 2>&1
 done
-flags=$(grep -o -w 'avx2\|avx512f\|avx512_bf16\|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')
 echo "Command: \`bash bench/adamw_int8.sh $args\`"
 echo
-echo "- date: $(date -u '+%F %T UTC'); commit $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo ?)"
-echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; flags: ${flags:-none}"
+bench_machine
 echo "- GPT-2 V256 L4 H4 C256, B8 T128, $STEPS steps, fp32 compute, $THREADS threads"
 echo
 python3 - "$work" "$STEPS" <<'PY'

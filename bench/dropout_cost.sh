@@ -13,10 +13,8 @@ src=$PWD
 TRAINRT=$(realpath "${1:-build/trainrt}")
 ROUNDS=${2:-3}
 THREADS=${3:-$(nproc)}
-work=$(mktemp -d /tmp/dropout-cost.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-"$TRAINRT" prepare --text "$src/../shared/data/tinyshakespeare.txt" --out data >/dev/null
+source "$src/bench/lib.sh"
+bench_workdir dropout-cost
 cat >run.toml <<TOML
 [model]
 vocab_size = 256
@@ -47,11 +45,9 @@ for r in $(seq 1 "$ROUNDS"); do
         toks[$name]+="$(python3 -c "import json;print(json.load(open('$name.$r.json'))['tokens_per_s'])") "
     done
 done
-flags=$(grep -o -w 'avx2\|avx512f\|avx512_bf16\|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')
 echo "Command: \`bash bench/dropout_cost.sh $args\`"
 echo
-echo "- date: $(date -u '+%F %T UTC'); commit $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo ?)"
-echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; flags: ${flags:-none}"
+bench_machine
 echo "- GPT-2 V256 L6 H6 C384, B8 T256, $THREADS threads"
 echo
 echo "| precision | model.dropout | memory in use | tok/s (median of $ROUNDS) | vs no dropout |"

@@ -14,10 +14,8 @@ src=$PWD
 TRAINRT=$(realpath "${1:-build/trainrt}")
 ROUNDS=${2:-3}
 THREADS=${3:-$(nproc)}
-work=$(mktemp -d /tmp/lora-vs-full.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-"$TRAINRT" prepare --text "$src/../shared/data/tinyshakespeare.txt" --out data >/dev/null
+source "$src/bench/lib.sh"
+bench_workdir lora-vs-full
 
 # config NAME MODEL_LINES TRAIN_LINES EXTRA_SECTIONS
 config() {
@@ -60,11 +58,9 @@ for r in $(seq 1 "$ROUNDS"); do
     done
 done
 
-flags=$(grep -o -w 'avx2\|avx512f\|avx512_bf16\|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')
 echo "Command: \`bash bench/lora_vs_full.sh $*\`"
 echo
-echo "- date: $(date -u '+%F %T UTC'); commit $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo ?)"
-echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; flags: ${flags:-none}"
+bench_machine
 echo "- base: GPT-2 V256 L6 H6 C384 from a Hugging Face folder, B8 T256, fp32, $THREADS threads"
 echo
 echo "| run | trainable parameters | memory in use | tok/s (median of $ROUNDS) | checkpoint | of which model.safetensors |"

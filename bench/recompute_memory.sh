@@ -13,10 +13,8 @@ src=$PWD
 TRAINRT=$(realpath "${1:-build/trainrt}")
 ROUNDS=${2:-3}
 THREADS=${3:-$(nproc)}
-work=$(mktemp -d /tmp/recompute-memory.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-"$TRAINRT" prepare --text "$src/../shared/data/tinyshakespeare.txt" --out data >/dev/null
+source "$src/bench/lib.sh"
+bench_workdir recompute-memory
 cat >run.toml <<TOML
 [model]
 vocab_size = 256
@@ -45,11 +43,9 @@ for r in $(seq 1 "$ROUNDS"); do
         toks[$m]+="$(python3 -c "import json;print(json.load(open('$m.$r.json'))['tokens_per_s'])") "
     done
 done
-flags=$(grep -o -w 'avx2\|avx512f\|avx512_bf16\|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')
 echo "Command: \`bash bench/recompute_memory.sh $*\`"
 echo
-echo "- date: $(date -u '+%F %T UTC'); commit $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo ?)"
-echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; flags: ${flags:-none}"
+bench_machine
 echo "- GPT-2 V256 L6 H6 C384, B8 T256, fp32, $THREADS threads"
 echo
 echo "| train.recompute | memory in use | activations (estimate) | tok/s (median of $ROUNDS) | losses of timed steps |"
