@@ -14,7 +14,7 @@ double sum_squares(const float* x, size_t n, int threads) {
     // combination order is unspecified), so the result is bitwise reproducible.
     const size_t parts = (size_t)threads;
     std::vector<double> partial(parts, 0.0);
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team(n, threads))
     for (size_t part = 0; part < parts; part++) {
         size_t i0, i1;
         split_range(n, parts, part, &i0, &i1);
@@ -77,7 +77,7 @@ void adamw_update(float* params, const float* grads, float* m, float* v, size_t 
         return;
     }
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team(n, threads))
     for (size_t part = 0; part < parts; part++) {
         size_t i0, i1;
         split_range(n, parts, part, &i0, &i1);
@@ -97,7 +97,7 @@ void adamw_update_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8
     const float step_size = (float)(lr / bc1);
     const float bc2_sqrt = (float)std::sqrt(bc2);
     const int64_t blocks = q8_blocks((int64_t)n);
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team(n, threads))
     for (int64_t b = 0; b < blocks; b++) {
         const size_t i0 = (size_t)b * kQ8Block, i1 = std::min(n, i0 + kQ8Block);
         // The block's moments decoded, updated in place by adamw_kernel (the fp32 state's

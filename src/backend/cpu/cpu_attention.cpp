@@ -110,7 +110,7 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
     const int BH = B * NH;
     // The per-head sgemms run serially inside the team (cpu_threads.h: also in a team of one).
     const BlasThreadsScope blas(threads);
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team((size_t)BH * T * T, threads))
     for (int bh = 0; bh < BH; bh++) {
         const int b = bh / NH, h = bh % NH, kvh = h / G;
         const float* row0 = qkv + (size_t)b * T * W;
@@ -165,7 +165,7 @@ void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* sc
     // Every (b, h) writes all rows of its own dq columns, and of its dk, dv columns (MHA) or
     // partials (GQA), with beta = 0, so together they overwrite all of dqkv without a
     // separate zeroing pass.
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(team((size_t)BH * T * T, threads))
     {
         float* d = scratch + (size_t)omp_get_thread_num() * T * T;  // [T,T] this thread's
 #pragma omp for schedule(static)

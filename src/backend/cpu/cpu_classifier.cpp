@@ -43,7 +43,7 @@ void classifier_forward_backward(float* logits /*[N,Vp] inout*/, float* losses /
     for (int n = 0; n < N; n++)
         TRT_CHECK(targets[n] >= 0 && targets[n] < V, "target ", targets[n], " at position ", n,
                   " outside [0, ", V, ")");
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team((size_t)N * Vp, threads))
     for (int n = 0; n < N; n++)
         classifier_row(logits + (size_t)n * Vp, losses + n, targets[n], V, Vp, dloss, write_grad);
 }

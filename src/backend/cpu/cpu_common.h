@@ -24,6 +24,15 @@ namespace trt::cpu {
 // chunks of this many, with the accumulators on the stack.
 inline constexpr int kColChunk = 256;
 
+// The team to wake for a parallel loop over `work` elements: `threads`, or 1 below
+// kMinParallelWork. A region costs a wake-up and a barrier of every thread in it:
+// microseconds on idle cores, but a scheduler time slice each when another process keeps the
+// cores busy (libgomp spins at its barriers) — two test processes on 2 cores ran a model's
+// ops in one-row chunks 800x slower. Results never depend on the team: every loop partitions
+// its work by `threads` (a team of one walks all the parts in order).
+inline constexpr size_t kMinParallelWork = size_t{1} << 15;
+inline int team(size_t work, int threads) { return work < kMinParallelWork ? 1 : threads; }
+
 // [begin, end) of part `i` of `parts` near-equal contiguous pieces of [0, n). A static
 // partition: the result depends only on (n, parts, i), which keeps reductions reproducible.
 inline void split_range(size_t n, size_t parts, size_t i, size_t* begin, size_t* end) {

@@ -14,7 +14,7 @@ void encoder_forward(float* out /*[N,C]*/, const int32_t* inputs /*[N]*/,
                      const float* wte /*[V,C]*/, const float* wpe /*[>=T,C] or null*/, int B,
                      int T, int C, int threads) {
     const int N = B * T;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team((size_t)N * C, threads))
     for (int n = 0; n < N; n++) {
         float* __restrict o = out + (size_t)n * C;
         const float* __restrict e = wte + (size_t)inputs[n] * C;
@@ -35,7 +35,7 @@ void encoder_backward(float* dwte /*[V,C] += or null*/, float* dwpe /*[>=T,C] +=
     // each thread owns columns [c0, c1) of every row and walks n in order (deterministic).
     const int N = B * T;
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team((size_t)N * C, threads))
     for (size_t part = 0; part < parts; part++) {
         size_t c0, c1;
         split_range((size_t)C, parts, part, &c0, &c1);
@@ -93,7 +93,7 @@ TRT_CPU_CLONES static void gelu_backward_cols(float* __restrict di, double* __re
 
 void gelu_forward(float* out, const float* inp, size_t n, int threads) {
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team(n, threads))
     for (size_t part = 0; part < parts; part++) {
         size_t i0, i1;
         split_range(n, parts, part, &i0, &i1);
@@ -104,7 +104,7 @@ void gelu_forward(float* out, const float* inp, size_t n, int threads) {
 void gelu_backward(float* dinp /*overwritten*/, const float* inp, const float* dout, size_t n,
                    int threads) {
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team(n, threads))
     for (size_t part = 0; part < parts; part++) {
         size_t i0, i1;
         split_range(n, parts, part, &i0, &i1);
@@ -127,7 +127,7 @@ void gelu_backward_bias(float* dinp /*[N,M] overwritten*/, float* dbias /*[M] +=
 
 void add_columns(float* out, const float* in, float scale, int N, int W, int c0, int M,
                  int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team((size_t)N * M, threads))
     for (int n = 0; n < N; n++) {
         float* __restrict o = out + (size_t)n * W + c0;
         const float* __restrict x = in + (size_t)n * M;
@@ -206,7 +206,7 @@ void dropout(float* out, const float* in, size_t n, const DropoutMask& m, int th
     // Chunks of whole Philox groups (a multiple of 4 from a group start).
     constexpr size_t kChunk = 4096;
     const int64_t chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team(n, threads))
     for (int64_t c = 0; c < chunks; c++) {
         const size_t j0 = static_cast<size_t>(c) * kChunk;
         const size_t len = j0 + kChunk < n ? kChunk : n - j0;
@@ -216,7 +216,7 @@ void dropout(float* out, const float* in, size_t n, const DropoutMask& m, int th
 
 void copy_columns(float* out, const float* in, float scale, int N, int W, int c0, int M,
                   int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team((size_t)N * M, threads))
     for (int n = 0; n < N; n++) {
         float* __restrict o = out + (size_t)n * M;
         const float* __restrict x = in + (size_t)n * W + c0;

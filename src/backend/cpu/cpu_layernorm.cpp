@@ -63,7 +63,7 @@ void layernorm_forward(float* out /*[N,C]*/, float* mean /*[N]*/, float* rstd /*
                        const float* inp /*[N,C]*/, const float* w /*[C]*/,
                        const float* b /*[C]*/, int N, int C, int threads) {
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team((size_t)N * C, threads))
     for (size_t part = 0; part < parts; part++) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);
@@ -78,7 +78,7 @@ void residual_layernorm_forward(float* res_out /*[N,C]*/, float* out /*[N,C]*/,
                                 const float* bb /*[C] or null*/, const float* w /*[C]*/,
                                 const float* bias /*[C]*/, int N, int C, int threads) {
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team((size_t)N * C, threads))
     for (size_t part = 0; part < parts; part++) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);
@@ -148,7 +148,7 @@ void layernorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C] +=*/, float* d
     const size_t parts = (size_t)threads;
     // One parallel region, two static work-shares. Rows: dinp. Columns: dw, db
     // (norm_param_columns: the same sums whatever the thread count).
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(team((size_t)N * C, threads))
     {
 #pragma omp for schedule(static) nowait
         for (size_t part = 0; part < parts; part++) {

@@ -42,7 +42,7 @@ TRT_CPU_CLONES static void residual_rmsnorm_rows(float* res, float* out, float* 
 void rmsnorm_forward(float* out /*[N,C]*/, float* rstd /*[N]*/, const float* inp /*[N,C]*/,
                      const float* w /*[C]*/, int N, int C, float eps, int threads) {
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team((size_t)N * C, threads))
     for (size_t part = 0; part < parts; part++) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);
@@ -55,7 +55,7 @@ void residual_rmsnorm_forward(float* res_out /*[N,C]*/, float* out /*[N,C]*/,
                               const float* b /*[N,C]*/, const float* w /*[C]*/, int N, int C,
                               float eps, int threads) {
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team((size_t)N * C, threads))
     for (size_t part = 0; part < parts; part++) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);
@@ -110,7 +110,7 @@ void rmsnorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C] +=*/,
     const size_t parts = (size_t)threads;
     // One parallel region, two static work-shares. Rows: dinp. Columns: dw
     // (norm_param_columns: the same sums whatever the thread count).
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(team((size_t)N * C, threads))
     {
 #pragma omp for schedule(static) nowait
         for (size_t part = 0; part < parts; part++) {

@@ -44,7 +44,7 @@ TRT_CPU_CLONES static void swiglu_backward_rows(float* dinp, const float* inp,
 void swiglu_forward(float* out /*[N,F]*/, const float* inp /*[N,2F]*/, int N, int F,
                     int threads) {
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team((size_t)N * F, threads))
     for (size_t part = 0; part < parts; part++) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);
@@ -55,7 +55,7 @@ void swiglu_forward(float* out /*[N,F]*/, const float* inp /*[N,2F]*/, int N, in
 void swiglu_backward(float* dinp /*[N,2F] overwritten*/, const float* inp /*[N,2F]*/,
                      const float* dout /*[N,F]*/, int N, int F, int threads) {
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(team((size_t)N * F, threads))
     for (size_t part = 0; part < parts; part++) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);
