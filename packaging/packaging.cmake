@@ -4,6 +4,7 @@
 #   dev     -> libtrainrt-dev     headers, libtrainrt.so, trainrt.pc, lib/cmake/trainrt/
 #   cli     -> trainrt            /usr/bin/trainrt, its man page and --help text
 #   cuda    -> libtrainrt-cuda0   libtrainrt-cuda.so (only when the module is built)
+#   mpi     -> libtrainrt-mpi0    libtrainrt-mpi.so (only when the module is built)
 # Build packages with the install prefix /usr so that GNUInstallDirs picks the Debian multiarch
 # libdir:  cmake -S . -B b -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr
 #          cmake --build b && (cd b && cpack -G DEB && cpack -G RPM)
@@ -43,6 +44,9 @@ find_program(TRAINRT_GZIP gzip)
 set(TRAINRT_PACKAGES runtime libtrainrt0 dev libtrainrt-dev cli trainrt)
 if(TARGET trainrt_cuda_module)
   list(APPEND TRAINRT_PACKAGES cuda libtrainrt-cuda0)
+endif()
+if(TARGET trainrt_mpi_module)
+  list(APPEND TRAINRT_PACKAGES mpi libtrainrt-mpi0)
 endif()
 set(TRAINRT_DEB_SOURCE libtrainrt)
 configure_file(${PROJECT_SOURCE_DIR}/packaging/debian/changelog.in
@@ -96,6 +100,9 @@ set(CPACK_COMPONENTS_ALL runtime dev cli)
 if(TARGET trainrt_cuda_module)
   list(APPEND CPACK_COMPONENTS_ALL cuda)
 endif()
+if(TARGET trainrt_mpi_module)
+  list(APPEND CPACK_COMPONENTS_ALL mpi)
+endif()
 set(CPACK_COMPONENTS_GROUPING IGNORE)          # one package per component
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_RPM_COMPONENT_INSTALL ON)
@@ -120,6 +127,11 @@ The CUDA backend module of libtrainrt, loaded at run time by libtrainrt0
 (it is found next to libtrainrt.so.0). It needs the NVIDIA driver and the
 cuBLASLt library of the CUDA 13 toolkit (libcublasLt.so.13), which is looked
 up in /usr/local/cuda/lib64 and the standard library path.")
+set(CPACK_COMPONENT_MPI_DESCRIPTION "training runtime for small GPT models - MPI data parallelism
+The MPI module of libtrainrt, loaded at run time by libtrainrt0 when a run has
+several ranks (mpirun -np N trainrt train run.toml): each rank trains on its
+share of every batch and the gradients are summed over MPI. Built against
+Open MPI; without it libtrainrt trains in one process.")
 
 # ---- DEB
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
@@ -161,6 +173,14 @@ set(CPACK_DEBIAN_CUDA_PACKAGE_RECOMMENDS "libcudnn9-cuda-13, libnccl2")
 set(CPACK_DEBIAN_CUDA_PACKAGE_CONTROL_EXTRA
   "${PROJECT_SOURCE_DIR}/packaging/debian/postinst" "${PROJECT_SOURCE_DIR}/packaging/debian/postrm")
 
+set(CPACK_DEBIAN_MPI_PACKAGE_NAME libtrainrt-mpi0)
+set(CPACK_DEBIAN_MPI_PACKAGE_SECTION libs)
+set(CPACK_DEBIAN_MPI_PACKAGE_SHLIBDEPS ON)     # libmpi40 (Open MPI), libc6, libstdc++6
+set(CPACK_DEBIAN_MPI_PACKAGE_DEPENDS "libtrainrt0 (= ${TRAINRT_DEB_VERSION})")
+set(CPACK_DEBIAN_MPI_PACKAGE_RECOMMENDS "openmpi-bin")
+set(CPACK_DEBIAN_MPI_PACKAGE_CONTROL_EXTRA
+  "${PROJECT_SOURCE_DIR}/packaging/debian/postinst" "${PROJECT_SOURCE_DIR}/packaging/debian/postrm")
+
 # ---- RPM
 set(CPACK_RPM_FILE_NAME RPM-DEFAULT)
 set(CPACK_RPM_PACKAGE_RELEASE ${TRAINRT_PKG_RELEASE})
@@ -181,6 +201,9 @@ set(CPACK_RPM_CLI_PACKAGE_REQUIRES "libtrainrt0 = ${PROJECT_VERSION}")
 set(CPACK_RPM_CUDA_PACKAGE_NAME libtrainrt-cuda0)
 set(CPACK_RPM_CUDA_PACKAGE_SUMMARY "CUDA backend module of libtrainrt")
 set(CPACK_RPM_CUDA_PACKAGE_REQUIRES "libtrainrt0 = ${PROJECT_VERSION}")
+set(CPACK_RPM_MPI_PACKAGE_NAME libtrainrt-mpi0)
+set(CPACK_RPM_MPI_PACKAGE_SUMMARY "MPI data-parallel module of libtrainrt")
+set(CPACK_RPM_MPI_PACKAGE_REQUIRES "libtrainrt0 = ${PROJECT_VERSION}")
 # The runtime package runs ldconfig (no file triggers in CPack).
 set(CPACK_RPM_RUNTIME_POST_INSTALL_SCRIPT_FILE "${PROJECT_SOURCE_DIR}/packaging/rpm/ldconfig.sh")
 set(CPACK_RPM_RUNTIME_POST_UNINSTALL_SCRIPT_FILE "${PROJECT_SOURCE_DIR}/packaging/rpm/ldconfig.sh")
@@ -196,4 +219,7 @@ cpack_add_component(dev DISPLAY_NAME "libtrainrt development files" DEPENDS runt
 cpack_add_component(cli DISPLAY_NAME "trainrt command-line tool" DEPENDS runtime)
 if(TARGET trainrt_cuda_module)
   cpack_add_component(cuda DISPLAY_NAME "libtrainrt CUDA backend" DEPENDS runtime)
+endif()
+if(TARGET trainrt_mpi_module)
+  cpack_add_component(mpi DISPLAY_NAME "libtrainrt MPI data parallelism" DEPENDS runtime)
 endif()

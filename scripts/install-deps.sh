@@ -18,6 +18,7 @@ packages=(
   abigail-tools                # scripts/abi-check.sh (abidw/abidiff against the baseline)
   clang libclang-rt-14-dev     # scripts/fuzz.sh: libFuzzer + ASan/UBSan (tests/fuzz)
   libomp-dev                   # ... and the OpenMP that configuring with clang looks for
+  libopenmpi-dev openmpi-bin   # data parallelism: libtrainrt-mpi (src/dist/mpi) and mpirun
 )
 # The tokenizer oracle test (tests/tokenizer) runs a JavaScript tokenizer from the npm registry:
 # Debian's node and npm where the machine has no node of its own (never both: a NodeSource

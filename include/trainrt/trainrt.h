@@ -187,11 +187,14 @@ typedef struct trainrt_metrics {
                                   (H100/H200/A100/L40S/RTX 4090); 0 = unknown (the CPU) */
     double mfu;                /* model FLOPs utilisation = tokens_per_s * model_flops_per_token
                                   / peak_flops, normally in [0, 1]; 0 when the peak is unknown */
+    /* ---- version 4 */
+    int32_t rank;              /* data parallel (dist.backend): this process's rank, 0 alone */
+    int32_t world_size;        /* the ranks training together (tokens_* count all of them) */
 } trainrt_metrics;
-#define TRAINRT_METRICS_VERSION 3
+#define TRAINRT_METRICS_VERSION 4
 #define TRAINRT_METRICS_INIT \
     { (uint32_t)sizeof(trainrt_metrics), TRAINRT_METRICS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, \
-      0, 0, 0, 0, 0, 0 }
+      0, 0, 0, 0, 0, 0, 0, 1 }
 TRAINRT_API void trainrt_metrics_init(trainrt_metrics* metrics);
 
 /* What trainrt_session_train() reports to its callback. */

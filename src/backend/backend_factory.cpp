@@ -10,6 +10,7 @@
 
 #include "backend/cuda_module.h"
 #include "core/error.h"
+#include "core/module_candidates.h"
 #include "core/version.h"
 
 namespace trt {
@@ -17,30 +18,13 @@ namespace {
 
 constexpr const char* kModuleFile = "libtrainrt-cuda.so";
 
-// The folder of the shared object (or executable) that holds this code.
-std::string own_folder() {
-    Dl_info info{};
-    if (dladdr(reinterpret_cast<const void*>(&own_folder), &info) == 0 || !info.dli_fname)
-        return {};
-    std::string path = info.dli_fname;
-    const size_t slash = path.rfind('/');
-    return slash == std::string::npos ? std::string() : path.substr(0, slash);
-}
-
 struct LoadedModule {
     const CudaModuleTable* table = nullptr;
     std::string error;  // why loading failed (table == nullptr)
 };
 
 LoadedModule load_module() {
-    std::vector<std::string> candidates;
-    if (const char* env = std::getenv("TRAINRT_CUDA_MODULE"); env && *env) {
-        candidates.push_back(env);  // explicit: the only candidate
-    } else {
-        const std::string here = own_folder();
-        if (!here.empty()) candidates.push_back(here + "/" + kModuleFile);
-        candidates.push_back(kModuleFile);  // LD_LIBRARY_PATH, runpath, ld.so.cache
-    }
+    const std::vector<std::string> candidates = module_candidates("TRAINRT_CUDA_MODULE", kModuleFile);
     std::string tried;
     for (const std::string& path : candidates) {
         // RTLD_LOCAL: the module's symbols (cudart is static inside it) stay its own.

@@ -6,6 +6,7 @@
 #include "capi/barrier.h"
 #include "core/log.h"
 #include "core/version.h"
+#include "dist/communicator.h"
 
 namespace trt::capi {
 namespace {
@@ -51,11 +52,12 @@ static bool onednn_usable() noexcept {
 }
 
 TRAINRT_API uint64_t trainrt_build_features(void) {
-    // The CUDA bit is a run-time fact (the module is a separate file): looked up once. oneDNN:
+    // The CUDA and MPI bits are run-time facts (the module is a separate file): looked up once. oneDNN:
     // linked in, and its fp32 matmul creatable on this CPU (probed once).
     return TRAINRT_FEATURE_CPU | TRAINRT_FEATURE_OPENMP | TRAINRT_FEATURE_OPENBLAS |
            (cuda_module_loadable() ? TRAINRT_FEATURE_CUDA_MODULE : 0) |
-           (onednn_usable() ? TRAINRT_FEATURE_ONEDNN : 0);
+           (onednn_usable() ? TRAINRT_FEATURE_ONEDNN : 0) |
+           (dist::mpi_module_loadable() ? TRAINRT_FEATURE_MPI : 0);
 }
 
 TRAINRT_API const char* trainrt_status_string(trainrt_status status) {

@@ -197,6 +197,8 @@ TRAINRT_API trainrt_status trainrt_session_metrics(trainrt_metrics* out,
         full.model_flops_per_token = m.model_flops_per_token;
         full.peak_flops = m.peak_flops;
         full.mfu = m.mfu;
+        full.rank = m.rank;
+        full.world_size = m.world_size;
         fill_versioned(out, full, "trainrt_session_metrics");
         return TRAINRT_OK;
     });

@@ -231,6 +231,9 @@ const std::vector<KeyDesc>& keys() {
         TRT_BOOL(accel, lowp_activations),
         TRT_BOOL(accel, deterministic),
         TRT_ENUM(accel, cpu_matmul, CpuMatmul),
+
+        TRT_ENUM(dist, backend, DistBackend),
+        TRT_INT(dist, timeout, 1, limits::kMaxDistTimeout),
     };
     return table;
 }

@@ -84,6 +84,15 @@ const char* to_string(CpuMatmul v) {
     return "?";
 }
 
+const char* to_string(DistBackend v) {
+    switch (v) {
+        case DistBackend::Auto: return "auto";
+        case DistBackend::None: return "none";
+        case DistBackend::Mpi: return "mpi";
+    }
+    return "?";
+}
+
 const char* to_string(Placement v) {
     switch (v) {
         case Placement::Auto: return "auto";

@@ -23,6 +23,8 @@ enum class Recompute { None, Mlp, Block };
 // (core/q8_moments.h).
 enum class StateDType { Fp32, Int8 };
 enum class Placement { Auto, Device, Host };
+// Which world of ranks a session trains in (dist.backend; docs/DISTRIBUTED.md).
+enum class DistBackend { Auto, None, Mpi };
 
 struct ModelConfig {
     ModelArch arch = ModelArch::Gpt2;  // the family: which tensors and ops (model/param_table.h)
@@ -129,6 +131,16 @@ struct LoraConfig {
     double dropout = 0.0;    // lora_dropout: on each adapter's input (training only)
 };
 
+// Data parallelism (docs/DISTRIBUTED.md): every rank runs the same config on its own rows of
+// each global batch; the gradients are summed across ranks before each update.
+struct DistConfig {
+    // auto: MPI when the launcher (mpirun, srun) started several ranks, else one process;
+    // none: one process whatever the launcher says; mpi: MPI (libtrainrt-mpi) always.
+    DistBackend backend = DistBackend::Auto;
+    // Seconds a rank may wait at one collective before it ends the whole job (a peer hung).
+    int64_t timeout = 300;
+};
+
 struct RunConfig {
     ModelConfig model;
     LoraConfig lora;
@@ -137,6 +149,7 @@ struct RunConfig {
     OptimConfig optim;
     RuntimeConfig runtime;
     AccelConfig accel;
+    DistConfig dist;
 };
 
 // Names as written in TOML ("random", "cosine", "bf16", ...).
@@ -150,5 +163,6 @@ const char* to_string(CpuMatmul v);
 const char* to_string(Recompute v);
 const char* to_string(StateDType v);
 const char* to_string(Placement v);
+const char* to_string(DistBackend v);
 
 }  // namespace trt

@@ -31,6 +31,7 @@ constexpr int64_t kMaxThreads = 4096;
 constexpr int64_t kMaxLoraRank = 65536;
 constexpr int64_t kMaxInflight = 1024;
 constexpr int64_t kMaxMemoryLimit = int64_t{1} << 52;  // runtime.memory_limit, bytes
+constexpr int64_t kMaxDistTimeout = 604800;            // dist.timeout, seconds (a week)
 // train.batch_size = "auto" searches at most up to this many rows per micro-batch.
 constexpr int64_t kMaxAutoBatch = 4096;
 constexpr int64_t kMaxRows = 2147483647;               // B*T: rows of every activation

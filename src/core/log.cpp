@@ -24,7 +24,14 @@ void set_default_log_sink(const LogSink& sink) {
     g_default = sink;
 }
 
-void Logger::log(LogLevel level, const std::string& message) const {
+void Logger::set_rank(int rank, int size) {
+    prefix_ = cat("[rank ", rank, "/", size, "] ");
+    rank_floor_ = rank == 0 ? TRAINRT_LOG_DEBUG : TRAINRT_LOG_WARN;
+}
+
+void Logger::log(LogLevel level, const std::string& text) const {
+    if (static_cast<int32_t>(level) < rank_floor_) return;
+    const std::string message = prefix_.empty() ? text : prefix_ + text;
     LogSink sink = sink_;
     if (sink.fn == nullptr) {
         std::lock_guard<std::mutex> lock(g_default_mutex);

@@ -29,6 +29,9 @@ public:
     Logger() = default;
     explicit Logger(LogSink sink) : sink_(sink) {}
     void set_sink(const LogSink& sink) { sink_ = sink; }
+    // Data parallelism: every line starts "[rank r/N] ", and ranks other than 0 keep only
+    // warnings and errors (rank 0 speaks for the run).
+    void set_rank(int rank, int size);
     void log(LogLevel level, const std::string& message) const;
     template <typename... Args>
     void info(Args&&... a) const { log(LogLevel::Info, cat(std::forward<Args>(a)...)); }
@@ -41,6 +44,8 @@ public:
 
 private:
     LogSink sink_;
+    std::string prefix_;
+    int32_t rank_floor_ = TRAINRT_LOG_DEBUG;  // levels below are dropped on this rank
 };
 
 }  // namespace trt

@@ -18,9 +18,28 @@ public:
     // data[i] = the sum over the ranks of their data[i], on every rank, the same bits on all.
     virtual void all_reduce_sum(float* data, size_t n) = 0;
     virtual void all_reduce_sum(double* data, size_t n) = 0;
+    // all[r * bytes ...] = rank r's `mine` (bytes each), on every rank.
+    virtual void all_gather(const void* mine, size_t bytes, void* all) = 0;
     virtual void barrier() = 0;
+    // This rank failed mid-run (its step threw): the others may wait at a collective it will
+    // never reach. Later collectives here fail at once, and a world that can end its other
+    // ranks (MPI) does so when this process exits instead of leaving them to dist.timeout.
+    virtual void mark_failed() = 0;
     virtual std::string name() const = 0;  // for logs: "threads", "mpi"
 };
+
+// The ranks the launcher of this process says the job has (Open MPI's OMPI_COMM_WORLD_SIZE,
+// PMI_SIZE of MPICH/Slurm's PMI, Slurm's SLURM_NTASKS; 1 when none is set). dist.backend =
+// "auto" joins an MPI world when this is above 1.
+int launcher_world_size();
+
+// Joins the MPI world this process was launched into (libtrainrt-mpi, loaded on first use:
+// next to libtrainrt, or TRAINRT_MPI_MODULE). Error(Unsupported) when the module cannot be
+// loaded, naming what was tried.
+std::shared_ptr<Communicator> join_mpi_world(int64_t timeout_s);
+
+// Whether libtrainrt-mpi is found and loadable (trainrt_build_features' MPI bit).
+bool mpi_module_loadable() noexcept;
 
 // A world of n ranks inside one process, one thread per rank (world[r] is rank r's; each
 // must be used from its own thread): what the tests train data-parallel with, and the model

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -49,21 +50,46 @@ public:
     int rank() const override { return rank_; }
     int size() const override { return shared_->size; }
     std::string name() const override { return "threads"; }
-    void barrier() override { shared_->barrier(); }
+    void barrier() override {
+        check_usable();
+        shared_->barrier();
+    }
     void all_reduce_sum(float* data, size_t n) override { reduce(data, n); }
     void all_reduce_sum(double* data, size_t n) override { reduce(data, n); }
+    void all_gather(const void* mine, size_t bytes, void* all) override {
+        check_usable();
+        publish(mine);
+        for (int r = 0; r < shared_->size; ++r)
+            std::memcpy(static_cast<char*>(all) + static_cast<size_t>(r) * bytes,
+                        shared_->buffers[static_cast<size_t>(r)], bytes);
+        shared_->barrier();  // no one reads a buffer any more
+    }
+    // The others find out at their next collective, after the timeout (threads cannot be
+    // ended from outside).
+    void mark_failed() override { failed_ = true; }
 
 private:
     // Every rank publishes its buffer; after a barrier each sums all of them in rank order
     // into its own scratch; after a second barrier (no one reads a buffer any more) each
     // writes the sum into its buffer.
-    template <typename T>
-    void reduce(T* data, size_t n) {
+    void check_usable() const {
+        if (failed_)
+            fail(Status::Internal, "data parallel: rank ", rank_, " failed earlier in this run; "
+                 "its world cannot be used any more");
+    }
+    // Publishes this rank's buffer and waits until every rank has.
+    void publish(const void* data) {
         {
             std::lock_guard<std::mutex> lock(shared_->mu);
             shared_->buffers[static_cast<size_t>(rank_)] = data;
         }
         shared_->barrier();
+    }
+
+    template <typename T>
+    void reduce(T* data, size_t n) {
+        check_usable();
+        publish(data);
         std::vector<T> sum(static_cast<const T*>(shared_->buffers[0]),
                            static_cast<const T*>(shared_->buffers[0]) + n);
         for (int r = 1; r < shared_->size; ++r) {
@@ -76,6 +102,7 @@ private:
 
     std::shared_ptr<Shared> shared_;
     int rank_;
+    bool failed_ = false;
 };
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "runtime/model_info.h"
 #include "runtime/perf.h"
 #include "runtime/schedule.h"
+#include "runtime/session_dist.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_files.h"
 
@@ -65,22 +66,29 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
       last_val_loss_(std::numeric_limits<double>::quiet_NaN()) {
     const TrainConfig& tr = run_.train;
     const ModelConfig& mc = run_.model;
+    if (!world_) world_ = launcher_world(run_.dist);
     if (world_) {
         rank_ = world_->rank();
         world_size_ = world_->size();
     }
+    // A rank that fails from here on leaves the others waiting at a collective: say so.
+    struct MarkFailedUnlessBuilt {
+        dist::Communicator* world;
+        bool built = false;
+        ~MarkFailedUnlessBuilt() {
+            if (!built && world) world->mark_failed();
+        }
+    } guard{world_size_ > 1 ? world_.get() : nullptr};
     if (world_size_ > 1) {
+        log_.set_rank(static_cast<int>(rank_), static_cast<int>(world_size_));
         // What data parallelism does not do yet (docs/DISTRIBUTED.md, issue 20).
-        if (!tr.out_dir.empty())
-            fail(Status::Config, "train.out_dir with ", world_size_, " ranks: one rank writing "
-                 "the metrics and checkpoints of a data-parallel run is not built yet; set "
-                 "train.out_dir = \"\" (save with an explicit directory)");
         if (run_.data.placement == Placement::Device)
             fail(Status::Config, "data.placement = \"device\" with ", world_size_, " ranks: "
                  "the device sampler does not number rows across ranks yet; use \"host\"");
         if (tr.batch_size == 0)
             fail(Status::Config, "train.batch_size = \"auto\" with ", world_size_, " ranks: "
                  "each rank could pick another size; set a number");
+        require_same_config_on_every_rank();
     }
     if (tr.checkpoint_every > 0 && tr.out_dir.empty())
         fail(Status::Config, "train.checkpoint_every = ", tr.checkpoint_every,
@@ -106,21 +114,23 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
     if (tr.batch_size == 0) resolve_auto_batch_size(factory);
     // Config bounds (config/size_limits.h): B, T and B * T fit an int.
     const int B = static_cast<int>(tr.batch_size), T = static_cast<int>(tr.seq_len);
+    // Sequential windows hold the micro-batches of every rank.
+    const int64_t window_rows = tr.batch_size * world_size_;
     if (train_data_) {
         const bool fits = run_.data.sampler == SamplerKind::Sequential
-                              ? sequential_fits(*train_data_, B, T)
+                              ? sequential_fits(*train_data_, window_rows, T)
                               : sequential_fits(*train_data_, 1, T);
         if (!fits)
             fail(Status::Config, "data.train: no shard of '", run_.data.train, "' holds ",
-                 run_.data.sampler == SamplerKind::Sequential ? tr.batch_size * tr.seq_len + 1
+                 run_.data.sampler == SamplerKind::Sequential ? window_rows * tr.seq_len + 1
                                                               : tr.seq_len + 1,
                  " tokens, which one micro-batch needs; lower train.batch_size or "
                  "train.seq_len, or use more data");
     }
     if (val_data_) {
-        if (!sequential_fits(*val_data_, B, T))
+        if (!sequential_fits(*val_data_, window_rows, T))
             fail(Status::Config, "data.val: no shard of '", run_.data.val, "' holds ",
-                 tr.batch_size * tr.seq_len + 1,
+                 window_rows * tr.seq_len + 1,
                  " tokens, which one eval batch needs; lower train.batch_size or "
                  "train.seq_len, or use more validation data");
     }
@@ -174,6 +184,7 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
     inputs_.resize(static_cast<size_t>(B) * T);
     targets_.resize(static_cast<size_t>(B) * T);
     log_startup();
+    guard.built = true;
 }
 
 Session::~Session() {
@@ -457,23 +468,7 @@ int64_t Session::tokens_per_step() const {
 // Once per step, after the backward of every micro-batch (phase 1 of docs/DISTRIBUTED.md):
 // host memory is reduced in place, a device's through a host copy. Never inside a graph: a
 // data-parallel run draws on the host, and graphs need the resident split.
-void Session::all_reduce_gradients() {
-    const size_t n = model_->table().grad_total();
-    if (!backend_->capabilities().device_memory) {
-        world_->all_reduce_sum(model_->grads(), n);
-    } else {
-        host_grads_.resize(n);
-        backend_->copy_to_host(host_grads_.data(), model_->grads(), n * sizeof(float));
-        world_->all_reduce_sum(host_grads_.data(), n);
-        backend_->copy_to_device(model_->grads(), host_grads_.data(), n * sizeof(float));
-    }
-    StepScalars s;
-    backend_->copy_to_host(&s, scalars_, sizeof s);
-    world_->all_reduce_sum(&s.loss_sum, 1);
-    backend_->copy_to_device(scalars_, &s, sizeof s);
-}
-
-StepResult Session::step() {
+StepResult Session::step_on_this_rank() {
     if (!train_data_)
         fail(Status::Config, "data.train is not set: step() draws batches from it "
              "(set data.train, or pass tokens with step_tokens)");
@@ -630,15 +625,24 @@ double Session::run_eval(bool inside_train) {
         // Inside train() any pending request does (train() then stops); a standalone eval
         // only one made while it runs, which it uses up: an earlier one is for the next
         // train() (the header's promise).
-        const bool stop = inside_train ? stop_requested_.load() : stop_count_.load() != seen;
+        // (With several ranks an eval runs to its end: they must all reach its sum; train()
+        // stops at the next step, where the ranks agree.)
+        const bool stop = world_size_ == 1 &&
+                          (inside_train ? stop_requested_.load() : stop_count_.load() != seen);
         if (stop && !inside_train) stop_requested_.store(false);
         if (stop)
             fail(Status::Cancelled, "eval: stopped on request after ", i, " of ",
                  run_.train.eval_batches, " batches (train.eval_batches); no loss");
-        sample_sequential(*val_data_, cursor, B, T, rows_.data());
+        // Each rank reads its rows of a window of world x B rows: the same windows as one
+        // rank with world x B rows.
+        sample_sequential(*val_data_, cursor, B, T, rows_.data(), rank_, world_size_);
         backend_->load_rows(model_->inputs_buffer(), model_->targets_buffer(), rows_.data(), B, T);
         run_eval_forward();
         sum += model_->mean_loss(B, T);
+    }
+    if (world_size_ > 1) {  // the mean over the ranks' equal shares
+        world_->all_reduce_sum(&sum, 1);
+        sum /= static_cast<double>(world_size_);
     }
     last_val_loss_ = sum / static_cast<double>(run_.train.eval_batches);
     return last_val_loss_;
@@ -677,13 +681,13 @@ double Session::recent_tokens_per_s() const {
     return total > 0 ? tokens * recent_ms_.size() / (total / 1000.0) : 0.0;
 }
 
-TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
+TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback& callback) {
     const int64_t total = run_.train.steps;
     // step_ <= limits::kMaxSteps (config and checkpoint bounds), so this cannot overflow;
     // more than kMaxSteps at once (INT64_MAX = "until stopped") counts as kMaxSteps.
     const int64_t target = n_steps > 0 ? step_ + std::min(n_steps, limits::kMaxSteps) : total;
     std::unique_ptr<MetricsLog> metrics;
-    if (!run_.train.out_dir.empty()) {
+    if (!run_.train.out_dir.empty() && rank_ == 0) {  // rank 0 writes for the whole world
         lock_out_dir();
         metrics = std::make_unique<MetricsLog>(run_.train.out_dir);
     }
@@ -756,7 +760,10 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
         return outcome;
     };
     while (step_ < target) {
-        if (stop_requested_.exchange(false)) {
+        // Ranks stop at the same step, or the others would wait at its all-reduce.
+        bool stop = stop_requested_.exchange(false);
+        if (world_size_ > 1) stop = any_rank(stop);
+        if (stop) {
             sync();
             report_completed();
             log_.info("train: stopped on request after step ", step_);
@@ -802,6 +809,7 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
                 failed_checkpoint = e;
             }
         }
+        if (world_size_ > 1) go_on = !any_rank(!go_on);
         if (!go_on) {
             sync();
             report_completed();
@@ -814,6 +822,8 @@ TrainOutcome Session::train(int64_t n_steps, const ProgressCallback& callback) {
 
 SessionMetrics Session::metrics() const {
     SessionMetrics m;
+    m.rank = static_cast<int32_t>(rank_);
+    m.world_size = static_cast<int32_t>(world_size_);
     m.step = last_.step;  // completed (step_ counts enqueued ones)
     m.tokens_total = last_.tokens_total;
     m.tokens_per_s = recent_tokens_per_s();
@@ -879,8 +889,8 @@ CheckpointState Session::checkpoint_state() const {
 }
 
 std::string Session::save(const std::string& dir) {
-    if (rank_ != 0) return dir;  // data parallel: every rank holds the same state; rank 0 writes
     if (dir.empty()) return save_into_out_dir();
+    if (rank_ != 0) return dir;  // data parallel: every rank holds the same state; rank 0 writes
     std::vector<float> params, m, v;
     copy_state_to_host(params, m, v);
     write_checkpoint(dir, model_->table(), params.data(), m.data(), v.data(),
@@ -898,10 +908,11 @@ std::string Session::save_into_out_dir() {
     if (out.empty())
         fail(Status::Config, "save: train.out_dir is empty, so there is nowhere to put "
              "step_N checkpoints; set train.out_dir or pass a directory");
-    lock_out_dir();  // creates the folder too
     std::error_code ec;
     const std::string name = checkpoint_dir_name(step_);
     const std::string dir = (fs::path(out) / name).string();
+    if (rank_ != 0) return dir;  // every rank holds the same state; rank 0 writes it
+    lock_out_dir();  // creates the folder too
     if (!own_checkpoint_.empty() && fs::equivalent(dir, own_checkpoint_, ec)) {
         // Already holds exactly this state (written or loaded by this session at this step).
         set_latest_checkpoint(out, name);

@@ -44,6 +44,8 @@ struct SessionMetrics {
     // the device's peak (runtime.peak_tflops, else the table; 0 = unknown) and
     // mfu = tokens_per_s · model_flops_per_token / peak_flops (0 when the peak is unknown).
     double model_flops_per_token = 0, peak_flops = 0, mfu = 0;
+    // Data parallelism: this session's rank and the ranks it trains with (0 and 1 alone).
+    int32_t rank = 0, world_size = 1;
 };
 
 // Called by train() at each logged step / eval; return false to stop.
@@ -105,6 +107,14 @@ private:
     int64_t tokens_per_step() const;
     // Data parallel: the gradients and the step's loss sum, summed over the ranks.
     void all_reduce_gradients();
+    // Data parallelism (session_dist.cpp): refuses a world whose ranks run different configs;
+    // whether any rank says yes (every rank calls it at the same point); tells the world this
+    // rank failed mid-run (its peers may wait at a collective it will not reach).
+    void require_same_config_on_every_rank();
+    bool any_rank(bool mine);
+    void mark_failed() noexcept;
+    StepResult step_on_this_rank();
+    TrainOutcome train_on_this_rank(int64_t n_steps, const ProgressCallback& callback);
     void resolve_auto_batch_size(const BackendFactory& factory);
     // Puts micro-batch k's inputs and targets ([B, T] each) in the given backend buffers.
     using MicroBatchLoader = std::function<void(int64_t k, int32_t* inputs, int32_t* targets)>;

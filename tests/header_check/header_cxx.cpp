@@ -5,11 +5,12 @@
 
 static_assert(sizeof(trainrt_step_result) == 64, "trainrt_step_result layout is ABI");
 static_assert(offsetof(trainrt_step_result, loss) == 16, "trainrt_step_result layout is ABI");
-static_assert(sizeof(trainrt_metrics) == 120, "trainrt_metrics layout is ABI");
+static_assert(sizeof(trainrt_metrics) == 128, "trainrt_metrics layout is ABI");
 static_assert(offsetof(trainrt_metrics, last_val_loss) == 64, "version-1 fields never move");
 static_assert(offsetof(trainrt_metrics, loss_scale) == 88, "version-2 fields never move");
 static_assert(offsetof(trainrt_metrics, model_flops_per_token) == 96, "trainrt_metrics layout is ABI");
 static_assert(offsetof(trainrt_metrics, mfu) == 112, "trainrt_metrics layout is ABI");
+static_assert(offsetof(trainrt_metrics, world_size) == 124, "version 4 appends rank, world_size");
 static_assert(sizeof(trainrt_progress) == 96, "trainrt_progress layout is ABI");
 static_assert(sizeof(trainrt_sample_options) == 32, "trainrt_sample_options layout is ABI");
 static_assert(offsetof(trainrt_sample_options, seed) == 24, "trainrt_sample_options layout is ABI");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libtrainrt DEB and RPM packages, lints them, installs the .debs (runtime, dev, cli)
-# on this machine, builds and runs examples/c/train.c against them through pkg-config and through
+# Builds the libtrainrt DEB and RPM packages, lints them, installs the .debs (runtime, dev, cli,
+# and mpi when the MPI module is built) on this machine, builds and runs examples/c/train.c against them through pkg-config and through
 # find_package(trainrt), runs the installed `trainrt`, then purges everything and checks that
 # nothing is left. The CUDA package is inspected only (never installed). RPMs: contents and
 # requirements are checked, and an `rpm --root` install into a scratch root is tried.
@@ -25,7 +25,7 @@ fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 for tool in cmake cpack apt-get dpkg dpkg-deb rpm rpmbuild lintian rpmlint pkg-config cc ldconfig; do
     command -v "$tool" >/dev/null || fail "missing tool: $tool"
 done
-for p in "${DEB_PKGS[@]}" libtrainrt-cuda0; do
+for p in "${DEB_PKGS[@]}" libtrainrt-cuda0 libtrainrt-mpi0; do
     if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q installed; then
         fail "$p is already installed; this test installs and purges it (remove it first)"
     fi
@@ -60,6 +60,9 @@ cmake --build "$BUILD" -j "$JOBS" >"$BUILD.build.log" 2>&1 || { tail -50 "$BUILD
 HAVE_CUDA=0
 [ -f "$BUILD/libtrainrt-cuda.so" ] && HAVE_CUDA=1
 echo "CUDA module built: $HAVE_CUDA"
+HAVE_MPI=0
+[ -f "$BUILD/libtrainrt-mpi.so" ] && HAVE_MPI=1
+echo "MPI module built: $HAVE_MPI"
 
 say "cpack DEB + RPM"
 rm -rf "$BUILD/packages"
@@ -78,6 +81,11 @@ if [ $HAVE_CUDA = 1 ]; then
     DEB_CUDA=$(deb libtrainrt-cuda0) RPM_CUDA=$(rpmf libtrainrt-cuda0)
     DEBS+=("$DEB_CUDA") RPMS+=("$RPM_CUDA")
 fi
+if [ $HAVE_MPI = 1 ]; then
+    DEB_MPI=$(deb libtrainrt-mpi0) RPM_MPI=$(rpmf libtrainrt-mpi0)
+    DEBS+=("$DEB_MPI") RPMS+=("$RPM_MPI")
+    DEB_PKGS=(libtrainrt-mpi0 "${DEB_PKGS[@]}")  # installed too; removed first
+fi
 
 # From here on a pipeline's status is its last command's: `producer | grep -q` must not fail
 # when grep exits early and the producer gets SIGPIPE.
@@ -87,14 +95,15 @@ set +o pipefail
 # Allow-list: "<package>: <tag>" patterns (extended regex, matched against the whole tag line
 # minus its severity letter). Reasons: docs/PACKAGING.md, "Lint warnings kept".
 LINTIAN_ALLOW=(
-    '^(libtrainrt0|libtrainrt-dev|trainrt|libtrainrt-cuda0): initial-upload-closes-no-bugs '
-    '^(libtrainrt0|libtrainrt-cuda0): maintainer-script-empty \[post(inst|rm)\]$'
+    '^(libtrainrt0|libtrainrt-dev|trainrt|libtrainrt-cuda0|libtrainrt-mpi0): initial-upload-closes-no-bugs '
+    '^(libtrainrt0|libtrainrt-cuda0|libtrainrt-mpi0): maintainer-script-empty \[post(inst|rm)\]$'
+    '^libtrainrt-mpi0: sharedobject-in-library-directory-missing-soname \[usr/lib/[^/]+/libtrainrt-mpi\.so\]$'
     '^libtrainrt-cuda0: custom-library-search-path RUNPATH /usr/local/cuda[^ ]* \[usr/lib/[^/]+/libtrainrt-cuda\.so\]$'
     '^libtrainrt-cuda0: sharedobject-in-library-directory-missing-soname \[usr/lib/[^/]+/libtrainrt-cuda\.so\]$'
 )
 RPMLINT_ALLOW=(
-    '^(libtrainrt0|libtrainrt-dev|trainrt|libtrainrt-cuda0)\.[a-z0-9_]+: E: no-signature$'
-    '^(libtrainrt0|libtrainrt-dev|trainrt|libtrainrt-cuda0)\.[a-z0-9_]+: W: invalid-license LicenseRef-Proprietary$'
+    '^(libtrainrt0|libtrainrt-dev|trainrt|libtrainrt-cuda0|libtrainrt-mpi0)\.[a-z0-9_]+: E: no-signature$'
+    '^(libtrainrt0|libtrainrt-dev|trainrt|libtrainrt-cuda0|libtrainrt-mpi0)\.[a-z0-9_]+: W: invalid-license LicenseRef-Proprietary$'
     '^libtrainrt0\.[a-z0-9_]+: W: one-line-command-in-%post(un)? /sbin/ldconfig$'
     '^libtrainrt-dev\.[a-z0-9_]+: W: only-non-binary-in-usr-lib$'
     '^libtrainrt-dev\.[a-z0-9_]+: E: no-binary$'
@@ -188,6 +197,15 @@ if [ $HAVE_CUDA = 1 ]; then
     [ "$(field "$DEB_CUDA" Recommends)" = "libcudnn9-cuda-13, libnccl2" ] || fail "cuda: Recommends"
 fi
 
+if [ $HAVE_MPI = 1 ]; then
+    L=$(contents "$DEB_MPI"); echo "$L"
+    expect_file "$DEB_MPI" "$L" '^/usr/lib/[^/]+/libtrainrt-mpi\.so$'
+    [ "$(grep -c '\.so' <<<"$L")" = 1 ] || fail "mpi package carries other libraries"
+    D=$(field "$DEB_MPI" Depends); echo "mpi Depends: $D"
+    grep -q "libtrainrt0 (= $VER)" <<<"$D" || fail "mpi: Depends lacks libtrainrt0 (= $VER)"
+    grep -q "libopenmpi" <<<"$D" || fail "mpi: Depends lacks Open MPI's library"
+fi
+
 say "RPM contents and requirements"
 for f in "${RPMS[@]}"; do
     echo "--- $(basename "$f")"; rpm -qpi "$f" 2>/dev/null | grep -E '^(Name|Version|Release|License|URL|Summary)'
@@ -216,6 +234,11 @@ if [ $HAVE_CUDA = 1 ]; then
     rpm -qpR "$RPM_CUDA" | grep -qx 'libtrainrt0 = 0.1.0' || fail "rpm cuda: Requires libtrainrt0"
 fi
 
+if [ $HAVE_MPI = 1 ]; then
+    rpm -qpl "$RPM_MPI" | grep -Eq '/libtrainrt-mpi\.so$' || fail "rpm mpi: module"
+    rpm -qpR "$RPM_MPI" | grep -qx 'libtrainrt0 = 0.1.0' || fail "rpm mpi: Requires libtrainrt0"
+fi
+
 say "rpm --root install into a scratch root (runtime, dev, cli)"
 RPMROOT=$SCRATCH/rpmroot
 mkdir -p "$RPMROOT"
@@ -237,10 +260,12 @@ say "apt-get install ./runtime ./dev ./cli"
 # apt (not plain dpkg -i) so that dependencies that are not installed yet come from the archive
 # (e.g. the libopenblas0 metapackage named by dpkg-shlibdeps); whatever it pulls in is purged too.
 dpkg-query -W -f='${Package}\n' | sort >"$SCRATCH/before.txt"
-DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-    "$DEB_RUNTIME" "$DEB_DEV" "$DEB_CLI" || fail "apt-get install of the .debs"
+INSTALL_DEBS=("$DEB_RUNTIME" "$DEB_DEV" "$DEB_CLI")
+[ $HAVE_MPI = 0 ] || INSTALL_DEBS+=("$DEB_MPI")
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${INSTALL_DEBS[@]}" \
+    || fail "apt-get install of the .debs"
 dpkg-query -W -f='${Package}\n' | sort >"$SCRATCH/after.txt"
-comm -13 "$SCRATCH/before.txt" "$SCRATCH/after.txt" | grep -vxE 'libtrainrt0|libtrainrt-dev|trainrt' \
+comm -13 "$SCRATCH/before.txt" "$SCRATCH/after.txt" | grep -vxE 'libtrainrt0|libtrainrt-dev|trainrt|libtrainrt-mpi0' \
     >"$SCRATCH/pulled-in.txt" || true
 echo "pulled in as dependencies: $(tr '\n' ' ' <"$SCRATCH/pulled-in.txt")"
 for p in "${DEB_PKGS[@]}"; do dpkg -L "$p" >"$SCRATCH/files-$p.txt"; done
@@ -291,6 +316,16 @@ cp "$SRC/examples/configs/shakespeare.toml" "$W/examples/configs/"
 (cd "$W" && /usr/bin/trainrt train examples/configs/shakespeare.toml --steps 3 --set runtime.log_every=1) \
     || fail "trainrt train on the demo config"
 ls "$W/out/shakespeare" | grep -q . || fail "trainrt train wrote no checkpoint"
+if [ $HAVE_MPI = 1 ] && command -v mpirun >/dev/null; then
+    say "installed trainrt on 2 ranks (mpirun, libtrainrt-mpi0)"
+    root=(); [ "$(id -u)" != 0 ] || root=(--allow-run-as-root)
+    (cd "$W" && mpirun "${root[@]}" --oversubscribe -np 2 /usr/bin/trainrt train \
+        examples/configs/shakespeare.toml --fresh --steps 2 --set runtime.log_every=1 \
+        --set train.out_dir=out/two >"$SCRATCH/mpirun.log" 2>&1) ||
+        { cat "$SCRATCH/mpirun.log"; fail "mpirun -np 2 trainrt train"; }
+    grep -q '\[rank 0/2\]' "$SCRATCH/mpirun.log" || { cat "$SCRATCH/mpirun.log"; fail "mpirun: not 2 ranks"; }
+    echo "2 ranks trained: $(grep -c '^step' "$SCRATCH/mpirun.log") step lines"
+fi
 man -l /usr/share/man/man1/trainrt.1.gz >/dev/null 2>&1 || zcat /usr/share/man/man1/trainrt.1.gz | grep -q '^\.TH TRAINRT 1' \
     || fail "man page"
 

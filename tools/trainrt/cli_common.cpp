@@ -10,11 +10,16 @@ namespace trainrt_cli {
 namespace {
 // True while a live progress line sits on the terminal without a newline.
 bool g_progress_line_open = false;
+// Data parallel: "[rank r/N] " (empty alone), and whether this process speaks for the run.
+std::string g_rank_label;
+bool g_lead_rank = true;
 }  // namespace
 
+bool is_lead_rank() { return g_lead_rank; }
+
 int fail_status(const char* what, trainrt_status status) {
-    std::fprintf(stderr, "trainrt: %s failed (%s): %s\n", what, trainrt_status_string(status),
-                 trainrt_last_error_message());
+    std::fprintf(stderr, "trainrt: %s%s failed (%s): %s\n", g_rank_label.c_str(), what,
+                 trainrt_status_string(status), trainrt_last_error_message());
     return 1;
 }
 
@@ -119,6 +124,11 @@ trainrt_session* create_session(trainrt_config* config) {
     if (st != TRAINRT_OK) {
         fail_status("creating the session", st);
         return nullptr;
+    }
+    trainrt_metrics m = TRAINRT_METRICS_INIT;
+    if (trainrt_session_metrics(&m, session) == TRAINRT_OK && m.world_size > 1) {
+        g_rank_label = "[rank " + std::to_string(m.rank) + "/" + std::to_string(m.world_size) + "] ";
+        g_lead_rank = m.rank == 0;
     }
     return session;
 }

@@ -15,6 +15,9 @@ int fail_status(const char* what, trainrt_status status);
 
 // The live progress line on a terminal (train): log lines end it first.
 bool stderr_is_tty();
+// False on the ranks of a data-parallel run other than 0 (known once a session exists):
+// they print errors only, rank 0 speaks for the run.
+bool is_lead_rank();
 void mark_progress_line_open();
 void end_progress_line();
 // The log sink of every command: "[trainrt] warning: ..." on stderr.

@@ -169,7 +169,8 @@ bool write_file(const std::string& path, const std::string& text) {
 struct Shape {
     int64_t vocab = 0, context = 0, layers = 0, heads = 0, d_model = 0;
     int64_t batch = 0, seq_len = 0, grad_accum = 0;
-    int64_t tokens_per_step() const { return batch * seq_len * grad_accum; }
+    int64_t world = 1;  // data-parallel ranks (each with batch rows)
+    int64_t tokens_per_step() const { return world * batch * seq_len * grad_accum; }
 };
 
 Shape read_shape(const trainrt_config* c) {
@@ -233,9 +234,10 @@ void print_report(const Report& r, const BenchArgs& args) {
     std::printf("| model | %lld parameters; V%lld L%lld H%lld C%lld |\n", (long long)r.parameters,
                 (long long)r.shape.vocab, (long long)r.shape.layers, (long long)r.shape.heads,
                 (long long)r.shape.d_model);
-    std::printf("| tokens per step | %lld = grad_accum %lld x batch %lld x seq_len %lld |\n",
-                (long long)r.shape.tokens_per_step(), (long long)r.shape.grad_accum,
-                (long long)r.shape.batch, (long long)r.shape.seq_len);
+    std::printf("| tokens per step | %lld = ranks %lld x grad_accum %lld x batch %lld x seq_len %lld |\n",
+                (long long)r.shape.tokens_per_step(), (long long)r.shape.world,
+                (long long)r.shape.grad_accum, (long long)r.shape.batch,
+                (long long)r.shape.seq_len);
     std::printf("| steps | %lld warm-up (untimed) + %lld timed, %.3f s wall |\n", r.warmup, r.steps,
                 r.wall_s);
     std::printf("| throughput | %.0f tokens/s, %.3f steps/s |\n", r.tokens_per_s(), r.steps_per_s());
@@ -277,6 +279,7 @@ std::string report_json(const Report& r, const BenchArgs& args, const LogCapture
     o.integer("batch_size", r.shape.batch);
     o.integer("seq_len", r.shape.seq_len);
     o.integer("grad_accum", r.shape.grad_accum);
+    o.integer("world_size", r.shape.world);
     o.integer("tokens_per_step", r.shape.tokens_per_step());
     o.integer("warmup_steps", r.warmup);
     o.integer("timed_steps", r.steps);
@@ -381,6 +384,9 @@ int trainrt_cli::cmd_bench(int argc, char** argv) {
     st = trainrt_session_metrics(&r.metrics, session);
     trainrt_session_destroy(session);
     if (st != TRAINRT_OK) return fail_status("reading the metrics", st);
+    // Data parallel: every rank timed the same steps; rank 0 reports for the world.
+    if (r.metrics.world_size > 1) r.shape.world = r.metrics.world_size;
+    if (r.metrics.rank != 0) return 0;
     // A library older than metrics v3 leaves the field 0; model_info has the same 6N + 6LCT.
     if (!(r.metrics.model_flops_per_token > 0))
         r.metrics.model_flops_per_token = info.flops_per_token;

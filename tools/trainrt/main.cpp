@@ -195,6 +195,7 @@ std::string format_duration(double seconds) {
 }
 
 int32_t on_progress(const trainrt_progress* p, void*) {
+    if (!is_lead_rank()) return 0;
     if (p->kind == TRAINRT_PROGRESS_EVAL) {
         end_progress_line();
         std::fprintf(stderr, "step %lld/%lld | val loss %.4f\n", (long long)p->step,
@@ -250,7 +251,8 @@ bool pick_checkpoint(trainrt_config* config, const std::string& explicit_path,
 // Writes the end-of-run checkpoint into train.out_dir; false after printing the error.
 bool save_final_checkpoint(trainrt_session* session, bool has_out_dir) {
     if (!has_out_dir) {
-        std::fprintf(stderr, "trainrt: train.out_dir is empty, so no checkpoint was written\n");
+        if (is_lead_rank())
+            std::fprintf(stderr, "trainrt: train.out_dir is empty, so no checkpoint was written\n");
         return true;
     }
     std::string path;
@@ -258,7 +260,7 @@ bool save_final_checkpoint(trainrt_session* session, bool has_out_dir) {
             return trainrt_session_save(b, c, n, session, nullptr);
         }))
         return false;
-    std::fprintf(stderr, "trainrt: checkpoint %s\n", path.c_str());
+    if (is_lead_rank()) std::fprintf(stderr, "trainrt: checkpoint %s\n", path.c_str());
     return true;
 }
 
@@ -412,7 +414,7 @@ int cmd_train(int argc, char** argv) {
     if (st < 0) {
         code = fail_status("training", st);  // no checkpoint of a run that failed mid-step
     } else {
-        print_train_summary(session);
+        if (is_lead_rank()) print_train_summary(session);
         if (!save_final_checkpoint(session, !out_dir.empty())) code = 1;
         if (st == TRAINRT_STOPPED) {
             trainrt_metrics m = TRAINRT_METRICS_INIT;

@@ -30,8 +30,8 @@ namespace Trainrt
         }
     }
 
-    /// <summary>trainrt_metrics (120 bytes, version 3): running figures of a session.</summary>
-    [StructLayout(LayoutKind.Sequential, Size = 120)]
+    /// <summary>trainrt_metrics (128 bytes, version 4): running figures of a session.</summary>
+    [StructLayout(LayoutKind.Sequential, Size = 128)]
     public struct Metrics
     {
         public uint StructSize;
@@ -54,8 +54,13 @@ namespace Trainrt
         public double PeakFlops;
         /// <summary>Model FLOPs utilisation, normally in [0, 1]; 0 when the peak is unknown.</summary>
         public double Mfu;
+        // version 4
+        /// <summary>Data parallel: this process's rank (0 alone).</summary>
+        public int Rank;
+        /// <summary>Data parallel: the ranks training together (1 alone).</summary>
+        public int WorldSize;
 
-        public const uint CurrentVersion = 3;
+        public const uint CurrentVersion = 4;
         public static Metrics Create()
         {
             Metrics m = new Metrics();

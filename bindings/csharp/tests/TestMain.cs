@@ -49,7 +49,7 @@ static class Program
     static void StructLayouts()
     {
         T.Eq(64, Marshal.SizeOf(typeof(StepResult)), "sizeof StepResult");
-        T.Eq(120, Marshal.SizeOf(typeof(Metrics)), "sizeof Metrics");
+        T.Eq(128, Marshal.SizeOf(typeof(Metrics)), "sizeof Metrics");
         T.Eq(96, Marshal.SizeOf(typeof(Progress)), "sizeof Progress");
         T.Eq(32, Marshal.SizeOf(typeof(SampleOptions)), "sizeof SampleOptions");
         T.Eq(64, Marshal.SizeOf(typeof(ModelInfo)), "sizeof ModelInfo");
@@ -57,7 +57,7 @@ static class Program
         Offset(typeof(StepResult), "Tokens", 40); Offset(typeof(StepResult), "Ms", 56);
         Offset(typeof(Metrics), "TokensPerS", 24); Offset(typeof(Metrics), "LastLoss", 56);
         Offset(typeof(Metrics), "BytesReserved", 72); Offset(typeof(Metrics), "LossScale", 88);
-        Offset(typeof(Metrics), "ModelFlopsPerToken", 96); Offset(typeof(Metrics), "Mfu", 112);
+        Offset(typeof(Metrics), "ModelFlopsPerToken", 96); Offset(typeof(Metrics), "Mfu", 112); Offset(typeof(Metrics), "WorldSize", 124);
         Offset(typeof(Progress), "Kind", 8); Offset(typeof(Progress), "Step", 16);
         Offset(typeof(Progress), "Loss", 32); Offset(typeof(Progress), "TokensTotal", 56);
         Offset(typeof(Progress), "EtaS", 88);
@@ -187,6 +187,7 @@ static class Program
             T.True(double.IsNaN(m.LastValLoss), "no eval yet");
             T.True(m.ModelFlopsPerToken > 0, "metrics v3: FLOPs per token");
             T.True(m.PeakFlops == 0 && m.Mfu == 0, "metrics v3: no peak known for the CPU");
+            T.True(m.Rank == 0 && m.WorldSize == 1, "metrics v4: alone is rank 0 of 1");
             double val = s.Eval();
             T.True(val > 0 && val < 10, "eval loss " + val);
             T.True(s.ConfigDump().Contains("seq_len = 32"), "session config dump");

@@ -43,6 +43,9 @@ type Metrics struct {
 	ModelFlopsPerToken float64
 	PeakFlops          float64
 	Mfu                float64
+	// Data parallel: this process's rank and the ranks training together (0 and 1 alone).
+	Rank      int32
+	WorldSize int32
 }
 
 // ProgressKind says what a Progress reports.
@@ -340,7 +343,7 @@ func (s *Session) Metrics() (Metrics, error) {
 		float64(m.step_ms_p50), float64(m.step_ms_p95), int64(m.bytes_in_use),
 		float64(m.last_loss), float64(m.last_val_loss), int64(m.bytes_reserved),
 		int64(m.skipped_steps), float64(m.loss_scale), float64(m.model_flops_per_token),
-		float64(m.peak_flops), float64(m.mfu)}, nil
+		float64(m.peak_flops), float64(m.mfu), int32(m.rank), int32(m.world_size)}, nil
 }
 
 // ConfigDump returns the session's resolved config as TOML.

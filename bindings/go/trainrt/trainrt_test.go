@@ -155,6 +155,9 @@ func TestLossesMatchC(t *testing.T) {
 	if !(m.ModelFlopsPerToken > 0) || m.PeakFlops != 0 || m.Mfu != 0 {
 		t.Fatalf("metrics v3 fields %+v", m)
 	}
+	if m.Rank != 0 || m.WorldSize != 1 {
+		t.Fatalf("metrics v4: alone is rank 0 of 1: %+v", m)
+	}
 }
 
 func TestConfig(t *testing.T) {

@@ -231,11 +231,13 @@ TEST(CapiStructs, PublicStructLayoutIsFixedWidth) {
     EXPECT_EQ(offsetof(trainrt_step_result, step), 8u);
     EXPECT_EQ(sizeof(trainrt_step_result), 64u);
     EXPECT_EQ(offsetof(trainrt_metrics, step), 8u);
-    EXPECT_EQ(sizeof(trainrt_metrics), 120u);  // versions 2 and 3 appended three fields each
+    EXPECT_EQ(sizeof(trainrt_metrics), 128u);  // versions 2 and 3 appended three fields each, 4 two
     EXPECT_EQ(offsetof(trainrt_metrics, bytes_reserved), 72u);
     EXPECT_EQ(offsetof(trainrt_metrics, model_flops_per_token), 96u);
     EXPECT_EQ(offsetof(trainrt_metrics, peak_flops), 104u);
     EXPECT_EQ(offsetof(trainrt_metrics, mfu), 112u);
+    EXPECT_EQ(offsetof(trainrt_metrics, rank), 120u);
+    EXPECT_EQ(offsetof(trainrt_metrics, world_size), 124u);
     EXPECT_EQ(offsetof(trainrt_progress, kind), 8u);
     EXPECT_EQ(offsetof(trainrt_progress, step), 16u);
 }

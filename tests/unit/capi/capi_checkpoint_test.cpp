@@ -217,7 +217,7 @@ TEST_F(CapiCheckpoint, MetricsVersion2Fields) {
 // Metrics version 3: model FLOPs per token (the same 6N + 6*L*C*T as model_info, T =
 // train.seq_len), the peak (none known for the CPU, runtime.peak_tflops when set) and MFU;
 // a version-2 host (96-byte struct) still gets its fields and nothing past them.
-TEST_F(CapiCheckpoint, MetricsVersion3Fields) {
+TEST_F(CapiCheckpoint, MetricsVersion3And4Fields) {
     trainrt_config* c = nullptr;
     ASSERT_EQ(trainrt_config_from_string(&c, kToml, dir_.c_str()), TRAINRT_OK);
     trainrt_model_info info = TRAINRT_MODEL_INFO_INIT;
@@ -229,7 +229,9 @@ TEST_F(CapiCheckpoint, MetricsVersion3Fields) {
     trainrt_metrics m;
     trainrt_metrics_init(&m);
     ASSERT_EQ(trainrt_session_metrics(&m, s), TRAINRT_OK) << last_error();
-    EXPECT_EQ(m.version, 3u);
+    EXPECT_EQ(m.version, 4u);
+    EXPECT_EQ(m.rank, 0);  // version 4: a process alone is rank 0 of 1
+    EXPECT_EQ(m.world_size, 1);
     EXPECT_GT(m.model_flops_per_token, 0.0);
     EXPECT_DOUBLE_EQ(m.model_flops_per_token, info.flops_per_token);
     EXPECT_EQ(m.peak_flops, 0.0) << "no peak is known for the CPU";

@@ -150,6 +150,8 @@ const Rule kRules[] = {
     {"BatchSizeAutoCapitalised", "train", "batch_size", "\"Auto\"", "or \"auto\""},
     {"StateDtypeBf16", "optim", "state_dtype", "\"bf16\"", "\"fp32\", \"int8\""},
     {"MemoryLimitNegative", "runtime", "memory_limit", "-1", "expected an integer in [0, "},
+    {"DistBackendNccl", "dist", "backend", "\"nccl\"", "\"auto\", \"none\", \"mpi\""},
+    {"DistTimeoutZero", "dist", "timeout", "0", "expected an integer in [1, 604800]"},
     {"SeqLenZero", "train", "seq_len", "0", "expected an integer in [1, 16777216]"},
     {"GradAccumZero", "train", "grad_accum", "0", "expected an integer in [1, 1048576]"},
     {"GradAccum2To62", "train", "grad_accum", "4611686018427387904", "expected an integer in [1, 1048576]"},

@@ -9,9 +9,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -221,27 +223,137 @@ TEST(DataParallelRuns, ACheckpointOfTwoRanksResumesInOne) {
     EXPECT_NEAR(one.step().loss, next[0], 1e-6 * next[0]);
 }
 
+// Each rank builds its session on its own thread; the errors, by rank ("" = built).
+static std::vector<std::string> build_world(const std::vector<Config>& configs) {
+    auto world = dist::make_thread_world(static_cast<int>(configs.size()));
+    std::vector<std::string> errors(configs.size());
+    std::vector<std::thread> threads;
+    for (size_t r = 0; r < configs.size(); ++r)
+        threads.emplace_back([&, r] {
+            try {
+                Session s(configs[r], LogSink{}, {}, world[r]);
+            } catch (const Error& e) {
+                errors[r] = e.what();
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    return errors;
+}
+
 TEST(DataParallelRuns, WhatIsNotBuiltYetIsRefusedByName) {
     const std::string dir = test_dir();
-    auto expect_refused = [&](Config c, const std::string& word) {
-        auto world = dist::make_thread_world(2);
-        std::vector<std::string> errors(2);
-        std::vector<std::thread> threads;
-        for (int r = 0; r < 2; ++r)
-            threads.emplace_back([&, r] {
-                try {
-                    Session s(c, LogSink{}, {}, world[r]);
-                } catch (const Error& e) {
-                    errors[r] = e.what();
-                }
-            });
-        for (std::thread& t : threads) t.join();
-        for (const std::string& e : errors) EXPECT_NE(e.find(word), std::string::npos) << e;
-    };
+    Config c = config(dir, "random", 4, 1);
+    c.set("data.placement", "\"device\"");
+    for (const std::string& e : build_world({c, c}))
+        EXPECT_NE(e.find("data.placement"), std::string::npos) << e;
+    c = config(dir, "random", 4, 1);
+    c.set("train.batch_size", "\"auto\"");
+    for (const std::string& e : build_world({c, c}))
+        EXPECT_NE(e.find("batch_size = \"auto\""), std::string::npos) << e;
+}
+
+TEST(DataParallelRuns, RanksWithAnotherConfigAreRefusedOnEveryRank) {
+    const std::string dir = test_dir();
+    const Config a = config(dir, "random", 4, 1);
+    Config b = config(dir, "random", 4, 1);
+    EXPECT_EQ(build_world({a, a}), std::vector<std::string>(2, ""));
+    b.set("optim.lr", "0.001");
+    for (const std::string& e : build_world({a, b}))
+        EXPECT_NE(e.find("rank 1 runs another config than rank 0"), std::string::npos) << e;
+}
+
+TEST(DataParallelRuns, RankZeroAloneWritesOutDir) {
+    const std::string dir = test_dir();
     Config c = config(dir, "random", 4, 1);
     c.set("train.out_dir", "\"" + dir + "/out\"");
-    expect_refused(c, "train.out_dir");
-    c = config(dir, "random", 4, 1);
-    c.set("data.placement", "\"device\"");
-    expect_refused(c, "data.placement");
+    c.set("train.steps", "3");
+    c.set("train.checkpoint_every", "2");
+    c.set("runtime.log_every", "1");
+    auto world = dist::make_thread_world(2);
+    std::vector<std::string> errors(2), saved(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+        threads.emplace_back([&, r] {
+            try {
+                Session s(c, LogSink{}, {}, world[static_cast<size_t>(r)]);
+                s.train(0, nullptr);  // takes out_dir's lock on rank 0 only
+                saved[static_cast<size_t>(r)] = s.save("");
+            } catch (const Error& e) {
+                errors[static_cast<size_t>(r)] = e.what();
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+    EXPECT_EQ(saved[0], saved[1]) << "every rank names the checkpoint rank 0 wrote";
+    EXPECT_TRUE(fs::exists(dir + "/out/step_00000002/model.safetensors"));
+    EXPECT_TRUE(fs::exists(saved[0] + "/model.safetensors"));
+    // One metrics.jsonl, written once per step (rank 0's): 3 train rows.
+    std::ifstream metrics(dir + "/out/metrics.jsonl");
+    std::string line;
+    int rows = 0;
+    while (std::getline(metrics, line)) rows += line.find("\"split\": \"train\"") != std::string::npos;
+    EXPECT_EQ(rows, 3);
+}
+
+TEST(ThreadWorld, AllGatherAndAFailedRank) {
+    auto world = dist::make_thread_world(3, std::chrono::milliseconds(200));
+    std::vector<std::string> gathered(3);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 3; ++r)
+        threads.emplace_back([&, r] {
+            const std::string mine = "rank" + std::to_string(r);
+            std::string all(3 * mine.size(), '?');
+            world[static_cast<size_t>(r)]->all_gather(mine.data(), mine.size(), all.data());
+            gathered[static_cast<size_t>(r)] = all;
+        });
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(gathered, std::vector<std::string>(3, "rank0rank1rank2"));
+    // A rank marked failed refuses further collectives at once (no wait for the timeout).
+    world[1]->mark_failed();
+    double x = 1;
+    try {
+        world[1]->all_reduce_sum(&x, 1);
+        ADD_FAILURE() << "a failed rank ran a collective";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("failed earlier"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Launcher, WorldSizeFromTheLaunchersEnvironment) {
+    struct Env {
+        const char* name;
+        ~Env() { unsetenv(name); }
+    };
+    for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) unsetenv(v);
+    EXPECT_EQ(dist::launcher_world_size(), 1);
+    {
+        Env e{"SLURM_NTASKS"};
+        setenv(e.name, "8", 1);
+        EXPECT_EQ(dist::launcher_world_size(), 8);
+        Env o{"OMPI_COMM_WORLD_SIZE"};
+        setenv(o.name, "2", 1);
+        EXPECT_EQ(dist::launcher_world_size(), 2) << "mpirun's own count comes first";
+        setenv(o.name, "two", 1);
+        EXPECT_EQ(dist::launcher_world_size(), 8) << "not a number: ignored";
+    }
+    EXPECT_EQ(dist::launcher_world_size(), 1);
+}
+
+TEST(Launcher, NoneStaysAloneAndMpiWithoutTheModuleSaysWhatToInstall) {
+    const std::string dir = test_dir();
+    Config c = config(dir, "random", 4, 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    c.set("dist.backend", "\"none\"");
+    EXPECT_NO_THROW(Session(c, LogSink{}));
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    setenv("TRAINRT_MPI_MODULE", "/nonexistent/libtrainrt-mpi.so", 1);
+    c.set("dist.backend", "\"mpi\"");
+    try {
+        Session s(c, LogSink{});
+        ADD_FAILURE() << "dist.backend = mpi without the module";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::Unsupported);
+        EXPECT_NE(std::string(e.what()).find("libtrainrt-mpi.so"), std::string::npos) << e.what();
+    }
+    unsetenv("TRAINRT_MPI_MODULE");
 }

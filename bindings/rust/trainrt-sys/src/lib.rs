@@ -48,7 +48,7 @@ pub const TRAINRT_DTYPE_F32: i32 = 0;
 pub const TRAINRT_DTYPE_BF16: i32 = 1;
 
 pub const TRAINRT_STEP_RESULT_VERSION: u32 = 1;
-pub const TRAINRT_METRICS_VERSION: u32 = 3;
+pub const TRAINRT_METRICS_VERSION: u32 = 4;
 pub const TRAINRT_PROGRESS_VERSION: u32 = 1;
 pub const TRAINRT_SAMPLE_OPTIONS_VERSION: u32 = 1;
 pub const TRAINRT_MODEL_INFO_VERSION: u32 = 2;
@@ -131,6 +131,9 @@ pub struct trainrt_metrics {
     pub model_flops_per_token: f64,
     pub peak_flops: f64,
     pub mfu: f64,
+    // version 4
+    pub rank: i32,
+    pub world_size: i32,
 }
 
 impl Default for trainrt_metrics {
@@ -153,6 +156,8 @@ impl Default for trainrt_metrics {
             model_flops_per_token: 0.0,
             peak_flops: 0.0,
             mfu: 0.0,
+            rank: 0,
+            world_size: 1,
         }
     }
 }
@@ -548,13 +553,14 @@ mod tests {
     #[test]
     fn struct_sizes() {
         assert_eq!(size_of::<trainrt_step_result>(), 64);
-        assert_eq!(size_of::<trainrt_metrics>(), 120);
-        // Appended fields (metrics v2 at 72, v3 at 96) never move.
+        assert_eq!(size_of::<trainrt_metrics>(), 128);
+        // Appended fields (metrics v2 at 72, v3 at 96, v4 at 120) never move.
         let m = trainrt_metrics::default();
         let at = |field: *const f64| field as usize - &m as *const trainrt_metrics as usize;
         assert_eq!(at(&m.loss_scale), 88);
         assert_eq!(at(&m.model_flops_per_token), 96);
         assert_eq!(at(&m.mfu), 112);
+        assert_eq!(&m.world_size as *const i32 as usize - &m as *const trainrt_metrics as usize, 124);
         assert_eq!(size_of::<trainrt_progress>(), 96);
         assert_eq!(size_of::<trainrt_sample_options>(), 32);
         assert_eq!(size_of::<trainrt_model_info>(), 64);  // v2: trainable_parameters at 56

@@ -64,6 +64,9 @@ pub struct Metrics {
     pub peak_flops: f64,
     /// Model FLOPs utilisation, normally in [0, 1]; 0 when the peak is unknown.
     pub mfu: f64,
+    /// Data parallel: this process's rank and the ranks training together (0 and 1 alone).
+    pub rank: i32,
+    pub world_size: i32,
 }
 
 /// What a progress report is about.
@@ -437,6 +440,8 @@ impl Session {
             model_flops_per_token: m.model_flops_per_token,
             peak_flops: m.peak_flops,
             mfu: m.mfu,
+            rank: m.rank,
+            world_size: m.world_size,
         })
     }
 

@@ -45,4 +45,5 @@ fn train_with_progress_reports_the_same_losses() {
     // Metrics v3 on the CPU: FLOPs per token known, no peak, so no MFU.
     assert!(m.model_flops_per_token > 0.0);
     assert_eq!((m.peak_flops, m.mfu), (0.0, 0.0));
+    assert_eq!((m.rank, m.world_size), (0, 1), "metrics v4: alone is rank 0 of 1");
 }

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Data parallelism through mpirun and libtrainrt-mpi (docs/DISTRIBUTED.md), on the CPU:
+#   2 ranks x B=4 train as 1 rank x B=8 (train and val losses within 1e-6, relative);
+#   2 ranks repeat bit for bit; a 2-rank checkpoint resumes at 2 ranks (bit for bit) and at
+#   1 rank (within 1e-6); a killed rank, a hung rank (dist.timeout) and a rank with another
+#   config end the job within 30 s; dist.backend = "mpi" without the module is a clear error.
+#   usage: dist_mpirun.sh TRAINRT_BINARY SOURCE_DIR SCRATCH_DIR MPIRUN
+set -euo pipefail
+
+TRAINRT=$1
+SRC=$2
+WORK=$3
+MPIRUN=$4
+TEXT="$SRC/examples/data/tinyshakespeare.txt"
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+step() { echo "--- $*"; }
+
+# Two ranks on any machine (2 cores or 1), as root too (CI).
+mpirun2() {
+    local root=()
+    [ "$(id -u)" != 0 ] || root=(--allow-run-as-root)
+    "$MPIRUN" "${root[@]}" --oversubscribe -np 2 "$@"
+}
+
+# losses FILE SPLIT: "step loss" lines of metrics.jsonl's train or val rows.
+losses() {
+    grep "\"split\": \"$2\"" "$1" |
+        sed -n 's/.*"step": *\([0-9]*\).*"loss": *\([-0-9.eE+na]*\).*/\1 \2/p'
+}
+
+# same_within FILE_A FILE_B SPLIT TOL: equal steps, losses within TOL relative.
+same_within() {
+    local a b
+    a=$(losses "$1" "$3")
+    b=$(losses "$2" "$3")
+    [ -n "$a" ] || fail "$1: no $3 rows"
+    [ "$(cut -d' ' -f1 <<< "$a")" = "$(cut -d' ' -f1 <<< "$b")" ] ||
+        fail "$1 and $2 log other steps for $3"
+    paste -d' ' <(echo "$a") <(echo "$b") | awk -v tol="$4" -v what="$3" '
+        { d = $2 - $4; if (d < 0) d = -d; m = $2 < 0 ? -$2 : $2;
+          if (d > tol * m) { printf "step %s %s: %s vs %s\n", $1, what, $2, $4; bad = 1 }
+          if (d / m > worst) worst = d / m }
+        END { printf "  %s: %d steps, worst relative difference %.2e\n", what, NR, worst;
+              exit bad }' || fail "$1 vs $2: $3 differs by more than $4"
+}
+
+# wait_gone SECONDS PID: the job PID (mpirun) ends within SECONDS.
+wait_gone() {
+    local limit=$1 pid=$2 t0
+    t0=$(date +%s)
+    while kill -0 "$pid" 2>/dev/null; do
+        [ $(($(date +%s) - t0)) -le "$limit" ] || {
+            pkill -9 -f "$WORK/.*trainrt|trainrt train" 2>/dev/null || true
+            fail "the job was still running after $limit s"
+        }
+        sleep 0.2
+    done
+    echo "  ended after $(($(date +%s) - t0)) s"
+}
+
+# rank_pid RANK: the PID of that rank's trainrt (Open MPI puts the rank in its environment).
+rank_pid() {
+    local p
+    for p in $(pgrep -f "trainrt train" || true); do
+        if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+            echo "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+[ -x "$TRAINRT" ] || fail "no trainrt binary at $TRAINRT"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK"
+"$TRAINRT" prepare --text "$TEXT" --out data > /dev/null
+cat > run.toml <<'EOF'
+[model]
+n_layer = 2
+n_head = 4
+d_model = 64
+context_length = 64
+[data]
+train = "data/train.bin"
+val = "data/val.bin"
+[train]
+batch_size = 4
+seq_len = 64
+steps = 10
+eval_every = 5
+eval_batches = 2
+[optim]
+warmup_steps = 2
+[runtime]
+threads = 1
+log_every = 1
+EOF
+
+step "1 rank x B=8 against 2 ranks x B=4 (random sampler, and sequential with grad_accum 2)"
+"$TRAINRT" train run.toml --set train.batch_size=8 --set train.out_dir=one 2> one.log
+mpirun2 "$TRAINRT" train run.toml --set train.out_dir=two > two.log 2>&1 || {
+    cat two.log
+    fail "2 ranks: mpirun failed"
+}
+grep -q "\[rank 0/2\]" two.log || fail "2 ranks: no [rank 0/2] in the log (did they run alone?)"
+[ "$(grep -c '^step 10/10 | loss' two.log)" = 1 ] || fail "2 ranks: progress printed by other than rank 0"
+same_within one/metrics.jsonl two/metrics.jsonl train 1e-6
+same_within one/metrics.jsonl two/metrics.jsonl val 1e-6
+seq=(--set data.sampler=sequential --set train.grad_accum=2)
+"$TRAINRT" train run.toml "${seq[@]}" --set train.batch_size=8 --set train.out_dir=one_seq 2> one_seq.log
+mpirun2 "$TRAINRT" train run.toml "${seq[@]}" --set train.out_dir=two_seq > two_seq.log 2>&1 ||
+    { cat two_seq.log; fail "2 ranks, sequential: mpirun failed"; }
+same_within one_seq/metrics.jsonl two_seq/metrics.jsonl train 1e-6
+
+step "2 ranks again: the same bits"
+mpirun2 "$TRAINRT" train run.toml --set train.out_dir=two_again > two_again.log 2>&1 ||
+    { cat two_again.log; fail "2 ranks again: mpirun failed"; }
+same_within two/metrics.jsonl two_again/metrics.jsonl train 0
+cmp two/step_00000010/model.safetensors two_again/step_00000010/model.safetensors ||
+    fail "2 ranks twice: the checkpoints' weights differ"
+echo "  model.safetensors identical"
+
+step "a 2-rank checkpoint at step 5 resumes at 2 ranks (bit for bit) and at 1 rank x B=8"
+mpirun2 "$TRAINRT" train run.toml --set train.out_dir=half --steps 5 > half.log 2>&1 ||
+    { cat half.log; fail "2 ranks, 5 steps: mpirun failed"; }
+[ -d half/step_00000005 ] || fail "no checkpoint half/step_00000005"
+cp -r half half1
+mpirun2 "$TRAINRT" train run.toml --set train.out_dir=half > resume2.log 2>&1 ||
+    { cat resume2.log; fail "resume at 2 ranks failed"; }
+grep -q "resumed from" resume2.log || fail "2 ranks did not resume"
+same_within two/metrics.jsonl half/metrics.jsonl train 0
+"$TRAINRT" train run.toml --set train.batch_size=8 --set train.out_dir=half1 2> resume1.log ||
+    { cat resume1.log; fail "resume at 1 rank failed"; }
+same_within two/metrics.jsonl half1/metrics.jsonl train 1e-6
+
+step "a rank killed mid-run: the job ends within 30 s"
+mpirun2 "$TRAINRT" train run.toml --set train.steps=1000000 --set train.eval_every=0 \
+    > killed.log 2>&1 &
+job=$!
+for _ in $(seq 100); do grep -q "^step 3/" killed.log && break; sleep 0.1; done
+victim=$(rank_pid 1) || fail "no rank 1 process found"
+kill -9 "$victim"
+wait_gone 30 "$job"
+rc=0
+wait "$job" || rc=$?
+[ "$rc" -ne 0 ] || fail "killed rank: mpirun exited 0"
+
+step "a rank that hangs (stopped): the other ends the job after dist.timeout = 3"
+mpirun2 "$TRAINRT" train run.toml --set train.steps=1000000 --set train.eval_every=0 \
+    --set dist.timeout=3 > hung.log 2>&1 &
+job=$!
+for _ in $(seq 100); do grep -q "^step 3/" hung.log && break; sleep 0.1; done
+victim=$(rank_pid 1) || fail "no rank 1 process found"
+kill -STOP "$victim"
+wait_gone 30 "$job"
+grep -q "dist.timeout" hung.log || { cat hung.log; fail "hung rank: no dist.timeout message"; }
+
+step "ranks with different configs are refused"
+rc=0
+mpirun2 bash -c 'lr=0.0003; [ "$OMPI_COMM_WORLD_RANK" = 1 ] && lr=0.001
+    exec "$0" train run.toml --set optim.lr=$lr' "$TRAINRT" > differ.log 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || fail "different configs: mpirun exited 0"
+grep -q "runs another config than rank 0" differ.log || { cat differ.log; fail "different configs: no message"; }
+
+step "dist.backend = \"mpi\" without the module: a clear error"
+rc=0
+TRAINRT_MPI_MODULE=/nonexistent/libtrainrt-mpi.so "$TRAINRT" train run.toml \
+    --set dist.backend=mpi > nomodule.log 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || fail "no module: exit 0"
+grep -q "needs the module libtrainrt-mpi.so" nomodule.log || { cat nomodule.log; fail "no module: no message"; }
+
+echo "dist_mpirun: all checks passed"
