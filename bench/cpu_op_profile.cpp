@@ -223,8 +223,9 @@ public:
         in_->sample_window(in, tg, d, start, B, T);
     }
     void sample_random(int32_t* in, int32_t* tg, const trt::DeviceTokens& d, uint64_t seed,
-                       const trt::StepScalars* s, int64_t micro, int B, int T) override {
-        in_->sample_random(in, tg, d, seed, s, micro, B, T);
+                       const trt::StepScalars* s, int64_t micro, int B, int T,
+                       int64_t row0) override {
+        in_->sample_random(in, tg, d, seed, s, micro, B, T, row0);
     }
     void upload_step_inputs(void* dst, const void* src, size_t bytes) override {
         in_->upload_step_inputs(dst, src, bytes);

@@ -11,6 +11,7 @@
 // accumulation over micro-batches needs no extra pass; gradients of *activations* are
 // overwritten unless the op says "+=".
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -26,7 +27,7 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 12;
+constexpr uint32_t kBackendInterfaceVersion = 13;
 
 // A view of an activation buffer in backend memory: where it starts and what its elements
 // are. A float* converts implicitly (an fp32 buffer), so fp32 call sites read as plain
@@ -82,6 +83,18 @@ struct StepScalars {
     int32_t reserved0 = 0;
 };
 static_assert(sizeof(StepScalars) == 56, "StepScalars layout is shared with device code");
+
+// grad_norm_clip's outputs from the gradient's sum of squares (the CPU's, and ZeRO-1's sum of
+// its shards'): clip_grad_norm_'s coef = max_norm / (norm + 1e-6), applied only when < 1.
+inline void set_grad_norm(StepScalars* s, double sum_squares, float max_norm) {
+    s->nonfinite = std::isfinite(sum_squares) ? 0 : 1;
+    s->grad_norm = std::sqrt(sum_squares) / static_cast<double>(s->loss_scale);
+    s->clip_scale = 1.0f;
+    if (max_norm > 0.0f && !s->nonfinite) {
+        const double coef = static_cast<double>(max_norm) / (s->grad_norm + 1e-6);
+        if (coef < 1.0) s->clip_scale = static_cast<float>(coef);
+    }
+}
 
 // One dropout site's mask for one micro-batch (core/dropout_mask.h): element i is kept iff
 // its Philox lane, keyed by (seed, scalars->step, micro_step, site, index0 + i), clears
@@ -465,11 +478,12 @@ public:
     virtual void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
                                const int64_t* start /*backend memory*/, int B, int T) = 0;
     // Random sampler on a resident token set: exactly sample_random of src/data/sampler.h
-    // (Philox4x32-10, key = seed, counter = (s->step, micro_step, row, 0), idx = u mod W).
-    // The step comes from backend memory (begin_step), so a replayed graph draws this step's.
+    // (Philox4x32-10, key = seed, counter = (s->step, micro_step, row0 + row, 0), idx = u mod
+    // W; row0: data parallel, the rank's first global row). The step comes from backend
+    // memory (begin_step), so a replayed graph draws this step's.
     virtual void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
                                uint64_t seed, const StepScalars* s, int64_t micro_step, int B,
-                               int T) = 0;
+                               int T, int64_t row0 = 0) = 0;
 
     // ---- per-step host values and whole-step graphs
     // Stream-ordered copy of a small host array (a step's window starts) into backend memory:
@@ -486,11 +500,33 @@ public:
     virtual void end_capture(int /*id*/) { no_graphs(); }
     virtual void replay_graph(int /*id*/) { no_graphs(); }
 
+    // ---- data parallelism in backend memory (NCCL on CUDA; docs/DISTRIBUTED.md)
+    // Whether this backend can sum across ranks in its own memory (false: the session sums
+    // through host copies over MPI); why not, in *why.
+    virtual bool device_collectives(std::string* why) {
+        if (why) *why = cat("the ", name(), " backend has no collectives of its own");
+        return false;
+    }
+    // Rank 0 makes the group's id; every rank joins with it (a collective: all `world` ranks
+    // call it, each with its rank, each on its own device).
+    static constexpr size_t kCollectiveIdBytes = 128;
+    virtual void make_collective_id(uint8_t* /*id [kCollectiveIdBytes]*/) { no_collectives(); }
+    virtual void join_collectives(const uint8_t* /*id*/, int /*rank*/, int /*world*/) {
+        no_collectives();
+    }
+    // data[i] = the sum over the ranks of their data[i] (backend memory, in place,
+    // stream-ordered: a graph may hold it), the same bits on every rank.
+    virtual void all_reduce_sum(float* /*data*/, size_t /*n*/) { no_collectives(); }
+    virtual void all_reduce_sum(double* /*data*/, size_t /*n*/) { no_collectives(); }
+
 private:
     // Inline on purpose: an out-of-line virtual would pin Backend's vtable to the core
     // library, which the CUDA module must not link against.
     [[noreturn]] void no_graphs() const {
         fail(Status::Unsupported, "the ", name(), " backend does not capture graphs");
+    }
+    [[noreturn]] void no_collectives() const {
+        fail(Status::Unsupported, "the ", name(), " backend has no collectives of its own");
     }
 };
 

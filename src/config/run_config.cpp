@@ -89,6 +89,7 @@ const char* to_string(DistBackend v) {
         case DistBackend::Auto: return "auto";
         case DistBackend::None: return "none";
         case DistBackend::Mpi: return "mpi";
+        case DistBackend::Nccl: return "nccl";
     }
     return "?";
 }

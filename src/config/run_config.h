@@ -24,7 +24,7 @@ enum class Recompute { None, Mlp, Block };
 enum class StateDType { Fp32, Int8 };
 enum class Placement { Auto, Device, Host };
 // Which world of ranks a session trains in (dist.backend; docs/DISTRIBUTED.md).
-enum class DistBackend { Auto, None, Mpi };
+enum class DistBackend { Auto, None, Mpi, Nccl };
 
 struct ModelConfig {
     ModelArch arch = ModelArch::Gpt2;  // the family: which tensors and ops (model/param_table.h)
@@ -134,11 +134,16 @@ struct LoraConfig {
 // Data parallelism (docs/DISTRIBUTED.md): every rank runs the same config on its own rows of
 // each global batch; the gradients are summed across ranks before each update.
 struct DistConfig {
-    // auto: MPI when the launcher (mpirun, srun) started several ranks, else one process;
-    // none: one process whatever the launcher says; mpi: MPI (libtrainrt-mpi) always.
+    // auto: MPI when the launcher (mpirun, srun) started several ranks, else one process, and
+    // on CUDA the gradients over NCCL when it loads; none: one process whatever the launcher
+    // says; mpi: MPI (libtrainrt-mpi) always, gradients through host memory; nccl: as mpi,
+    // and the gradients over NCCL on the GPU (an error where it cannot).
     DistBackend backend = DistBackend::Auto;
     // Seconds a rank may wait at one collective before it ends the whole job (a peer hung).
     int64_t timeout = 300;
+    // 1 = ZeRO-1: each rank keeps and updates 1/N of the AdamW state (gradients
+    // reduce-scattered, parameters all-gathered); 0 = every rank keeps all of it.
+    int64_t zero = 0;
 };
 
 struct RunConfig {

@@ -20,6 +20,12 @@ public:
     virtual void all_reduce_sum(double* data, size_t n) = 0;
     // all[r * bytes ...] = rank r's `mine` (bytes each), on every rank.
     virtual void all_gather(const void* mine, size_t bytes, void* all) = 0;
+    // ZeRO-1 (parts cut at bounds[0] = 0 < ... <= bounds[size()], the buffer's length):
+    // after reduce_scatter_sum, data[bounds[r] .. bounds[r+1]) on rank r holds the sum over
+    // the ranks of that part (the rest of data is left as it was); after all_gather_parts,
+    // every rank's data holds part r from rank r, for every r.
+    virtual void reduce_scatter_sum(float* data, const std::vector<size_t>& bounds) = 0;
+    virtual void all_gather_parts(float* data, const std::vector<size_t>& bounds) = 0;
     virtual void barrier() = 0;
     // This rank failed mid-run (its step threw): the others may wait at a collective it will
     // never reach. Later collectives here fail at once, and a world that can end its other
@@ -32,6 +38,9 @@ public:
 // PMI_SIZE of MPICH/Slurm's PMI, Slurm's SLURM_NTASKS; 1 when none is set). dist.backend =
 // "auto" joins an MPI world when this is above 1.
 int launcher_world_size();
+// How many of the ranks share this machine (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's
+// MPI_LOCALNRANKS, Slurm's SLURM_NTASKS_PER_NODE); `world` when no launcher says.
+int local_world_size(int64_t world);
 
 // Joins the MPI world this process was launched into (libtrainrt-mpi, loaded on first use:
 // next to libtrainrt, or TRAINRT_MPI_MODULE). Error(Unsupported) when the module cannot be

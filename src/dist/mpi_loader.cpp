@@ -87,6 +87,12 @@ int launcher_world_size() {
     return 1;
 }
 
+int local_world_size(int64_t world) {
+    for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+        if (const int n = env_int(name); n > 0) return n;
+    return static_cast<int>(world);
+}
+
 std::shared_ptr<Communicator> join_mpi_world(int64_t timeout_s) {
     const LoadedModule& module = module_once();
     if (!module.table) fail(module.status, module.error);

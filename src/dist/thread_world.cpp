@@ -64,6 +64,30 @@ public:
                         shared_->buffers[static_cast<size_t>(r)], bytes);
         shared_->barrier();  // no one reads a buffer any more
     }
+    void reduce_scatter_sum(float* data, const std::vector<size_t>& bounds) override {
+        check_usable();
+        publish(data);
+        const size_t lo = bounds[static_cast<size_t>(rank_)], hi = bounds[static_cast<size_t>(rank_) + 1];
+        std::vector<float> sum(static_cast<const float*>(shared_->buffers[0]) + lo,
+                               static_cast<const float*>(shared_->buffers[0]) + hi);
+        for (int r = 1; r < shared_->size; ++r) {
+            const float* other = static_cast<const float*>(shared_->buffers[static_cast<size_t>(r)]);
+            for (size_t i = lo; i < hi; ++i) sum[i - lo] += other[i];
+        }
+        shared_->barrier();  // no one reads a buffer any more
+        std::copy(sum.begin(), sum.end(), data + lo);
+    }
+    void all_gather_parts(float* data, const std::vector<size_t>& bounds) override {
+        check_usable();
+        publish(data);
+        for (int r = 0; r < shared_->size; ++r) {
+            if (r == rank_) continue;
+            const float* other = static_cast<const float*>(shared_->buffers[static_cast<size_t>(r)]);
+            const size_t lo = bounds[static_cast<size_t>(r)], hi = bounds[static_cast<size_t>(r) + 1];
+            std::copy(other + lo, other + hi, data + lo);  // part r: only rank r writes it
+        }
+        shared_->barrier();
+    }
     // The others find out at their next collective, after the timeout (threads cannot be
     // ended from outside).
     void mark_failed() override { failed_ = true; }

@@ -81,13 +81,6 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
     } guard{world_size_ > 1 ? world_.get() : nullptr};
     if (world_size_ > 1) {
         log_.set_rank(static_cast<int>(rank_), static_cast<int>(world_size_));
-        // What data parallelism does not do yet (docs/DISTRIBUTED.md, issue 20).
-        if (run_.data.placement == Placement::Device)
-            fail(Status::Config, "data.placement = \"device\" with ", world_size_, " ranks: "
-                 "the device sampler does not number rows across ranks yet; use \"host\"");
-        if (tr.batch_size == 0)
-            fail(Status::Config, "train.batch_size = \"auto\" with ", world_size_, " ranks: "
-                 "each rank could pick another size; set a number");
         require_same_config_on_every_rank();
     }
     if (tr.checkpoint_every > 0 && tr.out_dir.empty())
@@ -157,9 +150,13 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
     if (!mc.init_from.empty())
         for (const ParamTensor& t : model_->table().tensors())
             if (!t.trainable) frozen_sha256_[t.name] = tensor_sha256(t, host.data());
-    optimizer_ = std::make_unique<AdamW>(*backend_, model_->table(), run_.optim,
-                                         precision_ == Precision::Fp16, run_.accel.fused_adamw);
+    zero_ = world_size_ > 1 && run_.dist.zero == 1;
+    optimizer_ = std::make_unique<AdamW>(
+        *backend_, model_->table(), run_.optim, precision_ == Precision::Fp16,
+        run_.accel.fused_adamw,
+        zero_ ? ZeroShard{static_cast<int>(rank_), static_cast<int>(world_size_)} : ZeroShard{});
     scalars_ = static_cast<StepScalars*>(backend_->alloc(sizeof(StepScalars), "step scalars"));
+    if (world_size_ > 1) join_device_collectives();
     // fp16: torch.cuda.amp.GradScaler's initial scale 2^16; otherwise no scaling.
     reset_step_scalars(precision_ == Precision::Fp16 ? 65536.0f : 1.0f);
     place_train_data();
@@ -173,6 +170,8 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
             step_graph_->disable(cat("the ", backend_->name(), " backend has no graphs"));
         else if (!resident_)
             step_graph_->disable("needs the train split resident: data.placement = \"device\"");
+        else if (world_size_ > 1 && !device_sum_)
+            step_graph_->disable("data parallel over MPI sums the gradients on the host");
         else
             step_graph_->set_state(GraphRunner::State::Warmup);
     }
@@ -222,8 +221,7 @@ void Session::place_train_data() {
     if (!train_data_) return;
     const Placement asked = run_.data.placement;
     const bool device_memory = backend_->capabilities().device_memory;
-    // Several ranks draw on the host (the device sampler has no rank offset yet).
-    if (asked == Placement::Host || (asked == Placement::Auto && (!device_memory || world_size_ > 1)))
+    if (asked == Placement::Host || (asked == Placement::Auto && !device_memory))
         return;
     if (run_.model.vocab_size > 65536) {
         if (asked == Placement::Device)
@@ -362,6 +360,13 @@ void Session::log_startup() const {
                   "), ", frozen, " of ", t.tensors().size(),
                   " tensors frozen (no gradients, no AdamW moments)");
     }
+    if (world_size_ > 1) {
+        const std::vector<size_t>& cut = optimizer_->shard_bounds();
+        log_.info("data parallel: ", world_size_, " ranks over ", world_->name(),
+                  zero_ ? cat(", ZeRO-1 (rank 0 keeps AdamW state for ", cut[1] - cut[0], " of ",
+                              cut.back(), " parameters)")
+                        : std::string(", every rank keeps the whole AdamW state (dist.zero = 0)"));
+    }
     log_.info("batch: ", r.train.grad_accum, " x ",
               world_size_ > 1 ? cat(world_size_, " ranks x ") : std::string(), r.train.batch_size,
               " x ", r.train.seq_len, " = ", tokens_per_step(),
@@ -385,7 +390,10 @@ void Session::resolve_auto_batch_size(const BackendFactory& factory) {
     const DecoderOptions options(run_.train.trainable, run_.train.recompute, run_.model.seed);
     const bool device_memory = backend_->capabilities().device_memory;
     const int64_t limit = run_.runtime.memory_limit;
-    const int64_t budget = device_memory ? limit : host_memory_budget(limit);
+    // Data parallel: ranks on one machine share its memory (the launcher says how many there
+    // are; else assume all of them); each has its own device.
+    const int64_t sharing = device_memory || limit > 0 ? 1 : dist::local_world_size(world_size_);
+    const int64_t budget = device_memory ? limit : host_memory_budget(limit) / sharing;
     if (!device_memory && budget <= 0)
         fail(Status::Config, "train.batch_size = \"auto\": this machine does not say how much "
              "memory is available; set runtime.memory_limit (bytes) or a number");
@@ -394,10 +402,10 @@ void Session::resolve_auto_batch_size(const BackendFactory& factory) {
                                     run_.data.placement != Placement::Host
                                 ? static_cast<size_t>(train_data_->total_tokens()) * 2
                                 : 0;
-    auto data_holds = [&](int64_t b) {
+    auto data_holds = [&](int64_t b) {  // sequential windows hold every rank's rows
         const bool sequential = run_.data.sampler == SamplerKind::Sequential;
-        return (!train_data_ || !sequential || sequential_fits(*train_data_, b, T)) &&
-               (!val_data_ || sequential_fits(*val_data_, b, T));
+        return (!train_data_ || !sequential || sequential_fits(*train_data_, b * world_size_, T)) &&
+               (!val_data_ || sequential_fits(*val_data_, b * world_size_, T));
     };
     auto make = [&]() {
         return (factory ? factory(run_) : select_backend(run_)).backend;
@@ -423,7 +431,12 @@ void Session::resolve_auto_batch_size(const BackendFactory& factory) {
         return true;
     };
     const int64_t hi = std::min<int64_t>(limits::kMaxAutoBatch, limits::kMaxRows / T);
-    const int64_t B = largest_fitting(hi, fits);
+    int64_t B = largest_fitting(hi, fits);
+    if (world_size_ > 1) {  // every rank trains the same micro-batch: the smallest answer
+        std::vector<int64_t> all(static_cast<size_t>(world_size_));
+        world_->all_gather(&B, sizeof B, all.data());
+        B = *std::min_element(all.begin(), all.end());
+    }
     if (B == 0)
         fail(Status::OutOfMemory, "train.batch_size = \"auto\": not even one row of ", T,
              " tokens fits ", device_memory ? "the device" : "the memory budget",
@@ -457,8 +470,7 @@ void Session::accumulate_and_update(float dloss_scale, const MicroBatchLoader& l
                                  static_cast<uint32_t>(k));
         backend_->accumulate_loss(scalars_, model_->losses(), static_cast<size_t>(B) * T);
     }
-    if (world_size_ > 1) all_reduce_gradients();
-    optimizer_->update(model_->params(), model_->grads(), scalars_);
+    update_weights();
 }
 
 int64_t Session::tokens_per_step() const {
@@ -482,9 +494,11 @@ StepResult Session::step_on_this_rank() {
     backend_->begin_step(scalars_, static_cast<float>(lr), s);
     if (resident_) {
         if (sequential) {
-            for (int64_t k = 0; k < GA; ++k) {
-                const SequentialWindow w = next_sequential_window(*train_data_, cursor_, B, T);
-                window_starts_[static_cast<size_t>(k)] = shard_starts_[w.shard] + w.pos;
+            for (int64_t k = 0; k < GA; ++k) {  // this rank's rows of a window of every rank's
+                const SequentialWindow w =
+                    next_sequential_window(*train_data_, cursor_, world_size_ * B, T);
+                window_starts_[static_cast<size_t>(k)] =
+                    shard_starts_[w.shard] + w.pos + rank_ * B * T;
             }
             backend_->upload_step_inputs(window_starts_dev_, window_starts_.data(),
                                          window_starts_.size() * sizeof(int64_t));
@@ -512,7 +526,7 @@ Session::MicroBatchLoader Session::resident_loader() {
                                     T);
         else
             backend_->sample_random(inputs, targets, resident_tokens_, run_.data.seed, scalars_,
-                                    k, B, T);
+                                    k, B, T, rank_ * B);  // rows numbered across ranks
     };
 }
 
@@ -860,6 +874,10 @@ void Session::copy_state_to_host(std::vector<float>& params, std::vector<float>&
     sync();  // the figures of every enqueued step are in before the state is written
     backend_->copy_to_host(params.data(), model_->params(), n * sizeof(float));
     optimizer_->moments_to_host(m.data(), v.data());  // fp32 whatever optim.state_dtype
+    if (zero_) {  // each rank holds its shard of the moments: every rank gets all of them
+        world_->all_gather_parts(m.data(), optimizer_->shard_bounds());
+        world_->all_gather_parts(v.data(), optimizer_->shard_bounds());
+    }
     // Never write a checkpoint a later run would trust but cannot use.
     const std::string advice =
         "nothing was written. The run has diverged (see the skipped-step warnings): resume "
@@ -890,9 +908,12 @@ CheckpointState Session::checkpoint_state() const {
 
 std::string Session::save(const std::string& dir) {
     if (dir.empty()) return save_into_out_dir();
-    if (rank_ != 0) return dir;  // data parallel: every rank holds the same state; rank 0 writes
+    // Data parallel: every rank holds the same state and rank 0 writes it; under ZeRO-1 the
+    // moments are gathered first (a collective, so on every rank).
+    if (rank_ != 0 && !zero_) return dir;
     std::vector<float> params, m, v;
     copy_state_to_host(params, m, v);
+    if (rank_ != 0) return dir;
     write_checkpoint(dir, model_->table(), params.data(), m.data(), v.data(),
                      checkpoint_state());
     return dir;
@@ -911,6 +932,8 @@ std::string Session::save_into_out_dir() {
     std::error_code ec;
     const std::string name = checkpoint_dir_name(step_);
     const std::string dir = (fs::path(out) / name).string();
+    std::vector<float> params, m, v;
+    if (zero_) copy_state_to_host(params, m, v);  // ZeRO-1 gathers the moments: every rank
     if (rank_ != 0) return dir;  // every rank holds the same state; rank 0 writes it
     lock_out_dir();  // creates the folder too
     if (!own_checkpoint_.empty() && fs::equivalent(dir, own_checkpoint_, ec)) {
@@ -918,8 +941,7 @@ std::string Session::save_into_out_dir() {
         set_latest_checkpoint(out, name);
         return dir;
     }
-    std::vector<float> params, m, v;
-    copy_state_to_host(params, m, v);
+    if (!zero_) copy_state_to_host(params, m, v);
     write_or_replace_checkpoint(dir, model_->table(), params.data(), m.data(), v.data(),
                                 checkpoint_state());
     set_latest_checkpoint(out, name);

@@ -111,6 +111,7 @@ private:
     // whether any rank says yes (every rank calls it at the same point); tells the world this
     // rank failed mid-run (its peers may wait at a collective it will not reach).
     void require_same_config_on_every_rank();
+    void update_weights();
     bool any_rank(bool mine);
     void mark_failed() noexcept;
     StepResult step_on_this_rank();
@@ -151,6 +152,14 @@ private:
     std::shared_ptr<dist::Communicator> world_;  // null: one rank
     int64_t rank_ = 0, world_size_ = 1;
     std::vector<float> host_grads_;  // all_reduce_gradients' staging (device memory only)
+    // ZeRO-1 (dist.zero = 1 with several ranks): the optimizer owns a shard; the steps
+    // between its halves, and the compact staging of the parameters' all-gather.
+    bool zero_ = false;
+    bool device_sum_ = false;  // the gradients are summed by the backend (NCCL)
+    void join_device_collectives();
+    std::vector<float> zero_params_;
+    void combine_shard_norms();
+    void gather_shard_params();
     Logger log_;
     std::unique_ptr<Backend> backend_;
     Precision precision_ = Precision::Fp32;  // resolved

@@ -1,5 +1,7 @@
 // The data-parallel parts of a Session (docs/DISTRIBUTED.md): which world it joins, the
 // checks every rank makes together, and the gradient all-reduce.
+#include <limits>
+
 #include "dist/communicator.h"
 #include "io/sha256.h"
 #include "runtime/session.h"
@@ -10,7 +12,8 @@ namespace trt {
 std::shared_ptr<dist::Communicator> launcher_world(const DistConfig& d) {
     switch (d.backend) {
         case DistBackend::None: return nullptr;
-        case DistBackend::Mpi: return dist::join_mpi_world(d.timeout);
+        case DistBackend::Mpi:
+        case DistBackend::Nccl: return dist::join_mpi_world(d.timeout);  // NCCL's bootstrap
         case DistBackend::Auto:
             return dist::launcher_world_size() > 1 ? dist::join_mpi_world(d.timeout) : nullptr;
     }
@@ -32,6 +35,39 @@ void Session::require_same_config_on_every_rank() {
                  all.substr(0, 12), "); every rank must run the same config (the same file, "
                  "and the same overrides)");
     }
+}
+
+// On a backend with its own memory, the gradients can be summed there (NCCL) rather than
+// through host copies over MPI: dist.backend = "nccl" insists, "auto" takes it when it loads.
+// The group is made from an id rank 0 draws, sent to every rank over the MPI world.
+void Session::join_device_collectives() {
+    const DistBackend asked = run_.dist.backend;
+    if (!backend_->capabilities().device_memory) {
+        if (asked == DistBackend::Nccl)
+            fail(Status::Config, "dist.backend = \"nccl\" sums gradients on GPUs, but this run "
+                 "is on the ", backend_->name(), " backend; use \"mpi\" (or \"auto\")");
+        return;
+    }
+    std::string why;
+    const bool can = backend_->device_collectives(&why);
+    if (asked == DistBackend::Nccl && !can)
+        fail(Status::Unsupported, "dist.backend = \"nccl\": ", why);
+    if (asked == DistBackend::Mpi || !can) {
+        log_.info("data parallel: gradients through host copies over MPI (",
+                  asked == DistBackend::Mpi ? std::string("dist.backend = \"mpi\"") : why, ")");
+        return;
+    }
+    if (zero_) {  // (not built on the device yet: ZeRO-1 reduce-scatters through the host)
+        log_.info("data parallel: ZeRO-1 sums its shards through host copies over MPI");
+        return;
+    }
+    std::vector<uint8_t> mine(Backend::kCollectiveIdBytes, 0), all;
+    if (rank_ == 0) backend_->make_collective_id(mine.data());
+    all.resize(mine.size() * static_cast<size_t>(world_size_));
+    world_->all_gather(mine.data(), mine.size(), all.data());  // rank 0's, to every rank
+    backend_->join_collectives(all.data(), static_cast<int>(rank_), static_cast<int>(world_size_));
+    device_sum_ = true;
+    log_.info("data parallel: gradients summed on the device (", backend_->name(), ", NCCL)");
 }
 
 void Session::mark_failed() noexcept {
@@ -62,23 +98,70 @@ bool Session::any_rank(bool mine) {
     return votes > 0.0;
 }
 
+// After the micro-batch loop: the update of the whole global batch. Alone: AdamW. Several
+// ranks: the gradients summed first. ZeRO-1: each rank updates its shard with its part of
+// the summed gradients and the norm of all of them, then the ranks swap their parameters.
+void Session::update_weights() {
+    if (world_size_ > 1) all_reduce_gradients();
+    if (!zero_) {
+        optimizer_->update(model_->params(), model_->grads(), scalars_);
+        return;
+    }
+    optimizer_->clip(model_->grads(), scalars_);
+    combine_shard_norms();
+    optimizer_->apply(model_->params(), model_->grads(), scalars_);
+    gather_shard_params();
+}
+
 // Gradients and the loss sum, summed over the ranks once per step (after the micro-batch
-// loop), so each rank's update is the one of the whole global batch. On a backend with its
-// own memory, through a host copy (NCCL will do it in place).
+// loop), so each rank's update is the one of the whole global batch — under ZeRO-1 only the
+// rank's shard of them (reduce-scatter). On a backend with its own memory, through a host
+// copy (NCCL will do it in place).
 void Session::all_reduce_gradients() {
     const size_t n = model_->table().grad_total();
+    if (device_sum_) {  // in place, on the backend's stream
+        backend_->all_reduce_sum(model_->grads(), n);
+        backend_->all_reduce_sum(&scalars_->loss_sum, 1);
+        return;
+    }
+    auto sum = [&](float* grads) {
+        if (zero_)
+            world_->reduce_scatter_sum(grads, optimizer_->shard_bounds());
+        else
+            world_->all_reduce_sum(grads, n);
+    };
     if (!backend_->capabilities().device_memory) {
-        world_->all_reduce_sum(model_->grads(), n);
+        sum(model_->grads());
     } else {
         host_grads_.resize(n);
         backend_->copy_to_host(host_grads_.data(), model_->grads(), n * sizeof(float));
-        world_->all_reduce_sum(host_grads_.data(), n);
+        sum(host_grads_.data());
         backend_->copy_to_device(model_->grads(), host_grads_.data(), n * sizeof(float));
     }
     StepScalars s;
     backend_->copy_to_host(&s, scalars_, sizeof s);
     world_->all_reduce_sum(&s.loss_sum, 1);
     backend_->copy_to_device(scalars_, &s, sizeof s);
+}
+
+// ZeRO-1: each rank's clip() saw its shard; the norm is of all of them (sum of squares over
+// the shards; a non-finite shard makes it NaN on every rank, so all skip the update).
+void Session::combine_shard_norms() {
+    StepScalars s;
+    backend_->copy_to_host(&s, scalars_, sizeof s);
+    const double shard = s.grad_norm * static_cast<double>(s.loss_scale);
+    double sum_squares = s.nonfinite ? std::numeric_limits<double>::quiet_NaN() : shard * shard;
+    world_->all_reduce_sum(&sum_squares, 1);
+    set_grad_norm(&s, sum_squares, static_cast<float>(run_.optim.grad_clip));
+    backend_->copy_to_device(scalars_, &s, sizeof s);
+}
+
+// ZeRO-1: every rank's updated shard of the parameters, to every rank (the compact order).
+void Session::gather_shard_params() {
+    zero_params_.resize(model_->table().grad_total());
+    optimizer_->pack_shard_params(model_->params(), zero_params_.data());
+    world_->all_gather_parts(zero_params_.data(), optimizer_->shard_bounds());
+    optimizer_->unpack_params(zero_params_.data(), model_->params());
 }
 
 }  // namespace trt

@@ -2,7 +2,8 @@
 # Data parallelism through mpirun and libtrainrt-mpi (docs/DISTRIBUTED.md), on the CPU:
 #   2 ranks x B=4 train as 1 rank x B=8 (train and val losses within 1e-6, relative);
 #   2 ranks repeat bit for bit; a 2-rank checkpoint resumes at 2 ranks (bit for bit) and at
-#   1 rank (within 1e-6); a killed rank, a hung rank (dist.timeout) and a rank with another
+#   1 rank (within 1e-6); ZeRO-1 (dist.zero = 1) trains as dist.zero = 0 within 1e-6 and its
+#   checkpoint resumes in one process; a killed rank, a hung rank (dist.timeout) and a rank with another
 #   config end the job within 30 s; dist.backend = "mpi" without the module is a clear error.
 #   usage: dist_mpirun.sh TRAINRT_BINARY SOURCE_DIR SCRATCH_DIR MPIRUN
 set -euo pipefail
@@ -137,6 +138,18 @@ same_within two/metrics.jsonl half/metrics.jsonl train 0
 "$TRAINRT" train run.toml --set train.batch_size=8 --set train.out_dir=half1 2> resume1.log ||
     { cat resume1.log; fail "resume at 1 rank failed"; }
 same_within two/metrics.jsonl half1/metrics.jsonl train 1e-6
+
+step "ZeRO-1: as dist.zero = 0 (within 1e-6), and its step-5 checkpoint resumes at 1 rank"
+mpirun2 "$TRAINRT" train run.toml --set dist.zero=1 --set train.out_dir=zero > zero.log 2>&1 ||
+    { cat zero.log; fail "ZeRO-1: mpirun failed"; }
+same_within two/metrics.jsonl zero/metrics.jsonl train 1e-6
+same_within two/metrics.jsonl zero/metrics.jsonl val 1e-6
+mpirun2 "$TRAINRT" train run.toml --set dist.zero=1 --set train.out_dir=zero_half --steps 5 \
+    > zero_half.log 2>&1 || { cat zero_half.log; fail "ZeRO-1, 5 steps: mpirun failed"; }
+"$TRAINRT" train run.toml --set train.batch_size=8 --set train.out_dir=zero_half 2> zero_resume1.log ||
+    { cat zero_resume1.log; fail "ZeRO-1 checkpoint: resume at 1 rank failed"; }
+grep -q "resumed from" zero_resume1.log || fail "ZeRO-1 checkpoint: 1 rank did not resume"
+same_within zero/metrics.jsonl zero_half/metrics.jsonl train 1e-6
 
 step "a rank killed mid-run: the job ends within 30 s"
 mpirun2 "$TRAINRT" train run.toml --set train.steps=1000000 --set train.eval_every=0 \

@@ -417,6 +417,15 @@ TEST_P(CudaSampler, SampleRandomIdenticalToCpu) {
                 }
                 const auto gi = in.get<int32_t>(kCuda, B * T);
                 EXPECT_EQ(gi[0], (int32_t)r.ids[r.starts[sh] + idx]) << what;
+                // Data parallel: a rank's rows start at global row row0 (rank x B).
+                in.poison();
+                tg.poison();
+                both([&](Backend& be, int s) {
+                    be.sample_random(in.i(s), tg.i(s), r.tokens(s, T), seed,
+                                     sc.as<StepScalars>(s), micro, B, T, 3 * B);
+                });
+                expect_equal<int32_t>(what + " row0 inputs", in, B * T);
+                expect_equal<int32_t>(what + " row0 targets", tg, B * T);
                 ++compared;
             }
     EXPECT_EQ(compared, 24);

@@ -365,8 +365,8 @@ public:
     }
     void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
                        uint64_t seed, const StepScalars* s, int64_t micro_step, int B,
-                       int T) override {
-        cpu::sample_random(inputs, targets, data, seed, s->step, micro_step, B, T);
+                       int T, int64_t row0) override {
+        cpu::sample_random(inputs, targets, data, seed, s->step, micro_step, B, T, row0);
     }
     // Backend memory is host memory: the "upload" is a copy, in program order.
     void upload_step_inputs(void* dst, const void* src, size_t bytes) override {

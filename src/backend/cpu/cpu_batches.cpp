@@ -35,13 +35,14 @@ void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data, 
 }
 
 void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data, uint64_t seed,
-                   int64_t step, int64_t micro_step, int B, int T) {
+                   int64_t step, int64_t micro_step, int B, int T, int64_t row0) {
     TRT_CHECK(data.random_windows > 0, "random sampler: no shard holds T+1 tokens");
     TRT_CHECK(data.windows_T == T, "random sampler: the resident tokens' window count was "
               "computed for T = ", data.windows_T, ", not T = ", T);
     for (int r = 0; r < B; ++r) {
         const int64_t p = sampler_math::random_row_offset(
-            data.shard_starts, data.num_shards, T, data.random_windows, seed, step, micro_step, r);
+            data.shard_starts, data.num_shards, T, data.random_windows, seed, step, micro_step,
+            row0 + r);
         TRT_CHECK(p >= 0, "random sampler: windows count ", data.random_windows,
                   " does not match the shards for T = ", T);
         window_to_row(inputs + static_cast<size_t>(r) * T, targets + static_cast<size_t>(r) * T,

@@ -121,6 +121,6 @@ void load_rows(int32_t* inputs, int32_t* targets, const int32_t* rows, int B, in
 void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data, int64_t start,
                    int B, int T);
 void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data, uint64_t seed,
-                   int64_t step, int64_t micro_step, int B, int T);
+                   int64_t step, int64_t micro_step, int B, int T, int64_t row0 = 0);
 
 }  // namespace trt::cpu

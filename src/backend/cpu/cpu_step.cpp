@@ -24,15 +24,7 @@ void accumulate_loss(StepScalars* s, const float* losses, size_t n) {
 }
 
 void grad_norm_clip(StepScalars* s, const float* grads, size_t n, float max_norm, int threads) {
-    const double ss = sum_squares(grads, n, threads);
-    s->nonfinite = std::isfinite(ss) ? 0 : 1;
-    s->grad_norm = std::sqrt(ss) / static_cast<double>(s->loss_scale);
-    s->clip_scale = 1.0f;
-    if (max_norm > 0.0f && !s->nonfinite) {
-        // clip_grad_norm_: coef = max_norm / (norm + 1e-6), applied only when < 1.
-        const double coef = static_cast<double>(max_norm) / (s->grad_norm + 1e-6);
-        if (coef < 1.0) s->clip_scale = static_cast<float>(coef);
-    }
+    set_grad_norm(s, sum_squares(grads, n, threads), max_norm);
 }
 
 // The step's AdamW parameters from the scalars (weight_decay: per segment).

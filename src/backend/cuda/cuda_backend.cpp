@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/cudnn_attention.h"
+#include "backend/cuda/nccl_group.h"
 
 namespace trt::cuda {
 namespace {
@@ -547,9 +548,9 @@ public:
     }
     void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
                        uint64_t seed, const StepScalars* s, int64_t micro_step, int B,
-                       int T) override {
+                       int T, int64_t row0) override {
         const DeviceGuard g(device_);
-        cuda::sample_random(ctx_, inputs, targets, data, seed, s, micro_step, B, T);
+        cuda::sample_random(ctx_, inputs, targets, data, seed, s, micro_step, B, T, row0);
     }
 
     // ---- per-step inputs and graphs
@@ -581,6 +582,24 @@ public:
         TRT_CUDA_CHECK(cudaEventRecord(inputs_copied_[i], stream_));
     }
     bool supports_graphs() const override { return true; }
+
+    // Data parallelism: NCCL (nccl_group.h), one group per backend.
+    bool device_collectives(std::string* why) override { return NcclGroup::available(why); }
+    void make_collective_id(uint8_t* id) override { NcclGroup::make_id(id); }
+    void join_collectives(const uint8_t* id, int rank, int world) override {
+        const DeviceGuard g(device_);
+        nccl_.reset();
+        nccl_ = std::make_unique<NcclGroup>(id, rank, world);
+    }
+    void all_reduce_sum(float* data, size_t n) override {
+        const DeviceGuard g(device_);
+        joined().all_reduce_sum(data, n, stream_);
+    }
+    void all_reduce_sum(double* data, size_t n) override {
+        const DeviceGuard g(device_);
+        joined().all_reduce_sum(data, n, stream_);
+    }
+
     BackendCaps capabilities() const override {
         BackendCaps c;
         c.device_memory = true;
@@ -678,6 +697,7 @@ private:
                               cudaSetDevice(device_) == cudaSuccess;
         if (stream_) cudaStreamSynchronize(stream_);
         if (copy_stream_) cudaStreamSynchronize(copy_stream_);
+        nccl_.reset();
         for (auto& kv : graphs_) cudaGraphExecDestroy(kv.second);
         cudnn_.reset();  // its handle before the streams go
         if (ctx_.matmul) destroy_matmul_state(ctx_.matmul);
@@ -757,6 +777,10 @@ private:
     // Parameter count for sizing the optimizer's partials before register_params is known:
     // the registered count when there is one.
     size_t params_n_hint() const { return ctx_.n_params; }
+    NcclGroup& joined() {
+        TRT_CHECK(nccl_, "all_reduce_sum: join_collectives was not called");
+        return *nccl_;
+    }
     void* working_copy_of(const float* p) const { return const_cast<void*>(ctx_.lowp_of(p)); }
     void refresh_working_copy_if_overlaps(const void* dst, size_t bytes) {
         if (!ctx_.params_lowp) return;
@@ -790,6 +814,7 @@ private:
     int next_inputs_slot_ = 0;
 
     std::unordered_map<int, cudaGraphExec_t> graphs_;  // captured steps by id
+    std::unique_ptr<NcclGroup> nccl_;                   // data parallel: the ranks' group
 
     // accel.attention = "cudnn": the cuDNN path, or why not (for the startup log).
     std::unique_ptr<CudnnAttention> cudnn_;

@@ -226,6 +226,6 @@ void sample_window(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
 // The step is read from s->step on the device.
 void sample_random(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
                    const DeviceTokens& data, uint64_t seed, const StepScalars* s,
-                   int64_t micro_step, int B, int T);
+                   int64_t micro_step, int B, int T, int64_t row0 = 0);
 
 }  // namespace trt::cuda

@@ -91,6 +91,24 @@ public:
               "MPI_Allgather");
     }
 
+    void reduce_scatter_sum(float* data, const std::vector<size_t>& bounds) override {
+        Collective c(*this, "MPI_Reduce_scatter");
+        set_parts(bounds);
+        const size_t lo = bounds[static_cast<size_t>(rank_)], hi = bounds[static_cast<size_t>(rank_) + 1];
+        floats_.resize(std::max<size_t>(1, hi - lo));
+        check(MPI_Reduce_scatter(data, floats_.data(), counts_.data(), MPI_FLOAT, MPI_SUM, comm_),
+              "MPI_Reduce_scatter");
+        std::copy(floats_.begin(), floats_.begin() + static_cast<std::ptrdiff_t>(hi - lo), data + lo);
+    }
+
+    void all_gather_parts(float* data, const std::vector<size_t>& bounds) override {
+        Collective c(*this, "MPI_Allgatherv");
+        set_parts(bounds);
+        check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, data, counts_.data(), displs_.data(),
+                             MPI_FLOAT, comm_),
+              "MPI_Allgatherv");
+    }
+
     void barrier() override {
         Collective c(*this, "MPI_Barrier");
         check(MPI_Barrier(comm_), "MPI_Barrier");
@@ -126,6 +144,19 @@ private:
             check(MPI_Allgatherv(part.data(), counts_[static_cast<size_t>(rank_)], type,
                                  data + off, counts_.data(), displs_.data(), type, comm_),
                   "MPI_Allgatherv");
+        }
+    }
+
+    // counts_/displs_ from cut points; MPI's int counts and displacements bound the buffer.
+    void set_parts(const std::vector<size_t>& bounds) {
+        TRT_CHECK(bounds.size() == static_cast<size_t>(size_) + 1 && bounds.back() < (size_t{1} << 31),
+                  "data parallel: ZeRO-1 over ", bounds.back(), " floats: MPI counts are int, so "
+                  "buffers of 2^31 floats and more are not supported yet");
+        counts_.resize(static_cast<size_t>(size_));
+        displs_.resize(static_cast<size_t>(size_));
+        for (size_t r = 0; r < static_cast<size_t>(size_); ++r) {
+            counts_[r] = static_cast<int>(bounds[r + 1] - bounds[r]);
+            displs_[r] = static_cast<int>(bounds[r]);
         }
     }
 

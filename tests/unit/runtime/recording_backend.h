@@ -371,16 +371,16 @@ public:
     }
     void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
                        uint64_t seed, const StepScalars* s, int64_t micro_step, int B,
-                       int T) override {
+                       int T, int64_t row0) override {
         if (capturing_ && knobs_.bake_sampler_inputs) {
             const StepScalars baked = *s;  // mutant: the step of capture time
             op("sample_random(baked step)", [=, be = be()] {
-                be->sample_random(inputs, targets, data, seed, &baked, micro_step, B, T);
+                be->sample_random(inputs, targets, data, seed, &baked, micro_step, B, T, row0);
             });
             return;
         }
         op("sample_random", [=, be = be()] {
-            be->sample_random(inputs, targets, data, seed, s, micro_step, B, T);
+            be->sample_random(inputs, targets, data, seed, s, micro_step, B, T, row0);
         });
     }
 

@@ -76,7 +76,7 @@ __global__ void sample_random_kernel(int32_t* __restrict__ inputs,
                                      const int64_t* __restrict__ shard_starts,
                                      int32_t num_shards, uint64_t W, uint64_t seed,
                                      const StepScalars* __restrict__ s, int64_t micro_step,
-                                     int64_t T, int chunks) {
+                                     int64_t T, int chunks, int64_t row0) {
     __shared__ int64_t window;
     const int64_t step = s->step;
     const int64_t row = blockIdx.x / chunks;
@@ -84,7 +84,7 @@ __global__ void sample_random_kernel(int32_t* __restrict__ inputs,
     const int64_t c1 = c0 + kRowChunk < T ? c0 + kRowChunk : T;
     if (threadIdx.x == 0)
         window = sampler_math::random_row_offset(shard_starts, num_shards, T, W, seed, step,
-                                                 micro_step, row);
+                                                 micro_step, row0 + row);
     __syncthreads();
     const int64_t p = window;
     int32_t* in = inputs + row * T;
@@ -134,7 +134,7 @@ void sample_window(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
 
 void sample_random(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
                    const DeviceTokens& data, uint64_t seed, const StepScalars* s,
-                   int64_t micro_step, int B, int T) {
+                   int64_t micro_step, int B, int T, int64_t row0) {
     TRT_CHECK(B >= 0 && T > 0, "sample_random: B=", B, ", T=", T);
     if (B == 0) return;
     TRT_CHECK(inputs && targets && data.tokens && data.shard_starts && s,
@@ -151,7 +151,7 @@ void sample_random(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
     TRT_CHECK(blocks <= INT_MAX, "sample_random: grid of ", blocks, " blocks");
     sample_random_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, ctx.stream>>>(
         inputs, targets, data.tokens, data.shard_starts, data.num_shards, data.random_windows,
-        seed, s, micro_step, T, chunks);
+        seed, s, micro_step, T, chunks, row0);
     TRT_CUDA_LAUNCH_CHECK();
 }
 
