@@ -94,6 +94,14 @@ const char* to_string(DistBackend v) {
     return "?";
 }
 
+const char* to_string(WireDType v) {
+    switch (v) {
+        case WireDType::Fp32: return "fp32";
+        case WireDType::Bf16: return "bf16";
+    }
+    return "?";
+}
+
 const char* to_string(Placement v) {
     switch (v) {
         case Placement::Auto: return "auto";

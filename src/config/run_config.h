@@ -25,6 +25,8 @@ enum class StateDType { Fp32, Int8 };
 enum class Placement { Auto, Device, Host };
 // Which world of ranks a session trains in (dist.backend; docs/DISTRIBUTED.md).
 enum class DistBackend { Auto, None, Mpi, Nccl };
+// The gradients' type while they are summed across ranks (dist.wire_dtype).
+enum class WireDType { Fp32, Bf16 };
 
 struct ModelConfig {
     ModelArch arch = ModelArch::Gpt2;  // the family: which tensors and ops (model/param_table.h)
@@ -144,6 +146,9 @@ struct DistConfig {
     // 1 = ZeRO-1: each rank keeps and updates 1/N of the AdamW state (gradients
     // reduce-scattered, parameters all-gathered); 0 = every rank keeps all of it.
     int64_t zero = 0;
+    // bf16: gradients rounded to bf16 for the sum (half the bytes; each partial sum rounds to
+    // bf16, as NCCL's bf16 all-reduce does); fp32: summed in fp32.
+    WireDType wire_dtype = WireDType::Fp32;
 };
 
 struct RunConfig {
@@ -169,5 +174,6 @@ const char* to_string(Recompute v);
 const char* to_string(StateDType v);
 const char* to_string(Placement v);
 const char* to_string(DistBackend v);
+const char* to_string(WireDType v);
 
 }  // namespace trt

@@ -4,6 +4,7 @@
 #pragma once
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ public:
     // data[i] = the sum over the ranks of their data[i], on every rank, the same bits on all.
     virtual void all_reduce_sum(float* data, size_t n) = 0;
     virtual void all_reduce_sum(double* data, size_t n) = 0;
+    // The same over bf16 values (dist.wire_dtype = "bf16"): every partial sum is computed in
+    // fp32 and rounded to bf16 (round to nearest even), as NCCL's bf16 all-reduce does.
+    virtual void all_reduce_sum_bf16(uint16_t* data, size_t n) = 0;
     // all[r * bytes ...] = rank r's `mine` (bytes each), on every rank.
     virtual void all_gather(const void* mine, size_t bytes, void* all) = 0;
     // ZeRO-1 (parts cut at bounds[0] = 0 < ... <= bounds[size()], the buffer's length):

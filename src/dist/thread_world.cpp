@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/bf16.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 
@@ -56,6 +57,19 @@ public:
     }
     void all_reduce_sum(float* data, size_t n) override { reduce(data, n); }
     void all_reduce_sum(double* data, size_t n) override { reduce(data, n); }
+    void all_reduce_sum_bf16(uint16_t* data, size_t n) override {
+        check_usable();
+        publish(data);
+        std::vector<uint16_t> sum(static_cast<const uint16_t*>(shared_->buffers[0]),
+                                  static_cast<const uint16_t*>(shared_->buffers[0]) + n);
+        for (int r = 1; r < shared_->size; ++r) {
+            const uint16_t* other = static_cast<const uint16_t*>(shared_->buffers[static_cast<size_t>(r)]);
+            for (size_t i = 0; i < n; ++i)
+                sum[i] = float_to_bf16(bf16_to_float(sum[i]) + bf16_to_float(other[i]));
+        }
+        shared_->barrier();
+        std::copy(sum.begin(), sum.end(), data);
+    }
     void all_gather(const void* mine, size_t bytes, void* all) override {
         check_usable();
         publish(mine);

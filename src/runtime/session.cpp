@@ -82,6 +82,9 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
     if (world_size_ > 1) {
         log_.set_rank(static_cast<int>(rank_), static_cast<int>(world_size_));
         require_same_config_on_every_rank();
+        if (run_.dist.wire_dtype == WireDType::Bf16 && run_.dist.zero == 1)
+            fail(Status::Config, "dist.wire_dtype = \"bf16\" with dist.zero = 1: ZeRO-1's "
+                 "reduce-scatter sums in fp32 only (not built in bf16); set one of them back");
     }
     if (tr.checkpoint_every > 0 && tr.out_dir.empty())
         fail(Status::Config, "train.checkpoint_every = ", tr.checkpoint_every,

@@ -156,6 +156,7 @@ private:
     // between its halves, and the compact staging of the parameters' all-gather.
     bool zero_ = false;
     bool device_sum_ = false;  // the gradients are summed by the backend (NCCL)
+    std::vector<uint16_t> wire_;  // dist.wire_dtype = "bf16": the gradients as summed
     void join_device_collectives();
     std::vector<float> zero_params_;
     void combine_shard_norms();

@@ -2,6 +2,7 @@
 // checks every rank makes together, and the gradient all-reduce.
 #include <limits>
 
+#include "core/bf16.h"
 #include "dist/communicator.h"
 #include "io/sha256.h"
 #include "runtime/session.h"
@@ -52,9 +53,14 @@ void Session::join_device_collectives() {
     const bool can = backend_->device_collectives(&why);
     if (asked == DistBackend::Nccl && !can)
         fail(Status::Unsupported, "dist.backend = \"nccl\": ", why);
-    if (asked == DistBackend::Mpi || !can) {
+    const bool bf16_wire = run_.dist.wire_dtype == WireDType::Bf16;
+    if (asked == DistBackend::Nccl && bf16_wire)
+        fail(Status::Config, "dist.wire_dtype = \"bf16\" is built for sums over MPI only; "
+             "use dist.backend = \"mpi\" or dist.wire_dtype = \"fp32\"");
+    if (asked == DistBackend::Mpi || !can || bf16_wire) {
         log_.info("data parallel: gradients through host copies over MPI (",
-                  asked == DistBackend::Mpi ? std::string("dist.backend = \"mpi\"") : why, ")");
+                  asked == DistBackend::Mpi ? std::string("dist.backend = \"mpi\"")
+                  : bf16_wire ? std::string("dist.wire_dtype = \"bf16\"") : why, ")");
         return;
     }
     if (zero_) {  // (not built on the device yet: ZeRO-1 reduce-scatters through the host)
@@ -125,10 +131,16 @@ void Session::all_reduce_gradients() {
         return;
     }
     auto sum = [&](float* grads) {
-        if (zero_)
+        if (zero_) {
             world_->reduce_scatter_sum(grads, optimizer_->shard_bounds());
-        else
+        } else if (run_.dist.wire_dtype == WireDType::Bf16) {  // half the bytes on the wire
+            wire_.resize(n);
+            for (size_t i = 0; i < n; ++i) wire_[i] = float_to_bf16(grads[i]);
+            world_->all_reduce_sum_bf16(wire_.data(), n);
+            for (size_t i = 0; i < n; ++i) grads[i] = bf16_to_float(wire_[i]);
+        } else {
             world_->all_reduce_sum(grads, n);
+        }
     };
     if (!backend_->capabilities().device_memory) {
         sum(model_->grads());

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/bf16.h"
 #include "core/error.h"
 #include "core/version.h"
 #include "dist/communicator.h"
@@ -53,6 +54,22 @@ std::string mpi_error(int code) {
 // MPI counts are int: collectives over longer buffers go in pieces of this many elements.
 constexpr size_t kMaxPiece = size_t{1} << 30;
 
+// bf16 sum as an MPI operation (MPI has no bf16 type): inout[i] = bf16(in[i] + inout[i]).
+void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+    const auto* a = static_cast<const uint16_t*>(in);
+    auto* b = static_cast<uint16_t*>(inout);
+    for (int i = 0; i < *len; ++i) b[i] = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
+}
+
+MPI_Op bf16_sum_op() {
+    static MPI_Op op = [] {
+        MPI_Op o = MPI_OP_NULL;
+        MPI_Op_create(&bf16_sum, /*commute=*/1, &o);
+        return o;
+    }();
+    return op;
+}
+
 class MpiRank final : public Communicator {
 public:
     MpiRank(MPI_Comm base, int64_t timeout_s) : timeout_(std::chrono::seconds(timeout_s)) {
@@ -81,6 +98,9 @@ public:
     void all_reduce_sum(float* data, size_t n) override { reduce(data, n, MPI_FLOAT, floats_); }
     void all_reduce_sum(double* data, size_t n) override {
         reduce(data, n, MPI_DOUBLE, doubles_);
+    }
+    void all_reduce_sum_bf16(uint16_t* data, size_t n) override {
+        reduce(data, n, MPI_UINT16_T, halves_, bf16_sum_op());
     }
 
     void all_gather(const void* mine, size_t bytes, void* all) override {
@@ -126,7 +146,7 @@ private:
     // and let their weights drift apart. The same bandwidth as a ring all-reduce; and the
     // order of each part's sum is fixed for a fixed world size, so runs repeat bit for bit.
     template <typename T>
-    void reduce(T* data, size_t n, MPI_Datatype type, std::vector<T>& part) {
+    void reduce(T* data, size_t n, MPI_Datatype type, std::vector<T>& part, MPI_Op op = MPI_SUM) {
         Collective c(*this, "MPI_Reduce_scatter + MPI_Allgatherv");
         for (size_t off = 0; off < n; off += kMaxPiece) {
             const size_t len = std::min(kMaxPiece, n - off);
@@ -139,7 +159,7 @@ private:
                 displs_[static_cast<size_t>(r)] = static_cast<int>(lo);
             }
             part.resize(std::max<size_t>(1, len / static_cast<size_t>(size_) + 1));
-            check(MPI_Reduce_scatter(data + off, part.data(), counts_.data(), type, MPI_SUM, comm_),
+            check(MPI_Reduce_scatter(data + off, part.data(), counts_.data(), type, op, comm_),
                   "MPI_Reduce_scatter");
             check(MPI_Allgatherv(part.data(), counts_[static_cast<size_t>(rank_)], type,
                                  data + off, counts_.data(), displs_.data(), type, comm_),
@@ -215,6 +235,7 @@ private:
     std::vector<int> counts_, displs_;
     std::vector<float> floats_;
     std::vector<double> doubles_;
+    std::vector<uint16_t> halves_;
 
     const std::chrono::seconds timeout_;
     std::mutex mu_;

@@ -153,6 +153,7 @@ const Rule kRules[] = {
     {"DistBackendGloo", "dist", "backend", "\"gloo\"", "\"auto\", \"none\", \"mpi\", \"nccl\""},
     {"DistTimeoutZero", "dist", "timeout", "0", "expected an integer in [1, 604800]"},
     {"DistZeroTwo", "dist", "zero", "2", "expected an integer in [0, 1]"},
+    {"DistWireFp16", "dist", "wire_dtype", "\"fp16\"", "\"fp32\", \"bf16\""},
     {"SeqLenZero", "train", "seq_len", "0", "expected an integer in [1, 16777216]"},
     {"GradAccumZero", "train", "grad_accum", "0", "expected an integer in [1, 1048576]"},
     {"GradAccum2To62", "train", "grad_accum", "4611686018427387904", "expected an integer in [1, 1048576]"},

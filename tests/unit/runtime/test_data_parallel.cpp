@@ -480,3 +480,25 @@ TEST(Launcher, NoneStaysAloneAndMpiWithoutTheModuleSaysWhatToInstall) {
     }
     unsetenv("TRAINRT_MPI_MODULE");
 }
+
+// dist.wire_dtype = "bf16": the gradients are summed as bf16 — the run follows the fp32
+// wire's within bf16's tolerance, differs from it (the rounding happened), and the ranks
+// still hold the same bits.
+TEST(DataParallelRuns, Bf16OnTheWireStaysCloseToFp32) {
+    const std::string dir = test_dir();
+    Config c = config(dir, "random", 4, 2);
+    const auto fp32 = run_world(c, 2, 10);
+    c.set("dist.wire_dtype", "\"bf16\"");
+    const auto bf16 = run_world(c, 2, 10);
+    for (const auto& r : {fp32[0], bf16[0], bf16[1]}) ASSERT_EQ(r.error, "");
+    bool differs = false;
+    for (size_t k = 0; k < fp32[0].losses.size(); ++k) {
+        EXPECT_NEAR(bf16[0].losses[k], fp32[0].losses[k], 2e-2 * fp32[0].losses[k]) << k + 1;
+        differs = differs || !same(bf16[0].norms[k], fp32[0].norms[k]);
+    }
+    EXPECT_TRUE(differs) << "the bf16 wire changed nothing: was it used?";
+    EXPECT_TRUE(same(bf16[0].probe, bf16[1].probe));
+    c.set("dist.zero", "1");
+    for (const std::string& e : build_world({c, c}))
+        EXPECT_NE(e.find("dist.wire_dtype"), std::string::npos) << e;
+}
