@@ -141,6 +141,12 @@ TRAINRT_API trainrt_status trainrt_config_dump(char* buf, size_t cap, size_t* ne
  * fn = NULL: use the process default. */
 TRAINRT_API trainrt_status trainrt_config_set_log(trainrt_config* config, trainrt_log_fn fn,
                                                   void* payload, int32_t min_level);
+/* Data parallelism for a host that runs MPI itself (docs/DISTRIBUTED.md): sessions created from
+ * this config train with the ranks of the communicator *comm — a pointer to an MPI_Comm of the
+ * MPI libtrainrt-mpi was built against (Open MPI), read during trainrt_session_create only —
+ * instead of MPI_COMM_WORLD, unless dist.backend = "none". The host initialised MPI with
+ * MPI_THREAD_SERIALIZED or more and finalises it. comm = NULL restores the default. */
+TRAINRT_API trainrt_status trainrt_config_set_mpi_comm(trainrt_config* config, const void* comm);
 
 /* ---------------------------------------------------------------- session */
 /* One training run: model, optimizer state, data, sampler, backend, metrics. */

@@ -75,7 +75,7 @@ TRAINRT_API trainrt_status trainrt_config_from_checkpoint(trainrt_config** out,
         const CheckpointState st = read_checkpoint_state(dir);
         // Paths in the stored config are already absolute (resolved when it was loaded).
         Config config = Config::from_string(st.config_toml, "", dir + "/state.json");
-        *out = new trainrt_config{std::move(config), LogSink{}, {}};
+        *out = new trainrt_config{std::move(config), LogSink{}, nullptr, {}};
         return TRAINRT_OK;
     });
 }

@@ -11,7 +11,7 @@ using capi::require;
 namespace {
 
 trainrt_status make_config(trainrt_config** out, Config config) {
-    auto* handle = new trainrt_config{std::move(config), LogSink{}, {}};
+    auto* handle = new trainrt_config{std::move(config), LogSink{}, nullptr, {}};
     *out = handle;
     return TRAINRT_OK;
 }
@@ -124,6 +124,15 @@ TRAINRT_API trainrt_status trainrt_config_set_log(trainrt_config* config, trainr
         capi::require_log_level(min_level, "trainrt_config_set_log");
         capi::BusyGuard busy(config->busy, "trainrt_config_set_log");
         config->log_sink = LogSink{fn, payload, min_level};
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_config_set_mpi_comm(trainrt_config* config, const void* comm) {
+    return guarded("trainrt_config_set_mpi_comm", [&] {
+        require(config, "trainrt_config_set_mpi_comm", "config");
+        capi::BusyGuard busy(config->busy, "trainrt_config_set_mpi_comm");
+        config->mpi_comm = comm;
         return TRAINRT_OK;
     });
 }

@@ -57,13 +57,19 @@ TRAINRT_API trainrt_status trainrt_session_create(trainrt_session** out,
         // takes long and logs through the sink, whose callback may use the config handle.
         std::unique_ptr<Config> copy;
         LogSink sink;
+        const void* mpi_comm = nullptr;
         {
             capi::BusyGuard busy(config->busy, "trainrt_session_create");
             copy = std::make_unique<Config>(config->config);
             sink = config->log_sink;
+            mpi_comm = config->mpi_comm;
         }
+        // The host's own MPI communicator (trainrt_config_set_mpi_comm), joined here.
+        std::shared_ptr<dist::Communicator> world;
+        if (mpi_comm && copy->run().dist.backend != DistBackend::None)
+            world = dist::join_mpi_world(copy->run().dist.timeout, mpi_comm);
         auto handle = std::make_unique<trainrt_session>();
-        handle->session = std::make_unique<Session>(*copy, sink);
+        handle->session = std::make_unique<Session>(*copy, sink, BackendFactory{}, world);
         *out = handle.release();
         return TRAINRT_OK;
     });

@@ -11,6 +11,7 @@
 struct trainrt_config {
     trt::Config config;
     trt::LogSink log_sink;  // handed to sessions created from this config
+    const void* mpi_comm = nullptr;  // trainrt_config_set_mpi_comm: an MPI_Comm* of the host's
     // Set by every call that reads or writes the handle (BusyGuard): reads take it too, since
     // a read racing trainrt_config_set would see a value being replaced. Mutable so the
     // getters, which take a const handle, can take it.

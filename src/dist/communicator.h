@@ -46,10 +46,10 @@ int launcher_world_size();
 // MPI_LOCALNRANKS, Slurm's SLURM_NTASKS_PER_NODE); `world` when no launcher says.
 int local_world_size(int64_t world);
 
-// Joins the MPI world this process was launched into (libtrainrt-mpi, loaded on first use:
-// next to libtrainrt, or TRAINRT_MPI_MODULE). Error(Unsupported) when the module cannot be
-// loaded, naming what was tried.
-std::shared_ptr<Communicator> join_mpi_world(int64_t timeout_s);
+// Joins the MPI world this process was launched into — or host_comm, an MPI_Comm* of the
+// host's (libtrainrt-mpi, loaded on first use: next to libtrainrt, or TRAINRT_MPI_MODULE).
+// Error(Unsupported) when the module cannot be loaded, naming what was tried.
+std::shared_ptr<Communicator> join_mpi_world(int64_t timeout_s, const void* host_comm = nullptr);
 
 // Whether libtrainrt-mpi is found and loadable (trainrt_build_features' MPI bit).
 bool mpi_module_loadable() noexcept;

@@ -93,11 +93,11 @@ int local_world_size(int64_t world) {
     return static_cast<int>(world);
 }
 
-std::shared_ptr<Communicator> join_mpi_world(int64_t timeout_s) {
+std::shared_ptr<Communicator> join_mpi_world(int64_t timeout_s, const void* host_comm) {
     const LoadedModule& module = module_once();
     if (!module.table) fail(module.status, module.error);
     char err[1024] = {0};
-    Communicator* c = module.table->join(nullptr, timeout_s, err, sizeof err);
+    Communicator* c = module.table->join(host_comm, timeout_s, err, sizeof err);
     if (!c) fail(Status::Internal, "joining the MPI world (", module.table->mpi_version, "): ", err);
     return std::shared_ptr<Communicator>(c);
 }

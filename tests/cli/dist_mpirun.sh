@@ -4,14 +4,16 @@
 #   2 ranks repeat bit for bit; a 2-rank checkpoint resumes at 2 ranks (bit for bit) and at
 #   1 rank (within 1e-6); ZeRO-1 (dist.zero = 1) trains as dist.zero = 0 within 1e-6 and its
 #   checkpoint resumes in one process; a killed rank, a hung rank (dist.timeout) and a rank with another
-#   config end the job within 30 s; dist.backend = "mpi" without the module is a clear error.
-#   usage: dist_mpirun.sh TRAINRT_BINARY SOURCE_DIR SCRATCH_DIR MPIRUN
+#   config end the job within 30 s; dist.backend = "mpi" without the module is a clear error;
+#   a host program that runs MPI itself passes its own communicator (trainrt_config_set_mpi_comm).
+#   usage: dist_mpirun.sh TRAINRT_BINARY SOURCE_DIR SCRATCH_DIR MPIRUN [LIBTRAINRT]
 set -euo pipefail
 
 TRAINRT=$1
 SRC=$2
 WORK=$3
 MPIRUN=$4
+LIBTRAINRT=${5:-}
 TEXT="$SRC/examples/data/tinyshakespeare.txt"
 
 fail() {
@@ -186,5 +188,26 @@ TRAINRT_MPI_MODULE=/nonexistent/libtrainrt-mpi.so "$TRAINRT" train run.toml \
     --set dist.backend=mpi > nomodule.log 2>&1 || rc=$?
 [ "$rc" -ne 0 ] || fail "no module: exit 0"
 grep -q "needs the module libtrainrt-mpi.so" nomodule.log || { cat nomodule.log; fail "no module: no message"; }
+
+step "a host's own communicator (trainrt_config_set_mpi_comm): every rank, or each alone"
+if [ -n "$LIBTRAINRT" ] && command -v mpicc >/dev/null; then
+    libdir=$(dirname "$LIBTRAINRT")
+    mpicc -std=c11 -Wall -Werror -o host_comm "$SRC/tests/cli/dist_host_comm.c" -I"$SRC/include" \
+        -L"$libdir" -ltrainrt -Wl,-rpath,"$libdir"
+    mpirun2 ./host_comm run.toml same > same.out 2> same.err || { cat same.err; fail "host comm (same) failed"; }
+    [ "$(grep -c 'world 2' same.out)" = 2 ] || { cat same.out same.err; fail "host comm (same): not a world of 2"; }
+    mpirun2 ./host_comm run.toml split > split.out 2> split.err || { cat split.err; fail "host comm (split) failed"; }
+    [ "$(grep -c 'world 1' split.out)" = 2 ] || { cat split.out split.err; fail "host comm (split): not 2 worlds of 1"; }
+    # Each rank alone trains as one process with B = 4 does.
+    alone=$("$TRAINRT" train run.toml --steps 3 --set train.out_dir=alone 2>&1 | sed -n 's/^step 3\/.*loss \([0-9.]*\).*/\1/p' | head -1)
+    [ -n "$alone" ] || fail "host comm: no step 3 loss from the process alone"
+    for l in $(awk '{print $6}' split.out); do
+        [ "$(printf '%.4f' "$l")" = "$alone" ] || fail "host comm (split): loss $l, alone $alone"
+    done
+    echo "  same: $(tr '\n' ' ' < same.out)"
+    echo "  split: $(tr '\n' ' ' < split.out) (one process alone: step 3 loss $alone)"
+else
+    echo "  skipped: no mpicc or no library path given"
+fi
 
 echo "dist_mpirun: all checks passed"

@@ -883,3 +883,27 @@ TEST(CapiPrepare, EmptyTextFails) {
     EXPECT_EQ(n_train, -9);
     EXPECT_FALSE(fs::exists(dir + "/o1/train.bin"));
 }
+
+// ====================================================================== config: MPI communicator
+
+// trainrt_config_set_mpi_comm: the comm is read when a session is created, and with
+// dist.backend = "none" never (a pointer that is no MPI_Comm is then harmless). The MPI runs
+// themselves (a world of every rank, worlds of one): tests/cli/dist_mpirun.sh.
+TEST(CapiConfig, SetMpiCommIsReadOnlyBySessionsThatJoinMpi) {
+    EXPECT_NULL_ARG(trainrt_config_set_mpi_comm(nullptr, nullptr), "config");
+    trainrt_config* c = nullptr;
+    ASSERT_EQ(trainrt_config_create(&c), TRAINRT_OK);
+    ASSERT_EQ(trainrt_config_set(c, "runtime.device", "\"cpu\""), TRAINRT_OK);
+    const int not_a_comm = 0;
+    EXPECT_EQ(trainrt_config_set_mpi_comm(c, &not_a_comm), TRAINRT_OK);
+    ASSERT_EQ(trainrt_config_set(c, "dist.backend", "\"none\""), TRAINRT_OK);
+    trainrt_session* s = nullptr;
+    ASSERT_EQ(trainrt_session_create(&s, c), TRAINRT_OK) << trainrt_last_error_message();
+    trainrt_metrics m = TRAINRT_METRICS_INIT;
+    ASSERT_EQ(trainrt_session_metrics(&m, s), TRAINRT_OK);
+    EXPECT_EQ(m.rank, 0);
+    EXPECT_EQ(m.world_size, 1);
+    trainrt_session_destroy(s);
+    EXPECT_EQ(trainrt_config_set_mpi_comm(c, nullptr), TRAINRT_OK);  // back to the default
+    trainrt_config_destroy(c);
+}

@@ -68,7 +68,7 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_config_set),            TRT_ENTRY(trainrt_config_get_int),
     TRT_ENTRY(trainrt_config_get_double),     TRT_ENTRY(trainrt_config_get_bool),
     TRT_ENTRY(trainrt_config_get_string),     TRT_ENTRY(trainrt_config_dump),
-    TRT_ENTRY(trainrt_config_set_log),        TRT_ENTRY(trainrt_step_result_init),
+    TRT_ENTRY(trainrt_config_set_log),        TRT_ENTRY(trainrt_config_set_mpi_comm),        TRT_ENTRY(trainrt_step_result_init),
     TRT_ENTRY(trainrt_metrics_init),          TRT_ENTRY(trainrt_session_create),
     TRT_ENTRY(trainrt_session_destroy),       TRT_ENTRY(trainrt_session_set_log),
     TRT_ENTRY(trainrt_session_step),          TRT_ENTRY(trainrt_session_step_tokens),
@@ -418,6 +418,7 @@ TEST_F(CapiMisuse, ConfigNullHandlesAndOutPointers) {
     EXPECT_NULL_ARG(trainrt_config_dump(nullptr, 5, &needed, ok), "buf");
     EXPECT_STREQ(buf, "keep");
     EXPECT_NULL_ARG(trainrt_config_set_log(nullptr, nullptr, nullptr, TRAINRT_LOG_INFO), "config");
+    EXPECT_NULL_ARG(trainrt_config_set_mpi_comm(nullptr, nullptr), "config");
     trainrt_model_info info = TRAINRT_MODEL_INFO_INIT;
     EXPECT_NULL_ARG(trainrt_config_model_info(nullptr, ok), "out");
     EXPECT_NULL_ARG(trainrt_config_model_info(&info, nullptr), "config");
