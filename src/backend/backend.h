@@ -518,6 +518,11 @@ public:
     // stream-ordered: a graph may hold it), the same bits on every rank.
     virtual void all_reduce_sum(float* /*data*/, size_t /*n*/) { no_collectives(); }
     virtual void all_reduce_sum(double* /*data*/, size_t /*n*/) { no_collectives(); }
+    // all_reduce_sum that may run beside the ops enqueued after it (CUDA: on a side stream,
+    // after the ops enqueued before it) until wait_collectives(), after which every op sees
+    // every sum. The default sums at once.
+    virtual void all_reduce_sum_async(float* data, size_t n) { all_reduce_sum(data, n); }
+    virtual void wait_collectives() {}
 
 private:
     // Inline on purpose: an out-of-line virtual would pin Backend's vtable to the core

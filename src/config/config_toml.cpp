@@ -236,6 +236,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_INT(dist, timeout, 1, limits::kMaxDistTimeout),
         TRT_INT(dist, zero, 0, 1),
         TRT_ENUM(dist, wire_dtype, WireDType),
+        TRT_BOOL(dist, overlap),
     };
     return table;
 }

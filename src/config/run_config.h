@@ -149,6 +149,9 @@ struct DistConfig {
     // bf16: gradients rounded to bf16 for the sum (half the bytes; each partial sum rounds to
     // bf16, as NCCL's bf16 all-reduce does); fp32: summed in fp32.
     WireDType wire_dtype = WireDType::Fp32;
+    // true: each block's gradients are summed as soon as its backward is done (NCCL: on a side
+    // stream, beside the rest of the backward); false: all at once after the backward.
+    bool overlap = false;
 };
 
 struct RunConfig {

@@ -399,6 +399,7 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
             lora_backward(p, i, a.ln1, A.dqkv, A.dln, N);
         norm_backward(A.dresidual, norm_dw(Slot::AttnNorm, i), norm_dw(Slot::AttnNormBias, i),
                       A.dln, residual, w(Slot::AttnNorm, i), a.ln1_mean, a.ln1_rstd, N);
+        if (block_done_) block_done_(i);
     }
     if (embeddings_train_ && dropping(s.dropout))  // through the embeddings' mask
         be_.dropout(A.dresidual, A.dresidual, NC, mask(s.dropout, kEmbeddingDropoutSite));

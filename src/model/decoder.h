@@ -4,6 +4,7 @@
 // B x T) on the backend. It knows nothing of optimizers, data or files.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +78,11 @@ public:
 
     size_t activation_bytes() const { return act_bytes_; }
 
+    // Data parallel (dist.overlap): called in forward_backward after block i's backward (i
+    // descending), once its gradients are complete, so they can be summed across ranks while
+    // the backward goes on. Empty: none.
+    void set_block_done(std::function<void(int)> fn) { block_done_ = std::move(fn); }
+
 private:
     void run_forward(const int32_t* inputs, const int32_t* targets, int B, int T,
                      float dloss_scale, bool write_grad, const StepScalars* scalars);
@@ -131,6 +137,7 @@ private:
     // The backward's lowest block (L: none) and whether it reaches the embeddings: below
     // the lowest trainable tensor nothing needs a gradient.
     int backward_from_layer_ = 0;
+    std::function<void(int)> block_done_;
     bool embeddings_train_ = true;
     Recompute recompute_ = Recompute::None;
     uint64_t dropout_seed_ = 0;

@@ -159,7 +159,10 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
         run_.accel.fused_adamw,
         zero_ ? ZeroShard{static_cast<int>(rank_), static_cast<int>(world_size_)} : ZeroShard{});
     scalars_ = static_cast<StepScalars*>(backend_->alloc(sizeof(StepScalars), "step scalars"));
-    if (world_size_ > 1) join_device_collectives();
+    if (world_size_ > 1) {
+        join_device_collectives();
+        plan_overlap();
+    }
     // fp16: torch.cuda.amp.GradScaler's initial scale 2^16; otherwise no scaling.
     reset_step_scalars(precision_ == Precision::Fp16 ? 65536.0f : 1.0f);
     place_train_data();
@@ -469,8 +472,16 @@ void Session::accumulate_and_update(float dloss_scale, const MicroBatchLoader& l
     model_->zero_grads();
     for (int64_t k = 0; k < run_.train.grad_accum; ++k) {
         load(k, inputs, targets);
+        // dist.overlap: the last micro-batch's backward completes each block's gradients,
+        // which are summed across ranks from there on.
+        const bool overlap = overlap_ && k + 1 == run_.train.grad_accum;
+        if (overlap)
+            model_->set_block_done([this](int layer) {
+                sum_range(layer_ranges_[static_cast<size_t>(layer)]);
+            });
         model_->forward_backward(inputs, targets, B, T, dloss_scale, scalars_,
                                  static_cast<uint32_t>(k));
+        if (overlap) model_->set_block_done(nullptr);
         backend_->accumulate_loss(scalars_, model_->losses(), static_cast<size_t>(B) * T);
     }
     update_weights();

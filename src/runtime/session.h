@@ -157,6 +157,15 @@ private:
     bool zero_ = false;
     bool device_sum_ = false;  // the gradients are summed by the backend (NCCL)
     std::vector<uint16_t> wire_;  // dist.wire_dtype = "bf16": the gradients as summed
+    // dist.overlap: each block's compact gradient range, summed when its backward is done, and
+    // the ranges left for after the backward (embeddings, final norm, head).
+    struct GradRange {
+        size_t lo = 0, hi = 0;
+    };
+    bool overlap_ = false;
+    std::vector<GradRange> layer_ranges_, rest_ranges_;
+    void plan_overlap();
+    void sum_range(const GradRange& r);
     void join_device_collectives();
     std::vector<float> zero_params_;
     void combine_shard_norms();

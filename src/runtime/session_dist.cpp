@@ -1,5 +1,6 @@
 // The data-parallel parts of a Session (docs/DISTRIBUTED.md): which world it joins, the
 // checks every rank makes together, and the gradient all-reduce.
+#include <algorithm>
 #include <limits>
 
 #include "core/bf16.h"
@@ -125,9 +126,20 @@ void Session::update_weights() {
 // copy (NCCL will do it in place).
 void Session::all_reduce_gradients() {
     const size_t n = model_->table().grad_total();
+    if (overlap_) {  // the blocks' ranges are summed (or being summed) already
+        for (const GradRange& r : rest_ranges_) sum_range(r);
+        backend_->wait_collectives();
+    }
     if (device_sum_) {  // in place, on the backend's stream
-        backend_->all_reduce_sum(model_->grads(), n);
+        if (!overlap_) backend_->all_reduce_sum(model_->grads(), n);
         backend_->all_reduce_sum(&scalars_->loss_sum, 1);
+        return;
+    }
+    if (overlap_) {  // host memory: summed in place already; the loss sum is left
+        StepScalars s;
+        backend_->copy_to_host(&s, scalars_, sizeof s);
+        world_->all_reduce_sum(&s.loss_sum, 1);
+        backend_->copy_to_device(scalars_, &s, sizeof s);
         return;
     }
     auto sum = [&](float* grads) {
@@ -154,6 +166,63 @@ void Session::all_reduce_gradients() {
     backend_->copy_to_host(&s, scalars_, sizeof s);
     world_->all_reduce_sum(&s.loss_sum, 1);
     backend_->copy_to_device(scalars_, &s, sizeof s);
+}
+
+// dist.overlap: each block's trainable tensors must be one compact range (then its sum can
+// start when the block's backward ends); where a family or train.trainable interleaves them,
+// or the sums would go through host copies of device memory, everything is summed at the end.
+void Session::plan_overlap() {
+    if (!run_.dist.overlap) return;
+    auto no = [&](const std::string& why) {
+        log_.info("data parallel: dist.overlap = true, but the gradients are summed after the "
+                  "backward: ", why);
+    };
+    if (zero_) return no("ZeRO-1 reduce-scatters them at once");
+    if (run_.dist.wire_dtype != WireDType::Fp32) return no("dist.wire_dtype = \"bf16\"");
+    if (backend_->capabilities().device_memory && !device_sum_)
+        return no("the sums go through host copies (no NCCL)");
+    const ParamTable& table = model_->table();
+    const int L = table.spec().L;
+    std::vector<GradRange> layers(static_cast<size_t>(L));
+    std::vector<size_t> held(static_cast<size_t>(L), 0);
+    for (const ParamTensor& t : table.tensors()) {
+        if (!t.trainable || t.layer < 0) continue;
+        GradRange& r = layers[static_cast<size_t>(t.layer)];
+        const size_t lo = t.grad_offset, hi = t.grad_offset + t.numel + t.padding;
+        r = held[static_cast<size_t>(t.layer)] == 0 ? GradRange{lo, hi}
+                                                     : GradRange{std::min(r.lo, lo), std::max(r.hi, hi)};
+        held[static_cast<size_t>(t.layer)] += t.numel + t.padding;
+    }
+    for (int i = 0; i < L; ++i)
+        if (held[static_cast<size_t>(i)] != layers[static_cast<size_t>(i)].hi - layers[static_cast<size_t>(i)].lo)
+            return no(cat("block ", i, "'s gradients are not one range"));
+    // The rest: what no block holds, in order.
+    std::vector<GradRange> sorted;
+    for (const GradRange& r : layers)
+        if (r.hi > r.lo) sorted.push_back(r);
+    std::sort(sorted.begin(), sorted.end(), [](const GradRange& a, const GradRange& b) { return a.lo < b.lo; });
+    std::vector<GradRange> rest;
+    size_t at = 0;
+    for (const GradRange& r : sorted) {
+        if (r.lo > at) rest.push_back({at, r.lo});
+        at = r.hi;
+    }
+    if (table.grad_total() > at) rest.push_back({at, table.grad_total()});
+    layer_ranges_ = std::move(layers);
+    rest_ranges_ = std::move(rest);
+    overlap_ = true;
+    log_.info("data parallel: each block's gradients are summed as soon as its backward is done",
+              device_sum_ ? " (NCCL, on a side stream beside the backward)"
+                          : " (over MPI, in turn: the CPU backward leaves no core to overlap with)");
+}
+
+// One range of the compact gradients, summed across the ranks.
+void Session::sum_range(const GradRange& r) {
+    if (r.hi <= r.lo) return;
+    if (device_sum_)
+        backend_->all_reduce_sum_async(model_->grads() + r.lo, r.hi - r.lo);
+    else
+        world_->all_reduce_sum(model_->grads() + r.lo, r.hi - r.lo);
 }
 
 // ZeRO-1: each rank's clip() saw its shard; the norm is of all of them (sum of squares over

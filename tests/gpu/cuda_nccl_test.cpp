@@ -72,6 +72,35 @@ TEST(CudaNccl, TheSumCanBeCapturedInAGraph) {
     cuda->free(d);
 }
 
+// dist.overlap's fork and join: sums on the side stream, after what was enqueued before them,
+// seen by what is enqueued after wait_collectives — eagerly and inside a captured graph.
+TEST(CudaNccl, SideStreamSumsJoinBack) {
+    std::unique_ptr<trt::Backend> cuda;
+    TRT_CUDA_BACKEND_OR_SKIP(cuda, Precision::Fp32);
+    if (!join_alone(*cuda)) GTEST_SKIP() << "no NCCL";
+    const size_t n = 1 << 20;
+    std::vector<float> host(n), back(n);
+    for (size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 97) - 48.0f;
+    auto* d = static_cast<float*>(cuda->alloc(n * sizeof(float), "test"));
+    auto* e = static_cast<float*>(cuda->alloc(n * sizeof(float), "test"));
+    for (int graph = 0; graph < 2; ++graph) {
+        cuda->copy_to_device(d, host.data(), n * sizeof(float));
+        if (graph) cuda->begin_capture();
+        cuda->all_reduce_sum_async(d, n / 2);           // the first half, on the side stream
+        cuda->all_reduce_sum_async(d + n / 2, n - n / 2);
+        cuda->wait_collectives();
+        cuda->gelu_forward(e, d, n);  // an op after the join reads the sums
+        if (graph) {
+            cuda->end_capture(11);
+            cuda->replay_graph(11);
+        }
+        cuda->copy_to_host(back.data(), d, n * sizeof(float));
+        EXPECT_EQ(back, host) << (graph ? "graph" : "eager");
+    }
+    cuda->free(d);
+    cuda->free(e);
+}
+
 TEST(CudaNccl, SummingBeforeJoiningIsAnError) {
     std::unique_ptr<trt::Backend> cuda;
     TRT_CUDA_BACKEND_OR_SKIP(cuda, Precision::Fp32);

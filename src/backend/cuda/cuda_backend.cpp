@@ -590,6 +590,27 @@ public:
         const DeviceGuard g(device_);
         nccl_.reset();
         nccl_ = std::make_unique<NcclGroup>(id, rank, world);
+        // The side stream of all_reduce_sum_async, made here (not while a graph captures).
+        if (!comm_stream_) {
+            TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
+            TRT_CUDA_CHECK(cudaEventCreateWithFlags(&comm_fork_, cudaEventDisableTiming));
+            TRT_CUDA_CHECK(cudaEventCreateWithFlags(&comm_join_, cudaEventDisableTiming));
+        }
+    }
+    // Fork: the side stream waits for what stream_ has enqueued so far, then sums there while
+    // stream_ goes on; wait_collectives joins it back (the same pattern inside a capture).
+    void all_reduce_sum_async(float* data, size_t n) override {
+        const DeviceGuard g(device_);
+        NcclGroup& group = joined();
+        TRT_CUDA_CHECK(cudaEventRecord(comm_fork_, stream_));
+        TRT_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, comm_fork_, 0));
+        group.all_reduce_sum(data, n, comm_stream_);
+    }
+    void wait_collectives() override {
+        if (!comm_stream_) return;
+        const DeviceGuard g(device_);
+        TRT_CUDA_CHECK(cudaEventRecord(comm_join_, comm_stream_));
+        TRT_CUDA_CHECK(cudaStreamWaitEvent(stream_, comm_join_, 0));
     }
     void all_reduce_sum(float* data, size_t n) override {
         const DeviceGuard g(device_);
@@ -697,7 +718,13 @@ private:
                               cudaSetDevice(device_) == cudaSuccess;
         if (stream_) cudaStreamSynchronize(stream_);
         if (copy_stream_) cudaStreamSynchronize(copy_stream_);
+        if (comm_stream_) cudaStreamSynchronize(comm_stream_);
         nccl_.reset();
+        if (comm_fork_) cudaEventDestroy(comm_fork_);
+        if (comm_join_) cudaEventDestroy(comm_join_);
+        if (comm_stream_) cudaStreamDestroy(comm_stream_);
+        comm_stream_ = nullptr;
+        comm_fork_ = comm_join_ = nullptr;
         for (auto& kv : graphs_) cudaGraphExecDestroy(kv.second);
         cudnn_.reset();  // its handle before the streams go
         if (ctx_.matmul) destroy_matmul_state(ctx_.matmul);
@@ -815,6 +842,8 @@ private:
 
     std::unordered_map<int, cudaGraphExec_t> graphs_;  // captured steps by id
     std::unique_ptr<NcclGroup> nccl_;                   // data parallel: the ranks' group
+    cudaStream_t comm_stream_ = nullptr;                // its sums beside the backward
+    cudaEvent_t comm_fork_ = nullptr, comm_join_ = nullptr;
 
     // accel.attention = "cudnn": the cuDNN path, or why not (for the startup log).
     std::unique_ptr<CudnnAttention> cudnn_;

@@ -14,6 +14,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -501,4 +502,50 @@ TEST(DataParallelRuns, Bf16OnTheWireStaysCloseToFp32) {
     c.set("dist.zero", "1");
     for (const std::string& e : build_world({c, c}))
         EXPECT_NE(e.find("dist.wire_dtype"), std::string::npos) << e;
+}
+
+// dist.overlap: each block's gradients are summed when its backward ends, the rest after it —
+// the same sums, so the same bits as summing everything at the end (host memory: in turn).
+TEST(DataParallelRuns, OverlapSumsTheSameBitsBlockByBlock) {
+    const std::string dir = test_dir();
+    for (const char* trainable : {"[]", "[\"h.1.*\", \"ln_f.*\"]"}) {
+        Config c = config(dir, "random", 4, 2);
+        c.set("train.trainable", trainable);
+        const auto at_end = run_world(c, 2, 5);
+        c.set("dist.overlap", "true");
+        const auto overlapped = run_world(c, 2, 5);
+        for (const auto& r : {at_end[0], overlapped[0], overlapped[1]}) ASSERT_EQ(r.error, "");
+        for (size_t k = 0; k < at_end[0].losses.size(); ++k)
+            EXPECT_TRUE(same(overlapped[0].losses[k], at_end[0].losses[k])) << trainable << k + 1;
+        EXPECT_TRUE(same(overlapped[0].probe, at_end[0].probe)) << trainable;
+        EXPECT_TRUE(same(overlapped[1].probe, at_end[0].probe)) << trainable;
+    }
+    // It did sum block by block (the log says so on rank 0).
+    struct Lines {
+        std::mutex mu;
+        std::vector<std::string> all;
+    } lines;
+    const LogSink sink{[](int32_t, const char* m, void* p) {
+                           auto* l = static_cast<Lines*>(p);
+                           std::lock_guard<std::mutex> lock(l->mu);
+                           l->all.emplace_back(m);
+                       },
+                       &lines, TRAINRT_LOG_INFO};
+    Config c = config(dir, "random", 4, 1);
+    c.set("dist.overlap", "true");
+    auto world = dist::make_thread_world(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+        threads.emplace_back([&, r] {
+            try {
+                Session s(c, sink, {}, world[static_cast<size_t>(r)]);
+                s.step();
+            } catch (const std::exception& e) {
+                ADD_FAILURE() << e.what();
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    bool said = false;
+    for (const std::string& l : lines.all) said = said || l.find("as soon as its backward") != std::string::npos;
+    EXPECT_TRUE(said);
 }
