@@ -775,7 +775,13 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
     // tries again, and train() fails only if its last attempt, retried at the end, still does.
     std::optional<Error> failed_checkpoint;
     auto finish = [&](TrainOutcome outcome) {
-        if (failed_checkpoint) {
+        // (Only rank 0 writes, so only it can have failed; under ZeRO-1 a save is a collective
+        // all ranks join, so they agree on the retry.)
+        const bool retry = zero_ ? any_rank(failed_checkpoint.has_value())
+                                 : failed_checkpoint.has_value();
+        if (retry && !failed_checkpoint) {
+            save_into_out_dir();  // this rank's part of rank 0's retry
+        } else if (retry) {
             log_.info("train: retrying the failed checkpoint at step ", step_);
             try {
                 log_.info("checkpoint: ", save_into_out_dir());

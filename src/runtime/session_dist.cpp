@@ -44,14 +44,22 @@ void Session::require_same_config_on_every_rank() {
 // The group is made from an id rank 0 draws, sent to every rank over the MPI world.
 void Session::join_device_collectives() {
     const DistBackend asked = run_.dist.backend;
-    if (!backend_->capabilities().device_memory) {
+    // Every rank must take the same path below (each step's collectives depend on it): a
+    // rank whose runtime.device = "auto" found no GPU, or no NCCL, must not split the world.
+    const bool device_memory = backend_->capabilities().device_memory;
+    if (any_rank(device_memory) && any_rank(!device_memory))
+        fail(Status::Config, "data parallel: some ranks run on a GPU and others on the CPU "
+             "(this one: ", backend_->name(), "); set runtime.device for all of them");
+    if (!device_memory) {
         if (asked == DistBackend::Nccl)
             fail(Status::Config, "dist.backend = \"nccl\" sums gradients on GPUs, but this run "
                  "is on the ", backend_->name(), " backend; use \"mpi\" (or \"auto\")");
         return;
     }
     std::string why;
-    const bool can = backend_->device_collectives(&why);
+    const bool here = backend_->device_collectives(&why);
+    const bool can = !any_rank(!here);
+    if (here && !can) why = "another rank cannot use NCCL";
     if (asked == DistBackend::Nccl && !can)
         fail(Status::Unsupported, "dist.backend = \"nccl\": ", why);
     const bool bf16_wire = run_.dist.wire_dtype == WireDType::Bf16;

@@ -549,3 +549,33 @@ TEST(DataParallelRuns, OverlapSumsTheSameBitsBlockByBlock) {
     for (const std::string& l : lines.all) said = said || l.find("as soon as its backward") != std::string::npos;
     EXPECT_TRUE(said);
 }
+
+// ZeRO-1 makes every save a collective: when rank 0's periodic checkpoints fail, all ranks
+// join its retry at the end of train() (none waits for a gather the others never start).
+// The failure: out_dir/latest is a non-empty directory (as in test_session.cpp).
+TEST(DataParallelRuns, AFailedCheckpointIsRetriedByEveryZeroOneRank) {
+    const std::string dir = test_dir();
+    Config c = config(dir, "random", 4, 1);
+    std::filesystem::create_directories(dir + "/out/latest/x");
+    c.set("train.out_dir", "\"" + dir + "/out\"");
+    c.set("train.checkpoint_every", "2");
+    c.set("train.steps", "5");
+    c.set("dist.zero", "1");
+    auto world = dist::make_thread_world(2, std::chrono::seconds(20));
+    std::vector<std::string> errors(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+        threads.emplace_back([&, r] {
+            try {
+                Session s(c, LogSink{}, {}, world[static_cast<size_t>(r)]);
+                s.train(0, nullptr);
+            } catch (const std::exception& e) {
+                errors[static_cast<size_t>(r)] = e.what();
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    EXPECT_NE(errors[0].find("as did the one before it"), std::string::npos) << errors[0];
+    EXPECT_EQ(errors[0].find("failed or left"), std::string::npos)
+        << "rank 0's retry waited for a rank that never joined it: " << errors[0];
+    EXPECT_EQ(errors[1], "") << "rank 1 joined rank 0's retry and went on";
+}
