@@ -165,6 +165,7 @@ private:
     bool overlap_ = false;
     std::vector<GradRange> layer_ranges_, rest_ranges_;
     void plan_overlap();
+    void sum_gradients_over_mpi(float* grads);
     void sum_range(const GradRange& r);
     void join_device_collectives();
     std::vector<float> zero_params_;

@@ -133,47 +133,45 @@ void Session::update_weights() {
 // rank's shard of them (reduce-scatter). On a backend with its own memory, through a host
 // copy (NCCL will do it in place).
 void Session::all_reduce_gradients() {
-    const size_t n = model_->table().grad_total();
     if (overlap_) {  // the blocks' ranges are summed (or being summed) already
         for (const GradRange& r : rest_ranges_) sum_range(r);
         backend_->wait_collectives();
-    }
-    if (device_sum_) {  // in place, on the backend's stream
-        if (!overlap_) backend_->all_reduce_sum(model_->grads(), n);
-        backend_->all_reduce_sum(&scalars_->loss_sum, 1);
-        return;
-    }
-    if (overlap_) {  // host memory: summed in place already; the loss sum is left
-        StepScalars s;
-        backend_->copy_to_host(&s, scalars_, sizeof s);
-        world_->all_reduce_sum(&s.loss_sum, 1);
-        backend_->copy_to_device(scalars_, &s, sizeof s);
-        return;
-    }
-    auto sum = [&](float* grads) {
-        if (zero_) {
-            world_->reduce_scatter_sum(grads, optimizer_->shard_bounds());
-        } else if (run_.dist.wire_dtype == WireDType::Bf16) {  // half the bytes on the wire
-            wire_.resize(n);
-            for (size_t i = 0; i < n; ++i) wire_[i] = float_to_bf16(grads[i]);
-            world_->all_reduce_sum_bf16(wire_.data(), n);
-            for (size_t i = 0; i < n; ++i) grads[i] = bf16_to_float(wire_[i]);
-        } else {
-            world_->all_reduce_sum(grads, n);
-        }
-    };
-    if (!backend_->capabilities().device_memory) {
-        sum(model_->grads());
+    } else if (device_sum_) {  // in place, on the backend's stream
+        backend_->all_reduce_sum(model_->grads(), model_->table().grad_total());
+    } else if (!backend_->capabilities().device_memory) {
+        sum_gradients_over_mpi(model_->grads());
     } else {
+        const size_t n = model_->table().grad_total();
         host_grads_.resize(n);
         backend_->copy_to_host(host_grads_.data(), model_->grads(), n * sizeof(float));
-        sum(host_grads_.data());
+        sum_gradients_over_mpi(host_grads_.data());
         backend_->copy_to_device(model_->grads(), host_grads_.data(), n * sizeof(float));
+    }
+    // And the loss sum.
+    if (device_sum_) {
+        backend_->all_reduce_sum(&scalars_->loss_sum, 1);
+        return;
     }
     StepScalars s;
     backend_->copy_to_host(&s, scalars_, sizeof s);
     world_->all_reduce_sum(&s.loss_sum, 1);
     backend_->copy_to_device(scalars_, &s, sizeof s);
+}
+
+// All the compact gradients in host memory: reduce-scattered (ZeRO-1), summed as bf16
+// (dist.wire_dtype), or summed in fp32.
+void Session::sum_gradients_over_mpi(float* grads) {
+    const size_t n = model_->table().grad_total();
+    if (zero_) {
+        world_->reduce_scatter_sum(grads, optimizer_->shard_bounds());
+    } else if (run_.dist.wire_dtype == WireDType::Bf16) {  // half the bytes on the wire
+        wire_.resize(n);
+        for (size_t i = 0; i < n; ++i) wire_[i] = float_to_bf16(grads[i]);
+        world_->all_reduce_sum_bf16(wire_.data(), n);
+        for (size_t i = 0; i < n; ++i) grads[i] = bf16_to_float(wire_[i]);
+    } else {
+        world_->all_reduce_sum(grads, n);
+    }
 }
 
 // dist.overlap: each block's trainable tensors must be one compact range (then its sum can
