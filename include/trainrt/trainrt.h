@@ -364,6 +364,80 @@ TRAINRT_API trainrt_status trainrt_session_sample(int32_t* out, size_t out_cap,
                                                   size_t n_new,
                                                   const trainrt_sample_options* options);
 
+/* ---------------------------------------------------------------- parameters */
+/* The model's tensors, read and written as fp32 while the session lives: for federated
+ * averaging, personalisation, or inspecting a run. Tensors keep the table order of the
+ * session's model (embeddings, then each block, then the final norm and the head; a LoRA
+ * run's adapters after the linear they adapt) and their Hugging Face names and shapes
+ * ("h.0.attn.c_attn.weight" [C, 3C] for GPT-2, "model.layers.0.self_attn.q_proj.weight"
+ * [out, in] for Llama). The flat buffer is every tensor in that order, back to back, without
+ * padding: trainrt_param_info.offset is where each one starts in it. */
+#define TRAINRT_PARAM_ROLE_TOKEN_EMBEDDING    0
+#define TRAINRT_PARAM_ROLE_POSITION_EMBEDDING 1
+#define TRAINRT_PARAM_ROLE_NORM               2  /* LayerNorm / RMSNorm weight */
+#define TRAINRT_PARAM_ROLE_NORM_BIAS          3
+#define TRAINRT_PARAM_ROLE_LINEAR             4  /* a linear layer's weight */
+#define TRAINRT_PARAM_ROLE_LINEAR_BIAS        5
+#define TRAINRT_PARAM_ROLE_HEAD               6  /* an untied output head */
+#define TRAINRT_PARAM_ROLE_LORA_A             7  /* a LoRA adapter's down projection [r, in] */
+#define TRAINRT_PARAM_ROLE_LORA_B             8  /* its up projection [out, r] */
+typedef struct trainrt_param_info {
+    uint32_t struct_size;
+    uint32_t version;      /* TRAINRT_PARAM_INFO_VERSION */
+    int32_t role;          /* TRAINRT_PARAM_ROLE_* */
+    int32_t ndim;          /* 1 or 2 */
+    int64_t shape[4];      /* as in Hugging Face files; dims past ndim are 0 */
+    int64_t numel;
+    int64_t offset;        /* first element in the flat buffer */
+    int32_t layer;         /* the block it belongs to; -1 for embeddings, final norm, head */
+    int32_t trainable;     /* 1: the optimizer updates it; 0: frozen (LoRA base, train.trainable) */
+} trainrt_param_info;
+#define TRAINRT_PARAM_INFO_VERSION 1
+#define TRAINRT_PARAM_INFO_INIT \
+    { (uint32_t)sizeof(trainrt_param_info), TRAINRT_PARAM_INFO_VERSION, 0, 0, {0, 0, 0, 0}, \
+      0, 0, 0, 0 }
+TRAINRT_API void trainrt_param_info_init(trainrt_param_info* info);
+/* How many tensors the model has (*out_tensors) and how many floats the flat buffer holds
+ * (*out_numel); either pointer may be NULL. */
+TRAINRT_API trainrt_status trainrt_session_param_count(int64_t* out_tensors, int64_t* out_numel,
+                                                       trainrt_session* session);
+/* Tensor `index` (0 .. count-1): its description into *out and its name into
+ * (name_buf, cap, needed) as trainrt_config_dump. */
+TRAINRT_API trainrt_status trainrt_session_param_info(trainrt_param_info* out, char* name_buf,
+                                                      size_t cap, size_t* needed,
+                                                      trainrt_session* session, int64_t index);
+/* Copy the tensor called `name` (NULL: the whole flat buffer) into out, which holds exactly
+ * count floats: its numel (TRAINRT_ERR_INVALID_ARGUMENT otherwise, saying the size expected;
+ * an unknown name likewise, with the closest name). The fp32 master weights, as a checkpoint
+ * would save them. */
+TRAINRT_API trainrt_status trainrt_session_read_params(float* out, size_t count,
+                                                       trainrt_session* session,
+                                                       const char* name);
+/* Replace the tensor called `name` (NULL: every tensor, from a flat buffer) with count floats.
+ * Any tensor may be written, frozen ones included; the low-precision working copies (bf16,
+ * fp16) are refreshed, so the next step and eval see the new values. The optimizer's moments,
+ * step and schedule are kept. Refused with the session unchanged: a size mismatch
+ * (TRAINRT_ERR_INVALID_ARGUMENT), a NaN or infinity (TRAINRT_ERR_NON_FINITE, naming the tensor
+ * and element). */
+TRAINRT_API trainrt_status trainrt_session_write_params(trainrt_session* session, const char* name,
+                                                        const float* values, size_t count);
+
+/* User metadata: string key/value pairs a session carries and its checkpoints save (in the
+ * manifest; docs/FORMATS.md §4); trainrt_session_load and resuming restore them (replacing the
+ * session's). Keys: 1-128 bytes of [A-Za-z0-9_.-]; values: UTF-8, up to 64 KiB; up to 256
+ * keys. value = NULL removes the key (no error if absent). */
+TRAINRT_API trainrt_status trainrt_session_set_metadata(trainrt_session* session,
+                                                        const char* key, const char* value);
+/* The value of key into (buf, cap, needed) as trainrt_config_dump; *found (may be NULL) is 1,
+ * or 0 with an empty value when the session has no such key (not an error). */
+TRAINRT_API trainrt_status trainrt_session_get_metadata(char* buf, size_t cap, size_t* needed,
+                                                        int32_t* found, trainrt_session* session,
+                                                        const char* key);
+/* The number of keys, and key `index` (sorted bytewise) into (buf, cap, needed). */
+TRAINRT_API trainrt_status trainrt_session_metadata_count(int64_t* out, trainrt_session* session);
+TRAINRT_API trainrt_status trainrt_session_metadata_key(char* buf, size_t cap, size_t* needed,
+                                                        trainrt_session* session, int64_t index);
+
 /* ---------------------------------------------------------------- sizing */
 /* What a config's model costs, computed without allocating it. */
 typedef struct trainrt_model_info {

@@ -612,6 +612,75 @@ public:
         });
         return out;
     }
+    // The model's tensors (table order; flat offsets into read_params()'s buffer).
+    struct ParamInfo {
+        std::string name;
+        trainrt_param_info info;  // role, ndim, shape, numel, offset, layer, trainable
+    };
+    std::vector<ParamInfo> params() {
+        int64_t count = 0;
+        call([&] { return trainrt_session_param_count(&count, nullptr, handle_.get()); });
+        std::vector<ParamInfo> out(static_cast<size_t>(count));
+        for (int64_t i = 0; i < count; ++i) {
+            ParamInfo& p = out[static_cast<size_t>(i)];
+            trainrt_param_info_init(&p.info);
+            p.name = string_call([&](char* b, size_t cap, size_t* n) {
+                return trainrt_session_param_info(&p.info, b, cap, n, handle_.get(), i);
+            });
+        }
+        return out;
+    }
+    // A tensor as fp32 (name "": every tensor back to back, the flat buffer).
+    std::vector<float> read_params(const std::string& name = "") {
+        int64_t n = 0;
+        if (name.empty()) {
+            call([&] { return trainrt_session_param_count(nullptr, &n, handle_.get()); });
+        } else {
+            for (const ParamInfo& p : params())
+                if (p.name == name) n = p.info.numel;
+        }
+        // An unknown name reaches the library with a 1-float buffer: its error names the
+        // closest tensor.
+        std::vector<float> out(static_cast<size_t>(n > 0 ? n : 1));
+        call([&] {
+            return trainrt_session_read_params(out.data(), out.size(), handle_.get(),
+                                               name.empty() ? nullptr : name.c_str());
+        });
+        return out;
+    }
+    // Replaces a tensor (name "": the flat buffer); working copies follow, moments are kept.
+    void write_params(const std::vector<float>& values, const std::string& name = "") {
+        call([&] {
+            return trainrt_session_write_params(handle_.get(), name.empty() ? nullptr : name.c_str(),
+                                                values.data(), values.size());
+        });
+    }
+    // User metadata, saved in checkpoints and restored by load().
+    void set_metadata(const std::string& key, const std::string& value) {
+        call([&] { return trainrt_session_set_metadata(handle_.get(), key.c_str(), value.c_str()); });
+    }
+    void erase_metadata(const std::string& key) {
+        call([&] { return trainrt_session_set_metadata(handle_.get(), key.c_str(), nullptr); });
+    }
+    // The value of key, or "" with *found = false when there is none.
+    std::string metadata(const std::string& key, bool* found = nullptr) {
+        int32_t f = 0;
+        std::string v = string_call([&](char* b, size_t cap, size_t* n) {
+            return trainrt_session_get_metadata(b, cap, n, &f, handle_.get(), key.c_str());
+        });
+        if (found) *found = f != 0;
+        return v;
+    }
+    std::vector<std::string> metadata_keys() {
+        int64_t count = 0;
+        call([&] { return trainrt_session_metadata_count(&count, handle_.get()); });
+        std::vector<std::string> keys;
+        for (int64_t i = 0; i < count; ++i)
+            keys.push_back(string_call([&](char* b, size_t cap, size_t* n) {
+                return trainrt_session_metadata_key(b, cap, n, handle_.get(), i);
+            }));
+        return keys;
+    }
     // Log sink for this session (empty fn: back to the config's / the process default).
     void set_log(LogFn fn, LogLevel min_level = LogLevel::Info) {
         std::shared_ptr<detail::LogHolder> holder = detail::make_log_holder(std::move(fn));
@@ -645,6 +714,19 @@ private:
     template <class F>
     trainrt_status call(F&& f) {
         return call_then(std::forward<F>(f), [] {});
+    }
+    // A (buf, cap, needed) call through detail::read_string, with the log sinks' exceptions.
+    template <class F>
+    std::string string_call(F&& f) {
+        std::string out;
+        try {
+            out = detail::read_string(std::forward<F>(f));
+        } catch (const Error&) {
+            rethrow_logs();
+            throw;
+        }
+        rethrow_logs();
+        return out;
     }
     // Runs the C call, then `after` (a callback rethrow), then the log sinks' exceptions,
     // then the call's own error.

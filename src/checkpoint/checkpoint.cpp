@@ -7,6 +7,7 @@
 #include <map>
 
 #include "checkpoint/checkpoint_internal.h"
+#include "checkpoint/checkpoint_metadata.h"
 #include "config/size_limits.h"
 #include "core/error.h"
 #include "io/fs_util.h"
@@ -43,6 +44,15 @@ std::string frozen_base_json(const CheckpointState& st) {
                ",\n    \"tensors\": {\n", tensors, "\n    }\n  },\n");
 }
 
+std::string metadata_json(const CheckpointState& st) {
+    if (st.metadata.empty()) return "";
+    std::string entries;
+    for (const auto& [key, value] : st.metadata)
+        entries += cat(entries.empty() ? "" : ",\n", "    ", json::quote(key), ": ",
+                       json::quote(value));
+    return cat("  \"metadata\": {\n", entries, "\n  },\n");
+}
+
 std::string state_json(const CheckpointState& st) {
     // format_version first: a reader checks it before interpreting anything else.
     return cat("{\n",
@@ -53,6 +63,7 @@ std::string state_json(const CheckpointState& st) {
                "},\n",
                "  \"loss_scale\": ", json_double(st.loss_scale), ",\n",
                frozen_base_json(st),
+               metadata_json(st),
                "  \"library_version\": ", json::quote(st.library_version), ",\n",
                "  \"config_toml\": ", json::quote(st.config_toml), "\n",
                "}\n");
@@ -152,6 +163,18 @@ CheckpointState read_state_file(const std::string& dir) {
         r.bad("frozen_base", st.frozen_sha256.empty()
                                  ? "is missing or empty (format version 3 leaves frozen tensors out)"
                                  : "is only valid in format version 3");
+    if (const json::Value* md = root.find("metadata")) {  // optional: older writers lack it
+        if (!md->is_object()) r.bad("metadata", cat("must be an object, got a ", md->kind_name()));
+        r.no_duplicates(*md, "metadata");
+        if (md->obj.size() > kMaxMetadataKeys)
+            r.bad("metadata", cat("holds ", md->obj.size(), " keys; at most ", kMaxMetadataKeys));
+        for (const json::Member& m : md->obj) {
+            if (!m.value.is_string()) r.bad("metadata." + m.key, "must be a string");
+            const std::string problem = metadata_entry_problem(m.key, &m.value.s);
+            if (!problem.empty()) r.bad("metadata." + m.key, cat("is invalid: ", problem));
+            st.metadata[m.key] = m.value.s;
+        }
+    }
     // Unknown keys are ignored: a writer may add information an older reader can safely skip
     // without bumping format_version (docs/FORMATS.md §4, version policy).
     return st;

@@ -43,6 +43,8 @@ struct CheckpointState {
     // its values — and the model.init_from they are read from. Empty: every tensor stored.
     std::string frozen_from;
     std::map<std::string, std::string> frozen_sha256;
+    // The user's metadata (trainrt_session_set_metadata; checkpoint_metadata.h's rules).
+    std::map<std::string, std::string> metadata;
 };
 
 // Lower-case hex SHA-256 of a tensor's fp32 values as stored (little-endian, no padding

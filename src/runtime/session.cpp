@@ -923,6 +923,7 @@ CheckpointState Session::checkpoint_state() const {
         st.frozen_from = run_.model.init_from;
         st.frozen_sha256 = frozen_sha256_;
     }
+    st.metadata = metadata_;
     return st;
 }
 
@@ -1011,6 +1012,7 @@ void Session::load(const std::string& path) {
         }
     step_ = st.step;
     tokens_total_ = st.tokens_total;
+    metadata_ = st.metadata;
     cursor_.shard = st.cursor_shard;
     cursor_.pos = st.cursor_pos;
     const bool fp16 = precision_ == Precision::Fp16;

@@ -101,6 +101,19 @@ public:
     const Config& config() const { return config_; }
     void set_log_sink(const LogSink& sink) { log_.set_sink(sink); }
 
+    // The model's tensors as fp32, and the user's metadata (runtime/session_params.cpp; the C
+    // API's trainrt_session_*_params and *_metadata).
+    const ParamTable& param_table() const { return model_->table(); }
+    // The tensor called name (nullptr: every tensor back to back, without padding rows) into
+    // out, which holds exactly its element count (Error(InvalidArgument) otherwise).
+    void read_params(const char* name, float* out, size_t count);
+    // Replaces it; finite values only (Error(NonFinite), nothing written). Working copies
+    // follow (backend copy_to_device); moments, step and schedule are kept.
+    void write_params(const char* name, const float* values, size_t count);
+    // value nullptr: removes key. Saved in checkpoints, replaced by load().
+    void set_metadata(const std::string& key, const std::string* value);
+    const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
 private:
     void check_tokens(const int32_t* tokens, size_t n) const;
     // Tokens one step trains on, over every rank: grad_accum x world x B x T.
@@ -229,6 +242,9 @@ private:
     std::unique_ptr<DirLock> out_dir_lock_;
     void lock_out_dir();
     std::vector<std::pair<float, int32_t>> sample_scratch_;
+    std::map<std::string, std::string> metadata_;  // set_metadata; checkpoints carry it
+    // The tensor called name, or Error(InvalidArgument) naming the closest one.
+    const ParamTensor& named_tensor(const char* what, const std::string& name) const;
 };
 
 }  // namespace trt

@@ -18,6 +18,10 @@ static_assert(sizeof(trainrt_model_info) == 64, "trainrt_model_info layout is AB
 static_assert(offsetof(trainrt_model_info, bytes_total) == 48, "trainrt_model_info layout is ABI");
 static_assert(offsetof(trainrt_model_info, trainable_parameters) == 56,
               "trainrt_model_info version 2 appends trainable_parameters");
+static_assert(sizeof(trainrt_param_info) == 72, "trainrt_param_info layout is ABI");
+static_assert(offsetof(trainrt_param_info, shape) == 16, "trainrt_param_info layout is ABI");
+static_assert(offsetof(trainrt_param_info, offset) == 56, "trainrt_param_info layout is ABI");
+static_assert(offsetof(trainrt_param_info, trainable) == 68, "trainrt_param_info layout is ABI");
 
 int trainrt_header_cxx_check();
 int trainrt_header_cxx_check() {

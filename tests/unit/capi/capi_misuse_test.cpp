@@ -88,6 +88,11 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_prepare_text),          TRT_ENTRY(trainrt_tokenizer_train_options_init),
     TRT_ENTRY(trainrt_tokenizer_train_result_init), TRT_ENTRY(trainrt_tokenizer_train),
     TRT_ENTRY(trainrt_session_export_adapter), TRT_ENTRY(trainrt_checkpoint_export_adapter),
+    TRT_ENTRY(trainrt_param_info_init),       TRT_ENTRY(trainrt_session_param_count),
+    TRT_ENTRY(trainrt_session_param_info),    TRT_ENTRY(trainrt_session_read_params),
+    TRT_ENTRY(trainrt_session_write_params),  TRT_ENTRY(trainrt_session_set_metadata),
+    TRT_ENTRY(trainrt_session_get_metadata),  TRT_ENTRY(trainrt_session_metadata_count),
+    TRT_ENTRY(trainrt_session_metadata_key),
 };
 #undef TRT_ENTRY
 
@@ -1787,4 +1792,93 @@ TEST_F(CapiMisuse, DefaultLogCallbackMayReplaceTheDefaultSink) {
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(ctx.calls, 1) << "the replaced sink was called again";
     EXPECT_EQ(ctx.st, TRAINRT_OK);
+}
+
+TEST_F(CapiMisuse, ParamsAndMetadataRefuseNullsBadIndicesSizesNamesAndValues) {
+    trainrt_session* s = make_session();
+    ASSERT_NE(s, nullptr);
+    int64_t tensors = -1, numel = -1;
+    ASSERT_EQ(trainrt_session_param_count(&tensors, &numel, s), TRAINRT_OK) << last_error();
+    ASSERT_GT(tensors, 0);
+    std::vector<float> before(static_cast<size_t>(numel)), after(before.size());
+    ASSERT_EQ(trainrt_session_read_params(before.data(), before.size(), s, nullptr), TRAINRT_OK);
+    trainrt_param_info info;
+    trainrt_param_info_init(&info);
+    char buf[8] = "keep";
+    size_t needed = 77;
+    EXPECT_NULL_ARG(trainrt_session_param_count(&tensors, &numel, nullptr), "session");
+    EXPECT_NULL_ARG(trainrt_session_param_info(nullptr, buf, sizeof buf, &needed, s, 0), "out");
+    EXPECT_NULL_ARG(trainrt_session_param_info(&info, buf, sizeof buf, &needed, nullptr, 0),
+                    "session");
+    EXPECT_NULL_ARG(trainrt_session_param_info(&info, nullptr, 3, &needed, s, 0), "buf");
+    EXPECT_NULL_ARG(trainrt_session_read_params(nullptr, 4, s, nullptr), "out");
+    EXPECT_NULL_ARG(trainrt_session_read_params(after.data(), 4, nullptr, nullptr), "session");
+    EXPECT_NULL_ARG(trainrt_session_write_params(nullptr, nullptr, after.data(), 4), "session");
+    EXPECT_NULL_ARG(trainrt_session_write_params(s, nullptr, nullptr, 4), "values");
+    EXPECT_NULL_ARG(trainrt_session_set_metadata(nullptr, "k", "v"), "session");
+    EXPECT_NULL_ARG(trainrt_session_set_metadata(s, nullptr, "v"), "key");
+    EXPECT_NULL_ARG(trainrt_session_get_metadata(buf, sizeof buf, &needed, nullptr, nullptr, "k"),
+                    "session");
+    EXPECT_NULL_ARG(trainrt_session_get_metadata(buf, sizeof buf, &needed, nullptr, s, nullptr),
+                    "key");
+    EXPECT_NULL_ARG(trainrt_session_metadata_count(nullptr, s), "out");
+    EXPECT_NULL_ARG(trainrt_session_metadata_count(&tensors, nullptr), "session");
+    EXPECT_NULL_ARG(trainrt_session_metadata_key(buf, sizeof buf, &needed, nullptr, 0), "session");
+    EXPECT_STREQ(buf, "keep");
+    EXPECT_EQ(needed, 77u);
+    // Indices out of range, wrong sizes, unknown names (with a suggestion), non-finite values.
+    EXPECT_MISUSE(trainrt_session_param_info(&info, nullptr, 0, nullptr, s, tensors),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "out of range");
+    EXPECT_MISUSE(trainrt_session_param_info(&info, nullptr, 0, nullptr, s, -1),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "out of range");
+    trainrt_param_info tiny;
+    trainrt_param_info_init(&tiny);
+    tiny.struct_size = 4;
+    EXPECT_MISUSE(trainrt_session_param_info(&tiny, buf, sizeof buf, &needed, s, 0),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "struct_size");
+    EXPECT_STREQ(buf, "keep");
+    EXPECT_MISUSE(trainrt_session_read_params(after.data(), after.size() - 1, s, nullptr),
+                  TRAINRT_ERR_INVALID_ARGUMENT, std::to_string(numel));
+    EXPECT_MISUSE(trainrt_session_read_params(after.data(), 1, s, "wte.weigth"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "did you mean 'wte.weight'");
+    EXPECT_MISUSE(trainrt_session_read_params(after.data(), 1, s, ""),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "no tensor");
+    EXPECT_MISUSE(trainrt_session_write_params(s, "wte.weight", before.data(), 3),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "wte.weight");
+    std::vector<float> poisoned = before;
+    poisoned.back() = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_MISUSE(trainrt_session_write_params(s, nullptr, poisoned.data(), poisoned.size()),
+                  TRAINRT_ERR_NON_FINITE, "nothing was written");
+    poisoned = before;
+    poisoned[0] = std::numeric_limits<float>::infinity();
+    EXPECT_MISUSE(trainrt_session_write_params(s, "wte.weight", poisoned.data(), 32 * 16),
+                  TRAINRT_ERR_NON_FINITE, "wte.weight");
+    ASSERT_EQ(trainrt_session_read_params(after.data(), after.size(), s, nullptr), TRAINRT_OK);
+    EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)), 0)
+        << "a refused write changed the weights";
+    // Metadata keys and values outside the rules.
+    EXPECT_MISUSE(trainrt_session_set_metadata(s, "", "v"), TRAINRT_ERR_INVALID_ARGUMENT,
+                  "1 to 128");
+    EXPECT_MISUSE(trainrt_session_set_metadata(s, std::string(129, 'k').c_str(), "v"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "1 to 128");
+    EXPECT_MISUSE(trainrt_session_set_metadata(s, "a key", "v"), TRAINRT_ERR_INVALID_ARGUMENT,
+                  "letters");
+    EXPECT_MISUSE(trainrt_session_set_metadata(s, "k", "\xff\xfe"), TRAINRT_ERR_INVALID_ARGUMENT,
+                  "UTF-8");
+    EXPECT_MISUSE(trainrt_session_set_metadata(s, "k", std::string(65537, 'v').c_str()),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "65536");
+    for (int i = 0; i < 256; ++i)
+        ASSERT_EQ(trainrt_session_set_metadata(s, ("k" + std::to_string(i)).c_str(), "v"),
+                  TRAINRT_OK) << last_error();
+    EXPECT_MISUSE(trainrt_session_set_metadata(s, "one-too-many", "v"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "256");
+    EXPECT_EQ(trainrt_session_set_metadata(s, "k0", "replaced"), TRAINRT_OK) << last_error();
+    EXPECT_EQ(trainrt_session_set_metadata(s, "absent", nullptr), TRAINRT_OK) << last_error();
+    int64_t keys = 0;
+    ASSERT_EQ(trainrt_session_metadata_count(&keys, s), TRAINRT_OK);
+    EXPECT_EQ(keys, 256);
+    EXPECT_MISUSE(trainrt_session_metadata_key(nullptr, 0, &needed, s, 256),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "out of range");
+    EXPECT_MISUSE(trainrt_session_metadata_key(nullptr, 0, &needed, s, -1),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "out of range");
 }

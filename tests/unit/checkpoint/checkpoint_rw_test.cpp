@@ -209,6 +209,11 @@ TEST(CheckpointRw, MalformedStateJsonNamesTheKey) {
         {"\"step\": 1234", "\"step\": 9223372036854775807", "key \"step\" must be at most 1099511627776"},
         {"\"step\": 1234", "\"step\": 1099511627777", "key \"step\" must be at most"},
         {"\"tokens_total\": 1099511627779", "\"tokens_total\": 9223372036854775807", "key \"tokens_total\" must be at most 2^62"},
+        // The user's metadata (optional): an object of strings within the session's rules.
+        {"\"step\"", "\"metadata\": [], \"step\"", "key \"metadata\" must be an object"},
+        {"\"step\"", "\"metadata\": {\"k\": 1}, \"step\"", "key \"metadata.k\" must be a string"},
+        {"\"step\"", "\"metadata\": {\"a b\": \"v\"}, \"step\"", "key \"metadata.a b\" is invalid"},
+        {"\"step\"", "\"metadata\": {\"k\": \"1\", \"k\": \"2\"}, \"step\"", "key \"metadata.k\" appears twice"},
     };
     for (const auto& c : cases) {
         spit(dir + "/state.json", orig);

@@ -496,6 +496,36 @@ TEST_F(CppWrapper, ExceptionInLogCallbackPropagatesAfterTheCall) {
 
 // ====================================================================== moves
 
+TEST_F(CppWrapper, ParamsAndMetadata) {
+    trainrt::Session s = session();
+    const auto params = s.params();
+    ASSERT_FALSE(params.empty());
+    EXPECT_EQ(params.front().name, "wte.weight");
+    EXPECT_EQ(params.front().info.role, TRAINRT_PARAM_ROLE_TOKEN_EMBEDDING);
+    size_t total = 0;
+    for (const auto& p : params) total += static_cast<size_t>(p.info.numel);
+    std::vector<float> flat = s.read_params();
+    ASSERT_EQ(flat.size(), total);
+    std::vector<float> bias = s.read_params("ln_f.bias");
+    for (float& x : bias) x = 0.5f;
+    s.write_params(bias, "ln_f.bias");
+    EXPECT_EQ(s.read_params("ln_f.bias"), bias);
+    s.write_params(flat);
+    EXPECT_EQ(s.read_params(), flat);
+    EXPECT_TRAINRT_ERROR(s.read_params("ln_f.bais"), TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_TRAINRT_ERROR(s.write_params({1.0f}, "ln_f.bias"), TRAINRT_ERR_INVALID_ARGUMENT);
+    s.set_metadata("round", "3");
+    s.set_metadata("client", "a");
+    bool found = false;
+    EXPECT_EQ(s.metadata("round", &found), "3");
+    EXPECT_TRUE(found);
+    EXPECT_EQ(s.metadata_keys(), (std::vector<std::string>{"client", "round"}));
+    s.erase_metadata("client");
+    EXPECT_EQ(s.metadata("client", &found), "");
+    EXPECT_FALSE(found);
+    EXPECT_TRAINRT_ERROR(s.set_metadata("bad key", "x"), TRAINRT_ERR_INVALID_ARGUMENT);
+}
+
 TEST_F(CppWrapper, MovedFromHandlesAreInertAndDestructionIsSafe) {
     trainrt::Session a = session();
     a.step();
