@@ -110,6 +110,15 @@ public:
     }
     // Attention FLOPs counted as the causal minimum (lower triangle incl. diagonal):
     // forward 2 products, backward 4, each 2·T(T+1)/2·hs per (b, h).
+    void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
+                                  int pos0, int n, int NH, int NKV, int hs,
+                                  int max_T) override {
+        const double f = 2.0 * 2.0 * n * (pos0 + (n + 1) / 2.0) * NH * hs;
+        timed("attention cached", f, [&] {
+            in_->attention_cached_forward(out, qkv, k_cache, v_cache, pos0, n, NH, NKV, hs,
+                                          max_T);
+        });
+    }
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                            int NH, int NKV) override {
         const double f = 2.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;

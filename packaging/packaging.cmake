@@ -5,9 +5,9 @@
 #   cli     -> trainrt            /usr/bin/trainrt, its man page and --help text
 #   cuda    -> libtrainrt-cuda0   libtrainrt-cuda.so (only when the module is built)
 #   mpi     -> libtrainrt-mpi0    libtrainrt-mpi.so (only when the module is built)
-# Build packages with the install prefix /usr so that GNUInstallDirs picks the Debian multiarch
-# libdir:  cmake -S . -B b -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr
-#          cmake --build b && (cd b && cpack -G DEB && cpack -G RPM)
+# Packages install under /usr from any build (the libdir is multiarch on Debian whatever the
+# prefix: CMakeLists.txt):  cmake -S . -B b -DCMAKE_BUILD_TYPE=Release
+#          cmake --build b && (cd b && cpack -G DEB && cpack -G RPM)   # -> b/packages/
 include(CMakePackageConfigHelpers)
 
 set(TRAINRT_HOMEPAGE "https://github.com/libtrainrt/trainrt")
@@ -91,7 +91,11 @@ set(CPACK_PACKAGE_CONTACT "${TRAINRT_MAINTAINER}")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_HOMEPAGE_URL "${TRAINRT_HOMEPAGE}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "training runtime for small GPT models")
-set(CPACK_PACKAGING_INSTALL_PREFIX "${CMAKE_INSTALL_PREFIX}")
+# Packages install under /usr whatever CMAKE_INSTALL_PREFIX a build has (the default
+# /usr/local is for `cmake --install`; a package there would sit outside dpkg's tree:
+# lintian file-in-unusual-dir, purge warnings). The install paths are relative, so only the
+# prefix changes.
+set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
 set(CPACK_STRIP_FILES ON)
 set(CPACK_SOURCE_IGNORE_FILES "/build[^/]*/" "/\\\\.git/")
 set(CPACK_PACKAGE_DIRECTORY "${CMAKE_BINARY_DIR}/packages")

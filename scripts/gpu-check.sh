@@ -801,7 +801,8 @@ for arg in sys.argv[2:]:
             if not line:
                 continue
             d = json.loads(line)
-            (train if d.get("split") == "train" else val)[d["step"]] = d  # later line wins
+            if d.get("split") in ("train", "val"):  # not the run header (FORMATS.md §5)
+                (train if d["split"] == "train" else val)[d["step"]] = d  # later line wins
     except OSError:
         pass
     runs[name] = (train, val)

@@ -12,6 +12,7 @@ packages=(
   sentencepiece                # spm_train/spm_encode: the SentencePiece oracle test
   libgtest-dev                 # unit tests
   python3-torch python3-numpy  # tests/reference: the independent PyTorch GPT-2
+  python3-venv                 # bindings/python: its test installs it into a venv (pip, offline)
   golang-go                    # bindings/go (cgo); Rust comes from the preinstalled ~/.cargo
   mono-mcs mono-runtime        # bindings/csharp (C# 7, Debian's Mono)
   rpm lintian rpmlint          # packaging: building and linting the .deb/.rpm packages
@@ -19,6 +20,7 @@ packages=(
   clang libclang-rt-14-dev     # scripts/fuzz.sh: libFuzzer + ASan/UBSan (tests/fuzz)
   libomp-dev                   # ... and the OpenMP that configuring with clang looks for
   libopenmpi-dev openmpi-bin   # data parallelism: libtrainrt-mpi (src/dist/mpi) and mpirun
+  chromium                     # tests/cli/report_chromium.sh: `trainrt report`'s page, headless
 )
 # The tokenizer oracle test (tests/tokenizer) runs a JavaScript tokenizer from the npm registry:
 # Debian's node and npm where the machine has no node of its own (never both: a NodeSource

@@ -356,8 +356,10 @@ typedef struct trainrt_sample_options {
     { (uint32_t)sizeof(trainrt_sample_options), TRAINRT_SAMPLE_OPTIONS_VERSION, 1.0, 0, 0, 1337 }
 TRAINRT_API void trainrt_sample_options_init(trainrt_sample_options* options);
 /* Generate n_new tokens continuing prompt (n_prompt >= 1 ids in [0, vocab_size)) into out
- * (out_cap >= n_new). The model reads the last train.seq_len tokens (a sliding window).
- * options may be NULL (defaults above). Training state is unchanged. */
+ * (out_cap >= n_new). The model reads a window of at most T = train.seq_len tokens: the
+ * prompt's last T at first; when the text outgrows T, it goes on from the newest T/2 tokens
+ * (so the window's keys and values can be cached: one token costs one row through the
+ * model). options may be NULL (defaults above). Training state is unchanged. */
 TRAINRT_API trainrt_status trainrt_session_sample(int32_t* out, size_t out_cap,
                                                   trainrt_session* session,
                                                   const int32_t* prompt, size_t n_prompt,

@@ -221,6 +221,9 @@ struct BackendCaps {
     // accel.matmul_epilogues can apply; accel_status() says whether they are taken).
     bool cudnn_attention = false;
     bool matmul_epilogues = false;
+    // attention_cached_forward is verified on this backend, so sampling keeps a KV cache
+    // (otherwise it recomputes the whole window per token: same tokens, slower).
+    bool cached_attention = false;
 };
 
 class Backend {
@@ -318,6 +321,18 @@ public:
                                     ConstAct dout /*[B,T,C]*/, ConstAct qkv,
                                     const float* saved, int B, int T, int C, int NH,
                                     int NKV) = 0;
+
+    // KV-cached attention for generation (one sequence): the n new rows of qkv, at positions
+    // pos0 .. pos0+n-1, first store their K and V heads into the caches (row p of head g at
+    // k_cache[(g*max_T + p)*hs], fp32, the same for v_cache), then each new row's NH query
+    // heads attend causally over cache rows 0 .. its position (GQA as attention_forward;
+    // scale 1/sqrt(hs)): out[n, NH*hs]. Rows of the caches past pos0+n are untouched; the
+    // ones before pos0 are the earlier tokens' keys and values. pos0 + n <= max_T.
+    virtual void attention_cached_forward(Act out /*[n,NH*hs]*/,
+                                          ConstAct qkv /*[n,(NH+2NKV)hs]*/,
+                                          float* k_cache /*[NKV,max_T,hs] inout*/,
+                                          float* v_cache /*[NKV,max_T,hs] inout*/, int pos0,
+                                          int n, int NH, int NKV, int hs, int max_T) = 0;
 
     // Attention with dropout on the probabilities (model.dropout): P = causal softmax as
     // above, P' = P ⊙ mask / (1-p) with the mask of element ((b·NH + h)·T + t)·T + s of `m`,

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "io/file_sniff.h"
 
 namespace trt {
 
@@ -23,6 +24,17 @@ namespace {
 #endif
 
 constexpr int64_t kHeaderBytes = 1024;
+
+// "; it is plain text: tokenize it first …" for a file that is something else entirely.
+std::string foreign_file_hint(const std::string& path, const uint8_t* head, size_t n) {
+    const std::string kind = sniff_file_kind(head, n);
+    if (kind.empty()) return "";
+    if (kind == "plain text" || kind.rfind("JSON", 0) == 0)
+        return cat(" (it is ", kind, "): tokenize text first, e.g. `trainrt prepare --text ",
+                   path, " --out DIR` (add --tokenizer for a BPE vocabulary), then point "
+                   "data.train / data.val at DIR/train.bin and DIR/val.bin");
+    return cat(" (it is ", kind, ")");
+}
 constexpr int32_t kMagicU16 = 20240520, kVersionU16 = 1;
 constexpr int32_t kMagicU32 = 20240801, kVersionU32 = 7;
 
@@ -94,9 +106,12 @@ void map_shard(MappedShard& s) {
     }
     const int64_t size = static_cast<int64_t>(st.st_size);
     if (size < kHeaderBytes) {
+        uint8_t head[kHeaderBytes];
+        const ssize_t got = ::pread(fd, head, sizeof head, 0);
         ::close(fd);
         fail(Status::Format, "token shard '", path, "' is ", size,
-             " bytes, shorter than the 1024-byte header; not an llm.c token shard");
+             " bytes, shorter than the 1024-byte header; not an llm.c token shard",
+             foreign_file_hint(path, head, got > 0 ? static_cast<size_t>(got) : 0));
     }
     void* map = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
     const int map_errno = errno;
@@ -122,7 +137,9 @@ void map_shard(MappedShard& s) {
     } else {
         fail(Status::Format, "token shard '", path, "': bad magic ", magic, " (expected ",
              kMagicU16, " for uint16 or ", kMagicU32,
-             " for uint32 tokens); not an llm.c token shard");
+             " for uint32 tokens); not an llm.c token shard",
+             foreign_file_hint(path, static_cast<const uint8_t*>(map),
+                               std::min<size_t>(s.map_bytes, 4096)));
     }
     // int32 field: a negative value is a uint32 count >= 2^31.
     if (header[2] < 0)

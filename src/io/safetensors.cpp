@@ -15,6 +15,7 @@
 #include "core/bf16.h"
 #include "core/fp16.h"
 #include "core/error.h"
+#include "io/file_sniff.h"
 #include "io/fs_util.h"
 #include "io/json_min.h"
 
@@ -125,11 +126,23 @@ void SafetensorsFile::Impl::parse(const uint8_t* p, size_t size) {
     if (size < 8) bad(cat("file is ", size, " bytes, too short for the 8-byte header length"));
     uint64_t n = 0;
     for (int k = 7; k >= 0; --k) n = (n << 8) | p[k];
-    if (n < 2) bad(cat("header length ", n, " is too small to hold a JSON object"));
-    if (n > kMaxHeaderBytes) bad(cat("header length ", n, " exceeds the limit of ", kMaxHeaderBytes, " bytes"));
+    // A file of another kind altogether (a config.json given as weights, a PyTorch .bin)
+    // fails these first checks: say what it is rather than only what its bytes mean here.
+    const auto what_it_is = [&] {
+        const std::string kind = sniff_file_kind(p, std::min<size_t>(size, 4096));
+        return kind.empty() || kind == "a safetensors file"
+                   ? std::string()
+                   : cat("; this is not a safetensors file but ", kind,
+                         " (a Hugging Face model folder holds config.json and "
+                         "model.safetensors: name the folder or the .safetensors file)");
+    };
+    if (n < 2) bad(cat("header length ", n, " is too small to hold a JSON object", what_it_is()));
+    if (n > kMaxHeaderBytes)
+        bad(cat("header length ", n, " exceeds the limit of ", kMaxHeaderBytes, " bytes",
+                what_it_is()));
     if (n > size - 8)
         bad(cat("header length ", n, " extends beyond the end of the file (", size - 8,
-                " bytes after the length)"));
+                " bytes after the length)", what_it_is()));
     data = p + 8 + n;
     data_len = size - 8 - n;
 

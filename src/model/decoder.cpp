@@ -60,6 +60,7 @@ Decoder::~Decoder() {
     be_.free(rope_sin_);
     be_.free(inputs_);
     be_.free(targets_);
+    be_.free(kv_cache_);
 }
 
 float* Decoder::w(Slot slot, int layer) {
@@ -214,7 +215,7 @@ ConstAct Decoder::block_input(int i) const {
 }
 
 // ln1 (already written) -> qkv (rotated) -> attention -> attproj -> residual2, ln2.
-void Decoder::block_attention_forward(int i, int B, int T) {
+void Decoder::block_attention_forward(int i, int B, int T, int cache_pos0) {
     const ModelSpec& s = spec();
     const int N = B * T, C = s.C;
     const WeightLayout lin = s.linear_layout();
@@ -222,9 +223,16 @@ void Decoder::block_attention_forward(int i, int B, int T) {
     const float* Wqkv = s.split_qkv() ? w(Slot::Q, i) : w(Slot::Qkv, i);
     be_.matmul_forward(a.qkv, a.ln1, Wqkv, w(Slot::QkvBias, i), N, C, s.qkv_width(), lin);
     for (Slot p : {Slot::Qkv, Slot::Q, Slot::K, Slot::V}) lora_forward(p, i, a.ln1, a.qkv, N);
+    const bool cached = cache_pos0 >= 0;
     if (!s.learned_positions())
-        be_.rope_forward(a.qkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0);
-    if (dropping(s.dropout))
+        be_.rope_forward(a.qkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(),
+                         cached ? cache_pos0 : 0);
+    if (cached) {
+        const size_t per_cache = static_cast<size_t>(s.NKV) * T_ * s.hs();
+        float* k_cache = kv_cache_ + 2 * static_cast<size_t>(i) * per_cache;
+        be_.attention_cached_forward(a.atty, a.qkv, k_cache, k_cache + per_cache, cache_pos0,
+                                     T, s.NH, s.NKV, s.hs(), T_);
+    } else if (dropping(s.dropout))
         be_.attention_dropout_forward(a.atty, a.att_saved, a.qkv, B, T, C, s.NH, s.NKV,
                                       mask(s.dropout,
                                            dropout_site(i, DropoutPlace::AttentionProbs)));
@@ -252,6 +260,22 @@ const float* Decoder::residual_branch(Act out, ConstAct in, Slot slot, int layer
     be_.dropout(out, out, static_cast<size_t>(N) * s.C,
                 mask(s.dropout, dropout_site(layer, place)));
     return nullptr;
+}
+
+// ln2 -> MLP -> the residual add, fused with the next norm: the next block's ln1, or lnf.
+void Decoder::block_mlp_forward(int i, int N) {
+    const int L = spec().L;
+    Activations& A = acts_;
+    LayerActivations& a = A.layers[i];
+    block_mlp_up_forward(i, N);
+    const float* down_bias = residual_branch(a.fcproj, a.mlp_act, Slot::Down, i, spec().F, N);
+    const bool last = i + 1 == L;
+    LayerActivations* next = last ? nullptr : &A.layers[i + 1];
+    residual_norm_forward(
+        a.residual3, last ? A.lnf : next->ln1, last ? A.lnf_mean : next->ln1_mean,
+        last ? A.lnf_rstd : next->ln1_rstd, a.residual2, a.fcproj, down_bias,
+        last ? w(Slot::FinalNorm) : w(Slot::AttnNorm, i + 1),
+        last ? w(Slot::FinalNormBias) : w(Slot::AttnNormBias, i + 1), N);
 }
 
 // ln2 -> mlp_pre -> mlp_act.
@@ -288,20 +312,17 @@ void Decoder::block_mlp_up_forward(int i, int N) {
 //   residual3 = residual2 + mlp_act · Wdown (+ b)    mlp.c_proj | down_proj
 // Every residual add is fused with the norm that follows it, and the projections feeding
 // the residual leave their bias to that fused op (GPT-2).
-void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, int T,
-                          float dloss_scale, bool write_grad, const StepScalars* scalars) {
-    TRT_CHECK(B >= 1 && B <= B_ && T >= 1 && T <= T_, "micro-batch ", B, "x", T,
-              " exceeds the allocated ", B_, "x", T_);
+// encoded = the token (+ position) embeddings of inputs [B, T], dropped when training drops;
+// then the first norm: block 0's ln1, or lnf for a model without blocks.
+void Decoder::embed(const int32_t* inputs, const float* wpe, int B, int T) {
     const ModelSpec& s = spec();
-    const int N = B * T, C = s.C, F = s.F, L = s.L;
+    const int N = B * T;
     Activations& A = acts_;
-
-    be_.encoder_forward(A.encoded, inputs, w(Slot::TokenEmbedding), w(Slot::PositionEmbedding),
-                        B, T, C);
+    be_.encoder_forward(A.encoded, inputs, w(Slot::TokenEmbedding), wpe, B, T, s.C);
     if (dropping(s.dropout))
-        be_.dropout(A.encoded, A.encoded, static_cast<size_t>(N) * C,
+        be_.dropout(A.encoded, A.encoded, static_cast<size_t>(N) * s.C,
                     mask(s.dropout, kEmbeddingDropoutSite));
-    if (L > 0) {
+    if (s.L > 0) {
         LayerActivations& a0 = A.layers[0];
         norm_forward(a0.ln1, a0.ln1_mean, a0.ln1_rstd, A.encoded, w(Slot::AttnNorm, 0),
                      w(Slot::AttnNormBias, 0), N);
@@ -309,19 +330,21 @@ void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, 
         norm_forward(A.lnf, A.lnf_mean, A.lnf_rstd, A.encoded, w(Slot::FinalNorm),
                      w(Slot::FinalNormBias), N);
     }
+}
+
+void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, int T,
+                          float dloss_scale, bool write_grad, const StepScalars* scalars) {
+    TRT_CHECK(B >= 1 && B <= B_ && T >= 1 && T <= T_, "micro-batch ", B, "x", T,
+              " exceeds the allocated ", B_, "x", T_);
+    const ModelSpec& s = spec();
+    const int N = B * T, C = s.C, L = s.L;
+    Activations& A = acts_;
+
+    embed(inputs, w(Slot::PositionEmbedding), B, T);
     for (int i = 0; i < L; ++i) {
-        LayerActivations& a = A.layers[i];
-        // a.ln1 was written above (block 0) or by the previous block's fused norm.
+        // Block i's ln1 was written above (block 0) or by the previous block's fused norm.
         block_attention_forward(i, B, T);
-        block_mlp_up_forward(i, N);
-        const float* down_bias = residual_branch(a.fcproj, a.mlp_act, Slot::Down, i, F, N);
-        const bool last = i + 1 == L;
-        LayerActivations* next = last ? nullptr : &A.layers[i + 1];
-        residual_norm_forward(
-            a.residual3, last ? A.lnf : next->ln1, last ? A.lnf_mean : next->ln1_mean,
-            last ? A.lnf_rstd : next->ln1_rstd, a.residual2, a.fcproj, down_bias,
-            last ? w(Slot::FinalNorm) : w(Slot::AttnNorm, i + 1),
-            last ? w(Slot::FinalNormBias) : w(Slot::AttnNormBias, i + 1), N);
+        block_mlp_forward(i, N);
     }
     // Output head: logits [N, Vp] = lnf · headᵀ, head stored [Vp, C] (the token embedding when
     // tied; rows >= V are zero padding); the classifier reads the first V columns and zeroes
@@ -406,6 +429,41 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
     if (embeddings_train_)  // dwte may be null (a frozen wte with a trainable wpe)
         be_.encoder_backward(dw(Slot::TokenEmbedding), dw(Slot::PositionEmbedding),
                              A.dresidual, inputs, B, T, C);
+}
+
+size_t Decoder::kv_cache_floats() const {
+    const ModelSpec& s = spec();
+    return 2 * static_cast<size_t>(s.L) * s.NKV * static_cast<size_t>(T_) * s.hs();
+}
+
+void Decoder::release_kv_cache() {
+    be_.free(kv_cache_);
+    kv_cache_ = nullptr;
+}
+
+// run_forward's evaluation pass for one sequence of n new rows, with attention over the cache
+// instead of over the rows alone: the same ops, at positions pos0.. (the position table and
+// the rotary tables are read from row pos0 on).
+void Decoder::forward_cached(const int32_t* inputs, int pos0, int n) {
+    TRT_CHECK(n >= 1 && pos0 >= 0 && pos0 + n <= T_, "forward_cached: positions ", pos0, " .. ",
+              pos0 + n, " exceed the model's ", T_);
+    const ModelSpec& s = spec();
+    const int C = s.C;
+    if (kv_cache_ == nullptr)
+        kv_cache_ = static_cast<float*>(be_.alloc(kv_cache_floats() * sizeof(float), "KV cache"));
+    pass_scalars_ = nullptr;  // evaluation: no dropout
+    Activations& A = acts_;
+    // The position table read from row pos0 on: the rows are positions pos0 .. pos0+n-1.
+    const float* wpe = w(Slot::PositionEmbedding);
+    embed(inputs, wpe ? wpe + static_cast<size_t>(pos0) * C : nullptr, 1, n);
+    for (int i = 0; i < s.L; ++i) {
+        block_attention_forward(i, 1, n, pos0);
+        block_mlp_forward(i, n);
+    }
+    // Only the last row's logits are needed: one row of the head product, into row 0.
+    be_.matmul_forward(A.logits, ConstAct(A.lnf).at(static_cast<size_t>(n - 1) * C),
+                       params_ + table_.head().offset, nullptr, 1, C, table_.padded_vocab(),
+                       WeightLayout::OutIn);
 }
 
 void Decoder::copy_logits_to_host(float* dst, size_t row0, size_t rows, size_t cols) {

@@ -78,6 +78,16 @@ public:
 
     size_t activation_bytes() const { return act_bytes_; }
 
+    // Generation with a KV cache (one sequence; an evaluation pass: nothing drops). Runs the
+    // n tokens at positions pos0 .. pos0+n-1 (inputs: backend memory [n]; pos0 + n <=
+    // max_seq()) over the cached keys and values of positions 0 .. pos0-1, adds theirs to the
+    // cache, and leaves the logits of the last of them in row 0 of the logits
+    // (copy_logits_to_host(dst, 0, 1, V)). The cache — per block, K and V of [NKV,
+    // max_seq(), hs] fp32 — is allocated on first use and kept until release_kv_cache().
+    void forward_cached(const int32_t* inputs, int pos0, int n);
+    void release_kv_cache();
+    size_t kv_cache_floats() const;
+
     // Data parallel (dist.overlap): called in forward_backward after block i's backward (i
     // descending), once its gradients are complete, so they can be summed across ranks while
     // the backward goes on. Empty: none.
@@ -89,10 +99,16 @@ private:
     void run_backward(const int32_t* inputs, int B, int T);
     // Block i's input: the embeddings, or block i-1's output.
     ConstAct block_input(int i) const;
+    // encoded = embeddings (wpe: the position rows to add, or null), then the first norm.
+    void embed(const int32_t* inputs, const float* wpe, int B, int T);
     // Block i's forward in the pieces the backward may re-run (train.recompute):
     // ln1 -> qkv -> attention -> attproj -> residual2, ln2; and ln2 -> mlp_pre -> mlp_act.
-    void block_attention_forward(int i, int B, int T);
+    // cache_pos0 >= 0 (forward_cached; B = 1): the rows are positions cache_pos0.. and attend
+    // over the KV cache, which they extend.
+    void block_attention_forward(int i, int B, int T, int cache_pos0 = -1);
     void block_mlp_up_forward(int i, int N);
+    // ln2 -> MLP -> residual3 and the next norm (block i+1's ln1, or lnf).
+    void block_mlp_forward(int i, int N);
     // A residual branch's output projection (AttnOut | Down) with its adapter and dropout;
     // returns the bias the fused residual norm adds (null when the branch added it).
     const float* residual_branch(Act out, ConstAct in, Slot slot, int layer, int K, int N);
@@ -150,6 +166,7 @@ private:
     float *rope_cos_ = nullptr, *rope_sin_ = nullptr;  // [maxT, hs/2] (rotary families)
     int32_t* inputs_ = nullptr;
     int32_t* targets_ = nullptr;
+    float* kv_cache_ = nullptr;  // forward_cached: [L][K | V][NKV, T_, hs], or null
     std::vector<float> host_losses_;
     std::vector<uint16_t> host_lowp_;  // staging for copy_logits_to_host
 };

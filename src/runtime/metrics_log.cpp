@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 
 #include "core/error.h"
 
@@ -21,7 +22,41 @@ std::string number(double x) {
     return buf;
 }
 
+// A JSON string literal: quotes, backslashes and control characters escaped; other bytes
+// (UTF-8) as they are.
+std::string quoted(const std::string& s) {
+    std::string out = "\"";
+    for (const char ch : s) {
+        const unsigned char c = static_cast<unsigned char>(ch);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += ch;
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (c < 0x20 || c == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        } else {
+            out += ch;
+        }
+    }
+    return out + "\"";
+}
+
+// Now as ISO-8601 UTC, to the second: "2025-01-31T12:34:56Z".
+std::string utc_now() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    char buf[32] = "";
+    if (::gmtime_r(&t, &tm) != nullptr) std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
 }  // namespace
+
 
 void make_directories(const std::string& path) {
     if (path.empty()) return;
@@ -68,11 +103,19 @@ void MetricsLog::write_train(const TrainLine& l) {
     write_line(cat("{\"step\": ", l.step, ", \"split\": \"train\", \"loss\": ", number(l.loss),
                    ", \"lr\": ", number(l.lr), ", \"grad_norm\": ", number(l.grad_norm),
                    ", \"tokens\": ", l.tokens, ", \"tokens_total\": ", l.tokens_total,
-                   ", \"ms\": ", number(l.ms), ", \"tok_per_s\": ", number(l.tok_per_s), "}"));
+                   ", \"ms\": ", number(l.ms), ", \"tok_per_s\": ", number(l.tok_per_s),
+                   l.mfu >= 0 ? cat(", \"mfu\": ", number(l.mfu)) : std::string(), "}"));
 }
 
 void MetricsLog::write_val(int64_t step, double loss) {
     write_line(cat("{\"step\": ", step, ", \"split\": \"val\", \"loss\": ", number(loss), "}"));
+}
+
+void MetricsLog::write_run(int64_t step, const std::string& version,
+                           const std::string& acceleration, const std::string& model) {
+    write_line(cat("{\"step\": ", step, ", \"split\": \"run\", \"time\": ", quoted(utc_now()),
+                   ", \"version\": ", quoted(version), ", \"acceleration\": ",
+                   quoted(acceleration), ", \"model\": ", quoted(model), "}"));
 }
 
 void MetricsLog::write_line(const std::string& json) {

@@ -12,6 +12,7 @@ struct TrainLine {
     double loss, lr, grad_norm;
     int64_t tokens, tokens_total;
     double ms, tok_per_s;
+    double mfu = -1;  // model FLOPs utilisation; < 0: the device's peak is unknown (omitted)
 };
 
 class MetricsLog {
@@ -26,6 +27,12 @@ public:
     bool is_open() const { return file_ != nullptr; }
     void write_train(const TrainLine& line);
     void write_val(int64_t step, double loss);
+    // The run header (FORMATS.md §5), written by a train() call that has steps to run, as it
+    // opens the log: the step it starts from (0, or the step it resumed at), the time
+    // (ISO-8601 UTC), the library version, and the session's acceleration and model log
+    // lines (without their prefix).
+    void write_run(int64_t step, const std::string& version, const std::string& acceleration,
+                   const std::string& model);
 
 private:
     void write_line(const std::string& json);

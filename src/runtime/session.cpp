@@ -284,9 +284,8 @@ void Session::upload_train_data() {
     resident_ = true;
 }
 
-void Session::log_startup() const {
+std::string Session::acceleration_line() const {
     const RunConfig& r = run_;
-    const size_t n_params = model_->table().num_params();
     const BackendCaps caps = backend_->capabilities();
     auto configured = [](const std::string& resolved, const char* asked) {
         return resolved + (resolved == asked ? "" : cat(" (", asked, ")"));
@@ -310,7 +309,7 @@ void Session::log_startup() const {
                  fixed ? cat(backend_->name(), ": always deterministic") : "");
     if (!fixed && !acc.deterministic && !acc.deterministic_note.empty())
         deterministic += cat(" (", acc.deterministic_note, ")");
-    log_.info("acceleration: device=", configured(backend_->name(), to_string(r.runtime.device)),
+    return cat("device=", configured(backend_->name(), to_string(r.runtime.device)),
               " (", backend_->device_name(), ")",
               " precision=", configured(to_string(precision_), to_string(r.runtime.precision)),
               acc.precision_note.empty() ? "" : cat(" [", acc.precision_note, "]"),
@@ -337,6 +336,20 @@ void Session::log_startup() const {
                             ? ""
                             : cat(" (", to_string(r.accel.cpu_matmul), ")")),
               " max_inflight=", max_inflight_);
+}
+
+std::string Session::model_line() const {
+    const RunConfig& r = run_;
+    return cat(describe(model_->spec()), ", ", model_->table().num_params(), " parameters, init ",
+               r.model.init_from.empty() ? cat("random (seed ", r.model.seed, ")")
+                                         : cat("from ", r.model.init_from));
+}
+
+void Session::log_startup() const {
+    const RunConfig& r = run_;
+    const BackendCaps caps = backend_->capabilities();
+    const AccelStatus acc = backend_->accel_status();
+    log_.info("acceleration: ", acceleration_line());
     if (r.accel.cpu_matmul == CpuMatmul::Onednn && acc.cpu_matmul == "openblas")
         log_.warn("matmuls: accel.cpu_matmul = \"onednn\" was asked for, but matmuls run on "
                   "OpenBLAS: ", acc.cpu_matmul_note);
@@ -348,9 +361,7 @@ void Session::log_startup() const {
                   !acc.attention_note.empty() ? acc.attention_note
                   : cat("the ", backend_->name(), " backend ",
                         caps.cudnn_attention ? "gave no reason" : "has no cuDNN attention"));
-    log_.info("model: ", describe(model_->spec()), ", ", n_params, " parameters, init ",
-              r.model.init_from.empty() ? cat("random (seed ", r.model.seed, ")")
-                                        : cat("from ", r.model.init_from));
+    log_.info("model: ", model_line());
     if (const ParamTable& t = model_->table(); !t.all_trainable()) {
         size_t frozen = 0;
         for (const ParamTensor& p : t.tensors()) frozen += !p.trainable;
@@ -495,6 +506,7 @@ int64_t Session::tokens_per_step() const {
 // host memory is reduced in place, a device's through a host copy. Never inside a graph: a
 // data-parallel run draws on the host, and graphs need the resident split.
 StepResult Session::step_on_this_rank() {
+    warn_resume_differences();
     if (!train_data_)
         fail(Status::Config, "data.train is not set: step() draws batches from it "
              "(set data.train, or pass tokens with step_tokens)");
@@ -561,6 +573,7 @@ void Session::check_tokens(const int32_t* tokens, size_t n) const {
 }
 
 StepResult Session::step_tokens(const int32_t* tokens, size_t n_tokens) {
+    warn_resume_differences();
     const int64_t GA = run_.train.grad_accum, B = run_.train.batch_size, T = run_.train.seq_len;
     const size_t expected = static_cast<size_t>(GA * B * (T + 1));
     if (n_tokens != expected)
@@ -701,6 +714,20 @@ double Session::forward(const int32_t* tokens, int64_t rows, int64_t seq_len, fl
     return loss;
 }
 
+double Session::model_flops_per_token() const {
+    return flops_per_token(static_cast<int64_t>(model_->table().num_params()), run_.model.n_layer,
+                           run_.model.d_model, run_.train.seq_len);
+}
+
+double Session::peak_flops_per_s() const {
+    // Looked up once: the device's name can take a file read (/proc/cpuinfo), and metrics()
+    // is called per step by hosts that poll it.
+    if (peak_flops_ < 0)
+        peak_flops_ = run_.runtime.peak_tflops > 0 ? run_.runtime.peak_tflops * 1e12
+                                                   : peak_flops(backend_->device_name(), precision_);
+    return peak_flops_;
+}
+
 double Session::recent_tokens_per_s() const {
     if (recent_ms_.empty()) return 0.0;
     double total = 0.0;
@@ -710,6 +737,7 @@ double Session::recent_tokens_per_s() const {
 }
 
 TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback& callback) {
+    warn_resume_differences();
     const int64_t total = run_.train.steps;
     // step_ <= limits::kMaxSteps (config and checkpoint bounds), so this cannot overflow;
     // more than kMaxSteps at once (INT64_MAX = "until stopped") counts as kMaxSteps.
@@ -718,6 +746,10 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
     if (!run_.train.out_dir.empty() && rank_ == 0) {  // rank 0 writes for the whole world
         lock_out_dir();
         metrics = std::make_unique<MetricsLog>(run_.train.out_dir);
+    }
+    if (metrics && step_ < target) {
+        // The run header (FORMATS.md §5): what this run is and runs on, for reports.
+        metrics->write_run(step_, kVersionString, acceleration_line(), model_line());
     }
     const double t_start = now_ms();
     const bool can_eval = val_data_.has_value() && run_.train.eval_every > 0;
@@ -728,7 +760,7 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
         p.version = TRAINRT_PROGRESS_VERSION;
         p.kind = kind;
         p.step = r.step;
-        p.steps_total = total;
+        p.steps_total = std::max(total, target);  // `--steps N` may run past train.steps
         p.loss = loss;
         p.lr = r.lr;
         p.grad_norm = r.grad_norm;
@@ -751,10 +783,18 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
     } clear_stop{stop_requested_};
 
     if (step_ >= target) {
-        log_.info("train: already at step ", step_, " of ", target, "; nothing to do");
+        log_.info("train: already at step ", step_, " of train.steps = ", total,
+                  "; nothing to do (to go on: raise train.steps, e.g. --set train.steps=",
+                  total + std::max<int64_t>(1, total / 2), ", or run n more steps with "
+                  "--steps N / trainrt_session_train(n); to start over: --fresh)");
         return TrainOutcome::Completed;
     }
-    log_.info("train: steps ", step_ + 1, " to ", target, " of ", total);
+    log_.info("train: steps ", step_ + 1, " to ", target, " of ", std::max(total, target));
+    if (target > total)
+        log_.warn("train: steps ", std::max(step_, total) + 1, " to ", target, " go past "
+                  "train.steps = ", total, ", where the learning-rate schedule ends: they run "
+                  "at its final lr (optim.min_lr for a decaying schedule); raise train.steps "
+                  "to stretch the schedule instead");
     completed_.clear();
     // Logs the steps whose figures have come back (they lag the enqueued step_ by up to
     // max_inflight - 1 on an asynchronous backend). False if the callback asked to stop.
@@ -764,9 +804,13 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
         done.swap(completed_);
         for (const StepResult& r : done) {
             if (r.step % run_.runtime.log_every != 0 && r.step != target) continue;
-            if (metrics)
+            if (metrics) {
+                const double tps = recent_tokens_per_s();
+                const double peak = peak_flops_per_s();
                 metrics->write_train({r.step, r.loss, r.lr, r.grad_norm, r.tokens,
-                                      r.tokens_total, r.ms, recent_tokens_per_s()});
+                                      r.tokens_total, r.ms, tps,
+                                      peak > 0 ? mfu(tps, model_flops_per_token(), peak) : -1});
+            }
             go_on = progress(TRAINRT_PROGRESS_STEP, r, r.loss) && go_on;
         }
         return go_on;
@@ -866,12 +910,8 @@ SessionMetrics Session::metrics() const {
         m.step_ms_p50 = percentile(ms, 0.50);
         m.step_ms_p95 = percentile(ms, 0.95);
     }
-    m.model_flops_per_token =
-        flops_per_token(static_cast<int64_t>(model_->table().num_params()), run_.model.n_layer,
-                        run_.model.d_model, run_.train.seq_len);
-    m.peak_flops = run_.runtime.peak_tflops > 0
-                       ? run_.runtime.peak_tflops * 1e12
-                       : peak_flops(backend_->device_name(), precision_);
+    m.model_flops_per_token = model_flops_per_token();
+    m.peak_flops = peak_flops_per_s();
     m.mfu = mfu(m.tokens_per_s, m.model_flops_per_token, m.peak_flops);
     m.bytes_in_use = static_cast<int64_t>(backend_->bytes_in_use());
     m.bytes_reserved = static_cast<int64_t>(backend_->bytes_reserved());
@@ -1074,9 +1114,19 @@ void Session::warn_config_differences(const std::string& checkpoint_toml,
         diff += cat(diff.empty() ? "" : ", ", key, " = ", b->second, " (checkpoint: ", a->second,
                     ")");
     }
+    // Said when training goes on (warn_resume_differences), not here: an eval or a sample of
+    // the checkpoint under another thread count or data path is no cause for a warning.
+    resume_differences_.clear();
     if (!diff.empty())
-        log_.warn("resuming from ", dir, " with a config that differs from the one it was "
-                  "trained with: ", diff, "; the continued run is not the uninterrupted one");
+        resume_differences_ = cat("training from ", dir, " with a config that differs from the "
+                                  "one it was trained with: ", diff,
+                                  "; the continued run is not the uninterrupted one");
+}
+
+void Session::warn_resume_differences() {
+    if (resume_differences_.empty()) return;
+    log_.warn(resume_differences_);
+    resume_differences_.clear();
 }
 
 void Session::export_hf(const std::string& out_dir, ExportDType dtype) {
@@ -1113,49 +1163,6 @@ std::vector<float> Session::params_for_export(const char* what) {
                    "nothing was written; the run has diverged: export a good checkpoint "
                    "instead (trainrt_checkpoint_export)");
     return params;
-}
-
-// ------------------------------------------------------------------ sampling
-
-void Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
-                     const TokenSamplingOptions& options, int32_t* out) {
-    if (n_prompt < 1)
-        fail(Status::InvalidArgument, "sample: the prompt needs at least one token");
-    // The context holds prompt + generated tokens: their count must not wrap.
-    constexpr size_t kMaxContext = std::numeric_limits<size_t>::max() / sizeof(int32_t) / 2;
-    if (n_prompt > kMaxContext || n_new > kMaxContext - n_prompt)
-        fail(Status::InvalidArgument, "sample: n_prompt + n_new = ", n_prompt, " + ", n_new,
-             " tokens cannot be held in memory");
-    check_tokens(prompt, n_prompt);
-    if (!(options.temperature >= 0.0) || !std::isfinite(options.temperature))
-        fail(Status::InvalidArgument, "sample: temperature = ", options.temperature,
-             " must be >= 0 (0 = greedy)");
-    if (options.top_k < 0)
-        fail(Status::InvalidArgument, "sample: top_k = ", options.top_k, " must be >= 0");
-    const int T = model_->max_seq(), V = static_cast<int>(run_.model.vocab_size);
-    // Context ring: the whole prompt + generated text, the model reads its last T tokens.
-    std::vector<int32_t> context(prompt, prompt + n_prompt);
-    context.reserve(n_prompt + n_new);
-    std::vector<float> row(static_cast<size_t>(V));
-    for (size_t i = 0; i < n_new; ++i) {
-        const int t = static_cast<int>(std::min<size_t>(context.size(), static_cast<size_t>(T)));
-        const int32_t* window = context.data() + (context.size() - t);
-        std::copy(window, window + t, inputs_.data());
-        std::fill(targets_.begin(), targets_.begin() + t, 0);  // loss is computed, not used
-        backend_->copy_to_device(model_->inputs_buffer(), inputs_.data(), t * sizeof(int32_t));
-        backend_->copy_to_device(model_->targets_buffer(), targets_.data(), t * sizeof(int32_t));
-        model_->forward(model_->inputs_buffer(), model_->targets_buffer(), 1, t);
-        model_->copy_logits_to_host(row.data(), static_cast<size_t>(t - 1), 1,
-                                    static_cast<size_t>(V));
-        for (int k = 0; k < V; ++k)
-            if (!std::isfinite(row[k]))
-                fail(Status::InvalidArgument, "sample: the model's logits are not finite (",
-                     row[k], " for token ", k, "): its weights have diverged; load an earlier "
-                     "checkpoint");
-        const int32_t next = sample_token(row.data(), V, options, i, sample_scratch_);
-        out[i] = next;
-        context.push_back(next);
-    }
 }
 
 }  // namespace trt

@@ -151,7 +151,13 @@ private:
     void upload_train_data();
     void reset_step_scalars(float loss_scale);
     double recent_tokens_per_s() const;
+    double model_flops_per_token() const;  // 6N + 6LCT (bench/README.md)
+    double peak_flops_per_s() const;        // runtime.peak_tflops, else the device's; 0 unknown
+    mutable double peak_flops_ = -1;        // peak_flops_per_s, once looked up
     void log_startup() const;
+    // The start-up log's "acceleration: …" and "model: …" lines (also the metrics run header).
+    std::string acceleration_line() const;
+    std::string model_line() const;
     void copy_state_to_host(std::vector<float>& params, std::vector<float>& m,
                             std::vector<float>& v);
     CheckpointState checkpoint_state() const;
@@ -159,6 +165,10 @@ private:
     // The parameters on the host, checked finite (`what` names the export for the error).
     std::vector<float> params_for_export(const char* what);
     void warn_config_differences(const std::string& checkpoint_toml, const std::string& dir);
+    // The training keys a loaded checkpoint was trained with otherwise ("" = none): warned
+    // about once, when training goes on from it (step, step_tokens, train).
+    std::string resume_differences_;
+    void warn_resume_differences();
 
     Config config_;
     RunConfig run_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 
 #include "core/philox.h"
 
@@ -16,6 +18,21 @@ double philox_uniform(uint64_t seed, uint64_t index) {
     return static_cast<double>(bits) * 0x1.0p-53;
 }
 
+namespace {
+
+// A key whose unsigned order is: larger logit first, then smaller id. The float's bits are
+// mapped to an unsigned integer increasing with the value (-0 taken as +0, which compares
+// equal to it), then flipped.
+uint64_t descending_key(float logit, int32_t id) {
+    if (logit == 0.0f) logit = 0.0f;
+    uint32_t u;
+    std::memcpy(&u, &logit, sizeof u);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // ascending with the value
+    return static_cast<uint64_t>(~u) << 32 | static_cast<uint32_t>(id);
+}
+
+}  // namespace
+
 int32_t sample_token(const float* logits, int V, const TokenSamplingOptions& options,
                      uint64_t index, std::vector<std::pair<float, int32_t>>& scratch) {
     if (options.temperature <= 0.0) {
@@ -29,13 +46,19 @@ int32_t sample_token(const float* logits, int V, const TokenSamplingOptions& opt
     size_t k = options.top_k > 0 && options.top_k < V ? static_cast<size_t>(options.top_k)
                                                      : static_cast<size_t>(V);
     // Largest logits first; equal logits by id, so the order (and the draw) is deterministic.
-    auto larger = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
-        return a.first > b.first || (a.first == b.first && a.second < b.second);
-    };
-    if (k < scratch.size())
-        std::partial_sort(scratch.begin(), scratch.begin() + k, scratch.end(), larger);
+    // Sorted as one 64-bit key per entry (the logit's order flipped, then the id), which
+    // orders exactly as that comparison and sorts several times faster than the pairs.
+    thread_local std::vector<uint64_t> keys;
+    keys.resize(static_cast<size_t>(V));
+    for (int i = 0; i < V; ++i) keys[i] = descending_key(scratch[i].first, i);
+    if (k < keys.size())
+        std::partial_sort(keys.begin(), keys.begin() + static_cast<ptrdiff_t>(k), keys.end());
     else
-        std::sort(scratch.begin(), scratch.end(), larger);
+        std::sort(keys.begin(), keys.end());
+    for (size_t i = 0; i < k; ++i) {
+        const int32_t id = static_cast<int32_t>(keys[i] & 0xffffffffu);
+        scratch[i] = {logits[id], id};
+    }
 
     // softmax(logits / temperature) over the kept k, in double; max first for stability.
     const double inv_t = 1.0 / options.temperature;

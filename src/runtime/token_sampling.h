@@ -11,6 +11,10 @@ struct TokenSamplingOptions {
     double temperature = 1.0;  // > 0 scales logits by 1/temperature; 0 = greedy (argmax)
     int top_k = 0;             // keep the k largest logits; 0 (or >= V) = all
     uint64_t seed = 1337;
+    // Keep the window's keys and values between tokens (where the backend's
+    // attention_cached_forward is verified: BackendCaps::cached_attention). false: run the
+    // whole window per token, the reference the cached path is tested against.
+    bool kv_cache = true;
 };
 
 // Uniform double in [0, 1) from draw `index` of stream `seed` (53 random bits).

@@ -144,6 +144,15 @@ awk '/^val loss/ { exit !($3 > 4.5 && $3 < 6.5) }' eval.out ||
     fail "eval without out_dir failed"
 grep -Eq '^val loss [0-9.]+ \(initial model\)$' eval0.out || fail "eval: initial model line"
 
+# An eval under another thread count reads the checkpoint without the resume warning (it is
+# not a continued run) or the start-up account of a training run.
+"$TRAINRT" eval run.toml --set runtime.threads=2 >eval2.out 2>eval2.err ||
+    { cat eval2.err >&2; fail "eval --set runtime.threads=2: non-zero exit"; }
+! grep -q 'differs from the one it was trained with' eval2.err ||
+    fail "eval warns about resuming with another config: $(cat eval2.err)"
+! grep -q 'init random' eval2.err || fail "eval logs the random init of its session"
+grep -Eq '^val loss [0-9.]+ ' eval2.out || fail "eval --set runtime.threads=2: no val loss"
+
 # ------------------------------------------------------------------ checkpoints and resume
 step "checkpoint at the end of train, resume from latest"
 [ -f out/latest ] || fail "train: no out/latest"
@@ -359,6 +368,34 @@ expect_failure bad_set_key "optim.nope" "$TRAINRT" config run.toml --set optim.n
 expect_failure bad_set_value "train.steps" "$TRAINRT" train run.toml --set train.steps=0
 expect_failure unknown_command "frobnicate" "$TRAINRT" frobnicate
 expect_failure no_command "usage" "$TRAINRT"
+# --version; a usage error is its message, the command's usage lines and a pointer to --help.
+"$TRAINRT" --version >version.out || fail "--version: non-zero exit"
+grep -Eq '^trainrt [0-9]+\.[0-9]+\.[0-9]+ \(libtrainrt [0-9.]+, ABI [0-9]+\)$' version.out ||
+    fail "--version: $(cat version.out)"
+expect_failure usage_short "run 'trainrt train --help'" "$TRAINRT" train
+grep -q '^trainrt train: missing CONFIG' usage_short.err || fail "usage: the message is not first"
+[ "$(wc -l <usage_short.err)" -le 4 ] || fail "usage error: $(wc -l <usage_short.err) lines"
+expect_failure unknown_option_short "unknown option '--nope'" "$TRAINRT" eval run.toml --nope
+[ "$(wc -l <unknown_option_short.err)" -le 4 ] || fail "usage error buries its message"
+# export keeps an existing folder unless --force.
+expect_failure export_existing "already exists" "$TRAINRT" export out hf
+"$TRAINRT" export out hf --force >/dev/null 2>&1 || fail "export --force into hf"
+# A file of the wrong kind says what it is and what to do.
+expect_failure text_as_shard "trainrt prepare --text" \
+    "$TRAINRT" train run.toml --fresh --set "data.train=\"$TEXT\"" --set train.out_dir=text_out
+expect_failure config_json_as_weights "JSON text" \
+    "$TRAINRT" train run.toml --fresh --set model.init_from=hf/config.json --set train.out_dir=cj_out
+# A finished run says how to go on; --steps past train.steps says what the lr does there.
+"$TRAINRT" train run.toml --fresh --set train.steps=2 --set train.out_dir=done_out >/dev/null 2>&1 ||
+    fail "train 2 steps into done_out"
+"$TRAINRT" train run.toml --set train.steps=2 --set train.out_dir=done_out >done.out 2>done.err ||
+    fail "train of a finished run: non-zero exit"
+grep -q 'nothing to do (to go on: raise train.steps' done.err || fail "finished run: $(cat done.err)"
+"$TRAINRT" train run.toml --set train.steps=2 --set train.out_dir=done_out --steps 2 \
+    >past.out 2>past.err || fail "train --steps past train.steps: non-zero exit"
+grep -q '^step 4/4 ' past.err || fail "train --steps past the schedule: $(grep '^step' past.err)"
+! grep -q '^step [0-9]*/2 ' past.err || fail "a step numbered past its total"
+grep -q 'go past train.steps = 2' past.err || fail "no warning for steps past the schedule"
 expect_failure prepare_missing_text "no_such.txt" \
     "$TRAINRT" prepare --text no_such.txt --out prep_missing
 [ ! -e prep_missing/train.bin ] || fail "prepare with a missing text wrote train.bin"

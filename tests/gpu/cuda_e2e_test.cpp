@@ -268,6 +268,45 @@ TEST_P(CudaE2EP, RunToRunBitwise) {
     compare("cuda " + p + " run 1 vs run 2", la, lb, 30);
 }
 
+// Generation with the KV cache (attention_cached_forward on the GPU; taken on CUDA only with
+// TRAINRT_CUDA_KV_CACHE=1 until this passes on a GPU) gives the tokens of the whole-window
+// path: greedy and seeded, from a prompt longer than the window (restarts included).
+TEST_P(CudaE2EP, SampleWithTheKvCacheGivesTheWholeWindowTokens) {
+    const std::string p = GetParam();
+    CUDA_SESSION_OR_SKIP(s, p);
+    ASSERT_EQ(run(s, 20).size(), 20u);
+    std::vector<int32_t> prompt(80);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(32 + i % 90);
+    for (double temperature : {0.0, 1.0}) {
+        trainrt_sample_options o;
+        trainrt_sample_options_init(&o);
+        o.temperature = temperature;
+        o.seed = 5;
+        std::vector<int32_t> whole(150, -1), cached(150, -2);
+        ::unsetenv("TRAINRT_CUDA_KV_CACHE");
+        ASSERT_EQ(trainrt_session_sample(whole.data(), whole.size(), s, prompt.data(),
+                                         prompt.size(), whole.size(), &o), TRAINRT_OK)
+            << last_error();
+        ::setenv("TRAINRT_CUDA_KV_CACHE", "1", 1);
+        const trainrt_status st = trainrt_session_sample(cached.data(), cached.size(), s,
+                                                         prompt.data(), prompt.size(),
+                                                         cached.size(), &o);
+        ::unsetenv("TRAINRT_CUDA_KV_CACHE");
+        ASSERT_EQ(st, TRAINRT_OK) << last_error();
+        // bf16/fp16 round differently on the two paths (one row vs a window of rows): the
+        // tokens may part once the logits of two candidates are within rounding; count how
+        // far they agree rather than failing on the first step.
+        size_t agree = 0;
+        while (agree < whole.size() && whole[agree] == cached[agree]) ++agree;
+        if (p == "fp32" || p == "tf32")
+            EXPECT_EQ(cached, whole) << p << " temperature " << temperature;
+        else
+            EXPECT_GE(agree, 20u) << p << " temperature " << temperature;
+        std::printf("[ sample ] %s temperature %.1f: the cached path agrees for %zu of %zu "
+                    "tokens\n", p.c_str(), temperature, agree, whole.size());
+    }
+}
+
 // Graph-captured vs eager steps (bitwise): cuda_graph_test.cpp. The sessions here run the
 // library's defaults (graphs, epilogues, cuDNN attention where it serves, bf16/fp16
 // activations under bf16/fp16): what a user gets.

@@ -132,6 +132,7 @@ const std::map<std::string, std::set<std::string>>& activation_tensors() {
         {"gelu_backward_bias", {"inp", "dout", "dinp"}},
         {"attention_forward", {"qkv", "out"}},
         {"attention_backward", {"qkv", "dout", "dqkv"}},
+        {"attention_cached_forward", {"qkv", "out"}},
         {"classifier_forward_backward", {"logits"}},
         {"rmsnorm_forward", {"inp", "out"}},
         {"rmsnorm_backward", {"inp", "dout", "dinp"}},
@@ -439,6 +440,70 @@ void gelu_backward_bias_cases() {
 }
 
 // ---------------------------------------------------------------- attention
+
+// Generation's attention over a KV cache: n new rows at positions pos0.. of one sequence; the
+// caches' rows before pos0 (earlier tokens) start random, the rows after stay as they were.
+void attention_cached_cases() {
+    struct S {
+        int pos0, n, NH, NKV, hs, max_T;
+    };
+    for (S s : {S{0, 1, 2, 2, 4, 4}, S{0, 7, 3, 3, 4, 9}, S{5, 1, 4, 2, 8, 16},
+                S{13, 3, 4, 1, 16, 20}, S{100, 1, 12, 12, 64, 128}, S{0, 33, 8, 4, 10, 40},
+                S{64, 64, 2, 2, 32, 130}, S{1023, 1, 4, 4, 64, 1024}}) {
+        const int pos0 = s.pos0, n = s.n, NH = s.NH, NKV = s.NKV, hs = s.hs, max_T = s.max_T;
+        const int C = NH * hs;
+        const size_t W = (size_t)(NH + 2 * NKV) * hs, cache = (size_t)NKV * max_T * hs;
+        OpCase c;
+        c.op = "attention_cached_forward";
+        c.shape = dims_text({{"pos0", pos0}, {"n", n}, {"NH", NH}, {"NKV", NKV}, {"hs", hs},
+                             {"max_T", max_T}});
+        c.tensors = {operand(in("qkv", (size_t)n * W, -2, 2)),
+                     operand(tensor("k_cache", cache, Use::InOut, -2, 2)),
+                     operand(tensor("v_cache", cache, Use::InOut)), out("out", (size_t)n * C)};
+        c.dims = attention_dims(1, n, C, NH, NKV);
+        c.tol = kMatmulForward;
+        c.run = [=](Backend& be, const DeviceTensors& t) {
+            be.attention_cached_forward(t.f(3), t.f(0), t.f(1), t.f(2), pos0, n, NH, NKV, hs,
+                                        max_T);
+        };
+        c.reference = [=](HostTensors& h) {
+            const Vec& qkv = h.f[0];
+            Vec& kc = h.f[1];
+            Vec& vc = h.f[2];
+            for (int i = 0; i < n; i++)
+                for (int g = 0; g < NKV; g++)
+                    for (int d = 0; d < hs; d++) {
+                        const size_t at = ((size_t)g * max_T + pos0 + i) * hs + d;
+                        kc[at] = qkv[(size_t)i * W + C + (size_t)g * hs + d];
+                        vc[at] = qkv[(size_t)i * W + C + (size_t)(NKV + g) * hs + d];
+                    }
+            Vec& o = h.f[3];
+            const double scale = 1.0 / std::sqrt((double)hs);
+            for (int i = 0; i < n; i++)
+                for (int h2 = 0; h2 < NH; h2++) {
+                    const int g = h2 / (NH / NKV), t = pos0 + i;
+                    std::vector<double> p((size_t)t + 1);
+                    double mx = -1e300, sum = 0;
+                    for (int k = 0; k <= t; k++) {
+                        double dot = 0;
+                        for (int d = 0; d < hs; d++)
+                            dot += qkv[(size_t)i * W + (size_t)h2 * hs + d] *
+                                   kc[((size_t)g * max_T + k) * hs + d];
+                        p[k] = dot * scale;
+                        mx = std::max(mx, p[k]);
+                    }
+                    for (double& x : p) sum += (x = std::exp(x - mx));
+                    for (int d = 0; d < hs; d++) {
+                        double acc = 0;
+                        for (int k = 0; k <= t; k++)
+                            acc += p[k] * vc[((size_t)g * max_T + k) * hs + d];
+                        o[(size_t)i * C + (size_t)h2 * hs + d] = acc / sum;
+                    }
+                }
+        };
+        add(c);
+    }
+}
 
 void attention_cases() {
     struct S {
@@ -922,6 +987,7 @@ const std::vector<OpCase>& all_cases() {
         matmul_gelu_cases();
         gelu_backward_bias_cases();
         attention_cases();
+        attention_cached_cases();
         classifier_cases();
         rmsnorm_cases();
         rope_cases();

@@ -53,7 +53,9 @@ trap 'exit 130' INT TERM
 # ---------------------------------------------------------------- build + package
 say "configure + build in $BUILD"
 [ "${KEEP_BUILD:-0}" = 1 ] || rm -rf "$BUILD"
-cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+# The default prefix (/usr/local), as a user's own build has: the packages must still install
+# under /usr (packaging.cmake).
+cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
     -DTRAINRT_BUILD_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=90-real >"$BUILD.configure.log" 2>&1 \
     || { cat "$BUILD.configure.log"; fail "configure"; }
 cmake --build "$BUILD" -j "$JOBS" >"$BUILD.build.log" 2>&1 || { tail -50 "$BUILD.build.log"; fail "build"; }
@@ -149,6 +151,7 @@ for f in "${DEBS[@]}"; do
     echo "--- $(basename "$f")"; dpkg-deb -I "$f" | sed -n '/Package:/,$p'
     [ "$(field "$f" Maintainer)" = "libtrainrt developers <dev@libtrainrt.invalid>" ] || fail "$f: Maintainer"
     [ "$(field "$f" Homepage)" = "https://github.com/libtrainrt/trainrt" ] || fail "$f: Homepage"
+    ! contents "$f" | grep -q '^/usr/local' || fail "$(basename "$f"): files under /usr/local"
 done
 L=$(contents "$DEB_RUNTIME"); echo "$L"
 expect_file "$DEB_RUNTIME" "$L" '^/usr/lib/[^/]+/libtrainrt\.so\.0\.1\.0$'

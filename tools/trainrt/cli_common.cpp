@@ -23,6 +23,23 @@ int fail_status(const char* what, trainrt_status status) {
     return 1;
 }
 
+int usage_error(const std::string& command, const std::string& message, const char* help) {
+    const std::string who = command.empty() ? "trainrt" : "trainrt " + command;
+    std::fprintf(stderr, "%s: %s\n", who.c_str(), message.c_str());
+    if (help != nullptr) {
+        // The usage block: from the line starting "usage:" up to the first blank line.
+        const std::string text = help;
+        const size_t start = text.find("usage:");
+        if (start != std::string::npos) {
+            const size_t end = text.find("\n\n", start);
+            std::fprintf(stderr, "%s\n",
+                         text.substr(start, end == std::string::npos ? end : end - start).c_str());
+        }
+    }
+    std::fprintf(stderr, "run '%s --help' for more\n", who.c_str());
+    return 2;
+}
+
 bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
 
 void mark_progress_line_open() { g_progress_line_open = true; }

@@ -13,6 +13,11 @@ namespace trainrt_cli {
 // Prints "trainrt: WHAT failed (STATUS): last error" to stderr; returns 1.
 int fail_status(const char* what, trainrt_status status);
 
+// A usage error, kept short: "trainrt COMMAND: MESSAGE", the command's usage lines (the
+// "usage:" block at the top of its help text) and where the full help is; returns 2.
+// command "" (no command, or an unknown one): the message and a pointer to `trainrt --help`.
+int usage_error(const std::string& command, const std::string& message, const char* help);
+
 // The live progress line on a terminal (train): log lines end it first.
 bool stderr_is_tty();
 // False on the ranks of a data-parallel run other than 0 (known once a session exists):

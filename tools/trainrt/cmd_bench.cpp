@@ -28,8 +28,7 @@ constexpr long long kDefaultWarmup = 3;
 constexpr int kExitOutOfMemory = 3;  // the ladder retries a smaller batch on this
 
 int bench_usage_error(const std::string& message) {
-    std::fprintf(stderr, "trainrt bench: %s\n\n%s", message.c_str(), kBenchUsage);
-    return 2;
+    return usage_error("bench", message, kBenchUsage);
 }
 
 struct BenchArgs {

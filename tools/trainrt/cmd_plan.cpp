@@ -84,9 +84,8 @@ int64_t resolved_auto_batch(trainrt_config* c) {
 }
 
 int plan_usage(const std::string& error) {
-    std::fprintf(stderr, "trainrt: %s\nusage: trainrt plan CONFIG [--set KEY=VALUE]... "
-                         "[--max-batch] [--memory BYTES]\n", error.c_str());
-    return 2;
+    return usage_error("plan", error, "usage: trainrt plan CONFIG [--set KEY=VALUE]... "
+                                      "[--max-batch] [--memory BYTES]\n\n");
 }
 
 }  // namespace

@@ -26,13 +26,10 @@ const char* const kTokenizerHelp =
 
 int cmd_tokenizer(int argc, char** argv) {
     if (argc < 1 || std::strcmp(argv[0], "train") != 0) {
-        std::fprintf(stderr, "trainrt: tokenizer needs a subcommand: train\n\n%s",
-                     kTokenizerHelp);
-        return 2;
+        return usage_error("tokenizer", "tokenizer needs a subcommand: train", kTokenizerHelp);
     }
     auto usage = [](const std::string& message) {
-        std::fprintf(stderr, "trainrt: %s\n\n%s", message.c_str(), kTokenizerHelp);
-        return 2;
+        return usage_error("tokenizer", message, kTokenizerHelp);
     };
     std::vector<std::string> texts, specials;
     std::string out;

@@ -8,6 +8,7 @@
 //   trainrt config CONFIG [--set KEY=VALUE]...
 //   trainrt info [CONFIG [--set KEY=VALUE]...]
 //   trainrt bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]
+//   trainrt report OUT_DIR [OUT_DIR...] [--html FILE] [--label NAME]...
 #include <trainrt/trainrt.h>
 
 #include <csignal>
@@ -15,10 +16,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "cli_common.h"
+#include "cmd_report.h"
 
 namespace {
 
@@ -54,6 +57,9 @@ const char* kUsage =
     "        p50/p95, MFU and every timed step's loss (a table, or one JSON object)\n"
     "  tokenizer train --vocab-size N --text FILE... --out PATH [--min-frequency F] [--force]\n"
     "        train a byte-level BPE tokenizer on text; writes a Hugging Face tokenizer.json\n"
+    "  report OUT_DIR [OUT_DIR...] [--html FILE] [--label NAME]...\n"
+    "        summarise runs (train.out_dir) and write one self-contained HTML page of their\n"
+    "        curves: loss vs step and tokens, lr, grad norm, tokens/s, MFU; config\n"
     "\n"
     "CHECKPOINT is a checkpoint directory or a folder with a `latest` file (train.out_dir).\n"
     "--set takes a TOML value: --set optim.lr=1e-3 --set 'data.train=\"shards/*.bin\"'\n"
@@ -111,7 +117,7 @@ const CommandHelp kCommandHelp[] = {
      "tokens decoded with it; without one the model must be byte-level (vocab_size 256). T defaults to 1.0 (0 = greedy), K to 0 (all\n"
      "tokens), S to 1337; the same seed gives the same text.\n"},
     {"export",
-     "usage: trainrt export CHECKPOINT DIR [--dtype f32|bf16] [--merge]\n"
+     "usage: trainrt export CHECKPOINT DIR [--dtype f32|bf16] [--merge] [--force]\n"
      "\n"
      "Writes DIR/model.safetensors (the model's Hugging Face names, unpadded, fp32 unless\n"
      "--dtype bf16; shards + model.safetensors.index.json above 5 GB) and DIR/config.json,\n"
@@ -120,7 +126,9 @@ const CommandHelp kCommandHelp[] = {
      "tokenizer_config.json / special_tokens_map.json) too.\n"
      "A LoRA run's checkpoint (lora.rank > 0) writes its adapters instead, as a PEFT folder:\n"
      "DIR/adapter_model.safetensors + DIR/adapter_config.json (PeftModel.from_pretrained,\n"
-     "lora.init_from); --merge writes the model with the adapters merged into the base weights.\n"},
+     "lora.init_from); --merge writes the model with the adapters merged into the base weights.\n"
+     "An existing, non-empty DIR is refused (nothing is written) unless --force, which\n"
+     "replaces the files the export writes and leaves any others in DIR.\n"},
     {"config",
      "usage: trainrt config CONFIG [--set KEY=VALUE]...\n"
      "\n"
@@ -167,6 +175,7 @@ const char* command_help(const std::string& name) {
     for (const CommandHelp& h : kCommandHelp)
         if (name == h.name) return h.text;
     if (name == "tokenizer") return kTokenizerHelp;
+    if (name == "report") return kReportHelp;
     return nullptr;
 }
 
@@ -176,9 +185,10 @@ bool wants_help(int argc, char** argv) {
     return false;
 }
 
+std::string g_command;  // the command being run: its usage lines go with a usage error
+
 int fail_usage(const std::string& message) {
-    std::fprintf(stderr, "trainrt: %s\n\n%s", message.c_str(), kUsage);
-    return 2;
+    return usage_error(g_command, message, command_help(g_command));
 }
 
 std::string format_duration(double seconds) {
@@ -433,6 +443,9 @@ int cmd_eval(int argc, char** argv) {
     if (!parse_run_args(argc, argv, kCheckpoint, args, error)) return fail_usage(error);
     trainrt_config* config = load_config(args);
     if (config == nullptr) return 1;
+    // An eval prints its one line: the session's start-up account (model, init, the
+    // acceleration line) is for runs that train; warnings and errors still show.
+    trainrt_config_set_log(config, log_to_stderr, nullptr, TRAINRT_LOG_WARN);
     std::string checkpoint;
     if (!pick_checkpoint(config, args.checkpoint, checkpoint)) {
         trainrt_config_destroy(config);
@@ -630,11 +643,13 @@ int cmd_sample(int argc, char** argv) {
 int cmd_export(int argc, char** argv) {
     std::vector<std::string> positional;
     int32_t dtype = TRAINRT_DTYPE_F32;
-    bool merge = false;
+    bool merge = false, force = false;
     for (int i = 0; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--merge") {
             merge = true;
+        } else if (a == "--force") {
+            force = true;
         } else if (a == "--dtype") {
             if (i + 1 >= argc) return fail_usage("--dtype needs f32 or bf16");
             const std::string d = argv[++i];
@@ -648,6 +663,17 @@ int cmd_export(int argc, char** argv) {
         }
     }
     if (positional.size() != 2) return fail_usage("export needs CHECKPOINT and DIR");
+    {
+        std::error_code ec;
+        const std::filesystem::path out(positional[1]);
+        if (!force && std::filesystem::exists(out, ec) &&
+            !(std::filesystem::is_directory(out, ec) && std::filesystem::is_empty(out, ec))) {
+            std::fprintf(stderr, "trainrt: export: '%s' already exists and is not an empty "
+                         "folder; nothing was written. Choose a new DIR, or pass --force to "
+                         "replace the files an export writes there\n", positional[1].c_str());
+            return 1;
+        }
+    }
     // A LoRA run's checkpoint exports its adapters (PEFT) unless --merge asks for the model.
     trainrt_config* config = nullptr;
     if (const trainrt_status st = trainrt_config_from_checkpoint(&config, positional[0].c_str());
@@ -753,13 +779,23 @@ int cmd_info(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2) return fail_usage("missing command");
+    if (argc < 2) return usage_error("", "missing command", kUsage);
     const std::string cmd = argv[1];
     if (cmd == "-h" || cmd == "--help" || cmd == "help") {
         const char* text = argc > 2 ? command_help(argv[2]) : nullptr;
         std::fputs(text != nullptr ? text : kUsage, stdout);
         return 0;
     }
+    if (cmd == "--version" || cmd == "-V" || cmd == "version") {
+        std::printf("trainrt %d.%d.%d (libtrainrt %s, ABI %u)\n", TRAINRT_VERSION_MAJOR,
+                    TRAINRT_VERSION_MINOR, TRAINRT_VERSION_PATCH, trainrt_version_string(),
+                    trainrt_abi_version());
+        return 0;
+    }
+    if (command_help(cmd) == nullptr)
+        return fail_usage("unknown command '" + cmd + "'; the commands are prepare, train, "
+                          "eval, sample, export, config, info, plan, bench, tokenizer, report");
+    g_command = cmd;
     if (command_help(cmd) != nullptr && wants_help(argc - 2, argv + 2)) {
         std::fputs(command_help(cmd), stdout);
         return 0;
@@ -779,5 +815,6 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return cmd_bench(argc - 2, argv + 2);
     if (cmd == "plan") return cmd_plan(argc - 2, argv + 2);
     if (cmd == "tokenizer") return cmd_tokenizer(argc - 2, argv + 2);
-    return fail_usage("unknown command '" + cmd + "'");
+    if (cmd == "report") return cmd_report(argc - 2, argv + 2);
+    return fail_usage("unknown command '" + cmd + "'");  // a command with help but no handler
 }

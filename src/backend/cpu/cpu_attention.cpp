@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstddef>
 #include <optional>
+#include <vector>
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_dropout.h"
@@ -144,6 +145,62 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
             if (hs > 0)
                 head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, i1, 1.0f, p, T,
                            v, W, 0.0f, o + (size_t)i0 * C, C);
+        }
+    }
+}
+
+// att[s] = scale · q · k[s] over rows s < rows of k [rows, hs].
+TRT_CPU_CLONES static void scores_row(float* __restrict att, const float* __restrict q,
+                                      const float* __restrict k, int rows, int hs, float scale) {
+    for (int s = 0; s < rows; s++) att[s] = scale * dot_f(q, k + (size_t)s * hs, hs);
+}
+
+// o[d] = Σ_s p[s] · v[s, d] over rows s < rows of v [rows, hs], s in order.
+TRT_CPU_CLONES static void weighted_rows(float* __restrict o, const float* __restrict p,
+                                         const float* __restrict v, int rows, int hs) {
+    for (int d = 0; d < hs; d++) o[d] = 0.0f;
+    for (int s = 0; s < rows; s++) {
+        const float a = p[s];
+        const float* __restrict vs = v + (size_t)s * hs;
+        for (int d = 0; d < hs; d++) o[d] += a * vs[d];
+    }
+}
+
+void attention_cached_forward(float* out /*[n,NH*hs]*/, const float* qkv /*[n,W]*/,
+                              float* k_cache /*[NKV,max_T,hs]*/, float* v_cache, int pos0,
+                              int n, int NH, int NKV, int hs, int max_T, int threads) {
+    check_heads(NH * hs, NH, NKV);
+    TRT_CHECK(pos0 >= 0 && n >= 1 && pos0 + n <= max_T, "attention_cached_forward: rows ",
+              pos0, " .. ", pos0 + n, " do not fit a cache of ", max_T);
+    const int C = NH * hs, G = NH / NKV;
+    const size_t W = (size_t)C + 2 * (size_t)NKV * hs;
+    for (int i = 0; i < n; i++)
+        for (int g = 0; g < NKV; g++) {
+            const float* row = qkv + (size_t)i * W + C;
+            const size_t at = ((size_t)g * max_T + pos0 + i) * hs;
+            std::copy(row + (size_t)g * hs, row + (size_t)(g + 1) * hs, k_cache + at);
+            std::copy(row + (size_t)(NKV + g) * hs, row + (size_t)(NKV + g + 1) * hs,
+                      v_cache + at);
+        }
+    const float scale = 1.0f / std::sqrt((float)hs);
+    const int keys = pos0 + n;  // the longest row's span
+    const int team_size = team((size_t)n * NH * keys * hs, threads);
+    // One row of scores per thread, kept between calls (a decode step is one small call).
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < (size_t)team_size * keys) scratch.resize((size_t)team_size * keys);
+    float* const scores = scratch.data();
+#pragma omp parallel num_threads(team_size) if (team_size > 1)
+    {
+        float* att = scores + (size_t)omp_get_thread_num() * keys;
+#pragma omp for schedule(static)
+        for (int ih = 0; ih < n * NH; ih++) {
+            const int i = ih / NH, h = ih % NH, g = h / G, t = pos0 + i;
+            const float* q = qkv + (size_t)i * W + (size_t)h * hs;
+            const float* k = k_cache + (size_t)g * max_T * hs;
+            const float* v = v_cache + (size_t)g * max_T * hs;
+            scores_row(att, q, k, t + 1, hs, scale);
+            causal_softmax_row(att, t, t + 1);
+            weighted_rows(out + (size_t)i * C + (size_t)h * hs, att, v, t + 1, hs);
         }
     }
 }

@@ -35,6 +35,11 @@ struct WorkingCopyRefresh {
 
 class CpuBackend final : public Backend {
 public:
+    BackendCaps capabilities() const override {
+        BackendCaps c;  // host memory, deterministic, fused classifier (the defaults)
+        c.cached_attention = true;
+        return c;
+    }
     CpuBackend(int threads, Precision precision, CpuMatmul matmul)
         : threads_(threads > 0 ? threads : omp_get_num_procs()) {
         if (threads_ < 1) threads_ = 1;
@@ -207,6 +212,15 @@ public:
         if (lowp_) return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV);
         cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_,
                                onednn_sgemm_);
+    }
+    void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
+                                  int pos0, int n, int NH, int NKV, int hs,
+                                  int max_T) override {
+        if (lowp_)
+            return lowp_->attention_cached_forward(out, qkv, k_cache, v_cache, pos0, n, NH, NKV,
+                                                   hs, max_T);
+        cpu::attention_cached_forward(f32(out), f32(qkv), k_cache, v_cache, pos0, n, NH, NKV,
+                                      hs, max_T, threads_);
     }
     size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
         return cpu::attention_scratch_floats(B, T, C, NH, NKV, threads_);

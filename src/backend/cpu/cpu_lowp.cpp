@@ -654,6 +654,17 @@ void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int 
     }, attention_min_rows(T, NH));
 }
 
+// One sequence of n rows, in one chunk (the caches are fp32 and indexed by position).
+void LowpOps::attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
+                                       int pos0, int n, int NH, int NKV, int hs, int max_T) {
+    const size_t C = (size_t)NH * hs, W = (size_t)hs * (NH + 2 * NKV);
+    const RowArg args[] = {{out, C, Dir::Out}, {qkv, W}};
+    by_rows((size_t)n, (size_t)n, args, [&](size_t, size_t, float** f) {
+        cpu::attention_cached_forward(f[0], f[1], k_cache, v_cache, pos0, n, NH, NKV, hs,
+                                      max_T, threads_);
+    }, (size_t)n);
+}
+
 void LowpOps::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                                  const float* saved, int B, int T, int C, int NH, int NKV,
                                  bool dropout) {

@@ -86,6 +86,8 @@ public:
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH, int NKV,
                             bool dropout = false);
+    void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
+                                  int pos0, int n, int NH, int NKV, int hs, int max_T);
     void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
                       int NKV, int hs, int pos0);
     void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,

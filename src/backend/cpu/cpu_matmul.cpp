@@ -11,6 +11,8 @@
 // calls it.
 #include <cblas.h>
 
+#include <algorithm>
+
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_gelu.h"
 #include "backend/cpu/cpu_ops.h"
@@ -25,11 +27,67 @@ static int row_parts(int N, int threads) {
     return std::max(1, std::min(threads, N / kMinRowsPerPart));
 }
 
+// One row (generation's decode step): out[M] = bias + inp[K] · W, as a matrix-vector
+// product in our own loops. sgemm (and oneDNN) spend more on setting up a 1-row product than
+// on the product itself. Columns are split over the threads in blocks; each output sums k in
+// order whatever the team, so the result does not depend on the thread count.
+TRT_CPU_CLONES static void row_times_inout(float* __restrict out, const float* __restrict x,
+                                           const float* __restrict w, int K, int M, int j0,
+                                           int j1) {
+    // Four rows of W per pass over the block: out[j] stays in a register for four products,
+    // still added in k order (the same sums as one row at a time).
+    int k = 0;
+    for (; k + 4 <= K; k += 4) {
+        const float x0 = x[k], x1 = x[k + 1], x2 = x[k + 2], x3 = x[k + 3];
+        const float* __restrict r0 = w + (size_t)k * M;
+        const float* __restrict r1 = r0 + M;
+        const float* __restrict r2 = r1 + M;
+        const float* __restrict r3 = r2 + M;
+        for (int j = j0; j < j1; j++) {
+            float o = out[j];
+            o += x0 * r0[j];
+            o += x1 * r1[j];
+            o += x2 * r2[j];
+            o += x3 * r3[j];
+            out[j] = o;
+        }
+    }
+    for (; k < K; k++) {
+        const float xk = x[k];
+        const float* __restrict row = w + (size_t)k * M;
+        for (int j = j0; j < j1; j++) out[j] += xk * row[j];
+    }
+}
+
+void matmul_forward_row(float* out /*[M]*/, const float* inp /*[K]*/,
+                        const float* weight /*[K,M] InOut | [M,K] OutIn*/,
+                        const float* bias /*[M] or null*/, int K, int M, WeightLayout layout,
+                        int threads) {
+    constexpr int kColumnBlock = 256;
+    // A team pays off only for large weights (an output head): a decode step's small
+    // products take a few microseconds, less than waking the team.
+    constexpr size_t kMinParallelWeights = size_t{1} << 20;
+    const int blocks = (M + kColumnBlock - 1) / kColumnBlock;
+    const bool inout = layout == WeightLayout::InOut;
+    const int team_size = (size_t)K * M < kMinParallelWeights ? 1 : threads;
+#pragma omp parallel for schedule(static) num_threads(team_size) if (team_size > 1)
+    for (int b = 0; b < blocks; b++) {
+        const int j0 = b * kColumnBlock, j1 = std::min(M, j0 + kColumnBlock);
+        for (int j = j0; j < j1; j++) out[j] = bias ? bias[j] : 0.0f;
+        if (inout) {
+            row_times_inout(out, inp, weight, K, M, j0, j1);
+        } else {
+            for (int j = j0; j < j1; j++) out[j] += dot_f(inp, weight + (size_t)j * K, K);
+        }
+    }
+}
+
 void matmul_forward(float* out /*[N,M]*/, const float* inp /*[N,K]*/,
                     const float* weight /*[K,M] InOut | [M,K] OutIn*/,
                     const float* bias /*[M] or null*/, int N, int K, int M,
                     WeightLayout layout, int threads) {
     if (N <= 0 || M <= 0) return;
+    if (N == 1 && K > 0) return matmul_forward_row(out, inp, weight, bias, K, M, layout, threads);
     const BlasThreadsScope blas(threads);
     const bool inout = layout == WeightLayout::InOut;
     const int parts = row_parts(N, threads);

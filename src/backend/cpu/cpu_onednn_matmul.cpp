@@ -10,7 +10,7 @@ static bool empty(int N, int K, int M) { return N <= 0 || K <= 0 || M <= 0; }
 void onednn_matmul_forward(OnednnGemm& gemm, float* out, const float* inp, const float* weight,
                            const float* bias, int N, int K, int M, WeightLayout layout,
                            int threads) {
-    if (empty(N, K, M))
+    if (empty(N, K, M) || N == 1)
         return matmul_forward(out, inp, weight, bias, N, K, M, layout, threads);
     GemmShape s = linear_forward(DType::F32, N, K, M, layout == WeightLayout::OutIn);
     s.bias = bias != nullptr;

@@ -12,6 +12,10 @@ namespace trt::cpu {
 // cpu_matmul.cpp — cblas_sgemm for every product.
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                     int N, int K, int M, WeightLayout layout, int threads);
+// N = 1 (generation's decode step): a matrix-vector product in our own loops (matmul_forward
+// and onednn_matmul_forward take it for one row).
+void matmul_forward_row(float* out, const float* inp, const float* weight, const float* bias,
+                        int K, int M, WeightLayout layout, int threads);
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int N, int K, int M,
                      WeightLayout layout, int threads);
@@ -31,6 +35,11 @@ void attention_forward(float* out, float* saved, const float* qkv, int B, int T,
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                         const float* saved, int B, int T, int C, int NH, int NKV, int threads,
                         bool onednn_sgemm = false, const float* dropped = nullptr);
+// KV-cached attention of n new rows at positions pos0.. over caches [NKV, max_T, hs]
+// (Backend::attention_cached_forward): the rows' K, V stored first, then one causal softmax
+// row per (row, head) over cache rows 0 .. its position, as attention_forward's.
+void attention_cached_forward(float* out, const float* qkv, float* k_cache, float* v_cache,
+                              int pos0, int n, int NH, int NKV, int hs, int max_T, int threads);
 
 // cpu_layernorm.cpp
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstring>
 #include <mutex>
+#include <cstdlib>
 #include <string>
 #include <unordered_map>
 
@@ -351,6 +352,13 @@ public:
         else
             cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV);
     }
+    void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
+                                  int pos0, int n, int NH, int NKV, int hs,
+                                  int max_T) override {
+        const DeviceGuard g(device_);
+        cuda::attention_cached_forward(ctx_, out, qkv, k_cache, v_cache, pos0, n, NH, NKV, hs,
+                                       max_T);
+    }
     // Always the matmul path: reserve() saw ModelDims::attention_dropout and sized for it.
     void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                                    int NH, int NKV, const DropoutMask& m) override {
@@ -628,6 +636,11 @@ public:
         c.always_fused_classifier = false;
         c.cudnn_attention = true;
         c.matmul_epilogues = true;
+        // attention_cached_forward has not yet run on a GPU (its op case in
+        // tests/gpu/cuda_op_cases_test.cpp will check it): sampling recomputes the window
+        // until then. TRAINRT_CUDA_KV_CACHE=1 takes the cached path (docs/GPU_CHECK.md).
+        const char* kv = std::getenv("TRAINRT_CUDA_KV_CACHE");
+        c.cached_attention = kv != nullptr && std::string(kv) == "1";
         return c;
     }
     // Thread-local capture mode: only this thread's CUDA calls are checked for capture

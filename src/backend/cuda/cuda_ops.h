@@ -201,6 +201,11 @@ void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct d
                         ConstAct qkv, const float* saved, int B, int T, int C, int NH,
                         int NKV, bool dropout = false);
 
+// ---- kernels/attention_cached.cu (generation: n new rows over fp32 K/V caches)
+void attention_cached_forward(const CudaCtx& ctx, Act out, ConstAct qkv, float* k_cache,
+                              float* v_cache, int pos0, int n, int NH, int NKV, int hs,
+                              int max_T);
+
 // ---- kernels/optimizer.cu
 void begin_step(const CudaCtx& ctx, StepScalars* s, float lr, int64_t step);
 void accumulate_loss(const CudaCtx& ctx, StepScalars* s, const float* losses, size_t n);

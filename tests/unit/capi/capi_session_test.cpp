@@ -996,7 +996,7 @@ TEST_F(CapiSession, TrainCallsBackAndWritesMetricsJsonl) {
     // metrics.jsonl (FORMATS.md §5): one train line per logged step, one val line per eval.
     const std::string path = dir_ + "/run/out/metrics.jsonl";
     ASSERT_TRUE(fs::exists(path)) << path;
-    std::vector<int64_t> train_steps, val_steps;
+    std::vector<int64_t> train_steps, val_steps, run_steps;
     std::vector<double> val_losses;
     for (const std::string& line : read_lines(path)) {
         SCOPED_TRACE(line);
@@ -1018,10 +1018,18 @@ TEST_F(CapiSession, TrainCallsBackAndWritesMetricsJsonl) {
             EXPECT_TRUE(json_has(line, "loss"));
             val_steps.push_back(static_cast<int64_t>(json_number(line, "step")));
             val_losses.push_back(json_number(line, "loss"));
+        } else if (split == "run") {  // the header a session writes when it opens the log
+            for (const char* key : {"step", "time", "version", "acceleration", "model"})
+                EXPECT_TRUE(json_has(line, key)) << key;
+            EXPECT_EQ(json_string(line, "version"), trainrt_version_string());
+            EXPECT_EQ(json_string(line, "acceleration").rfind("device=cpu", 0), 0u);
+            EXPECT_EQ(json_string(line, "time").size(), 20u);  // 2025-01-31T12:34:56Z
+            run_steps.push_back(static_cast<int64_t>(json_number(line, "step")));
         } else {
             ADD_FAILURE() << "unknown split '" << split << "'";
         }
     }
+    EXPECT_EQ(run_steps, (std::vector<int64_t>{0}));
     EXPECT_EQ(train_steps, step_events);
     EXPECT_EQ(val_steps, eval_events);
     ASSERT_EQ(val_losses.size(), 2u);
@@ -1033,6 +1041,12 @@ TEST_F(CapiSession, TrainCallsBackAndWritesMetricsJsonl) {
     const std::vector<std::string> after = read_lines(path);
     EXPECT_GT(after.size(), train_steps.size() + val_steps.size());
     EXPECT_EQ(json_number(after.back(), "step"), 7);
+    // ... after its own run header, at the step it started from.
+    const size_t second = train_steps.size() + val_steps.size() + run_steps.size();
+    ASSERT_LT(second, after.size());
+    const std::string& header = after[second];
+    EXPECT_EQ(json_string(header, "split"), "run");
+    EXPECT_EQ(json_number(header, "step"), 5);
 }
 
 TEST_F(CapiSession, TrainWithoutStepsRunsUpToTrainSteps) {
@@ -1042,12 +1056,16 @@ TEST_F(CapiSession, TrainWithoutStepsRunsUpToTrainSteps) {
     ASSERT_EQ(trainrt_session_train(s, 0, ProgressLog::fn, &log), TRAINRT_OK) << last_error();
     EXPECT_EQ(metrics_of(s).step, 4);
     EXPECT_EQ(log.steps(TRAINRT_PROGRESS_STEP), (std::vector<int64_t>{1, 2, 3, 4}));
-    // eval_every = 0 and no EVAL.
-    EXPECT_EQ(read_lines(dir_ + "/out/metrics.jsonl").size(), 4u);
-    // Already there: nothing more to do.
+    // eval_every = 0 and no EVAL: the run header, then a line per step.
+    const std::vector<std::string> lines = read_lines(dir_ + "/out/metrics.jsonl");
+    ASSERT_EQ(lines.size(), 5u);
+    EXPECT_EQ(json_string(lines[0], "split"), "run");
+    for (size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(json_string(lines[i], "split"), "train");
+    // Already there: nothing more to do (and no run header for it).
     ASSERT_EQ(trainrt_session_train(s, -1, ProgressLog::fn, &log), TRAINRT_OK) << last_error();
     EXPECT_EQ(metrics_of(s).step, 4);
     EXPECT_EQ(log.events.size(), 4u);
+    EXPECT_EQ(read_lines(dir_ + "/out/metrics.jsonl").size(), 5u);
 }
 
 TEST_F(CapiSession, TrainEvalEveryZeroNeverEvaluates) {

@@ -212,6 +212,14 @@ public:
         op("attention_forward",
            [=, be = be()] { be->attention_forward(out, saved, qkv, B, T, C, NH, NKV); });
     }
+    void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
+                                  int pos0, int n, int NH, int NKV, int hs,
+                                  int max_T) override {
+        op("attention_cached_forward", [=, be = be()] {
+            be->attention_cached_forward(out, qkv, k_cache, v_cache, pos0, n, NH, NKV, hs,
+                                         max_T);
+        });
+    }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH,
                             int NKV) override {

@@ -1,0 +1,91 @@
+// Session::sample with and without the KV cache: the same tokens — greedy and drawn with a
+// temperature — for GPT-2 and Llama (grouped-query, rotary), fp32 and bf16, from a prompt
+// longer than the window and for long enough that the window restarts several times.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "data/prepare.h"
+#include "runtime/session.h"
+
+using namespace trt;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string test_dir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = info->name();
+    for (char& c : name)
+        if (c == '/') c = '_';
+    const fs::path dir = fs::path(TRAINRT_TEST_TMP) / "session_sample" / name;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir.string();
+}
+
+struct Case {
+    const char* name;
+    const char* model;      // the [model] keys
+    const char* precision;  // runtime.precision
+};
+
+const Case kCases[] = {
+    {"gpt2_fp32", "vocab_size = 23\ncontext_length = 16\nn_layer = 2\nn_head = 2\nd_model = 16\n",
+     "fp32"},
+    {"gpt2_bf16", "vocab_size = 23\ncontext_length = 16\nn_layer = 2\nn_head = 2\nd_model = 16\n",
+     "bf16"},
+    {"llama_gqa_fp32",
+     "arch = \"llama\"\nvocab_size = 23\ncontext_length = 16\nn_layer = 2\nn_head = 4\n"
+     "n_kv_head = 2\nd_model = 16\nd_ff = 24\n",
+     "fp32"},
+};
+
+class SessionSample : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SessionSample, TheCacheGivesTheTokensOfTheWholeWindowPath) {
+    const Case& c = GetParam();
+    const std::string dir = test_dir();
+    std::mt19937 rng(4);
+    std::vector<uint32_t> ids(2000);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = (i * 7 + rng() % 3) % 23;  // learnable
+    write_shard(dir + "/train.bin", ids.data(), static_cast<int64_t>(ids.size()), 2);
+    Config cfg = Config::from_string(
+        std::string("[model]\n") + c.model +
+            "[train]\nbatch_size = 4\nseq_len = 16\nsteps = 30\neval_every = 0\n"
+            "[optim]\nlr = 0.01\nwarmup_steps = 2\n"
+            "[runtime]\ndevice = \"cpu\"\nthreads = 1\nprecision = \"" + c.precision + "\"\n",
+        "");
+    cfg.set("data.train", "\"" + dir + "/train.bin\"");
+    Session s(cfg, LogSink{});
+    s.train(30, nullptr);
+    std::vector<int32_t> prompt(40);  // longer than the window of 16
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7) % 23);
+    for (double temperature : {0.0, 1.0}) {
+        SCOPED_TRACE(testing::Message() << "temperature " << temperature);
+        TokenSamplingOptions o;
+        o.temperature = temperature;
+        o.seed = 11;
+        const size_t n = 70;  // window restarts every 8 tokens
+        std::vector<int32_t> cached(n, -1), whole(n, -2);
+        o.kv_cache = true;
+        s.sample(prompt.data(), prompt.size(), n, o, cached.data());
+        o.kv_cache = false;
+        s.sample(prompt.data(), prompt.size(), n, o, whole.data());
+        EXPECT_EQ(cached, whole);
+        // Short prompt: the first restart comes after 15 tokens.
+        o.kv_cache = true;
+        s.sample(prompt.data(), 1, n, o, cached.data());
+        o.kv_cache = false;
+        s.sample(prompt.data(), 1, n, o, whole.data());
+        EXPECT_EQ(cached, whole);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, SessionSample, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+}  // namespace

@@ -1,0 +1,404 @@
+// `trainrt report`: reading a run folder (report_data.h). Public C API only.
+#include "report_data.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+
+#include <trainrt/trainrt.h>
+
+#include "report_json.h"
+
+namespace trainrt_cli {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool finite(double x) { return std::isfinite(x); }
+
+// A finite number that is a whole step, 0 .. 2^53.
+bool as_step(double v, int64_t& out) {
+    if (!finite(v) || v < 0 || v > 9007199254740992.0 || v != std::floor(v)) return false;
+    out = static_cast<int64_t>(v);
+    return true;
+}
+
+// A (buf, cap, needed) string of the C API; false leaves the reason in
+// trainrt_last_error_message().
+template <typename Fn>
+bool api_string(std::string& out, Fn&& call) {
+    size_t needed = 0;
+    if (call(nullptr, 0, &needed) != TRAINRT_OK) return false;
+    std::string text(needed + 1, '\0');
+    if (call(&text[0], text.size(), &needed) != TRAINRT_OK) return false;
+    text.resize(needed);
+    out = text;
+    return true;
+}
+
+std::string config_string(const trainrt_config* c, const char* key) {
+    std::string v;
+    if (!api_string(v, [&](char* b, size_t n, size_t* need) {
+            return trainrt_config_get_string(b, n, need, c, key);
+        }))
+        return "";
+    return v;
+}
+
+int64_t config_int(const trainrt_config* c, const char* key) {
+    int64_t v = 0;
+    return trainrt_config_get_int(&v, c, key) == TRAINRT_OK ? v : 0;
+}
+
+double config_double(const trainrt_config* c, const char* key) {
+    double v = 0;
+    return trainrt_config_get_double(&v, c, key) == TRAINRT_OK ? v : 0;
+}
+
+std::string g3(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+    return buf;
+}
+
+// The smoothed loss: an exponential moving average over the logged steps, its window
+// growing with the run (about 1/40 of the points, 1 to 100), debiased so the first points
+// are not pulled towards 0. Non-finite losses are skipped (and stay gaps).
+void ema_loss(RunData& run) {
+    const double n = static_cast<double>(run.train.size());
+    run.ema_window = std::min(100.0, std::max(1.0, std::floor(n / 40)));
+    const double beta = 1.0 - 1.0 / run.ema_window;
+    double avg = 0, weight = 0;
+    for (TrainPoint& p : run.train) {
+        if (!finite(p.loss)) {
+            p.loss_ema = kNaN;
+            continue;
+        }
+        avg = beta * avg + (1 - beta) * p.loss;
+        weight = beta * weight + (1 - beta);
+        p.loss_ema = avg / weight;
+    }
+}
+
+// A val line's tokens: the train line of its step, else interpolated between the nearest
+// logged steps (tokens grow linearly in steps), else scaled from the nearest one.
+void val_tokens(RunData& run) {
+    for (ValPoint& v : run.val) {
+        v.tokens_total = kNaN;
+        const auto after = std::lower_bound(
+            run.train.begin(), run.train.end(), v.step,
+            [](const TrainPoint& p, int64_t s) { return p.step < s; });
+        const TrainPoint* hi = after != run.train.end() ? &*after : nullptr;
+        const TrainPoint* lo = after != run.train.begin() ? &*(after - 1) : nullptr;
+        if (hi && hi->step == v.step) {
+            v.tokens_total = hi->tokens_total;
+        } else if (lo && hi && finite(lo->tokens_total) && finite(hi->tokens_total)) {
+            const double f = static_cast<double>(v.step - lo->step) /
+                             static_cast<double>(hi->step - lo->step);
+            v.tokens_total = lo->tokens_total + f * (hi->tokens_total - lo->tokens_total);
+        } else if (const TrainPoint* near = hi ? hi : lo;
+                   near && near->step > 0 && finite(near->tokens_total)) {
+            v.tokens_total = near->tokens_total * static_cast<double>(v.step) /
+                             static_cast<double>(near->step);
+        }
+    }
+}
+
+}  // namespace
+
+bool read_metrics(RunData& run, std::string& error) {
+    struct stat st {};
+    if (::stat(run.dir.c_str(), &st) != 0) {
+        error = "no folder '" + run.dir + "': give a run's train.out_dir (the folder " +
+                "`trainrt train` writes metrics.jsonl and checkpoints into)";
+        return false;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        error = "'" + run.dir + "' is not a folder: give a run's train.out_dir (the folder " +
+                "holding metrics.jsonl)";
+        return false;
+    }
+    run.metrics_path = run.dir + "/metrics.jsonl";
+    std::ifstream file(run.metrics_path, std::ios::binary);
+    if (!file) {
+        error = "no " + run.metrics_path + " (" +
+                (::stat(run.metrics_path.c_str(), &st) == 0 ? "unreadable" : "missing") +
+                "): is '" + run.dir + "' a run's train.out_dir? `trainrt train CONFIG` with " +
+                "train.out_dir set writes it as it trains";
+        return false;
+    }
+
+    // Steps by number. A run header at step S (a resume from S's checkpoint) moves the
+    // lines of later steps aside: the continued run's line for such a step replaces it;
+    // those it never reaches again are dropped (a branch the run left).
+    std::map<int64_t, TrainPoint> train, orphan_train;
+    std::map<int64_t, ValPoint> val, orphan_val;
+    int64_t last_train_step = -1;
+    enum { None, Resume, Restart } pending = None;
+    auto orphan_after = [&](int64_t s) {  // moves the lines of steps > s aside
+        for (auto it = train.upper_bound(s); it != train.end(); it = train.erase(it))
+            orphan_train[it->first] = it->second;
+        for (auto it = val.upper_bound(s); it != val.end(); it = val.erase(it))
+            orphan_val[it->first] = it->second;
+    };
+    auto malformed = [&](int64_t line, const std::string& why) {
+        run.malformed_lines.push_back(line);
+        run.malformed_why.push_back(why);
+    };
+
+    std::string text;
+    JsonObject o;
+    std::string why;
+    int64_t n = 0;
+    while (std::getline(file, text)) {
+        ++n;
+        if (!text.empty() && text.back() == '\r') text.pop_back();
+        if (text.find_first_not_of(" \t") == std::string::npos) continue;  // blank
+        if (!parse_flat_object(text, o, why)) {
+            malformed(n, "not a JSON object: " + why);
+            continue;
+        }
+        const std::string split = string_or(o, "split", "");
+        int64_t step = 0;
+        const bool has_step = as_step(number_or_nan(o, "step"), step);
+        if (split != "train" && split != "val" && split != "run") {
+            if (split.empty()) malformed(n, "no \"split\"");
+            else ++run.ignored;
+            continue;
+        }
+        if (!has_step) {
+            malformed(n, "a " + split + " line without a whole, non-negative \"step\"");
+            continue;
+        }
+        if (split == "run") {
+            RunHeader h;
+            h.step = step;
+            h.time = string_or(o, "time", "");
+            h.version = string_or(o, "version", "");
+            h.acceleration = string_or(o, "acceleration", "");
+            h.model = string_or(o, "model", "");
+            h.line = n;
+            const bool had_data = !train.empty() || !val.empty();
+            run.headers.push_back(h);
+            orphan_after(step);
+            last_train_step = step;
+            pending = step > 0 ? Resume : had_data ? Restart : None;
+            continue;
+        }
+        if (split == "val") {
+            ValPoint v;
+            v.step = step;
+            v.loss = number_or_nan(o, "loss");
+            v.line = n;
+            if (val.count(step) != 0 || orphan_val.erase(step) != 0) ++run.replaced;
+            val[step] = v;
+            continue;
+        }
+        // A train line.
+        if (pending == None && step <= last_train_step) {
+            // A log without run headers (an older writer) going back: a resume from a
+            // checkpoint before this step.
+            orphan_after(step - 1);
+            ++run.resumes;
+        } else if (pending == Resume) {
+            ++run.resumes;
+        } else if (pending == Restart) {
+            ++run.restarts;
+        }
+        pending = None;
+        last_train_step = step;
+        TrainPoint p;
+        p.step = step;
+        p.loss = number_or_nan(o, "loss");
+        p.lr = number_or_nan(o, "lr");
+        p.grad_norm = number_or_nan(o, "grad_norm");
+        p.tokens_total = number_or_nan(o, "tokens_total");
+        p.ms = number_or_nan(o, "ms");
+        p.tok_per_s = number_or_nan(o, "tok_per_s");
+        p.mfu = number_or_nan(o, "mfu");
+        if (o.count("mfu") != 0) run.mfu_logged = true;
+        p.line = n;
+        for (double* x : {&p.loss, &p.lr, &p.grad_norm, &p.tokens_total, &p.ms, &p.tok_per_s,
+                          &p.mfu})
+            if (!finite(*x)) *x = kNaN;
+        if (train.count(step) != 0 || orphan_train.erase(step) != 0) ++run.replaced;
+        train[step] = p;
+    }
+    if (file.bad()) {
+        error = "cannot read " + run.metrics_path;
+        return false;
+    }
+    run.lines = n;
+    run.dropped = static_cast<int64_t>(orphan_train.size() + orphan_val.size());
+    for (const auto& [s, p] : train) run.train.push_back(p);
+    for (const auto& [s, v] : val) run.val.push_back(v);
+    if (run.train.empty()) {
+        error = run.metrics_path + " holds no training step (" + std::to_string(n) +
+                " lines, " + std::to_string(run.malformed_lines.size()) +
+                " of them malformed, no {\"split\": \"train\"} line): train the run first " +
+                "(`trainrt train CONFIG`), or name the folder of one that has trained";
+        return false;
+    }
+    ema_loss(run);
+    val_tokens(run);
+    return true;
+}
+
+void read_run_config(RunData& run) {
+    std::string latest;
+    if (!api_string(latest, [&](char* b, size_t n, size_t* need) {
+            return trainrt_checkpoint_latest(b, n, need, run.dir.c_str());
+        })) {
+        run.config_error = std::string("reading ") + run.dir + "/latest: " +
+                           trainrt_last_error_message();
+        return;
+    }
+    if (latest.empty()) {
+        run.config_error = "no checkpoint in " + run.dir + " (no `latest` file): the run " +
+                           "config is unknown";
+        return;
+    }
+    run.checkpoint = latest;
+    trainrt_config* c = nullptr;
+    if (trainrt_config_from_checkpoint(&c, latest.c_str()) != TRAINRT_OK) {
+        run.config_error = "reading the config of " + latest + ": " +
+                           trainrt_last_error_message();
+        return;
+    }
+    if (!api_string(run.config_toml, [&](char* b, size_t n, size_t* need) {
+            return trainrt_config_dump(b, n, need, c);
+        }))
+        run.config_error = std::string("dumping the config: ") + trainrt_last_error_message();
+
+    // Key facts.
+    trainrt_model_info m = TRAINRT_MODEL_INFO_INIT;
+    const bool have_info = trainrt_config_model_info(&m, c) == TRAINRT_OK;
+    const auto count = [&](const char* key, const char* noun) {
+        const int64_t n = config_int(c, key);
+        return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+    };
+    std::string model = config_string(c, "model.arch") + ", " + count("model.n_layer", "layer") +
+                        ", " + count("model.n_head", "head") + ", d_model " +
+                        std::to_string(config_int(c, "model.d_model")) + ", context " +
+                        std::to_string(config_int(c, "model.context_length")) + ", vocab " +
+                        std::to_string(config_int(c, "model.vocab_size"));
+    if (have_info) {
+        model += "; " + short_count(static_cast<double>(m.parameters)) + " parameters";
+        if (m.trainable_parameters != m.parameters)
+            model += " (" + short_count(static_cast<double>(m.trainable_parameters)) +
+                     " trainable)";
+    }
+    if (const int64_t r = config_int(c, "lora.rank"); r > 0)
+        model += "; LoRA rank " + std::to_string(r);
+    if (const std::string from = config_string(c, "model.init_from"); !from.empty())
+        model += "; from " + from;
+    run.facts.emplace_back("model", model);
+    const int64_t B = config_int(c, "train.batch_size"), T = config_int(c, "train.seq_len"),
+                  GA = config_int(c, "train.grad_accum");
+    run.facts.emplace_back(
+        "batch", B > 0 ? std::to_string(GA) + " x " + std::to_string(B) + " x " +
+                             std::to_string(T) + " = " + std::to_string(GA * B * T) +
+                             " tokens per step (grad_accum x batch_size x seq_len)"
+                       : "batch_size auto x " + std::to_string(T) + " x " +
+                             std::to_string(GA));
+    run.facts.emplace_back(
+        "optimizer", "AdamW lr " + g3(config_double(c, "optim.lr")) + ", " +
+                         config_string(c, "optim.schedule") + " schedule, warmup " +
+                         std::to_string(config_int(c, "optim.warmup_steps")) + ", min_lr " +
+                         g3(config_double(c, "optim.min_lr")) + ", " +
+                         std::to_string(config_int(c, "train.steps")) + " steps");
+    run.facts.emplace_back("runtime", "device " + config_string(c, "runtime.device") +
+                                          ", precision " +
+                                          config_string(c, "runtime.precision"));
+    run.facts.emplace_back("data", config_string(c, "data.train"));
+    run.facts.emplace_back("checkpoint", latest);
+
+    // MFU from runtime.peak_tflops when the lines carry none (one device's peak).
+    const double peak = config_double(c, "runtime.peak_tflops");
+    if (!run.mfu_logged && peak > 0 && have_info && m.flops_per_token > 0) {
+        for (TrainPoint& p : run.train)
+            p.mfu = p.tok_per_s * m.flops_per_token / (peak * 1e12);
+        run.mfu_computed = true;
+    }
+    trainrt_config_destroy(c);
+}
+
+RunSummary summarize(const RunData& run) {
+    RunSummary s;
+    s.last_loss_ema = s.best_loss_ema = s.last_val = s.best_val = s.tok_per_s = s.mfu = kNaN;
+    if (run.train.empty()) return s;
+    s.steps = run.train.back().step;
+    s.tokens = run.train.back().tokens_total;
+    int64_t prev = 0;
+    for (const TrainPoint& p : run.train) {
+        if (finite(p.loss_ema)) {
+            s.last_loss_ema = p.loss_ema;
+            if (!(p.loss_ema >= s.best_loss_ema)) {
+                s.best_loss_ema = p.loss_ema;
+                s.best_loss_step = p.step;
+            }
+        }
+        if (finite(p.ms)) s.train_seconds += p.ms / 1000.0 * static_cast<double>(p.step - prev);
+        prev = p.step;
+    }
+    for (const ValPoint& v : run.val) {
+        if (!finite(v.loss)) continue;
+        s.last_val = v.loss;
+        if (!(v.loss >= s.best_val)) {
+            s.best_val = v.loss;
+            s.best_val_step = v.step;
+        }
+    }
+    // The tail: the last fifth of the logged steps (at least one).
+    const size_t n = run.train.size(), tail = std::max<size_t>(1, n / 5);
+    s.tail_from = run.train[n - tail].step;
+    double tps = 0, mfu = 0;
+    int n_tps = 0, n_mfu = 0;
+    for (size_t i = n - tail; i < n; ++i) {
+        if (finite(run.train[i].tok_per_s)) tps += run.train[i].tok_per_s, ++n_tps;
+        if (finite(run.train[i].mfu)) mfu += run.train[i].mfu, ++n_mfu;
+    }
+    if (n_tps > 0) s.tok_per_s = tps / n_tps;
+    if (n_mfu > 0) s.mfu = mfu / n_mfu;
+    return s;
+}
+
+std::string short_count(double v) {
+    if (!finite(v)) return "-";
+    const double a = std::fabs(v);
+    char buf[32];
+    if (a < 1000) {
+        std::snprintf(buf, sizeof buf, a == std::floor(a) ? "%.0f" : "%.3g", v);
+        return buf;
+    }
+    const char* suffix[] = {"k", "M", "G", "T", "P"};
+    int i = 0;
+    double x = v / 1000;
+    while (std::fabs(x) >= 1000 && i < 4) x /= 1000, ++i;
+    std::snprintf(buf, sizeof buf, "%.3g%s", x, suffix[i]);
+    return buf;
+}
+
+std::string short_duration(double seconds) {
+    if (!finite(seconds) || seconds < 0) return "-";
+    char buf[32];
+    if (seconds < 10) {
+        std::snprintf(buf, sizeof buf, "%.2fs", seconds);
+        return buf;
+    }
+    const long s = static_cast<long>(seconds + 0.5);
+    if (s >= 3600)
+        std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+    else if (s >= 60)
+        std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+    else
+        std::snprintf(buf, sizeof buf, "%lds", s);
+    return buf;
+}
+
+}  // namespace trainrt_cli

@@ -1,0 +1,86 @@
+// `trainrt report`'s view of one run folder (train.out_dir): its metrics.jsonl read and
+// resolved into one line per step (docs/FORMATS.md §5: a resumed run appends, the later line
+// wins), the figures the terminal summary and the page show, and the run config of its
+// latest checkpoint (through the public C API).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trainrt_cli {
+
+// One train line. NaN = absent, null or non-finite in the file (plotted as a gap).
+struct TrainPoint {
+    int64_t step = 0;
+    double loss, lr, grad_norm, tokens_total, ms, tok_per_s, mfu;
+    double loss_ema;  // the smoothed loss (ema_loss), NaN where loss is
+    int64_t line = 0;  // 1-based line number in metrics.jsonl
+};
+
+struct ValPoint {
+    int64_t step = 0;
+    double loss;
+    double tokens_total;  // of the train step it follows (interpolated when not logged)
+    int64_t line = 0;
+};
+
+// A {"split": "run"} header: what a session said of itself when it opened the log.
+struct RunHeader {
+    int64_t step = 0;
+    std::string time, version, acceleration, model;
+    int64_t line = 0;
+};
+
+struct RunData {
+    std::string label, dir, metrics_path;
+    std::vector<TrainPoint> train;  // by step, one per step
+    std::vector<ValPoint> val;      // by step, one per step
+    std::vector<RunHeader> headers;
+    int64_t lines = 0;      // lines in the file
+    int64_t ignored = 0;    // well-formed lines of another split (a newer writer's)
+    std::vector<int64_t> malformed_lines;  // skipped: not a JSON object, or no usable step
+    std::vector<std::string> malformed_why;  // parallel to malformed_lines
+    int64_t replaced = 0;   // lines a later line for the same step replaced (resumes)
+    int64_t dropped = 0;    // lines of steps a resume went back before and never reached again
+    int resumes = 0;        // continuations from a checkpoint (a run header at step > 0, or a
+                            // step going back in a log without headers)
+    int restarts = 0;       // a fresh start (header at step 0) over earlier steps
+    bool mfu_logged = false;    // the train lines carry "mfu"
+    bool mfu_computed = false;  // else computed from runtime.peak_tflops (one device)
+    double ema_window = 1;      // ema_loss's window, in logged steps
+
+    // From the latest checkpoint (config_error says why not, and the page shows it).
+    std::string checkpoint, config_toml, config_error;
+    std::vector<std::pair<std::string, std::string>> facts;  // ("model", "gpt2, 4 layers, ...")
+};
+
+// Reads dir/metrics.jsonl into run (label and dir set by the caller). Malformed lines are
+// skipped (run.malformed_*); false with `error` (naming the file and what to do) when the
+// folder or the file is missing or unreadable, or the file holds no train line.
+bool read_metrics(RunData& run, std::string& error);
+
+// The run config of dir's latest checkpoint: config_toml and facts, else config_error.
+// Computes the MFU series from runtime.peak_tflops when the lines carry none.
+void read_run_config(RunData& run);
+
+// The figures of the terminal summary and the page's table.
+struct RunSummary {
+    int64_t steps = 0;           // the last step logged
+    double tokens = 0;           // tokens_total at it
+    double last_loss_ema, best_loss_ema;  // smoothed train loss: last, lowest
+    int64_t best_loss_step = 0;
+    double last_val, best_val;   // NaN when no eval
+    int64_t best_val_step = 0;
+    double tok_per_s, mfu;       // means over the tail (NaN: none)
+    int64_t tail_from = 0;       // ... from this step on
+    double train_seconds = 0;    // sum of step times (ms x steps each line stands for)
+};
+RunSummary summarize(const RunData& run);
+
+// "1.23k", "4.5M": a count for people.
+std::string short_count(double v);
+// "1m05s", "2h03m".
+std::string short_duration(double seconds);
+
+}  // namespace trainrt_cli
