@@ -28,18 +28,22 @@ export RUSTDOCFLAGS="-D warnings"
 
 # The #[repr(C)] structs have the C compiler's sizes.
 cat >"$WORK/sizes.c" <<'C'
+#include <stddef.h>
 #include <stdio.h>
 #include <trainrt/trainrt.h>
 int main(void) {
-    printf("%zu %zu %zu %zu %zu %zu %zu\n", sizeof(trainrt_step_result), sizeof(trainrt_metrics),
-           sizeof(trainrt_progress), sizeof(trainrt_sample_options), sizeof(trainrt_model_info),
-           sizeof(trainrt_prepare_options), sizeof(trainrt_prepare_result));
+    printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu\n", sizeof(trainrt_step_result),
+           sizeof(trainrt_metrics), sizeof(trainrt_progress), sizeof(trainrt_sample_options),
+           sizeof(trainrt_model_info), sizeof(trainrt_prepare_options),
+           sizeof(trainrt_prepare_result), sizeof(trainrt_param_info),
+           offsetof(trainrt_param_info, shape), offsetof(trainrt_param_info, offset),
+           offsetof(trainrt_param_info, trainable));
     return 0;
 }
 C
 cc -I"$ROOT/include" "$WORK/sizes.c" -o "$WORK/sizes"
 sizes=$("$WORK/sizes")
-[ "$sizes" = "64 128 96 32 64 64 64" ] || { echo "struct sizes differ from trainrt-sys: $sizes" >&2; exit 1; }
+[ "$sizes" = "64 128 96 32 64 64 64 72 16 56 68" ] || { echo "struct sizes differ from trainrt-sys: $sizes" >&2; exit 1; }
 
 cd "$HERE"
 cargo build --offline --release --all-targets
@@ -49,10 +53,12 @@ fi
 cargo test --offline --release
 cargo test --offline --release -q --test overhead -- --nocapture 2>&1 | grep '^overhead:'
 
-# The example: one line per step, for every step of the config.
+# The example: one line per step, for every step of the config. It is a crate of its own
+# depending on the binding (README "Your own crate"): run without LD_LIBRARY_PATH, it finds
+# libtrainrt through the rpath its build.rs sets, as a user's program must.
 cd "$ROOT/examples/rust"
 cargo build --offline --release
-out=$("$CARGO_TARGET_DIR/release/train_rust" "$TRAINRT_TEST_CONFIG")
+out=$(env -u LD_LIBRARY_PATH "$CARGO_TARGET_DIR/release/train_rust" "$TRAINRT_TEST_CONFIG")
 echo "$out"
 steps=$(wc -l <"$TRAINRT_TEST_EXPECTED")
 [ "$(grep -c '^step ' <<<"$out")" -eq "$steps" ] || { echo "example: expected $steps step lines" >&2; exit 1; }

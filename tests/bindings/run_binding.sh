@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs one language binding's tests and example against the freshly built libtrainrt.
 #   run_binding.sh LANG LIBDIR SOURCE_DIR WORK REFERENCE_EXE TRAINRT_CLI [EXAMPLE_EXE]
-# LANG: rust | go | csharp, or cpp (runs EXAMPLE_EXE, the C++ example, on the config; the
+# LANG: rust | go | csharp | python, or cpp (runs EXAMPLE_EXE, the C++ example, on the config; the
 # wrapper's own tests are GoogleTest cases in tests/unit/cpp). Prepares a small byte-level dataset and config (shared by every
 # binding), writes the C API's own per-step losses for that config (the bindings must
 # reproduce them bit for bit), then runs the binding's test suite and its example.
@@ -58,6 +58,7 @@ case "$LANG_NAME" in
   rust) exec bash "$SRC/bindings/rust/test.sh" "$WORK" ;;
   go) exec bash "$SRC/bindings/go/test.sh" "$WORK" ;;
   csharp) exec bash "$SRC/bindings/csharp/test.sh" "$WORK" ;;
+  python) exec bash "$SRC/bindings/python/test.sh" "$WORK" ;;
   cpp) exec "$EXAMPLE" "$TRAINRT_TEST_CONFIG" 3 ;;
   *) echo "run_binding.sh: unknown language '$LANG_NAME'" >&2; exit 2 ;;
 esac

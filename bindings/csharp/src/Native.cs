@@ -42,6 +42,34 @@ namespace Trainrt
         }
     }
 
+    /// <summary>trainrt_param_info (72 bytes, version 1): one model tensor. Session.Params
+    /// turns it into a ParamInfo.</summary>
+    [StructLayout(LayoutKind.Sequential, Size = 72)]
+    internal struct ParamInfoNative
+    {
+        public uint StructSize;
+        public uint Version;
+        public int Role;         // TRAINRT_PARAM_ROLE_*
+        public int Ndim;         // 1 or 2
+        public long Shape0;      // int64_t shape[4]; dims past ndim are 0
+        public long Shape1;
+        public long Shape2;
+        public long Shape3;
+        public long Numel;
+        public long Offset;      // first element in the flat buffer
+        public int Layer;        // -1: embeddings, final norm, head
+        public int Trainable;    // 1: the optimizer updates it
+
+        public const uint CurrentVersion = 1;
+        public static ParamInfoNative Create()
+        {
+            ParamInfoNative p = new ParamInfoNative();
+            p.StructSize = (uint)Marshal.SizeOf(typeof(ParamInfoNative));
+            p.Version = CurrentVersion;
+            return p;
+        }
+    }
+
     internal static class Native
     {
         // "trainrt" resolves to libtrainrt.so on LD_LIBRARY_PATH; Trainrt.dll.config maps it
@@ -89,6 +117,16 @@ namespace Trainrt
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_export(SessionHandle session, byte[] outDir, int dtype);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_sample(int[] output, UIntPtr outCap, SessionHandle session, int[] prompt, UIntPtr nPrompt, UIntPtr nNew, ref SampleOptions options);
 
+        // parameters and metadata
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_param_count(out long tensors, out long numel, SessionHandle session);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_param_info(ref ParamInfoNative info, byte[] nameBuf, UIntPtr cap, out UIntPtr needed, SessionHandle session, long index);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_read_params([Out] float[] output, UIntPtr count, SessionHandle session, byte[] name);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_write_params(SessionHandle session, byte[] name, float[] values, UIntPtr count);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_set_metadata(SessionHandle session, byte[] key, byte[] value);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_get_metadata(byte[] buf, UIntPtr cap, out UIntPtr needed, out int found, SessionHandle session, byte[] key);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_metadata_count(out long count, SessionHandle session);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_metadata_key(byte[] buf, UIntPtr cap, out UIntPtr needed, SessionHandle session, long index);
+
         // checkpoints, data
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_checkpoint_latest(byte[] buf, UIntPtr cap, out UIntPtr needed, byte[] outDir);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_checkpoint_export(byte[] path, byte[] outDir, int dtype);
@@ -110,6 +148,7 @@ namespace Trainrt
         [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_metrics_init(ref Metrics m);
         [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_sample_options_init(ref SampleOptions o);
         [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_prepare_result_init(ref PrepareResult r);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_param_info_init(ref ParamInfoNative info);
     }
 
     /// <summary>UTF-8 marshalling by hand.</summary>
@@ -130,6 +169,15 @@ namespace Trainrt
         {
             if (s == null) throw new ArgumentNullException(name);
             return Encode(s);
+        }
+
+        /// <summary>Arg, also refusing a string with a NUL character (C would see only the
+        /// part before it).</summary>
+        internal static byte[] ArgNoNul(string s, string name)
+        {
+            if (s != null && s.IndexOf('\0') >= 0)
+                throw new ArgumentException("contains a NUL character", name);
+            return Arg(s, name);
         }
 
         /// <summary>A C string (manual strlen) as a .NET string; NULL gives "".</summary>

@@ -6,7 +6,7 @@ namespace Trainrt
 {
     /// <summary>One training run. Not for concurrent use by two threads (the library answers
     /// Status.Busy), except RequestStop, which is safe from any thread.</summary>
-    public sealed class Session : IDisposable
+    public sealed partial class Session : IDisposable
     {
         readonly SessionHandle handle;
 

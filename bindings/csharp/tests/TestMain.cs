@@ -93,6 +93,19 @@ static class Program
         Offset(po, "Tokenizer", 8); Offset(po, "ValFraction", 24); Offset(po, "Threads", 32);
         Offset(po, "Progress", 40); Offset(po, "ProgressPayload", 48); Offset(po, "ShardTokens", 56);
         Offset(typeof(PrepareResult), "TrainShards", 56);
+        // The binding's (internal) trainrt_param_info mirror: 72 bytes, C's offsets.
+        Type pi = typeof(Session).Assembly.GetType("Trainrt.ParamInfoNative", true);
+        T.Eq(72, Marshal.SizeOf(pi), "sizeof trainrt_param_info");
+        Offset(pi, "Role", 8); Offset(pi, "Ndim", 12); Offset(pi, "Shape0", 16); Offset(pi, "Shape3", 40);
+        Offset(pi, "Numel", 48); Offset(pi, "Offset", 56); Offset(pi, "Layer", 64); Offset(pi, "Trainable", 68);
+        mem = Marshal.AllocHGlobal(256);
+        try
+        {
+            Native_ParamInfoInit(mem);
+            T.Eq(Marshal.ReadInt32(mem), Marshal.SizeOf(pi), "C sizeof(trainrt_param_info)");
+            T.Eq(1, Marshal.ReadInt32(mem, 4), "param info version");
+        }
+        finally { Marshal.FreeHGlobal(mem); }
     }
 
     [DllImport("trainrt", EntryPoint = "trainrt_step_result_init")] static extern void Native_StepInit(ref StepResult r);
@@ -100,6 +113,7 @@ static class Program
     [DllImport("trainrt", EntryPoint = "trainrt_sample_options_init")] static extern void Native_SampleInit(ref SampleOptions o);
     [DllImport("trainrt", EntryPoint = "trainrt_prepare_result_init")] static extern void Native_PrepareResultInit(ref PrepareResult r);
     [DllImport("trainrt", EntryPoint = "trainrt_prepare_options_init")] static extern void Native_PrepareOptionsInit(IntPtr o);
+    [DllImport("trainrt", EntryPoint = "trainrt_param_info_init")] static extern void Native_ParamInfoInit(IntPtr p);
 
     static void VersionAndFeatures()
     {
@@ -568,12 +582,176 @@ static class Program
         T.True(!File.Exists(Path.Combine(outDir, "val.bin")), "no val.bin after a stop");
     }
 
+    static bool SameBits(float[] a, float[] b)
+    {
+        if (a.Length != b.Length) return false;
+        for (int i = 0; i < a.Length; ++i)
+            if (BitConverter.ToInt32(BitConverter.GetBytes(a[i]), 0) != BitConverter.ToInt32(BitConverter.GetBytes(b[i]), 0))
+                return false;
+        return true;
+    }
+
+    static void ParamsList()
+    {
+        using (Config c = Config.FromFile(ConfigPath))
+        using (Session s = new Session(c))
+        {
+            long tensors, numel;
+            s.ParamCount(out tensors, out numel);
+            ParamInfo[] ps = s.Params();
+            T.Eq(tensors, (long)ps.Length, "one ParamInfo per tensor");
+            T.True(tensors > 2, "tensors " + tensors);
+            ParamInfo wte = ps[0];
+            T.Eq("wte.weight", wte.Name, "first tensor");
+            T.Eq(ParamRole.TokenEmbedding, wte.Role, "wte role");
+            T.Eq("256,32", string.Join(",", wte.Shape), "wte shape");
+            T.Eq(2, wte.Ndim, "wte ndim");
+            T.Eq(256L * 32, wte.Numel, "wte numel");
+            T.Eq(0L, wte.Offset, "wte offset");
+            T.Eq(-1, wte.Layer, "wte layer");
+            T.True(wte.Trainable, "wte trainable");
+            T.Eq(ParamRole.PositionEmbedding, ps[1].Role, "wpe role");
+            long next = 0;
+            bool linear = false, layer1 = false;
+            foreach (ParamInfo p in ps)
+            {
+                T.Eq(next, p.Offset, p.Name + " starts where the previous ends");
+                long prod = 1;
+                foreach (long d in p.Shape) prod *= d;
+                T.Eq(p.Numel, prod, p.Name + " numel = product of shape");
+                T.True(p.Ndim == 1 || p.Ndim == 2, p.Name + " ndim");
+                T.True(p.Layer >= -1 && p.Layer <= 1, p.Name + " layer");
+                linear |= p.Role == ParamRole.Linear;
+                layer1 |= p.Layer == 1;
+                next += p.Numel;
+            }
+            T.Eq(numel, next, "offsets sum to the flat buffer's size");
+            T.True(linear && layer1, "a linear weight, a tensor of block 1");
+            T.Eq(c.ModelInfo().Parameters, numel, "model info parameters");
+            T.Eq(ps[1].ToString(), s.Param(1).ToString(), "Param(i)");
+            var e = T.Throws<TrainrtException>(() => s.Param(tensors), "index out of range");
+            T.Eq(Status.InvalidArgument, e.Status, "out of range status");
+        }
+    }
+
+    static void ParamsReadWrite()
+    {
+        using (Session s = Open())
+        {
+            s.Step();
+            float[] flat = s.ReadParams();
+            var concat = new List<float>();
+            foreach (ParamInfo p in s.Params())
+            {
+                float[] t = s.ReadParams(p.Name);
+                T.Eq(p.Numel, (long)t.Length, p.Name + " length");
+                float[] slice = new float[p.Numel];
+                Array.Copy(flat, p.Offset, slice, 0, p.Numel);
+                T.True(SameBits(slice, t), p.Name + " = its slice of the flat buffer");
+                concat.AddRange(t);
+            }
+            T.True(SameBits(flat, concat.ToArray()), "flat = named reads concatenated");
+
+            double before = s.Eval();
+            float[] orig = s.ReadParams("wte.weight");
+            float[] scaled = Array.ConvertAll(orig, v => v * 3 + 0.01f);
+            s.WriteParams(scaled, "wte.weight");
+            T.True(SameBits(scaled, s.ReadParams("wte.weight")), "read after write");
+            double changed = s.Eval();
+            T.True(BitConverter.DoubleToInt64Bits(changed) != BitConverter.DoubleToInt64Bits(before),
+                   "eval sees the write: " + changed + " vs " + before);
+            s.WriteParams(orig, "wte.weight");
+            T.Eq(BitConverter.DoubleToInt64Bits(before), BitConverter.DoubleToInt64Bits(s.Eval()),
+                 "writing the original back restores eval bitwise");
+            s.WriteParams(s.ReadParams());
+            T.Eq(BitConverter.DoubleToInt64Bits(before), BitConverter.DoubleToInt64Bits(s.Eval()),
+                 "flat write-back");
+            T.True(!double.IsNaN(s.Step().Loss), "training goes on");
+        }
+    }
+
+    static void ParamsRefusedWrites()
+    {
+        using (Session s = Open())
+        {
+            float[] before = s.ReadParams();
+            float[] wte = s.ReadParams("wte.weight");
+            var e = T.Throws<TrainrtException>(() => s.WriteParams(new float[wte.Length - 1], "wte.weight"), "short tensor");
+            T.Eq(Status.InvalidArgument, e.Status, "size mismatch status");
+            T.True(e.NativeMessage.Contains("wte.weight"), "size message names the tensor: " + e.NativeMessage);
+            e = T.Throws<TrainrtException>(() => s.WriteParams(new float[3]), "short flat buffer");
+            T.True(e.NativeMessage.Contains(before.Length.ToString()), "size message says the size: " + e.NativeMessage);
+            T.Eq(Status.InvalidArgument, T.Throws<TrainrtException>(() => s.WriteParams(new float[0]), "empty").Status, "empty status");
+            T.Throws<ArgumentNullException>(() => s.WriteParams(null), "null values");
+
+            float[] poisoned = (float[])before.Clone();
+            poisoned[poisoned.Length - 1] = float.NaN;
+            e = T.Throws<TrainrtException>(() => s.WriteParams(poisoned), "NaN");
+            T.Eq(Status.NonFinite, e.Status, "NaN status");
+            T.Eq(-13, (int)e.Status, "TRAINRT_ERR_NON_FINITE");
+            float[] inf = (float[])wte.Clone();
+            inf[3] = float.PositiveInfinity;
+            T.Eq(Status.NonFinite, T.Throws<TrainrtException>(() => s.WriteParams(inf, "wte.weight"), "inf").Status, "inf status");
+
+            e = T.Throws<TrainrtException>(() => s.ReadParams("wte.weigth"), "unknown name");
+            T.Eq(Status.InvalidArgument, e.Status, "unknown name status");
+            T.True(e.NativeMessage.Contains("did you mean") && e.NativeMessage.Contains("wte.weight"),
+                   "suggests the closest name: " + e.NativeMessage);
+            e = T.Throws<TrainrtException>(() => s.WriteParams(wte, "wte.weigth"), "unknown name write");
+            T.True(e.NativeMessage.Contains("did you mean"), "write suggests too: " + e.NativeMessage);
+            T.Throws<ArgumentException>(() => s.ReadParams("wte.weight\0x"), "NUL in a name");
+
+            T.True(SameBits(before, s.ReadParams()), "refused writes left the weights alone");
+        }
+    }
+
+    static void MetadataRoundTrip()
+    {
+        string dir = Path.Combine(Tmp, "meta-" + Guid.NewGuid().ToString("N"));
+        using (Session a = Open())
+        using (Session b = Open())
+        {
+            string v;
+            T.Eq(0, a.MetadataKeys().Length, "no keys yet");
+            T.True(!a.TryGetMetadata("client", out v) && v == null, "absent key");
+            string longValue = new string('z', 5000);
+            a.SetMetadata("run.name", "tiny ünïcødé");
+            a.SetMetadata("client", "7");
+            a.SetMetadata("Zeta-1", "");
+            a.SetMetadata("long_value", longValue);
+            a.SetMetadata("client", "8");
+            T.True(a.TryGetMetadata("client", out v) && v == "8", "replaced value");
+            T.True(a.TryGetMetadata("Zeta-1", out v) && v == "", "empty value is found");
+            T.True(a.TryGetMetadata("long_value", out v) && v == longValue, "long value");
+            T.Eq("Zeta-1,client,long_value,run.name", string.Join(",", a.MetadataKeys()), "sorted keys");
+            a.RemoveMetadata("long_value");
+            a.RemoveMetadata("never-set");
+            T.True(!a.TryGetMetadata("long_value", out v), "removed");
+            var e = T.Throws<TrainrtException>(() => a.SetMetadata("a key", "v"), "bad key");
+            T.Eq(Status.InvalidArgument, e.Status, "bad key status");
+            T.True(e.NativeMessage.Length > 0, "bad key message");
+            T.Throws<ArgumentNullException>(() => a.SetMetadata("k", null), "null value");
+            T.Throws<ArgumentException>(() => a.SetMetadata("k", "a\0b"), "NUL in a value");
+
+            a.Step();
+            a.Save(dir);
+            b.SetMetadata("replaced", "by the load");
+            b.Load(dir);
+            T.Eq("Zeta-1,client,run.name", string.Join(",", b.MetadataKeys()), "keys after load");
+            T.True(b.TryGetMetadata("run.name", out v) && v == "tiny ünïcødé", "UTF-8 value after load");
+            T.True(!b.TryGetMetadata("replaced", out v), "load replaces the session's metadata");
+            T.True(SameBits(a.ReadParams(), b.ReadParams()), "loaded weights");
+        }
+    }
+
     static void DisposeSemantics()
     {
         Session s = Open();
         s.Dispose();
         s.Dispose(); // twice is fine
         T.Throws<ObjectDisposedException>(() => s.Step(), "use after dispose");
+        T.Throws<ObjectDisposedException>(() => s.ReadParams(), "params after dispose");
+        T.Throws<ObjectDisposedException>(() => s.MetadataKeys(), "metadata after dispose");
         Config c = new Config();
         c.Dispose();
         T.Throws<ObjectDisposedException>(() => c.GetInt("train.steps"), "config use after dispose");
@@ -633,6 +811,10 @@ static class Program
             new KeyValuePair<string, Action>("TokenizerManyThreadsAtOnce", TokenizerManyThreadsAtOnce),
             new KeyValuePair<string, Action>("PrepareTextShards", PrepareTextShards),
             new KeyValuePair<string, Action>("PrepareTextProgressCanStop", PrepareTextProgressCanStop),
+            new KeyValuePair<string, Action>("ParamsList", ParamsList),
+            new KeyValuePair<string, Action>("ParamsReadWrite", ParamsReadWrite),
+            new KeyValuePair<string, Action>("ParamsRefusedWrites", ParamsRefusedWrites),
+            new KeyValuePair<string, Action>("MetadataRoundTrip", MetadataRoundTrip),
             new KeyValuePair<string, Action>("DisposeSemantics", DisposeSemantics),
             new KeyValuePair<string, Action>("CallOverhead", CallOverhead),
         };

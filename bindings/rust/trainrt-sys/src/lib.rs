@@ -54,6 +54,17 @@ pub const TRAINRT_SAMPLE_OPTIONS_VERSION: u32 = 1;
 pub const TRAINRT_MODEL_INFO_VERSION: u32 = 2;
 pub const TRAINRT_PREPARE_OPTIONS_VERSION: u32 = 2;
 pub const TRAINRT_PREPARE_RESULT_VERSION: u32 = 2;
+pub const TRAINRT_PARAM_INFO_VERSION: u32 = 1;
+
+pub const TRAINRT_PARAM_ROLE_TOKEN_EMBEDDING: i32 = 0;
+pub const TRAINRT_PARAM_ROLE_POSITION_EMBEDDING: i32 = 1;
+pub const TRAINRT_PARAM_ROLE_NORM: i32 = 2;
+pub const TRAINRT_PARAM_ROLE_NORM_BIAS: i32 = 3;
+pub const TRAINRT_PARAM_ROLE_LINEAR: i32 = 4;
+pub const TRAINRT_PARAM_ROLE_LINEAR_BIAS: i32 = 5;
+pub const TRAINRT_PARAM_ROLE_HEAD: i32 = 6;
+pub const TRAINRT_PARAM_ROLE_LORA_A: i32 = 7;
+pub const TRAINRT_PARAM_ROLE_LORA_B: i32 = 8;
 
 /// Opaque `trainrt_config`.
 #[repr(C)]
@@ -310,6 +321,44 @@ impl Default for trainrt_prepare_result {
     }
 }
 
+/// One model tensor, as `trainrt_session_param_info` describes it (72 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct trainrt_param_info {
+    pub struct_size: u32,
+    pub version: u32,
+    /// `TRAINRT_PARAM_ROLE_*`.
+    pub role: i32,
+    /// 1 or 2.
+    pub ndim: i32,
+    /// As in Hugging Face files; dims past `ndim` are 0.
+    pub shape: [i64; 4],
+    pub numel: i64,
+    /// First element in the flat buffer.
+    pub offset: i64,
+    /// The block it belongs to; -1 for embeddings, final norm, head.
+    pub layer: i32,
+    /// 1: the optimizer updates it; 0: frozen.
+    pub trainable: i32,
+}
+
+impl Default for trainrt_param_info {
+    /// `TRAINRT_PARAM_INFO_INIT`.
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            version: TRAINRT_PARAM_INFO_VERSION,
+            role: 0,
+            ndim: 0,
+            shape: [0; 4],
+            numel: 0,
+            offset: 0,
+            layer: 0,
+            trainable: 0,
+        }
+    }
+}
+
 extern "C" {
     pub fn trainrt_version_string() -> *const c_char;
     pub fn trainrt_abi_version() -> u32;
@@ -488,6 +537,57 @@ extern "C" {
         options: *const trainrt_sample_options,
     ) -> trainrt_status;
 
+    pub fn trainrt_param_info_init(info: *mut trainrt_param_info);
+    pub fn trainrt_session_param_count(
+        out_tensors: *mut i64,
+        out_numel: *mut i64,
+        session: *mut trainrt_session,
+    ) -> trainrt_status;
+    pub fn trainrt_session_param_info(
+        out: *mut trainrt_param_info,
+        name_buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+        session: *mut trainrt_session,
+        index: i64,
+    ) -> trainrt_status;
+    pub fn trainrt_session_read_params(
+        out: *mut f32,
+        count: usize,
+        session: *mut trainrt_session,
+        name: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_session_write_params(
+        session: *mut trainrt_session,
+        name: *const c_char,
+        values: *const f32,
+        count: usize,
+    ) -> trainrt_status;
+    pub fn trainrt_session_set_metadata(
+        session: *mut trainrt_session,
+        key: *const c_char,
+        value: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_session_get_metadata(
+        buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+        found: *mut i32,
+        session: *mut trainrt_session,
+        key: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_session_metadata_count(
+        out: *mut i64,
+        session: *mut trainrt_session,
+    ) -> trainrt_status;
+    pub fn trainrt_session_metadata_key(
+        buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+        session: *mut trainrt_session,
+        index: i64,
+    ) -> trainrt_status;
+
     pub fn trainrt_config_model_info(
         out: *mut trainrt_model_info,
         config: *const trainrt_config,
@@ -560,13 +660,22 @@ mod tests {
         assert_eq!(at(&m.loss_scale), 88);
         assert_eq!(at(&m.model_flops_per_token), 96);
         assert_eq!(at(&m.mfu), 112);
-        assert_eq!(&m.world_size as *const i32 as usize - &m as *const trainrt_metrics as usize, 124);
+        assert_eq!(
+            &m.world_size as *const i32 as usize - &m as *const trainrt_metrics as usize,
+            124
+        );
         assert_eq!(size_of::<trainrt_progress>(), 96);
         assert_eq!(size_of::<trainrt_sample_options>(), 32);
-        assert_eq!(size_of::<trainrt_model_info>(), 64);  // v2: trainable_parameters at 56
+        assert_eq!(size_of::<trainrt_model_info>(), 64); // v2: trainable_parameters at 56
         assert_eq!(size_of::<trainrt_prepare_options>(), 64);
         assert_eq!(size_of::<trainrt_prepare_result>(), 64);
         assert_eq!(align_of::<trainrt_metrics>(), 8);
+        assert_eq!(size_of::<trainrt_param_info>(), 72);
+        let p = trainrt_param_info::default();
+        let base = &p as *const trainrt_param_info as usize;
+        assert_eq!(p.shape.as_ptr() as usize - base, 16);
+        assert_eq!(&p.offset as *const i64 as usize - base, 56);
+        assert_eq!(&p.trainable as *const i32 as usize - base, 68);
     }
 
     #[test]
@@ -605,5 +714,12 @@ mod tests {
         };
         unsafe { trainrt_prepare_result_init(&mut r) };
         assert_eq!(r, trainrt_prepare_result::default());
+        let mut i = trainrt_param_info {
+            numel: 9,
+            layer: 3,
+            ..Default::default()
+        };
+        unsafe { trainrt_param_info_init(&mut i) };
+        assert_eq!(i, trainrt_param_info::default());
     }
 }

@@ -33,6 +33,7 @@
 mod callbacks;
 mod config;
 mod error;
+mod params;
 mod session;
 mod tokenizer;
 mod util;
@@ -40,9 +41,10 @@ mod util;
 pub use callbacks::{set_default_log, LogCallback, LogLevel};
 pub use config::{Config, ModelInfo};
 pub use error::{Error, Result, Status};
+pub use params::{ParamInfo, ParamRole};
 pub use session::{
-    checkpoint_export, checkpoint_export_adapter, checkpoint_latest, prepare_bytes, Dtype, Metrics, Progress, ProgressKind,
-    SampleOptions, Session, StepResult, StopHandle, TrainOutcome,
+    checkpoint_export, checkpoint_export_adapter, checkpoint_latest, prepare_bytes, Dtype, Metrics,
+    Progress, ProgressKind, SampleOptions, Session, StepResult, StopHandle, TrainOutcome,
 };
 pub use tokenizer::{prepare_text, prepare_text_with, PrepareOptions, PrepareResult, Tokenizer};
 

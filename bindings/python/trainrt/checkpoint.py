@@ -1,0 +1,41 @@
+"""Checkpoints without a session: find the latest, read its config, export it."""
+from __future__ import annotations
+
+import os
+from typing import Optional, Union
+
+from ._capi import C, encode_path, get_string
+from ._types import DType
+from .config import Config, PathLike
+from .session import _dtype
+
+__all__ = ["checkpoint_latest", "config_from_checkpoint", "checkpoint_export",
+           "checkpoint_export_adapter"]
+
+
+def checkpoint_latest(out_dir: PathLike) -> Optional[str]:
+    """The checkpoint folder ``out_dir/latest`` names, or None when ``out_dir`` has no
+    checkpoint yet."""
+    raw = get_string(C.trainrt_checkpoint_latest, encode_path(out_dir, "out_dir"), initial=1024)
+    return os.fsdecode(raw) if raw else None
+
+
+def config_from_checkpoint(path: PathLike) -> Config:
+    """The run config a checkpoint (a checkpoint folder, or a folder whose ``latest`` names
+    one) was trained with. Same as :meth:`Config.from_checkpoint`."""
+    return Config.from_checkpoint(path)
+
+
+def checkpoint_export(path: PathLike, out_dir: PathLike,
+                      dtype: Union[DType, int, str] = DType.F32) -> None:
+    """Hugging Face export (model.safetensors + config.json) of a checkpoint, without a
+    session. A LoRA run's export is the base with the adapters merged in."""
+    C.trainrt_checkpoint_export(encode_path(path), encode_path(out_dir, "out_dir"), _dtype(dtype))
+
+
+def checkpoint_export_adapter(path: PathLike, out_dir: PathLike,
+                              dtype: Union[DType, int, str] = DType.F32) -> None:
+    """A LoRA checkpoint's adapters as a PEFT folder (a run without adapters:
+    :class:`trainrt.InvalidArgumentError`)."""
+    C.trainrt_checkpoint_export_adapter(encode_path(path), encode_path(out_dir, "out_dir"),
+                                        _dtype(dtype))
