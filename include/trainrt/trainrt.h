@@ -410,8 +410,8 @@ TRAINRT_API trainrt_status trainrt_session_param_info(trainrt_param_info* out, c
                                                       trainrt_session* session, int64_t index);
 /* Copy the tensor called `name` (NULL: the whole flat buffer) into out, which holds exactly
  * count floats: its numel (TRAINRT_ERR_INVALID_ARGUMENT otherwise, saying the size expected;
- * an unknown name likewise, with the closest name). The fp32 master weights, as a checkpoint
- * would save them. */
+ * an unknown name likewise, suggesting a tensor whose name is a near miss). The fp32 master
+ * weights, as a checkpoint would save them. */
 TRAINRT_API trainrt_status trainrt_session_read_params(float* out, size_t count,
                                                        trainrt_session* session,
                                                        const char* name);
@@ -427,7 +427,7 @@ TRAINRT_API trainrt_status trainrt_session_write_params(trainrt_session* session
 /* User metadata: string key/value pairs a session carries and its checkpoints save (in the
  * manifest; docs/FORMATS.md §4); trainrt_session_load and resuming restore them (replacing the
  * session's). Keys: 1-128 bytes of [A-Za-z0-9_.-]; values: UTF-8, up to 64 KiB; up to 256
- * keys. value = NULL removes the key (no error if absent). */
+ * keys. value = NULL removes the key (no error if absent, whatever the key). */
 TRAINRT_API trainrt_status trainrt_session_set_metadata(trainrt_session* session,
                                                         const char* key, const char* value);
 /* The value of key into (buf, cap, needed) as trainrt_config_dump; *found (may be NULL) is 1,

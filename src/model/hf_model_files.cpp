@@ -28,10 +28,18 @@ std::vector<std::string> hf_weight_files(const std::string& init_from) {
     const std::string single = path_join(init_from, kHfWeightsFile);
     if (is_regular_file(single)) return {single};
     const std::string index_path = path_join(init_from, kHfWeightsIndex);
-    if (!is_regular_file(index_path))
+    if (!is_regular_file(index_path)) {
+        // PyTorch's own formats are pickles, which are never read here: say how to convert.
+        const bool pytorch = is_regular_file(path_join(init_from, "pytorch_model.bin")) ||
+                             is_regular_file(path_join(init_from, "pytorch_model.bin.index.json"));
         fail(Status::Io, "model.init_from = '", init_from, "': the folder has neither ",
              kHfWeightsFile, " nor ", kHfWeightsIndex,
-             " (a Hugging Face model folder needs one of them next to config.json)");
+             " (a Hugging Face model folder needs one of them next to config.json)",
+             pytorch ? "; it holds PyTorch's pytorch_model.bin, which libtrainrt does not read: "
+                       "save the model as safetensors (transformers: "
+                       "model.save_pretrained(folder, safe_serialization=True))"
+                     : "");
+    }
     const json::Value index = json::parse(read_small_file(index_path, 64 << 20), index_path);
     const json::Value* map = index.is_object() ? index.find("weight_map") : nullptr;
     if (map == nullptr || !map->is_object() || map->obj.empty())

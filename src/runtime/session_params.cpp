@@ -92,10 +92,10 @@ void Session::write_params(const char* name, const float* values, size_t count) 
 }
 
 void Session::set_metadata(const std::string& key, const std::string* value) {
-    check_metadata_entry("set_metadata", key, value);
-    if (!value) {
+    if (!value) {  // removal: a key outside the rules cannot be there, so nothing to remove
         metadata_.erase(key);
     } else {
+        check_metadata_entry("set_metadata", key, value);
         if (!metadata_.count(key) && metadata_.size() >= kMaxMetadataKeys)
             fail(Status::InvalidArgument, "set_metadata: the session already holds ",
                  kMaxMetadataKeys, " keys, the most a checkpoint carries; remove one first");

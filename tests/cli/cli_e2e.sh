@@ -385,6 +385,9 @@ expect_failure text_as_shard "trainrt prepare --text" \
     "$TRAINRT" train run.toml --fresh --set "data.train=\"$TEXT\"" --set train.out_dir=text_out
 expect_failure config_json_as_weights "JSON text" \
     "$TRAINRT" train run.toml --fresh --set model.init_from=hf/config.json --set train.out_dir=cj_out
+mkdir -p pt_folder && cp hf/config.json pt_folder/ && printf 'PK\003\004' >pt_folder/pytorch_model.bin
+expect_failure pytorch_folder "safe_serialization=True" \
+    "$TRAINRT" train run.toml --fresh --set model.init_from=pt_folder --set train.out_dir=pt_out
 # A finished run says how to go on; --steps past train.steps says what the lr does there.
 "$TRAINRT" train run.toml --fresh --set train.steps=2 --set train.out_dir=done_out >/dev/null 2>&1 ||
     fail "train 2 steps into done_out"

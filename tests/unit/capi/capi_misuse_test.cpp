@@ -1874,6 +1874,9 @@ TEST_F(CapiMisuse, ParamsAndMetadataRefuseNullsBadIndicesSizesNamesAndValues) {
                   TRAINRT_ERR_INVALID_ARGUMENT, "256");
     EXPECT_EQ(trainrt_session_set_metadata(s, "k0", "replaced"), TRAINRT_OK) << last_error();
     EXPECT_EQ(trainrt_session_set_metadata(s, "absent", nullptr), TRAINRT_OK) << last_error();
+    // Removing a key that could never be set is not an error either (nothing to remove).
+    EXPECT_EQ(trainrt_session_set_metadata(s, "a key", nullptr), TRAINRT_OK) << last_error();
+    EXPECT_EQ(trainrt_session_set_metadata(s, "", nullptr), TRAINRT_OK) << last_error();
     int64_t keys = 0;
     ASSERT_EQ(trainrt_session_metadata_count(&keys, s), TRAINRT_OK);
     EXPECT_EQ(keys, 256);
