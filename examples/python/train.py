@@ -4,8 +4,8 @@
     python3 examples/python/train.py CONFIG.toml [--steps N] [--save DIR] [--sample N]
 
 Trains N steps (default: the config's train.steps) and prints the loss of every step
-("step N loss X ..."), evaluates on the validation data, saves a checkpoint (into DIR, or
-train.out_dir), and samples a few tokens after a prompt. Install the binding first
+("step N loss X ..."), evaluates on the validation data, saves a checkpoint into DIR when
+--save DIR is given, and samples a few tokens after a prompt. Install the binding first
 (``pip install bindings/python``) and make libtrainrt findable (``TRAINRT_LIB_DIR``).
 """
 import argparse
@@ -48,7 +48,7 @@ def main() -> int:
         print("%d steps, %d tokens, %.0f tokens/s" % (m.step, m.tokens_total, m.tokens_per_s))
 
         session.metadata["example"] = "examples/python/train.py"
-        if args.save or cfg.get_string("train.out_dir"):
+        if args.save:  # not into train.out_dir unasked: its `latest` would move to this run
             print("saved %s" % session.save(args.save))
 
         if args.sample > 0:
