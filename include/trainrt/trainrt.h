@@ -416,6 +416,8 @@ TRAINRT_API trainrt_status trainrt_session_read_params(float* out, size_t count,
                                                        trainrt_session* session,
                                                        const char* name);
 /* Replace the tensor called `name` (NULL: every tensor, from a flat buffer) with count floats.
+ * Data parallel: the ranks must keep equal weights, so make the same call, with the same
+ * values, on every rank (a write on some ranks only lets the replicas drift apart).
  * Any tensor may be written, frozen ones included; the low-precision working copies (bf16,
  * fp16) are refreshed, so the next step and eval see the new values. The optimizer's moments,
  * step and schedule are kept. Refused with the session unchanged: a size mismatch
@@ -427,7 +429,8 @@ TRAINRT_API trainrt_status trainrt_session_write_params(trainrt_session* session
 /* User metadata: string key/value pairs a session carries and its checkpoints save (in the
  * manifest; docs/FORMATS.md §4); trainrt_session_load and resuming restore them (replacing the
  * session's). Keys: 1-128 bytes of [A-Za-z0-9_.-]; values: UTF-8, up to 64 KiB; up to 256
- * keys. value = NULL removes the key (no error if absent, whatever the key). */
+ * keys and 16 MiB in all as JSON text. value = NULL removes the key (no error if absent,
+ * whatever the key). Under data parallelism each rank keeps its own; rank 0's are saved. */
 TRAINRT_API trainrt_status trainrt_session_set_metadata(trainrt_session* session,
                                                         const char* key, const char* value);
 /* The value of key into (buf, cap, needed) as trainrt_config_dump; *found (may be NULL) is 1,

@@ -224,6 +224,9 @@ struct BackendCaps {
     // attention_cached_forward is verified on this backend, so sampling keeps a KV cache
     // (otherwise it recomputes the whole window per token: same tokens, slower).
     bool cached_attention = false;
+    // The longest cache attention_cached_forward takes (positions); 0: no limit. Longer
+    // windows sample without the cache.
+    int cached_attention_max_positions = 0;
 };
 
 class Backend {

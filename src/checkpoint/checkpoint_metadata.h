@@ -13,6 +13,14 @@ namespace trt {
 inline constexpr size_t kMaxMetadataKeys = 256;
 inline constexpr size_t kMaxMetadataKeyBytes = 128;
 inline constexpr size_t kMaxMetadataValueBytes = 64 << 10;
+// All of it as state.json holds it (JSON-escaped: a control character takes 6 bytes), so a
+// checkpoint always stays within what its reader accepts (64 MiB for state.json).
+inline constexpr size_t kMaxMetadataJsonBytes = 16 << 20;
+
+// The bytes an entry takes in state.json's "metadata" object: "key": "value", escaped.
+inline size_t metadata_entry_json_bytes(const std::string& key, const std::string& value) {
+    return json::quote(key).size() + json::quote(value).size() + 4;
+}
 
 // What is wrong with the entry, or "" when it is within the rules: keys of 1-128 bytes of
 // [A-Za-z0-9_.-], values valid UTF-8 of at most 64 KiB (value nullptr: a removal, key only).

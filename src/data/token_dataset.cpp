@@ -29,6 +29,8 @@ constexpr int64_t kHeaderBytes = 1024;
 std::string foreign_file_hint(const std::string& path, const uint8_t* head, size_t n) {
     const std::string kind = sniff_file_kind(head, n);
     if (kind.empty()) return "";
+    if (kind == "an llm.c token shard")  // the header is right: the file is cut short
+        return " (its header is an llm.c shard's: the file looks truncated; prepare it again)";
     if (kind == "plain text" || kind.rfind("JSON", 0) == 0)
         return cat(" (it is ", kind, "): tokenize text first, e.g. `trainrt prepare --text ",
                    path, " --out DIR` (add --tokenizer for a BPE vocabulary), then point "

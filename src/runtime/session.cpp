@@ -737,7 +737,6 @@ double Session::recent_tokens_per_s() const {
 }
 
 TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback& callback) {
-    warn_resume_differences();
     const int64_t total = run_.train.steps;
     // step_ <= limits::kMaxSteps (config and checkpoint bounds), so this cannot overflow;
     // more than kMaxSteps at once (INT64_MAX = "until stopped") counts as kMaxSteps.
@@ -747,9 +746,11 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
         lock_out_dir();
         metrics = std::make_unique<MetricsLog>(run_.train.out_dir);
     }
-    if (metrics && step_ < target) {
-        // The run header (FORMATS.md §5): what this run is and runs on, for reports.
+    if (metrics && step_ < target && !run_header_written_) {
+        // The run header (FORMATS.md §5): what this run is and runs on, for reports. Once per
+        // session (and again after a load): a host training in chunks is one run, not resumes.
         metrics->write_run(step_, kVersionString, acceleration_line(), model_line());
+        run_header_written_ = true;
     }
     const double t_start = now_ms();
     const bool can_eval = val_data_.has_value() && run_.train.eval_every > 0;
@@ -783,12 +784,14 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
     } clear_stop{stop_requested_};
 
     if (step_ >= target) {
+        const int64_t at = std::max(step_, total);
         log_.info("train: already at step ", step_, " of train.steps = ", total,
                   "; nothing to do (to go on: raise train.steps, e.g. --set train.steps=",
-                  total + std::max<int64_t>(1, total / 2), ", or run n more steps with "
+                  at + std::max<int64_t>(1, at / 2), ", or run n more steps with "
                   "--steps N / trainrt_session_train(n); to start over: --fresh)");
         return TrainOutcome::Completed;
     }
+    warn_resume_differences();
     log_.info("train: steps ", step_ + 1, " to ", target, " of ", std::max(total, target));
     if (target > total)
         log_.warn("train: steps ", std::max(step_, total) + 1, " to ", target, " go past "
@@ -1053,6 +1056,7 @@ void Session::load(const std::string& path) {
     step_ = st.step;
     tokens_total_ = st.tokens_total;
     metadata_ = st.metadata;
+    run_header_written_ = false;  // the next train() starts a run from this checkpoint
     cursor_.shard = st.cursor_shard;
     cursor_.pos = st.cursor_pos;
     const bool fp16 = precision_ == Precision::Fp16;

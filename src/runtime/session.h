@@ -253,6 +253,7 @@ private:
     void lock_out_dir();
     std::vector<std::pair<float, int32_t>> sample_scratch_;
     std::map<std::string, std::string> metadata_;  // set_metadata; checkpoints carry it
+    bool run_header_written_ = false;  // metrics.jsonl's run line, once per session / load
     // The tensor called name, or Error(InvalidArgument) naming the closest one.
     const ParamTensor& named_tensor(const char* what, const std::string& name) const;
 };

@@ -2,7 +2,10 @@
 // averaging, personalisation, inspection), and the user's key/value metadata that
 // checkpoints carry. The flat buffer the C API speaks of is every tensor in table order,
 // back to back: the backend's buffer without its zero padding rows (param_table.h).
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <vector>
 
 #include "checkpoint/checkpoint_metadata.h"
 #include "core/nearest.h"
@@ -79,15 +82,25 @@ void Session::write_params(const char* name, const float* values, size_t count) 
         v += t->numel;
     }
     sync();
-    v = values;
-    for (const ParamTensor* t : targets) {
-        // copy_to_device refreshes the backend's bf16/fp16 working copy of the range.
-        backend_->copy_to_device(model_->params() + t->offset, v, t->numel * sizeof(float));
-        v += t->numel;
-        // A frozen tensor that no longer holds model.init_from's values must be stored by
-        // later checkpoints (as load() decides for a checkpoint's values).
-        if (frozen_sha256_.count(t->name)) frozen_sha256_.clear();
+    // copy_to_device refreshes the backend's bf16/fp16 working copy of what it writes: the
+    // flat buffer goes in one copy (padding rows zero, as ParamTable keeps them), so a backend
+    // that re-casts the whole copy does it once.
+    if (name) {
+        backend_->copy_to_device(model_->params() + targets[0]->offset, values,
+                                 targets[0]->numel * sizeof(float));
+    } else {
+        std::vector<float> padded(table.total(), 0.0f);
+        v = values;
+        for (const ParamTensor& t : table.tensors()) {
+            std::copy(v, v + t.numel, padded.begin() + static_cast<ptrdiff_t>(t.offset));
+            v += t.numel;
+        }
+        backend_->copy_to_device(model_->params(), padded.data(), padded.size() * sizeof(float));
     }
+    // A frozen tensor that no longer holds model.init_from's values must be stored by later
+    // checkpoints (as load() decides for a checkpoint's values).
+    for (const ParamTensor* t : targets)
+        if (frozen_sha256_.count(t->name)) frozen_sha256_.clear();
     own_checkpoint_.clear();  // a save at this step must write the new weights
 }
 
@@ -99,6 +112,13 @@ void Session::set_metadata(const std::string& key, const std::string* value) {
         if (!metadata_.count(key) && metadata_.size() >= kMaxMetadataKeys)
             fail(Status::InvalidArgument, "set_metadata: the session already holds ",
                  kMaxMetadataKeys, " keys, the most a checkpoint carries; remove one first");
+        size_t json_bytes = metadata_entry_json_bytes(key, *value);
+        for (const auto& [k, v] : metadata_)
+            if (k != key) json_bytes += metadata_entry_json_bytes(k, v);
+        if (json_bytes > kMaxMetadataJsonBytes)
+            fail(Status::InvalidArgument, "set_metadata: the metadata would take ", json_bytes,
+                 " bytes in a checkpoint (JSON-escaped; a control character takes 6), more than "
+                 "the ", kMaxMetadataJsonBytes, " kept; store large values in files of your own");
         metadata_[key] = *value;
     }
     own_checkpoint_.clear();  // a save at this step must write the new metadata

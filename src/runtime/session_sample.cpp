@@ -31,7 +31,10 @@ void Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
     if (options.top_k < 0)
         fail(Status::InvalidArgument, "sample: top_k = ", options.top_k, " must be >= 0");
     sync();  // steps in flight still write the weights
-    const bool cached = options.kv_cache && backend_->capabilities().cached_attention;
+    const BackendCaps caps = backend_->capabilities();
+    const bool cached = options.kv_cache && caps.cached_attention &&
+                        (caps.cached_attention_max_positions == 0 ||
+                         model_->max_seq() <= caps.cached_attention_max_positions);
     // The cache lives for this call only: training's memory (trainrt plan's figures) stays
     // what it was.
     struct ReleaseCache {

@@ -666,8 +666,16 @@ int cmd_export(int argc, char** argv) {
     {
         std::error_code ec;
         const std::filesystem::path out(positional[1]);
-        if (!force && std::filesystem::exists(out, ec) &&
-            !(std::filesystem::is_directory(out, ec) && std::filesystem::is_empty(out, ec))) {
+        bool empty_folder = false;
+        if (!force && std::filesystem::is_directory(out, ec)) {
+            empty_folder = std::filesystem::is_empty(out, ec);
+            if (ec) {
+                std::fprintf(stderr, "trainrt: export: cannot read the folder '%s': %s\n",
+                             positional[1].c_str(), ec.message().c_str());
+                return 1;
+            }
+        }
+        if (!force && std::filesystem::exists(out, ec) && !empty_folder) {
             std::fprintf(stderr, "trainrt: export: '%s' already exists and is not an empty "
                          "folder; nothing was written. Choose a new DIR, or pass --force to "
                          "replace the files an export writes there\n", positional[1].c_str());

@@ -391,6 +391,10 @@ std::string short_duration(double seconds) {
         std::snprintf(buf, sizeof buf, "%.2fs", seconds);
         return buf;
     }
+    if (seconds > 1e12) {  // from a malformed line: beyond what a long counts
+        std::snprintf(buf, sizeof buf, "%.3gs", seconds);
+        return buf;
+    }
     const long s = static_cast<long>(seconds + 0.5);
     if (s >= 3600)
         std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 
@@ -108,7 +109,9 @@ Axis nice_axis(double lo, double hi, int target, bool integer) {
         lo = std::max(0.0, lo - 1);
         hi = lo + 2 > hi ? lo + 2 : hi;
     }
-    if (hi == lo) {
+    // A range of a few units in the last place (a constant series smoothed) is a flat line:
+    // widened like one, as steps of 1e-16 would give ticks beyond counting.
+    if (hi - lo <= 1e-9 * std::max(std::fabs(lo), std::fabs(hi))) {
         const double d = lo != 0 ? std::fabs(lo) * 0.05 : 1;
         lo -= d;
         hi += d;
@@ -122,8 +125,11 @@ Axis nice_axis(double lo, double hi, int target, bool integer) {
     a.step = step;
     a.lo = k_lo * step;
     a.hi = k_hi * step;
-    for (double k = k_lo; k <= k_hi + 0.5; k += 1) {
-        double v = k * step;
+    // Counted in integers (k_lo may be past 2^53, where k += 1 no longer moves), and at most a
+    // few hundred whatever the data.
+    const int64_t n = static_cast<int64_t>(std::llround(std::min(k_hi - k_lo, 1000.0)));
+    for (int64_t i = 0; i <= n; ++i) {
+        double v = (k_lo + static_cast<double>(i)) * step;
         if (std::fabs(v) < step * 1e-9) v = 0;  // no "-0"
         a.ticks.push_back(v);
     }

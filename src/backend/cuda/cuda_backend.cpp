@@ -641,6 +641,7 @@ public:
         // until then. TRAINRT_CUDA_KV_CACHE=1 takes the cached path (docs/GPU_CHECK.md).
         const char* kv = std::getenv("TRAINRT_CUDA_KV_CACHE");
         c.cached_attention = kv != nullptr && std::string(kv) == "1";
+        c.cached_attention_max_positions = cuda::kCachedAttentionMaxKeys;
         return c;
     }
     // Thread-local capture mode: only this thread's CUDA calls are checked for capture

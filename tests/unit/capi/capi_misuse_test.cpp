@@ -1874,6 +1874,25 @@ TEST_F(CapiMisuse, ParamsAndMetadataRefuseNullsBadIndicesSizesNamesAndValues) {
                   TRAINRT_ERR_INVALID_ARGUMENT, "256");
     EXPECT_EQ(trainrt_session_set_metadata(s, "k0", "replaced"), TRAINRT_OK) << last_error();
     EXPECT_EQ(trainrt_session_set_metadata(s, "absent", nullptr), TRAINRT_OK) << last_error();
+    // Values of control characters (6 bytes each in JSON) reach the 16 MiB in all that keeps
+    // a checkpoint readable long before 256 keys: refused there, naming the limit.
+    trainrt_session* t = make_session();
+    ASSERT_NE(t, nullptr);
+    const std::string control(65536, '\x01');
+    int accepted = 0;
+    trainrt_status st = TRAINRT_OK;
+    while (accepted < 256 &&
+           (st = trainrt_session_set_metadata(t, ("c" + std::to_string(accepted)).c_str(),
+                                              control.c_str())) == TRAINRT_OK)
+        ++accepted;
+    EXPECT_EQ(st, TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_TRUE(mentions(trainrt_last_error_message(), "16777216")) << last_error();
+    EXPECT_EQ(accepted, 42);  // 42 x (6 x 65536 + keys) <= 16 MiB < 43 x ...
+    EXPECT_EQ(trainrt_session_save(nullptr, 0, nullptr, t, (dir_ + "/big").c_str()), TRAINRT_OK)
+        << last_error();
+    trainrt_session* u = make_session();
+    ASSERT_NE(u, nullptr);
+    EXPECT_EQ(trainrt_session_load(u, (dir_ + "/big").c_str()), TRAINRT_OK) << last_error();
     // Removing a key that could never be set is not an error either (nothing to remove).
     EXPECT_EQ(trainrt_session_set_metadata(s, "a key", nullptr), TRAINRT_OK) << last_error();
     EXPECT_EQ(trainrt_session_set_metadata(s, "", nullptr), TRAINRT_OK) << last_error();

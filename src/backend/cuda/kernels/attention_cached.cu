@@ -8,7 +8,7 @@
 // summed over s in order. Every output is one thread's fixed-order sum: bitwise
 // reproducible. qkv and out are stored as S (ctx.act); the scores, softmax and sums are fp32.
 // Shared memory holds one row of scores: max_T up to kMaxKeys; longer caches are refused
-// (sampling then stays uncached on this backend: BackendCaps::cached_attention).
+// (BackendCaps::cached_attention_max_positions: sampling then takes the whole-window path).
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -27,7 +27,8 @@ namespace {
 
 constexpr int kThreads = 128;  // 4 warps per (row, head)
 constexpr int kWarps = kThreads / 32;
-constexpr int kMaxKeys = 12 * 1024;  // 48 KiB of fp32 scores in shared memory
+constexpr int kMaxKeys = kCachedAttentionMaxKeys;  // cuda_ops.h
+static_assert(kMaxKeys * 4 + kWarps * 4 <= 48 * 1024, "scores + reduction scratch fit 48 KiB");
 
 template <typename S>
 __global__ void store_kv_kernel(const S* __restrict__ qkv, float* __restrict__ k_cache,
