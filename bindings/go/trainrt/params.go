@@ -227,7 +227,13 @@ func (s *Session) WriteParam(name string, values []float32) error {
 
 // SetMetadata sets a user metadata key (1-128 bytes of [A-Za-z0-9_.-]) to value (UTF-8, up to
 // 64 KiB; at most 256 keys). Checkpoints save them; Load restores them.
-func (s *Session) SetMetadata(key, value string) error {
+func (s *Session) SetMetadata(key, value string) error { return s.setMetadata(key, &value) }
+
+// RemoveMetadata removes a metadata key (no error if absent).
+func (s *Session) RemoveMetadata(key string) error { return s.setMetadata(key, nil) }
+
+// setMetadata: trainrt_session_set_metadata with value, or NULL (a removal) for nil.
+func (s *Session) setMetadata(key string, value *string) error {
 	if err := s.lock(); err != nil {
 		return err
 	}
@@ -237,30 +243,16 @@ func (s *Session) SetMetadata(key, value string) error {
 		return err
 	}
 	defer free(k)
-	v, err := cstrArg(value, "metadata value")
-	if err != nil {
-		return err
+	var v *C.char
+	if value != nil {
+		if v, err = cstrArg(*value, "metadata value"); err != nil {
+			return err
+		}
+		defer free(v)
 	}
-	defer free(v)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	return check(C.trainrt_session_set_metadata(s.h, k, v))
-}
-
-// RemoveMetadata removes a metadata key (no error if absent).
-func (s *Session) RemoveMetadata(key string) error {
-	if err := s.lock(); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	k, err := cstrArg(key, "metadata key")
-	if err != nil {
-		return err
-	}
-	defer free(k)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	return check(C.trainrt_session_set_metadata(s.h, k, nil))
 }
 
 // Metadata returns the value of a metadata key; ok is false (and value "") when the session

@@ -86,3 +86,29 @@ class HandleGuard:
             return
         with self._lock:
             self._destroy_now()
+
+
+class Closeable:
+    """The lifecycle every handle class shares: a context manager that closes on exit, a
+    finalizer that closes a forgotten handle, and a repr saying whether it is closed. The
+    class provides ``close()`` and the ``closed`` property."""
+
+    closed: bool
+
+    def close(self) -> None:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def __enter__(self: Any) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return "<trainrt.%s%s>" % (type(self).__name__, " closed" if self.closed else "")

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Optional, Tuple, Union
 from ._callbacks import LogFn, make_log_trampoline, null_log
 from ._capi import C, ModelInfo as _CModelInfo, MODEL_INFO_VERSION, encode_path, encode_str, \
     get_string, new_struct
-from ._guard import HandleGuard
+from ._guard import Closeable, HandleGuard
 from ._types import LogLevel, ModelInfo
 
 __all__ = ["Config", "toml_value", "PathLike"]
@@ -79,7 +79,7 @@ def toml_value(value: Value) -> str:
                     "tuple or mapping)" % type(value).__name__)
 
 
-class Config:
+class Config(Closeable):
     """A run configuration: a TOML document (docs/CONFIG.md for every key).
 
     Keys are dotted TOML paths: ``"optim.lr"``, ``"train.batch_size"``. Every change is
@@ -144,20 +144,6 @@ class Config:
     def closed(self) -> bool:
         return self._guard.handle is None or self._guard.closing
 
-    def __enter__(self) -> "Config":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __repr__(self) -> str:
-        return "<trainrt.Config%s>" % (" closed" if self.closed else "")
 
     # -------------------------------------------------------------- values
     def set(self, key: str, value: Value) -> None:

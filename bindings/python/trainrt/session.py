@@ -16,7 +16,7 @@ from ._capi import (C, METRICS_VERSION, PARAM_INFO_VERSION, PROGRESS_FN, SAMPLE_
                     STEP_RESULT_VERSION, STOPPED, Metrics as _CMetrics, ParamInfo as _CParamInfo,
                     SampleOptions as _CSampleOptions, StepResult as _CStepResult, encode_path,
                     encode_str, get_string, new_struct)
-from ._guard import HandleGuard
+from ._guard import Closeable, HandleGuard
 from ._types import (DType, LogLevel, Metrics, ParamInfo, ParamRole, Progress, ProgressKind,
                      StepResult)
 from .config import Config, PathLike
@@ -67,7 +67,7 @@ def _clamp_steps(n_steps: Optional[int]) -> int:
     return max(-_INT64_MAX - 1, min(n, _INT64_MAX))
 
 
-class Session:
+class Session(Closeable):
     """One training run: model, optimizer state, data, sampler, backend and metrics.
 
     ``Session(config)`` builds it from a copy of a :class:`Config` (or from a TOML file when
@@ -146,20 +146,6 @@ class Session:
         """True once :meth:`close` was called."""
         return self._guard.handle is None or self._guard.closing
 
-    def __enter__(self) -> "Session":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __repr__(self) -> str:
-        return "<trainrt.Session%s>" % (" closed" if self.closed else "")
 
     def _enter(self) -> int:
         state = self._iter

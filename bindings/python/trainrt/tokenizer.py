@@ -14,11 +14,12 @@ from ._capi import (C, TOKENIZER_TRAIN_OPTIONS_VERSION, TOKENIZER_TRAIN_RESULT_V
 from ._types import TokenizerTrainResult
 from .config import PathLike
 from .errors import ClosedError
+from ._guard import Closeable
 
 __all__ = ["Tokenizer", "tokenizer_train"]
 
 
-class Tokenizer:
+class Tokenizer(Closeable):
     """A Hugging Face tokenizer: byte-level BPE (a tokenizer.json: GPT-2, Llama 3 and the
     like) or SentencePiece (a tokenizer.model: Llama 2 style), reproduced exactly (a file the
     library cannot reproduce is refused at load with :class:`trainrt.UnsupportedError`).
@@ -59,20 +60,6 @@ class Tokenizer:
     def closed(self) -> bool:
         return self._handle is None
 
-    def __enter__(self) -> "Tokenizer":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __repr__(self) -> str:
-        return "<trainrt.Tokenizer%s>" % (" closed" if self.closed else "")
 
     def _enter(self) -> int:
         with self._cond:
