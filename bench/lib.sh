@@ -6,7 +6,10 @@ bench_workdir() {
     work=$(mktemp -d "/tmp/$1.XXXXXX")
     trap 'rm -rf "$work"' EXIT
     cd "$work"
-    "$TRAINRT" prepare --text "$src/../shared/data/tinyshakespeare.txt" --out data >/dev/null
+    # ../shared beside the checkout on the dev machines; the tree's copy on a GPU machine
+    local text=$src/../shared/data/tinyshakespeare.txt
+    [ -f "$text" ] || text=$src/examples/data/tinyshakespeare.txt
+    "$TRAINRT" prepare --text "$text" --out data >/dev/null
 }
 
 # bench_machine: a results file's date, commit and CPU lines (model, cores, bf16 flags).

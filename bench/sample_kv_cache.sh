@@ -6,6 +6,8 @@
 # 1,024 (random weights: the speed does not depend on them). With OLD_TRAINRT=<a trainrt CLI
 # built before the cache> it also times `trainrt sample` of the old CLI against the current
 # one on the demo checkpoint (each: 1 token and N tokens, the difference per token).
+# SAMPLE_SETS="key=value ..." adds settings to every row, e.g. on a GPU machine
+# SAMPLE_SETS="runtime.device=cuda runtime.precision=fp32" (fp32: the paths' tokens identical).
 #   bash bench/sample_kv_cache.sh [BUILD_DIR] [TOKENS] [THREADS]   (defaults: build 1000 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,19 +22,21 @@ source "$src/bench/lib.sh"
 bench_workdir sample-kv-cache
 sed -e "s|\.\./data/shakespeare/|$work/data/|" -e "s|\.\./\.\./out/shakespeare|$work/out|" \
     "$src/examples/configs/shakespeare.toml" >demo.toml
-"$TRAINRT" train demo.toml --steps 150 >/dev/null 2>&1
+sets=()
+for kv in ${SAMPLE_SETS:-}; do sets+=(--set "$kv"); done
+"$TRAINRT" train demo.toml --steps 150 "${sets[@]}" >/dev/null 2>&1
 
 echo "# Sampling with and without the KV cache"
 echo
 bench_machine
-echo "- command: bash bench/sample_kv_cache.sh $* (threads $THREADS, $N tokens, temperature 0.8)"
+echo "- command: ${SAMPLE_SETS:+SAMPLE_SETS=\"$SAMPLE_SETS\" }bash bench/sample_kv_cache.sh $* (threads $THREADS, $N tokens, temperature 0.8)"
 echo
 row() {  # LABEL ARGS...
     local label=$1
     shift
     echo "## $label"
     echo
-    "$SPEED" demo.toml "$@" --tokens "$N" --set runtime.threads="$THREADS"
+    "$SPEED" demo.toml "$@" --tokens "$N" --set runtime.threads="$THREADS" "${sets[@]}"
     echo
 }
 row "demo model (window 128), trained 150 steps" out

@@ -268,9 +268,8 @@ TEST_P(CudaE2EP, RunToRunBitwise) {
     compare("cuda " + p + " run 1 vs run 2", la, lb, 30);
 }
 
-// Generation with the KV cache (attention_cached_forward on the GPU; taken on CUDA only with
-// TRAINRT_CUDA_KV_CACHE=1 until this passes on a GPU) gives the tokens of the whole-window
-// path: greedy and seeded, from a prompt longer than the window (restarts included).
+// Generation with the KV cache (attention_cached_forward on the GPU, the default) gives the
+// tokens of the whole-window path (TRAINRT_CUDA_KV_CACHE=0): greedy and seeded, from a prompt longer than the window (restarts included).
 TEST_P(CudaE2EP, SampleWithTheKvCacheGivesTheWholeWindowTokens) {
     const std::string p = GetParam();
     CUDA_SESSION_OR_SKIP(s, p);
@@ -283,15 +282,15 @@ TEST_P(CudaE2EP, SampleWithTheKvCacheGivesTheWholeWindowTokens) {
         o.temperature = temperature;
         o.seed = 5;
         std::vector<int32_t> whole(150, -1), cached(150, -2);
+        ::setenv("TRAINRT_CUDA_KV_CACHE", "0", 1);
+        const trainrt_status sw = trainrt_session_sample(whole.data(), whole.size(), s,
+                                                         prompt.data(), prompt.size(),
+                                                         whole.size(), &o);
         ::unsetenv("TRAINRT_CUDA_KV_CACHE");
-        ASSERT_EQ(trainrt_session_sample(whole.data(), whole.size(), s, prompt.data(),
-                                         prompt.size(), whole.size(), &o), TRAINRT_OK)
-            << last_error();
-        ::setenv("TRAINRT_CUDA_KV_CACHE", "1", 1);
+        ASSERT_EQ(sw, TRAINRT_OK) << last_error();
         const trainrt_status st = trainrt_session_sample(cached.data(), cached.size(), s,
                                                          prompt.data(), prompt.size(),
                                                          cached.size(), &o);
-        ::unsetenv("TRAINRT_CUDA_KV_CACHE");
         ASSERT_EQ(st, TRAINRT_OK) << last_error();
         // bf16/fp16 round differently on the two paths (one row vs a window of rows): the
         // tokens may part once the logits of two candidates are within rounding; count how

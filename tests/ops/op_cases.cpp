@@ -84,6 +84,11 @@ trt::ModelDims rows_dims(int N, int C) {
     d.L = 1;
     return d;
 }
+// n elements of an elementwise op, as rows of 64: rows_dims(1, n) would claim a model of width
+// n, whose weight-shaped scratch (C x 4C) runs to hundreds of GiB at n = 100003.
+trt::ModelDims elementwise_dims(size_t n) {
+    return rows_dims(static_cast<int>((n + 63) / 64), 64);
+}
 // A product [N,K]·[K,M]: C >= max(K, M) covers every scratch shape derived from C, 3C, 4C.
 trt::ModelDims matmul_dims(int N, int K, int M) {
     trt::ModelDims d = rows_dims(N, std::max(K, M));
@@ -836,7 +841,7 @@ void column_cases() {
         c.op = "gelu_forward";
         c.shape = dims_text({{"n", (long)n}});
         c.tensors = {in("inp", n, -6, 6), out("out", n)};
-        c.dims = rows_dims(1, (int)n);
+        c.dims = elementwise_dims(n);
         c.tol = kFp32Math;
         c.run = [=](Backend& be, const DeviceTensors& t) { be.gelu_forward(t.f(1), t.f(0), n); };
         c.reference = [=](HostTensors& h) {
@@ -885,7 +890,7 @@ void dropout_cases() {
                   " p" + std::to_string(s.p).substr(0, 3);
         // The same mask everywhere, and a product of two exact values: bitwise (fp32).
         c.tensors = {in("in", s.n), bitwise(out("out", s.n))};
-        c.dims = rows_dims(1, (int)s.n);
+        c.dims = elementwise_dims(s.n);
         c.tol = kFp32Math;
         c.run = [=](Backend& be, const DeviceTensors& t) {
             trt::StepScalars* sc = step_scalars(be, kDropoutStep);

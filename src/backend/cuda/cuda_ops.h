@@ -204,7 +204,7 @@ void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct d
 // ---- kernels/attention_cached.cu (generation: n new rows over fp32 K/V caches)
 // One row of fp32 scores in the default 48 KiB of shared memory, beside the kernel's 16 bytes
 // of reduction scratch: the longest cache it takes.
-inline constexpr int kCachedAttentionMaxKeys = (48 * 1024 - 16) / 4;
+inline constexpr int kCachedAttentionMaxKeys = (48 * 1024 - 16) / 4 - 8;  // - padding
 void attention_cached_forward(const CudaCtx& ctx, Act out, ConstAct qkv, float* k_cache,
                               float* v_cache, int pos0, int n, int NH, int NKV, int hs,
                               int max_T);

@@ -28,7 +28,8 @@ namespace {
 constexpr int kThreads = 128;  // 4 warps per (row, head)
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxKeys = kCachedAttentionMaxKeys;  // cuda_ops.h
-static_assert(kMaxKeys * 4 + kWarps * 4 <= 48 * 1024, "scores + reduction scratch fit 48 KiB");
+static_assert(((kMaxKeys + 3) / 4 + 1) * 16 + kWarps * 4 <= 48 * 1024,
+              "padded scores + reduction scratch fit 48 KiB");
 
 template <typename S>
 __global__ void store_kv_kernel(const S* __restrict__ qkv, float* __restrict__ k_cache,
@@ -122,7 +123,10 @@ void attention_cached_forward(const CudaCtx& ctx, Act out, ConstAct qkv, float* 
     const int64_t W = C + 2 * static_cast<int64_t>(NKV) * hs;
     const int64_t total = static_cast<int64_t>(n) * NKV * hs;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-    const size_t smem = static_cast<size_t>(pos0 + n) * sizeof(float);
+    // Scores for keys 0 .. pos0+n-1, padded to whole 16-byte groups plus one: the summing
+    // loop's unrolled shared loads may reach up to 3 floats past key t (compute-sanitizer
+    // memcheck saw a 12-byte read at t = 0 on an H200); the extra floats are never used.
+    const size_t smem = (static_cast<size_t>(pos0 + n + 3) / 4 + 1) * 4 * sizeof(float);
     with_storage(act_storage(ctx, {out, qkv}), [&](auto tag) {
         using S = typename decltype(tag)::type;
         store_kv_kernel<S><<<grid_blocks(total, 256, 65536), 256, 0, ctx.stream>>>(
