@@ -31,6 +31,20 @@ uint64_t descending_key(float logit, int32_t id) {
     return static_cast<uint64_t>(~u) << 32 | static_cast<uint32_t>(id);
 }
 
+// keys sorted ascending by their upper 32 bits, ties in their given order: a stable LSD radix
+// sort, 8 bits a pass. Given in ascending id order, the result is the 64-bit keys' order.
+void sort_by_upper_half(std::vector<uint64_t>& keys, std::vector<uint64_t>& tmp) {
+    tmp.resize(keys.size());
+    for (int shift = 32; shift < 64; shift += 8) {
+        size_t count[257] = {};
+        for (uint64_t k : keys) ++count[((k >> shift) & 0xff) + 1];
+        if (*std::max_element(count + 1, count + 257) == keys.size()) continue;  // one bucket
+        for (int b = 0; b < 256; ++b) count[b + 1] += count[b];
+        for (uint64_t k : keys) tmp[count[(k >> shift) & 0xff]++] = k;
+        keys.swap(tmp);
+    }
+}
+
 }  // namespace
 
 int32_t sample_token(const float* logits, int V, const TokenSamplingOptions& options,
@@ -42,19 +56,20 @@ int32_t sample_token(const float* logits, int V, const TokenSamplingOptions& opt
         return best;
     }
     scratch.resize(static_cast<size_t>(V));
-    for (int i = 0; i < V; ++i) scratch[i] = {logits[i], i};
     size_t k = options.top_k > 0 && options.top_k < V ? static_cast<size_t>(options.top_k)
                                                      : static_cast<size_t>(V);
     // Largest logits first; equal logits by id, so the order (and the draw) is deterministic.
-    // Sorted as one 64-bit key per entry (the logit's order flipped, then the id), which
-    // orders exactly as that comparison and sorts several times faster than the pairs.
-    thread_local std::vector<uint64_t> keys;
+    // One 64-bit key per entry (the logit's order flipped, then the id), which orders exactly
+    // as that comparison: a radix sort of all of them (ids ascending going in, so the stable
+    // sort by the logit part breaks ties by id), or a partial sort for a small top-k.
+    thread_local std::vector<uint64_t> keys, tmp;
+    thread_local std::vector<double> weights;
     keys.resize(static_cast<size_t>(V));
-    for (int i = 0; i < V; ++i) keys[i] = descending_key(scratch[i].first, i);
-    if (k < keys.size())
+    for (int i = 0; i < V; ++i) keys[i] = descending_key(logits[i], i);
+    if (k * 16 < keys.size())
         std::partial_sort(keys.begin(), keys.begin() + static_cast<ptrdiff_t>(k), keys.end());
     else
-        std::sort(keys.begin(), keys.end());
+        sort_by_upper_half(keys, tmp);
     for (size_t i = 0; i < k; ++i) {
         const int32_t id = static_cast<int32_t>(keys[i] & 0xffffffffu);
         scratch[i] = {logits[id], id};
@@ -63,12 +78,16 @@ int32_t sample_token(const float* logits, int V, const TokenSamplingOptions& opt
     // softmax(logits / temperature) over the kept k, in double; max first for stability.
     const double inv_t = 1.0 / options.temperature;
     const double top = scratch[0].first;
+    weights.resize(k);
     double total = 0.0;
-    for (size_t i = 0; i < k; ++i) total += std::exp((scratch[i].first - top) * inv_t);
+    for (size_t i = 0; i < k; ++i) {
+        weights[i] = std::exp((scratch[i].first - top) * inv_t);
+        total += weights[i];
+    }
     const double u = philox_uniform(options.seed, index) * total;
     double acc = 0.0;
     for (size_t i = 0; i < k; ++i) {
-        acc += std::exp((scratch[i].first - top) * inv_t);
+        acc += weights[i];
         if (u < acc) return scratch[i].second;
     }
     return scratch[k - 1].second;  // u rounded up to total

@@ -155,14 +155,27 @@ TRT_CPU_CLONES static void scores_row(float* __restrict att, const float* __rest
     for (int s = 0; s < rows; s++) att[s] = scale * dot_f(q, k + (size_t)s * hs, hs);
 }
 
-// o[d] = Σ_s p[s] · v[s, d] over rows s < rows of v [rows, hs], s in order.
+// o[d] = Σ_s p[s] · v[s, d] over rows s < rows of v [rows, hs], s in order; 32 dimensions at
+// a time summed in registers over all rows (each o[d]'s sum unchanged).
 TRT_CPU_CLONES static void weighted_rows(float* __restrict o, const float* __restrict p,
                                          const float* __restrict v, int rows, int hs) {
-    for (int d = 0; d < hs; d++) o[d] = 0.0f;
+    constexpr int kDims = 32;
+    int d0 = 0;
+    for (; d0 + kDims <= hs; d0 += kDims) {
+        float acc[kDims] = {};
+        for (int s = 0; s < rows; s++) {
+            const float a = p[s];
+            const float* __restrict vs = v + (size_t)s * hs + d0;
+            for (int d = 0; d < kDims; d++) acc[d] += a * vs[d];
+        }
+        for (int d = 0; d < kDims; d++) o[d0 + d] = acc[d];
+    }
+    if (d0 == hs) return;
+    for (int d = d0; d < hs; d++) o[d] = 0.0f;
     for (int s = 0; s < rows; s++) {
         const float a = p[s];
         const float* __restrict vs = v + (size_t)s * hs;
-        for (int d = 0; d < hs; d++) o[d] += a * vs[d];
+        for (int d = d0; d < hs; d++) o[d] += a * vs[d];
     }
 }
 
@@ -184,24 +197,31 @@ void attention_cached_forward(float* out /*[n,NH*hs]*/, const float* qkv /*[n,W]
         }
     const float scale = 1.0f / std::sqrt((float)hs);
     const int keys = pos0 + n;  // the longest row's span
-    const int team_size = team((size_t)n * NH * keys * hs, threads);
+    // A decode step (n = 1) is small, but its heads split well: a team from 4K products on.
+    const bool split = (size_t)n * NH * keys * hs >= 4096 && n * NH >= 2;
+    const int team_size = split ? std::max(1, std::min(threads, n * NH)) : 1;
     // One row of scores per thread, kept between calls (a decode step is one small call).
     thread_local std::vector<float> scratch;
     if (scratch.size() < (size_t)team_size * keys) scratch.resize((size_t)team_size * keys);
     float* const scores = scratch.data();
-#pragma omp parallel num_threads(team_size) if (team_size > 1)
+    auto row_head = [&](float* att, int ih) {
+        const int i = ih / NH, h = ih % NH, g = h / G, t = pos0 + i;
+        const float* q = qkv + (size_t)i * W + (size_t)h * hs;
+        const float* k = k_cache + (size_t)g * max_T * hs;
+        const float* v = v_cache + (size_t)g * max_T * hs;
+        scores_row(att, q, k, t + 1, hs, scale);
+        causal_softmax_row(att, t, t + 1);
+        weighted_rows(out + (size_t)i * C + (size_t)h * hs, att, v, t + 1, hs);
+    };
+    if (team_size == 1) {  // a decode step: no OpenMP region (cpu_common.h, parallel_for)
+        for (int ih = 0; ih < n * NH; ih++) row_head(scores, ih);
+        return;
+    }
+#pragma omp parallel num_threads(team_size)
     {
         float* att = scores + (size_t)omp_get_thread_num() * keys;
 #pragma omp for schedule(static)
-        for (int ih = 0; ih < n * NH; ih++) {
-            const int i = ih / NH, h = ih % NH, g = h / G, t = pos0 + i;
-            const float* q = qkv + (size_t)i * W + (size_t)h * hs;
-            const float* k = k_cache + (size_t)g * max_T * hs;
-            const float* v = v_cache + (size_t)g * max_T * hs;
-            scores_row(att, q, k, t + 1, hs, scale);
-            causal_softmax_row(att, t, t + 1);
-            weighted_rows(out + (size_t)i * C + (size_t)h * hs, att, v, t + 1, hs);
-        }
+        for (int ih = 0; ih < n * NH; ih++) row_head(att, ih);
     }
 }
 

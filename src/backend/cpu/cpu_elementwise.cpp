@@ -93,23 +93,21 @@ TRT_CPU_CLONES static void gelu_backward_cols(float* __restrict di, double* __re
 
 void gelu_forward(float* out, const float* inp, size_t n, int threads) {
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(team(n, threads))
-    for (size_t part = 0; part < parts; part++) {
+    parallel_for(parts, team(n, threads), [&](size_t part) {
         size_t i0, i1;
         split_range(n, parts, part, &i0, &i1);
         gelu_forward_kernel(out + i0, inp + i0, i1 - i0);
-    }
+    });
 }
 
 void gelu_backward(float* dinp /*overwritten*/, const float* inp, const float* dout, size_t n,
                    int threads) {
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(team(n, threads))
-    for (size_t part = 0; part < parts; part++) {
+    parallel_for(parts, team(n, threads), [&](size_t part) {
         size_t i0, i1;
         split_range(n, parts, part, &i0, &i1);
         gelu_backward_kernel(dinp + i0, inp + i0, dout + i0, i1 - i0);
-    }
+    });
 }
 
 void gelu_backward_bias(float* dinp /*[N,M] overwritten*/, float* dbias /*[M] += or null*/,
@@ -127,12 +125,11 @@ void gelu_backward_bias(float* dinp /*[N,M] overwritten*/, float* dbias /*[M] +=
 
 void add_columns(float* out, const float* in, float scale, int N, int W, int c0, int M,
                  int threads) {
-#pragma omp parallel for schedule(static) num_threads(team((size_t)N * M, threads))
-    for (int n = 0; n < N; n++) {
+    parallel_for(N, team((size_t)N * M, threads), [&](int n) {
         float* __restrict o = out + (size_t)n * W + c0;
         const float* __restrict x = in + (size_t)n * M;
         for (int j = 0; j < M; j++) o[j] += scale * x[j];
-    }
+    });
 }
 
 // Philox4x32-10 of 16 consecutive groups at once, into u[4g + lane] (element order): the
@@ -206,22 +203,20 @@ void dropout(float* out, const float* in, size_t n, const DropoutMask& m, int th
     // Chunks of whole Philox groups (a multiple of 4 from a group start).
     constexpr size_t kChunk = 4096;
     const int64_t chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static) num_threads(team(n, threads))
-    for (int64_t c = 0; c < chunks; c++) {
+    parallel_for(chunks, team(n, threads), [&](int64_t c) {
         const size_t j0 = static_cast<size_t>(c) * kChunk;
         const size_t len = j0 + kChunk < n ? kChunk : n - j0;
         draw.apply(out + j0, in + j0, len, j0);
-    }
+    });
 }
 
 void copy_columns(float* out, const float* in, float scale, int N, int W, int c0, int M,
                   int threads) {
-#pragma omp parallel for schedule(static) num_threads(team((size_t)N * M, threads))
-    for (int n = 0; n < N; n++) {
+    parallel_for(N, team((size_t)N * M, threads), [&](int n) {
         float* __restrict o = out + (size_t)n * M;
         const float* __restrict x = in + (size_t)n * W + c0;
         for (int j = 0; j < M; j++) o[j] = scale * x[j];
-    }
+    });
 }
 
 }  // namespace trt::cpu

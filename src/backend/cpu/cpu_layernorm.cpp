@@ -63,13 +63,12 @@ void layernorm_forward(float* out /*[N,C]*/, float* mean /*[N]*/, float* rstd /*
                        const float* inp /*[N,C]*/, const float* w /*[C]*/,
                        const float* b /*[C]*/, int N, int C, int threads) {
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(team((size_t)N * C, threads))
-    for (size_t part = 0; part < parts; part++) {
+    parallel_for(parts, team((size_t)N * C, threads), [&](size_t part) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);
         layernorm_rows(out + r0 * C, mean + r0, rstd + r0, inp + r0 * C, w, b, (int)(r1 - r0),
                        C);
-    }
+    });
 }
 
 void residual_layernorm_forward(float* res_out /*[N,C]*/, float* out /*[N,C]*/,
@@ -78,13 +77,12 @@ void residual_layernorm_forward(float* res_out /*[N,C]*/, float* out /*[N,C]*/,
                                 const float* bb /*[C] or null*/, const float* w /*[C]*/,
                                 const float* bias /*[C]*/, int N, int C, int threads) {
     const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(team((size_t)N * C, threads))
-    for (size_t part = 0; part < parts; part++) {
+    parallel_for(parts, team((size_t)N * C, threads), [&](size_t part) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);
         residual_layernorm_rows(res_out + r0 * C, out + r0 * C, mean + r0, rstd + r0,
                                 a + r0 * C, b + r0 * C, bb, w, bias, (int)(r1 - r0), C);
-    }
+    });
 }
 
 // dinp_row += rstd (g − mean(g) − xhat·mean(g·xhat)), g = dout·w, xhat = (x − mean)·rstd.

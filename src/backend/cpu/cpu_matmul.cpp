@@ -12,6 +12,10 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include <omp.h>
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_gelu.h"
@@ -29,56 +33,87 @@ static int row_parts(int N, int threads) {
 
 // One row (generation's decode step): out[M] = bias + inp[K] · W, as a matrix-vector
 // product in our own loops. sgemm (and oneDNN) spend more on setting up a 1-row product than
-// on the product itself. Columns are split over the threads in blocks; each output sums k in
-// order whatever the team, so the result does not depend on the thread count.
-TRT_CPU_CLONES static void row_times_inout(float* __restrict out, const float* __restrict x,
-                                           const float* __restrict w, int K, int M, int j0,
-                                           int j1) {
-    // Four rows of W per pass over the block: out[j] stays in a register for four products,
-    // still added in k order (the same sums as one row at a time).
-    int k = 0;
-    for (; k + 4 <= K; k += 4) {
+// on the product itself. The product is bound by reading W once, so W is streamed in order:
+// its K rows are cut into parts (a number fixed by K alone, so the sums never depend on the
+// thread count), each part's rows sum into its own partial row, and the partials are added
+// in part order: out = ((bias + p0) + p1) + ...
+
+// p[M] += Σ_{k0 <= k < k1} x[k] · W[k, :], eight rows of W per pass over p (each p[j] in a
+// register for eight products, added in k order).
+TRT_CPU_CLONES static void rows_times_inout(float* __restrict p, const float* __restrict x,
+                                            const float* __restrict w, int k0, int k1, int M) {
+    int k = k0;
+    for (; k + 8 <= k1; k += 8) {
+        const float* __restrict r = w + (size_t)k * M;
         const float x0 = x[k], x1 = x[k + 1], x2 = x[k + 2], x3 = x[k + 3];
-        const float* __restrict r0 = w + (size_t)k * M;
-        const float* __restrict r1 = r0 + M;
-        const float* __restrict r2 = r1 + M;
-        const float* __restrict r3 = r2 + M;
-        for (int j = j0; j < j1; j++) {
-            float o = out[j];
-            o += x0 * r0[j];
-            o += x1 * r1[j];
-            o += x2 * r2[j];
-            o += x3 * r3[j];
-            out[j] = o;
+        const float x4 = x[k + 4], x5 = x[k + 5], x6 = x[k + 6], x7 = x[k + 7];
+        const size_t m = (size_t)M;
+        for (int c = 0; c < M; c++) {
+            float o = p[c];
+            o += x0 * r[c];
+            o += x1 * r[m + c];
+            o += x2 * r[2 * m + c];
+            o += x3 * r[3 * m + c];
+            o += x4 * r[4 * m + c];
+            o += x5 * r[5 * m + c];
+            o += x6 * r[6 * m + c];
+            o += x7 * r[7 * m + c];
+            p[c] = o;
         }
     }
-    for (; k < K; k++) {
+    for (; k < k1; k++) {
         const float xk = x[k];
         const float* __restrict row = w + (size_t)k * M;
-        for (int j = j0; j < j1; j++) out[j] += xk * row[j];
+        for (int c = 0; c < M; c++) p[c] += xk * row[c];
     }
+}
+
+// The parts of K: one per 64 rows, at most 8, each a multiple of 8 rows but the last.
+static int row_product_parts(int K) { return std::max(1, std::min(8, K / 64)); }
+static int part_begin(int K, int parts, int i) {
+    return i == parts ? K : std::min(K, (int)((int64_t)K * i / parts) / 8 * 8);
 }
 
 void matmul_forward_row(float* out /*[M]*/, const float* inp /*[K]*/,
                         const float* weight /*[K,M] InOut | [M,K] OutIn*/,
                         const float* bias /*[M] or null*/, int K, int M, WeightLayout layout,
                         int threads) {
-    constexpr int kColumnBlock = 256;
-    // A team pays off only for large weights (an output head): a decode step's small
-    // products take a few microseconds, less than waking the team.
-    constexpr size_t kMinParallelWeights = size_t{1} << 20;
-    const int blocks = (M + kColumnBlock - 1) / kColumnBlock;
-    const bool inout = layout == WeightLayout::InOut;
-    const int team_size = (size_t)K * M < kMinParallelWeights ? 1 : threads;
-#pragma omp parallel for schedule(static) num_threads(team_size) if (team_size > 1)
-    for (int b = 0; b < blocks; b++) {
-        const int j0 = b * kColumnBlock, j1 = std::min(M, j0 + kColumnBlock);
-        for (int j = j0; j < j1; j++) out[j] = bias ? bias[j] : 0.0f;
-        if (inout) {
-            row_times_inout(out, inp, weight, K, M, j0, j1);
-        } else {
-            for (int j = j0; j < j1; j++) out[j] += dot_f(inp, weight + (size_t)j * K, K);
+    // A team pays off once the weight outgrows a core's first caches; below, waking the team
+    // costs more than the product.
+    constexpr size_t kMinParallelWeights = size_t{1} << 14;
+    const bool large = (size_t)K * M >= kMinParallelWeights;
+    if (layout == WeightLayout::OutIn) {  // out[j] = dot(inp, W[j, :]): rows in order already
+        auto columns = [&](int j0, int j1) {
+            for (int j = j0; j < j1; j++)
+                out[j] = (bias ? bias[j] : 0.0f) + dot_f(inp, weight + (size_t)j * K, K);
+        };
+        const int team_size = large ? std::max(1, std::min(threads, M / 16)) : 1;
+        if (team_size == 1) return columns(0, M);
+#pragma omp parallel num_threads(team_size)
+        {
+            size_t j0, j1;
+            split_range((size_t)M, (size_t)omp_get_num_threads(), (size_t)omp_get_thread_num(),
+                        &j0, &j1);
+            columns((int)j0, (int)j1);
         }
+        return;
+    }
+    const int parts = row_product_parts(K);
+    // Partial rows of the parts after the first, kept between calls (a decode step is many
+    // small calls); part 0 sums onto the bias in out.
+    thread_local std::vector<float> partials;
+    if (partials.size() < (size_t)(parts - 1) * M) partials.resize((size_t)(parts - 1) * M);
+    float* const pbuf = partials.data();
+    auto part = [&](int i) {
+        float* p = i == 0 ? out : pbuf + (size_t)(i - 1) * M;
+        for (int j = 0; j < M; j++) p[j] = (i == 0 && bias) ? bias[j] : 0.0f;
+        rows_times_inout(p, inp, weight, part_begin(K, parts, i), part_begin(K, parts, i + 1), M);
+    };
+    const int team_size = large ? std::max(1, std::min(threads, parts)) : 1;
+    parallel_for(parts, team_size, part);
+    for (int i = 1; i < parts; i++) {
+        const float* __restrict p = pbuf + (size_t)(i - 1) * M;
+        for (int j = 0; j < M; j++) out[j] += p[j];
     }
 }
 

@@ -13,7 +13,8 @@ namespace trt::cpu {
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                     int N, int K, int M, WeightLayout layout, int threads);
 // N = 1 (generation's decode step): a matrix-vector product in our own loops (matmul_forward
-// and onednn_matmul_forward take it for one row).
+// and onednn_matmul_forward take it for one row); the rows of W are summed in parts fixed by
+// K, so its bits do not depend on `threads`.
 void matmul_forward_row(float* out, const float* inp, const float* weight, const float* bias,
                         int K, int M, WeightLayout layout, int threads);
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 #include <vector>
 
 namespace trt {
@@ -65,6 +66,61 @@ TEST(TokenSampling, FrequenciesFollowSoftmaxOverTemperature) {
         const double p = std::exp(logits[k] / o.temperature) / z;
         // 5 standard deviations of a binomial proportion.
         EXPECT_NEAR(count[k] / static_cast<double>(n), p, 5 * std::sqrt(p * (1 - p) / n)) << k;
+    }
+}
+
+// The draw defined directly: the kept logits ordered largest first, equal ones (-0 = +0) by
+// id; softmax over them in double in that order; the first whose running sum passes
+// u * total. The library sorts 64-bit keys by radix (or partially, for a small top-k) and
+// caches the exponentials: it must give the same token on every input, ties included.
+int32_t reference_draw(const std::vector<float>& logits, const TokenSamplingOptions& o,
+                       uint64_t index) {
+    std::vector<std::pair<float, int32_t>> kept;
+    for (size_t i = 0; i < logits.size(); ++i)
+        kept.push_back({logits[i] == 0.0f ? 0.0f : logits[i], static_cast<int32_t>(i)});
+    std::stable_sort(kept.begin(), kept.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    const size_t V = logits.size();
+    const size_t k = o.top_k > 0 && static_cast<size_t>(o.top_k) < V ? o.top_k : V;
+    kept.resize(k);
+    const double top = kept[0].first, inv_t = 1.0 / o.temperature;
+    double total = 0.0;
+    for (const auto& e : kept) total += std::exp((e.first - top) * inv_t);
+    const double u = philox_uniform(o.seed, index) * total;
+    double acc = 0.0;
+    for (const auto& e : kept) {
+        acc += std::exp((e.first - top) * inv_t);
+        if (u < acc) return e.second;
+    }
+    return kept.back().second;
+}
+
+TEST(TokenSampling, DrawsTheTokenOfTheDirectDefinition) {
+    std::mt19937 rng(3);
+    Scratch s;
+    for (int V : {1, 2, 7, 256, 1000, 50257}) {
+        for (int shape = 0; shape < 4; ++shape) {
+            // Spread logits, a few values with many ties, signed zeros, and one huge range.
+            std::vector<float> logits(static_cast<size_t>(V));
+            std::normal_distribution<float> normal(0.0f, shape == 3 ? 30.0f : 2.0f);
+            for (int i = 0; i < V; ++i) {
+                float x = normal(rng);
+                if (shape == 1) x = std::round(x);
+                if (shape == 2) x = (i % 3 == 0) ? 0.0f : (i % 3 == 1 ? -0.0f : std::round(x));
+                logits[static_cast<size_t>(i)] = x;
+            }
+            for (int top_k : {0, 1, 5, 40, V - 1, V, V + 3}) {
+                TokenSamplingOptions o;
+                o.temperature = shape == 3 ? 5.0 : 0.8;
+                o.top_k = std::max(0, top_k);
+                o.seed = 11 + static_cast<uint64_t>(V);
+                for (uint64_t index = 0; index < 25; ++index)
+                    ASSERT_EQ(sample_token(logits.data(), V, o, index, s),
+                              reference_draw(logits, o, index))
+                        << "V " << V << " shape " << shape << " top_k " << top_k << " draw "
+                        << index;
+            }
+        }
     }
 }
 
