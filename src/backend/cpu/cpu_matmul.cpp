@@ -15,8 +15,6 @@
 #include <cstdint>
 #include <vector>
 
-#include <omp.h>
-
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_gelu.h"
 #include "backend/cpu/cpu_ops.h"
@@ -88,14 +86,11 @@ void matmul_forward_row(float* out /*[M]*/, const float* inp /*[K]*/,
                 out[j] = (bias ? bias[j] : 0.0f) + dot_f(inp, weight + (size_t)j * K, K);
         };
         const int team_size = large ? std::max(1, std::min(threads, M / 16)) : 1;
-        if (team_size == 1) return columns(0, M);
-#pragma omp parallel num_threads(team_size)
-        {
+        parallel_for(team_size, team_size, [&](int part) {
             size_t j0, j1;
-            split_range((size_t)M, (size_t)omp_get_num_threads(), (size_t)omp_get_thread_num(),
-                        &j0, &j1);
+            split_range((size_t)M, (size_t)team_size, (size_t)part, &j0, &j1);
             columns((int)j0, (int)j1);
-        }
+        });
         return;
     }
     const int parts = row_product_parts(K);
