@@ -121,6 +121,9 @@ void read_pre_tokenizer(const Reader& r, const Value* pre, SplitRule& rule, bool
     prefix_space = r.boolean(byte_level, "add_prefix_space", false, "pre_tokenizer.pretokenizers[1]");
 }
 
+// How far the ids may run past the number of entries (reserved ids nothing uses are fine).
+constexpr uint64_t kMaxIdGap = 65536;
+
 // Pieces repeat (" the", " of", "\n"): each thread keeps the ids of the pieces it has encoded,
 // for the last tokenizer it used, so the tokenizer stays immutable and shareable across
 // threads. Bounded: cleared when full.
@@ -173,12 +176,17 @@ std::shared_ptr<const HfBpeTokenizer> HfBpeTokenizer::from_json(std::string_view
     r.object(*vocab_v, "model.vocab");
     BpeModel::Vocab vocab;
     vocab.reserve(vocab_v->obj.size());
-    uint32_t limit = 0;
+    uint32_t limit = 0;       // the largest id + 1
+    std::string limit_path;   // where the largest id is
     for (const json::Member& m : vocab_v->obj) {
-        const uint32_t id = r.id(m.value, "model.vocab[\"" + m.key + "\"]");
+        const std::string path = "model.vocab[\"" + m.key + "\"]";
+        const uint32_t id = r.id(m.value, path);
         if (!vocab.emplace(m.key, id).second)
             r.bad("model.vocab", "lists \"" + m.key + "\" twice");
-        limit = std::max(limit, id + 1);
+        if (id + 1 > limit) {
+            limit = id + 1;
+            limit_path = path;
+        }
     }
     const Value* merges_v = r.member(model, "merges");
     if (!merges_v) r.bad("model.merges", "is missing");
@@ -201,7 +209,10 @@ std::shared_ptr<const HfBpeTokenizer> HfBpeTokenizer::from_json(std::string_view
             for (const char* flag : {"single_word", "lstrip", "rstrip"})
                 if (r.boolean(a, flag, false, path))
                     r.unsupported(path + "." + flag, "true is not supported (\"" + t.content + "\")");
-            limit = std::max(limit, t.id + 1);
+            if (t.id + 1 > limit) {
+                limit = t.id + 1;
+                limit_path = path + ".id";
+            }
             tk->added_.push_back(std::move(t));
         }
     }
@@ -227,7 +238,17 @@ std::shared_ptr<const HfBpeTokenizer> HfBpeTokenizer::from_json(std::string_view
     if (!dt || !dt->is_string() || dt->s != "ByteLevel")
         r.unsupported("decoder", "must be ByteLevel");
 
-    // ---- the id table: one text per id, so decode is unambiguous
+    // ---- the id table: one text per id, so decode is unambiguous. It is indexed by id, so
+    // ids must be about as dense as the entries: one added token with id 2^27 would make a
+    // 4 GB table of a 4 KB file.
+    const uint64_t entries = vocab.size() + tk->added_.size();
+    const uint64_t max_limit = 2 * entries + kMaxIdGap;
+    if (limit > max_limit)
+        r.bad(limit_path, "is " + std::to_string(limit - 1) + ", far beyond the tokenizer's " +
+                              std::to_string(entries) + " entries: ids must be below " +
+                              std::to_string(max_limit) + " (twice the entries + " +
+                              std::to_string(kMaxIdGap) + "), as tables are indexed by id; "
+                              "check the id, or renumber the tokens densely");
     tk->token_of_id_.assign(limit, std::string());
     tk->id_is_added_.assign(limit, 0);
     std::vector<uint8_t> used(limit, 0);
@@ -249,12 +270,10 @@ std::shared_ptr<const HfBpeTokenizer> HfBpeTokenizer::from_json(std::string_view
         tk->token_of_id_[t.id] = t.content;
         tk->id_is_added_[t.id] = 1;
     }
-    // Longest first: at one position the longest added token wins.
-    std::stable_sort(tk->added_.begin(), tk->added_.end(), [](const AddedToken& a, const AddedToken& b) {
-        return a.content.size() > b.content.size();
-    });
-    for (const AddedToken& t : tk->added_)
-        tk->added_first_byte_[static_cast<unsigned char>(t.content[0])] = 1;
+    std::vector<std::string> contents;
+    contents.reserve(tk->added_.size());
+    for (const AddedToken& t : tk->added_) contents.push_back(t.content);
+    tk->added_matcher_ = AddedTokenMatcher(contents);
     tk->bpe_ = BpeModel(std::move(vocab), merges, r.boolean(model, "ignore_merges", false, "model"),
                        source);
     return tk;
@@ -306,22 +325,11 @@ void HfBpeTokenizer::encode_plain(std::string_view text, std::vector<uint32_t>& 
 std::vector<uint32_t> HfBpeTokenizer::encode(std::string_view text) const {
     std::vector<uint32_t> out;
     size_t plain = 0;  // start of the text not yet encoded
-    for (size_t i = 0; i < text.size();) {
-        const AddedToken* hit = nullptr;
-        if (added_first_byte_[static_cast<unsigned char>(text[i])])
-            for (const AddedToken& t : added_)  // longest first
-            if (text.compare(i, t.content.size(), t.content) == 0) {
-                hit = &t;
-                break;
-            }
-        if (!hit) {
-            i++;
-            continue;
-        }
-        encode_plain(text.substr(plain, i - plain), out);
-        out.push_back(hit->id);
-        i += hit->content.size();
-        plain = i;
+    for (const AddedTokenMatcher::Match& m : added_matcher_.find_all(text)) {
+        const AddedToken& hit = added_[m.token];
+        encode_plain(text.substr(plain, m.start - plain), out);
+        out.push_back(hit.id);
+        plain = m.start + hit.content.size();
     }
     encode_plain(text.substr(plain), out);
     return out;

@@ -2,13 +2,13 @@
 // SmolLM-style): its added (special) tokens, normalizer (none, or NFC: Qwen2), pre-tokenizer
 // regex, BPE model and ByteLevel decoder.
 #pragma once
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/added_token_matcher.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer_model.h"
@@ -46,9 +46,9 @@ private:
     uint64_t cache_key_ = 0;
     BpeModel bpe_;
     std::vector<AddedToken> added_;
+    AddedTokenMatcher added_matcher_;       // finds added_'s contents in a text
     std::vector<std::string> token_of_id_;  // "" for ids nothing uses
     std::vector<uint8_t> id_is_added_;      // decode added tokens as their text
-    std::array<uint8_t, 256> added_first_byte_{};  // a byte some added token starts with
     SplitRule rule_ = SplitRule::Gpt2;
     bool add_prefix_space_ = false;
     bool nfc_ = false;  // the text between added tokens is put in NFC first

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <utility>
 #include <vector>
 
 #include "tokenizer/unicode_classes.h"
@@ -98,19 +99,40 @@ void append_utf8(char32_t c, std::string& out) {
     }
 }
 
+// Sorts a run of non-starters [first, last) by rank, stably, in O(n log n): each character
+// is paired with its rank once (`ranked` is scratch), so the comparisons are cheap.
+void sort_by_rank(std::vector<char32_t>::iterator first, std::vector<char32_t>::iterator last,
+                  std::vector<std::pair<uint8_t, char32_t>>& ranked) {
+    ranked.clear();
+    for (auto it = first; it != last; ++it) ranked.emplace_back(rank_of(*it), *it);
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& rc : ranked) *first++ = rc.second;
+}
+
 // One segment (valid UTF-8) normalized onto out. `chars` is scratch.
 void normalize_segment(std::string_view seg, std::vector<char32_t>& chars, std::string& out) {
+    std::vector<std::pair<uint8_t, char32_t>> ranked;
     chars.clear();
     for (size_t i = 0; i < seg.size();) {
         const Decoded d = decode_utf8(seg, i);
         decompose(d.cp, chars);
         i += static_cast<size_t>(d.len);
     }
-    // Canonical ordering: each run of non-starters sorted by class, stably.
-    for (size_t i = 1; i < chars.size(); i++) {
-        const uint8_t r = rank_of(chars[i]);
-        if (r == 0) continue;
-        for (size_t j = i; j > 0 && rank_of(chars[j - 1]) > r; j--) std::swap(chars[j - 1], chars[j]);
+    // Canonical ordering: each run of non-starters sorted by class, stably. A sort per run,
+    // not insertion: a run can be as long as the text ("Zalgo" text stacks thousands of marks
+    // on one letter), and insertion sorting it was quadratic. No stream-safe cap: the output
+    // is the full NFC, as Hugging Face's normalizer gives it.
+    for (size_t i = 0; i < chars.size();) {
+        if (rank_of(chars[i]) == 0) {
+            i++;
+            continue;
+        }
+        size_t end = i + 1;
+        while (end < chars.size() && rank_of(chars[end]) != 0) end++;
+        if (end - i > 1) sort_by_rank(chars.begin() + static_cast<std::ptrdiff_t>(i),
+                                      chars.begin() + static_cast<std::ptrdiff_t>(end), ranked);
+        i = end;
     }
     // Canonical composition: a character joins the last starter unless something between
     // blocks it (a starter, or a non-starter of its class or higher).

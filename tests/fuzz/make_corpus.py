@@ -381,6 +381,56 @@ deterministic = true
         "near_no_weights.bin": b"\x00" + peft_config(),
     }
 
+    # --- fuzz_hf_model: flags byte (bit 0: the run says arch "llama"; bit 1: n_layer = 1),
+    # then config.json @@TRTFILE@@ index @@TRTFILE@@ shard @@TRTFILE@@ shard; no index: the
+    # first shard is model.safetensors.
+    def hf_weights(names_shapes, skip=()):
+        return safetensors([(n, "F32", sh, f32(values(numel(sh)))) for n, sh in names_shapes
+                            if n not in skip], {"format": "pt"})
+
+    def hf_index(weight_map):
+        return json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}).encode()
+
+    gpt2 = param_table(8, 4, 1, 4)
+    first, second = gpt2[:6], gpt2[6:]
+    shard_names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+    index = hf_index({n: shard_names[0] for n, _ in first} | {n: shard_names[1] for n, _ in second})
+    cfg = hf_config(8, 4, 1, 1, 4)
+    llama_cfg = json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+                            "vocab_size": 8, "max_position_embeddings": 4, "hidden_size": 4,
+                            "intermediate_size": 6, "num_hidden_layers": 1,
+                            "num_attention_heads": 2, "num_key_value_heads": 1,
+                            "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+                            "tie_word_embeddings": False}).encode()
+    llama = [("model.embed_tokens.weight", [8, 4]),
+             ("model.layers.0.input_layernorm.weight", [4]),
+             ("model.layers.0.self_attn.q_proj.weight", [4, 4]),
+             ("model.layers.0.self_attn.k_proj.weight", [2, 4]),
+             ("model.layers.0.self_attn.v_proj.weight", [2, 4]),
+             ("model.layers.0.self_attn.o_proj.weight", [4, 4]),
+             ("model.layers.0.post_attention_layernorm.weight", [4]),
+             ("model.layers.0.mlp.gate_proj.weight", [6, 4]),
+             ("model.layers.0.mlp.up_proj.weight", [6, 4]),
+             ("model.layers.0.mlp.down_proj.weight", [4, 6]),
+             ("model.norm.weight", [4]), ("lm_head.weight", [8, 4])]
+    nan = safetensors([(n, "F32", sh, f32([float("nan")] * numel(sh))) for n, sh in gpt2])
+    corpus["fuzz_hf_model"] = {
+        "gpt2_single.bin": b"\x00" + SEP.join([cfg, b"", hf_weights(gpt2)]),
+        "gpt2_sharded.bin": b"\x02" + SEP.join([cfg, index, hf_weights(first), hf_weights(second)]),
+        "llama_single.bin": b"\x01" + SEP.join([llama_cfg, b"", hf_weights(llama)]),
+        "llama_sharded.bin": b"\x01" + SEP.join([llama_cfg, hf_index(
+            {n: shard_names[i // 6] for i, (n, _) in enumerate(llama)}),
+            hf_weights(llama[:6]), hf_weights(llama[6:])]),
+        "near_contradiction.bin": b"\x01" + SEP.join([cfg, b"", hf_weights(gpt2)]),
+        "near_missing_shard.bin": b"\x00" + SEP.join([cfg, index, hf_weights(first)]),
+        "near_shard_path.bin": b"\x00" + SEP.join([cfg, hf_index({"wte.weight": "../x"}),
+                                                    hf_weights(first), hf_weights(second)]),
+        "near_twice.bin": b"\x00" + SEP.join([cfg, index, hf_weights(gpt2), hf_weights(second)]),
+        "near_missing_tensor.bin": b"\x00" + SEP.join([cfg, b"", hf_weights(gpt2, {"ln_f.bias"})]),
+        "near_nan.bin": b"\x00" + SEP.join([cfg, b"", nan]),
+        "near_no_weights.bin": b"\x00" + cfg,
+    }
+
     # --- fuzz_tokenizer: a mode byte (< 128: tokenizer.json; >= 128: text to encode)
     text = ("Hello world, it's 12345 <|end|> don't I'M \u65e5\u672c\u8a9e "
             "\U0001F600\u200d\U0001F680  \n\t x\u00a0y \r\n  end  ").encode()

@@ -154,11 +154,11 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
 // pairs of SSE registers in the baseline one). Macros, not functions: a function returning
 // one would not be cloned per CPU (and GCC warns that its ABI depends on AVX).
 typedef float V8f __attribute__((vector_size(32)));
-typedef int V8i __attribute__((vector_size(32)));
 // [a0+a1, a2+a3, b0+b1, b2+b3, a4+a5, a6+a7, b4+b5, b6+b7] (AVX's vhaddps).
-#define TRT_HADD8(a, b)                                              \
-    (__builtin_shuffle((a), (b), V8i{0, 2, 8, 10, 4, 6, 12, 14}) + \
-     __builtin_shuffle((a), (b), V8i{1, 3, 9, 11, 5, 7, 13, 15}))
+// __builtin_shufflevector: GCC (12+) and clang both have it (__builtin_shuffle is GCC's own).
+#define TRT_HADD8(a, b)                                                \
+    (__builtin_shufflevector((a), (b), 0, 2, 8, 10, 4, 6, 12, 14) + \
+     __builtin_shufflevector((a), (b), 1, 3, 9, 11, 5, 7, 13, 15))
 
 // att[s] = scale · q · k[s] over rows s < rows of k [rows, hs]. Each key is summed as dot_f
 // sums (eight lanes over d, then ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7))), four keys at a time:

@@ -5,6 +5,7 @@
 // the oracle test (tests/tokenizer).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -126,6 +127,49 @@ TEST(Tokenizer, BadFilesGetClearErrors) {
     std::string renamed = good;
     renamed.replace(renamed.find("\"id\": 261"), 9, "\"id\": 259");
     expect_refused(renamed, trt::Status::Format, {"added_tokens[0]", "hello"});
+}
+
+// Tables are indexed by id: an id far past the entries (a 4 KB file asking for a 4 GB table)
+// is refused, naming the file, the field and the id; reserved gaps of ordinary size load.
+TEST(Tokenizer, IdsFarBeyondTheEntriesAreRefused) {
+    const std::string good = tokenizer_json();  // 263 entries
+    for (const char* huge : {"134217728", "2147483647"}) {
+        std::string sparse = good;
+        sparse.replace(sparse.find("\"id\": 261"), 9, std::string("\"id\": ") + huge);
+        expect_refused(sparse, trt::Status::Format,
+                       {"added_tokens[0].id", huge, "263 entries", "below 66062"});
+    }
+    std::string vocab_gap = good;
+    vocab_gap.replace(vocab_gap.find("\"hel\": 262"), 10, "\"hel\": 70000");
+    expect_refused(vocab_gap, trt::Status::Format, {"model.vocab[\"hel\"]", "70000"});
+    std::string reserved = good;  // Llama-style reserved ids: a gap well within the bound
+    reserved.replace(reserved.find("\"id\": 261"), 9, "\"id\": 66061");
+    const Tokenizer t = Tokenizer::from_json(reserved, "t.json");
+    EXPECT_EQ(t.id_limit(), 66062u);
+    EXPECT_EQ(t.encode("a<|end|>"), (Ids{'a', 66061}));
+}
+
+// Added tokens are found in one pass over the text, however many there are; leftmost, then
+// longest (the matcher's own test holds it against the definition on random texts).
+TEST(Tokenizer, ManyAddedTokens) {
+    std::string json = tokenizer_json();
+    std::string more;
+    for (int i = 0; i < 5000; i++) {
+        char entry[128];
+        std::snprintf(entry, sizeof entry, R"(, {"id": %d, "content": "<|%04d|>", "special": true})",
+                      263 + i, i);
+        more += entry;
+    }
+    json.insert(json.find("}],", json.find("\"added_tokens\"")) + 1, more);
+    const Tokenizer t = Tokenizer::from_json(json, "t.json");
+    std::string text;
+    for (int i = 0; i < 50000; i++) text += "<|";
+    text += "<|0042|>hello<|end|><|4999|>";
+    const Ids ids = t.encode(text);
+    ASSERT_EQ(ids.size(), 100000u + 4);
+    EXPECT_EQ(ids[0], uint32_t{'<'});
+    EXPECT_EQ((Ids(ids.end() - 4, ids.end())), (Ids{263 + 42, 259, 261, 263 + 4999}));
+    EXPECT_EQ(t.decode(ids), text);
 }
 
 TEST(Tokenizer, BadInputGetsClearErrors) {
