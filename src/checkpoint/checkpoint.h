@@ -11,9 +11,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "io/dir_lock.h"
 #include "model/param_table.h"
 
 namespace trt {
@@ -132,10 +134,19 @@ inline constexpr uint64_t kDefaultMaxShardBytes = 5000000000ull;
 // out_dir if missing: out_dir/model.safetensors (the family's HF names, no padding, dtype as
 // asked) — or, when the tensors pass max_shard_bytes, model-0000i-of-0000n.safetensors
 // shards and model.safetensors.index.json — and out_dir/config.json (GPT2LMHeadModel or
-// LlamaForCausalLM). Files of the other layout left by an earlier export are removed once
-// the new one is complete.
+// LlamaForCausalLM). The run holds out_dir's lock (lock_export_folder). An earlier export's
+// config.json and index go first, its files of the other layout or shard count once the new
+// weights are written, and config.json comes last: a crash never leaves a folder with a
+// config.json whose weights mix two exports. before_file(name), when given, is called before
+// each file is written (a test's stand-in for a crash there).
 void export_hf(const std::string& out_dir, const ParamTable& table, const float* params,
-               ExportDType dtype, uint64_t max_shard_bytes = kDefaultMaxShardBytes);
+               ExportDType dtype, uint64_t max_shard_bytes = kDefaultMaxShardBytes,
+               const std::function<void(const std::string&)>& before_file = nullptr);
+
+// Takes out_dir's lock for an export (Error(Busy) naming the folder and the holder when
+// another export writes there; the lock file goes when the lock is released) and removes the
+// temporary files an export killed there left (of the names an export writes).
+std::unique_ptr<DirLock> lock_export_folder(const std::string& out_dir);
 
 // The same from a checkpoint directory (verified as read_checkpoint does). before_writing, when
 // given, sees the checkpoint's state once it is verified and before anything is written (a

@@ -139,6 +139,8 @@ void prune_checkpoints(const std::string& out_dir_arg, int64_t keep_last) {
              " is negative (0 keeps all)");
     // Read first: if `latest` is unreadable we cannot know what must survive, so stop.
     const std::string latest = read_latest_name(out_dir);
+    // A writer of `latest` killed before its rename leaves a temporary file of its own name.
+    remove_orphan_temps(out_dir, [](const std::string& name) { return name == kLatestFile; });
 
     struct Found {
         int64_t step;

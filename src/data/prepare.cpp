@@ -3,12 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <limits>
-#include <system_error>
 #include <vector>
 
 #include "core/error.h"
+#include "data/shard_set.h"
 #include "io/fs_util.h"
 
 namespace trt {
@@ -56,7 +55,7 @@ void write_shard(const std::string& path, const uint32_t* tokens, int64_t n, int
     header[1] = token_bytes == 2 ? 1 : 7;
     header[2] = static_cast<int32_t>(n);
 
-    // path.tmp, fsync, rename, fsync the folder; a failure removes the partial file.
+    // A temporary file, fsync, rename, fsync the folder; a failure removes the partial file.
     AtomicFile file(path);
     file.write(header, sizeof header);
     if (token_bytes == 4) {
@@ -97,20 +96,16 @@ PrepareResult prepare_bytes(const std::string& text_path, const std::string& out
              " leaves no training tokens");
     const int64_t n_train = n - n_val;
 
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec)
-        fail(Status::Io, "prepare: cannot create output directory '", out_dir, "': ",
-             ec.message());
-    if (!std::filesystem::is_directory(out_dir, ec))
-        fail(Status::Io, "prepare: output path '", out_dir, "' is not a directory");
-
+    // The folder's lock for the whole write, and both files committed as one set with the
+    // folder's manifest (data/shard_set.h), as prepare_text does.
+    const std::unique_ptr<DirLock> lock = open_prepare_folder(out_dir);
     // Each byte is one token id in [0, 256).
     const std::vector<uint32_t> tokens(bytes, bytes + n);  // unsigned: bytes 128..255 stay positive
-    const std::filesystem::path dir(out_dir);
-    write_shard((dir / "train.bin").string(), tokens.data(), n_train, 2);
+    ShardSet train(out_dir, "train", 2, 0), val(out_dir, "val", 2, 0);
+    train.append(tokens.data(), static_cast<size_t>(n_train));
     // With val_fraction 0 an empty val.bin is still written, so a stale one cannot linger.
-    write_shard((dir / "val.bin").string(), tokens.data() + n_train, n_val, 2);
+    val.append(tokens.data() + n_train, static_cast<size_t>(n_val));
+    commit_prepared(out_dir, {&train, &val});
     return PrepareResult{n_train, n_val};
 }
 

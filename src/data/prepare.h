@@ -11,9 +11,9 @@ struct PrepareResult {
 };
 
 // Writes <out_dir>/train.bin (first 1 - val_fraction of the bytes) and <out_dir>/val.bin
-// (the rest), magic 20240520 version 1. Each file is written to a temporary name, fsynced and
-// renamed, so a complete-looking file is always complete. val_fraction in [0, 1).
-// Throws Error(InvalidArgument/Io).
+// (the rest), magic 20240520 version 1, holding the folder's lock, and commits both with the
+// folder's prepare.json as prepare_text does (data/shard_set.h): a complete-looking folder is
+// always complete. val_fraction in [0, 1). Throws Error(InvalidArgument/Io/Busy).
 PrepareResult prepare_bytes(const std::string& text_path, const std::string& out_dir,
                             double val_fraction);
 

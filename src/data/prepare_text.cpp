@@ -210,7 +210,8 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
             ? total - static_cast<int64_t>(std::floor(static_cast<double>(total) * options.val_fraction))
             : std::numeric_limits<int64_t>::max();
 
-    make_dirs(out_dir);
+    // The folder is ours until we return (a second prepare into it is refused at once).
+    const std::unique_ptr<DirLock> lock = open_prepare_folder(out_dir);
     ShardSet train(out_dir, "train", r.token_bytes, options.shard_tokens);
     ShardSet val(out_dir, "val", r.token_bytes, options.shard_tokens);
 
@@ -328,8 +329,8 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
     if (options.val_fraction > 0.0 && r.val_tokens == 0)
         fail(Status::InvalidArgument, "prepare: the validation split would be empty (val_fraction ",
              options.val_fraction, "); give more text or val_fraction 0");
-    train.commit();
-    val.commit();  // an empty val.bin too, so a stale one cannot linger
+    // Both splits as one set; an empty val.bin too, so a stale one cannot linger.
+    commit_prepared(out_dir, {&train, &val});
     r.train_files = train.names();
     r.val_files = val.names();
     return r;

@@ -45,8 +45,10 @@ struct PrepareTextResult {
 // string field `jsonl_field` is a document (other lines are an error naming file and line);
 // whole documents go to val once their first byte lies past the cut. The EOS token is the
 // tokenizer_config.json's eos_token beside the tokenizer, else the first known one the
-// tokenizer has (<|endoftext|>, <|end_of_text|>, </s>). Each shard is written to a temporary
-// name and renamed when complete. Throws Error.
+// tokenizer has (<|endoftext|>, <|end_of_text|>, </s>). The run holds out_dir's lock (a second
+// prepare into it fails with Error(Busy)); each shard is written to a temporary name, and all
+// of them are renamed and recorded in out_dir/prepare.json as one set at the end
+// (data/shard_set.h). Throws Error.
 PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std::string& out_dir,
                                const PrepareTextOptions& options);
 

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "data/shard_manifest.h"
 #include "io/file_sniff.h"
 
 namespace trt {
@@ -137,8 +138,10 @@ void map_shard(MappedShard& s) {
             fail(Status::Format, "token shard '", path, "': magic ", magic,
                  " (uint32 tokens) needs version ", kVersionU32, ", header says ", version);
     } else {
-        fail(Status::Format, "token shard '", path, "': bad magic ", magic, " (expected ",
-             kMagicU16, " for uint16 or ", kMagicU32,
+        // The value itself is not quoted: the path may lead (a link, a wrong glob) to a file
+        // that is no shard at all, whose bytes do not belong in an error message or a log.
+        fail(Status::Format, "token shard '", path, "': it does not begin with an llm.c "
+             "shard's magic number (", kMagicU16, " for uint16 or ", kMagicU32,
              " for uint32 tokens); not an llm.c token shard",
              foreign_file_hint(path, static_cast<const uint8_t*>(map),
                                std::min<size_t>(s.map_bytes, 4096)));
@@ -193,7 +196,10 @@ TokenDataset TokenDataset::open(const std::string& pattern, int64_t vocab_size) 
              vocab_size);
     if (pattern.empty()) fail(Status::InvalidArgument, "TokenDataset::open: empty path");
     TokenDataset ds;
-    for (const std::string& path : expand_pattern(pattern)) {
+    const std::vector<std::string> paths = expand_pattern(pattern);
+    // A folder prepare wrote holds exactly the set its manifest lists (data/shard_manifest.h).
+    check_prepared_shards(pattern, paths);
+    for (const std::string& path : paths) {
         auto shard = std::make_unique<Shard>();
         shard->path = path;
         map_shard(*shard);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,32 +29,47 @@ std::string holder_of(int fd) {
 
 }  // namespace
 
-DirLock::DirLock(const std::string& dir, const std::string& purpose) : dir_(dir) {
+DirLock::DirLock(const std::string& dir, const std::string& purpose, const std::string& clash,
+                 LockFile file)
+    : dir_(dir), path_(path_join(dir, kFileName)), remove_(file == LockFile::Remove) {
     try {
         make_dirs(dir);
     } catch (const Error& e) {
         throw Error(e.status(), cat(purpose, ": ", e.what()));
     }
-    const std::string path = path_join(dir, kFileName);
-    // O_NOFOLLOW: a link planted in the folder cannot make the holder write elsewhere.
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd_ < 0)
-        fail(Status::Io, purpose, " '", dir, "': cannot open its lock file '", path, "': ",
-             errno_message(errno));
-    int r;
-    do r = ::flock(fd_, LOCK_EX | LOCK_NB);
-    while (r != 0 && errno == EINTR);
-    if (r != 0) {
-        const int e = errno;
-        const std::string holder = e == EWOULDBLOCK ? holder_of(fd_) : "";
+    const std::string& path = path_;
+    for (int attempt = 0;; ++attempt) {
+        // O_NOFOLLOW: a link planted in the folder cannot make the holder write elsewhere.
+        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd_ < 0)
+            fail(Status::Io, purpose, " '", dir, "': cannot open its lock file '", path, "': ",
+                 errno_message(errno));
+        int r;
+        do r = ::flock(fd_, LOCK_EX | LOCK_NB);
+        while (r != 0 && errno == EINTR);
+        if (r != 0) {
+            const int e = errno;
+            const std::string holder = e == EWOULDBLOCK ? holder_of(fd_) : "";
+            ::close(fd_);
+            fd_ = -1;
+            if (e == EWOULDBLOCK)
+                fail(Status::Busy, purpose, " '", dir, "' is in use by another run (", holder,
+                     ", holding '", path, "'); wait for that run to end or stop it, or give "
+                     "this run another ", purpose, ". ", clash);
+            fail(Status::Io, purpose, " '", dir, "': cannot lock '", path, "': ",
+                 errno_message(e));
+        }
+        // Locked, but is it still the file at that name? A holder that removes its lock file
+        // on release may have done so after we opened it: then lock the new file instead.
+        struct stat held {}, named {};
+        if (::fstat(fd_, &held) == 0 && ::lstat(path.c_str(), &named) == 0 &&
+            held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+            break;
         ::close(fd_);
         fd_ = -1;
-        if (e == EWOULDBLOCK)
-            fail(Status::Busy, purpose, " '", dir, "' is in use by another run (", holder,
-                 ", holding '", path, "'); wait for that run to end or stop it, or give this "
-                 "run another ", purpose, ". Two runs in one folder would overwrite each "
-                 "other's checkpoints and metrics");
-        fail(Status::Io, purpose, " '", dir, "': cannot lock '", path, "': ", errno_message(e));
+        if (attempt == 100)
+            fail(Status::Io, purpose, " '", dir, "': its lock file '", path,
+                 "' keeps being replaced; is another program removing it?");
     }
     // Ours: record who holds it (best effort; the lock itself is what protects the folder).
     char host[256] = {};
@@ -63,9 +79,11 @@ DirLock::DirLock(const std::string& dir, const std::string& purpose) : dir_(dir)
 }
 
 DirLock::~DirLock() {
-    // Closing the descriptor releases the lock; the file stays (removing it would race with
-    // a run that has just opened it).
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ < 0) return;
+    // Closing the descriptor releases the lock. The file is removed first, while still held,
+    // only where asked: a run that opened it meanwhile notices (see the constructor).
+    if (remove_) ::unlink(path_.c_str());
+    ::close(fd_);
 }
 
 }  // namespace trt

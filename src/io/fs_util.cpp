@@ -3,12 +3,17 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>  // renameat2, RENAME_NOREPLACE (glibc >= 2.28)
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -80,34 +85,117 @@ void fsync_dir(const std::string& dir) {
 
 // ---------------------------------------------------------------------------- AtomicFile
 
-AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
-    // O_NONBLOCK: a FIFO left at the temporary name fails at once (ENXIO) instead of waiting
-    // for a reader; for the regular file this creates it changes nothing.
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
-    if (fd_ < 0) fail(Status::Io, "cannot create '", tmp_, "': ", errno_text(errno));
+namespace {
+
+constexpr const char* kTempInfix = ".tmp.";
+constexpr size_t kTempRandomDigits = 16;
+// A temporary name keeps at most this much of the final name, so it stays under NAME_MAX
+// (255) with the dot, the infix, a pid and the random digits.
+constexpr size_t kTempNameKeep = 200;
+
+uint64_t random_u64() {
+    uint64_t r = 0;
+    ssize_t got;
+    do got = ::getrandom(&r, sizeof r, 0);
+    while (got < 0 && errno == EINTR);
+    if (got != static_cast<ssize_t>(sizeof r)) {
+        // No getrandom (very old kernels): the clock and a counter are unique enough, since
+        // O_EXCL catches a collision and the name is then drawn again.
+        static std::atomic<uint64_t> counter{0};
+        timespec ts {};
+        ::clock_gettime(CLOCK_MONOTONIC, &ts);
+        r = (static_cast<uint64_t>(ts.tv_sec) * 1000000007u + static_cast<uint64_t>(ts.tv_nsec)) ^
+            (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull);
+    }
+    return r;
+}
+
+// ".NAME.tmp.<pid>.<16 hex digits>" beside `path`.
+std::string fresh_temp_path(const std::string& path) {
+    const std::string p = strip_trailing_slashes(path);
+    const size_t slash = p.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "" : p.substr(0, slash + 1);
+    const std::string name = p.substr(slash == std::string::npos ? 0 : slash + 1);
+    char tail[64];
+    std::snprintf(tail, sizeof tail, "%s%ld.%016llx", kTempInfix, static_cast<long>(::getpid()),
+                  static_cast<unsigned long long>(random_u64()));
+    return dir + "." + name.substr(0, kTempNameKeep) + tail;
+}
+
+}  // namespace
+
+std::string atomic_temp_target(const std::string& name) {
+    // From the end: 16 hex digits, '.', the pid's digits, ".tmp.", NAME, and a leading '.'.
+    if (name.size() < 1 + 1 + 5 + 1 + 1 + kTempRandomDigits || name[0] != '.') return "";
+    const size_t hex = name.size() - kTempRandomDigits;
+    for (size_t i = hex; i < name.size(); ++i)
+        if (!std::isxdigit(static_cast<unsigned char>(name[i])) ||
+            std::isupper(static_cast<unsigned char>(name[i])))
+            return "";
+    if (name[hex - 1] != '.') return "";
+    size_t pid = hex - 1;
+    while (pid > 0 && std::isdigit(static_cast<unsigned char>(name[pid - 1]))) --pid;
+    if (pid == hex - 1) return "";  // no digits
+    const size_t infix = std::strlen(kTempInfix);
+    if (pid < 1 + 1 + infix || name.compare(pid - infix, infix, kTempInfix) != 0) return "";
+    return name.substr(1, pid - infix - 1);
+}
+
+size_t remove_orphan_temps(const std::string& dir,
+                           const std::function<bool(const std::string&)>& owned) {
+    size_t removed = 0;
+    for (const DirEntry& e : list_dir(dir)) {
+        if (e.kind != PathKind::File) continue;  // links, folders: never ours
+        std::string target = atomic_temp_target(e.name);
+        if (target.empty() && e.name.size() > 4 &&
+            e.name.compare(e.name.size() - 4, 4, ".tmp") == 0)
+            target = e.name.substr(0, e.name.size() - 4);  // the fixed name of earlier versions
+        if (target.empty() || !owned(target)) continue;
+        const std::string path = path_join(dir, e.name);
+        if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+            fail(Status::Io, "cannot remove the leftover temporary file '", path, "': ",
+                 errno_text(errno));
+        ++removed;
+    }
+    if (removed > 0) fsync_dir(dir);
+    return removed;
+}
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+    // A name of our own, created exclusively: a concurrent writer of the same path gets
+    // another, and O_NOFOLLOW refuses a link planted there (O_EXCL alone already refuses to
+    // create through one). O_NONBLOCK: a FIFO at the name fails at once instead of waiting.
+    for (int attempt = 0;; ++attempt) {
+        tmp_ = fresh_temp_path(path_);
+        fd_ = ::open(tmp_.c_str(),
+                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+        if (fd_ >= 0) break;
+        if (errno != EEXIST || attempt == 8)
+            fail(Status::Io, "cannot create '", tmp_, "' (to write '", path_, "'): ",
+                 errno_text(errno));
+    }
 }
 
 AtomicFile::~AtomicFile() {
-    if (fd_ >= 0) {  // not committed: an error unwound past us
-        ::close(fd_);
-        ::unlink(tmp_.c_str());
-    }
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(tmp_.c_str());  // an error unwound past us
 }
 
 void AtomicFile::abort_with(const char* what, int err) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     ::unlink(tmp_.c_str());
-    fail(Status::Io, "cannot ", what, " '", tmp_, "': ", errno_text(err));
+    fail(Status::Io, "cannot ", what, " '", tmp_, "' (to write '", path_, "'): ",
+         errno_text(err));
 }
 
 void AtomicFile::write(const void* data, size_t len) {
-    if (fd_ < 0) fail(Status::Internal, "AtomicFile '", path_, "' written after commit");
+    if (fd_ < 0) fail(Status::Internal, "AtomicFile '", path_, "' written after it was closed");
     if (const int e = write_all(fd_, data, len)) abort_with("write", e);
 }
 
 void AtomicFile::write_at(uint64_t offset, const void* data, size_t len) {
-    if (fd_ < 0) fail(Status::Internal, "AtomicFile '", path_, "' written after commit");
+    if (fd_ < 0) fail(Status::Internal, "AtomicFile '", path_, "' written after it was closed");
     const char* p = static_cast<const char*>(data);
     while (len > 0) {
         const ssize_t n = ::pwrite(fd_, p, len, static_cast<off_t>(offset));
@@ -121,8 +209,8 @@ void AtomicFile::write_at(uint64_t offset, const void* data, size_t len) {
     }
 }
 
-void AtomicFile::commit() {
-    if (fd_ < 0) fail(Status::Internal, "AtomicFile '", path_, "' committed twice");
+void AtomicFile::close_synced() {
+    if (committed_ || fd_ < 0) fail(Status::Internal, "AtomicFile '", path_, "' closed twice");
     // fsync before rename: otherwise a crash could leave the new name pointing at a file
     // whose data never reached the disk.
     if (::fsync(fd_) != 0) abort_with("fsync", errno);
@@ -131,13 +219,21 @@ void AtomicFile::commit() {
     fd_ = -1;
     if (rc != 0) {
         ::unlink(tmp_.c_str());
-        fail(Status::Io, "cannot close '", tmp_, "': ", errno_text(close_err));
+        fail(Status::Io, "cannot close '", tmp_, "' (to write '", path_, "'): ",
+             errno_text(close_err));
     }
+}
+
+void AtomicFile::commit() {
+    if (committed_) fail(Status::Internal, "AtomicFile '", path_, "' committed twice");
+    if (fd_ >= 0) close_synced();
     if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
         const int e = errno;
         ::unlink(tmp_.c_str());
+        committed_ = true;  // nothing left to remove
         fail(Status::Io, "cannot rename '", tmp_, "' to '", path_, "': ", errno_text(e));
     }
+    committed_ = true;
     fsync_dir(parent_dir(path_));
 }
 

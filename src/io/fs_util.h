@@ -1,13 +1,17 @@
 // fs_util: the few POSIX file-system operations that durable writers need, in one place so
 // every writer (safetensors, token shards, checkpoints, the `latest` pointer) gets the same
 // crash-safety rules:
-//   * a file is written to NAME.tmp, fsynced, closed, then renamed over NAME, and the parent
-//     directory is fsynced so the rename itself survives a power cut;
-//   * on any failure the partial NAME.tmp is removed and Error(Io) carries the errno text.
+//   * a file is written to a temporary name of its own in NAME's folder (".NAME.tmp.<pid>.<16
+//     hex digits>", created with O_EXCL | O_NOFOLLOW: a concurrent writer of NAME or a link
+//     planted there is never followed or clobbered), fsynced, closed, then renamed over NAME,
+//     and the parent directory is fsynced so the rename itself survives a power cut;
+//   * on any failure the partial temporary file is removed and Error(Io) carries the errno
+//     text; one left by a killed process is an orphan that remove_orphan_temps() recognises.
 // All errors are trt::Error(Status::Io) naming the path and the operation.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,12 +33,13 @@ void fsync_path(const std::string& path);
 // fsyncs a directory, so entries created or renamed in it are durable.
 void fsync_dir(const std::string& dir);
 
-// A file being written atomically: bytes go to `path`.tmp; commit() fsyncs, closes, renames
-// it over `path` and fsyncs the parent directory. Destroying an uncommitted writer (an
-// exception on the way) closes and removes the .tmp file, so no partial file is left behind.
+// A file being written atomically: bytes go to a fresh temporary file beside `path` (see
+// above; mode 0644); commit() fsyncs, closes, renames it over `path` and fsyncs the parent
+// directory. Destroying an uncommitted writer (an exception on the way) closes and removes the
+// temporary file, so no partial file is left behind.
 class AtomicFile {
 public:
-    explicit AtomicFile(std::string path);  // creates/truncates path.tmp (mode 0644)
+    explicit AtomicFile(std::string path);
     AtomicFile(const AtomicFile&) = delete;
     AtomicFile& operator=(const AtomicFile&) = delete;
     ~AtomicFile();
@@ -42,14 +47,31 @@ public:
     void write(const void* data, size_t len);
     // Overwrites bytes already written (a header whose counts are known only at the end).
     void write_at(uint64_t offset, const void* data, size_t len);
+    // fsyncs and closes the temporary file without renaming it yet (a writer of several files
+    // makes all of them durable before it publishes the first); commit() then only renames.
+    void close_synced();
     void commit();
+    const std::string& path() const { return path_; }
     const std::string& tmp_path() const { return tmp_; }
 
 private:
     [[noreturn]] void abort_with(const char* what, int err);
     std::string path_, tmp_;
     int fd_ = -1;
+    bool committed_ = false;
 };
+
+// The final name an AtomicFile temporary name stands for (".a.bin.tmp.123.0123456789abcdef"
+// -> "a.bin"), or "" when `name` is not one.
+std::string atomic_temp_target(const std::string& name);
+
+// Removes from `dir` the temporary files that writers killed before their commit left behind
+// (kill -9, a power cut): AtomicFile's names, and the fixed "NAME.tmp" of earlier versions,
+// whose NAME `owned` accepts. Regular files only; anything else is never touched. The caller
+// holds the folder's lock (io/dir_lock.h), so no live writer's file is removed. Returns how
+// many were removed.
+size_t remove_orphan_temps(const std::string& dir,
+                           const std::function<bool(const std::string&)>& owned);
 
 // A small file (JSON, a pointer, a manifest) replaced atomically with `content`.
 void write_file_atomic(const std::string& path, std::string_view content);

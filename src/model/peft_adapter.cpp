@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "core/error.h"
 #include "io/fs_util.h"
 #include "io/json_min.h"
@@ -154,7 +155,8 @@ void write_peft_adapter(const ParamTable& table, const float* host, const std::s
     // The pair is never mixed: an older adapter_config.json goes first (made durable), then
     // the weights and last the config, each atomically. A crash leaves the old pair, a folder
     // without a config (which no loader takes for an adapter), or the new pair.
-    make_dirs(dir);
+    // The folder's lock while we write (and an earlier, killed export's temporary files gone).
+    const std::unique_ptr<DirLock> lock = lock_export_folder(dir);
     const std::string config_path = path_join(dir, kPeftConfigFile);
     if (::unlink(config_path.c_str()) == 0) {
         fsync_dir(dir);

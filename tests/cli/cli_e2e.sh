@@ -71,6 +71,15 @@ first_byte=$(od -An -t u1 -N 1 "$TEXT" | tr -d ' ')
 first_token=$(od -An -t u2 -j 1024 -N 2 data/train.bin | tr -d ' ')
 [ "$first_byte" -eq "$first_token" ] || fail "prepare: first token $first_token != byte $first_byte"
 
+# The folder's manifest comes last, complete, and the lock file goes; a prepare into a folder
+# that another run holds is refused at once, naming it.
+grep -q '"complete": true' data/prepare.json || fail "prepare: data/prepare.json is not complete"
+[ ! -e data/trainrt.lock ] || fail "prepare: left its lock file"
+mkdir -p prep_busy
+expect_failure prepare_busy "prepare out_dir 'prep_busy' is in use by another run" \
+    flock prep_busy/trainrt.lock "$TRAINRT" prepare --text "$TEXT" --out prep_busy
+[ ! -e prep_busy/train.bin ] || fail "a refused prepare wrote train.bin"
+
 # ------------------------------------------------------------------ config file
 cat >run.toml <<'TOML'
 [model]
@@ -399,6 +408,15 @@ grep -q 'nothing to do (to go on: raise train.steps' done.err || fail "finished 
 grep -q '^step 4/4 ' past.err || fail "train --steps past the schedule: $(grep '^step' past.err)"
 ! grep -q '^step [0-9]*/2 ' past.err || fail "a step numbered past its total"
 grep -q 'go past train.steps = 2' past.err || fail "no warning for steps past the schedule"
+# A folder whose prepare did not finish (prepare.json as a kill leaves it) is refused by name,
+# and the next prepare into it mends it.
+"$TRAINRT" prepare --text "$TEXT" --out halfway >/dev/null || fail "prepare into halfway"
+sed -i 's/"complete": true/"complete": false/' halfway/prepare.json
+expect_failure unfinished_prepare "halfway' holds an unfinished prepare" \
+    "$TRAINRT" train run.toml --fresh --set 'data.train="halfway/train*.bin"' --set train.out_dir=half_out
+"$TRAINRT" prepare --text "$TEXT" --out halfway >/dev/null || fail "prepare into halfway again"
+"$TRAINRT" train run.toml --fresh --set 'data.train="halfway/train*.bin"' --set train.out_dir=half_out \
+    --set train.steps=1 >/dev/null 2>&1 || fail "train on the mended halfway folder"
 expect_failure prepare_missing_text "no_such.txt" \
     "$TRAINRT" prepare --text no_such.txt --out prep_missing
 [ ! -e prep_missing/train.bin ] || fail "prepare with a missing text wrote train.bin"

@@ -795,10 +795,11 @@ TEST(CapiPrepare, SplitsBytesIntoTrainAndValShards) {
     EXPECT_EQ(n_val, 100);
     expect_shard(dir + "/out/train.bin", text.substr(0, 900));
     expect_shard(dir + "/out/val.bin", text.substr(900));
-    // Files appear only when complete: nothing else (no temporaries) is left behind.
+    // Files appear only when complete: nothing else (no temporaries, no lock file) is left
+    // behind but the manifest of the set (docs/FORMATS.md §1).
     std::set<std::string> files;
     for (const auto& e : fs::directory_iterator(dir + "/out")) files.insert(e.path().filename());
-    EXPECT_EQ(files, (std::set<std::string>{"train.bin", "val.bin"}));
+    EXPECT_EQ(files, (std::set<std::string>{"prepare.json", "train.bin", "val.bin"}));
 }
 
 TEST(CapiPrepare, CountsMayBeNullAndOutDirIsCreated) {

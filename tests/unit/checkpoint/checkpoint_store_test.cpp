@@ -98,10 +98,16 @@ TEST(CheckpointStore, PruneKeepsNewestAndLatestOnly) {
     spit(out + "/step_00000006", "a file");
     spit(out + "/metrics.jsonl", "{}\n");
     set_latest_checkpoint(out, checkpoint_dir_name(2));
+    // Writers of `latest` killed before their rename (this version's name and the old one);
+    // another file's temporary name is not ours to remove.
+    spit(out + "/.latest.tmp.4242.0123456789abcdef", "step_00000001\n");
+    spit(out + "/latest.tmp", "step_00000001\n");
+    spit(out + "/.metrics.jsonl.tmp.4242.0123456789abcdef", "{}\n");
 
     prune_checkpoints(out, 3);
     EXPECT_EQ(names_in(out),
-              (std::vector<std::string>{"latest", "metrics.jsonl", "other.tmp", "step_00000000",
+              (std::vector<std::string>{".metrics.jsonl.tmp.4242.0123456789abcdef", "latest",
+                                        "metrics.jsonl", "other.tmp", "step_00000000",
                                         "step_00000002", "step_00000005", "step_00000006",
                                         "step_10", "step_9", "step_abc"}));
     EXPECT_EQ(slurp(out + "/metrics.jsonl"), "{}\n");

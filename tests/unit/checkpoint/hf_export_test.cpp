@@ -279,3 +279,65 @@ TEST(HfExport, ABadShardIndexIsRefusedByName) {
         EXPECT_EQ(e.status(), Status::Io);
     }
 }
+
+// A sharded export over an older sharded export of the same layout (same shard names) that
+// stops half-way (here: an error before the second shard; a kill is the same) must not leave
+// the old index and config.json over a mix of new and old shards, which loaded as one model.
+// The index and config.json go first and come back last.
+TEST(HfExport, AnInterruptedReExportNeverLooksComplete) {
+    const Model a(kLlama), b(kLlama, 2);
+    const std::string out = fresh_dir() + "/out";
+    const uint64_t shard = 13 * 8 * 4 + 64;
+    export_hf(out, a.table, a.params.data(), ExportDType::F32, shard);
+    expect_folder_loads(out, a);
+    const auto stop_at = [](const std::string& at) {
+        return [at](const std::string& name) {
+            if (name.rfind(at, 0) == 0) fail(Status::Io, "stopped before ", name, " (simulated)");
+        };
+    };
+    for (const char* at : {"model-00002-of-", "model.safetensors.index.json", "config.json"}) {
+        error_of([&] { export_hf(out, b.table, b.params.data(), ExportDType::F32, shard,
+                                 stop_at(at)); }, Status::Io);
+        EXPECT_FALSE(fs::exists(out + "/config.json")) << at;
+        std::vector<float> back(b.table.total());
+        if (std::string(at) != "config.json")
+            error_of([&] { load_hf_weights(b.table, out, back.data()); }, Status::Io);
+        EXPECT_FALSE(fs::exists(out + "/trainrt.lock")) << at;
+    }
+    export_hf(out, b.table, b.params.data(), ExportDType::F32, shard);
+    expect_folder_loads(out, b);
+    EXPECT_TRUE(fs::exists(out + "/config.json"));
+
+    // One file over the shards, stopped before config.json: no config, so no model.
+    error_of([&] { export_hf(out, a.table, a.params.data(), ExportDType::F32,
+                             kDefaultMaxShardBytes, stop_at("config.json")); }, Status::Io);
+    EXPECT_FALSE(fs::exists(out + "/config.json"));
+    export_hf(out, a.table, a.params.data(), ExportDType::F32);
+    expect_folder_loads(out, a);
+}
+
+// Two exports into one folder: the second is refused at once, naming the folder and the
+// holder; an export killed earlier left temporary files, which the next export removes
+// (only those of the files an export writes).
+TEST(HfExport, TheFolderIsLockedAndAKilledExportsFilesAreRemoved) {
+    const Model m(kLlama);
+    const std::string out = fresh_dir() + "/out";
+    {
+        const std::unique_ptr<DirLock> held = lock_export_folder(out);
+        const std::string msg =
+            error_of([&] { export_hf(out, m.table, m.params.data(), ExportDType::F32); },
+                     Status::Busy);
+        EXPECT_HAS(msg, "export out_dir '" + out + "' is in use by another run (pid ");
+        EXPECT_HAS(msg, "mix their files");
+        EXPECT_FALSE(fs::exists(out + "/model.safetensors"));
+    }
+    spit(out + "/.model-00001-of-00003.safetensors.tmp.4242.0123456789abcdef", "half");
+    spit(out + "/.config.json.tmp.4242.0123456789abcdef", "{");
+    spit(out + "/model.safetensors.tmp", "an earlier version's name");
+    spit(out + "/.README.md.tmp.4242.0123456789abcdef", "not an export's");
+    export_hf(out, m.table, m.params.data(), ExportDType::F32);
+    std::vector<std::string> names;
+    for (const DirEntry& e : list_dir(out)) names.push_back(e.name);
+    EXPECT_EQ(names, (std::vector<std::string>{".README.md.tmp.4242.0123456789abcdef",
+                                               "config.json", "model.safetensors"}));
+}

@@ -16,6 +16,7 @@
 #include "data/data_test_util.h"
 #include "data/prepare.h"
 #include "data/token_dataset.h"
+#include "io/fs_util.h"
 
 namespace fs = std::filesystem;
 using trt::Error;
@@ -53,9 +54,13 @@ void expect_error(F&& f, Status status, const std::string& needle) {
     ADD_FAILURE() << "no trt::Error thrown";
 }
 
+// No temporary file (io/fs_util.h's names, or an earlier version's NAME.tmp) and no lock file.
 void expect_no_tmp(const std::string& dir) {
-    for (const auto& entry : fs::directory_iterator(dir))
+    for (const auto& entry : fs::directory_iterator(dir)) {
         EXPECT_NE(entry.path().extension(), ".tmp") << entry.path();
+        EXPECT_EQ(trt::atomic_temp_target(entry.path().filename().string()), "") << entry.path();
+        EXPECT_NE(entry.path().filename(), "trainrt.lock");
+    }
 }
 
 }  // namespace

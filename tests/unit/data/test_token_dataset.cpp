@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -169,8 +170,25 @@ TEST(TokenDatasetErrors, ShorterThanHeader) {
 TEST(TokenDatasetErrors, WrongMagic) {
     const std::string path = fresh_dir() + "/magic.bin";
     write_raw(path, 20240326, 1, 2, std::vector<unsigned char>(4));
-    expect_error([&] { TokenDataset::open(path, 256); }, Status::Format,
-                 {path, "magic 20240326", "20240520", "20240801"});
+    const std::string msg = expect_error([&] { TokenDataset::open(path, 256); }, Status::Format,
+                                         {path, "magic number", "20240520", "20240801",
+                                          "an llm.c checkpoint"});
+    EXPECT_EQ(msg.find("20240326"), std::string::npos) << msg;  // the file's bytes: not quoted
+}
+
+// A shard path that leads (here through a link) to some other file: the error says what is
+// wrong and what kind of file it is, but never quotes that file's bytes.
+TEST(TokenDatasetErrors, AForeignFileBehindAShardPathIsNotQuoted) {
+    const std::string dir = fresh_dir();
+    std::ofstream(dir + "/secret", std::ios::binary) << "hunter2-" << std::string(2000, 'k');
+    fs::create_symlink(dir + "/secret", dir + "/train_000000.bin");
+    const std::string msg = expect_error([&] { TokenDataset::open(dir + "/train_*.bin", 256); },
+                                         Status::Format,
+                                         {dir + "/train_000000.bin", "magic number"});
+    int32_t first = 0;
+    std::memcpy(&first, "hunt", 4);
+    EXPECT_EQ(msg.find(std::to_string(first)), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("hunter2"), std::string::npos) << msg;
 }
 
 TEST(TokenDatasetErrors, WrongVersionForEachMagic) {
@@ -296,7 +314,7 @@ TEST(WriteShard, RejectsBadArguments) {
     expect_error([&] { trt::write_shard(dir + "/a.bin", toks.data(), -1, 4); },
                  Status::InvalidArgument, {});
     EXPECT_FALSE(fs::exists(dir + "/a.bin"));
-    EXPECT_FALSE(fs::exists(dir + "/a.bin.tmp"));
+    EXPECT_TRUE(fs::is_empty(dir));  // no temporary file either
 }
 
 TEST(WriteShard, UnwritableDirectoryIsIo) {
@@ -308,7 +326,8 @@ TEST(WriteShard, UnwritableDirectoryIsIo) {
     fs::create_directories(dir + "/taken.bin/x");
     expect_error([&] { trt::write_shard(dir + "/taken.bin", toks.data(), 3, 2); }, Status::Io,
                  {"rename"});
-    EXPECT_FALSE(fs::exists(dir + "/taken.bin.tmp"));
+    for (const auto& e : fs::directory_iterator(dir))  // the temporary file is gone
+        EXPECT_EQ(e.path().filename(), "taken.bin");
 }
 
 TEST(WriteShard, ReplacesAnExistingFile) {
@@ -318,5 +337,6 @@ TEST(WriteShard, ReplacesAnExistingFile) {
     trt::write_shard(path, b.data(), 2, 2);
     TokenDataset ds = TokenDataset::open(path, 10);
     EXPECT_EQ(read_all(ds, 0), (std::vector<int32_t>{9, 8}));
-    EXPECT_FALSE(fs::exists(path + ".tmp"));
+    for (const auto& e : fs::directory_iterator(fs::path(path).parent_path()))
+        EXPECT_EQ(e.path().filename(), "a.bin");  // no temporary file left
 }

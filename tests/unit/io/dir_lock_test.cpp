@@ -116,3 +116,31 @@ TEST(DirLock, ALinkedLockFileIsNotFollowed) {
     std::ifstream f(dir + "/elsewhere");
     EXPECT_EQ(std::string(std::istreambuf_iterator<char>(f), {}), "keep me");
 }
+
+// LockFile::Remove (prepare's and export's folders, which are handed on): the lock file goes
+// when the lock is released, the refusal says what the two runs would do to each other, and
+// the folder can be locked again at once.
+TEST(DirLock, ARemovedLockFileIsGoneAfterReleaseAndTheClashIsNamed) {
+    const std::string dir = fresh_dir();
+    {
+        DirLock first(dir, "prepare out_dir", "Two prepares would mix their shards",
+                      LockFile::Remove);
+        EXPECT_TRUE(fs::exists(dir + "/trainrt.lock"));
+        try {
+            DirLock second(dir, "prepare out_dir", "Two prepares would mix their shards",
+                           LockFile::Remove);
+            ADD_FAILURE() << "a second lock on " << dir << " was granted";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.status(), Status::Busy);
+            const std::string msg = e.what();
+            EXPECT_NE(msg.find("prepare out_dir '" + dir + "' is in use by another run (pid " +
+                               std::to_string(::getpid())),
+                      std::string::npos) << msg;
+            EXPECT_NE(msg.find("Two prepares would mix their shards"), std::string::npos) << msg;
+        }
+        EXPECT_TRUE(fs::exists(dir + "/trainrt.lock"));  // the refused run removed nothing
+    }
+    EXPECT_FALSE(fs::exists(dir + "/trainrt.lock"));
+    DirLock again(dir, "train.out_dir");
+    EXPECT_TRUE(fs::exists(dir + "/trainrt.lock"));
+}

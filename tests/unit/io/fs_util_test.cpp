@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "io/fs_util.h"
@@ -63,21 +64,99 @@ TEST(FsUtil, WriteFileAtomicReplacesAndLeavesNoTmp) {
     EXPECT_EQ(slurp(p), "one\n");
     write_file_atomic(p, "two");
     EXPECT_EQ(slurp(p), "two");
-    EXPECT_EQ(path_kind(p + ".tmp"), PathKind::Missing);
     write_file_atomic(p, "");
     EXPECT_EQ(slurp(p), "");
+    ASSERT_EQ(list_dir(dir).size(), 1u);  // no temporary file left
+    EXPECT_EQ(list_dir(dir)[0].name, "f.txt");
 }
 
 TEST(FsUtil, AtomicFileAbandonedRemovesTmp) {
     const std::string dir = fresh_dir(), p = dir + "/f.bin";
     write_file_atomic(p, "old");
+    std::string tmp;
     {
         AtomicFile f(p);
         f.write("new", 3);
-        EXPECT_EQ(path_kind(f.tmp_path()), PathKind::File);
+        tmp = f.tmp_path();
+        EXPECT_EQ(path_kind(tmp), PathKind::File);
     }  // no commit: as if an exception unwound
-    EXPECT_EQ(path_kind(p + ".tmp"), PathKind::Missing);
+    EXPECT_EQ(path_kind(tmp), PathKind::Missing);
     EXPECT_EQ(slurp(p), "old");
+    {
+        AtomicFile f(p);  // closed and synced, then abandoned: removed too
+        f.write("new", 3);
+        f.close_synced();
+        tmp = f.tmp_path();
+    }
+    EXPECT_EQ(path_kind(tmp), PathKind::Missing);
+    EXPECT_EQ(list_dir(dir).size(), 1u);
+}
+
+// Each writer has a temporary name of its own (hidden, named after the file, this process's
+// pid and random digits): two writers of one path never share or clobber a file, and the
+// last commit wins whole.
+TEST(FsUtil, AtomicFileTemporaryNamesAreUniquePerWriter) {
+    const std::string dir = fresh_dir(), p = dir + "/f.bin";
+    AtomicFile a(p), b(p);
+    EXPECT_NE(a.tmp_path(), b.tmp_path());
+    for (const AtomicFile* f : {&a, &b}) {
+        const std::string name = fs::path(f->tmp_path()).filename().string();
+        EXPECT_EQ(fs::path(f->tmp_path()).parent_path().string(), dir);
+        EXPECT_EQ(name.rfind(".f.bin.tmp." + std::to_string(::getpid()) + ".", 0), 0u) << name;
+        EXPECT_EQ(atomic_temp_target(name), "f.bin") << name;
+    }
+    a.write("from a", 6);
+    b.write("b", 1);
+    a.commit();
+    EXPECT_EQ(slurp(p), "from a");
+    b.commit();
+    EXPECT_EQ(slurp(p), "b");
+    EXPECT_EQ(list_dir(dir).size(), 1u);
+}
+
+// The fixed name of earlier versions (f.bin.tmp) may hold a planted link: it is never used,
+// so the link's target is untouched; and a temporary name is created with O_EXCL |
+// O_NOFOLLOW, so a link there would be refused rather than followed.
+TEST(FsUtil, AtomicFileDoesNotFollowAPlantedLink) {
+    const std::string dir = fresh_dir(), p = dir + "/f.bin";
+    touch(dir + "/victim", "precious");
+    fs::create_symlink(dir + "/victim", p + ".tmp");
+    write_file_atomic(p, "data");
+    EXPECT_EQ(slurp(p), "data");
+    EXPECT_EQ(slurp(dir + "/victim"), "precious");
+    EXPECT_TRUE(fs::is_symlink(p + ".tmp"));
+}
+
+TEST(FsUtil, AtomicTempTargetParsesOnlyThisNaming) {
+    EXPECT_EQ(atomic_temp_target(".a.bin.tmp.123.0123456789abcdef"), "a.bin");
+    EXPECT_EQ(atomic_temp_target(".x.tmp.1.ffffffffffffffff"), "x");
+    EXPECT_EQ(atomic_temp_target(".prepare.json.tmp.99.00000000000000aa"), "prepare.json");
+    for (const char* no : {"a.bin.tmp", "a.bin", ".a.bin.tmp", ".a.bin.tmp.123",
+                           ".a.bin.tmp..0123456789abcdef", "a.bin.tmp.123.0123456789abcdef",
+                           ".a.bin.tmp.12x.0123456789abcdef", ".a.bin.tmp.123.0123456789ABCDEF",
+                           ".a.bin.tmp.123.0123456789abcde", "..tmp.1.0123456789abcdef", ""})
+        EXPECT_EQ(atomic_temp_target(no), "") << no;
+}
+
+// A killed writer's temporary files (this naming and the fixed NAME.tmp of earlier versions)
+// are removed for the names the caller owns; anything else stays, links and folders included.
+TEST(FsUtil, RemoveOrphanTempsRemovesOnlyOwnedTemporaryFiles) {
+    const std::string dir = fresh_dir();
+    touch(dir + "/.a.bin.tmp.123.0123456789abcdef");
+    touch(dir + "/a.bin.tmp");
+    touch(dir + "/a.bin", "kept");
+    touch(dir + "/.b.txt.tmp.123.0123456789abcdef");  // not owned
+    touch(dir + "/b.txt.tmp");                        // not owned
+    touch(dir + "/victim");
+    fs::create_symlink(dir + "/victim", dir + "/.a.bin.tmp.7.0123456789abcdef");
+    fs::create_directories(dir + "/.a.bin.tmp.8.0123456789abcdef");
+    EXPECT_EQ(remove_orphan_temps(dir, [](const std::string& n) { return n == "a.bin"; }), 2u);
+    std::vector<std::string> names;
+    for (const DirEntry& e : list_dir(dir)) names.push_back(e.name);
+    EXPECT_EQ(names, (std::vector<std::string>{
+                         ".a.bin.tmp.7.0123456789abcdef", ".a.bin.tmp.8.0123456789abcdef",
+                         ".b.txt.tmp.123.0123456789abcdef", "a.bin", "b.txt.tmp", "victim"}));
+    EXPECT_EQ(slurp(dir + "/victim"), "x");
 }
 
 TEST(FsUtil, AtomicFileInMissingDirectoryIsIoError) {
