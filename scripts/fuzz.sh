@@ -20,7 +20,8 @@ BUILD_DIR=$(realpath -m "${BUILD_DIR:-build-fuzz}")
 JOBS=${JOBS:-$(nproc)}
 CTEST_JOBS=${CTEST_JOBS:-$(nproc)}
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
-TARGETS=(fuzz_config fuzz_safetensors fuzz_llmc fuzz_token_shard fuzz_checkpoint fuzz_peft_adapter)
+TARGETS=(fuzz_config fuzz_safetensors fuzz_llmc fuzz_token_shard fuzz_checkpoint fuzz_peft_adapter
+         fuzz_report_metrics)
 
 mode=${1:-}
 case "$mode" in
