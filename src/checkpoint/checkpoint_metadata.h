@@ -23,7 +23,8 @@ inline size_t metadata_entry_json_bytes(const std::string& key, const std::strin
 }
 
 // What is wrong with the entry, or "" when it is within the rules: keys of 1-128 bytes of
-// [A-Za-z0-9_.-], values valid UTF-8 of at most 64 KiB (value nullptr: a removal, key only).
+// [A-Za-z0-9_.-], values valid UTF-8 without NUL of at most 64 KiB (value nullptr: a removal,
+// key only).
 inline std::string metadata_entry_problem(const std::string& key, const std::string* value) {
     if (key.empty() || key.size() > kMaxMetadataKeyBytes)
         return cat("a metadata key must be 1 to ", kMaxMetadataKeyBytes, " bytes long (got ",
@@ -36,6 +37,10 @@ inline std::string metadata_entry_problem(const std::string& key, const std::str
                    " bytes; at most ", kMaxMetadataValueBytes, " are kept");
     if (value && !json::valid_utf8(*value))
         return cat("the value of metadata key '", key, "' is not valid UTF-8");
+    // (JSON can escape one; C strings, and so trainrt_session_get_metadata's caller, end there.)
+    if (value && value->find('\0') != std::string::npos)
+        return cat("the value of metadata key '", key, "' holds a NUL character at byte ",
+                   value->find('\0'), "; a value is a C string and cannot contain one");
     return {};
 }
 

@@ -566,6 +566,15 @@ void apply_value(const KeyDesc& d, const toml::node& n, RunConfig& out, Problems
         if (!std::isnan(d.fmax) && (d.fmax_excl ? !(v < d.fmax) : !(v <= d.fmax))) return false;
         return true;
     };
+    // TOML strings may hold "\u0000", C strings end there: data.train = "x\u0000y" would
+    // open x. Refused rather than cut.
+    auto has_nul = [&](const toml::node& at, const std::string& v, const std::string& which) {
+        const size_t nul = v.find('\0');
+        if (nul == std::string::npos) return false;
+        problems.add(&at.source(), cat(key, which, ": the string holds a NUL character (\\u0000) "
+                                       "at byte ", nul, "; paths and names cannot contain one"));
+        return true;
+    };
     auto number = [](const toml::node& x) -> std::optional<double> {
         if (auto v = x.as_integer()) return static_cast<double>(v->get());
         if (auto v = x.as_floating_point()) return v->get();
@@ -609,6 +618,7 @@ void apply_value(const KeyDesc& d, const toml::node& n, RunConfig& out, Problems
         case KType::Path: {
             const auto v = n.as_string();
             if (!v) return bad(n, describe(n), n.is_boolean() || n.is_number() ? " (quote it)" : "");
+            if (has_nul(n, v->get(), "")) return;
             d.str(out) = v->get();
             return;
         }
@@ -648,6 +658,7 @@ void apply_value(const KeyDesc& d, const toml::node& n, RunConfig& out, Problems
                 const auto v = e.as_string();
                 if (!v || v->get().empty() || v->get().size() > kMaxNameBytes)
                     return bad(e, cat(describe(e), " as element ", i));
+                if (has_nul(e, v->get(), cat(" (element ", i, ")"))) return;
                 names.push_back(v->get());
             }
             d.names(out) = std::move(names);

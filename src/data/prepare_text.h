@@ -26,6 +26,9 @@ struct PrepareTextOptions {
     // N: train_000000.bin, train_000001.bin, ... (and val_...) of at most N tokens each.
     int64_t shard_tokens = 0;
     size_t piece_bytes = size_t(1) << 20;
+    // JSON lines longer than this are refused (naming file:line) once this many bytes of one
+    // are read, never read whole. (Tests make it small.)
+    size_t max_json_line_bytes = size_t(256) << 20;
 };
 
 struct PrepareTextResult {

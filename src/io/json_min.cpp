@@ -2,6 +2,8 @@
 
 #include "core/quote.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -132,6 +134,53 @@ private:
         return false;
     }
 
+    // Where the value being parsed sits: a member's key, or (key null) an array index.
+    struct Step {
+        const std::string* key;
+        size_t index;
+    };
+    std::vector<Step> path_;
+
+    // Duplicate keys: Python's json and transformers keep the last, a find() here the first,
+    // so the same file would mean two things (config.json's n_embd, an adapter's r). Refused,
+    // as the safetensors reader refuses its own; named with the second one's byte offset and
+    // JSON path. Sorted rather than hashed: no copies of a vocabulary's 50k keys.
+    void refuse_duplicate_keys(const std::vector<Member>& obj, const std::vector<size_t>& key_at) {
+        if (obj.size() < 2) return;
+        std::vector<size_t> order(obj.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+            return obj[a].key != obj[b].key ? obj[a].key < obj[b].key : a < b;
+        });
+        size_t second = obj.size();  // the earliest member whose key came before it
+        for (size_t k = 1; k < order.size(); ++k)
+            if (obj[order[k]].key == obj[order[k - 1]].key) second = std::min(second, order[k]);
+        if (second == obj.size()) return;
+        std::string where = "$";
+        for (const Step& s : path_) where += s.key ? path_step(*s.key) : cat("[", s.index, "]");
+        where += path_step(obj[second].key);
+        fail(Status::Format, src_, ": duplicate key ", shown(obj[second].key), " at byte ",
+             key_at[second], " (", where, "): JSON readers disagree on which one counts (Python "
+             "and transformers take the last); remove one of them");
+    }
+
+    // .key for a plain key, else ["key"].
+    static std::string path_step(const std::string& key) {
+        bool plain = !key.empty();
+        for (const char c : key)
+            plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+        return plain ? "." + key : "[" + shown(key) + "]";
+    }
+
+    // A key as messages show it: quoted (control characters escaped), cut after 64 bytes.
+    static std::string shown(const std::string& key) {
+        constexpr size_t kShown = 64;
+        if (key.size() <= kShown) return quote(key);
+        size_t n = kShown;
+        while (n > 0 && (static_cast<uint8_t>(key[n]) & 0xC0) == 0x80) --n;  // whole characters
+        return quote(key.substr(0, n)) + cat("... (", key.size(), " bytes)");
+    }
+
     [[noreturn]] void error(const char* what) const {
         fail(Status::Format, src_, ": invalid JSON at byte ", pos_, ": ", what);
     }
@@ -185,6 +234,7 @@ private:
     void parse_object(Value& v, int depth) {
         if (depth > kMaxDepth) error("nesting too deep");
         v.kind = Value::Kind::Object;
+        std::vector<size_t> key_at;  // each member's key's byte offset (for the error)
         ++pos_;  // '{'
         skip_ws();
         if (peek() == '}') {
@@ -196,12 +246,15 @@ private:
             if (peek() != '"') error(at_end() ? "unexpected end of input in object"
                                               : "expected a string key in object");
             Member m;
+            key_at.push_back(pos_);
             m.key = parse_string();
             skip_ws();
             if (peek() != ':') error("expected ':' after object key");
             ++pos_;
             skip_ws();
+            path_.push_back({&m.key, 0});
             m.value = parse_value(depth);
+            path_.pop_back();
             v.obj.push_back(std::move(m));
             skip_ws();
             if (peek() == ',') {
@@ -210,6 +263,7 @@ private:
             }
             if (peek() == '}') {
                 ++pos_;
+                refuse_duplicate_keys(v.obj, key_at);
                 return;
             }
             error(at_end() ? "unexpected end of input in object" : "expected ',' or '}' in object");
@@ -227,7 +281,9 @@ private:
         }
         for (;;) {
             skip_ws();
+            path_.push_back({nullptr, v.arr.size()});
             v.arr.push_back(parse_value(depth));
+            path_.pop_back();
             skip_ws();
             if (peek() == ',') {
                 ++pos_;

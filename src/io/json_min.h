@@ -1,8 +1,9 @@
 // json_min: a small, strict JSON (RFC 8259) parser and string escaper for file headers that
 // may be hostile (safetensors headers, config.json). Strict means: exactly one value, only
 // whitespace after it, valid UTF-8 in strings, no lone surrogates, no leading zeros, no
-// trailing commas. Integer literals keep full 64-bit precision (int64, or uint64 above
-// INT64_MAX); an integer literal outside both is an error rather than silently rounded.
+// trailing commas, no key twice in one object (readers disagree on which one counts).
+// Integer literals keep full 64-bit precision (int64, or uint64 above INT64_MAX); an integer
+// literal outside both is an error rather than silently rounded.
 // Nesting is bounded (kMaxDepth) so deep input cannot overflow the stack.
 #pragma once
 #include <cstddef>
@@ -26,7 +27,7 @@ struct Value {
     double d = 0.0;   // Kind::Double: a literal with a fraction or exponent
     std::string s;
     std::vector<Value> arr;
-    std::vector<Member> obj;  // in document order; duplicate keys are kept (caller decides)
+    std::vector<Member> obj;  // in document order; keys are unique (parse refuses duplicates)
 
     bool is_object() const { return kind == Kind::Object; }
     bool is_array() const { return kind == Kind::Array; }
@@ -47,7 +48,8 @@ struct Member {
 };
 
 // Parses text as one JSON value. On any fault throws Error(Status::Format) with message
-// "<source>: invalid JSON at byte <offset>: <reason>".
+// "<source>: invalid JSON at byte <offset>: <reason>"; a key twice in one object:
+// "<source>: duplicate key "<key>" at byte <offset> (<JSON path>): ...".
 Value parse(std::string_view text, const std::string& source);
 // The same, but an integer literal beyond 64 bits becomes a Double (rounded) instead of an
 // error: for files that carry one where nothing needs it exactly (Hugging Face's

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <vector>
@@ -20,6 +22,18 @@ namespace trt {
 namespace {
 
 constexpr size_t kMaxConfigBytes = 1 << 20;
+
+// The fewest digits that read back as x ("2.0000000001", "4"; a float: "0.1", not
+// 0.100000001).
+template <typename T>
+std::string digits(T x) {
+    char buf[64];
+    for (int precision = 1; precision <= 17; ++precision) {
+        std::snprintf(buf, sizeof buf, "%.*g", precision, static_cast<double>(x));
+        if (static_cast<T>(std::strtod(buf, nullptr)) == x) break;
+    }
+    return buf;
+}
 
 bool is_adapter(const ParamTensor& t) {
     return t.role == ParamRole::LoraA || t.role == ParamRole::LoraB;
@@ -61,14 +75,18 @@ void load_peft_adapter(const ParamTable& table, const std::string& dir, float* h
         const json::Value* v = cfg.find(key);
         return v && v->kind == json::Value::Kind::Bool && v->b;
     };
-    // PEFT's LoraConfig defaults: r 8, lora_alpha 8.
+    // PEFT's LoraConfig defaults: r 8, lora_alpha 8. Shown with every digit: a message must
+    // not say "r = 2 but lora.rank = 2" of an r of 2.0000001.
     const double r = number("r", 8), alpha = number("lora_alpha", 8);
+    if (!(r >= 1 && r <= 65536 && r == std::floor(r)))
+        fail(Status::Format, cfg_path, ": \"r\" = ", digits(r),
+             " is not a rank (PEFT's LoraConfig.r is a whole number of at least 1)");
     if (r != s.lora.rank)
-        fail(Status::Config, where, ": the adapter has r = ", r, " but lora.rank = ", s.lora.rank,
-             "; set lora.rank = ", r);
+        fail(Status::Config, where, ": the adapter has r = ", digits(r), " but lora.rank = ",
+             s.lora.rank, "; set lora.rank = ", digits(r));
     if (static_cast<float>(alpha) != s.lora.alpha)
-        fail(Status::Config, where, ": the adapter has lora_alpha = ", alpha,
-             " but lora.alpha = ", s.lora.alpha, "; set lora.alpha = ", alpha);
+        fail(Status::Config, where, ": the adapter has lora_alpha = ", digits(alpha),
+             " but lora.alpha = ", digits(s.lora.alpha), "; set lora.alpha = ", digits(alpha));
     if (flag("use_rslora") || flag("use_dora"))
         fail(Status::Config, where, ": the adapter uses ", flag("use_dora") ? "DoRA" : "rsLoRA",
              ", which libtrainrt does not train (plain LoRA, scale lora_alpha / r, only)");

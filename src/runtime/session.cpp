@@ -147,6 +147,7 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
                        "the adapter's weights are unusable (a damaged file, or one saved from a "
                        "diverged run); use another adapter or set lora.init_from = \"\"");
     }
+    if (world_size_ > 1) require_same_start_on_every_rank(host.data());
     backend_->copy_to_device(model_->params(), host.data(), host.size() * sizeof(float));
     // A frozen base read from model.init_from need not be in checkpoints: its digests stand
     // for it (a fine-tune's checkpoint then holds the adapters, or the tensors that train).
@@ -1041,6 +1042,8 @@ void Session::load(const std::string& path) {
              run_.data.train, "', ", train_data_->num_shards(),
              " shard(s)); resume with the data the checkpoint was trained on");
     warn_config_differences(st.config_toml, dir);
+    if (world_size_ > 1)
+        require_same_checkpoint_on_every_rank(dir, params.data(), m.data(), v.data(), st);
     // Every check passed: now change the session.
     sync();
     completed_.clear();

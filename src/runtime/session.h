@@ -124,6 +124,14 @@ private:
     // whether any rank says yes (every rank calls it at the same point); tells the world this
     // rank failed mid-run (its peers may wait at a collective it will not reach).
     void require_same_config_on_every_rank();
+    // ... and whose ranks start from other weights or another tokenizer (same paths, other
+    // files), or loaded another checkpoint: sha256 of every tensor's fp32 values compared.
+    void require_same_start_on_every_rank(const float* host_params);
+    void require_same_checkpoint_on_every_rank(const std::string& dir, const float* params,
+                                               const float* m, const float* v,
+                                               const CheckpointState& st);
+    std::string digests_differ(const std::vector<std::string>& names,
+                               const std::vector<std::string>& hex, size_t* item);
     void update_weights();
     bool any_rank(bool mine);
     void mark_failed() noexcept;

@@ -282,6 +282,26 @@ grep -Eq '^  throughput +100k tok/s, MFU 40.0%' huge.out || fail "huge: logged M
 [ "$(stat -c %s huge/report.html)" -lt 1500000 ] || fail "huge: the page is $(stat -c %s huge/report.html) bytes"
 echo "ok: 60000 points drawn as $drawn, the spike kept, page $(stat -c %s huge/report.html) bytes"
 
+step "text from metrics.jsonl reaches neither the terminal nor the page as control characters"
+mkdir -p esc
+# A run header whose strings retitle and clear a terminal, move the cursor, reverse the text,
+# break lines, or open a script in the page.
+cat >esc/metrics.jsonl <<'EOF'
+{"split":"run","step":0,"version":"\u001b]0;pwned\u0007\u001b[2J","model":"m\r\u001b[1Afake <script>alert(1)</script>","time":"\u202e\u2028\u009b"}
+{"split":"train","step":1,"loss":1}
+EOF
+"$TRAINRT" report esc --html esc/r.html >esc.out 2>esc.err || fail "report of esc: $(cat esc.err)"
+for f in esc.out esc.err esc/r.html; do
+    LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$f" && fail "$f holds a control character"
+    LC_ALL=C.UTF-8 grep -qP '[\x{80}-\x{9f}\x{2028}\x{2029}\x{202e}]' "$f" && fail "$f holds an unsafe character"
+done
+grep -qF 'version      libtrainrt \x1b]0;pwned\x07\x1b[2J (session from step 0, \u202e\u2028\u009b)' esc.out ||
+    fail "the summary does not show the header's control characters as escapes: $(cat esc.out)"
+grep -qF 'm\x0d\x1b[1Afake &lt;script&gt;alert(1)&lt;/script&gt;' esc/r.html ||
+    fail "the page does not show the model line escaped"
+grep -q '<script>alert' esc/r.html && fail "the page holds the log's <script>"
+echo "ok: control characters shown as escapes"
+
 # ------------------------------------------------------------------ errors
 step "error paths"
 expect_failure missing_dir 1 "no folder 'nope': give a run's train.out_dir" "$TRAINRT" report nope

@@ -446,6 +446,45 @@ deterministic = true
         "text_invalid_utf8.txt": b"\x80" + text[:20] + b"\xff\xc3" + text[20:],
     }
 
+    # --- fuzz_report_metrics: a run's metrics.jsonl (docs/FORMATS.md section 5)
+    def run_line(step):
+        return json.dumps({"step": step, "split": "run", "time": "2025-01-31T12:34:56Z",
+                           "version": "0.1.0", "acceleration": "device=cpu (auto) precision=fp32",
+                           "model": "gpt2 L2 H2 C16 V48, 9344 parameters, init random (seed 1)"})
+
+    def train_line(step, loss, **extra):
+        d = {"step": step, "split": "train", "loss": loss, "lr": 3e-4 * min(1, step / 3),
+             "grad_norm": 0.5 + step / 10, "tokens_total": 64 * step, "ms": 12.5,
+             "tok_per_s": 5120.0, "mfu": 0.01}
+        d.update(extra)
+        return json.dumps(d)
+
+    def val_line(step, loss):
+        return json.dumps({"step": step, "split": "val", "loss": loss})
+
+    def lines(*ls):
+        return ("\n".join(ls) + "\n").encode()
+
+    corpus["fuzz_report_metrics"] = {
+        "run.jsonl": lines(run_line(0), *[train_line(s, 4 - s / 10) for s in range(1, 9)],
+                           val_line(4, 3.7), val_line(8, 3.3)),
+        "resumed.jsonl": lines(run_line(0), *[train_line(s, 4 - s / 10) for s in range(1, 7)],
+                               run_line(3), *[train_line(s, 3.9 - s / 10) for s in range(4, 9)],
+                               val_line(6, 3.5), val_line(6, 3.4)),
+        "no_headers.jsonl": lines(*[train_line(s, 4.0) for s in (1, 2, 3, 2, 3, 4)]),
+        "gaps.jsonl": b'{"step": 1, "split": "train", "loss": NaN}\n'
+                      b'{"step": 2, "split": "train", "loss": null, "lr": Infinity}\r\n'
+                      b'{"step": 3, "split": "train", "loss": -Infinity, "ms": 1e308}\n\n'
+                      b'{"step": 3, "split": "val", "loss": 1e-320}\n',
+        "near_malformed.jsonl": b'garbage\n{"split": "train"}\n{"step": -1, "split": "train"}\n'
+                                b'{"step": 1.5, "split": "val"}\n{"step": 1, "split": "other"}\n'
+                                b'{"step": 9007199254740993, "split": "train"}\n[1, 2]\n'
+                                b'{"step": 1, "split": "train", "loss": 1, "x": {"y": [1, "}"]}}\n',
+        "escapes.jsonl": lines(json.dumps({"step": 0, "split": "run", "version": "\u00e9\u65e5 \\ \"",
+                                           "model": "\U0001F600 \t tab"}),
+                               train_line(1, 1.0)),
+    }
+
     total = 0
     for target, files in corpus.items():
         d = os.path.join(out, target)

@@ -66,16 +66,17 @@ void warn_malformed(const RunData& r) {
     const size_t n = r.malformed_lines.size();
     for (size_t i = 0; i < n && i < 5; ++i)
         std::fprintf(stderr, "trainrt: warning: %s:%lld: skipped a malformed line (%s)\n",
-                     r.metrics_path.c_str(), (long long)r.malformed_lines[i],
-                     r.malformed_why[i].c_str());
+                     printable(r.metrics_path).c_str(), (long long)r.malformed_lines[i],
+                     printable(r.malformed_why[i]).c_str());
     if (n > 5)
         std::fprintf(stderr, "trainrt: warning: %s: %zu more malformed lines skipped (the page "
-                     "lists them)\n", r.metrics_path.c_str(), n - 5);
+                     "lists them)\n", printable(r.metrics_path).c_str(), n - 5);
 }
 
+// Every string below may come from the run folder: shown through printable().
 void print_summary(const RunData& r) {
     const RunSummary s = summarize(r);
-    std::printf("== %s (%s)\n", r.label.c_str(), r.metrics_path.c_str());
+    std::printf("== %s (%s)\n", printable(r.label).c_str(), printable(r.metrics_path).c_str());
     std::printf("  steps        %lld (%zu logged; %d resume%s, %lld line%s replaced, %lld "
                 "dropped, %zu malformed)\n",
                 (long long)s.steps, r.train.size(), r.resumes, r.resumes == 1 ? "" : "s",
@@ -105,19 +106,20 @@ void print_summary(const RunData& r) {
     std::printf("  train time   %s (the sum of the step times)\n",
                 short_duration(s.train_seconds).c_str());
     for (const auto& [k, v] : r.facts)
-        if (k != "checkpoint") std::printf("  %-12s %s\n", k.c_str(), v.c_str());
+        if (k != "checkpoint")
+            std::printf("  %-12s %s\n", printable(k).c_str(), printable(v).c_str());
     if (!r.headers.empty()) {
         const RunHeader& h = r.headers.back();
-        std::printf("  acceleration %s\n", h.acceleration.c_str());
+        std::printf("  acceleration %s\n", printable(h.acceleration).c_str());
         std::printf("  version      libtrainrt %s (session from step %lld, %s)\n",
-                    h.version.c_str(), (long long)h.step, h.time.c_str());
+                    printable(h.version).c_str(), (long long)h.step, printable(h.time).c_str());
     } else {
         std::printf("  acceleration not recorded (no run header in metrics.jsonl)\n");
     }
     if (!r.checkpoint.empty())
-        std::printf("  config       %s\n", r.checkpoint.c_str());
+        std::printf("  config       %s\n", printable(r.checkpoint).c_str());
     else
-        std::printf("  config       %s\n", r.config_error.c_str());
+        std::printf("  config       %s\n", printable(r.config_error).c_str());
 }
 
 bool write_file(const std::string& path, const std::string& text) {
@@ -176,7 +178,7 @@ int cmd_report(int argc, char** argv) {
         r.label = i < labels.size() ? labels[i] : folder_name(dirs[i]);
         std::string error;
         if (!read_metrics(r, error)) {
-            std::fprintf(stderr, "trainrt: report: %s\n", error.c_str());
+            std::fprintf(stderr, "trainrt: report: %s\n", printable(error).c_str());
             return 1;
         }
         warn_malformed(r);

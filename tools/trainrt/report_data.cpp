@@ -109,7 +109,55 @@ void val_tokens(RunData& run) {
     }
 }
 
+// The length of the UTF-8 sequence at s[i] and its code point; 0 when it is none.
+size_t utf8_at(const std::string& s, size_t i, uint32_t& cp) {
+    const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+    const unsigned char c = b(i);
+    const size_t left = s.size() - i;
+    if (c < 0x80) return cp = c, 1;
+    const size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+                     : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (n == 0 || left < n) return 0;
+    cp = c & (0x7F >> n);
+    for (size_t k = 1; k < n; ++k) {
+        if ((b(i + k) & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (b(i + k) & 0x3F);
+    }
+    const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return n;
+}
+
 }  // namespace
+
+std::string printable(const std::string& s, bool keep_lines) {
+    std::string out;
+    out.reserve(s.size());
+    char buf[16];
+    for (size_t i = 0; i < s.size();) {
+        uint32_t cp = 0;
+        const size_t n = utf8_at(s, i, cp);
+        if (n == 0) {  // not UTF-8: the byte
+            std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i]));
+            out += buf;
+            ++i;
+            continue;
+        }
+        const bool line = keep_lines && (cp == '\n' || cp == '\t');
+        const bool control = cp < 0x20 || (cp >= 0x7F && cp <= 0x9F);
+        const bool unsafe = cp == 0x2028 || cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) ||
+                            (cp >= 0x2066 && cp <= 0x2069);
+        if ((control && !line) || unsafe) {
+            if (cp < 0x80) std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(cp));
+            else std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
+            out += buf;
+        } else {
+            out.append(s, i, n);
+        }
+        i += n;
+    }
+    return out;
+}
 
 bool read_metrics(RunData& run, std::string& error) {
     struct stat st {};
@@ -132,7 +180,10 @@ bool read_metrics(RunData& run, std::string& error) {
                 "train.out_dir set writes it as it trains";
         return false;
     }
+    return read_metrics_from(run, file, error);
+}
 
+bool read_metrics_from(RunData& run, std::istream& file, std::string& error) {
     // Steps by number. A run header at step S (a resume from S's checkpoint) moves the
     // lines of later steps aside: the continued run's line for such a step replaces it;
     // those it never reaches again are dropped (a branch the run left).

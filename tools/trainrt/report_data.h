@@ -4,6 +4,7 @@
 // latest checkpoint (through the public C API).
 #pragma once
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +60,8 @@ struct RunData {
 // skipped (run.malformed_*); false with `error` (naming the file and what to do) when the
 // folder or the file is missing or unreadable, or the file holds no train line.
 bool read_metrics(RunData& run, std::string& error);
+// The same, from a stream (run.metrics_path set by the caller; what the fuzzer feeds).
+bool read_metrics_from(RunData& run, std::istream& in, std::string& error);
 
 // The run config of dir's latest checkpoint: config_toml and facts, else config_error.
 // Computes the MFU series from runtime.peak_tflops when the lines carry none.
@@ -77,6 +80,12 @@ struct RunSummary {
     double train_seconds = 0;    // sum of step times (ms x steps each line stands for)
 };
 RunSummary summarize(const RunData& run);
+
+// Text from a run folder (metrics.jsonl, a checkpoint's config), safe to show: control
+// characters (C0 but newline and tab when keep_lines, DEL, C1), the line and paragraph
+// separators, the bidirectional overrides and bytes that are not UTF-8 become visible
+// escapes ("\x1b", "\u202e"), so a file cannot move the cursor, retitle or clear a terminal.
+std::string printable(const std::string& s, bool keep_lines = false);
 
 // "1.23k", "4.5M": a count for people.
 std::string short_count(double v);

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "report_data.h"
+
 namespace trainrt_cli {
 namespace {
 
@@ -85,7 +87,8 @@ std::string render_legend(const std::vector<LegendItem>& items, double top, doub
 
 }  // namespace
 
-std::string escape_html(const std::string& s) {
+std::string escape_html(const std::string& text) {
+    const std::string s = printable(text, true);  // no control characters in the page either
     std::string out;
     out.reserve(s.size());
     for (const char c : s) {

@@ -37,7 +37,7 @@ struct Chart {
 // The chart as one <svg> element (HTML5 inline: no namespace, no external reference).
 std::string render_chart(const Chart& chart);
 
-// HTML/XML text and attribute escaping: & < > " '.
+// HTML/XML text and attribute escaping: & < > " ', and printable(s, true) (report_data.h).
 std::string escape_html(const std::string& s);
 
 // Tick positions for [lo, hi] (about `target` of them, at 1, 2 or 5 x 10^k) and the

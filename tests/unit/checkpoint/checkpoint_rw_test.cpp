@@ -203,7 +203,7 @@ TEST(CheckpointRw, MalformedStateJsonNamesTheKey) {
         {"\"loss_scale\": 0.1", "\"loss_scale\": 0.0", "key \"loss_scale\" must be a positive"},
         {"\"library_version\": \"0.1.0\"", "\"library_version\": 1", "key \"library_version\" must be a string"},
         {"\"format_version\": 1", "\"format_version\": 1.0", "key \"format_version\" must be a positive integer"},
-        {"\"step\": 1234,", "\"step\": 1234, \"step\": 1,", "key \"step\" appears twice"},
+        {"\"step\": 1234,", "\"step\": 1234, \"step\": 1,", "duplicate key \"step\" at byte"},
         {"{", "[", "state.json: invalid JSON"},
         // step + 1 must not overflow on resume (issue 15: a state.json with step = INT64_MAX).
         {"\"step\": 1234", "\"step\": 9223372036854775807", "key \"step\" must be at most 1099511627776"},
@@ -213,7 +213,10 @@ TEST(CheckpointRw, MalformedStateJsonNamesTheKey) {
         {"\"step\"", "\"metadata\": [], \"step\"", "key \"metadata\" must be an object"},
         {"\"step\"", "\"metadata\": {\"k\": 1}, \"step\"", "key \"metadata.k\" must be a string"},
         {"\"step\"", "\"metadata\": {\"a b\": \"v\"}, \"step\"", "key \"metadata.a b\" is invalid"},
-        {"\"step\"", "\"metadata\": {\"k\": \"1\", \"k\": \"2\"}, \"step\"", "key \"metadata.k\" appears twice"},
+        {"\"step\"", "\"metadata\": {\"k\": \"1\", \"k\": \"2\"}, \"step\"", "duplicate key \"k\" at byte"},
+        {"\"step\"", "\"metadata\": {\"k\": \"1\", \"k\": \"2\"}, \"step\"", "($.metadata.k)"},
+        // JSON escapes a NUL, C strings end there (trainrt_session_get_metadata's caller).
+        {"\"step\"", "\"metadata\": {\"k\": \"a\\u0000b\"}, \"step\"", "holds a NUL character at byte 1"},
     };
     for (const auto& c : cases) {
         spit(dir + "/state.json", orig);

@@ -139,6 +139,13 @@ const Rule kRules[] = {
     {"InitFromNotString", "model", "init_from", "false", "expected a string"},
     {"DataTrainNotString", "data", "train", "5", "expected a string"},
     {"DataValNotString", "data", "val", "[\"a\"]", "expected a string"},
+    // A NUL would cut the path where C sees it: "x\u0000y" opened x.
+    {"DataTrainWithNul", "data", "train", "\"x\\u0000y\"",
+     "the string holds a NUL character (\\u0000) at byte 1; paths and names cannot contain one"},
+    {"InitFromWithNul", "model", "init_from", "\"\\u0000\"", "NUL character (\\u0000) at byte 0"},
+    {"TokenizerWithNul", "data", "tokenizer", "\"t\\u0000\"", "NUL character (\\u0000) at byte 1"},
+    {"LoraTargetWithNul", "lora", "target_modules", "[\"q_proj\", \"v\\u0000\"]",
+     "lora.target_modules (element 1): the string holds a NUL character", 11},
     {"SamplerUnknown", "data", "sampler", "\"shuffle\"", "\"random\", \"sequential\""},
     {"SamplerNotString", "data", "sampler", "1", "\"random\", \"sequential\""},
     {"DataSeedNegative", "data", "seed", "-5", "expected a non-negative integer"},
@@ -368,6 +375,22 @@ TEST(ConfigErrors, SyntaxErrorFromStringUsesSourceName) {
         EXPECT_EQ(e.status(), Status::Config);
         EXPECT_THAT(e.what(), HasSubstr("my.toml:1:"));
     }
+}
+
+// A model folder's config.json with a key twice: transformers takes the last, so reading the
+// first would build another model than the one the weights were saved from.
+TEST(ConfigErrors, ModelFolderConfigWithADuplicateKeyIsRefused) {
+    const fs::path folder = fs::path(TRAINRT_TEST_TMP) / "config_errors" / "dup_keys_model";
+    fs::remove_all(folder);
+    fs::create_directories(folder);
+    std::ofstream(folder / "config.json")
+        << R"({"model_type":"gpt2","n_embd":32,"n_embd":64,"vocab_size":256,)"
+           R"("n_positions":32,"n_layer":2,"n_head":2})";
+    const std::string msg =
+        string_error("[model]\ninit_from = \"" + folder.string() + "\"\n");
+    EXPECT_THAT(msg, HasSubstr("model.init_from: the model folder's config.json cannot be used"));
+    EXPECT_THAT(msg, HasSubstr((folder / "config.json").string() +
+                               ": duplicate key \"n_embd\" at byte 33 ($.n_embd)"));
 }
 
 TEST(ConfigErrors, DuplicateKeyIsSyntaxError) {

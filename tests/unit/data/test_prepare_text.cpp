@@ -106,6 +106,30 @@ TEST(PrepareTextStreaming, InvalidUtf8IsNamedByItsFileOffset) {
     EXPECT_FALSE(fs::exists(dir + "/out/train.bin"));  // nothing half-written looks complete
 }
 
+// A JSON line over the bound is refused by file:line and the bound once that many of its
+// bytes are read (std::getline read it whole first: a line of gigabytes failed as "cannot
+// read"); a line of exactly the bound, and a last line without a newline, are read.
+TEST(PrepareTextStreaming, AJsonLineOverTheBoundIsRefusedByItsSize) {
+    const std::string dir = fresh_dir();
+    trt::PrepareTextOptions o;
+    o.tokenizer = write_tokenizer(dir);
+    o.jsonl_field = "text";
+    o.max_json_line_bytes = 100;
+    const std::string fits = R"({"text": ")" + std::string(100 - 12, 'h') + R"("})";
+    ASSERT_EQ(fits.size(), 100u);
+    write_text(dir + "/ok.jsonl", "{\"text\": \"hello\"}\n\n" + fits + "\n{\"text\": \"he\"}");
+    EXPECT_EQ(trt::prepare_text({dir + "/ok.jsonl"}, dir + "/ok", o).documents, 3);
+    write_text(dir + "/long.jsonl",
+               "{\"text\": \"hello\"}\n" + fits + "\n{\"text\": \"" + std::string(5000, 'x') + "\"}\n");
+    expect_error([&] { trt::prepare_text({dir + "/long.jsonl"}, dir + "/out", o); },
+                 trt::Status::InvalidArgument,
+                 {"long.jsonl:3: the line is longer than 100 bytes, the most a JSON line may hold"});
+    // Without a newline at all (a file of one endless line).
+    write_text(dir + "/endless.jsonl", std::string(3 << 20, '['));
+    expect_error([&] { trt::prepare_text({dir + "/endless.jsonl"}, dir + "/out", o); },
+                 trt::Status::InvalidArgument, {"endless.jsonl:1: the line is longer than 100"});
+}
+
 // A shard's header count and its uint16 ids.
 std::vector<uint16_t> ids_of(const std::string& path, int32_t& count) {
     const std::string bytes = slurp(path);

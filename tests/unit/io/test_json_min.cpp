@@ -27,13 +27,13 @@ void expect_bad(const std::string& s, const std::string& frag) {
     }
 }
 
-TEST(JsonMin, ObjectsKeepDocumentOrderAndDuplicates) {
-    const Value v = parse(R"( {"b": 1, "a": [true, false, null], "b": "x"} )");
+TEST(JsonMin, ObjectsKeepDocumentOrder) {
+    const Value v = parse(R"( {"b": 1, "a": [true, false, null], "c": "x"} )");
     ASSERT_TRUE(v.is_object());
     ASSERT_EQ(v.obj.size(), 3u);
     EXPECT_EQ(v.obj[0].key, "b");
     EXPECT_EQ(v.obj[1].key, "a");
-    EXPECT_EQ(v.obj[2].key, "b");
+    EXPECT_EQ(v.obj[2].key, "c");
     const Value* a = v.find("a");
     ASSERT_NE(a, nullptr);
     ASSERT_EQ(a->arr.size(), 3u);
@@ -41,8 +41,30 @@ TEST(JsonMin, ObjectsKeepDocumentOrderAndDuplicates) {
     EXPECT_TRUE(a->arr[0].b);
     EXPECT_FALSE(a->arr[1].b);
     EXPECT_EQ(a->arr[2].kind, Value::Kind::Null);
-    EXPECT_EQ(v.find("b")->i, 1);  // first occurrence
+    EXPECT_EQ(v.find("b")->i, 1);
     EXPECT_EQ(v.find("zz"), nullptr);
+}
+
+// Python's json and transformers keep the last of two equal keys, find() would keep the
+// first (config.json's n_embd, an adapter's r): refused, naming the key, where and its path.
+TEST(JsonMin, DuplicateKeysAreRefusedWithTheirPath) {
+    expect_bad(R"({"model_type":"gpt2","n_embd":32,"n_embd":64})",
+               "test.json: duplicate key \"n_embd\" at byte 33 ($.n_embd): JSON readers "
+               "disagree on which one counts (Python and transformers take the last)");
+    expect_bad(R"({"a":[{"x":1},{"y":{"z":1,"k":2,"z":3}}]})",
+               "duplicate key \"z\" at byte 32 ($.a[1].y.z)");
+    expect_bad(R"({"a.b":{"q\u0001":1,"q\u0001":2}})",
+               "duplicate key \"q\\u0001\" at byte 20 ($[\"a.b\"][\"q\\u0001\"])");
+    // The earliest second occurrence in document order; equal values are no excuse.
+    expect_bad(R"({"b":1,"a":1,"a":1,"b":1})", "duplicate key \"a\" at byte 13");
+    const std::string big(300, 'k');
+    expect_bad("{\"" + big + "\":1,\"" + big + "\":2}", "\"" + big.substr(0, 64) + "\"... (300 bytes)");
+    // Equal keys in different objects are fine, and a large object (a vocabulary) parses.
+    EXPECT_NO_THROW(parse(R"({"a":{"k":1},"b":{"k":1},"k":[{"k":1},{"k":2}]})"));
+    std::string vocab = "{";
+    for (int i = 0; i < 100000; ++i) vocab += (i ? ",\"" : "\"") + std::to_string(i) + "\":" + std::to_string(i);
+    EXPECT_EQ(parse(vocab + "}").obj.size(), 100000u);
+    expect_bad(vocab + ",\"77\":1}", "duplicate key \"77\"");
 }
 
 TEST(JsonMin, Integers64Bit) {

@@ -494,7 +494,7 @@ TEST(SafetensorsMalformed, UnknownOrDuplicateEntryKey) {
     expect_format(image(R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1}})", 4),
                   "unknown key 'x'");
     expect_format(image(R"({"t":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4),
-                  "duplicate key 'dtype'");
+                  "duplicate key \"dtype\" at byte 20 ($.t.dtype)");
 }
 
 TEST(SafetensorsMalformed, UnknownDtype) {
@@ -588,7 +588,7 @@ TEST(SafetensorsMalformed, TrailingUnusedBytes) {
 TEST(SafetensorsMalformed, DuplicateName) {
     const std::string h = R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
                           R"("a":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})";
-    expect_format(image(h, 4), "duplicate tensor name 'a'");
+    expect_format(image(h, 4), "duplicate key \"a\" at byte 53 ($.a)");
 }
 
 TEST(SafetensorsMalformed, MetadataNonStringValue) {
@@ -599,8 +599,10 @@ TEST(SafetensorsMalformed, MetadataNonStringValue) {
 
 TEST(SafetensorsMalformed, MetadataNotAnObjectOrDuplicated) {
     expect_format(image(R"({"__metadata__":["a"]})", 0), "\"__metadata__\" is a JSON array");
-    expect_format(image(R"({"__metadata__":{},"__metadata__":{}})", 0), "duplicate \"__metadata__\"");
-    expect_format(image(R"({"__metadata__":{"k":"a","k":"b"}})", 0), "duplicate \"__metadata__\" key 'k'");
+    expect_format(image(R"({"__metadata__":{},"__metadata__":{}})", 0),
+                  "duplicate key \"__metadata__\" at byte 19 ($.__metadata__)");
+    expect_format(image(R"({"__metadata__":{"k":"a","k":"b"}})", 0),
+                  "duplicate key \"k\" at byte 25 ($.__metadata__.k)");
 }
 
 // ------------------------------------------------------------------------- robustness

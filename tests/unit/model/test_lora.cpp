@@ -12,6 +12,7 @@
 
 #include "backend/backend_factory.h"
 #include "core/error.h"
+#include "io/fs_util.h"
 #include "model/decoder.h"
 #include "model/lora.h"
 #include "model/model_weights.h"
@@ -208,6 +209,33 @@ TEST(PeftAdapter, FolderRoundTripAndRefusals) {
     refused(lora(2, {"c_attn", "mlp.c_proj"}, 8.0), "set lora.alpha = 4");
     refused(lora(2, {"c_attn"}, 4.0), "lora.target_modules does not select");
     refused(lora(2, {"c_attn", "c_proj"}, 4.0), "it does not adapt h.0.attn.c_proj");
+
+    // What disagrees is shown with every digit it needs ("r = 2 but lora.rank = 2" said
+    // nothing), and a key twice is refused: PEFT reads the last "r", this reader the first.
+    const std::string cfg_path = dir + "/" + kPeftConfigFile;
+    const std::string cfg = read_small_file(cfg_path, 1 << 20);
+    auto edited = [&](const std::string& from, const std::string& to, Status status,
+                      const std::string& word) {
+        std::string text = cfg;
+        ASSERT_NE(text.find(from), std::string::npos) << text;
+        text.replace(text.find(from), from.size(), to);
+        write_file_atomic(cfg_path, text);
+        std::vector<float> buf(t.total(), 3.0f);
+        try {
+            load_peft_adapter(t, dir, buf.data());
+            ADD_FAILURE() << "loaded with " << to;
+        } catch (const Error& e) {
+            EXPECT_EQ(e.status(), status) << e.what();
+            EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
+        }
+    };
+    edited("\"r\": 2,", "\"r\": 2.0000000001,", Status::Format,
+           "adapter_config.json: \"r\" = 2.0000000001 is not a rank");
+    edited("\"lora_alpha\": 4,", "\"lora_alpha\": 4.000001,", Status::Config,
+           "the adapter has lora_alpha = 4.000001 but lora.alpha = 4; set lora.alpha = 4.000001");
+    edited("\"r\": 2,", "\"r\": 2, \"r\": 4,", Status::Format, "duplicate key \"r\"");
+    write_file_atomic(cfg_path, cfg);
+    load_peft_adapter(t, dir, q.data());
 }
 
 // Writing over an adapter folder never leaves a mixed pair: the old config goes before the

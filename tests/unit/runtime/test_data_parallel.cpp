@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -20,6 +21,10 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
+#include <unistd.h>
+
+#include "capi/capi_test_util.h"  // tiny_tokenizer_json
 #include "data/prepare.h"
 #include "dist/communicator.h"
 #include "model/lora.h"
@@ -384,6 +389,120 @@ TEST(DataParallelRuns, RanksWithAnotherConfigAreRefusedOnEveryRank) {
     b.set("optim.lr", "0.001");
     for (const std::string& e : build_world({a, b}))
         EXPECT_NE(e.find("rank 1 runs another config than rank 0"), std::string::npos) << e;
+}
+
+// One config text, one path, other files behind it on one rank (another node's copy of
+// model.init_from). Here each rank's thread sees its own folder at the same path: after
+// unshare(CLONE_FS) it has a working directory of its own, which /proc/thread-self/cwd names
+// (as rank 1 of an MPI job sees its node's files).
+struct OwnFolders {
+    std::vector<std::string> errors;
+    bool unshared = true;
+};
+static OwnFolders ranks_in_own_folders(const Config& base, const std::vector<std::string>& cwd,
+                                       const std::vector<std::pair<std::string, std::string>>& sets,
+                                       const std::function<void(Session&, int)>& then = {}) {
+    auto world = dist::make_thread_world(static_cast<int>(cwd.size()));
+    OwnFolders out;
+    out.errors.resize(cwd.size());
+    std::mutex mu;
+    std::vector<std::thread> threads;
+    for (size_t r = 0; r < cwd.size(); ++r)
+        threads.emplace_back([&, r] {
+            if (::unshare(CLONE_FS) != 0 || ::chdir(cwd[r].c_str()) != 0) {
+                std::lock_guard<std::mutex> lock(mu);
+                out.unshared = false;
+                world[r]->mark_failed();
+                return;
+            }
+            try {
+                Config c = base;  // the folder's config.json is read here, on this rank
+                for (const auto& [key, value] : sets) c.set(key, value);
+                Session s(c, LogSink{}, {}, world[r]);
+                s.step();
+                if (then) then(s, static_cast<int>(r));
+            } catch (const Error& e) {
+                out.errors[r] = e.what();
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    return out;
+}
+
+TEST(DataParallelRuns, RanksThatReadOtherWeightsAtOnePathAreRefused) {
+    const std::string dir = test_dir();
+    const Config c = config(dir, "random", 4, 1);
+    for (const auto& [folder, seed] : {std::pair<std::string, int>{"a", 7}, {"b", 7}, {"c", 8}}) {
+        Config e = c;
+        e.set("model.seed", std::to_string(seed));
+        Session(e, LogSink{}).export_hf(dir + "/" + folder + "/mhf", ExportDType::F32);
+    }
+    const std::vector<std::pair<std::string, std::string>> from = {
+        {"model.init_from", "\"/proc/thread-self/cwd/mhf\""}};
+    const OwnFolders same = ranks_in_own_folders(c, {dir + "/a", dir + "/b"}, from);
+    if (!same.unshared) GTEST_SKIP() << "unshare(CLONE_FS) is not allowed here";
+    EXPECT_EQ(same.errors, std::vector<std::string>(2, ""));
+    // Rank 2 of 3 reads other weights: every rank refuses, naming it, the path and what to do.
+    const OwnFolders other = ranks_in_own_folders(c, {dir + "/a", dir + "/b", dir + "/c"}, from);
+    for (const std::string& e : other.errors) {
+        EXPECT_NE(e.find("data parallel: rank 2 (tensor 'wte.weight': sha256 "), std::string::npos) << e;
+        EXPECT_NE(e.find(" starts from other weights than rank 0 (model.init_from = "
+                         "'/proc/thread-self/cwd/mhf'), so the replicas would never agree; every "
+                         "rank must read the same files: give every node the same weights at "
+                         "that path"), std::string::npos) << e;
+    }
+    // A random init is compared too (alike by construction: the ranks above trained).
+    EXPECT_EQ(build_world({c, c}), std::vector<std::string>(2, ""));
+}
+
+TEST(DataParallelRuns, RanksThatReadAnotherTokenizerAtOnePathAreRefused) {
+    const std::string dir = test_dir();
+    Config c = config(dir, "random", 4, 1);
+    c.set("model.vocab_size", "320");
+    for (const char* folder : {"a", "b", "c"}) {
+        fs::create_directories(dir + "/" + folder);
+        std::ofstream(dir + "/" + folder + "/tokenizer.json") << tiny_tokenizer_json();
+        std::ofstream(dir + "/" + folder + "/tokenizer_config.json")
+            << (folder[0] == 'c' ? R"({"eos_token": "he"})" : R"({"eos_token": "<|eot|>"})");
+    }
+    const std::vector<std::pair<std::string, std::string>> tok = {
+        {"data.tokenizer", "\"/proc/thread-self/cwd/tokenizer.json\""}};
+    const OwnFolders same = ranks_in_own_folders(c, {dir + "/a", dir + "/b"}, tok);
+    if (!same.unshared) GTEST_SKIP() << "unshare(CLONE_FS) is not allowed here";
+    EXPECT_EQ(same.errors, std::vector<std::string>(2, ""));
+    const OwnFolders other = ranks_in_own_folders(c, {dir + "/c", dir + "/a"}, tok);
+    for (const std::string& e : other.errors)
+        EXPECT_NE(e.find("data parallel: rank 1 (data.tokenizer = '/proc/thread-self/cwd/"
+                         "tokenizer.json': sha256 "), std::string::npos) << e;
+    EXPECT_NE(other.errors[0].find("reads another tokenizer than rank 0 from the same path"),
+              std::string::npos) << other.errors[0];
+}
+
+// load() on every rank: the same checkpoint path, another checkpoint behind it on one rank.
+TEST(DataParallelRuns, RanksThatLoadAnotherCheckpointAreRefused) {
+    const std::string dir = test_dir();
+    const Config c = config(dir, "random", 4, 1);
+    for (const auto& [folder, steps] : {std::pair<std::string, int>{"a", 2}, {"b", 2}, {"c", 3}}) {
+        Session s(c, LogSink{});
+        for (int k = 0; k < steps; ++k) s.step();
+        s.save(dir + "/" + folder + "/ckpt");
+    }
+    std::vector<double> after(2);
+    auto load = [&](Session& s, int r) {
+        s.load("/proc/thread-self/cwd/ckpt");
+        after[static_cast<size_t>(r)] = s.step().loss;
+    };
+    const OwnFolders alike = ranks_in_own_folders(c, {dir + "/a", dir + "/b"}, {}, load);
+    if (!alike.unshared) GTEST_SKIP() << "unshare(CLONE_FS) is not allowed here";
+    EXPECT_EQ(alike.errors, std::vector<std::string>(2, ""));
+    EXPECT_TRUE(same(after[0], after[1]));
+    const OwnFolders other = ranks_in_own_folders(c, {dir + "/a", dir + "/c"}, {}, load);
+    for (const std::string& e : other.errors) {
+        EXPECT_NE(e.find("data parallel: rank 1 (tensor '"), std::string::npos) << e;
+        EXPECT_NE(e.find("loaded another checkpoint than rank 0 (this rank read "
+                         "'/proc/thread-self/cwd/ckpt'), so the replicas would never agree"),
+                  std::string::npos) << e;
+    }
 }
 
 TEST(DataParallelRuns, RankZeroAloneWritesOutDir) {
