@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # From a fresh clone: install dependencies, build, tokenize tiny Shakespeare and train the
 # demo model on the CPU, then print a sample of its text. Extra arguments go to `trainrt
-# train` (e.g. --steps 200). Ctrl-C stops after the current step and writes a checkpoint;
+# train` (e.g. --steps 200). Ctrl-C stops (mid-step) and writes a checkpoint;
 # running the script again continues from out/shakespeare/latest (--fresh starts over).
 set -euo pipefail
 cd "$(dirname "$0")/.."

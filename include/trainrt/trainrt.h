@@ -270,15 +270,20 @@ TRAINRT_API trainrt_status trainrt_session_forward(double* out_loss, float* logi
  * 2^40 count as 2^40, so INT64_MAX means "until stopped"), with the
  * config's log / eval cadence, appending to <train.out_dir>/metrics.jsonl when out_dir is
  * set, calling callback (may be NULL) at each logged step and eval. Returns TRAINRT_OK,
- * or TRAINRT_STOPPED when request_stop or the callback ended it early (the step in flight
- * is completed first). */
+ * or TRAINRT_STOPPED when request_stop or the callback ended it early (the callback: after
+ * the step it reports; request_stop: see there). */
 TRAINRT_API trainrt_status trainrt_session_train(trainrt_session* session, int64_t n_steps,
                                                  trainrt_progress_fn callback, void* payload);
-/* Ask a running train() to stop after its current step. Safe from any thread (and from a
- * signal handler). A request made while no train() runs stops the next one at once; one
- * that arrives during the last step of a train() that then completes is discarded. It also
- * interrupts a running eval between batches: trainrt_session_eval then returns
- * TRAINRT_ERR_CANCELLED, and a train() whose eval it interrupted returns TRAINRT_STOPPED. */
+/* Ask a running train() to stop. Safe from any thread (and from a signal handler). It is
+ * seen before each step and, with one rank, between the micro-batches of a step
+ * (train.grad_accum): that step is then abandoned — weights, optimizer state, step count and
+ * sampler position stay as after the previous step, so a checkpoint saved next resumes
+ * exactly as if it never ran. (A step replayed as a CUDA graph, accel.cuda_graphs, or one of
+ * several ranks runs to its end first.) A request made while no train() runs stops the next
+ * one at once; one that arrives during the last micro-batch of a train() that then completes
+ * is discarded. It also interrupts a running eval between batches: trainrt_session_eval then
+ * returns TRAINRT_ERR_CANCELLED, and a train() whose eval it interrupted returns
+ * TRAINRT_STOPPED. */
 TRAINRT_API trainrt_status trainrt_session_request_stop(trainrt_session* session);
 TRAINRT_API trainrt_status trainrt_session_metrics(trainrt_metrics* out,
                                                    trainrt_session* session);

@@ -30,6 +30,12 @@
 namespace trt {
 namespace {
 
+// Thrown by a stoppable step that a stop request abandoned before micro-batch `next` (0-based);
+// caught by train(), never past the Session.
+struct StepAbandoned {
+    int64_t next;
+};
+
 double now_ms() {
     using namespace std::chrono;
     return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
@@ -477,12 +483,16 @@ void Session::resolve_auto_batch_size(const BackendFactory& factory) {
 // k, `load` puts its B x T inputs and targets in the model's buffers, then forward +
 // backward accumulate the gradients and the loss sum (on the backend); then the update
 // (clip, AdamW, loss scale).
-void Session::accumulate_and_update(float dloss_scale, const MicroBatchLoader& load) {
+void Session::accumulate_and_update(float dloss_scale, const MicroBatchLoader& load,
+                                    bool stoppable) {
     const int B = model_->max_batch(), T = model_->max_seq();
     int32_t* inputs = model_->inputs_buffer();
     int32_t* targets = model_->targets_buffer();
     model_->zero_grads();
     for (int64_t k = 0; k < run_.train.grad_accum; ++k) {
+        // A step of train.grad_accum = 2^20 micro-batches can take hours: a stop request
+        // ends it here, before anything the step keeps has changed (the update comes last).
+        if (stoppable && stop_requested_.load()) throw StepAbandoned{k};
         load(k, inputs, targets);
         // dist.overlap: the last micro-batch's backward completes each block's gradients,
         // which are summed across ranks from there on.
@@ -506,7 +516,7 @@ int64_t Session::tokens_per_step() const {
 // Once per step, after the backward of every micro-batch (phase 1 of docs/DISTRIBUTED.md):
 // host memory is reduced in place, a device's through a host copy. Never inside a graph: a
 // data-parallel run draws on the host, and graphs need the resident split.
-StepResult Session::step_on_this_rank() {
+StepResult Session::step_on_this_rank(bool stoppable) {
     warn_resume_differences();
     if (!train_data_)
         fail(Status::Config, "data.train is not set: step() draws batches from it "
@@ -517,31 +527,52 @@ StepResult Session::step_on_this_rank() {
     const double lr = scheduled_lr(run_.optim, run_.train.steps, s);
     const float dloss = 1.0f / static_cast<float>(B * T * GA * world_size_);
     const bool sequential = run_.data.sampler == SamplerKind::Sequential;
+    stoppable = stoppable && world_size_ == 1;
+    // Where the step started reading, for an abandoned step to put back (the random sampler
+    // draws by step and micro-batch number: nothing to put back).
+    const SequentialCursor cursor_at_start = cursor_;
     // Eager, outside any graph: the values only the host knows this step.
     backend_->begin_step(scalars_, static_cast<float>(lr), s);
-    if (resident_) {
-        if (sequential) {
-            for (int64_t k = 0; k < GA; ++k) {  // this rank's rows of a window of every rank's
-                const SequentialWindow w =
-                    next_sequential_window(*train_data_, cursor_, world_size_ * B, T);
-                window_starts_[static_cast<size_t>(k)] =
-                    shard_starts_[w.shard] + w.pos + rank_ * B * T;
+    try {
+        if (resident_) {
+            if (sequential) {
+                for (int64_t k = 0; k < GA; ++k) {  // this rank's rows of a window of every rank's
+                    const SequentialWindow w =
+                        next_sequential_window(*train_data_, cursor_, world_size_ * B, T);
+                    window_starts_[static_cast<size_t>(k)] =
+                        shard_starts_[w.shard] + w.pos + rank_ * B * T;
+                }
+                backend_->upload_step_inputs(window_starts_dev_, window_starts_.data(),
+                                             window_starts_.size() * sizeof(int64_t));
             }
-            backend_->upload_step_inputs(window_starts_dev_, window_starts_.data(),
-                                         window_starts_.size() * sizeof(int64_t));
+            // The whole step draws on the backend, so a graph can record it. Only an eager run
+            // (graphs off, or the warm-up before the capture) checks for a stop between its
+            // micro-batches: a recording must hold them all, and a replay runs them all at
+            // once. An abandoned warm-up throws through the runner, which warms up again.
+            const GraphRunner::State graph = step_graph_->state();
+            const bool eager =
+                graph == GraphRunner::State::Off || graph == GraphRunner::State::Warmup;
+            step_graph_->run(
+                [&] { accumulate_and_update(dloss, resident_loader(), stoppable && eager); });
+        } else {
+            accumulate_and_update(
+                dloss,
+                [&](int64_t k, int32_t* inputs, int32_t* targets) {
+                    if (sequential)
+                        sample_sequential(*train_data_, cursor_, B, T, rows_.data(), rank_,
+                                          world_size_);
+                    else
+                        sample_random(*train_data_, run_.data.seed, s, k, B, T, rows_.data(),
+                                      rank_ * B);
+                    backend_->load_rows(inputs, targets, rows_.data(), static_cast<int>(B),
+                                        static_cast<int>(T));
+                },
+                stoppable);
         }
-        // The whole step draws on the backend, so a graph can record it.
-        step_graph_->run([&] { accumulate_and_update(dloss, resident_loader()); });
-        return finish_step(s, lr, t0);
+    } catch (const StepAbandoned&) {
+        cursor_ = cursor_at_start;
+        throw;
     }
-    accumulate_and_update(dloss, [&](int64_t k, int32_t* inputs, int32_t* targets) {
-        if (sequential)
-            sample_sequential(*train_data_, cursor_, B, T, rows_.data(), rank_, world_size_);
-        else
-            sample_random(*train_data_, run_.data.seed, s, k, B, T, rows_.data(), rank_ * B);
-        backend_->load_rows(inputs, targets, rows_.data(), static_cast<int>(B),
-                            static_cast<int>(T));
-    });
     return finish_step(s, lr, t0);
 }
 
@@ -852,7 +883,15 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
             return finish(TrainOutcome::Stopped);
         }
         try {
-            step();
+            step_on_this_rank(true);
+        } catch (const StepAbandoned& a) {
+            sync();
+            report_completed();
+            log_.info("train: stopped on request during step ", step_ + 1, " (before micro-batch ",
+                      a.next + 1, " of train.grad_accum = ", run_.train.grad_accum,
+                      "); that step was abandoned: the weights, optimizer state and sampler are "
+                      "as after step ", step_);
+            return finish(TrainOutcome::Stopped);
         } catch (const Error& e) {
             if (e.status() == Status::NonFinite) report_completed();  // the steps up to it
             throw;

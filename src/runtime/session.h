@@ -92,7 +92,9 @@ public:
     // Generates n_new tokens after prompt into out; the model sees the last seq_len tokens.
     void sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
                 const TokenSamplingOptions& options, int32_t* out);
-    // Lock-free stores only: safe from a signal handler.
+    // Lock-free stores only: safe from a signal handler. train() sees it before each step
+    // and, in a world of one, between the micro-batches of an eagerly run step (which it then
+    // abandons: see step_on_this_rank).
     void request_stop() {
         stop_count_.fetch_add(1);
         stop_requested_.store(true);
@@ -135,14 +137,23 @@ private:
     void update_weights();
     bool any_rank(bool mine);
     void mark_failed() noexcept;
-    StepResult step_on_this_rank();
+    // stoppable (train() only): a stop request seen before a micro-batch abandons the step —
+    // it throws StepAbandoned (session.cpp) after putting the sampler cursor back; the step
+    // count, weights and optimizer state are only changed after the last micro-batch, so the
+    // session is exactly as before the step (its gradients buffer and scalars hold partial
+    // sums the next step overwrites). Only where the host runs the micro-batch loop itself: a
+    // world of one (ranks must agree on every step), and not while a graph records or
+    // replays the step (accel.cuda_graphs: a replay runs every micro-batch at once).
+    StepResult step_on_this_rank(bool stoppable = false);
     TrainOutcome train_on_this_rank(int64_t n_steps, const ProgressCallback& callback);
     void resolve_auto_batch_size(const BackendFactory& factory);
     // Puts micro-batch k's inputs and targets ([B, T] each) in the given backend buffers.
     using MicroBatchLoader = std::function<void(int64_t k, int32_t* inputs, int32_t* targets)>;
     // Every step's grad-accumulation loop: zero grads, GA x (load -> forward/backward), then
     // the optimizer update.
-    void accumulate_and_update(float dloss_scale, const MicroBatchLoader& load);
+    // stoppable: see step_on_this_rank.
+    void accumulate_and_update(float dloss_scale, const MicroBatchLoader& load,
+                               bool stoppable = false);
     // Draws micro-batch k on the backend from the resident split, reading every per-step
     // value from backend memory (StepScalars, window_starts_dev_): a whole step of these is
     // what a graph records.

@@ -202,7 +202,7 @@ grep -q 'nothing to do' again.err || fail "train at train.steps: expected 'nothi
 grep -q 'resumed' fresh.err && fail "train --fresh resumed"
 grep -Eq '^step 2 ' fresh.out || fail "train --fresh: did not start over"
 
-step "SIGINT finishes the step, writes a checkpoint, exits 130"
+step "SIGINT stops the run, writes a checkpoint, exits 130"
 cat >slow.toml <<'TOML'
 [model]
 vocab_size = 256
@@ -251,6 +251,77 @@ grep -v '"step"' slow/metrics.jsonl && fail "metrics.jsonl holds a line that is 
 # The kernel dropped the lock with the process: the folder is free again.
 "$TRAINRT" train slow.toml --steps 1 >after.out 2>after.err ||
     { cat after.err >&2; fail "the out_dir lock outlived its run"; }
+
+# Starts `trainrt train slow.toml ARGS...` in the background (pid in $pid, stderr in
+# NAME.err), waits until it trains (its signal handlers are installed by then), and arms a
+# hang guard that kills it after 4 minutes: no timing is asserted, a hang fails instead.
+start_long_run() {
+    local name=$1
+    shift
+    "$TRAINRT" train slow.toml "$@" >"$name.out" 2>"$name.err" &
+    pid=$!
+    # (Its sleep is killed with it, and it holds no output open: ctest waits for both.)
+    (
+        sleep 240 &
+        s=$!
+        trap 'kill $s 2>/dev/null; exit 0' TERM
+        wait $s
+        kill -KILL "$pid" 2>/dev/null && echo "HANG GUARD: killed $pid" >>"$name.err"
+    ) </dev/null >/dev/null 2>&1 &
+    guard=$!
+    for _ in $(seq 1 600); do
+        grep -q 'train: steps ' "$name.err" 2>/dev/null && break
+        sleep 0.2
+    done
+    grep -q 'train: steps ' "$name.err" || fail "$name: training did not start"
+}
+# Waits for it; its exit status in $rc.
+finish_long_run() {
+    rc=0
+    wait "$pid" || rc=$?
+    kill "$guard" 2>/dev/null || true
+    wait "$guard" 2>/dev/null || true
+    grep -q 'HANG GUARD' "$1.err" && { cat "$1.err" >&2; fail "$1: the run did not end"; }
+    return 0
+}
+
+step "a stop is seen between micro-batches: SIGINT ends a step of 10^6 micro-batches"
+# Issue 37: with train.grad_accum = 10^6 the first step would run for hours, and the stop
+# was only seen after it.
+start_long_run accum --fresh --set train.grad_accum=1000000 --set 'train.out_dir="accum"'
+kill -INT "$pid"
+finish_long_run accum
+[ "$rc" -eq 130 ] || { cat accum.err >&2; fail "accum: exit $rc, expected 130"; }
+grep -q 'stopped on request during step 1 (before micro-batch [0-9]* of train.grad_accum = 1000000); that step was abandoned' accum.err ||
+    { cat accum.err >&2; fail "accum: the step was not abandoned between micro-batches"; }
+grep -q 'checkpoint .*accum/step_00000000' accum.err || fail "accum: no checkpoint written"
+[ -f "accum/$(cat accum/latest)/MANIFEST.sha256" ] || fail "accum: latest is not a complete checkpoint"
+
+step "a second signal exits at once, saying what was not saved"
+# The first signal asks for the stop and the second ends the process from the handler: it
+# must not wait for the stop, nor write a checkpoint. Both arrive while the process is
+# stopped (SIGSTOP), so the second is handled before the stop can make progress (whichever
+# of the two the kernel hands over first is the first).
+"$TRAINRT" train slow.toml --fresh --steps 1 --set 'train.out_dir="twice"' >twice1.out 2>twice1.err ||
+    { cat twice1.err >&2; fail "twice: the first step"; }
+[ "$(cat twice/latest)" = step_00000001 ] || fail "twice: no checkpoint at step 1"
+start_long_run twice --set train.grad_accum=1000000 --set 'train.out_dir="twice"'
+kill -STOP "$pid"
+kill -INT "$pid"
+kill -TERM "$pid"
+kill -CONT "$pid"
+finish_long_run twice
+second=$(sed -nE 's/^trainrt: second signal \((SIG[A-Z]+)\): exiting now; .*/\1/p' twice.err)
+[ -n "$second" ] || { cat twice.err >&2; fail "twice: no 'second signal' message (exit $rc)"; }
+want=130
+[ "$second" = SIGTERM ] && want=143
+[ "$rc" -eq "$want" ] || { cat twice.err >&2; fail "twice: exit $rc after a second $second"; }
+grep -q "second signal ($second): exiting now; nothing after the last checkpoint (.*twice/step_00000001) was saved" twice.err ||
+    { cat twice.err >&2; fail "twice: the message does not name the last checkpoint"; }
+grep -q '^trainrt: checkpoint' twice.err && fail "twice: a checkpoint was written after the second signal"
+[ "$(cat twice/latest)" = step_00000001 ] || fail "twice: latest changed"
+[ -f twice/step_00000001/MANIFEST.sha256 ] || fail "twice: the last checkpoint is not complete"
+echo "ok: second $second -> exit $rc"
 
 # ------------------------------------------------------------------ the non-finite policy
 step "a diverging run stops after train.max_skipped_steps and saves nothing non-finite"

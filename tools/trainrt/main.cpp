@@ -11,6 +11,11 @@
 //   trainrt report OUT_DIR [OUT_DIR...] [--html FILE] [--label NAME]...
 #include <trainrt/trainrt.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <chrono>
 #include <cstdio>
@@ -35,7 +40,7 @@ const char* kUsage =
     "        byte-level tokenize a text file into DIR/train.bin and DIR/val.bin\n"
     "  train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh | --checkpoint PATH]\n"
     "        train as CONFIG says, resuming from train.out_dir/latest if there is one;\n"
-    "        writes a checkpoint when the run ends; Ctrl-C stops after the current step\n"
+    "        writes a checkpoint when the run ends; Ctrl-C stops, writing one too\n"
     "  eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH]\n"
     "        mean val loss of the latest checkpoint in train.out_dir (or PATH, or the\n"
     "        initial model when there is none)\n"
@@ -100,8 +105,10 @@ const CommandHelp kCommandHelp[] = {
      "                       `latest`) instead of train.out_dir's latest\n"
      "  --set K=V   override a config key (TOML value; bare words are strings)\n"
      "Checkpoints go to train.out_dir every train.checkpoint_every steps and when the run\n"
-     "ends; Ctrl-C (SIGINT) or SIGTERM finish the current step, write a checkpoint and exit\n"
-     "with 130 / 143. A live progress line is shown when stderr is a terminal.\n"},
+     "ends; Ctrl-C (SIGINT) or SIGTERM stops between micro-batches (the step in progress is\n"
+     "abandoned), writes a checkpoint and exits with 130 / 143; a second one exits at once,\n"
+     "saving nothing after the last checkpoint. A live progress line is shown when stderr is\n"
+     "a terminal.\n"},
     {"eval",
      "usage: trainrt eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH]\n"
      "\n"
@@ -228,13 +235,115 @@ int32_t on_progress(const trainrt_progress* p, void*) {
     return 0;
 }
 
+// SIGINT / SIGTERM during `train`, from the start of training to the end of the final
+// checkpoint. The first asks the session to stop (the library abandons the step in flight
+// between micro-batches); the CLI then writes its checkpoint and exits 130 / 143. A second
+// one ends the process from the handler at once: a step that cannot be abandoned (a CUDA
+// graph replay, a step of several ranks) or a checkpoint being written is not waited for. A
+// checkpoint cut short is a step_N.tmp folder nothing reads, and `latest` still names the one
+// before (both are renamed into place only when complete), so the handler reads `latest` to
+// say which checkpoint a rerun resumes from. Only async-signal-safe calls in the handler:
+// lock-free atomics, open/read/close/write, _exit.
 trainrt_session* g_session = nullptr;
-volatile std::sig_atomic_t g_signal = 0;
+volatile std::sig_atomic_t g_signal = 0;  // the first signal
+std::atomic<int> g_signals{0};            // counted from whichever thread the kernel picks
+static_assert(std::atomic<int>::is_always_lock_free, "the signal count must be lock-free");
+char g_out_dir[4096] = "";  // train.out_dir ("" = none), and its `latest` file
+char g_latest_file[4096 + 8] = "";
+bool g_newline_first = false;  // stderr is a terminal: leave the live progress line first
+
+void write_stderr(const char* text) {
+    size_t n = std::strlen(text);
+    while (n > 0) {
+        const ssize_t w = ::write(STDERR_FILENO, text, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        text += w;
+        n -= static_cast<size_t>(w);
+    }
+}
+
+// "step_00001234" from out_dir/latest into out (cap bytes), or "" when there is none.
+void read_latest_name(char* out, size_t cap) {
+    out[0] = '\0';
+    if (g_latest_file[0] == '\0') return;
+    const int fd = ::open(g_latest_file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ssize_t n = 0;
+    while ((n = ::read(fd, out, cap - 1)) < 0 && errno == EINTR) {
+    }
+    ::close(fd);
+    if (n <= 0) return;
+    size_t len = 0;  // up to the newline; printable ASCII only (it goes to a terminal)
+    while (len < static_cast<size_t>(n) && out[len] > ' ' && out[len] < 127) ++len;
+    out[len] = '\0';
+}
 
 void on_signal(int sig) {
-    g_signal = sig;
-    if (g_session != nullptr) trainrt_session_request_stop(g_session);  // atomic store only
+    const int saved_errno = errno;
+    const char* name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (g_signals.fetch_add(1) == 0) {
+        g_signal = sig;
+        if (g_session != nullptr) trainrt_session_request_stop(g_session);  // atomic store only
+        if (g_newline_first) write_stderr("\n");
+        write_stderr("trainrt: ");
+        write_stderr(name);
+        write_stderr(": stopping (the step in progress is abandoned), then writing a checkpoint; "
+                     "a second SIGINT or SIGTERM exits at once without saving\n");
+        errno = saved_errno;
+        return;
+    }
+    char latest[256];
+    read_latest_name(latest, sizeof latest);
+    write_stderr("\ntrainrt: second signal (");
+    write_stderr(name);
+    write_stderr("): exiting now; ");
+    if (latest[0] != '\0') {
+        write_stderr("nothing after the last checkpoint (");
+        write_stderr(g_out_dir);
+        write_stderr("/");
+        write_stderr(latest);
+        write_stderr(") was saved\n");
+    } else if (g_out_dir[0] != '\0') {
+        write_stderr("nothing was saved (no checkpoint in ");
+        write_stderr(g_out_dir);
+        write_stderr(")\n");
+    } else {
+        write_stderr("nothing was saved (train.out_dir is empty)\n");
+    }
+    ::_exit(128 + sig);
 }
+
+// Installs on_signal for SIGINT and SIGTERM (each blocks both while it runs) for `session`,
+// which writes into out_dir; the destructor puts the previous handlers back.
+class TrainSignals {
+public:
+    TrainSignals(trainrt_session* session, const std::string& out_dir) {
+        std::snprintf(g_out_dir, sizeof g_out_dir, "%s", out_dir.c_str());
+        if (!out_dir.empty())
+            std::snprintf(g_latest_file, sizeof g_latest_file, "%s/latest", g_out_dir);
+        g_newline_first = stderr_is_tty();
+        g_session = session;
+        struct sigaction sa {};
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaddset(&sa.sa_mask, SIGINT);
+        sigaddset(&sa.sa_mask, SIGTERM);
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGINT, &sa, &old_int_);
+        sigaction(SIGTERM, &sa, &old_term_);
+    }
+    ~TrainSignals() {
+        sigaction(SIGINT, &old_int_, nullptr);
+        sigaction(SIGTERM, &old_term_, nullptr);
+        g_session = nullptr;
+    }
+    TrainSignals(const TrainSignals&) = delete;
+    TrainSignals& operator=(const TrainSignals&) = delete;
+
+private:
+    struct sigaction old_int_ {}, old_term_ {};
+};
 
 // The checkpoint a command should start from: `explicit_path` if given, else out_dir's
 // latest (or "" when out_dir is empty or holds none). False after printing an error.
@@ -411,27 +520,25 @@ int cmd_train(int argc, char** argv) {
         }
     }
 
-    g_session = session;
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    trainrt_status st = trainrt_session_train(session, args.steps, on_progress, nullptr);
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-    g_session = nullptr;
-    end_progress_line();
-
     int code = 0;
-    if (st < 0) {
-        code = fail_status("training", st);  // no checkpoint of a run that failed mid-step
-    } else {
-        if (is_lead_rank()) print_train_summary(session);
-        if (!save_final_checkpoint(session, !out_dir.empty())) code = 1;
-        if (st == TRAINRT_STOPPED) {
-            trainrt_metrics m = TRAINRT_METRICS_INIT;
-            trainrt_session_metrics(&m, session);
-            std::fprintf(stderr, "trainrt: stopped at step %lld\n", (long long)m.step);
-            if (code == 0) code = g_signal == SIGTERM ? 143 : g_signal == SIGINT ? 130 : 0;
+    {
+        // Until the final checkpoint is written: a second signal then exits at once too.
+        const TrainSignals signals(session, out_dir);
+        const trainrt_status st = trainrt_session_train(session, args.steps, on_progress, nullptr);
+        end_progress_line();
+        if (st < 0) {
+            code = fail_status("training", st);  // no checkpoint of a run that failed mid-step
+        } else {
+            if (is_lead_rank()) print_train_summary(session);
+            if (!save_final_checkpoint(session, !out_dir.empty())) code = 1;
+            if (st == TRAINRT_STOPPED) {
+                trainrt_metrics m = TRAINRT_METRICS_INIT;
+                trainrt_session_metrics(&m, session);
+                std::fprintf(stderr, "trainrt: stopped at step %lld\n", (long long)m.step);
+            }
         }
+        // A signal asked to stop (even one that came as the run completed): 130 / 143.
+        if (code == 0 && g_signal != 0) code = 128 + g_signal;
     }
     trainrt_session_destroy(session);
     return code;

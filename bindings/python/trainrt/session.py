@@ -11,6 +11,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Deque, Dict, Iterator, List, M
                     Optional, Tuple, Union)
 
 from . import _buffers
+from ._interrupt import SigintStop
 from ._callbacks import LogFn, live_sessions, live_train_iters, make_log_trampoline, null_log
 from ._capi import (C, METRICS_VERSION, PARAM_INFO_VERSION, PROGRESS_FN, SAMPLE_OPTIONS_VERSION,
                     STEP_RESULT_VERSION, STOPPED, Metrics as _CMetrics, ParamInfo as _CParamInfo,
@@ -317,31 +318,55 @@ class Session(Closeable):
         training too and is re-raised here once the library has returned; the session stays
         usable.
 
+        Ctrl-C (SIGINT): on the main thread, while SIGINT has Python's default handler, the
+        binding installs its own for the call (the previous one is put back afterwards, also
+        on error). Ctrl-C then asks the library to stop at once: it abandons the step in
+        flight between micro-batches (weights, optimizer state, step count and sampler stay
+        as after the previous step; a step replayed as a CUDA graph, or one of several ranks,
+        runs to its end first), returns, and ``KeyboardInterrupt`` is raised here — the
+        session stays usable (``save()`` then writes the last completed step). Ctrl-C while
+        ``progress`` runs raises KeyboardInterrupt in it, as usual, with the same outcome.
+        Further Ctrl-Cs while the library winds down fold into that one KeyboardInterrupt:
+        the library call itself cannot be interrupted (to end the process at once, send
+        SIGTERM or SIGKILL). An application that installed its own SIGINT handler (or
+        SIG_IGN) keeps it: its handler runs when Python code next runs on this thread (a
+        progress callback, or once train() returns), so stop training from it with
+        :meth:`request_stop`. On other threads signals never arrive (Python delivers them to
+        the main thread); use :meth:`request_stop` from there.
+
         Returns True when training ended early (request_stop, the callback, or close), False
-        when it ran to the end.
+        when it ran to the end. Raises KeyboardInterrupt after Ctrl-C (see above), or the
+        library's error if training failed.
         """
         caught: List[BaseException] = []
+        sigint = SigintStop(self._request_stop_quiet)
 
-        # A callback is installed even without ``progress``: a KeyboardInterrupt arriving
-        # during train() is then raised in it at the next logged step, which stops training
-        # cleanly and re-raises it here.
+        # A callback is installed even without ``progress``: after Ctrl-C it tells the
+        # library to stop at the next logged step too (where its own check has not yet).
         def trampoline(p: Any, payload: Any) -> int:
             try:
-                if caught:
+                if caught or sigint.interrupted:
                     return 1
                 if progress is None:
                     return 0
-                return 1 if progress(_progress(p[0])) else 0
+                sigint.raise_now = True  # Ctrl-C interrupts the user's code, as usual
+                try:
+                    return 1 if progress(_progress(p[0])) else 0
+                finally:
+                    sigint.raise_now = False
             except BaseException as e:  # never unwinds into C
                 caught.append(e)
                 return 1
 
         tramp = PROGRESS_FN(trampoline)
-        status = self._train(n_steps, tramp)
+        with sigint:
+            status = sigint.call(lambda: self._train(n_steps, tramp))
         if caught:
             exc = caught[0]
             caught.clear()
             raise exc
+        if sigint.interrupted:
+            raise KeyboardInterrupt
         return status == STOPPED
 
     def train_iter(self, n_steps: Optional[int] = 0) -> "TrainIterator":
@@ -357,6 +382,11 @@ class Session(Closeable):
         ``with session.train_iter(n) as it: for p in it: ...`` when the iterator may outlive
         the loop. After the loop, ``it.stopped`` says whether training ended early; an error
         of the run is raised by the loop.
+
+        Ctrl-C raises KeyboardInterrupt in the loop (on the main thread, at once: the worker
+        trains, the loop waits) as Python's default handler does; leaving the loop that way
+        stops training like ``break`` — a step in flight is abandoned between micro-batches
+        (as with :meth:`request_stop`) — and the session is usable.
         """
         if self._guard.owned_by_me():
             raise BusyError("train_iter() from inside a call on this Session (a callback)")
@@ -735,6 +765,7 @@ class _TrainIterState:
         self.stopping = False  # the consumer (or close) wants training to end
         self.paused = False  # the worker waits inside its callback for `go`
         self.finished = False  # the worker has returned from train()
+        self.in_library = False  # the worker is inside the library's train()
         self.consumer: Optional[int] = None
         self.thread: Optional[threading.Thread] = None
 
@@ -757,11 +788,14 @@ class _TrainIterState:
 
     def run(self) -> None:
         stopped, error = False, None
+        with self.cond:
+            self.in_library = True
         try:
             stopped = self.session._train(self.n_steps, PROGRESS_FN(self.callback)) == STOPPED
         except BaseException as e:
             error = e
         with self.cond:
+            self.in_library = False
             self.finished = True
             if self.session._iter is self:
                 self.session._iter = None
@@ -780,6 +814,11 @@ class _TrainIterState:
         with self.cond:
             self.stopping = True
             self.cond.notify_all()
+            # Mid-step (not paused in the callback): the library abandons the step between
+            # micro-batches rather than finish it (a Ctrl-C that ended the loop need not wait
+            # for a long step). Only while its train() runs: no request is left for a later one.
+            if self.in_library and not self.paused:
+                self.session._request_stop_quiet()
 
     def join(self) -> None:
         t = self.thread

@@ -10,9 +10,10 @@
 // as in CUDA, invalidate the capture: end_capture(id >= 0) then throws too, and only
 // end_capture(-1) ends it. (free is counted, not thrown: destructors call it.)
 //
-// Test knobs: fail_at_op makes a capture throw on its Nth recorded op (the session must
-// discard and stay eager), and the bake_* mutants freeze at capture time a per-step value the
-// real backend reads from its memory at replay time — the comparison tests must catch them.
+// Test knobs: on_op sees every op by name; fail_at_op makes a capture throw on its Nth
+// recorded op (the session must discard and stay eager), and the bake_* mutants freeze at
+// capture time a per-step value the real backend reads from its memory at replay time — the
+// comparison tests must catch them.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -45,6 +46,9 @@ struct RecorderKnobs {
     // GPU's would. device_memory: capabilities() says the memory is the backend's own.
     size_t memory_cap = 0;
     bool device_memory = false;
+    // Called with each op's name as the op runs or is recorded (capturing() tells which),
+    // before it does: e.g. to request a stop at a chosen micro-batch.
+    std::function<void(const char* op)> on_op;
 };
 
 class RecordingBackend final : public Backend {
@@ -450,6 +454,7 @@ private:
     }
 
     void op(const char* name, std::function<void()> run) {
+        if (knobs_.on_op) knobs_.on_op(name);
         if (!capturing_) {
             run();
             return;
