@@ -11,8 +11,8 @@
 #include <set>
 #include <vector>
 
-#include "checkpoint/checkpoint.h"
 #include "core/error.h"
+#include "io/dir_lock.h"
 #include "io/fs_util.h"
 #include "io/json_min.h"
 #include "io/safetensors.h"
@@ -174,7 +174,11 @@ void write_peft_adapter(const ParamTable& table, const float* host, const std::s
     // the weights and last the config, each atomically. A crash leaves the old pair, a folder
     // without a config (which no loader takes for an adapter), or the new pair.
     // The folder's lock while we write (and an earlier, killed export's temporary files gone).
-    const std::unique_ptr<DirLock> lock = lock_export_folder(dir);
+    const DirLock lock(dir, "adapter export folder",
+                       "Two exports into one folder would mix their files", LockFile::Remove);
+    remove_orphan_temps(dir, [](const std::string& name) {
+        return name == kPeftWeightsFile || name == kPeftConfigFile;
+    });
     const std::string config_path = path_join(dir, kPeftConfigFile);
     if (::unlink(config_path.c_str()) == 0) {
         fsync_dir(dir);
