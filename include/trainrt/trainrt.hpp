@@ -101,6 +101,17 @@ inline trainrt_status check(trainrt_status status) {
     return status;
 }
 
+// s as a C string. A NUL inside would end it there, so the library would act on a prefix of
+// what was given (a path "x\0y" naming the file "x"): refused as an invalid argument.
+inline const char* cstr(const std::string& s) {
+    if (const size_t at = s.find('\0'); at != std::string::npos)
+        throw Error(TRAINRT_ERR_INVALID_ARGUMENT,
+                    "a string argument holds a NUL character at byte " + std::to_string(at) +
+                        " (C strings end there, so the library would see only what comes "
+                        "before it)");
+    return s.c_str();
+}
+
 // Reads a (buf, cap, needed) string: size query, then fill (again if it grew meanwhile).
 template <class F>
 std::string read_string(F&& call) {
@@ -221,7 +232,7 @@ inline void set_default_log(LogFn fn, LogLevel min_level = LogLevel::Warn) {
 // The checkpoint directory out_dir/latest names; "" when there is none yet.
 inline std::string checkpoint_latest(const std::string& out_dir) {
     return detail::read_string([&](char* b, size_t cap, size_t* n) {
-        return trainrt_checkpoint_latest(b, cap, n, out_dir.c_str());
+        return trainrt_checkpoint_latest(b, cap, n, detail::cstr(out_dir));
     });
 }
 
@@ -229,13 +240,14 @@ inline std::string checkpoint_latest(const std::string& out_dir) {
 inline void checkpoint_export(const std::string& path, const std::string& out_dir,
                               Dtype dtype = Dtype::F32) {
     detail::check(
-        trainrt_checkpoint_export(path.c_str(), out_dir.c_str(), static_cast<int32_t>(dtype)));
+        trainrt_checkpoint_export(detail::cstr(path), detail::cstr(out_dir),
+                                  static_cast<int32_t>(dtype)));
 }
 
 // A LoRA checkpoint's adapters as a Hugging Face PEFT folder, without a session.
 inline void checkpoint_export_adapter(const std::string& path, const std::string& out_dir,
                                       Dtype dtype = Dtype::F32) {
-    detail::check(trainrt_checkpoint_export_adapter(path.c_str(), out_dir.c_str(),
+    detail::check(trainrt_checkpoint_export_adapter(detail::cstr(path), detail::cstr(out_dir),
                                                     static_cast<int32_t>(dtype)));
 }
 
@@ -248,7 +260,8 @@ inline PreparedTokens prepare_bytes(const std::string& text_path, const std::str
                                     double val_fraction) {
     PreparedTokens t;
     detail::check(
-        trainrt_prepare_bytes(&t.train, &t.val, text_path.c_str(), out_dir.c_str(), val_fraction));
+        trainrt_prepare_bytes(&t.train, &t.val, detail::cstr(text_path), detail::cstr(out_dir),
+                              val_fraction));
     return t;
 }
 
@@ -261,7 +274,7 @@ public:
     // path: a tokenizer.json, or a model folder holding one.
     static Tokenizer load(const std::string& path) {
         trainrt_tokenizer* t = nullptr;
-        detail::check(trainrt_tokenizer_load(&t, path.c_str()));
+        detail::check(trainrt_tokenizer_load(&t, detail::cstr(path)));
         return Tokenizer(t);
     }
     // No special token added; an added token's text becomes its id.
@@ -288,7 +301,7 @@ public:
     // The id of a token's text, or -1.
     int32_t token_id(const std::string& token) const {
         int32_t id = -1;
-        detail::check(trainrt_tokenizer_token_id(&id, handle_.get(), token.c_str()));
+        detail::check(trainrt_tokenizer_token_id(&id, handle_.get(), detail::cstr(token)));
         return id;
     }
     const trainrt_tokenizer* handle() const { return handle_.get(); }
@@ -311,15 +324,15 @@ inline trainrt_prepare_result prepare_text(const std::vector<std::string>& input
                                            const std::string& out_dir,
                                            const PrepareTextOptions& options) {
     std::vector<const char*> paths;
-    for (const std::string& p : inputs) paths.push_back(p.c_str());
+    for (const std::string& p : inputs) paths.push_back(detail::cstr(p));
     trainrt_prepare_options o = TRAINRT_PREPARE_OPTIONS_INIT;
-    o.tokenizer = options.tokenizer.c_str();
-    o.jsonl_field = options.jsonl_field.empty() ? nullptr : options.jsonl_field.c_str();
+    o.tokenizer = detail::cstr(options.tokenizer);
+    o.jsonl_field = options.jsonl_field.empty() ? nullptr : detail::cstr(options.jsonl_field);
     o.val_fraction = options.val_fraction;
     o.threads = options.threads;
     o.shard_tokens = options.shard_tokens;
     trainrt_prepare_result r = TRAINRT_PREPARE_RESULT_INIT;
-    detail::check(trainrt_prepare_text(&r, paths.data(), paths.size(), out_dir.c_str(), &o));
+    detail::check(trainrt_prepare_text(&r, paths.data(), paths.size(), detail::cstr(out_dir), &o));
     return r;
 }
 
@@ -335,8 +348,8 @@ inline trainrt_tokenizer_train_result train_tokenizer(const std::vector<std::str
                                                       const std::string& out_path,
                                                       const TrainTokenizerOptions& options) {
     std::vector<const char*> paths, specials;
-    for (const std::string& p : inputs) paths.push_back(p.c_str());
-    for (const std::string& s : options.special_tokens) specials.push_back(s.c_str());
+    for (const std::string& p : inputs) paths.push_back(detail::cstr(p));
+    for (const std::string& s : options.special_tokens) specials.push_back(detail::cstr(s));
     static const char* const kNone[1] = {nullptr};
     trainrt_tokenizer_train_options o = TRAINRT_TOKENIZER_TRAIN_OPTIONS_INIT;
     o.vocab_size = options.vocab_size;
@@ -346,7 +359,7 @@ inline trainrt_tokenizer_train_result train_tokenizer(const std::vector<std::str
     o.n_special_tokens = specials.size();
     trainrt_tokenizer_train_result r = TRAINRT_TOKENIZER_TRAIN_RESULT_INIT;
     detail::check(
-        trainrt_tokenizer_train(&r, paths.data(), paths.size(), out_path.c_str(), &o));
+        trainrt_tokenizer_train(&r, paths.data(), paths.size(), detail::cstr(out_path), &o));
     return r;
 }
 
@@ -374,47 +387,48 @@ public:
     // Relative paths inside the file resolve against its folder.
     static Config from_file(const std::string& path) {
         trainrt_config* c = nullptr;
-        detail::check(trainrt_config_from_file(&c, path.c_str()));
+        detail::check(trainrt_config_from_file(&c, detail::cstr(path)));
         return Config(c);
     }
     // base_dir ("" = current directory) anchors relative paths.
     static Config from_string(const std::string& toml, const std::string& base_dir = "") {
         trainrt_config* c = nullptr;
-        detail::check(trainrt_config_from_string(&c, toml.c_str(),
-                                                 base_dir.empty() ? nullptr : base_dir.c_str()));
+        detail::check(trainrt_config_from_string(
+            &c, detail::cstr(toml), base_dir.empty() ? nullptr : detail::cstr(base_dir)));
         return Config(c);
     }
     // The run config a checkpoint was trained with.
     static Config from_checkpoint(const std::string& path) {
         trainrt_config* c = nullptr;
-        detail::check(trainrt_config_from_checkpoint(&c, path.c_str()));
+        detail::check(trainrt_config_from_checkpoint(&c, detail::cstr(path)));
         return Config(c);
     }
 
     // Sets one key from a TOML value: set("optim.lr", "0.001"), set("data.train", "\"x.bin\"").
     Config& set(const std::string& key, const std::string& toml_value) {
-        detail::check(trainrt_config_set(handle_.get(), key.c_str(), toml_value.c_str()));
+        detail::check(
+            trainrt_config_set(handle_.get(), detail::cstr(key), detail::cstr(toml_value)));
         return *this;
     }
     int64_t get_int(const std::string& key) const {
         int64_t v = 0;
-        detail::check(trainrt_config_get_int(&v, handle_.get(), key.c_str()));
+        detail::check(trainrt_config_get_int(&v, handle_.get(), detail::cstr(key)));
         return v;
     }
     double get_double(const std::string& key) const {
         double v = 0;
-        detail::check(trainrt_config_get_double(&v, handle_.get(), key.c_str()));
+        detail::check(trainrt_config_get_double(&v, handle_.get(), detail::cstr(key)));
         return v;
     }
     bool get_bool(const std::string& key) const {
         int32_t v = 0;
-        detail::check(trainrt_config_get_bool(&v, handle_.get(), key.c_str()));
+        detail::check(trainrt_config_get_bool(&v, handle_.get(), detail::cstr(key)));
         return v != 0;
     }
     // A string key's value, or any other key as its TOML text.
     std::string get_string(const std::string& key) const {
         return detail::read_string([&](char* b, size_t cap, size_t* n) {
-            return trainrt_config_get_string(b, cap, n, handle_.get(), key.c_str());
+            return trainrt_config_get_string(b, cap, n, handle_.get(), detail::cstr(key));
         });
     }
     // The whole resolved config as TOML.
@@ -579,25 +593,25 @@ public:
         size_t needed = 0;
         call([&] {
             return trainrt_session_save(buf.data(), buf.size(), &needed, handle_.get(),
-                                        dir.empty() ? nullptr : dir.c_str());
+                                        dir.empty() ? nullptr : detail::cstr(dir));
         });
         return std::string(buf.data(), needed < buf.size() ? needed : buf.size() - 1);
     }
     // Restores the state from a checkpoint directory or a folder with a `latest` file.
     void load(const std::string& path) {
-        call([&] { return trainrt_session_load(handle_.get(), path.c_str()); });
+        call([&] { return trainrt_session_load(handle_.get(), detail::cstr(path)); });
     }
     // Hugging Face GPT-2 export into out_dir (named export_hf: `export` is a C++ keyword).
     void export_hf(const std::string& out_dir, Dtype dtype = Dtype::F32) {
         call([&] {
-            return trainrt_session_export(handle_.get(), out_dir.c_str(),
+            return trainrt_session_export(handle_.get(), detail::cstr(out_dir),
                                           static_cast<int32_t>(dtype));
         });
     }
     // A LoRA run's adapters as a PEFT folder (export_hf of such a run writes the merged model).
     void export_adapter(const std::string& out_dir, Dtype dtype = Dtype::F32) {
         call([&] {
-            return trainrt_session_export_adapter(handle_.get(), out_dir.c_str(),
+            return trainrt_session_export_adapter(handle_.get(), detail::cstr(out_dir),
                                                   static_cast<int32_t>(dtype));
         });
     }
@@ -644,29 +658,35 @@ public:
         std::vector<float> out(static_cast<size_t>(n > 0 ? n : 1));
         call([&] {
             return trainrt_session_read_params(out.data(), out.size(), handle_.get(),
-                                               name.empty() ? nullptr : name.c_str());
+                                               name.empty() ? nullptr : detail::cstr(name));
         });
         return out;
     }
     // Replaces a tensor (name "": the flat buffer); working copies follow, moments are kept.
     void write_params(const std::vector<float>& values, const std::string& name = "") {
         call([&] {
-            return trainrt_session_write_params(handle_.get(), name.empty() ? nullptr : name.c_str(),
+            return trainrt_session_write_params(handle_.get(),
+                                                name.empty() ? nullptr : detail::cstr(name),
                                                 values.data(), values.size());
         });
     }
     // User metadata, saved in checkpoints and restored by load().
     void set_metadata(const std::string& key, const std::string& value) {
-        call([&] { return trainrt_session_set_metadata(handle_.get(), key.c_str(), value.c_str()); });
+        call([&] {
+            return trainrt_session_set_metadata(handle_.get(), detail::cstr(key),
+                                                detail::cstr(value));
+        });
     }
     void erase_metadata(const std::string& key) {
-        call([&] { return trainrt_session_set_metadata(handle_.get(), key.c_str(), nullptr); });
+        call([&] {
+            return trainrt_session_set_metadata(handle_.get(), detail::cstr(key), nullptr);
+        });
     }
     // The value of key, or "" with *found = false when there is none.
     std::string metadata(const std::string& key, bool* found = nullptr) {
         int32_t f = 0;
         std::string v = string_call([&](char* b, size_t cap, size_t* n) {
-            return trainrt_session_get_metadata(b, cap, n, &f, handle_.get(), key.c_str());
+            return trainrt_session_get_metadata(b, cap, n, &f, handle_.get(), detail::cstr(key));
         });
         if (found) *found = f != 0;
         return v;

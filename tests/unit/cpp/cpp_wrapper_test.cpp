@@ -200,6 +200,14 @@ TEST_F(CppWrapper, ConfigErrorsCarryStatusAndLibraryMessage) {
     EXPECT_TRAINRT_ERROR(trainrt::Config::from_file(dir_ + "/missing.toml"), TRAINRT_ERR_IO);
     EXPECT_TRAINRT_ERROR(trainrt::config_from_checkpoint(dir_ + "/no_ckpt"), TRAINRT_ERR_IO);
 
+    // A NUL inside a std::string would end the C string there: refused, nothing changed.
+    using namespace std::string_literals;
+    const std::string nul = EXPECT_TRAINRT_ERROR(c.set("train.out_dir", "\"out\"\0x"s),
+                                                 TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(nul.find("NUL character at byte 5"), std::string::npos) << nul;
+    EXPECT_TRAINRT_ERROR(trainrt::Config::from_file(dir_ + "/x\0.toml"s),
+                         TRAINRT_ERR_INVALID_ARGUMENT);
+
     try {
         c.set("optim.no_such_key", "1");
         FAIL();
