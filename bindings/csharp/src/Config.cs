@@ -37,7 +37,7 @@ namespace Trainrt
         public static Config FromString(string toml, string baseDir = null)
         {
             IntPtr p;
-            Errors.Check(Native.trainrt_config_from_string(out p, Utf8.Arg(toml, "toml"), Utf8.Encode(baseDir)),
+            Errors.Check(Native.trainrt_config_from_string(out p, Utf8.Arg(toml, "toml"), Utf8.Encode(baseDir, "baseDir")),
                          "trainrt_config_from_string");
             return new Config(p, "trainrt_config_from_string");
         }

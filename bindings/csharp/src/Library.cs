@@ -120,7 +120,7 @@ namespace Trainrt
                     ptrs[i] = CString(Utf8.Arg(inputs[i], "inputs[" + i + "]"), owned);
                 PrepareOptionsNative o = PrepareOptionsNative.Create();
                 o.Tokenizer = CString(tokenizer, owned);
-                o.JsonlField = options.JsonlField == null ? IntPtr.Zero : CString(Utf8.Encode(options.JsonlField), owned);
+                o.JsonlField = options.JsonlField == null ? IntPtr.Zero : CString(Utf8.Encode(options.JsonlField, "options.JsonlField"), owned);
                 o.ValFraction = options.ValFraction;
                 o.Threads = options.Threads;
                 o.ShardTokens = options.ShardTokens;

@@ -154,13 +154,22 @@ namespace Trainrt
     /// <summary>UTF-8 marshalling by hand.</summary>
     internal static class Utf8
     {
-        /// <summary>NUL-terminated UTF-8 bytes of s; null stays null (a C NULL).</summary>
-        internal static byte[] Encode(string s)
+        /// <summary>NUL-terminated UTF-8 bytes of s; null stays null (a C NULL). A NUL
+        /// character inside is an ArgumentException naming the parameter: C would see only the
+        /// part before it (a path "x\0y" naming the file "x"). Every string the binding hands to
+        /// the library as a C string comes through here; byte arrays passed with their length
+        /// (Tokenizer.Encode's text) do not, and may hold NUL.</summary>
+        internal static byte[] Encode(string s, string name)
         {
             if (s == null) return null;
             int n = System.Text.Encoding.UTF8.GetByteCount(s);
             byte[] b = new byte[n + 1];
             System.Text.Encoding.UTF8.GetBytes(s, 0, s.Length, b, 0);
+            // Only U+0000 encodes to a zero byte in UTF-8, so this is its byte offset.
+            int at = Array.IndexOf(b, (byte)0, 0, n);
+            if (at >= 0)
+                throw new ArgumentException(name + " holds a NUL character at byte " + at +
+                    " (C strings end there, so the library would see only what comes before it)", name);
             return b;
         }
 
@@ -168,16 +177,7 @@ namespace Trainrt
         internal static byte[] Arg(string s, string name)
         {
             if (s == null) throw new ArgumentNullException(name);
-            return Encode(s);
-        }
-
-        /// <summary>Arg, also refusing a string with a NUL character (C would see only the
-        /// part before it).</summary>
-        internal static byte[] ArgNoNul(string s, string name)
-        {
-            if (s != null && s.IndexOf('\0') >= 0)
-                throw new ArgumentException("contains a NUL character", name);
-            return Arg(s, name);
+            return Encode(s, name);
         }
 
         /// <summary>A C string (manual strlen) as a .NET string; NULL gives "".</summary>

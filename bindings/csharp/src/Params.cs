@@ -101,7 +101,7 @@ namespace Trainrt
         public float[] ReadParams(string name = null)
         {
             SessionHandle h = Live();
-            byte[] n = name == null ? null : Utf8.ArgNoNul(name, "name");
+            byte[] n = name == null ? null : Utf8.Arg(name, "name");
             long count = 0;
             if (name == null)
             {
@@ -129,7 +129,7 @@ namespace Trainrt
         public void WriteParams(float[] values, string name = null)
         {
             if (values == null) throw new ArgumentNullException("values");
-            byte[] n = name == null ? null : Utf8.ArgNoNul(name, "name");
+            byte[] n = name == null ? null : Utf8.Arg(name, "name");
             // Never a NULL pointer: for an empty array the library's size check speaks.
             float[] v = values.Length == 0 ? new float[1] : values;
             Errors.Check(Native.trainrt_session_write_params(Live(), n, v, (UIntPtr)values.Length),
@@ -140,14 +140,14 @@ namespace Trainrt
         /// 64 KiB; at most 256 keys). Checkpoints save them; Load restores them.</summary>
         public void SetMetadata(string key, string value)
         {
-            byte[] k = Utf8.ArgNoNul(key, "key"), v = Utf8.ArgNoNul(value, "value");
+            byte[] k = Utf8.Arg(key, "key"), v = Utf8.Arg(value, "value");
             Errors.Check(Native.trainrt_session_set_metadata(Live(), k, v), "trainrt_session_set_metadata");
         }
 
         /// <summary>Removes a metadata key (no error if absent).</summary>
         public void RemoveMetadata(string key)
         {
-            byte[] k = Utf8.ArgNoNul(key, "key");
+            byte[] k = Utf8.Arg(key, "key");
             Errors.Check(Native.trainrt_session_set_metadata(Live(), k, null), "trainrt_session_set_metadata");
         }
 
@@ -155,7 +155,7 @@ namespace Trainrt
         public bool TryGetMetadata(string key, out string value)
         {
             SessionHandle h = Live();
-            byte[] k = Utf8.ArgNoNul(key, "key");
+            byte[] k = Utf8.Arg(key, "key");
             int found = 0;
             string v = Buffers.Read(delegate(byte[] b, UIntPtr c, out UIntPtr n) {
                 return Native.trainrt_session_get_metadata(b, c, out n, out found, h, k);

@@ -151,7 +151,7 @@ namespace Trainrt
         public string Save(string dir = null)
         {
             SessionHandle h = Live();
-            byte[] d = Utf8.Encode(dir);
+            byte[] d = Utf8.Encode(dir, "dir");
             // save is not idempotent: query-and-retry would write twice, so one generous buffer.
             byte[] buf = new byte[4096];
             UIntPtr needed;

@@ -744,6 +744,97 @@ static class Program
         }
     }
 
+    // The refusal of a string argument holding a NUL: an ArgumentException naming the
+    // parameter and the byte (C would see only the part before it: a path "x\0y" names "x").
+    static void RefusesNul(Action a, string param, string prefix, string what)
+    {
+        var e = T.Throws<ArgumentException>(a, what);
+        T.Eq(param, e.ParamName, what + ": parameter");
+        int at = System.Text.Encoding.UTF8.GetByteCount(prefix);
+        T.True(e.Message.Contains(param + " holds a NUL character at byte " + at + " "), what + ": message " + e.Message);
+    }
+
+    // Every string argument that becomes a C string refuses a NUL before any library call; the
+    // same call without it works. Each refused argument has a prefix the library would accept.
+    static void NulInStringArguments()
+    {
+        string dir = Path.Combine(Tmp, "nul-ü-" + Guid.NewGuid().ToString("N")); // ü: bytes != chars
+        Directory.CreateDirectory(dir);
+        using (Config c = Config.FromFile(ConfigPath))
+        {
+            RefusesNul(() => Config.FromFile(ConfigPath + "\0.bak"), "path", ConfigPath, "Config.FromFile");
+            string dump = c.Dump();
+            RefusesNul(() => Config.FromString(dump + "\0[x]"), "toml", dump, "Config.FromString toml");
+            RefusesNul(() => Config.FromString(dump, dir + "\0x"), "baseDir", dir, "Config.FromString baseDir");
+            using (Config d = Config.FromString(dump, dir)) T.Eq(4L, d.GetInt("train.batch_size"), "FromString");
+            RefusesNul(() => c.Set("optim.lr\0x", "1e-3"), "key", "optim.lr", "Set key");
+            RefusesNul(() => c.Set("optim.lr", "1e-3\0x"), "tomlValue", "1e-3", "Set value");
+            RefusesNul(() => c.SetString("data.sampler\0x", "random"), "key", "data.sampler", "SetString key");
+            T.Eq(0.003, c.GetDouble("optim.lr"), "refused Sets left the config");
+            c.Set("optim.lr", "1e-3");
+            T.Eq(1e-3, c.GetDouble("optim.lr"), "Set");
+            RefusesNul(() => c.GetInt("train.batch_size\0"), "key", "train.batch_size", "GetInt");
+            RefusesNul(() => c.GetDouble("optim.lr\0"), "key", "optim.lr", "GetDouble");
+            RefusesNul(() => c.GetBool("train.batch_size\0"), "key", "train.batch_size", "GetBool");
+            RefusesNul(() => c.GetString("data.sampler\0"), "key", "data.sampler", "GetString");
+            T.Eq("random", c.GetString("data.sampler"), "GetString");
+
+            using (Session s = new Session(c))
+            {
+                s.Step();
+                string ckpt = Path.Combine(dir, "ckpt");
+                RefusesNul(() => s.Save(ckpt + "\0x"), "dir", ckpt, "Save");
+                T.True(!Directory.Exists(ckpt), "a refused Save wrote nothing");
+                s.Save(ckpt);
+                RefusesNul(() => s.Load(ckpt + "\0x"), "path", ckpt, "Load");
+                s.Load(ckpt);
+                string hf = Path.Combine(dir, "hf");
+                RefusesNul(() => s.Export(hf + "\0x"), "outDir", hf, "Export");
+                RefusesNul(() => s.ExportAdapter(hf + "\0x"), "outDir", hf, "ExportAdapter");
+                T.True(!Directory.Exists(hf), "a refused export wrote nothing");
+                RefusesNul(() => Config.FromCheckpoint(ckpt + "\0x"), "path", ckpt, "Config.FromCheckpoint");
+                using (Config k = Config.FromCheckpoint(ckpt)) T.Eq(32L, k.GetInt("train.seq_len"), "FromCheckpoint");
+                RefusesNul(() => Library.CheckpointLatest(dir + "\0x"), "outDir", dir, "CheckpointLatest");
+                RefusesNul(() => Library.CheckpointExport(ckpt + "\0x", hf, DType.F32), "checkpoint", ckpt, "CheckpointExport");
+                RefusesNul(() => Library.CheckpointExport(ckpt, hf + "\0x", DType.F32), "outDir", hf, "CheckpointExport outDir");
+                RefusesNul(() => Library.CheckpointExportAdapter(ckpt + "\0x", hf, DType.F32), "checkpoint", ckpt,
+                           "CheckpointExportAdapter");
+                RefusesNul(() => Library.CheckpointExportAdapter(ckpt, hf + "\0x", DType.F32), "outDir", hf,
+                           "CheckpointExportAdapter outDir");
+                T.True(!Directory.Exists(hf), "a refused checkpoint export wrote nothing");
+                Library.CheckpointExport(ckpt, hf, DType.F32);
+                T.True(File.Exists(Path.Combine(hf, "config.json")), "CheckpointExport");
+            }
+        }
+
+        string tokPath = WriteTinyTokenizer(dir);
+        RefusesNul(() => Tokenizer.Load(tokPath + "\0x"), "path", tokPath, "Tokenizer.Load");
+        using (Tokenizer tok = Tokenizer.Load(tokPath))
+        {
+            RefusesNul(() => tok.TokenId("hell\0o"), "token", "hell", "TokenId");
+            T.Eq((int?)258, tok.TokenId("hell"), "TokenId");
+            // Encode's text goes with its length: a NUL in it is an ordinary byte.
+            T.Eq("[104, 0, 104]", Ids(tok.Encode("h\0h")), "Encode keeps a NUL");
+        }
+
+        File.WriteAllText(Path.Combine(dir, "tokenizer_config.json"), "{\"eos_token\": \"<|eot|>\"}");
+        string text = Path.Combine(dir, "a.txt");
+        File.WriteAllText(text, "hello\nhello hello\nworld\n");
+        string shards = Path.Combine(dir, "shards");
+        long tr, va;
+        RefusesNul(() => Library.PrepareBytes(text + "\0x", shards, 0.1, out tr, out va), "textPath", text, "PrepareBytes");
+        RefusesNul(() => Library.PrepareBytes(text, shards + "\0x", 0.1, out tr, out va), "outDir", shards, "PrepareBytes outDir");
+        var o = new PrepareOptions(tokPath);
+        RefusesNul(() => Library.PrepareText(new[] { text, text + "\0x" }, shards, o), "inputs[1]", text, "PrepareText input");
+        RefusesNul(() => Library.PrepareText(new[] { text }, shards + "\0x", o), "outDir", shards, "PrepareText outDir");
+        RefusesNul(() => Library.PrepareText(new[] { text }, shards, new PrepareOptions(tokPath + "\0x")),
+                   "options.Tokenizer", tokPath, "PrepareText tokenizer");
+        RefusesNul(() => Library.PrepareText(new[] { text }, shards, new PrepareOptions(tokPath) { JsonlField = "text\0x" }),
+                   "options.JsonlField", "text", "PrepareText JsonlField");
+        T.True(!Directory.Exists(shards), "refused preparations wrote nothing");
+        T.Eq(1L, Library.PrepareText(new[] { text }, shards, o).Documents, "PrepareText");
+    }
+
     static void DisposeSemantics()
     {
         Session s = Open();
@@ -815,6 +906,7 @@ static class Program
             new KeyValuePair<string, Action>("ParamsReadWrite", ParamsReadWrite),
             new KeyValuePair<string, Action>("ParamsRefusedWrites", ParamsRefusedWrites),
             new KeyValuePair<string, Action>("MetadataRoundTrip", MetadataRoundTrip),
+            new KeyValuePair<string, Action>("NulInStringArguments", NulInStringArguments),
             new KeyValuePair<string, Action>("DisposeSemantics", DisposeSemantics),
             new KeyValuePair<string, Action>("CallOverhead", CallOverhead),
         };

@@ -41,7 +41,10 @@ func NewConfig() (*Config, error) {
 
 // ConfigFromFile reads a TOML file; relative paths in it resolve against its folder.
 func ConfigFromFile(path string) (*Config, error) {
-	p := cstr(path)
+	p, err := cstrArg(path, "path")
+	if err != nil {
+		return nil, err
+	}
 	defer free(p)
 	var c *C.trainrt_config
 	runtime.LockOSThread()
@@ -55,11 +58,16 @@ func ConfigFromFile(path string) (*Config, error) {
 // ConfigFromString parses a TOML document; baseDir ("" = current directory) anchors
 // relative paths.
 func ConfigFromString(toml, baseDir string) (*Config, error) {
-	t := cstr(toml)
+	t, err := cstrArg(toml, "toml")
+	if err != nil {
+		return nil, err
+	}
 	defer free(t)
 	var b *C.char
 	if baseDir != "" {
-		b = cstr(baseDir)
+		if b, err = cstrArg(baseDir, "baseDir"); err != nil {
+			return nil, err
+		}
 		defer free(b)
 	}
 	var c *C.trainrt_config
@@ -73,7 +81,10 @@ func ConfigFromString(toml, baseDir string) (*Config, error) {
 
 // ConfigFromCheckpoint returns the run config a checkpoint was trained with.
 func ConfigFromCheckpoint(path string) (*Config, error) {
-	p := cstr(path)
+	p, err := cstrArg(path, "path")
+	if err != nil {
+		return nil, err
+	}
 	defer free(p)
 	var c *C.trainrt_config
 	runtime.LockOSThread()
@@ -111,8 +122,15 @@ func (cfg *Config) Set(key, tomlValue string) error {
 		return err
 	}
 	defer cfg.mu.Unlock()
-	k, v := cstr(key), cstr(tomlValue)
+	k, err := cstrArg(key, "key")
+	if err != nil {
+		return err
+	}
 	defer free(k)
+	v, err := cstrArg(tomlValue, "tomlValue")
+	if err != nil {
+		return err
+	}
 	defer free(v)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -125,7 +143,10 @@ func (cfg *Config) GetInt(key string) (int64, error) {
 		return 0, err
 	}
 	defer cfg.mu.Unlock()
-	k := cstr(key)
+	k, err := cstrArg(key, "key")
+	if err != nil {
+		return 0, err
+	}
 	defer free(k)
 	var out C.int64_t
 	runtime.LockOSThread()
@@ -142,7 +163,10 @@ func (cfg *Config) GetFloat(key string) (float64, error) {
 		return 0, err
 	}
 	defer cfg.mu.Unlock()
-	k := cstr(key)
+	k, err := cstrArg(key, "key")
+	if err != nil {
+		return 0, err
+	}
 	defer free(k)
 	var out C.double
 	runtime.LockOSThread()
@@ -159,7 +183,10 @@ func (cfg *Config) GetBool(key string) (bool, error) {
 		return false, err
 	}
 	defer cfg.mu.Unlock()
-	k := cstr(key)
+	k, err := cstrArg(key, "key")
+	if err != nil {
+		return false, err
+	}
 	defer free(k)
 	var out C.int32_t
 	runtime.LockOSThread()
@@ -176,7 +203,10 @@ func (cfg *Config) GetString(key string) (string, error) {
 		return "", err
 	}
 	defer cfg.mu.Unlock()
-	k := cstr(key)
+	k, err := cstrArg(key, "key")
+	if err != nil {
+		return "", err
+	}
 	defer free(k)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

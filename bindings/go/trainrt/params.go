@@ -13,10 +13,13 @@ import (
 	"unsafe"
 )
 
-// cstrArg is cstr refusing strings with a NUL byte (C would see only the part before it).
+// cstrArg is cstr refusing a string with a NUL byte: C would see only the part before it (a
+// path "x\x00y" naming the file "x"). what names the argument in the error. Every string the
+// binding hands to the library goes through it.
 func cstrArg(s, what string) (*C.char, error) {
-	if strings.IndexByte(s, 0) >= 0 {
-		return nil, &Error{Status: ErrInvalidArgument, Message: what + " contains a NUL byte: " + fmt.Sprintf("%q", s)}
+	if at := strings.IndexByte(s, 0); at >= 0 {
+		return nil, &Error{Status: ErrInvalidArgument, Message: fmt.Sprintf("%s holds a NUL character "+
+			"at byte %d (C strings end there, so the library would see only what comes before it)", what, at)}
 	}
 	return cstr(s), nil
 }

@@ -368,7 +368,10 @@ func (s *Session) Save(dir string) (string, error) {
 	defer s.mu.Unlock()
 	var d *C.char
 	if dir != "" {
-		d = cstr(dir)
+		var err error
+		if d, err = cstrArg(dir, "dir"); err != nil {
+			return "", err
+		}
 		defer free(d)
 	}
 	// One call only (a second would write a second checkpoint): a buffer no path outgrows.
@@ -392,7 +395,10 @@ func (s *Session) Load(path string) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	p := cstr(path)
+	p, err := cstrArg(path, "path")
+	if err != nil {
+		return err
+	}
 	defer free(p)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -405,7 +411,10 @@ func (s *Session) Export(outDir string, dtype int32) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	o := cstr(outDir)
+	o, err := cstrArg(outDir, "outDir")
+	if err != nil {
+		return err
+	}
 	defer free(o)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -420,7 +429,10 @@ func (s *Session) ExportAdapter(outDir string, dtype int32) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	o := cstr(outDir)
+	o, err := cstrArg(outDir, "outDir")
+	if err != nil {
+		return err
+	}
 	defer free(o)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

@@ -7,6 +7,7 @@ package trainrt
 import "C"
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/cgo"
 	"sync"
@@ -29,7 +30,10 @@ type Tokenizer struct {
 // Face model folder).
 // A file libtrainrt cannot reproduce exactly is refused with ErrUnsupported.
 func LoadTokenizer(path string) (*Tokenizer, error) {
-	p := cstr(path)
+	p, err := cstrArg(path, "path")
+	if err != nil {
+		return nil, err
+	}
 	defer free(p)
 	var t *C.trainrt_tokenizer
 	runtime.LockOSThread()
@@ -138,7 +142,10 @@ func (tok *Tokenizer) TokenID(token string) (id int32, ok bool, err error) {
 		return -1, false, err
 	}
 	defer tok.mu.RUnlock()
-	p := cstr(token)
+	p, err := cstrArg(token, "token")
+	if err != nil {
+		return -1, false, err
+	}
 	defer free(p)
 	out := C.int32_t(-1)
 	runtime.LockOSThread()
@@ -192,19 +199,33 @@ type PrepareResult struct {
 func PrepareText(inputs []string, outDir string, opts PrepareOptions) (PrepareResult, error) {
 	ptrs := make([]*C.char, len(inputs)+1) // +1: never pass a nil array
 	for i, in := range inputs {
-		ptrs[i] = cstr(in)
-		defer free(ptrs[i])
+		p, err := cstrArg(in, fmt.Sprintf("inputs[%d]", i))
+		if err != nil {
+			return PrepareResult{}, err // the deferred frees release those before it
+		}
+		ptrs[i] = p
+		defer free(p)
 	}
-	o := cstr(outDir)
+	o, err := cstrArg(outDir, "outDir")
+	if err != nil {
+		return PrepareResult{}, err
+	}
 	defer free(o)
+	tp, err := cstrArg(opts.Tokenizer, "opts.Tokenizer")
+	if err != nil {
+		return PrepareResult{}, err
+	}
+	defer free(tp)
+	var fp *C.char
+	if opts.JSONLField != "" {
+		if fp, err = cstrArg(opts.JSONLField, "opts.JSONLField"); err != nil {
+			return PrepareResult{}, err
+		}
+		defer free(fp)
+	}
 	var c C.trainrt_prepare_options
 	C.trainrt_prepare_options_init(&c)
-	c.tokenizer = cstr(opts.Tokenizer)
-	defer free(c.tokenizer)
-	if opts.JSONLField != "" {
-		c.jsonl_field = cstr(opts.JSONLField)
-		defer free(c.jsonl_field)
-	}
+	c.tokenizer, c.jsonl_field = tp, fp
 	c.val_fraction = C.double(opts.ValFraction)
 	c.threads = C.int32_t(opts.Threads)
 	c.shard_tokens = C.int64_t(opts.ShardTokens)
@@ -219,7 +240,7 @@ func PrepareText(inputs []string, outDir string, opts PrepareOptions) (PrepareRe
 	C.trainrt_prepare_result_init(&r)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	err := check(C.trgo_prepare_text(&r, &ptrs[0], C.size_t(len(inputs)), o, &c, C.uintptr_t(h)))
+	err = check(C.trgo_prepare_text(&r, &ptrs[0], C.size_t(len(inputs)), o, &c, C.uintptr_t(h)))
 	if st != nil && st.panicked {
 		panic(st.value)
 	}

@@ -142,7 +142,8 @@ func SetDefaultLog(fn LogFunc, minLevel LogLevel) error {
 	return nil
 }
 
-// cstr converts s to a C string the caller frees with C.free.
+// cstr converts s to a C string the caller frees with C.free. A NUL in s would end it early:
+// strings from the user go through cstrArg (params.go), which refuses one.
 func cstr(s string) *C.char { return C.CString(s) }
 
 func free(p *C.char) { C.free(unsafe.Pointer(p)) }
@@ -165,7 +166,10 @@ func getString(initial int, call func(buf *C.char, cap C.size_t, needed *C.size_
 
 // CheckpointLatest returns the checkpoint directory outDir/latest names, "" if none yet.
 func CheckpointLatest(outDir string) (string, error) {
-	p := cstr(outDir)
+	p, err := cstrArg(outDir, "outDir")
+	if err != nil {
+		return "", err
+	}
 	defer free(p)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -183,8 +187,15 @@ const (
 // CheckpointExport writes a Hugging Face GPT-2 export of a checkpoint (path as for
 // Session.Load) into outDir.
 func CheckpointExport(path, outDir string, dtype int32) error {
-	p, o := cstr(path), cstr(outDir)
+	p, err := cstrArg(path, "path")
+	if err != nil {
+		return err
+	}
 	defer free(p)
+	o, err := cstrArg(outDir, "outDir")
+	if err != nil {
+		return err
+	}
 	defer free(o)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -193,8 +204,15 @@ func CheckpointExport(path, outDir string, dtype int32) error {
 
 // CheckpointExportAdapter writes a LoRA checkpoint's adapters as a PEFT folder into outDir.
 func CheckpointExportAdapter(path, outDir string, dtype int32) error {
-	p, o := cstr(path), cstr(outDir)
+	p, err := cstrArg(path, "path")
+	if err != nil {
+		return err
+	}
 	defer free(p)
+	o, err := cstrArg(outDir, "outDir")
+	if err != nil {
+		return err
+	}
 	defer free(o)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -204,8 +222,15 @@ func CheckpointExportAdapter(path, outDir string, dtype int32) error {
 // PrepareBytes tokenizes a text file byte by byte into outDir/train.bin and outDir/val.bin;
 // it returns the token counts written.
 func PrepareBytes(textPath, outDir string, valFraction float64) (trainTokens, valTokens int64, err error) {
-	t, o := cstr(textPath), cstr(outDir)
+	t, err := cstrArg(textPath, "textPath")
+	if err != nil {
+		return 0, 0, err
+	}
 	defer free(t)
+	o, err := cstrArg(outDir, "outDir")
+	if err != nil {
+		return 0, 0, err
+	}
 	defer free(o)
 	var nt, nv C.int64_t
 	runtime.LockOSThread()

@@ -3,15 +3,24 @@ use std::ffi::CString;
 use std::os::raw::c_char;
 use std::path::Path;
 
+/// `s` as a C string. A NUL inside would end it there, so the library would act on a prefix of
+/// what was given: refused as an InvalidArgument error (as the C++ wrapper and the other
+/// bindings do), never a panic.
 pub(crate) fn cstring(s: &str) -> Result<CString> {
-    CString::new(s).map_err(|_| {
-        Error::new(
-            Status::InvalidArgument,
-            format!("string contains a NUL byte: {s:?}"),
-        )
-    })
+    CString::new(s).map_err(|e| nul_error("a string argument", e.nul_position()))
 }
 
+fn nul_error(what: &str, at: usize) -> Error {
+    Error::new(
+        Status::InvalidArgument,
+        format!(
+            "{what} holds a NUL character at byte {at} (C strings end there, so the library \
+             would see only what comes before it)"
+        ),
+    )
+}
+
+/// A path as a C string; a NUL inside is refused as `cstring` refuses it.
 pub(crate) fn cpath(p: &Path) -> Result<CString> {
     #[cfg(unix)]
     let bytes = {
@@ -24,12 +33,7 @@ pub(crate) fn cpath(p: &Path) -> Result<CString> {
         .ok_or_else(|| Error::new(Status::InvalidArgument, format!("path is not UTF-8: {p:?}")))?
         .as_bytes()
         .to_vec();
-    CString::new(bytes).map_err(|_| {
-        Error::new(
-            Status::InvalidArgument,
-            format!("path contains a NUL byte: {p:?}"),
-        )
-    })
+    CString::new(bytes).map_err(|e| nul_error("a path", e.nul_position()))
 }
 
 /// Runs a `(buf, cap, &needed)` call: a first try into a small buffer, a second with the

@@ -81,3 +81,41 @@ fn version_and_features() {
         0
     );
 }
+
+/// The refusal of a string holding a NUL: C would see only what comes before it.
+fn assert_nul_refused(e: trainrt::Error, at: usize) {
+    assert_eq!(e.status(), Status::InvalidArgument, "{e}");
+    assert!(
+        e.message()
+            .contains(&format!("holds a NUL character at byte {at} ")),
+        "{e}"
+    );
+}
+
+#[test]
+fn nul_in_a_key_value_toml_or_path_is_invalid_argument() {
+    // Each refused argument has a prefix the library would accept.
+    let path = common::config_path();
+    let mut with_nul = path.clone().into_os_string();
+    with_nul.push("\0.bak");
+    let n = path.as_os_str().len();
+    assert_nul_refused(Config::from_file(&with_nul).unwrap_err(), n);
+    assert_nul_refused(Config::from_checkpoint(&with_nul).unwrap_err(), n);
+    let mut c = Config::from_file(&path).unwrap();
+    let dump = c.dump().unwrap();
+    assert_nul_refused(
+        Config::from_str(&format!("{dump}\0[x]")).unwrap_err(),
+        dump.len(),
+    );
+    assert_nul_refused(Config::from_str_in(&dump, Some(&with_nul)).unwrap_err(), n);
+    assert_nul_refused(c.set("optim.lr\0x", "1e-3").unwrap_err(), 8);
+    assert_nul_refused(c.set("optim.lr", "1e-3\0x").unwrap_err(), 4);
+    assert_eq!(c.get_double("optim.lr").unwrap(), 0.003, "refused sets");
+    c.set("optim.lr", "1e-3").unwrap();
+    assert_eq!(c.get_double("optim.lr").unwrap(), 1e-3);
+    assert_nul_refused(c.get_int("train.batch_size\0").unwrap_err(), 16);
+    assert_nul_refused(c.get_double("optim.lr\0").unwrap_err(), 8);
+    assert_nul_refused(c.get_bool("train.batch_size\0").unwrap_err(), 16);
+    assert_nul_refused(c.get_string("data.sampler\0").unwrap_err(), 12);
+    assert_eq!(c.get_string("data.sampler").unwrap(), "random");
+}

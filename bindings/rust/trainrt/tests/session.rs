@@ -117,3 +117,68 @@ fn prepare_bytes_writes_shards() {
     let e = trainrt::prepare_bytes(dir.join("none.txt"), dir.join("x"), 0.1).unwrap_err();
     assert_eq!(e.status(), Status::Io);
 }
+
+/// p with "\0x" appended: a path whose prefix the library would accept.
+fn with_nul(p: &std::path::Path) -> std::path::PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push("\0x");
+    s.into()
+}
+
+#[test]
+fn nul_in_a_path_is_invalid_argument_and_nothing_is_written() {
+    let dir = common::tmp("nul");
+    let (ckpt, hf) = (dir.join("ckpt"), dir.join("hf"));
+    let refused = |e: trainrt::Error, p: &std::path::Path| {
+        assert_eq!(e.status(), Status::InvalidArgument, "{e}");
+        let at = p.as_os_str().len();
+        assert!(
+            e.message()
+                .contains(&format!("a path holds a NUL character at byte {at} ")),
+            "{e}"
+        );
+    };
+    let mut s = common::session();
+    s.step().unwrap();
+    refused(s.save(Some(&with_nul(&ckpt))).unwrap_err(), &ckpt);
+    assert!(!ckpt.exists(), "a refused save wrote nothing");
+    s.save(Some(&ckpt)).unwrap();
+    refused(s.load(with_nul(&ckpt)).unwrap_err(), &ckpt);
+    s.load(&ckpt).unwrap();
+    refused(s.export(with_nul(&hf), Dtype::F32).unwrap_err(), &hf);
+    refused(
+        s.export_adapter(with_nul(&hf), Dtype::F32).unwrap_err(),
+        &hf,
+    );
+    refused(
+        trainrt::checkpoint_latest(with_nul(&dir)).unwrap_err(),
+        &dir,
+    );
+    refused(
+        trainrt::checkpoint_export(with_nul(&ckpt), &hf, Dtype::F32).unwrap_err(),
+        &ckpt,
+    );
+    refused(
+        trainrt::checkpoint_export(&ckpt, with_nul(&hf), Dtype::F32).unwrap_err(),
+        &hf,
+    );
+    refused(
+        trainrt::checkpoint_export_adapter(&ckpt, with_nul(&hf), Dtype::F32).unwrap_err(),
+        &hf,
+    );
+    assert!(!hf.exists(), "a refused export wrote nothing");
+    trainrt::checkpoint_export(&ckpt, &hf, Dtype::F32).unwrap();
+    assert!(hf.join("model.safetensors").exists());
+    let text = dir.join("a.txt");
+    std::fs::write(&text, "hello\nhello hello\nworld\n").unwrap();
+    let shards = dir.join("shards");
+    refused(
+        trainrt::prepare_bytes(with_nul(&text), &shards, 0.1).unwrap_err(),
+        &text,
+    );
+    refused(
+        trainrt::prepare_bytes(&text, with_nul(&shards), 0.1).unwrap_err(),
+        &shards,
+    );
+    assert!(!shards.exists(), "a refused prepare wrote nothing");
+}
