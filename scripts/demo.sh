@@ -6,7 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTRAINRT_BUILD_TESTS=OFF >/dev/null
+# The CLI in build/ (the folder README's commands use). A build/ configured already keeps its
+# options (tests on or off, as its owner chose): only the CLI target is built.
+if [ -f build/CMakeCache.txt ]; then
+  echo "demo: building the CLI in build/ (configured already; its options are kept)"
+else
+  echo "demo: configuring build/ (Release, library + CLI) and building the CLI"
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
 cmake --build build -j "$(nproc)" --target trainrt_cli
 if [ ! -f examples/data/shakespeare/train.bin ]; then
   ./build/trainrt prepare --text examples/data/tinyshakespeare.txt \

@@ -55,7 +55,11 @@ say "configure + build in $BUILD"
 [ "${KEEP_BUILD:-0}" = 1 ] || rm -rf "$BUILD"
 # The default prefix (/usr/local), as a user's own build has: the packages must still install
 # under /usr (packaging.cmake).
-cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+# Where nvcc exists the CUDA module is built (and packaged) though this machine has no GPU:
+# TRAINRT_CUDA=AUTO would leave it out without an NVIDIA driver.
+cuda=()
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then cuda=(-DTRAINRT_CUDA=ON); fi
+cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${cuda[@]}" \
     -DTRAINRT_BUILD_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=90-real >"$BUILD.configure.log" 2>&1 \
     || { cat "$BUILD.configure.log"; fail "configure"; }
 cmake --build "$BUILD" -j "$JOBS" >"$BUILD.build.log" 2>&1 || { tail -50 "$BUILD.build.log"; fail "build"; }

@@ -22,7 +22,7 @@ work=$3
 skip() { echo "sentencepiece oracle: SKIP: $*"; exit 77; }
 for tool in spm_train spm_encode spm_decode; do
     command -v "$tool" >/dev/null ||
-        skip "$tool not found (apt-get install sentencepiece, or scripts/install-deps.sh)"
+        skip "$tool not found (apt-get install sentencepiece, or scripts/install-deps.sh --test)"
 done
 rm -rf "$work"
 mkdir -p "$work"
