@@ -29,5 +29,24 @@ if [ "$lines" != 3 ]; then
   echo "test.sh: the example printed $lines step lines, expected 3" >&2
   exit 1
 fi
+
+# Without libtrainrt on the loader's path: a TrainrtException that says what to set, not
+# Mono's bare DllNotFoundException (unless a libtrainrt is installed system-wide).
+if ldconfig -p 2>/dev/null | grep -q 'libtrainrt\.so\.0 '; then
+  echo "test.sh: libtrainrt.so.0 is installed system-wide; the missing-library check is skipped"
+else
+  mkdir -p "$WORK/no-lib"
+  rc=0
+  LD_LIBRARY_PATH=$WORK/no-lib mono "$OUT/TrainrtExample.exe" "$TRAINRT_TEST_CONFIG" 1 \
+    >"$WORK/no-lib.out" 2>"$WORK/no-lib.err" || rc=$?
+  if [ "$rc" != 1 ] || ! grep -q '^error: libtrainrt could not be loaded' "$WORK/no-lib.err" ||
+     ! grep -q 'set LD_LIBRARY_PATH to the folder holding libtrainrt.so.0' "$WORK/no-lib.err" ||
+     grep -q 'Unhandled Exception' "$WORK/no-lib.err"; then
+    cat "$WORK/no-lib.err" >&2
+    echo "test.sh: without the library: exit $rc and not the TrainrtException expected" >&2
+    exit 1
+  fi
+  head -c 600 "$WORK/no-lib.err"; echo
+fi
 end=$(date +%s.%N)
 awk -v s="$start" -v e="$end" 'BEGIN { printf "csharp binding: all tests passed in %.1f s\n", e - s }'

@@ -60,6 +60,10 @@ cd "$ROOT/examples/rust"
 cargo build --offline --release
 out=$(env -u LD_LIBRARY_PATH "$CARGO_TARGET_DIR/release/train_rust" "$TRAINRT_TEST_CONFIG")
 echo "$out"
+# As the README runs it: a plain `cargo run` (the crate has two binaries: default-run).
+env -u LD_LIBRARY_PATH cargo run --offline --release -q -- "$TRAINRT_TEST_CONFIG" 2 >"$WORK/cargo-run.txt" ||
+  { cat "$WORK/cargo-run.txt"; echo "example: cargo run -- CONFIG failed" >&2; exit 1; }
+grep -q '^step ' "$WORK/cargo-run.txt" || { echo "example: cargo run printed no step line" >&2; exit 1; }
 steps=$(wc -l <"$TRAINRT_TEST_EXPECTED")
 [ "$(grep -c '^step ' <<<"$out")" -eq "$steps" ] || { echo "example: expected $steps step lines" >&2; exit 1; }
 # The LoRA example: fine-tune adapters on an exported base, export them (PEFT) and the merged

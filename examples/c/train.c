@@ -28,8 +28,11 @@ static trainrt_session* open_session(const char* path, const char* who) {
     trainrt_config* config = NULL;
     trainrt_session* session = NULL;
     if (check(trainrt_config_from_file(&config, path), "config")) return NULL;
-    /* Settings can be changed from code too: any key, a TOML value. */
+    /* Settings can be changed from code too: any key, a TOML value. This example writes no
+     * metrics or periodic checkpoints into the config's out_dir (it saves to its own
+     * CHECKPOINT_DIR), and periodic checkpoints need an out_dir: clear both. */
     if (check(trainrt_config_set(config, "train.out_dir", "\"\""), "config_set") ||
+        check(trainrt_config_set(config, "train.checkpoint_every", "0"), "config_set") ||
         check(trainrt_config_set_log(config, on_log, (void*)who, TRAINRT_LOG_INFO), "log") ||
         check(trainrt_session_create(&session, config), "session"))
         session = NULL;

@@ -20,7 +20,10 @@ int main(int argc, char** argv) {
     try {
         std::printf("libtrainrt %s\n", trainrt::version().c_str());
         trainrt::Config config = trainrt::Config::from_file(path);
-        config.set("train.out_dir", "\"\"");  // any key can be changed from code
+        // Any key can be changed from code. This example writes nothing into the config's
+        // out_dir, and periodic checkpoints need one: clear both.
+        config.set("train.out_dir", "\"\"");
+        config.set("train.checkpoint_every", "0");
         config.set_log(
             [](trainrt::LogLevel level, std::string_view line) {
                 std::fprintf(stderr, "[%s] %.*s\n",

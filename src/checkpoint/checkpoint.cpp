@@ -59,6 +59,8 @@ std::string state_json(const CheckpointState& st) {
                "  \"format_version\": ", st.format_version, ",\n",
                "  \"step\": ", st.step, ",\n",
                "  \"tokens_total\": ", st.tokens_total, ",\n",
+               // One process's checkpoints stay as they were before ranks were recorded.
+               st.world_size > 1 ? cat("  \"world_size\": ", st.world_size, ",\n") : std::string(),
                "  \"sampler_cursor\": {\"shard\": ", st.cursor_shard, ", \"pos\": ", st.cursor_pos,
                "},\n",
                "  \"loss_scale\": ", json_double(st.loss_scale), ",\n",
@@ -130,6 +132,11 @@ CheckpointState read_state_file(const std::string& dir) {
     st.tokens_total = r.count(root, "tokens_total", "tokens_total");
     if (st.tokens_total > (int64_t{1} << 62))
         r.bad("tokens_total", "must be at most 2^62");
+    if (root.find("world_size")) {  // optional: absent = one process (and older writers)
+        st.world_size = r.count(root, "world_size", "world_size");
+        if (st.world_size < 1 || st.world_size > (int64_t{1} << 24))
+            r.bad("world_size", "must be between 1 and 2^24");
+    }
     const json::Value& cur = r.get(root, "sampler_cursor", "sampler_cursor");
     if (!cur.is_object()) r.bad("sampler_cursor", cat("must be an object, got a ", cur.kind_name()));
     r.no_duplicates(cur, "sampler_cursor");

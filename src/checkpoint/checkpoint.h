@@ -36,6 +36,8 @@ struct CheckpointState {
     int64_t format_version = kCheckpointFormatAllMoments;  // read: as the files say
     int64_t step = 0;             // optimizer steps completed
     int64_t tokens_total = 0;     // tokens trained on
+    int64_t world_size = 1;       // data-parallel ranks that trained it (state.json: written
+                                  // when > 1; its global batch is batch_size x world_size)
     int64_t cursor_shard = 0;     // sequential sampler cursor (data/sampler.h)
     int64_t cursor_pos = 0;
     double loss_scale = 1.0;      // fp16 dynamic loss scale (1 on fp32 backends)

@@ -1,6 +1,7 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -997,6 +998,7 @@ CheckpointState Session::checkpoint_state() const {
     CheckpointState st;
     st.step = step_;
     st.tokens_total = tokens_total_;
+    st.world_size = world_size_;
     st.cursor_shard = cursor_.shard;
     st.cursor_pos = cursor_.pos;
     st.loss_scale = loss_scale_;
@@ -1080,7 +1082,7 @@ void Session::load(const std::string& path) {
              st.cursor_shard, ", position ", st.cursor_pos, ") does not fit data.train ('",
              run_.data.train, "', ", train_data_->num_shards(),
              " shard(s)); resume with the data the checkpoint was trained on");
-    warn_config_differences(st.config_toml, dir);
+    warn_config_differences(st.config_toml, st.world_size, dir);
     if (world_size_ > 1)
         require_same_checkpoint_on_every_rank(dir, params.data(), m.data(), v.data(), st);
     // Every check passed: now change the session.
@@ -1140,14 +1142,22 @@ std::map<std::string, std::string> dump_entries(const std::string& toml) {
     return out;
 }
 
+// A dumped integer value ("16"); false for anything else.
+bool parse_int64(const std::string& text, int64_t& out) {
+    const char* end = text.data() + text.size();
+    const auto r = std::from_chars(text.data(), end, out);
+    return r.ec == std::errc() && r.ptr == end;
+}
+
 }  // namespace
 
 void Session::warn_config_differences(const std::string& checkpoint_toml,
-                                      const std::string& dir) {
+                                      int64_t checkpoint_ranks, const std::string& dir) {
     // Keys that change where the losses go; the others (paths, cadences, logging) may
-    // legitimately differ on resume.
+    // legitimately differ on resume. train.batch_size is per rank: compared below as the
+    // global batch.
     static const char* const kTrajectory[] = {
-        "data.sampler", "data.seed", "train.batch_size", "train.seq_len", "train.grad_accum",
+        "data.sampler", "data.seed", "train.seq_len", "train.grad_accum",
         "train.steps", "optim.lr", "optim.betas", "optim.eps", "optim.weight_decay",
         "optim.grad_clip", "optim.schedule", "optim.warmup_steps", "optim.min_lr",
         "runtime.threads", "train.trainable", "model.dropout", "lora.dropout",
@@ -1159,6 +1169,22 @@ void Session::warn_config_differences(const std::string& checkpoint_toml,
         if (a == theirs.end() || b == ours.end() || a->second == b->second) continue;
         diff += cat(diff.empty() ? "" : ", ", key, " = ", b->second, " (checkpoint: ", a->second,
                     ")");
+    }
+    // N ranks x B rows train as 1 rank x N*B rows (the samplers number rows across ranks),
+    // so `mpirun -np 2 ... --set train.batch_size=8` goes on from a one-process B = 16 run.
+    const auto a = theirs.find("train.batch_size");
+    if (a != theirs.end()) {
+        const int64_t ours_b = run_.train.batch_size;
+        int64_t theirs_b = 0;
+        const bool parsed = parse_int64(a->second, theirs_b);
+        if (!parsed || theirs_b * checkpoint_ranks != ours_b * world_size_) {
+            const std::string what =
+                world_size_ == 1 && checkpoint_ranks == 1
+                    ? cat("train.batch_size = ", ours_b, " (checkpoint: ", a->second, ")")
+                    : cat("the global batch (train.batch_size x ranks) = ", ours_b, " x ",
+                          world_size_, " (checkpoint: ", a->second, " x ", checkpoint_ranks, ")");
+            diff += cat(diff.empty() ? "" : ", ", what);
+        }
     }
     // Said when training goes on (warn_resume_differences), not here: an eval or a sample of
     // the checkpoint under another thread count or data path is no cause for a warning.

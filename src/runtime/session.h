@@ -183,7 +183,8 @@ private:
     std::string save_into_out_dir();
     // The parameters on the host, checked finite (`what` names the export for the error).
     std::vector<float> params_for_export(const char* what);
-    void warn_config_differences(const std::string& checkpoint_toml, const std::string& dir);
+    void warn_config_differences(const std::string& checkpoint_toml, int64_t checkpoint_ranks,
+                                 const std::string& dir);
     // The training keys a loaded checkpoint was trained with otherwise ("" = none): warned
     // about once, when training goes on from it (step, step_tokens, train).
     std::string resume_differences_;

@@ -2,7 +2,8 @@
 # Data parallelism through mpirun and libtrainrt-mpi (docs/DISTRIBUTED.md), on the CPU:
 #   2 ranks x B=4 train as 1 rank x B=8 (train and val losses within 1e-6, relative);
 #   2 ranks repeat bit for bit; a 2-rank checkpoint resumes at 2 ranks (bit for bit) and at
-#   1 rank (within 1e-6); ZeRO-1 (dist.zero = 1) trains as dist.zero = 0 within 1e-6 and its
+#   1 rank (within 1e-6), and a 1-rank checkpoint at 2 ranks, without a config warning at the same
+#   global batch; ZeRO-1 (dist.zero = 1) trains as dist.zero = 0 within 1e-6 and its
 #   checkpoint resumes in one process; a killed rank, a hung rank (dist.timeout) and a rank with another
 #   config end the job within 30 s; dist.backend = "mpi" without the module is a clear error;
 #   a host program that runs MPI itself passes its own communicator (trainrt_config_set_mpi_comm).
@@ -140,6 +141,22 @@ same_within two/metrics.jsonl half/metrics.jsonl train 0
 "$TRAINRT" train run.toml --set train.batch_size=8 --set train.out_dir=half1 2> resume1.log ||
     { cat resume1.log; fail "resume at 1 rank failed"; }
 same_within two/metrics.jsonl half1/metrics.jsonl train 1e-6
+# 1 x 8 is the global batch of 2 x 4: not a config that differs.
+! grep -q "differs from the one it was trained with" resume1.log ||
+    { cat resume1.log; fail "resume at 1 rank x B=8 warned that the config differs"; }
+
+step "a 1-rank B=8 checkpoint goes on at 2 ranks x B=4 without a config warning (README's mpirun)"
+"$TRAINRT" train run.toml --set train.batch_size=8 --set train.out_dir=grow --steps 5 2> grow1.log ||
+    { cat grow1.log; fail "1 rank, 5 steps failed"; }
+mpirun2 "$TRAINRT" train run.toml --set train.out_dir=grow > grow2.log 2>&1 ||
+    { cat grow2.log; fail "resume at 2 ranks x B=4 failed"; }
+grep -q "resumed from" grow2.log || fail "2 ranks did not resume the 1-rank checkpoint"
+! grep -q "differs from the one it was trained with" grow2.log ||
+    { cat grow2.log; fail "2 ranks x B=4 from 1 x 8 warned that the config differs"; }
+mpirun2 "$TRAINRT" train run.toml --set train.out_dir=grow --set train.steps=12 \
+    --set train.batch_size=2 > shrink2.log 2>&1 || { cat shrink2.log; fail "2 ranks x B=2 failed"; }
+grep -q "the global batch (train.batch_size x ranks) = 2 x 2 (checkpoint: 4 x 2)" shrink2.log ||
+    { cat shrink2.log; fail "a global batch that differs was not named"; }
 
 step "ZeRO-1: as dist.zero = 0 (within 1e-6), and its step-5 checkpoint resumes at 1 rank"
 mpirun2 "$TRAINRT" train run.toml --set dist.zero=1 --set train.out_dir=zero > zero.log 2>&1 ||

@@ -20,6 +20,7 @@ namespace Trainrt
 
         static IntPtr CreateDefault()
         {
+            Loading.Require();
             IntPtr p;
             Errors.Check(Native.trainrt_config_create(out p), "trainrt_config_create");
             return p;
@@ -28,6 +29,7 @@ namespace Trainrt
         /// <summary>Relative paths in the file resolve against the file's folder.</summary>
         public static Config FromFile(string path)
         {
+            Loading.Require();
             IntPtr p;
             Errors.Check(Native.trainrt_config_from_file(out p, Utf8.Arg(path, "path")), "trainrt_config_from_file");
             return new Config(p, "trainrt_config_from_file");
@@ -36,6 +38,7 @@ namespace Trainrt
         /// <summary>baseDir (null = current directory) anchors relative paths.</summary>
         public static Config FromString(string toml, string baseDir = null)
         {
+            Loading.Require();
             IntPtr p;
             Errors.Check(Native.trainrt_config_from_string(out p, Utf8.Arg(toml, "toml"), Utf8.Encode(baseDir, "baseDir")),
                          "trainrt_config_from_string");
@@ -45,6 +48,7 @@ namespace Trainrt
         /// <summary>The run config a checkpoint was trained with.</summary>
         public static Config FromCheckpoint(string path)
         {
+            Loading.Require();
             IntPtr p;
             Errors.Check(Native.trainrt_config_from_checkpoint(out p, Utf8.Arg(path, "path")),
                          "trainrt_config_from_checkpoint");

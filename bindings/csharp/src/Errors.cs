@@ -36,6 +36,15 @@ namespace Trainrt
             Status = status;
             NativeMessage = nativeMessage ?? "";
         }
+
+        /// <summary>A failure of the binding itself (the library could not be loaded): the
+        /// whole message, without asking the library for its status text.</summary>
+        internal TrainrtException(Status status, string message, Exception inner)
+            : base(message, inner)
+        {
+            Status = status;
+            NativeMessage = "";
+        }
     }
 
     internal static class Errors

@@ -55,14 +55,15 @@ namespace Trainrt
         /// <summary>The last exception a log callback threw (and the binding swallowed).</summary>
         public static Exception LastCallbackException;
 
-        public static string Version { get { return Utf8.Decode(Native.trainrt_version_string()); } }
-        public static uint AbiVersion { get { return Native.trainrt_abi_version(); } }
-        public static Features BuildFeatures { get { return (Features)Native.trainrt_build_features(); } }
-        public static string StatusString(Status status) { return Utf8.Decode(Native.trainrt_status_string((int)status)); }
+        public static string Version { get { Loading.Require(); return Utf8.Decode(Native.trainrt_version_string()); } }
+        public static uint AbiVersion { get { Loading.Require(); return Native.trainrt_abi_version(); } }
+        public static Features BuildFeatures { get { Loading.Require(); return (Features)Native.trainrt_build_features(); } }
+        public static string StatusString(Status status) { Loading.Require(); return Utf8.Decode(Native.trainrt_status_string((int)status)); }
 
         /// <summary>Process default log sink; null restores the built-in stderr sink.</summary>
         public static void SetDefaultLog(LogCallback callback, LogLevel minLevel)
         {
+            Loading.Require();
             LogSink sink = callback == null ? null : new LogSink(callback);
             lock (sinkLock)
             {
@@ -77,6 +78,7 @@ namespace Trainrt
         public static void PrepareBytes(string textPath, string outDir, double valFraction,
                                         out long trainTokens, out long valTokens)
         {
+            Loading.Require();
             Errors.Check(Native.trainrt_prepare_bytes(out trainTokens, out valTokens,
                 Utf8.Arg(textPath, "textPath"), Utf8.Arg(outDir, "outDir"), valFraction),
                 "trainrt_prepare_bytes");
@@ -89,6 +91,7 @@ namespace Trainrt
         /// is rethrown here.</summary>
         public static PrepareResult PrepareText(IList<string> inputs, string outDir, PrepareOptions options)
         {
+            Loading.Require();
             if (inputs == null) throw new ArgumentNullException("inputs");
             if (options == null) throw new ArgumentNullException("options");
             byte[] dir = Utf8.Arg(outDir, "outDir");
@@ -150,6 +153,7 @@ namespace Trainrt
         /// <summary>The checkpoint directory out_dir/latest names; "" when none yet.</summary>
         public static string CheckpointLatest(string outDir)
         {
+            Loading.Require();
             byte[] dir = Utf8.Arg(outDir, "outDir");
             return Buffers.Read(delegate(byte[] b, UIntPtr c, out UIntPtr n) {
                 return Native.trainrt_checkpoint_latest(b, c, out n, dir);
@@ -159,6 +163,7 @@ namespace Trainrt
         /// <summary>A LoRA checkpoint's adapters as a PEFT folder, without a session.</summary>
         public static void CheckpointExportAdapter(string checkpoint, string outDir, DType dtype)
         {
+            Loading.Require();
             Errors.Check(Native.trainrt_checkpoint_export_adapter(Utf8.Arg(checkpoint, "checkpoint"),
                 Utf8.Arg(outDir, "outDir"), (int)dtype), "trainrt_checkpoint_export_adapter");
         }
@@ -166,6 +171,7 @@ namespace Trainrt
         /// <summary>Hugging Face GPT-2 export of a checkpoint, without a session.</summary>
         public static void CheckpointExport(string checkpoint, string outDir, DType dtype)
         {
+            Loading.Require();
             Errors.Check(Native.trainrt_checkpoint_export(Utf8.Arg(checkpoint, "checkpoint"),
                 Utf8.Arg(outDir, "outDir"), (int)dtype), "trainrt_checkpoint_export");
         }

@@ -27,6 +27,7 @@ namespace Trainrt
         /// Status.Unsupported.</summary>
         public static Tokenizer Load(string path)
         {
+            Loading.Require();
             IntPtr p;
             Errors.Check(Native.trainrt_tokenizer_load(out p, Utf8.Arg(path, "path")), "trainrt_tokenizer_load");
             return new Tokenizer(p);

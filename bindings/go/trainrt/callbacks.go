@@ -6,7 +6,7 @@ package trainrt
 
 /*
 #include <stdint.h>
-#include <trainrt/trainrt.h>
+#include "shims.h"
 */
 import "C"
 

@@ -3,6 +3,13 @@
 #ifndef TRAINRT_GO_SHIMS_H
 #define TRAINRT_GO_SHIMS_H
 #include <stdint.h>
+/* Without the header cgo's compiler would only say "trainrt/trainrt.h: No such file": say
+ * what to set instead (every file of the package includes this one). */
+#ifdef __has_include
+#if !__has_include(<trainrt/trainrt.h>)
+#error "trainrt/trainrt.h not found. Against a source build set CGO_CFLAGS=-I<checkout>/include and CGO_LDFLAGS='-L<build folder> -Wl,-rpath,<build folder>'; against the libtrainrt-dev package build with -tags trainrt_pkgconfig. See bindings/go/README.md, Building."
+#endif
+#endif
 #include <trainrt/trainrt.h>
 
 trainrt_status trgo_log_set_default(uintptr_t handle, int32_t min_level);

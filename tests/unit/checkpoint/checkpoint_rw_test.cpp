@@ -17,6 +17,7 @@ void expect_same_state(const CheckpointState& a, const CheckpointState& b) {
     EXPECT_EQ(a.format_version, b.format_version);
     EXPECT_EQ(a.step, b.step);
     EXPECT_EQ(a.tokens_total, b.tokens_total);
+    EXPECT_EQ(a.world_size, b.world_size);
     EXPECT_EQ(a.cursor_shard, b.cursor_shard);
     EXPECT_EQ(a.cursor_pos, b.cursor_pos);
     EXPECT_EQ(a.loss_scale, b.loss_scale);
@@ -67,6 +68,23 @@ TEST(CheckpointRw, ExtremeStateValuesRoundTrip) {
         write_checkpoint(dir, model.table, model.params.data(), model.m.data(), model.v.data(), s);
         expect_same_state(read_checkpoint_state(dir), s);
     }
+}
+
+// The data-parallel ranks that trained a checkpoint (its global batch is B x ranks): in
+// state.json when more than one, so one process's checkpoints are written as before.
+TEST(CheckpointRw, WorldSizeIsRecordedWhenAboveOne) {
+    const std::string root = fresh_dir();
+    const Model model;
+    CheckpointState s = sample_state();
+    write_checkpoint(root + "/one", model.table, model.params.data(), model.m.data(),
+                     model.v.data(), s);
+    EXPECT_EQ(slurp(root + "/one/state.json").find("world_size"), std::string::npos);
+    EXPECT_EQ(read_checkpoint_state(root + "/one").world_size, 1);
+    s.world_size = 2;
+    write_checkpoint(root + "/two", model.table, model.params.data(), model.m.data(),
+                     model.v.data(), s);
+    EXPECT_HAS(slurp(root + "/two/state.json"), "\"world_size\": 2,");
+    expect_same_state(read_checkpoint_state(root + "/two"), s);
 }
 
 TEST(CheckpointRw, OptimizerMayBeSkipped) {
@@ -209,6 +227,10 @@ TEST(CheckpointRw, MalformedStateJsonNamesTheKey) {
         {"\"step\": 1234", "\"step\": 9223372036854775807", "key \"step\" must be at most 1099511627776"},
         {"\"step\": 1234", "\"step\": 1099511627777", "key \"step\" must be at most"},
         {"\"tokens_total\": 1099511627779", "\"tokens_total\": 9223372036854775807", "key \"tokens_total\" must be at most 2^62"},
+        // The ranks that trained it (optional; absent = 1).
+        {"\"step\"", "\"world_size\": 0, \"step\"", "key \"world_size\" must be between 1 and 2^24"},
+        {"\"step\"", "\"world_size\": 16777217, \"step\"", "key \"world_size\" must be between"},
+        {"\"step\"", "\"world_size\": 2.0, \"step\"", "key \"world_size\" must be a non-negative integer"},
         // The user's metadata (optional): an object of strings within the session's rules.
         {"\"step\"", "\"metadata\": [], \"step\"", "key \"metadata\" must be an object"},
         {"\"step\"", "\"metadata\": {\"k\": 1}, \"step\"", "key \"metadata.k\" must be a string"},

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "capi/capi_test_util.h"  // tiny_tokenizer_json
+#include "checkpoint/checkpoint.h"
 #include "data/prepare.h"
 #include "dist/communicator.h"
 #include "model/lora.h"
@@ -107,6 +108,19 @@ std::vector<RankRun> run_world(const Config& c, int ranks, int steps) {
 }
 
 bool same(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// A session's warnings and errors, collected.
+void collect_line(int32_t, const char* line, void* payload) {
+    static_cast<std::vector<std::string>*>(payload)->push_back(line);
+}
+LogSink collect_warnings(std::vector<std::string>* lines) {
+    return LogSink{collect_line, lines, TRAINRT_LOG_WARN};
+}
+std::string joined(const std::vector<std::string>& lines) {
+    std::string out;
+    for (const std::string& l : lines) out += l + "\n";
+    return out;
+}
 
 struct Case {
     const char* sampler;
@@ -277,7 +291,10 @@ TEST(DataParallelRuns, RepeatBitForBitAtAFixedWorldSize) {
 }
 
 // A checkpoint holds the global state: rank 0 writes it, one process resumes it with the
-// whole batch, and continues as the two ranks do.
+// whole batch, and continues as the two ranks do — without a warning that the config differs
+// (2 ranks x B = 4 is the global batch of 1 x 8; README's `mpirun -np 2 ... batch_size=8`
+// going on from the one-process demo is the same case); a global batch that does differ is
+// named as such.
 TEST(DataParallelRuns, ACheckpointOfTwoRanksResumesInOne) {
     const std::string dir = test_dir();
     auto world = dist::make_thread_world(2);
@@ -306,9 +323,22 @@ TEST(DataParallelRuns, ACheckpointOfTwoRanksResumesInOne) {
     for (std::thread& t : threads) t.join();
     ASSERT_EQ(errors[0], "");
     ASSERT_EQ(errors[1], "");
-    Session one(config(dir, "sequential", 8, 1), LogSink{});
+    EXPECT_EQ(read_checkpoint_state(ckpt).world_size, 2);
+    std::vector<std::string> warnings;
+    Session one(config(dir, "sequential", 8, 1), collect_warnings(&warnings));
     one.load(ckpt);
     EXPECT_NEAR(one.step().loss, next[0], 1e-6 * next[0]);
+    EXPECT_EQ(joined(warnings), "");
+
+    std::vector<std::string> half_warnings;
+    Session half(config(dir, "sequential", 4, 1), collect_warnings(&half_warnings));
+    half.load(ckpt);
+    half.step();
+    EXPECT_NE(joined(half_warnings).find("differs from the one it was trained with: the global "
+                                         "batch (train.batch_size x ranks) = 4 x 1 (checkpoint: "
+                                         "4 x 2)"),
+              std::string::npos)
+        << joined(half_warnings);
 }
 
 // Each rank builds its session on its own thread; the errors, by rank ("" = built).
