@@ -66,6 +66,7 @@ std::string state_json(const CheckpointState& st) {
                "  \"loss_scale\": ", json_double(st.loss_scale), ",\n",
                frozen_base_json(st),
                metadata_json(st),
+               st.run_id.empty() ? std::string() : cat("  \"run\": ", json::quote(st.run_id), ",\n"),
                "  \"library_version\": ", json::quote(st.library_version), ",\n",
                "  \"config_toml\": ", json::quote(st.config_toml), "\n",
                "}\n");
@@ -181,6 +182,12 @@ CheckpointState read_state_file(const std::string& dir) {
             if (!problem.empty()) r.bad("metadata." + m.key, cat("is invalid: ", problem));
             st.metadata[m.key] = m.value.s;
         }
+    }
+    if (const json::Value* run = root.find("run")) {  // optional: older writers lack it
+        if (!run->is_string()) r.bad("run", cat("must be a string, got a ", run->kind_name()));
+        const std::string problem = run_id_problem(run->s);
+        if (!problem.empty()) r.bad("run", cat("is invalid: ", problem));
+        st.run_id = run->s;
     }
     // Unknown keys are ignored: a writer may add information an older reader can safely skip
     // without bumping format_version (docs/FORMATS.md §4, version policy).

@@ -49,6 +49,9 @@ struct CheckpointState {
     std::map<std::string, std::string> frozen_sha256;
     // The user's metadata (trainrt_session_set_metadata; checkpoint_metadata.h's rules).
     std::map<std::string, std::string> metadata;
+    // The run (metrics.jsonl's run id, FORMATS.md §5) the checkpoint belongs to: a session
+    // that loads it continues that run. "" = not recorded (older writers).
+    std::string run_id;
 };
 
 // Lower-case hex SHA-256 of a tensor's fp32 values as stored (little-endian, no padding

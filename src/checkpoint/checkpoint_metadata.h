@@ -44,6 +44,17 @@ inline std::string metadata_entry_problem(const std::string& key, const std::str
     return {};
 }
 
+// What is wrong with a run id (state.json's "run", the metrics.jsonl run it continues;
+// docs/FORMATS.md §4, §5), or "" when it is 1-64 bytes of [A-Za-z0-9_.-].
+inline std::string run_id_problem(const std::string& id) {
+    if (id.empty() || id.size() > 64)
+        return cat("a run id must be 1 to 64 bytes long (got ", id.size(), ")");
+    for (char c : id)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'))
+            return "a run id may only hold letters, digits, '_', '.' and '-'";
+    return {};
+}
+
 // Error(InvalidArgument) "<what>: <problem>" for an entry outside the rules.
 inline void check_metadata_entry(const char* what, const std::string& key,
                                  const std::string* value) {

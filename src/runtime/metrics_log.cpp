@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <random>
 
 #include "core/error.h"
 
@@ -46,17 +47,26 @@ std::string quoted(const std::string& s) {
     return out + "\"";
 }
 
-// Now as ISO-8601 UTC, to the second: "2025-01-31T12:34:56Z".
-std::string utc_now() {
+// Now in UTC, to the second, as strftime `format` writes it.
+std::string utc_now(const char* format = "%Y-%m-%dT%H:%M:%SZ") {
     const std::time_t t = std::time(nullptr);
     std::tm tm{};
     char buf[32] = "";
-    if (::gmtime_r(&t, &tm) != nullptr) std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (::gmtime_r(&t, &tm) != nullptr) std::strftime(buf, sizeof buf, format, &tm);
     return buf;
 }
 
 }  // namespace
 
+
+std::string new_run_id() {
+    // random_device draws from the kernel (getrandom): two sessions started in the same
+    // second, on one machine or several, still get different ids.
+    std::random_device rd;
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(rd()));
+    return utc_now("%Y%m%dT%H%M%SZ") + "-" + hex;
+}
 
 void make_directories(const std::string& path) {
     if (path.empty()) return;
@@ -86,6 +96,7 @@ MetricsLog::MetricsLog(const std::string& out_dir) : path_(out_dir + "/metrics.j
         fail(Status::Io, "cannot append to '", path_, "': not a regular file (check "
              "train.out_dir)");
     }
+    had_history_ = st.st_size > 0;
     file_ = ::fdopen(fd, "a");
     if (file_ == nullptr) {
         const int e = errno;
@@ -111,9 +122,12 @@ void MetricsLog::write_val(int64_t step, double loss) {
     write_line(cat("{\"step\": ", step, ", \"split\": \"val\", \"loss\": ", number(loss), "}"));
 }
 
-void MetricsLog::write_run(int64_t step, const std::string& version,
-                           const std::string& acceleration, const std::string& model) {
-    write_line(cat("{\"step\": ", step, ", \"split\": \"run\", \"time\": ", quoted(utc_now()),
+void MetricsLog::write_run(int64_t step, const std::string& run_id, int64_t resumed_from,
+                           const std::string& version, const std::string& acceleration,
+                           const std::string& model) {
+    write_line(cat("{\"step\": ", step, ", \"split\": \"run\", \"run\": ", quoted(run_id),
+                   ", \"resumed_from\": ", resumed_from >= 0 ? cat(resumed_from) : "null",
+                   ", \"time\": ", quoted(utc_now()),
                    ", \"version\": ", quoted(version), ", \"acceleration\": ",
                    quoted(acceleration), ", \"model\": ", quoted(model), "}"));
 }

@@ -782,8 +782,14 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
     if (metrics && step_ < target && !run_header_written_) {
         // The run header (FORMATS.md §5): what this run is and runs on, for reports. Once per
         // session (and again after a load): a host training in chunks is one run, not resumes.
-        metrics->write_run(step_, kVersionString, acceleration_line(), model_line());
+        metrics->write_run(step_, run_id_, resumed_from_, kVersionString, acceleration_line(),
+                           model_line());
         run_header_written_ = true;
+        // A fresh session in a folder that already holds history: its lines are a run of
+        // their own (trainrt report keeps the earlier ones), which may not be what was meant.
+        if (resumed_from_ < 0 && metrics->had_history())
+            log_.info("metrics: appending a new run (", run_id_, ") to ", metrics->path(),
+                      "; earlier runs are kept; load a checkpoint to continue one");
     }
     const double t_start = now_ms();
     const bool can_eval = val_data_.has_value() && run_.train.eval_every > 0;
@@ -1009,6 +1015,7 @@ CheckpointState Session::checkpoint_state() const {
         st.frozen_sha256 = frozen_sha256_;
     }
     st.metadata = metadata_;
+    st.run_id = run_id_;
     return st;
 }
 
@@ -1100,7 +1107,10 @@ void Session::load(const std::string& path) {
     step_ = st.step;
     tokens_total_ = st.tokens_total;
     metadata_ = st.metadata;
-    run_header_written_ = false;  // the next train() starts a run from this checkpoint
+    run_header_written_ = false;  // the next train() writes a header at this checkpoint
+    // ... continuing its run; a checkpoint of an older writer names none: a run of its own.
+    run_id_ = st.run_id.empty() ? new_run_id() : st.run_id;
+    resumed_from_ = st.step;
     cursor_.shard = st.cursor_shard;
     cursor_.pos = st.cursor_pos;
     const bool fp16 = precision_ == Precision::Fp16;

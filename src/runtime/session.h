@@ -20,6 +20,7 @@
 #include "dist/communicator.h"
 #include "io/dir_lock.h"
 #include "model/decoder.h"
+#include "runtime/metrics_log.h"
 #include "runtime/optimizer.h"
 #include "runtime/step_engine.h"
 #include "runtime/token_sampling.h"
@@ -274,6 +275,11 @@ private:
     std::vector<std::pair<float, int32_t>> sample_scratch_;
     std::map<std::string, std::string> metadata_;  // set_metadata; checkpoints carry it
     bool run_header_written_ = false;  // metrics.jsonl's run line, once per session / load
+    // The run this session's metrics.jsonl lines belong to (FORMATS.md §5): a new id for a
+    // fresh session, the loaded checkpoint's after a load (checkpoints carry it), and the
+    // checkpoint step it resumed from (-1: a fresh start).
+    std::string run_id_ = new_run_id();
+    int64_t resumed_from_ = -1;
     // The tensor called name, or Error(InvalidArgument) naming the closest one.
     const ParamTensor& named_tensor(const char* what, const std::string& name) const;
 };

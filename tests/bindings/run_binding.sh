@@ -11,6 +11,7 @@
 #   TRAINRT_TEST_CONFIG  path of tiny.toml (train + val data, 1 thread, 8 steps)
 #   TRAINRT_TEST_EXPECTED  lines "STEP LOSS_BITS" (16 hex digits: the double's IEEE bits)
 #   TRAINRT_TEST_TMP     a scratch folder of the binding's own
+#   TRAINRT_CLI          the trainrt command-line tool of the same build
 set -euo pipefail
 LANG_NAME=$1 LIBDIR=$2 SRC=$3 WORK=$4 REFERENCE=$5 CLI=$6 EXAMPLE=${7:-}
 rm -rf "$WORK"
@@ -53,6 +54,7 @@ export TRAINRT_INCLUDE_DIR=$SRC/include
 export TRAINRT_TEST_CONFIG=$WORK/tiny.toml
 export TRAINRT_TEST_EXPECTED=$WORK/expected_losses.txt
 export TRAINRT_TEST_TMP=$WORK/tmp
+export TRAINRT_CLI=$CLI
 export LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 case "$LANG_NAME" in
   rust) exec bash "$SRC/bindings/rust/test.sh" "$WORK" ;;

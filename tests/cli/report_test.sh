@@ -3,7 +3,8 @@
 # metrics.jsonl repeats steps), reported; the HTML page checked (one <svg> per chart, the
 # points per series after de-duplication, the run config and acceleration line, nothing
 # external); the terminal summary; two runs overlaid; NaN gaps, a one-step run, a huge run
-# (reduced, spikes kept), an older log without run headers; and the error paths.
+# (reduced, spikes kept), an older log without run headers; several runs in one folder (a
+# fresh start beside earlier runs, a resume of one of them); and the error paths.
 #   usage: report_test.sh TRAINRT_BINARY SOURCE_DIR SCRATCH_DIR
 set -euo pipefail
 
@@ -122,11 +123,15 @@ n_val=$(grep -c '"split": "val"' out/metrics.jsonl)
 
 step "the run header line (docs/FORMATS.md §5): one per session, at the step it started from"
 [ "$(grep -c '"split": "run"' out/metrics.jsonl)" -eq 2 ] || fail "metrics.jsonl: not 2 run lines"
-head -n 1 out/metrics.jsonl | grep -Eq '^\{"step": 0, "split": "run", "time": "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z", "version": "[0-9]+\.[0-9]+\.[0-9]+", "acceleration": "device=cpu .*precision=fp32.*", "model": "gpt2 .*parameters.*"\}$' ||
+head -n 1 out/metrics.jsonl | grep -Eq '^\{"step": 0, "split": "run", "run": "[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}", "resumed_from": null, "time": "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z", "version": "[0-9]+\.[0-9]+\.[0-9]+", "acceleration": "device=cpu .*precision=fp32.*", "model": "gpt2 .*parameters.*"\}$' ||
     fail "metrics.jsonl: the first line is not a run header: $(head -n 1 out/metrics.jsonl)"
-grep '"split": "run"' out/metrics.jsonl | sed -n 2p | grep -q '^{"step": 3, ' ||
-    fail "metrics.jsonl: the resumed session's header is not at step 3"
-echo "ok: run headers at steps 0 and 3"
+# The resumed session continues the run its checkpoint belongs to (state.json's "run").
+run1=$(head -n 1 out/metrics.jsonl | sed -E 's/.*"run": "([^"]*)".*/\1/')
+grep -q "^  \"run\": \"$run1\",\$" out/step_00000003/state.json ||
+    fail "the step-3 checkpoint does not name run $run1"
+grep '"split": "run"' out/metrics.jsonl | sed -n 2p | grep -q "^{\"step\": 3, \"split\": \"run\", \"run\": \"$run1\", \"resumed_from\": 3, " ||
+    fail "metrics.jsonl: the resumed session's header is not at step 3 of run $run1"
+echo "ok: run headers at steps 0 and 3, both of run $run1"
 
 step "trainrt report out"
 "$TRAINRT" report out >report.out 2>report.err || { cat report.err >&2; fail "report: exit"; }
@@ -205,6 +210,72 @@ echo "ok: two runs in $c1 and $c2"
 "$TRAINRT" report out out2 >several.out 2>&1 || { cat several.out >&2; fail "report out out2: exit"; }
 grep -q '^wrote report.html (' several.out && [ -s report.html ] ||
     fail "several runs: the default page is not ./report.html"
+
+# ------------------------------------------------------------------ several runs in one folder
+step "a fresh start in a folder with history is a run of its own; a resume continues its run"
+"$TRAINRT" train run.toml --set train.out_dir=hist --steps 4 >hist1.out 2>&1 ||
+    { cat hist1.out >&2; fail "train hist: exit"; }
+grep -q 'appending a new run' hist1.out && fail "hist: a first run said it appends a new run"
+"$TRAINRT" train run.toml --set train.out_dir=hist --fresh --steps 2 >hist2.out 2>&1 ||
+    { cat hist2.out >&2; fail "train hist --fresh: exit"; }
+grep -q "metrics: appending a new run ([0-9]*T[0-9]*Z-[0-9a-f]*) to [^ ]*hist/metrics.jsonl; earlier runs are kept; load a checkpoint to continue one" hist2.out ||
+    { cat hist2.out >&2; fail "hist --fresh: no INFO line saying a new run is appended"; }
+# The first run again, from its step-3 checkpoint (the fresh run wrote none).
+"$TRAINRT" train run.toml --set train.out_dir=hist --checkpoint hist/step_00000003 --steps 3 \
+    >hist3.out 2>&1 || { cat hist3.out >&2; fail "train hist --checkpoint: exit"; }
+grep -q 'appending a new run' hist3.out && fail "hist: a resume said it appends a new run"
+"$TRAINRT" report hist >hist.out 2>hist.err || { cat hist.err >&2; fail "report hist: exit"; }
+cat hist.out
+grep -q '^== hist run 1 (hist/metrics.jsonl)$' hist.out && grep -q '^== hist run 2 (hist/metrics.jsonl)$' hist.out ||
+    fail "hist: not two runs"
+grep -Eq '^  run +[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8} \(1 of 2 in this metrics.jsonl, begun ' hist.out ||
+    fail "hist: the first run's id line"
+# Run 1: steps 1-4, then 4-6 from its step-3 checkpoint; run 2: steps 1-2. Dropped: only
+# run 1's eval at step 4, a branch its resume left (it evaluates at 6).
+grep -Eq '^  steps +6 \(6 logged; 1 resume, 1 line replaced, 1 dropped, 0 malformed\)$' hist.out ||
+    fail "hist: run 1 lost steps or its resume"
+grep -Eq '^  steps +2 \(2 logged; 0 resumes, 0 lines replaced, 0 dropped, 0 malformed\)$' hist.out ||
+    fail "hist: run 2's steps"
+# The latest checkpoint (step 6) is run 1's: its config goes there, run 2 says so.
+grep -Eq '^  config +hist/step_00000006$' hist.out || fail "hist: run 1 lacks the latest checkpoint's config"
+grep -q '^  config       not kept for this run: the folder.s latest checkpoint (hist/step_00000006) is hist run 1.s$' hist.out ||
+    fail "hist: run 2 does not say whose config the latest checkpoint holds"
+check_page hist/report.html
+expect_points hist/report.html loss-step "hist run 1" "train loss \(EMA\)" 6
+expect_points hist/report.html loss-step "hist run 2" "train loss \(EMA\)" 2
+grep -q 'Run <code>[0-9]*T[0-9]*Z-[0-9a-f]*</code>, 2 of 2 in <code>hist/metrics.jsonl</code>' hist/report.html ||
+    fail "hist: the page does not say which run of the file run 2 is"
+
+step "runs in a written file: older writers' restarts and resumes, ids, a run resumed twice"
+mkdir -p mix
+awk 'function t(s) { printf "{\"step\": %d, \"split\": \"train\", \"loss\": %.2f, \"lr\": 0.001, \"grad_norm\": 1, \"tokens\": 32, \"tokens_total\": %d, \"ms\": 1, \"tok_per_s\": 1000}\n", s, 6 - s / 10, s * 32 }
+    BEGIN {
+    print "{\"step\": 0, \"split\": \"run\", \"version\": \"0.0.9\"}"   # an older writer: no ids
+    for (s = 1; s <= 4; s++) t(s)
+    print "{\"step\": 0, \"split\": \"run\", \"version\": \"0.0.9\"}"   # its fresh start: run 2
+    for (s = 1; s <= 2; s++) t(s)
+    # The upgrade: run 2 resumed from its (id-less) step-2 checkpoint, under a new id.
+    print "{\"step\": 2, \"split\": \"run\", \"run\": \"R-b\", \"resumed_from\": 2}"
+    for (s = 3; s <= 4; s++) t(s)
+    print "{\"step\": 0, \"split\": \"run\", \"run\": \"R-c\", \"resumed_from\": null}"  # run 3
+    for (s = 1; s <= 3; s++) t(s)
+    print "{\"step\": 2, \"split\": \"run\", \"run\": \"R-b\", \"resumed_from\": 2}"  # run 2 again
+    for (s = 3; s <= 5; s++) t(s) }' >mix/metrics.jsonl
+"$TRAINRT" report mix >mix.out 2>&1 || { cat mix.out >&2; fail "report mix: exit"; }
+cat mix.out
+[ "$(grep -c '^== mix run [1-3] (mix/metrics.jsonl)$' mix.out)" -eq 3 ] || fail "mix: not three runs"
+sed -n '/^== mix run 1 /,/^== /p' mix.out | grep -q "^  run          without an id (an older writer's) (1 of 3 in this metrics.jsonl)$" ||
+    fail "mix: run 1 is not the id-less one"
+sed -n '/^== mix run 1 /,/^== /p' mix.out | grep -Eq '^  steps +4 \(4 logged; 0 resumes, 0 lines replaced, 0 dropped' ||
+    fail "mix: run 1 was rewound by the fresh start after it"
+sed -n '/^== mix run 2 /,/^== /p' mix.out | grep -q '^  run          R-b (2 of 3 in this metrics.jsonl)$' ||
+    fail "mix: run 2 did not take the id of the run that resumed it"
+sed -n '/^== mix run 2 /,/^== /p' mix.out | grep -Eq '^  steps +5 \(5 logged; 2 resumes, 2 lines replaced, 0 dropped' ||
+    fail "mix: run 2's resumes"
+sed -n '/^== mix run 3 /,$p' mix.out | grep -Eq '^  steps +3 \(3 logged; 0 resumes, 0 lines replaced, 0 dropped' ||
+    fail "mix: run 3 lost steps to run 2's resume"
+expect_points mix/report.html loss-step "mix run 2" "train loss \(EMA\)" 5
+echo "ok: three runs, nothing dropped, each resume in its own run"
 
 # ------------------------------------------------------------------ malformed lines
 step "malformed lines are skipped with a warning naming them"

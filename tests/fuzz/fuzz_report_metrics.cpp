@@ -69,27 +69,32 @@ void check_printable(const std::string& in, bool keep_lines) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
-    trainrt_cli::RunData run;
-    run.dir = "fuzz";
-    run.label = "fuzz";
-    run.metrics_path = "fuzz/metrics.jsonl";
+    trainrt_cli::RunData base;
+    base.dir = "fuzz";
+    base.label = "fuzz";
+    base.metrics_path = "fuzz/metrics.jsonl";
+    std::vector<trainrt_cli::RunData> runs;
     std::string error;
-    if (!trainrt_cli::read_metrics_from(run, in, error)) {
+    if (!trainrt_cli::read_metrics_from(base, in, runs, error)) {
         check_printable(error, false);
         return 0;
     }
-    if (run.train.empty()) fuzz::die("read_metrics_from succeeded without a train line");
-    for (size_t i = 1; i < run.train.size(); ++i)
-        if (run.train[i].step <= run.train[i - 1].step) fuzz::die("train steps not increasing");
-    const trainrt_cli::RunSummary s = trainrt_cli::summarize(run);
-    (void)trainrt_cli::short_count(s.tokens);
-    (void)trainrt_cli::short_duration(s.train_seconds);
-    for (const trainrt_cli::RunHeader& h : run.headers)
-        for (const std::string* t : {&h.time, &h.version, &h.acceleration, &h.model})
-            check_printable(*t, false);
-    for (const std::string& why : run.malformed_why) check_printable(why, false);
-    run.config_error = "not read by fuzz_report_metrics";
-    const std::string page = trainrt_cli::render_report({run});
+    if (runs.empty()) fuzz::die("read_metrics_from succeeded without a run");
+    for (trainrt_cli::RunData& run : runs) {
+        if (run.train.empty()) fuzz::die("read_metrics_from kept a run without a train line");
+        for (size_t i = 1; i < run.train.size(); ++i)
+            if (run.train[i].step <= run.train[i - 1].step) fuzz::die("train steps not increasing");
+        const trainrt_cli::RunSummary s = trainrt_cli::summarize(run);
+        (void)trainrt_cli::short_count(s.tokens);
+        (void)trainrt_cli::short_duration(s.train_seconds);
+        check_printable(run.run_id, false);
+        for (const trainrt_cli::RunHeader& h : run.headers)
+            for (const std::string* t : {&h.run, &h.time, &h.version, &h.acceleration, &h.model})
+                check_printable(*t, false);
+        for (const std::string& why : run.malformed_why) check_printable(why, false);
+        run.config_error = "not read by fuzz_report_metrics";
+    }
+    const std::string page = trainrt_cli::render_report(runs);
     check_printable(page, true);
     return 0;
 }

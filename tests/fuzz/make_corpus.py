@@ -447,10 +447,14 @@ deterministic = true
     }
 
     # --- fuzz_report_metrics: a run's metrics.jsonl (docs/FORMATS.md section 5)
-    def run_line(step):
-        return json.dumps({"step": step, "split": "run", "time": "2025-01-31T12:34:56Z",
-                           "version": "0.1.0", "acceleration": "device=cpu (auto) precision=fp32",
-                           "model": "gpt2 L2 H2 C16 V48, 9344 parameters, init random (seed 1)"})
+    def run_line(step, run=None, resumed_from=None):
+        d = {"step": step, "split": "run"}
+        if run is not None:  # the writers since run ids: every header names its run
+            d.update({"run": run, "resumed_from": resumed_from})
+        d.update({"time": "2025-01-31T12:34:56Z", "version": "0.1.0",
+                  "acceleration": "device=cpu (auto) precision=fp32",
+                  "model": "gpt2 L2 H2 C16 V48, 9344 parameters, init random (seed 1)"})
+        return json.dumps(d)
 
     def train_line(step, loss, **extra):
         d = {"step": step, "split": "train", "loss": loss, "lr": 3e-4 * min(1, step / 3),
@@ -471,6 +475,18 @@ deterministic = true
         "resumed.jsonl": lines(run_line(0), *[train_line(s, 4 - s / 10) for s in range(1, 7)],
                                run_line(3), *[train_line(s, 3.9 - s / 10) for s in range(4, 9)],
                                val_line(6, 3.5), val_line(6, 3.4)),
+        # Runs of one folder: a fresh start beside a run with ids, a resume of the first.
+        "runs.jsonl": lines(run_line(0, "20250131T123456Z-0000000a"),
+                            *[train_line(s, 4 - s / 10) for s in range(1, 6)],
+                            run_line(0, "20250131T130000Z-0000000b"),
+                            *[train_line(s, 4.1 - s / 10) for s in range(1, 4)],
+                            run_line(3, "20250131T123456Z-0000000a", 3),
+                            *[train_line(s, 3.8 - s / 10) for s in range(4, 8)]),
+        # An older writer's fresh start over earlier steps, then its resume under a new id.
+        "runs_upgrade.jsonl": lines(run_line(0), *[train_line(s, 4.0) for s in (1, 2, 3)],
+                                    run_line(0), *[train_line(s, 3.9) for s in (1, 2)],
+                                    run_line(2, "20250131T140000Z-0000000c", 2),
+                                    *[train_line(s, 3.8) for s in (3, 4)]),
         "no_headers.jsonl": lines(*[train_line(s, 4.0) for s in (1, 2, 3, 2, 3, 4)]),
         "gaps.jsonl": b'{"step": 1, "split": "train", "loss": NaN}\n'
                       b'{"step": 2, "split": "train", "loss": null, "lr": Infinity}\r\n'

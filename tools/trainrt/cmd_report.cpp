@@ -27,14 +27,16 @@ const char* const kReportHelp =
     "tokens (raw, smoothed, val), learning rate, gradient norm, tokens/s and MFU, several\n"
     "runs overlaid in distinct colours, then each run's config (from its latest checkpoint)\n"
     "and acceleration/precision line.\n"
-    "  --html FILE   where the page goes (default: OUT_DIR/report.html for one run,\n"
+    "  --html FILE   where the page goes (default: OUT_DIR/report.html for one OUT_DIR,\n"
     "                report.html in the current folder for several)\n"
-    "  --label NAME  the name of the next run in the legend (in OUT_DIR order; default: the\n"
-    "                folder's name)\n"
+    "  --label NAME  the name of the next OUT_DIR in the legend (in order; default: the\n"
+    "                folder's name; a folder of several runs: NAME run 1, NAME run 2, ...)\n"
     "A resumed run's metrics.jsonl repeats the steps after the checkpoint it resumed from:\n"
-    "the later line wins (the page says how many were replaced). Malformed lines are skipped\n"
-    "with a warning naming them; missing or non-finite values are gaps in the curves; series\n"
-    "longer than 4000 points are reduced keeping each stretch's min and max.\n"
+    "the later line wins (the page says how many were replaced). A fresh start in a folder\n"
+    "with history (a new run id, FORMATS.md §5) is a run of its own, shown as \"LABEL run N\"\n"
+    "next to the earlier ones. Malformed lines are skipped with a warning naming them;\n"
+    "missing or non-finite values are gaps in the curves; series longer than 4000 points are\n"
+    "reduced keeping each stretch's min and max.\n"
     "Exit status: 0 ok (warnings included), 1 a run folder without a readable metrics.jsonl\n"
     "with training steps, or the page cannot be written, 2 bad usage.\n"
     "A page of two runs: docs/images/report.png in the source tree.\n";
@@ -82,6 +84,18 @@ void print_summary(const RunData& r) {
                 (long long)s.steps, r.train.size(), r.resumes, r.resumes == 1 ? "" : "s",
                 (long long)r.replaced, r.replaced == 1 ? "" : "s", (long long)r.dropped,
                 r.malformed_lines.size());
+    if (r.runs_in_file > 1 || !r.run_id.empty()) {
+        std::string where;
+        if (r.runs_in_file > 1)
+            where = std::to_string(r.index) + " of " + std::to_string(r.runs_in_file) +
+                    " in this metrics.jsonl";
+        if (!r.headers.empty() && !r.headers.front().time.empty())
+            where += (where.empty() ? "begun " : ", begun ") + r.headers.front().time;
+        std::printf("  run          %s%s\n",
+                    r.run_id.empty() ? "without an id (an older writer's)"
+                                     : printable(r.run_id).c_str(),
+                    where.empty() ? "" : (" (" + printable(where) + ")").c_str());
+    }
     std::printf("  tokens       %s\n", short_count(s.tokens).c_str());
     std::printf("  train loss   %s last, %s best (step %lld); %s\n",
                 fixed("%.4f", s.last_loss_ema).c_str(), fixed("%.4f", s.best_loss_ema).c_str(),
@@ -171,30 +185,37 @@ int cmd_report(int argc, char** argv) {
         return report_usage(std::to_string(labels.size()) + " --label for " +
                            std::to_string(dirs.size()) + " OUT_DIR: one label per run at most");
 
-    std::vector<RunData> runs(dirs.size());
-    for (size_t i = 0; i < dirs.size(); ++i) {
-        RunData& r = runs[i];
-        r.dir = dirs[i];
-        r.label = i < labels.size() ? labels[i] : folder_name(dirs[i]);
-        std::string error;
-        if (!read_metrics(r, error)) {
-            std::fprintf(stderr, "trainrt: report: %s\n", printable(error).c_str());
-            return 1;
-        }
-        warn_malformed(r);
-        read_run_config(r);
-    }
+    std::vector<std::string> names(dirs.size());
+    for (size_t i = 0; i < dirs.size(); ++i)
+        names[i] = i < labels.size() ? labels[i] : folder_name(dirs[i]);
     // Default labels that collide (runs/a/out, runs/b/out) become the paths as given.
-    for (size_t i = labels.size(); i < runs.size(); ++i)
-        for (size_t j = 0; j < runs.size(); ++j)
-            if (j != i && runs[j].label == runs[i].label) {
-                runs[i].label = dirs[i];
+    for (size_t i = labels.size(); i < dirs.size(); ++i)
+        for (size_t j = 0; j < dirs.size(); ++j)
+            if (j != i && (j < labels.size() ? labels[j] : folder_name(dirs[j])) == names[i]) {
+                names[i] = dirs[i];
                 break;
             }
 
+    // Each folder's runs (a fresh start in it is a run of its own), overlaid like folders.
+    std::vector<RunData> runs;
+    for (size_t i = 0; i < dirs.size(); ++i) {
+        RunData base;
+        base.dir = dirs[i];
+        base.label = names[i];
+        std::vector<RunData> found;
+        std::string error;
+        if (!read_metrics(base, found, error)) {
+            std::fprintf(stderr, "trainrt: report: %s\n", printable(error).c_str());
+            return 1;
+        }
+        for (const RunData& r : found) warn_malformed(r);
+        read_run_config(found);
+        for (RunData& r : found) runs.push_back(std::move(r));
+    }
+
     for (const RunData& r : runs) print_summary(r);
 
-    if (html.empty()) html = runs.size() == 1 ? dirs[0] + "/report.html" : "report.html";
+    if (html.empty()) html = dirs.size() == 1 ? dirs[0] + "/report.html" : "report.html";
     const std::string page = render_report(runs);
     if (!write_file(html, page)) return 1;
     std::printf("wrote %s (%.0f KiB, %d charts, %zu run%s)\n", html.c_str(),

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 
@@ -159,110 +161,171 @@ std::string printable(const std::string& s, bool keep_lines) {
     return out;
 }
 
-bool read_metrics(RunData& run, std::string& error) {
+bool read_metrics(const RunData& base, std::vector<RunData>& runs, std::string& error) {
     struct stat st {};
-    if (::stat(run.dir.c_str(), &st) != 0) {
-        error = "no folder '" + run.dir + "': give a run's train.out_dir (the folder " +
+    if (::stat(base.dir.c_str(), &st) != 0) {
+        error = "no folder '" + base.dir + "': give a run's train.out_dir (the folder " +
                 "`trainrt train` writes metrics.jsonl and checkpoints into)";
         return false;
     }
     if (!S_ISDIR(st.st_mode)) {
-        error = "'" + run.dir + "' is not a folder: give a run's train.out_dir (the folder " +
+        error = "'" + base.dir + "' is not a folder: give a run's train.out_dir (the folder " +
                 "holding metrics.jsonl)";
         return false;
     }
-    run.metrics_path = run.dir + "/metrics.jsonl";
-    std::ifstream file(run.metrics_path, std::ios::binary);
+    RunData with_path = base;
+    with_path.metrics_path = base.dir + "/metrics.jsonl";
+    std::ifstream file(with_path.metrics_path, std::ios::binary);
     if (!file) {
-        error = "no " + run.metrics_path + " (" +
-                (::stat(run.metrics_path.c_str(), &st) == 0 ? "unreadable" : "missing") +
-                "): is '" + run.dir + "' a run's train.out_dir? `trainrt train CONFIG` with " +
+        error = "no " + with_path.metrics_path + " (" +
+                (::stat(with_path.metrics_path.c_str(), &st) == 0 ? "unreadable" : "missing") +
+                "): is '" + base.dir + "' a run's train.out_dir? `trainrt train CONFIG` with " +
                 "train.out_dir set writes it as it trains";
         return false;
     }
-    return read_metrics_from(run, file, error);
+    return read_metrics_from(with_path, file, runs, error);
 }
 
-bool read_metrics_from(RunData& run, std::istream& file, std::string& error) {
-    // Steps by number. A run header at step S (a resume from S's checkpoint) moves the
-    // lines of later steps aside: the continued run's line for such a step replaces it;
-    // those it never reaches again are dropped (a branch the run left).
+namespace {
+
+// One run of the file as it is read: its steps by number. A run header at step S (a resume
+// from S's checkpoint) moves the lines of later steps aside: the continued run's line for
+// such a step replaces it; those it never reaches again are dropped (a branch the run left).
+struct RunReader {
+    RunData run;
     std::map<int64_t, TrainPoint> train, orphan_train;
     std::map<int64_t, ValPoint> val, orphan_val;
     int64_t last_train_step = -1;
-    enum { None, Resume, Restart } pending = None;
-    auto orphan_after = [&](int64_t s) {  // moves the lines of steps > s aside
+    bool pending_resume = false;  // a header resumed: counted at the next train line
+
+    bool has_steps() const { return !train.empty() || !val.empty() || !orphan_train.empty(); }
+    void orphan_after(int64_t s) {  // moves the lines of steps > s aside
         for (auto it = train.upper_bound(s); it != train.end(); it = train.erase(it))
             orphan_train[it->first] = it->second;
         for (auto it = val.upper_bound(s); it != val.end(); it = val.erase(it))
             orphan_val[it->first] = it->second;
+    }
+};
+
+// Moves the skipped lines of a run left out (no train line) into a neighbour `to` (before
+// it: append; after it: prepend), so every malformed line is still reported once.
+void fold_skipped(RunData& to, const RunData& from, bool append) {
+    auto& lines = to.malformed_lines;
+    auto& why = to.malformed_why;
+    lines.insert(append ? lines.end() : lines.begin(), from.malformed_lines.begin(),
+                 from.malformed_lines.end());
+    why.insert(append ? why.end() : why.begin(), from.malformed_why.begin(),
+               from.malformed_why.end());
+    to.ignored += from.ignored;
+}
+
+}  // namespace
+
+bool read_metrics_from(const RunData& base, std::istream& file, std::vector<RunData>& runs,
+                       std::string& error) {
+    // Runs in the order they began (a deque: `cur` stays valid as runs are added).
+    std::deque<RunReader> readers(1);
+    readers[0].run = base;
+    RunReader* cur = &readers[0];
+    std::map<std::string, RunReader*> by_id;
+    auto begin_run = [&](const std::string& id) {
+        if (cur->has_steps() || !cur->run.headers.empty() || !cur->run.run_id.empty()) {
+            readers.emplace_back();
+            readers.back().run = base;
+            cur = &readers.back();
+        }
+        cur->run.run_id = id;
+        if (!id.empty()) by_id[id] = cur;
     };
     auto malformed = [&](int64_t line, const std::string& why) {
-        run.malformed_lines.push_back(line);
-        run.malformed_why.push_back(why);
+        cur->run.malformed_lines.push_back(line);
+        cur->run.malformed_why.push_back(why);
     };
 
     std::string text;
     JsonObject o;
     std::string why;
-    int64_t n = 0;
+    int64_t n = 0, n_malformed = 0;
     while (std::getline(file, text)) {
         ++n;
         if (!text.empty() && text.back() == '\r') text.pop_back();
         if (text.find_first_not_of(" \t") == std::string::npos) continue;  // blank
         if (!parse_flat_object(text, o, why)) {
-            malformed(n, "not a JSON object: " + why);
+            malformed(n, "not a JSON object: " + why), ++n_malformed;
             continue;
         }
         const std::string split = string_or(o, "split", "");
         int64_t step = 0;
         const bool has_step = as_step(number_or_nan(o, "step"), step);
         if (split != "train" && split != "val" && split != "run") {
-            if (split.empty()) malformed(n, "no \"split\"");
-            else ++run.ignored;
+            if (split.empty()) malformed(n, "no \"split\""), ++n_malformed;
+            else ++cur->run.ignored;
             continue;
         }
         if (!has_step) {
-            malformed(n, "a " + split + " line without a whole, non-negative \"step\"");
+            malformed(n, "a " + split + " line without a whole, non-negative \"step\""),
+                ++n_malformed;
             continue;
         }
         if (split == "run") {
             RunHeader h;
             h.step = step;
+            h.run = string_or(o, "run", "");
+            int64_t from = 0;
+            if (as_step(number_or_nan(o, "resumed_from"), from)) h.resumed_from = from;
             h.time = string_or(o, "time", "");
             h.version = string_or(o, "version", "");
             h.acceleration = string_or(o, "acceleration", "");
             h.model = string_or(o, "model", "");
             h.line = n;
-            const bool had_data = !train.empty() || !val.empty();
-            run.headers.push_back(h);
-            orphan_after(step);
-            last_train_step = step;
-            pending = step > 0 ? Resume : had_data ? Restart : None;
+            bool resume = false;  // continues the run `cur` then is
+            if (!h.run.empty()) {
+                const auto known = by_id.find(h.run);
+                if (known != by_id.end()) {
+                    cur = known->second;
+                    resume = true;
+                } else if (h.resumed_from >= 0 && cur->run.run_id.empty() && cur->has_steps()) {
+                    // A resume from a checkpoint of an older writer (which records no run):
+                    // the run before it, begun by that writer, is the one it continues.
+                    cur->run.run_id = h.run;
+                    by_id[h.run] = cur;
+                    resume = true;
+                } else {
+                    begin_run(h.run);  // a fresh start (or a checkpoint of another folder's)
+                    resume = h.resumed_from >= 0;
+                }
+            } else if (step > 0) {
+                resume = true;  // an older writer's resume: of the run in progress
+            } else if (cur->has_steps()) {
+                begin_run("");  // an older writer's fresh start over earlier steps
+            }
+            cur->run.headers.push_back(h);
+            cur->orphan_after(step);
+            cur->last_train_step = step;
+            cur->pending_resume = resume;
             continue;
         }
+        RunReader& r = *cur;
         if (split == "val") {
             ValPoint v;
             v.step = step;
             v.loss = number_or_nan(o, "loss");
             v.line = n;
-            if (val.count(step) != 0 || orphan_val.erase(step) != 0) ++run.replaced;
-            val[step] = v;
+            if (r.val.count(step) != 0 || r.orphan_val.erase(step) != 0) ++r.run.replaced;
+            r.val[step] = v;
             continue;
         }
         // A train line.
-        if (pending == None && step <= last_train_step) {
+        if (!r.pending_resume && step <= r.last_train_step) {
             // A log without run headers (an older writer) going back: a resume from a
             // checkpoint before this step.
-            orphan_after(step - 1);
-            ++run.resumes;
-        } else if (pending == Resume) {
-            ++run.resumes;
-        } else if (pending == Restart) {
-            ++run.restarts;
+            r.orphan_after(step - 1);
+            ++r.run.resumes;
+        } else if (r.pending_resume) {
+            ++r.run.resumes;
         }
-        pending = None;
-        last_train_step = step;
+        r.pending_resume = false;
+        r.last_train_step = step;
         TrainPoint p;
         p.step = step;
         p.loss = number_or_nan(o, "loss");
@@ -272,35 +335,58 @@ bool read_metrics_from(RunData& run, std::istream& file, std::string& error) {
         p.ms = number_or_nan(o, "ms");
         p.tok_per_s = number_or_nan(o, "tok_per_s");
         p.mfu = number_or_nan(o, "mfu");
-        if (o.count("mfu") != 0) run.mfu_logged = true;
+        if (o.count("mfu") != 0) r.run.mfu_logged = true;
         p.line = n;
         for (double* x : {&p.loss, &p.lr, &p.grad_norm, &p.tokens_total, &p.ms, &p.tok_per_s,
                           &p.mfu})
             if (!finite(*x)) *x = kNaN;
-        if (train.count(step) != 0 || orphan_train.erase(step) != 0) ++run.replaced;
-        train[step] = p;
+        if (r.train.count(step) != 0 || r.orphan_train.erase(step) != 0) ++r.run.replaced;
+        r.train[step] = p;
     }
     if (file.bad()) {
-        error = "cannot read " + run.metrics_path;
+        error = "cannot read " + base.metrics_path;
         return false;
     }
-    run.lines = n;
-    run.dropped = static_cast<int64_t>(orphan_train.size() + orphan_val.size());
-    for (const auto& [s, p] : train) run.train.push_back(p);
-    for (const auto& [s, v] : val) run.val.push_back(v);
-    if (run.train.empty()) {
-        error = run.metrics_path + " holds no training step (" + std::to_string(n) +
-                " lines, " + std::to_string(run.malformed_lines.size()) +
+    runs.clear();
+    std::vector<const RunData*> left_out;  // no train line: skipped lines go to a neighbour
+    for (RunReader& r : readers) {
+        RunData& run = r.run;
+        run.lines = n;
+        run.dropped = static_cast<int64_t>(r.orphan_train.size() + r.orphan_val.size());
+        for (const auto& [s, p] : r.train) run.train.push_back(p);
+        for (const auto& [s, v] : r.val) run.val.push_back(v);
+        if (run.train.empty()) {
+            if (!runs.empty()) fold_skipped(runs.back(), run, true);
+            else left_out.push_back(&run);
+            continue;
+        }
+        for (auto it = left_out.rbegin(); it != left_out.rend(); ++it)
+            fold_skipped(run, **it, false);
+        left_out.clear();
+        runs.push_back(std::move(run));
+    }
+    if (runs.empty()) {
+        error = base.metrics_path + " holds no training step (" + std::to_string(n) +
+                " lines, " + std::to_string(n_malformed) +
                 " of them malformed, no {\"split\": \"train\"} line): train the run first " +
                 "(`trainrt train CONFIG`), or name the folder of one that has trained";
         return false;
     }
-    ema_loss(run);
-    val_tokens(run);
+    for (size_t i = 0; i < runs.size(); ++i) {
+        RunData& run = runs[i];
+        run.index = static_cast<int>(i + 1);
+        run.runs_in_file = static_cast<int>(runs.size());
+        if (runs.size() > 1) run.label = base.label + " run " + std::to_string(i + 1);
+        ema_loss(run);
+        val_tokens(run);
+    }
     return true;
 }
 
-void read_run_config(RunData& run) {
+namespace {
+
+// The run config of run.dir's latest checkpoint, for `run`.
+void read_checkpoint_config(RunData& run) {
     std::string latest;
     if (!api_string(latest, [&](char* b, size_t n, size_t* need) {
             return trainrt_checkpoint_latest(b, n, need, run.dir.c_str());
@@ -377,6 +463,39 @@ void read_run_config(RunData& run) {
         run.mfu_computed = true;
     }
     trainrt_config_destroy(c);
+}
+
+// The run a checkpoint belongs to: state.json's "run" (FORMATS.md §4), "" when it names none.
+std::string checkpoint_run(const std::string& checkpoint) {
+    std::ifstream f(checkpoint + "/state.json", std::ios::binary);
+    const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+    JsonObject o;
+    std::string why;
+    return parse_flat_object(text, o, why) ? string_or(o, "run", "") : "";
+}
+
+}  // namespace
+
+void read_run_config(std::vector<RunData>& runs) {
+    if (runs.empty()) return;
+    RunData* owner = &runs.back();
+    std::string latest;
+    if (runs.size() > 1 &&
+        api_string(latest, [&](char* b, size_t n, size_t* need) {
+            return trainrt_checkpoint_latest(b, n, need, runs[0].dir.c_str());
+        }) &&
+        !latest.empty()) {
+        const std::string id = checkpoint_run(latest);
+        for (RunData& r : runs)
+            if (!id.empty() && r.run_id == id) owner = &r;
+    }
+    read_checkpoint_config(*owner);
+    for (RunData& r : runs)
+        if (&r != owner)
+            r.config_error = owner->checkpoint.empty()
+                                 ? owner->config_error
+                                 : "not kept for this run: the folder's latest checkpoint (" +
+                                       owner->checkpoint + ") is " + owner->label + "'s";
 }
 
 RunSummary summarize(const RunData& run) {

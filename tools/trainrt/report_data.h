@@ -1,7 +1,8 @@
-// `trainrt report`'s view of one run folder (train.out_dir): its metrics.jsonl read and
-// resolved into one line per step (docs/FORMATS.md §5: a resumed run appends, the later line
-// wins), the figures the terminal summary and the page show, and the run config of its
-// latest checkpoint (through the public C API).
+// `trainrt report`'s view of one run folder (train.out_dir): its metrics.jsonl read, split
+// into runs and each resolved into one line per step (docs/FORMATS.md §5: each fresh start is
+// a run of its own; a resumed run appends, the later line wins), the figures the terminal
+// summary and the page show, and the run config of its latest checkpoint (through the
+// public C API).
 #pragma once
 #include <cstdint>
 #include <istream>
@@ -29,12 +30,18 @@ struct ValPoint {
 // A {"split": "run"} header: what a session said of itself when it opened the log.
 struct RunHeader {
     int64_t step = 0;
+    std::string run;            // its run id; "" from an older writer
+    int64_t resumed_from = -1;  // the checkpoint step it resumed from; -1: fresh or unknown
     std::string time, version, acceleration, model;
     int64_t line = 0;
 };
 
+// One run of a metrics.jsonl (FORMATS.md §5): a fresh start and the resumes that continue it.
 struct RunData {
     std::string label, dir, metrics_path;
+    std::string run_id;     // "" when its headers carry none (an older writer, or none at all)
+    int index = 1;          // its place among the runs of its file (1-based), in order begun
+    int runs_in_file = 1;
     std::vector<TrainPoint> train;  // by step, one per step
     std::vector<ValPoint> val;      // by step, one per step
     std::vector<RunHeader> headers;
@@ -44,28 +51,36 @@ struct RunData {
     std::vector<std::string> malformed_why;  // parallel to malformed_lines
     int64_t replaced = 0;   // lines a later line for the same step replaced (resumes)
     int64_t dropped = 0;    // lines of steps a resume went back before and never reached again
-    int resumes = 0;        // continuations from a checkpoint (a run header at step > 0, or a
+    int resumes = 0;        // continuations from a checkpoint (a run header that resumed, or a
                             // step going back in a log without headers)
-    int restarts = 0;       // a fresh start (header at step 0) over earlier steps
     bool mfu_logged = false;    // the train lines carry "mfu"
     bool mfu_computed = false;  // else computed from runtime.peak_tflops (one device)
     double ema_window = 1;      // ema_loss's window, in logged steps
 
-    // From the latest checkpoint (config_error says why not, and the page shows it).
+    // From the folder's latest checkpoint, for the run it belongs to (config_error says why
+    // not, and the page shows it).
     std::string checkpoint, config_toml, config_error;
     std::vector<std::pair<std::string, std::string>> facts;  // ("model", "gpt2, 4 layers, ...")
 };
 
-// Reads dir/metrics.jsonl into run (label and dir set by the caller). Malformed lines are
-// skipped (run.malformed_*); false with `error` (naming the file and what to do) when the
-// folder or the file is missing or unreadable, or the file holds no train line.
-bool read_metrics(RunData& run, std::string& error);
-// The same, from a stream (run.metrics_path set by the caller; what the fuzzer feeds).
-bool read_metrics_from(RunData& run, std::istream& in, std::string& error);
+// Reads dir/metrics.jsonl into one RunData per run it holds, in the order they began
+// (`base` gives dir and label; with several runs each is labelled "LABEL run N"). A fresh
+// start begins a run: a header with a new run id, or, from an older writer, a header at step
+// 0 after earlier lines. A header of a known run id, or one without an id at step > 0,
+// resumes the run it names (or the current one). Malformed and unknown lines count for the
+// run they fall in; a run without a train line is left out. false with `error` (naming the
+// file and what to do) when the folder or the file is missing or unreadable, or the file
+// holds no train line.
+bool read_metrics(const RunData& base, std::vector<RunData>& runs, std::string& error);
+// The same, from a stream (base.metrics_path set by the caller; what the fuzzer feeds).
+bool read_metrics_from(const RunData& base, std::istream& in, std::vector<RunData>& runs,
+                       std::string& error);
 
-// The run config of dir's latest checkpoint: config_toml and facts, else config_error.
-// Computes the MFU series from runtime.peak_tflops when the lines carry none.
-void read_run_config(RunData& run);
+// The run config of the folder's latest checkpoint (runs: all of one folder's): config_toml
+// and facts go to the run the checkpoint belongs to (state.json's "run"; the last run when it
+// names none), the others get config_error. Computes that run's MFU series from
+// runtime.peak_tflops when its lines carry none.
+void read_run_config(std::vector<RunData>& runs);
 
 // The figures of the terminal summary and the page's table.
 struct RunSummary {

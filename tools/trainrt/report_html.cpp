@@ -237,9 +237,16 @@ const char* const kScript = R"JS(
 
 std::string notes_of(const RunData& r) {
     std::string out;
-    if (r.resumes > 0 || r.restarts > 0 || r.replaced > 0 || r.dropped > 0) {
+    if (r.runs_in_file > 1 || !r.run_id.empty())
+        out += "<p>Run " +
+               (r.run_id.empty() ? std::string("without an id (an older writer&#39;s)")
+                                 : "<code>" + escape_html(r.run_id) + "</code>") +
+               ", " + std::to_string(r.index) + " of " + std::to_string(r.runs_in_file) +
+               " in <code>" + escape_html(r.metrics_path) + "</code>" +
+               (r.headers.empty() ? "" : ", begun " + escape_html(r.headers.front().time)) +
+               ".</p>\n";
+    if (r.resumes > 0 || r.replaced > 0 || r.dropped > 0) {
         out += "<p>" + std::to_string(r.resumes) + " resume" + (r.resumes == 1 ? "" : "s");
-        if (r.restarts > 0) out += ", " + std::to_string(r.restarts) + " fresh restart(s)";
         out += " detected: " + std::to_string(r.replaced) +
                " line(s) replaced by a later line for the same step (the later line is the "
                "one the continued run took)";

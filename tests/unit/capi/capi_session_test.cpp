@@ -7,6 +7,7 @@
 #include "capi/capi_test_util.h"
 
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <cmath>
 #include <condition_variable>
@@ -1024,6 +1025,10 @@ TEST_F(CapiSession, TrainCallsBackAndWritesMetricsJsonl) {
             EXPECT_EQ(json_string(line, "version"), trainrt_version_string());
             EXPECT_EQ(json_string(line, "acceleration").rfind("device=cpu", 0), 0u);
             EXPECT_EQ(json_string(line, "time").size(), 20u);  // 2025-01-31T12:34:56Z
+            // A fresh session's run: a new id, resumed from nothing.
+            EXPECT_TRUE(std::regex_match(json_string(line, "run"),
+                                         std::regex("[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}")));
+            EXPECT_NE(line.find("\"resumed_from\": null"), std::string::npos);
             run_steps.push_back(static_cast<int64_t>(json_number(line, "step")));
         } else {
             ADD_FAILURE() << "unknown split '" << split << "'";
@@ -1055,6 +1060,58 @@ TEST_F(CapiSession, TrainCallsBackAndWritesMetricsJsonl) {
     const std::string& header = resumed[after.size()];
     EXPECT_EQ(json_string(header, "split"), "run");
     EXPECT_EQ(json_number(header, "step"), 7);
+    // ... of the same run (the checkpoint carries its id), resumed from its step.
+    EXPECT_EQ(json_string(header, "run"), json_string(resumed[0], "run"));
+    EXPECT_EQ(json_number(header, "resumed_from"), 7);
+}
+
+// A fresh session in an out_dir that has history appends a run of its own (a new id; the
+// earlier lines stay, trainrt report keeps them) and says so once; a load continues the run
+// of its checkpoint, whichever session wrote it (FORMATS.md §5).
+TEST_F(CapiSession, FreshSessionsAppendRunsOfTheirOwnAndLoadsContinueOne) {
+    const std::string path = dir_ + "/out/metrics.jsonl";
+    const Sets sets = {{"train.out_dir", "\"out\""}, {"train.eval_every", "0"}};
+    trainrt_session* first = make_session(sets);
+    ASSERT_NE(first, nullptr);
+    LogCapture first_log;
+    ASSERT_EQ(trainrt_session_set_log(first, LogCapture::fn, &first_log, TRAINRT_LOG_INFO),
+              TRAINRT_OK);
+    ASSERT_EQ(trainrt_session_train(first, 3, nullptr, nullptr), TRAINRT_OK) << last_error();
+    ASSERT_EQ(trainrt_session_save(nullptr, 0, nullptr, first, nullptr), TRAINRT_OK);
+    EXPECT_FALSE(first_log.has_prefix("metrics: appending")) << first_log.all();
+    // (It holds the folder's lock until it is destroyed.)
+    sessions_.erase(std::find(sessions_.begin(), sessions_.end(), first));
+    trainrt_session_destroy(first);
+    const std::string run1 = json_string(read_lines(path).front(), "run");
+
+    trainrt_session* second = make_session(sets);
+    ASSERT_NE(second, nullptr);
+    LogCapture second_log;
+    ASSERT_EQ(trainrt_session_set_log(second, LogCapture::fn, &second_log, TRAINRT_LOG_INFO),
+              TRAINRT_OK);
+    ASSERT_EQ(trainrt_session_train(second, 2, nullptr, nullptr), TRAINRT_OK) << last_error();
+    std::vector<std::string> lines = read_lines(path);
+    ASSERT_EQ(lines.size(), 4u + 3u);  // nothing of the first run removed
+    const std::string run2 = json_string(lines[4], "run");
+    EXPECT_EQ(json_string(lines[4], "split"), "run");
+    EXPECT_NE(run2, run1);
+    EXPECT_NE(lines[4].find("\"resumed_from\": null"), std::string::npos) << lines[4];
+    EXPECT_TRUE(second_log.has_prefix("metrics: appending a new run (" + run2 + ") to ")) << second_log.all();
+    EXPECT_NE(second_log.all().find("; earlier runs are kept; load a checkpoint to continue one"),
+              std::string::npos) << second_log.all();
+
+    // The first run's step-3 checkpoint: the second session goes on with the first run.
+    ASSERT_EQ(trainrt_session_load(second, (dir_ + "/out/step_00000003").c_str()), TRAINRT_OK)
+        << last_error();
+    ASSERT_EQ(trainrt_session_train(second, 1, nullptr, nullptr), TRAINRT_OK) << last_error();
+    lines = read_lines(path);
+    ASSERT_EQ(lines.size(), 7u + 2u);
+    EXPECT_EQ(json_string(lines[7], "run"), run1);
+    EXPECT_EQ(json_number(lines[7], "resumed_from"), 3);
+    size_t appending = 0;
+    for (const auto& [level, message] : second_log.lines)
+        appending += message.rfind("metrics: appending", 0) == 0 && level == TRAINRT_LOG_INFO;
+    EXPECT_EQ(appending, 1u) << second_log.all();
 }
 
 TEST_F(CapiSession, TrainWithoutStepsRunsUpToTrainSteps) {

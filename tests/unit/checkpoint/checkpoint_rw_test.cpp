@@ -23,6 +23,7 @@ void expect_same_state(const CheckpointState& a, const CheckpointState& b) {
     EXPECT_EQ(a.loss_scale, b.loss_scale);
     EXPECT_EQ(a.library_version, b.library_version);
     EXPECT_EQ(a.config_toml, b.config_toml);
+    EXPECT_EQ(a.run_id, b.run_id);
 }
 
 std::string write_sample(const std::string& root, const Model& model) {
@@ -85,6 +86,22 @@ TEST(CheckpointRw, WorldSizeIsRecordedWhenAboveOne) {
                      model.v.data(), s);
     EXPECT_HAS(slurp(root + "/two/state.json"), "\"world_size\": 2,");
     expect_same_state(read_checkpoint_state(root + "/two"), s);
+}
+
+// state.json's "run" (FORMATS.md §4): the metrics.jsonl run a session that loads the
+// checkpoint continues; absent in older checkpoints (and then not written back as "").
+TEST(CheckpointRw, RunIdRoundTripsAndIsOptional) {
+    const std::string root = fresh_dir();
+    const Model model;
+    CheckpointState s = sample_state();
+    s.run_id = "20261206T123456Z-0123abcd";
+    write_checkpoint(root + "/with", model.table, model.params.data(), model.m.data(),
+                     model.v.data(), s);
+    expect_same_state(read_checkpoint_state(root + "/with"), s);
+    EXPECT_EQ(json::parse(slurp(root + "/with/state.json"), "state.json").find("run")->s, s.run_id);
+    const std::string without = write_sample(root, model);
+    EXPECT_EQ(read_checkpoint_state(without).run_id, "");
+    EXPECT_EQ(slurp(without + "/state.json").find("\"run\""), std::string::npos);
 }
 
 TEST(CheckpointRw, OptimizerMayBeSkipped) {
@@ -239,6 +256,10 @@ TEST(CheckpointRw, MalformedStateJsonNamesTheKey) {
         {"\"step\"", "\"metadata\": {\"k\": \"1\", \"k\": \"2\"}, \"step\"", "($.metadata.k)"},
         // JSON escapes a NUL, C strings end there (trainrt_session_get_metadata's caller).
         {"\"step\"", "\"metadata\": {\"k\": \"a\\u0000b\"}, \"step\"", "holds a NUL character at byte 1"},
+        // The metrics.jsonl run it belongs to (optional): a short id.
+        {"\"step\"", "\"run\": 7, \"step\"", "key \"run\" must be a string"},
+        {"\"step\"", "\"run\": \"\", \"step\"", "key \"run\" is invalid: a run id must be 1 to 64"},
+        {"\"step\"", "\"run\": \"a\\nb\", \"step\"", "key \"run\" is invalid: a run id may only"},
     };
     for (const auto& c : cases) {
         spit(dir + "/state.json", orig);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <thread>
@@ -350,4 +351,46 @@ TEST(SessionLog, DeterministicIsReportedAndAlwaysOnForTheCpu) {
                   .find(" deterministic=on (off; cpu: always deterministic) "),
               std::string::npos)
         << off.starting("acceleration:");
+}
+
+// metrics.jsonl's runs (FORMATS.md §5): a checkpoint of an older writer names no run, so a
+// session that loads it starts a run id of its own (marked as resumed from that step), and
+// its next checkpoint carries that id.
+TEST(Session, LoadingACheckpointWithoutARunIdGivesTheRunANewOne) {
+    Config c = config_with_data(1);
+    const std::string root = std::string(TRAINRT_TEST_TMP) + "/session/run_id_ckpt";
+    std::filesystem::remove_all(root);
+    c.set("train.out_dir", "\"" + root + "/out\"");
+    c.set("train.eval_every", "0");
+    std::string old_run;
+    {
+        Session a(c, LogSink{});
+        a.train(2, {});
+        const std::string saved = a.save(root + "/with_id");
+        CheckpointState st = read_checkpoint_state(saved);
+        old_run = st.run_id;
+        ASSERT_FALSE(old_run.empty());
+        const ParamTable table(model_spec(c.run().model));
+        std::vector<float> params(table.total()), m(table.total()), v(table.total());
+        read_checkpoint(saved, table, params.data(), m.data(), v.data());
+        st.run_id.clear();  // as an older writer wrote it
+        write_checkpoint(root + "/old", table, params.data(), m.data(), v.data(), st);
+    }
+    Session b(c, LogSink{});
+    b.load(root + "/old");
+    b.train(1, {});
+    std::ifstream f(root + "/out/metrics.jsonl");
+    std::string line, header;
+    while (std::getline(f, line))
+        if (line.find("\"split\": \"run\"") != std::string::npos) header = line;
+    const size_t at = header.find("\"run\": \"");
+    ASSERT_NE(at, std::string::npos) << header;
+    const std::string new_run = header.substr(at + 8, header.find('"', at + 8) - at - 8);
+    EXPECT_FALSE(new_run.empty());
+    EXPECT_NE(new_run, old_run);
+    EXPECT_NE(header.find("\"step\": 2, \"split\": \"run\", \"run\": \"" + new_run +
+                          "\", \"resumed_from\": 2, "),
+              std::string::npos)
+        << header;
+    EXPECT_EQ(read_checkpoint_state(b.save(root + "/next")).run_id, new_run);
 }
