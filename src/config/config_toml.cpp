@@ -186,6 +186,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_PATH(data, train),
         TRT_PATH(data, val),
         TRT_PATH(data, tokenizer),
+        TRT_BOOL(data, tokenizer_check),
         TRT_ENUM(data, sampler, SamplerKind),
         TRT_SEED(data, seed),
         TRT_ENUM(data, placement, Placement),

@@ -54,6 +54,9 @@ struct DataConfig {
     // The tokenizer the shards were prepared with: a tokenizer.json, a SentencePiece tokenizer.model or a model folder ("" =
     // none: bytes, or not recorded). Defaults to model.init_from when that folder has one.
     std::string tokenizer;
+    // Refuse a run whose shards (their prepare.json), data.tokenizer and model folder name
+    // different tokenizers (data/tokenizer_agreement.h); false: warn and go on.
+    bool tokenizer_check = true;
     SamplerKind sampler = SamplerKind::Random;
     uint64_t seed = 1;  // random sampler key
     Placement placement = Placement::Auto;

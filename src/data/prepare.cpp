@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "data/shard_set.h"
 #include "io/fs_util.h"
+#include "tokenizer/tokenizer_identity.h"
 
 namespace trt {
 
@@ -105,7 +106,7 @@ PrepareResult prepare_bytes(const std::string& text_path, const std::string& out
     train.append(tokens.data(), static_cast<size_t>(n_train));
     // With val_fraction 0 an empty val.bin is still written, so a stale one cannot linger.
     val.append(tokens.data() + n_train, static_cast<size_t>(n_val));
-    commit_prepared(out_dir, {&train, &val});
+    commit_prepared(out_dir, {&train, &val}, tok::bytes_identity());
     return PrepareResult{n_train, n_val};
 }
 

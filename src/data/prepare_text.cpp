@@ -27,6 +27,7 @@
 #include "io/json_min.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_files.h"
+#include "tokenizer/tokenizer_identity.h"
 #include "tokenizer/unicode_classes.h"
 
 namespace trt {
@@ -378,7 +379,8 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
         fail(Status::InvalidArgument, "prepare: the validation split would be empty (val_fraction ",
              options.val_fraction, "); give more text or val_fraction 0");
     // Both splits as one set; an empty val.bin too, so a stale one cannot linger.
-    commit_prepared(out_dir, {&train, &val});
+    // The manifest names the tokenizer, so training can tell data of another one.
+    commit_prepared(out_dir, {&train, &val}, tok::identity_of(tokenizer, options.tokenizer));
     r.train_files = train.names();
     r.val_files = val.names();
     return r;

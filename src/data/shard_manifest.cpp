@@ -38,6 +38,31 @@ std::string prepare_again(const std::string& dir) {
                "that prepare finished)");
 }
 
+// "tokenizer": {"kind", "digest", "vocab_size", "source"?}.
+tok::TokenizerIdentity read_identity(const json::Value& v, const std::string& path) {
+    const std::string where = cat(path, ": \"tokenizer\"");
+    if (!v.is_object()) fail(Status::Format, where, " must be an object");
+    tok::TokenizerIdentity id;
+    const json::Value& kind = member(v, "kind", where);
+    const json::Value& digest = member(v, "digest", where);
+    if (!kind.is_string() || kind.s.empty())
+        fail(Status::Format, where, ": \"kind\" must be a non-empty string");
+    if (!digest.is_string() || digest.s.size() != 7 + 64 ||
+        digest.s.compare(0, 7, "sha256:") != 0 ||
+        digest.s.find_first_not_of("0123456789abcdef", 7) != std::string::npos)
+        fail(Status::Format, where, ": \"digest\" must be \"sha256:\" and 64 lower-case hex "
+             "digits");
+    if (!member(v, "vocab_size", where).get_i64(id.vocab_size) || id.vocab_size < 1)
+        fail(Status::Format, where, ": \"vocab_size\" must be a positive integer");
+    if (const json::Value* source = v.find("source")) {
+        if (!source->is_string()) fail(Status::Format, where, ": \"source\" must be a string");
+        id.source = source->s;
+    }
+    id.kind = kind.s;
+    id.digest = digest.s;
+    return id;
+}
+
 }  // namespace
 
 bool is_prepared_shard_name(const std::string& name) {
@@ -57,7 +82,17 @@ bool is_prepared_shard_name(const std::string& name) {
 void write_shard_manifest(const std::string& dir, const ShardManifest& m) {
     std::string text = cat("{\n  \"format\": \"", kFormat, "\",\n  \"version\": ", kVersion,
                            ",\n  \"complete\": ", m.complete ? "true" : "false",
-                           ",\n  \"token_bytes\": ", m.token_bytes, ",\n  \"shards\": [");
+                           ",\n  \"token_bytes\": ", m.token_bytes);
+    if (m.tokenizer) {
+        const tok::TokenizerIdentity& t = *m.tokenizer;
+        text += cat(",\n  \"tokenizer\": {\"kind\": ", json::quote(t.kind), ", \"digest\": ",
+                    json::quote(t.digest), ", \"vocab_size\": ", t.vocab_size);
+        // A path that is not UTF-8 cannot be a JSON string; it only informs, so it is left out.
+        if (!t.source.empty() && json::valid_utf8(t.source))
+            text += cat(", \"source\": ", json::quote(t.source));
+        text += "}";
+    }
+    text += ",\n  \"shards\": [";
     for (size_t i = 0; i < m.shards.size(); ++i) {
         const ManifestShard& s = m.shards[i];
         text += cat(i ? "," : "", "\n    {\"name\": ", json::quote(s.name), ", \"split\": ",
@@ -114,6 +149,7 @@ std::optional<ShardManifest> read_shard_manifest(const std::string& dir) {
             fail(Status::Format, where, ": \"tokens\" and \"bytes\" must be integers >= 0");
         m.shards.push_back(std::move(s));
     }
+    if (const json::Value* t = doc.find("tokenizer")) m.tokenizer = read_identity(*t, path);
     return m;
 }
 

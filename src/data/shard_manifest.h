@@ -6,11 +6,18 @@
 // last; a reader refuses a folder whose manifest is unfinished or does not match. A folder
 // without a manifest (prepared before it existed, or shards written by other tools) is read
 // as it always was.
+//
+// It also names the tokenizer that made the shards ("tokenizer": kind, digest, vocabulary
+// size, the path given; tokenizer/tokenizer_identity.h), so a session can refuse data of
+// another tokenizer (data/tokenizer_agreement.h). Manifests written before have none: the
+// tokenizer is then unknown.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "tokenizer/tokenizer_identity.h"
 
 namespace trt {
 
@@ -27,6 +34,8 @@ struct ShardManifest {
     bool complete = false;
     int token_bytes = 2;
     std::vector<ManifestShard> shards;
+    // The tokenizer the shards were made with; nullopt: not recorded (an older prepare).
+    std::optional<tok::TokenizerIdentity> tokenizer;
 };
 
 // Whether `name` is one prepare writes: train.bin, val.bin, train_NNNNNN.bin, val_NNNNNN.bin.

@@ -121,8 +121,10 @@ std::unique_ptr<DirLock> open_prepare_folder(const std::string& dir) {
 }
 
 void commit_prepared(const std::string& dir, const std::vector<ShardSet*>& sets,
+                     const tok::TokenizerIdentity& tokenizer,
                      const std::function<void(const std::string&)>& before_rename) {
     ShardManifest m;
+    m.tokenizer = tokenizer;
     std::set<std::string> mine;
     for (ShardSet* s : sets) {
         s->finish();

@@ -18,6 +18,7 @@
 
 #include "io/dir_lock.h"
 #include "io/fs_util.h"
+#include "tokenizer/tokenizer_identity.h"
 
 namespace trt {
 
@@ -44,6 +45,7 @@ public:
 
 private:
     friend void commit_prepared(const std::string&, const std::vector<ShardSet*>&,
+                                const tok::TokenizerIdentity&,
                                 const std::function<void(const std::string&)>&);
     struct File;
     void open_next();
@@ -61,7 +63,8 @@ private:
 // and removes the temporary files an earlier prepare left there when it was killed.
 std::unique_ptr<DirLock> open_prepare_folder(const std::string& dir);
 
-// Publishes the sets' shards in dir as one set (all sets share dir and token width):
+// Publishes the sets' shards in dir as one set (all sets share dir and token width), made
+// with `tokenizer` (recorded in prepare.json):
 //   1. every file is made durable under its temporary name;
 //   2. prepare.json is written with "complete": false, listing the new set (it replaces the
 //      old manifest in one step, before any old shard is replaced);
@@ -71,6 +74,7 @@ std::unique_ptr<DirLock> open_prepare_folder(const std::string& dir);
 // A kill before step 2 leaves the folder as it was (and orphan temporary files); after it,
 // readers refuse the folder until a prepare finishes there.
 void commit_prepared(const std::string& dir, const std::vector<ShardSet*>& sets,
+                     const tok::TokenizerIdentity& tokenizer,
                      const std::function<void(const std::string&)>& before_rename = {});
 
 }  // namespace trt

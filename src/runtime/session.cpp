@@ -14,6 +14,7 @@
 #include "backend/backend_factory.h"
 #include "config/size_limits.h"
 #include "core/version.h"
+#include "data/tokenizer_agreement.h"
 #include "io/fs_util.h"
 #include "model/finite_check.h"
 #include "model/lora.h"
@@ -27,6 +28,7 @@
 #include "runtime/session_dist.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_files.h"
+#include "tokenizer/tokenizer_identity.h"
 
 namespace trt {
 namespace {
@@ -55,14 +57,15 @@ TokenDataset open_split(const std::string& pattern, const char* key, int64_t voc
 namespace {
 
 // data.tokenizer must load and its ids fit the model: said when the run starts, not at
-// sample or export time.
-void check_tokenizer(const std::string& path, int64_t vocab_size) {
+// sample or export time. Its identity is compared with the data's below.
+tok::TokenizerIdentity check_tokenizer(const std::string& path, int64_t vocab_size) {
     const tok::TokenizerFiles files = tok::find_tokenizer_files(path, "data.tokenizer");
     const tok::Tokenizer t = tok::Tokenizer::from_file(files.path);
     if (static_cast<int64_t>(t.id_limit()) > vocab_size)
         fail(Status::Config, "data.tokenizer: '", path, "' has ids up to ", t.id_limit() - 1,
              " but model.vocab_size is ", vocab_size, "; is it the tokenizer the data was "
              "prepared with?");
+    return tok::identity_of(t, path);
 }
 
 }  // namespace
@@ -109,11 +112,19 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
     step_graph_ = std::make_unique<GraphRunner>(*backend_, log_, kTrainStepGraph, "train step");
     eval_graph_ = std::make_unique<GraphRunner>(*backend_, log_, kEvalGraph, "eval forward");
 
-    if (!run_.data.tokenizer.empty()) check_tokenizer(run_.data.tokenizer, mc.vocab_size);
+    RunTokenizers tokenizers;
+    if (!run_.data.tokenizer.empty())
+        tokenizers.data_tokenizer_identity = check_tokenizer(run_.data.tokenizer, mc.vocab_size);
 
     if (!run_.data.train.empty())
         train_data_ = open_split(run_.data.train, "data.train", mc.vocab_size);
     if (!run_.data.val.empty()) val_data_ = open_split(run_.data.val, "data.val", mc.vocab_size);
+    // The shards, data.tokenizer and the model folder must name one tokenizer.
+    if (train_data_) tokenizers.datasets.emplace_back("data.train", &*train_data_);
+    if (val_data_) tokenizers.datasets.emplace_back("data.val", &*val_data_);
+    tokenizers.data_tokenizer = run_.data.tokenizer;
+    tokenizers.init_from = run_.model.init_from;
+    check_tokenizer_agreement(tokenizers, run_.data.tokenizer_check, log_);
     if (tr.batch_size == 0) resolve_auto_batch_size(factory);
     // Config bounds (config/size_limits.h): B, T and B * T fit an int.
     const int B = static_cast<int>(tr.batch_size), T = static_cast<int>(tr.seq_len);

@@ -2,6 +2,7 @@
 // adjacent pair of lowest rank (the leftmost of equal pairs first), as HF's BPE does.
 #include "tokenizer/bpe.h"
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -37,6 +38,18 @@ BpeModel::BpeModel(Vocab vocab, const Merges& merges, bool ignore_merges,
         merges_.emplace(pair_key(a->second, b->second),
                         Merge{static_cast<uint32_t>(r), m->second});
     }
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> BpeModel::merges_in_order() const {
+    std::vector<std::pair<uint32_t, uint64_t>> by_rank;  // (rank, pair key)
+    by_rank.reserve(merges_.size());
+    for (const auto& [key, m] : merges_) by_rank.emplace_back(m.rank, key);
+    std::sort(by_rank.begin(), by_rank.end());
+    std::vector<std::pair<uint32_t, uint32_t>> out;
+    out.reserve(by_rank.size());
+    for (const auto& [rank, key] : by_rank)
+        out.emplace_back(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key));
+    return out;
 }
 
 void BpeModel::encode(std::string_view piece, std::vector<uint32_t>& out) const {

@@ -26,6 +26,10 @@ public:
     void encode(std::string_view piece, std::vector<uint32_t>& out) const;
 
     const Vocab& vocab() const { return vocab_; }
+    bool ignore_merges() const { return ignore_merges_; }
+    // The merges as (left id, right id), best rank first; a repeated pair only once (it never
+    // applies at its later rank), so files that differ only by such repeats list the same.
+    std::vector<std::pair<uint32_t, uint32_t>> merges_in_order() const;
 
 private:
     static constexpr size_t kShortPiece = 32;  // bytes: above it, merge_long

@@ -13,6 +13,7 @@
 #include "io/json_min.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/nfc.h"
+#include "tokenizer/tokenizer_identity.h"
 #include "tokenizer/unicode_classes.h"
 
 namespace trt::tok {
@@ -277,6 +278,43 @@ std::shared_ptr<const HfBpeTokenizer> HfBpeTokenizer::from_json(std::string_view
     tk->bpe_ = BpeModel(std::move(vocab), merges, r.boolean(model, "ignore_merges", false, "model"),
                        source);
     return tk;
+}
+
+// Everything encode and decode depend on, by id and in rank order; nothing of the file's
+// layout (key order, merges as strings or pairs, whitespace) or of what this class ignores.
+std::string HfBpeTokenizer::identity_content() const {
+    IdentityContent c(kHfBpeKind);
+    c.u32(nfc_ ? 1 : 0);
+    // By name, not the enum's number, so reordering SplitRule keeps every digest.
+    c.bytes(rule_ == SplitRule::Gpt2     ? "gpt2"
+            : rule_ == SplitRule::Cl100k ? "cl100k"
+                                         : "cl100k-single-digits");
+    c.u32(add_prefix_space_ ? 1 : 0);
+    c.u32(bpe_.ignore_merges() ? 1 : 0);
+    // The id table: each id's token text (the byte-level characters a vocabulary entry is
+    // written in, or an added token's content), "" for an id nothing uses.
+    c.u32(static_cast<uint32_t>(token_of_id_.size()));
+    for (size_t id = 0; id < token_of_id_.size(); id++) {
+        c.bytes(token_of_id_[id]);
+        c.u32(id_is_added_[id]);
+    }
+    // Added tokens in id order (the file's order does not change what they do), with their
+    // special flag.
+    std::vector<std::pair<uint32_t, bool>> added;
+    for (const AddedToken& t : added_) added.emplace_back(t.id, t.special);
+    std::sort(added.begin(), added.end());
+    c.u32(static_cast<uint32_t>(added.size()));
+    for (const auto& [id, special] : added) {
+        c.u32(id);
+        c.u32(special ? 1 : 0);
+    }
+    const std::vector<std::pair<uint32_t, uint32_t>> merges = bpe_.merges_in_order();
+    c.u32(static_cast<uint32_t>(merges.size()));
+    for (const auto& [left, right] : merges) {
+        c.u32(left);
+        c.u32(right);
+    }
+    return c.take();
 }
 
 bool HfBpeTokenizer::find(std::string_view token, uint32_t& id) const {

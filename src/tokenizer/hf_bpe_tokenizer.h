@@ -38,6 +38,7 @@ public:
     // ByteLevel's add_prefix_space gives each encode() call's text a leading space, so a text
     // encoded in pieces differs from the text encoded whole.
     bool splits_at_line_starts() const override { return !add_prefix_space_; }
+    std::string identity_content() const override;
 
 private:
     void encode_plain(std::string_view text, std::vector<uint32_t>& out) const;

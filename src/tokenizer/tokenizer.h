@@ -44,6 +44,8 @@ public:
     // See TokenizerModel::splits_at_line_starts.
     bool splits_at_line_starts() const { return model_->splits_at_line_starts(); }
     TokenizerFormat format() const { return format_; }
+    // See TokenizerModel::identity_content (tokenizer_identity.h digests it).
+    std::string identity_content() const { return model_->identity_content(); }
 
 private:
     Tokenizer(std::shared_ptr<const TokenizerModel> model, TokenizerFormat format)

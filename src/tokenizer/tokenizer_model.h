@@ -26,6 +26,10 @@ public:
     // printable ASCII) encodes, piece by piece, to what the whole text does. prepare cuts long
     // files there to encode them on all cores.
     virtual bool splits_at_line_starts() const = 0;
+    // What defines this tokenizer's behaviour, written canonically (tokenizer_identity.h):
+    // equal for two files that tokenize alike however they are written, different when an id,
+    // a token or a merge differs. Its digest names the tokenizer in prepare.json.
+    virtual std::string identity_content() const = 0;
 };
 
 }  // namespace trt::tok

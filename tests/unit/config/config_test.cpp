@@ -50,6 +50,7 @@ void expect_equal(const RunConfig& a, const RunConfig& b) {
     EXPECT_EQ(a.data.train, b.data.train);
     EXPECT_EQ(a.data.val, b.data.val);
     EXPECT_EQ(a.data.tokenizer, b.data.tokenizer);
+    EXPECT_EQ(a.data.tokenizer_check, b.data.tokenizer_check);
     EXPECT_EQ(a.data.sampler, b.data.sampler);
     EXPECT_EQ(a.data.seed, b.data.seed);
     EXPECT_EQ(a.data.placement, b.data.placement);
@@ -199,6 +200,7 @@ void expect_defaults(const RunConfig& r) {
     EXPECT_EQ(r.data.train, "");
     EXPECT_EQ(r.data.val, "");
     EXPECT_EQ(r.data.tokenizer, "");
+    EXPECT_TRUE(r.data.tokenizer_check);
     EXPECT_EQ(r.data.sampler, SamplerKind::Random);
     EXPECT_EQ(r.data.seed, 1u);
     EXPECT_EQ(r.data.placement, Placement::Auto);
@@ -721,7 +723,7 @@ TEST(ConfigDocs, EveryKeyIsDocumented) {
         EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << key;
         ++keys;
     }
-    EXPECT_EQ(keys, 66);
+    EXPECT_EQ(keys, 67);
 }
 
 }  // namespace

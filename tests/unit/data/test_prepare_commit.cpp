@@ -25,6 +25,7 @@
 #include "data/shard_set.h"
 #include "data/token_dataset.h"
 #include "io/fs_util.h"
+#include "tokenizer/tokenizer_identity.h"
 #include "tokenizer/synthetic_tokenizer.h"  // tests/tokenizer
 
 namespace fs = std::filesystem;
@@ -43,7 +44,7 @@ void prepare_ids(const std::string& out, int64_t n, uint32_t id, int64_t per,
     trt::ShardSet train(out, "train", 2, per), val(out, "val", 2, per);
     train.append(std::vector<uint32_t>(static_cast<size_t>(n), id));
     val.append(std::vector<uint32_t>(static_cast<size_t>(n / 10), id));
-    trt::commit_prepared(out, {&train, &val}, before_rename);
+    trt::commit_prepared(out, {&train, &val}, trt::tok::bytes_identity(), before_rename);
 }
 
 // Every token of the dataset (shards in order).
@@ -219,6 +220,58 @@ TEST(PrepareCommit, AForeignOrNewerManifestIsRefused) {
     write_text(out + "/prepare.json", R"({"format": "trainrt-prepare", "version": 2})");
     expect_error([&] { TokenDataset::open(out + "/train.bin", 10); }, Status::Format,
                  {"version 2", "newer trainrt"});
+}
+
+// prepare.json names the tokenizer (kind, digest, vocabulary, the path given); a manifest
+// written before it did still reads (the tokenizer unknown); a malformed one is refused.
+TEST(PrepareCommit, TheManifestNamesTheTokenizerAndOldManifestsStillRead) {
+    const std::string dir = fresh_dir();
+    write_text(dir + "/in.txt", "hello hello llama\nhe said hello\n");
+    trt::prepare_bytes(dir + "/in.txt", dir + "/bytes", 0.1);
+    std::optional<trt::ShardManifest> m = trt::read_shard_manifest(dir + "/bytes");
+    ASSERT_TRUE(m && m->tokenizer);
+    EXPECT_EQ(m->tokenizer->kind, "bytes");
+    EXPECT_EQ(m->tokenizer->digest, trt::tok::bytes_identity().digest);
+    EXPECT_EQ(m->tokenizer->vocab_size, 256);
+    EXPECT_EQ(m->tokenizer->source, "");
+
+    write_text(dir + "/tokenizer.json", synthetic::tokenizer_json());
+    write_text(dir + "/tokenizer_config.json", R"({"eos_token": "<|end|>"})");
+    trt::PrepareTextOptions o;
+    o.tokenizer = dir + "/tokenizer.json";
+    trt::prepare_text({dir + "/in.txt"}, dir + "/bpe", o);
+    m = trt::read_shard_manifest(dir + "/bpe");
+    ASSERT_TRUE(m && m->tokenizer);
+    const trt::tok::TokenizerIdentity want =
+        trt::tok::load_tokenizer_identity(dir + "/tokenizer.json", "test");
+    EXPECT_EQ(m->tokenizer->kind, "hf-bpe");
+    EXPECT_EQ(m->tokenizer->digest, want.digest);
+    EXPECT_EQ(m->tokenizer->vocab_size, 263);
+    EXPECT_EQ(m->tokenizer->source, dir + "/tokenizer.json");
+    // Written and read back as it was.
+    trt::write_shard_manifest(dir + "/bpe", *m);
+    const std::optional<trt::ShardManifest> again = trt::read_shard_manifest(dir + "/bpe");
+    ASSERT_TRUE(again && again->tokenizer);
+    EXPECT_EQ(again->tokenizer->digest, want.digest);
+    EXPECT_EQ(again->tokenizer->source, dir + "/tokenizer.json");
+    EXPECT_EQ(again->shards.size(), m->shards.size());
+
+    // A manifest of an earlier prepare: no "tokenizer"; it reads, the shards load.
+    const std::string old = slurp(dir + "/bytes/prepare.json");
+    const size_t at = old.find("  \"tokenizer\"");
+    ASSERT_NE(at, std::string::npos);
+    write_text(dir + "/bytes/prepare.json", old.substr(0, at) + old.substr(old.find('\n', at) + 1));
+    m = trt::read_shard_manifest(dir + "/bytes");
+    ASSERT_TRUE(m.has_value());
+    EXPECT_FALSE(m->tokenizer.has_value());
+    EXPECT_EQ(TokenDataset::open(dir + "/bytes/train.bin", 256).num_shards(), 1u);
+
+    // A tokenizer field this version cannot read is refused by name.
+    std::string bad = old;
+    bad.replace(bad.find("sha256:"), 7, "md5:");
+    write_text(dir + "/bytes/prepare.json", bad);
+    expect_error([&] { trt::read_shard_manifest(dir + "/bytes"); }, Status::Format,
+                 {dir + "/bytes/prepare.json", "\"tokenizer\"", "\"digest\""});
 }
 
 // Two prepares into one folder: the one that starts second is refused at once, naming the

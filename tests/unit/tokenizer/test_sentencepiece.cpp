@@ -18,6 +18,7 @@
 #include "tokenizer/synthetic_tokenizer.h"  // tests/tokenizer
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_files.h"
+#include "tokenizer/tokenizer_identity.h"
 
 #ifdef TRAINRT_HAVE_SENTENCEPIECE
 #include <sentencepiece_trainer.h>
@@ -175,6 +176,134 @@ TEST_F(SentencePiece, FolderPrefersTheModelAndExportKeepsItsName) {
     // Without the model the folder's tokenizer.json is used.
     fs::remove(folder + "/tokenizer.model");
     EXPECT_EQ(trt::tok::find_tokenizer_files(folder, "test").export_name, "tokenizer.json");
+}
+
+// The fields of a protobuf message, each with its encoded bytes (tag included) and, for a
+// length-delimited one, its payload: enough to write a model's proto in another way.
+struct ProtoField {
+    uint32_t number = 0;
+    std::string raw, payload;
+};
+
+uint64_t varint_at(const std::string& s, size_t& i) {
+    uint64_t v = 0;
+    for (int shift = 0; i < s.size(); shift += 7) {
+        const uint8_t b = static_cast<uint8_t>(s[i++]);
+        v |= uint64_t(b & 0x7f) << shift;
+        if (!(b & 0x80)) break;
+    }
+    return v;
+}
+
+std::string varint(uint64_t v) {
+    std::string out;
+    do {
+        out.push_back(static_cast<char>((v & 0x7f) | (v > 0x7f ? 0x80 : 0)));
+        v >>= 7;
+    } while (v);
+    return out;
+}
+
+std::vector<ProtoField> proto_fields(const std::string& msg) {
+    std::vector<ProtoField> out;
+    for (size_t i = 0; i < msg.size();) {
+        const size_t start = i;
+        const uint64_t tag = varint_at(msg, i);
+        ProtoField f;
+        f.number = static_cast<uint32_t>(tag >> 3);
+        switch (tag & 7) {
+            case 0: varint_at(msg, i); break;
+            case 1: i += 8; break;
+            case 5: i += 4; break;
+            case 2: {
+                const uint64_t n = varint_at(msg, i);
+                f.payload = msg.substr(i, n);
+                i += n;
+                break;
+            }
+            default: ADD_FAILURE() << "wire type " << (tag & 7); return out;
+        }
+        f.raw = msg.substr(start, i - start);
+        out.push_back(f);
+    }
+    return out;
+}
+
+std::string message_field(uint32_t number, const std::string& payload) {
+    return varint(uint64_t(number) << 3 | 2) + varint(payload.size()) + payload;
+}
+
+std::string model_digest(const std::string& path) {
+    return trt::tok::load_tokenizer_identity(path, "test").digest;
+}
+
+// The digest follows the model (pieces, scores, types, model type, normalizer), not how the
+// proto is written nor what only training read (the input files).
+TEST_F(SentencePiece, IdentityFollowsTheModelNotItsBytes) {
+    const std::string bytes = slurp(model());
+    const std::string base = model_digest(model());
+    const trt::tok::TokenizerIdentity id = trt::tok::load_tokenizer_identity(model(), "test");
+    EXPECT_EQ(id.kind, "sentencepiece");
+    EXPECT_EQ(id.vocab_size, 500);
+    // The folder holding it names the same tokenizer.
+    const std::string folder = *dir_ + "/identity-folder";
+    fs::create_directories(folder);
+    fs::copy_file(model(), folder + "/tokenizer.model", fs::copy_options::overwrite_existing);
+    EXPECT_EQ(model_digest(folder), base);
+
+    const std::vector<ProtoField> top = proto_fields(bytes);
+    std::string pieces;
+    std::vector<std::string> rest;
+    for (const ProtoField& f : top) {
+        if (f.number == 1) pieces += f.raw;
+        else rest.push_back(f.raw);
+    }
+    ASSERT_GE(rest.size(), 2u);  // trainer_spec, normalizer_spec, ...
+    // The specs in reverse order (pieces first still: that is how the format is told).
+    std::string reordered = pieces;
+    for (size_t i = rest.size(); i-- > 0;) reordered += rest[i];
+    ASSERT_NE(reordered, bytes);
+    write(*dir_ + "/reordered.model", reordered);
+    EXPECT_EQ(model_digest(*dir_ + "/reordered.model"), base);
+
+    // The trainer spec's input path (field 1) elsewhere: the same model.
+    std::string moved;
+    for (const ProtoField& f : top) {
+        if (f.number != 2) {
+            moved += f.raw;
+            continue;
+        }
+        std::string spec;
+        for (const ProtoField& g : proto_fields(f.payload))
+            spec += g.number == 1 ? message_field(1, "/elsewhere/train.txt") : g.raw;
+        moved += message_field(2, spec);
+    }
+    ASSERT_NE(moved, bytes);
+    write(*dir_ + "/moved.model", moved);
+    EXPECT_EQ(model_digest(*dir_ + "/moved.model"), base);
+
+    // One piece's score changed: another model.
+    std::string rescored;
+    int piece = 0;
+    bool changed = false;
+    for (const ProtoField& f : top) {
+        if (f.number != 1 || piece++ != 300) {
+            rescored += f.raw;
+            continue;
+        }
+        std::string p;
+        for (ProtoField g : proto_fields(f.payload)) {
+            if (g.number == 2 && g.raw.size() == 5) {  // tag + fixed32 score
+                g.raw[1] = static_cast<char>(g.raw[1] ^ 1);
+                changed = true;
+            }
+            p += g.raw;
+        }
+        rescored += message_field(1, p);
+    }
+    ASSERT_TRUE(changed);
+    write(*dir_ + "/rescored.model", rescored);
+    EXPECT_NE(model_digest(*dir_ + "/rescored.model"), base);
 }
 
 TEST(SentencePieceBuild, RefusedWithoutSupport) {
