@@ -863,7 +863,7 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
         } else if (retry) {
             log_.info("train: retrying the failed checkpoint at step ", step_);
             try {
-                log_.info("checkpoint: ", save_into_out_dir());
+                save_into_out_dir();
             } catch (const Error& e) {
                 fail(e.status(), "train: the checkpoint at step ", step_, " failed (", e.what(),
                      "), as did the one before it (", failed_checkpoint->what(),
@@ -919,7 +919,7 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
         }
         if (checkpoint_now) {
             try {
-                log_.info("checkpoint: ", save_into_out_dir());
+                save_into_out_dir();
                 failed_checkpoint.reset();
             } catch (const Error& e) {
                 const Status st = e.status();
@@ -1051,6 +1051,9 @@ std::string Session::save_into_out_dir() {
     set_latest_checkpoint(out, name);
     own_checkpoint_ = dir;
     prune_checkpoints(out, run_.train.keep_last);
+    // Said here, once per checkpoint written: train()'s periodic ones, its retry and a host's
+    // (or the CLI's end-of-run) save alike. The kept one above was said when it was written.
+    log_.info("checkpoint: ", dir);
     return dir;
 }
 

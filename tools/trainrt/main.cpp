@@ -367,20 +367,18 @@ bool pick_checkpoint(trainrt_config* config, const std::string& explicit_path,
     });
 }
 
-// Writes the end-of-run checkpoint into train.out_dir; false after printing the error.
+// Writes the end-of-run checkpoint into train.out_dir; false after printing the error. The
+// library logs "checkpoint: DIR" when it writes one; nothing is printed here, or the last
+// periodic checkpoint (kept as the final one when the run ends on its step) would show twice.
 bool save_final_checkpoint(trainrt_session* session, bool has_out_dir) {
     if (!has_out_dir) {
         if (is_lead_rank())
             std::fprintf(stderr, "trainrt: train.out_dir is empty, so no checkpoint was written\n");
         return true;
     }
-    std::string path;
-    if (!fetch_string(path, "writing the checkpoint", [&](char* b, size_t c, size_t* n) {
-            return trainrt_session_save(b, c, n, session, nullptr);
-        }))
-        return false;
-    if (is_lead_rank()) std::fprintf(stderr, "trainrt: checkpoint %s\n", path.c_str());
-    return true;
+    const trainrt_status st = trainrt_session_save(nullptr, 0, nullptr, session, nullptr);
+    if (st != TRAINRT_OK) fail_status("writing the checkpoint", st);
+    return st == TRAINRT_OK;
 }
 
 int32_t on_prepare_progress(int64_t done, int64_t total, void*) {

@@ -312,6 +312,31 @@ LogSink sink_into(Captured& c) { return LogSink{&Captured::fn, &c, TRAINRT_LOG_D
 
 }  // namespace
 
+// Each checkpoint written into out_dir is logged once, by the library (issue 38): a run that
+// ends on a checkpoint_every step, then saves (as `trainrt train` does at its end), keeps
+// the periodic checkpoint and must not report it twice; a save at a new step says its own.
+TEST(SessionLog, EachCheckpointIsLoggedOnce) {
+    Config c = config_with_data(1);
+    const std::string out = std::string(TRAINRT_TEST_TMP) + "/session/logged_once";
+    std::filesystem::remove_all(out);
+    c.set("train.out_dir", "\"" + out + "\"");
+    c.set("train.checkpoint_every", "2");
+    c.set("train.eval_every", "0");
+    Captured log;
+    Session s(c, sink_into(log));
+    ASSERT_EQ(s.train(4, nullptr), TrainOutcome::Completed);
+    EXPECT_EQ(s.save(""), out + "/step_00000004");  // kept: already written at step 4
+    s.step();
+    EXPECT_EQ(s.save(""), out + "/step_00000005");
+    std::vector<std::string> said;
+    for (const auto& l : log.lines)
+        if (l.second.rfind("checkpoint: ", 0) == 0) said.push_back(l.second);
+    const std::vector<std::string> want = {"checkpoint: " + out + "/step_00000002",
+                                           "checkpoint: " + out + "/step_00000004",
+                                           "checkpoint: " + out + "/step_00000005"};
+    EXPECT_EQ(said, want);
+}
+
 // accel.attention = "cudnn" not taken: the reason is a WARN line of its own, besides the
 // acceleration line's bracket (a WARN-only sink still learns it). The CPU has no cuDNN.
 TEST(SessionLog, CudnnAttentionNotTakenIsAWarning) {
