@@ -41,9 +41,20 @@ double now_ms() {
     return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
-TokenDataset open_split(const std::string& pattern, const char* key, int64_t vocab) {
+// init_from: model.init_from ("" = none). A model read from one has its vocabulary fixed by
+// it, so an id too large means the data is not the model's, not that vocab_size is too small.
+TokenDataset open_split(const std::string& pattern, const char* key, int64_t vocab,
+                        const std::string& init_from) {
+    const std::string advice =
+        init_from.empty()
+            ? std::string()
+            : cat("the data's token ids exceed the vocabulary of the model in model.init_from '",
+                  init_from, "' (", vocab, " tokens, fixed by it): the data was tokenized with "
+                  "another tokenizer, or data.tokenizer is not the model's. Prepare the data "
+                  "again with the model's own tokenizer (trainrt prepare --tokenizer ",
+                  init_from, " ...)");
     try {
-        return TokenDataset::open(pattern, vocab);
+        return TokenDataset::open(pattern, vocab, advice);
     } catch (const Error& e) {
         throw Error(e.status(), cat(key, ": ", e.what()));
     }
@@ -111,8 +122,9 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
     if (!run_.data.tokenizer.empty()) check_tokenizer(run_.data.tokenizer, mc.vocab_size);
 
     if (!run_.data.train.empty())
-        train_data_ = open_split(run_.data.train, "data.train", mc.vocab_size);
-    if (!run_.data.val.empty()) val_data_ = open_split(run_.data.val, "data.val", mc.vocab_size);
+        train_data_ = open_split(run_.data.train, "data.train", mc.vocab_size, mc.init_from);
+    if (!run_.data.val.empty())
+        val_data_ = open_split(run_.data.val, "data.val", mc.vocab_size, mc.init_from);
     if (tr.batch_size == 0) resolve_auto_batch_size(factory);
     // Config bounds (config/size_limits.h): B, T and B * T fit an int.
     const int B = static_cast<int>(tr.batch_size), T = static_cast<int>(tr.seq_len);

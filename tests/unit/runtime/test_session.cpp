@@ -376,3 +376,35 @@ TEST(SessionLog, DeterministicIsReportedAndAlwaysOnForTheCpu) {
               std::string::npos)
         << off.starting("acceleration:");
 }
+
+// Data whose ids do not fit a model read from model.init_from (issue 38): its vocabulary is
+// the folder's, so the error blames the data's tokenizer, not model.vocab_size.
+TEST(Session, IdsBeyondAFixedVocabularyBlameTheDataNotVocabSize) {
+    Config c = config_with_data(1);
+    const std::string dir = std::string(TRAINRT_TEST_TMP) + "/session/fixed_vocab";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const std::string model = Session(c, LogSink{}).save(dir + "/model");
+    const std::vector<uint32_t> ids(400, 20);  // >= vocab_size 17
+    write_shard(dir + "/wide.bin", ids.data(), static_cast<int64_t>(ids.size()), 2);
+    c.set("data.train", "\"" + dir + "/wide.bin\"");
+    const auto message = [&](const Config& config) {
+        try {
+            Session s(config, LogSink{});
+        } catch (const Error& e) {
+            EXPECT_EQ(e.status(), Status::Format);
+            return std::string(e.what());
+        }
+        ADD_FAILURE() << "the session opened data with ids >= vocab_size";
+        return std::string();
+    };
+    EXPECT_NE(message(c).find("set model.vocab_size above the largest id"), std::string::npos);
+    c.set("model.init_from", "\"" + model + "\"");
+    const std::string fixed = message(c);
+    EXPECT_EQ(fixed.find("set model.vocab_size"), std::string::npos) << fixed;
+    for (const std::string& part :
+         std::vector<std::string>{"data.train: ", "has id 20 >= vocab_size 17", "exceed the vocabulary of the model in "
+          "model.init_from '" + model + "' (17 tokens, fixed by it)", "another tokenizer",
+          "trainrt prepare --tokenizer " + model})
+        EXPECT_NE(fixed.find(part), std::string::npos) << "'" << part << "' not in: " << fixed;
+}
