@@ -408,3 +408,40 @@ TEST(Session, IdsBeyondAFixedVocabularyBlameTheDataNotVocabSize) {
           "trainrt prepare --tokenizer " + model})
         EXPECT_NE(fixed.find(part), std::string::npos) << "'" << part << "' not in: " << fixed;
 }
+
+// A checkpoint that differs from the config only in [lora] (a LoRA config resuming from a
+// full run's out_dir, issue 38): the error names the LoRA difference, not model.* keys.
+TEST(Session, ALoraMismatchOnLoadNamesLoraNotTheModelShape) {
+    const std::string dir = std::string(TRAINRT_TEST_TMP) + "/session/lora_mismatch";
+    std::filesystem::remove_all(dir);
+    const auto with_rank = [](int rank) {
+        Config c = tiny_config(2, 1);
+        if (rank > 0) c.set("lora.rank", std::to_string(rank));
+        return c;
+    };
+    const std::string full = Session(with_rank(0), LogSink{}).save(dir + "/full");
+    const std::string r4 = Session(with_rank(4), LogSink{}).save(dir + "/r4");
+    const auto load_error = [](const Config& c, const std::string& path) {
+        Session s(c, LogSink{});
+        try {
+            s.load(path);
+        } catch (const Error& e) {
+            EXPECT_EQ(e.status(), Status::Config);
+            const std::string msg = e.what();
+            EXPECT_EQ(msg.find("model.vocab_size"), std::string::npos) << msg;
+            return msg;
+        }
+        ADD_FAILURE() << "loaded " << path;
+        return std::string();
+    };
+    const std::string onto_full = load_error(with_rank(4), full);
+    for (const std::string& part :
+         std::vector<std::string>{"checkpoint '" + full + "'", "it is a full-model run (no LoRA "
+          "adapters) and the config adds LoRA (lora.rank = 4)", "a train.out_dir of its own",
+          "model.init_from = \"" + full + "\""})
+        EXPECT_NE(onto_full.find(part), std::string::npos) << "'" << part << "' not in: " << onto_full;
+    EXPECT_NE(load_error(with_rank(0), r4).find("it is a LoRA run"), std::string::npos);
+    EXPECT_NE(load_error(with_rank(2), r4).find("its LoRA adapters have rank 4 and the config's "
+                                                "lora.rank is 2: set lora.rank = 4"),
+              std::string::npos);
+}
