@@ -45,14 +45,21 @@ double now_ms() {
 // it, so an id too large means the data is not the model's, not that vocab_size is too small.
 TokenDataset open_split(const std::string& pattern, const char* key, int64_t vocab,
                         const std::string& init_from) {
-    const std::string advice =
-        init_from.empty()
-            ? std::string()
-            : cat("the data's token ids exceed the vocabulary of the model in model.init_from '",
-                  init_from, "' (", vocab, " tokens, fixed by it): the data was tokenized with "
-                  "another tokenizer, or data.tokenizer is not the model's. Prepare the data "
-                  "again with the model's own tokenizer (trainrt prepare --tokenizer ",
-                  init_from, " ...)");
+    std::string advice;
+    if (!init_from.empty()) {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        const bool has_tokenizer = fs::is_regular_file(fs::path(init_from) / "tokenizer.json", ec) ||
+                                   fs::is_regular_file(fs::path(init_from) / "tokenizer.model", ec);
+        advice = cat("the data's token ids exceed the vocabulary of the model in model.init_from '",
+                     init_from, "' (", vocab, " tokens, fixed by it): the data was tokenized with "
+                     "another tokenizer, or data.tokenizer is not the model's. Prepare the data "
+                     "again with the model's own tokenizer",
+                     has_tokenizer ? cat(" (trainrt prepare --tokenizer ", init_from, " ...)")
+                     : vocab == 256 ? std::string(" (the model is byte-level: trainrt prepare "
+                                                  "without --tokenizer)")
+                                    : std::string());
+    }
     try {
         return TokenDataset::open(pattern, vocab, advice);
     } catch (const Error& e) {

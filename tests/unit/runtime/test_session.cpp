@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <thread>
@@ -405,8 +406,11 @@ TEST(Session, IdsBeyondAFixedVocabularyBlameTheDataNotVocabSize) {
     for (const std::string& part :
          std::vector<std::string>{"data.train: ", "has id 20 >= vocab_size 17", "exceed the vocabulary of the model in "
           "model.init_from '" + model + "' (17 tokens, fixed by it)", "another tokenizer",
-          "trainrt prepare --tokenizer " + model})
+          "with the model's own tokenizer"})
         EXPECT_NE(fixed.find(part), std::string::npos) << "'" << part << "' not in: " << fixed;
+    // A folder with a tokenizer: the command that prepares the data with it.
+    std::ofstream(model + "/tokenizer.json") << "{}";
+    EXPECT_NE(message(c).find("(trainrt prepare --tokenizer " + model + " ...)"), std::string::npos);
 }
 
 // A checkpoint that differs from the config only in [lora] (a LoRA config resuming from a
