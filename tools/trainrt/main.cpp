@@ -211,9 +211,16 @@ std::string format_duration(double seconds) {
     return buf;
 }
 
+// The run's latest eval (step -1: none yet), for the end-of-run summary: the session's
+// last_val_loss carries no step, and a run stopped between evals would show a stale one.
+long long g_val_step = -1;
+double g_val_loss = 0;
+
 int32_t on_progress(const trainrt_progress* p, void*) {
     if (!is_lead_rank()) return 0;
     if (p->kind == TRAINRT_PROGRESS_EVAL) {
+        g_val_step = p->step;
+        g_val_loss = p->loss;
         end_progress_line();
         std::fprintf(stderr, "step %lld/%lld | val loss %.4f\n", (long long)p->step,
                      (long long)p->steps_total, p->loss);
@@ -473,15 +480,18 @@ int cmd_prepare(int argc, char** argv) {
 void print_train_summary(trainrt_session* session) {
     trainrt_metrics m = TRAINRT_METRICS_INIT;
     trainrt_session_metrics(&m, session);
-    // NaN means "not measured in this run" (no step yet, or no eval): leave it out.
+    // NaN means "not measured in this run" (no step yet): leave it out. The val loss is
+    // this run's latest eval with its step, which precedes the last step when the run
+    // stopped between evals; none when it made no eval.
     std::string summary = "step " + std::to_string(m.step);
     char part[96];
     if (m.last_loss == m.last_loss) {
         std::snprintf(part, sizeof part, " | loss %.4f", m.last_loss);
         summary += part;
     }
-    if (m.last_val_loss == m.last_val_loss) {
-        std::snprintf(part, sizeof part, " | val loss %.4f", m.last_val_loss);
+    if (g_val_step >= 0) {
+        std::snprintf(part, sizeof part, " | val loss %.4f @ step %lld", g_val_loss,
+                      g_val_step);
         summary += part;
     }
     std::snprintf(part, sizeof part, " | %lld tokens | %.0f tok/s (p50 step %.1f ms)",
