@@ -12,8 +12,10 @@
 #include <trainrt/trainrt.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -403,8 +405,13 @@ int cmd_prepare(int argc, char** argv) {
     double fraction = 0.1;
     long threads = 0;
     long long shard_tokens = 0;
+    const std::vector<std::string> options = {"--text",    "--out",          "--tokenizer",
+                                              "--jsonl",   "--threads",      "--val-fraction",
+                                              "--shard-tokens"};
     for (int i = 0; i < argc; ++i) {
         const std::string a = argv[i];
+        if (std::find(options.begin(), options.end(), a) == options.end())
+            return fail_usage(unknown_option(a, options));
         if (i + 1 >= argc) return fail_usage("option '" + a + "' needs a value");
         if (a == "--text") {
             // Every argument up to the next option is an input.
@@ -427,7 +434,7 @@ int cmd_prepare(int argc, char** argv) {
             if (*end != '\0' || shard_tokens < 1 || shard_tokens > 2147483647LL)
                 return fail_usage(std::string("bad --shard-tokens '") + argv[i] +
                                   "' (1 to 2147483647)");
-        } else return fail_usage("unknown option '" + a + "'");
+        }
     }
     if (texts.empty() || out.empty()) return fail_usage("prepare needs --text FILE... and --out DIR");
     if (tokenizer.empty()) {
@@ -639,7 +646,8 @@ int cmd_sample(int argc, char** argv) {
             else if (!parse_number(argv[i], *number))
                 return fail_usage("option '" + a + "' needs a number, got '" + argv[i] + "'");
         } else if (!a.empty() && a[0] == '-') {
-            return fail_usage("unknown option '" + a + "'");
+            return fail_usage(unknown_option(a, {"--prompt", "--tokens", "--temperature",
+                                                 "--top-k", "--seed", "--tokenizer"}));
         } else if (path.empty()) {
             path = a;
         } else {
@@ -772,7 +780,7 @@ int cmd_export(int argc, char** argv) {
             else if (d == "bf16" || d == "bfloat16") dtype = TRAINRT_DTYPE_BF16;
             else return fail_usage("--dtype needs f32 or bf16, got '" + d + "'");
         } else if (!a.empty() && a[0] == '-') {
-            return fail_usage("unknown option '" + a + "'");
+            return fail_usage(unknown_option(a, {"--dtype", "--merge", "--force"}));
         } else {
             positional.push_back(a);
         }
@@ -915,9 +923,15 @@ int main(int argc, char** argv) {
                     trainrt_abi_version());
         return 0;
     }
-    if (command_help(cmd) == nullptr)
-        return fail_usage("unknown command '" + cmd + "'; the commands are prepare, train, "
-                          "eval, sample, export, config, info, plan, bench, tokenizer, report");
+    if (command_help(cmd) == nullptr) {
+        const std::vector<std::string> commands = {"prepare", "train",  "eval", "sample",
+                                                   "export",  "config", "info", "plan",
+                                                   "bench",   "tokenizer", "report"};
+        std::string list;
+        for (const std::string& c : commands) list += (list.empty() ? "" : ", ") + c;
+        return fail_usage("unknown command '" + cmd + "'" + did_you_mean(cmd, commands) +
+                          " (the commands are " + list + ")");
+    }
     g_command = cmd;
     if (command_help(cmd) != nullptr && wants_help(argc - 2, argv + 2)) {
         std::fputs(command_help(cmd), stdout);
