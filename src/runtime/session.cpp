@@ -1210,7 +1210,7 @@ void Session::export_hf(const std::string& out_dir, ExportDType dtype) {
     } else {
         trt::export_hf(out_dir, table, params.data(), dtype);
     }
-    if (tokenizer) tok::copy_tokenizer_files(*tokenizer, out_dir);
+    if (tokenizer) tok::copy_tokenizer_files(*tokenizer, out_dir, run_.model.context_length);
 }
 
 void Session::export_adapter(const std::string& out_dir, ExportDType dtype) {

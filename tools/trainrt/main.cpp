@@ -132,7 +132,9 @@ const CommandHelp kCommandHelp[] = {
      "--dtype bf16; shards + model.safetensors.index.json above 5 GB) and DIR/config.json,\n"
      "loadable with transformers' GPT2LMHeadModel / LlamaForCausalLM.from_pretrained, and as\n"
      "model.init_from; with the run's data.tokenizer, DIR/tokenizer.json or .model (+ its\n"
-     "tokenizer_config.json / special_tokens_map.json) too.\n"
+     "tokenizer_config.json / special_tokens_map.json; a tokenizer.json without one, such as\n"
+     "`trainrt tokenizer train`'s, gets a tokenizer_config.json for AutoTokenizer) too, and\n"
+     "says which tokenizer files it wrote.\n"
      "A LoRA run's checkpoint (lora.rank > 0) writes its adapters instead, as a PEFT folder:\n"
      "DIR/adapter_model.safetensors + DIR/adapter_config.json (PeftModel.from_pretrained,\n"
      "lora.init_from); --merge writes the model with the adapters merged into the base weights.\n"
@@ -763,6 +765,35 @@ int cmd_sample(int argc, char** argv) {
     return 0;
 }
 
+// The tokenizer files an export may write (the run's data.tokenizer: tokenizer_files.h).
+const char* const kTokenizerFiles[] = {"tokenizer.json", "tokenizer.model",
+                                       "tokenizer_config.json", "special_tokens_map.json"};
+
+// Each file of kTokenizerFiles in dir as (device, inode), 0s when absent: every file an
+// export writes is renamed into place, so one it wrote has an inode it did not have before
+// (with --force the folder may hold an older export's).
+std::vector<std::pair<dev_t, ino_t>> tokenizer_file_ids(const std::string& dir) {
+    std::vector<std::pair<dev_t, ino_t>> ids;
+    for (const char* name : kTokenizerFiles) {
+        struct stat st {};
+        const bool there = ::stat((dir + "/" + name).c_str(), &st) == 0;
+        ids.emplace_back(there ? st.st_dev : 0, there ? st.st_ino : 0);
+    }
+    return ids;
+}
+
+// " and the tokenizer: DIR/tokenizer.json, DIR/tokenizer_config.json": the files this export
+// wrote (before: tokenizer_file_ids from before it), or "" when none.
+std::string tokenizer_files_written(const std::string& dir,
+                                    const std::vector<std::pair<dev_t, ino_t>>& before) {
+    const std::vector<std::pair<dev_t, ino_t>> after = tokenizer_file_ids(dir);
+    std::string list;
+    for (size_t i = 0; i < after.size(); ++i)
+        if (after[i].second != 0 && after[i] != before[i])
+            list += (list.empty() ? "" : ", ") + dir + "/" + kTokenizerFiles[i];
+    return list.empty() ? "" : "; the tokenizer: " + list;
+}
+
 int cmd_export(int argc, char** argv) {
     std::vector<std::string> positional;
     int32_t dtype = TRAINRT_DTYPE_F32;
@@ -828,10 +859,12 @@ int cmd_export(int argc, char** argv) {
                     dir, dt, dir);
         return 0;
     }
+    const auto before = tokenizer_file_ids(positional[1]);
     const trainrt_status st = trainrt_checkpoint_export(positional[0].c_str(), dir, dtype);
     if (st != TRAINRT_OK) return fail_status("export", st);
-    std::printf("wrote %s/model.safetensors (%s%s) and %s/config.json\n", dir, dt,
-                merge ? ", LoRA adapters merged" : "", dir);
+    std::printf("wrote %s/model.safetensors (%s%s) and %s/config.json%s\n", dir, dt,
+                merge ? ", LoRA adapters merged" : "", dir,
+                tokenizer_files_written(positional[1], before).c_str());
     return 0;
 }
 
