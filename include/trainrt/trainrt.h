@@ -300,9 +300,10 @@ TRAINRT_API trainrt_status trainrt_session_config_dump(char* buf, size_t cap, si
 
 /* Write a checkpoint of the session's current state. dir = NULL or "": into train.out_dir as
  * step_<8 digits>/, then train.out_dir/latest names it and only the newest train.keep_last
- * checkpoints are kept (TRAINRT_ERR_CONFIG if out_dir is empty). A step_ directory this
- * session already wrote or loaded is kept as it is; one left by another run (e.g. after
- * `train --fresh`) is replaced. Otherwise exactly dir, which must not exist (TRAINRT_ERR_IO). The directory written goes to (path_buf, cap, needed), which may be
+ * checkpoints are kept (TRAINRT_ERR_CONFIG if out_dir is empty); each one written there is
+ * logged (info, "checkpoint: DIR"). A step_ directory this
+ * session already wrote or loaded is kept as it is (and not logged again); one left by another
+ * run (e.g. after `train --fresh`) is replaced. Otherwise exactly dir, which must not exist (TRAINRT_ERR_IO). The directory written goes to (path_buf, cap, needed), which may be
  * NULL, 0, NULL. */
 TRAINRT_API trainrt_status trainrt_session_save(char* path_buf, size_t cap, size_t* needed,
                                                 trainrt_session* session, const char* dir);

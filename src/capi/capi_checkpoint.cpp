@@ -119,14 +119,16 @@ trainrt_status export_from_checkpoint(const char* fn, const char* path, const ch
         const ExportDType d = export_dtype(dtype, fn);
         const std::string dir = resolve_checkpoint(path);
         std::optional<tok::TokenizerFiles> files;
+        int64_t context = 0;
         export_checkpoint(dir, out_dir, d, kind, [&](const CheckpointState& st) {
             if (kind != ExportKind::Model) return;
-            const std::string tokenizer =
-                Config::from_string(st.config_toml, "", dir + "/state.json").run().data.tokenizer;
-            if (!tokenizer.empty())
-                files = tok::find_tokenizer_files(tokenizer, cat(fn, " (the run's data.tokenizer)"));
+            const RunConfig run = Config::from_string(st.config_toml, "", dir + "/state.json").run();
+            context = run.model.context_length;
+            if (!run.data.tokenizer.empty())
+                files = tok::find_tokenizer_files(run.data.tokenizer,
+                                                  cat(fn, " (the run's data.tokenizer)"));
         });
-        if (files) tok::copy_tokenizer_files(*files, out_dir);
+        if (files) tok::copy_tokenizer_files(*files, out_dir, context);
         return TRAINRT_OK;
     });
 }

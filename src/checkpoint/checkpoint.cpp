@@ -206,6 +206,39 @@ std::vector<TensorToWrite> table_tensors(const ParamTable& table, const float* d
     return out;
 }
 
+namespace {
+
+// When the model's shape agrees, tensors that do not are LoRA adapters: the run and the
+// config differ in [lora], not in model.* (a LoRA config pointed at a full run's out_dir).
+// "" when the adapters agree.
+std::string lora_advice(const SafetensorsFile& file, const ParamTable& table,
+                        const std::string& dir) {
+    const TensorInfo* have_a = nullptr;  // a lora_A [rank, in] of the checkpoint's
+    for (const TensorInfo& t : file.tensors())
+        if (t.name.find(".lora_A.") != std::string::npos) have_a = &t;
+    const int rank = table.spec().lora.rank;
+    if (rank > 0 && !have_a)
+        return cat("it is a full-model run (no LoRA adapters) and the config adds LoRA "
+                   "(lora.rank = ", rank, "), so the LoRA run cannot go on from it. Give the "
+                   "LoRA run a train.out_dir of its own (model.init_from = \"", dir,
+                   "\" starts it from these weights), or start over instead of resuming");
+    if (rank == 0 && have_a)
+        return "it is a LoRA run (its LoRA adapters are in it) and the config has none "
+               "(lora.rank = 0): set [lora] as that run had it to go on from it, or give this "
+               "run a train.out_dir of its own";
+    if (rank > 0 && !have_a->shape.empty() && have_a->shape[0] != rank)
+        return cat("its LoRA adapters have rank ", have_a->shape[0], " and the config's "
+                   "lora.rank is ", rank, ": set lora.rank = ", have_a->shape[0],
+                   " to go on from it, or give this run a train.out_dir of its own");
+    if (rank > 0)
+        return "its LoRA adapters are on other layers than the config's: set "
+               "lora.target_modules as that run had them to go on from it, or give this run a "
+               "train.out_dir of its own";
+    return "";
+}
+
+}  // namespace
+
 SafetensorsFile open_checked_model(const std::string& dir, const ParamTable& table,
                                    const std::map<std::string, std::string>* absent_ok) {
     const ModelSpec& want = table.spec();
@@ -213,15 +246,18 @@ SafetensorsFile open_checked_model(const std::string& dir, const ParamTable& tab
         read_small_file(path_join(dir, kConfigFile), kMaxConfigBytes),
         corrupt_prefix(dir) + kConfigFile);
     const std::string diff = shape_diff(have, want);
-    // What to tell the user whichever tensor trips first: the keys to change, from config.json.
+    SafetensorsFile file = SafetensorsFile::open(path_join(dir, kModelFile));
+    // What to tell the user whichever tensor trips first: the keys to change, from config.json
+    // (or, the shape agreeing, the [lora] keys).
+    const std::string lora = diff.empty() ? lora_advice(file, table, dir) : std::string();
     const std::string advice =
-        diff.empty() ? std::string("set model.vocab_size, context_length, n_layer and d_model to "
-                                   "the checkpoint's values")
-                     : cat("the checkpoint was trained with ", diff,
-                           "; set these model.* keys to the checkpoint's values");
+        !lora.empty() ? lora
+        : diff.empty() ? std::string("set model.vocab_size, context_length, n_layer and d_model "
+                                     "to the checkpoint's values")
+                       : cat("the checkpoint was trained with ", diff,
+                             "; set these model.* keys to the checkpoint's values");
     const std::string head = cat("checkpoint '", dir, "' does not match the configured model: ");
 
-    SafetensorsFile file = SafetensorsFile::open(path_join(dir, kModelFile));
     size_t present = 0;
     for (const ParamTensor& pt : table.tensors()) {
         const TensorInfo* info = file.find(pt.name);

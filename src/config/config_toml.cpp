@@ -548,11 +548,14 @@ void model_family_rules(const RunConfig& r, Where where, Problems& problems) {
                      "(adapter_config.json's \"r\")");
 }
 
+// Lexically normal ("configs/../../out/x" -> "../out/x"): every message, log line and stored
+// config then shows the path a person would write. Relative stays relative; no symlink is
+// followed (the folder may not exist yet).
 std::string resolve_path(const std::string& base_dir, const std::string& p) {
-    if (p.empty() || base_dir.empty()) return p;
+    if (p.empty()) return p;
     const fs::path path(p);
-    if (path.is_absolute()) return p;
-    return (fs::path(base_dir) / path).string();
+    if (base_dir.empty() || path.is_absolute()) return path.lexically_normal().string();
+    return (fs::path(base_dir) / path).lexically_normal().string();
 }
 
 // Converts one node into `out`, adding a problem (and leaving `out`) when it does not fit.

@@ -119,9 +119,8 @@ std::pair<std::string, uint32_t> find_eos(const tok::Tokenizer& t, const std::st
                  "\", which the tokenizer does not have");
         return {name, id};
     }
-    if (const std::string own = t.eos_token(); !own.empty() && t.find(own, id)) return {own, id};
-    for (const char* known : {"<|endoftext|>", "<|end_of_text|>", "</s>"})
-        if (t.find(known, id)) return {known, id};
+    if (const std::string own = tok::default_end_of_text(t); !own.empty() && t.find(own, id))
+        return {own, id};
     fail(Status::Format, "prepare: the tokenizer has no end-of-text token to separate documents "
          "(looked for tokenizer_config.json's eos_token, <|endoftext|>, <|end_of_text|>, </s>)");
 }

@@ -163,7 +163,7 @@ void map_shard(MappedShard& s) {
 // Every id < vocab_size. A chunked max scan is the fast path; only on failure is the
 // first bad id located, so the error points at it.
 template <typename Tok>
-void check_ids(const MappedShard& s, const Tok* p, int64_t vocab_size) {
+void check_ids(const MappedShard& s, const Tok* p, int64_t vocab_size, const std::string& advice) {
     if (vocab_size > static_cast<int64_t>(std::numeric_limits<Tok>::max())) return;
     const Tok limit = static_cast<Tok>(vocab_size);  // ids must be < limit
     constexpr int64_t kChunk = int64_t{1} << 20;
@@ -174,8 +174,9 @@ void check_ids(const MappedShard& s, const Tok* p, int64_t vocab_size) {
             if (p[i] >= limit)
                 fail(Status::Format, "token shard '", s.path, "': token ", i, " (byte offset ",
                      kHeaderBytes + i * static_cast<int64_t>(sizeof(Tok)), ") has id ",
-                     static_cast<uint64_t>(p[i]), " >= vocab_size ", vocab_size,
-                     "; set model.vocab_size above the largest id or re-tokenize");
+                     static_cast<uint64_t>(p[i]), " >= vocab_size ", vocab_size, "; ",
+                     advice.empty() ? "set model.vocab_size above the largest id or re-tokenize"
+                                    : advice);
         }
     }
 }
@@ -189,7 +190,8 @@ TokenDataset::TokenDataset(TokenDataset&&) noexcept = default;
 TokenDataset& TokenDataset::operator=(TokenDataset&&) noexcept = default;
 TokenDataset::~TokenDataset() = default;
 
-TokenDataset TokenDataset::open(const std::string& pattern, int64_t vocab_size) {
+TokenDataset TokenDataset::open(const std::string& pattern, int64_t vocab_size,
+                                const std::string& too_large_advice) {
     // ids are handed out as int32, so every valid id must fit one.
     if (vocab_size <= 0 || vocab_size > std::numeric_limits<int32_t>::max())
         fail(Status::InvalidArgument, "TokenDataset::open: vocab_size must be in [1, 2^31), got ",
@@ -206,9 +208,11 @@ TokenDataset TokenDataset::open(const std::string& pattern, int64_t vocab_size) 
         // Validation reads the whole file once, front to back.
         ::madvise(shard->map, shard->map_bytes, MADV_SEQUENTIAL);
         if (shard->token_bytes == 2)
-            check_ids(*shard, reinterpret_cast<const uint16_t*>(shard->body()), vocab_size);
+            check_ids(*shard, reinterpret_cast<const uint16_t*>(shard->body()), vocab_size,
+                      too_large_advice);
         else
-            check_ids(*shard, reinterpret_cast<const uint32_t*>(shard->body()), vocab_size);
+            check_ids(*shard, reinterpret_cast<const uint32_t*>(shard->body()), vocab_size,
+                      too_large_advice);
         ::madvise(shard->map, shard->map_bytes, MADV_NORMAL);  // sampling is random access
         ds.shards_.push_back(std::move(shard));
     }

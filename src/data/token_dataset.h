@@ -13,8 +13,11 @@ class TokenDataset {
 public:
     // pattern: a path or a glob ("data/train_*.bin"). Validates header, size and every token
     // id < vocab_size. Throws Error(Io) (missing/unreadable; no match for a glob) or
-    // Error(Format) naming the file and byte offset of the fault.
-    static TokenDataset open(const std::string& pattern, int64_t vocab_size);
+    // Error(Format) naming the file and byte offset of the fault. too_large_advice: what an
+    // id >= vocab_size error tells the reader to do ("" = raise model.vocab_size or
+    // re-tokenize; a caller whose vocabulary is fixed says otherwise).
+    static TokenDataset open(const std::string& pattern, int64_t vocab_size,
+                             const std::string& too_large_advice = "");
 
     TokenDataset();
     TokenDataset(TokenDataset&&) noexcept;

@@ -44,9 +44,27 @@ double now_ms() {
     return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
-TokenDataset open_split(const std::string& pattern, const char* key, int64_t vocab) {
+// init_from: model.init_from ("" = none). A model read from one has its vocabulary fixed by
+// it, so an id too large means the data is not the model's, not that vocab_size is too small.
+TokenDataset open_split(const std::string& pattern, const char* key, int64_t vocab,
+                        const std::string& init_from) {
+    std::string advice;
+    if (!init_from.empty()) {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        const bool has_tokenizer = fs::is_regular_file(fs::path(init_from) / "tokenizer.json", ec) ||
+                                   fs::is_regular_file(fs::path(init_from) / "tokenizer.model", ec);
+        advice = cat("the data's token ids exceed the vocabulary of the model in model.init_from '",
+                     init_from, "' (", vocab, " tokens, fixed by it): the data was tokenized with "
+                     "another tokenizer, or data.tokenizer is not the model's. Prepare the data "
+                     "again with the model's own tokenizer",
+                     has_tokenizer ? cat(" (trainrt prepare --tokenizer ", init_from, " ...)")
+                     : vocab == 256 ? std::string(" (the model is byte-level: trainrt prepare "
+                                                  "without --tokenizer)")
+                                    : std::string());
+    }
     try {
-        return TokenDataset::open(pattern, vocab);
+        return TokenDataset::open(pattern, vocab, advice);
     } catch (const Error& e) {
         throw Error(e.status(), cat(key, ": ", e.what()));
     }
@@ -117,8 +135,9 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
         tokenizers.data_tokenizer_identity = check_tokenizer(run_.data.tokenizer, mc.vocab_size);
 
     if (!run_.data.train.empty())
-        train_data_ = open_split(run_.data.train, "data.train", mc.vocab_size);
-    if (!run_.data.val.empty()) val_data_ = open_split(run_.data.val, "data.val", mc.vocab_size);
+        train_data_ = open_split(run_.data.train, "data.train", mc.vocab_size, mc.init_from);
+    if (!run_.data.val.empty())
+        val_data_ = open_split(run_.data.val, "data.val", mc.vocab_size, mc.init_from);
     // The shards, data.tokenizer and the model folder must name one tokenizer.
     if (train_data_) tokenizers.datasets.emplace_back("data.train", &*train_data_);
     if (val_data_) tokenizers.datasets.emplace_back("data.val", &*val_data_);
@@ -881,7 +900,7 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
         } else if (retry) {
             log_.info("train: retrying the failed checkpoint at step ", step_);
             try {
-                log_.info("checkpoint: ", save_into_out_dir());
+                save_into_out_dir();
             } catch (const Error& e) {
                 fail(e.status(), "train: the checkpoint at step ", step_, " failed (", e.what(),
                      "), as did the one before it (", failed_checkpoint->what(),
@@ -937,7 +956,7 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
         }
         if (checkpoint_now) {
             try {
-                log_.info("checkpoint: ", save_into_out_dir());
+                save_into_out_dir();
                 failed_checkpoint.reset();
             } catch (const Error& e) {
                 const Status st = e.status();
@@ -1071,6 +1090,9 @@ std::string Session::save_into_out_dir() {
     set_latest_checkpoint(out, name);
     own_checkpoint_ = dir;
     prune_checkpoints(out, run_.train.keep_last);
+    // Said here, once per checkpoint written: train()'s periodic ones, its retry and a host's
+    // (or the CLI's end-of-run) save alike. The kept one above was said when it was written.
+    log_.info("checkpoint: ", dir);
     return dir;
 }
 
@@ -1235,7 +1257,7 @@ void Session::export_hf(const std::string& out_dir, ExportDType dtype) {
     } else {
         trt::export_hf(out_dir, table, params.data(), dtype);
     }
-    if (tokenizer) tok::copy_tokenizer_files(*tokenizer, out_dir);
+    if (tokenizer) tok::copy_tokenizer_files(*tokenizer, out_dir, run_.model.context_length);
 }
 
 void Session::export_adapter(const std::string& out_dir, ExportDType dtype) {

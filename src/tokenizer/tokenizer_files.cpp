@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "io/fs_util.h"
+#include "io/json_min.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -61,12 +62,40 @@ TokenizerFiles find_tokenizer_files(const std::string& path, const std::string& 
     return f;
 }
 
-void copy_tokenizer_files(const TokenizerFiles& files, const std::string& out_dir) {
-    write_file_atomic((fs::path(out_dir) / files.export_name).string(),
-                      read_small_file(files.path, kMaxTokenizerFileBytes));
+void copy_tokenizer_files(const TokenizerFiles& files, const std::string& out_dir,
+                          int64_t model_max_length) {
+    const std::string text = read_small_file(files.path, kMaxTokenizerFileBytes);
+    // Without a tokenizer_config.json, AutoTokenizer cannot tell which class reads the
+    // folder; SentencePiece folders need more than this one (and come with theirs).
+    const bool make_config = files.tokenizer_config.empty() && files.export_name == "tokenizer.json";
+    const std::string config =
+        make_config ? tokenizer_config_json(Tokenizer::from_json(text, files.path), model_max_length)
+                    : std::string();
+    write_file_atomic((fs::path(out_dir) / files.export_name).string(), text);
     for (const std::string& p : files.companions)
         write_file_atomic((fs::path(out_dir) / fs::path(p).filename()).string(),
                           read_small_file(p, kMaxTokenizerFileBytes));
+    if (make_config)
+        write_file_atomic((fs::path(out_dir) / "tokenizer_config.json").string(), config);
+}
+
+std::string default_end_of_text(const Tokenizer& t) {
+    uint32_t id = 0;
+    if (const std::string own = t.eos_token(); !own.empty() && t.find(own, id)) return own;
+    for (const char* known : {"<|endoftext|>", "<|end_of_text|>", "</s>"})
+        if (t.find(known, id)) return known;
+    return "";
+}
+
+std::string tokenizer_config_json(const Tokenizer& t, int64_t model_max_length) {
+    const std::string eot = default_end_of_text(t);
+    std::string j = "{\n  \"tokenizer_class\": \"PreTrainedTokenizerFast\",\n";
+    if (!eot.empty())
+        j += "  \"bos_token\": " + json::quote(eot) + ",\n  \"eos_token\": " + json::quote(eot) +
+             ",\n";
+    j += "  \"model_max_length\": " + std::to_string(model_max_length) + ",\n";
+    j += "  \"clean_up_tokenization_spaces\": false\n}\n";
+    return j;
 }
 
 }  // namespace trt::tok

@@ -4,6 +4,7 @@
 // One place for that rule: loading (C API, prepare, sample) and exporting (the tokenizer goes
 // into the exported folder) share it.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,21 @@ struct TokenizerFiles {
 TokenizerFiles find_tokenizer_files(const std::string& path, const std::string& who);
 
 // Copies the tokenizer into out_dir as export_name (whatever the source file is called),
-// with its companions under their own names; each file is written atomically.
-void copy_tokenizer_files(const TokenizerFiles& files, const std::string& out_dir);
+// with its companions under their own names; each file is written atomically. A
+// tokenizer.json with no tokenizer_config.json beside it (`trainrt tokenizer train`'s) gets
+// one written, so that transformers' AutoTokenizer loads the folder: tokenizer_config_json.
+void copy_tokenizer_files(const TokenizerFiles& files, const std::string& out_dir,
+                          int64_t model_max_length);
+
+class Tokenizer;
+// The end-of-text token when no tokenizer_config.json names one: the file's own (a
+// SentencePiece model's eos piece), else the first of <|endoftext|>, <|end_of_text|>, </s>
+// the tokenizer has; "" when none. What `prepare` opens each document with.
+std::string default_end_of_text(const Tokenizer& t);
+
+// A tokenizer_config.json for a byte-level BPE tokenizer.json: tokenizer_class
+// PreTrainedTokenizerFast, the end-of-text token as bos_token and eos_token (GPT-2's
+// convention; left out when it has none) and model_max_length (the model's context).
+std::string tokenizer_config_json(const Tokenizer& t, int64_t model_max_length);
 
 }  // namespace trt::tok

@@ -243,7 +243,7 @@ kill -INT "$pid"
 rc=0
 wait "$pid" || rc=$?
 [ "$rc" -eq 130 ] || { cat sigint.err >&2; fail "SIGINT: exit $rc, expected 130"; }
-grep -q 'checkpoint .*slow/step_' sigint.err || fail "SIGINT: no checkpoint written"
+grep -q '^\[trainrt\] checkpoint: .*slow/step_' sigint.err || fail "SIGINT: no checkpoint written"
 ls -d slow/step_*.tmp 2>/dev/null && fail "SIGINT: a temporary checkpoint was left behind"
 [ -f "slow/$(cat slow/latest)/MANIFEST.sha256" ] || fail "SIGINT: latest is not a complete checkpoint"
 [ "$(wc -l <slow/metrics.jsonl)" -ge "$lines_before" ] || fail "metrics.jsonl shrank"
@@ -294,7 +294,7 @@ finish_long_run accum
 [ "$rc" -eq 130 ] || { cat accum.err >&2; fail "accum: exit $rc, expected 130"; }
 grep -q 'stopped on request during step 1 (before micro-batch [0-9]* of train.grad_accum = 1000000); that step was abandoned' accum.err ||
     { cat accum.err >&2; fail "accum: the step was not abandoned between micro-batches"; }
-grep -q 'checkpoint .*accum/step_00000000' accum.err || fail "accum: no checkpoint written"
+grep -q '^\[trainrt\] checkpoint: .*accum/step_00000000' accum.err || fail "accum: no checkpoint written"
 [ -f "accum/$(cat accum/latest)/MANIFEST.sha256" ] || fail "accum: latest is not a complete checkpoint"
 
 step "a second signal exits at once, saying what was not saved"
@@ -318,7 +318,7 @@ want=130
 [ "$rc" -eq "$want" ] || { cat twice.err >&2; fail "twice: exit $rc after a second $second"; }
 grep -q "second signal ($second): exiting now; nothing after the last checkpoint (.*twice/step_00000001) was saved" twice.err ||
     { cat twice.err >&2; fail "twice: the message does not name the last checkpoint"; }
-grep -q '^trainrt: checkpoint' twice.err && fail "twice: a checkpoint was written after the second signal"
+grep -q '^\[trainrt\] checkpoint: ' twice.err && fail "twice: a checkpoint was written after the second signal"
 [ "$(cat twice/latest)" = step_00000001 ] || fail "twice: latest changed"
 [ -f twice/step_00000001/MANIFEST.sha256 ] || fail "twice: the last checkpoint is not complete"
 echo "ok: second $second -> exit $rc"

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/nearest.h"
+
 namespace trainrt_cli {
 
 namespace {
@@ -59,6 +61,22 @@ void log_to_stderr(int32_t level, const char* message, void*) {
     std::fprintf(stderr, "[trainrt] %s%s\n", tag, message);
 }
 
+std::string did_you_mean(const std::string& given, const std::vector<std::string>& names) {
+    const std::string near = trt::nearest(given, names);
+    return near.empty() ? std::string() : "; did you mean '" + near + "'?";
+}
+
+std::string unknown_option(const std::string& given, const std::vector<std::string>& options) {
+    std::vector<std::string> names = options;
+    names.push_back("--help");
+    const size_t eq = given.find('=');
+    const std::string name = given.substr(0, eq);
+    if (eq != std::string::npos && trt::nearest(name, names) == name)  // "--steps=3"
+        return "unknown option '" + given + "'; did you mean '" + name + " " +
+               given.substr(eq + 1) + "'?";
+    return "unknown option '" + given + "'" + did_you_mean(name, names);
+}
+
 std::string as_toml_value(const std::string& v) {
     if (v.empty()) return "\"\"";
     const char c = v[0];
@@ -74,7 +92,8 @@ std::string as_toml_value(const std::string& v) {
     return quoted + "\"";
 }
 
-bool parse_run_args(int argc, char** argv, int allowed, RunArgs& out, std::string& error) {
+bool parse_run_args(int argc, char** argv, int allowed, RunArgs& out, std::string& error,
+                    const std::vector<std::string>& more) {
     for (int i = 0; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--set" || a.rfind("--set=", 0) == 0) {
@@ -99,7 +118,12 @@ bool parse_run_args(int argc, char** argv, int allowed, RunArgs& out, std::strin
             if (i + 1 >= argc) { error = "--checkpoint needs a path"; return false; }
             out.checkpoint = argv[++i];
         } else if (!a.empty() && a[0] == '-') {
-            error = "unknown option '" + a + "'";
+            std::vector<std::string> options = more;
+            options.push_back("--set");
+            if (allowed & kSteps) options.push_back("--steps");
+            if (allowed & kFresh) options.push_back("--fresh");
+            if (allowed & kCheckpoint) options.push_back("--checkpoint");
+            error = unknown_option(a, options);
             return false;
         } else if (out.config_path.empty()) {
             out.config_path = a;

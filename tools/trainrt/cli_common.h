@@ -18,6 +18,13 @@ int fail_status(const char* what, trainrt_status status);
 // command "" (no command, or an unknown one): the message and a pointer to `trainrt --help`.
 int usage_error(const std::string& command, const std::string& message, const char* help);
 
+// "unknown option '--stpes'; did you mean '--steps'?": the closest of the command's own
+// options (and --help) by the config keys' matcher (src/core/nearest.h); no hint when none
+// is near. An "--opt=value" given is matched by its name.
+std::string unknown_option(const std::string& given, const std::vector<std::string>& options);
+// "; did you mean 'X'?" for the closest of names, or "".
+std::string did_you_mean(const std::string& given, const std::vector<std::string>& names);
+
 // The live progress line on a terminal (train): log lines end it first.
 bool stderr_is_tty();
 // False on the ranks of a data-parallel run other than 0 (known once a session exists):
@@ -43,8 +50,11 @@ struct RunArgs {
 // Which options beyond CONFIG and --set a command takes.
 enum RunOption { kSteps = 1, kFresh = 2, kCheckpoint = 4 };
 
-// Parses CONFIG [--set K=V]... plus the options in `allowed`.
-bool parse_run_args(int argc, char** argv, int allowed, RunArgs& out, std::string& error);
+// Parses CONFIG [--set K=V]... plus the options in `allowed`. more: the options a command
+// takes out before calling this (bench's --warmup, ...), for the "did you mean" of an
+// unknown one.
+bool parse_run_args(int argc, char** argv, int allowed, RunArgs& out, std::string& error,
+                    const std::vector<std::string>& more = {});
 
 // Loads the config and applies --set (log sink: stderr, INFO); NULL after printing the error.
 trainrt_config* load_config(const RunArgs& args);

@@ -56,7 +56,8 @@ bool parse_bench_args(int argc, char** argv, BenchArgs& out, std::string& error)
             rest.push_back(argv[i]);
         }
     }
-    if (!parse_run_args(static_cast<int>(rest.size()), rest.data(), kSteps, out.run, error))
+    if (!parse_run_args(static_cast<int>(rest.size()), rest.data(), kSteps, out.run, error,
+                        {"--warmup", "--json"}))
         return false;
     if (out.run.steps == 0) out.run.steps = kDefaultSteps;
     return true;

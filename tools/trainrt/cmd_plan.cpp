@@ -111,7 +111,8 @@ int cmd_plan(int argc, char** argv) {
     }
     RunArgs args;
     std::string error;
-    if (!parse_run_args(static_cast<int>(rest.size()), rest.data(), 0, args, error))
+    if (!parse_run_args(static_cast<int>(rest.size()), rest.data(), 0, args, error,
+                        {"--max-batch", "--memory"}))
         return plan_usage(error);
     trainrt_config* config = load_config(args);
     if (config == nullptr) return 1;

@@ -175,7 +175,7 @@ int cmd_report(int argc, char** argv) {
             if (a == "--html") html = v;
             else labels.push_back(v);
         } else if (!a.empty() && a[0] == '-') {
-            return report_usage("unknown option '" + a + "'");
+            return report_usage(unknown_option(a, {"--html", "--label"}));
         } else {
             dirs.push_back(a);
         }

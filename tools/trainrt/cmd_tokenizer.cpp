@@ -1,5 +1,6 @@
 // `trainrt tokenizer train`: a byte-level BPE tokenizer trained on the user's text, written as
 // a Hugging Face tokenizer.json (trainrt_tokenizer_train). Public C API only.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,7 +27,12 @@ const char* const kTokenizerHelp =
 
 int cmd_tokenizer(int argc, char** argv) {
     if (argc < 1 || std::strcmp(argv[0], "train") != 0) {
-        return usage_error("tokenizer", "tokenizer needs a subcommand: train", kTokenizerHelp);
+        return usage_error("tokenizer",
+                           argc < 1 ? std::string("tokenizer needs a subcommand: train")
+                                    : "unknown subcommand '" + std::string(argv[0]) +
+                                          "' (the one subcommand is train)" +
+                                          did_you_mean(argv[0], {"train"}),
+                           kTokenizerHelp);
     }
     auto usage = [](const std::string& message) {
         return usage_error("tokenizer", message, kTokenizerHelp);
@@ -35,8 +41,13 @@ int cmd_tokenizer(int argc, char** argv) {
     std::string out;
     long long vocab = 0, min_frequency = 2;
     bool no_special = false, force = false;
+    const std::vector<std::string> options = {"--text",       "--out",        "--special",
+                                              "--vocab-size", "--min-frequency",
+                                              "--no-special", "--force"};
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
+        if (std::find(options.begin(), options.end(), a) == options.end())
+            return usage(unknown_option(a, options));
         if (a == "--no-special") { no_special = true; continue; }
         if (a == "--force") { force = true; continue; }
         if (i + 1 >= argc) return usage("option '" + a + "' needs a value");
@@ -58,8 +69,6 @@ int cmd_tokenizer(int argc, char** argv) {
         } else if (a == "--min-frequency") {
             if (!number(min_frequency, 1, (1LL << 62)))
                 return usage(std::string("bad --min-frequency '") + argv[i] + "'");
-        } else {
-            return usage("unknown option '" + a + "'");
         }
     }
     if (texts.empty() || out.empty() || vocab == 0)

@@ -12,8 +12,10 @@
 #include <trainrt/trainrt.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -131,7 +133,9 @@ const CommandHelp kCommandHelp[] = {
      "--dtype bf16; shards + model.safetensors.index.json above 5 GB) and DIR/config.json,\n"
      "loadable with transformers' GPT2LMHeadModel / LlamaForCausalLM.from_pretrained, and as\n"
      "model.init_from; with the run's data.tokenizer, DIR/tokenizer.json or .model (+ its\n"
-     "tokenizer_config.json / special_tokens_map.json) too.\n"
+     "tokenizer_config.json / special_tokens_map.json; a tokenizer.json without one, such as\n"
+     "`trainrt tokenizer train`'s, gets a tokenizer_config.json for AutoTokenizer) too, and\n"
+     "says which tokenizer files it wrote.\n"
      "A LoRA run's checkpoint (lora.rank > 0) writes its adapters instead, as a PEFT folder:\n"
      "DIR/adapter_model.safetensors + DIR/adapter_config.json (PeftModel.from_pretrained,\n"
      "lora.init_from); --merge writes the model with the adapters merged into the base weights.\n"
@@ -212,9 +216,16 @@ std::string format_duration(double seconds) {
     return buf;
 }
 
+// The run's latest eval (step -1: none yet), for the end-of-run summary: the session's
+// last_val_loss carries no step, and a run stopped between evals would show a stale one.
+long long g_val_step = -1;
+double g_val_loss = 0;
+
 int32_t on_progress(const trainrt_progress* p, void*) {
     if (!is_lead_rank()) return 0;
     if (p->kind == TRAINRT_PROGRESS_EVAL) {
+        g_val_step = p->step;
+        g_val_loss = p->loss;
         end_progress_line();
         std::fprintf(stderr, "step %lld/%lld | val loss %.4f\n", (long long)p->step,
                      (long long)p->steps_total, p->loss);
@@ -368,20 +379,18 @@ bool pick_checkpoint(trainrt_config* config, const std::string& explicit_path,
     });
 }
 
-// Writes the end-of-run checkpoint into train.out_dir; false after printing the error.
+// Writes the end-of-run checkpoint into train.out_dir; false after printing the error. The
+// library logs "checkpoint: DIR" when it writes one; nothing is printed here, or the last
+// periodic checkpoint (kept as the final one when the run ends on its step) would show twice.
 bool save_final_checkpoint(trainrt_session* session, bool has_out_dir) {
     if (!has_out_dir) {
         if (is_lead_rank())
             std::fprintf(stderr, "trainrt: train.out_dir is empty, so no checkpoint was written\n");
         return true;
     }
-    std::string path;
-    if (!fetch_string(path, "writing the checkpoint", [&](char* b, size_t c, size_t* n) {
-            return trainrt_session_save(b, c, n, session, nullptr);
-        }))
-        return false;
-    if (is_lead_rank()) std::fprintf(stderr, "trainrt: checkpoint %s\n", path.c_str());
-    return true;
+    const trainrt_status st = trainrt_session_save(nullptr, 0, nullptr, session, nullptr);
+    if (st != TRAINRT_OK) fail_status("writing the checkpoint", st);
+    return st == TRAINRT_OK;
 }
 
 int32_t on_prepare_progress(int64_t done, int64_t total, void*) {
@@ -399,8 +408,13 @@ int cmd_prepare(int argc, char** argv) {
     double fraction = 0.1;
     long threads = 0;
     long long shard_tokens = 0;
+    const std::vector<std::string> options = {"--text",    "--out",          "--tokenizer",
+                                              "--jsonl",   "--threads",      "--val-fraction",
+                                              "--shard-tokens"};
     for (int i = 0; i < argc; ++i) {
         const std::string a = argv[i];
+        if (std::find(options.begin(), options.end(), a) == options.end())
+            return fail_usage(unknown_option(a, options));
         if (i + 1 >= argc) return fail_usage("option '" + a + "' needs a value");
         if (a == "--text") {
             // Every argument up to the next option is an input.
@@ -423,7 +437,7 @@ int cmd_prepare(int argc, char** argv) {
             if (*end != '\0' || shard_tokens < 1 || shard_tokens > 2147483647LL)
                 return fail_usage(std::string("bad --shard-tokens '") + argv[i] +
                                   "' (1 to 2147483647)");
-        } else return fail_usage("unknown option '" + a + "'");
+        }
     }
     if (texts.empty() || out.empty()) return fail_usage("prepare needs --text FILE... and --out DIR");
     if (tokenizer.empty()) {
@@ -476,15 +490,18 @@ int cmd_prepare(int argc, char** argv) {
 void print_train_summary(trainrt_session* session) {
     trainrt_metrics m = TRAINRT_METRICS_INIT;
     trainrt_session_metrics(&m, session);
-    // NaN means "not measured in this run" (no step yet, or no eval): leave it out.
+    // NaN means "not measured in this run" (no step yet): leave it out. The val loss is
+    // this run's latest eval with its step, which precedes the last step when the run
+    // stopped between evals; none when it made no eval.
     std::string summary = "step " + std::to_string(m.step);
     char part[96];
     if (m.last_loss == m.last_loss) {
         std::snprintf(part, sizeof part, " | loss %.4f", m.last_loss);
         summary += part;
     }
-    if (m.last_val_loss == m.last_val_loss) {
-        std::snprintf(part, sizeof part, " | val loss %.4f", m.last_val_loss);
+    if (g_val_step >= 0) {
+        std::snprintf(part, sizeof part, " | val loss %.4f @ step %lld", g_val_loss,
+                      g_val_step);
         summary += part;
     }
     std::snprintf(part, sizeof part, " | %lld tokens | %.0f tok/s (p50 step %.1f ms)",
@@ -632,7 +649,8 @@ int cmd_sample(int argc, char** argv) {
             else if (!parse_number(argv[i], *number))
                 return fail_usage("option '" + a + "' needs a number, got '" + argv[i] + "'");
         } else if (!a.empty() && a[0] == '-') {
-            return fail_usage("unknown option '" + a + "'");
+            return fail_usage(unknown_option(a, {"--prompt", "--tokens", "--temperature",
+                                                 "--top-k", "--seed", "--tokenizer"}));
         } else if (path.empty()) {
             path = a;
         } else {
@@ -748,6 +766,35 @@ int cmd_sample(int argc, char** argv) {
     return 0;
 }
 
+// The tokenizer files an export may write (the run's data.tokenizer: tokenizer_files.h).
+const char* const kTokenizerFiles[] = {"tokenizer.json", "tokenizer.model",
+                                       "tokenizer_config.json", "special_tokens_map.json"};
+
+// Each file of kTokenizerFiles in dir as (device, inode), 0s when absent: every file an
+// export writes is renamed into place, so one it wrote has an inode it did not have before
+// (with --force the folder may hold an older export's).
+std::vector<std::pair<dev_t, ino_t>> tokenizer_file_ids(const std::string& dir) {
+    std::vector<std::pair<dev_t, ino_t>> ids;
+    for (const char* name : kTokenizerFiles) {
+        struct stat st {};
+        const bool there = ::stat((dir + "/" + name).c_str(), &st) == 0;
+        ids.emplace_back(there ? st.st_dev : 0, there ? st.st_ino : 0);
+    }
+    return ids;
+}
+
+// " and the tokenizer: DIR/tokenizer.json, DIR/tokenizer_config.json": the files this export
+// wrote (before: tokenizer_file_ids from before it), or "" when none.
+std::string tokenizer_files_written(const std::string& dir,
+                                    const std::vector<std::pair<dev_t, ino_t>>& before) {
+    const std::vector<std::pair<dev_t, ino_t>> after = tokenizer_file_ids(dir);
+    std::string list;
+    for (size_t i = 0; i < after.size(); ++i)
+        if (after[i].second != 0 && after[i] != before[i])
+            list += (list.empty() ? "" : ", ") + dir + "/" + kTokenizerFiles[i];
+    return list.empty() ? "" : "; the tokenizer: " + list;
+}
+
 int cmd_export(int argc, char** argv) {
     std::vector<std::string> positional;
     int32_t dtype = TRAINRT_DTYPE_F32;
@@ -765,7 +812,7 @@ int cmd_export(int argc, char** argv) {
             else if (d == "bf16" || d == "bfloat16") dtype = TRAINRT_DTYPE_BF16;
             else return fail_usage("--dtype needs f32 or bf16, got '" + d + "'");
         } else if (!a.empty() && a[0] == '-') {
-            return fail_usage("unknown option '" + a + "'");
+            return fail_usage(unknown_option(a, {"--dtype", "--merge", "--force"}));
         } else {
             positional.push_back(a);
         }
@@ -813,10 +860,12 @@ int cmd_export(int argc, char** argv) {
                     dir, dt, dir);
         return 0;
     }
+    const auto before = tokenizer_file_ids(positional[1]);
     const trainrt_status st = trainrt_checkpoint_export(positional[0].c_str(), dir, dtype);
     if (st != TRAINRT_OK) return fail_status("export", st);
-    std::printf("wrote %s/model.safetensors (%s%s) and %s/config.json\n", dir, dt,
-                merge ? ", LoRA adapters merged" : "", dir);
+    std::printf("wrote %s/model.safetensors (%s%s) and %s/config.json%s\n", dir, dt,
+                merge ? ", LoRA adapters merged" : "", dir,
+                tokenizer_files_written(positional[1], before).c_str());
     return 0;
 }
 
@@ -908,9 +957,15 @@ int main(int argc, char** argv) {
                     trainrt_abi_version());
         return 0;
     }
-    if (command_help(cmd) == nullptr)
-        return fail_usage("unknown command '" + cmd + "'; the commands are prepare, train, "
-                          "eval, sample, export, config, info, plan, bench, tokenizer, report");
+    if (command_help(cmd) == nullptr) {
+        const std::vector<std::string> commands = {"prepare", "train",  "eval", "sample",
+                                                   "export",  "config", "info", "plan",
+                                                   "bench",   "tokenizer", "report"};
+        std::string list;
+        for (const std::string& c : commands) list += (list.empty() ? "" : ", ") + c;
+        return fail_usage("unknown command '" + cmd + "'" + did_you_mean(cmd, commands) +
+                          " (the commands are " + list + ")");
+    }
     g_command = cmd;
     if (command_help(cmd) != nullptr && wants_help(argc - 2, argv + 2)) {
         std::fputs(command_help(cmd), stdout);

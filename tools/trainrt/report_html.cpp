@@ -331,9 +331,13 @@ std::string render_report(const std::vector<RunData>& runs) {
                     ": " + escape_html(labels) + " &middot; made by <code>trainrt report</code> "
                     "(libtrainrt " + escape_html(trainrt_version_string()) + ")</p>\n";
 
-    // Summary table.
-    o += "<table class=\"summary\">\n<tr><th>run</th><th>steps</th><th>tokens</th>"
-         "<th>train loss (EMA) last</th><th>best (step)</th><th>val loss best (step)</th>"
+    // Summary table. "EMA" heads the train loss only when a run's loss was smoothed: with
+    // too few logged steps its window is 1 and the values are the raw ones (ema_loss).
+    bool any_smoothed = false, any_raw = false;
+    for (const RunData& r : runs) (r.ema_window > 1 ? any_smoothed : any_raw) = true;
+    o += std::string("<table class=\"summary\">\n<tr><th>run</th><th>steps</th><th>tokens</th>") +
+         (any_smoothed ? "<th>train loss (EMA) last</th>" : "<th>train loss last</th>") +
+         "<th>best (step)</th><th>val loss best (step)</th>"
          "<th>last val</th><th>tok/s (tail)</th><th>MFU (tail)</th><th>train time</th>"
          "<th>resumes</th><th>lines replaced</th><th>malformed</th></tr>\n";
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -342,7 +346,8 @@ std::string render_report(const std::vector<RunData>& runs) {
         o += "<tr><td><span class=\"swatch\" style=\"background:" + std::string(run_color(i)) +
              "\"></span><a href=\"#run-" + std::to_string(i) + "\">" + escape_html(r.label) +
              "</a></td><td>" + std::to_string(s.steps) + "</td><td>" + short_count(s.tokens) +
-             "</td><td>" + g("%.4f", s.last_loss_ema) + "</td><td>" +
+             "</td><td>" + g("%.4f", s.last_loss_ema) +
+             (any_smoothed && r.ema_window <= 1 ? " (raw)" : "") + "</td><td>" +
              g("%.4f", s.best_loss_ema) + " (" + std::to_string(s.best_loss_step) + ")</td><td>" +
              (std::isfinite(s.best_val)
                   ? g("%.4f", s.best_val) + " (" + std::to_string(s.best_val_step) + ")"
@@ -353,8 +358,13 @@ std::string render_report(const std::vector<RunData>& runs) {
              std::to_string(r.resumes) + "</td><td>" + std::to_string(r.replaced) +
              "</td><td>" + std::to_string(r.malformed_lines.size()) + "</td></tr>\n";
     }
-    o += "</table>\n<p class=\"sub\">Train loss smoothed by an exponential moving average "
-         "(faint: the raw values). tok/s and MFU: mean over the last fifth of the logged "
+    o += "</table>\n<p class=\"sub\">" +
+         std::string(!any_smoothed ? "Train loss not smoothed (too few logged steps). "
+                     : any_raw ? "Train loss smoothed by an exponential moving average (faint: "
+                                 "the raw values); (raw): too few logged steps to smooth. "
+                               : "Train loss smoothed by an exponential moving average (faint: "
+                                 "the raw values). ") +
+         "tok/s and MFU: mean over the last fifth of the logged "
          "steps. Train time: the sum of the step times (evals and checkpoints not included). "
          "Gaps in a line: values missing or not finite.</p>\n";
 

@@ -121,6 +121,47 @@ TEST_F(CapiDataTokenizer, ExportsWriteItAndCheckpointsRecordIt) {
     EXPECT_FALSE(fs::exists(out3 + "/model.safetensors"));
 }
 
+// A tokenizer.json alone (`trainrt tokenizer train` writes no tokenizer_config.json): both
+// exports write one, for transformers' AutoTokenizer (issue 38): the fast tokenizer class, the
+// end-of-text token as bos/eos (none when it has none), the model's context as
+// model_max_length.
+TEST_F(CapiDataTokenizer, ABareTokenizerJsonGetsATokenizerConfig) {
+    const std::string bare = dir_ + "/bare";
+    fs::create_directories(bare);
+    std::string json = tiny_tokenizer_json();
+    json.replace(json.find("<|eot|>"), 7, "<|endoftext|>");
+    std::ofstream(bare + "/tok.json") << json;
+    std::ofstream(dir_ + "/plain.json") << tiny_tokenizer_json();  // no known end-of-text
+    trainrt_session* s = open_from(kToml, {{"data.tokenizer", "\"bare/tok.json\""}});
+    ASSERT_NE(s, nullptr);
+    const std::string want =
+        "{\n  \"tokenizer_class\": \"PreTrainedTokenizerFast\",\n"
+        "  \"bos_token\": \"<|endoftext|>\",\n  \"eos_token\": \"<|endoftext|>\",\n"
+        "  \"model_max_length\": 16,\n  \"clean_up_tokenization_spaces\": false\n}\n";
+    const std::string out = dir_ + "/hf";
+    ASSERT_EQ(trainrt_session_export(s, out.c_str(), TRAINRT_DTYPE_F32), TRAINRT_OK)
+        << last_error();
+    EXPECT_EQ(slurp(out + "/tokenizer.json"), json);
+    EXPECT_EQ(slurp(out + "/tokenizer_config.json"), want);
+    EXPECT_FALSE(fs::exists(bare + "/tokenizer_config.json"));  // the source is left alone
+    const std::string ckpt = dir_ + "/ckpt";
+    ASSERT_EQ(trainrt_session_save(nullptr, 0, nullptr, s, ckpt.c_str()), TRAINRT_OK)
+        << last_error();
+    const std::string out2 = dir_ + "/hf2";
+    ASSERT_EQ(trainrt_checkpoint_export(ckpt.c_str(), out2.c_str(), TRAINRT_DTYPE_F32),
+              TRAINRT_OK) << last_error();
+    EXPECT_EQ(slurp(out2 + "/tokenizer_config.json"), want);
+
+    trainrt_session* plain = open_from(kToml, {{"data.tokenizer", "\"plain.json\""}});
+    ASSERT_NE(plain, nullptr);
+    const std::string out3 = dir_ + "/hf3";
+    ASSERT_EQ(trainrt_session_export(plain, out3.c_str(), TRAINRT_DTYPE_F32), TRAINRT_OK)
+        << last_error();
+    EXPECT_EQ(slurp(out3 + "/tokenizer_config.json"),
+              "{\n  \"tokenizer_class\": \"PreTrainedTokenizerFast\",\n"
+              "  \"model_max_length\": 16,\n  \"clean_up_tokenization_spaces\": false\n}\n");
+}
+
 // An exported folder (config.json + tokenizer.json) as model.init_from: its tokenizer is the
 // run's unless data.tokenizer names another.
 TEST_F(CapiDataTokenizer, DefaultsToTheInitFromFoldersTokenizer) {

@@ -385,7 +385,8 @@ TEST(ConfigPaths, RelativePathsResolveAgainstTheFilesFolder) {
     const Config c = Config::from_file(file.string());
     const fs::path base = dir / "sub" / "deeper";
     EXPECT_EQ(c.base_dir(), base.string());
-    EXPECT_EQ(c.run().model.init_from, (base / "../weights/m.safetensors").string());
+    // Lexically normal: no "deeper/../" in what messages and checkpoints show.
+    EXPECT_EQ(c.run().model.init_from, (dir / "sub" / "weights/m.safetensors").string());
     EXPECT_EQ(c.run().data.train, (base / "shards/train_*.bin").string());  // glob kept
     EXPECT_EQ(c.run().data.val, "/abs/val.bin");                            // absolute kept
     EXPECT_EQ(c.run().train.out_dir, "");                                   // empty kept
@@ -399,6 +400,20 @@ TEST(ConfigPaths, EmptyBaseDirKeepsRelativePaths) {
 TEST(ConfigPaths, RelativeBaseDirIsPrefixed) {
     const Config c = Config::from_string("[train]\nout_dir = \"runs/x\"\n", "configs");
     EXPECT_EQ(c.run().train.out_dir, "configs/runs/x");
+}
+
+TEST(ConfigPaths, ResolvedPathsAreLexicallyNormalAndRelativeStaysRelative) {
+    const Config c = Config::from_string(
+        "[data]\ntrain = \"../data/./s/train.bin\"\nval = \"/abs//x/../v.bin\"\n"
+        "[train]\nout_dir = \"../../out/x\"\n",
+        "examples/configs");
+    EXPECT_EQ(c.run().train.out_dir, "out/x");
+    EXPECT_EQ(c.run().data.train, "examples/data/s/train.bin");
+    EXPECT_EQ(c.run().data.val, "/abs/v.bin");
+    const Config bare = Config::from_string("[train]\nout_dir = \"a/../b/./c\"\n", "");
+    EXPECT_EQ(bare.run().train.out_dir, "b/c");
+    const Config up = Config::from_string("[train]\nout_dir = \"../../x\"\n", "cfg");
+    EXPECT_EQ(up.run().train.out_dir, "../x");  // what cannot fold away is kept
 }
 
 TEST(ConfigPaths, SetPathResolvesAgainstBaseDir) {

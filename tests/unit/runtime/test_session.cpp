@@ -313,6 +313,31 @@ LogSink sink_into(Captured& c) { return LogSink{&Captured::fn, &c, TRAINRT_LOG_D
 
 }  // namespace
 
+// Each checkpoint written into out_dir is logged once, by the library (issue 38): a run that
+// ends on a checkpoint_every step, then saves (as `trainrt train` does at its end), keeps
+// the periodic checkpoint and must not report it twice; a save at a new step says its own.
+TEST(SessionLog, EachCheckpointIsLoggedOnce) {
+    Config c = config_with_data(1);
+    const std::string out = std::string(TRAINRT_TEST_TMP) + "/session/logged_once";
+    std::filesystem::remove_all(out);
+    c.set("train.out_dir", "\"" + out + "\"");
+    c.set("train.checkpoint_every", "2");
+    c.set("train.eval_every", "0");
+    Captured log;
+    Session s(c, sink_into(log));
+    ASSERT_EQ(s.train(4, nullptr), TrainOutcome::Completed);
+    EXPECT_EQ(s.save(""), out + "/step_00000004");  // kept: already written at step 4
+    s.step();
+    EXPECT_EQ(s.save(""), out + "/step_00000005");
+    std::vector<std::string> said;
+    for (const auto& l : log.lines)
+        if (l.second.rfind("checkpoint: ", 0) == 0) said.push_back(l.second);
+    const std::vector<std::string> want = {"checkpoint: " + out + "/step_00000002",
+                                           "checkpoint: " + out + "/step_00000004",
+                                           "checkpoint: " + out + "/step_00000005"};
+    EXPECT_EQ(said, want);
+}
+
 // accel.attention = "cudnn" not taken: the reason is a WARN line of its own, besides the
 // acceleration line's bracket (a WARN-only sink still learns it). The CPU has no cuDNN.
 TEST(SessionLog, CudnnAttentionNotTakenIsAWarning) {
@@ -393,4 +418,76 @@ TEST(Session, LoadingACheckpointWithoutARunIdGivesTheRunANewOne) {
               std::string::npos)
         << header;
     EXPECT_EQ(read_checkpoint_state(b.save(root + "/next")).run_id, new_run);
+}
+
+// Data whose ids do not fit a model read from model.init_from (issue 38): its vocabulary is
+// the folder's, so the error blames the data's tokenizer, not model.vocab_size.
+TEST(Session, IdsBeyondAFixedVocabularyBlameTheDataNotVocabSize) {
+    Config c = config_with_data(1);
+    const std::string dir = std::string(TRAINRT_TEST_TMP) + "/session/fixed_vocab";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const std::string model = Session(c, LogSink{}).save(dir + "/model");
+    const std::vector<uint32_t> ids(400, 20);  // >= vocab_size 17
+    write_shard(dir + "/wide.bin", ids.data(), static_cast<int64_t>(ids.size()), 2);
+    c.set("data.train", "\"" + dir + "/wide.bin\"");
+    const auto message = [&](const Config& config) {
+        try {
+            Session s(config, LogSink{});
+        } catch (const Error& e) {
+            EXPECT_EQ(e.status(), Status::Format);
+            return std::string(e.what());
+        }
+        ADD_FAILURE() << "the session opened data with ids >= vocab_size";
+        return std::string();
+    };
+    EXPECT_NE(message(c).find("set model.vocab_size above the largest id"), std::string::npos);
+    c.set("model.init_from", "\"" + model + "\"");
+    const std::string fixed = message(c);
+    EXPECT_EQ(fixed.find("set model.vocab_size"), std::string::npos) << fixed;
+    for (const std::string& part :
+         std::vector<std::string>{"data.train: ", "has id 20 >= vocab_size 17", "exceed the vocabulary of the model in "
+          "model.init_from '" + model + "' (17 tokens, fixed by it)", "another tokenizer",
+          "with the model's own tokenizer"})
+        EXPECT_NE(fixed.find(part), std::string::npos) << "'" << part << "' not in: " << fixed;
+    // A folder with a tokenizer: the command that prepares the data with it.
+    std::ofstream(model + "/tokenizer.json") << "{}";
+    EXPECT_NE(message(c).find("(trainrt prepare --tokenizer " + model + " ...)"), std::string::npos);
+}
+
+// A checkpoint that differs from the config only in [lora] (a LoRA config resuming from a
+// full run's out_dir, issue 38): the error names the LoRA difference, not model.* keys.
+TEST(Session, ALoraMismatchOnLoadNamesLoraNotTheModelShape) {
+    const std::string dir = std::string(TRAINRT_TEST_TMP) + "/session/lora_mismatch";
+    std::filesystem::remove_all(dir);
+    const auto with_rank = [](int rank) {
+        Config c = tiny_config(2, 1);
+        if (rank > 0) c.set("lora.rank", std::to_string(rank));
+        return c;
+    };
+    const std::string full = Session(with_rank(0), LogSink{}).save(dir + "/full");
+    const std::string r4 = Session(with_rank(4), LogSink{}).save(dir + "/r4");
+    const auto load_error = [](const Config& c, const std::string& path) {
+        Session s(c, LogSink{});
+        try {
+            s.load(path);
+        } catch (const Error& e) {
+            EXPECT_EQ(e.status(), Status::Config);
+            const std::string msg = e.what();
+            EXPECT_EQ(msg.find("model.vocab_size"), std::string::npos) << msg;
+            return msg;
+        }
+        ADD_FAILURE() << "loaded " << path;
+        return std::string();
+    };
+    const std::string onto_full = load_error(with_rank(4), full);
+    for (const std::string& part :
+         std::vector<std::string>{"checkpoint '" + full + "'", "it is a full-model run (no LoRA "
+          "adapters) and the config adds LoRA (lora.rank = 4)", "a train.out_dir of its own",
+          "model.init_from = \"" + full + "\""})
+        EXPECT_NE(onto_full.find(part), std::string::npos) << "'" << part << "' not in: " << onto_full;
+    EXPECT_NE(load_error(with_rank(0), r4).find("it is a LoRA run"), std::string::npos);
+    EXPECT_NE(load_error(with_rank(2), r4).find("its LoRA adapters have rank 4 and the config's "
+                                                "lora.rank is 2: set lora.rank = 4"),
+              std::string::npos);
 }

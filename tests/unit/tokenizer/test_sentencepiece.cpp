@@ -165,7 +165,7 @@ TEST_F(SentencePiece, FolderPrefersTheModelAndExportKeepsItsName) {
     const std::string out = *dir_ + "/exported";
     fs::remove_all(out);
     fs::create_directories(out);
-    trt::tok::copy_tokenizer_files(f, out);
+    trt::tok::copy_tokenizer_files(f, out, 128);
     EXPECT_EQ(slurp(out + "/tokenizer.model"), slurp(model()));
     EXPECT_FALSE(fs::exists(out + "/tokenizer.json"));
     // A file named anything is told by its content.
