@@ -721,7 +721,7 @@ TEST(ConfigDocs, EveryKeyIsDocumented) {
         EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << key;
         ++keys;
     }
-    EXPECT_EQ(keys, 66);
+    EXPECT_EQ(keys, 67);
 }
 
 }  // namespace
