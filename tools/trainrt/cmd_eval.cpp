@@ -221,10 +221,14 @@ int cmd_eval(int argc, char** argv) {
         st = trainrt_session_eval(&loss, session);
         trainrt_session_destroy(session);
         if (st != TRAINRT_OK) return fail_status("eval", st);
-        std::printf("val loss %.6f | ppl %.4f | %lld tokens sampled (train.eval_batches %lld x "
-                    "%lld x %lld) | weights: %s\n",
-                    loss, std::exp(loss), (long long)(batches * B * T), (long long)batches,
-                    (long long)B, (long long)T, weights.c_str());
+        // (train.batch_size = "auto" reads 0 here: the session resolved it.)
+        const std::string sampled =
+            B > 0 ? std::to_string(batches * B * T) + " tokens sampled (train.eval_batches " +
+                        std::to_string(batches) + " x " + std::to_string(B) + " x " +
+                        std::to_string(T) + ")"
+                  : "train.eval_batches " + std::to_string(batches) + " windows sampled";
+        std::printf("val loss %.6f | ppl %.4f | %s | weights: %s\n", loss, std::exp(loss),
+                    sampled.c_str(), weights.c_str());
         return 0;
     }
     trainrt_eval_result r = TRAINRT_EVAL_RESULT_INIT;
