@@ -95,6 +95,9 @@ step "the evaluation-only folder does not train"
 expect_failure train_empty 'holds no tokens' "$TRAINRT" train run.toml --set data.train=evalonly/train.bin \
     --set train.out_dir=never
 [ ! -e never/metrics.jsonl ] || fail "a refused train wrote metrics.jsonl"
+# ... but a config naming both of its splits evaluates.
+"$TRAINRT" eval run.toml --whole --set data.train=evalonly/train.bin --set data.val=evalonly/val.bin >eo.out
+[ "$(field eo.out loss)" = "$(field ew.out loss)" ] || fail "eval with the empty train split: $(cat eo.out)"
 
 step "labels: checkpoint, Hugging Face folder"
 "$TRAINRT" train run.toml >train.out 2>train.err || { cat train.err >&2; fail "train"; }

@@ -4,10 +4,13 @@
 // train split evaluates but does not train.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "data/eval_windows.h"
@@ -210,4 +213,27 @@ TEST(SessionEvalWhole, AnEmptyTrainSplitEvaluatesButDoesNotTrain) {
         }
     }
     EXPECT_FALSE(std::filesystem::exists(dir + "/out/metrics.jsonl"));
+}
+
+// request_stop from another thread ends a long whole eval between forwards with Cancelled,
+// as it does a sampled one (no timing is asserted: the stopper asks until the eval returns).
+TEST(SessionEvalWhole, RequestStopFromAnotherThreadEndsIt) {
+    Session s(config(2, 6), LogSink{});
+    const std::vector<int32_t> t = random_tokens(size_t{1} << 21, 11);
+    std::atomic<bool> done{false};
+    std::thread stopper([&] {
+        while (!done.load()) {
+            s.request_stop();
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    });
+    try {
+        s.eval_whole_tokens(t.data(), t.size());
+        ADD_FAILURE() << "the eval ran to its end";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::Cancelled) << e.what();
+        EXPECT_NE(std::string(e.what()).find("stopped on request"), std::string::npos);
+    }
+    done.store(true);
+    stopper.join();
 }
