@@ -117,7 +117,8 @@ int cmd_eval(int argc, char** argv) {
     }
     const bool text_mode = !text_path.empty();
     if (!tokenizer.empty() && !text_mode) return usage("--tokenizer goes with --text FILE");
-    if (text_mode && whole) return usage("--whole and --text exclude each other (--text is scored whole)");
+    if (text_mode && whole)
+        return usage("--whole and --text exclude each other (--text is scored whole)");
     // `eval --text F --tokenizer HF_DIR`: the folder is the model too.
     std::string implied;
     if (text_mode && !positional) {
@@ -239,7 +240,8 @@ int cmd_eval(int argc, char** argv) {
             std::fprintf(stderr, "trainrt: eval --text: cannot read '%s'\n", text_path.c_str());
             return 1;
         }
-        const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        const std::string text((std::istreambuf_iterator<char>(f)),
+                               std::istreambuf_iterator<char>());
         st = trainrt_session_eval_text(&r, session, text.data(), text.size(),
                                        tokenizer.empty() ? nullptr : tokenizer.c_str());
     } else {

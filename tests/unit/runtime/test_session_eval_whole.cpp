@@ -84,7 +84,8 @@ TEST(EvalWindows, CoverEveryTargetOnce) {
                 ASSERT_LE(w.start + w.len + 1, std::max<int64_t>(N, 1)) << "reads past the end";
                 for (int64_t i = w.start + 1; i <= w.start + w.len; ++i) scored[i]++;
             }
-            for (int64_t i = 0; i < N; ++i) EXPECT_EQ(scored[i], i == 0 ? 0 : 1) << N << " " << T << " " << i;
+            for (int64_t i = 0; i < N; ++i)
+                EXPECT_EQ(scored[i], i == 0 ? 0 : 1) << N << " " << T << " " << i;
         }
     }
 }
