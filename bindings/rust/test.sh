@@ -32,18 +32,18 @@ cat >"$WORK/sizes.c" <<'C'
 #include <stdio.h>
 #include <trainrt/trainrt.h>
 int main(void) {
-    printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu\n", sizeof(trainrt_step_result),
+    printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu\n", sizeof(trainrt_step_result),
            sizeof(trainrt_metrics), sizeof(trainrt_progress), sizeof(trainrt_sample_options),
            sizeof(trainrt_model_info), sizeof(trainrt_prepare_options),
            sizeof(trainrt_prepare_result), sizeof(trainrt_param_info),
            offsetof(trainrt_param_info, shape), offsetof(trainrt_param_info, offset),
-           offsetof(trainrt_param_info, trainable));
+           offsetof(trainrt_param_info, trainable), sizeof(trainrt_eval_result));
     return 0;
 }
 C
 cc -I"$ROOT/include" "$WORK/sizes.c" -o "$WORK/sizes"
 sizes=$("$WORK/sizes")
-[ "$sizes" = "64 128 96 32 64 64 64 72 16 56 68" ] || { echo "struct sizes differ from trainrt-sys: $sizes" >&2; exit 1; }
+[ "$sizes" = "64 128 96 32 64 64 64 72 16 56 68 40" ] || { echo "struct sizes differ from trainrt-sys: $sizes" >&2; exit 1; }
 
 cd "$HERE"
 cargo build --offline --release --all-targets

@@ -255,9 +255,43 @@ TRAINRT_API trainrt_status trainrt_session_step_tokens(trainrt_step_result* out,
 TRAINRT_API trainrt_status trainrt_session_sync(trainrt_step_result* out,
                                                 trainrt_session* session);
 /* Mean loss over train.eval_batches sequential windows from the start of data.val
- * (a fresh cursor each call). TRAINRT_ERR_CONFIG when no val data is configured;
+ * (a fresh cursor each call); with train.eval_mode = "whole", trainrt_session_eval_whole's. TRAINRT_ERR_CONFIG when no val data is configured;
  * TRAINRT_ERR_CANCELLED when trainrt_session_request_stop interrupted it. */
 TRAINRT_API trainrt_status trainrt_session_eval(double* out_loss, trainrt_session* session);
+/* A whole evaluation: every token of a stream but the first scored exactly once as a target,
+ * in disjoint windows of train.seq_len targets (window k: inputs tokens[k*T, k*T + T), targets
+ * one further), train.batch_size windows per forward; the last window, if shorter, runs at its
+ * own length. Never wraps, never counts a token twice. The stream is data.val (its shards back
+ * to back, in the order they are read), or tokens/text given by the host. */
+typedef struct trainrt_eval_result {
+    uint32_t struct_size;  /* sizeof(trainrt_eval_result) as the caller compiled it */
+    uint32_t version;      /* TRAINRT_EVAL_RESULT_VERSION */
+    double loss;           /* mean loss over the scored targets (nats/token) */
+    double perplexity;     /* exp(loss) */
+    int64_t tokens;        /* targets scored: the stream's tokens - 1 */
+    int64_t windows;       /* windows run: ceil(tokens / train.seq_len) */
+} trainrt_eval_result;
+#define TRAINRT_EVAL_RESULT_VERSION 1
+#define TRAINRT_EVAL_RESULT_INIT \
+    { (uint32_t)sizeof(trainrt_eval_result), TRAINRT_EVAL_RESULT_VERSION, 0, 0, 0, 0 }
+TRAINRT_API void trainrt_eval_result_init(trainrt_eval_result* result);
+/* Whole evaluation of data.val (also what trainrt_session_eval returns, as loss, when
+ * train.eval_mode = "whole"). TRAINRT_ERR_CONFIG without val data; TRAINRT_ERR_INVALID_ARGUMENT
+ * for a split of fewer than 2 tokens; TRAINRT_ERR_CANCELLED as trainrt_session_eval. */
+TRAINRT_API trainrt_status trainrt_session_eval_whole(trainrt_eval_result* out,
+                                                      trainrt_session* session);
+/* Whole evaluation of n_tokens (>= 2) host ids, each in [0, vocab_size), taken as one stream. */
+TRAINRT_API trainrt_status trainrt_session_eval_tokens(trainrt_eval_result* out,
+                                                       trainrt_session* session,
+                                                       const int32_t* tokens, size_t n_tokens);
+/* Whole evaluation of raw text (len bytes), tokenized in memory as trainrt_prepare_text lays out
+ * one text file: with tokenizer (a tokenizer.json or .model, or a model folder) the
+ * end-of-text token, then the text's ids (the text must be UTF-8); tokenizer NULL: byte-level,
+ * one id per byte, as trainrt_prepare_bytes. The same text prepared with val_fraction 1 and
+ * evaluated with trainrt_session_eval_whole gives the same figures. */
+TRAINRT_API trainrt_status trainrt_session_eval_text(trainrt_eval_result* out,
+                                                     trainrt_session* session, const char* text,
+                                                     size_t len, const char* tokenizer);
 /* Loss of the current model on host tokens, no update: rows of (seq_len + 1) ids as in
  * step_tokens, 1 <= rows <= batch_size, 1 <= seq_len <= train.seq_len. out_loss (may be
  * NULL) receives the mean loss; logits (may be NULL) receives rows * seq_len * vocab_size
@@ -485,7 +519,8 @@ TRAINRT_API trainrt_status trainrt_config_model_summary(char* buf, size_t cap, s
 /* Byte-level tokenization of a text file into llm.c shards (uint16, magic 20240520):
  * <out_dir>/train.bin gets the first (1 - val_fraction) of the bytes, <out_dir>/val.bin the
  * rest. out_dir is created if missing; files appear only when complete. The token counts
- * written go to *out_train_tokens / *out_val_tokens (each may be NULL). */
+ * written go to *out_train_tokens / *out_val_tokens (each may be NULL). val_fraction in [0, 1];
+ * 1 writes an evaluation-only folder: every byte in val.bin, an empty train.bin. */
 TRAINRT_API trainrt_status trainrt_prepare_bytes(int64_t* out_train_tokens,
                                                  int64_t* out_val_tokens,
                                                  const char* text_path, const char* out_dir,
@@ -500,7 +535,7 @@ TRAINRT_API trainrt_status trainrt_prepare_bytes(int64_t* out_train_tokens,
  * each line is an object whose string field jsonl_field is a document. val.bin gets the last
  * val_fraction of the input bytes: whole JSON-line documents, or for text the lines from the
  * first line start at the cut on, as a document of their own (val_fraction 0 writes an empty
- * val.bin, so a stale one cannot linger). All cores by default. Text files are read as they
+ * val.bin, so a stale one cannot linger; 1 an empty train.bin: an evaluation-only folder). All cores by default. Text files are read as they
  * are encoded (memory does not grow with them), except with a tokenizer that must encode a
  * file whole (SentencePiece, or a prefix space): then each file is read whole, at most 4 GiB. */
 /* Called now and then on the calling thread with the input bytes done of total. Return 0 to
@@ -512,7 +547,7 @@ typedef struct trainrt_prepare_options {
     uint32_t version;             /* TRAINRT_PREPARE_OPTIONS_VERSION */
     const char* tokenizer;        /* a tokenizer.json or .model, or a model folder (required) */
     const char* jsonl_field;      /* NULL: the inputs are text; else JSON lines and this field */
-    double val_fraction;          /* [0, 1) */
+    double val_fraction;          /* [0, 1]; 1: an evaluation-only folder (empty train.bin) */
     int32_t threads;              /* 0 = all cores */
     int32_t reserved;             /* 0 */
     trainrt_prepare_progress_fn progress;  /* NULL = none */

@@ -61,6 +61,7 @@ private:
 
 using StepResult = trainrt_step_result;
 using Metrics = trainrt_metrics;
+using EvalResult = trainrt_eval_result;
 using Progress = trainrt_progress;
 using ModelInfo = trainrt_model_info;
 
@@ -518,11 +519,37 @@ public:
         call([&] { return trainrt_session_sync(&r, handle_.get()); });
         return r;
     }
-    // Mean val loss over train.eval_batches windows.
+    // Mean val loss over train.eval_batches windows (train.eval_mode = "whole": eval_whole's).
     double eval() {
         double loss = 0;
         call([&] { return trainrt_session_eval(&loss, handle_.get()); });
         return loss;
+    }
+    // Every token of data.val but the first scored once (disjoint windows of train.seq_len):
+    // mean loss, perplexity, targets scored.
+    EvalResult eval_whole() {
+        EvalResult r = TRAINRT_EVAL_RESULT_INIT;
+        call([&] { return trainrt_session_eval_whole(&r, handle_.get()); });
+        return r;
+    }
+    // The same over host ids taken as one stream (at least 2).
+    EvalResult eval_tokens(const int32_t* tokens, size_t n_tokens) {
+        EvalResult r = TRAINRT_EVAL_RESULT_INIT;
+        call([&] { return trainrt_session_eval_tokens(&r, handle_.get(), tokens, n_tokens); });
+        return r;
+    }
+    EvalResult eval_tokens(const std::vector<int32_t>& tokens) {
+        return eval_tokens(tokens.data(), tokens.size());
+    }
+    // The same over raw text, tokenized in memory as prepare lays out one text file: with
+    // tokenizer (a path; "" = byte-level) its end-of-text token, then the text's ids.
+    EvalResult eval_text(const std::string& text, const std::string& tokenizer = "") {
+        EvalResult r = TRAINRT_EVAL_RESULT_INIT;
+        call([&] {
+            return trainrt_session_eval_text(&r, handle_.get(), text.data(), text.size(),
+                                             tokenizer.empty() ? nullptr : detail::cstr(tokenizer));
+        });
+        return r;
     }
     // Mean loss of the current model on rows of (seq_len + 1) ids; no update. logits (may be
     // NULL) receives rows * seq_len * vocab_size floats, logits_cap its size in floats.

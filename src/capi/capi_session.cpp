@@ -1,9 +1,12 @@
 // C API: trainrt_session_* — thin wrappers over trt::Session.
 #include <cstring>
+#include <string_view>
+#include <vector>
 
 #include "capi/barrier.h"
 #include "capi/handles.h"
 #include "capi/versioned.h"
+#include "data/prepare_text.h"
 
 using namespace trt;
 using capi::guarded;
@@ -34,9 +37,33 @@ void check_out_struct(const trainrt_step_result* out, const char* function) {
              " is too small; initialise it with trainrt_step_result_init()");
 }
 
+void check_eval_out(const trainrt_eval_result* out, const char* function) {
+    require(out, function, "out");
+    if (out->struct_size < 2 * sizeof(uint32_t))
+        fail(Status::InvalidArgument, function, ": out->struct_size = ", out->struct_size,
+             " is too small; initialise it with trainrt_eval_result_init() or "
+             "TRAINRT_EVAL_RESULT_INIT");
+}
+
+void fill_eval_result(trainrt_eval_result* out, const WholeEvalResult& r, const char* function) {
+    trainrt_eval_result full{};
+    full.struct_size = sizeof full;
+    full.version = TRAINRT_EVAL_RESULT_VERSION;
+    full.loss = r.loss;
+    full.perplexity = r.perplexity;
+    full.tokens = r.tokens;
+    full.windows = r.windows;
+    fill_versioned(out, full, function);
+}
+
 }  // namespace
 
 extern "C" {
+
+TRAINRT_API void trainrt_eval_result_init(trainrt_eval_result* result) {
+    if (result == nullptr) return;
+    *result = trainrt_eval_result TRAINRT_EVAL_RESULT_INIT;
+}
 
 TRAINRT_API void trainrt_step_result_init(trainrt_step_result* result) {
     if (result == nullptr) return;
@@ -138,6 +165,57 @@ TRAINRT_API trainrt_status trainrt_session_eval(double* out_loss, trainrt_sessio
         require(session, "trainrt_session_eval", "session");
         capi::BusyGuard busy(session->busy, "trainrt_session_eval");
         *out_loss = session->session->eval();
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_eval_whole(trainrt_eval_result* out,
+                                                      trainrt_session* session) {
+    constexpr const char* kFn = "trainrt_session_eval_whole";
+    return guarded(kFn, [&] {
+        check_eval_out(out, kFn);
+        require(session, kFn, "session");
+        capi::BusyGuard busy(session->busy, kFn);
+        fill_eval_result(out, session->session->eval_whole(), kFn);
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_eval_tokens(trainrt_eval_result* out,
+                                                       trainrt_session* session,
+                                                       const int32_t* tokens, size_t n_tokens) {
+    constexpr const char* kFn = "trainrt_session_eval_tokens";
+    return guarded(kFn, [&] {
+        check_eval_out(out, kFn);
+        require(session, kFn, "session");
+        require(tokens, kFn, "tokens");
+        capi::BusyGuard busy(session->busy, kFn);
+        fill_eval_result(out, session->session->eval_whole_tokens(tokens, n_tokens), kFn);
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_eval_text(trainrt_eval_result* out,
+                                                     trainrt_session* session, const char* text,
+                                                     size_t len, const char* tokenizer) {
+    constexpr const char* kFn = "trainrt_session_eval_text";
+    return guarded(kFn, [&] {
+        check_eval_out(out, kFn);
+        require(session, kFn, "session");
+        if (text == nullptr && len != 0)
+            fail(Status::InvalidArgument, kFn, ": text is NULL but len is ", len);
+        capi::BusyGuard busy(session->busy, kFn);
+        const std::string_view body(text != nullptr ? text : "", len);
+        // As prepare lays out one text file: bytes, or the EOS token and the text's ids.
+        std::vector<int32_t> ids;
+        if (tokenizer == nullptr) {
+            ids.assign(body.begin(), body.end());
+            for (int32_t& id : ids) id &= 0xFF;  // bytes, whatever the char signedness
+        } else {
+            const std::vector<uint32_t> enc = encode_text_document(tokenizer, body);
+            ids.assign(enc.begin(), enc.end());
+        }
+        fill_eval_result(out, session->session->eval_whole_tokens(ids.data(), ids.size()), kFn);
         return TRAINRT_OK;
     });
 }

@@ -199,6 +199,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_INT(train, steps, 1, limits::kMaxSteps),
         TRT_INT(train, eval_every, 0, limits::kMaxSteps),
         TRT_INT(train, eval_batches, 1, limits::kMaxSteps),
+        TRT_ENUM(train, eval_mode, EvalMode),
         TRT_INT(train, checkpoint_every, 0, limits::kMaxSteps),
         TRT_INT(train, keep_last, 0, limits::kMaxKeepLast),
         TRT_INT(train, max_skipped_steps, 0, limits::kMaxSteps),

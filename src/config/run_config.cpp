@@ -102,6 +102,14 @@ const char* to_string(WireDType v) {
     return "?";
 }
 
+const char* to_string(EvalMode v) {
+    switch (v) {
+        case EvalMode::Sampled: return "sampled";
+        case EvalMode::Whole: return "whole";
+    }
+    return "?";
+}
+
 const char* to_string(Placement v) {
     switch (v) {
         case Placement::Auto: return "auto";

@@ -27,6 +27,9 @@ enum class Placement { Auto, Device, Host };
 enum class DistBackend { Auto, None, Mpi, Nccl };
 // The gradients' type while they are summed across ranks (dist.wire_dtype).
 enum class WireDType { Fp32, Bf16 };
+// What an eval scores (train.eval_mode): train.eval_batches windows from the start of
+// data.val, or every token of it once (data/eval_windows.h).
+enum class EvalMode { Sampled, Whole };
 
 struct ModelConfig {
     ModelArch arch = ModelArch::Gpt2;  // the family: which tensors and ops (model/param_table.h)
@@ -69,6 +72,7 @@ struct TrainConfig {
     int64_t steps = 1000;        // total optimizer steps (the schedule spans these)
     int64_t eval_every = 100;    // 0 disables
     int64_t eval_batches = 10;
+    EvalMode eval_mode = EvalMode::Sampled;
     int64_t checkpoint_every = 0;  // 0 disables periodic checkpoints into out_dir
     int64_t keep_last = 3;         // checkpoints kept in out_dir (newest); 0 = all
     int64_t max_skipped_steps = 25;  // consecutive non-finite steps before the run stops; 0 = never
@@ -181,5 +185,6 @@ const char* to_string(StateDType v);
 const char* to_string(Placement v);
 const char* to_string(DistBackend v);
 const char* to_string(WireDType v);
+const char* to_string(EvalMode v);
 
 }  // namespace trt

@@ -77,8 +77,8 @@ void write_shard(const std::string& path, const uint32_t* tokens, int64_t n, int
 
 PrepareResult prepare_bytes(const std::string& text_path, const std::string& out_dir,
                             double val_fraction) {
-    if (!(val_fraction >= 0.0 && val_fraction < 1.0))  // also rejects NaN
-        fail(Status::InvalidArgument, "prepare: val_fraction must be in [0, 1), got ",
+    if (!(val_fraction >= 0.0 && val_fraction <= 1.0))  // also rejects NaN
+        fail(Status::InvalidArgument, "prepare: val_fraction must be in [0, 1], got ",
              val_fraction);
     const std::string text = read_text(text_path);
     const unsigned char* bytes = reinterpret_cast<const unsigned char*>(text.data());
@@ -92,9 +92,11 @@ PrepareResult prepare_bytes(const std::string& text_path, const std::string& out
         fail(Status::InvalidArgument, "prepare: text file '", text_path, "' (", n,
              " bytes) is too short for val_fraction ", val_fraction,
              ": the validation split would be empty; use more text or val_fraction 0");
-    if (n_val >= n)  // only reachable through rounding with val_fraction near 1
+    // 1 asks for an evaluation-only folder (an empty train.bin); below 1 (rounding near 1)
+    // an empty training split is a surprise.
+    if (n_val >= n && val_fraction < 1.0)
         fail(Status::InvalidArgument, "prepare: val_fraction ", val_fraction,
-             " leaves no training tokens");
+             " leaves no training tokens (1 makes an evaluation-only folder on purpose)");
     const int64_t n_train = n - n_val;
 
     // The folder's lock for the whole write, and both files committed as one set with the

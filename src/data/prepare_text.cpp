@@ -229,8 +229,8 @@ private:
 PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std::string& out_dir,
                                const PrepareTextOptions& options) {
     if (inputs.empty()) fail(Status::InvalidArgument, "prepare: no input files");
-    if (!(options.val_fraction >= 0.0 && options.val_fraction < 1.0))  // also rejects NaN
-        fail(Status::InvalidArgument, "prepare: val_fraction must be in [0, 1), got ",
+    if (!(options.val_fraction >= 0.0 && options.val_fraction <= 1.0))  // also rejects NaN
+        fail(Status::InvalidArgument, "prepare: val_fraction must be in [0, 1], got ",
              options.val_fraction);
     const tok::TokenizerFiles files = tok::find_tokenizer_files(options.tokenizer, "prepare");
     const tok::Tokenizer tokenizer = tok::Tokenizer::from_file(files.path);
@@ -371,9 +371,11 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
     r.train_tokens = train.count();
     r.val_tokens = val.count();
     r.bytes = total;
-    if (r.train_tokens == 0)
+    // val_fraction 1 asks for an evaluation-only folder (an empty train.bin); below 1 an
+    // empty training split is a surprise.
+    if (r.train_tokens == 0 && options.val_fraction < 1.0)
         fail(Status::InvalidArgument, "prepare: the training split would be empty; give more "
-             "text or a smaller val_fraction");
+             "text or a smaller val_fraction (1 makes an evaluation-only folder on purpose)");
     if (options.val_fraction > 0.0 && r.val_tokens == 0)
         fail(Status::InvalidArgument, "prepare: the validation split would be empty (val_fraction ",
              options.val_fraction, "); give more text or val_fraction 0");
@@ -383,6 +385,18 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
     r.train_files = train.names();
     r.val_files = val.names();
     return r;
+}
+
+std::vector<uint32_t> encode_text_document(const std::string& tokenizer, std::string_view text) {
+    const tok::TokenizerFiles files = tok::find_tokenizer_files(tokenizer, "tokenizer");
+    const tok::Tokenizer t = tok::Tokenizer::from_file(files.path);
+    const uint32_t eos = find_eos(t, files.tokenizer_config).second;
+    if (const size_t bad = tok::invalid_utf8_at(text); bad != std::string::npos)
+        fail(Status::InvalidArgument, "the text is not valid UTF-8 (byte ", bad, ")");
+    std::vector<uint32_t> ids{eos};
+    const std::vector<uint32_t> body = t.encode(text);
+    ids.insert(ids.end(), body.begin(), body.end());
+    return ids;
 }
 
 }  // namespace trt

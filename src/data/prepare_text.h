@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trt {
@@ -54,5 +55,11 @@ struct PrepareTextResult {
 // (data/shard_set.h). Throws Error.
 PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std::string& out_dir,
                                const PrepareTextOptions& options);
+
+// The ids prepare_text writes for one text file holding `text`, in memory: the tokenizer's
+// EOS token, then the text's ids (prepare cuts a file into pieces only where the ids do not
+// change). tokenizer: as PrepareTextOptions::tokenizer. Not UTF-8 is Error(InvalidArgument)
+// naming the byte.
+std::vector<uint32_t> encode_text_document(const std::string& tokenizer, std::string_view text);
 
 }  // namespace trt

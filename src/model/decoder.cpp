@@ -499,11 +499,15 @@ void Decoder::copy_logits_to_host(float* dst, size_t row0, size_t rows, size_t c
 }
 
 double Decoder::mean_loss(int B, int T) {
+    return sum_loss(B, T) / (static_cast<double>(B) * static_cast<double>(T));
+}
+
+double Decoder::sum_loss(int B, int T) {
     const size_t N = static_cast<size_t>(B) * static_cast<size_t>(T);
     be_.copy_to_host(host_losses_.data(), acts_.losses, N * sizeof(float));
     double sum = 0.0;
     for (size_t i = 0; i < N; ++i) sum += host_losses_[i];
-    return sum / static_cast<double>(N);
+    return sum;
 }
 
 }  // namespace trt

@@ -65,8 +65,10 @@ public:
     void forward_training(const int32_t* inputs, const int32_t* targets, int B, int T,
                           const StepScalars* scalars, uint32_t micro_step = 0);
     const float* losses() const { return acts_.losses; }  // backend memory [B*T]
-    // Mean over B*T positions of the last forward's losses, summed in double.
+    // Mean over B*T positions of the last forward's losses, summed in double; and the sum
+    // itself (a whole-split eval adds windows of different lengths).
     double mean_loss(int B, int T);
+    double sum_loss(int B, int T);
     // Rows [row0, row0 + rows) of the last forward's logits, the first `cols` columns of
     // each (cols <= Vp), widened to fp32 into dst [rows, cols] on the host.
     void copy_logits_to_host(float* dst, size_t row0, size_t rows, size_t cols);

@@ -134,8 +134,15 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
     if (!run_.data.tokenizer.empty())
         tokenizers.data_tokenizer_identity = check_tokenizer(run_.data.tokenizer, mc.vocab_size);
 
-    if (!run_.data.train.empty())
+    if (!run_.data.train.empty()) {
         train_data_ = open_split(run_.data.train, "data.train", mc.vocab_size, mc.init_from);
+        // An eval-only folder (prepare --val-fraction 1) has an empty train split: fine until
+        // a step needs it (step_on_this_rank says so).
+        if (train_data_->total_tokens() == 0) {
+            train_data_.reset();
+            empty_train_split_ = true;
+        }
+    }
     if (!run_.data.val.empty())
         val_data_ = open_split(run_.data.val, "data.val", mc.vocab_size, mc.init_from);
     // The shards, data.tokenizer and the model folder must name one tokenizer.
@@ -160,12 +167,13 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
                  " tokens, which one micro-batch needs; lower train.batch_size or "
                  "train.seq_len, or use more data");
     }
-    if (val_data_) {
+    if (val_data_ && tr.eval_mode == EvalMode::Sampled) {  // a whole eval takes any size
         if (!sequential_fits(*val_data_, window_rows, T))
             fail(Status::Config, "data.val: no shard of '", run_.data.val, "' holds ",
                  window_rows * tr.seq_len + 1,
                  " tokens, which one eval batch needs; lower train.batch_size or "
-                 "train.seq_len, or use more validation data");
+                 "train.seq_len, use more validation data, or set train.eval_mode = \"whole\" "
+                 "(every token once, any size)");
     }
 
     model_ = std::make_unique<Decoder>(*backend_, run_model_spec(run_), B, T,
@@ -428,7 +436,8 @@ void Session::log_startup() const {
               " tokens per step; sampler ", to_string(r.data.sampler), "; ",
               train_data_ ? cat(train_data_->total_tokens(), " train tokens in ",
                                 train_data_->num_shards(), " shard(s)")
-                          : std::string("no train data"),
+                          : std::string(empty_train_split_ ? "an empty train split"
+                                                           : "no train data"),
               "; ",
               val_data_ ? cat(val_data_->total_tokens(), " val tokens") : std::string("no val data"));
     log_.info("memory: ", backend_->bytes_in_use(), " bytes in use, ",
@@ -460,7 +469,8 @@ void Session::resolve_auto_batch_size(const BackendFactory& factory) {
     auto data_holds = [&](int64_t b) {  // sequential windows hold every rank's rows
         const bool sequential = run_.data.sampler == SamplerKind::Sequential;
         return (!train_data_ || !sequential || sequential_fits(*train_data_, b * world_size_, T)) &&
-               (!val_data_ || sequential_fits(*val_data_, b * world_size_, T));
+               (!val_data_ || run_.train.eval_mode == EvalMode::Whole ||
+                sequential_fits(*val_data_, b * world_size_, T));
     };
     auto make = [&]() {
         return (factory ? factory(run_) : select_backend(run_)).backend;
@@ -549,6 +559,7 @@ int64_t Session::tokens_per_step() const {
 // data-parallel run draws on the host, and graphs need the resident split.
 StepResult Session::step_on_this_rank(bool stoppable) {
     warn_resume_differences();
+    refuse_empty_train_split();
     if (!train_data_)
         fail(Status::Config, "data.train is not set: step() draws batches from it "
              "(set data.train, or pass tokens with step_tokens)");
@@ -715,26 +726,38 @@ const StepResult& Session::sync() {
     return last_;
 }
 
+void Session::refuse_empty_train_split() const {
+    if (empty_train_split_)
+        fail(Status::Config, "data.train: '", run_.data.train, "' holds no tokens (an "
+             "evaluation-only folder, e.g. prepared with --val-fraction 1): this session can "
+             "eval and sample but not train; point data.train at shards with training data");
+}
+
 double Session::eval() { return run_eval(false); }
+
+bool Session::eval_stop_requested(bool inside_train, uint64_t seen) {
+    // request_stop interrupts an eval between batches (train.eval_batches may be huge).
+    // Inside train() any pending request does (train() then stops); a standalone eval
+    // only one made while it runs, which it uses up: an earlier one is for the next
+    // train() (the header's promise).
+    // (With several ranks an eval runs to its end: they must all reach its sum; train()
+    // stops at the next step, where the ranks agree.)
+    const bool stop = world_size_ == 1 &&
+                      (inside_train ? stop_requested_.load() : stop_count_.load() != seen);
+    if (stop && !inside_train) stop_requested_.store(false);
+    return stop;
+}
 
 double Session::run_eval(bool inside_train) {
     if (!val_data_)
         fail(Status::Config, "data.val is not set: eval() reads its batches from it");
+    if (run_.train.eval_mode == EvalMode::Whole) return eval_whole_val(inside_train).loss;
     const int B = model_->max_batch(), T = model_->max_seq();
     SequentialCursor cursor;  // every eval reads the same windows
     double sum = 0.0;
     const uint64_t seen = stop_count_.load();
     for (int64_t i = 0; i < run_.train.eval_batches; ++i) {
-        // request_stop interrupts an eval between batches (train.eval_batches may be huge).
-        // Inside train() any pending request does (train() then stops); a standalone eval
-        // only one made while it runs, which it uses up: an earlier one is for the next
-        // train() (the header's promise).
-        // (With several ranks an eval runs to its end: they must all reach its sum; train()
-        // stops at the next step, where the ranks agree.)
-        const bool stop = world_size_ == 1 &&
-                          (inside_train ? stop_requested_.load() : stop_count_.load() != seen);
-        if (stop && !inside_train) stop_requested_.store(false);
-        if (stop)
+        if (eval_stop_requested(inside_train, seen))
             fail(Status::Cancelled, "eval: stopped on request after ", i, " of ",
                  run_.train.eval_batches, " batches (train.eval_batches); no loss");
         // Each rank reads its rows of a window of world x B rows: the same windows as one
@@ -804,6 +827,7 @@ TrainOutcome Session::train_on_this_rank(int64_t n_steps, const ProgressCallback
     // step_ <= limits::kMaxSteps (config and checkpoint bounds), so this cannot overflow;
     // more than kMaxSteps at once (INT64_MAX = "until stopped") counts as kMaxSteps.
     const int64_t target = n_steps > 0 ? step_ + std::min(n_steps, limits::kMaxSteps) : total;
+    if (step_ < target) refuse_empty_train_split();  // before the run leaves any trace
     std::unique_ptr<MetricsLog> metrics;
     if (!run_.train.out_dir.empty() && rank_ == 0) {  // rank 0 writes for the whole world
         lock_out_dir();

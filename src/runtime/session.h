@@ -49,6 +49,14 @@ struct SessionMetrics {
     int32_t rank = 0, world_size = 1;
 };
 
+// A whole-split eval (data/eval_windows.h): every target of a token stream scored once.
+struct WholeEvalResult {
+    double loss = 0;        // mean over the scored targets (nats/token)
+    double perplexity = 0;  // exp(loss)
+    int64_t tokens = 0;     // targets scored: the stream's tokens - 1
+    int64_t windows = 0;    // ceil(tokens / train.seq_len); only the last may be shorter
+};
+
 // Called by train() at each logged step / eval; return false to stop.
 using ProgressCallback = std::function<bool(const trainrt_progress&)>;
 
@@ -76,7 +84,15 @@ public:
     // tokens: grad_accum * B * (T+1) ids (see trainrt_session_step_tokens).
     StepResult step_tokens(const int32_t* tokens, size_t n_tokens);
     const StepResult& last_step() const { return last_; }
+    // train.eval_mode = "sampled": the mean over train.eval_batches windows from the start of
+    // data.val; "whole": eval_whole().loss.
     double eval();
+    // Every token of data.val (its shards as one stream) scored exactly once, in disjoint
+    // windows of train.seq_len, train.batch_size windows per forward (data/eval_windows.h).
+    WholeEvalResult eval_whole();
+    // The same over n host token ids taken as one stream (a text tokenized in memory); each
+    // in [0, model.vocab_size). Does not touch last_val_loss.
+    WholeEvalResult eval_whole_tokens(const int32_t* tokens, size_t n);
     double forward(const int32_t* tokens, int64_t rows, int64_t seq_len, float* logits,
                    size_t logits_cap);
     TrainOutcome train(int64_t n_steps, const ProgressCallback& callback);
@@ -262,6 +278,19 @@ private:
     std::atomic<bool> stop_requested_{false};
     std::atomic<uint64_t> stop_count_{0};  // requests ever made: a standalone eval sees new ones
     double run_eval(bool inside_train);
+    // The whole-split eval of a stream of n_tokens that read() copies from (what: names the
+    // stream in errors). inside_train: as run_eval's.
+    using StreamReader = std::function<void(int64_t offset, int64_t n, int32_t* out)>;
+    WholeEvalResult run_eval_whole(int64_t n_tokens, const StreamReader& read,
+                                   const std::string& what, bool inside_train);
+    WholeEvalResult eval_whole_val(bool inside_train);
+    // Whether a request_stop should interrupt an eval now (see run_eval); seen: stop_count_
+    // when the eval began.
+    bool eval_stop_requested(bool inside_train, uint64_t seen);
+    // data.train named a split with no tokens (prepare --val-fraction 1): the session
+    // evaluates and samples, but step() and train() refuse, saying so.
+    bool empty_train_split_ = false;
+    void refuse_empty_train_split() const;
 
     std::vector<int32_t> rows_;     // one micro-batch as drawn on the host: [B, T+1]
     std::vector<int32_t> inputs_;   // [B*T] staging for sample()

@@ -144,14 +144,18 @@ step "trainrt eval run.toml"
     fail "eval: non-zero exit"
 }
 cat eval.out
-grep -Eq '^val loss [0-9]+\.[0-9]+ \(.*out/step_00000006\)$' eval.out ||
-    fail "eval: no 'val loss X (out/step_00000006)' line: eval reads the latest checkpoint"
+grep -Eq '^val loss [0-9]+\.[0-9]+ \| ppl [0-9.]+ \| .* \| weights: .*out/step_00000006 \(checkpoint\)$' eval.out ||
+    fail "eval: no 'val loss X | ppl P | ... | weights: out/step_00000006 (checkpoint)' line: eval reads the latest checkpoint"
 # 6 steps at lr 1e-3 barely move a random model: val loss near ln 256 = 5.55.
 awk '/^val loss/ { exit !($3 > 4.5 && $3 < 6.5) }' eval.out ||
     fail "eval: val loss $(cat eval.out) is not near ln(256)"
 "$TRAINRT" eval run.toml --set 'train.out_dir=""' >eval0.out 2>/dev/null ||
     fail "eval without out_dir failed"
-grep -Eq '^val loss [0-9.]+ \(initial model\)$' eval0.out || fail "eval: initial model line"
+grep -Eq '^val loss [0-9.]+ \| .* \| weights: initial model \(random, model.seed [0-9]+\)$' eval0.out ||
+    fail "eval: initial model line"
+# Perplexity is exp(loss), to the printed digits.
+awk '/^val loss/ { d = exp($3) - $6; exit !(d < 1e-3 * $6 && d > -1e-3 * $6) }' eval.out ||
+    fail "eval: ppl is not exp(val loss): $(cat eval.out)"
 
 # An eval under another thread count reads the checkpoint without the resume warning (it is
 # not a continued run) or the start-up account of a training run.

@@ -174,6 +174,28 @@ trainrt_session* create_session(trainrt_config* config) {
     return session;
 }
 
+// The checkpoint a command should start from: `explicit_path` if given, else out_dir's
+// latest (or "" when out_dir is empty or holds none). False after printing an error.
+bool pick_checkpoint(trainrt_config* config, const std::string& explicit_path,
+                     std::string& out) {
+    if (!explicit_path.empty()) {
+        out = explicit_path;
+        return true;
+    }
+    std::string out_dir;
+    if (!fetch_string(out_dir, "reading train.out_dir", [&](char* b, size_t c, size_t* n) {
+            return trainrt_config_get_string(b, c, n, config, "train.out_dir");
+        }))
+        return false;
+    if (out_dir.empty()) {
+        out.clear();
+        return true;
+    }
+    return fetch_string(out, "looking for a checkpoint", [&](char* b, size_t c, size_t* n) {
+        return trainrt_checkpoint_latest(b, c, n, out_dir.c_str());
+    });
+}
+
 std::string human_bytes(double bytes) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;

@@ -62,11 +62,18 @@ trainrt_config* load_config(const RunArgs& args);
 // Session from a config (consumed: destroyed here); NULL after printing the error.
 trainrt_session* create_session(trainrt_config* config);
 
+// The checkpoint a command should start from: `explicit_path` if given, else out_dir's
+// latest (or "" when out_dir is empty or holds none). False after printing an error.
+bool pick_checkpoint(trainrt_config* config, const std::string& explicit_path, std::string& out);
+
 // "1.5 MiB": bytes for people (info, plan).
 std::string human_bytes(double bytes);
 
 // `trainrt bench` (cmd_bench.cpp); argv holds the arguments after the command name.
 int cmd_bench(int argc, char** argv);
+// `trainrt eval` (cmd_eval.cpp): loss and perplexity on data.val or a text file.
+int cmd_eval(int argc, char** argv);
+extern const char* const kEvalHelp;
 // `trainrt plan` (cmd_plan.cpp): memory by component, and the largest micro-batch.
 int cmd_plan(int argc, char** argv);
 // `trainrt tokenizer train` (cmd_tokenizer.cpp), and its help text.

@@ -1,7 +1,8 @@
 // trainrt: the command-line client of libtrainrt. Uses the public C API only.
 //   trainrt prepare --text FILE... --out DIR [--val-fraction F] [--tokenizer PATH [--jsonl FIELD]]
 //   trainrt train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh | --checkpoint PATH]
-//   trainrt eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH]
+//   trainrt eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH] [--whole]
+//   trainrt eval (CONFIG | CHECKPOINT | HF_DIR) --text FILE [--tokenizer PATH]
 //   trainrt sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]
 //                             [--tokenizer PATH]
 //   trainrt export CHECKPOINT DIR [--dtype f32|bf16] [--merge]
@@ -20,6 +21,7 @@
 #include <cerrno>
 #include <csignal>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,9 +45,11 @@ const char* kUsage =
     "  train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh | --checkpoint PATH]\n"
     "        train as CONFIG says, resuming from train.out_dir/latest if there is one;\n"
     "        writes a checkpoint when the run ends; Ctrl-C stops, writing one too\n"
-    "  eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH]\n"
-    "        mean val loss of the latest checkpoint in train.out_dir (or PATH, or the\n"
-    "        initial model when there is none)\n"
+    "  eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH] [--whole]\n"
+    "  eval (CONFIG | CHECKPOINT | HF_DIR) --text FILE [--tokenizer PATH]\n"
+    "        mean loss and perplexity on data.val (sampled windows, or --whole: every token\n"
+    "        once) or on a text file, of the latest checkpoint in train.out_dir (or PATH,\n"
+    "        model.init_from, the initial model), a checkpoint, or a Hugging Face folder\n"
     "  sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
     "                    [--tokenizer PATH]\n"
     "        generate text from a byte-level model\n"
@@ -83,7 +87,8 @@ const CommandHelp kCommandHelp[] = {
      "                       [--tokenizer PATH [--jsonl FIELD] [--threads N] [--shard-tokens N]]\n"
      "\n"
      "Tokenizes text into llm.c shards DIR/train.bin and DIR/val.bin; val.bin gets the last F\n"
-     "of the input (F defaults to 0.1). DIR is created if missing and locked while prepare\n"
+     "of the input (F defaults to 0.1; 1 = an evaluation-only folder: an empty train.bin,\n"
+     "for `trainrt eval --whole`; training on it is refused). DIR is created if missing and locked while prepare\n"
      "runs; the shards are committed as one set with DIR/prepare.json, which training checks.\n"
      "Without --tokenizer: one text file, byte-level (token = byte, vocab_size 256).\n"
      "With --tokenizer PATH (a Hugging Face tokenizer.json of the byte-level BPE family:\n"
@@ -112,11 +117,6 @@ const CommandHelp kCommandHelp[] = {
      "abandoned), writes a checkpoint and exits with 130 / 143; a second one exits at once,\n"
      "saving nothing after the last checkpoint. A live progress line is shown when stderr is\n"
      "a terminal.\n"},
-    {"eval",
-     "usage: trainrt eval CONFIG [--set KEY=VALUE]... [--checkpoint PATH]\n"
-     "\n"
-     "Prints the mean loss over train.eval_batches windows from the start of data.val, for\n"
-     "the checkpoint at PATH, else train.out_dir's latest checkpoint, else the initial model.\n"},
     {"sample",
      "usage: trainrt sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T]\n"
      "                      [--top-k K] [--seed S] [--tokenizer PATH]\n"
@@ -186,6 +186,7 @@ const CommandHelp kCommandHelp[] = {
 const char* command_help(const std::string& name) {
     for (const CommandHelp& h : kCommandHelp)
         if (name == h.name) return h.text;
+    if (name == "eval") return kEvalHelp;
     if (name == "tokenizer") return kTokenizerHelp;
     if (name == "report") return kReportHelp;
     return nullptr;
@@ -227,8 +228,8 @@ int32_t on_progress(const trainrt_progress* p, void*) {
         g_val_step = p->step;
         g_val_loss = p->loss;
         end_progress_line();
-        std::fprintf(stderr, "step %lld/%lld | val loss %.4f\n", (long long)p->step,
-                     (long long)p->steps_total, p->loss);
+        std::fprintf(stderr, "step %lld/%lld | val loss %.4f | ppl %.2f\n", (long long)p->step,
+                     (long long)p->steps_total, p->loss, std::exp(p->loss));
         return 0;
     }
     char line[256];
@@ -357,28 +358,6 @@ private:
     struct sigaction old_int_ {}, old_term_ {};
 };
 
-// The checkpoint a command should start from: `explicit_path` if given, else out_dir's
-// latest (or "" when out_dir is empty or holds none). False after printing an error.
-bool pick_checkpoint(trainrt_config* config, const std::string& explicit_path,
-                     std::string& out) {
-    if (!explicit_path.empty()) {
-        out = explicit_path;
-        return true;
-    }
-    std::string out_dir;
-    if (!fetch_string(out_dir, "reading train.out_dir", [&](char* b, size_t c, size_t* n) {
-            return trainrt_config_get_string(b, c, n, config, "train.out_dir");
-        }))
-        return false;
-    if (out_dir.empty()) {
-        out.clear();
-        return true;
-    }
-    return fetch_string(out, "looking for a checkpoint", [&](char* b, size_t c, size_t* n) {
-        return trainrt_checkpoint_latest(b, c, n, out_dir.c_str());
-    });
-}
-
 // Writes the end-of-run checkpoint into train.out_dir; false after printing the error. The
 // library logs "checkpoint: DIR" when it writes one; nothing is printed here, or the last
 // periodic checkpoint (kept as the final one when the run ends on its step) would show twice.
@@ -500,8 +479,8 @@ void print_train_summary(trainrt_session* session) {
         summary += part;
     }
     if (g_val_step >= 0) {
-        std::snprintf(part, sizeof part, " | val loss %.4f @ step %lld", g_val_loss,
-                      g_val_step);
+        std::snprintf(part, sizeof part, " | val loss %.4f (ppl %.2f) @ step %lld", g_val_loss,
+                      std::exp(g_val_loss), g_val_step);
         summary += part;
     }
     std::snprintf(part, sizeof part, " | %lld tokens | %.0f tok/s (p50 step %.1f ms)",
@@ -560,39 +539,6 @@ int cmd_train(int argc, char** argv) {
     }
     trainrt_session_destroy(session);
     return code;
-}
-
-int cmd_eval(int argc, char** argv) {
-    RunArgs args;
-    std::string error;
-    if (!parse_run_args(argc, argv, kCheckpoint, args, error)) return fail_usage(error);
-    trainrt_config* config = load_config(args);
-    if (config == nullptr) return 1;
-    // An eval prints its one line: the session's start-up account (model, init, the
-    // acceleration line) is for runs that train; warnings and errors still show.
-    trainrt_config_set_log(config, log_to_stderr, nullptr, TRAINRT_LOG_WARN);
-    std::string checkpoint;
-    if (!pick_checkpoint(config, args.checkpoint, checkpoint)) {
-        trainrt_config_destroy(config);
-        return 1;
-    }
-    trainrt_session* session = create_session(config);
-    if (session == nullptr) return 1;
-    trainrt_status st = TRAINRT_OK;
-    if (!checkpoint.empty()) {
-        st = trainrt_session_load(session, checkpoint.c_str());
-        if (st != TRAINRT_OK) {
-            trainrt_session_destroy(session);
-            return fail_status(("loading " + checkpoint).c_str(), st);
-        }
-    }
-    double loss = 0;
-    st = trainrt_session_eval(&loss, session);
-    trainrt_session_destroy(session);
-    if (st != TRAINRT_OK) return fail_status("eval", st);
-    std::printf("val loss %.6f (%s)\n", loss,
-                checkpoint.empty() ? "initial model" : checkpoint.c_str());
-    return 0;
 }
 
 // A session holding a checkpoint's weights, for commands that do not train (no data

@@ -107,6 +107,10 @@ namespace Trainrt
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_step_tokens(ref StepResult result, SessionHandle session, int[] tokens, UIntPtr nTokens);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_sync(ref StepResult result, SessionHandle session);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_eval(out double loss, SessionHandle session);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_eval_result_init(ref EvalResult r);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_eval_whole(ref EvalResult result, SessionHandle session);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_eval_tokens(ref EvalResult result, SessionHandle session, int[] tokens, UIntPtr nTokens);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_eval_text(ref EvalResult result, SessionHandle session, byte[] text, UIntPtr len, byte[] tokenizer);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_forward(out double loss, float[] logits, UIntPtr logitsCap, SessionHandle session, int[] tokens, long rows, long seqLen);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_train(SessionHandle session, long nSteps, NativeProgressFn callback, IntPtr payload);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_request_stop(SessionHandle session);

@@ -80,6 +80,44 @@ namespace Trainrt
             return loss;
         }
 
+        /// <summary>Every token of data.val but the first scored exactly once, in disjoint
+        /// windows of train.seq_len targets (the shards one stream; the last window shorter).</summary>
+        public EvalResult EvalWhole()
+        {
+            EvalResult r = EvalResult.Create();
+            Errors.Check(Native.trainrt_session_eval_whole(ref r, Live()), "trainrt_session_eval_whole");
+            return r;
+        }
+
+        /// <summary>EvalWhole over host ids (at least 2) taken as one stream.</summary>
+        public EvalResult EvalTokens(int[] tokens)
+        {
+            if (tokens == null) throw new ArgumentNullException("tokens");
+            EvalResult r = EvalResult.Create();
+            Errors.Check(Native.trainrt_session_eval_tokens(ref r, Live(), tokens, (UIntPtr)tokens.Length),
+                         "trainrt_session_eval_tokens");
+            return r;
+        }
+
+        /// <summary>EvalWhole over raw text (UTF-8 bytes), tokenized in memory as prepare lays out
+        /// one text file: with tokenizer (a tokenizer.json/.model or a model folder) its
+        /// end-of-text token, then the text's ids; null: one id per byte.</summary>
+        public EvalResult EvalText(byte[] text, string tokenizer = null)
+        {
+            if (text == null) throw new ArgumentNullException("text");
+            EvalResult r = EvalResult.Create();
+            Errors.Check(Native.trainrt_session_eval_text(ref r, Live(), text, (UIntPtr)text.Length,
+                                                          Utf8.Encode(tokenizer, "tokenizer")),
+                         "trainrt_session_eval_text");
+            return r;
+        }
+
+        public EvalResult EvalText(string text, string tokenizer = null)
+        {
+            if (text == null) throw new ArgumentNullException("text");
+            return EvalText(System.Text.Encoding.UTF8.GetBytes(text), tokenizer);
+        }
+
         /// <summary>Loss on rows of (seqLen + 1) ids, no update; logits (may be null) receives
         /// rows * seqLen * vocab_size floats.</summary>
         public double Forward(int[] tokens, long rows, long seqLen, float[] logits = null)

@@ -30,6 +30,28 @@ namespace Trainrt
         }
     }
 
+    /// <summary>trainrt_eval_result (40 bytes): a whole evaluation, every target of a token
+    /// stream scored exactly once.</summary>
+    [StructLayout(LayoutKind.Sequential, Size = 40)]
+    public struct EvalResult
+    {
+        public uint StructSize;
+        public uint Version;
+        public double Loss;        // mean loss over the scored targets (nats/token)
+        public double Perplexity;  // exp(Loss)
+        public long Tokens;        // targets scored: the stream's tokens - 1
+        public long Windows;       // windows of train.seq_len targets (the last may be shorter)
+
+        public const uint CurrentVersion = 1;
+        public static EvalResult Create()
+        {
+            EvalResult r = new EvalResult();
+            r.StructSize = (uint)Marshal.SizeOf(typeof(EvalResult));
+            r.Version = CurrentVersion;
+            return r;
+        }
+    }
+
     /// <summary>trainrt_metrics (128 bytes, version 4): running figures of a session.</summary>
     [StructLayout(LayoutKind.Sequential, Size = 128)]
     public struct Metrics

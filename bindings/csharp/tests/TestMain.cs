@@ -109,6 +109,7 @@ static class Program
     }
 
     [DllImport("trainrt", EntryPoint = "trainrt_step_result_init")] static extern void Native_StepInit(ref StepResult r);
+    [DllImport("trainrt", EntryPoint = "trainrt_eval_result_init")] static extern void Native_EvalInit(ref EvalResult r);
     [DllImport("trainrt", EntryPoint = "trainrt_metrics_init")] static extern void Native_MetricsInit(ref Metrics m);
     [DllImport("trainrt", EntryPoint = "trainrt_sample_options_init")] static extern void Native_SampleInit(ref SampleOptions o);
     [DllImport("trainrt", EntryPoint = "trainrt_prepare_result_init")] static extern void Native_PrepareResultInit(ref PrepareResult r);
@@ -204,6 +205,18 @@ static class Program
             T.True(m.Rank == 0 && m.WorldSize == 1, "metrics v4: alone is rank 0 of 1");
             double val = s.Eval();
             T.True(val > 0 && val < 10, "eval loss " + val);
+            // Whole evals: of data.val, of host ids, of text (bytes: the same stream as the ids).
+            EvalResult w = s.EvalWhole();
+            T.True(w.Tokens > 0 && Math.Abs(w.Perplexity - Math.Exp(w.Loss)) <= 1e-9 * w.Perplexity,
+                   "EvalWhole " + w.Loss + " " + w.Perplexity);
+            EvalResult et = s.EvalTokens(new int[] { 82, 79, 77, 69, 79 });
+            T.True(et.Tokens == 4 && et.Windows == 1, "EvalTokens counts");
+            EvalResult ex = s.EvalText("ROMEO");
+            T.Eq(BitConverter.DoubleToInt64Bits(et.Loss), BitConverter.DoubleToInt64Bits(ex.Loss), "EvalText = EvalTokens");
+            T.Throws<TrainrtException>(() => s.EvalTokens(new int[] { 1 }), "one token");
+            T.Throws<ArgumentException>(() => s.EvalText("ab", "t\0k"), "NUL in the tokenizer path");
+            var er = new EvalResult(); Native_EvalInit(ref er);
+            T.Eq((uint)Marshal.SizeOf(typeof(EvalResult)), er.StructSize, "C sizeof(trainrt_eval_result)");
             T.True(s.ConfigDump().Contains("seq_len = 32"), "session config dump");
         }
     }

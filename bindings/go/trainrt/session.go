@@ -273,6 +273,69 @@ func (s *Session) Eval() (float64, error) {
 	return float64(out), nil
 }
 
+// EvalResult is a whole evaluation: every target of a token stream scored exactly once.
+type EvalResult struct {
+	Loss       float64 // mean loss over the scored targets (nats/token)
+	Perplexity float64 // exp(Loss)
+	Tokens     int64   // targets scored: the stream's tokens - 1
+	Windows    int64   // windows of train.seq_len targets run (the last may be shorter)
+}
+
+func (s *Session) evalWhole(call func(r *C.trainrt_eval_result) C.trainrt_status) (EvalResult, error) {
+	if err := s.lock(); err != nil {
+		return EvalResult{}, err
+	}
+	defer s.mu.Unlock()
+	var r C.trainrt_eval_result
+	r.struct_size = C.uint32_t(unsafe.Sizeof(r))
+	r.version = C.TRAINRT_EVAL_RESULT_VERSION
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := check(call(&r)); err != nil {
+		return EvalResult{}, err
+	}
+	return EvalResult{float64(r.loss), float64(r.perplexity), int64(r.tokens), int64(r.windows)}, nil
+}
+
+// EvalWhole scores every token of data.val but the first exactly once, in disjoint windows of
+// train.seq_len targets (the shards read as one stream; the last window shorter; no wrap).
+func (s *Session) EvalWhole() (EvalResult, error) {
+	return s.evalWhole(func(r *C.trainrt_eval_result) C.trainrt_status {
+		return C.trainrt_session_eval_whole(r, s.h)
+	})
+}
+
+// EvalTokens is EvalWhole over host ids (at least 2) taken as one stream.
+func (s *Session) EvalTokens(tokens []int32) (EvalResult, error) {
+	var p *C.int32_t
+	if len(tokens) > 0 {
+		p = (*C.int32_t)(unsafe.Pointer(&tokens[0]))
+	}
+	return s.evalWhole(func(r *C.trainrt_eval_result) C.trainrt_status {
+		return C.trainrt_session_eval_tokens(r, s.h, p, C.size_t(len(tokens)))
+	})
+}
+
+// EvalText is EvalWhole over raw text, tokenized in memory as PrepareText lays out one text
+// file: with tokenizer (a tokenizer.json/.model or a model folder) its end-of-text token, then
+// the text's ids; tokenizer "" = byte-level (one id per byte).
+func (s *Session) EvalText(text string, tokenizer string) (EvalResult, error) {
+	var tok *C.char
+	if tokenizer != "" {
+		t, err := cstrArg(tokenizer, "tokenizer")
+		if err != nil {
+			return EvalResult{}, err
+		}
+		defer free(t)
+		tok = t
+	}
+	body := C.CBytes([]byte(text))
+	defer C.free(body)
+	return s.evalWhole(func(r *C.trainrt_eval_result) C.trainrt_status {
+		return C.trainrt_session_eval_text(r, s.h, (*C.char)(body), C.size_t(len(text)), tok)
+	})
+}
+
 // Forward returns the loss of the current model on rows of (seqLen + 1) host tokens without
 // updating it. logits may be nil; otherwise it receives rows * seqLen * vocab_size floats.
 func (s *Session) Forward(tokens []int32, rows, seqLen int64, logits []float32) (float64, error) {

@@ -511,6 +511,25 @@ func TestSaveLoadEvalSample(t *testing.T) {
 	if err != nil || !(val > 0) || math.IsInf(val, 0) {
 		t.Fatalf("eval %v %v", val, err)
 	}
+	// Whole evals: of data.val, of host ids, of text (bytes: the same stream as the ids).
+	w, err := a.EvalWhole()
+	if err != nil || w.Tokens <= 0 || math.Abs(w.Perplexity-math.Exp(w.Loss)) > 1e-9*w.Perplexity {
+		t.Fatalf("EvalWhole %+v %v", w, err)
+	}
+	ids := []int32{'R', 'O', 'M', 'E', 'O'}
+	et, err := a.EvalTokens(ids)
+	if err != nil || et.Tokens != 4 || et.Windows != 1 {
+		t.Fatalf("EvalTokens %+v %v", et, err)
+	}
+	ex, err := a.EvalText("ROMEO", "")
+	if err != nil || math.Float64bits(ex.Loss) != math.Float64bits(et.Loss) {
+		t.Fatalf("EvalText %+v vs %+v (%v)", ex, et, err)
+	}
+	_, err = a.EvalTokens(ids[:1])
+	asError(t, err, ErrInvalidArgument)
+	_, err = a.EvalText("ab", "t\x00k")
+	asError(t, err, ErrInvalidArgument)
+
 	opts := SampleOptions{Temperature: 0.8, TopK: 40, Seed: 5}
 	prompt := []int32{'R', 'O', 'M', 'E', 'O', ':'}
 	s1, err := a.Sample(prompt, 16, &opts)

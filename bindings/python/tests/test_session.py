@@ -72,6 +72,26 @@ class SessionTest(TestCase):
         with self.assertRaises(trainrt.ConfigError):
             s2.eval()
 
+    def test_whole_evals(self) -> None:
+        s = self.own(session())
+        w = s.eval_whole()
+        self.assertIsInstance(w, trainrt.EvalResult)
+        self.assertGreater(w.tokens, 0)
+        self.assertAlmostEqual(w.perplexity, math.exp(w.loss), places=9)
+        self.assertEqual(s.metrics().last_val_loss, w.loss)
+        ids = [1, 2, 3, 1, 2]
+        t = s.eval_tokens(ids)
+        self.assertEqual((t.tokens, t.windows), (4, 1))
+        # Text without a tokenizer: one id per byte, the same stream.
+        self.assertEqual(s.eval_text(bytes(ids)), t)
+        self.assertEqual(s.eval_text("\x01\x02\x03\x01\x02"), t)
+        with self.assertRaises(trainrt.InvalidArgumentError):
+            s.eval_tokens([1])
+        with self.assertRaises(trainrt.InvalidArgumentError):
+            s.eval_text("ab", tokenizer="t\0k")
+        with self.assertRaises(trainrt.ConfigError):
+            self.own(session(data__val="")).eval_whole()
+
     def test_save_load_next_step_bitwise_equal(self) -> None:
         d = scratch()
         with config() as cfg:

@@ -20,8 +20,9 @@ Every failed call raises a :class:`trainrt.Error` (``.status``, ``.status_name``
 """
 from __future__ import annotations
 
-from ._types import (DType, Feature, LogLevel, Metrics, ModelInfo, ParamInfo, ParamRole,
-                     PrepareResult, Progress, ProgressKind, StepResult, TokenizerTrainResult)
+from ._types import (DType, EvalResult, Feature, LogLevel, Metrics, ModelInfo, ParamInfo,
+                     ParamRole, PrepareResult, Progress, ProgressKind, StepResult,
+                     TokenizerTrainResult)
 from .checkpoint import (checkpoint_export, checkpoint_export_adapter, checkpoint_latest,
                          config_from_checkpoint)
 from .config import Config, toml_value
@@ -47,7 +48,7 @@ __all__ = [
     "checkpoint_latest", "config_from_checkpoint", "checkpoint_export",
     "checkpoint_export_adapter", "prepare_bytes", "prepare_text", "tokenizer_train",
     # values
-    "DType", "Feature", "LogLevel", "Metrics", "ModelInfo", "ParamInfo", "ParamRole",
+    "DType", "EvalResult", "Feature", "LogLevel", "Metrics", "ModelInfo", "ParamInfo", "ParamRole",
     "PrepareResult", "Progress", "ProgressKind", "StepResult", "TokenizerTrainResult",
     # errors
     "Status", "Error", "InvalidArgumentError", "ClosedError", "ConfigError", "IoError",

@@ -34,6 +34,7 @@ PREPARE_RESULT_VERSION = 2
 TOKENIZER_TRAIN_OPTIONS_VERSION = 1
 TOKENIZER_TRAIN_RESULT_VERSION = 1
 PARAM_INFO_VERSION = 1
+EVAL_RESULT_VERSION = 1
 
 OK = 0
 STOPPED = 1
@@ -51,6 +52,17 @@ class StepResult(Structure):
         ("tokens", c_int64),
         ("tokens_total", c_int64),
         ("ms", c_double),
+    ]
+
+
+class EvalResult(Structure):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("version", c_uint32),
+        ("loss", c_double),
+        ("perplexity", c_double),
+        ("tokens", c_int64),
+        ("windows", c_int64),
     ]
 
 
@@ -265,6 +277,10 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "trainrt_session_step_tokens": ("status", [POINTER(StepResult), _P, _P, c_size_t]),
     "trainrt_session_sync": ("status", [POINTER(StepResult), _P]),
     "trainrt_session_eval": ("status", [POINTER(c_double), _P]),
+    "trainrt_eval_result_init": (None, [POINTER(EvalResult)]),
+    "trainrt_session_eval_whole": ("status", [POINTER(EvalResult), _P]),
+    "trainrt_session_eval_tokens": ("status", [POINTER(EvalResult), _P, _P, c_size_t]),
+    "trainrt_session_eval_text": ("status", [POINTER(EvalResult), _P, _P, c_size_t, _s]),
     "trainrt_session_forward": ("status", [POINTER(c_double), _P, c_size_t, _P, _P, c_int64,
                                            c_int64]),
     "trainrt_session_train": ("status", [_P, c_int64, PROGRESS_FN, _P]),

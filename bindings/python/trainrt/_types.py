@@ -67,6 +67,15 @@ class StepResult(NamedTuple):
     ms: float  #: wall time of the step, milliseconds
 
 
+class EvalResult(NamedTuple):
+    """A whole evaluation (trainrt_eval_result): every target of a stream scored once."""
+
+    loss: float  #: mean loss over the scored targets (nats/token)
+    perplexity: float  #: exp(loss)
+    tokens: int  #: targets scored: the stream's tokens - 1
+    windows: int  #: windows of train.seq_len targets run (the last may be shorter)
+
+
 class Metrics(NamedTuple):
     """Running figures of a session (trainrt_metrics, version 4: every field)."""
 

@@ -13,13 +13,14 @@ from typing import (TYPE_CHECKING, Any, Callable, Deque, Dict, Iterator, List, M
 from . import _buffers
 from ._interrupt import SigintStop
 from ._callbacks import LogFn, live_sessions, live_train_iters, make_log_trampoline, null_log
-from ._capi import (C, METRICS_VERSION, PARAM_INFO_VERSION, PROGRESS_FN, SAMPLE_OPTIONS_VERSION,
-                    STEP_RESULT_VERSION, STOPPED, Metrics as _CMetrics, ParamInfo as _CParamInfo,
+from ._capi import (C, EVAL_RESULT_VERSION, METRICS_VERSION, PARAM_INFO_VERSION, PROGRESS_FN,
+                    SAMPLE_OPTIONS_VERSION, STEP_RESULT_VERSION, STOPPED,
+                    EvalResult as _CEvalResult, Metrics as _CMetrics, ParamInfo as _CParamInfo,
                     SampleOptions as _CSampleOptions, StepResult as _CStepResult, encode_path,
                     encode_str, get_string, new_struct)
 from ._guard import Closeable, HandleGuard
-from ._types import (DType, LogLevel, Metrics, ParamInfo, ParamRole, Progress, ProgressKind,
-                     StepResult)
+from ._types import (DType, EvalResult, LogLevel, Metrics, ParamInfo, ParamRole, Progress,
+                     ProgressKind, StepResult)
 from .config import Config, PathLike
 from .errors import BusyError, InvalidArgumentError
 
@@ -227,6 +228,48 @@ class Session(Closeable):
         finally:
             self._exit()
         return out.value
+
+    def eval_whole(self) -> EvalResult:
+        """Every token of data.val but the first scored exactly once, in disjoint windows of
+        train.seq_len targets (its shards read as one stream; the last window shorter; never
+        wrapping): mean loss, perplexity, targets scored, windows. :class:`trainrt.ConfigError`
+        without val data."""
+        r = new_struct(_CEvalResult, EVAL_RESULT_VERSION)
+        h = self._enter()
+        try:
+            C.trainrt_session_eval_whole(byref(r), h)
+        finally:
+            self._exit()
+        return EvalResult(r.loss, r.perplexity, r.tokens, r.windows)
+
+    def eval_tokens(self, tokens: Any) -> EvalResult:
+        """As :meth:`eval_whole` over host ids (at least 2, each in [0, vocab_size)) taken as
+        one stream: a list, ``array.array`` or 1-D numpy array."""
+        addr, n, keep = _buffers.int32_buffer(tokens)
+        r = new_struct(_CEvalResult, EVAL_RESULT_VERSION)
+        h = self._enter()
+        try:
+            C.trainrt_session_eval_tokens(byref(r), h, addr, n)
+        finally:
+            self._exit()
+        del keep
+        return EvalResult(r.loss, r.perplexity, r.tokens, r.windows)
+
+    def eval_text(self, text: Union[str, bytes], tokenizer: Optional[PathLike] = None
+                  ) -> EvalResult:
+        """As :meth:`eval_whole` over raw text, tokenized in memory as
+        :func:`trainrt.prepare_text` lays out one text file: with ``tokenizer`` (a
+        tokenizer.json/.model or a model folder) its end-of-text token, then the text's ids;
+        without, one id per UTF-8 byte (a byte-level model)."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        tok = None if tokenizer is None else encode_path(tokenizer, "tokenizer")
+        r = new_struct(_CEvalResult, EVAL_RESULT_VERSION)
+        h = self._enter()
+        try:
+            C.trainrt_session_eval_text(byref(r), h, data, len(data), tok)
+        finally:
+            self._exit()
+        return EvalResult(r.loss, r.perplexity, r.tokens, r.windows)
 
     def _forward_shape(self, tokens: Any, rows: Optional[int],
                        seq_len: Optional[int]) -> Tuple[int, int, int, Any]:

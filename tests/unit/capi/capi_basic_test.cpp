@@ -848,7 +848,7 @@ TEST(CapiPrepare, NullArguments) {
 TEST(CapiPrepare, BadFractionIsInvalidArgument) {
     const std::string dir = scratch_dir();
     write_text(dir + "/in.txt", sample_text(100));
-    for (const double f : {-0.1, 1.0, 1.5, std::nan("")}) {
+    for (const double f : {-0.1, 1.0000001, 1.5, std::nan("")}) {
         int64_t n_train = -9, n_val = -9;
         EXPECT_EQ(trainrt_prepare_bytes(&n_train, &n_val, (dir + "/in.txt").c_str(),
                                         (dir + "/out").c_str(), f),

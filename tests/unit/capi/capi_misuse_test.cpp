@@ -92,7 +92,9 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_session_param_info),    TRT_ENTRY(trainrt_session_read_params),
     TRT_ENTRY(trainrt_session_write_params),  TRT_ENTRY(trainrt_session_set_metadata),
     TRT_ENTRY(trainrt_session_get_metadata),  TRT_ENTRY(trainrt_session_metadata_count),
-    TRT_ENTRY(trainrt_session_metadata_key),
+    TRT_ENTRY(trainrt_session_metadata_key),  TRT_ENTRY(trainrt_eval_result_init),
+    TRT_ENTRY(trainrt_session_eval_whole),    TRT_ENTRY(trainrt_session_eval_tokens),
+    TRT_ENTRY(trainrt_session_eval_text),
 };
 #undef TRT_ENTRY
 
@@ -1180,12 +1182,93 @@ TEST_F(CapiMisuse, TrainRefusesAMetricsFileThatIsAFifo) {
     EXPECT_EQ(step_of(s), 0);
 }
 
+// The whole evals: NULLs, a struct_size too small (refused before any work, the struct
+// untouched), one larger than the library's (only its bytes written), too few tokens, ids
+// out of range, text that is not UTF-8, a tokenizer that does not load.
+TEST_F(CapiMisuse, WholeEvalRefusesNullsStructSizesAndBadInput) {
+    trainrt_session* s = make_session();
+    ASSERT_NE(s, nullptr);
+    const std::vector<int32_t> rows = valid_rows();
+    trainrt_eval_result e;
+    trainrt_eval_result_init(&e);
+    EXPECT_EQ(e.struct_size, sizeof e);
+    EXPECT_EQ(e.version, static_cast<uint32_t>(TRAINRT_EVAL_RESULT_VERSION));
+    trainrt_eval_result_init(nullptr);  // accepted, does nothing
+    EXPECT_NULL_ARG(trainrt_session_eval_whole(nullptr, s), "out");
+    EXPECT_NULL_ARG(trainrt_session_eval_whole(&e, nullptr), "session");
+    EXPECT_NULL_ARG(trainrt_session_eval_tokens(nullptr, s, rows.data(), rows.size()), "out");
+    EXPECT_NULL_ARG(trainrt_session_eval_tokens(&e, nullptr, rows.data(), rows.size()), "session");
+    EXPECT_NULL_ARG(trainrt_session_eval_tokens(&e, s, nullptr, rows.size()), "tokens");
+    EXPECT_NULL_ARG(trainrt_session_eval_text(nullptr, s, "ab", 2, nullptr), "out");
+    EXPECT_NULL_ARG(trainrt_session_eval_text(&e, nullptr, "ab", 2, nullptr), "session");
+    EXPECT_MISUSE(trainrt_session_eval_text(&e, s, nullptr, 2, nullptr),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "text");
+    for (const uint32_t size : {0u, 4u, 7u}) {
+        SCOPED_TRACE(size);
+        trainrt_eval_result r;
+        trainrt_eval_result_init(&r);
+        r.struct_size = size;
+        r.tokens = -4242;
+        EXPECT_MISUSE(trainrt_session_eval_whole(&r, s), TRAINRT_ERR_INVALID_ARGUMENT,
+                      "struct_size");
+        EXPECT_MISUSE(trainrt_session_eval_tokens(&r, s, rows.data(), rows.size()),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "struct_size");
+        EXPECT_MISUSE(trainrt_session_eval_text(&r, s, "ab", 2, nullptr),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "struct_size");
+        EXPECT_EQ(r.tokens, -4242);
+        EXPECT_EQ(r.struct_size, size);
+    }
+    struct Bigger {
+        trainrt_eval_result r;
+        unsigned char tail[64];
+    } big;
+    std::memset(&big, 0xA5, sizeof big);
+    big.r.struct_size = UINT32_MAX;
+    ASSERT_EQ(trainrt_session_eval_tokens(&big.r, s, rows.data(), rows.size()), TRAINRT_OK)
+        << last_error();
+    EXPECT_EQ(big.r.struct_size, UINT32_MAX);
+    EXPECT_EQ(big.r.tokens, static_cast<int64_t>(rows.size()) - 1);
+    for (unsigned char ch : big.tail) ASSERT_EQ(ch, 0xA5) << "written past the library's struct";
+    // A caller's older, smaller struct: only its fields are written.
+    struct Old {
+        trainrt_eval_result r;  // only its first 16 bytes are the caller's
+    } old;
+    std::memset(&old, 0xA5, sizeof old);
+    old.r.struct_size = 16;
+    ASSERT_EQ(trainrt_session_eval_tokens(&old.r, s, rows.data(), rows.size()), TRAINRT_OK)
+        << last_error();
+    EXPECT_EQ(old.r.struct_size, 16u);
+    EXPECT_GT(old.r.loss, 0.0);
+    const unsigned char* past = reinterpret_cast<const unsigned char*>(&old.r) + 16;
+    for (size_t i = 0; i < sizeof old - 16; ++i) ASSERT_EQ(past[i], 0xA5) << "byte " << 16 + i;
+
+    trainrt_eval_result r = TRAINRT_EVAL_RESULT_INIT;
+    r.tokens = -4242;
+    for (const size_t n : {size_t{0}, size_t{1}})
+        EXPECT_MISUSE(trainrt_session_eval_tokens(&r, s, rows.data(), n),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "at least 2");
+    EXPECT_MISUSE(trainrt_session_eval_text(&r, s, "\x01", 1, nullptr), TRAINRT_ERR_INVALID_ARGUMENT,
+                  "at least 2");
+    std::vector<int32_t> bad = rows;
+    for (const int32_t id : {-1, kV, INT32_MAX, INT32_MIN}) {
+        SCOPED_TRACE(id);
+        bad[5] = id;
+        EXPECT_MISUSE(trainrt_session_eval_tokens(&r, s, bad.data(), bad.size()),
+                      TRAINRT_ERR_INVALID_ARGUMENT, std::to_string(id));
+    }
+    EXPECT_MISUSE(trainrt_session_eval_text(&r, s, "ab", 2, (dir_ + "/no-such-tok").c_str()),
+                  TRAINRT_ERR_IO, "no-such-tok");
+    EXPECT_EQ(r.tokens, -4242) << "a refused eval wrote its result";
+}
+
 TEST_F(CapiMisuse, EvalAndStepWithoutDataAreConfigErrors) {
     trainrt_session* s = make_session({{"data.val", "\"\""}, {"data.train", "\"\""}});
     ASSERT_NE(s, nullptr);
     double loss = -3.25;
     EXPECT_MISUSE(trainrt_session_eval(&loss, s), TRAINRT_ERR_CONFIG, "data.val");
     EXPECT_EQ(loss, -3.25);
+    trainrt_eval_result e = TRAINRT_EVAL_RESULT_INIT;
+    EXPECT_MISUSE(trainrt_session_eval_whole(&e, s), TRAINRT_ERR_CONFIG, "data.val");
     EXPECT_MISUSE(trainrt_session_step(nullptr, s), TRAINRT_ERR_CONFIG, "data.train");
     EXPECT_MISUSE(trainrt_session_train(s, 3, nullptr, nullptr), TRAINRT_ERR_CONFIG, "data.train");
     EXPECT_EQ(step_of(s), 0);
@@ -1382,7 +1465,7 @@ TEST_F(CapiMisuse, PrepareBytesRefusesBadFractionsAndOddInputs) {
     write_text(dir_ + "/in.txt", std::string(4000, 'q'));
     const std::string in = dir_ + "/in.txt", out = dir_ + "/prep";
     int64_t nt = -9, nv = -9;
-    for (const double f : {std::nan(""), HUGE_VAL, -HUGE_VAL, -0.1, 1.0, 1.5, -0.0 - 1e-300}) {
+    for (const double f : {std::nan(""), HUGE_VAL, -HUGE_VAL, -0.1, 1.0000001, 1.5, -0.0 - 1e-300}) {
         SCOPED_TRACE(f);
         EXPECT_MISUSE(trainrt_prepare_bytes(&nt, &nv, in.c_str(), out.c_str(), f),
                       TRAINRT_ERR_INVALID_ARGUMENT, "val_fraction");
@@ -1625,6 +1708,10 @@ struct Reentry {
         record("trainrt_session_step_tokens", trainrt_session_step_tokens(&r, s, rows, kStepTokens));
         record("trainrt_session_sync", trainrt_session_sync(&r, s));
         record("trainrt_session_eval", trainrt_session_eval(&loss, s));
+        trainrt_eval_result e = TRAINRT_EVAL_RESULT_INIT;
+        record("trainrt_session_eval_whole", trainrt_session_eval_whole(&e, s));
+        record("trainrt_session_eval_tokens", trainrt_session_eval_tokens(&e, s, rows, 2));
+        record("trainrt_session_eval_text", trainrt_session_eval_text(&e, s, "ab", 2, nullptr));
         record("trainrt_session_forward",
                trainrt_session_forward(&loss, nullptr, 0, s, rows, kB, kT));
         record("trainrt_session_sample", trainrt_session_sample(out, 2, s, prompt, 1, 2, nullptr));

@@ -404,7 +404,7 @@ TEST_F(CapiPrepareText, BadArgumentsAreRefused) {
     EXPECT_EQ(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &o), TRAINRT_ERR_INVALID_ARGUMENT);
     EXPECT_NE(last_error().find("tokenizer"), std::string::npos) << last_error();
     o.tokenizer = path_.c_str();
-    o.val_fraction = 1.0;
+    o.val_fraction = 1.5;
     EXPECT_EQ(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &o), TRAINRT_ERR_INVALID_ARGUMENT);
     o.val_fraction = 0.5;  // one line: val would be empty
     std::ofstream(dir_ + "/tokenizer_config.json") << R"({"eos_token": "<|eot|>"})";

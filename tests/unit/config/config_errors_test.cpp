@@ -176,6 +176,7 @@ const Rule kRules[] = {
     {"TrainableEmptyPattern", "train", "trainable", "[\"h.1.*\", \"\"]", "non-empty strings", 10},
     {"TrainableNumber", "train", "trainable", "[1]", "as element 0", 1},
     {"RecomputeUnknown", "train", "recompute", "\"attention\"", "\"none\", \"mlp\", \"block\""},
+    {"EvalModeUnknown", "train", "eval_mode", "\"all\"", "\"sampled\", \"whole\""},
     {"LoraRankNegative", "lora", "rank", "-1", "expected an integer in [0, 65536]"},
     {"LoraRankHuge", "lora", "rank", "65537", "expected an integer in [0, 65536]"},
     {"LoraAlphaZero", "lora", "alpha", "0.0", "expected a finite number > 0"},

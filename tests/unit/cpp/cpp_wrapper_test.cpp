@@ -273,6 +273,20 @@ TEST_F(CppWrapper, StepTokensSyncEvalForwardMetrics) {
     EXPECT_TRUE(std::isfinite(val));
     EXPECT_TRUE(same_bits(val, s.eval()));  // fresh cursor each call
 
+    // Whole evals: of data.val, of host ids, of text (bytes; kV covers the ids used here).
+    const trainrt::EvalResult w = s.eval_whole();
+    EXPECT_GT(w.tokens, 0);
+    EXPECT_TRUE(same_bits(w.perplexity, std::exp(w.loss)));
+    const trainrt::EvalResult t = s.eval_tokens(batch);
+    EXPECT_EQ(t.tokens, static_cast<int64_t>(batch.size()) - 1);
+    const std::string text = "\x01\x02\x03\x01\x02";
+    const trainrt::EvalResult x = s.eval_text(text);
+    const trainrt::EvalResult y = s.eval_tokens(std::vector<int32_t>{1, 2, 3, 1, 2});
+    EXPECT_EQ(x.tokens, 4);
+    EXPECT_TRUE(same_bits(x.loss, y.loss));
+    EXPECT_TRAINRT_ERROR(s.eval_tokens(std::vector<int32_t>{1}), TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_TRAINRT_ERROR(s.eval_text("ab", std::string("t\0k", 3)), TRAINRT_ERR_INVALID_ARGUMENT);
+
     const double loss = s.forward(batch, kB, kT);
     std::vector<float> logits;
     const double loss2 = s.forward(batch, kB, kT, logits);
@@ -287,7 +301,7 @@ TEST_F(CppWrapper, StepTokensSyncEvalForwardMetrics) {
     EXPECT_EQ(m.step, 2);
     EXPECT_EQ(m.tokens_total, 2 * kB * kT);
     EXPECT_TRUE(same_bits(m.last_loss, b.loss));
-    EXPECT_TRUE(same_bits(m.last_val_loss, val));
+    EXPECT_TRUE(same_bits(m.last_val_loss, w.loss)) << "the last eval of data.val: the whole one";
 
     const std::string dump = s.config_dump();
     EXPECT_NE(dump.find("seq_len = 8"), std::string::npos) << dump;

@@ -102,10 +102,24 @@ TEST(Prepare, ZeroFractionWritesEmptyVal) {
     expect_no_tmp(dir);
 }
 
+// val_fraction 1: an evaluation-only folder, every byte in val.bin and an empty train.bin
+// that still opens (a session then evaluates but refuses to train).
+TEST(Prepare, FractionOneWritesOnlyVal) {
+    const std::string dir = fresh_dir();
+    write_text(dir + "/in.txt", "hello");
+    const auto res = trt::prepare_bytes(dir + "/in.txt", dir + "/out", 1.0);
+    EXPECT_EQ(res.train_tokens, 0);
+    EXPECT_EQ(res.val_tokens, 5);
+    EXPECT_EQ(slurp(dir + "/out/train.bin"), shard_bytes(""));
+    EXPECT_EQ(slurp(dir + "/out/val.bin"), shard_bytes("hello"));
+    EXPECT_EQ(trt::TokenDataset::open(dir + "/out/train.bin", 256).total_tokens(), 0);
+    EXPECT_EQ(trt::TokenDataset::open(dir + "/out/val.bin", 256).total_tokens(), 5);
+}
+
 TEST(Prepare, BadFraction) {
     const std::string dir = fresh_dir();
     write_text(dir + "/in.txt", std::string(100, 'x'));
-    for (double f : {-0.1, 1.0, 1.5, std::nan("")})
+    for (double f : {-0.1, 1.0000001, 1.5, std::nan("")})
         expect_error([&] { trt::prepare_bytes(dir + "/in.txt", dir + "/out", f); },
                      Status::InvalidArgument, "val_fraction");
     EXPECT_FALSE(fs::exists(dir + "/out/train.bin"));

@@ -5,6 +5,7 @@
 // single file's ids in order, and a run removes the shards an earlier one left.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -171,6 +172,29 @@ TEST(PrepareTextShards, NumberedShardsHoldTheSingleFilesIdsInOrder) {
         EXPECT_EQ(joined, whole) << split;
         EXPECT_FALSE(fs::exists(many + "/" + split + ".bin"));
     }
+}
+
+// val_fraction 1: an evaluation-only folder, the whole text one document in val and an empty
+// train.bin; its ids are what encode_text_document (eval --text) makes of the text in memory,
+// also when prepare cuts the file into small pieces.
+TEST(PrepareTextShards, FractionOneIsTheInMemoryDocument) {
+    const std::string dir = fresh_dir();
+    const std::string tok = write_tokenizer(dir);
+    const std::string text = text_of(30000, 5);
+    write_text(dir + "/a.txt", text);
+    const trt::PrepareTextResult r = run({dir + "/a.txt"}, dir + "/out", tok, 1.0, 2, 97, 1000);
+    EXPECT_EQ(r.train_tokens, 0);
+    EXPECT_EQ(r.documents, 1);
+    int32_t count = -1;
+    EXPECT_TRUE(ids_of(dir + "/out/train.bin", count).empty());
+    EXPECT_EQ(count, 0);
+    const std::vector<uint16_t> val = ids_of(dir + "/out/val.bin", count);
+    const std::vector<uint32_t> mem = trt::encode_text_document(tok, text);
+    ASSERT_EQ(val.size(), mem.size());
+    EXPECT_TRUE(std::equal(val.begin(), val.end(), mem.begin()));
+    EXPECT_EQ(static_cast<int32_t>(mem[0]), r.eos_id);
+    expect_error([&] { trt::encode_text_document(tok, "ok\xFF"); },
+                 trt::Status::InvalidArgument, {"not valid UTF-8", "byte 2"});
 }
 
 TEST(PrepareTextShards, ARunRemovesTheShardsAnEarlierOneLeft) {

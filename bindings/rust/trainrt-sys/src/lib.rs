@@ -48,6 +48,7 @@ pub const TRAINRT_DTYPE_F32: i32 = 0;
 pub const TRAINRT_DTYPE_BF16: i32 = 1;
 
 pub const TRAINRT_STEP_RESULT_VERSION: u32 = 1;
+pub const TRAINRT_EVAL_RESULT_VERSION: u32 = 1;
 pub const TRAINRT_METRICS_VERSION: u32 = 4;
 pub const TRAINRT_PROGRESS_VERSION: u32 = 1;
 pub const TRAINRT_SAMPLE_OPTIONS_VERSION: u32 = 1;
@@ -103,6 +104,32 @@ pub struct trainrt_step_result {
     pub tokens: i64,
     pub tokens_total: i64,
     pub ms: f64,
+}
+
+/// A whole evaluation: every target of a token stream scored exactly once.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct trainrt_eval_result {
+    pub struct_size: u32,
+    pub version: u32,
+    pub loss: f64,
+    pub perplexity: f64,
+    pub tokens: i64,
+    pub windows: i64,
+}
+
+impl Default for trainrt_eval_result {
+    /// `TRAINRT_EVAL_RESULT_INIT`.
+    fn default() -> Self {
+        Self {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            version: TRAINRT_EVAL_RESULT_VERSION,
+            loss: 0.0,
+            perplexity: 0.0,
+            tokens: 0,
+            windows: 0,
+        }
+    }
 }
 
 impl Default for trainrt_step_result {
@@ -456,6 +483,24 @@ extern "C" {
         out_loss: *mut f64,
         session: *mut trainrt_session,
     ) -> trainrt_status;
+    pub fn trainrt_eval_result_init(result: *mut trainrt_eval_result);
+    pub fn trainrt_session_eval_whole(
+        out: *mut trainrt_eval_result,
+        session: *mut trainrt_session,
+    ) -> trainrt_status;
+    pub fn trainrt_session_eval_tokens(
+        out: *mut trainrt_eval_result,
+        session: *mut trainrt_session,
+        tokens: *const i32,
+        n_tokens: usize,
+    ) -> trainrt_status;
+    pub fn trainrt_session_eval_text(
+        out: *mut trainrt_eval_result,
+        session: *mut trainrt_session,
+        text: *const c_char,
+        len: usize,
+        tokenizer: *const c_char,
+    ) -> trainrt_status;
     pub fn trainrt_session_forward(
         out_loss: *mut f64,
         logits: *mut f32,
@@ -653,6 +698,7 @@ mod tests {
     #[test]
     fn struct_sizes() {
         assert_eq!(size_of::<trainrt_step_result>(), 64);
+        assert_eq!(size_of::<trainrt_eval_result>(), 40);
         assert_eq!(size_of::<trainrt_metrics>(), 128);
         // Appended fields (metrics v2 at 72, v3 at 96, v4 at 120) never move.
         let m = trainrt_metrics::default();

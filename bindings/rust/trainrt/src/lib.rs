@@ -43,8 +43,9 @@ pub use config::{Config, ModelInfo};
 pub use error::{Error, Result, Status};
 pub use params::{ParamInfo, ParamRole};
 pub use session::{
-    checkpoint_export, checkpoint_export_adapter, checkpoint_latest, prepare_bytes, Dtype, Metrics,
-    Progress, ProgressKind, SampleOptions, Session, StepResult, StopHandle, TrainOutcome,
+    checkpoint_export, checkpoint_export_adapter, checkpoint_latest, prepare_bytes, Dtype,
+    EvalResult, Metrics, Progress, ProgressKind, SampleOptions, Session, StepResult, StopHandle,
+    TrainOutcome,
 };
 pub use tokenizer::{prepare_text, prepare_text_with, PrepareOptions, PrepareResult, Tokenizer};
 

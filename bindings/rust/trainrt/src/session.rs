@@ -6,7 +6,7 @@ use crate::error::{check, Error, Result, Status};
 use crate::util::{cpath, read_string};
 use std::cell::Cell;
 use std::marker::PhantomData;
-use std::os::raw::c_void;
+use std::os::raw::{c_char, c_void};
 use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::{Arc, Mutex};
@@ -222,6 +222,25 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// A whole evaluation (`trainrt_eval_result`): every target of a token stream scored once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EvalResult {
+    /// Mean loss over the scored targets (nats/token).
+    pub loss: f64,
+    /// exp(loss).
+    pub perplexity: f64,
+    /// Targets scored: the stream's tokens - 1.
+    pub tokens: i64,
+    /// Windows of train.seq_len targets run (the last may be shorter).
+    pub windows: i64,
+}
+
+fn eval_out<F: FnOnce(*mut sys::trainrt_eval_result) -> i32>(call: F) -> Result<EvalResult> {
+    let mut r = sys::trainrt_eval_result::default();
+    check(call(&mut r))?;
+    Ok(EvalResult { loss: r.loss, perplexity: r.perplexity, tokens: r.tokens, windows: r.windows })
+}
+
 fn step_out<F: FnOnce(*mut sys::trainrt_step_result) -> i32>(call: F) -> Result<StepResult> {
     let mut r = sys::trainrt_step_result::default();
     check(call(&mut r))?;
@@ -301,6 +320,42 @@ impl Session {
         // SAFETY: as step.
         check(unsafe { sys::trainrt_session_eval(&mut loss, raw) })?;
         Ok(loss)
+    }
+
+    /// Every token of data.val but the first scored exactly once, in disjoint windows of
+    /// train.seq_len targets (the shards read as one stream; the last window shorter; no wrap).
+    pub fn eval_whole(&mut self) -> Result<EvalResult> {
+        let raw = self.raw();
+        // SAFETY: as step.
+        eval_out(|out| unsafe { sys::trainrt_session_eval_whole(out, raw) })
+    }
+
+    /// [`Session::eval_whole`] over host ids (at least 2) taken as one stream.
+    pub fn eval_tokens(&mut self, tokens: &[i32]) -> Result<EvalResult> {
+        let raw = self.raw();
+        // SAFETY: tokens is valid for tokens.len() reads during the call.
+        eval_out(|out| unsafe {
+            sys::trainrt_session_eval_tokens(out, raw, tokens.as_ptr(), tokens.len())
+        })
+    }
+
+    /// [`Session::eval_whole`] over raw text, tokenized in memory as `prepare_text` lays out
+    /// one text file: with `tokenizer` (a tokenizer.json/.model or a model folder) its
+    /// end-of-text token, then the text's ids; `None`: one id per byte.
+    pub fn eval_text(&mut self, text: &str, tokenizer: Option<&Path>) -> Result<EvalResult> {
+        let tok = tokenizer.map(cpath).transpose()?;
+        let raw = self.raw();
+        // SAFETY: text is valid for text.len() reads, tok (or NULL) a C string, both live
+        // during the call.
+        eval_out(|out| unsafe {
+            sys::trainrt_session_eval_text(
+                out,
+                raw,
+                text.as_ptr() as *const c_char,
+                text.len(),
+                tok.as_ref().map_or(ptr::null(), |t| t.as_ptr()),
+            )
+        })
     }
 
     fn forward_into(

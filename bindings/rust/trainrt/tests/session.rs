@@ -40,6 +40,26 @@ fn step_tokens_forward_eval_metrics() {
 }
 
 #[test]
+fn whole_evals() {
+    let mut s = common::session();
+    let w = s.eval_whole().unwrap();
+    assert!(w.tokens > 0);
+    assert!((w.perplexity - w.loss.exp()).abs() <= 1e-9 * w.perplexity);
+    let ids = [82, 79, 77, 69, 79];
+    let t = s.eval_tokens(&ids).unwrap();
+    assert_eq!((t.tokens, t.windows), (4, 1));
+    // Text without a tokenizer: one id per byte, the same stream.
+    let x = s.eval_text("ROMEO", None).unwrap();
+    assert_eq!(x, t);
+    let e = s.eval_tokens(&ids[..1]).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument, "{e}");
+    let e = s
+        .eval_text("ab", Some(std::path::Path::new("t\0k")))
+        .unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument, "{e}");
+}
+
+#[test]
 fn sample_is_deterministic() {
     let mut s = common::session();
     s.step().unwrap();
