@@ -122,7 +122,9 @@ step "eval --text with a tokenizer == prepare --tokenizer --val-fraction 1 + eva
 n_tok=$(sed -nE 's/.*val\.bin \(([0-9]+) tokens\).*/\1/p' tp.out)
 [ -n "$n_tok" ] || fail "prepare --tokenizer: $(cat tp.out)"
 set_tok=(--set model.vocab_size=300 --set 'train.out_dir=""' --set data.tokenizer=tok.json)
-"$TRAINRT" eval run.toml --whole --set data.val=tokval/val.bin "${set_tok[@]}" >kw.out
+# (data.train too: the byte-level train split would disagree with tok.json, data.tokenizer_check)
+"$TRAINRT" eval run.toml --whole --set data.train=tokval/train.bin --set data.val=tokval/val.bin \
+    "${set_tok[@]}" >kw.out
 "$TRAINRT" eval run.toml --text small.txt --tokenizer tok.json "${set_tok[@]}" >kt.out
 "$TRAINRT" eval run.toml --text small.txt "${set_tok[@]}" >kd.out  # data.tokenizer by default
 cat kw.out kt.out

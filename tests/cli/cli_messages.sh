@@ -180,6 +180,7 @@ grep -q 'did you mean' cmd_far.err && fail "cmd_far: a suggestion for a word nea
 expect_failure train_opt 2 "unknown option '--stpes'; did you mean '--steps'?" "$TRAINRT" train cfg/sub/run.toml --stpes 3
 expect_failure train_eq 2 "unknown option '--steps=3'; did you mean '--steps 3'?" "$TRAINRT" train cfg/sub/run.toml --steps=3
 expect_failure eval_opt 2 "did you mean '--checkpoint'?" "$TRAINRT" eval cfg/sub/run.toml --checkpiont x
+expect_failure eval_own_opt 2 "did you mean '--whole'?" "$TRAINRT" eval cfg/sub/run.toml --wholee
 expect_failure bench_opt 2 "did you mean '--warmup'?" "$TRAINRT" bench cfg/sub/run.toml --warmpu 2
 expect_failure plan_opt 2 "did you mean '--max-batch'?" "$TRAINRT" plan cfg/sub/run.toml --max-bach
 expect_failure prepare_opt 2 "did you mean '--text'?" "$TRAINRT" prepare --txet text.txt --out d

@@ -90,6 +90,9 @@ SKIP = {
     "mpirun -np 2 build/trainrt train examples/configs/shakespeare.toml --set train.batch_size=8":
         "long: trains the demo config on to train.steps = 2,000 on 2 ranks; dist_mpirun runs "
         "mpirun, this resume at 2 ranks x B/2 included (no 'config differs' warning)",
+    "trainrt eval --text wiki.txt --tokenizer gpt2/":
+        "placeholder files (a text and a GPT-2 folder): cli_eval runs `eval --text FILE "
+        "--tokenizer HF_DIR` on an exported folder",
     # Reference: the CLI, build options
     "trainrt <command> --help": "placeholder <command>: cli_e2e runs each command's --help",
     # Reference: build options

@@ -479,8 +479,8 @@ void print_train_summary(trainrt_session* session) {
         summary += part;
     }
     if (g_val_step >= 0) {
-        std::snprintf(part, sizeof part, " | val loss %.4f (ppl %.2f) @ step %lld", g_val_loss,
-                      std::exp(g_val_loss), g_val_step);
+        std::snprintf(part, sizeof part, " | val loss %.4f @ step %lld | ppl %.2f", g_val_loss,
+                      g_val_step, std::exp(g_val_loss));
         summary += part;
     }
     std::snprintf(part, sizeof part, " | %lld tokens | %.0f tok/s (p50 step %.1f ms)",
