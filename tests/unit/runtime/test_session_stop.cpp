@@ -134,15 +134,25 @@ std::string read_bytes(const fs::path& path) {
     return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
+// state.json without its "run" line: the metrics run id (FORMATS.md §4) is drawn per fresh
+// session, so two independent sessions differ there and nowhere else.
+std::string without_run_id(std::string json) {
+    const size_t at = json.find("\n  \"run\": ");
+    if (at != std::string::npos) json.erase(at, json.find('\n', at + 1) - at);
+    return json;
+}
+
 // The same state: the weights, AdamW moments and (same config) state.json — step, tokens,
-// sampler cursor, loss scale — byte for byte.
+// sampler cursor, loss scale — byte for byte (but for the run id).
 void expect_same_checkpoint(const std::string& got, const std::string& want,
                             const std::string& what, bool same_config = true) {
-    std::vector<const char*> files = {"model.safetensors", "optimizer.safetensors"};
-    if (same_config) files.push_back("state.json");
-    for (const char* file : files)
+    for (const char* file : {"model.safetensors", "optimizer.safetensors"})
         EXPECT_TRUE(read_bytes(fs::path(got) / file) == read_bytes(fs::path(want) / file))
             << what << ": " << file << " differs from the uninterrupted run's";
+    if (same_config)
+        EXPECT_EQ(without_run_id(read_bytes(fs::path(got) / "state.json")),
+                  without_run_id(read_bytes(fs::path(want) / "state.json")))
+            << what << ": state.json differs from the uninterrupted run's";
 }
 
 // The uninterrupted run: its losses, and checkpoints after step `at` and at the end.
