@@ -4,10 +4,13 @@
 # one core (`taskset -c 1` spinning shell: the host's own work beside an embedded trainer).
 # GPT-2 V256 L6 H6 C384, B8 T256 (cpu_vs_torch's `small` model), byte-level tinyshakespeare,
 # fp32, the default accel.cpu_matmul.
-#   bash bench/cpu_contention.sh [TRAINRT] [ROUNDS] [BUSY]   (defaults: build/trainrt 5 1)
+#   bash bench/cpu_contention.sh [TRAINRT] [ROUNDS] [BUSY] [BASELINE]
+#   (defaults: build/trainrt 5 1, no baseline)
 # BUSY: how many spinning processes share core 1 (1: "one of two cores busy"; 2 or 3: a heavier
-# load). tok/s: the median over ROUNDS `trainrt bench --steps 8 --warmup 2` runs, the four
-# variants alternated round by round. Run it alone on the machine (no builds, no tests).
+# load). BASELINE: another build's trainrt, measured in the same rounds (side by side: a
+# change's before and after). tok/s: the median over ROUNDS `trainrt bench --steps 8
+# --warmup 2` runs, the variants alternated round by round. Run it alone on the machine (no
+# builds, no tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 args="$*"
@@ -15,6 +18,7 @@ src=$PWD
 TRAINRT=$(realpath "${1:-build/trainrt}")
 ROUNDS=${2:-5}
 BUSY=${3:-1}
+BASELINE=${4:+$(realpath "$4")}
 command -v taskset >/dev/null || { echo "cpu_contention.sh: needs taskset (util-linux)" >&2; exit 2; }
 [ "$(nproc)" -ge 2 ] || { echo "cpu_contention.sh: needs 2 cores or more" >&2; exit 2; }
 source "$src/bench/lib.sh"
@@ -49,15 +53,23 @@ stop_busy() {
     busy_pids=()
 }
 trap 'stop_busy; rm -rf "$work"' EXIT
-variants=("quiet 1" "quiet 2" "busy 1" "busy 2")
+builds=(new)
+[ -n "$BASELINE" ] && builds+=(base)
+variants=()
+for b in "${builds[@]}"; do
+    variants+=("$b quiet 1" "$b quiet 2" "$b busy 1" "$b busy 2")
+done
+nv=${#variants[@]}
 declare -A toks
 for r in $(seq 1 "$ROUNDS"); do
-    for k in 0 1 2 3; do
-        v=${variants[$(((k + r) % 4))]}
+    for k in $(seq 0 $((nv - 1))); do
+        v=${variants[$(((k + r) % nv))]}
         set -- $v
-        name="$1-$2"
-        [ "$1" = busy ] && start_busy
-        "$TRAINRT" bench run.toml --steps 8 --warmup 2 --set "runtime.threads=$2" \
+        name="$1-$2-$3"
+        bin=$TRAINRT
+        [ "$1" = base ] && bin=$BASELINE
+        [ "$2" = busy ] && start_busy
+        "$bin" bench run.toml --steps 8 --warmup 2 --set "runtime.threads=$3" \
             --json "$name.$r.json" >/dev/null 2>&1
         stop_busy
         toks[$name]+="$(python3 -c "import json;print(round(json.load(open('$name.$r.json'))['tokens_per_s']))") "
@@ -69,13 +81,16 @@ echo
 bench_machine
 echo "- GPT-2 V256 L6 H6 C384, B8 T256, fp32; busy: $BUSY spinning process(es) pinned to core 1"
 echo
-echo "| machine | threads | tok/s (median of $ROUNDS) | all rounds | 2 threads / 1 thread |"
-echo "|---|---|---|---|---|"
-for load in quiet busy; do
-    one=$(median "${toks[$load-1]}")
-    for t in 1 2; do
-        tps=$(median "${toks[$load-$t]}")
-        rel=$([ "$t" = 2 ] && python3 -c "print('%.2f' % ($tps / $one))" || echo "")
-        echo "| $load | $t | $tps | ${toks[$load-$t]}| $rel |"
+label() { [ "$1" = base ] && echo "baseline ($BASELINE)" || echo "this build"; }
+echo "| build | machine | threads | tok/s (median of $ROUNDS) | all rounds | 2 threads / 1 thread |"
+echo "|---|---|---|---|---|---|"
+for b in "${builds[@]}"; do
+    for load in quiet busy; do
+        one=$(median "${toks[$b-$load-1]}")
+        for t in 1 2; do
+            tps=$(median "${toks[$b-$load-$t]}")
+            rel=$([ "$t" = 2 ] && python3 -c "print('%.2f' % ($tps / $one))" || echo "")
+            echo "| $(label "$b") | $load | $t | $tps | ${toks[$b-$load-$t]}| $rel |"
+        done
     done
 done

@@ -10,12 +10,11 @@ namespace trt::cpu {
 
 double sum_squares(const float* x, size_t n, int threads) {
     // Static partition into `threads` parts; each part sums in double with a fixed set of
-    // 8 interleaved accumulators; parts are combined in order. No OpenMP reduction (its
-    // combination order is unspecified), so the result is bitwise reproducible.
+    // 8 interleaved accumulators; parts are combined in order. No reduction by whichever
+    // thread finishes first, so the result is bitwise reproducible.
     const size_t parts = (size_t)threads;
     std::vector<double> partial(parts, 0.0);
-#pragma omp parallel for schedule(static) num_threads(team(n, threads))
-    for (size_t part = 0; part < parts; part++) {
+    parallel_for(parts, team(n, threads), [&](size_t part) {
         size_t i0, i1;
         split_range(n, parts, part, &i0, &i1);
         double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -31,7 +30,7 @@ double sum_squares(const float* x, size_t n, int threads) {
         }
         partial[part] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
                         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    }
+    });
     double total = 0.0;
     for (size_t p = 0; p < parts; p++) total += partial[p];
     return total;
@@ -76,14 +75,13 @@ void adamw_update(float* params, const float* grads, float* m, float* v, size_t 
                      step_size, bc2_sqrt, eps, scale);
         return;
     }
-    const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(team(n, threads))
-    for (size_t part = 0; part < parts; part++) {
+    const size_t parts = (size_t)threads * kPartsPerThread;
+    parallel_for(parts, team(n, threads), [&](size_t part) {
         size_t i0, i1;
         split_range(n, parts, part, &i0, &i1);
         adamw_kernel(params + i0, grads + i0, m + i0, v + i0, i1 - i0, decay, beta1, beta2,
                      one_m_b1, one_m_b2, step_size, bc2_sqrt, eps, scale);
-    }
+    });
 }
 
 void adamw_update_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8,
@@ -97,8 +95,7 @@ void adamw_update_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8
     const float step_size = (float)(lr / bc1);
     const float bc2_sqrt = (float)std::sqrt(bc2);
     const int64_t blocks = q8_blocks((int64_t)n);
-#pragma omp parallel for schedule(static) num_threads(team(n, threads))
-    for (int64_t b = 0; b < blocks; b++) {
+    parallel_for(blocks, team(n, threads), [&](int64_t b) {
         const size_t i0 = (size_t)b * kQ8Block, i1 = std::min(n, i0 + kQ8Block);
         // The block's moments decoded, updated in place by adamw_kernel (the fp32 state's
         // arithmetic, piece by piece of the segments it crosses), then encoded.
@@ -129,7 +126,7 @@ void adamw_update_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8
             m8[i] = q8_encode_m(tables, m[i - i0], m_max);
             v8[i] = q8_encode_v(tables, v[i - i0], v_max);
         }
-    }
+    });
 }
 
 }  // namespace trt::cpu

@@ -1,10 +1,10 @@
 // Causal multi-head self-attention, blocked so the masked upper triangle is never computed,
 // with NKV <= NH key/value heads (grouped-query attention: query head h reads kv head
 // h / (NH/NKV); NKV == NH is plain multi-head attention, the GPT-2 case).
-// Per (b, h) — the unit of OpenMP parallelism — the T query rows are cut into blocks of
+// Per (b, h) — the unit of parallelism (cpu_pool.h) — the T query rows are cut into blocks of
 // kQB rows; query block [i0, i1) only needs keys [0, i1), so every product runs on the
 // lower block triangle (10/16 of the square at T = 256). The products are single-threaded
-// sgemms on strided views of qkv (OpenBLAS runs serially inside an OpenMP parallel region);
+// sgemms on strided views of qkv (SerialLibrariesScope, cpu_threads.h);
 // scale, causal mask and softmax are one fused row pass in between. Each (b, h) is done by
 // one thread, in a fixed order, so results do not depend on the thread count. In the GQA
 // backward the query heads of a group each produce a partial dk/dv (scratch), summed in head
@@ -12,7 +12,6 @@
 // Dropout on the probabilities (attention_dropout_forward) writes P' next to P and the
 // products read it; the backward's softmax step takes both.
 #include <cblas.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -110,10 +109,9 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
     const int W = C + 2 * NKV * hs;  // qkv row: Q (NH heads) | K (NKV) | V (NKV); 3C for MHA
     const float scale = 1.0f / std::sqrt((float)hs);
     const int BH = B * NH;
-    // The per-head sgemms run serially inside the team (cpu_threads.h: also in a team of one).
-    const BlasThreadsScope blas(threads);
-#pragma omp parallel for schedule(static) num_threads(team((size_t)BH * T * T, threads))
-    for (int bh = 0; bh < BH; bh++) {
+    // The per-head sgemms run single-threaded, each inside its (b, h) part (cpu_threads.h).
+    const SerialLibrariesScope serial;
+    parallel_for(BH, team((size_t)BH * T * T, threads), [&](int bh) {
         const int b = bh / NH, h = bh % NH, kvh = h / G;
         const float* row0 = qkv + (size_t)b * T * W;
         const float* q = row0 + h * hs;                // [T,hs], row stride W
@@ -147,7 +145,7 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
                 head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, i1, 1.0f, p, T,
                            v, W, 0.0f, o + (size_t)i0 * C, C);
         }
-    }
+    });
 }
 
 // Eight floats as one value (GCC vector extension: AVX registers in the AVX2/AVX-512 clones,
@@ -254,16 +252,8 @@ void attention_cached_forward(float* out /*[n,NH*hs]*/, const float* qkv /*[n,W]
         causal_softmax_row(att, t, t + 1);
         weighted_rows(out + (size_t)i * C + (size_t)h * hs, att, v, t + 1, hs);
     };
-    if (team_size == 1) {  // a decode step: no OpenMP region (cpu_common.h, parallel_for)
-        for (int ih = 0; ih < n * NH; ih++) row_head(scores, ih);
-        return;
-    }
-#pragma omp parallel num_threads(team_size)
-    {
-        float* att = scores + (size_t)omp_get_thread_num() * keys;
-#pragma omp for schedule(static)
-        for (int ih = 0; ih < n * NH; ih++) row_head(att, ih);
-    }
+    parallel_for_slots(n * NH, team_size,
+                       [&](int ih, int slot) { row_head(scores + (size_t)slot * keys, ih); });
 }
 
 void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* scratch,
@@ -279,88 +269,84 @@ void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* sc
     if (hs <= 0) return;
     // GQA: per-query-head dk, dv partials [B,NH,2,T,hs] after the threads' [T,T] blocks.
     float* partials = G > 1 ? scratch + (size_t)threads * T * T : nullptr;
-    const BlasThreadsScope blas(threads);
+    const SerialLibrariesScope serial;
     // Every (b, h) writes all rows of its own dq columns, and of its dk, dv columns (MHA) or
     // partials (GQA), with beta = 0, so together they overwrite all of dqkv without a
     // separate zeroing pass.
-#pragma omp parallel num_threads(team((size_t)BH * T * T, threads))
-    {
-        float* d = scratch + (size_t)omp_get_thread_num() * T * T;  // [T,T] this thread's
-#pragma omp for schedule(static)
-        for (int bh = 0; bh < BH; bh++) {
-            const int b = bh / NH, h = bh % NH, kvh = h / G;
-            const size_t row0 = (size_t)b * T * W;
-            const float* q = qkv + row0 + h * hs;
-            const float* k = qkv + row0 + C + kvh * hs;
-            const float* v = qkv + row0 + C + (NKV + kvh) * hs;
-            float* dq = dqkv + row0 + h * hs;
-            // MHA: straight into dqkv (row stride W); GQA: this head's partials (stride hs).
-            float* dk = partials ? partials + (size_t)bh * 2 * T * hs  // [T,hs]
-                                 : dqkv + row0 + C + kvh * hs;
-            float* dv = partials ? dk + (size_t)T * hs : dqkv + row0 + C + (NKV + kvh) * hs;
-            const int ldkv = partials ? hs : W;
-            const float* att = saved + (size_t)bh * T * T;
-            // The probabilities the output was made of: P, or P' with dropout.
-            const float* used = dropped ? dropped + (size_t)bh * T * T : att;
-            const float* dout_h = dout + (size_t)b * T * C + h * hs;  // [T,hs], stride C
-            // Per query block: datt = dout_h · vᵀ on keys [0, i1), then the softmax
-            // backward (d: datt -> dpreatt, zeros above the diagonal up to i1), then
-            // dq[i0:i1] = scale dpre[i0:i1, 0:i1] · k[0:i1].
-            for (int i0 = 0; i0 < T; i0 += kQB) {
-                const int i1 = i0 + kQB < T ? i0 + kQB : T;
-                const int m = i1 - i0;
-                float* di = d + (size_t)i0 * T;
-                head_sgemm(onednn, CblasNoTrans, CblasTrans, m, i1, hs, 1.0f,
-                           dout_h + (size_t)i0 * C, C, v, W, 0.0f, di, T);
-                for (int t = i0; t < i1; t++) {
-                    if (dropped)
-                        dropout_softmax_backward_row(d + (size_t)t * T, att + (size_t)t * T,
-                                                     used + (size_t)t * T, t, i1);
-                    else
-                        softmax_backward_row(d + (size_t)t * T, att + (size_t)t * T, t, i1);
-                }
-                head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, i1, scale, di, T,
-                           k, W, 0.0f, dq + (size_t)i0 * W, W);
+    const int heads_team = team((size_t)BH * T * T, threads);
+    parallel_for_slots(BH, heads_team, [&](int bh, int slot) {
+        float* d = scratch + (size_t)slot * T * T;  // [T,T] this thread's
+        const int b = bh / NH, h = bh % NH, kvh = h / G;
+        const size_t row0 = (size_t)b * T * W;
+        const float* q = qkv + row0 + h * hs;
+        const float* k = qkv + row0 + C + kvh * hs;
+        const float* v = qkv + row0 + C + (NKV + kvh) * hs;
+        float* dq = dqkv + row0 + h * hs;
+        // MHA: straight into dqkv (row stride W); GQA: this head's partials (stride hs).
+        float* dk = partials ? partials + (size_t)bh * 2 * T * hs  // [T,hs]
+                             : dqkv + row0 + C + kvh * hs;
+        float* dv = partials ? dk + (size_t)T * hs : dqkv + row0 + C + (NKV + kvh) * hs;
+        const int ldkv = partials ? hs : W;
+        const float* att = saved + (size_t)bh * T * T;
+        // The probabilities the output was made of: P, or P' with dropout.
+        const float* used = dropped ? dropped + (size_t)bh * T * T : att;
+        const float* dout_h = dout + (size_t)b * T * C + h * hs;  // [T,hs], stride C
+        // Per query block: datt = dout_h · vᵀ on keys [0, i1), then the softmax
+        // backward (d: datt -> dpreatt, zeros above the diagonal up to i1), then
+        // dq[i0:i1] = scale dpre[i0:i1, 0:i1] · k[0:i1].
+        for (int i0 = 0; i0 < T; i0 += kQB) {
+            const int i1 = i0 + kQB < T ? i0 + kQB : T;
+            const int m = i1 - i0;
+            float* di = d + (size_t)i0 * T;
+            head_sgemm(onednn, CblasNoTrans, CblasTrans, m, i1, hs, 1.0f,
+                       dout_h + (size_t)i0 * C, C, v, W, 0.0f, di, T);
+            for (int t = i0; t < i1; t++) {
+                if (dropped)
+                    dropout_softmax_backward_row(d + (size_t)t * T, att + (size_t)t * T,
+                                                 used + (size_t)t * T, t, i1);
+                else
+                    softmax_backward_row(d + (size_t)t * T, att + (size_t)t * T, t, i1);
             }
-            // Per key block [j0, j1): only queries t >= j0 see it (the rest of the column
-            // block is zero), so dv[j0:j1] = att[j0:T, j0:j1]ᵀ · dout_h[j0:T] and
-            // dk[j0:j1] = scale dpre[j0:T, j0:j1]ᵀ · q[j0:T].
-            for (int j0 = 0; j0 < T; j0 += kQB) {
-                const int j1 = j0 + kQB < T ? j0 + kQB : T;
-                const int n = j1 - j0, rows = T - j0;
-                head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, rows, 1.0f,
-                           used + (size_t)j0 * T + j0, T, dout_h + (size_t)j0 * C, C, 0.0f,
-                           dv + (size_t)j0 * ldkv, ldkv);
-                head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, rows, scale,
-                           d + (size_t)j0 * T + j0, T, q + (size_t)j0 * W, W, 0.0f,
-                           dk + (size_t)j0 * ldkv, ldkv);
-            }
+            head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, i1, scale, di, T,
+                       k, W, 0.0f, dq + (size_t)i0 * W, W);
         }
-        // (The omp for's barrier: every partial is written.) GQA: each kv head's dk, dv is
-        // the sum of its G query heads' partials, in head order, split over the B·T rows.
-        if (partials) {
-            const int N = B * T;
-#pragma omp for schedule(static)
-            for (int n = 0; n < N; n++) {
-                const int b = n / T, t = n % T;
-                for (int kvh = 0; kvh < NKV; kvh++)
-                    for (int part = 0; part < 2; part++) {  // 0: dk, 1: dv
-                        float* __restrict dst =
-                            dqkv + (size_t)n * W + C + (part * NKV + kvh) * hs;
-                        const size_t bh0 = (size_t)b * NH + (size_t)kvh * G;
-                        // Head g's partial row t: [bh0 + g][part][t], rows of hs floats.
-                        auto src = [&](int g) -> const float* {
-                            return partials + (((bh0 + g) * 2 + part) * T + t) * hs;
-                        };
-                        const float* __restrict p0 = src(0);
-                        for (int i = 0; i < hs; i++) dst[i] = p0[i];
-                        for (int g = 1; g < G; g++) {
-                            const float* __restrict pg = src(g);
-                            for (int i = 0; i < hs; i++) dst[i] += pg[i];
-                        }
+        // Per key block [j0, j1): only queries t >= j0 see it (the rest of the column
+        // block is zero), so dv[j0:j1] = att[j0:T, j0:j1]ᵀ · dout_h[j0:T] and
+        // dk[j0:j1] = scale dpre[j0:T, j0:j1]ᵀ · q[j0:T].
+        for (int j0 = 0; j0 < T; j0 += kQB) {
+            const int j1 = j0 + kQB < T ? j0 + kQB : T;
+            const int n = j1 - j0, rows = T - j0;
+            head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, rows, 1.0f,
+                       used + (size_t)j0 * T + j0, T, dout_h + (size_t)j0 * C, C, 0.0f,
+                       dv + (size_t)j0 * ldkv, ldkv);
+            head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, rows, scale,
+                       d + (size_t)j0 * T + j0, T, q + (size_t)j0 * W, W, 0.0f,
+                       dk + (size_t)j0 * ldkv, ldkv);
+        }
+    });
+    // (Every partial is written.) GQA: each kv head's dk, dv is the sum of its G query heads'
+    // partials, in head order, split over the B·T rows.
+    if (partials) {
+        const int N = B * T;
+        parallel_for(N, team((size_t)N * NKV * 2 * G * hs, threads), [&](int n) {
+            const int b = n / T, t = n % T;
+            for (int kvh = 0; kvh < NKV; kvh++)
+                for (int part = 0; part < 2; part++) {  // 0: dk, 1: dv
+                    float* __restrict dst =
+                        dqkv + (size_t)n * W + C + (part * NKV + kvh) * hs;
+                    const size_t bh0 = (size_t)b * NH + (size_t)kvh * G;
+                    // Head g's partial row t: [bh0 + g][part][t], rows of hs floats.
+                    auto src = [&](int g) -> const float* {
+                        return partials + (((bh0 + g) * 2 + part) * T + t) * hs;
+                    };
+                    const float* __restrict p0 = src(0);
+                    for (int i = 0; i < hs; i++) dst[i] = p0[i];
+                    for (int g = 1; g < G; g++) {
+                        const float* __restrict pg = src(g);
+                        for (int i = 0; i < hs; i++) dst[i] += pg[i];
                     }
-            }
-        }
+                }
+        });
     }
 }
 

@@ -62,10 +62,10 @@ public:
             fail(Status::Unsupported, "the cpu backend computes in fp32, bf16 or fp16, not ",
                  "tf32/auto");
         }
-        // Our regions pass num_threads(threads_); OpenBLAS's count is set by each kernel that
-        // calls it, on the calling thread (cpu_threads.h) — not here, once, on the thread that
-        // created the session: OpenMP's thread count is per thread, and a session may be
-        // driven from any thread.
+        // Our parallel loops run on the pool (cpu_pool.h) with teams of threads_; OpenBLAS and
+        // oneDNN are made single-threaded by each kernel that calls them, on the calling
+        // thread (cpu_threads.h) — not here, once, on the thread that created the session:
+        // OpenMP's thread count is per thread, and a session may be driven from any thread.
     }
     ~CpuBackend() override {
         lowp_.reset();  // frees its buffers through this backend

@@ -39,13 +39,13 @@ void classifier_forward_backward(float* logits /*[N,Vp] inout*/, float* losses /
                                  const int32_t* targets /*[N]*/, int N, int V, int Vp,
                                  float dloss, bool write_grad, int threads) {
     TRT_CHECK(V > 0 && V <= Vp, "V=", V, " Vp=", Vp);
-    // Validate before the parallel region: an exception must not cross an OpenMP boundary.
+    // Validate before the parallel loop: a part must not throw (cpu_pool.h).
     for (int n = 0; n < N; n++)
         TRT_CHECK(targets[n] >= 0 && targets[n] < V, "target ", targets[n], " at position ", n,
                   " outside [0, ", V, ")");
-#pragma omp parallel for schedule(static) num_threads(team((size_t)N * Vp, threads))
-    for (int n = 0; n < N; n++)
+    parallel_for(N, team((size_t)N * Vp, threads), [&](int n) {
         classifier_row(logits + (size_t)n * Vp, losses + n, targets[n], V, Vp, dloss, write_grad);
+    });
 }
 
 }  // namespace trt::cpu

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backend/cpu/cpu_pool.h"
+
 // The library is built for baseline x86-64 (SSE2). Hot elementwise/row kernels are also
 // compiled for x86-64-v3 (AVX2) and x86-64-v4 (AVX-512: 6% off a bf16 step on the Zen 5 dev
 // machine, bench/results/2026-11-26-cpu-onednn.md) and picked at load time (GCC function
@@ -25,27 +27,12 @@ namespace trt::cpu {
 inline constexpr int kColChunk = 256;
 
 // The team to wake for a parallel loop over `work` elements: `threads`, or 1 below
-// kMinParallelWork. A region costs a wake-up and a barrier of every thread in it:
-// microseconds on idle cores, but a scheduler time slice each when another process keeps the
-// cores busy (libgomp spins at its barriers) — two test processes on 2 cores ran a model's
-// ops in one-row chunks 800x slower. Results never depend on the team: every loop partitions
-// its work by `threads` (a team of one walks all the parts in order).
+// kMinParallelWork. A parallel loop costs a wake-up of the pool's workers (cpu_pool.h) and a
+// wait for the parts they took: microseconds on idle cores, more beside busy work, and a
+// decode step's ~40 one-row ops would feel it. Results never depend on the team: a loop's
+// parts are fixed by its work (and, for the reductions, by `threads`), not by who runs them.
 inline constexpr size_t kMinParallelWork = size_t{1} << 15;
 inline int team(size_t work, int threads) { return work < kMinParallelWork ? 1 : threads; }
-
-// body(i) for i in [0, n), statically split over a team of `team_size` threads. A team of
-// one runs in the caller with no OpenMP region at all: libgomp builds a team even for one
-// thread (an allocation and a barrier, ~0.3-1 us), which a decode step's ~40 one-row ops
-// felt as a fifth of their time.
-template <typename Index, typename Body>
-inline void parallel_for(Index n, int team_size, Body&& body) {
-    if (team_size <= 1) {
-        for (Index i = 0; i < n; i++) body(i);
-        return;
-    }
-#pragma omp parallel for schedule(static) num_threads(team_size)
-    for (Index i = 0; i < n; i++) body(i);
-}
 
 // [begin, end) of part `i` of `parts` near-equal contiguous pieces of [0, n). A static
 // partition: the result depends only on (n, parts, i), which keeps reductions reproducible.
@@ -55,49 +42,82 @@ inline void split_range(size_t n, size_t parts, size_t i, size_t* begin, size_t*
     *end = *begin + base + (i < rem ? 1 : 0);
 }
 
-// Column sums over all N rows, reproducibly: each of `threads` threads owns a static range of
-// the M columns and walks every row in order (no cross-thread reduction), kColChunk columns
-// at a time with double accumulators on the stack (no allocation in a training step).
-// chunk(j0, w, acc) adds column j0 + j's contribution into acc[j] for j < w (acc zeroed);
-// then dsum[j0 + j] += acc[j].
-template <typename ChunkFn>
-inline void column_sums_into(float* dsum, int M, int threads, ChunkFn chunk) {
-    const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (size_t part = 0; part < parts; part++) {
-        size_t c0, c1;
-        split_range((size_t)M, parts, part, &c0, &c1);
-        for (size_t j0 = c0; j0 < c1; j0 += kColChunk) {
-            const int w = (int)std::min<size_t>(kColChunk, c1 - j0);
-            double acc[kColChunk] = {};
-            chunk(j0, w, acc);
-            for (int j = 0; j < w; j++) dsum[j0 + j] += (float)acc[j];
-        }
+// Parts per thread of a parallel loop: threads claim parts as they come free, so a thread the
+// scheduler parks beside other work delays the loop by one part, not by its whole share.
+inline constexpr size_t kPartsPerThread = 4;
+
+// body(i, slot) for i in [0, n) over a team of `team_size` threads (cpu_pool.h), in up to
+// kPartsPerThread contiguous parts per thread; `slot` < team_size names the thread's scratch.
+// A team of one runs in the caller, in order, with no pool involved.
+template <typename Index, typename Body>
+inline void parallel_for_slots(Index n, int team_size, Body&& body) {
+    if (team_size <= 1 || n <= 1) {
+        for (Index i = 0; i < n; i++) body(i, 0);
+        return;
     }
+    const size_t parts = std::min((size_t)n, (size_t)team_size * kPartsPerThread);
+    run_parts(parts, team_size, [&](size_t part, int slot) {
+        size_t i0, i1;
+        split_range((size_t)n, parts, part, &i0, &i1);
+        for (size_t i = i0; i < i1; i++) body((Index)i, slot);
+    });
 }
 
-// The norms' parameter-gradient pass (layernorm dw and db, rmsnorm dw): called INSIDE an
-// OpenMP parallel region of `threads` threads (an orphaned work-share, so it can follow the
-// rows pass in the same region). Each thread owns a static range of the C columns and walks
-// every row in order, kColChunk columns at a time with K float accumulators per column on
-// the stack: chunk(j0, w, acc) adds column j0 + j's contributions into acc[k][j] (zeroed),
-// then dst[k][j0 + j] += acc[k][j]. No cross-thread reduction: each column's sum is the same
-// whatever the thread count.
+// body(i) for i in [0, n), as parallel_for_slots.
+template <typename Index, typename Body>
+inline void parallel_for(Index n, int team_size, Body&& body) {
+    parallel_for_slots(n, team_size, [&](Index i, int) { body(i); });
+}
+
+// Column reductions (bias and norm parameter gradients) walk their columns in chunks of
+// kColChunk: the number of chunks of M columns. A chunk's sums walk every row in order, so
+// they do not depend on which thread runs the chunk, or how many there are.
+inline size_t column_chunks(int M) { return ((size_t)M + kColChunk - 1) / kColChunk; }
+
+// Column sums over all N rows, reproducibly: one part per kColChunk columns, each walking
+// every row in order with double accumulators on the stack (no cross-thread reduction, no
+// allocation in a training step). chunk(j0, w, acc) adds column j0 + j's contribution into
+// acc[j] for j < w (acc zeroed); then dsum[j0 + j] += acc[j].
+template <typename ChunkFn>
+inline void column_sums_into(float* dsum, int M, int threads, ChunkFn chunk) {
+    parallel_for(column_chunks(M), threads, [&](size_t c) {
+        const size_t j0 = c * kColChunk;
+        const int w = (int)std::min<size_t>(kColChunk, (size_t)M - j0);
+        double acc[kColChunk] = {};
+        chunk(j0, w, acc);
+        for (int j = 0; j < w; j++) dsum[j0 + j] += (float)acc[j];
+    });
+}
+
+// One column chunk `c` of the norms' parameter-gradient pass (layernorm dw and db, rmsnorm
+// dw), K float accumulators per column on the stack: chunk(j0, w, acc) adds column j0 + j's
+// contributions into acc[k][j] (zeroed), then dst[k][j0 + j] += acc[k][j]. Every row in
+// order: each column's sum is the same whatever runs it.
 template <int K, typename ChunkFn>
-inline void norm_param_columns(float* const (&dst)[K], int C, int threads, ChunkFn chunk) {
-    const size_t parts = (size_t)threads;
-#pragma omp for schedule(static)
-    for (size_t part = 0; part < parts; part++) {
-        size_t c0, c1;
-        split_range((size_t)C, parts, part, &c0, &c1);
-        for (size_t j0 = c0; j0 < c1; j0 += kColChunk) {
-            const int w = (int)std::min<size_t>(kColChunk, c1 - j0);
-            float acc[K][kColChunk] = {};
-            chunk(j0, w, acc);
-            for (int k = 0; k < K; k++)
-                for (int j = 0; j < w; j++) dst[k][j0 + j] += acc[k][j];
-        }
-    }
+inline void norm_param_chunk(float* const (&dst)[K], int C, size_t c, ChunkFn chunk) {
+    const size_t j0 = c * kColChunk;
+    const int w = (int)std::min<size_t>(kColChunk, (size_t)C - j0);
+    float acc[K][kColChunk] = {};
+    chunk(j0, w, acc);
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < w; j++) dst[k][j0 + j] += acc[k][j];
+}
+
+// A norm's backward as one parallel job: the parameter gradients' column chunks first
+// (column_chunk(c) for c < column_chunks(C): each walks all N rows, the longest parts), then
+// rows(r0, r1) over blocks of the rows (dinp). The column pass never reads dinp, so the two
+// need no wait between them.
+template <typename ColumnChunk, typename Rows>
+inline void norm_backward_job(int N, int C, int team_size, ColumnChunk column_chunk, Rows rows) {
+    const size_t cols = column_chunks(C);
+    const size_t row_parts =
+        std::max<size_t>(1, std::min((size_t)N, (size_t)team_size * kPartsPerThread));
+    run_parts(cols + row_parts, team_size, [&](size_t part, int) {
+        if (part < cols) return column_chunk(part);
+        size_t r0, r1;
+        split_range((size_t)N, row_parts, part - cols, &r0, &r1);
+        rows(r0, r1);
+    });
 }
 
 // Clamp bounds for fast_expf, hidden from the optimiser: with literal bounds GCC threads the

@@ -1,5 +1,5 @@
-// Elementwise ops and the embedding encoder: memory-bound loops, OpenMP over the outer
-// index with static schedules, contiguous inner loops that vectorise.
+// Elementwise ops and the embedding encoder: memory-bound loops, parallel over the outer
+// index (cpu_common.h, parallel_for), contiguous inner loops that vectorise.
 #include <algorithm>
 #include <cmath>
 
@@ -14,17 +14,16 @@ void encoder_forward(float* out /*[N,C]*/, const int32_t* inputs /*[N]*/,
                      const float* wte /*[V,C]*/, const float* wpe /*[>=T,C] or null*/, int B,
                      int T, int C, int threads) {
     const int N = B * T;
-#pragma omp parallel for schedule(static) num_threads(team((size_t)N * C, threads))
-    for (int n = 0; n < N; n++) {
+    parallel_for(N, team((size_t)N * C, threads), [&](int n) {
         float* __restrict o = out + (size_t)n * C;
         const float* __restrict e = wte + (size_t)inputs[n] * C;
         if (!wpe) {  // rotary models: positions enter in the attention, not here
             for (int c = 0; c < C; c++) o[c] = e[c];
-            continue;
+            return;
         }
         const float* __restrict p = wpe + (size_t)(n % T) * C;
         for (int c = 0; c < C; c++) o[c] = e[c] + p[c];
-    }
+    });
 }
 
 void encoder_backward(float* dwte /*[V,C] += or null*/, float* dwpe /*[>=T,C] += or null*/,
@@ -32,11 +31,10 @@ void encoder_backward(float* dwte /*[V,C] += or null*/, float* dwpe /*[>=T,C] +=
                       int T, int C, int threads) {
     if (!dwte && !dwpe) return;
     // A token may repeat, so rows of dwte would race if split by n. Split by channel instead:
-    // each thread owns columns [c0, c1) of every row and walks n in order (deterministic).
+    // each part owns columns [c0, c1) of every row and walks n in order (deterministic).
     const int N = B * T;
-    const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(team((size_t)N * C, threads))
-    for (size_t part = 0; part < parts; part++) {
+    const size_t parts = std::min((size_t)C, (size_t)threads * kPartsPerThread);
+    parallel_for(parts, team((size_t)N * C, threads), [&](size_t part) {
         size_t c0, c1;
         split_range((size_t)C, parts, part, &c0, &c1);
         const size_t w = c1 - c0;
@@ -58,7 +56,7 @@ void encoder_backward(float* dwte /*[V,C] += or null*/, float* dwpe /*[>=T,C] +=
                 p[j] += g[j];
             }
         }
-    }
+    });
 }
 
 TRT_CPU_CLONES static void gelu_forward_kernel(float* __restrict out,

@@ -143,24 +143,19 @@ void layernorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C] +=*/, float* d
                         const float* dout /*[N,C]*/, const float* inp /*[N,C]*/,
                         const float* w /*[C]*/, const float* mean /*[N]*/,
                         const float* rstd /*[N]*/, int N, int C, int threads) {
-    const size_t parts = (size_t)threads;
-    // One parallel region, two static work-shares. Rows: dinp. Columns: dw, db
-    // (norm_param_columns: the same sums whatever the thread count).
-#pragma omp parallel num_threads(team((size_t)N * C, threads))
-    {
-#pragma omp for schedule(static) nowait
-        for (size_t part = 0; part < parts; part++) {
-            size_t r0, r1;
-            split_range((size_t)N, parts, part, &r0, &r1);
+    // Columns: dw, db (the same sums whatever the thread count). Rows: dinp.
+    float* const dst[2] = {dw, db};
+    norm_backward_job(
+        N, C, team((size_t)N * C, threads),
+        [&](size_t c) {
+            norm_param_chunk<2>(dst, C, c, [&](size_t j0, int wd, float (*acc)[kColChunk]) {
+                layernorm_param_cols(acc[0], acc[1], dout + j0, inp + j0, mean, rstd, N, C, wd);
+            });
+        },
+        [&](size_t r0, size_t r1) {
             layernorm_backward_rows(dinp + r0 * C, dout + r0 * C, inp + r0 * C, w, mean + r0,
                                     rstd + r0, (int)(r1 - r0), C);
-        }
-        // (nowait: the column pass reads only dout/inp/mean/rstd, never dinp.)
-        float* const dst[2] = {dw, db};
-        norm_param_columns<2>(dst, C, threads, [&](size_t j0, int wd, float (*acc)[kColChunk]) {
-            layernorm_param_cols(acc[0], acc[1], dout + j0, inp + j0, mean, rstd, N, C, wd);
         });
-    }
 }
 
 }  // namespace trt::cpu

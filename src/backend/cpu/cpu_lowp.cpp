@@ -65,12 +65,12 @@ void split_parallel(size_t n, int threads, Fn fn) {
         fn(size_t{0}, n);
         return;
     }
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int part = 0; part < threads; part++) {
+    const size_t parts = (size_t)threads * kPartsPerThread;
+    parallel_for(parts, threads, [&](size_t part) {
         size_t a, b;
-        split_range(n, (size_t)threads, (size_t)part, &a, &b);
+        split_range(n, parts, part, &a, &b);
         fn(a, b);
-    }
+    });
 }
 
 // fn(r) for every row r < rows of `width` elements, over the threads when there is enough.
@@ -80,8 +80,7 @@ void for_rows(size_t rows, size_t width, int threads, Fn fn) {
         for (size_t r = 0; r < rows; r++) fn(r);
         return;
     }
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int64_t r = 0; r < static_cast<int64_t>(rows); r++) fn(static_cast<size_t>(r));
+    parallel_for(rows, threads, fn);
 }
 
 }  // namespace

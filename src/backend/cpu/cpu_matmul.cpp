@@ -1,14 +1,10 @@
-// Matmuls: OpenBLAS cblas_sgemm for every product (forward, dinp, dweight). Products whose
-// output rows are positions (forward, dinp) are split by rows over our OpenMP threads, each
-// running a single-threaded sgemm on its block (OpenBLAS's OpenMP build runs serially inside a
-// parallel region) with the bias broadcast / bias + GELU epilogue on the same rows while they
-// are in cache: on 2 cores that beats OpenBLAS's own threading by 5-15% at these shapes
-// (bench/results/2026-11-22-cpu-vs-torch.md). dweight reduces over positions, so it stays one
-// OpenBLAS-threaded call. A single block (parts == 1) runs outside any parallel region: in a
-// team of one thread omp_in_parallel() is false and OpenBLAS would start a nested team, whose
-// worker libgomp creates and destroys on every call (cpu_threads.h). Every entry point pins
-// OpenBLAS's thread count to `threads` for its duration (BlasThreadsScope), whichever thread
-// calls it.
+// Matmuls: OpenBLAS cblas_sgemm for every product (forward, dinp, dweight), split into blocks
+// over our threads (cpu_pool.h), each block one single-threaded sgemm (SerialLibrariesScope,
+// cpu_threads.h). Products whose output rows are positions (forward, dinp) are split by rows,
+// with the bias broadcast / bias + GELU epilogue on the same rows while they are in cache: on
+// 2 cores that beat OpenBLAS's own threading by 5-15% at these shapes
+// (bench/results/2026-11-22-cpu-vs-torch.md). dweight reduces over positions, so it is split
+// by its output columns: every block still sums all N positions, in sgemm's own order.
 #include <cblas.h>
 
 #include <algorithm>
@@ -22,11 +18,20 @@
 
 namespace trt::cpu {
 
-// Threads to split N output rows over: one block per thread, but never blocks under
-// kMinRowsPerPart rows (tiny products are not worth a team).
+// Blocks to split a product's N output rows (or columns) into: kBlocksPerThread per thread,
+// so a thread parked beside other work delays the product by a block, not by its share; but
+// never blocks under kMinRowsPerPart rows (tiny products are not worth a team; every block
+// packs the other operand again).
+static constexpr int kBlocksPerThread = 2;
 static int row_parts(int N, int threads) {
     constexpr int kMinRowsPerPart = 32;
-    return std::max(1, std::min(threads, N / kMinRowsPerPart));
+    return std::max(1, std::min(threads * kBlocksPerThread, N / kMinRowsPerPart));
+}
+
+// block(part) for part in [0, parts) over `threads` threads.
+template <typename Block>
+static void run_blocks(int parts, int threads, Block&& block) {
+    run_parts((size_t)parts, threads, [&](size_t part, int) { block((int)part); });
 }
 
 // One row (generation's decode step): out[M] = bias + inp[K] · W, as a matrix-vector
@@ -118,7 +123,7 @@ void matmul_forward(float* out /*[N,M]*/, const float* inp /*[N,K]*/,
                     WeightLayout layout, int threads) {
     if (N <= 0 || M <= 0) return;
     if (N == 1 && K > 0) return matmul_forward_row(out, inp, weight, bias, K, M, layout, threads);
-    const BlasThreadsScope blas(threads);
+    const SerialLibrariesScope serial;
     const bool inout = layout == WeightLayout::InOut;
     const int parts = row_parts(N, threads);
     auto block = [&](int part) {
@@ -138,12 +143,7 @@ void matmul_forward(float* out /*[N,M]*/, const float* inp /*[N,K]*/,
                         K, 1.0f, inp + r0 * K, K, weight, inout ? M : K, bias ? 1.0f : 0.0f, o,
                         M);
     };
-    if (parts == 1) {
-        block(0);
-        return;
-    }
-#pragma omp parallel for schedule(static) num_threads(parts)
-    for (int part = 0; part < parts; part++) block(part);
+    run_blocks(parts, threads, block);
 }
 
 // acc[j] += dout[n, j] for j < w, rows n in order (row stride M).
@@ -181,7 +181,7 @@ void matmul_gelu_forward(float* pre /*[N,M]*/, float* out /*[N,M]*/, const float
     if (N <= 0 || M <= 0) return;
     // Per block of rows: pre = inp · W (sgemm, beta = 0), then one pass adds the bias and
     // applies GELU while the rows are in cache; the bias needs no broadcast pass of its own.
-    const BlasThreadsScope blas(threads);
+    const SerialLibrariesScope serial;
     const int parts = row_parts(N, threads);
     auto block = [&](int part) {
         size_t r0, r1;
@@ -195,12 +195,7 @@ void matmul_gelu_forward(float* pre /*[N,M]*/, float* out /*[N,M]*/, const float
             for (size_t i = 0; i < (size_t)rows * M; i++) pre[r0 * M + i] = 0.0f;
         bias_gelu_rows(pre + r0 * M, out + r0 * M, bias, rows, M);
     };
-    if (parts == 1) {
-        block(0);
-        return;
-    }
-#pragma omp parallel for schedule(static) num_threads(parts)
-    for (int part = 0; part < parts; part++) block(part);
+    run_blocks(parts, threads, block);
 }
 
 void matmul_backward(float* dinp /*[N,K] overwritten or null*/,
@@ -213,7 +208,7 @@ void matmul_backward(float* dinp /*[N,K] overwritten or null*/,
             for (size_t i = 0; i < (size_t)N * K; i++) dinp[i] = 0.0f;
         return;
     }
-    const BlasThreadsScope blas(threads);
+    const SerialLibrariesScope serial;
     const bool inout = layout == WeightLayout::InOut;
     if (dinp) {
         const int parts = row_parts(N, threads);
@@ -226,20 +221,22 @@ void matmul_backward(float* dinp /*[N,K] overwritten or null*/,
                         (int)(r1 - r0), K, M, 1.0f, dout + r0 * M, M, weight, inout ? M : K,
                         0.0f, dinp + r0 * K, K);
         };
-        if (parts == 1) {
-            block(0);
-        } else {
-#pragma omp parallel for schedule(static) num_threads(parts)
-            for (int part = 0; part < parts; part++) block(part);
-        }
+        run_blocks(parts, threads, block);
     }
-    if (dweight) {
-        if (inout)  // dW[K,M] += inp[N,K]ᵀ · dout[N,M]
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, M, N, 1.0f, inp, K, dout,
-                        M, 1.0f, dweight, M);
-        else  // dW[M,K] += dout[N,M]ᵀ · inp[N,K]
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, M, K, N, 1.0f, dout, M, inp,
-                        K, 1.0f, dweight, K);
+    if (dweight) {  // by blocks [m0, m1) of the M output features
+        const int parts = row_parts(M, threads);
+        run_blocks(parts, threads, [&](int part) {
+            size_t m0, m1;
+            split_range((size_t)M, (size_t)parts, (size_t)part, &m0, &m1);
+            const int w = (int)(m1 - m0);
+            if (w == 0) return;
+            if (inout)  // dW[K, m0:m1] += inp[N,K]ᵀ · dout[N, m0:m1]
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, w, N, 1.0f, inp, K,
+                            dout + m0, M, 1.0f, dweight + m0, M);
+            else  // dW[m0:m1, K] += dout[N, m0:m1]ᵀ · inp[N,K]
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, w, K, N, 1.0f, dout + m0,
+                            M, inp, K, 1.0f, dweight + m0 * K, K);
+        });
     }
     if (dbias) bias_backward(dbias, dout, N, M, threads);
 }

@@ -5,10 +5,17 @@
 #ifdef TRAINRT_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <map>
+#include <mutex>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 
+#include <vector>
+
+#include "backend/cpu/cpu_common.h"
+#include "backend/cpu/cpu_pool.h"
 #include "backend/cpu/cpu_threads.h"
 #endif
 
@@ -40,6 +47,8 @@ dnnl::matmul::primitive_desc make_pd(const dnnl::engine& eng, const GemmShape& s
     const auto b = matrix(s.k, s.n, s.ldb, s.b_trans, in);
     const auto c = matrix(s.m, s.n, s.ldc, false, c_type);
     dnnl::primitive_attr attr;
+    // Each thread passes its own scratchpad: one primitive runs on several threads at once.
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (s.out == GemmOut::F32Add) {  // C += A·B: the sum post-op reads C before it is written
         dnnl::post_ops ops;
         ops.append_sum(1.0f);
@@ -73,13 +82,29 @@ std::pair<std::string, std::string> probe(DType in) {
 
 struct OnednnGemm::Impl {
     dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-    dnnl::stream strm{eng};
-    using Key = std::tuple<DType, int, int, int, int, int, int, bool, bool, GemmOut, bool, int>;
+    using Key = std::tuple<DType, int, int, int, int, int, int, bool, bool, GemmOut, bool>;
     struct Entry {
         dnnl::matmul::primitive_desc pd;
         dnnl::matmul prim;
     };
-    std::map<Key, Entry> cache;  // a handful of shapes per model
+    std::map<Key, Entry> cache;  // a handful of shapes per model, two blocks each
+    struct Slot {                // one per thread of a product: a stream and a scratchpad
+        dnnl::stream strm;
+        std::vector<uint8_t> scratch;
+    };
+    std::vector<Slot> slots;
+
+    const Entry& entry(const GemmShape& s) {
+        const Key key{s.in,  s.m,       s.n,       s.k,   s.lda, s.ldb,
+                      s.ldc, s.a_trans, s.b_trans, s.out, s.bias};
+        auto it = cache.find(key);
+        if (it == cache.end()) {
+            auto pd = make_pd(eng, s);
+            dnnl::matmul prim(pd);
+            it = cache.emplace(key, Entry{pd, prim}).first;
+        }
+        return it->second;
+    }
 };
 
 std::string OnednnGemm::availability(DType in, std::string* impl) {
@@ -99,33 +124,87 @@ bool OnednnGemm::fast(DType in, const std::string& impl) {
 OnednnGemm::OnednnGemm() : impl_(std::make_unique<Impl>()) {}
 OnednnGemm::~OnednnGemm() = default;
 
+// The product is cut into blocks of C's rows (or of its columns, when it has fewer rows than
+// columns: a weight gradient's), each one single-threaded oneDNN primitive, run over our
+// threads (cpu_pool.h): the same split as the OpenBLAS kernels (cpu_matmul.cpp), so a thread
+// parked beside other work delays a block, not its share. Every block does the whole k sum.
 void OnednnGemm::run(const GemmShape& s, const void* a, const void* b, void* c,
                      const float* bias, int threads) {
     TRT_CHECK(s.m > 0 && s.n > 0 && s.k > 0, "oneDNN gemm of an empty shape");
     TRT_CHECK(!(s.bias && s.out == GemmOut::F32Add), "oneDNN gemm: a bias with C +=");
     TRT_CHECK(!s.bias || bias, "oneDNN gemm: the bias pointer is null");
-    // oneDNN's OpenMP team takes this thread's nthreads-var, at creation (which fixes how
-    // the product is split) and at execution alike.
-    const BlasThreadsScope team(threads);
-    try {
-        const Impl::Key key{s.in,  s.m,       s.n,       s.k,   s.lda,  s.ldb,
-                            s.ldc, s.a_trans, s.b_trans, s.out, s.bias, threads};
-        auto it = impl_->cache.find(key);
-        if (it == impl_->cache.end()) {
-            auto pd = make_pd(impl_->eng, s);
-            dnnl::matmul prim(pd);
-            it = impl_->cache.emplace(key, Impl::Entry{pd, prim}).first;
+    constexpr int kBlocksPerThread = 2, kMinBlock = 32;
+    const bool by_rows = s.m >= s.n;
+    const int extent = by_rows ? s.m : s.n;
+    const int parts = std::max(1, std::min(std::max(1, threads) * kBlocksPerThread,
+                                           extent / kMinBlock));
+    const size_t in_size = s.in == DType::BF16 ? 2 : 4;
+    const size_t c_size = s.out == GemmOut::Same ? in_size : 4;
+    const auto* a_bytes = static_cast<const uint8_t*>(a);
+    const auto* b_bytes = static_cast<const uint8_t*>(b);
+    auto* c_bytes = static_cast<uint8_t*>(c);
+    // Block `part`: its shape and operands.
+    struct Block {
+        GemmShape s;
+        const void *a, *b;
+        void* c;
+        const float* bias;
+    };
+    auto block = [&](int part) {
+        size_t lo, hi;
+        split_range((size_t)extent, (size_t)parts, (size_t)part, &lo, &hi);
+        Block blk{s, a, b, c, bias};
+        if (by_rows) {  // rows [lo, hi) of op(A) and C
+            blk.s.m = (int)(hi - lo);
+            blk.a = a_bytes + (s.a_trans ? lo : lo * s.lda) * in_size;
+            blk.c = c_bytes + lo * s.ldc * c_size;
+        } else {  // columns [lo, hi) of op(B), C and the bias
+            blk.s.n = (int)(hi - lo);
+            blk.b = b_bytes + (s.b_trans ? lo * s.ldb : lo) * in_size;
+            blk.c = c_bytes + lo * c_size;
+            if (bias) blk.bias = bias + lo;
         }
-        const auto& pd = it->second.pd;
-        std::unordered_map<int, dnnl::memory> args{
-            {DNNL_ARG_SRC, dnnl::memory(pd.src_desc(), impl_->eng, const_cast<void*>(a))},
-            {DNNL_ARG_WEIGHTS, dnnl::memory(pd.weights_desc(), impl_->eng, const_cast<void*>(b))},
-            {DNNL_ARG_DST, dnnl::memory(pd.dst_desc(), impl_->eng, c)}};
-        if (s.bias)
-            args.emplace(DNNL_ARG_BIAS,
-                         dnnl::memory(pd.bias_desc(), impl_->eng, const_cast<float*>(bias)));
-        it->second.prim.execute(impl_->strm, args);
-        impl_->strm.wait();
+        return blk;
+    };
+    const SerialLibrariesScope serial;  // each block single-threaded, on any thread
+    try {
+        // Primitives (at most two block shapes) and per-thread streams and scratchpads are
+        // made here, before the threads start: the cache is not shared between threads.
+        const int team = std::min(parts, std::max(1, threads));
+        while ((int)impl_->slots.size() < team)
+            impl_->slots.push_back(Impl::Slot{dnnl::stream(impl_->eng), {}});
+        size_t scratch = 0;
+        for (int part : {0, parts - 1})
+            scratch = std::max(scratch, impl_->entry(block(part).s).pd.scratchpad_desc().get_size());
+        for (int i = 0; i < team; i++)
+            if (impl_->slots[i].scratch.size() < scratch) impl_->slots[i].scratch.resize(scratch);
+        // A part must not throw (cpu_pool.h): the first block's error is kept and raised after.
+        std::mutex error_mutex;
+        std::string error;
+        run_parts((size_t)parts, team, [&](size_t part, int slot) {
+            try {
+                const Block blk = block((int)part);
+                const Impl::Entry& e = impl_->entry(blk.s);  // found: made above
+                Impl::Slot& sl = impl_->slots[slot];
+                const auto& pd = e.pd;
+                std::unordered_map<int, dnnl::memory> args{
+                    {DNNL_ARG_SRC, dnnl::memory(pd.src_desc(), impl_->eng, const_cast<void*>(blk.a))},
+                    {DNNL_ARG_WEIGHTS,
+                     dnnl::memory(pd.weights_desc(), impl_->eng, const_cast<void*>(blk.b))},
+                    {DNNL_ARG_DST, dnnl::memory(pd.dst_desc(), impl_->eng, blk.c)},
+                    {DNNL_ARG_SCRATCHPAD,
+                     dnnl::memory(pd.scratchpad_desc(), impl_->eng, sl.scratch.data())}};
+                if (blk.s.bias)
+                    args.emplace(DNNL_ARG_BIAS, dnnl::memory(pd.bias_desc(), impl_->eng,
+                                                             const_cast<float*>(blk.bias)));
+                e.prim.execute(sl.strm, args);
+                sl.strm.wait();
+            } catch (const dnnl::error& e) {
+                const std::lock_guard<std::mutex> lock(error_mutex);
+                if (error.empty()) error = e.what();
+            }
+        });
+        if (!error.empty()) throw dnnl::error(dnnl_runtime_error, error.c_str());
     } catch (const dnnl::error& e) {
         fail(Status::Internal, "oneDNN ", s.in == DType::BF16 ? "bf16" : "fp32", " matmul ", s.m,
              "x", s.n, "x", s.k, " failed: ", e.what());

@@ -7,7 +7,8 @@
 //   - fp32 operands: on a CPU with AVX-512 oneDNN's brgemm (`brg:avx512_core`) runs about twice
 //     as fast as Debian's OpenBLAS 0.3.21, whose kernels for such CPUs are AVX2
 //     (bench/results/2026-11-26-cpu-onednn.md).
-// One primitive per product shape (and thread count), made on first use and kept: a training
+// One primitive per block shape (a product is run as blocks over our threads, each block
+// single-threaded), made on first use and kept: a training
 // step repeats the same few shapes, so nothing is created per step. A build without oneDNN
 // (TRAINRT_ONEDNN=OFF or not found) compiles this file to a stub whose availability() says why.
 #pragma once
@@ -74,7 +75,7 @@ inline std::pair<const T*, const T*> weight_grad_operands(const T* x, const T* d
 
 // Row-major C = alpha·op(A)·op(B) + beta·C by oneDNN's dnnl_sgemm (its JIT gemm, with AVX-512
 // kernels where the CPU has them; no primitive to cache): for small products issued from
-// inside our own OpenMP regions, where it runs on the calling thread. False (nothing done)
+// inside our own parallel loops, where it runs on the calling thread. False (nothing done)
 // in a build without oneDNN or if oneDNN refuses the call.
 bool onednn_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                   int lda, const float* B, int ldb, float beta, float* C, int ldc) noexcept;
@@ -95,7 +96,7 @@ public:
     OnednnGemm(const OnednnGemm&) = delete;
     OnednnGemm& operator=(const OnednnGemm&) = delete;
 
-    // Runs one product on `threads` threads (the OpenMP team oneDNN starts). a, b: of type
+    // Runs one product on `threads` threads (in blocks over our pool, cpu_pool.h). a, b: of type
     // shape.in; c: as shape.out says; bias: fp32 or null. Not from two threads at once.
     // Throws trt::Error.
     void run(const GemmShape& shape, const void* a, const void* b, void* c, const float* bias,

@@ -1,6 +1,6 @@
 // Private to the CPU backend: the op kernels, one family per .cpp file. Each takes the
-// thread count explicitly (every parallel region uses num_threads(threads)) so the backend
-// never touches the global OpenMP setting. Shapes and conventions are those of backend.h.
+// thread count explicitly (the team of its parallel loops, cpu_pool.h; and, for the
+// reductions, how their work is partitioned). Shapes and conventions are those of backend.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -41,27 +41,25 @@ TRT_CPU_CLONES static void residual_rmsnorm_rows(float* res, float* out, float* 
 
 void rmsnorm_forward(float* out /*[N,C]*/, float* rstd /*[N]*/, const float* inp /*[N,C]*/,
                      const float* w /*[C]*/, int N, int C, float eps, int threads) {
-    const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(team((size_t)N * C, threads))
-    for (size_t part = 0; part < parts; part++) {
+    const size_t parts = std::min((size_t)N, (size_t)threads * kPartsPerThread);
+    parallel_for(parts, team((size_t)N * C, threads), [&](size_t part) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);
         rmsnorm_rows(out + r0 * C, rstd + r0, inp + r0 * C, w, (int)(r1 - r0), C, eps);
-    }
+    });
 }
 
 void residual_rmsnorm_forward(float* res_out /*[N,C]*/, float* out /*[N,C]*/,
                               float* rstd /*[N]*/, const float* a /*[N,C]*/,
                               const float* b /*[N,C]*/, const float* w /*[C]*/, int N, int C,
                               float eps, int threads) {
-    const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(team((size_t)N * C, threads))
-    for (size_t part = 0; part < parts; part++) {
+    const size_t parts = std::min((size_t)N, (size_t)threads * kPartsPerThread);
+    parallel_for(parts, team((size_t)N * C, threads), [&](size_t part) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);
         residual_rmsnorm_rows(res_out + r0 * C, out + r0 * C, rstd + r0, a + r0 * C,
                               b + r0 * C, w, (int)(r1 - r0), C, eps);
-    }
+    });
 }
 
 // dinp_row += rstd (g − xhat·mean(g·xhat)), g = dout·w, xhat = x·rstd (the layernorm
@@ -107,24 +105,19 @@ void rmsnorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C] +=*/,
                       const float* dout /*[N,C]*/, const float* inp /*[N,C]*/,
                       const float* w /*[C]*/, const float* rstd /*[N]*/, int N, int C,
                       int threads) {
-    const size_t parts = (size_t)threads;
-    // One parallel region, two static work-shares. Rows: dinp. Columns: dw
-    // (norm_param_columns: the same sums whatever the thread count).
-#pragma omp parallel num_threads(team((size_t)N * C, threads))
-    {
-#pragma omp for schedule(static) nowait
-        for (size_t part = 0; part < parts; part++) {
-            size_t r0, r1;
-            split_range((size_t)N, parts, part, &r0, &r1);
+    // Columns: dw (the same sums whatever the thread count). Rows: dinp.
+    float* const dst[1] = {dw};
+    norm_backward_job(
+        N, C, team((size_t)N * C, threads),
+        [&](size_t c) {
+            norm_param_chunk<1>(dst, C, c, [&](size_t j0, int wd, float (*acc)[kColChunk]) {
+                rmsnorm_param_cols(acc[0], dout + j0, inp + j0, rstd, N, C, wd);
+            });
+        },
+        [&](size_t r0, size_t r1) {
             rmsnorm_backward_rows(dinp + r0 * C, dout + r0 * C, inp + r0 * C, w, rstd + r0,
                                   (int)(r1 - r0), C);
-        }
-        // (nowait: the column pass reads only dout/inp/rstd, never dinp.)
-        float* const dst[1] = {dw};
-        norm_param_columns<1>(dst, C, threads, [&](size_t j0, int wd, float (*acc)[kColChunk]) {
-            rmsnorm_param_cols(acc[0], dout + j0, inp + j0, rstd, N, C, wd);
         });
-    }
 }
 
 }  // namespace trt::cpu

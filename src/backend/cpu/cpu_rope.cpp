@@ -41,11 +41,10 @@ static void rope_apply(float* qkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
     const int W = (NH + 2 * NKV) * hs;  // qkv row
     const int heads = NH + NKV;         // Q then K heads: the first (NH+NKV)·hs of a row
     const int N = B * T;
-#pragma omp parallel for schedule(static) num_threads(team((size_t)N * heads * hs, threads))
-    for (int n = 0; n < N; n++) {
+    parallel_for(N, team((size_t)N * heads * hs, threads), [&](int n) {
         const size_t p = (size_t)pos0 + n % T;  // row n = b*T + t has position pos0 + t
         rope_row(qkv + (size_t)n * W, cos + p * half, sin + p * half, heads, half, transpose);
-    }
+    });
 }
 
 void rope_forward(float* qkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos /*[max_pos,hs/2]*/,

@@ -43,25 +43,23 @@ TRT_CPU_CLONES static void swiglu_backward_rows(float* dinp, const float* inp,
 
 void swiglu_forward(float* out /*[N,F]*/, const float* inp /*[N,2F]*/, int N, int F,
                     int threads) {
-    const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(team((size_t)N * F, threads))
-    for (size_t part = 0; part < parts; part++) {
+    const size_t parts = std::min((size_t)N, (size_t)threads * kPartsPerThread);
+    parallel_for(parts, team((size_t)N * F, threads), [&](size_t part) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);
         swiglu_forward_rows(out + r0 * F, inp + r0 * 2 * F, (int)(r1 - r0), F);
-    }
+    });
 }
 
 void swiglu_backward(float* dinp /*[N,2F] overwritten*/, const float* inp /*[N,2F]*/,
                      const float* dout /*[N,F]*/, int N, int F, int threads) {
-    const size_t parts = (size_t)threads;
-#pragma omp parallel for schedule(static) num_threads(team((size_t)N * F, threads))
-    for (size_t part = 0; part < parts; part++) {
+    const size_t parts = std::min((size_t)N, (size_t)threads * kPartsPerThread);
+    parallel_for(parts, team((size_t)N * F, threads), [&](size_t part) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);
         swiglu_backward_rows(dinp + r0 * 2 * F, inp + r0 * 2 * F, dout + r0 * F,
                              (int)(r1 - r0), F);
-    }
+    });
 }
 
 }  // namespace trt::cpu
