@@ -360,10 +360,11 @@ void* alt_signal_stack(size_t& size) {
 // which writes into out_dir; the destructor puts the previous handlers back. SA_ONSTACK and
 // this thread's alternate stack: the kernel delivers a process-directed signal to a thread
 // that does not block it, the main thread first, and that thread may be inside a oneDNN
-// kernel whose rsp points into the heap (oneDNN issue 4845, its JIT f32 GEMM). The library's
-// own threads block these signals; threads of the OpenMP runtime that oneDNN and OpenBLAS
-// use are created by this thread during training and inherit its mask, so they are exposed
-// only where runtime.threads > 1 (docs/C_API.md, "Signals").
+// kernel whose rsp points into the heap (oneDNN issue 4845, its JIT f32 GEMM). Only this
+// thread gets the stack: the OpenMP workers that oneDNN and OpenBLAS use where
+// runtime.threads > 1 are created by this thread and inherit its unblocked mask, so a
+// signal the kernel hands to one of them still runs on its interrupted stack
+// (docs/C_API.md, "Threads").
 class TrainSignals {
 public:
     TrainSignals(trainrt_session* session, const std::string& out_dir) {
