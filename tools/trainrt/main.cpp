@@ -13,6 +13,7 @@
 #include <trainrt/trainrt.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -256,7 +257,9 @@ int32_t on_progress(const trainrt_progress* p, void*) {
 // checkpoint cut short is a step_N.tmp folder nothing reads, and `latest` still names the one
 // before (both are renamed into place only when complete), so the handler reads `latest` to
 // say which checkpoint a rerun resumes from. Only async-signal-safe calls in the handler:
-// lock-free atomics, open/read/close/write, _exit.
+// lock-free atomics, open/read/close/write, _exit. It runs on an alternate signal stack (see
+// TrainSignals): a oneDNN JIT GEMM kernel may have rsp pointing into a heap buffer when the
+// signal comes, and a handler run on that "stack" writes its frame into the heap.
 trainrt_session* g_session = nullptr;
 volatile std::sig_atomic_t g_signal = 0;  // the first signal
 std::atomic<int> g_signals{0};            // counted from whichever thread the kernel picks
@@ -292,6 +295,12 @@ void read_latest_name(char* out, size_t cap) {
     out[len] = '\0';
 }
 
+// Not instrumented by AddressSanitizer: before a noreturn call (_exit) ASan inserts
+// __asan_handle_no_return, which on an alternate signal stack looks up the thread's own stack
+// with pthread_getattr_np: malloc, which deadlocks when the signal interrupted a malloc.
+#if defined(__GNUC__)
+__attribute__((no_sanitize("address")))
+#endif
 void on_signal(int sig) {
     const int saved_errno = errno;
     const char* name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
@@ -327,8 +336,35 @@ void on_signal(int sig) {
     ::_exit(128 + sig);
 }
 
+// The installing thread's alternate signal stack: one mapping for the process (a train
+// command installs its handlers once), 256 KiB (an ASan build's handler frame with its
+// redzones and the kernel's signal frame with AVX-512 state fit many times over), with an
+// inaccessible page below it so an overflow faults instead of writing into other memory.
+// nullptr when it could not be mapped: the handlers then run on the interrupted stack, as
+// they did before.
+void* alt_signal_stack(size_t& size) {
+    static constexpr size_t kSize = 256 * 1024;
+    static void* const stack = [] {
+        const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+        void* m = ::mmap(nullptr, kSize + page, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (m == MAP_FAILED) return static_cast<void*>(nullptr);
+        ::mprotect(m, page, PROT_NONE);  // the guard page (stacks grow down)
+        return static_cast<void*>(static_cast<char*>(m) + page);
+    }();
+    size = kSize;
+    return stack;
+}
+
 // Installs on_signal for SIGINT and SIGTERM (each blocks both while it runs) for `session`,
-// which writes into out_dir; the destructor puts the previous handlers back.
+// which writes into out_dir; the destructor puts the previous handlers back. SA_ONSTACK and
+// this thread's alternate stack: the kernel delivers a process-directed signal to a thread
+// that does not block it, the main thread first, and that thread may be inside a oneDNN
+// kernel whose rsp points into the heap (oneDNN issue 4845, its JIT f32 GEMM). Only this
+// thread gets the stack: the OpenMP workers that oneDNN and OpenBLAS use where
+// runtime.threads > 1 are created by this thread and inherit its unblocked mask, so a
+// signal the kernel hands to one of them still runs on its interrupted stack
+// (docs/C_API.md, "Threads").
 class TrainSignals {
 public:
     TrainSignals(trainrt_session* session, const std::string& out_dir) {
@@ -337,18 +373,22 @@ public:
             std::snprintf(g_latest_file, sizeof g_latest_file, "%s/latest", g_out_dir);
         g_newline_first = stderr_is_tty();
         g_session = session;
+        stack_t ss{};
+        ss.ss_sp = alt_signal_stack(ss.ss_size);
+        if (ss.ss_sp != nullptr) own_stack_ = ::sigaltstack(&ss, &old_stack_) == 0;
         struct sigaction sa {};
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
         sigaddset(&sa.sa_mask, SIGINT);
         sigaddset(&sa.sa_mask, SIGTERM);
-        sa.sa_flags = SA_RESTART;
+        sa.sa_flags = SA_RESTART | SA_ONSTACK;
         sigaction(SIGINT, &sa, &old_int_);
         sigaction(SIGTERM, &sa, &old_term_);
     }
     ~TrainSignals() {
         sigaction(SIGINT, &old_int_, nullptr);
         sigaction(SIGTERM, &old_term_, nullptr);
+        if (own_stack_) ::sigaltstack(&old_stack_, nullptr);
         g_session = nullptr;
     }
     TrainSignals(const TrainSignals&) = delete;
@@ -356,6 +396,8 @@ public:
 
 private:
     struct sigaction old_int_ {}, old_term_ {};
+    stack_t old_stack_{};
+    bool own_stack_ = false;
 };
 
 // Writes the end-of-run checkpoint into train.out_dir; false after printing the error. The
