@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "capi/barrier.h"
+#include "capi/signal_stack.h"
 #include "capi/handles.h"
 #include "capi/versioned.h"
 
@@ -46,6 +47,7 @@ TRAINRT_API trainrt_status trainrt_session_sample(int32_t* out, size_t out_cap,
         so.top_k = o.top_k;
         so.seed = o.seed;
         capi::BusyGuard busy(session->busy, "trainrt_session_sample");
+        const capi::SignalStackScope signal_stack;  // signal_stack.h: oneDNN
         session->session->sample(prompt, n_prompt, n_new, so, out);
         return TRAINRT_OK;
     });

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "capi/barrier.h"
+#include "capi/signal_stack.h"
 #include "capi/handles.h"
 #include "capi/versioned.h"
 #include "data/prepare_text.h"
@@ -127,6 +128,7 @@ TRAINRT_API trainrt_status trainrt_session_step(trainrt_step_result* out,
         require(session, "trainrt_session_step", "session");
         check_out_struct(out, "trainrt_session_step");
         capi::BusyGuard busy(session->busy, "trainrt_session_step");
+        const capi::SignalStackScope signal_stack;  // signal_stack.h: oneDNN
         const StepResult r = session->session->step();
         fill_step_result(out, r, "trainrt_session_step");
         return TRAINRT_OK;
@@ -142,6 +144,7 @@ TRAINRT_API trainrt_status trainrt_session_step_tokens(trainrt_step_result* out,
         require(tokens, "trainrt_session_step_tokens", "tokens");
         check_out_struct(out, "trainrt_session_step_tokens");
         capi::BusyGuard busy(session->busy, "trainrt_session_step_tokens");
+        const capi::SignalStackScope signal_stack;  // signal_stack.h: oneDNN
         const StepResult r = session->session->step_tokens(tokens, n_tokens);
         fill_step_result(out, r, "trainrt_session_step_tokens");
         return TRAINRT_OK;
@@ -154,6 +157,7 @@ TRAINRT_API trainrt_status trainrt_session_sync(trainrt_step_result* out,
         require(session, "trainrt_session_sync", "session");
         check_out_struct(out, "trainrt_session_sync");
         capi::BusyGuard busy(session->busy, "trainrt_session_sync");
+        const capi::SignalStackScope signal_stack;  // signal_stack.h: oneDNN
         fill_step_result(out, session->session->sync(), "trainrt_session_sync");
         return TRAINRT_OK;
     });
@@ -164,6 +168,7 @@ TRAINRT_API trainrt_status trainrt_session_eval(double* out_loss, trainrt_sessio
         require(out_loss, "trainrt_session_eval", "out_loss");
         require(session, "trainrt_session_eval", "session");
         capi::BusyGuard busy(session->busy, "trainrt_session_eval");
+        const capi::SignalStackScope signal_stack;  // signal_stack.h: oneDNN
         *out_loss = session->session->eval();
         return TRAINRT_OK;
     });
@@ -176,6 +181,7 @@ TRAINRT_API trainrt_status trainrt_session_eval_whole(trainrt_eval_result* out,
         check_eval_out(out, kFn);
         require(session, kFn, "session");
         capi::BusyGuard busy(session->busy, kFn);
+        const capi::SignalStackScope signal_stack;  // signal_stack.h: oneDNN
         fill_eval_result(out, session->session->eval_whole(), kFn);
         return TRAINRT_OK;
     });
@@ -190,6 +196,7 @@ TRAINRT_API trainrt_status trainrt_session_eval_tokens(trainrt_eval_result* out,
         require(session, kFn, "session");
         require(tokens, kFn, "tokens");
         capi::BusyGuard busy(session->busy, kFn);
+        const capi::SignalStackScope signal_stack;  // signal_stack.h: oneDNN
         fill_eval_result(out, session->session->eval_whole_tokens(tokens, n_tokens), kFn);
         return TRAINRT_OK;
     });
@@ -205,6 +212,7 @@ TRAINRT_API trainrt_status trainrt_session_eval_text(trainrt_eval_result* out,
         if (text == nullptr && len != 0)
             fail(Status::InvalidArgument, kFn, ": text is NULL but len is ", len);
         capi::BusyGuard busy(session->busy, kFn);
+        const capi::SignalStackScope signal_stack;  // signal_stack.h: oneDNN
         const std::string_view body(text != nullptr ? text : "", len);
         // As prepare lays out one text file: bytes, or the EOS token and the text's ids.
         std::vector<int32_t> ids;
@@ -228,6 +236,7 @@ TRAINRT_API trainrt_status trainrt_session_forward(double* out_loss, float* logi
         require(session, "trainrt_session_forward", "session");
         require(tokens, "trainrt_session_forward", "tokens");
         capi::BusyGuard busy(session->busy, "trainrt_session_forward");
+        const capi::SignalStackScope signal_stack;  // signal_stack.h: oneDNN
         const double loss =
             session->session->forward(tokens, rows, seq_len, logits, logits_cap);
         if (out_loss != nullptr) *out_loss = loss;
@@ -240,6 +249,7 @@ TRAINRT_API trainrt_status trainrt_session_train(trainrt_session* session, int64
     return guarded("trainrt_session_train", [&] {
         require(session, "trainrt_session_train", "session");
         capi::BusyGuard busy(session->busy, "trainrt_session_train");
+        const capi::SignalStackScope signal_stack;  // signal_stack.h: oneDNN
         ProgressCallback cb;
         if (callback != nullptr)
             cb = [callback, payload](const trainrt_progress& p) { return callback(&p, payload) == 0; };

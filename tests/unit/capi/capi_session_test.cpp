@@ -7,6 +7,7 @@
 #include "capi/capi_test_util.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <algorithm>
 
 #include <cmath>
@@ -1596,4 +1597,63 @@ TEST_F(CapiSession, SameConfigGivesBitwiseIdenticalLosses) {
     ASSERT_EQ(trainrt_session_eval(&ea, a), TRAINRT_OK);
     ASSERT_EQ(trainrt_session_eval(&eb, b), TRAINRT_OK);
     EXPECT_EQ(std::memcmp(&ea, &eb, sizeof(double)), 0) << ea << " vs " << eb;
+}
+
+// ====================================================================== signal stack
+
+namespace {
+// What a progress callback (on the calling thread, inside trainrt_session_train) sees of the
+// thread's alternate signal stack.
+struct StackSeen {
+    int calls = 0, enabled = 0;
+    void* sp = nullptr;
+    static int32_t fn(const trainrt_progress*, void* payload) {
+        auto* seen = static_cast<StackSeen*>(payload);
+        stack_t ss{};
+        if (sigaltstack(nullptr, &ss) == 0 && !(ss.ss_flags & SS_DISABLE)) {
+            seen->enabled++;
+            seen->sp = ss.ss_sp;
+        }
+        seen->calls++;
+        return 0;
+    }
+};
+bool has_signal_stack() {
+    stack_t ss{};
+    return sigaltstack(nullptr, &ss) == 0 && !(ss.ss_flags & SS_DISABLE);
+}
+}  // namespace
+
+// oneDNN's JIT f32 GEMM runs with rsp in a heap buffer, so a signal taken on the calling thread
+// would write its frame into the heap (src/capi/signal_stack.h). While a call computes, a
+// thread without an alternate signal stack has the library's, and loses it on return; a
+// thread with its own keeps it.
+TEST_F(CapiSession, ComputingCallsGiveTheThreadAnAlternateSignalStack) {
+    trainrt_session* s = make_session();
+    ASSERT_NE(s, nullptr);
+    std::thread([&] {
+        ASSERT_FALSE(has_signal_stack()) << "a new thread has none";
+        StackSeen seen;
+        ASSERT_EQ(trainrt_session_train(s, 2, StackSeen::fn, &seen), TRAINRT_OK) << last_error();
+        EXPECT_GT(seen.calls, 0);
+        EXPECT_EQ(seen.enabled, seen.calls) << "the call ran without an alternate stack";
+        EXPECT_FALSE(has_signal_stack()) << "the library's stack outlived the call";
+
+        std::vector<char> own(256 * 1024);
+        stack_t mine{};
+        mine.ss_sp = own.data();
+        mine.ss_size = own.size();
+        ASSERT_EQ(sigaltstack(&mine, nullptr), 0);
+        StackSeen again;
+        ASSERT_EQ(trainrt_session_train(s, 2, StackSeen::fn, &again), TRAINRT_OK)
+            << last_error();
+        EXPECT_EQ(again.enabled, again.calls);
+        EXPECT_EQ(again.sp, own.data()) << "the host's own stack was replaced";
+        stack_t after{};
+        ASSERT_EQ(sigaltstack(nullptr, &after), 0);
+        EXPECT_EQ(after.ss_sp, own.data()) << "the host's own stack was taken down";
+        stack_t off{};
+        off.ss_flags = SS_DISABLE;
+        sigaltstack(&off, nullptr);
+    }).join();
 }
