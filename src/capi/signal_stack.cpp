@@ -29,8 +29,22 @@ struct ThreadStack {
         }
         return static_cast<char*>(base) + page;
     }
+    bool installed() const {
+        stack_t current{};
+        return base != nullptr && ::sigaltstack(nullptr, &current) == 0 &&
+               !(current.ss_flags & SS_DISABLE) && current.ss_sp == static_cast<char*>(base) + page;
+    }
     ~ThreadStack() {
-        if (base != nullptr) ::munmap(base, kStackSize + page);
+        if (base == nullptr) return;
+        // Still installed (a handler that longjmp'd out of a call skipped the scope's end):
+        // taken down before its memory goes.
+        if (installed()) disable();
+        ::munmap(base, kStackSize + page);
+    }
+    static void disable() {
+        stack_t off{};
+        off.ss_flags = SS_DISABLE;
+        ::sigaltstack(&off, nullptr);
     }
 };
 thread_local ThreadStack t_stack;
@@ -52,10 +66,8 @@ SignalStackScope::SignalStackScope() noexcept {
 }
 
 SignalStackScope::~SignalStackScope() {
-    if (!installed_) return;
-    stack_t off{};
-    off.ss_flags = SS_DISABLE;
-    ::sigaltstack(&off, nullptr);
+    // Only ours: a callback during the call may have installed the host's own.
+    if (installed_ && t_stack.installed()) ThreadStack::disable();
 }
 
 }  // namespace trt::capi

@@ -239,9 +239,11 @@ void attention_cached_forward(float* out /*[n,NH*hs]*/, const float* qkv /*[n,W]
     // A decode step (n = 1) is small, but its heads split well: a team from 4K products on.
     const bool split = (size_t)n * NH * keys * hs >= 4096 && n * NH >= 2;
     const int team_size = split ? std::max(1, std::min(threads, n * NH)) : 1;
-    // One row of scores per thread, kept between calls (a decode step is one small call).
+    // One row of scores per thread (slot < threads, cpu_common.h), kept between calls (a decode
+    // step is one small call).
     thread_local std::vector<float> scratch;
-    if (scratch.size() < (size_t)team_size * keys) scratch.resize((size_t)team_size * keys);
+    const size_t rows = (size_t)std::max(threads, 1);
+    if (scratch.size() < rows * keys) scratch.resize(rows * keys);
     float* const scores = scratch.data();
     auto row_head = [&](float* att, int ih) {
         const int i = ih / NH, h = ih % NH, g = h / G, t = pos0 + i;

@@ -47,12 +47,14 @@ inline void split_range(size_t n, size_t parts, size_t i, size_t* begin, size_t*
 inline constexpr size_t kPartsPerThread = 4;
 
 // body(i, slot) for i in [0, n) over a team of `team_size` threads (cpu_pool.h), in up to
-// kPartsPerThread contiguous parts per thread; `slot` < team_size names the thread's scratch.
+// kPartsPerThread contiguous parts per thread; `slot` names the running thread's scratch
+// (< team_size; inside another loop's part, that part's slot: size scratch for `threads`).
 // A team of one runs in the caller, in order, with no pool involved.
 template <typename Index, typename Body>
 inline void parallel_for_slots(Index n, int team_size, Body&& body) {
     if (team_size <= 1 || n <= 1) {
-        for (Index i = 0; i < n; i++) body(i, 0);
+        const int slot = current_slot();
+        for (Index i = 0; i < n; i++) body(i, slot);
         return;
     }
     const size_t parts = std::min((size_t)n, (size_t)team_size * kPartsPerThread);

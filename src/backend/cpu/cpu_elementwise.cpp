@@ -90,7 +90,7 @@ TRT_CPU_CLONES static void gelu_backward_cols(float* __restrict di, double* __re
 }
 
 void gelu_forward(float* out, const float* inp, size_t n, int threads) {
-    const size_t parts = (size_t)threads;
+    const size_t parts = std::max<size_t>(1, std::min(n, (size_t)threads * kPartsPerThread));
     parallel_for(parts, team(n, threads), [&](size_t part) {
         size_t i0, i1;
         split_range(n, parts, part, &i0, &i1);
@@ -100,7 +100,7 @@ void gelu_forward(float* out, const float* inp, size_t n, int threads) {
 
 void gelu_backward(float* dinp /*overwritten*/, const float* inp, const float* dout, size_t n,
                    int threads) {
-    const size_t parts = (size_t)threads;
+    const size_t parts = std::max<size_t>(1, std::min(n, (size_t)threads * kPartsPerThread));
     parallel_for(parts, team(n, threads), [&](size_t part) {
         size_t i0, i1;
         split_range(n, parts, part, &i0, &i1);

@@ -62,7 +62,7 @@ TRT_CPU_CLONES static void residual_layernorm_rows(float* res, float* out, float
 void layernorm_forward(float* out /*[N,C]*/, float* mean /*[N]*/, float* rstd /*[N]*/,
                        const float* inp /*[N,C]*/, const float* w /*[C]*/,
                        const float* b /*[C]*/, int N, int C, int threads) {
-    const size_t parts = (size_t)threads;
+    const size_t parts = std::min((size_t)N, (size_t)threads * kPartsPerThread);
     parallel_for(parts, team((size_t)N * C, threads), [&](size_t part) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);
@@ -76,7 +76,7 @@ void residual_layernorm_forward(float* res_out /*[N,C]*/, float* out /*[N,C]*/,
                                 const float* a /*[N,C]*/, const float* b /*[N,C]*/,
                                 const float* bb /*[C] or null*/, const float* w /*[C]*/,
                                 const float* bias /*[C]*/, int N, int C, int threads) {
-    const size_t parts = (size_t)threads;
+    const size_t parts = std::min((size_t)N, (size_t)threads * kPartsPerThread);
     parallel_for(parts, team((size_t)N * C, threads), [&](size_t part) {
         size_t r0, r1;
         split_range((size_t)N, parts, part, &r0, &r1);

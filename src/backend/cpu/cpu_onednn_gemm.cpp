@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -64,6 +63,7 @@ dnnl::matmul::primitive_desc make_pd(const dnnl::engine& eng, const GemmShape& s
 // The implementation oneDNN picks for a product the size of a small model's layer, or why
 // there is none. Probed once per operand type and process.
 std::pair<std::string, std::string> probe(DType in) {
+    const SerialLibrariesScope serial;  // as the blocks run: single-threaded
     try {
         const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
         GemmShape s;
@@ -94,15 +94,24 @@ struct OnednnGemm::Impl {
     };
     std::vector<Slot> slots;
 
+    static Key key_of(const GemmShape& s) {
+        return Key{s.in, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, s.a_trans, s.b_trans, s.out, s.bias};
+    }
+    // The primitive for a block shape, made on first use (on the calling thread only).
     const Entry& entry(const GemmShape& s) {
-        const Key key{s.in,  s.m,       s.n,       s.k,   s.lda, s.ldb,
-                      s.ldc, s.a_trans, s.b_trans, s.out, s.bias};
+        const Key key = key_of(s);
         auto it = cache.find(key);
         if (it == cache.end()) {
             auto pd = make_pd(eng, s);
             dnnl::matmul prim(pd);
             it = cache.emplace(key, Entry{pd, prim}).first;
         }
+        return it->second;
+    }
+    // One made before the parallel part: a lookup only, safe from any thread.
+    const Entry& made(const GemmShape& s) const {
+        const auto it = cache.find(key_of(s));
+        TRT_CHECK(it != cache.end(), "oneDNN gemm: a block shape without its primitive");
         return it->second;
     }
 };
@@ -171,40 +180,34 @@ void OnednnGemm::run(const GemmShape& s, const void* a, const void* b, void* c,
         // Primitives (at most two block shapes) and per-thread streams and scratchpads are
         // made here, before the threads start: the cache is not shared between threads.
         const int team = std::min(parts, std::max(1, threads));
-        while ((int)impl_->slots.size() < team)
+        // (Slots for `threads`: inside another loop's part, a block runs in that part's slot.)
+        while ((int)impl_->slots.size() < std::max(1, threads))
             impl_->slots.push_back(Impl::Slot{dnnl::stream(impl_->eng), {}});
         size_t scratch = 0;
-        for (int part : {0, parts - 1})
-            scratch = std::max(scratch, impl_->entry(block(part).s).pd.scratchpad_desc().get_size());
-        for (int i = 0; i < team; i++)
-            if (impl_->slots[i].scratch.size() < scratch) impl_->slots[i].scratch.resize(scratch);
-        // A part must not throw (cpu_pool.h): the first block's error is kept and raised after.
-        std::mutex error_mutex;
-        std::string error;
+        for (int part : {0, parts - 1}) {
+            const Impl::Entry& e = impl_->entry(block(part).s);
+            scratch = std::max(scratch, e.pd.scratchpad_desc().get_size());
+        }
+        for (auto& slot : impl_->slots)
+            if (slot.scratch.size() < scratch) slot.scratch.resize(scratch);
+        // (A block's dnnl::error comes back from run_parts, cpu_pool.h, to the catch below.)
         run_parts((size_t)parts, team, [&](size_t part, int slot) {
-            try {
-                const Block blk = block((int)part);
-                const Impl::Entry& e = impl_->entry(blk.s);  // found: made above
-                Impl::Slot& sl = impl_->slots[slot];
-                const auto& pd = e.pd;
-                std::unordered_map<int, dnnl::memory> args{
-                    {DNNL_ARG_SRC, dnnl::memory(pd.src_desc(), impl_->eng, const_cast<void*>(blk.a))},
-                    {DNNL_ARG_WEIGHTS,
-                     dnnl::memory(pd.weights_desc(), impl_->eng, const_cast<void*>(blk.b))},
-                    {DNNL_ARG_DST, dnnl::memory(pd.dst_desc(), impl_->eng, blk.c)},
-                    {DNNL_ARG_SCRATCHPAD,
-                     dnnl::memory(pd.scratchpad_desc(), impl_->eng, sl.scratch.data())}};
-                if (blk.s.bias)
-                    args.emplace(DNNL_ARG_BIAS, dnnl::memory(pd.bias_desc(), impl_->eng,
-                                                             const_cast<float*>(blk.bias)));
-                e.prim.execute(sl.strm, args);
-                sl.strm.wait();
-            } catch (const dnnl::error& e) {
-                const std::lock_guard<std::mutex> lock(error_mutex);
-                if (error.empty()) error = e.what();
-            }
+            const Block blk = block((int)part);
+            const Impl::Entry& e = impl_->made(blk.s);
+            Impl::Slot& sl = impl_->slots[slot];
+            const auto& pd = e.pd;
+            auto mem = [&](const dnnl::memory::desc& d, const void* p) {
+                return dnnl::memory(d, impl_->eng, const_cast<void*>(p));
+            };
+            std::unordered_map<int, dnnl::memory> args{
+                {DNNL_ARG_SRC, mem(pd.src_desc(), blk.a)},
+                {DNNL_ARG_WEIGHTS, mem(pd.weights_desc(), blk.b)},
+                {DNNL_ARG_DST, mem(pd.dst_desc(), blk.c)},
+                {DNNL_ARG_SCRATCHPAD, mem(pd.scratchpad_desc(), sl.scratch.data())}};
+            if (blk.s.bias) args.emplace(DNNL_ARG_BIAS, mem(pd.bias_desc(), blk.bias));
+            e.prim.execute(sl.strm, args);
+            sl.strm.wait();
         });
-        if (!error.empty()) throw dnnl::error(dnnl_runtime_error, error.c_str());
     } catch (const dnnl::error& e) {
         fail(Status::Internal, "oneDNN ", s.in == DType::BF16 ? "bf16" : "fp32", " matmul ", s.m,
              "x", s.n, "x", s.k, " failed: ", e.what());

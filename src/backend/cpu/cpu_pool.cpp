@@ -108,15 +108,22 @@ public:
         if ((int)workers_.size() >= n) return;
         // Workers take no signals: a host's handlers run on its own threads (a handler on a
         // thread in the middle of a kernel could find any stack pointer, cpu_pool.h).
-        sigset_t all, saved;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &saved);
+        // (The caller's mask comes back even when a thread cannot be started: std::thread
+        // throws on EAGAIN, a process or cgroup thread limit.)
+        struct MaskAll {
+            sigset_t saved;
+            MaskAll() {
+                sigset_t all;
+                sigfillset(&all);
+                pthread_sigmask(SIG_SETMASK, &all, &saved);
+            }
+            ~MaskAll() { pthread_sigmask(SIG_SETMASK, &saved, nullptr); }
+        } mask;
         while ((int)workers_.size() < n) {
             const int slot = (int)workers_.size() + 1;
             workers_.emplace_back([this, slot] { work(slot); });
             g_workers_started.fetch_add(1);
         }
-        pthread_sigmask(SIG_SETMASK, &saved, nullptr);
     }
 
     void run(size_t parts, int team, PartFn fn, void* ctx) {
@@ -124,6 +131,8 @@ public:
         // rewritten; then open the job under its new id and wake the workers.
         const uint64_t id = ++job_id_ & 0xFFFFFFFFu;
         done_.store(0, std::memory_order_relaxed);
+        worker_failed_.store(false, std::memory_order_relaxed);
+        worker_error_ = nullptr;
         fn_.store(fn, std::memory_order_relaxed);
         ctx_.store(ctx, std::memory_order_relaxed);
         parts_.store(parts, std::memory_order_relaxed);
@@ -158,7 +167,9 @@ public:
                 futex_wait(done_, d);
             caller_sleeping_.store(0, std::memory_order_relaxed);
         }
+        // (Every worker's part has finished: worker_error_ is written and visible.)
         if (error) std::rethrow_exception(error);
+        if (worker_error_) std::rethrow_exception(worker_error_);
     }
 
 private:
@@ -197,7 +208,11 @@ private:
             std::atomic_thread_fence(std::memory_order_acquire);
             if (slot >= team || (v & 0xFFFFFFFFu) >= parts) return;  // not invited, or all taken
             if (!claim_.compare_exchange_strong(v, v + 1, std::memory_order_acq_rel)) continue;
-            fn(ctx, (size_t)(v & 0xFFFFFFFFu), slot);
+            try {
+                fn(ctx, (size_t)(v & 0xFFFFFFFFu), slot);
+            } catch (...) {  // the first one goes back to the caller (run rethrows it)
+                if (!worker_failed_.exchange(true)) worker_error_ = std::current_exception();
+            }
             done_.fetch_add(1, std::memory_order_seq_cst);
             if (caller_sleeping_.load(std::memory_order_seq_cst)) futex_wake(done_, 1);
         }
@@ -213,7 +228,9 @@ private:
     alignas(64) std::atomic<uint32_t> wake_{0};  // bumped per job; the workers' futex
     std::atomic<int> sleepers_{0};
     std::atomic<bool> stop_{false};
-    uint64_t job_id_ = 0;  // the caller's only
+    std::atomic<bool> worker_failed_{false};
+    std::exception_ptr worker_error_;  // the first exception of a worker's part in this job
+    uint64_t job_id_ = 0;              // the caller's only
     std::vector<std::thread> workers_;
 };
 
@@ -283,8 +300,9 @@ void give_back(Pool* p) {
 
 void run_parts(size_t parts, int team, PartFn fn, void* ctx) {
     if (parts == 0) return;
-    if (team > (int)parts) team = (int)parts;
-    if (team <= 1 || t_in_part) {
+    if (parts < (size_t)team) team = (int)parts;
+    // (A part count must fit the claim word's low half, below kClosed.)
+    if (team <= 1 || t_in_part || parts >= kClosed) {
         for (size_t p = 0; p < parts; p++) fn(ctx, p, t_in_part ? t_slot : 0);
         return;
     }
@@ -296,6 +314,8 @@ void run_parts(size_t parts, int team, PartFn fn, void* ctx) {
     pool->ensure_workers(team - 1);
     pool->run(parts, team, fn, ctx);
 }
+
+int current_slot() { return t_in_part ? t_slot : 0; }
 
 int pool_worker_count() { return g_workers_started.load(); }
 

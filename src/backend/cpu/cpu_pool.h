@@ -18,9 +18,11 @@
 // buffer no other running part uses. OpenBLAS and oneDNN run single-threaded inside a part
 // (SerialLibrariesScope, cpu_threads.h): all parallelism is ours.
 //
-// A part that calls run_parts again runs that inner loop inline, in part order, in its own
-// slot. Sessions stepped from two host threads at once each lease their own pool.
-// A part must not throw (as with OpenMP): the kernels check their inputs before the loop.
+// A part that calls run_parts again runs that inner loop inline, in part order, in the
+// enclosing part's slot: scratch indexed by slot is sized for the outer team (`threads`).
+// Sessions stepped from two host threads at once each lease their own pool. A part that
+// throws: the first exception (the caller's own first) is rethrown by run_parts once every
+// claimed part has finished; parts not yet claimed then may not run.
 #pragma once
 #include <cstddef>
 #include <type_traits>
@@ -42,6 +44,9 @@ inline void run_parts(size_t parts, int team, Body&& body) {
         [](void* ctx, size_t part, int slot) { (*static_cast<B*>(ctx))(part, slot); },
         const_cast<void*>(static_cast<const void*>(&body)));
 }
+
+// The slot of the part the calling thread is running (0 outside any part).
+int current_slot();
 
 // Worker threads started so far, over every pool (for tests).
 int pool_worker_count();

@@ -1659,6 +1659,21 @@ TEST_F(CapiSession, ComputingCallsGiveTheThreadAnAlternateSignalStack) {
         stack_t after{};
         ASSERT_EQ(sigaltstack(nullptr, &after), 0);
         EXPECT_EQ(after.ss_sp, own.data()) << "the host's own stack was taken down";
+        // A stack the host installs during the call (from a callback) is the host's: kept.
+        ASSERT_EQ(sigaltstack(&off, nullptr), 0);
+        struct InstallOwn {
+            stack_t* mine;
+            static int32_t fn(const trainrt_progress*, void* payload) {
+                sigaltstack(static_cast<InstallOwn*>(payload)->mine, nullptr);
+                return 0;
+            }
+        } install{&mine};
+        ASSERT_EQ(trainrt_session_train(s, 1, InstallOwn::fn, &install), TRAINRT_OK)
+            << last_error();
+        ASSERT_EQ(sigaltstack(nullptr, &after), 0);
+        EXPECT_FALSE(after.ss_flags & SS_DISABLE) << "the host's stack, set in a callback, was "
+                                                     "taken down";
+        EXPECT_EQ(after.ss_sp, own.data());
         if (saved.ss_flags & SS_DISABLE)
             sigaltstack(&off, nullptr);
         else

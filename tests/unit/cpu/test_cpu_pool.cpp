@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_pool.h"
 
 namespace {
@@ -95,6 +96,31 @@ TEST(CpuPool, NestedLoopsRunInlineInTheirSlot) {
     });
     EXPECT_EQ(inner_runs.load(), 40);
     EXPECT_EQ(mismatched.load(), 0);
+}
+
+TEST(CpuPool, AnErrorInAWorkersPartComesBackToTheCaller) {
+    // Two parts that wait for each other: one runs on a worker, and that one throws.
+    std::atomic<int> started{0};
+    EXPECT_THROW(run_parts(2, 2,
+                           [&](size_t, int slot) {
+                               started++;
+                               while (started.load() < 2) std::this_thread::yield();
+                               if (slot != 0) throw std::runtime_error("worker part failed");
+                           }),
+                 std::runtime_error);
+    check_job(50, 2);
+}
+
+TEST(CpuPool, ALoopOfOneThreadInsideAPartUsesThatPartsSlot) {
+    std::atomic<int> mismatched{0};
+    run_parts(6, 2, [&](size_t, int outer) {
+        trt::cpu::parallel_for_slots(4, 1, [&](int, int inner) {
+            if (inner != outer) mismatched++;
+        });
+        if (trt::cpu::current_slot() != outer) mismatched++;
+    });
+    EXPECT_EQ(mismatched.load(), 0);
+    EXPECT_EQ(trt::cpu::current_slot(), 0);
 }
 
 TEST(CpuPool, AnErrorInTheCallersPartComesBackAndThePoolGoesOn) {
