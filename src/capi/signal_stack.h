@@ -10,7 +10,7 @@
 // library's (per thread, mapped once, with a guard page), and loses it again on return; a
 // thread with its own (Go's, the CLI's) keeps it. A handler installed without SA_ONSTACK still
 // runs on the interrupted stack: docs/C_API.md, "Threads", says what a host should do.
-// The library's own worker threads block every signal (src/backend/cpu/cpu_pool.h).
+// The library's worker threads block every asynchronous signal (src/backend/cpu/cpu_pool.h).
 #pragma once
 
 namespace trt::capi {

@@ -361,7 +361,7 @@ void* alt_signal_stack(size_t& size) {
 // this thread's alternate stack: the kernel delivers a process-directed signal to a thread
 // that does not block it, the main thread first, and that thread may be inside a oneDNN
 // kernel whose rsp points into the heap (oneDNN issue 4845, its JIT f32 GEMM). Only this
-// thread needs the stack: the library's worker threads block every signal (cpu_pool.h). The
+// thread needs the stack: the library's worker threads block SIGINT/SIGTERM (cpu_pool.h). The
 // library would give this thread a stack of its own during computing calls
 // (src/capi/signal_stack.h); the CLI's is there for the whole run (docs/C_API.md, "Threads").
 class TrainSignals {

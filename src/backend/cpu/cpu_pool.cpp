@@ -106,8 +106,10 @@ public:
 
     void ensure_workers(int n) {
         if ((int)workers_.size() >= n) return;
-        // Workers take no signals: a host's handlers run on its own threads (a handler on a
-        // thread in the middle of a kernel could find any stack pointer, cpu_pool.h).
+        // Workers take no asynchronous signals: a host's handlers run on its own threads (a
+        // handler on a thread in the middle of a kernel could find any stack pointer,
+        // src/capi/signal_stack.h). Faults stay unblocked, so a crash handler (a host's, a
+        // sanitizer's) still reports a fault in a worker.
         // (The caller's mask comes back even when a thread cannot be started: std::thread
         // throws on EAGAIN, a process or cgroup thread limit.)
         struct MaskAll {
@@ -115,6 +117,8 @@ public:
             MaskAll() {
                 sigset_t all;
                 sigfillset(&all);
+                for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS})
+                    sigdelset(&all, fault);
                 pthread_sigmask(SIG_SETMASK, &all, &saved);
             }
             ~MaskAll() { pthread_sigmask(SIG_SETMASK, &saved, nullptr); }
