@@ -49,7 +49,9 @@ TRAINRT_API uint32_t trainrt_abi_version(void);
 
 /* Bits of trainrt_build_features(). */
 #define TRAINRT_FEATURE_CPU         (UINT64_C(1) << 0) /* CPU backend (always) */
-#define TRAINRT_FEATURE_OPENMP      (UINT64_C(1) << 1) /* CPU ops threaded with OpenMP */
+/* CPU ops multi-threaded (runtime.threads): by the library's own pool now, no longer
+ * OpenMP; the name stays for compatibility. */
+#define TRAINRT_FEATURE_OPENMP      (UINT64_C(1) << 1)
 #define TRAINRT_FEATURE_OPENBLAS    (UINT64_C(1) << 2) /* matmuls through OpenBLAS */
 #define TRAINRT_FEATURE_CUDA_MODULE (UINT64_C(1) << 3) /* libtrainrt-cuda found and loadable */
 #define TRAINRT_FEATURE_CUDNN       (UINT64_C(1) << 4) /* cuDNN attention available */
