@@ -1,4 +1,4 @@
-// config.json for GPT2LMHeadModel and LlamaForCausalLM: written with every export and
+// config.json for GPT2LMHeadModel, LlamaForCausalLM and Qwen2ForCausalLM: written with every export and
 // checkpoint so the directory loads with transformers' from_pretrained, and read back to
 // learn a checkpoint's (or a Hugging Face model folder's) family and dims.
 #include <cmath>
@@ -28,15 +28,31 @@ std::string float_text(float v) {
     return s;
 }
 
+// config.json's rope_scaling: null, or the object transformers reads ("rope_type" and the
+// older "type" both, as Llama 3.1's own config.json has them).
+std::string rope_scaling_json(const RopeScalingSpec& r) {
+    if (r.kind == RopeScaling::None) return "null";
+    const std::string type = json::quote(to_string(r.kind));
+    std::string out = cat("{\"rope_type\": ", type, ", \"type\": ", type,
+                          ", \"factor\": ", float_text(r.factor));
+    if (r.kind == RopeScaling::Llama3)
+        out += cat(", \"low_freq_factor\": ", float_text(r.low_freq_factor),
+                   ", \"high_freq_factor\": ", float_text(r.high_freq_factor),
+                   ", \"original_max_position_embeddings\": ", r.original_context);
+    return out + "}";
+}
+
 }  // namespace
 
 std::string hf_config_json(const ModelSpec& s, const std::string& torch_dtype) {
-    if (s.llama()) {
-        // Field names and defaults follow transformers' LlamaConfig; no rope scaling, no
-        // biases, SiLU-gated MLP.
+    if (!s.learned_positions()) {
+        // Field names and defaults follow transformers' LlamaConfig (Qwen2Config has the same
+        // ones, its q/k/v biases implied by the model type); SiLU-gated MLP.
+        const Family& f = s.family();
+        const bool qwen2 = s.arch == ModelArch::Qwen2;
         return cat("{\n",
-                   "  \"architectures\": [\"LlamaForCausalLM\"],\n",
-                   "  \"model_type\": \"llama\",\n",
+                   "  \"architectures\": [\"", f.hf_class, "\"],\n",
+                   "  \"model_type\": \"", f.model_type, "\",\n",
                    "  \"vocab_size\": ", s.V, ",\n",
                    "  \"max_position_embeddings\": ", s.maxT, ",\n",
                    "  \"hidden_size\": ", s.C, ",\n",
@@ -48,9 +64,9 @@ std::string hf_config_json(const ModelSpec& s, const std::string& torch_dtype) {
                    "  \"hidden_act\": \"silu\",\n",
                    "  \"rms_norm_eps\": ", float_text(s.norm_eps), ",\n",
                    "  \"rope_theta\": ", float_text(s.rope_theta), ",\n",
-                   "  \"rope_scaling\": null,\n",
-                   "  \"attention_bias\": false,\n",
-                   "  \"mlp_bias\": false,\n",
+                   "  \"rope_scaling\": ", rope_scaling_json(s.rope_scaling), ",\n",
+                   qwen2 ? "  \"use_sliding_window\": false,\n"
+                         : "  \"attention_bias\": false,\n  \"mlp_bias\": false,\n",
                    "  \"attention_dropout\": 0.0,\n",
                    "  \"initializer_range\": 0.02,\n",
                    "  \"tie_word_embeddings\": ", s.tied ? "true" : "false", ",\n",
@@ -105,6 +121,13 @@ std::string shape_diff(const ModelSpec& ck, const ModelSpec& cfg) {
     add("d_ff", ck.F, cfg.F);
     add("rope_theta", ck.rope_theta, cfg.rope_theta);
     add("norm_eps", ck.norm_eps, cfg.norm_eps);
+    add_text("rope_scaling", to_string(ck.rope_scaling.kind), to_string(cfg.rope_scaling.kind));
+    add("rope_scaling_factor", ck.rope_scaling.factor, cfg.rope_scaling.factor);
+    add("rope_low_freq_factor", ck.rope_scaling.low_freq_factor, cfg.rope_scaling.low_freq_factor);
+    add("rope_high_freq_factor", ck.rope_scaling.high_freq_factor,
+        cfg.rope_scaling.high_freq_factor);
+    add("rope_original_context", ck.rope_scaling.original_context,
+        cfg.rope_scaling.original_context);
     if (ck.tied != cfg.tied) add_text("tie_embeddings", ck.tied ? "true" : "false", cfg.tied ? "true" : "false");
     return out;
 }

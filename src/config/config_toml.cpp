@@ -171,6 +171,11 @@ const std::vector<KeyDesc>& keys() {
         TRT_INT(model, d_model, 1, limits::kMaxWidth),  // + divisible by n_head (cross-key)
         TRT_INT(model, d_ff, 0, limits::kMaxMlpWidth),
         TRT_FLOAT(model, rope_theta, 0.0, true, limits::kMaxFloat),
+        TRT_ENUM(model, rope_scaling, RopeScaling),  // + its keys below (cross-key)
+        TRT_FLOAT(model, rope_scaling_factor, 0.0, true, limits::kMaxFloat),
+        TRT_FLOAT(model, rope_low_freq_factor, 0.0, true, limits::kMaxFloat),
+        TRT_FLOAT(model, rope_high_freq_factor, 0.0, true, limits::kMaxFloat),
+        TRT_INT(model, rope_original_context, 0, limits::kMaxContext),
         TRT_FLOAT(model, norm_eps, 0.0, true, 1.0),
         TRT_BOOL(model, tie_embeddings),
         TRT_PATH(model, init_from),
@@ -504,7 +509,37 @@ toml::table parse_text(std::string_view text, const std::string& source_name) {
     return doc;
 }
 
-// Cross-key rules of the model family (model/param_table.h): what each family can express.
+// model.rope_scaling's keys: each means something for one kind of scaling only, and llama3's
+// blend needs its band (transformers' _compute_llama3_parameters).
+template <class Where>
+void rope_scaling_rules(const ModelConfig& m, Where where, Problems& problems) {
+    const bool linear = m.rope_scaling == RopeScaling::Linear;
+    const bool llama3 = m.rope_scaling == RopeScaling::Llama3;
+    const auto only = [&](bool used, bool at_default, const char* key, const char* kinds) {
+        if (!used && !at_default)
+            problems.add(where(key, "model.rope_scaling"),
+                         cat(key, ": given while model.rope_scaling = \"",
+                             to_string(m.rope_scaling), "\"; it is read with ", kinds, " only"));
+    };
+    only(linear || llama3, m.rope_scaling_factor == 1.0, "model.rope_scaling_factor",
+         "\"linear\" and \"llama3\"");
+    only(llama3, m.rope_low_freq_factor == 1.0, "model.rope_low_freq_factor", "\"llama3\"");
+    only(llama3, m.rope_high_freq_factor == 4.0, "model.rope_high_freq_factor", "\"llama3\"");
+    only(llama3, m.rope_original_context == 0, "model.rope_original_context", "\"llama3\"");
+    if (!llama3) return;
+    if (m.rope_original_context == 0)
+        problems.add(where("model.rope_original_context", "model.rope_scaling"),
+                     "model.rope_original_context: model.rope_scaling = \"llama3\" needs the "
+                     "pretraining context (original_max_position_embeddings: 8192 for Llama 3.1 "
+                     "and 3.2)");
+    if (!(m.rope_high_freq_factor > m.rope_low_freq_factor))
+        problems.add(where("model.rope_high_freq_factor", "model.rope_low_freq_factor"),
+                     cat("model.rope_high_freq_factor: ", m.rope_high_freq_factor,
+                         " must be above model.rope_low_freq_factor (", m.rope_low_freq_factor,
+                         "); Llama 3.1 uses 4 and 1"));
+}
+
+// Cross-key rules of the model family (model/family.h): what each family can express.
 // `where(a, b)` gives the source of whichever key was written.
 template <class Where>
 void model_family_rules(const RunConfig& r, Where where, Problems& problems) {
@@ -531,11 +566,15 @@ void model_family_rules(const RunConfig& r, Where where, Problems& problems) {
             problems.add(where("model.norm_eps", "model.arch"),
                          cat("model.norm_eps: GPT-2's LayerNorm epsilon is 1e-5 "
                              "(layer_norm_epsilon of every GPT-2)", family));
+        if (m.rope_scaling != RopeScaling::None)
+            problems.add(where("model.rope_scaling", "model.arch"),
+                         cat("model.rope_scaling: GPT-2 has learned positions, not RoPE", family));
     } else if (m.n_head >= 1 && m.d_model % m.n_head == 0 && (m.d_model / m.n_head) % 2 != 0) {
         problems.add(where("model.d_model", "model.n_head"),
                      cat("model.d_model / model.n_head = ", m.d_model / m.n_head,
                          " is odd; RoPE rotates pairs, so the head size must be even"));
     }
+    rope_scaling_rules(m, where, problems);
     // [lora] keys that mean something only with adapters (which modules exist, and whether
     // the rank fits them, is the model's to say: model/lora.h, when the session starts).
     const LoraConfig& l = r.lora;

@@ -10,6 +10,69 @@
 
 namespace trt {
 
+namespace {
+
+// config.json's "rope_scaling" (null or absent: none) into model.rope_scaling and its keys.
+// "rope_type" names the kind ("type" in configs written before transformers 4.43); kinds the
+// decoder cannot run ("dynamic", "yarn", "longrope") are refused by name.
+void read_rope_scaling(const json::Value& root, const std::string& source, ModelConfig& m) {
+    const json::Value* rs = root.find("rope_scaling");
+    if (rs == nullptr || rs->kind == json::Value::Kind::Null) return;
+    if (!rs->is_object())
+        fail(Status::Format, source, ": \"rope_scaling\" must be an object or null (got a ",
+             rs->kind_name(), ")");
+    const json::Value* type = rs->find("rope_type");
+    if (type == nullptr || type->kind == json::Value::Kind::Null) type = rs->find("type");
+    if (type == nullptr || !type->is_string())
+        fail(Status::Format, source, ": \"rope_scaling\" has no \"rope_type\" string");
+    const auto number = [&](const char* key, double fallback, bool required) -> double {
+        const json::Value* v = rs->find(key);
+        if (v == nullptr || v->kind == json::Value::Kind::Null) {
+            if (required)
+                fail(Status::Format, source, ": \"rope_scaling\" of type \"", type->s,
+                     "\" needs \"", key, "\"");
+            return fallback;
+        }
+        double x = 0;
+        int64_t i = 0;
+        if (v->kind == json::Value::Kind::Double) x = v->d;
+        else if (v->get_i64(i)) x = static_cast<double>(i);
+        else fail(Status::Format, source, ": rope_scaling \"", key, "\" must be a number");
+        if (!(x > 0) || x > limits::kMaxFloat)
+            fail(Status::Format, source, ": rope_scaling \"", key,
+                 "\" must be a positive finite number");
+        return x;
+    };
+    if (type->s == "default") return;
+    if (type->s == "linear") {
+        m.rope_scaling = RopeScaling::Linear;
+        m.rope_scaling_factor = number("factor", 1.0, true);
+    } else if (type->s == "llama3") {
+        m.rope_scaling = RopeScaling::Llama3;
+        m.rope_scaling_factor = number("factor", 1.0, true);
+        m.rope_low_freq_factor = number("low_freq_factor", 1.0, true);
+        m.rope_high_freq_factor = number("high_freq_factor", 4.0, true);
+        const double original = number("original_max_position_embeddings", 0.0, true);
+        if (original != static_cast<double>(static_cast<int64_t>(original)) ||
+            original > static_cast<double>(limits::kMaxContext))
+            fail(Status::Format, source, ": rope_scaling \"original_max_position_embeddings\" "
+                 "must be a whole number of positions up to ", limits::kMaxContext);
+        m.rope_original_context = static_cast<int64_t>(original);
+        if (!(m.rope_high_freq_factor > m.rope_low_freq_factor))
+            fail(Status::Format, source, ": rope_scaling \"high_freq_factor\" must be above "
+                 "\"low_freq_factor\"");
+    } else {
+        fail(Status::Unsupported, source, ": rope_scaling of type \"", type->s,
+             "\" is not supported (libtrainrt runs \"linear\" and \"llama3\" RoPE scaling)");
+    }
+    // transformers multiplies cos and sin by it; "linear" and "llama3" leave it at 1.
+    if (number("attention_factor", 1.0, false) != 1.0)
+        fail(Status::Unsupported, source, ": rope_scaling \"attention_factor\" other than 1 is "
+             "not supported");
+}
+
+}  // namespace
+
 ModelConfig parse_hf_model_config(const std::string& text, const std::string& source) {
     const json::Value root = json::parse(text, source);
     if (!root.is_object())
@@ -58,7 +121,7 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
     const auto refuse_unless = [&](bool ok, const std::string& what) {
         if (!ok)
             fail(Status::Unsupported, source, ": ", what, " is not supported (libtrainrt trains "
-                 "GPT-2 and Llama-family models without it)");
+                 "GPT-2, Llama and Qwen2 models without it)");
     };
 
     // Checkpoints written before the Llama family have model_type "gpt2" too; a file without
@@ -87,8 +150,11 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
         if (m.d_model % m.n_head != 0)
             fail(Status::Format, source, ": n_embd ", m.d_model, " is not a multiple of n_head ",
                  m.n_head);
-    } else if (model_type == "llama") {
-        m.arch = ModelArch::Llama;
+    } else if (model_type == "llama" || model_type == "qwen2") {
+        // LlamaConfig's keys; Qwen2Config has the same ones (its q/k/v biases are part of the
+        // family, not a key) and its own sliding-window switch.
+        const bool qwen2 = model_type == "qwen2";
+        m.arch = qwen2 ? ModelArch::Qwen2 : ModelArch::Llama;
         m.vocab_size = dim("vocab_size", limits::kMaxVocab, "model.vocab_size");
         m.context_length = dim("max_position_embeddings", limits::kMaxContext, "model.context_length");
         m.n_layer = dim("num_hidden_layers", limits::kMaxLayers, "model.n_layer");
@@ -112,12 +178,16 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
         }
         if (const json::Value* act = root.find("hidden_act"))
             refuse_unless(act->is_string() && act->s == "silu", "hidden_act other than \"silu\"");
-        refuse_unless(is_null(root.find("rope_scaling")), "rope_scaling (e.g. Llama 3.1's)");
-        refuse_unless(!flag("attention_bias", false), "attention_bias = true");
-        refuse_unless(!flag("mlp_bias", false), "mlp_bias = true");
+        read_rope_scaling(root, source, m);
+        if (qwen2) {
+            refuse_unless(!flag("use_sliding_window", false), "use_sliding_window = true");
+        } else {
+            refuse_unless(!flag("attention_bias", false), "attention_bias = true");
+            refuse_unless(!flag("mlp_bias", false), "mlp_bias = true");
+        }
     } else {
         fail(Status::Unsupported, source, ": \"model_type\" is \"", model_type,
-             "\"; libtrainrt supports \"gpt2\" and \"llama\"");
+             "\"; libtrainrt supports \"gpt2\", \"llama\" and \"qwen2\"");
     }
     // Parameter count in long double: the per-layer C^2 terms alone overflow int64 for
     // hostile dims. 2^40 floats (4 TiB) is far beyond any model this library trains.

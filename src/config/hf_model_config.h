@@ -1,8 +1,10 @@
 // A Hugging Face model's config.json as [model] keys: what model.init_from = "<folder>"
 // contributes to a config (docs/CONFIG.md, "Hugging Face model folders"), and what a
-// checkpoint's config.json says its model is. GPT2LMHeadModel ("gpt2") and LlamaForCausalLM
-// ("llama") are read; transformers' defaults apply to missing keys; what the decoder cannot
-// run (rope scaling, biases in Llama, other activations, other model types) is refused by name.
+// checkpoint's config.json says its model is. GPT2LMHeadModel ("gpt2"), LlamaForCausalLM
+// ("llama", with "linear" or "llama3" rope_scaling) and Qwen2ForCausalLM ("qwen2") are read;
+// transformers' defaults apply to missing keys; what the decoder cannot run (other rope
+// scaling, biases in Llama, sliding windows, other activations, other model types) is refused
+// by name.
 #pragma once
 #include <string>
 

@@ -8,6 +8,16 @@ const char* to_string(ModelArch v) {
     switch (v) {
         case ModelArch::Gpt2: return "gpt2";
         case ModelArch::Llama: return "llama";
+        case ModelArch::Qwen2: return "qwen2";
+    }
+    return "?";
+}
+
+const char* to_string(RopeScaling v) {
+    switch (v) {
+        case RopeScaling::None: return "none";
+        case RopeScaling::Linear: return "linear";
+        case RopeScaling::Llama3: return "llama3";
     }
     return "?";
 }

@@ -8,7 +8,9 @@
 
 namespace trt {
 
-enum class ModelArch { Gpt2, Llama };
+enum class ModelArch { Gpt2, Llama, Qwen2 };  // one row each in model/family.cpp
+// model.rope_scaling: how RoPE's frequencies are stretched (config.json's rope_scaling).
+enum class RopeScaling { None, Linear, Llama3 };
 enum class SamplerKind { Random, Sequential };
 enum class Schedule { Constant, Cosine, Linear };
 enum class DeviceKind { Auto, Cpu, Cuda };
@@ -41,6 +43,14 @@ struct ModelConfig {
     int64_t d_model = 128;         // C; must be divisible by n_head
     int64_t d_ff = 0;              // MLP hidden width; 0 = 4 * d_model
     double rope_theta = 10000.0;   // llama: RoPE base
+    // RoPE frequency scaling (transformers' rope_scaling): "linear" divides every frequency
+    // by rope_scaling_factor; "llama3" (Llama 3.1+) divides the low ones, keeps the high ones
+    // and blends between, around rope_original_context (original_max_position_embeddings).
+    RopeScaling rope_scaling = RopeScaling::None;
+    double rope_scaling_factor = 1.0;
+    double rope_low_freq_factor = 1.0;
+    double rope_high_freq_factor = 4.0;
+    int64_t rope_original_context = 0;
     double norm_eps = 1e-5;        // RMSNorm epsilon (llama); gpt2's LayerNorm uses 1e-5
     bool tie_embeddings = true;    // the output head is the token embedding (gpt2: always)
     std::string init_from;         // HF GPT-2 safetensors; empty = random init from seed
@@ -174,6 +184,7 @@ struct RunConfig {
 
 // Names as written in TOML ("random", "cosine", "bf16", ...).
 const char* to_string(ModelArch v);
+const char* to_string(RopeScaling v);
 const char* to_string(SamplerKind v);
 const char* to_string(Schedule v);
 const char* to_string(DeviceKind v);

@@ -41,7 +41,7 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
     be_.register_params(params_, table_.total());
     lay_out_activations(s, B, T, att_saved, att_scratch, act, recompute_, act_base_, &acts_);
     if (!s.learned_positions()) {
-        const RopeTables rope = make_rope_tables(s.maxT, s.hs(), s.rope_theta);
+        const RopeTables rope = make_rope_tables(s.maxT, s.hs(), s.rope_theta, s.rope_scaling);
         const size_t bytes = rope.cos.size() * sizeof(float);
         rope_cos_ = static_cast<float*>(be_.alloc(bytes, "RoPE cos table"));
         rope_sin_ = static_cast<float*>(be_.alloc(bytes, "RoPE sin table"));
@@ -221,7 +221,7 @@ void Decoder::block_attention_forward(int i, int B, int T, int cache_pos0) {
     const WeightLayout lin = s.linear_layout();
     LayerActivations& a = acts_.layers[i];
     const float* Wqkv = s.split_qkv() ? w(Slot::Q, i) : w(Slot::Qkv, i);
-    be_.matmul_forward(a.qkv, a.ln1, Wqkv, w(Slot::QkvBias, i), N, C, s.qkv_width(), lin);
+    be_.matmul_forward(a.qkv, a.ln1, Wqkv, w(qkv_bias_slot(), i), N, C, s.qkv_width(), lin);
     for (Slot p : {Slot::Qkv, Slot::Q, Slot::K, Slot::V}) lora_forward(p, i, a.ln1, a.qkv, N);
     const bool cached = cache_pos0 >= 0;
     if (!s.learned_positions())
@@ -416,7 +416,7 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
         if (!s.learned_positions())  // d(rotated q, k) -> d(q, k)
             be_.rope_backward(A.dqkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0);
         const Slot qkv = s.split_qkv() ? Slot::Q : Slot::Qkv;
-        be_.matmul_backward(A.dln, dw(qkv, i), dw(Slot::QkvBias, i), A.dqkv, a.ln1, w(qkv, i),
+        be_.matmul_backward(A.dln, dw(qkv, i), dw(qkv_bias_slot(), i), A.dqkv, a.ln1, w(qkv, i),
                             N, C, s.qkv_width(), lin);
         for (Slot p : {Slot::Qkv, Slot::Q, Slot::K, Slot::V})
             lora_backward(p, i, a.ln1, A.dqkv, A.dln, N);

@@ -126,6 +126,9 @@ private:
     // for gradients, when it is frozen).
     float* w(Slot slot, int layer = -1);
     float* dw(Slot slot, int layer = -1);
+    // The bias of the fused q/k/v matmul: c_attn's, or q_proj's with k_proj's and v_proj's
+    // right after it (one [(NH+2NKV)hs] vector); w() gives null for a family without.
+    Slot qkv_bias_slot() const { return spec().split_qkv() ? Slot::QBias : Slot::QkvBias; }
     // The LoRA adapter of the linear in (slot, layer), if it has one (model/lora.h): x [N, in]
     // is the layer's input, out its (fused) output [N, fused_width]:
     //   out[:, column ..] += scale * (x · Aᵀ) · Bᵀ

@@ -10,9 +10,10 @@
 namespace trt {
 
 std::vector<Slot> linear_slots(const ModelSpec& s) {
-    if (s.llama())
-        return {Slot::Q, Slot::K, Slot::V, Slot::AttnOut, Slot::Gate, Slot::Up, Slot::Down};
-    return {Slot::Qkv, Slot::AttnOut, Slot::Up, Slot::Down};
+    std::vector<Slot> out;
+    for (const FamilyTensor& t : s.family().per_block)
+        if (linear_slot(t.slot)) out.push_back(t.slot);
+    return out;
 }
 
 bool module_matches(const std::string& key, const std::string& path) {
@@ -29,8 +30,7 @@ LoraSpec lora_spec(const LoraConfig& config, const ModelSpec& model) {
     const ParamTable table(base);
     std::vector<std::string> keys = config.target_modules;
     if (keys.empty())
-        keys = model.llama() ? std::vector<std::string>{"q_proj", "v_proj"}
-                             : std::vector<std::string>{"c_attn"};
+        keys = model.family().default_lora_targets;
     const bool all = std::find(keys.begin(), keys.end(), "all-linear") != keys.end();
     const int per = static_cast<int>(Slot::kLayerSlots);
     out.rank = static_cast<int>(config.rank);

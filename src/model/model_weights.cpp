@@ -54,7 +54,8 @@ void init_random(const ParamTable& table, uint64_t seed, float* host) {
             case ParamRole::Head:
             case ParamRole::Linear: {
                 const bool residual_proj =
-                    !s.llama() && (pt.slot == Slot::AttnOut || pt.slot == Slot::Down);
+                    s.family().scaled_residual_init &&
+                    (pt.slot == Slot::AttnOut || pt.slot == Slot::Down);
                 fill_normal(out, pt.numel, seed, static_cast<uint32_t>(t),
                             residual_proj ? residual_std : 0.02f);
                 break;
@@ -91,8 +92,9 @@ void load_hf_weights(const ParamTable& table, const std::string& path, float* ho
         if (pt.role == ParamRole::LoraA || pt.role == ParamRole::LoraB) continue;  // adapters
         std::string found_name = pt.name;
         auto [file, info] = find(pt.name);
-        if (info == nullptr && !table.spec().llama()) {
-            found_name = "transformer." + pt.name;
+        if (const std::string prefix = table.spec().family().hf_model_prefix;
+            info == nullptr && !prefix.empty()) {
+            found_name = prefix + pt.name;
             std::tie(file, info) = find(found_name);
         }
         if (info == nullptr)

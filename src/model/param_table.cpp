@@ -18,6 +18,11 @@ ModelSpec model_spec(const ModelConfig& m) {
     s.F = m.d_ff > 0 ? static_cast<int>(m.d_ff) : 4 * s.C;
     s.norm_eps = static_cast<float>(m.norm_eps);
     s.rope_theta = static_cast<float>(m.rope_theta);
+    s.rope_scaling.kind = m.rope_scaling;
+    s.rope_scaling.factor = static_cast<float>(m.rope_scaling_factor);
+    s.rope_scaling.low_freq_factor = static_cast<float>(m.rope_low_freq_factor);
+    s.rope_scaling.high_freq_factor = static_cast<float>(m.rope_high_freq_factor);
+    s.rope_scaling.original_context = static_cast<int>(m.rope_original_context);
     s.tied = m.tie_embeddings;
     s.dropout = static_cast<float>(m.dropout);
     return s;
@@ -36,15 +41,23 @@ ModelSpec llama_spec(int V, int maxT, int L, int NH, int NKV, int C, int F, bool
     return s;
 }
 
-std::string arch_name(const ModelSpec& s) { return to_string(s.arch); }
+std::string arch_name(const ModelSpec& s) { return s.family().model_type; }
 
 std::string describe(const ModelSpec& s) {
     std::string out = cat(arch_name(s), " L", s.L, " H", s.NH);
     if (s.NKV != s.NH) out += cat(" KV", s.NKV);
     out += cat(" C", s.C, " F", s.F, " V", s.V, " T_max", s.maxT);
-    if (s.llama())
-        out += cat(", RoPE theta ", s.rope_theta, ", RMSNorm eps ", s.norm_eps,
-                   s.tied ? ", tied head" : ", untied head");
+    if (!s.learned_positions()) {
+        out += cat(", RoPE theta ", s.rope_theta);
+        const RopeScalingSpec& r = s.rope_scaling;
+        if (r.kind == RopeScaling::Linear) out += cat(" scaled linear x", r.factor);
+        if (r.kind == RopeScaling::Llama3)
+            out += cat(" scaled llama3 x", r.factor, " (", r.low_freq_factor, "..",
+                       r.high_freq_factor, " of ", r.original_context, ")");
+    }
+    if (s.family().qkv_bias && s.split_qkv()) out += ", q/k/v biases";
+    if (s.rms_norm()) out += cat(", RMSNorm eps ", s.norm_eps);
+    if (!s.family().tied_only) out += s.tied ? ", tied head" : ", untied head";
     if (s.lora.on()) {
         size_t n = 0;
         for (uint8_t t : s.lora.targets) n += t;
@@ -86,6 +99,46 @@ LinearShape linear_shape(const ModelSpec& s, Slot slot) {
 
 namespace {
 
+// What a tensor in `slot` is (the optimizer's and the initialiser's view of it).
+ParamRole slot_role(Slot slot) {
+    switch (slot) {
+        case Slot::TokenEmbedding: return ParamRole::TokenEmbedding;
+        case Slot::PositionEmbedding: return ParamRole::PositionEmbedding;
+        case Slot::Head: return ParamRole::Head;
+        case Slot::AttnNorm: case Slot::MlpNorm: case Slot::FinalNorm: return ParamRole::Norm;
+        case Slot::AttnNormBias: case Slot::MlpNormBias: case Slot::FinalNormBias:
+            return ParamRole::NormBias;
+        case Slot::QkvBias: case Slot::QBias: case Slot::KBias: case Slot::VBias:
+        case Slot::AttnOutBias: case Slot::UpBias: case Slot::DownBias:
+            return ParamRole::LinearBias;
+        default: return ParamRole::Linear;
+    }
+}
+
+// The shape of the tensor in `slot` as HF files hold it: a linear weight [in, out] or
+// [out, in] by the family's layout, a bias [out], vocabulary matrices [V, C].
+std::vector<int64_t> tensor_shape(const ModelSpec& s, Slot slot) {
+    const int64_t C = s.C;
+    const auto bias_of = [&](Slot linear) { return std::vector<int64_t>{linear_shape(s, linear).out}; };
+    switch (slot) {
+        case Slot::TokenEmbedding: case Slot::Head: return {s.V, C};
+        case Slot::PositionEmbedding: return {s.maxT, C};
+        case Slot::AttnNorm: case Slot::MlpNorm: case Slot::FinalNorm: case Slot::AttnNormBias:
+        case Slot::MlpNormBias: case Slot::FinalNormBias: return {C};
+        case Slot::QkvBias: return bias_of(Slot::Qkv);
+        case Slot::QBias: return bias_of(Slot::Q);
+        case Slot::KBias: return bias_of(Slot::K);
+        case Slot::VBias: return bias_of(Slot::V);
+        case Slot::AttnOutBias: return bias_of(Slot::AttnOut);
+        case Slot::UpBias: return bias_of(Slot::Up);
+        case Slot::DownBias: return bias_of(Slot::Down);
+        default: break;
+    }
+    const LinearShape ls = linear_shape(s, slot);
+    if (s.linear_layout() == WeightLayout::InOut) return {ls.in, ls.out};
+    return {ls.out, ls.in};
+}
+
 int slot_index(Slot slot, int layer, int L) {
     const int s = static_cast<int>(slot), per = static_cast<int>(Slot::kLayerSlots);
     return s < per ? layer * per + s : L * per + (s - per);
@@ -94,14 +147,14 @@ int slot_index(Slot slot, int layer, int L) {
 }  // namespace
 
 ParamTable::ParamTable(const ModelSpec& s) : spec_(s) {
-    const int64_t V = s.V, C = s.C, F = s.F, hs = s.hs();
+    const int64_t C = s.C;
     Vp_ = trt::padded_vocab(s.V);
     const int global_slots = static_cast<int>(Slot::kSlots) - static_cast<int>(Slot::kLayerSlots);
     index_.assign(static_cast<size_t>(s.L) * static_cast<size_t>(Slot::kLayerSlots) +
                       static_cast<size_t>(global_slots), -1);
     int layer = -1;
     lora_index_.assign(static_cast<size_t>(s.L) * static_cast<size_t>(Slot::kLayerSlots), -1);
-    auto add = [&](std::string name, Slot slot, ParamRole role, std::vector<int64_t> shape) {
+    auto add = [&](std::string name, Slot slot, std::vector<int64_t> shape, ParamRole role) {
         ParamTensor t;
         t.name = std::move(name);
         t.slot = slot;
@@ -126,48 +179,18 @@ ParamTable::ParamTable(const ModelSpec& s) : spec_(s) {
                 static_cast<int>(tensors_.size());
         tensors_.push_back(std::move(t));
     };
-    using R = ParamRole;
-    if (!s.llama()) {
-        // HF GPT-2 order (GPT2LMHeadModel without the "transformer." prefix).
-        add("wte.weight", Slot::TokenEmbedding, R::TokenEmbedding, {V, C});
-        add("wpe.weight", Slot::PositionEmbedding, R::PositionEmbedding, {s.maxT, C});
-        for (layer = 0; layer < s.L; ++layer) {
-            const std::string h = "h." + std::to_string(layer) + ".";
-            add(h + "ln_1.weight", Slot::AttnNorm, R::Norm, {C});
-            add(h + "ln_1.bias", Slot::AttnNormBias, R::NormBias, {C});
-            add(h + "attn.c_attn.weight", Slot::Qkv, R::Linear, {C, 3 * C});
-            add(h + "attn.c_attn.bias", Slot::QkvBias, R::LinearBias, {3 * C});
-            add(h + "attn.c_proj.weight", Slot::AttnOut, R::Linear, {C, C});
-            add(h + "attn.c_proj.bias", Slot::AttnOutBias, R::LinearBias, {C});
-            add(h + "ln_2.weight", Slot::MlpNorm, R::Norm, {C});
-            add(h + "ln_2.bias", Slot::MlpNormBias, R::NormBias, {C});
-            add(h + "mlp.c_fc.weight", Slot::Up, R::Linear, {C, F});
-            add(h + "mlp.c_fc.bias", Slot::UpBias, R::LinearBias, {F});
-            add(h + "mlp.c_proj.weight", Slot::Down, R::Linear, {F, C});
-            add(h + "mlp.c_proj.bias", Slot::DownBias, R::LinearBias, {C});
-        }
-        layer = -1;
-        add("ln_f.weight", Slot::FinalNorm, R::Norm, {C});
-        add("ln_f.bias", Slot::FinalNormBias, R::NormBias, {C});
-    } else {
-        // HF LlamaForCausalLM order. q, k, v and gate, up are adjacent (see Slot).
-        add("model.embed_tokens.weight", Slot::TokenEmbedding, R::TokenEmbedding, {V, C});
-        for (layer = 0; layer < s.L; ++layer) {
-            const std::string h = "model.layers." + std::to_string(layer) + ".";
-            add(h + "self_attn.q_proj.weight", Slot::Q, R::Linear, {s.NH * hs, C});
-            add(h + "self_attn.k_proj.weight", Slot::K, R::Linear, {s.NKV * hs, C});
-            add(h + "self_attn.v_proj.weight", Slot::V, R::Linear, {s.NKV * hs, C});
-            add(h + "self_attn.o_proj.weight", Slot::AttnOut, R::Linear, {C, s.NH * hs});
-            add(h + "mlp.gate_proj.weight", Slot::Gate, R::Linear, {F, C});
-            add(h + "mlp.up_proj.weight", Slot::Up, R::Linear, {F, C});
-            add(h + "mlp.down_proj.weight", Slot::Down, R::Linear, {C, F});
-            add(h + "input_layernorm.weight", Slot::AttnNorm, R::Norm, {C});
-            add(h + "post_attention_layernorm.weight", Slot::MlpNorm, R::Norm, {C});
-        }
-        layer = -1;
-        add("model.norm.weight", Slot::FinalNorm, R::Norm, {C});
-        if (!s.tied) add("lm_head.weight", Slot::Head, R::Head, {V, C});
-    }
+    // The family's tensors (model/family.h), in its HF order.
+    const auto add_base = [&](const std::string& name, Slot slot) {
+        add(name, slot, tensor_shape(s, slot), slot_role(slot));
+    };
+    const Family& f = s.family();
+    for (const FamilyTensor& ft : f.before_blocks) add_base(ft.name, ft.slot);
+    for (layer = 0; layer < s.L; ++layer)
+        for (const FamilyTensor& ft : f.per_block)
+            add_base(cat(f.layer_prefix, layer, ".", ft.name), ft.slot);
+    layer = -1;
+    for (const FamilyTensor& ft : f.after_blocks)
+        if (ft.slot != Slot::Head || !s.tied) add_base(ft.name, ft.slot);
     // LoRA adapters after the whole base model, block by block, so the trainable part of a
     // LoRA run is one contiguous run of the buffer. Names follow PEFT's module naming.
     if (s.lora.on()) {
@@ -181,12 +204,12 @@ ParamTable::ParamTable(const ModelSpec& s) : spec_(s) {
                 if (!s.lora.targets[static_cast<size_t>(layer * per + k)]) continue;
                 const Slot slot = static_cast<Slot>(k);
                 const ParamTensor* base = get(slot, layer);
-                TRT_CHECK(base && base->role == R::Linear, "LoraSpec: slot ", k,
+                TRT_CHECK(base && base->role == ParamRole::Linear, "LoraSpec: slot ", k,
                           " of the ", arch_name(s), " family is not a linear layer");
                 const std::string module = base->name.substr(0, base->name.size() - 7);
                 const LinearShape ls = linear_shape(s, slot);
-                add(module + ".lora_A.weight", slot, R::LoraA, {r, ls.in});
-                add(module + ".lora_B.weight", slot, R::LoraB, {ls.out, r});
+                add(module + ".lora_A.weight", slot, {r, ls.in}, ParamRole::LoraA);
+                add(module + ".lora_B.weight", slot, {ls.out, r}, ParamRole::LoraB);
             }
         layer = -1;
     }

@@ -3,12 +3,13 @@
 // decoder (slot, layer) and its flags. Grads and AdamW m/v use the same table over their own
 // flat buffers, so the optimizer and checkpoints stream one buffer each.
 //
-// Families (docs/ARCHITECTURE.md, "Extending"):
+// Families (model/family.h: one row each; docs/ARCHITECTURE.md, "Families"):
 //   gpt2   LayerNorm with biases, learned positions (wpe), fused c_attn [C, 3C] and GELU MLP,
 //          all with biases, Conv1D weights ([in, out]), head tied to wte. HF GPT2LMHeadModel.
 //   llama  RMSNorm, rotary positions, q/k/v/o projections without biases (grouped-query when
 //          n_kv_head < n_head), SwiGLU MLP (gate, up, down), head tied or not. Linear weights
 //          are [out, in]. HF LlamaForCausalLM.
+//   qwen2  llama with biases on q, k and v. HF Qwen2ForCausalLM.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -18,6 +19,8 @@
 
 #include "backend/backend.h"
 #include "config/run_config.h"
+#include "model/family.h"
+#include "model/rope_tables.h"
 
 namespace trt {
 
@@ -45,6 +48,7 @@ struct ModelSpec {
     int F = 0;     // MLP hidden width (gpt2: c_fc's output; llama: gate/up's output)
     float norm_eps = 1e-5f;
     float rope_theta = 10000.0f;
+    RopeScalingSpec rope_scaling;
     bool tied = true;  // the head is the token embedding
     // model.dropout (training only): embeddings, attention probabilities, residual branches.
     float dropout = 0.0f;
@@ -52,15 +56,14 @@ struct ModelSpec {
 
     int hs() const { return C / NH; }                       // head size
     int qkv_width() const { return (NH + 2 * NKV) * hs(); }  // [q | k | v] per row
-    bool llama() const { return arch == ModelArch::Llama; }
-    // The family's switches, so the decoder reads as the model's equations.
-    bool has_biases() const { return !llama(); }        // linear and norm biases
-    bool learned_positions() const { return !llama(); }  // wpe, else RoPE
-    bool rms_norm() const { return llama(); }
-    bool gated_mlp() const { return llama(); }          // SwiGLU [gate | up], else GELU
-    bool split_qkv() const { return llama(); }          // q/k/v_proj tensors, else one c_attn
+    const Family& family() const { return trt::family(arch); }
+    // The family's switches (model/family.h), so the decoder reads as the model's equations.
+    bool learned_positions() const { return family().learned_positions; }  // wpe, else RoPE
+    bool rms_norm() const { return family().rms_norm; }
+    bool gated_mlp() const { return family().gated_mlp; }  // SwiGLU [gate | up], else GELU
+    bool split_qkv() const { return family().split_qkv; }  // q/k/v_proj tensors, else c_attn
     // Linear weights as stored: [in, out] (HF Conv1D) or [out, in] (nn.Linear).
-    WeightLayout linear_layout() const { return llama() ? WeightLayout::OutIn : WeightLayout::InOut; }
+    WeightLayout linear_layout() const { return family().layout; }
     // Width of the MLP activation the down projection reads, and of the matmul before it.
     int mlp_up_width() const { return gated_mlp() ? 2 * F : F; }
 };
@@ -73,7 +76,7 @@ ModelSpec llama_spec(int V, int maxT, int L, int NH, int NKV, int C, int F, bool
 // The config's bounds (config/size_limits.h) keep every field an int and every product of
 // them addressable.
 ModelSpec model_spec(const ModelConfig& m);
-std::string arch_name(const ModelSpec& s);  // "gpt2" | "llama"
+std::string arch_name(const ModelSpec& s);  // the family's model_type: "gpt2", "llama", ...
 // One line for logs and `trainrt info`: "llama L2 H4 KV2 C64 F96 V64 T_max64, RoPE theta
 // 10000, RMSNorm eps 1e-05, untied head".
 std::string describe(const ModelSpec& s);
@@ -83,24 +86,6 @@ enum class ParamRole {
     LoraA, LoraB  // a LoRA adapter's down ([r, in]) and up ([out, r]) projections
 };
 const char* to_string(ParamRole r);
-
-// Where a tensor sits in the decoder. Per-layer slots come first.
-enum class Slot {
-    // per layer
-    AttnNorm, AttnNormBias,  // ln_1 | input_layernorm
-    Qkv, QkvBias,            // gpt2 c_attn (one tensor)
-    Q, K, V,                 // llama q/k/v_proj: adjacent, so [Q; K; V] is one [(NH+2NKV)hs, C]
-    AttnOut, AttnOutBias,    // c_proj | o_proj
-    MlpNorm, MlpNormBias,    // ln_2 | post_attention_layernorm
-    Gate,                    // llama gate_proj, then Up (up_proj) right after it in the
-                             //   buffer, so [gate; up] is one [2F, C] matrix
-    Up, UpBias,              // gpt2 c_fc | llama up_proj
-    Down, DownBias,          // mlp.c_proj | down_proj
-    kLayerSlots,
-    // global
-    TokenEmbedding = kLayerSlots, PositionEmbedding, FinalNorm, FinalNormBias, Head,
-    kSlots
-};
 
 // A linear layer of a block as a matmul: its input and output widths, and where its output
 // sits in the fused matmul that computes it (Llama's k_proj: columns [NH*hs, (NH+NKV)*hs) of

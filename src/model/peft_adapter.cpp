@@ -48,7 +48,7 @@ std::string module_of(const std::string& name) {
 }  // namespace
 
 std::string peft_tensor_name(const ModelSpec& spec, const std::string& name) {
-    return std::string("base_model.model.") + (spec.llama() ? "" : "transformer.") + name;
+    return std::string("base_model.model.") + spec.family().hf_model_prefix + name;
 }
 
 void load_peft_adapter(const ParamTable& table, const std::string& dir, float* host) {
@@ -144,7 +144,7 @@ void write_peft_adapter(const ParamTable& table, const float* host, const std::s
             const std::string path = module_of(a->name);
             const size_t cut = path.rfind('.', path.rfind('.') - 1);
             modules.insert(adapted == s.L ? path.substr(cut + 1)
-                                          : (s.llama() ? "" : "transformer.") + path);
+                                          : s.family().hf_model_prefix + path);
         }
     }
     std::string targets;
@@ -164,7 +164,7 @@ void write_peft_adapter(const ParamTable& table, const float* host, const std::s
         "  \"lora_alpha\": ", alpha, ",\n",
         "  \"lora_dropout\": ", dropout, ",\n",
         "  \"target_modules\": [", targets, "],\n",
-        "  \"fan_in_fan_out\": ", s.llama() ? "false" : "true", ",\n",
+        "  \"fan_in_fan_out\": ", s.linear_layout() == WeightLayout::InOut ? "true" : "false", ",\n",
         "  \"bias\": \"none\",\n",
         "  \"use_rslora\": false,\n",
         "  \"use_dora\": false,\n",

@@ -52,7 +52,9 @@ std::vector<bool> trainable_flags(const ParamTable& table, const std::vector<std
     }
     // Fused groups: one matmul, one gradient for the stacked matrix.
     const ModelSpec& s = table.spec();
-    const Slot groups[][3] = {{Slot::Q, Slot::K, Slot::V}, {Slot::Gate, Slot::Up, Slot::Up}};
+    const Slot groups[][3] = {{Slot::Q, Slot::K, Slot::V},
+                              {Slot::QBias, Slot::KBias, Slot::VBias},
+                              {Slot::Gate, Slot::Up, Slot::Up}};
     for (int layer = 0; layer < s.L; ++layer)
         for (const auto& group : groups) {
             const ParamTensor* first = table.get(group[0], layer);

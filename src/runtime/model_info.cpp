@@ -63,6 +63,7 @@ std::string model_summary(const ModelSpec& spec) {
         switch (t.slot) {
             case Slot::TokenEmbedding: case Slot::PositionEmbedding: part = 0; break;
             case Slot::Qkv: case Slot::QkvBias: case Slot::Q: case Slot::K: case Slot::V:
+            case Slot::QBias: case Slot::KBias: case Slot::VBias:
             case Slot::AttnOut: case Slot::AttnOutBias: part = 1; break;
             case Slot::AttnNorm: case Slot::AttnNormBias: case Slot::MlpNorm:
             case Slot::MlpNormBias: case Slot::FinalNorm: case Slot::FinalNormBias: part = 3; break;

@@ -13,9 +13,11 @@ config.json, builds an independent PyTorch model of the family from config.json'
     logits stay within 5e-2 relative (the rounding of the weights, not a bug).
 Families (--family, default gpt2):
   gpt2   GPT2LMHeadModel, L2 H4 C64 (gpt2_reference.py's gpt2_logits)
-  llama  LlamaForCausalLM (llama_reference.py's llama_logits), two cases:
-         gqa_untied  n_kv_head 2, untied head, d_ff 96, rope_theta 500000, norm_eps 1e-6
-         gqa_tied    n_kv_head 1, tied head (no lm_head.weight), d_ff 128, theta 1e4, eps 1e-5
+  llama  LlamaForCausalLM and Qwen2ForCausalLM (llama_reference.py's llama_logits):
+         gqa_untied    n_kv_head 2, untied head, d_ff 96, rope_theta 500000, norm_eps 1e-6
+         gqa_tied      n_kv_head 1, tied head (no lm_head.weight), d_ff 128, theta 1e4, eps 1e-5
+         llama3_rope   rope_scaling llama3 (factor 8, low 1, high 4, original 32)
+         qwen2_biases  model_type qwen2: q/k/v_proj biases, n_kv_head 2, tied head
 Exit 0 pass, 1 fail, 77 skipped (no torch).
 
   /usr/bin/python3 tests/reference/export_check.py --trainrt build/trainrt \
@@ -53,6 +55,11 @@ CASES = {  # family: [(case name, model)]
                             tie_embeddings=False)),
         ("gqa_tied", dict(LLAMA, n_kv_head=1, d_ff=128, rope_theta=10000.0, norm_eps=1e-5,
                           tie_embeddings=True)),
+        ("llama3_rope", dict(LLAMA, n_kv_head=2, d_ff=96, rope_scaling="llama3",
+                             rope_scaling_factor=8.0, rope_low_freq_factor=1.0,
+                             rope_high_freq_factor=4.0, rope_original_context=32,
+                             tie_embeddings=False)),
+        ("qwen2_biases", dict(LLAMA, arch="qwen2", n_kv_head=2, d_ff=96, tie_embeddings=True)),
     ],
 }
 
@@ -110,20 +117,41 @@ def gpt2_from_hf(hf):
                 n_layer=hf["n_layer"], n_head=hf["n_head"], d_model=hf["n_embd"])
 
 
+def rope_scaling_from_hf(rs):
+    """config.json's rope_scaling as trainrt's [model] rope keys (only what the kind has)."""
+    if rs is None:
+        return dict(rope_scaling="none")
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind == "linear":
+        return dict(rope_scaling="linear", rope_scaling_factor=rs["factor"])
+    if kind == "llama3":
+        return dict(rope_scaling="llama3", rope_scaling_factor=rs["factor"],
+                    rope_low_freq_factor=rs["low_freq_factor"],
+                    rope_high_freq_factor=rs["high_freq_factor"],
+                    rope_original_context=rs["original_max_position_embeddings"])
+    raise Unsupported(f"rope_scaling = {rs!r}")
+
+
 def llama_from_hf(hf):
-    need(hf, architectures=["LlamaForCausalLM"], model_type="llama", hidden_act="silu")
-    for key in ("rope_scaling", "attention_bias", "mlp_bias"):  # absent: LlamaConfig's default
+    classes = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
+    arch = hf.get("model_type")
+    if arch not in classes:
+        raise Unsupported(f"model_type = {arch!r}")
+    need(hf, architectures=[classes[arch]], hidden_act="silu")
+    # Absent: the config class's default (false). Qwen2's q/k/v biases are its model type's.
+    for key in ("attention_bias", "mlp_bias", "use_sliding_window"):
         if hf.get(key):
             raise Unsupported(f"{key} = {hf[key]!r}")
     C, NH = hf["hidden_size"], hf["num_attention_heads"]
     if C % NH or hf.get("head_dim", C // NH) != C // NH:  # llama_logits: hs = C / n_head
         raise Unsupported(f"head_dim = {hf.get('head_dim')!r} with hidden_size {C}, {NH} heads")
-    return dict(arch="llama", vocab_size=hf["vocab_size"],
+    return dict(arch=arch, vocab_size=hf["vocab_size"],
                 context_length=hf["max_position_embeddings"],
                 n_layer=hf["num_hidden_layers"], n_head=NH, d_model=C,
                 n_kv_head=hf["num_key_value_heads"], d_ff=hf["intermediate_size"],
                 rope_theta=hf["rope_theta"], norm_eps=hf["rms_norm_eps"],
-                tie_embeddings=hf["tie_word_embeddings"])
+                tie_embeddings=hf["tie_word_embeddings"],
+                **rope_scaling_from_hf(hf.get("rope_scaling")))
 
 
 FAMILIES = {  # family: (config.json -> cfg, cfg -> [(name, shape)], logits(params, cfg, ids))

@@ -25,13 +25,27 @@ Cases (V64, context 64, L2, H4, C64, d_ff 96; B4 T32; 12 steps by default):
     gqa_tied           n_kv_head 1, tie_embeddings = true (no lm_head tensor), grad_accum 1
     gqa_untied_accum2  n_kv_head 2, untied head, grad_accum 2 (the sampler wraps on step 11)
 
+With --families, the cases are the Llama-shaped families and RoPE scalings instead, each
+started from a Hugging Face model folder (config.json + model.safetensors; [model] names only
+init_from, so trainrt takes family and shape from the folder):
+    qwen2_gqa          model_type qwen2: biases on q_proj, k_proj and v_proj (Qwen2Attention:
+                       q = a W_q^T + b_q, likewise k and v), n_kv_head 2, untied head
+    llama3_rope        rope_scaling llama3 (transformers' _compute_llama3_parameters): with
+                       wavelength w_j = 2 pi / inv_freq_j, inv_freq_j / factor where
+                       w_j > original / low_freq_factor, unchanged where w_j < original /
+                       high_freq_factor, else (1 - s) inv_freq_j / factor + s inv_freq_j with
+                       s = (original / w_j - low) / (high - low); factor 8, low 1, high 4,
+                       original 64, so hs 16's pairs fall in all three regions; tied head
+    llama_linear_rope  rope_scaling linear: inv_freq_j / factor, factor 2.5
+
 Usage:
-    /usr/bin/python3 llama_reference.py --trainrt PATH/trainrt --workdir DIR [--steps 12] [--strict]
+    /usr/bin/python3 llama_reference.py --trainrt PATH/trainrt --workdir DIR [--steps 12] [--strict] [--families]
     /usr/bin/python3 llama_reference.py --torch-only --workdir DIR   (reference side only)
 
 Exit status: 0 pass, 1 mismatch or trainrt failure, 77 torch unavailable (CTest skip). Only the standard library, torch and numpy are used.
 """
 
+import json
 import math
 import os
 import sys
@@ -45,12 +59,22 @@ import torch  # noqa: E402
 
 # ----------------------------------------------------------------------------- the test cases
 BASE = dict(vocab_size=64, context_length=64, n_layer=2, n_head=4, d_model=64, d_ff=96,
-            rope_theta=10000.0, norm_eps=1e-5)
+            rope_theta=10000.0, norm_eps=1e-5, arch="llama", rope_scaling="none")
 MODELS = {  # key: (n_kv_head, tie_embeddings, init seed)
     "mha_untied": (4, False, 5001),
     "gqa_untied": (2, False, 5002),
     "gqa_tied": (1, True, 5003),
 }
+# RoPE scaling in trainrt's [model] key names (hf_config_json writes HF's rope_scaling).
+LLAMA3_SCALING = dict(rope_scaling="llama3", rope_scaling_factor=8.0, rope_low_freq_factor=1.0,
+                      rope_high_freq_factor=4.0, rope_original_context=64)
+FAMILY_MODELS = {  # key: (n_kv_head, tie_embeddings, init seed, arch, rope scaling keys)
+    "qwen2_gqa": (2, False, 5004, "qwen2", {}),
+    "llama3_rope": (2, True, 5005, "llama", LLAMA3_SCALING),
+    "llama_linear_rope": (4, False, 5006, "llama",
+                          dict(rope_scaling="linear", rope_scaling_factor=2.5)),
+}
+FAMILY_CASES = [(k, k, 1) for k in FAMILY_MODELS]
 CASES = [  # (case name, model key, grad_accum)
     ("mha_untied", "mha_untied", 1),
     ("gqa_untied", "gqa_untied", 1),
@@ -65,6 +89,9 @@ STRICT_LOSS_RTOL, STRICT_GNORM_RTOL = 1e-6, 1e-5  # --strict
 
 
 def model_cfg(key):
+    if key in FAMILY_MODELS:
+        nkv, tied, seed, arch, scaling = FAMILY_MODELS[key]
+        return dict(BASE, n_kv_head=nkv, tie_embeddings=tied, seed=seed, arch=arch, **scaling)
     nkv, tied, seed = MODELS[key]
     return dict(BASE, n_kv_head=nkv, tie_embeddings=tied, seed=seed)
 
@@ -83,6 +110,12 @@ def llama_param_shapes(cfg):
             (p + "self_attn.q_proj.weight", (NH * hs, C)),
             (p + "self_attn.k_proj.weight", (NKV * hs, C)),
             (p + "self_attn.v_proj.weight", (NKV * hs, C)),
+        ]
+        if cfg["arch"] == "qwen2":  # Qwen2Attention: q/k/v_proj with bias=True
+            shapes += [(p + "self_attn.q_proj.bias", (NH * hs,)),
+                       (p + "self_attn.k_proj.bias", (NKV * hs,)),
+                       (p + "self_attn.v_proj.bias", (NKV * hs,))]
+        shapes += [
             (p + "self_attn.o_proj.weight", (C, NH * hs)),
             (p + "post_attention_layernorm.weight", (C,)),
             (p + "mlp.gate_proj.weight", (F, C)),
@@ -115,11 +148,35 @@ def silu(x):
     return x * torch.sigmoid(x)
 
 
-def rope_tables(T, hs, theta, dtype):
-    """cos, sin of shape (T, hs): angle[t, j] = t * theta^(-2j/hs) for j < hs/2, repeated for
-    the second half (HF's cat(freqs, freqs)). Angles are computed in float64 and rounded once."""
+def rope_inv_freq(hs, theta, cfg=None):
+    """theta^(-2j/hs) for j < hs/2, in float64, with the cfg's RoPE scaling applied
+    (transformers' linear and llama3 rules, see the module docstring)."""
     j = torch.arange(0, hs, 2, dtype=torch.float64)
     inv_freq = 1.0 / (theta ** (j / hs))                                   # (hs/2,)
+    kind = "none" if cfg is None else cfg.get("rope_scaling", "none")
+    if kind == "none":
+        return inv_freq
+    factor = cfg["rope_scaling_factor"]
+    if kind == "linear":
+        return inv_freq / factor
+    assert kind == "llama3", kind
+    low, high = cfg["rope_low_freq_factor"], cfg["rope_high_freq_factor"]
+    original = cfg["rope_original_context"]
+    out = inv_freq.clone()
+    for i, f in enumerate(inv_freq.tolist()):
+        wavelen = 2 * math.pi / f
+        if wavelen > original / low:
+            out[i] = f / factor
+        elif wavelen >= original / high:
+            s = (original / wavelen - low) / (high - low)
+            out[i] = (1 - s) * f / factor + s * f
+    return out
+
+
+def rope_tables(T, hs, theta, dtype, cfg=None):
+    """cos, sin of shape (T, hs): angle[t, j] = t * inv_freq[j] for j < hs/2, repeated for
+    the second half (HF's cat(freqs, freqs)). Angles are computed in float64 and rounded once."""
+    inv_freq = rope_inv_freq(hs, theta, cfg)
     ang = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq[None, :]
     ang = torch.cat([ang, ang], dim=-1)                                    # (T, hs)
     return ang.cos().to(dtype), ang.sin().to(dtype)
@@ -144,15 +201,18 @@ def llama_logits(p, cfg, idx):
     group = NH // NKV
     kv_of_head = torch.arange(NH) // group                                 # HF repeat_kv
     emb = p["model.embed_tokens.weight"]
-    cos, sin = rope_tables(T, hs, cfg["rope_theta"], emb.dtype)
+    cos, sin = rope_tables(T, hs, cfg["rope_theta"], emb.dtype, cfg)
     causal = torch.ones(T, T, dtype=torch.bool).tril()
     x = dropout(emb[idx], 0)                                               # (B,T,C)
     for i in range(L):
         q_ = f"model.layers.{i}."
         a = rms_norm(x, p[q_ + "input_layernorm.weight"], eps)
-        q = (a @ p[q_ + "self_attn.q_proj.weight"].t()).view(B, T, NH, hs).transpose(1, 2)
-        k = (a @ p[q_ + "self_attn.k_proj.weight"].t()).view(B, T, NKV, hs).transpose(1, 2)
-        v = (a @ p[q_ + "self_attn.v_proj.weight"].t()).view(B, T, NKV, hs).transpose(1, 2)
+        def proj(n):  # y = a W^T (+ b where the family has the bias)
+            y = a @ p[q_ + f"self_attn.{n}.weight"].t()
+            return y + p[q_ + f"self_attn.{n}.bias"] if q_ + f"self_attn.{n}.bias" in p else y
+        q = proj("q_proj").view(B, T, NH, hs).transpose(1, 2)
+        k = proj("k_proj").view(B, T, NKV, hs).transpose(1, 2)
+        v = proj("v_proj").view(B, T, NKV, hs).transpose(1, 2)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         k, v = k[:, kv_of_head], v[:, kv_of_head]                          # (B,NH,T,hs)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
@@ -214,10 +274,27 @@ def llama_self_check(spec):
             for n in ("k_proj", "v_proj"):
                 key = f"model.layers.{i}.self_attn.{n}.weight"
                 mha[key] = init[key].view(NKV, hs, C).repeat_interleave(group, dim=0).reshape(NH * hs, C)
+                bias = f"model.layers.{i}.self_attn.{n}.bias"
+                if bias in init:
+                    mha[bias] = init[bias].view(NKV, hs).repeat_interleave(group, dim=0).reshape(NH * hs)
         ids = torch.randint(0, cfg["vocab_size"], (2, 16), generator=g)
         with torch.no_grad():
             a, b = llama_logits(init, cfg, ids), llama_logits(mha, mha_cfg, ids)
         assert torch.allclose(a, b, rtol=0, atol=1e-6), "GQA != MHA with repeated kv heads"
+    # RoPE scaling: the llama3 rule's three regions all occur, and the rule is continuous at
+    # both edges of the blend (s = 0 gives f / factor, s = 1 gives f).
+    if cfg["rope_scaling"] == "llama3":
+        plain, scaled = rope_inv_freq(hs, cfg["rope_theta"]), rope_inv_freq(hs, cfg["rope_theta"], cfg)
+        ratio = (scaled / plain).tolist()
+        factor = cfg["rope_scaling_factor"]
+        assert abs(ratio[0] - 1) < 1e-15 and abs(ratio[-1] - 1 / factor) < 1e-15, ratio
+        assert any(1 / factor < r < 1 for r in ratio), ratio
+    # Qwen2's biases reach the logits (zeroing them changes the output).
+    if cfg["arch"] == "qwen2":
+        ids = torch.randint(0, cfg["vocab_size"], (2, 16), generator=g)
+        nobias = {n: (torch.zeros_like(t) if n.endswith("_proj.bias") else t) for n, t in init.items()}
+        with torch.no_grad():
+            assert not torch.allclose(llama_logits(init, cfg, ids), llama_logits(nobias, cfg, ids))
     # Tied: the head is the embedding (an untied copy gives the same logits).
     if cfg["tie_embeddings"]:
         untied = dict(init, **{"lm_head.weight": init["model.embed_tokens.weight"].clone()})
@@ -246,9 +323,43 @@ init_from = "{init_file}"
 """
 
 
+def hf_rope_scaling(cfg):
+    """config.json's rope_scaling for the cfg's RoPE scaling keys (None: none)."""
+    kind = cfg.get("rope_scaling", "none")
+    if kind == "none":
+        return None
+    out = dict(rope_type=kind, factor=cfg["rope_scaling_factor"])
+    if kind == "llama3":
+        out.update(low_freq_factor=cfg["rope_low_freq_factor"],
+                   high_freq_factor=cfg["rope_high_freq_factor"],
+                   original_max_position_embeddings=cfg["rope_original_context"])
+    return out
+
+
+def hf_config_json(cfg):
+    """config.json as transformers' LlamaConfig / Qwen2Config write it (the keys trainrt reads)."""
+    arch = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}[cfg["arch"]]
+    c = dict(architectures=[arch], model_type=cfg["arch"], vocab_size=cfg["vocab_size"],
+             max_position_embeddings=cfg["context_length"], hidden_size=cfg["d_model"],
+             intermediate_size=cfg["d_ff"], num_hidden_layers=cfg["n_layer"],
+             num_attention_heads=cfg["n_head"], num_key_value_heads=cfg["n_kv_head"],
+             hidden_act="silu", rms_norm_eps=cfg["norm_eps"], rope_theta=cfg["rope_theta"],
+             rope_scaling=hf_rope_scaling(cfg), tie_word_embeddings=cfg["tie_embeddings"],
+             torch_dtype="float32")
+    if cfg["arch"] == "qwen2":
+        c.update(use_sliding_window=False, sliding_window=64, max_window_layers=2)
+    else:
+        c.update(attention_bias=False, mlp_bias=False)
+    return json.dumps(c, indent=2) + "\n"
+
+
 def main():
+    families = "--families" in sys.argv
+    if families:
+        sys.argv.remove("--families")
+    models = FAMILY_MODELS if families else MODELS
     specs = {}
-    for key in MODELS:
+    for key in models:
         cfg = model_cfg(key)
         specs[key] = ModelSpec(
             key=key, cfg=cfg,
@@ -258,8 +369,12 @@ def main():
                       f"{'tied' if cfg['tie_embeddings'] else 'untied'}"),
             param_shapes=llama_param_shapes(cfg), init=init_params(cfg, cfg["seed"]),
             loss=(lambda c: lambda p, x, y, per_token=False: llama_loss(p, c, x, y, per_token))(cfg),
-            model_toml=(lambda c: lambda init_file: model_toml(c, init_file))(cfg))
-    cases = [Case(name, specs[key], accum) for name, key, accum in CASES]
+            model_toml=(lambda c: lambda init_file: model_toml(c, init_file))(cfg),
+            hf_config=hf_config_json(cfg) if families else None)
+        if families:  # [model] is init_from alone: the folder gives family and shape
+            specs[key].model_toml = lambda folder: f'init_from = "{folder}"\n'
+    cases = [Case(name, specs[key], accum) for name, key, accum in
+             (FAMILY_CASES if families else CASES)]
 
     return run(__doc__, "llama_reference.py", cases,
                Tolerances(LOSS_RTOL, LR_RTOL, GNORM_RTOL, WEIGHT_RTOL),

@@ -662,16 +662,24 @@ class ModelSpec:
     param_shapes list of (HF name, shape) in file order
     init         {name: float32 tensor} in the same order
     loss         loss(params, x, y, per_token=False)
-    model_toml   function(init_file) -> the [model] body of the TOML config
+    model_toml   function(init_path) -> the [model] body of the TOML config
+    hf_config    optional config.json text: then trainrt starts from a Hugging Face model
+                 folder (config.json + model.safetensors) and init_path names the folder
     """
 
-    def __init__(self, key, cfg, describe, param_shapes, init, loss, model_toml):
+    def __init__(self, key, cfg, describe, param_shapes, init, loss, model_toml, hf_config=None):
         self.key, self.cfg, self.describe = key, cfg, describe
         self.param_shapes, self.init, self.loss, self.model_toml = param_shapes, init, loss, model_toml
+        self.hf_config = hf_config
 
     @property
     def init_file(self):
         return "init.safetensors" if not self.key else f"init_{self.key}.safetensors"
+
+    @property
+    def init_path(self):
+        """What model.init_from names: the safetensors file, or the model folder."""
+        return self.init_file if self.hf_config is None else f"hf_{self.key}"
 
 
 class Case:
@@ -777,6 +785,12 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
                           [(n, m.init[n]) for n, _ in m.param_shapes])
         l0 = self_check_common(workdir, m.init_file, [n for n, _ in m.param_shapes], m.init,
                                train_shards, m.loss, vocab)
+        if m.hf_config is not None:  # the same weights as a model folder
+            os.makedirs(os.path.join(workdir, m.init_path))
+            with open(os.path.join(workdir, m.init_path, "config.json"), "w") as f:
+                f.write(m.hf_config)
+            shutil.copyfile(os.path.join(workdir, m.init_file),
+                            os.path.join(workdir, m.init_path, "model.safetensors"))
         if extra_self_check is not None:
             extra_self_check(m)
         print(f"model {m.describe}, B{BATCH} T{SEQ}, {args.steps} steps; "
@@ -815,7 +829,7 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
         return model.init
 
     def config_text(c):
-        return toml_config(writer, c.model.model_toml(c.model.init_file), c.name, args.steps,
+        return toml_config(writer, c.model.model_toml(c.model.init_path), c.name, args.steps,
                            c.grad_accum, optim, args.final_weights,
                            precision="bf16" if args.bf16 else "fp32", trainable=args.trainable,
                            lora=lora.get(c.model.key), dropout=args.dropout)

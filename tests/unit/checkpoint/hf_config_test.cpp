@@ -1,4 +1,4 @@
-// config.json of both families (checkpoint/hf_config.cpp): what libtrainrt writes reads back
+// config.json of every family (checkpoint/hf_config.cpp): what libtrainrt writes reads back
 // as the same spec; transformers' defaults apply to missing keys; what the decoder cannot
 // run (rope scaling, biases, other activations, other model types) is refused by name.
 #include <gmock/gmock.h>
@@ -20,6 +20,7 @@ void expect_same(const ModelSpec& a, const ModelSpec& b) {
     EXPECT_EQ(a.tied, b.tied);
     EXPECT_EQ(a.NKV, b.NKV);
     EXPECT_EQ(a.F, b.F);
+    EXPECT_TRUE(a.rope_scaling == b.rope_scaling);
 }
 
 Error parse_error(const std::string& json) {
@@ -54,6 +55,64 @@ TEST(HfConfig, BothFamiliesRoundTrip) {
     wide.F = 2048;  // n_inner
     EXPECT_THAT(ckpt::hf_config_json(wide, "float32"), HasSubstr("\"n_inner\": 2048"));
     expect_same(ckpt::parse_hf_config(ckpt::hf_config_json(wide, "float32"), "c"), wide);
+    // Llama 3.1's rope_scaling, and linear; Qwen2 (its biases are the model type's).
+    llama.rope_theta = 500000.0f;
+    llama.rope_scaling = {RopeScaling::Llama3, 32.0f, 1.0f, 4.0f, 8192};
+    const std::string l3 = ckpt::hf_config_json(llama, "bfloat16");
+    EXPECT_THAT(l3, HasSubstr("\"rope_scaling\": {\"rope_type\": \"llama3\", \"type\": \"llama3\", "
+                              "\"factor\": 32.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
+                              "4.0, \"original_max_position_embeddings\": 8192}"));
+    expect_same(ckpt::parse_hf_config(l3, "c"), llama);
+    llama.rope_scaling = {RopeScaling::Linear, 2.5f, 1.0f, 4.0f, 0};
+    expect_same(ckpt::parse_hf_config(ckpt::hf_config_json(llama, "float32"), "c"), llama);
+    ModelSpec qwen2 = llama_spec(151936, 32768, 24, 14, 2, 896, 4864, true);
+    qwen2.arch = ModelArch::Qwen2;
+    const std::string q = ckpt::hf_config_json(qwen2, "bfloat16");
+    EXPECT_THAT(q, HasSubstr("\"architectures\": [\"Qwen2ForCausalLM\"]"));
+    EXPECT_THAT(q, HasSubstr("\"model_type\": \"qwen2\""));
+    EXPECT_THAT(q, HasSubstr("\"use_sliding_window\": false"));
+    expect_same(ckpt::parse_hf_config(q, "c"), qwen2);
+}
+
+// Llama 3.2 1B's config.json as published (the keys that matter), and Qwen2.5 0.5B's.
+TEST(HfConfig, Llama32AndQwen25ConfigsRead) {
+    ModelSpec s = ckpt::parse_hf_config(
+        "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", "
+        "\"vocab_size\": 128256, \"hidden_size\": 2048, \"intermediate_size\": 8192, "
+        "\"num_hidden_layers\": 16, \"num_attention_heads\": 32, \"num_key_value_heads\": 8, "
+        "\"head_dim\": 64, \"max_position_embeddings\": 131072, \"rms_norm_eps\": 1e-05, "
+        "\"rope_theta\": 500000.0, \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": "
+        "4.0, \"low_freq_factor\": 1.0, \"original_max_position_embeddings\": 8192, "
+        "\"rope_type\": \"llama3\"}, \"tie_word_embeddings\": true, \"attention_bias\": false, "
+        "\"mlp_bias\": false, \"hidden_act\": \"silu\"}",
+        "config.json");
+    EXPECT_EQ(s.arch, ModelArch::Llama);
+    EXPECT_EQ(s.rope_scaling.kind, RopeScaling::Llama3);
+    EXPECT_FLOAT_EQ(s.rope_scaling.factor, 32.0f);
+    EXPECT_FLOAT_EQ(s.rope_scaling.low_freq_factor, 1.0f);
+    EXPECT_FLOAT_EQ(s.rope_scaling.high_freq_factor, 4.0f);
+    EXPECT_EQ(s.rope_scaling.original_context, 8192);
+    EXPECT_EQ(ParamTable(s).num_params(), 1235814400u);  // Llama 3.2 1B, published
+    s = ckpt::parse_hf_config(
+        "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", "
+        "\"vocab_size\": 151936, \"hidden_size\": 896, \"intermediate_size\": 4864, "
+        "\"num_hidden_layers\": 24, \"num_attention_heads\": 14, \"num_key_value_heads\": 2, "
+        "\"max_position_embeddings\": 32768, \"max_window_layers\": 21, \"rms_norm_eps\": 1e-06, "
+        "\"rope_theta\": 1000000.0, \"sliding_window\": 32768, \"tie_word_embeddings\": true, "
+        "\"use_sliding_window\": false, \"hidden_act\": \"silu\", \"rope_scaling\": null}",
+        "config.json");
+    EXPECT_EQ(s.arch, ModelArch::Qwen2);
+    EXPECT_EQ(s.rope_scaling.kind, RopeScaling::None);
+    EXPECT_EQ(ParamTable(s).num_params(), 494032768u);  // Qwen2.5 0.5B, published
+    // The old spelling "type" reads the same; "default" is no scaling.
+    s = ckpt::parse_hf_config(std::string(kLlama) +
+                                  ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 4}}",
+                              "config.json");
+    EXPECT_EQ(s.rope_scaling.kind, RopeScaling::Linear);
+    EXPECT_FLOAT_EQ(s.rope_scaling.factor, 4.0f);
+    s = ckpt::parse_hf_config(std::string(kLlama) + ", \"rope_scaling\": {\"rope_type\": \"default\"}}",
+                              "config.json");
+    EXPECT_EQ(s.rope_scaling.kind, RopeScaling::None);
 }
 
 TEST(HfConfig, SmolLmShapedConfigReads) {
@@ -84,7 +143,10 @@ TEST(HfConfig, LlamaDefaultsAreTransformers) {
 TEST(HfConfig, WhatTheDecoderCannotRunIsRefusedByName) {
     const std::string base = kLlama;
     const char* const unsupported[][2] = {
-        {", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}}", "rope_scaling"},
+        {", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}}", "\"yarn\""},
+        {", \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2.0}}", "\"dynamic\""},
+        {", \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0, "
+         "\"attention_factor\": 0.5}}", "attention_factor"},
         {", \"attention_bias\": true}", "attention_bias"},
         {", \"mlp_bias\": true}", "mlp_bias"},
         {", \"head_dim\": 128}", "head_dim"},
@@ -96,7 +158,13 @@ TEST(HfConfig, WhatTheDecoderCannotRunIsRefusedByName) {
     }
     Error e = parse_error("{\"model_type\": \"mistral\", \"vocab_size\": 8}");
     EXPECT_EQ(e.status(), Status::Unsupported);
-    EXPECT_THAT(e.what(), HasSubstr("\"mistral\"; libtrainrt supports \"gpt2\" and \"llama\""));
+    EXPECT_THAT(e.what(),
+                HasSubstr("\"mistral\"; libtrainrt supports \"gpt2\", \"llama\" and \"qwen2\""));
+    std::string qwen2 = kLlama;
+    qwen2.replace(qwen2.find("\"llama\""), 7, "\"qwen2\"");
+    e = parse_error(qwen2 + ", \"use_sliding_window\": true}");
+    EXPECT_EQ(e.status(), Status::Unsupported);
+    EXPECT_THAT(e.what(), HasSubstr("use_sliding_window"));
     e = parse_error(base + ", \"hidden_act\": \"gelu\"}");
     EXPECT_THAT(e.what(), HasSubstr("hidden_act"));
 }
@@ -114,4 +182,15 @@ TEST(HfConfig, MalformedLlamaDimsAreFormatErrors) {
     EXPECT_THAT(e.what(), HasSubstr("\"intermediate_size\" is missing"));
     e = parse_error(std::string(kLlama) + ", \"rms_norm_eps\": -1}");
     EXPECT_THAT(e.what(), HasSubstr("rms_norm_eps"));
+    // A llama3 rope_scaling without its band, or with it upside down.
+    e = parse_error(std::string(kLlama) + ", \"rope_scaling\": {\"rope_type\": \"llama3\", "
+                    "\"factor\": 8.0}}");
+    EXPECT_EQ(e.status(), Status::Format);
+    EXPECT_THAT(e.what(), HasSubstr("needs \"low_freq_factor\""));
+    e = parse_error(std::string(kLlama) + ", \"rope_scaling\": {\"rope_type\": \"llama3\", "
+                    "\"factor\": 8.0, \"low_freq_factor\": 4, \"high_freq_factor\": 1, "
+                    "\"original_max_position_embeddings\": 8192}}");
+    EXPECT_THAT(e.what(), HasSubstr("\"high_freq_factor\" must be above"));
+    e = parse_error(std::string(kLlama) + ", \"rope_scaling\": [1]}");
+    EXPECT_THAT(e.what(), HasSubstr("must be an object or null"));
 }

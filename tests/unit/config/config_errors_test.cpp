@@ -129,6 +129,11 @@ const Rule kRules[] = {
     {"DFfNegative", "model", "d_ff", "-4", "expected an integer in [0, 4194304]"},
     {"DFfHuge", "model", "d_ff", "4194305", "expected an integer in [0, 4194304]"},
     {"RopeThetaZero", "model", "rope_theta", "0.0", "expected a finite number > 0"},
+    {"RopeScalingUnknown", "model", "rope_scaling", "\"yarn\"", "\"none\", \"linear\", \"llama3\""},
+    {"RopeScalingFactorZero", "model", "rope_scaling_factor", "0.0", "expected a finite number > 0"},
+    {"RopeLowFreqFactorZero", "model", "rope_low_freq_factor", "0.0", "expected a finite number > 0"},
+    {"RopeHighFreqFactorZero", "model", "rope_high_freq_factor", "0.0", "expected a finite number > 0"},
+    {"RopeOriginalContextNegative", "model", "rope_original_context", "-1", "expected an integer in [0, 16777216]"},
     {"NormEpsZero", "model", "norm_eps", "0.0", "expected a finite number > 0"},
     {"NormEpsAboveOne", "model", "norm_eps", "2.0", "<= 1"},
     {"TieEmbeddingsNotBool", "model", "tie_embeddings", "1", "expected true or false"},
@@ -325,6 +330,7 @@ TEST(ConfigErrors, Gpt2RefusesLlamaOnlySwitches) {
         {"tie_embeddings = false", "always its token embedding"},
         {"rope_theta = 500000.0", "learned positions, not RoPE"},
         {"norm_eps = 1e-6", "LayerNorm epsilon is 1e-5"},
+        {"rope_scaling = \"linear\"\nrope_scaling_factor = 2.0", "learned positions, not RoPE"},
     };
     for (const auto& c : cases) {
         fs::path path;
@@ -336,6 +342,23 @@ TEST(ConfigErrors, Gpt2RefusesLlamaOnlySwitches) {
     // The same keys at their GPT-2 values are fine (n_kv_head = n_head is plain MHA).
     EXPECT_NO_THROW(Config::from_string("[model]\nn_kv_head = 4\ntie_embeddings = true\n"
                                         "rope_theta = 10000.0\nnorm_eps = 1e-5\n", ""));
+}
+
+// model.rope_scaling's keys: each only with the kind that reads it, and llama3's band whole.
+TEST(ConfigErrors, RopeScalingKeysBelongToTheirKind) {
+    const char* const cases[][2] = {
+        {"rope_scaling_factor = 8.0", "given while model.rope_scaling = \"none\""},
+        {"rope_scaling = \"linear\"\nrope_original_context = 8192", "read with \"llama3\" only"},
+        {"rope_scaling = \"llama3\"\nrope_scaling_factor = 8.0", "needs the pretraining context"},
+        {"rope_scaling = \"llama3\"\nrope_original_context = 8192\nrope_low_freq_factor = 4.0",
+         "must be above model.rope_low_freq_factor"},
+    };
+    for (const auto& c : cases)
+        EXPECT_THAT(string_error(std::string("[model]\narch = \"llama\"\n") + c[0] + "\n"),
+                    HasSubstr(c[1])) << c[0];
+    EXPECT_NO_THROW(Config::from_string("[model]\narch = \"llama\"\nrope_scaling = \"llama3\"\n"
+                                        "rope_scaling_factor = 32.0\nrope_original_context = 8192\n",
+                                        ""));
 }
 
 TEST(ConfigErrors, LlamaHeadSizeMustBeEven) {

@@ -24,8 +24,24 @@ struct Case {
     ModelSpec spec;
 };
 
+ModelSpec qwen2_spec(int V, int maxT, int L, int NH, int NKV, int C, int F, bool tied) {
+    ModelSpec s = llama_spec(V, maxT, L, NH, NKV, C, F, tied);
+    s.arch = ModelArch::Qwen2;
+    return s;
+}
+
+// Llama 3.1's RoPE scaling with a band narrow enough that hs 8's four pairs fall in all
+// three regions (kept, blended, divided).
+ModelSpec llama3_rope_spec() {
+    ModelSpec s = llama_spec(9, 6, 2, 1, 1, 8, 12, false);
+    s.rope_scaling = {RopeScaling::Llama3, 8.0f, 1.0f, 4.0f, 64};
+    return s;
+}
+
 const Case kCases[] = {
     {"gpt2", gpt2_spec(9, 6, 2, 2, 8)},
+    {"qwen2_gqa_tied", qwen2_spec(9, 6, 2, 4, 2, 8, 12, true)},
+    {"llama3_rope_scaling", llama3_rope_spec()},
     {"llama_mha_untied", llama_spec(9, 6, 2, 2, 2, 8, 12, false)},
     {"llama_gqa_untied", llama_spec(9, 6, 2, 4, 2, 8, 12, false)},
     {"llama_mqa_tied", llama_spec(9, 6, 2, 4, 1, 8, 12, true)},

@@ -174,3 +174,59 @@ TEST(ParamTable, CountsAndOffsetsMatchGpt2) {
     EXPECT_EQ(t.find("h.1.attn.c_attn.bias")->numel, 24u);
     EXPECT_EQ(t.find("nope"), nullptr);
 }
+
+// Families as data (model/family.h): every ModelArch has its row, named as config.json and
+// model.arch name it, and the row is what the table is built from.
+TEST(Family, EveryArchHasItsRow) {
+    for (ModelArch a : {ModelArch::Gpt2, ModelArch::Llama, ModelArch::Qwen2}) {
+        const Family& f = family(a);
+        EXPECT_EQ(f.arch, a);
+        EXPECT_STREQ(f.model_type, to_string(a));
+        EXPECT_EQ(family_by_model_type(f.model_type), &f);
+        for (const FamilyTensor& t : f.per_block)
+            EXPECT_LT(static_cast<int>(t.slot), static_cast<int>(Slot::kLayerSlots)) << t.name;
+    }
+    EXPECT_EQ(family_by_model_type("mistral"), nullptr);
+    EXPECT_EQ(family_names(), "\"gpt2\", \"llama\" and \"qwen2\"");
+}
+
+// Qwen2: Llama's tensors plus q/k/v_proj biases, adjacent so [bq; bk; bv] is the fused
+// matmul's one [(NH+2NKV)hs] bias.
+TEST(ParamTable, Qwen2AddsAdjacentQkvBiases) {
+    ModelSpec s = llama_spec(11, 6, 2, 4, 2, 8, 12, /*tied=*/true);
+    s.arch = ModelArch::Qwen2;
+    const ParamTable t(s);
+    const ParamTable llama(llama_spec(11, 6, 2, 4, 2, 8, 12, true));
+    EXPECT_EQ(t.tensors().size(), llama.tensors().size() + 2 * 3);
+    const ParamTensor &q = t.at(Slot::QBias, 1), &k = t.at(Slot::KBias, 1), &v = t.at(Slot::VBias, 1);
+    EXPECT_EQ(q.name, "model.layers.1.self_attn.q_proj.bias");
+    EXPECT_EQ(k.name, "model.layers.1.self_attn.k_proj.bias");
+    EXPECT_EQ(v.name, "model.layers.1.self_attn.v_proj.bias");
+    EXPECT_EQ(q.shape, (std::vector<int64_t>{8}));
+    EXPECT_EQ(k.shape, (std::vector<int64_t>{4}));
+    EXPECT_EQ(k.offset, q.offset + q.numel);
+    EXPECT_EQ(v.offset, k.offset + k.numel);
+    EXPECT_EQ(q.numel + k.numel + v.numel, size_t(s.qkv_width()));
+    EXPECT_EQ(q.role, ParamRole::LinearBias);
+    EXPECT_FALSE(q.decay);
+    EXPECT_EQ(t.get(Slot::AttnOutBias, 1), nullptr);  // o_proj has none
+    EXPECT_EQ(t.num_params(), llama.num_params() + 2 * 16);
+    EXPECT_EQ(describe(s), "qwen2 L2 H4 KV2 C8 F12 V11 T_max6, RoPE theta 10000, q/k/v biases, "
+                           "RMSNorm eps 1e-05, tied head");
+}
+
+TEST(ModelSpec, RopeScalingComesFromTheConfig) {
+    ModelConfig m;
+    m.arch = ModelArch::Llama;
+    m.rope_scaling = RopeScaling::Llama3;
+    m.rope_scaling_factor = 32.0;
+    m.rope_original_context = 8192;
+    const ModelSpec s = model_spec(m);
+    EXPECT_EQ(s.rope_scaling.kind, RopeScaling::Llama3);
+    EXPECT_FLOAT_EQ(s.rope_scaling.factor, 32.0f);
+    EXPECT_FLOAT_EQ(s.rope_scaling.low_freq_factor, 1.0f);
+    EXPECT_FLOAT_EQ(s.rope_scaling.high_freq_factor, 4.0f);
+    EXPECT_EQ(s.rope_scaling.original_context, 8192);
+    EXPECT_EQ(describe(s), "llama L4 H4 C128 F512 V256 T_max256, RoPE theta 10000 scaled llama3 "
+                           "x32 (1..4 of 8192), RMSNorm eps 1e-05, tied head");
+}

@@ -88,6 +88,15 @@ TEST(TrainablePatterns, FusedGroupsTrainTogether) {
                      "\"model.layers.0.mlp.gate_proj.weight\" is frozen"),
               std::string::npos) << e;
     EXPECT_EQ(trained_names(llama, {"*.self_attn.*", "*gate_proj*", "*up_proj*"}).size(), 12u);
+    // Qwen2's q/k/v biases are one fused bias too; the weights may freeze without them.
+    ModelSpec qs = llama_spec(9, 6, 2, 4, 2, 8, 12, false);
+    qs.arch = ModelArch::Qwen2;
+    const ParamTable qwen2(qs);
+    e = config_error(qwen2, {"*.q_proj.bias"});
+    EXPECT_NE(e.find("\"model.layers.0.self_attn.q_proj.bias\" trains but "
+                     "\"model.layers.0.self_attn.k_proj.bias\" is frozen"),
+              std::string::npos) << e;
+    EXPECT_EQ(trained_names(qwen2, {"*_proj.bias"}).size(), 6u);
 }
 
 TEST(TrainableLayout, CompactGradientOffsets) {
@@ -183,5 +192,10 @@ INSTANTIATE_TEST_SUITE_P(
         FrozenCase{"llama_attn_fp32", llama_spec(9, 6, 2, 4, 2, 8, 12, false),
                    {"*.self_attn.*"}, Precision::Fp32},
         FrozenCase{"llama_head_bf16", llama_spec(9, 6, 2, 4, 2, 8, 12, false),
-                   {"lm_head.weight", "model.layers.1.*"}, Precision::Bf16}),
+                   {"lm_head.weight", "model.layers.1.*"}, Precision::Bf16},
+        FrozenCase{"qwen2_biases_fp32", [] {
+                       ModelSpec s = llama_spec(9, 6, 2, 4, 2, 8, 12, false);
+                       s.arch = ModelArch::Qwen2;
+                       return s;
+                   }(), {"*_proj.bias"}, Precision::Fp32}),
     [](const ::testing::TestParamInfo<FrozenCase>& i) { return i.param.name; });
