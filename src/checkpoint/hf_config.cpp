@@ -1,4 +1,5 @@
-// config.json for GPT2LMHeadModel, LlamaForCausalLM and Qwen2ForCausalLM: written with every export and
+// config.json for GPT2LMHeadModel, LlamaForCausalLM, Qwen2ForCausalLM and
+// MistralForCausalLM: written with every export and
 // checkpoint so the directory loads with transformers' from_pretrained, and read back to
 // learn a checkpoint's (or a Hugging Face model folder's) family and dims.
 #include <cmath>
@@ -49,7 +50,9 @@ std::string hf_config_json(const ModelSpec& s, const std::string& torch_dtype) {
         // Field names and defaults follow transformers' LlamaConfig (Qwen2Config has the same
         // ones, its q/k/v biases implied by the model type); SiLU-gated MLP.
         const Family& f = s.family();
-        const bool qwen2 = s.arch == ModelArch::Qwen2;
+        const bool qwen2 = s.arch == ModelArch::Qwen2, mistral = s.arch == ModelArch::Mistral;
+        const std::string window =
+            s.sliding_window > 0 ? std::to_string(s.sliding_window) : std::string("null");
         return cat("{\n",
                    "  \"architectures\": [\"", f.hf_class, "\"],\n",
                    "  \"model_type\": \"", f.model_type, "\",\n",
@@ -65,8 +68,9 @@ std::string hf_config_json(const ModelSpec& s, const std::string& torch_dtype) {
                    "  \"rms_norm_eps\": ", float_text(s.norm_eps), ",\n",
                    "  \"rope_theta\": ", float_text(s.rope_theta), ",\n",
                    "  \"rope_scaling\": ", rope_scaling_json(s.rope_scaling), ",\n",
-                   qwen2 ? "  \"use_sliding_window\": false,\n"
-                         : "  \"attention_bias\": false,\n  \"mlp_bias\": false,\n",
+                   qwen2     ? std::string("  \"use_sliding_window\": false,\n")
+                   : mistral ? cat("  \"sliding_window\": ", window, ",\n")
+                             : std::string("  \"attention_bias\": false,\n  \"mlp_bias\": false,\n"),
                    "  \"attention_dropout\": 0.0,\n",
                    "  \"initializer_range\": 0.02,\n",
                    "  \"tie_word_embeddings\": ", s.tied ? "true" : "false", ",\n",
@@ -121,6 +125,7 @@ std::string shape_diff(const ModelSpec& ck, const ModelSpec& cfg) {
     add("d_ff", ck.F, cfg.F);
     add("rope_theta", ck.rope_theta, cfg.rope_theta);
     add("norm_eps", ck.norm_eps, cfg.norm_eps);
+    add("sliding_window", ck.sliding_window, cfg.sliding_window);
     add_text("rope_scaling", to_string(ck.rope_scaling.kind), to_string(cfg.rope_scaling.kind));
     add("rope_scaling_factor", ck.rope_scaling.factor, cfg.rope_scaling.factor);
     add("rope_low_freq_factor", ck.rope_scaling.low_freq_factor, cfg.rope_scaling.low_freq_factor);

@@ -121,7 +121,7 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
     const auto refuse_unless = [&](bool ok, const std::string& what) {
         if (!ok)
             fail(Status::Unsupported, source, ": ", what, " is not supported (libtrainrt trains "
-                 "GPT-2, Llama and Qwen2 models without it)");
+                 "GPT-2, Llama, Qwen2 and Mistral models without it)");
     };
 
     // Checkpoints written before the Llama family have model_type "gpt2" too; a file without
@@ -150,11 +150,11 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
         if (m.d_model % m.n_head != 0)
             fail(Status::Format, source, ": n_embd ", m.d_model, " is not a multiple of n_head ",
                  m.n_head);
-    } else if (model_type == "llama" || model_type == "qwen2") {
-        // LlamaConfig's keys; Qwen2Config has the same ones (its q/k/v biases are part of the
-        // family, not a key) and its own sliding-window switch.
-        const bool qwen2 = model_type == "qwen2";
-        m.arch = qwen2 ? ModelArch::Qwen2 : ModelArch::Llama;
+    } else if (model_type == "llama" || model_type == "qwen2" || model_type == "mistral") {
+        // LlamaConfig's keys; Qwen2Config and MistralConfig have the same ones (Qwen2's q/k/v
+        // biases are part of the family, not a key), and each its own sliding window.
+        const bool qwen2 = model_type == "qwen2", mistral = model_type == "mistral";
+        m.arch = qwen2 ? ModelArch::Qwen2 : mistral ? ModelArch::Mistral : ModelArch::Llama;
         m.vocab_size = dim("vocab_size", limits::kMaxVocab, "model.vocab_size");
         m.context_length = dim("max_position_embeddings", limits::kMaxContext, "model.context_length");
         m.n_layer = dim("num_hidden_layers", limits::kMaxLayers, "model.n_layer");
@@ -181,13 +181,17 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
         read_rope_scaling(root, source, m);
         if (qwen2) {
             refuse_unless(!flag("use_sliding_window", false), "use_sliding_window = true");
+        } else if (mistral) {
+            // MistralConfig: sliding_window null = the whole context (Mistral 7B v0.3), else
+            // each query sees the last sliding_window keys (v0.1: 4096).
+            m.sliding_window = dim("sliding_window", limits::kMaxContext, "model.sliding_window", 0);
         } else {
             refuse_unless(!flag("attention_bias", false), "attention_bias = true");
             refuse_unless(!flag("mlp_bias", false), "mlp_bias = true");
         }
     } else {
         fail(Status::Unsupported, source, ": \"model_type\" is \"", model_type,
-             "\"; libtrainrt supports \"gpt2\", \"llama\" and \"qwen2\"");
+             "\"; libtrainrt supports \"gpt2\", \"llama\", \"qwen2\" and \"mistral\"");
     }
     // Parameter count in long double: the per-layer C^2 terms alone overflow int64 for
     // hostile dims. 2^40 floats (4 TiB) is far beyond any model this library trains.

@@ -9,6 +9,7 @@ const char* to_string(ModelArch v) {
         case ModelArch::Gpt2: return "gpt2";
         case ModelArch::Llama: return "llama";
         case ModelArch::Qwen2: return "qwen2";
+        case ModelArch::Mistral: return "mistral";
     }
     return "?";
 }

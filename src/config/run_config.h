@@ -8,7 +8,7 @@
 
 namespace trt {
 
-enum class ModelArch { Gpt2, Llama, Qwen2 };  // one row each in model/family.cpp
+enum class ModelArch { Gpt2, Llama, Qwen2, Mistral };  // one row each in model/family.cpp
 // model.rope_scaling: how RoPE's frequencies are stretched (config.json's rope_scaling).
 enum class RopeScaling { None, Linear, Llama3 };
 enum class SamplerKind { Random, Sequential };
@@ -51,6 +51,10 @@ struct ModelConfig {
     double rope_low_freq_factor = 1.0;
     double rope_high_freq_factor = 4.0;
     int64_t rope_original_context = 0;
+    // Attention sees at most the last sliding_window positions (Mistral's sliding_window;
+    // 0 = the whole causal context). Runs where train.seq_len <= sliding_window, where the
+    // band is the causal mask itself; a shorter window is refused (cross-key rule).
+    int64_t sliding_window = 0;
     double norm_eps = 1e-5;        // RMSNorm epsilon (llama); gpt2's LayerNorm uses 1e-5
     bool tie_embeddings = true;    // the output head is the token embedding (gpt2: always)
     std::string init_from;         // HF GPT-2 safetensors; empty = random init from seed

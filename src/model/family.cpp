@@ -89,6 +89,8 @@ const std::vector<Family>& families() {
         llama_like(ModelArch::Llama, "llama", "LlamaForCausalLM", false),
         // Qwen2 / Qwen2.5: Llama with biases on q, k and v (Qwen2Attention).
         llama_like(ModelArch::Qwen2, "qwen2", "Qwen2ForCausalLM", true),
+        // Mistral: Llama's tensors and equations; its sliding window is a [model] key.
+        llama_like(ModelArch::Mistral, "mistral", "MistralForCausalLM", false),
     };
     return rows;
 }

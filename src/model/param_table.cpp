@@ -23,6 +23,7 @@ ModelSpec model_spec(const ModelConfig& m) {
     s.rope_scaling.low_freq_factor = static_cast<float>(m.rope_low_freq_factor);
     s.rope_scaling.high_freq_factor = static_cast<float>(m.rope_high_freq_factor);
     s.rope_scaling.original_context = static_cast<int>(m.rope_original_context);
+    s.sliding_window = static_cast<int>(m.sliding_window);
     s.tied = m.tie_embeddings;
     s.dropout = static_cast<float>(m.dropout);
     return s;
@@ -56,6 +57,7 @@ std::string describe(const ModelSpec& s) {
                        r.high_freq_factor, " of ", r.original_context, ")");
     }
     if (s.family().qkv_bias && s.split_qkv()) out += ", q/k/v biases";
+    if (s.sliding_window > 0) out += cat(", sliding window ", s.sliding_window);
     if (s.rms_norm()) out += cat(", RMSNorm eps ", s.norm_eps);
     if (!s.family().tied_only) out += s.tied ? ", tied head" : ", untied head";
     if (s.lora.on()) {

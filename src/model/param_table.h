@@ -49,6 +49,7 @@ struct ModelSpec {
     float norm_eps = 1e-5f;
     float rope_theta = 10000.0f;
     RopeScalingSpec rope_scaling;
+    int sliding_window = 0;  // attention span in positions; 0 = the whole causal context
     bool tied = true;  // the head is the token embedding
     // model.dropout (training only): embeddings, attention probabilities, residual branches.
     float dropout = 0.0f;

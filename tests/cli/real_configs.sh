@@ -18,6 +18,7 @@ declare -A published=(
     [llama-3.1-8b]=8030261248
     [qwen2.5-0.5b]=494032768
     [qwen2.5-7b]=7615616512
+    [mistral-7b]=7248023552
     [smollm2-360m]=361821120
     [smollm-135m]=134515008
 )

@@ -18,6 +18,7 @@ Families (--family, default gpt2):
          gqa_tied      n_kv_head 1, tied head (no lm_head.weight), d_ff 128, theta 1e4, eps 1e-5
          llama3_rope   rope_scaling llama3 (factor 8, low 1, high 4, original 32)
          qwen2_biases  model_type qwen2: q/k/v_proj biases, n_kv_head 2, tied head
+         mistral       model_type mistral, sliding_window 64 (= the sequence: the causal mask)
 Exit 0 pass, 1 fail, 77 skipped (no torch).
 
   /usr/bin/python3 tests/reference/export_check.py --trainrt build/trainrt \
@@ -60,6 +61,8 @@ CASES = {  # family: [(case name, model)]
                              rope_high_freq_factor=4.0, rope_original_context=32,
                              tie_embeddings=False)),
         ("qwen2_biases", dict(LLAMA, arch="qwen2", n_kv_head=2, d_ff=96, tie_embeddings=True)),
+        ("mistral", dict(LLAMA, arch="mistral", n_kv_head=2, d_ff=96, sliding_window=64,
+                         tie_embeddings=False)),
     ],
 }
 
@@ -133,7 +136,8 @@ def rope_scaling_from_hf(rs):
 
 
 def llama_from_hf(hf):
-    classes = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
+    classes = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+               "mistral": "MistralForCausalLM"}
     arch = hf.get("model_type")
     if arch not in classes:
         raise Unsupported(f"model_type = {arch!r}")
@@ -151,7 +155,8 @@ def llama_from_hf(hf):
                 n_kv_head=hf["num_key_value_heads"], d_ff=hf["intermediate_size"],
                 rope_theta=hf["rope_theta"], norm_eps=hf["rms_norm_eps"],
                 tie_embeddings=hf["tie_word_embeddings"],
-                **rope_scaling_from_hf(hf.get("rope_scaling")))
+                **rope_scaling_from_hf(hf.get("rope_scaling")),
+                **({"sliding_window": hf.get("sliding_window") or 0} if arch == "mistral" else {}))
 
 
 FAMILIES = {  # family: (config.json -> cfg, cfg -> [(name, shape)], logits(params, cfg, ids))

@@ -37,6 +37,9 @@ init_from, so trainrt takes family and shape from the folder):
                        s = (original / w_j - low) / (high - low); factor 8, low 1, high 4,
                        original 64, so hs 16's pairs fall in all three regions; tied head
     llama_linear_rope  rope_scaling linear: inv_freq_j / factor, factor 2.5
+    mistral_window     model_type mistral, sliding_window 48 (query i reads keys j with
+                       i - j < 48: at T 32 the whole causal context; the mask itself is
+                       checked against a per-position loop)
 
 Usage:
     /usr/bin/python3 llama_reference.py --trainrt PATH/trainrt --workdir DIR [--steps 12] [--strict] [--families]
@@ -73,6 +76,9 @@ FAMILY_MODELS = {  # key: (n_kv_head, tie_embeddings, init seed, arch, rope scal
     "llama3_rope": (2, True, 5005, "llama", LLAMA3_SCALING),
     "llama_linear_rope": (4, False, 5006, "llama",
                           dict(rope_scaling="linear", rope_scaling_factor=2.5)),
+    # Mistral v0.1's shape of window: longer than the sequence (T 32), so the band is the
+    # causal mask (trainrt refuses shorter windows until its kernels have the band).
+    "mistral_window": (2, False, 5007, "mistral", dict(sliding_window=48)),
 }
 FAMILY_CASES = [(k, k, 1) for k in FAMILY_MODELS]
 CASES = [  # (case name, model key, grad_accum)
@@ -182,6 +188,15 @@ def rope_tables(T, hs, theta, dtype, cfg=None):
     return ang.cos().to(dtype), ang.sin().to(dtype)
 
 
+def attention_mask(T, window=0):
+    """(T, T) bool, True where query i may read key j: j <= i, and with a sliding window W
+    (Mistral) also i - j < W, as transformers' sliding_window_overlay defines it."""
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    allowed = j <= i
+    return allowed & (i - j < window) if window > 0 else allowed
+
+
 def rotate_half(x):
     half = x.shape[-1] // 2
     return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
@@ -202,7 +217,7 @@ def llama_logits(p, cfg, idx):
     kv_of_head = torch.arange(NH) // group                                 # HF repeat_kv
     emb = p["model.embed_tokens.weight"]
     cos, sin = rope_tables(T, hs, cfg["rope_theta"], emb.dtype, cfg)
-    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    causal = attention_mask(T, cfg.get("sliding_window", 0))
     x = dropout(emb[idx], 0)                                               # (B,T,C)
     for i in range(L):
         q_ = f"model.layers.{i}."
@@ -289,6 +304,12 @@ def llama_self_check(spec):
         factor = cfg["rope_scaling_factor"]
         assert abs(ratio[0] - 1) < 1e-15 and abs(ratio[-1] - 1 / factor) < 1e-15, ratio
         assert any(1 / factor < r < 1 for r in ratio), ratio
+    # The mask against its definition, position by position: causal, and within the window.
+    for T, W in ((9, 0), (9, 3), (16, 5), (32, cfg.get("sliding_window", 0))):
+        m = attention_mask(T, W)
+        for i in range(T):
+            for j in range(T):
+                assert bool(m[i, j]) == (j <= i and (W == 0 or i - j < W)), (T, W, i, j)
     # Qwen2's biases reach the logits (zeroing them changes the output).
     if cfg["arch"] == "qwen2":
         ids = torch.randint(0, cfg["vocab_size"], (2, 16), generator=g)
@@ -338,7 +359,8 @@ def hf_rope_scaling(cfg):
 
 def hf_config_json(cfg):
     """config.json as transformers' LlamaConfig / Qwen2Config write it (the keys trainrt reads)."""
-    arch = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}[cfg["arch"]]
+    arch = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+            "mistral": "MistralForCausalLM"}[cfg["arch"]]
     c = dict(architectures=[arch], model_type=cfg["arch"], vocab_size=cfg["vocab_size"],
              max_position_embeddings=cfg["context_length"], hidden_size=cfg["d_model"],
              intermediate_size=cfg["d_ff"], num_hidden_layers=cfg["n_layer"],
@@ -348,6 +370,8 @@ def hf_config_json(cfg):
              torch_dtype="float32")
     if cfg["arch"] == "qwen2":
         c.update(use_sliding_window=False, sliding_window=64, max_window_layers=2)
+    elif cfg["arch"] == "mistral":
+        c.update(sliding_window=cfg.get("sliding_window") or None, head_dim=cfg["d_model"] // cfg["n_head"])
     else:
         c.update(attention_bias=False, mlp_bias=False)
     return json.dumps(c, indent=2) + "\n"

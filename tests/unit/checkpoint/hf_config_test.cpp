@@ -72,6 +72,17 @@ TEST(HfConfig, BothFamiliesRoundTrip) {
     EXPECT_THAT(q, HasSubstr("\"model_type\": \"qwen2\""));
     EXPECT_THAT(q, HasSubstr("\"use_sliding_window\": false"));
     expect_same(ckpt::parse_hf_config(q, "c"), qwen2);
+    ModelSpec mistral = llama_spec(32768, 32768, 32, 32, 8, 4096, 14336, false);
+    mistral.arch = ModelArch::Mistral;
+    std::string m = ckpt::hf_config_json(mistral, "bfloat16");
+    EXPECT_THAT(m, HasSubstr("\"architectures\": [\"MistralForCausalLM\"]"));
+    EXPECT_THAT(m, HasSubstr("\"sliding_window\": null"));
+    expect_same(ckpt::parse_hf_config(m, "c"), mistral);
+    mistral.sliding_window = 4096;
+    m = ckpt::hf_config_json(mistral, "bfloat16");
+    EXPECT_THAT(m, HasSubstr("\"sliding_window\": 4096"));
+    EXPECT_EQ(ckpt::parse_hf_config(m, "c").sliding_window, 4096);
+    EXPECT_EQ(ParamTable(mistral).num_params(), 7248023552u);  // Mistral 7B v0.3, published
 }
 
 // Llama 3.2 1B's config.json as published (the keys that matter), and Qwen2.5 0.5B's.
@@ -156,10 +167,11 @@ TEST(HfConfig, WhatTheDecoderCannotRunIsRefusedByName) {
         EXPECT_EQ(e.status(), Status::Unsupported) << u[1];
         EXPECT_THAT(e.what(), HasSubstr(u[1]));
     }
-    Error e = parse_error("{\"model_type\": \"mistral\", \"vocab_size\": 8}");
+    Error e = parse_error("{\"model_type\": \"gemma3_text\", \"vocab_size\": 8}");
     EXPECT_EQ(e.status(), Status::Unsupported);
-    EXPECT_THAT(e.what(),
-                HasSubstr("\"mistral\"; libtrainrt supports \"gpt2\", \"llama\" and \"qwen2\""));
+    e = parse_error("{\"model_type\": \"qwen3\", \"vocab_size\": 8}");
+    EXPECT_THAT(e.what(), HasSubstr("\"qwen3\"; libtrainrt supports \"gpt2\", \"llama\", "
+                                    "\"qwen2\" and \"mistral\""));
     std::string qwen2 = kLlama;
     qwen2.replace(qwen2.find("\"llama\""), 7, "\"qwen2\"");
     e = parse_error(qwen2 + ", \"use_sliding_window\": true}");

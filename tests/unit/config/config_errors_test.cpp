@@ -124,7 +124,7 @@ const Rule kRules[] = {
     {"NLayerIntMax", "model", "n_layer", "2147483647", "expected an integer in [1, 16384]"},
     {"NHeadZero", "model", "n_head", "0", "expected an integer in [1, 65536]"},
     {"DModelZero", "model", "d_model", "0", "expected an integer in [1, 1048576]"},
-    {"ArchUnknown", "model", "arch", "\"mistral\"", "\"gpt2\", \"llama\""},
+    {"ArchUnknown", "model", "arch", "\"qwen3\"", "\"gpt2\", \"llama\", \"qwen2\", \"mistral\""},
     {"NKvHeadNegative", "model", "n_kv_head", "-1", "expected an integer in [0, 65536]"},
     {"DFfNegative", "model", "d_ff", "-4", "expected an integer in [0, 4194304]"},
     {"DFfHuge", "model", "d_ff", "4194305", "expected an integer in [0, 4194304]"},
@@ -133,6 +133,7 @@ const Rule kRules[] = {
     {"RopeScalingFactorZero", "model", "rope_scaling_factor", "0.0", "expected a finite number > 0"},
     {"RopeLowFreqFactorZero", "model", "rope_low_freq_factor", "0.0", "expected a finite number > 0"},
     {"RopeHighFreqFactorZero", "model", "rope_high_freq_factor", "0.0", "expected a finite number > 0"},
+    {"SlidingWindowNegative", "model", "sliding_window", "-1", "expected an integer in [0, 16777216]"},
     {"RopeOriginalContextNegative", "model", "rope_original_context", "-1", "expected an integer in [0, 16777216]"},
     {"NormEpsZero", "model", "norm_eps", "0.0", "expected a finite number > 0"},
     {"NormEpsAboveOne", "model", "norm_eps", "2.0", "<= 1"},
@@ -359,6 +360,18 @@ TEST(ConfigErrors, RopeScalingKeysBelongToTheirKind) {
     EXPECT_NO_THROW(Config::from_string("[model]\narch = \"llama\"\nrope_scaling = \"llama3\"\n"
                                         "rope_scaling_factor = 32.0\nrope_original_context = 8192\n",
                                         ""));
+}
+
+// model.sliding_window: Mistral's only, and not shorter than the sequence (the band would no
+// longer be the causal mask).
+TEST(ConfigErrors, SlidingWindowIsMistralsAndCoversTheSequence) {
+    EXPECT_THAT(string_error("[model]\narch = \"llama\"\nsliding_window = 4096\n"),
+                HasSubstr("only model.arch = \"mistral\" has a sliding window"));
+    EXPECT_THAT(string_error("[model]\narch = \"mistral\"\nsliding_window = 64\n"
+                             "[train]\nseq_len = 128\n"),
+                HasSubstr("train.seq_len: 128 is longer than model.sliding_window (64)"));
+    EXPECT_NO_THROW(Config::from_string("[model]\narch = \"mistral\"\nsliding_window = 128\n"
+                                        "[train]\nseq_len = 128\n", ""));
 }
 
 TEST(ConfigErrors, LlamaHeadSizeMustBeEven) {

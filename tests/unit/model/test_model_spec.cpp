@@ -178,7 +178,7 @@ TEST(ParamTable, CountsAndOffsetsMatchGpt2) {
 // Families as data (model/family.h): every ModelArch has its row, named as config.json and
 // model.arch name it, and the row is what the table is built from.
 TEST(Family, EveryArchHasItsRow) {
-    for (ModelArch a : {ModelArch::Gpt2, ModelArch::Llama, ModelArch::Qwen2}) {
+    for (ModelArch a : {ModelArch::Gpt2, ModelArch::Llama, ModelArch::Qwen2, ModelArch::Mistral}) {
         const Family& f = family(a);
         EXPECT_EQ(f.arch, a);
         EXPECT_STREQ(f.model_type, to_string(a));
@@ -186,8 +186,8 @@ TEST(Family, EveryArchHasItsRow) {
         for (const FamilyTensor& t : f.per_block)
             EXPECT_LT(static_cast<int>(t.slot), static_cast<int>(Slot::kLayerSlots)) << t.name;
     }
-    EXPECT_EQ(family_by_model_type("mistral"), nullptr);
-    EXPECT_EQ(family_names(), "\"gpt2\", \"llama\" and \"qwen2\"");
+    EXPECT_EQ(family_by_model_type("qwen3"), nullptr);
+    EXPECT_EQ(family_names(), "\"gpt2\", \"llama\", \"qwen2\" and \"mistral\"");
 }
 
 // Qwen2: Llama's tensors plus q/k/v_proj biases, adjacent so [bq; bk; bv] is the fused
