@@ -149,6 +149,9 @@ struct DeviceTokens {
 struct ModelDims {
     int B = 0, T = 0, C = 0, NH = 0, V = 0, L = 0;
     int NKV = 0, F = 0;
+    // The head size (config.json's head_dim); 0 means C / NH. Qwen3's NH·HS differs from C:
+    // the attention's heads are NH·HS wide, o_proj maps them back to C.
+    int HS = 0;
     // The model drops attention probabilities (attention_dropout_forward): a backend with a
     // fused attention that cannot draw those masks sizes for its matmul path.
     bool attention_dropout = false;
@@ -159,6 +162,11 @@ struct ModelDims {
     // train.trainable): gelu_backward_bias runs there without a bias gradient.
     bool frozen_up_bias = false;
 };
+
+// The head size and the attention's width (the NH heads side by side: attention's out, and
+// o_proj's input), from ModelDims (C when HS is 0).
+inline int dims_head_size(const ModelDims& d) { return d.HS > 0 ? d.HS : (d.NH > 0 ? d.C / d.NH : 0); }
+inline int dims_attention_width(const ModelDims& d) { return d.HS > 0 ? d.NH * d.HS : d.C; }
 
 // The accel.* switches a backend honours itself (the session handles cuda_graphs and
 // fused_adamw). Each one has a correct slower path; a backend that cannot honour a switch

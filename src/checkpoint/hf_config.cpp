@@ -122,6 +122,7 @@ std::string shape_diff(const ModelSpec& ck, const ModelSpec& cfg) {
     add("n_head", ck.NH, cfg.NH);
     add("n_kv_head", ck.NKV, cfg.NKV);
     add("d_model", ck.C, cfg.C);
+    add("head_dim", ck.hs(), cfg.hs());
     add("d_ff", ck.F, cfg.F);
     add("rope_theta", ck.rope_theta, cfg.rope_theta);
     add("norm_eps", ck.norm_eps, cfg.norm_eps);

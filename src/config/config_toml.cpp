@@ -169,6 +169,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_INT(model, n_head, 1, limits::kMaxHeads),
         TRT_INT(model, n_kv_head, 0, limits::kMaxHeads),  // + divides n_head (cross-key)
         TRT_INT(model, d_model, 1, limits::kMaxWidth),  // + divisible by n_head (cross-key)
+        TRT_INT(model, head_dim, 0, limits::kMaxWidth),  // + NH * head_dim bounded (cross-key)
         TRT_INT(model, d_ff, 0, limits::kMaxMlpWidth),
         TRT_FLOAT(model, rope_theta, 0.0, true, limits::kMaxFloat),
         TRT_ENUM(model, rope_scaling, RopeScaling),  // + its keys below (cross-key)
@@ -570,6 +571,18 @@ void model_family_rules(const RunConfig& r, Where where, Problems& problems) {
         if (m.rope_scaling != RopeScaling::None)
             problems.add(where("model.rope_scaling", "model.arch"),
                          cat("model.rope_scaling: GPT-2 has learned positions, not RoPE", family));
+        if (m.head_dim != 0 && m.head_dim * m.n_head != m.d_model)
+            problems.add(where("model.head_dim", "model.arch"),
+                         cat("model.head_dim: GPT-2's heads are d_model / n_head wide", family));
+    } else if (m.head_dim != 0) {
+        if (m.head_dim % 2 != 0)
+            problems.add(where("model.head_dim", "model.arch"),
+                         cat("model.head_dim = ", m.head_dim,
+                             " is odd; RoPE rotates pairs, so the head size must be even"));
+        if (m.head_dim * m.n_head > limits::kMaxWidth)
+            problems.add(where("model.head_dim", "model.n_head"),
+                         cat("model.head_dim * model.n_head = ", m.head_dim * m.n_head,
+                             " is above ", limits::kMaxWidth, ", the widest attention supported"));
     } else if (m.n_head >= 1 && m.d_model % m.n_head == 0 && (m.d_model / m.n_head) % 2 != 0) {
         problems.add(where("model.d_model", "model.n_head"),
                      cat("model.d_model / model.n_head = ", m.d_model / m.n_head,
@@ -835,6 +848,8 @@ void merge_model_folder(RunConfig& r, const std::string& base_dir,
         const std::string name = d.name;
         if (name == "n_kv_head" && c.model.n_kv_head == 0) return std::to_string(c.model.n_head);
         if (name == "d_ff" && c.model.d_ff == 0) return std::to_string(4 * c.model.d_model);
+        if (name == "head_dim" && c.model.head_dim == 0 && c.model.n_head > 0)
+            return std::to_string(c.model.d_model / c.model.n_head);
         return value_text(d, c);
     };
     for (const KeyDesc& d : keys()) {
@@ -909,11 +924,13 @@ struct Config::Impl {
             }
             return nullptr;
         };
-        if (r.model.n_head >= 1 && r.model.d_model >= 1 && r.model.d_model % r.model.n_head != 0)
+        if (r.model.n_head >= 1 && r.model.d_model >= 1 && r.model.head_dim == 0 &&
+            r.model.d_model % r.model.n_head != 0)
             problems.add(where("model.d_model", "model.n_head"),
                          cat("model.d_model: ", r.model.d_model,
                              " is not divisible by model.n_head (", r.model.n_head,
-                             "); expected a multiple of n_head (d_model = n_head * head_dim)"));
+                             "); expected a multiple of n_head (d_model = n_head * head_dim), "
+                             "or model.head_dim set"));
         model_family_rules(r, where, problems);
         if (r.train.seq_len > r.model.context_length)
             problems.add(where("train.seq_len", "model.context_length"),

@@ -166,16 +166,16 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
         m.rope_theta = positive_number("rope_theta", 10000.0);
         m.tie_embeddings = flag("tie_word_embeddings", false);  // LlamaConfig's default
         if (m.norm_eps > 1.0) fail(Status::Format, source, ": \"rms_norm_eps\" must be <= 1");
-        if (m.d_model % m.n_head != 0 || m.n_head % m.n_kv_head != 0 ||
-            (m.d_model / m.n_head) % 2 != 0)
+        // head_dim (LlamaConfig and its kin; absent or null = hidden_size / heads) may make
+        // the heads NH * head_dim wide, not hidden_size (Qwen3-0.6B: 16 x 128 over 1024).
+        const int64_t head = dim("head_dim", limits::kMaxWidth, "model.head_dim", 0);
+        if (head > 0 && head * m.n_head != m.d_model) m.head_dim = head;
+        const int64_t hs = m.head_dim > 0 ? m.head_dim : m.d_model / m.n_head;
+        if ((m.head_dim == 0 && m.d_model % m.n_head != 0) || m.n_head % m.n_kv_head != 0 ||
+            hs % 2 != 0 || hs * m.n_head > limits::kMaxWidth)
             fail(Status::Format, source, ": hidden_size ", m.d_model, ", num_attention_heads ",
-                 m.n_head, " and num_key_value_heads ", m.n_kv_head,
+                 m.n_head, ", num_key_value_heads ", m.n_kv_head, " and head_dim ", hs,
                  " do not form even, whole heads");
-        if (const json::Value* hd = root.find("head_dim"); !is_null(hd)) {
-            int64_t h = 0;
-            refuse_unless(hd->get_i64(h) && h == m.d_model / m.n_head,
-                          "head_dim other than hidden_size / num_attention_heads");
-        }
         if (const json::Value* act = root.find("hidden_act"))
             refuse_unless(act->is_string() && act->s == "silu", "hidden_act other than \"silu\"");
         read_rope_scaling(root, source, m);

@@ -40,7 +40,8 @@ struct ModelConfig {
     int64_t n_layer = 4;
     int64_t n_head = 4;
     int64_t n_kv_head = 0;         // key/value heads, divides n_head; 0 = n_head (llama only)
-    int64_t d_model = 128;         // C; must be divisible by n_head
+    int64_t d_model = 128;         // C; must be divisible by n_head (unless head_dim is set)
+    int64_t head_dim = 0;          // head size when not d_model / n_head (Qwen3); 0 = that
     int64_t d_ff = 0;              // MLP hidden width; 0 = 4 * d_model
     double rope_theta = 10000.0;   // llama: RoPE base
     // RoPE frequency scaling (transformers' rope_scaling): "linear" divides every frequency

@@ -9,6 +9,7 @@ namespace trt {
 ModelDims model_dims(const ParamTable& table, int B, int T) {
     const ModelSpec& s = table.spec();
     ModelDims d{B, T, s.C, s.NH, s.V, s.L, s.NKV, s.F};
+    d.HS = s.head_dim;
     d.attention_dropout = s.dropout > 0.0f;
     d.gated_mlp = s.gated_mlp();
     for (int i = backward_extent(table).from_layer; i < s.L; ++i) {  // the blocks it visits
@@ -23,6 +24,7 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
                            Activations* out) {
     const size_t N = static_cast<size_t>(B) * static_cast<size_t>(T);
     const size_t C = static_cast<size_t>(s.C), F = static_cast<size_t>(s.F);
+    const size_t A = static_cast<size_t>(s.attention_width());  // the heads side by side
     const size_t QKV = static_cast<size_t>(s.qkv_width());
     const size_t UP = static_cast<size_t>(s.mlp_up_width());
     const size_t Vp = static_cast<size_t>(padded_vocab(s.V));
@@ -53,7 +55,7 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
         take(shared.fcproj, N * C);
         if (block) {
             take(shared.qkv, N * QKV);
-            take(shared.atty, N * C);
+            take(shared.atty, N * A);
             take_f32(shared.att_saved, saved);
             take(shared.residual2, N * C);
             take(shared.ln2, N * C);
@@ -75,7 +77,7 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
             l.ln2_mean = shared.ln2_mean, l.ln2_rstd = shared.ln2_rstd;
         } else {
             take(l.qkv, N * QKV);
-            take(l.atty, N * C);
+            take(l.atty, N * A);
             take_f32(l.att_saved, saved);
             take(l.residual2, N * C);
             take(l.ln2, N * C);
@@ -98,7 +100,7 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
     take_f32(a.losses, N);
     take(a.dresidual, N * C);
     take(a.dln, N * C);
-    take(a.datty, N * C);
+    take(a.datty, N * A);
     take(a.dqkv, N * QKV);
     take(a.dmlp_pre, N * UP);
     take(a.dmlp_act, N * F);

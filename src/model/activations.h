@@ -28,7 +28,7 @@ struct LayerActivations {  // one decoder block, each [N = B*T, ...]
     float* ln1_mean;   // [N] LayerNorm only
     float* ln1_rstd;   // [N]
     Act qkv;           // [N, qkv_width] (q and k rotated in place under RoPE)
-    Act atty;          // [N, C] attention output, heads side by side
+    Act atty;          // [N, NH*hs] attention output, heads side by side (C unless head_dim)
     float* att_saved;  // backend-defined (attention_saved_floats; twice that with dropout)
     Act attproj;       // [N, C]
     Act residual2;     // [N, C] residual stream after attention
@@ -49,7 +49,8 @@ struct Activations {
     Act logits;    // [N, Vp]; becomes dlogits in forward_backward
     float* losses;  // [N]
     // Backward scratch, reused by every layer.
-    Act dresidual, dln, datty;  // [N, C]
+    Act dresidual, dln;  // [N, C]
+    Act datty;           // [N, NH*hs]
     Act dqkv;                   // [N, qkv_width]
     Act dmlp_pre, dmlp_act;     // [N, mlp_up_width], [N, F]
     float* att_scratch;         // backend-defined (attention_scratch_floats)

@@ -24,8 +24,9 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
     // The backend sizes its scratch first: which attention path it takes (and so how much it
     // saves for the backward) can depend on the shapes (cuDNN plans are built here).
     be_.reserve(model_dims(table_, B, T));
-    const size_t att_saved = be_.attention_saved_floats(B, T, s.C, s.NH, s.NKV);
-    const size_t att_scratch = be_.attention_scratch_floats(B, T, s.C, s.NH, s.NKV);
+    const int A = s.attention_width();
+    const size_t att_saved = be_.attention_saved_floats(B, T, A, s.NH, s.NKV);
+    const size_t att_scratch = be_.attention_scratch_floats(B, T, A, s.NH, s.NKV);
     const DType act = be_.activation_dtype();
     act_bytes_ = lay_out_activations(s, B, T, att_saved, att_scratch, act, recompute_, nullptr,
                                      nullptr);
@@ -217,7 +218,8 @@ ConstAct Decoder::block_input(int i) const {
 // ln1 (already written) -> qkv (rotated) -> attention -> attproj -> residual2, ln2.
 void Decoder::block_attention_forward(int i, int B, int T, int cache_pos0) {
     const ModelSpec& s = spec();
-    const int N = B * T, C = s.C;
+    // A: the attention's width, NH heads side by side (C unless the model has a head_dim).
+    const int N = B * T, C = s.C, A = s.attention_width();
     const WeightLayout lin = s.linear_layout();
     LayerActivations& a = acts_.layers[i];
     const float* Wqkv = s.split_qkv() ? w(Slot::Q, i) : w(Slot::Qkv, i);
@@ -233,12 +235,12 @@ void Decoder::block_attention_forward(int i, int B, int T, int cache_pos0) {
         be_.attention_cached_forward(a.atty, a.qkv, k_cache, k_cache + per_cache, cache_pos0,
                                      T, s.NH, s.NKV, s.hs(), T_);
     } else if (dropping(s.dropout))
-        be_.attention_dropout_forward(a.atty, a.att_saved, a.qkv, B, T, C, s.NH, s.NKV,
+        be_.attention_dropout_forward(a.atty, a.att_saved, a.qkv, B, T, A, s.NH, s.NKV,
                                       mask(s.dropout,
                                            dropout_site(i, DropoutPlace::AttentionProbs)));
     else
-        be_.attention_forward(a.atty, a.att_saved, a.qkv, B, T, C, s.NH, s.NKV);
-    const float* bias = residual_branch(a.attproj, a.atty, Slot::AttnOut, i, C, N);
+        be_.attention_forward(a.atty, a.att_saved, a.qkv, B, T, A, s.NH, s.NKV);
+    const float* bias = residual_branch(a.attproj, a.atty, Slot::AttnOut, i, A, N);
     residual_norm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, block_input(i), a.attproj,
                           bias, w(Slot::MlpNorm, i), w(Slot::MlpNormBias, i), N);
 }
@@ -360,7 +362,7 @@ void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, 
 // into dresidual, and every block's two residual branches read the same buffer.
 void Decoder::run_backward(const int32_t* inputs, int B, int T) {
     const ModelSpec& s = spec();
-    const int N = B * T, C = s.C, F = s.F, L = s.L;
+    const int N = B * T, C = s.C, F = s.F, L = s.L, AW = s.attention_width();
     const WeightLayout lin = s.linear_layout();
     Activations& A = acts_;
     const size_t NC = static_cast<size_t>(N) * static_cast<size_t>(C);
@@ -405,13 +407,13 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
         const ConstAct dproj =
             branch_grad(s.dropout, dropout_site(i, DropoutPlace::AttentionOut), N);
         be_.matmul_backward(A.datty, dw(Slot::AttnOut, i), dw(Slot::AttnOutBias, i), dproj,
-                            a.atty, w(Slot::AttnOut, i), N, C, C, lin);
+                            a.atty, w(Slot::AttnOut, i), N, AW, C, lin);
         lora_backward(Slot::AttnOut, i, a.atty, dproj, A.datty, N);
         if (dropping(s.dropout))
             be_.attention_dropout_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved,
-                                           B, T, C, s.NH, s.NKV);
+                                           B, T, AW, s.NH, s.NKV);
         else
-            be_.attention_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, B, T, C,
+            be_.attention_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, B, T, AW,
                                    s.NH, s.NKV);
         if (!s.learned_positions())  // d(rotated q, k) -> d(q, k)
             be_.rope_backward(A.dqkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0);

@@ -15,6 +15,7 @@ ModelSpec model_spec(const ModelConfig& m) {
     s.NH = static_cast<int>(m.n_head);
     s.NKV = m.n_kv_head > 0 ? static_cast<int>(m.n_kv_head) : s.NH;
     s.C = static_cast<int>(m.d_model);
+    s.head_dim = m.head_dim > 0 && m.head_dim * m.n_head != m.d_model ? static_cast<int>(m.head_dim) : 0;
     s.F = m.d_ff > 0 ? static_cast<int>(m.d_ff) : 4 * s.C;
     s.norm_eps = static_cast<float>(m.norm_eps);
     s.rope_theta = static_cast<float>(m.rope_theta);
@@ -47,7 +48,9 @@ std::string arch_name(const ModelSpec& s) { return s.family().model_type; }
 std::string describe(const ModelSpec& s) {
     std::string out = cat(arch_name(s), " L", s.L, " H", s.NH);
     if (s.NKV != s.NH) out += cat(" KV", s.NKV);
-    out += cat(" C", s.C, " F", s.F, " V", s.V, " T_max", s.maxT);
+    out += cat(" C", s.C);
+    if (s.head_dim > 0) out += cat(" head_dim ", s.head_dim);
+    out += cat(" F", s.F, " V", s.V, " T_max", s.maxT);
     if (!s.learned_positions()) {
         out += cat(", RoPE theta ", s.rope_theta);
         const RopeScalingSpec& r = s.rope_scaling;

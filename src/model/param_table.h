@@ -45,6 +45,7 @@ struct ModelSpec {
     int NH = 0;    // n_head
     int NKV = 0;   // key/value heads (== NH unless grouped-query)
     int C = 0;     // d_model
+    int head_dim = 0;  // the head size when it is not C / NH (Qwen3's head_dim); 0 = C / NH
     int F = 0;     // MLP hidden width (gpt2: c_fc's output; llama: gate/up's output)
     float norm_eps = 1e-5f;
     float rope_theta = 10000.0f;
@@ -55,7 +56,8 @@ struct ModelSpec {
     float dropout = 0.0f;
     LoraSpec lora;     // adapters (none by default)
 
-    int hs() const { return C / NH; }                       // head size
+    int hs() const { return head_dim > 0 ? head_dim : C / NH; }  // head size
+    int attention_width() const { return NH * hs(); }       // the heads side by side (q, out)
     int qkv_width() const { return (NH + 2 * NKV) * hs(); }  // [q | k | v] per row
     const Family& family() const { return trt::family(arch); }
     // The family's switches (model/family.h), so the decoder reads as the model's equations.

@@ -18,6 +18,7 @@ Families (--family, default gpt2):
          gqa_tied      n_kv_head 1, tied head (no lm_head.weight), d_ff 128, theta 1e4, eps 1e-5
          llama3_rope   rope_scaling llama3 (factor 8, low 1, high 4, original 32)
          qwen2_biases  model_type qwen2: q/k/v_proj biases, n_kv_head 2, tied head
+         head_dim      head_dim 24 with d_model 64, 4 heads (q 96 wide; Qwen3's shape of head)
          mistral       model_type mistral, sliding_window 64 (= the sequence: the causal mask)
 Exit 0 pass, 1 fail, 77 skipped (no torch).
 
@@ -61,6 +62,7 @@ CASES = {  # family: [(case name, model)]
                              rope_high_freq_factor=4.0, rope_original_context=32,
                              tie_embeddings=False)),
         ("qwen2_biases", dict(LLAMA, arch="qwen2", n_kv_head=2, d_ff=96, tie_embeddings=True)),
+        ("head_dim", dict(LLAMA, n_kv_head=2, d_ff=96, head_dim=24, tie_embeddings=False)),
         ("mistral", dict(LLAMA, arch="mistral", n_kv_head=2, d_ff=96, sliding_window=64,
                          tie_embeddings=False)),
     ],
@@ -147,15 +149,16 @@ def llama_from_hf(hf):
         if hf.get(key):
             raise Unsupported(f"{key} = {hf[key]!r}")
     C, NH = hf["hidden_size"], hf["num_attention_heads"]
-    if C % NH or hf.get("head_dim", C // NH) != C // NH:  # llama_logits: hs = C / n_head
-        raise Unsupported(f"head_dim = {hf.get('head_dim')!r} with hidden_size {C}, {NH} heads")
+    # head_dim absent, null or C / NH: the plain model (trainrt's head_dim 0)
+    head_dim = hf.get("head_dim") or 0
+    head = {} if head_dim in (0, C // NH) and C % NH == 0 else {"head_dim": head_dim}
     return dict(arch=arch, vocab_size=hf["vocab_size"],
                 context_length=hf["max_position_embeddings"],
                 n_layer=hf["num_hidden_layers"], n_head=NH, d_model=C,
                 n_kv_head=hf["num_key_value_heads"], d_ff=hf["intermediate_size"],
                 rope_theta=hf["rope_theta"], norm_eps=hf["rms_norm_eps"],
                 tie_embeddings=hf["tie_word_embeddings"],
-                **rope_scaling_from_hf(hf.get("rope_scaling")),
+                **rope_scaling_from_hf(hf.get("rope_scaling")), **head,
                 **({"sliding_window": hf.get("sliding_window") or 0} if arch == "mistral" else {}))
 
 

@@ -37,6 +37,8 @@ init_from, so trainrt takes family and shape from the folder):
                        s = (original / w_j - low) / (high - low); factor 8, low 1, high 4,
                        original 64, so hs 16's pairs fall in all three regions; tied head
     llama_linear_rope  rope_scaling linear: inv_freq_j / factor, factor 2.5
+    llama_head_dim     head_dim 24 with d_model 64 and 4 heads: q_proj [96, 64], k/v_proj
+                       [48, 64], o_proj [64, 96], attention scaled 1/sqrt(24)
     mistral_window     model_type mistral, sliding_window 48 (query i reads keys j with
                        i - j < 48: at T 32 the whole causal context; the mask itself is
                        checked against a per-position loop)
@@ -79,6 +81,9 @@ FAMILY_MODELS = {  # key: (n_kv_head, tie_embeddings, init seed, arch, rope scal
     # Mistral v0.1's shape of window: longer than the sequence (T 32), so the band is the
     # causal mask (trainrt refuses shorter windows until its kernels have the band).
     "mistral_window": (2, False, 5007, "mistral", dict(sliding_window=48)),
+    # Qwen3's explicit head_dim: 4 heads of 24 over d_model 64, so q is 96 wide and o_proj
+    # maps 96 back to 64.
+    "llama_head_dim": (2, False, 5008, "llama", dict(head_dim=24)),
 }
 FAMILY_CASES = [(k, k, 1) for k in FAMILY_MODELS]
 CASES = [  # (case name, model key, grad_accum)
@@ -107,7 +112,7 @@ def llama_param_shapes(cfg):
     """HF LlamaForCausalLM names and shapes; linear weights are [out, in] (y = x W^T)."""
     V, C, L, F = cfg["vocab_size"], cfg["d_model"], cfg["n_layer"], cfg["d_ff"]
     NH, NKV = cfg["n_head"], cfg["n_kv_head"]
-    hs = C // NH
+    hs = cfg.get("head_dim") or C // NH
     shapes = [("model.embed_tokens.weight", (V, C))]
     for i in range(L):
         p = f"model.layers.{i}."
@@ -211,7 +216,7 @@ def llama_logits(p, cfg, idx):
     """(B, T, V) next-token logits of the Llama with HF-named parameters p for ids idx (B, T)."""
     B, T = idx.shape
     C, L, NH, NKV = cfg["d_model"], cfg["n_layer"], cfg["n_head"], cfg["n_kv_head"]
-    hs, eps = C // NH, cfg["norm_eps"]
+    hs, eps = cfg.get("head_dim") or C // NH, cfg["norm_eps"]
     assert NH % NKV == 0
     group = NH // NKV
     kv_of_head = torch.arange(NH) // group                                 # HF repeat_kv
@@ -253,7 +258,7 @@ def llama_loss(p, cfg, idx, targets, per_token=False):
 def llama_self_check(spec):
     cfg, init = spec.cfg, spec.init
     C, NH, NKV = cfg["d_model"], cfg["n_head"], cfg["n_kv_head"]
-    hs = C // NH
+    hs = cfg.get("head_dim") or C // NH
     g = torch.Generator().manual_seed(11)
     assert ("lm_head.weight" in init) == (not cfg["tie_embeddings"]), "lm_head iff untied"
     # RMSNorm against a float64 evaluation of the formula with a separate sqrt and division.
@@ -365,13 +370,14 @@ def hf_config_json(cfg):
              max_position_embeddings=cfg["context_length"], hidden_size=cfg["d_model"],
              intermediate_size=cfg["d_ff"], num_hidden_layers=cfg["n_layer"],
              num_attention_heads=cfg["n_head"], num_key_value_heads=cfg["n_kv_head"],
+             head_dim=cfg.get("head_dim") or cfg["d_model"] // cfg["n_head"],
              hidden_act="silu", rms_norm_eps=cfg["norm_eps"], rope_theta=cfg["rope_theta"],
              rope_scaling=hf_rope_scaling(cfg), tie_word_embeddings=cfg["tie_embeddings"],
              torch_dtype="float32")
     if cfg["arch"] == "qwen2":
         c.update(use_sliding_window=False, sliding_window=64, max_window_layers=2)
     elif cfg["arch"] == "mistral":
-        c.update(sliding_window=cfg.get("sliding_window") or None, head_dim=cfg["d_model"] // cfg["n_head"])
+        c.update(sliding_window=cfg.get("sliding_window") or None)
     else:
         c.update(attention_bias=False, mlp_bias=False)
     return json.dumps(c, indent=2) + "\n"

@@ -192,7 +192,8 @@ size_t LowpOps::planned_scratch_floats(const ModelDims& d) const {
     const size_t N = (size_t)d.B * d.T, T = (size_t)d.T, C = (size_t)d.C;
     const size_t NKV = d.NKV > 0 ? (size_t)d.NKV : (size_t)d.NH;
     const size_t F = d.F > 0 ? (size_t)d.F : 4 * C;
-    const size_t W = C + 2 * NKV * (C / d.NH);           // a qkv row
+    const size_t A = (size_t)dims_attention_width(d);   // the heads side by side
+    const size_t W = A + 2 * NKV * (A / d.NH);           // a qkv row
     const size_t UP = d.gated_mlp ? 2 * F : F;           // the up projection's output
     const size_t Vp = ((size_t)d.V + 127) / 128 * 128;   // the padded vocabulary (param_table)
     const WeightLayout lin = d.gated_mlp ? WeightLayout::OutIn : WeightLayout::InOut;
@@ -208,13 +209,13 @@ size_t LowpOps::planned_scratch_floats(const ModelDims& d) const {
     if (!d.gated_mlp && (dtype_ != DType::BF16 || d.frozen_up_bias)) chunk(3 * F, 1, 64);
     if (d.attention_dropout) chunk(2, 1, 64, N * C);  // elementwise dropout of [N, C]
     const size_t att = attention_min_rows(d.T, d.NH);
-    chunk(C + W, T, att);      // attention forward: out, qkv
-    chunk(2 * W + C, T, att);  // backward: dqkv, dout, qkv
+    chunk(A + W, T, att);      // attention forward: out, qkv
+    chunk(2 * W + A, T, att);  // backward: dqkv, dout, qkv
     struct Linear {
         size_t K, M;
         WeightLayout layout;
     };
-    const Linear linears[] = {{C, W, lin}, {C, C, lin}, {C, UP, lin}, {F, C, lin},
+    const Linear linears[] = {{C, W, lin}, {A, C, lin}, {C, UP, lin}, {F, C, lin},
                               {C, Vp, WeightLayout::OutIn}};
     for (const Linear& l : linears) {
         if (gemm_) {  // oneDNN reads bf16 rows in place; only GELU's fp32 accumulator

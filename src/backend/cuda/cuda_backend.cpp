@@ -228,12 +228,12 @@ public:
                               " query heads (grouped-query attention), which runs on the "
                               "matmul path";
                 cudnn_.reset();
-            } else if (cudnn_->prepare(ctx_, d.B, d.T, d.C, d.NH, &why)) {
+            } else if (cudnn_->prepare(ctx_, d.B, d.T, dims_attention_width(d), d.NH, &why)) {
                 use_cudnn_ = true;
                 cudnn_sized_ = d;  // the shape the model sizes its saved/scratch for
                 // Calls of other shapes (sampling, forward) must fit in those buffers.
-                cudnn_->set_call_budget(CudnnAttention::saved_floats(d.B, d.T, d.C, d.NH),
-                                        CudnnAttention::scratch_floats(d.B, d.T, d.C, d.NH));
+                cudnn_->set_call_budget(CudnnAttention::saved_floats(d.B, d.T, dims_attention_width(d), d.NH),
+                                        CudnnAttention::scratch_floats(d.B, d.T, dims_attention_width(d), d.NH));
             } else {
                 cudnn_note_ = why;
                 cudnn_.reset();
@@ -243,12 +243,12 @@ public:
         // can (reserved: kept for the backend's life); any other shape is served by
         // attention_path's rules.
         const bool mha = dims_nkv(d) == d.NH;
-        if (use_cudnn_ && mha && !cudnn_->prepared(d.B, d.T, d.C, d.NH)) {
+        if (use_cudnn_ && mha && !cudnn_->prepared(d.B, d.T, dims_attention_width(d), d.NH)) {
             std::string why;
-            cudnn_->prepare(ctx_, d.B, d.T, d.C, d.NH, &why);
+            cudnn_->prepare(ctx_, d.B, d.T, dims_attention_width(d), d.NH, &why);
         }
-        if (use_cudnn_ && mha && cudnn_->prepared(d.B, d.T, d.C, d.NH))
-            need = std::max(need, cudnn_->ctx_scratch_bytes(d.B, d.T, d.C, d.NH));
+        if (use_cudnn_ && mha && cudnn_->prepared(d.B, d.T, dims_attention_width(d), d.NH))
+            need = std::max(need, cudnn_->ctx_scratch_bytes(d.B, d.T, dims_attention_width(d), d.NH));
         need = round_up(need);
         if (need > ctx_.scratch_bytes) {
             refuse_if_graphs_hold("reserve (the op scratch would move)");
@@ -790,10 +790,11 @@ private:
     // The matmul attention's T×T buffers fit in what the model allocated for cuDNN.
     bool matmul_fits(int B, int T, int C, int NH, int NKV) const {
         const ModelDims& r = cudnn_sized_;
+        const int RA = dims_attention_width(r);
         return cuda::attention_saved_floats(B, T, C, NH, NKV) <=
-                   CudnnAttention::saved_floats(r.B, r.T, r.C, r.NH) &&
+                   CudnnAttention::saved_floats(r.B, r.T, RA, r.NH) &&
                cuda::attention_scratch_floats(B, T, C, NH, NKV) <=
-                   CudnnAttention::scratch_floats(r.B, r.T, r.C, r.NH);
+                   CudnnAttention::scratch_floats(r.B, r.T, RA, r.NH);
     }
     bool capturing() const {
         cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;

@@ -870,9 +870,10 @@ size_t matmul_scratch_bytes(const ModelDims& d, Precision p, DType act) {
     // to 128.
     const size_t N = static_cast<size_t>(d.B) * d.T, C = d.C;
     const size_t QKV = dims_qkv_width(d), F = dims_ff(d);
+    const size_t A = static_cast<size_t>(dims_attention_width(d));  // o_proj's input
     const size_t Vp = (static_cast<size_t>(std::max(d.V, 0)) + 127) / 128 * 128;
     // (K, M, whether the model gives it a bias: only those can take forward_via_fp32.)
-    const size_t shapes[6][3] = {{C, QKV, 1}, {C, C, 1}, {C, F, 1},
+    const size_t shapes[6][3] = {{C, QKV, 1}, {A, C, 1}, {C, F, 1},
                                  {C, 2 * F, 1}, {F, C, 1}, {C, Vp, 0}};
     for (const auto& s : shapes) {
         const size_t K = s[0], M = s[1];

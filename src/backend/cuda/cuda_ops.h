@@ -62,6 +62,8 @@ inline size_t dims_ff(const ModelDims& d) {
     return d.F > 0 ? static_cast<size_t>(d.F) : 4 * static_cast<size_t>(d.C > 0 ? d.C : 0);
 }
 inline size_t dims_qkv_width(const ModelDims& d) {
+    if (d.HS > 0 && d.NH > 0)  // an explicit head_dim (ModelDims::HS)
+        return static_cast<size_t>(d.NH + 2 * dims_nkv(d)) * static_cast<size_t>(d.HS);
     if (d.C <= 0) return 0;
     if (d.NH <= 0 || d.C % d.NH != 0) return 3 * static_cast<size_t>(d.C);
     return static_cast<size_t>(d.NH + 2 * dims_nkv(d)) * static_cast<size_t>(d.C / d.NH);
@@ -71,6 +73,8 @@ inline size_t dims_qkv_width(const ModelDims& d) {
 inline size_t dims_max_width(const ModelDims& d) {
     size_t m = d.C > 0 ? static_cast<size_t>(d.C) : 0;
     if (dims_qkv_width(d) > m) m = dims_qkv_width(d);
+    if (static_cast<size_t>(std::max(dims_attention_width(d), 0)) > m)
+        m = static_cast<size_t>(dims_attention_width(d));
     if (2 * dims_ff(d) > m) m = 2 * dims_ff(d);
     return m;
 }

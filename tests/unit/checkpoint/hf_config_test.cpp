@@ -83,6 +83,18 @@ TEST(HfConfig, BothFamiliesRoundTrip) {
     EXPECT_THAT(m, HasSubstr("\"sliding_window\": 4096"));
     EXPECT_EQ(ckpt::parse_hf_config(m, "c").sliding_window, 4096);
     EXPECT_EQ(ParamTable(mistral).num_params(), 7248023552u);  // Mistral 7B v0.3, published
+    // head_dim: heads NH * head_dim wide, not hidden_size (Qwen3-0.6B's 16 x 128 over 1024).
+    ModelSpec wide_heads = llama_spec(1000, 512, 2, 16, 8, 1024, 3072, true);
+    wide_heads.head_dim = 128;
+    const std::string w = ckpt::hf_config_json(wide_heads, "float32");
+    EXPECT_THAT(w, HasSubstr("\"head_dim\": 128"));
+    const ModelSpec back = ckpt::parse_hf_config(w, "c");
+    expect_same(back, wide_heads);
+    EXPECT_EQ(back.attention_width(), 2048);
+    EXPECT_EQ(ParamTable(back).at(Slot::Q, 0).shape, (std::vector<int64_t>{2048, 1024}));
+    EXPECT_EQ(ParamTable(back).at(Slot::AttnOut, 0).shape, (std::vector<int64_t>{1024, 2048}));
+    // A head_dim equal to hidden_size / heads is the plain model.
+    EXPECT_EQ(ckpt::parse_hf_config(std::string(kLlama) + ", \"head_dim\": 64}", "c").head_dim, 0);
 }
 
 // Llama 3.2 1B's config.json as published (the keys that matter), and Qwen2.5 0.5B's.
@@ -160,7 +172,6 @@ TEST(HfConfig, WhatTheDecoderCannotRunIsRefusedByName) {
          "\"attention_factor\": 0.5}}", "attention_factor"},
         {", \"attention_bias\": true}", "attention_bias"},
         {", \"mlp_bias\": true}", "mlp_bias"},
-        {", \"head_dim\": 128}", "head_dim"},
     };
     for (const auto& u : unsupported) {
         const Error e = parse_error(base + u[0]);

@@ -738,7 +738,7 @@ TEST(ConfigDocs, EveryKeyIsDocumented) {
         EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << key;
         ++keys;
     }
-    EXPECT_EQ(keys, 74);
+    EXPECT_EQ(keys, 75);
 }
 
 }  // namespace

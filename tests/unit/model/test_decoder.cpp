@@ -38,8 +38,16 @@ ModelSpec llama3_rope_spec() {
     return s;
 }
 
+// An explicit head_dim (Qwen3's): 4 heads of 6 over d_model 8, so the attention is 24 wide.
+ModelSpec head_dim_spec() {
+    ModelSpec s = llama_spec(9, 6, 2, 4, 2, 8, 12, false);
+    s.head_dim = 6;
+    return s;
+}
+
 const Case kCases[] = {
     {"gpt2", gpt2_spec(9, 6, 2, 2, 8)},
+    {"llama_head_dim", head_dim_spec()},
     {"qwen2_gqa_tied", qwen2_spec(9, 6, 2, 4, 2, 8, 12, true)},
     {"llama3_rope_scaling", llama3_rope_spec()},
     {"llama_mha_untied", llama_spec(9, 6, 2, 2, 2, 8, 12, false)},

@@ -291,11 +291,13 @@ size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) {
 }
 
 size_t attention_ctx_scratch_bytes(const ModelDims& d, Precision p) {
-    if (empty(d.B, d.T, d.C, d.NH) || d.C % d.NH != 0) return 0;
+    // The attention's width: NH heads of hs (C unless the model has a head_dim).
+    const int A = dims_attention_width(d);
+    if (empty(d.B, d.T, A, d.NH) || A % d.NH != 0) return 0;
     const int NKV = dims_nkv(d);
     if (NKV < 1 || d.NH % NKV != 0) return 0;
-    const int BKV = d.B * NKV, G = d.NH / NKV, T = d.T, hs = d.C / d.NH;
-    const size_t btc = static_cast<size_t>(d.B) * T * d.C;
+    const int BKV = d.B * NKV, G = d.NH / NKV, T = d.T, hs = A / d.NH;
+    const size_t btc = static_cast<size_t>(d.B) * T * A;
     const size_t bkv = static_cast<size_t>(d.B) * T * hs * NKV;
     // Every product is one of these shapes; the casts only depend on the shape. (For one
     // B, T, C, NH the casts and q/k/v only shrink as NKV does: NKV = NH bounds them all.)
