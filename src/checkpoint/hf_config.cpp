@@ -51,6 +51,7 @@ std::string hf_config_json(const ModelSpec& s, const std::string& torch_dtype) {
         // ones, its q/k/v biases implied by the model type); SiLU-gated MLP.
         const Family& f = s.family();
         const bool qwen2 = s.arch == ModelArch::Qwen2, mistral = s.arch == ModelArch::Mistral;
+        const bool qwen3 = s.arch == ModelArch::Qwen3;
         const std::string window =
             s.sliding_window > 0 ? std::to_string(s.sliding_window) : std::string("null");
         return cat("{\n",
@@ -68,7 +69,8 @@ std::string hf_config_json(const ModelSpec& s, const std::string& torch_dtype) {
                    "  \"rms_norm_eps\": ", float_text(s.norm_eps), ",\n",
                    "  \"rope_theta\": ", float_text(s.rope_theta), ",\n",
                    "  \"rope_scaling\": ", rope_scaling_json(s.rope_scaling), ",\n",
-                   qwen2     ? std::string("  \"use_sliding_window\": false,\n")
+                   qwen3     ? std::string("  \"attention_bias\": false,\n  \"use_sliding_window\": false,\n")
+                   : qwen2   ? std::string("  \"use_sliding_window\": false,\n")
                    : mistral ? cat("  \"sliding_window\": ", window, ",\n")
                              : std::string("  \"attention_bias\": false,\n  \"mlp_bias\": false,\n"),
                    "  \"attention_dropout\": 0.0,\n",

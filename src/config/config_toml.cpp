@@ -511,14 +511,16 @@ toml::table parse_text(std::string_view text, const std::string& source_name) {
     return doc;
 }
 
-// model.rope_scaling's keys: each means something for one kind of scaling only, and llama3's
-// blend needs its band (transformers' _compute_llama3_parameters).
+// model.rope_scaling's keys: each means something for some kinds of scaling only, and
+// llama3's blend needs its band (transformers' _compute_llama3_parameters). While
+// rope_scaling is "none" they are not read, and may be set ahead of it: Config::set validates
+// after every key, so "llama3" can only be set once its rope_original_context is.
 template <class Where>
 void rope_scaling_rules(const ModelConfig& m, Where where, Problems& problems) {
     const bool linear = m.rope_scaling == RopeScaling::Linear;
     const bool llama3 = m.rope_scaling == RopeScaling::Llama3;
     const auto only = [&](bool used, bool at_default, const char* key, const char* kinds) {
-        if (!used && !at_default)
+        if (m.rope_scaling != RopeScaling::None && !used && !at_default)
             problems.add(where(key, "model.rope_scaling"),
                          cat(key, ": given while model.rope_scaling = \"",
                              to_string(m.rope_scaling), "\"; it is read with ", kinds, " only"));

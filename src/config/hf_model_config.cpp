@@ -121,7 +121,7 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
     const auto refuse_unless = [&](bool ok, const std::string& what) {
         if (!ok)
             fail(Status::Unsupported, source, ": ", what, " is not supported (libtrainrt trains "
-                 "GPT-2, Llama, Qwen2 and Mistral models without it)");
+                 "GPT-2, Llama, Qwen2, Mistral and Qwen3 models without it)");
     };
 
     // Checkpoints written before the Llama family have model_type "gpt2" too; a file without
@@ -150,11 +150,17 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
         if (m.d_model % m.n_head != 0)
             fail(Status::Format, source, ": n_embd ", m.d_model, " is not a multiple of n_head ",
                  m.n_head);
-    } else if (model_type == "llama" || model_type == "qwen2" || model_type == "mistral") {
-        // LlamaConfig's keys; Qwen2Config and MistralConfig have the same ones (Qwen2's q/k/v
-        // biases are part of the family, not a key), and each its own sliding window.
+    } else if (model_type == "llama" || model_type == "qwen2" || model_type == "mistral" ||
+               model_type == "qwen3") {
+        // LlamaConfig's keys; Qwen2Config, MistralConfig and Qwen3Config have the same ones
+        // (Qwen2's q/k/v biases and Qwen3's q/k norms are part of the family, not keys), and
+        // each its own sliding window.
         const bool qwen2 = model_type == "qwen2", mistral = model_type == "mistral";
-        m.arch = qwen2 ? ModelArch::Qwen2 : mistral ? ModelArch::Mistral : ModelArch::Llama;
+        const bool qwen3 = model_type == "qwen3";
+        m.arch = qwen2     ? ModelArch::Qwen2
+                 : mistral ? ModelArch::Mistral
+                 : qwen3   ? ModelArch::Qwen3
+                           : ModelArch::Llama;
         m.vocab_size = dim("vocab_size", limits::kMaxVocab, "model.vocab_size");
         m.context_length = dim("max_position_embeddings", limits::kMaxContext, "model.context_length");
         m.n_layer = dim("num_hidden_layers", limits::kMaxLayers, "model.n_layer");
@@ -179,8 +185,9 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
         if (const json::Value* act = root.find("hidden_act"))
             refuse_unless(act->is_string() && act->s == "silu", "hidden_act other than \"silu\"");
         read_rope_scaling(root, source, m);
-        if (qwen2) {
+        if (qwen2 || qwen3) {
             refuse_unless(!flag("use_sliding_window", false), "use_sliding_window = true");
+            if (qwen3) refuse_unless(!flag("attention_bias", false), "attention_bias = true");
         } else if (mistral) {
             // MistralConfig: sliding_window null = the whole context (Mistral 7B v0.3), else
             // each query sees the last sliding_window keys (v0.1: 4096).
@@ -191,7 +198,7 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
         }
     } else {
         fail(Status::Unsupported, source, ": \"model_type\" is \"", model_type,
-             "\"; libtrainrt supports \"gpt2\", \"llama\", \"qwen2\" and \"mistral\"");
+             "\"; libtrainrt supports \"gpt2\", \"llama\", \"qwen2\", \"mistral\" and \"qwen3\"");
     }
     // Parameter count in long double: the per-layer C^2 terms alone overflow int64 for
     // hostile dims. 2^40 floats (4 TiB) is far beyond any model this library trains.

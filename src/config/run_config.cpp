@@ -10,6 +10,7 @@ const char* to_string(ModelArch v) {
         case ModelArch::Llama: return "llama";
         case ModelArch::Qwen2: return "qwen2";
         case ModelArch::Mistral: return "mistral";
+        case ModelArch::Qwen3: return "qwen3";
     }
     return "?";
 }

@@ -8,7 +8,7 @@
 
 namespace trt {
 
-enum class ModelArch { Gpt2, Llama, Qwen2, Mistral };  // one row each in model/family.cpp
+enum class ModelArch { Gpt2, Llama, Qwen2, Mistral, Qwen3 };  // one row each in model/family.cpp
 // model.rope_scaling: how RoPE's frequencies are stretched (config.json's rope_scaling).
 enum class RopeScaling { None, Linear, Llama3 };
 enum class SamplerKind { Random, Sequential };

@@ -25,6 +25,10 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
     const size_t N = static_cast<size_t>(B) * static_cast<size_t>(T);
     const size_t C = static_cast<size_t>(s.C), F = static_cast<size_t>(s.F);
     const size_t A = static_cast<size_t>(s.attention_width());  // the heads side by side
+    // Qwen3's q/k norms: the q and k heads, compact.
+    const bool qk_norm = s.family().qk_norm;
+    const size_t QK = qk_norm ? static_cast<size_t>(s.NH + s.NKV) * static_cast<size_t>(s.hs()) : 0;
+    const size_t QK_ROWS = qk_norm ? static_cast<size_t>(s.NH + s.NKV) : 0;
     const size_t QKV = static_cast<size_t>(s.qkv_width());
     const size_t UP = static_cast<size_t>(s.mlp_up_width());
     const size_t Vp = static_cast<size_t>(padded_vocab(s.V));
@@ -55,6 +59,8 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
         take(shared.fcproj, N * C);
         if (block) {
             take(shared.qkv, N * QKV);
+            take(shared.qk_pre, N * QK);
+            take_f32(shared.qk_rstd, N * QK_ROWS);
             take(shared.atty, N * A);
             take_f32(shared.att_saved, saved);
             take(shared.residual2, N * C);
@@ -73,10 +79,13 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
         take_f32(l.ln1_rstd, N);
         if (block) {
             l.qkv = shared.qkv, l.atty = shared.atty, l.att_saved = shared.att_saved;
+            l.qk_pre = shared.qk_pre, l.qk_rstd = shared.qk_rstd;
             l.residual2 = shared.residual2, l.ln2 = shared.ln2;
             l.ln2_mean = shared.ln2_mean, l.ln2_rstd = shared.ln2_rstd;
         } else {
             take(l.qkv, N * QKV);
+            take(l.qk_pre, N * QK);
+            take_f32(l.qk_rstd, N * QK_ROWS);
             take(l.atty, N * A);
             take_f32(l.att_saved, saved);
             take(l.residual2, N * C);
@@ -105,6 +114,8 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
     take(a.dmlp_pre, N * UP);
     take(a.dmlp_act, N * F);
     take_f32(a.att_scratch, att_scratch);
+    take(a.qk_tmp, N * QK);
+    take(a.dqk_pre, N * QK);
     size_t lora_wide = 0, lora_in = 0;
     if (s.lora.on()) {
         const size_t per = static_cast<size_t>(Slot::kLayerSlots);

@@ -28,6 +28,10 @@ struct LayerActivations {  // one decoder block, each [N = B*T, ...]
     float* ln1_mean;   // [N] LayerNorm only
     float* ln1_rstd;   // [N]
     Act qkv;           // [N, qkv_width] (q and k rotated in place under RoPE)
+    // Qwen3's q/k norms (empty otherwise): the heads before the norm, [N*NH, hs] of q then
+    // [N*NKV, hs] of k, and each head's rstd [N*NH] then [N*NKV].
+    Act qk_pre;
+    float* qk_rstd;
     Act atty;          // [N, NH*hs] attention output, heads side by side (C unless head_dim)
     float* att_saved;  // backend-defined (attention_saved_floats; twice that with dropout)
     Act attproj;       // [N, C]
@@ -54,6 +58,9 @@ struct Activations {
     Act dqkv;                   // [N, qkv_width]
     Act dmlp_pre, dmlp_act;     // [N, mlp_up_width], [N, F]
     float* att_scratch;         // backend-defined (attention_scratch_floats)
+    // Qwen3's q/k norms (empty otherwise), [N*(NH+NKV), hs] each: the normalised heads in
+    // the forward, their gradient in the backward; and the gradient of the heads before it.
+    Act qk_tmp, dqk_pre;
     // LoRA scratch (model/lora.h; empty without adapters), reused by every adapter: the
     // backward recomputes x · Aᵀ instead of keeping it.
     Act lora_mid, lora_dmid;  // [N, rank]: x · Aᵀ and its gradient

@@ -34,7 +34,7 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
     params_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float), "parameters"));
     grads_ = static_cast<float*>(be_.alloc(table_.grad_total() * sizeof(float), "gradients"));
     if (!table_.all_trainable())
-        discard_ = static_cast<float*>(be_.alloc(2 * static_cast<size_t>(s.C) * sizeof(float),
+        discard_ = static_cast<float*>(be_.alloc(2 * discard_width() * sizeof(float),
                                                  "frozen norms' gradients"));
     act_base_ = be_.alloc(act_bytes_, "activations");
     inputs_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "input ids"));
@@ -79,7 +79,7 @@ float* Decoder::norm_dw(Slot slot, int layer) {
     if (t == nullptr) return nullptr;
     if (t->trainable) return grads_ + t->grad_offset;
     const bool bias = t->role == ParamRole::NormBias;
-    return discard_ + (bias ? spec().C : 0);
+    return discard_ + (bias ? discard_width() : 0);
 }
 
 // mid [N, r] = x [N, in] · A[r, in]ᵀ: the adapter's down projection, in the forward and
@@ -225,6 +225,7 @@ void Decoder::block_attention_forward(int i, int B, int T, int cache_pos0) {
     const float* Wqkv = s.split_qkv() ? w(Slot::Q, i) : w(Slot::Qkv, i);
     be_.matmul_forward(a.qkv, a.ln1, Wqkv, w(qkv_bias_slot(), i), N, C, s.qkv_width(), lin);
     for (Slot p : {Slot::Qkv, Slot::Q, Slot::K, Slot::V}) lora_forward(p, i, a.ln1, a.qkv, N);
+    if (s.family().qk_norm) qk_norm_forward(i, N);
     const bool cached = cache_pos0 >= 0;
     if (!s.learned_positions())
         be_.rope_forward(a.qkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(),
@@ -243,6 +244,53 @@ void Decoder::block_attention_forward(int i, int B, int T, int cache_pos0) {
     const float* bias = residual_branch(a.attproj, a.atty, Slot::AttnOut, i, A, N);
     residual_norm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, block_input(i), a.attproj,
                           bias, w(Slot::MlpNorm, i), w(Slot::MlpNormBias, i), N);
+}
+
+// Qwen3's q_norm and k_norm: RMSNorm over each head of q and of k (one [hs] weight each,
+// shared by the heads), in place in qkv, before RoPE. Built from verified ops: the heads are
+// copied out compact ([N*NH, hs] rows, then [N*NKV, hs]) and kept for the backward, normed
+// as rows, and their columns of qkv replaced (x - x + y: exactly y in every dtype).
+void Decoder::qk_norm_forward(int i, int N) {
+    const ModelSpec& s = spec();
+    LayerActivations& a = acts_.layers[i];
+    const int hs = s.hs(), W = s.qkv_width(), QW = s.NH * hs, KW = s.NKV * hs;
+    const size_t q_size = static_cast<size_t>(N) * QW;
+    const Act q_pre = a.qk_pre, k_pre = a.qk_pre.at(q_size);
+    const Act q_n = acts_.qk_tmp, k_n = acts_.qk_tmp.at(q_size);
+    be_.copy_columns(q_pre, a.qkv, 1.0f, N, W, 0, QW);
+    be_.copy_columns(k_pre, a.qkv, 1.0f, N, W, QW, KW);
+    be_.rmsnorm_forward(q_n, a.qk_rstd, q_pre, w(Slot::QNorm, i), N * s.NH, hs, s.norm_eps);
+    be_.rmsnorm_forward(k_n, a.qk_rstd + static_cast<size_t>(N) * s.NH, k_pre,
+                        w(Slot::KNorm, i), N * s.NKV, hs, s.norm_eps);
+    be_.add_columns(a.qkv, q_pre, -1.0f, N, W, 0, QW);
+    be_.add_columns(a.qkv, q_n, 1.0f, N, W, 0, QW);
+    be_.add_columns(a.qkv, k_pre, -1.0f, N, W, QW, KW);
+    be_.add_columns(a.qkv, k_n, 1.0f, N, W, QW, KW);
+}
+
+// dqkv's q and k columns: the gradient of the normalised heads in, of the heads before the
+// norm out; the norm weights' gradients added (discarded when frozen).
+void Decoder::qk_norm_backward(int i, int N) {
+    const ModelSpec& s = spec();
+    LayerActivations& a = acts_.layers[i];
+    Activations& A = acts_;
+    const int hs = s.hs(), W = s.qkv_width(), QW = s.NH * hs, KW = s.NKV * hs;
+    const size_t q_size = static_cast<size_t>(N) * QW;
+    const Act dq_n = A.qk_tmp, dk_n = A.qk_tmp.at(q_size);
+    const Act dq = A.dqk_pre, dk = A.dqk_pre.at(q_size);
+    be_.copy_columns(dq_n, A.dqkv, 1.0f, N, W, 0, QW);
+    be_.copy_columns(dk_n, A.dqkv, 1.0f, N, W, QW, KW);
+    be_.zero(A.dqk_pre.data, static_cast<size_t>(N) * (QW + KW) *
+                                 float_dtype_size(A.dqk_pre.dtype));
+    be_.rmsnorm_backward(dq, norm_dw(Slot::QNorm, i), dq_n, a.qk_pre, w(Slot::QNorm, i),
+                         a.qk_rstd, N * s.NH, hs);
+    be_.rmsnorm_backward(dk, norm_dw(Slot::KNorm, i), dk_n, a.qk_pre.at(q_size),
+                         w(Slot::KNorm, i), a.qk_rstd + static_cast<size_t>(N) * s.NH,
+                         N * s.NKV, hs);
+    be_.add_columns(A.dqkv, dq_n, -1.0f, N, W, 0, QW);
+    be_.add_columns(A.dqkv, dq, 1.0f, N, W, 0, QW);
+    be_.add_columns(A.dqkv, dk_n, -1.0f, N, W, QW, KW);
+    be_.add_columns(A.dqkv, dk, 1.0f, N, W, QW, KW);
 }
 
 // out [N, C] = in [N, K] · W (+ the adapter): a residual branch's output projection. Its bias
@@ -417,6 +465,7 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
                                    s.NH, s.NKV);
         if (!s.learned_positions())  // d(rotated q, k) -> d(q, k)
             be_.rope_backward(A.dqkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0);
+        if (s.family().qk_norm) qk_norm_backward(i, N);  // d(normalised q, k) -> d(q, k)
         const Slot qkv = s.split_qkv() ? Slot::Q : Slot::Qkv;
         be_.matmul_backward(A.dln, dw(qkv, i), dw(qkv_bias_slot(), i), A.dqkv, a.ln1, w(qkv, i),
                             N, C, s.qkv_width(), lin);

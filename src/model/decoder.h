@@ -3,6 +3,7 @@
 // flat parameter and gradient buffers and the activations (sized for the largest micro-batch
 // B x T) on the backend. It knows nothing of optimizers, data or files.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -129,6 +130,13 @@ private:
     // The bias of the fused q/k/v matmul: c_attn's, or q_proj's with k_proj's and v_proj's
     // right after it (one [(NH+2NKV)hs] vector); w() gives null for a family without.
     Slot qkv_bias_slot() const { return spec().split_qkv() ? Slot::QBias : Slot::QkvBias; }
+    // Qwen3's RMSNorm over each q and k head, in qkv before RoPE, and its backward in dqkv.
+    void qk_norm_forward(int layer, int N);
+    void qk_norm_backward(int layer, int N);
+    // Floats per half of discard_ (the widest norm: d_model, or a q/k norm's head size).
+    size_t discard_width() const {
+        return static_cast<size_t>(std::max(spec().C, spec().hs()));
+    }
     // The LoRA adapter of the linear in (slot, layer), if it has one (model/lora.h): x [N, in]
     // is the layer's input, out its (fused) output [N, fused_width]:
     //   out[:, column ..] += scale * (x · Aᵀ) · Bᵀ

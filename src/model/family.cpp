@@ -7,8 +7,8 @@ namespace trt {
 namespace {
 
 // The blocks of the Llama-shaped families (HF LlamaForCausalLM order), with or without
-// q/k/v biases after the stacked q/k/v weights.
-std::vector<FamilyTensor> llama_block(bool qkv_bias) {
+// q/k/v biases after the stacked q/k/v weights, and q/k norms after o_proj.
+std::vector<FamilyTensor> llama_block(bool qkv_bias, bool qk_norm) {
     std::vector<FamilyTensor> t = {
         {Slot::Q, "self_attn.q_proj.weight"},
         {Slot::K, "self_attn.k_proj.weight"},
@@ -18,8 +18,11 @@ std::vector<FamilyTensor> llama_block(bool qkv_bias) {
         t.insert(t.end(), {{Slot::QBias, "self_attn.q_proj.bias"},
                            {Slot::KBias, "self_attn.k_proj.bias"},
                            {Slot::VBias, "self_attn.v_proj.bias"}});
-    t.insert(t.end(), {{Slot::AttnOut, "self_attn.o_proj.weight"},
-                       {Slot::Gate, "mlp.gate_proj.weight"},
+    t.push_back({Slot::AttnOut, "self_attn.o_proj.weight"});
+    if (qk_norm)
+        t.insert(t.end(), {{Slot::QNorm, "self_attn.q_norm.weight"},
+                           {Slot::KNorm, "self_attn.k_norm.weight"}});
+    t.insert(t.end(), {{Slot::Gate, "mlp.gate_proj.weight"},
                        {Slot::Up, "mlp.up_proj.weight"},
                        {Slot::Down, "mlp.down_proj.weight"},
                        {Slot::AttnNorm, "input_layernorm.weight"},
@@ -27,7 +30,8 @@ std::vector<FamilyTensor> llama_block(bool qkv_bias) {
     return t;
 }
 
-Family llama_like(ModelArch arch, const char* model_type, const char* hf_class, bool qkv_bias) {
+Family llama_like(ModelArch arch, const char* model_type, const char* hf_class, bool qkv_bias,
+                  bool qk_norm = false) {
     Family f{};
     f.arch = arch;
     f.model_type = model_type;
@@ -37,6 +41,7 @@ Family llama_like(ModelArch arch, const char* model_type, const char* hf_class, 
     f.gated_mlp = true;
     f.split_qkv = true;
     f.qkv_bias = qkv_bias;
+    f.qk_norm = qk_norm;
     f.linear_bias = false;
     f.scaled_residual_init = false;
     f.tied_only = false;
@@ -44,7 +49,7 @@ Family llama_like(ModelArch arch, const char* model_type, const char* hf_class, 
     f.hf_model_prefix = "";
     f.layer_prefix = "model.layers.";
     f.before_blocks = {{Slot::TokenEmbedding, "model.embed_tokens.weight"}};
-    f.per_block = llama_block(qkv_bias);
+    f.per_block = llama_block(qkv_bias, qk_norm);
     f.after_blocks = {{Slot::FinalNorm, "model.norm.weight"}, {Slot::Head, "lm_head.weight"}};
     f.default_lora_targets = {"q_proj", "v_proj"};
     return f;
@@ -60,6 +65,7 @@ Family gpt2_family() {
     f.gated_mlp = false;
     f.split_qkv = false;
     f.qkv_bias = true;
+    f.qk_norm = false;
     f.linear_bias = true;
     f.scaled_residual_init = true;
     f.tied_only = true;
@@ -91,6 +97,9 @@ const std::vector<Family>& families() {
         llama_like(ModelArch::Qwen2, "qwen2", "Qwen2ForCausalLM", true),
         // Mistral: Llama's tensors and equations; its sliding window is a [model] key.
         llama_like(ModelArch::Mistral, "mistral", "MistralForCausalLM", false),
+        // Qwen3: Llama with RMSNorm over each q and k head before RoPE (Qwen3Attention's
+        // q_norm, k_norm), usually with a head_dim other than d_model / n_head.
+        llama_like(ModelArch::Qwen3, "qwen3", "Qwen3ForCausalLM", false, /*qk_norm=*/true),
     };
     return rows;
 }

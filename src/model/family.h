@@ -27,6 +27,7 @@ enum class Slot {
     Up, UpBias,              // gpt2 c_fc | up_proj
     Down, DownBias,          // mlp.c_proj | down_proj
     QBias, KBias, VBias,     // qwen2 q/k/v_proj biases: adjacent, one [(NH+2NKV)hs] vector
+    QNorm, KNorm,            // qwen3 q_norm, k_norm: RMSNorm weights [hs] over each head
     kLayerSlots,
     // global
     TokenEmbedding = kLayerSlots, PositionEmbedding, FinalNorm, FinalNormBias, Head,
@@ -53,6 +54,7 @@ struct Family {
     bool gated_mlp;             // silu(x·Wgateᵀ) * (x·Wupᵀ), else gelu(x·W_fc + b)
     bool split_qkv;             // adjacent q/k/v_proj, else one c_attn
     bool qkv_bias;              // q, k and v have biases (c_attn's, or q/k/v_proj's)
+    bool qk_norm;               // RMSNorm over each q and k head before RoPE (Qwen3)
     bool linear_bias;           // the other linear layers have biases too (GPT-2)
     bool scaled_residual_init;  // random init of the residual projections: 0.02 / sqrt(2L)
     bool tied_only;             // the head is always the token embedding

@@ -60,6 +60,7 @@ std::string describe(const ModelSpec& s) {
                        r.high_freq_factor, " of ", r.original_context, ")");
     }
     if (s.family().qkv_bias && s.split_qkv()) out += ", q/k/v biases";
+    if (s.family().qk_norm) out += ", q/k norms";
     if (s.sliding_window > 0) out += cat(", sliding window ", s.sliding_window);
     if (s.rms_norm()) out += cat(", RMSNorm eps ", s.norm_eps);
     if (!s.family().tied_only) out += s.tied ? ", tied head" : ", untied head";
@@ -110,7 +111,8 @@ ParamRole slot_role(Slot slot) {
         case Slot::TokenEmbedding: return ParamRole::TokenEmbedding;
         case Slot::PositionEmbedding: return ParamRole::PositionEmbedding;
         case Slot::Head: return ParamRole::Head;
-        case Slot::AttnNorm: case Slot::MlpNorm: case Slot::FinalNorm: return ParamRole::Norm;
+        case Slot::AttnNorm: case Slot::MlpNorm: case Slot::FinalNorm: case Slot::QNorm:
+        case Slot::KNorm: return ParamRole::Norm;
         case Slot::AttnNormBias: case Slot::MlpNormBias: case Slot::FinalNormBias:
             return ParamRole::NormBias;
         case Slot::QkvBias: case Slot::QBias: case Slot::KBias: case Slot::VBias:
@@ -128,6 +130,7 @@ std::vector<int64_t> tensor_shape(const ModelSpec& s, Slot slot) {
     switch (slot) {
         case Slot::TokenEmbedding: case Slot::Head: return {s.V, C};
         case Slot::PositionEmbedding: return {s.maxT, C};
+        case Slot::QNorm: case Slot::KNorm: return {s.hs()};
         case Slot::AttnNorm: case Slot::MlpNorm: case Slot::FinalNorm: case Slot::AttnNormBias:
         case Slot::MlpNormBias: case Slot::FinalNormBias: return {C};
         case Slot::QkvBias: return bias_of(Slot::Qkv);

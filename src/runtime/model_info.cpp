@@ -66,7 +66,8 @@ std::string model_summary(const ModelSpec& spec) {
             case Slot::QBias: case Slot::KBias: case Slot::VBias:
             case Slot::AttnOut: case Slot::AttnOutBias: part = 1; break;
             case Slot::AttnNorm: case Slot::AttnNormBias: case Slot::MlpNorm:
-            case Slot::MlpNormBias: case Slot::FinalNorm: case Slot::FinalNormBias: part = 3; break;
+            case Slot::MlpNormBias: case Slot::FinalNorm: case Slot::FinalNormBias:
+            case Slot::QNorm: case Slot::KNorm: part = 3; break;
             case Slot::Head: part = 4; break;
             default: part = 2;  // Gate, Up, UpBias, Down, DownBias
         }

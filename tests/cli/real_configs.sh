@@ -19,6 +19,7 @@ declare -A published=(
     [qwen2.5-0.5b]=494032768
     [qwen2.5-7b]=7615616512
     [mistral-7b]=7248023552
+    [qwen3-0.6b]=596049920
     [smollm2-360m]=361821120
     [smollm-135m]=134515008
 )

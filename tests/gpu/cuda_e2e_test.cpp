@@ -358,6 +358,30 @@ TEST_P(CudaE2EP, FineTuningLossesMatchCpu) {
     EXPECT_TRUE(same_bits(run(g2, 30), lg)) << "recompute changed the CUDA losses";
 }
 
+// Issue 39's families and shapes in one model: qwen2 (q/k/v biases as the fused matmul's
+// bias), grouped-query attention, an explicit head_dim (4 heads of 24 over d_model 64: the
+// attention is 96 wide, o_proj maps it back), llama3 RoPE scaling, an untied head. Verified
+// on the CPU against PyTorch (reference.pytorch_llama_families); here CUDA against the CPU.
+// (In an order where every intermediate config is valid: the band before "llama3".)
+const Sets kFamilies = {{"model.arch", "\"qwen2\""},           {"model.n_kv_head", "2"},
+                        {"model.head_dim", "24"},                {"model.d_ff", "96"},
+                        {"model.tie_embeddings", "false"},       {"model.rope_scaling_factor", "8.0"},
+                        {"model.rope_original_context", "32"},   {"model.rope_scaling", "\"llama3\""}};
+
+TEST_P(CudaE2EP, FamiliesLossesMatchCpu) {
+    const std::string p = GetParam();
+    CUDA_SESSION_OR_SKIP(g, p, kFamilies);
+    trainrt_session* c = cpu(kFamilies);
+    ASSERT_NE(c, nullptr);
+    std::vector<double> norms;
+    const auto lg = run(g, 30, &norms), lc = run(c, 30);
+    ASSERT_EQ(lg.size(), 30u);
+    ASSERT_EQ(lc.size(), 30u);
+    const size_t steps = steps_to_compare(p, norms, 30);
+    EXPECT_LE(compare("qwen2 head_dim llama3-rope cuda " + p + " vs cpu", lg, lc, steps),
+              tol_for(p));
+}
+
 INSTANTIATE_TEST_SUITE_P(Precision, CudaE2EP, ::testing::Values("fp32", "tf32", "bf16", "fp16"),
                          [](const auto& info) { return info.param; });
 

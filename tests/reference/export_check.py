@@ -19,6 +19,7 @@ Families (--family, default gpt2):
          llama3_rope   rope_scaling llama3 (factor 8, low 1, high 4, original 32)
          qwen2_biases  model_type qwen2: q/k/v_proj biases, n_kv_head 2, tied head
          head_dim      head_dim 24 with d_model 64, 4 heads (q 96 wide; Qwen3's shape of head)
+         qwen3         model_type qwen3: q/k norms over heads of 24 (head_dim), tied head
          mistral       model_type mistral, sliding_window 64 (= the sequence: the causal mask)
 Exit 0 pass, 1 fail, 77 skipped (no torch).
 
@@ -63,6 +64,8 @@ CASES = {  # family: [(case name, model)]
                              tie_embeddings=False)),
         ("qwen2_biases", dict(LLAMA, arch="qwen2", n_kv_head=2, d_ff=96, tie_embeddings=True)),
         ("head_dim", dict(LLAMA, n_kv_head=2, d_ff=96, head_dim=24, tie_embeddings=False)),
+        ("qwen3", dict(LLAMA, arch="qwen3", n_kv_head=2, d_ff=96, head_dim=24,
+                       tie_embeddings=True)),
         ("mistral", dict(LLAMA, arch="mistral", n_kv_head=2, d_ff=96, sliding_window=64,
                          tie_embeddings=False)),
     ],
@@ -139,7 +142,7 @@ def rope_scaling_from_hf(rs):
 
 def llama_from_hf(hf):
     classes = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-               "mistral": "MistralForCausalLM"}
+               "mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM"}
     arch = hf.get("model_type")
     if arch not in classes:
         raise Unsupported(f"model_type = {arch!r}")

@@ -39,6 +39,9 @@ init_from, so trainrt takes family and shape from the folder):
     llama_linear_rope  rope_scaling linear: inv_freq_j / factor, factor 2.5
     llama_head_dim     head_dim 24 with d_model 64 and 4 heads: q_proj [96, 64], k/v_proj
                        [48, 64], o_proj [64, 96], attention scaled 1/sqrt(24)
+    qwen3_qk_norm      model_type qwen3 (Qwen3Attention): q = rope(rms(q_proj a per head,
+                       q_norm)), k likewise with k_norm, each head of 24 normalised over its
+                       own 24 values with eps rms_norm_eps; tied head
     mistral_window     model_type mistral, sliding_window 48 (query i reads keys j with
                        i - j < 48: at T 32 the whole causal context; the mask itself is
                        checked against a per-position loop)
@@ -84,6 +87,8 @@ FAMILY_MODELS = {  # key: (n_kv_head, tie_embeddings, init seed, arch, rope scal
     # Qwen3's explicit head_dim: 4 heads of 24 over d_model 64, so q is 96 wide and o_proj
     # maps 96 back to 64.
     "llama_head_dim": (2, False, 5008, "llama", dict(head_dim=24)),
+    # Qwen3: RMSNorm over each q and k head (q_norm, k_norm [hs]) before RoPE, head_dim 24.
+    "qwen3_qk_norm": (2, True, 5009, "qwen3", dict(head_dim=24)),
 }
 FAMILY_CASES = [(k, k, 1) for k in FAMILY_MODELS]
 CASES = [  # (case name, model key, grad_accum)
@@ -126,8 +131,10 @@ def llama_param_shapes(cfg):
             shapes += [(p + "self_attn.q_proj.bias", (NH * hs,)),
                        (p + "self_attn.k_proj.bias", (NKV * hs,)),
                        (p + "self_attn.v_proj.bias", (NKV * hs,))]
+        shapes += [(p + "self_attn.o_proj.weight", (C, NH * hs))]
+        if cfg["arch"] == "qwen3":  # Qwen3Attention: q_norm, k_norm over head_dim
+            shapes += [(p + "self_attn.q_norm.weight", (hs,)), (p + "self_attn.k_norm.weight", (hs,))]
         shapes += [
-            (p + "self_attn.o_proj.weight", (C, NH * hs)),
             (p + "post_attention_layernorm.weight", (C,)),
             (p + "mlp.gate_proj.weight", (F, C)),
             (p + "mlp.up_proj.weight", (F, C)),
@@ -230,8 +237,12 @@ def llama_logits(p, cfg, idx):
         def proj(n):  # y = a W^T (+ b where the family has the bias)
             y = a @ p[q_ + f"self_attn.{n}.weight"].t()
             return y + p[q_ + f"self_attn.{n}.bias"] if q_ + f"self_attn.{n}.bias" in p else y
-        q = proj("q_proj").view(B, T, NH, hs).transpose(1, 2)
-        k = proj("k_proj").view(B, T, NKV, hs).transpose(1, 2)
+        q = proj("q_proj").view(B, T, NH, hs)
+        k = proj("k_proj").view(B, T, NKV, hs)
+        if q_ + "self_attn.q_norm.weight" in p:  # Qwen3: each head normalised, before RoPE
+            q = rms_norm(q, p[q_ + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, p[q_ + "self_attn.k_norm.weight"], eps)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
         v = proj("v_proj").view(B, T, NKV, hs).transpose(1, 2)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         k, v = k[:, kv_of_head], v[:, kv_of_head]                          # (B,NH,T,hs)
@@ -365,7 +376,7 @@ def hf_rope_scaling(cfg):
 def hf_config_json(cfg):
     """config.json as transformers' LlamaConfig / Qwen2Config write it (the keys trainrt reads)."""
     arch = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-            "mistral": "MistralForCausalLM"}[cfg["arch"]]
+            "mistral": "MistralForCausalLM", "qwen3": "Qwen3ForCausalLM"}[cfg["arch"]]
     c = dict(architectures=[arch], model_type=cfg["arch"], vocab_size=cfg["vocab_size"],
              max_position_embeddings=cfg["context_length"], hidden_size=cfg["d_model"],
              intermediate_size=cfg["d_ff"], num_hidden_layers=cfg["n_layer"],
@@ -374,7 +385,7 @@ def hf_config_json(cfg):
              hidden_act="silu", rms_norm_eps=cfg["norm_eps"], rope_theta=cfg["rope_theta"],
              rope_scaling=hf_rope_scaling(cfg), tie_word_embeddings=cfg["tie_embeddings"],
              torch_dtype="float32")
-    if cfg["arch"] == "qwen2":
+    if cfg["arch"] in ("qwen2", "qwen3"):
         c.update(use_sliding_window=False, sliding_window=64, max_window_layers=2)
     elif cfg["arch"] == "mistral":
         c.update(sliding_window=cfg.get("sliding_window") or None)

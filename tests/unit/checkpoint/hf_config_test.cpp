@@ -93,6 +93,22 @@ TEST(HfConfig, BothFamiliesRoundTrip) {
     EXPECT_EQ(back.attention_width(), 2048);
     EXPECT_EQ(ParamTable(back).at(Slot::Q, 0).shape, (std::vector<int64_t>{2048, 1024}));
     EXPECT_EQ(ParamTable(back).at(Slot::AttnOut, 0).shape, (std::vector<int64_t>{1024, 2048}));
+    // Qwen3-0.6B's config.json (the keys that matter): q/k norms, head_dim 128 over 1024.
+    const ModelSpec q3 = ckpt::parse_hf_config(
+        "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+        "\"vocab_size\": 151936, \"hidden_size\": 1024, \"intermediate_size\": 3072, "
+        "\"num_hidden_layers\": 28, \"num_attention_heads\": 16, \"num_key_value_heads\": 8, "
+        "\"head_dim\": 128, \"max_position_embeddings\": 40960, \"rms_norm_eps\": 1e-06, "
+        "\"rope_theta\": 1000000, \"rope_scaling\": null, \"attention_bias\": false, "
+        "\"use_sliding_window\": false, \"sliding_window\": null, \"max_window_layers\": 28, "
+        "\"tie_word_embeddings\": true, \"hidden_act\": \"silu\"}",
+        "config.json");
+    EXPECT_EQ(q3.arch, ModelArch::Qwen3);
+    EXPECT_EQ(q3.head_dim, 128);
+    EXPECT_EQ(ParamTable(q3).num_params(), 596049920u);  // Qwen3-0.6B, published
+    const std::string q3_json = ckpt::hf_config_json(q3, "bfloat16");
+    EXPECT_THAT(q3_json, HasSubstr("\"architectures\": [\"Qwen3ForCausalLM\"]"));
+    expect_same(ckpt::parse_hf_config(q3_json, "c"), q3);
     // A head_dim equal to hidden_size / heads is the plain model.
     EXPECT_EQ(ckpt::parse_hf_config(std::string(kLlama) + ", \"head_dim\": 64}", "c").head_dim, 0);
 }
@@ -180,9 +196,9 @@ TEST(HfConfig, WhatTheDecoderCannotRunIsRefusedByName) {
     }
     Error e = parse_error("{\"model_type\": \"gemma3_text\", \"vocab_size\": 8}");
     EXPECT_EQ(e.status(), Status::Unsupported);
-    e = parse_error("{\"model_type\": \"qwen3\", \"vocab_size\": 8}");
-    EXPECT_THAT(e.what(), HasSubstr("\"qwen3\"; libtrainrt supports \"gpt2\", \"llama\", "
-                                    "\"qwen2\" and \"mistral\""));
+    e = parse_error("{\"model_type\": \"gemma3_text\", \"vocab_size\": 8}");
+    EXPECT_THAT(e.what(), HasSubstr("\"gemma3_text\"; libtrainrt supports \"gpt2\", \"llama\", "
+                                    "\"qwen2\", \"mistral\" and \"qwen3\""));
     std::string qwen2 = kLlama;
     qwen2.replace(qwen2.find("\"llama\""), 7, "\"qwen2\"");
     e = parse_error(qwen2 + ", \"use_sliding_window\": true}");

@@ -124,7 +124,7 @@ const Rule kRules[] = {
     {"NLayerIntMax", "model", "n_layer", "2147483647", "expected an integer in [1, 16384]"},
     {"NHeadZero", "model", "n_head", "0", "expected an integer in [1, 65536]"},
     {"DModelZero", "model", "d_model", "0", "expected an integer in [1, 1048576]"},
-    {"ArchUnknown", "model", "arch", "\"qwen3\"", "\"gpt2\", \"llama\", \"qwen2\", \"mistral\""},
+    {"ArchUnknown", "model", "arch", "\"gemma3\"", "\"gpt2\", \"llama\", \"qwen2\", \"mistral\", \"qwen3\""},
     {"NKvHeadNegative", "model", "n_kv_head", "-1", "expected an integer in [0, 65536]"},
     {"DFfNegative", "model", "d_ff", "-4", "expected an integer in [0, 4194304]"},
     {"DFfHuge", "model", "d_ff", "4194305", "expected an integer in [0, 4194304]"},
@@ -348,7 +348,6 @@ TEST(ConfigErrors, Gpt2RefusesLlamaOnlySwitches) {
 // model.rope_scaling's keys: each only with the kind that reads it, and llama3's band whole.
 TEST(ConfigErrors, RopeScalingKeysBelongToTheirKind) {
     const char* const cases[][2] = {
-        {"rope_scaling_factor = 8.0", "given while model.rope_scaling = \"none\""},
         {"rope_scaling = \"linear\"\nrope_original_context = 8192", "read with \"llama3\" only"},
         {"rope_scaling = \"llama3\"\nrope_scaling_factor = 8.0", "needs the pretraining context"},
         {"rope_scaling = \"llama3\"\nrope_original_context = 8192\nrope_low_freq_factor = 4.0",
@@ -360,6 +359,12 @@ TEST(ConfigErrors, RopeScalingKeysBelongToTheirKind) {
     EXPECT_NO_THROW(Config::from_string("[model]\narch = \"llama\"\nrope_scaling = \"llama3\"\n"
                                         "rope_scaling_factor = 32.0\nrope_original_context = 8192\n",
                                         ""));
+    // Key by key (each set validated): the band first, while rope_scaling is still "none".
+    Config c = Config::from_string("[model]\narch = \"llama\"\n", "");
+    c.set("model.rope_scaling_factor", "8.0");
+    c.set("model.rope_original_context", "8192");
+    EXPECT_NO_THROW(c.set("model.rope_scaling", "\"llama3\""));
+    EXPECT_EQ(c.run().model.rope_scaling, RopeScaling::Llama3);
 }
 
 // model.sliding_window: Mistral's only, and not shorter than the sequence (the band would no

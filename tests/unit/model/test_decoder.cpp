@@ -45,8 +45,16 @@ ModelSpec head_dim_spec() {
     return s;
 }
 
+// Qwen3: per-head q/k RMSNorm before RoPE, with its head_dim.
+ModelSpec qwen3_spec() {
+    ModelSpec s = head_dim_spec();
+    s.arch = ModelArch::Qwen3;
+    return s;
+}
+
 const Case kCases[] = {
     {"gpt2", gpt2_spec(9, 6, 2, 2, 8)},
+    {"qwen3_head_dim", qwen3_spec()},
     {"llama_head_dim", head_dim_spec()},
     {"qwen2_gqa_tied", qwen2_spec(9, 6, 2, 4, 2, 8, 12, true)},
     {"llama3_rope_scaling", llama3_rope_spec()},

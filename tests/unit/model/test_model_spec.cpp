@@ -178,7 +178,8 @@ TEST(ParamTable, CountsAndOffsetsMatchGpt2) {
 // Families as data (model/family.h): every ModelArch has its row, named as config.json and
 // model.arch name it, and the row is what the table is built from.
 TEST(Family, EveryArchHasItsRow) {
-    for (ModelArch a : {ModelArch::Gpt2, ModelArch::Llama, ModelArch::Qwen2, ModelArch::Mistral}) {
+    for (ModelArch a : {ModelArch::Gpt2, ModelArch::Llama, ModelArch::Qwen2, ModelArch::Mistral,
+                        ModelArch::Qwen3}) {
         const Family& f = family(a);
         EXPECT_EQ(f.arch, a);
         EXPECT_STREQ(f.model_type, to_string(a));
@@ -186,8 +187,8 @@ TEST(Family, EveryArchHasItsRow) {
         for (const FamilyTensor& t : f.per_block)
             EXPECT_LT(static_cast<int>(t.slot), static_cast<int>(Slot::kLayerSlots)) << t.name;
     }
-    EXPECT_EQ(family_by_model_type("qwen3"), nullptr);
-    EXPECT_EQ(family_names(), "\"gpt2\", \"llama\", \"qwen2\" and \"mistral\"");
+    EXPECT_EQ(family_by_model_type("gemma3_text"), nullptr);
+    EXPECT_EQ(family_names(), "\"gpt2\", \"llama\", \"qwen2\", \"mistral\" and \"qwen3\"");
 }
 
 // Qwen2: Llama's tensors plus q/k/v_proj biases, adjacent so [bq; bk; bv] is the fused
@@ -213,6 +214,23 @@ TEST(ParamTable, Qwen2AddsAdjacentQkvBiases) {
     EXPECT_EQ(t.num_params(), llama.num_params() + 2 * 16);
     EXPECT_EQ(describe(s), "qwen2 L2 H4 KV2 C8 F12 V11 T_max6, RoPE theta 10000, q/k/v biases, "
                            "RMSNorm eps 1e-05, tied head");
+}
+
+// Qwen3: Llama's tensors plus q_norm and k_norm, [hs] each (hs from head_dim).
+TEST(ParamTable, Qwen3AddsHeadNorms) {
+    ModelSpec s = llama_spec(11, 6, 2, 4, 2, 8, 12, true);
+    s.arch = ModelArch::Qwen3;
+    s.head_dim = 6;
+    const ParamTable t(s);
+    const ParamTensor &q = t.at(Slot::QNorm, 1), &k = t.at(Slot::KNorm, 1);
+    EXPECT_EQ(q.name, "model.layers.1.self_attn.q_norm.weight");
+    EXPECT_EQ(k.name, "model.layers.1.self_attn.k_norm.weight");
+    EXPECT_EQ(q.shape, (std::vector<int64_t>{6}));
+    EXPECT_EQ(q.role, ParamRole::Norm);
+    EXPECT_EQ(t.at(Slot::Q, 0).shape, (std::vector<int64_t>{24, 8}));
+    EXPECT_EQ(t.at(Slot::AttnOut, 0).shape, (std::vector<int64_t>{8, 24}));
+    EXPECT_EQ(describe(s), "qwen3 L2 H4 KV2 C8 head_dim 6 F12 V11 T_max6, RoPE theta 10000, "
+                           "q/k norms, RMSNorm eps 1e-05, tied head");
 }
 
 TEST(ModelSpec, RopeScalingComesFromTheConfig) {

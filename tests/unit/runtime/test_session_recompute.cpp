@@ -97,5 +97,12 @@ INSTANTIATE_TEST_SUITE_P(
         // The recomputed forward draws the forward's own masks.
         Case{"gpt2_dropout", "dropout = 0.2\n", "", "fp32"},
         Case{"llama_dropout_lora_bf16", "arch = \"llama\"\nd_ff = 12\ndropout = 0.1\n",
-             "[lora]\nrank = 2\ntarget_modules = [\"all-linear\"]\ndropout = 0.2\n", "bf16"}),
+             "[lora]\nrank = 2\ntarget_modules = [\"all-linear\"]\ndropout = 0.2\n", "bf16"},
+        // Issue 39: q/k norms recomputed with the block (their saved heads are shared then),
+        // an explicit head_dim, q/k/v biases.
+        Case{"qwen3_head_dim", "arch = \"qwen3\"\nn_kv_head = 1\nhead_dim = 6\nd_ff = 12\n", "",
+             "fp32"},
+        Case{"qwen3_bf16_lora", "arch = \"qwen3\"\nhead_dim = 6\nd_ff = 12\n",
+             "[lora]\nrank = 2\ntarget_modules = [\"all-linear\"]\n", "bf16"},
+        Case{"qwen2", "arch = \"qwen2\"\nn_kv_head = 1\nd_ff = 12\n", "", "fp32"}),
     [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
