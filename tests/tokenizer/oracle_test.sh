@@ -28,11 +28,11 @@ py=python3
 command -v "$py" >/dev/null || py=/usr/bin/python3
 "$py" "$here/oracle/make_corpus.py" "$work/corpus.jsonl"
 docs=$(wc -l < "$work/corpus.jsonl")
-# Tokenizers this library refuses (none today; a name here must be refused with exit 3).
-UNSUPPORTED=" "
+# Tokenizers this library refuses (a name here must be refused with exit 3).
+UNSUPPORTED=" gpt4o deepseek_v3 llama2 gemma3 "
 # Tokenizers with a normalizer: decode(encode(x)) is normalize(x), which JavaScript's own
-# String.prototype.normalize checks (qwen2_5: NFC).
-declare -A NORMALIZER=([qwen2_5]=NFC)
+# String.prototype.normalize checks (qwen2_5, qwen3: NFC).
+declare -A NORMALIZER=([qwen2_5]=NFC [qwen3]=NFC)
 status=0
 compared=0
 # A tokenizer trained here (`trainrt tokenizer train`) joins the real ones: the JS library must
