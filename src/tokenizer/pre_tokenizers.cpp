@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "tokenizer/unicode_classes.h"
+
 namespace trt::tok {
 namespace {
 
@@ -101,10 +103,10 @@ void PreTokenizer::read(const JsonReader& r, const json::Value& v, const std::st
                                                                    : nullptr;
         if (regex) {
             s.regex = r.string(*regex, path + ".pattern.Regex");
-            if (!split_rule_for(s.regex, s.rule))
-                r.unsupported(path + ".pattern",
-                              "is not a regex this library implements: \"" + s.regex + "\"");
-            s.has_rule = true;
+            s.has_rule = split_rule_for(s.regex, s.rule);
+            if (!s.has_rule)
+                s.engine = std::make_shared<const Regex>(s.regex, r.source + ": " + path +
+                                                                      ".pattern.Regex");
         } else {
             s.literal = r.literal_pattern(v, path);
         }
@@ -118,12 +120,15 @@ void PreTokenizer::read(const JsonReader& r, const json::Value& v, const std::st
             r.bad(path + ".behavior", "must be Removed, Isolated, MergedWithPrevious, "
                                       "MergedWithNext or Contiguous, not \"" + b + "\"");
         s.invert = r.boolean(v, "invert", false, path);
+    } else if (type == "Digits") {
+        s.kind = Step::Kind::Digits;
+        s.individual_digits = r.boolean(v, "individual_digits", false, path);
     } else if (type == "Metaspace") {
         s.kind = Step::Kind::Metaspace;
         s.metaspace = Metaspace::from_json(r, v, path);
     } else {
-        r.unsupported(path, "\"" + type + "\" is not supported (ByteLevel, Split, Metaspace, or "
-                            "a Sequence of them)");
+        r.unsupported(path, "\"" + type + "\" is not supported (ByteLevel, Split, Digits, "
+                            "Metaspace, or a Sequence of them)");
     }
     steps_.push_back(std::move(s));
 }
@@ -188,12 +193,29 @@ void PreTokenizer::run(std::string_view text, bool at_start,
                         for (std::string_view v : views)
                             matches.push_back({size_t(v.data() - p.text.data()),
                                                size_t(v.data() - p.text.data()) + v.size()});
+                    } else if (s.engine) {
+                        s.engine->find_all(p.text, matches);
                     } else {
                         for (size_t hit = p.text.find(s.literal); hit != std::string::npos;
                              hit = p.text.find(s.literal, hit + s.literal.size()))
                             matches.push_back({hit, hit + s.literal.size()});
                     }
                     split_by_matches(p.text, matches, s.behavior, s.invert, ranges);
+                    cut(p.text, p.at_start);
+                    break;
+                case Step::Kind::Digits:
+                    // As HF's: each numeric character (\p{N}) is a match; Isolated for
+                    // individual digits, else Contiguous (runs of digits, runs of the rest).
+                    matches.clear();
+                    for (size_t i = 0; i < p.text.size();) {
+                        const Decoded d = decode_utf8(p.text, i);
+                        if (is_number(d.cp)) matches.push_back({i, i + d.len});
+                        i += d.len;
+                    }
+                    split_by_matches(p.text, matches,
+                                     s.individual_digits ? SplitBehavior::Isolated
+                                                         : SplitBehavior::Contiguous,
+                                     false, ranges);
                     cut(p.text, p.at_start);
                     break;
                 case Step::Kind::Metaspace:
@@ -219,10 +241,13 @@ std::string PreTokenizer::describe() const {
                      (s.use_regex ? "regex" : "-");
                 break;
             case Step::Kind::Split:
-                d += "split:" + std::string(s.has_rule ? "regex:" : "string:") +
-                     std::to_string((s.has_rule ? s.regex : s.literal).size()) + ":" +
-                     (s.has_rule ? s.regex : s.literal) + ":" + behavior_name(s.behavior) +
+                d += "split:" + std::string(s.literal.empty() ? "regex:" : "string:") +
+                     std::to_string((s.literal.empty() ? s.regex : s.literal).size()) + ":" +
+                     (s.literal.empty() ? s.regex : s.literal) + ":" + behavior_name(s.behavior) +
                      (s.invert ? ":invert" : "");
+                break;
+            case Step::Kind::Digits:
+                d += s.individual_digits ? "digits:individual" : "digits:runs";
                 break;
             case Step::Kind::Metaspace: d += s.metaspace.describe(); break;
         }

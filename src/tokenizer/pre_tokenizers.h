@@ -1,8 +1,11 @@
 // The pre-tokenizer of a tokenizer.json as a pipeline: the steps cut the (normalized) text into
 // the pieces BPE sees. ByteLevel (an optional prefix space and GPT-2's regex), Split (a String
-// or a known regex, with each of Hugging Face's delimiter behaviours and invert), Metaspace,
-// and Sequences of them. The regex scanners themselves are pretokenizer.h's.
+// or a regex, with each of Hugging Face's delimiter behaviours and invert), Digits, Metaspace,
+// and Sequences of them. Regexes run on the engine of regex.h, except the GPT-2 and cl100k
+// ones, which keep their hand-written scanners (pretokenizer.h; test_regex.cpp checks the two
+// agree).
 #pragma once
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +14,7 @@
 #include "tokenizer/json_reader.h"
 #include "tokenizer/metaspace.h"
 #include "tokenizer/pretokenizer.h"
+#include "tokenizer/regex.h"
 
 namespace trt::tok {
 
@@ -49,12 +53,14 @@ public:
 
 private:
     struct Step {
-        enum class Kind { ByteLevel, Split, Metaspace } kind = Kind::ByteLevel;
+        enum class Kind { ByteLevel, Split, Digits, Metaspace } kind = Kind::ByteLevel;
         bool add_prefix_space = false;  // ByteLevel
         bool use_regex = false;         // ByteLevel: split with GPT-2's regex
         std::string literal;            // Split with a String pattern
-        bool has_rule = false;          // Split with a regex: rule
+        bool has_rule = false;          // Split with a regex the scanners know: rule
         SplitRule rule = SplitRule::Gpt2;
+        std::shared_ptr<const Regex> engine;  // Split with any other regex
+        bool individual_digits = false;  // Digits
         std::string regex;              // the regex as written (for describe)
         SplitBehavior behavior = SplitBehavior::Isolated;
         bool invert = false;
