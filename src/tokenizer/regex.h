@@ -29,7 +29,7 @@ namespace trt::tok {
 class Regex {
 public:
     static constexpr uint64_t kBaseSteps = 1u << 20;
-    static constexpr uint64_t kStepsPerByte = 4096;
+    static constexpr uint64_t kStepsPerByte = 1024;
     static constexpr size_t kMaxProgram = 1u << 16;  // instructions (counted repeats expand)
 
     Regex() = default;

@@ -496,6 +496,26 @@ deterministic = true
         "text_invalid_utf8.txt": b"\x80" + text[:20] + b"\xff\xc3" + text[20:],
     }
 
+    # --- fuzz_regex: a pattern, NUL, a text (the patterns of real tokenizer.json files)
+    o200k = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+             r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+"
+             r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}|"
+             r" ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+    deepseek = ("[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
+                "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+")
+    gpt2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+    corpus["fuzz_regex"] = {
+        "o200k.txt": o200k.encode() + b"\0" + text,
+        "cl100k.txt": CL100K.encode() + b"\0" + text,
+        "gpt2.txt": gpt2.encode(),
+        "deepseek.txt": deepseek.encode() + b"\0" + text,
+        "cjk.txt": "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+".encode() + b"\0" + text,
+        "lazy_possessive.txt": rb"(?>a+)b|x{2,3}?y|a*+c|(?i)[a-f\x41]+" + b"\0aaab xxxy AbC",
+        "hostile.txt": rb"(a+)+b" + b"\0" + b"a" * 40,
+        "near_lookbehind.txt": rb"(?<=a)b",
+        "near_unclosed.txt": rb"[\p{L}",
+    }
+
     # --- fuzz_report_metrics: a run's metrics.jsonl (docs/FORMATS.md section 5)
     def run_line(step, run=None, resumed_from=None):
         d = {"step": step, "split": "run"}
