@@ -54,7 +54,7 @@ public:
     std::vector<std::pair<uint32_t, uint32_t>> merges_in_order() const;
 
 private:
-    static constexpr size_t kShortPiece = 32;  // bytes: above it, merge_long
+    static constexpr size_t kShortPiece = 32;  // symbols: above it, merge_long
     static constexpr uint32_t kDead = 0xFFFFFFFFu;  // a symbol merged into its left neighbour
     // Merges the symbols (token ids) of one piece and appends the result.
     void merge(std::vector<uint32_t>& sym, std::vector<uint32_t>& out) const;
