@@ -9,21 +9,38 @@
 
 #include "core/error.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/unicode_classes.h"
 
 namespace trt::tok {
 
 BpeModel::BpeModel(Vocab vocab, const Merges& merges, bool ignore_merges,
                    const std::string& source)
-    : vocab_(std::move(vocab)), ignore_merges_(ignore_merges) {
+    : BpeModel(std::move(vocab), merges, Options{true, ignore_merges, false, "", false}, source) {}
+
+BpeModel::BpeModel(Vocab vocab, const Merges& merges, const Options& options,
+                   const std::string& source)
+    : vocab_(std::move(vocab)), options_(options) {
     for (int b = 0; b < 256; b++) {
         std::string ch;
-        const char byte = static_cast<char>(b);
-        to_byte_chars(std::string_view(&byte, 1), ch);
+        if (options_.byte_level) {
+            const char byte = static_cast<char>(b);
+            to_byte_chars(std::string_view(&byte, 1), ch);
+        } else {
+            static const char* const hex = "0123456789ABCDEF";
+            ch = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
+        }
         auto it = vocab_.find(ch);
-        if (it == vocab_.end())
+        if (it == vocab_.end() && options_.byte_level)
             fail(Status::Format, source, ": model.vocab has no token for byte ", b, " ('", ch,
                  "'); a byte-level BPE vocabulary holds all 256");
-        byte_token_[b] = it->second;
+        byte_token_[b] = it == vocab_.end() ? kNone : it->second;
+    }
+    if (!options_.byte_level && !options_.unk_token.empty()) {
+        auto it = vocab_.find(options_.unk_token);
+        if (it == vocab_.end())
+            fail(Status::Format, source, ": model.unk_token \"", options_.unk_token,
+                 "\" is not in model.vocab");
+        unk_id_ = it->second;
     }
     merges_.reserve(merges.size());
     for (size_t r = 0; r < merges.size(); r++) {
@@ -54,7 +71,11 @@ std::vector<std::pair<uint32_t, uint32_t>> BpeModel::merges_in_order() const {
 
 void BpeModel::encode(std::string_view piece, std::vector<uint32_t>& out) const {
     if (piece.empty()) return;
-    if (ignore_merges_) {
+    if (!options_.byte_level) {
+        encode_chars(piece, out);
+        return;
+    }
+    if (options_.ignore_merges) {
         std::string chars;
         to_byte_chars(piece, chars);
         if (auto it = vocab_.find(chars); it != vocab_.end()) {
@@ -63,17 +84,66 @@ void BpeModel::encode(std::string_view piece, std::vector<uint32_t>& out) const 
         }
     }
     if (piece.size() <= kShortPiece) {
-        merge_short(piece, out);
+        uint32_t sym[kShortPiece];
+        size_t n = 0;
+        for (unsigned char b : piece) sym[n++] = byte_token_[b];
+        merge_short(sym, n, out);
         return;
     }
-    merge_long(piece, out);
+    std::vector<uint32_t> sym;
+    sym.reserve(piece.size());
+    for (unsigned char b : piece) sym.push_back(byte_token_[b]);
+    merge_long(sym, out);
+}
+
+void BpeModel::merge(std::vector<uint32_t>& sym, std::vector<uint32_t>& out) const {
+    if (sym.empty()) return;
+    if (sym.size() <= kShortPiece) merge_short(sym.data(), sym.size(), out);
+    else merge_long(sym, out);
+    sym.clear();
+}
+
+// Characters: each is its token, and runs of known characters are merged. A character with no
+// token never takes part in a merge (merges join tokens), so it cuts the piece: the runs on its
+// two sides merge independently, exactly as if it were in the list.
+void BpeModel::encode_chars(std::string_view piece, std::vector<uint32_t>& out) const {
+    if (options_.ignore_merges) {
+        if (auto it = vocab_.find(std::string(piece)); it != vocab_.end()) {
+            out.push_back(it->second);
+            return;
+        }
+    }
+    std::vector<uint32_t> run;
+    std::string ch;
+    bool last_unk = false;
+    for (size_t i = 0; i < piece.size();) {
+        const size_t len = static_cast<size_t>(decode_utf8(piece, i).len);
+        ch.assign(piece.substr(i, len));
+        i += len;
+        if (auto it = vocab_.find(ch); it != vocab_.end()) {
+            run.push_back(it->second);
+            last_unk = false;
+            continue;
+        }
+        merge(run, out);
+        bool bytes_known = options_.byte_fallback;
+        for (unsigned char b : ch) bytes_known = bytes_known && byte_token_[b] != kNone;
+        if (bytes_known) {
+            for (unsigned char b : ch) out.push_back(byte_token_[b]);
+            last_unk = false;
+            continue;
+        }
+        if (unk_id_ == kNone)
+            fail(Status::InvalidArgument, "tokenizer: the text holds a character (\"", ch,
+                 "\") that has no token, no byte fallback and no unknown token");
+        if (!(options_.fuse_unk && last_unk)) out.push_back(unk_id_);
+        last_unk = true;
+    }
+    merge(run, out);
 }
 
 // A short piece: scan all adjacent pairs for the best rank each round (n is small: no heap).
-void BpeModel::merge_short(std::string_view piece, std::vector<uint32_t>& out) const {
-    uint32_t sym[kShortPiece];
-    size_t n = 0;
-    for (unsigned char b : piece) sym[n++] = byte_token_[b];
+void BpeModel::merge_short(uint32_t* sym, size_t n, std::vector<uint32_t>& out) const {
     while (n > 1) {
         uint32_t best_rank = std::numeric_limits<uint32_t>::max(), merged = 0;
         size_t best = 0;
@@ -96,12 +166,10 @@ void BpeModel::merge_short(std::string_view piece, std::vector<uint32_t>& out) c
 // A long piece (long words, whitespace runs): symbols in a linked list and candidate pairs in a
 // min-heap by (rank, position), so the same merges happen in the same order in O(n log n).
 // A popped pair whose symbols have changed since it was pushed is stale and skipped.
-void BpeModel::merge_long(std::string_view piece, std::vector<uint32_t>& out) const {
-    const size_t n = piece.size();
-    std::vector<uint32_t> id(n);
+void BpeModel::merge_long(std::vector<uint32_t>& id, std::vector<uint32_t>& out) const {
+    const size_t n = id.size();
     std::vector<int64_t> prev(n), next(n);
     for (size_t i = 0; i < n; i++) {
-        id[i] = byte_token_[static_cast<unsigned char>(piece[i])];
         prev[i] = static_cast<int64_t>(i) - 1;
         next[i] = i + 1 < n ? static_cast<int64_t>(i + 1) : -1;
     }

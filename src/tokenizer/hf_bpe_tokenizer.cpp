@@ -1,6 +1,6 @@
 // Loading a tokenizer.json (what each field may hold, and the refusal for anything else), and
-// the encode / decode pipelines: added tokens cut out first, then pre-tokenizer + BPE on the
-// text between them; decode maps byte-level characters back to bytes.
+// the encode / decode pipelines: added tokens cut out first, then normalizer, pre-tokenizer
+// and BPE on the text between them; decode runs the decoder over the tokens' texts.
 #include "tokenizer/hf_bpe_tokenizer.h"
 
 #include <algorithm>
@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "io/json_min.h"
 #include "tokenizer/byte_level.h"
-#include "tokenizer/nfc.h"
+#include "tokenizer/json_reader.h"
 #include "tokenizer/tokenizer_identity.h"
 #include "tokenizer/unicode_classes.h"
 
@@ -21,43 +21,7 @@ namespace {
 
 using json::Value;
 
-// Field access with errors that name the file and the JSON path.
-struct Reader {
-    const std::string& source;
-
-    [[noreturn]] void bad(const std::string& path, const std::string& what) const {
-        fail(Status::Format, source, ": ", path, " ", what);
-    }
-    [[noreturn]] void unsupported(const std::string& path, const std::string& what) const {
-        fail(Status::Unsupported, source, ": ", path, " ", what,
-             " (this library reads byte-level BPE tokenizers without a normalizer, as GPT-2's "
-             "and Llama 3's)");
-    }
-    const Value& object(const Value& v, const std::string& path) const {
-        if (!v.is_object()) bad(path, std::string("must be an object, not ") + v.kind_name());
-        return v;
-    }
-    const Value* member(const Value& obj, const char* key) const {
-        const Value* v = obj.find(key);
-        return v && v->kind != Value::Kind::Null ? v : nullptr;
-    }
-    std::string string(const Value& v, const std::string& path) const {
-        if (!v.is_string()) bad(path, std::string("must be a string, not ") + v.kind_name());
-        return v.s;
-    }
-    bool boolean(const Value& obj, const char* key, bool fallback, const std::string& path) const {
-        const Value* v = member(obj, key);
-        if (!v) return fallback;
-        if (v->kind != Value::Kind::Bool) bad(path + "." + key, "must be true or false");
-        return v->b;
-    }
-    uint32_t id(const Value& v, const std::string& path) const {
-        int64_t i = -1;
-        if (!v.get_i64(i) || i < 0 || i > std::numeric_limits<int32_t>::max())
-            bad(path, "must be a token id (an integer from 0 to 2147483647)");
-        return static_cast<uint32_t>(i);
-    }
-};
+using Reader = JsonReader;
 
 BpeModel::Merges read_merges(const Reader& r, const Value& list) {
     if (!list.is_array()) r.bad("model.merges", "must be an array");
@@ -79,47 +43,6 @@ BpeModel::Merges read_merges(const Reader& r, const Value& list) {
         }
     }
     return merges;
-}
-
-// pre_tokenizer: ByteLevel (its own GPT-2 regex), or Sequence[Split(regex), ByteLevel
-// without regex]. Sets the rule and add_prefix_space.
-void read_pre_tokenizer(const Reader& r, const Value* pre, SplitRule& rule, bool& prefix_space) {
-    if (!pre) r.unsupported("pre_tokenizer", "is missing");
-    r.object(*pre, "pre_tokenizer");
-    const Value* type = r.member(*pre, "type");
-    const std::string t = type ? r.string(*type, "pre_tokenizer.type") : "";
-    if (t == "ByteLevel") {
-        if (!r.boolean(*pre, "use_regex", true, "pre_tokenizer"))
-            r.unsupported("pre_tokenizer", "ByteLevel without use_regex is not supported");
-        rule = SplitRule::Gpt2;
-        prefix_space = r.boolean(*pre, "add_prefix_space", false, "pre_tokenizer");
-        return;
-    }
-    const Value* steps = t == "Sequence" ? r.member(*pre, "pretokenizers") : nullptr;
-    if (!steps || !steps->is_array() || steps->arr.size() != 2)
-        r.unsupported("pre_tokenizer", "of type \"" + t + "\" is not supported");
-    const Value& split = r.object(steps->arr[0], "pre_tokenizer.pretokenizers[0]");
-    const Value& byte_level = r.object(steps->arr[1], "pre_tokenizer.pretokenizers[1]");
-    const Value* st = r.member(split, "type");
-    const Value* bt = r.member(byte_level, "type");
-    if (!st || !st->is_string() || st->s != "Split" || !bt || !bt->is_string() ||
-        bt->s != "ByteLevel")
-        r.unsupported("pre_tokenizer", "Sequence other than [Split, ByteLevel] is not supported");
-    const Value* pattern = r.member(split, "pattern");
-    const Value* regex = pattern && pattern->is_object() ? r.member(*pattern, "Regex") : nullptr;
-    const std::string p = regex ? r.string(*regex, "pre_tokenizer.pretokenizers[0].pattern.Regex")
-                                : "";
-    const Value* behavior = r.member(split, "behavior");
-    if (!regex || !split_rule_for(p, rule))
-        r.unsupported("pre_tokenizer.pretokenizers[0].pattern",
-                      "is not a regex this library implements: \"" + p + "\"");
-    if (!behavior || !behavior->is_string() || behavior->s != "Isolated" ||
-        r.boolean(split, "invert", false, "pre_tokenizer.pretokenizers[0]"))
-        r.unsupported("pre_tokenizer.pretokenizers[0]", "must split with behavior Isolated");
-    if (r.boolean(byte_level, "use_regex", true, "pre_tokenizer.pretokenizers[1]"))
-        r.unsupported("pre_tokenizer.pretokenizers[1]",
-                      "ByteLevel after a Split must have use_regex false");
-    prefix_space = r.boolean(byte_level, "add_prefix_space", false, "pre_tokenizer.pretokenizers[1]");
 }
 
 // How far the ids may run past the number of entries (reserved ids nothing uses are fine).
@@ -167,8 +90,6 @@ std::shared_ptr<const HfBpeTokenizer> HfBpeTokenizer::from_json(std::string_view
     const Value* type = r.member(model, "type");
     const std::string mtype = type ? r.string(*type, "model.type") : "BPE";  // old files omit it
     if (mtype != "BPE") r.unsupported("model.type", "\"" + mtype + "\" is not supported");
-    if (r.boolean(model, "byte_fallback", false, "model"))
-        r.unsupported("model.byte_fallback", "true is not supported");
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix", "dropout"})
         if (const Value* v = r.member(model, key); v && !(v->is_string() && v->s.empty()))
             r.unsupported(std::string("model.") + key, "must be null");
@@ -219,12 +140,8 @@ std::shared_ptr<const HfBpeTokenizer> HfBpeTokenizer::from_json(std::string_view
     }
 
     // ---- normalizer, pre-tokenizer, decoder
-    if (const Value* norm = r.member(doc, "normalizer")) {
-        const Value* nt = norm->is_object() ? r.member(*norm, "type") : nullptr;
-        const std::string type = nt && nt->is_string() ? nt->s : "?";
-        if (type != "NFC")
-            r.unsupported("normalizer", "\"" + type + "\" is not supported (only null or NFC)");
-        tk->nfc_ = true;
+    tk->normalizer_ = Normalizer::from_json(r, r.member(doc, "normalizer"), "normalizer");
+    if (!tk->normalizer_.empty()) {
         // Added tokens are cut out of the text before it is normalized: right for those that
         // match the text as written ("normalized": false), not for the others.
         if (const Value* added = r.member(doc, "added_tokens"))
@@ -233,11 +150,21 @@ std::shared_ptr<const HfBpeTokenizer> HfBpeTokenizer::from_json(std::string_view
                     r.unsupported("added_tokens[" + std::to_string(k) + "].normalized",
                                   "true with a normalizer is not supported");
     }
-    read_pre_tokenizer(r, r.member(doc, "pre_tokenizer"), tk->rule_, tk->add_prefix_space_);
-    const Value* dec = r.member(doc, "decoder");
-    const Value* dt = dec && dec->is_object() ? r.member(*dec, "type") : nullptr;
-    if (!dt || !dt->is_string() || dt->s != "ByteLevel")
-        r.unsupported("decoder", "must be ByteLevel");
+    tk->pre_ = PreTokenizer::from_json(r, r.member(doc, "pre_tokenizer"), "pre_tokenizer");
+    tk->fast_ = tk->pre_.fast_rule(tk->rule_, tk->add_prefix_space_);
+    tk->decoder_ = Decoder::from_json(r, r.member(doc, "decoder"), "decoder");
+    // A ByteLevel pre-tokenizer means BPE over the byte alphabet; without one, over characters
+    // (SentencePiece-style, with byte_fallback for the characters the vocabulary lacks).
+    BpeModel::Options options;
+    options.byte_level = tk->pre_.byte_level();
+    options.ignore_merges = r.boolean(model, "ignore_merges", false, "model");
+    options.byte_fallback = r.boolean(model, "byte_fallback", false, "model");
+    if (options.byte_level && options.byte_fallback)
+        r.unsupported("model.byte_fallback", "true with a ByteLevel pre-tokenizer is not supported");
+    if (!options.byte_level) {
+        options.unk_token = r.string_or(model, "unk_token", "", "model");
+        options.fuse_unk = r.boolean(model, "fuse_unk", false, "model");
+    }
 
     // ---- the id table: one text per id, so decode is unambiguous. It is indexed by id, so
     // ids must be about as dense as the entries: one added token with id 2^27 would make a
@@ -275,8 +202,7 @@ std::shared_ptr<const HfBpeTokenizer> HfBpeTokenizer::from_json(std::string_view
     contents.reserve(tk->added_.size());
     for (const AddedToken& t : tk->added_) contents.push_back(t.content);
     tk->added_matcher_ = AddedTokenMatcher(contents);
-    tk->bpe_ = BpeModel(std::move(vocab), merges, r.boolean(model, "ignore_merges", false, "model"),
-                       source);
+    tk->bpe_ = BpeModel(std::move(vocab), merges, options, source);
     return tk;
 }
 
@@ -284,9 +210,14 @@ std::shared_ptr<const HfBpeTokenizer> HfBpeTokenizer::from_json(std::string_view
 // layout (key order, merges as strings or pairs, whitespace) or of what this class ignores.
 std::string HfBpeTokenizer::identity_content() const {
     IdentityContent c(kHfBpeKind);
-    c.u32(nfc_ ? 1 : 0);
+    // The byte-level layouts that came first are written as they always were (their digests
+    // are in prepare.json files); any other pipeline is described in full at the end.
+    const bool classic = fast_ && (normalizer_.empty() || normalizer_.is_nfc_only()) &&
+                         decoder_.is_byte_level_only();
+    c.u32(normalizer_.is_nfc_only() ? 1 : 0);
     // By name, not the enum's number, so reordering SplitRule keeps every digest.
-    c.bytes(rule_ == SplitRule::Gpt2     ? "gpt2"
+    c.bytes(!classic                    ? "pipeline"
+            : rule_ == SplitRule::Gpt2   ? "gpt2"
             : rule_ == SplitRule::Cl100k ? "cl100k"
                                          : "cl100k-single-digits");
     c.u32(add_prefix_space_ ? 1 : 0);
@@ -314,6 +245,14 @@ std::string HfBpeTokenizer::identity_content() const {
         c.u32(left);
         c.u32(right);
     }
+    if (!classic) {
+        const BpeModel::Options& o = bpe_.options();
+        c.bytes(normalizer_.describe());
+        c.bytes(pre_.describe());
+        c.bytes(decoder_.describe());
+        c.u32((o.byte_level ? 1 : 0) | (o.byte_fallback ? 2 : 0) | (o.fuse_unk ? 4 : 0));
+        c.bytes(o.unk_token);
+    }
     return c.take();
 }
 
@@ -329,12 +268,36 @@ bool HfBpeTokenizer::find(std::string_view token, uint32_t& id) const {
     return true;
 }
 
-void HfBpeTokenizer::encode_plain(std::string_view text, std::vector<uint32_t>& out) const {
+void HfBpeTokenizer::encode_piece(std::string_view p, std::vector<uint32_t>& out) const {
+    if (p.size() > kPieceCacheMaxBytes) {
+        bpe_.encode(p, out);
+        return;
+    }
+    PieceCache& cache = piece_cache(cache_key_);
+    std::string key(p);
+    auto it = cache.ids.find(key);
+    if (it == cache.ids.end()) {
+        std::vector<uint32_t> ids;
+        bpe_.encode(p, ids);
+        it = cache.ids.emplace(std::move(key), std::move(ids)).first;
+    }
+    out.insert(out.end(), it->second.begin(), it->second.end());
+}
+
+void HfBpeTokenizer::encode_plain(std::string_view text, bool at_start,
+                                  std::vector<uint32_t>& out) const {
     if (text.empty()) return;
     std::string normalized;
-    if (nfc_) {
-        normalized = to_nfc(text);
+    if (!normalizer_.empty()) {
+        normalized = normalizer_.apply(text);
         text = normalized;
+        if (text.empty()) return;
+    }
+    if (!fast_) {
+        std::vector<std::string> pieces;
+        pre_.run(text, at_start, pieces);
+        for (const std::string& p : pieces) encode_piece(p, out);
+        return;
     }
     std::string prefixed;
     if (add_prefix_space_ && text.front() != ' ') {
@@ -343,21 +306,7 @@ void HfBpeTokenizer::encode_plain(std::string_view text, std::vector<uint32_t>& 
     }
     std::vector<std::string_view> pieces;
     split(text, rule_, pieces);
-    PieceCache& cache = piece_cache(cache_key_);
-    for (std::string_view p : pieces) {
-        if (p.size() > kPieceCacheMaxBytes) {
-            bpe_.encode(p, out);
-            continue;
-        }
-        std::string key(p);
-        auto it = cache.ids.find(key);
-        if (it == cache.ids.end()) {
-            std::vector<uint32_t> ids;
-            bpe_.encode(p, ids);
-            it = cache.ids.emplace(std::move(key), std::move(ids)).first;
-        }
-        out.insert(out.end(), it->second.begin(), it->second.end());
-    }
+    for (std::string_view p : pieces) encode_piece(p, out);
 }
 
 std::vector<uint32_t> HfBpeTokenizer::encode(std::string_view text) const {
@@ -365,15 +314,26 @@ std::vector<uint32_t> HfBpeTokenizer::encode(std::string_view text) const {
     size_t plain = 0;  // start of the text not yet encoded
     for (const AddedTokenMatcher::Match& m : added_matcher_.find_all(text)) {
         const AddedToken& hit = added_[m.token];
-        encode_plain(text.substr(plain, m.start - plain), out);
+        encode_plain(text.substr(plain, m.start - plain), plain == 0, out);
         out.push_back(hit.id);
         plain = m.start + hit.content.size();
     }
-    encode_plain(text.substr(plain), out);
+    encode_plain(text.substr(plain), plain == 0, out);
     return out;
 }
 
 std::string HfBpeTokenizer::decode(const std::vector<uint32_t>& ids) const {
+    if (!decoder_.is_byte_level_only()) {
+        std::vector<std::string> tokens;
+        tokens.reserve(ids.size());
+        for (uint32_t id : ids) tokens.push_back(token_of_id_[id]);
+        if (decoder_.empty()) {  // as Hugging Face's: the tokens joined by spaces
+            std::string out;
+            for (size_t k = 0; k < tokens.size(); k++) out += (k ? " " : "") + tokens[k];
+            return out;
+        }
+        return decoder_.decode(std::move(tokens));
+    }
     std::string out;
     for (uint32_t id : ids) {
         const std::string& token = token_of_id_[id];

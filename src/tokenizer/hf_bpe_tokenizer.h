@@ -1,6 +1,7 @@
-// A Hugging Face tokenizer.json of the byte-level BPE family (GPT-2, Llama 3, Qwen2,
-// SmolLM-style): its added (special) tokens, normalizer (none, or NFC: Qwen2), pre-tokenizer
-// regex, BPE model and ByteLevel decoder.
+// A Hugging Face tokenizer.json with a BPE model: the byte-level family (GPT-2, Llama 3, Qwen2,
+// SmolLM-style) and the SentencePiece-style conversions (Llama 2, Mistral, Gemma: BPE over
+// characters with byte_fallback). Its added (special) tokens, normalizer (normalizers.h),
+// pre-tokenizer (pre_tokenizers.h), BPE model (bpe.h) and decoder (decoders.h).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,9 @@
 
 #include "tokenizer/added_token_matcher.h"
 #include "tokenizer/bpe.h"
+#include "tokenizer/decoders.h"
+#include "tokenizer/normalizers.h"
+#include "tokenizer/pre_tokenizers.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer_model.h"
 
@@ -36,12 +40,15 @@ public:
     bool find(std::string_view token, uint32_t& id) const override;
     std::string eos_token() const override { return ""; }  // tokenizer_config.json says
     // ByteLevel's add_prefix_space gives each encode() call's text a leading space, so a text
-    // encoded in pieces differs from the text encoded whole.
-    bool splits_at_line_starts() const override { return !add_prefix_space_; }
+    // encoded in pieces differs from the text encoded whole; so do the other pipelines'
+    // prefixes (Prepend, Metaspace) and pieces that run across lines.
+    bool splits_at_line_starts() const override { return fast_ && !add_prefix_space_; }
     std::string identity_content() const override;
 
 private:
-    void encode_plain(std::string_view text, std::vector<uint32_t>& out) const;
+    // at_start: text begins the string given to encode.
+    void encode_plain(std::string_view text, bool at_start, std::vector<uint32_t>& out) const;
+    void encode_piece(std::string_view piece, std::vector<uint32_t>& out) const;
 
     // Identifies this tokenizer's entries in the per-thread piece cache (hf_bpe_tokenizer.cpp).
     uint64_t cache_key_ = 0;
@@ -50,9 +57,14 @@ private:
     AddedTokenMatcher added_matcher_;       // finds added_'s contents in a text
     std::vector<std::string> token_of_id_;  // "" for ids nothing uses
     std::vector<uint8_t> id_is_added_;      // decode added tokens as their text
+    Normalizer normalizer_;  // on the text between added tokens
+    PreTokenizer pre_;
+    Decoder decoder_;
+    // The byte-level layouts of the fast scanners (PreTokenizer::fast_rule): rule_ and
+    // add_prefix_space_ cut the text without the general pipeline.
+    bool fast_ = false;
     SplitRule rule_ = SplitRule::Gpt2;
     bool add_prefix_space_ = false;
-    bool nfc_ = false;  // the text between added tokens is put in NFC first
 };
 
 }  // namespace trt::tok

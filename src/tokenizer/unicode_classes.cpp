@@ -39,6 +39,45 @@ bool is_space(char32_t c) {
            c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
+bool in_category(Category c, char32_t cp) {
+    switch (c) {
+        case Category::L: return is_letter(cp);
+        case Category::N: return is_number(cp);
+        case Category::Lu: return in_ranges(kUppercaseRanges, cp);
+        case Category::Ll: return in_ranges(kLowercaseRanges, cp);
+        case Category::Lt: return in_ranges(kTitlecaseRanges, cp);
+        case Category::Lm: return in_ranges(kModifierLetterRanges, cp);
+        case Category::Lo: return in_ranges(kOtherLetterRanges, cp);
+        case Category::M: return in_ranges(kMarkRanges, cp);
+        case Category::Nd: return in_ranges(kDecimalRanges, cp);
+        case Category::P: return in_ranges(kPunctuationRanges, cp);
+        case Category::Pc: return in_ranges(kConnectorRanges, cp);
+        case Category::S: return in_ranges(kSymbolRanges, cp);
+    }
+    return false;
+}
+
+bool category_named(std::string_view name, Category& c) {
+    static const struct {
+        const char* short_name;
+        const char* long_name;
+        Category c;
+    } names[] = {
+        {"L", "Letter", Category::L}, {"Lu", "Uppercase_Letter", Category::Lu},
+        {"Ll", "Lowercase_Letter", Category::Ll}, {"Lt", "Titlecase_Letter", Category::Lt},
+        {"Lm", "Modifier_Letter", Category::Lm}, {"Lo", "Other_Letter", Category::Lo},
+        {"M", "Mark", Category::M}, {"N", "Number", Category::N},
+        {"Nd", "Decimal_Number", Category::Nd}, {"P", "Punctuation", Category::P},
+        {"Pc", "Connector_Punctuation", Category::Pc}, {"S", "Symbol", Category::S},
+    };
+    for (const auto& n : names)
+        if (name == n.short_name || name == n.long_name) {
+            c = n.c;
+            return true;
+        }
+    return false;
+}
+
 Decoded decode_utf8(std::string_view text, size_t i) {
     const auto b = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
     const unsigned char c0 = b(0);

@@ -14,6 +14,12 @@ bool is_number(char32_t c);      // \p{N}: general category N*
 // define it. (JavaScript's \s differs on U+0085 and U+FEFF.)
 bool is_space(char32_t c);
 
+// The Unicode general categories (and groups of them) the regex engine reads: \p{Lu} etc.
+enum class Category { L, Lu, Ll, Lt, Lm, Lo, M, N, Nd, P, Pc, S };
+bool in_category(Category c, char32_t cp);
+// The category a \p{...} name means ("L", "Letter", "Lu", "Uppercase_Letter", ...), or false.
+bool category_named(std::string_view name, Category& c);
+
 // The code point starting at text[i] and its length in bytes. text must be valid UTF-8 (the
 // tokenizer checks it once, up front).
 struct Decoded {

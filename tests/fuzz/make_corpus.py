@@ -188,6 +188,36 @@ def tokenizer_json(pre="gpt2", merges=None, model_type="BPE", normalizer=None, i
     return json.dumps(doc, ensure_ascii=False).encode()
 
 
+def sp_tokenizer_json(normalizer="llama2", pre=None, decoder="llama2", byte_fallback=True,
+                      unk_token="<unk>"):
+    """A small SentencePiece-style tokenizer.json (tests/tokenizer/synthetic_tokenizer.h's)."""
+    meta = "\u2581"
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    vocab.update({"<0x%02X>" % b: 3 + b for b in range(256)})
+    vocab.update({meta: 259, "h": 260, "e": 261, "l": 262, "o": 263, "he": 264, "ll": 265,
+                  "hell": 266, "hello": 267, meta + "hello": 268})
+    if normalizer == "llama2":
+        normalizer = {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": meta},
+            {"type": "Replace", "pattern": {"String": " "}, "content": meta}]}
+    if decoder == "llama2":
+        decoder = {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": meta}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"},
+            {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    added = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i, c in enumerate(["<unk>", "<s>", "</s>"])]
+    doc = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": normalizer, "pre_tokenizer": pre, "post_processor": None, "decoder": decoder,
+        "model": {"type": "BPE", "dropout": None, "unk_token": unk_token, "fuse_unk": True,
+                  "byte_fallback": byte_fallback, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "vocab": vocab,
+                  "merges": ["h e", "l l", "he ll", "hell o", meta + " hello"]},
+    }
+    return json.dumps(doc, ensure_ascii=False).encode()
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "corpus")
     corpus = {}
@@ -442,8 +472,48 @@ deterministic = true
         "near_nfc.json": b"\x00" + tokenizer_json(normalizer={"type": "NFC"}),
         "near_added_renames.json": b"\x00" + tokenizer_json(added=[
             {"id": 259, "content": "<|end|>", "special": True}]),
+        "sp_llama2.json": b"\x00" + sp_tokenizer_json(),
+        "sp_gemma3.json": b"\x00" + sp_tokenizer_json(
+            normalizer={"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+            pre={"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious",
+                 "invert": False},
+            decoder={"type": "Sequence", "decoders": [
+                {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                {"type": "ByteFallback"}, {"type": "Fuse"}]}),
+        "sp_metaspace.json": b"\x00" + sp_tokenizer_json(
+            normalizer=None,
+            pre={"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True},
+            decoder={"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True}),
+        "sp_split_behaviours.json": b"\x00" + sp_tokenizer_json(
+            pre={"type": "Sequence", "pretokenizers": [
+                {"type": "Split", "pattern": {"String": "l"}, "behavior": "Contiguous", "invert": True},
+                {"type": "Split", "pattern": {"String": "e"}, "behavior": "MergedWithNext", "invert": False},
+                {"type": "Split", "pattern": {"String": "o"}, "behavior": "Removed", "invert": False}]}),
+        "near_sp_no_unk.json": b"\x00" + sp_tokenizer_json(byte_fallback=False, unk_token=None),
+        "near_sp_regex_replace.json": b"\x00" + sp_tokenizer_json(
+            normalizer={"type": "Replace", "pattern": {"Regex": " +"}, "content": "\u2581"}),
         "text.txt": b"\x80" + text,
         "text_invalid_utf8.txt": b"\x80" + text[:20] + b"\xff\xc3" + text[20:],
+    }
+
+    # --- fuzz_regex: a pattern, NUL, a text (the patterns of real tokenizer.json files)
+    o200k = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+             r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+"
+             r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}|"
+             r" ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+    deepseek = ("[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
+                "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+")
+    gpt2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+    corpus["fuzz_regex"] = {
+        "o200k.txt": o200k.encode() + b"\0" + text,
+        "cl100k.txt": CL100K.encode() + b"\0" + text,
+        "gpt2.txt": gpt2.encode(),
+        "deepseek.txt": deepseek.encode() + b"\0" + text,
+        "cjk.txt": "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+".encode() + b"\0" + text,
+        "lazy_possessive.txt": rb"(?>a+)b|x{2,3}?y|a*+c|(?i)[a-f\x41]+" + b"\0aaab xxxy AbC",
+        "hostile.txt": rb"(a+)+b" + b"\0" + b"a" * 40,
+        "near_lookbehind.txt": rb"(?<=a)b",
+        "near_unclosed.txt": rb"[\p{L}",
     }
 
     # --- fuzz_report_metrics: a run's metrics.jsonl (docs/FORMATS.md section 5)

@@ -57,4 +57,43 @@ inline std::string cl100k_pre_tokenizer() {
         {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]})";
 }
 
+// A small SentencePiece-style tokenizer.json (Llama 2's layout): <unk>=0 <s>=1 </s>=2, the
+// byte tokens <0x00>..<0xFF> = 3..258, then the characters ▁=259 h=260 e=261 l=262 o=263 and
+// merges building he=264 ll=265 hell=266 hello=267 ▁hello=268 (no token for any other
+// character: those take byte_fallback). SpSpec varies the pipeline.
+struct SpSpec {
+    std::string normalizer = R"({"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "\u2581"},
+        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]})";
+    std::string pre_tokenizer = "null";
+    std::string decoder = R"({"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "ByteFallback"}, {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0}]})";
+    bool byte_fallback = true;
+    bool fuse_unk = true;
+};
+
+inline std::string sp_tokenizer_json(const SpSpec& s = {}) {
+    static const char* const hex = "0123456789ABCDEF";
+    std::string vocab = R"("<unk>": 0, "<s>": 1, "</s>": 2)";
+    for (int b = 0; b < 256; b++)
+        vocab += std::string(", \"<0x") + hex[b >> 4] + hex[b & 15] + ">\": " + std::to_string(3 + b);
+    vocab += R"(, "\u2581": 259, "h": 260, "e": 261, "l": 262, "o": 263, "he": 264, "ll": 265,
+        "hell": 266, "hello": 267, "\u2581hello": 268)";
+    return R"({"version": "1.0", "truncation": null, "padding": null,
+  "added_tokens": [
+    {"id": 0, "content": "<unk>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+    {"id": 1, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true},
+    {"id": 2, "content": "</s>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true}],
+  "normalizer": )" + s.normalizer + R"(, "pre_tokenizer": )" + s.pre_tokenizer + R"(,
+  "post_processor": null, "decoder": )" + s.decoder + R"(,
+  "model": {"type": "BPE", "dropout": null, "unk_token": "<unk>",
+            "continuing_subword_prefix": null, "end_of_word_suffix": null,
+            "fuse_unk": )" + (s.fuse_unk ? "true" : "false") + R"(, "byte_fallback": )" +
+           (s.byte_fallback ? "true" : "false") + R"(,
+            "vocab": {)" + vocab + R"(},
+            "merges": ["h e", "l l", "he ll", "hell o", "\u2581 hello"]}})";
+}
+
 }  // namespace synthetic

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// usage: node encode.mjs <tokenizer_dir> <corpus.jsonl> <out.txt>
+// usage: node encode.mjs <tokenizer_dir> <corpus.jsonl> <out.txt> [decoded.jsonl]
 //
+// With decoded.jsonl, also writes decode(encode(doc)) there, a JSON string a line (for a
+// tokenizer whose round trip is not the identity: the C++ decode must then give the same).
 // Reference ids from @lenml/tokenizers (a dependency-free port of
 // transformers.js's tokenizers), independent of our C++ code. Writes one
 // line per corpus document: ids separated by single spaces, empty line for an
@@ -23,7 +25,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 
-const [tokDir, corpusPath, outPath] = process.argv.slice(2);
+const [tokDir, corpusPath, outPath, decodedPath] = process.argv.slice(2);
 if (!outPath) {
   console.error("usage: node encode.mjs <tokenizer_dir> <corpus.jsonl> <out.txt>");
   process.exit(2);
@@ -93,13 +95,17 @@ fs.writeFileSync(outPath, encoded.map((ids) => ids.join(" ")).join("\n") + (docs
 // changes text, so failures that vanish under NFC are counted apart.
 // decode([]) throws in this library, hence the guard.
 let fails = 0, nfcOnly = 0;
+const decoded = [];
 for (const [i, ids] of encoded.entries()) {
   const back = ids.length ? tok.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false }) : "";
+  decoded.push(JSON.stringify(back));
   if (back === docs[i]) continue;
   fails++;
   if (back.normalize("NFC") === docs[i].normalize("NFC")) nfcOnly++;
   else if (fails - nfcOnly <= 3) console.error(`  round-trip mismatch, document ${i + 1}: ${JSON.stringify(back.slice(0, 80))}`);
 }
+
+if (decodedPath) fs.writeFileSync(decodedPath, decoded.join("\n") + (docs.length ? "\n" : ""));
 
 const bytes = docs.reduce((n, d) => n + Buffer.byteLength(d, "utf8"), 0);
 const name = path.basename(path.resolve(tokDir));

