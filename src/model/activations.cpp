@@ -6,6 +6,13 @@
 
 namespace trt {
 
+int head_chunk_rows(int Vp, int N) {
+    size_t rows = kHeadChunkElements / static_cast<size_t>(std::max(Vp, 1));
+    if (rows >= 64) rows = rows / 64 * 64;
+    rows = std::max<size_t>(rows, 1);
+    return static_cast<int>(std::min<size_t>(rows, static_cast<size_t>(std::max(N, 1))));
+}
+
 ModelDims model_dims(const ParamTable& table, int B, int T) {
     const ModelSpec& s = table.spec();
     ModelDims d{B, T, s.C, s.NH, s.V, s.L, s.NKV, s.F};
@@ -21,7 +28,7 @@ ModelDims model_dims(const ParamTable& table, int B, int T) {
 
 size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
                            size_t att_scratch, DType act, Recompute recompute, void* base,
-                           Activations* out) {
+                           Activations* out, int head_rows) {
     const size_t N = static_cast<size_t>(B) * static_cast<size_t>(T);
     const size_t C = static_cast<size_t>(s.C), F = static_cast<size_t>(s.F);
     const size_t A = static_cast<size_t>(s.attention_width());  // the heads side by side
@@ -105,7 +112,8 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
     take(a.lnf, N * C);
     take_f32(a.lnf_mean, stats);
     take_f32(a.lnf_rstd, N);
-    take(a.logits, N * Vp);
+    if (head_rows <= 0) head_rows = head_chunk_rows(static_cast<int>(Vp), static_cast<int>(N));
+    take(a.logits, std::min(static_cast<size_t>(head_rows), N) * Vp);
     take_f32(a.losses, N);
     take(a.dresidual, N * C);
     take(a.dln, N * C);

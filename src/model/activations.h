@@ -50,7 +50,7 @@ struct Activations {
     std::vector<LayerActivations> layers;
     Act lnf;                      // [N, C]
     float *lnf_mean, *lnf_rstd;   // [N], [N]
-    Act logits;    // [N, Vp]; becomes dlogits in forward_backward
+    Act logits;    // [head_chunk_rows, Vp]: one chunk of the head's rows; becomes dlogits
     float* losses;  // [N]
     // Backward scratch, reused by every layer.
     Act dresidual, dln;  // [N, C]
@@ -68,6 +68,14 @@ struct Activations {
     Act lora_x;               // [N, widest adapted in]: the dropped input (lora.dropout > 0)
 };
 
+// The output head runs on chunks of rows (chunked linear + cross-entropy, Decoder::head_loss):
+// logits and their gradient exist for this many rows at a time, never [B·T, Vp] for a step.
+// About kHeadChunkElements logits per chunk (a multiple of 64 rows where that is at least
+// 64); a micro-batch that fits is one chunk. Depends only on the shapes, so the chunks (and
+// the order of the head's gradient sums) are the same on every machine and thread count.
+inline constexpr size_t kHeadChunkElements = size_t{1} << 25;  // 32 Mi logits
+int head_chunk_rows(int Vp, int N);
+
 // What the backend is told of a model of table's spec (and trainable flags) at B x T
 // (Backend::reserve, op_scratch_bytes).
 ModelDims model_dims(const ParamTable& table, int B, int T);
@@ -75,8 +83,9 @@ ModelDims model_dims(const ParamTable& table, int B, int T);
 // Lays the plan out from `base` (each buffer rounded up to 64 bytes, so every one stays
 // 64-byte aligned) into *out, activations (Act) in `act` elements, and returns the bytes it
 // spans. With base == nullptr and out == nullptr it only counts.
+// head_rows: rows per chunk of the output head (0: head_chunk_rows).
 size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
                            size_t att_scratch, DType act, Recompute recompute, void* base,
-                           Activations* out);
+                           Activations* out, int head_rows = 0);
 
 }  // namespace trt

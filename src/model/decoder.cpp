@@ -21,6 +21,9 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
     embeddings_train_ = extent.embeddings;
     backward_from_layer_ = extent.from_layer;
     const size_t N = static_cast<size_t>(B) * static_cast<size_t>(T);
+    head_rows_ = options.head_chunk_rows > 0
+                     ? std::min(options.head_chunk_rows, B * T)
+                     : head_chunk_rows(table_.padded_vocab(), B * T);
     // The backend sizes its scratch first: which attention path it takes (and so how much it
     // saves for the backward) can depend on the shapes (cuDNN plans are built here).
     be_.reserve(model_dims(table_, B, T));
@@ -29,7 +32,7 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
     const size_t att_scratch = be_.attention_scratch_floats(B, T, A, s.NH, s.NKV);
     const DType act = be_.activation_dtype();
     act_bytes_ = lay_out_activations(s, B, T, att_saved, att_scratch, act, recompute_, nullptr,
-                                     nullptr);
+                                     nullptr, head_rows_);
 
     params_ = static_cast<float*>(be_.alloc(table_.total() * sizeof(float), "parameters"));
     grads_ = static_cast<float*>(be_.alloc(table_.grad_total() * sizeof(float), "gradients"));
@@ -40,7 +43,8 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
     inputs_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "input ids"));
     targets_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "target ids"));
     be_.register_params(params_, table_.total());
-    lay_out_activations(s, B, T, att_saved, att_scratch, act, recompute_, act_base_, &acts_);
+    lay_out_activations(s, B, T, att_saved, att_scratch, act, recompute_, act_base_, &acts_,
+                        head_rows_);
     if (!s.learned_positions()) {
         const RopeTables rope = make_rope_tables(s.maxT, s.hs(), s.rope_theta, s.rope_scaling);
         const size_t bytes = rope.cos.size() * sizeof(float);
@@ -387,8 +391,7 @@ void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, 
     TRT_CHECK(B >= 1 && B <= B_ && T >= 1 && T <= T_, "micro-batch ", B, "x", T,
               " exceeds the allocated ", B_, "x", T_);
     const ModelSpec& s = spec();
-    const int N = B * T, C = s.C, L = s.L;
-    Activations& A = acts_;
+    const int N = B * T, L = s.L;
 
     embed(inputs, w(Slot::PositionEmbedding), B, T);
     for (int i = 0; i < L; ++i) {
@@ -396,14 +399,35 @@ void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, 
         block_attention_forward(i, B, T);
         block_mlp_forward(i, N);
     }
-    // Output head: logits [N, Vp] = lnf · headᵀ, head stored [Vp, C] (the token embedding when
-    // tied; rows >= V are zero padding); the classifier reads the first V columns and zeroes
-    // the others' grads.
-    const int Vp = table_.padded_vocab();
-    be_.matmul_forward(A.logits, A.lnf, params_ + table_.head().offset, nullptr, N, C, Vp,
-                       WeightLayout::OutIn);
-    be_.classifier_forward_backward(A.logits, A.losses, targets, N, s.V, Vp, dloss_scale,
-                                    write_grad, scalars);
+    head_loss(targets, N, dloss_scale, write_grad, scalars);
+}
+
+// The output head and the loss, a chunk of rows at a time (chunked linear + cross-entropy;
+// activations.h head_chunk_rows): for rows [r0, r0+n), logits [n, Vp] = lnf · headᵀ (head
+// stored [Vp, C]: the token embedding when tied; rows >= V are zero padding, and the
+// classifier reads the first V columns and zeroes the others' gradient), the losses, and when
+// training their gradient in place, which goes straight back through the head: dln rows =
+// dlogits · head, dhead += dlogitsᵀ · lnf rows. The batch's logits never exist at once; dln
+// is complete when run_backward starts.
+void Decoder::head_loss(const int32_t* targets, int N, float dloss_scale, bool write_grad,
+                        const StepScalars* scalars) {
+    const ModelSpec& s = spec();
+    const int C = s.C, Vp = table_.padded_vocab();
+    Activations& A = acts_;
+    const ParamTensor& head = table_.head();
+    const float* W = params_ + head.offset;
+    float* dW = head.trainable ? grads_ + head.grad_offset : nullptr;
+    for (int r0 = 0; r0 < N; r0 += head_rows_) {
+        const int n = std::min(head_rows_, N - r0);
+        const size_t at = static_cast<size_t>(r0) * static_cast<size_t>(C);
+        const ConstAct lnf = ConstAct(A.lnf).at(at);
+        be_.matmul_forward(A.logits, lnf, W, nullptr, n, C, Vp, WeightLayout::OutIn);
+        be_.classifier_forward_backward(A.logits, A.losses + r0, targets + r0, n, s.V, Vp,
+                                        dloss_scale, write_grad, scalars);
+        if (write_grad)
+            be_.matmul_backward(A.dln.at(at), dW, nullptr, A.logits, lnf, W, n, C, Vp,
+                                WeightLayout::OutIn);
+    }
 }
 
 // Gradients flow through one residual buffer: every norm backward adds its input gradient
@@ -417,11 +441,7 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
     const size_t act_size = float_dtype_size(A.dresidual.dtype);
 
     const Act last_residual = L > 0 ? A.layers[L - 1].residual3 : A.encoded;
-    // A.logits now holds dlogits [N, Vp] (zero in the padding columns).
-    const ParamTensor& head = table_.head();
-    be_.matmul_backward(A.dln, head.trainable ? grads_ + head.grad_offset : nullptr, nullptr,
-                        A.logits, A.lnf, params_ + head.offset, N, C, table_.padded_vocab(),
-                        WeightLayout::OutIn);
+    // dln [N, C] = d lnf, written by head_loss in the forward.
     be_.zero(A.dresidual.data, NC * act_size);
     norm_backward(A.dresidual, norm_dw(Slot::FinalNorm), norm_dw(Slot::FinalNormBias), A.dln,
                   last_residual, w(Slot::FinalNorm), A.lnf_mean, A.lnf_rstd, N);
@@ -503,7 +523,6 @@ void Decoder::forward_cached(const int32_t* inputs, int pos0, int n) {
     if (kv_cache_ == nullptr)
         kv_cache_ = static_cast<float*>(be_.alloc(kv_cache_floats() * sizeof(float), "KV cache"));
     pass_scalars_ = nullptr;  // evaluation: no dropout
-    Activations& A = acts_;
     // The position table read from row pos0 on: the rows are positions pos0 .. pos0+n-1.
     const float* wpe = w(Slot::PositionEmbedding);
     embed(inputs, wpe ? wpe + static_cast<size_t>(pos0) * C : nullptr, 1, n);
@@ -511,17 +530,27 @@ void Decoder::forward_cached(const int32_t* inputs, int pos0, int n) {
         block_attention_forward(i, 1, n, pos0);
         block_mlp_forward(i, n);
     }
-    // Only the last row's logits are needed: one row of the head product, into row 0.
-    be_.matmul_forward(A.logits, ConstAct(A.lnf).at(static_cast<size_t>(n - 1) * C),
-                       params_ + table_.head().offset, nullptr, 1, C, table_.padded_vocab(),
-                       WeightLayout::OutIn);
 }
 
 void Decoder::copy_logits_to_host(float* dst, size_t row0, size_t rows, size_t cols) {
     const size_t Vp = static_cast<size_t>(table_.padded_vocab());
+    const size_t C = static_cast<size_t>(spec().C);
     TRT_CHECK(cols <= Vp && row0 + rows <= static_cast<size_t>(B_) * T_,
               "copy_logits_to_host: rows/cols outside the logits");
-    const ConstAct src = acts_.logits.at(row0 * Vp);
+    // The head product again, a chunk of rows at a time (head_loss keeps no logits).
+    for (size_t r = 0; r < rows; r += static_cast<size_t>(head_rows_)) {
+        const size_t n = std::min(static_cast<size_t>(head_rows_), rows - r);
+        be_.matmul_forward(acts_.logits, ConstAct(acts_.lnf).at((row0 + r) * C),
+                           params_ + table_.head().offset, nullptr, static_cast<int>(n),
+                           spec().C, static_cast<int>(Vp), WeightLayout::OutIn);
+        copy_logit_rows(dst + r * cols, n, cols);
+    }
+}
+
+// Rows [0, rows) of the logits buffer, the first cols columns, widened to fp32 into dst.
+void Decoder::copy_logit_rows(float* dst, size_t rows, size_t cols) {
+    const size_t Vp = static_cast<size_t>(table_.padded_vocab());
+    const ConstAct src = acts_.logits;
     if (src.dtype == DType::F32) {
         if (cols == Vp) {  // one copy
             be_.copy_to_host(dst, src.data, rows * Vp * sizeof(float));

@@ -25,6 +25,9 @@ struct DecoderOptions {
     Recompute recompute = Recompute::None;
     // The key of the dropout masks (model.seed; the probabilities are the spec's).
     uint64_t dropout_seed = 0;
+    // Rows per chunk of the output head (0: head_chunk_rows, model/activations.h); tests set
+    // a few to run the chunked head on small models.
+    int head_chunk_rows = 0;
     DecoderOptions(std::vector<std::string> t = {}, Recompute r = Recompute::None,
                    uint64_t seed = 0)
         : trainable(std::move(t)), recompute(r), dropout_seed(seed) {}
@@ -52,8 +55,8 @@ public:
     // Writes per-position losses (backend memory: losses(), or mean_loss() to read them).
     // With backward, scales d(loss) by dloss_scale (times scalars->loss_scale, read on the
     // backend, when scalars is given) and ACCUMULATES into grads().
-    // The logits stay in backend memory ([B, T, Vp], Vp = table().padded_vocab(); columns
-    // >= V are padding) when backward is false: copy_logits_to_host reads them.
+    // The logits are made a chunk of rows at a time and not kept (head_loss):
+    // copy_logits_to_host computes the ones it is asked for from the last forward.
     // forward() is the evaluation pass: it never drops. forward_backward is a training pass:
     // with spec().dropout or lora.dropout > 0 it drops with the masks of (scalars->step,
     // micro_step) (model/dropout_sites.h), and then scalars is required.
@@ -70,8 +73,9 @@ public:
     // itself (a whole-split eval adds windows of different lengths).
     double mean_loss(int B, int T);
     double sum_loss(int B, int T);
-    // Rows [row0, row0 + rows) of the last forward's logits, the first `cols` columns of
-    // each (cols <= Vp), widened to fp32 into dst [rows, cols] on the host.
+    // Rows [row0, row0 + rows) of the last forward's logits (recomputed from its final norm,
+    // a chunk of rows at a time), the first `cols` columns of each (cols <= Vp), widened to
+    // fp32 into dst [rows, cols] on the host.
     void copy_logits_to_host(float* dst, size_t row0, size_t rows, size_t cols);
     void zero_grads();
 
@@ -84,8 +88,8 @@ public:
     // Generation with a KV cache (one sequence; an evaluation pass: nothing drops). Runs the
     // n tokens at positions pos0 .. pos0+n-1 (inputs: backend memory [n]; pos0 + n <=
     // max_seq()) over the cached keys and values of positions 0 .. pos0-1, adds theirs to the
-    // cache, and leaves the logits of the last of them in row 0 of the logits
-    // (copy_logits_to_host(dst, 0, 1, V)). The cache — per block, K and V of [NKV,
+    // cache; the logits of the last of them are row n - 1 (copy_logits_to_host(dst, n - 1,
+    // 1, V)). The cache — per block, K and V of [NKV,
     // max_seq(), hs] fp32 — is allocated on first use and kept until release_kv_cache().
     void forward_cached(const int32_t* inputs, int pos0, int n);
     void release_kv_cache();
@@ -129,6 +133,11 @@ private:
     float* dw(Slot slot, int layer = -1);
     // The bias of the fused q/k/v matmul: c_attn's, or q_proj's with k_proj's and v_proj's
     // right after it (one [(NH+2NKV)hs] vector); w() gives null for a family without.
+    // The output head and the loss over rows [0, N) of lnf, chunk by chunk; with write_grad
+    // also dln and the head's gradient.
+    void head_loss(const int32_t* targets, int N, float dloss_scale, bool write_grad,
+                   const StepScalars* scalars);
+    void copy_logit_rows(float* dst, size_t rows, size_t cols);
     Slot qkv_bias_slot() const { return spec().split_qkv() ? Slot::QBias : Slot::QkvBias; }
     // Qwen3's RMSNorm over each q and k head, in qkv before RoPE, and its backward in dqkv.
     void qk_norm_forward(int layer, int N);
@@ -182,6 +191,7 @@ private:
     float* kv_cache_ = nullptr;  // forward_cached: [L][K | V][NKV, T_, hs], or null
     std::vector<float> host_losses_;
     std::vector<uint16_t> host_lowp_;  // staging for copy_logits_to_host
+    int head_rows_ = 1;                // rows per chunk of the head (head_chunk_rows)
 };
 
 }  // namespace trt

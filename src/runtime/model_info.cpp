@@ -34,11 +34,11 @@ ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend
     // The Decoder's own plan (model/activations.h), counted without allocating, plus the
     // token ids and the RoPE tables.
     const size_t saved = attention ? attention->saved_floats
-                                   : backend.attention_saved_floats(B, T, spec.C, spec.NH,
-                                                                    spec.NKV);
+                                   : backend.attention_saved_floats(B, T, spec.attention_width(),
+                                                                    spec.NH, spec.NKV);
     const size_t scratch = attention ? attention->scratch_floats
-                                     : backend.attention_scratch_floats(B, T, spec.C, spec.NH,
-                                                                        spec.NKV);
+                                     : backend.attention_scratch_floats(
+                                           B, T, spec.attention_width(), spec.NH, spec.NKV);
     const size_t acts = lay_out_activations(spec, B, T, saved, scratch,
                                             backend.activation_dtype(), recompute, nullptr,
                                             nullptr);

@@ -63,7 +63,7 @@ void Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
             model_->forward_cached(model_->inputs_buffer(), static_cast<int>(in_cache),
                                    static_cast<int>(n));
             in_cache = t;
-            model_->copy_logits_to_host(row.data(), 0, 1, static_cast<size_t>(V));
+            model_->copy_logits_to_host(row.data(), n - 1, 1, static_cast<size_t>(V));
         } else {
             std::copy(context.begin() + static_cast<ptrdiff_t>(w0), context.end(),
                       inputs_.begin());

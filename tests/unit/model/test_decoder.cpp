@@ -72,8 +72,9 @@ struct Fixture {
     Decoder model;
     std::vector<int32_t> inputs, targets;
 
-    explicit Fixture(const ModelSpec& spec, std::vector<std::string> trainable = {})
-        : shape(spec), model(*be, spec, B, T, DecoderOptions(std::move(trainable))) {
+    explicit Fixture(const ModelSpec& spec, std::vector<std::string> trainable = {},
+                     int head_chunk_rows = 0)
+        : shape(spec), model(*be, spec, B, T, options(std::move(trainable), head_chunk_rows)) {
         std::mt19937 rng(3);
         std::vector<float> p(model.table().total());
         init_random(model.table(), 11, p.data());
@@ -93,6 +94,11 @@ struct Fixture {
     double loss() {
         model.forward(inputs.data(), targets.data(), B, T);
         return model.mean_loss(B, T);
+    }
+    static DecoderOptions options(std::vector<std::string> trainable, int head_chunk_rows) {
+        DecoderOptions o(std::move(trainable));
+        o.head_chunk_rows = head_chunk_rows;
+        return o;
     }
 };
 
@@ -128,6 +134,41 @@ void expect_directional_derivatives(Fixture& f, const std::vector<float>& grad,
 }
 
 }  // namespace
+
+// The chunked head (Decoder::head_loss): 10 rows in chunks of 3, 3, 3 and 1 give the losses,
+// logits and gradients of the whole batch at once (up to the order of the head's sums), with
+// a logits buffer of 3 rows; and its gradient matches finite differences.
+TEST_P(DecoderModel, ChunkedHeadEqualsTheWholeBatch) {
+    Fixture whole(GetParam().spec), chunked(GetParam().spec, {}, 3);
+    const int N = whole.B * whole.T;
+    const size_t Vp = static_cast<size_t>(whole.model.table().padded_vocab());
+    EXPECT_EQ(whole.model.activation_bytes() - chunked.model.activation_bytes(),
+              (static_cast<size_t>(N) - 3) * Vp * sizeof(float));
+    const size_t n = whole.model.table().total();
+    std::vector<std::vector<float>> grads, logits;
+    std::vector<double> losses;
+    for (Fixture* f : {&whole, &chunked}) {
+        f->model.zero_grads();
+        f->model.forward_backward(f->inputs.data(), f->targets.data(), f->B, f->T, 1.0f / N);
+        losses.push_back(f->model.mean_loss(f->B, f->T));
+        grads.emplace_back(f->model.grads(), f->model.grads() + n);
+        f->model.forward(f->inputs.data(), f->targets.data(), f->B, f->T);
+        logits.emplace_back(static_cast<size_t>(N) * f->shape.V);
+        f->model.copy_logits_to_host(logits.back().data(), 0, N, f->shape.V);
+    }
+    EXPECT_NEAR(losses[0], losses[1], 1e-6 * std::fabs(losses[0]));
+    for (size_t i = 0; i < logits[0].size(); ++i)
+        ASSERT_NEAR(logits[0][i], logits[1][i], 1e-5 * (1 + std::fabs(logits[0][i]))) << i;
+    for (size_t i = 0; i < n; ++i)
+        ASSERT_NEAR(grads[0][i], grads[1][i], 1e-5 * (1 + std::fabs(grads[0][i]))) << i;
+    // Rows from the middle of a chunk, across a chunk boundary.
+    std::vector<float> rows(4 * static_cast<size_t>(chunked.shape.V));
+    chunked.model.copy_logits_to_host(rows.data(), 2, 4, chunked.shape.V);
+    for (size_t i = 0; i < rows.size(); ++i)
+        ASSERT_NEAR(rows[i], logits[1][2 * static_cast<size_t>(chunked.shape.V) + i],
+                    1e-5 * (1 + std::fabs(rows[i]))) << i;
+    expect_directional_derivatives(chunked, grads[1], [&] { return chunked.loss(); });
+}
 
 TEST_P(DecoderModel, BackwardMatchesDirectionalFiniteDifferences) {
     Fixture f(GetParam().spec);
@@ -196,12 +237,12 @@ TEST_P(DecoderModel, VocabPaddingRowsStayZero) {
         f.model.forward_backward(f.inputs.data(), f.targets.data(), f.B, f.T,
                                  1.0f / static_cast<float>(f.B * f.T));
         for (size_t i : padding) ASSERT_EQ(f.model.grads()[i], 0.0f) << i;
-        // dlogits: the padding columns of every row are 0.
+        // The padding columns of every row's logits are 0 (the head's padding rows are).
         const int V = f.shape.V, Vp = t.padded_vocab();
-        std::vector<float> dlogits(static_cast<size_t>(f.B * f.T * Vp));
-        f.model.copy_logits_to_host(dlogits.data(), 0, static_cast<size_t>(f.B * f.T), Vp);
+        std::vector<float> logits(static_cast<size_t>(f.B * f.T * Vp));
+        f.model.copy_logits_to_host(logits.data(), 0, static_cast<size_t>(f.B * f.T), Vp);
         for (int n = 0; n < f.B * f.T; ++n)
-            for (int v = V; v < Vp; ++v) ASSERT_EQ(dlogits[n * Vp + v], 0.0f);
+            for (int v = V; v < Vp; ++v) ASSERT_EQ(logits[n * Vp + v], 0.0f);
         f.be->begin_step(&sc, 0.1f, step);
         adam.update(f.model.params(), f.model.grads(), &sc);
         ASSERT_EQ(sc.nonfinite, 0);

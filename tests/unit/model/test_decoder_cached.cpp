@@ -49,7 +49,7 @@ std::vector<float> cached_last(Decoder& m, const std::vector<int32_t>& inputs, i
                                int V) {
     m.forward_cached(inputs.data() + pos0, pos0, n);
     std::vector<float> row(static_cast<size_t>(V));
-    m.copy_logits_to_host(row.data(), 0, 1, static_cast<size_t>(V));
+    m.copy_logits_to_host(row.data(), static_cast<size_t>(n - 1), 1, static_cast<size_t>(V));
     return row;
 }
 
