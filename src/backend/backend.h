@@ -173,6 +173,10 @@ inline int dims_attention_width(const ModelDims& d) { return d.HS > 0 ? d.NH * d
 // says so in accel_status() instead of failing.
 struct AccelOptions {
     bool cudnn_attention = false;  // accel.attention = "cudnn": cuDNN fused SDPA (bf16/fp16)
+    // Grouped-query attention on cuDNN too (K/V with NKV heads read in place). Only when
+    // accel.attention = "cudnn" is written: not yet run on a GPU, so "auto" keeps grouped-query
+    // models on the matmul path until a GPU check has verified it (docs/STATUS.md).
+    bool cudnn_grouped_query = false;
     bool matmul_epilogues = false; // bias / bias+GELU / bias-grad inside cuBLASLt matmuls
     bool fused_classifier = true;  // logits -> loss and dlogits in one pass
     // accel.deterministic: false lets the cuDNN attention pick engines marked nondeterministic

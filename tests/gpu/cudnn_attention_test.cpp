@@ -12,9 +12,12 @@
 //     cache keeps (evictions, rebuilds) stay correct;
 //   - accel.deterministic = false still serves and matches; accel_status reports it;
 //   - accel_status: "cudnn" after reserve in bf16/fp16; "matmul" plus a reason in fp32;
-//   - grouped-query attention (NKV < NH) is not served by cuDNN: a grouped-query model runs
-//     the matmul path and says why; a grouped-query call on a multi-head cuDNN reservation
-//     runs the matmul path when it fits, else is refused (Unsupported);
+//   - grouped-query attention (NKV < NH): without AccelOptions::cudnn_grouped_query (what
+//     accel.attention = "auto" gives) a grouped-query model runs the matmul path and says why;
+//     with it (accel.attention = "cudnn") cuDNN serves it — K/V with NKV heads read in place,
+//     dK/dV summed over each group in the graph — and matches the CPU (GQA, MQA, padded and
+//     bucketed lengths); a grouped-query call on a multi-head cuDNN reservation runs the
+//     matmul path when it fits, else is refused (Unsupported);
 //   - TRAINRT_CUDNN_LIBRARY=/nonexistent: matmul, the reason names the path, results still
 //     match the CPU (the loader caches per process: ctest runs each case in its own process);
 //   - two identical forward+backward runs are bitwise equal (cuDNN's backward is made
@@ -57,9 +60,10 @@ size_t cudnn_saved_floats(int B, int T, int C, int NH) {
     return (align(bt * C * 2) + align(bt * NH * 4)) / 4;
 }
 
-trt::AccelOptions with_cudnn(bool deterministic = true) {
+trt::AccelOptions with_cudnn(bool deterministic = true, bool grouped_query = false) {
     trt::AccelOptions a;
     a.cudnn_attention = true;
+    a.cudnn_grouped_query = grouped_query;
     a.deterministic = deterministic;
     return a;
 }
@@ -82,12 +86,44 @@ protected:
     }
 
     // A new CUDA backend (the first reserve decides which shape cuDNN is prepared for).
-    void reopen() {
+    void reopen(bool grouped_query = false) {
         cuda_.reset();
         std::string why;
         bool skip = false;
-        cuda_ = gpu::try_cuda(precision_, why, skip, with_cudnn());
+        cuda_ = gpu::try_cuda(precision_, why, skip, with_cudnn(true, grouped_query));
         ASSERT_NE(cuda_, nullptr) << why;
+    }
+
+    // Grouped-query forward and backward on both backends ([B,T,(NH+2NKV)hs] qkv); CUDA within
+    // the matrix-product tolerances. saved/scratch: the larger of both backends' sizes for
+    // (B, T), and for reserved_T when the backend was reserved longer.
+    void compare_gqa_with_cpu(int B, int T, int C, int NH, int NKV, uint32_t seed,
+                              int reserved_T = 0) {
+        const std::string sh = shape(B, T, C, NH) + " NKV=" + std::to_string(NKV);
+        const int hs = C / NH;
+        const size_t nq = static_cast<size_t>(B) * T * (NH + 2 * NKV) * hs;
+        const size_t no = static_cast<size_t>(B) * T * C;
+        size_t n_saved = std::max(cpu_->attention_saved_floats(B, T, C, NH, NKV),
+                                  cuda_->attention_saved_floats(B, T, C, NH, NKV));
+        size_t n_scratch = std::max(cpu_->attention_scratch_floats(B, T, C, NH, NKV),
+                                    cuda_->attention_scratch_floats(B, T, C, NH, NKV));
+        if (reserved_T > T) {
+            n_saved = std::max(n_saved, cuda_->attention_saved_floats(B, reserved_T, C, NH, NKV));
+            n_scratch =
+                std::max(n_scratch, cuda_->attention_scratch_floats(B, reserved_T, C, NH, NKV));
+        }
+        Twin qkv = up(in(nq, seed, -2, 2)), dout = up(in(no, seed + 1));
+        Twin out = nan_floats(no), dqkv = nan_floats(nq);
+        Twin saved = nan_floats(n_saved), scratch = nan_floats(n_scratch);
+        both([&](Backend& be, int s) {
+            be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV);
+        });
+        expect_close("cudnn gqa fwd" + sh, out, no, gpu::matmul_tol(precision_, false));
+        both([&](Backend& be, int s) {
+            be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T,
+                                  C, NH, NKV);
+        });
+        expect_close("cudnn gqa bwd dqkv" + sh, dqkv, nq, gpu::matmul_tol(precision_, true));
     }
 
     void reserve_for(int B, int T, int C, int NH) {
@@ -291,6 +327,33 @@ TEST_P(CudnnAttention, GroupedQueryModelRunsTheMatmulPathAndSaysWhy) {
     });
     expect_close("gqa (cudnn requested) fwd", out, no, gpu::matmul_tol(precision_, false));
     expect_close("gqa (cudnn requested) bwd", dqkv, nq, gpu::matmul_tol(precision_, true));
+}
+
+// accel.attention = "cudnn" (AccelOptions::cudnn_grouped_query): cuDNN serves a grouped-query
+// model, K/V read in place with NKV heads, each group's dK/dV summed in the graph; results
+// match the CPU. Shapes: GQA 4 over 2 (T % 128 != 0: the padded backward on old cuDNN), MQA,
+// Llama-3.2-1B-like heads (hs 64, 8 over 2) at T 256, and a shorter inference call.
+TEST_P(CudnnAttention, GroupedQueryOnCudnnWhenAskedMatchesTheCpu) {
+    struct Case { int B, T, C, NH, NKV; };
+    const Case cases[] = {{2, 64, 128, 4, 2}, {2, 100, 128, 4, 1}, {2, 256, 512, 8, 2}};
+    uint32_t seed = 9100;
+    for (const Case& c : cases) {
+        reopen(/*grouped_query=*/true);
+        const trt::ModelDims d{c.B, c.T, c.C, c.NH, 1, 1, c.NKV, 0};
+        cpu_->reserve(d);
+        cuda_->reserve(d);
+        const trt::AccelStatus st = cuda_->accel_status();
+        ASSERT_EQ(st.attention, "cudnn") << shape(c.B, c.T, c.C, c.NH) << " NKV=" << c.NKV
+                                         << ": " << st.attention_note;
+        EXPECT_LT(cuda_->attention_saved_floats(c.B, c.T, c.C, c.NH, c.NKV),
+                  static_cast<size_t>(c.B) * c.NH * c.T * c.T)
+            << "cuDNN saves no [B,NH,T,T] probabilities";
+        compare_gqa_with_cpu(c.B, c.T, c.C, c.NH, c.NKV, seed);
+        seed += 10;
+        // A shorter call (sampling, forward) on the same reservation.
+        compare_gqa_with_cpu(1, c.T / 2 + 1, c.C, c.NH, c.NKV, seed, c.T);
+        seed += 10;
+    }
 }
 
 // A grouped-query call on a backend whose model reserved multi-head attention for cuDNN: the

@@ -43,19 +43,22 @@ inline int bucket_length(int T) {
     return b;
 }
 
-// One attention shape: B sequences of T positions, width C, NH heads.
+// One attention shape: B sequences of T positions, width C, NH query heads, NKV key/value
+// heads (0: NH, multi-head attention; callers store 0 for NKV == NH, so a shape has one key).
 struct AttnShape {
-    int B = 0, T = 0, C = 0, NH = 0;
+    int B = 0, T = 0, C = 0, NH = 0, NKV = 0;
     friend bool operator<(const AttnShape& a, const AttnShape& b) {
-        return std::tie(a.B, a.T, a.C, a.NH) < std::tie(b.B, b.T, b.C, b.NH);
+        return std::tie(a.B, a.T, a.C, a.NH, a.NKV) < std::tie(b.B, b.T, b.C, b.NH, b.NKV);
     }
     friend bool operator==(const AttnShape& a, const AttnShape& b) {
-        return a.B == b.B && a.T == b.T && a.C == b.C && a.NH == b.NH;
+        return a.B == b.B && a.T == b.T && a.C == b.C && a.NH == b.NH && a.NKV == b.NKV;
     }
     friend bool operator!=(const AttnShape& a, const AttnShape& b) { return !(a == b); }
 };
 
-inline AttnShape bucketed(const AttnShape& s) { return {s.B, bucket_length(s.T), s.C, s.NH}; }
+inline AttnShape bucketed(const AttnShape& s) {
+    return {s.B, bucket_length(s.T), s.C, s.NH, s.NKV};
+}
 
 // The shape of the plan that serves a call: the call's own shape when it is reserved (or its
 // length already is a bucket length); else its bucket when bucket_usable(bucket) says the

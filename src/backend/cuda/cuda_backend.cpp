@@ -219,21 +219,24 @@ public:
                 cudnn_note_ = "model.dropout drops attention probabilities with the CPU's "
                               "masks, which runs on the matmul path";
                 cudnn_.reset();
-            } else if (nkv != d.NH) {
-                // cuDNN serves multi-head attention only (cudnn_attention.h): a grouped-query
-                // model runs every attention call on the matmul path.
-                cudnn_note_ = "cuDNN attention serves NKV == NH only; this model has " +
-                              std::to_string(nkv) + " key/value heads for " +
+            } else if (nkv != d.NH && !cudnn_grouped_query_) {
+                // Grouped-query attention on cuDNN is built (cudnn_sdpa_graph.h) but not yet
+                // run on a GPU: only an explicit accel.attention = "cudnn" takes it.
+                cudnn_note_ = "this model has " + std::to_string(nkv) + " key/value heads for " +
                               std::to_string(d.NH) +
-                              " query heads (grouped-query attention), which runs on the "
-                              "matmul path";
+                              " query heads (grouped-query attention): cuDNN serves it only "
+                              "when accel.attention = \"cudnn\" is set (not yet verified on a "
+                              "GPU), so it runs on the matmul path";
                 cudnn_.reset();
-            } else if (cudnn_->prepare(ctx_, d.B, d.T, dims_attention_width(d), d.NH, &why)) {
+            } else if (cudnn_->prepare(ctx_, d.B, d.T, dims_attention_width(d), d.NH, &why,
+                                       nkv)) {
                 use_cudnn_ = true;
                 cudnn_sized_ = d;  // the shape the model sizes its saved/scratch for
+                cudnn_nkv_ = nkv;  // the model's key/value heads: the calls cuDNN serves
                 // Calls of other shapes (sampling, forward) must fit in those buffers.
-                cudnn_->set_call_budget(CudnnAttention::saved_floats(d.B, d.T, dims_attention_width(d), d.NH),
-                                        CudnnAttention::scratch_floats(d.B, d.T, dims_attention_width(d), d.NH));
+                const int A = dims_attention_width(d);
+                cudnn_->set_call_budget(CudnnAttention::saved_floats(d.B, d.T, A, d.NH),
+                                        CudnnAttention::scratch_floats(d.B, d.T, A, d.NH));
             } else {
                 cudnn_note_ = why;
                 cudnn_.reset();
@@ -242,13 +245,14 @@ public:
         // A later reserve of other dims (tests; never the model) prepares them too when it
         // can (reserved: kept for the backend's life); any other shape is served by
         // attention_path's rules.
-        const bool mha = dims_nkv(d) == d.NH;
-        if (use_cudnn_ && mha && !cudnn_->prepared(d.B, d.T, dims_attention_width(d), d.NH)) {
+        const int nkv = dims_nkv(d), A = dims_attention_width(d);
+        const bool served = use_cudnn_ && nkv == cudnn_nkv_;  // the heads cuDNN was set up for
+        if (served && !cudnn_->prepared(d.B, d.T, A, d.NH, nkv)) {
             std::string why;
-            cudnn_->prepare(ctx_, d.B, d.T, dims_attention_width(d), d.NH, &why);
+            cudnn_->prepare(ctx_, d.B, d.T, A, d.NH, &why, nkv);
         }
-        if (use_cudnn_ && mha && cudnn_->prepared(d.B, d.T, dims_attention_width(d), d.NH))
-            need = std::max(need, cudnn_->ctx_scratch_bytes(d.B, d.T, dims_attention_width(d), d.NH));
+        if (served && cudnn_->prepared(d.B, d.T, A, d.NH, nkv))
+            need = std::max(need, cudnn_->ctx_scratch_bytes(d.B, d.T, A, d.NH, nkv));
         need = round_up(need);
         if (need > ctx_.scratch_bytes) {
             refuse_if_graphs_hold("reserve (the op scratch would move)");
@@ -336,19 +340,20 @@ public:
     }
     // With cuDNN the saved/scratch buffers are sized for cuDNN at the reserved shape (no T×T
     // matrices; the model asks for that shape only). Another shape gets what the path
-    // attention_path picks for it needs (an upper bound for the cuDNN one). cuDNN serves
-    // NKV == NH only: grouped-query calls (NKV < NH) always take the matmul path.
+    // attention_path picks for it needs (an upper bound for the cuDNN one). cuDNN serves the
+    // model's key/value heads (cudnn_nkv_): calls with other NKV take the matmul path.
     size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const override {
-        if (!use_cudnn_ || NKV != NH) return cuda::attention_saved_floats(B, T, C, NH, NKV);
-        if (cudnn_->prepared(B, T, C, NH)) return CudnnAttention::saved_floats(B, T, C, NH);
+        if (!use_cudnn_ || NKV != cudnn_nkv_)
+            return cuda::attention_saved_floats(B, T, C, NH, NKV);
+        if (cudnn_->prepared(B, T, C, NH, NKV)) return CudnnAttention::saved_floats(B, T, C, NH);
         if (matmul_fits(B, T, C, NH, NKV)) return cuda::attention_saved_floats(B, T, C, NH, NKV);
-        return cudnn_->call_saved_floats(B, T, C, NH);
+        return cudnn_->call_saved_floats(B, T, C, NH, NKV);
     }
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                            int NH, int NKV) override {
         const DeviceGuard g(device_);
         if (attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
-            cudnn_->forward(ctx_, out, saved, qkv, B, T, C, NH);
+            cudnn_->forward(ctx_, out, saved, qkv, B, T, C, NH, NKV);
         else
             cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV);
     }
@@ -374,17 +379,19 @@ public:
         cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, true);
     }
     size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
-        if (!use_cudnn_ || NKV != NH) return cuda::attention_scratch_floats(B, T, C, NH, NKV);
-        if (cudnn_->prepared(B, T, C, NH)) return CudnnAttention::scratch_floats(B, T, C, NH);
+        if (!use_cudnn_ || NKV != cudnn_nkv_)
+            return cuda::attention_scratch_floats(B, T, C, NH, NKV);
+        if (cudnn_->prepared(B, T, C, NH, NKV))
+            return CudnnAttention::scratch_floats(B, T, C, NH);
         if (matmul_fits(B, T, C, NH, NKV))
             return cuda::attention_scratch_floats(B, T, C, NH, NKV);
-        return cudnn_->call_scratch_floats(B, T, C, NH);
+        return cudnn_->call_scratch_floats(B, T, C, NH, NKV);
     }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH, int NKV) override {
         const DeviceGuard g(device_);
         if (attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
-            cudnn_->backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH);
+            cudnn_->backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
         else
             cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C,
                                      NH, NKV);
@@ -696,6 +703,7 @@ private:
         if (o.accel.lowp_activations && o.precision == Precision::Fp16) ctx_.act = DType::F16;
         ctx_.matmul_epilogues = o.accel.matmul_epilogues;
         deterministic_ = o.accel.deterministic;
+        cudnn_grouped_query_ = o.accel.cudnn_grouped_query;
         if (o.accel.cudnn_attention) {
             std::string why;
             cudnn_ = CudnnAttention::create(
@@ -767,21 +775,21 @@ private:
     // a bounded cache (cudnn_attention.h, attention_plan_cache.h).
     AttentionPath attention_path(int B, int T, int C, int NH, int NKV) {
         if (!use_cudnn_) return AttentionPath::Matmul;
-        if (NKV != NH) {
-            // Grouped-query: cuDNN is kept for multi-head attention (cudnn_attention.h).
+        if (NKV != cudnn_nkv_) {
+            // Key/value heads other than the model's (tests): the matmul path.
             if (!matmul_fits(B, T, C, NH, NKV))
                 fail(Status::Unsupported, "attention for ", B, "x", T, " (C=", C, ", NH=", NH,
-                     ", NKV=", NKV, "): grouped-query attention runs on the matmul path, which "
+                     ", NKV=", NKV, "): these key/value heads run on the matmul path, which "
                      "needs more memory than the model reserved for cuDNN; set "
                      "accel.attention = \"matmul\"");
             return AttentionPath::Matmul;
         }
-        if (cudnn_->prepared(B, T, C, NH)) return AttentionPath::Cudnn;
+        if (cudnn_->prepared(B, T, C, NH, NKV)) return AttentionPath::Cudnn;
         if (matmul_fits(B, T, C, NH, NKV)) return AttentionPath::Matmul;
-        if (cudnn_->serves(ctx_, B, T, C, NH)) return AttentionPath::Cudnn;
+        if (cudnn_->serves(ctx_, B, T, C, NH, NKV)) return AttentionPath::Cudnn;
         refuse_while_capturing("preparing cuDNN attention for a new shape");
         std::string why;
-        if (!cudnn_->prepare_call(ctx_, B, T, C, NH, &why))
+        if (!cudnn_->prepare_call(ctx_, B, T, C, NH, &why, NKV))
             fail(Status::Unsupported, "attention for ", B, "x", T, " (C=", C, ", NH=", NH,
                  "): cuDNN cannot serve this shape (", why, ") and the matmul path needs more "
                  "memory than the model reserved for cuDNN; set accel.attention = \"matmul\"");
@@ -863,6 +871,8 @@ private:
     // accel.attention = "cudnn": the cuDNN path, or why not (for the startup log).
     std::unique_ptr<CudnnAttention> cudnn_;
     bool use_cudnn_ = false;  // the reserved shape is prepared: saved/scratch are cuDNN-sized
+    int cudnn_nkv_ = 0;       // the key/value heads cuDNN serves (the model's; NH = multi-head)
+    bool cudnn_grouped_query_ = false;  // AccelOptions::cudnn_grouped_query
     ModelDims cudnn_sized_;   // that shape (the first reserve's)
     std::string cudnn_note_;
     bool deterministic_ = true;  // accel.deterministic (only the cuDNN engines depend on it)

@@ -52,11 +52,17 @@ using cudnn_sizes::kLowpBytes;
 using cudnn_sizes::Sizes;
 using cudnn_sizes::sizes_of;
 
-std::string shape_text(int B, int T, int C, int NH) {
+std::string shape_text(int B, int T, int C, int NH, int NKV = 0) {
     return cat("B=", B, " T=", T, " C=", C, " NH=", NH,
+               NKV > 0 && NKV != NH ? cat(" NKV=", NKV) : std::string(),
                NH > 0 && C % NH == 0 ? cat(" (head size ", C / NH, ")") : std::string());
 }
-std::string shape_text(const AttnShape& s) { return shape_text(s.B, s.T, s.C, s.NH); }
+std::string shape_text(const AttnShape& s) { return shape_text(s.B, s.T, s.C, s.NH, s.NKV); }
+
+// The key of a call's shape: NKV stored as 0 for multi-head attention (NKV == NH).
+AttnShape attn_shape(int B, int T, int C, int NH, int NKV) {
+    return AttnShape{B, T, C, NH, NKV == NH ? 0 : NKV};
+}
 
 bool stream_capturing(cudaStream_t stream) {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -66,11 +72,11 @@ bool stream_capturing(cudaStream_t stream) {
 
 // One call's variant pack: which memory each bound tensor uid reads or writes.
 struct Bindings {
-    int64_t uids[16];
-    void* ptrs[16];
+    int64_t uids[24];
+    void* ptrs[24];
     int64_t n = 0;
     void add(int64_t uid, const void* p) {
-        TRT_CHECK(n < 16, "too many cuDNN bindings");
+        TRT_CHECK(n < 24, "too many cuDNN bindings");
         uids[n] = uid;
         ptrs[n] = const_cast<void*>(p);  // cuDNN's API is not const-correct; inputs are read only
         ++n;
@@ -249,8 +255,8 @@ bool CudnnAttention::nondeterministic_in_use() const {
     return any;
 }
 
-bool CudnnAttention::prepared(int B, int T, int C, int NH) const {
-    return cache_.reserved(AttnShape{B, T, C, NH});
+bool CudnnAttention::prepared(int B, int T, int C, int NH, int NKV) const {
+    return cache_.reserved(attn_shape(B, T, C, NH, NKV));
 }
 
 void CudnnAttention::set_call_budget(size_t saved_floats, size_t scratch_floats) {
@@ -274,9 +280,11 @@ std::unique_ptr<CudnnAttention::ShapePlans> CudnnAttention::build(const CudaCtx&
     };
     if (const std::string p = sdpa::shape_problem(s.B, s.T, s.C, s.NH); !p.empty())
         return refuse(p);
+    if (s.NKV > 0 && (s.NKV > s.NH || s.NH % s.NKV != 0))
+        return refuse(cat("NKV=", s.NKV, " does not divide NH=", s.NH));
     TRT_CHECK(ctx.precision == precision_, "cuDNN attention created for another precision");
 
-    const sdpa::Geometry geo(s.B, s.T, s.C, s.NH);
+    const sdpa::Geometry geo(s.B, s.T, s.C, s.NH, s.NKV);
     const cudnnDataType_t io =
         precision_ == Precision::Bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
     auto sp = std::make_unique<ShapePlans>(api_, handle_, s.T, free_);
@@ -303,10 +311,10 @@ std::unique_ptr<CudnnAttention::ShapePlans> CudnnAttention::build(const CudaCtx&
     if (!sp->bwd.plan(require_deterministic_, &plan_why, &report))
         return refuse(no_plan("backward", plan_why, report));
 
-    const Sizes z = sizes_of(s.B, s.T, s.C, s.NH);
+    const Sizes z = sizes_of(s.B, s.T, s.C, s.NH, s.NKV);
     sp->fwd_scratch =
         align_up(z.qkv_lowp) + align_up(static_cast<size_t>(sp->fwd.workspace_bytes()));
-    sp->bwd_scratch = 2 * align_up(z.qkv_lowp) + align_up(z.out_lowp) +
+    sp->bwd_scratch = 2 * align_up(z.qkv_lowp) + align_up(z.out_lowp) + 2 * align_up(z.fullhead) +
                       align_up(static_cast<size_t>(sp->bwd.workspace_bytes()));
     const size_t need = std::max(sp->fwd_scratch, sp->bwd_scratch);
     if (need > scratch_limit) {
@@ -329,10 +337,11 @@ std::unique_ptr<CudnnAttention::ShapePlans> CudnnAttention::build(const CudaCtx&
     return sp;
 }
 
-bool CudnnAttention::prepare(const CudaCtx& ctx, int B, int T, int C, int NH, std::string* why) {
+bool CudnnAttention::prepare(const CudaCtx& ctx, int B, int T, int C, int NH, std::string* why,
+                             int NKV) {
     std::string local;
     std::string& w = why ? *why : local;
-    const AttnShape s{B, T, C, NH};
+    const AttnShape s = attn_shape(B, T, C, NH, NKV);
     try {
         if (cache_.reserved(s)) return true;
         if (auto it = refused_.find(s); it != refused_.end()) {
@@ -371,21 +380,21 @@ AttnShape CudnnAttention::plan_for(const CudaCtx& ctx, const AttnShape& call) co
     });
 }
 
-std::array<int, 4> CudnnAttention::plan_shape(const CudaCtx& ctx, int B, int T, int C,
-                                              int NH) const {
-    const AttnShape s = plan_for(ctx, AttnShape{B, T, C, NH});
+std::array<int, 4> CudnnAttention::plan_shape(const CudaCtx& ctx, int B, int T, int C, int NH,
+                                              int NKV) const {
+    const AttnShape s = plan_for(ctx, attn_shape(B, T, C, NH, NKV));
     return {s.B, s.T, s.C, s.NH};
 }
 
-bool CudnnAttention::serves(const CudaCtx& ctx, int B, int T, int C, int NH) const {
-    return cache_.contains(plan_for(ctx, AttnShape{B, T, C, NH}));
+bool CudnnAttention::serves(const CudaCtx& ctx, int B, int T, int C, int NH, int NKV) const {
+    return cache_.contains(plan_for(ctx, attn_shape(B, T, C, NH, NKV)));
 }
 
 bool CudnnAttention::prepare_call(const CudaCtx& ctx, int B, int T, int C, int NH,
-                                  std::string* why) {
+                                  std::string* why, int NKV) {
     std::string local;
     std::string& w = why ? *why : local;
-    const AttnShape call{B, T, C, NH};
+    const AttnShape call = attn_shape(B, T, C, NH, NKV);
     try {
         std::string bucket_why;  // why the bucket could not serve, when it was tried
         for (int attempt = 0; attempt < 2; ++attempt) {
@@ -448,62 +457,66 @@ AttnShape CudnnAttention::sizing_shape(const AttnShape& call) const {
     return call;
 }
 
-size_t CudnnAttention::call_saved_floats(int B, int T, int C, int NH) const {
-    const AttnShape s = sizing_shape(AttnShape{B, T, C, NH});
+size_t CudnnAttention::call_saved_floats(int B, int T, int C, int NH, int NKV) const {
+    const AttnShape s = sizing_shape(attn_shape(B, T, C, NH, NKV));
     return saved_floats(s.B, s.T, s.C, s.NH);
 }
 
-size_t CudnnAttention::call_scratch_floats(int B, int T, int C, int NH) const {
-    const AttnShape s = sizing_shape(AttnShape{B, T, C, NH});
+size_t CudnnAttention::call_scratch_floats(int B, int T, int C, int NH, int NKV) const {
+    const AttnShape s = sizing_shape(attn_shape(B, T, C, NH, NKV));
     return scratch_floats(s.B, s.T, s.C, s.NH);
 }
 
-CudnnAttention::ShapePlans& CudnnAttention::plans_for(const CudaCtx& ctx, int B, int T, int C,
-                                                      int NH, const char* who) {
-    const AttnShape s = plan_for(ctx, AttnShape{B, T, C, NH});
+CudnnAttention::ShapePlans& CudnnAttention::plans_for(const CudaCtx& ctx, const AttnShape& call,
+                                                      const char* who) {
+    const AttnShape s = plan_for(ctx, call);
     ShapePlans* sp = cache_.find(s);
     if (!sp)
-        fail(Status::Internal, who, " called for ", shape_text(B, T, C, NH),
+        fail(Status::Internal, who, " called for ", shape_text(call),
              ", which no plan serves (CudnnAttention::prepare / prepare_call)");
     // A graph captured now launches this plan's kernels at every replay: never evict it.
     if (stream_capturing(ctx.stream)) cache_.pin(s);
     return *sp;
 }
 
-size_t CudnnAttention::ctx_scratch_bytes(int B, int T, int C, int NH) const {
-    const ShapePlans* sp = cache_.peek(AttnShape{B, T, C, NH});
+size_t CudnnAttention::ctx_scratch_bytes(int B, int T, int C, int NH, int NKV) const {
+    const ShapePlans* sp = cache_.peek(attn_shape(B, T, C, NH, NKV));
     if (!sp)
         fail(Status::Internal, "CudnnAttention::ctx_scratch_bytes called for ",
-             shape_text(B, T, C, NH), ", which was not prepared (CudnnAttention::prepare)");
+             shape_text(B, T, C, NH, NKV), ", which was not prepared (CudnnAttention::prepare)");
     return std::max(sp->fwd_scratch, sp->bwd_scratch);
 }
 
 void CudnnAttention::forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B,
-                             int T, int C, int NH) {
+                             int T, int C, int NH, int NKV) {
     act_storage(ctx, {out, qkv});
-    const ShapePlans& sp = plans_for(ctx, B, T, C, NH, "cuDNN attention forward");
+    const AttnShape call = attn_shape(B, T, C, NH, NKV);
+    const ShapePlans& sp = plans_for(ctx, call, "cuDNN attention forward");
     TRT_CHECK(ctx.precision == precision_, "cuDNN attention created for another precision");
     if (ctx.scratch_bytes < sp.fwd_scratch)
-        fail(Status::Internal, "cuDNN attention forward for ", shape_text(B, T, C, NH), " needs ",
+        fail(Status::Internal, "cuDNN attention forward for ", shape_text(call), " needs ",
              sp.fwd_scratch, " bytes of op scratch; the backend reserved ", ctx.scratch_bytes);
     require_aligned(ctx.scratch, "ctx.scratch");
     require_aligned(saved, "saved");
     const int Tp = sp.T;  // the plan's length: T, or T's bucket
-    const Sizes z = sizes_of(B, Tp, C, NH);
-    const size_t block = static_cast<size_t>(C) * kLowpBytes;  // one of Q, K, V in a qkv row
+    const Sizes z = sizes_of(B, Tp, C, NH, NKV);
+    // A qkv row: Q (C), then K and V (NKV heads each); their offsets in bytes.
+    const int W = static_cast<int>(cudnn_sizes::qkv_width(C, NH, NKV));
+    const size_t k_at = static_cast<size_t>(C) * kLowpBytes;
+    const size_t v_at = k_at + (static_cast<size_t>(W - C) / 2) * kLowpBytes;
 
-    char* qkv_stage = static_cast<char*>(ctx.scratch);  // [B,Tp,3C] bf16/fp16
+    char* qkv_stage = static_cast<char*>(ctx.scratch);  // [B,Tp,W] bf16/fp16
     void* workspace = sp.fwd.workspace_bytes() > 0 ? qkv_stage + align_up(z.qkv_lowp) : nullptr;
     // O stays in saved, as cuDNN computed it, for the backward (which gets no `out`).
     char* o_lp = reinterpret_cast<char*>(saved);  // [B,Tp,C] bf16/fp16
     float* stats = reinterpret_cast<float*>(o_lp + align_up(z.out_lowp));  // [B,NH,Tp]
 
-    const char* qkv_lp = lowp_input(ctx, qkv_stage, qkv, B, T, Tp, 3 * C, precision_);
+    const char* qkv_lp = lowp_input(ctx, qkv_stage, qkv, B, T, Tp, W, precision_);
     cudnn::check(api_, api_.SetStream(handle_, ctx.stream), "cudnnSetStream");
     Bindings b;
     b.add(sdpa::kQ, qkv_lp);
-    b.add(sdpa::kK, qkv_lp + block);
-    b.add(sdpa::kV, qkv_lp + 2 * block);
+    b.add(sdpa::kK, qkv_lp + k_at);
+    b.add(sdpa::kV, qkv_lp + v_at);
     b.add(sdpa::kO, o_lp);
     b.add(sdpa::kStats, stats);
     b.add(sdpa::kScale, &sp.scale);  // by value: host pointers
@@ -513,31 +526,38 @@ void CudnnAttention::forward(const CudaCtx& ctx, Act out, float* saved, ConstAct
 }
 
 void CudnnAttention::backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
-                              ConstAct qkv, const float* saved, int B, int T, int C, int NH) {
+                              ConstAct qkv, const float* saved, int B, int T, int C, int NH,
+                              int NKV) {
     act_storage(ctx, {dqkv, dout, qkv});
-    const ShapePlans& sp = plans_for(ctx, B, T, C, NH, "cuDNN attention backward");
+    const AttnShape call = attn_shape(B, T, C, NH, NKV);
+    const ShapePlans& sp = plans_for(ctx, call, "cuDNN attention backward");
     TRT_CHECK(ctx.precision == precision_, "cuDNN attention created for another precision");
     if (ctx.scratch_bytes < sp.bwd_scratch)
-        fail(Status::Internal, "cuDNN attention backward for ", shape_text(B, T, C, NH),
+        fail(Status::Internal, "cuDNN attention backward for ", shape_text(call),
              " needs ", sp.bwd_scratch, " bytes of op scratch; the backend reserved ",
              ctx.scratch_bytes);
     require_aligned(ctx.scratch, "ctx.scratch");
     require_aligned(saved, "saved");
     require_aligned(scratch, "scratch");
     const int Tp = sp.T;
-    const Sizes z = sizes_of(B, Tp, C, NH);
-    const size_t block = static_cast<size_t>(C) * kLowpBytes;
+    const Sizes z = sizes_of(B, Tp, C, NH, NKV);
+    const int W = static_cast<int>(cudnn_sizes::qkv_width(C, NH, NKV));
+    const size_t k_at = static_cast<size_t>(C) * kLowpBytes;
+    const size_t v_at = k_at + (static_cast<size_t>(W - C) / 2) * kLowpBytes;
 
-    char* qkv_stage = static_cast<char*>(ctx.scratch);            // [B,Tp,3C]
+    char* qkv_stage = static_cast<char*>(ctx.scratch);            // [B,Tp,W]
     char* dout_stage = qkv_stage + align_up(z.qkv_lowp);           // [B,Tp,C], rows >= T zero
-    char* dqkv_stage = dout_stage + align_up(z.out_lowp);          // [B,Tp,3C]
+    char* dqkv_stage = dout_stage + align_up(z.out_lowp);          // [B,Tp,W]
+    // Grouped-query: dK, dV per query head ([B,NH,Tp,hs] fp32 each), summed by the graph.
+    char* dk_full = dqkv_stage + align_up(z.qkv_lowp);
+    char* dv_full = dk_full + align_up(z.fullhead);
     void* workspace =
-        sp.bwd.workspace_bytes() > 0 ? dqkv_stage + align_up(z.qkv_lowp) : nullptr;
+        sp.bwd.workspace_bytes() > 0 ? dv_full + align_up(z.fullhead) : nullptr;
     const char* o_lp = reinterpret_cast<const char*>(saved);        // [B,Tp,C]
     const float* stats = reinterpret_cast<const float*>(o_lp + align_up(z.out_lowp));
     float* row_sum = scratch;                                       // [B,NH,Tp]
 
-    const char* qkv_lp = lowp_input(ctx, qkv_stage, qkv, B, T, Tp, 3 * C, precision_);
+    const char* qkv_lp = lowp_input(ctx, qkv_stage, qkv, B, T, Tp, W, precision_);
     const char* dout_lp = lowp_input(ctx, dout_stage, dout, B, T, Tp, C, precision_);
     // dQ, dK, dV straight into dqkv when it can hold them as they are.
     char* dqkv_lp =
@@ -545,14 +565,18 @@ void CudnnAttention::backward(const CudaCtx& ctx, Act dqkv, float* scratch, Cons
     cudnn::check(api_, api_.SetStream(handle_, ctx.stream), "cudnnSetStream");
     Bindings b;
     b.add(sdpa::kQ, qkv_lp);
-    b.add(sdpa::kK, qkv_lp + block);
-    b.add(sdpa::kV, qkv_lp + 2 * block);
+    b.add(sdpa::kK, qkv_lp + k_at);
+    b.add(sdpa::kV, qkv_lp + v_at);
     b.add(sdpa::kO, o_lp);
     b.add(sdpa::kDO, dout_lp);
     b.add(sdpa::kStats, stats);
     b.add(sdpa::kDQ, dqkv_lp);
-    b.add(sdpa::kDK, dqkv_lp + block);
-    b.add(sdpa::kDV, dqkv_lp + 2 * block);
+    b.add(sdpa::kDK, dqkv_lp + k_at);
+    b.add(sdpa::kDV, dqkv_lp + v_at);
+    if (z.fullhead > 0) {
+        b.add(sdpa::kDKFull, dk_full);
+        b.add(sdpa::kDVFull, dv_full);
+    }
     b.add(sdpa::kRowSum, row_sum);
     b.add(sdpa::kScale, &sp.scale);  // by value: host pointers
     b.add(sdpa::kNegInf, &sp.neg_inf);
@@ -562,7 +586,7 @@ void CudnnAttention::backward(const CudaCtx& ctx, Act dqkv, float* scratch, Cons
         b.add(sdpa::kSeqLenKV, sp.seq_lens);
     }
     sp.bwd.execute(b.uids, b.ptrs, b.n, workspace);
-    lowp_output(ctx, dqkv, dqkv_lp, B, T, Tp, 3 * C, precision_);  // rows < T only
+    lowp_output(ctx, dqkv, dqkv_lp, B, T, Tp, W, precision_);  // rows < T only
 }
 
 }  // namespace trt::cuda

@@ -60,8 +60,8 @@ std::string shape_problem(int B, int T, int C, int NH) {
 void build_forward(OpGraph& g, const Geometry& s, cudnnDataType_t io) {
     const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
     const Tensor q = g.tensor(kQ, s.heads(), s.in_qkv(), io);
-    const Tensor kt = g.tensor(kK, s.heads_t(), s.in_qkv_t(), io);
-    const Tensor v = g.tensor(kV, s.heads(), s.in_qkv(), io);
+    const Tensor kt = g.tensor(kK, s.kv_heads_t(), s.in_qkv_t(), io);
+    const Tensor v = g.tensor(kV, s.kv_heads(), s.in_qkv(), io);
     const Tensor o = g.tensor(kO, s.heads(), s.in_btc(), io);
     const Tensor stats = g.tensor(kStats, s.rows(), s.rows_packed(), f32);
     const Tensor scale = g.scalar(kScale, f32);
@@ -96,14 +96,14 @@ void build_forward(OpGraph& g, const Geometry& s, cudnnDataType_t io) {
 void build_backward(OpGraph& g, const Geometry& s, cudnnDataType_t io, bool padded) {
     const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
     const Tensor q = g.tensor(kQ, s.heads(), s.in_qkv(), io);
-    const Tensor kt = g.tensor(kK, s.heads_t(), s.in_qkv_t(), io);
-    const Tensor vt = g.tensor(kV, s.heads_t(), s.in_qkv_t(), io);
+    const Tensor kt = g.tensor(kK, s.kv_heads_t(), s.in_qkv_t(), io);
+    const Tensor vt = g.tensor(kV, s.kv_heads_t(), s.in_qkv_t(), io);
     const Tensor o = g.tensor(kO, s.heads(), s.in_btc(), io);
     const Tensor d_o = g.tensor(kDO, s.heads(), s.in_btc(), io);
     const Tensor stats = g.tensor(kStats, s.rows(), s.rows_packed(), f32);
     const Tensor dq = g.tensor(kDQ, s.heads(), s.in_qkv(), io);
-    const Tensor dk = g.tensor(kDK, s.heads(), s.in_qkv(), io);
-    const Tensor dv = g.tensor(kDV, s.heads(), s.in_qkv(), io);
+    const Tensor dk = g.tensor(kDK, s.kv_heads(), s.in_qkv(), io);
+    const Tensor dv = g.tensor(kDV, s.kv_heads(), s.in_qkv(), io);
     const Tensor row_sum = g.tensor(kRowSum, s.rows(), s.rows_packed(), f32);
     const Tensor scale = g.scalar(kScale, f32);
     const Tensor neg_inf = g.scalar(kNegInf, f32);
@@ -137,10 +137,19 @@ void build_backward(OpGraph& g, const Geometry& s, cudnnDataType_t io, bool padd
     const Tensor p = g.virt_like(qk, f32);
     g.pointwise(CUDNN_POINTWISE_EXP, f32, masked, nullptr, nullptr, p);
 
+    // Grouped-query attention: dK and dV per query head, then summed over each group of
+    // NH/NKV heads by a reduction onto the NKV heads (cudnn_frontend's "fullhead" form).
+    Tensor dk_full, dv_full;
+    if (s.grouped()) {
+        dk_full = g.tensor(kDKFull, s.heads(), s.heads_packed(), f32);
+        dv_full = g.tensor(kDVFull, s.heads(), s.heads_packed(), f32);
+    }
+
     // dV = Pᵀ·dO
     const Tensor p_t = g.virt(s.scores(), s.scores_t(), io);
     g.reshape(p, p_t);
-    g.matmul(p_t, d_o, dv, lkv, nullptr, lq);
+    g.matmul(p_t, d_o, s.grouped() ? dv_full : dv, lkv, nullptr, lq);
+    if (s.grouped()) g.reduction(CUDNN_REDUCE_TENSOR_ADD, dv_full, dv);
 
     // dS = P∘(dO·Vᵀ - row_sum) · scale
     const Tensor dp = g.virt(s.scores(), s.scores_packed(), f32);
@@ -155,10 +164,11 @@ void build_backward(OpGraph& g, const Geometry& s, cudnnDataType_t io, bool padd
     // dK = dSᵀ·Q
     const Tensor ds_t = g.virt(s.scores(), s.scores_t(), io);
     g.reshape(ds, ds_t);
-    g.matmul(ds_t, q, dk, lkv, nullptr, lq);
+    g.matmul(ds_t, q, s.grouped() ? dk_full : dk, lkv, nullptr, lq);
+    if (s.grouped()) g.reduction(CUDNN_REDUCE_TENSOR_ADD, dk_full, dk);
 
     // dQ = dS·K, written directly (no fp32 accumulator: no atomics)
-    const Tensor k = g.virt(s.heads(), s.in_qkv(), f32);
+    const Tensor k = g.virt(s.kv_heads(), s.in_qkv(), f32);
     g.reshape(kt, k);
     g.matmul(ds, k, dq, lq, nullptr, lkv);
 }

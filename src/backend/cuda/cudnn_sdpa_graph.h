@@ -42,6 +42,8 @@ enum Uid : int64_t {
     kOne,        // by value, fp32: 1
     kSeqLenQ,    // [B,1,1,1] int32, all T (padding workaround only)
     kSeqLenKV,   // same
+    kDKFull,     // grouped-query backward: dK per query head [B,NH,T,hs] fp32, packed
+    kDVFull,     // (scratch), summed over each group into dK, dV
 };
 
 // The fused engines on sm_80+ take head sizes that are multiples of 8, up to 128 in both
@@ -59,21 +61,35 @@ inline bool backward_needs_padding_mask(long cudnn_version, int T) {
     return cudnn_version < kUnpaddedBackwardFixedIn && T % 128 != 0;
 }
 
-// The [B,NH,T,*] geometry of one shape as 4-D dims and strides (C = NH·hs).
+// The [B,NH,T,*] geometry of one shape as 4-D dims and strides (C = NH·hs). Grouped-query
+// attention: K and V have HK = NKV heads (NKV divides NH; query head h reads kv head
+// h / (NH/NKV)), rows of qkv are W = (NH + 2·NKV)·hs wide; multi-head: HK = NH, W = 3C.
 struct Geometry {
-    int64_t B, H, T, D, C;
-    Geometry(int b, int t, int c, int nh) : B(b), H(nh), T(t), D(c / nh), C(c) {}
+    int64_t B, H, T, D, C, HK, W;
+    Geometry(int b, int t, int c, int nh, int nkv = 0)
+        : B(b), H(nh), T(t), D(c / nh), C(c), HK(nkv > 0 ? nkv : nh),
+          W((nh + 2 * (nkv > 0 ? nkv : nh)) * static_cast<int64_t>(c / nh)) {}
     cudnn::Dims heads() const { return {B, H, T, D}; }
     cudnn::Dims heads_t() const { return {B, H, D, T}; }
-    cudnn::Dims in_qkv() const { return {T * 3 * C, D, 3 * C, 1}; }    // a block of [B,T,3C]
-    cudnn::Dims in_qkv_t() const { return {T * 3 * C, D, 1, 3 * C}; }  // last two swapped
+    cudnn::Dims kv_heads() const { return {B, HK, T, D}; }
+    cudnn::Dims kv_heads_t() const { return {B, HK, D, T}; }
+    cudnn::Dims in_qkv() const { return {T * W, D, W, 1}; }    // a block of qkv [B,T,W]
+    cudnn::Dims in_qkv_t() const { return {T * W, D, 1, W}; }  // last two swapped
     cudnn::Dims in_btc() const { return {T * C, D, C, 1}; }            // [B,T,C]
+    cudnn::Dims heads_packed() const { return {H * T * D, T * D, D, 1}; }  // [B,NH,T,hs]
+    bool grouped() const { return HK != H; }
     cudnn::Dims scores() const { return {B, H, T, T}; }
     cudnn::Dims scores_packed() const { return {H * T * T, T * T, T, 1}; }
     cudnn::Dims scores_t() const { return {H * T * T, T * T, 1, T}; }  // transposed view
     cudnn::Dims rows() const { return {B, H, T, 1}; }
     cudnn::Dims rows_packed() const { return {H * T, T, 1, 1}; }
 };
+
+// Floats of the grouped-query backward's per-query-head dK and dV (kDKFull, kDVFull) each;
+// 0 for multi-head attention.
+inline size_t fullhead_floats(const Geometry& s) {
+    return s.grouped() ? static_cast<size_t>(s.B * s.H * s.T * s.D) : 0;
+}
 
 // Append the forward / backward graph to an empty OpGraph. io: CUDNN_DATA_BFLOAT16 or
 // CUDNN_DATA_HALF. padded: the <= 9.15 backward workaround (backward_needs_padding_mask).

@@ -30,12 +30,15 @@ namespace sdpa = trt::cuda::sdpa;
 using trt::cuda::CudnnApi;
 
 struct Shape {
-    int B, T, C, NH;
+    int B, T, C, NH, NKV = 0;  // NKV 0: NH (multi-head)
 };
 // tests/gpu/cudnn_attention_test.cpp's shapes, plus GPT-2 small at B=8, T=1024.
 const Shape kShapes[] = {{2, 17, 64, 2},  {2, 256, 128, 2}, {1, 130, 96, 1}, {3, 40, 16, 2},
                          {4, 64, 768, 12}, {2, 17, 128, 2},  {4, 256, 768, 12},
-                         {8, 1024, 768, 12}};
+                         {8, 1024, 768, 12},
+                         // grouped-query and multi-query attention (issue 39): Llama 3.2 1B's
+                         // heads (32 over 8, hs 64), a small GQA, MQA
+                         {1, 2048, 2048, 32, 8}, {2, 17, 64, 4, 2}, {3, 40, 64, 4, 1}};
 
 enum class Kind { Forward, Backward, BackwardPadded };
 const Kind kKinds[] = {Kind::Forward, Kind::Backward, Kind::BackwardPadded};
@@ -46,11 +49,11 @@ std::string label(const Shape& s, cudnnDataType_t io, Kind k) {
                                              : "backward (padded)";
     return std::string(kind) + (io == CUDNN_DATA_BFLOAT16 ? " bf16" : " fp16") + " B" +
            std::to_string(s.B) + " T" + std::to_string(s.T) + " C" + std::to_string(s.C) +
-           " NH" + std::to_string(s.NH);
+           " NH" + std::to_string(s.NH) + (s.NKV ? " NKV" + std::to_string(s.NKV) : "");
 }
 
 void build(cudnn::OpGraph& g, const Shape& s, cudnnDataType_t io, Kind k) {
-    const sdpa::Geometry geo(s.B, s.T, s.C, s.NH);
+    const sdpa::Geometry geo(s.B, s.T, s.C, s.NH, s.NKV);
     if (k == Kind::Forward)
         sdpa::build_forward(g, geo, io);
     else
