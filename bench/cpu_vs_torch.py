@@ -32,7 +32,7 @@ What one step is:
 
 Usage:
     /usr/bin/python3 bench/cpu_vs_torch.py [--trainrt build/trainrt] [--baseline OLD/trainrt]
-        [--model small|tiny|small-llama|tiny-llama] [--precision fp32|bf16|both]
+        [--model small|tiny|small-llama|tiny-llama|qwen2.5-0.5b-2l] [--precision fp32|bf16|both]
         [--steps 12] [--warmup 2] [--threads N] [--rounds 3] [--out bench/results/FILE.md]
 
 Each trainrt binary runs with its own folder first on LD_LIBRARY_PATH, so a copied binary
@@ -76,12 +76,20 @@ MODELS = {
     "small-llama": dict(arch="llama", vocab_size=256, context_length=256, n_layer=6, n_head=6,
                         n_kv_head=2, d_model=384, d_ff=1024, rope_theta=10000.0, norm_eps=1e-5,
                         tie_embeddings=False),
+    # Qwen2.5-0.5B's shape (issue 39) at 2 of its 24 layers: V 151936 (its output head is most
+    # of a step), 14 heads over 2 key/value heads, q/k/v biases, tied head. The shard's ids
+    # stay below 65536 (uint16 shards); the head still spans the whole vocabulary.
+    "qwen2.5-0.5b-2l": dict(arch="qwen2", vocab_size=151936, context_length=256, n_layer=2,
+                            n_head=14, n_kv_head=2, d_model=896, d_ff=4864, rope_theta=1000000.0,
+                            norm_eps=1e-6, tie_embeddings=True, batch=2),
     # A quick smoke run of the Llama path.
     "tiny-llama": dict(arch="llama", vocab_size=256, context_length=256, n_layer=2, n_head=4,
                        n_kv_head=2, d_model=128, d_ff=320, rope_theta=10000.0, norm_eps=1e-5,
                        tie_embeddings=False),
 }
 BATCH, SEQ = 8, 256
+# A model's "batch" key (when its step is too long at B 8 on a small machine) overrides BATCH
+# for both engines.
 OPTIM = dict(lr=3e-4, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1, grad_clip=1.0)
 SHARD_TOKENS = 2_000_000
 DATA_SEED, TORCH_SEED = 1234, 1337
@@ -159,7 +167,7 @@ def torch_worker(spec_path, result_path):
     ms, losses = [], []
     for _ in range(steps):
         t0 = time.perf_counter()
-        starts = torch.from_numpy(rng.randint(0, n - SEQ, size=BATCH))
+        starts = torch.from_numpy(rng.randint(0, n - SEQ, size=cfg.get("batch", BATCH)))
         rows = tokens[starts.unsqueeze(1) + offs]                       # (B, T+1)
         x, y = rows[:, :-1].contiguous(), rows[:, 1:].contiguous()
         if bf16:
@@ -203,9 +211,9 @@ def run_torch(workdir, tag, cfg, threads, steps, shard, prec):
 # ----------------------------------------------------------------------------- trainrt side
 def model_keys(cfg):
     """The [model] keys of the family (docs/CONFIG.md); arch first."""
-    if cfg.get("arch", "gpt2") != "llama":
+    if cfg.get("arch", "gpt2") not in ("llama", "qwen2"):
         return ""
-    return (f'arch = "llama"\nn_kv_head = {cfg["n_kv_head"]}\nd_ff = {cfg["d_ff"]}\n'
+    return (f'arch = "{cfg["arch"]}"\nn_kv_head = {cfg["n_kv_head"]}\nd_ff = {cfg["d_ff"]}\n'
             f'rope_theta = {cfg["rope_theta"]!r}\nnorm_eps = {cfg["norm_eps"]!r}\n'
             f'tie_embeddings = {"true" if cfg["tie_embeddings"] else "false"}\n')
 
@@ -213,10 +221,11 @@ def model_keys(cfg):
 def describe(cfg):
     d = (f"V{cfg['vocab_size']} L{cfg['n_layer']} H{cfg['n_head']} C{cfg['d_model']} "
          f"context {cfg['context_length']}")
-    if cfg.get("arch", "gpt2") == "llama":
-        return (f"Llama {d}, n_kv_head {cfg['n_kv_head']}, d_ff {cfg['d_ff']} (SwiGLU), "
+    if cfg.get("arch", "gpt2") in ("llama", "qwen2"):
+        return (f"{'Qwen2' if cfg['arch'] == 'qwen2' else 'Llama'} {d}, n_kv_head {cfg['n_kv_head']}, d_ff {cfg['d_ff']} (SwiGLU), "
                 f"rope_theta {cfg['rope_theta']:g}, RMSNorm eps {cfg['norm_eps']:g}, "
-                f"{'tied' if cfg['tie_embeddings'] else 'untied'} head, no biases")
+                f"{'tied' if cfg['tie_embeddings'] else 'untied'} head, "
+                f"{'q/k/v biases' if cfg['arch'] == 'qwen2' else 'no biases'}")
     return f"GPT-2 {d} (tied head)"
 
 
@@ -258,7 +267,7 @@ sampler = "random"
 seed = 1
 
 [train]
-batch_size = {BATCH}
+batch_size = {cfg.get("batch", BATCH)}
 seq_len = {SEQ}
 grad_accum = 1
 steps = {steps}
@@ -455,8 +464,8 @@ def main():
     try:
         rng = np.random.RandomState(DATA_SEED)
         shard = os.path.join(workdir, "train.bin")
-        write_shard(shard, rng.randint(0, cfg["vocab_size"], size=SHARD_TOKENS))
-        print(f"model {args.model}: {describe(cfg)}, B{BATCH} T{SEQ}, {' + '.join(precs)}, "
+        write_shard(shard, rng.randint(0, min(cfg["vocab_size"], 65536), size=SHARD_TOKENS))
+        print(f"model {args.model}: {describe(cfg)}, B{cfg.get('batch', BATCH)} T{SEQ}, {' + '.join(precs)}, "
               f"{args.threads} threads, {N} steps/run ({W} warm-up), {args.rounds} round(s), "
               f"engines {', '.join(engines)}; CPU {cpu}: {flags_txt}; shard {SHARD_TOKENS} "
               f"tokens in {workdir}", flush=True)
@@ -484,7 +493,7 @@ def main():
         else:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    tokens = BATCH * SEQ
+    tokens = cfg.get("batch", BATCH) * SEQ
 
     def row(label, engine, ms_list, ratio):
         med = statistics.median(ms_list)
@@ -531,7 +540,7 @@ def main():
         f"- torch {torch.__version__} (python {platform.python_version()}), numpy "
         f"{np.__version__}",
         f"- model: {describe(cfg)}; parameters: {ptxt or '?'}"
-        + ("" if same else " (**they differ**)") + f"; B{BATCH} T{SEQ} ({tokens} tokens/step); "
+        + ("" if same else " (**they differ**)") + f"; B{cfg.get('batch', BATCH)} T{SEQ} ({tokens} tokens/step); "
         f"AdamW lr {OPTIM['lr']:g} betas ({OPTIM['beta1']}, {OPTIM['beta2']}) wd "
         f"{OPTIM['weight_decay']:g} (>= 2-D tensors), constant lr; grad clip "
         f"{OPTIM['grad_clip']:g}; random batches from a {SHARD_TOKENS}-token random shard",

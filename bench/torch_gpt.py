@@ -175,12 +175,12 @@ def rotate_half(x):
 
 
 class LlamaAttention(nn.Module):
-    def __init__(self, C, H, KV, Tmax):
+    def __init__(self, C, H, KV, Tmax, qkv_bias=False):
         super().__init__()
         self.H, self.KV, self.hs = H, KV, C // H
-        self.q_proj = nn.Linear(C, H * self.hs, bias=False)
-        self.k_proj = nn.Linear(C, KV * self.hs, bias=False)
-        self.v_proj = nn.Linear(C, KV * self.hs, bias=False)
+        self.q_proj = nn.Linear(C, H * self.hs, bias=qkv_bias)  # Qwen2: biases on q, k, v
+        self.k_proj = nn.Linear(C, KV * self.hs, bias=qkv_bias)
+        self.v_proj = nn.Linear(C, KV * self.hs, bias=qkv_bias)
         self.o_proj = nn.Linear(H * self.hs, C, bias=False)
         if not HAVE_SDPA:
             self.register_buffer("mask", torch.ones(Tmax, Tmax, dtype=torch.bool).tril()
@@ -217,10 +217,10 @@ class LlamaMLP(nn.Module):
 
 
 class LlamaBlock(nn.Module):
-    def __init__(self, C, H, KV, D, Tmax, eps):
+    def __init__(self, C, H, KV, D, Tmax, eps, qkv_bias=False):
         super().__init__()
         self.input_layernorm = RMSNorm(C, eps)
-        self.self_attn = LlamaAttention(C, H, KV, Tmax)
+        self.self_attn = LlamaAttention(C, H, KV, Tmax, qkv_bias)
         self.post_attention_layernorm = RMSNorm(C, eps)
         self.mlp = LlamaMLP(C, D)
 
@@ -247,7 +247,9 @@ class Llama(nn.Module):
             raise ValueError(f"Llama: d_model {C}, n_head {H}, n_kv_head {KV}: need C % H == 0, "
                              "H % KV == 0 and an even head size")
         self.embed_tokens = nn.Embedding(V, C)
-        self.layers = nn.ModuleList(LlamaBlock(C, H, KV, D, Tmax, eps) for _ in range(L))
+        qkv_bias = cfg.get("arch") == "qwen2"  # libtrainrt's `qwen2` family: Llama + q/k/v biases
+        self.layers = nn.ModuleList(LlamaBlock(C, H, KV, D, Tmax, eps, qkv_bias)
+                                    for _ in range(L))
         self.norm = RMSNorm(C, eps)
         self.tied = bool(cfg.get("tie_embeddings", False))
         self.lm_head = None if self.tied else nn.Linear(C, V, bias=False)
@@ -259,6 +261,8 @@ class Llama(nn.Module):
         for name, p in self.named_parameters():  # libtrainrt's Llama init
             if name.endswith("norm.weight"):
                 nn.init.ones_(p)
+            elif name.endswith(".bias"):
+                nn.init.zeros_(p)
             else:
                 nn.init.normal_(p, mean=0.0, std=0.02)
 
@@ -274,9 +278,10 @@ class Llama(nn.Module):
 
 
 def make_model(cfg):
-    """GPT (the default) or Llama, by cfg["arch"] ("gpt2" / "llama")."""
+    """GPT (the default) or Llama, by cfg["arch"] ("gpt2" / "llama" / "qwen2": Llama with q/k/v
+    biases)."""
     arch = cfg.get("arch", "gpt2")
-    if arch == "llama":
+    if arch in ("llama", "qwen2"):
         return Llama(cfg)
     if arch == "gpt2":
         return GPT(cfg)

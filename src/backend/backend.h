@@ -149,6 +149,8 @@ struct DeviceTokens {
 struct ModelDims {
     int B = 0, T = 0, C = 0, NH = 0, V = 0, L = 0;
     int NKV = 0, F = 0;
+    // Sliding-window attention (Mistral): each query sees the last `window` keys; 0 = none.
+    int window = 0;
     // The head size (config.json's head_dim); 0 means C / NH. Qwen3's NH·HS differs from C:
     // the attention's heads are NH·HS wide, o_proj maps them back to C.
     int HS = 0;
@@ -326,9 +328,12 @@ public:
     // out[B,T,C] holds the NH heads' outputs the same way; scale 1/sqrt(hs).
     // saved receives attention_saved_floats() floats the backward needs.
     virtual size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const = 0;
+    // window > 0: a sliding window (Mistral's sliding_window): query t attends keys s with
+    // t - s < window only; 0 = the whole causal context. The backward takes no window: the
+    // saved probabilities are 0 outside it.
     virtual void attention_forward(Act out /*[B,T,C]*/, float* saved,
                                    ConstAct qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C,
-                                   int NH, int NKV) = 0;
+                                   int NH, int NKV, int window = 0) = 0;
     // dqkv overwritten (a K/V head's gradient sums over the query heads sharing it).
     // scratch: attention_scratch_floats() floats.
     virtual size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const = 0;
@@ -347,7 +352,8 @@ public:
                                           ConstAct qkv /*[n,(NH+2NKV)hs]*/,
                                           float* k_cache /*[NKV,max_T,hs] inout*/,
                                           float* v_cache /*[NKV,max_T,hs] inout*/, int pos0,
-                                          int n, int NH, int NKV, int hs, int max_T) = 0;
+                                          int n, int NH, int NKV, int hs, int max_T,
+                                          int window = 0) = 0;  // window: as attention_forward
 
     // Attention with dropout on the probabilities (model.dropout): P = causal softmax as
     // above, P' = P ⊙ mask / (1-p) with the mask of element ((b·NH + h)·T + t)·T + s of `m`,
@@ -356,7 +362,8 @@ public:
     // one for these (ModelDims::attention_dropout tells reserve() to size for it).
     virtual void attention_dropout_forward(Act out /*[B,T,C]*/, float* saved,
                                            ConstAct qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T,
-                                           int C, int NH, int NKV, const DropoutMask& m) = 0;
+                                           int C, int NH, int NKV, const DropoutMask& m,
+                                           int window = 0) = 0;
     virtual void attention_dropout_backward(Act dqkv /*[B,T,(NH+2NKV)hs]*/, float* scratch,
                                             ConstAct dout /*[B,T,C]*/, ConstAct qkv,
                                             const float* saved, int B, int T, int C, int NH,

@@ -177,7 +177,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_FLOAT(model, rope_low_freq_factor, 0.0, true, limits::kMaxFloat),
         TRT_FLOAT(model, rope_high_freq_factor, 0.0, true, limits::kMaxFloat),
         TRT_INT(model, rope_original_context, 0, limits::kMaxContext),
-        TRT_INT(model, sliding_window, 0, limits::kMaxContext),  // + >= train.seq_len (cross-key)
+        TRT_INT(model, sliding_window, 0, limits::kMaxContext),  // + mistral only (cross-key)
         TRT_FLOAT(model, norm_eps, 0.0, true, 1.0),
         TRT_BOOL(model, tie_embeddings),
         TRT_PATH(model, init_from),
@@ -939,14 +939,6 @@ struct Config::Impl {
                          cat("train.seq_len: ", r.train.seq_len,
                              " is longer than model.context_length (", r.model.context_length,
                              "); expected train.seq_len <= model.context_length"));
-        // A window shorter than the sequence needs the banded mask, which the attention
-        // kernels do not have yet; up to the window the band is the causal mask.
-        if (r.model.sliding_window > 0 && r.train.seq_len > r.model.sliding_window)
-            problems.add(where("train.seq_len", "model.sliding_window"),
-                         cat("train.seq_len: ", r.train.seq_len, " is longer than "
-                             "model.sliding_window (", r.model.sliding_window,
-                             "); libtrainrt does not run sliding-window attention shorter than "
-                             "the sequence yet: set train.seq_len <= ", r.model.sliding_window));
         if (r.optim.min_lr > r.optim.lr)
             problems.add(where("optim.min_lr", "optim.lr"),
                          cat("optim.min_lr: ", fmt_double(r.optim.min_lr),

@@ -17,6 +17,7 @@ ModelDims model_dims(const ParamTable& table, int B, int T) {
     const ModelSpec& s = table.spec();
     ModelDims d{B, T, s.C, s.NH, s.V, s.L, s.NKV, s.F};
     d.HS = s.head_dim;
+    d.window = s.sliding_window;
     d.attention_dropout = s.dropout > 0.0f;
     d.gated_mlp = s.gated_mlp();
     for (int i = backward_extent(table).from_layer; i < s.L; ++i) {  // the blocks it visits

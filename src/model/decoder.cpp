@@ -238,13 +238,15 @@ void Decoder::block_attention_forward(int i, int B, int T, int cache_pos0) {
         const size_t per_cache = static_cast<size_t>(s.NKV) * T_ * s.hs();
         float* k_cache = kv_cache_ + 2 * static_cast<size_t>(i) * per_cache;
         be_.attention_cached_forward(a.atty, a.qkv, k_cache, k_cache + per_cache, cache_pos0,
-                                     T, s.NH, s.NKV, s.hs(), T_);
+                                     T, s.NH, s.NKV, s.hs(), T_, s.sliding_window);
     } else if (dropping(s.dropout))
         be_.attention_dropout_forward(a.atty, a.att_saved, a.qkv, B, T, A, s.NH, s.NKV,
                                       mask(s.dropout,
-                                           dropout_site(i, DropoutPlace::AttentionProbs)));
+                                           dropout_site(i, DropoutPlace::AttentionProbs)),
+                                      s.sliding_window);
     else
-        be_.attention_forward(a.atty, a.att_saved, a.qkv, B, T, A, s.NH, s.NKV);
+        be_.attention_forward(a.atty, a.att_saved, a.qkv, B, T, A, s.NH, s.NKV,
+                              s.sliding_window);
     const float* bias = residual_branch(a.attproj, a.atty, Slot::AttnOut, i, A, N);
     residual_norm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, block_input(i), a.attproj,
                           bias, w(Slot::MlpNorm, i), w(Slot::MlpNormBias, i), N);

@@ -42,9 +42,9 @@ init_from, so trainrt takes family and shape from the folder):
     qwen3_qk_norm      model_type qwen3 (Qwen3Attention): q = rope(rms(q_proj a per head,
                        q_norm)), k likewise with k_norm, each head of 24 normalised over its
                        own 24 values with eps rms_norm_eps; tied head
-    mistral_window     model_type mistral, sliding_window 48 (query i reads keys j with
-                       i - j < 48: at T 32 the whole causal context; the mask itself is
-                       checked against a per-position loop)
+    mistral_window     model_type mistral, sliding_window 12 (query i reads keys j with
+                       j <= i and i - j < 12, as transformers' sliding_window_overlay; the mask
+                       itself is checked against a per-position loop)
 
 Usage:
     /usr/bin/python3 llama_reference.py --trainrt PATH/trainrt --workdir DIR [--steps 12] [--strict] [--families]
@@ -81,9 +81,9 @@ FAMILY_MODELS = {  # key: (n_kv_head, tie_embeddings, init seed, arch, rope scal
     "llama3_rope": (2, True, 5005, "llama", LLAMA3_SCALING),
     "llama_linear_rope": (4, False, 5006, "llama",
                           dict(rope_scaling="linear", rope_scaling_factor=2.5)),
-    # Mistral v0.1's shape of window: longer than the sequence (T 32), so the band is the
-    # causal mask (trainrt refuses shorter windows until its kernels have the band).
-    "mistral_window": (2, False, 5007, "mistral", dict(sliding_window=48)),
+    # Mistral's sliding window, shorter than the sequence (T 32): query i reads keys j with
+    # i - j < 12 only.
+    "mistral_window": (2, False, 5007, "mistral", dict(sliding_window=12)),
     # Qwen3's explicit head_dim: 4 heads of 24 over d_model 64, so q is 96 wide and o_proj
     # maps 96 back to 64.
     "llama_head_dim": (2, False, 5008, "llama", dict(head_dim=24)),

@@ -44,15 +44,24 @@ static void head_sgemm(bool onednn, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int 
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-// row[0..t] holds scaled scores of query t; replace by its causal softmax and zero
-// row[t+1 .. n) (the mask, and the rest of the stored row).
-TRT_CPU_CLONES static void causal_softmax_row(float* __restrict row, int t, int n) {
+// row[lo..t] holds scaled scores of query t; replace them by their softmax and zero
+// row[0 .. lo) and row[t+1 .. n) (the mask: causal, and a sliding window's start lo; the rest
+// of the stored row). The backward needs no window: these zeros keep it out.
+TRT_CPU_CLONES static void causal_softmax_row(float* __restrict row, int lo, int t, int n) {
     const ExpLimits lim = exp_limits();
-    const float mx = max_f(row, t + 1);
-    for (int s = 0; s <= t; s++) row[s] = fast_expf(row[s] - mx, lim);
-    const float inv = 1.0f / sum_f(row, t + 1);
-    for (int s = 0; s <= t; s++) row[s] *= inv;
+    float* __restrict band = row + lo;
+    const int len = t + 1 - lo;
+    const float mx = max_f(band, len);
+    for (int s = 0; s < len; s++) band[s] = fast_expf(band[s] - mx, lim);
+    const float inv = 1.0f / sum_f(band, len);
+    for (int s = 0; s < len; s++) band[s] *= inv;
+    for (int s = 0; s < lo; s++) row[s] = 0.0f;
     for (int s = t + 1; s < n; s++) row[s] = 0.0f;
+}
+
+// The first key query t attends: 0, or t - window + 1 with a sliding window.
+static inline int window_start(int t, int window) {
+    return window > 0 && t >= window ? t - window + 1 : 0;
 }
 
 // The same with dropout (a = P, ad = P' = P ⊙ mask/(1-p), r = d P' in): the gradient of
@@ -96,7 +105,7 @@ static void check_heads(int C, int NH, int NKV) {
 void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
                        const float* qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C, int NH,
                        int NKV, int threads, bool onednn, float* dropped /*[B,NH,T,T]*/,
-                       const DropoutMask* mask) {
+                       const DropoutMask* mask, int window) {
     check_heads(C, NH, NKV);
     TRT_CHECK((dropped == nullptr) == (mask == nullptr), "attention: dropped without a mask");
     std::optional<DropoutDraw> draw;
@@ -126,7 +135,8 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
             // s[m, i1] = scale * q[i0:i1] · k[0:i1]ᵀ
             head_sgemm(onednn, CblasNoTrans, CblasTrans, m, i1, hs, scale,
                        q + (size_t)i0 * W, W, k, W, 0.0f, s, T);
-            for (int t = i0; t < i1; t++) causal_softmax_row(att + (size_t)t * T, t, T);
+            for (int t = i0; t < i1; t++)
+                causal_softmax_row(att + (size_t)t * T, window_start(t, window), t, T);
             const float* p = s;
             if (draw) {  // P' rows: the mask of element ((b·NH + h)·T + t)·T + key. Keys
                          // past t hold 0 in P (so in P'); the mask runs on to a multiple of
@@ -220,7 +230,8 @@ TRT_CPU_CLONES static void weighted_rows(float* __restrict o, const float* __res
 
 void attention_cached_forward(float* out /*[n,NH*hs]*/, const float* qkv /*[n,W]*/,
                               float* k_cache /*[NKV,max_T,hs]*/, float* v_cache, int pos0,
-                              int n, int NH, int NKV, int hs, int max_T, int threads) {
+                              int n, int NH, int NKV, int hs, int max_T, int threads,
+                              int window) {
     check_heads(NH * hs, NH, NKV);
     TRT_CHECK(pos0 >= 0 && n >= 1 && pos0 + n <= max_T, "attention_cached_forward: rows ",
               pos0, " .. ", pos0 + n, " do not fit a cache of ", max_T);
@@ -250,9 +261,12 @@ void attention_cached_forward(float* out /*[n,NH*hs]*/, const float* qkv /*[n,W]
         const float* q = qkv + (size_t)i * W + (size_t)h * hs;
         const float* k = k_cache + (size_t)g * max_T * hs;
         const float* v = v_cache + (size_t)g * max_T * hs;
-        scores_row(att, q, k, t + 1, hs, scale);
-        causal_softmax_row(att, t, t + 1);
-        weighted_rows(out + (size_t)i * C + (size_t)h * hs, att, v, t + 1, hs);
+        // Keys lo .. t: the whole prefix, or a sliding window's last `window`.
+        const int lo = window_start(t, window);
+        scores_row(att, q, k + (size_t)lo * hs, t + 1 - lo, hs, scale);
+        causal_softmax_row(att, 0, t - lo, t + 1 - lo);
+        weighted_rows(out + (size_t)i * C + (size_t)h * hs, att, v + (size_t)lo * hs,
+                      t + 1 - lo, hs);
     };
     parallel_for_slots(n * NH, team_size,
                        [&](int ih, int slot) { row_head(scores + (size_t)slot * keys, ih); });

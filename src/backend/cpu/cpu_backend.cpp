@@ -208,19 +208,20 @@ public:
         return cpu::attention_saved_floats(B, T, C, NH, NKV);
     }
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C, int NH,
-                           int NKV) override {
-        if (lowp_) return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV);
+                           int NKV, int window) override {
+        if (lowp_)
+            return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, nullptr, window);
         cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_,
-                               onednn_sgemm_);
+                               onednn_sgemm_, nullptr, nullptr, window);
     }
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
-                                  int pos0, int n, int NH, int NKV, int hs,
-                                  int max_T) override {
+                                  int pos0, int n, int NH, int NKV, int hs, int max_T,
+                                  int window) override {
         if (lowp_)
             return lowp_->attention_cached_forward(out, qkv, k_cache, v_cache, pos0, n, NH, NKV,
-                                                   hs, max_T);
+                                                   hs, max_T, window);
         cpu::attention_cached_forward(f32(out), f32(qkv), k_cache, v_cache, pos0, n, NH, NKV,
-                                      hs, max_T, threads_);
+                                      hs, max_T, threads_, window);
     }
     size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
         return cpu::attention_scratch_floats(B, T, C, NH, NKV, threads_);
@@ -234,11 +235,11 @@ public:
                                 NKV, threads_, onednn_sgemm_);
     }
     void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                   int NH, int NKV, const DropoutMask& m) override {
-        if (lowp_) return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, &m);
+                                   int NH, int NKV, const DropoutMask& m, int window) override {
+        if (lowp_) return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, &m, window);
         cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_,
                                onednn_sgemm_, saved + cpu::attention_saved_floats(B, T, C, NH, NKV),
-                               &m);
+                               &m, window);
     }
     void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                                     const float* saved, int B, int T, int C, int NH,

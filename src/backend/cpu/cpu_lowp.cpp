@@ -639,7 +639,7 @@ size_t LowpOps::attention_min_rows(int T, int NH) const {
 
 // With dropout (mask != nullptr) saved holds B sequences of P, then B of P' (backend.h).
 void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                int NH, int NKV, const DropoutMask* mask) {
+                                int NH, int NKV, const DropoutMask* mask, int window) {
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
     const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
     const RowArg args[] = {{out, (size_t)C, Dir::Out}, {qkv, W}};
@@ -650,18 +650,19 @@ void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int 
         float* dropped = mask != nullptr ? saved + ((size_t)B + seq0) * per_seq : nullptr;
         cpu::attention_forward(f[0], saved + seq0 * per_seq, f[1], (int)(rows / T), T, C, NH,
                                NKV, threads_, onednn_sgemm_, dropped,
-                               mask != nullptr ? &m : nullptr);
+                               mask != nullptr ? &m : nullptr, window);
     }, attention_min_rows(T, NH));
 }
 
 // One sequence of n rows, in one chunk (the caches are fp32 and indexed by position).
 void LowpOps::attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
-                                       int pos0, int n, int NH, int NKV, int hs, int max_T) {
+                                       int pos0, int n, int NH, int NKV, int hs, int max_T,
+                                       int window) {
     const size_t C = (size_t)NH * hs, W = (size_t)hs * (NH + 2 * NKV);
     const RowArg args[] = {{out, C, Dir::Out}, {qkv, W}};
     by_rows((size_t)n, (size_t)n, args, [&](size_t, size_t, float** f) {
         cpu::attention_cached_forward(f[0], f[1], k_cache, v_cache, pos0, n, NH, NKV, hs,
-                                      max_T, threads_);
+                                      max_T, threads_, window);
     }, (size_t)n);
 }
 

@@ -30,9 +30,11 @@ size_t attention_saved_floats(int B, int T, int C, int NH, int NKV);
 size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, int threads);
 // With dropout (attention_dropout_forward): `dropped` [B,NH,T,T] receives P' = P ⊙ mask/(1-p)
 // (the strict upper triangle 0) and the output is P'·V; the backward reads both. nullptr: none.
+// window > 0: query t attends keys s in (t - window, t] only (Backend::attention_forward).
 void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
                        int NH, int NKV, int threads, bool onednn_sgemm = false,
-                       float* dropped = nullptr, const DropoutMask* mask = nullptr);
+                       float* dropped = nullptr, const DropoutMask* mask = nullptr,
+                       int window = 0);
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                         const float* saved, int B, int T, int C, int NH, int NKV, int threads,
                         bool onednn_sgemm = false, const float* dropped = nullptr);
@@ -40,7 +42,8 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
 // (Backend::attention_cached_forward): the rows' K, V stored first, then one causal softmax
 // row per (row, head) over cache rows 0 .. its position, as attention_forward's.
 void attention_cached_forward(float* out, const float* qkv, float* k_cache, float* v_cache,
-                              int pos0, int n, int NH, int NKV, int hs, int max_T, int threads);
+                              int pos0, int n, int NH, int NKV, int hs, int max_T, int threads,
+                              int window = 0);
 
 // cpu_layernorm.cpp
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,

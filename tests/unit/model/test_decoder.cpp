@@ -52,8 +52,17 @@ ModelSpec qwen3_spec() {
     return s;
 }
 
+// Mistral with a sliding window of 3 over T 5: each query sees its last 3 keys.
+ModelSpec mistral_window_spec() {
+    ModelSpec s = llama_spec(9, 6, 2, 4, 2, 8, 12, false);
+    s.arch = ModelArch::Mistral;
+    s.sliding_window = 3;
+    return s;
+}
+
 const Case kCases[] = {
     {"gpt2", gpt2_spec(9, 6, 2, 2, 8)},
+    {"mistral_window", mistral_window_spec()},
     {"qwen3_head_dim", qwen3_spec()},
     {"llama_head_dim", head_dim_spec()},
     {"qwen2_gqa_tied", qwen2_spec(9, 6, 2, 4, 2, 8, 12, true)},

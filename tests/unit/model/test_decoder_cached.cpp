@@ -24,7 +24,18 @@ struct Case {
     Precision precision;
 };
 
+// Mistral with a sliding window of 5 over 12 positions: the cached rows attend the window's
+// keys only, as the whole-prefix forward does.
+ModelSpec mistral_window_spec() {
+    ModelSpec s = llama_spec(19, 12, 2, 4, 2, 16, 24, false);
+    s.arch = ModelArch::Mistral;
+    s.sliding_window = 5;
+    return s;
+}
+
 const Case kCases[] = {
+    {"mistral_window_fp32", mistral_window_spec(), Precision::Fp32},
+    {"mistral_window_bf16", mistral_window_spec(), Precision::Bf16},
     {"gpt2_fp32", gpt2_spec(19, 12, 2, 2, 16), Precision::Fp32},
     {"gpt2_bf16", gpt2_spec(19, 12, 2, 2, 16), Precision::Bf16},
     {"llama_mha_untied_fp32", llama_spec(19, 12, 2, 2, 2, 16, 24, false), Precision::Fp32},

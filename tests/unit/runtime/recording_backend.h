@@ -212,16 +212,17 @@ public:
         });
     }
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                           int NH, int NKV) override {
-        op("attention_forward",
-           [=, be = be()] { be->attention_forward(out, saved, qkv, B, T, C, NH, NKV); });
+                           int NH, int NKV, int window) override {
+        op("attention_forward", [=, be = be()] {
+            be->attention_forward(out, saved, qkv, B, T, C, NH, NKV, window);
+        });
     }
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
-                                  int pos0, int n, int NH, int NKV, int hs,
-                                  int max_T) override {
+                                  int pos0, int n, int NH, int NKV, int hs, int max_T,
+                                  int window) override {
         op("attention_cached_forward", [=, be = be()] {
             be->attention_cached_forward(out, qkv, k_cache, v_cache, pos0, n, NH, NKV, hs,
-                                         max_T);
+                                         max_T, window);
         });
     }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
@@ -232,9 +233,9 @@ public:
         });
     }
     void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                   int NH, int NKV, const DropoutMask& m) override {
+                                   int NH, int NKV, const DropoutMask& m, int window) override {
         op("attention_dropout_forward", [=, be = be()] {
-            be->attention_dropout_forward(out, saved, qkv, B, T, C, NH, NKV, m);
+            be->attention_dropout_forward(out, saved, qkv, B, T, C, NH, NKV, m, window);
         });
     }
     void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
