@@ -53,8 +53,8 @@ struct ModelConfig {
     double rope_high_freq_factor = 4.0;
     int64_t rope_original_context = 0;
     // Attention sees at most the last sliding_window positions (Mistral's sliding_window;
-    // 0 = the whole causal context). The CPU backend runs any window; CUDA one that covers
-    // train.seq_len (the band is then the causal mask itself) and refuses a shorter one.
+    // 0 = the whole causal context). Both backends run any window (CUDA: a window shorter
+    // than the sequence on its matmul attention).
     int64_t sliding_window = 0;
     double norm_eps = 1e-5;        // RMSNorm epsilon (llama); gpt2's LayerNorm uses 1e-5
     bool tie_embeddings = true;    // the output head is the token embedding (gpt2: always)

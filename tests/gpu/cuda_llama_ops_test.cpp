@@ -4,7 +4,9 @@
 //     replicated per query group (an oracle that does not depend on the CPU side);
 //   - the fused residual+RMSNorm is bitwise the add, then RMSNorm; RoPE's backward undoes
 //     its forward;
-//   - scratch sized from ModelDims{NKV, F} alone serves a Llama-shaped layer.
+//   - scratch sized from ModelDims{NKV, F} alone serves a Llama-shaped layer;
+//   - sliding-window attention (Mistral, issue 39: window shorter than T) forward, backward and
+//     the KV-cached forward against the CPU backend's banded attention.
 // Tolerances (gpu_test_util.h): attention is a matrix product: fp32 1e-5, tf32 2e-3,
 // bf16/fp16 forward 1e-2 / backward 2e-2 on bf16/fp16-rounded inputs.
 #include <gtest/gtest.h>
@@ -226,6 +228,41 @@ TEST_P(LlamaOps, ScratchSizedFromLlamaDims) {
     });
     expect_close("llama dims rmsnorm fwd", y, no, gpu::kTolFp32);
     expect_close_accum("llama dims rmsnorm bwd dw", dw, dw0, gpu::kTolFp32);
+}
+
+// A sliding window of 5 over T 19 (GQA 4 over 2): the matmul path's banded softmax, the
+// backward through its zeros, and the cached kernel reading the window's keys, vs the CPU.
+TEST_P(LlamaOps, SlidingWindowAttentionMatchesTheCpu) {
+    const int B = 2, T = 19, C = 64, NH = 4, NKV = 2, W = 5, hs = C / NH;
+    trt::ModelDims d{B, T, C, NH, 1, 1, NKV, 0};
+    d.window = W;
+    cpu_->reserve(d);
+    cuda_->reserve(d);
+    const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hs, no = (size_t)B * T * C;
+    Twin qkv = up(in(nq, 3951, -2, 2)), out = nan_floats(no), dqkv = nan_floats(nq);
+    Twin saved = nan_floats(std::max(cpu_->attention_saved_floats(B, T, C, NH, NKV),
+                                     cuda_->attention_saved_floats(B, T, C, NH, NKV)));
+    Twin scratch = nan_floats(std::max(cpu_->attention_scratch_floats(B, T, C, NH, NKV),
+                                       cuda_->attention_scratch_floats(B, T, C, NH, NKV)));
+    Twin dout = up(in(no, 3952));
+    both([&](Backend& be, int s) {
+        be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV, W);
+        be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T, C,
+                              NH, NKV);
+    });
+    expect_close("sliding window attention fwd", out, no, tol(false));
+    expect_close("sliding window attention bwd", dqkv, nq, tol(true));
+    // Cached: one sequence, its 19 rows in two calls (12, then 7 at position 12).
+    const size_t cache = (size_t)NKV * T * hs;
+    Twin kc = nan_floats(cache), vc = nan_floats(cache), cout = nan_floats((size_t)T * C);
+    const size_t row = (size_t)(NH + 2 * NKV) * hs;
+    both([&](Backend& be, int s) {
+        be.attention_cached_forward(cout.f(s), qkv.f(s), kc.f(s), vc.f(s), 0, 12, NH, NKV, hs, T,
+                                    W);
+        be.attention_cached_forward(cout.f(s) + 12 * (size_t)C, qkv.f(s) + 12 * row, kc.f(s),
+                                    vc.f(s), 12, T - 12, NH, NKV, hs, T, W);
+    });
+    expect_close("sliding window cached attention", cout, (size_t)T * C, tol(false));
 }
 
 INSTANTIATE_TEST_SUITE_P(Precision, LlamaOps,

@@ -203,7 +203,6 @@ public:
 
     void reserve(const ModelDims& d) override {
         const DeviceGuard g(device_);
-        refuse_sliding_window(d.window, d.T);  // at the session's start, not its first step
         size_t need = 0;
         for (size_t b : {elementwise_scratch_bytes(d), layernorm_scratch_bytes(d),
                          rmsnorm_scratch_bytes(d), classifier_scratch_bytes(d),
@@ -214,7 +213,12 @@ public:
             // The first reserve decides, before the model sizes its saved activations.
             std::string why;
             const int nkv = dims_nkv(d);
-            if (d.attention_dropout) {
+            if (d.window > 0 && d.window < d.T) {
+                // The cuDNN graphs have a causal mask, not a band.
+                cudnn_note_ = "a sliding window (" + std::to_string(d.window) +
+                              ") shorter than the sequence runs on the matmul path";
+                cudnn_.reset();
+            } else if (d.attention_dropout) {
                 // cuDNN draws its own dropout masks; the model's must be the CPU's (a counter-
                 // based mask per element), which the matmul path applies.
                 cudnn_note_ = "model.dropout drops attention probabilities with the CPU's "
@@ -353,27 +357,27 @@ public:
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                            int NH, int NKV, int window) override {
         const DeviceGuard g(device_);
-        refuse_sliding_window(window, T);
-        if (attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
+        // A window shorter than T is the matmul path's (the cuDNN graphs have no band; such a
+        // model never reserves cuDNN, and attention_path gives other NKV the matmul path).
+        const bool banded = window > 0 && window < T;
+        if (!banded && attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
             cudnn_->forward(ctx_, out, saved, qkv, B, T, C, NH, NKV);
         else
-            cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV);
+            cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, nullptr, window);
     }
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
                                   int pos0, int n, int NH, int NKV, int hs, int max_T,
                                   int window) override {
         const DeviceGuard g(device_);
-        refuse_sliding_window(window, pos0 + n);
         cuda::attention_cached_forward(ctx_, out, qkv, k_cache, v_cache, pos0, n, NH, NKV, hs,
-                                       max_T);
+                                       max_T, window);
     }
     // Always the matmul path: reserve() saw ModelDims::attention_dropout and sized for it.
     void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                                    int NH, int NKV, const DropoutMask& m, int window) override {
         const DeviceGuard g(device_);
-        refuse_sliding_window(window, T);
         TRT_CHECK(!use_cudnn_, "attention dropout on a backend reserved for cuDNN attention");
-        cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, &m);
+        cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, &m, window);
     }
     void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                                     const float* saved, int B, int T, int C, int NH,
@@ -798,15 +802,6 @@ private:
                  "): cuDNN cannot serve this shape (", why, ") and the matmul path needs more "
                  "memory than the model reserved for cuDNN; set accel.attention = \"matmul\"");
         return AttentionPath::Cudnn;
-    }
-    // A sliding window shorter than the keys a query sees needs the banded mask, which the
-    // CUDA kernels and cuDNN graphs do not have yet (the CPU backend does); up to the window
-    // the band is the causal mask itself.
-    static void refuse_sliding_window(int window, int keys) {
-        if (window > 0 && keys > window)
-            fail(Status::Unsupported, "sliding-window attention (model.sliding_window = ",
-                 window, ") over ", keys, " positions is not built on CUDA yet; run it on the "
-                 "CPU backend (runtime.device = \"cpu\"), or keep train.seq_len <= ", window);
     }
     // The matmul attention's T×T buffers fit in what the model allocated for cuDNN.
     bool matmul_fits(int B, int T, int C, int NH, int NKV) const {

@@ -199,8 +199,10 @@ void matmul_gelu_forward(const CudaCtx& ctx, Act pre, Act out, ConstAct inp,
 size_t attention_saved_floats(int B, int T, int C, int NH, int NKV);
 size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV);
 // mask (forward) / dropout (backward): attention_dropout_forward's P' after P in saved.
+// window > 0: a sliding window (query t attends keys t-window+1 .. t; Backend::attention_forward).
 void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B,
-                       int T, int C, int NH, int NKV, const DropoutMask* mask = nullptr);
+                       int T, int C, int NH, int NKV, const DropoutMask* mask = nullptr,
+                       int window = 0);
 void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
                         ConstAct qkv, const float* saved, int B, int T, int C, int NH,
                         int NKV, bool dropout = false);
@@ -211,7 +213,7 @@ void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct d
 inline constexpr int kCachedAttentionMaxKeys = (48 * 1024 - 16) / 4 - 8;  // - padding
 void attention_cached_forward(const CudaCtx& ctx, Act out, ConstAct qkv, float* k_cache,
                               float* v_cache, int pos0, int n, int NH, int NKV, int hs,
-                              int max_T);
+                              int max_T, int window = 0);
 
 // ---- kernels/optimizer.cu
 void begin_step(const CudaCtx& ctx, StepScalars* s, float lr, int64_t step);

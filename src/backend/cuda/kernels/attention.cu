@@ -132,17 +132,20 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // att [rows = B*NH*T, T] in place; row r is query t = r % T and holds its already scaled
-// scores. Keys s <= t get softmax(scores[0..t]) (max-subtracted), keys s > t exactly 0.
-// Pass 1 is an online max/sum per lane (one read), pass 2 writes the probabilities.
+// scores. Keys lo <= s <= t get softmax(scores[lo..t]) (max-subtracted), the others exactly
+// 0: lo = 0, or t - window + 1 under a sliding window (the backward needs no window: these
+// zeros keep it out). Pass 1 is an online max/sum per lane (one read), pass 2 writes the
+// probabilities.
 __global__ void __launch_bounds__(kThreads)
-    causal_softmax_kernel(float* __restrict__ att, int64_t rows, int T) {
+    causal_softmax_kernel(float* __restrict__ att, int64_t rows, int T, int window) {
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
     if (row >= rows) return;  // whole warps leave together: the shuffles below stay full
     const int lane = threadIdx.x & 31;
     const int t = static_cast<int>(row % T);
+    const int lo = window > 0 && t >= window ? t - window + 1 : 0;
     float* x = att + row * T;
     float mx = -FLT_MAX, sum = 0.0f;
-    for (int s = lane; s <= t; s += 32) {
+    for (int s = lo + lane; s <= t; s += 32) {
         const float v = x[s];
         if (v > mx) {
             sum = sum * expf(mx - v) + 1.0f;
@@ -154,7 +157,7 @@ __global__ void __launch_bounds__(kThreads)
     const float m = warp_max(mx);
     sum = warp_sum(sum * expf(mx - m));  // lanes without keys: sum = 0
     const float inv = 1.0f / sum;
-    for (int s = lane; s < T; s += 32) x[s] = s <= t ? expf(x[s] - m) * inv : 0.0f;
+    for (int s = lane; s < T; s += 32) x[s] = s >= lo && s <= t ? expf(x[s] - m) * inv : 0.0f;
 }
 
 // d [rows, T] in place: datt → dpreatt = scale · att · (datt − Σ_{s<=t} att·datt) on keys
@@ -314,7 +317,7 @@ size_t attention_ctx_scratch_bytes(const ModelDims& d, Precision p) {
 // With dropout (mask): saved = [P | P'] (2 × attention_saved_floats); P' = dropout of P over
 // the whole [B,NH,T,T] stream (the upper triangle stays 0), and y = P'·v.
 void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B, int T,
-                       int C, int NH, int NKV, const DropoutMask* mask) {
+                       int C, int NH, int NKV, const DropoutMask* mask, int window) {
     if (empty(B, T, C, NH)) return;
     check_heads(C, NH, NKV);
     act_storage(ctx, {out, qkv});  // both views in ctx.act before anything is launched
@@ -332,7 +335,8 @@ void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, 
     split_heads(ctx, q, k, v, qkv, B, T, NH, NKV, hs);
     gemm_f32(gctx, gemm_xyt(att, q, k, BKV, G, T, hs, scale));  // preatt = scale · q·kᵀ
     const int64_t rows = static_cast<int64_t>(BH) * T;
-    causal_softmax_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(att, rows, T);
+    causal_softmax_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(att, rows, T,
+                                                                              window);
     TRT_CUDA_LAUNCH_CHECK();
     const float* probs = att;
     if (mask != nullptr) {

@@ -71,16 +71,18 @@ template <typename S>
 __global__ void __launch_bounds__(kThreads)
     attend_kernel(S* __restrict__ out, const S* __restrict__ qkv,
                   const float* __restrict__ k_cache, const float* __restrict__ v_cache,
-                  int pos0, int NH, int NKV, int hs, int max_T, int64_t W, float scale) {
+                  int pos0, int NH, int NKV, int hs, int max_T, int64_t W, float scale,
+                  int window) {
     extern __shared__ float scores[];  // [t + 1]
     __shared__ float red[kWarps];
     const int i = blockIdx.x / NH, h = blockIdx.x % NH, g = h / (NH / NKV);
     const int t = pos0 + i;
+    const int lo = window > 0 && t >= window ? t - window + 1 : 0;  // a sliding window's start
     const S* q = qkv + static_cast<int64_t>(i) * W + static_cast<int64_t>(h) * hs;
     const float* k = k_cache + static_cast<size_t>(g) * max_T * hs;
     const float* v = v_cache + static_cast<size_t>(g) * max_T * hs;
     float mx = -INFINITY;
-    for (int s = threadIdx.x; s <= t; s += blockDim.x) {
+    for (int s = lo + threadIdx.x; s <= t; s += blockDim.x) {
         const float* ks = k + static_cast<size_t>(s) * hs;
         float dot = 0.0f;
         for (int d = 0; d < hs; d++) dot += to_f32(q[d]) * ks[d];
@@ -89,7 +91,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     mx = block_reduce<true>(mx, red);
     float sum = 0.0f;
-    for (int s = threadIdx.x; s <= t; s += blockDim.x) {
+    for (int s = lo + threadIdx.x; s <= t; s += blockDim.x) {
         const float e = __expf(scores[s] - mx);
         scores[s] = e;
         sum += e;
@@ -99,7 +101,7 @@ __global__ void __launch_bounds__(kThreads)
     S* o = out + static_cast<int64_t>(i) * NH * hs + static_cast<int64_t>(h) * hs;
     for (int d = threadIdx.x; d < hs; d += blockDim.x) {
         float acc = 0.0f;
-        for (int s = 0; s <= t; s++) acc += scores[s] * v[static_cast<size_t>(s) * hs + d];
+        for (int s = lo; s <= t; s++) acc += scores[s] * v[static_cast<size_t>(s) * hs + d];
         o[d] = from_f32<S>(acc * inv);
     }
 }
@@ -108,7 +110,7 @@ __global__ void __launch_bounds__(kThreads)
 
 void attention_cached_forward(const CudaCtx& ctx, Act out, ConstAct qkv, float* k_cache,
                               float* v_cache, int pos0, int n, int NH, int NKV, int hs,
-                              int max_T) {
+                              int max_T, int window) {
     if (n <= 0) return;
     if (NH <= 0 || NKV <= 0 || NH % NKV != 0 || hs <= 0)
         fail(Status::InvalidArgument, "attention_cached_forward: NH = ", NH, ", NKV = ", NKV,
@@ -133,7 +135,8 @@ void attention_cached_forward(const CudaCtx& ctx, Act out, ConstAct qkv, float* 
             typed<S>(qkv), k_cache, v_cache, total, pos0, NKV, hs, max_T, W, C);
         TRT_CUDA_LAUNCH_CHECK();
         attend_kernel<S><<<static_cast<unsigned>(n) * NH, kThreads, smem, ctx.stream>>>(
-            typed<S>(out), typed<S>(qkv), k_cache, v_cache, pos0, NH, NKV, hs, max_T, W, scale);
+            typed<S>(out), typed<S>(qkv), k_cache, v_cache, pos0, NH, NKV, hs, max_T, W, scale,
+            window);
         TRT_CUDA_LAUNCH_CHECK();
     });
 }
