@@ -12,6 +12,18 @@ namespace trt {
 
 namespace {
 
+// A positive finite number (an integer or a float in the JSON); `what` names it in messages.
+double positive_number_of(const json::Value& v, const std::string& source, const std::string& what) {
+    double x = 0;
+    int64_t i = 0;
+    if (v.kind == json::Value::Kind::Double) x = v.d;
+    else if (v.get_i64(i)) x = static_cast<double>(i);
+    else fail(Status::Format, source, ": ", what, " must be a number (got a ", v.kind_name(), ")");
+    if (!(x > 0) || x > limits::kMaxFloat)
+        fail(Status::Format, source, ": ", what, " must be a positive finite number");
+    return x;
+}
+
 // config.json's "rope_scaling" (null or absent: none) into model.rope_scaling and its keys.
 // "rope_type" names the kind ("type" in configs written before transformers 4.43); kinds the
 // decoder cannot run ("dynamic", "yarn", "longrope") are refused by name.
@@ -33,15 +45,7 @@ void read_rope_scaling(const json::Value& root, const std::string& source, Model
                      "\" needs \"", key, "\"");
             return fallback;
         }
-        double x = 0;
-        int64_t i = 0;
-        if (v->kind == json::Value::Kind::Double) x = v->d;
-        else if (v->get_i64(i)) x = static_cast<double>(i);
-        else fail(Status::Format, source, ": rope_scaling \"", key, "\" must be a number");
-        if (!(x > 0) || x > limits::kMaxFloat)
-            fail(Status::Format, source, ": rope_scaling \"", key,
-                 "\" must be a positive finite number");
-        return x;
+        return positive_number_of(*v, source, cat("rope_scaling \"", key, "\""));
     };
     if (type->s == "default") return;
     if (type->s == "linear") {
@@ -102,14 +106,7 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
     const auto positive_number = [&](const char* key, double fallback) -> double {
         const json::Value* v = root.find(key);
         if (is_null(v)) return fallback;
-        double x = 0;
-        int64_t i = 0;
-        if (v->kind == json::Value::Kind::Double) x = v->d;
-        else if (v->get_i64(i)) x = static_cast<double>(i);
-        else fail(Status::Format, source, ": \"", key, "\" must be a number (got a ", v->kind_name(), ")");
-        if (!(x > 0) || x > limits::kMaxFloat)
-            fail(Status::Format, source, ": \"", key, "\" must be a positive finite number");
-        return x;
+        return positive_number_of(*v, source, cat("\"", key, "\""));
     };
     const auto flag = [&](const char* key, bool fallback) -> bool {
         const json::Value* v = root.find(key);
@@ -198,7 +195,7 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
         }
     } else {
         fail(Status::Unsupported, source, ": \"model_type\" is \"", model_type,
-             "\"; libtrainrt supports \"gpt2\", \"llama\", \"qwen2\", \"mistral\" and \"qwen3\"");
+             "\"; libtrainrt supports ", model_arch_names());
     }
     // Parameter count in long double: the per-layer C^2 terms alone overflow int64 for
     // hostile dims. 2^40 floats (4 TiB) is far beyond any model this library trains.

@@ -15,6 +15,16 @@ const char* to_string(ModelArch v) {
     return "?";
 }
 
+std::string model_arch_names() {
+    std::vector<std::string> names;
+    for (int i = 0; std::string(to_string(static_cast<ModelArch>(i))) != "?"; ++i)
+        names.push_back(std::string("\"") + to_string(static_cast<ModelArch>(i)) + "\"");
+    std::string out;
+    for (size_t i = 0; i < names.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    return out;
+}
+
 const char* to_string(RopeScaling v) {
     switch (v) {
         case RopeScaling::None: return "none";

@@ -189,6 +189,8 @@ struct RunConfig {
 
 // Names as written in TOML ("random", "cosine", "bf16", ...).
 const char* to_string(ModelArch v);
+// Every model.arch value, quoted, for messages: "\"gpt2\", \"llama\", ... and \"qwen3\"".
+std::string model_arch_names();
 const char* to_string(RopeScaling v);
 const char* to_string(SamplerKind v);
 const char* to_string(Schedule v);

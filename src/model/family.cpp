@@ -122,20 +122,4 @@ const Family& family(ModelArch arch) {
     return rows[i];
 }
 
-const Family* family_by_model_type(const std::string& model_type) {
-    for (const Family& f : families())
-        if (model_type == f.model_type) return &f;
-    return nullptr;
-}
-
-std::string family_names() {
-    const auto& rows = families();
-    std::string out;
-    for (size_t i = 0; i < rows.size(); ++i) {
-        if (i > 0) out += i + 1 == rows.size() ? " and " : ", ";
-        out += cat("\"", rows[i].model_type, "\"");
-    }
-    return out;
-}
-
 }  // namespace trt

@@ -70,11 +70,8 @@ struct Family {
     std::vector<std::string> default_lora_targets;
 };
 
-// The row of a family (every ModelArch has one).
+// The row of a family (every ModelArch has one; its model_type is to_string(arch), so
+// config.json's model_type and model.arch read one list: run_config.cpp).
 const Family& family(ModelArch arch);
-// The row whose model_type is `model_type`; nullptr for a family this library does not run.
-const Family* family_by_model_type(const std::string& model_type);
-// "\"gpt2\", \"llama\" and \"qwen2\"": the model types, for messages.
-std::string family_names();
 
 }  // namespace trt
