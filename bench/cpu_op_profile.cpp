@@ -111,41 +111,43 @@ public:
     // Attention FLOPs counted as the causal minimum (lower triangle incl. diagonal):
     // forward 2 products, backward 4, each 2·T(T+1)/2·hs per (b, h).
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
-                                  int pos0, int n, int NH, int NKV, int hs,
-                                  int max_T) override {
+                                  int pos0, int n, int NH, int NKV, int hs, int max_T,
+                                  int window) override {
         const double f = 2.0 * 2.0 * n * (pos0 + (n + 1) / 2.0) * NH * hs;
         timed("attention cached", f, [&] {
             in_->attention_cached_forward(out, qkv, k_cache, v_cache, pos0, n, NH, NKV, hs,
-                                          max_T);
+                                          max_T, window);
         });
     }
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                           int NH, int NKV) override {
+                           int NH, int NKV, int window) override {
         const double f = 2.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
         timed("attention fwd", f,
-              [&] { in_->attention_forward(out, saved, qkv, B, T, C, NH, NKV); });
+              [&] { in_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, window); });
     }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                            const float* saved, int B, int T, int C, int NH,
-                            int NKV) override {
+                            const float* saved, int B, int T, int C, int NH, int NKV,
+                            int window) override {
         const double f = 4.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
         timed("attention bwd", f, [&] {
-            in_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
+            in_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, window);
         });
     }
     void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                   int NH, int NKV, const trt::DropoutMask& m) override {
+                                   int NH, int NKV, const trt::DropoutMask& m,
+                                   int window) override {
         const double f = 2.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
         timed("attention fwd (dropout)", f, [&] {
-            in_->attention_dropout_forward(out, saved, qkv, B, T, C, NH, NKV, m);
+            in_->attention_dropout_forward(out, saved, qkv, B, T, C, NH, NKV, m, window);
         });
     }
     void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                                    const float* saved, int B, int T, int C, int NH,
-                                    int NKV) override {
+                                    const float* saved, int B, int T, int C, int NH, int NKV,
+                                    const trt::DropoutMask& m, int window) override {
         const double f = 4.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
         timed("attention bwd (dropout)", f, [&] {
-            in_->attention_dropout_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
+            in_->attention_dropout_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, m,
+                                            window);
         });
     }
     void dropout(Act out, ConstAct in, size_t n, const trt::DropoutMask& m) override {

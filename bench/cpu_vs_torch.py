@@ -32,7 +32,7 @@ What one step is:
 
 Usage:
     /usr/bin/python3 bench/cpu_vs_torch.py [--trainrt build/trainrt] [--baseline OLD/trainrt]
-        [--model small|tiny|small-llama|tiny-llama|qwen2.5-0.5b-2l] [--precision fp32|bf16|both]
+        [--model small|tiny|small-llama|small-llama-t1024|tiny-llama|qwen2.5-0.5b-2l] [--precision fp32|bf16|both]
         [--steps 12] [--warmup 2] [--threads N] [--rounds 3] [--out bench/results/FILE.md]
 
 Each trainrt binary runs with its own folder first on LD_LIBRARY_PATH, so a copied binary
@@ -82,6 +82,12 @@ MODELS = {
     "qwen2.5-0.5b-2l": dict(arch="qwen2", vocab_size=151936, context_length=256, n_layer=2,
                             n_head=14, n_kv_head=2, d_model=896, d_ff=4864, rope_theta=1000000.0,
                             norm_eps=1e-6, tie_embeddings=True, batch=2),
+    # `small-llama` at T 1024 (B 2, the same tokens per step as B 8 T 256): attention's T²
+    # share of a step grows fourfold; the tiled CPU attention (issue 39) is measured here.
+    "small-llama-t1024": dict(arch="llama", vocab_size=256, context_length=1024, n_layer=6,
+                              n_head=6, n_kv_head=2, d_model=384, d_ff=1024,
+                              rope_theta=10000.0, norm_eps=1e-5, tie_embeddings=False,
+                              batch=2, seq=1024),
     # A quick smoke run of the Llama path.
     "tiny-llama": dict(arch="llama", vocab_size=256, context_length=256, n_layer=2, n_head=4,
                        n_kv_head=2, d_model=128, d_ff=320, rope_theta=10000.0, norm_eps=1e-5,
@@ -89,6 +95,7 @@ MODELS = {
 }
 BATCH, SEQ = 8, 256
 # A model's "batch" key (when its step is too long at B 8 on a small machine) overrides BATCH
+# for both engines, its "seq" key SEQ (at most its context_length).
 # for both engines.
 OPTIM = dict(lr=3e-4, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1, grad_clip=1.0)
 SHARD_TOKENS = 2_000_000
@@ -155,7 +162,7 @@ def torch_worker(spec_path, result_path):
         lr=OPTIM["lr"], betas=(OPTIM["beta1"], OPTIM["beta2"]), eps=OPTIM["eps"])
     rng = np.random.RandomState(DATA_SEED)
     n = len(tokens)
-    offs = torch.arange(SEQ + 1)
+    offs = torch.arange(cfg.get("seq", SEQ) + 1)
     # A check that autocast does what it says: the output dtype of the first nn.Linear, step 1.
     seen = {}
 
@@ -167,7 +174,7 @@ def torch_worker(spec_path, result_path):
     ms, losses = [], []
     for _ in range(steps):
         t0 = time.perf_counter()
-        starts = torch.from_numpy(rng.randint(0, n - SEQ, size=cfg.get("batch", BATCH)))
+        starts = torch.from_numpy(rng.randint(0, n - cfg.get("seq", SEQ), size=cfg.get("batch", BATCH)))
         rows = tokens[starts.unsqueeze(1) + offs]                       # (B, T+1)
         x, y = rows[:, :-1].contiguous(), rows[:, 1:].contiguous()
         if bf16:
@@ -268,7 +275,7 @@ seed = 1
 
 [train]
 batch_size = {cfg.get("batch", BATCH)}
-seq_len = {SEQ}
+seq_len = {cfg.get("seq", SEQ)}
 grad_accum = 1
 steps = {steps}
 eval_every = 0
@@ -465,7 +472,7 @@ def main():
         rng = np.random.RandomState(DATA_SEED)
         shard = os.path.join(workdir, "train.bin")
         write_shard(shard, rng.randint(0, min(cfg["vocab_size"], 65536), size=SHARD_TOKENS))
-        print(f"model {args.model}: {describe(cfg)}, B{cfg.get('batch', BATCH)} T{SEQ}, {' + '.join(precs)}, "
+        print(f"model {args.model}: {describe(cfg)}, B{cfg.get('batch', BATCH)} T{cfg.get('seq', SEQ)}, {' + '.join(precs)}, "
               f"{args.threads} threads, {N} steps/run ({W} warm-up), {args.rounds} round(s), "
               f"engines {', '.join(engines)}; CPU {cpu}: {flags_txt}; shard {SHARD_TOKENS} "
               f"tokens in {workdir}", flush=True)
@@ -493,7 +500,7 @@ def main():
         else:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    tokens = cfg.get("batch", BATCH) * SEQ
+    tokens = cfg.get("batch", BATCH) * cfg.get("seq", SEQ)
 
     def row(label, engine, ms_list, ratio):
         med = statistics.median(ms_list)
@@ -540,7 +547,7 @@ def main():
         f"- torch {torch.__version__} (python {platform.python_version()}), numpy "
         f"{np.__version__}",
         f"- model: {describe(cfg)}; parameters: {ptxt or '?'}"
-        + ("" if same else " (**they differ**)") + f"; B{cfg.get('batch', BATCH)} T{SEQ} ({tokens} tokens/step); "
+        + ("" if same else " (**they differ**)") + f"; B{cfg.get('batch', BATCH)} T{cfg.get('seq', SEQ)} ({tokens} tokens/step); "
         f"AdamW lr {OPTIM['lr']:g} betas ({OPTIM['beta1']}, {OPTIM['beta2']}) wd "
         f"{OPTIM['weight_decay']:g} (>= 2-D tensors), constant lr; grad clip "
         f"{OPTIM['grad_clip']:g}; random batches from a {SHARD_TOKENS}-token random shard",

@@ -329,8 +329,8 @@ public:
     // saved receives attention_saved_floats() floats the backward needs.
     virtual size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const = 0;
     // window > 0: a sliding window (Mistral's sliding_window): query t attends keys s with
-    // t - s < window only; 0 = the whole causal context. The backward takes no window: the
-    // saved probabilities are 0 outside it.
+    // t - s < window only; 0 = the whole causal context. The backward takes the forward's
+    // window (a backend that recomputes the probabilities needs it).
     virtual void attention_forward(Act out /*[B,T,C]*/, float* saved,
                                    ConstAct qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C,
                                    int NH, int NKV, int window = 0) = 0;
@@ -340,7 +340,7 @@ public:
     virtual void attention_backward(Act dqkv /*[B,T,(NH+2NKV)hs]*/, float* scratch,
                                     ConstAct dout /*[B,T,C]*/, ConstAct qkv,
                                     const float* saved, int B, int T, int C, int NH,
-                                    int NKV) = 0;
+                                    int NKV, int window = 0) = 0;
 
     // KV-cached attention for generation (one sequence): the n new rows of qkv, at positions
     // pos0 .. pos0+n-1, first store their K and V heads into the caches (row p of head g at
@@ -357,9 +357,11 @@ public:
 
     // Attention with dropout on the probabilities (model.dropout): P = causal softmax as
     // above, P' = P ⊙ mask / (1-p) with the mask of element ((b·NH + h)·T + t)·T + s of `m`,
-    // out = P' · V. saved holds 2 × attention_saved_floats(): the backend's own, then P'
-    // (the backward needs both). A backend that has another attention path takes the matmul
-    // one for these (ModelDims::attention_dropout tells reserve() to size for it).
+    // out = P' · V. saved holds 2 × attention_saved_floats(): the backend's own, then room for
+    // P' where the backend keeps it (CUDA's matmul path; the CPU draws it again from m). The
+    // backward takes the forward's mask and window. A backend that has another attention path
+    // takes the matmul one for these (ModelDims::attention_dropout tells reserve() to size
+    // for it).
     virtual void attention_dropout_forward(Act out /*[B,T,C]*/, float* saved,
                                            ConstAct qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T,
                                            int C, int NH, int NKV, const DropoutMask& m,
@@ -367,7 +369,8 @@ public:
     virtual void attention_dropout_backward(Act dqkv /*[B,T,(NH+2NKV)hs]*/, float* scratch,
                                             ConstAct dout /*[B,T,C]*/, ConstAct qkv,
                                             const float* saved, int B, int T, int C, int NH,
-                                            int NKV) = 0;
+                                            int NKV, const DropoutMask& m,
+                                            int window = 0) = 0;
 
     // ---- Llama-family ops
     // RMSNorm (HF LlamaRMSNorm): rstd[n] = 1/sqrt(mean_c inp[n,c]² + eps),

@@ -480,11 +480,12 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
                             a.atty, w(Slot::AttnOut, i), N, AW, C, lin);
         lora_backward(Slot::AttnOut, i, a.atty, dproj, A.datty, N);
         if (dropping(s.dropout))
-            be_.attention_dropout_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved,
-                                           B, T, AW, s.NH, s.NKV);
+            be_.attention_dropout_backward(
+                A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, B, T, AW, s.NH, s.NKV,
+                mask(s.dropout, dropout_site(i, DropoutPlace::AttentionProbs)), s.sliding_window);
         else
             be_.attention_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, B, T, AW,
-                                   s.NH, s.NKV);
+                                   s.NH, s.NKV, s.sliding_window);
         if (!s.learned_positions())  // d(rotated q, k) -> d(q, k)
             be_.rope_backward(A.dqkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0);
         if (s.family().qk_norm) qk_norm_backward(i, N);  // d(normalised q, k) -> d(q, k)

@@ -248,7 +248,7 @@ TEST_P(LlamaOps, SlidingWindowAttentionMatchesTheCpu) {
     both([&](Backend& be, int s) {
         be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV, W);
         be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T, C,
-                              NH, NKV);
+                              NH, NKV, W);
     });
     expect_close("sliding window attention fwd", out, no, tol(false));
     expect_close("sliding window attention bwd", dqkv, nq, tol(true));

@@ -513,33 +513,43 @@ void attention_cached_cases() {
 void attention_cases() {
     struct S {
         int B, T, NH, NKV, hs;
+        int window = 0;  // a sliding window (Mistral's), 0: none
     };
-    // MHA (GPT-2 and NKV == NH), GQA and MQA; T = 1, T > 64 and not a multiple of 64.
+    // MHA (GPT-2 and NKV == NH), GQA and MQA; T = 1, T > 64 and not a multiple of 64; sliding
+    // windows of 1 key, shorter than a query block, across block edges, and as long as T.
     for (S s : {S{2, 7, 3, 3, 4}, S{1, 1, 2, 2, 4}, S{2, 17, 5, 5, 8}, S{3, 45, 5, 5, 8},
                 S{2, 64, 4, 4, 16}, S{1, 130, 2, 2, 48}, S{2, 256, 12, 12, 64},
                 S{2, 7, 4, 2, 3}, S{2, 7, 4, 1, 3}, S{1, 1, 2, 1, 4}, S{3, 45, 6, 3, 5},
-                S{2, 65, 6, 2, 8}, S{1, 130, 8, 1, 7}, S{2, 17, 8, 4, 10}}) {
+                S{2, 65, 6, 2, 8}, S{1, 130, 8, 1, 7}, S{2, 17, 8, 4, 10},
+                S{2, 19, 4, 2, 16, 5}, S{1, 130, 4, 2, 8, 1}, S{1, 200, 4, 4, 8, 40},
+                S{2, 150, 6, 3, 8, 64}, S{1, 150, 4, 1, 8, 65}, S{1, 130, 2, 2, 8, 130}}) {
         const int B = s.B, T = s.T, NH = s.NH, NKV = s.NKV, hs = s.hs, C = NH * hs;
+        const int window = s.window;
         const size_t W = (size_t)(NH + 2 * NKV) * hs, nq = (size_t)B * T * W,
                      no = (size_t)B * T * C;
         const std::string sh =
-            dims_text({{"B", B}, {"T", T}, {"NH", NH}, {"NKV", NKV}, {"hs", hs}});
+            dims_text({{"B", B}, {"T", T}, {"NH", NH}, {"NKV", NKV}, {"hs", hs}}) +
+            (window > 0 ? " window" + std::to_string(window) : "");
+        trt::ModelDims dims = attention_dims(B, T, C, NH, NKV);
+        dims.window = window;
         {
             OpCase c;
             c.op = "attention_forward";
             c.shape = sh;
             c.tensors = {operand(in("qkv", nq, -2, 2)), out("out", no)};
-            c.dims = attention_dims(B, T, C, NH, NKV);
+            c.dims = dims;
             c.tol = kMatmulForward;
             // What a backend saves for its backward is its own business: not compared.
             c.run = [=](Backend& be, const DeviceTensors& t) {
                 const size_t n = be.attention_saved_floats(B, T, C, NH, NKV);
                 void* saved = be.alloc(std::max<size_t>(n, 1) * 4, "attention saved");
-                be.attention_forward(t.f(1), static_cast<float*>(saved), t.f(0), B, T, C, NH, NKV);
+                be.attention_forward(t.f(1), static_cast<float*>(saved), t.f(0), B, T, C, NH, NKV,
+                                     window);
                 be.free(saved);
             };
             c.reference = [=](HostTensors& h) {
-                h.f[1] = ref::attention_forward(h.f[0], B, T, C, NH, NKV, nullptr);
+                h.f[1] = ref::attention_forward(h.f[0], B, T, C, NH, NKV, nullptr, nullptr,
+                                                window);
             };
             add(c);
         }
@@ -548,7 +558,7 @@ void attention_cases() {
             c.op = "attention_backward";
             c.shape = sh;
             c.tensors = {operand(in("qkv", nq, -2, 2)), operand(in("dout", no)), out("dqkv", nq)};
-            c.dims = attention_dims(B, T, C, NH, NKV);
+            c.dims = dims;
             c.tol = kMatmulBackward;
             c.run = [=](Backend& be, const DeviceTensors& t) {
                 const size_t ns = be.attention_saved_floats(B, T, C, NH, NKV);
@@ -556,14 +566,16 @@ void attention_cases() {
                 auto* saved = static_cast<float*>(be.alloc(std::max<size_t>(ns, 1) * 4, "saved"));
                 auto* scratch = static_cast<float*>(be.alloc(std::max<size_t>(nx, 1) * 4, "scr"));
                 auto* o = static_cast<float*>(be.alloc(no * 4, "attention out"));
-                be.attention_forward(as_act(be, o), saved, t.f(0), B, T, C, NH, NKV);
-                be.attention_backward(t.f(2), scratch, t.f(1), t.f(0), saved, B, T, C, NH, NKV);
+                be.attention_forward(as_act(be, o), saved, t.f(0), B, T, C, NH, NKV, window);
+                be.attention_backward(t.f(2), scratch, t.f(1), t.f(0), saved, B, T, C, NH, NKV,
+                                      window);
                 be.free(o);
                 be.free(scratch);
                 be.free(saved);
             };
             c.reference = [=](HostTensors& h) {
-                h.f[2] = ref::attention_backward(h.f[1], h.f[0], B, T, C, NH, NKV);
+                h.f[2] = ref::attention_backward(h.f[1], h.f[0], B, T, C, NH, NKV, nullptr,
+                                                 window);
             };
             add(c);
         }
@@ -907,16 +919,20 @@ void dropout_cases() {
     }
     struct A {
         int B, T, NH, NKV, hs;
+        int window = 0;
     };
     for (A s : {A{2, 7, 3, 3, 4}, A{3, 45, 5, 5, 8}, A{1, 130, 2, 2, 48}, A{2, 65, 6, 2, 8},
-                A{1, 1, 2, 1, 4}}) {
+                A{1, 1, 2, 1, 4}, A{2, 150, 4, 2, 8, 70}}) {
         const int B = s.B, T = s.T, NH = s.NH, NKV = s.NKV, hs = s.hs, C = NH * hs;
+        const int window = s.window;
         const size_t W = (size_t)(NH + 2 * NKV) * hs, nq = (size_t)B * T * W,
                      no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
         const std::string sh =
-            dims_text({{"B", B}, {"T", T}, {"NH", NH}, {"NKV", NKV}, {"hs", hs}}) + " p0.2";
+            dims_text({{"B", B}, {"T", T}, {"NH", NH}, {"NKV", NKV}, {"hs", hs}}) + " p0.2" +
+            (window > 0 ? " window" + std::to_string(window) : "");
         trt::ModelDims d = attention_dims(B, T, C, NH, NKV);
         d.attention_dropout = true;
+        d.window = window;
         auto keep = [=] {
             return ref::dropout_multipliers(na, 0.2f, 0x123456789abcULL, kDropoutStep, 2, 9);
         };
@@ -932,13 +948,13 @@ void dropout_cases() {
                 void* saved = be.alloc(std::max<size_t>(n, 1) * 4, "attention saved");
                 trt::StepScalars* sc = step_scalars(be, kDropoutStep);
                 be.attention_dropout_forward(t.f(1), static_cast<float*>(saved), t.f(0), B, T,
-                                             C, NH, NKV, dropout_mask(0.2f, 9, 0, sc));
+                                             C, NH, NKV, dropout_mask(0.2f, 9, 0, sc), window);
                 be.free(sc);
                 be.free(saved);
             };
             c.reference = [=](HostTensors& h) {
                 const Vec k = keep();
-                h.f[1] = ref::attention_forward(h.f[0], B, T, C, NH, NKV, nullptr, &k);
+                h.f[1] = ref::attention_forward(h.f[0], B, T, C, NH, NKV, nullptr, &k, window);
             };
             add(c);
         }
@@ -957,9 +973,9 @@ void dropout_cases() {
                 auto* o = static_cast<float*>(be.alloc(no * 4, "attention out"));
                 trt::StepScalars* sc = step_scalars(be, kDropoutStep);
                 be.attention_dropout_forward(as_act(be, o), saved, t.f(0), B, T, C, NH, NKV,
-                                             dropout_mask(0.2f, 9, 0, sc));
+                                             dropout_mask(0.2f, 9, 0, sc), window);
                 be.attention_dropout_backward(t.f(2), scratch, t.f(1), t.f(0), saved, B, T, C,
-                                              NH, NKV);
+                                              NH, NKV, dropout_mask(0.2f, 9, 0, sc), window);
                 be.free(sc);
                 be.free(o);
                 be.free(scratch);
@@ -967,7 +983,7 @@ void dropout_cases() {
             };
             c.reference = [=](HostTensors& h) {
                 const Vec k = keep();
-                h.f[2] = ref::attention_backward(h.f[1], h.f[0], B, T, C, NH, NKV, &k);
+                h.f[2] = ref::attention_backward(h.f[1], h.f[0], B, T, C, NH, NKV, &k, window);
             };
             add(c);
         }

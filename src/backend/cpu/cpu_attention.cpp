@@ -1,16 +1,20 @@
-// Causal multi-head self-attention, blocked so the masked upper triangle is never computed,
-// with NKV <= NH key/value heads (grouped-query attention: query head h reads kv head
-// h / (NH/NKV); NKV == NH is plain multi-head attention, the GPT-2 case).
+// Causal multi-head self-attention, tiled so that no [T,T] matrix of scores or probabilities
+// outlives a block of query rows, with NKV <= NH key/value heads (grouped-query attention:
+// query head h reads kv head h / (NH/NKV); NKV == NH is plain multi-head attention, GPT-2's).
 // Per (b, h) — the unit of parallelism (cpu_pool.h) — the T query rows are cut into blocks of
-// kQB rows; query block [i0, i1) only needs keys [0, i1), so every product runs on the
-// lower block triangle (10/16 of the square at T = 256). The products are single-threaded
-// sgemms on strided views of qkv (SerialLibrariesScope, cpu_threads.h);
-// scale, causal mask and softmax are one fused row pass in between. Each (b, h) is done by
-// one thread, in a fixed order, so results do not depend on the thread count. In the GQA
+// kQB rows; query block [i0, i1) only needs keys [k0, i1) (k0 = 0, or a sliding window's first
+// key for row i0), so every product runs on the lower block triangle (10/16 of the square at
+// T = 256). A block's scores live in a [kQB, T] tile of the thread's scratch: scale, mask and
+// softmax are one row pass over it, and all the forward keeps for the backward is each row's
+// max and 1/sum (saved [B,NH,T,2]). The backward recomputes the tile's probabilities from those
+// with the forward's own products and arithmetic (the same bits), then the block's dq, and adds
+// the block's share to dk, dv (keys [k0, i1)) in block order. The products are single-threaded
+// sgemms on strided views of qkv (SerialLibrariesScope, cpu_threads.h). Each (b, h) is done by
+// one thread in a fixed order, so results do not depend on the thread count. In the GQA
 // backward the query heads of a group each produce a partial dk/dv (scratch), summed in head
 // order afterwards: no two threads write the same kv head, and the sum order is fixed.
-// Dropout on the probabilities (attention_dropout_forward) writes P' next to P and the
-// products read it; the backward's softmax step takes both.
+// Dropout on the probabilities (attention_dropout_forward) draws P' into a second tile; the
+// backward draws it again from the same counter-based mask (core/dropout_mask.h).
 #include <cblas.h>
 
 #include <algorithm>
@@ -44,19 +48,46 @@ static void head_sgemm(bool onednn, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int 
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-// row[lo..t] holds scaled scores of query t; replace them by their softmax and zero
-// row[0 .. lo) and row[t+1 .. n) (the mask: causal, and a sliding window's start lo; the rest
-// of the stored row). The backward needs no window: these zeros keep it out.
-TRT_CPU_CLONES static void causal_softmax_row(float* __restrict row, int lo, int t, int n) {
+// A softmax row's statistics: its max score and 1 / sum of exp(score - max).
+struct RowStats {
+    float max, inv_sum;
+};
+
+// The two halves of a softmax over band[0 .. len) around its sum: band = exp(band - mx), then
+// band *= inv. The forward and the backward's recomputation both run these, so both produce
+// the same bits.
+TRT_CPU_CLONES static void exp_band(float* __restrict band, int len, float mx) {
     const ExpLimits lim = exp_limits();
+    for (int s = 0; s < len; s++) band[s] = fast_expf(band[s] - mx, lim);
+}
+TRT_CPU_CLONES static void scale_band(float* __restrict band, int len, float inv) {
+    for (int s = 0; s < len; s++) band[s] *= inv;
+}
+
+// Zero row[0 .. lo) and row[t+1 .. n): the mask (causal, and a sliding window's start lo).
+static void zero_outside(float* row, int lo, int t, int n) {
+    std::fill(row, row + lo, 0.0f);
+    std::fill(row + t + 1, row + n, 0.0f);
+}
+
+// row[lo..t] holds scaled scores of query t; replace them by their softmax and zero the rest
+// of row[0 .. n). Returns the row's statistics.
+TRT_CPU_CLONES static RowStats causal_softmax_row(float* __restrict row, int lo, int t, int n) {
     float* __restrict band = row + lo;
     const int len = t + 1 - lo;
     const float mx = max_f(band, len);
-    for (int s = 0; s < len; s++) band[s] = fast_expf(band[s] - mx, lim);
+    exp_band(band, len, mx);
     const float inv = 1.0f / sum_f(band, len);
-    for (int s = 0; s < len; s++) band[s] *= inv;
-    for (int s = 0; s < lo; s++) row[s] = 0.0f;
-    for (int s = t + 1; s < n; s++) row[s] = 0.0f;
+    scale_band(band, len, inv);
+    zero_outside(row, lo, t, n);
+    return {mx, inv};
+}
+
+// The probabilities of a row from its scores and saved statistics: causal_softmax_row's result.
+static void softmax_row_from_stats(float* row, int lo, int t, int n, RowStats st) {
+    exp_band(row + lo, t + 1 - lo, st.max);
+    scale_band(row + lo, t + 1 - lo, st.inv_sum);
+    zero_outside(row, lo, t, n);
 }
 
 // The first key query t attends: 0, or t - window + 1 with a sliding window.
@@ -85,16 +116,19 @@ TRT_CPU_CLONES static void softmax_backward_row(float* __restrict r, const float
 }
 
 size_t attention_saved_floats(int B, int T, int /*C*/, int NH, int /*NKV*/) {
-    // Softmax probabilities att[B,NH,T,T]; the strict upper triangle is stored as 0.
-    return (size_t)B * NH * T * T;
+    // Each softmax row's RowStats [B,NH,T,2]: O(T), where the probabilities were O(T²).
+    return 2 * (size_t)B * NH * T;
 }
 
+// A thread's tiles: scores/probabilities, P' (dropout), and the backward's dP / dS.
+static constexpr int kForwardTiles = 2, kBackwardTiles = 3;
+static size_t tile_floats(int T) { return (size_t)kQB * T; }
+
 size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, int threads) {
-    // One [T,T] block per thread for datt / dpreatt (computed in place; only the lower
-    // block triangle is touched); with GQA also each query head's partial dk, dv
+    // kBackwardTiles [kQB, T] tiles per thread; with GQA also each query head's partial dk, dv
     // [B,NH,2,T,hs] (= 2·B·T·C floats) for the ordered sum over its group.
     const size_t partials = NKV < NH ? 2 * (size_t)B * T * C : 0;
-    return (size_t)threads * T * T + partials;
+    return (size_t)std::max(threads, 1) * kBackwardTiles * tile_floats(T) + partials;
 }
 
 static void check_heads(int C, int NH, int NKV) {
@@ -102,58 +136,77 @@ static void check_heads(int C, int NH, int NKV) {
               " NH=", NH, " NKV=", NKV, " (NKV must divide NH, NH must divide C)");
 }
 
-void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,T]*/,
+// One (b, h)'s views of qkv [B,T,(NH+2NKV)hs]: q [T,hs] of query head h and k, v [T,hs] of its
+// kv head, all with row stride W.
+struct HeadViews {
+    const float *q, *k, *v;
+    int kvh;
+};
+static HeadViews head_views(const float* qkv, int bh, int T, int C, int NH, int NKV, int hs) {
+    const int b = bh / NH, h = bh % NH, kvh = h / (NH / NKV), W = C + 2 * NKV * hs;
+    const float* row0 = qkv + (size_t)b * T * W;
+    return {row0 + h * hs, row0 + C + kvh * hs, row0 + C + (NKV + kvh) * hs, kvh};
+}
+
+// P' rows t in [i0, i1) of head bh from the tile's P rows (keys [k0, k0 + n) in columns 0..n):
+// the mask of element ((b·NH + h)·T + t)·T + key, drawn over the keys the row attends (P is 0
+// elsewhere, so P' is too).
+static void draw_dropped(const DropoutDraw& draw, float* pd, const float* p, int bh, int T,
+                         int i0, int i1, int k0, int n) {
+    for (int t = i0; t < i1; t++) {
+        const size_t r = (size_t)(t - i0) * T;
+        const int len = t + 1 - k0;
+        draw.apply(pd + r, p + r, (size_t)len, ((size_t)bh * T + t) * T + k0);
+        for (int s = len; s < n; s++) pd[r + s] = 0.0f;
+    }
+}
+
+void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,2]*/,
                        const float* qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C, int NH,
-                       int NKV, int threads, bool onednn, float* dropped /*[B,NH,T,T]*/,
-                       const DropoutMask* mask, int window) {
+                       int NKV, int threads, bool onednn, const DropoutMask* mask, int window) {
     check_heads(C, NH, NKV);
-    TRT_CHECK((dropped == nullptr) == (mask == nullptr), "attention: dropped without a mask");
     std::optional<DropoutDraw> draw;
     if (mask != nullptr) {
         draw.emplace(*mask);
         draw->check((uint64_t)B * NH * T * T);
     }
     const int hs = C / NH;
-    const int G = NH / NKV;          // query heads per kv head
     const int W = C + 2 * NKV * hs;  // qkv row: Q (NH heads) | K (NKV) | V (NKV); 3C for MHA
     const float scale = 1.0f / std::sqrt((float)hs);
     const int BH = B * NH;
+    // Each slot's tiles, kept between calls (slot < threads, cpu_common.h).
+    thread_local std::vector<float> tiles;
+    const size_t per_slot = kForwardTiles * tile_floats(T);
+    const size_t want = (size_t)std::max(threads, 1) * per_slot;
+    if (tiles.size() < want) tiles.resize(want);
+    float* const tiles0 = tiles.data();
+    RowStats* const stats = reinterpret_cast<RowStats*>(saved);  // [B,NH,T]
     // The per-head sgemms run single-threaded, each inside its (b, h) part (cpu_threads.h).
     const SerialLibrariesScope serial;
-    parallel_for(BH, team((size_t)BH * T * T, threads), [&](int bh) {
-        const int b = bh / NH, h = bh % NH, kvh = h / G;
-        const float* row0 = qkv + (size_t)b * T * W;
-        const float* q = row0 + h * hs;                // [T,hs], row stride W
-        const float* k = row0 + C + kvh * hs;          // [T,hs], row stride W
-        const float* v = row0 + C + (NKV + kvh) * hs;  // [T,hs], row stride W
-        float* att = saved + (size_t)bh * T * T;       // [T,T]
-        float* o = out + (size_t)b * T * C + h * hs;   // [T,hs], row stride C
+    parallel_for_slots(BH, team((size_t)BH * T * T, threads), [&](int bh, int slot) {
+        const HeadViews hv = head_views(qkv, bh, T, C, NH, NKV, hs);
+        float* s = tiles0 + (size_t)slot * per_slot;   // [kQB, T] scores -> P
+        float* pd = s + tile_floats(T);                // [kQB, T] P' (dropout)
+        float* o = out + (size_t)(bh / NH) * T * C + (bh % NH) * hs;  // [T,hs], stride C
+        RowStats* st = stats + (size_t)bh * T;
         for (int i0 = 0; i0 < T; i0 += kQB) {
             const int i1 = i0 + kQB < T ? i0 + kQB : T;
-            const int m = i1 - i0;  // query rows; keys [0, i1)
-            float* s = att + (size_t)i0 * T;
-            // s[m, i1] = scale * q[i0:i1] · k[0:i1]ᵀ
-            head_sgemm(onednn, CblasNoTrans, CblasTrans, m, i1, hs, scale,
-                       q + (size_t)i0 * W, W, k, W, 0.0f, s, T);
+            const int m = i1 - i0, k0 = window_start(i0, window), n = i1 - k0;
+            // s[m, n] = scale * q[i0:i1] · k[k0:i1]ᵀ
+            head_sgemm(onednn, CblasNoTrans, CblasTrans, m, n, hs, scale,
+                       hv.q + (size_t)i0 * W, W, hv.k + (size_t)k0 * W, W, 0.0f, s, T);
             for (int t = i0; t < i1; t++)
-                causal_softmax_row(att + (size_t)t * T, window_start(t, window), t, T);
+                st[t] = causal_softmax_row(s + (size_t)(t - i0) * T,
+                                           window_start(t, window) - k0, t - k0, n);
             const float* p = s;
-            if (draw) {  // P' rows: the mask of element ((b·NH + h)·T + t)·T + key. Keys
-                         // past t hold 0 in P (so in P'); the mask runs on to a multiple of
-                         // 64 keys, its vectorised block size, and the rest is zeroed.
-                float* pd = dropped + (size_t)bh * T * T + (size_t)i0 * T;
-                for (int t = i0; t < i1; t++) {
-                    float* row = pd + (size_t)(t - i0) * T;
-                    const int len = std::min(T, (t + 64) / 64 * 64);
-                    draw->apply(row, att + (size_t)t * T, (size_t)len, ((size_t)bh * T + t) * T);
-                    for (int k = len; k < T; k++) row[k] = 0.0f;
-                }
+            if (draw) {
+                draw_dropped(*draw, pd, s, bh, T, i0, i1, k0, n);
                 p = pd;
             }
-            // o[i0:i1] = att[i0:i1, 0:i1] · v[0:i1] (P' with dropout)
+            // o[i0:i1] = P[i0:i1, k0:i1] · v[k0:i1] (P' with dropout)
             if (hs > 0)
-                head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, i1, 1.0f, p, T,
-                           v, W, 0.0f, o + (size_t)i0 * C, C);
+                head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, n, 1.0f, p, T,
+                           hv.v + (size_t)k0 * W, W, 0.0f, o + (size_t)i0 * C, C);
         }
     });
 }
@@ -274,70 +327,81 @@ void attention_cached_forward(float* out /*[n,NH*hs]*/, const float* qkv /*[n,W]
 
 void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* scratch,
                         const float* dout /*[B,T,C]*/, const float* qkv /*[B,T,(NH+2NKV)hs]*/,
-                        const float* saved /*[B,NH,T,T]*/, int B, int T, int C, int NH,
-                        int NKV, int threads, bool onednn, const float* dropped) {
+                        const float* saved /*[B,NH,T,2]*/, int B, int T, int C, int NH,
+                        int NKV, int threads, bool onednn, const DropoutMask* mask,
+                        int window) {
     check_heads(C, NH, NKV);
+    std::optional<DropoutDraw> draw;
+    if (mask != nullptr) {
+        draw.emplace(*mask);
+        draw->check((uint64_t)B * NH * T * T);
+    }
     const int hs = C / NH;
     const int G = NH / NKV;
     const int W = C + 2 * NKV * hs;
     const float scale = 1.0f / std::sqrt((float)hs);
     const int BH = B * NH;
     if (hs <= 0) return;
-    // GQA: per-query-head dk, dv partials [B,NH,2,T,hs] after the threads' [T,T] blocks.
-    float* partials = G > 1 ? scratch + (size_t)threads * T * T : nullptr;
+    const size_t per_slot = kBackwardTiles * tile_floats(T);
+    // GQA: per-query-head dk, dv partials [B,NH,2,T,hs] after the threads' tiles.
+    float* partials = G > 1 ? scratch + (size_t)std::max(threads, 1) * per_slot : nullptr;
+    const RowStats* const stats = reinterpret_cast<const RowStats*>(saved);  // [B,NH,T]
     const SerialLibrariesScope serial;
     // Every (b, h) writes all rows of its own dq columns, and of its dk, dv columns (MHA) or
-    // partials (GQA), with beta = 0, so together they overwrite all of dqkv without a
-    // separate zeroing pass.
-    const int heads_team = team((size_t)BH * T * T, threads);
-    parallel_for_slots(BH, heads_team, [&](int bh, int slot) {
-        float* d = scratch + (size_t)slot * T * T;  // [T,T] this thread's
-        const int b = bh / NH, h = bh % NH, kvh = h / G;
-        const size_t row0 = (size_t)b * T * W;
-        const float* q = qkv + row0 + h * hs;
-        const float* k = qkv + row0 + C + kvh * hs;
-        const float* v = qkv + row0 + C + (NKV + kvh) * hs;
-        float* dq = dqkv + row0 + h * hs;
+    // partials (GQA), so together they overwrite all of dqkv.
+    parallel_for_slots(BH, team((size_t)BH * T * T, threads), [&](int bh, int slot) {
+        float* p = scratch + (size_t)slot * per_slot;  // [kQB, T] P, recomputed
+        float* pd = p + tile_floats(T);                // [kQB, T] P' (dropout)
+        float* d = pd + tile_floats(T);                // [kQB, T] dP -> dS
+        const HeadViews hv = head_views(qkv, bh, T, C, NH, NKV, hs);
+        const size_t row0 = (size_t)(bh / NH) * T * W;
+        float* dq = dqkv + row0 + (bh % NH) * hs;
         // MHA: straight into dqkv (row stride W); GQA: this head's partials (stride hs).
         float* dk = partials ? partials + (size_t)bh * 2 * T * hs  // [T,hs]
-                             : dqkv + row0 + C + kvh * hs;
-        float* dv = partials ? dk + (size_t)T * hs : dqkv + row0 + C + (NKV + kvh) * hs;
+                             : dqkv + row0 + C + hv.kvh * hs;
+        float* dv = partials ? dk + (size_t)T * hs : dqkv + row0 + C + (NKV + hv.kvh) * hs;
         const int ldkv = partials ? hs : W;
-        const float* att = saved + (size_t)bh * T * T;
-        // The probabilities the output was made of: P, or P' with dropout.
-        const float* used = dropped ? dropped + (size_t)bh * T * T : att;
-        const float* dout_h = dout + (size_t)b * T * C + h * hs;  // [T,hs], stride C
-        // Per query block: datt = dout_h · vᵀ on keys [0, i1), then the softmax
-        // backward (d: datt -> dpreatt, zeros above the diagonal up to i1), then
-        // dq[i0:i1] = scale dpre[i0:i1, 0:i1] · k[0:i1].
+        // dk, dv are sums over the query blocks that see a key: start from 0.
+        for (int t = 0; t < T; t++) {
+            std::fill_n(dk + (size_t)t * ldkv, hs, 0.0f);
+            std::fill_n(dv + (size_t)t * ldkv, hs, 0.0f);
+        }
+        const float* dout_h = dout + (size_t)(bh / NH) * T * C + (bh % NH) * hs;  // stride C
+        const RowStats* st = stats + (size_t)bh * T;
         for (int i0 = 0; i0 < T; i0 += kQB) {
             const int i1 = i0 + kQB < T ? i0 + kQB : T;
-            const int m = i1 - i0;
-            float* di = d + (size_t)i0 * T;
-            head_sgemm(onednn, CblasNoTrans, CblasTrans, m, i1, hs, 1.0f,
-                       dout_h + (size_t)i0 * C, C, v, W, 0.0f, di, T);
-            for (int t = i0; t < i1; t++) {
-                if (dropped)
-                    dropout_softmax_backward_row(d + (size_t)t * T, att + (size_t)t * T,
-                                                 used + (size_t)t * T, t, i1);
-                else
-                    softmax_backward_row(d + (size_t)t * T, att + (size_t)t * T, t, i1);
+            const int m = i1 - i0, k0 = window_start(i0, window), n = i1 - k0;
+            // P[m, n] recomputed as the forward made it: its scores, then its row statistics.
+            head_sgemm(onednn, CblasNoTrans, CblasTrans, m, n, hs, scale,
+                       hv.q + (size_t)i0 * W, W, hv.k + (size_t)k0 * W, W, 0.0f, p, T);
+            for (int t = i0; t < i1; t++)
+                softmax_row_from_stats(p + (size_t)(t - i0) * T, window_start(t, window) - k0,
+                                       t - k0, n, st[t]);
+            // The probabilities the output was made of: P, or P' with dropout.
+            const float* used = p;
+            if (draw) {
+                draw_dropped(*draw, pd, p, bh, T, i0, i1, k0, n);
+                used = pd;
             }
-            head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, i1, scale, di, T,
-                       k, W, 0.0f, dq + (size_t)i0 * W, W);
-        }
-        // Per key block [j0, j1): only queries t >= j0 see it (the rest of the column
-        // block is zero), so dv[j0:j1] = att[j0:T, j0:j1]ᵀ · dout_h[j0:T] and
-        // dk[j0:j1] = scale dpre[j0:T, j0:j1]ᵀ · q[j0:T].
-        for (int j0 = 0; j0 < T; j0 += kQB) {
-            const int j1 = j0 + kQB < T ? j0 + kQB : T;
-            const int n = j1 - j0, rows = T - j0;
-            head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, rows, 1.0f,
-                       used + (size_t)j0 * T + j0, T, dout_h + (size_t)j0 * C, C, 0.0f,
-                       dv + (size_t)j0 * ldkv, ldkv);
-            head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, rows, scale,
-                       d + (size_t)j0 * T + j0, T, q + (size_t)j0 * W, W, 0.0f,
-                       dk + (size_t)j0 * ldkv, ldkv);
+            // d[m, n] = dout_h[i0:i1] · v[k0:i1]ᵀ, then the softmax backward (dP -> dS;
+            // zeros above the diagonal, and before the window where P is 0).
+            head_sgemm(onednn, CblasNoTrans, CblasTrans, m, n, hs, 1.0f,
+                       dout_h + (size_t)i0 * C, C, hv.v + (size_t)k0 * W, W, 0.0f, d, T);
+            for (int t = i0; t < i1; t++) {
+                const size_t r = (size_t)(t - i0) * T;
+                if (draw)
+                    dropout_softmax_backward_row(d + r, p + r, pd + r, t - k0, n);
+                else
+                    softmax_backward_row(d + r, p + r, t - k0, n);
+            }
+            // dq[i0:i1] = scale dS · k[k0:i1]
+            head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, n, scale, d, T,
+                       hv.k + (size_t)k0 * W, W, 0.0f, dq + (size_t)i0 * W, W);
+            // dv[k0:i1] += usedᵀ · dout_h[i0:i1];  dk[k0:i1] += scale dSᵀ · q[i0:i1]
+            head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, m, 1.0f, used, T,
+                       dout_h + (size_t)i0 * C, C, 1.0f, dv + (size_t)k0 * ldkv, ldkv);
+            head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, m, scale, d, T,
+                       hv.q + (size_t)i0 * W, W, 1.0f, dk + (size_t)k0 * ldkv, ldkv);
         }
     });
     // (Every partial is written.) GQA: each kv head's dk, dv is the sum of its G query heads'

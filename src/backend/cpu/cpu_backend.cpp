@@ -212,7 +212,7 @@ public:
         if (lowp_)
             return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, nullptr, window);
         cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_,
-                               onednn_sgemm_, nullptr, nullptr, window);
+                               onednn_sgemm_, nullptr, window);
     }
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
                                   int pos0, int n, int NH, int NKV, int hs, int max_T,
@@ -227,29 +227,29 @@ public:
         return cpu::attention_scratch_floats(B, T, C, NH, NKV, threads_);
     }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                            const float* saved, int B, int T, int C, int NH,
-                            int NKV) override {
+                            const float* saved, int B, int T, int C, int NH, int NKV,
+                            int window) override {
         if (lowp_)
-            return lowp_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
+            return lowp_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV,
+                                             nullptr, window);
         cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C, NH,
-                                NKV, threads_, onednn_sgemm_);
+                                NKV, threads_, onednn_sgemm_, nullptr, window);
     }
     void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                                    int NH, int NKV, const DropoutMask& m, int window) override {
         if (lowp_) return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, &m, window);
         cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_,
-                               onednn_sgemm_, saved + cpu::attention_saved_floats(B, T, C, NH, NKV),
-                               &m, window);
+                               onednn_sgemm_, &m, window);
     }
+    // P' is drawn again from m: saved's second half (backend.h) stays unused here.
     void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                                    const float* saved, int B, int T, int C, int NH,
-                                    int NKV) override {
+                                    const float* saved, int B, int T, int C, int NH, int NKV,
+                                    const DropoutMask& m, int window) override {
         if (lowp_)
             return lowp_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV,
-                                             true);
+                                             &m, window);
         cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C, NH,
-                                NKV, threads_, onednn_sgemm_,
-                                saved + cpu::attention_saved_floats(B, T, C, NH, NKV));
+                                NKV, threads_, onednn_sgemm_, &m, window);
     }
     void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
                          float eps) override {

@@ -629,7 +629,8 @@ void LowpOps::gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct 
 }
 
 // Attention works on whole sequences: a chunk is a run of them, and the saved softmax state
-// ([B, NH, T, T], b-major) of sequence b starts at b·NH·T·T. The fp32 kernel spreads a chunk's
+// ([B, NH, T, 2], b-major) of sequence b starts at b·per_seq; its dropout mask elements at
+// b·NH·T·T (the [B,NH,T,T] stream of backend.h). The fp32 kernel spreads a chunk's
 // (sequence, head) pairs over the threads, so a chunk holds at least ceil(threads / NH)
 // sequences: one sequence of NH < threads heads would leave threads idle.
 size_t LowpOps::attention_min_rows(int T, int NH) const {
@@ -637,7 +638,13 @@ size_t LowpOps::attention_min_rows(int T, int NH) const {
     return seqs * (size_t)T;
 }
 
-// With dropout (mask != nullptr) saved holds B sequences of P, then B of P' (backend.h).
+// The chunk's mask: the [B,NH,T,T] stream from sequence seq0 on.
+static DropoutMask chunk_mask(const DropoutMask* mask, size_t seq0, int T, int NH) {
+    DropoutMask m = mask != nullptr ? *mask : DropoutMask{};
+    m.index0 += seq0 * (size_t)NH * T * T;
+    return m;
+}
+
 void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                                 int NH, int NKV, const DropoutMask* mask, int window) {
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
@@ -645,12 +652,10 @@ void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int 
     const RowArg args[] = {{out, (size_t)C, Dir::Out}, {qkv, W}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
         const size_t seq0 = r0 / T;
-        DropoutMask m = mask != nullptr ? *mask : DropoutMask{};
-        m.index0 += seq0 * per_seq;  // the chunk's first element of the [B,NH,T,T] stream
-        float* dropped = mask != nullptr ? saved + ((size_t)B + seq0) * per_seq : nullptr;
+        const DropoutMask m = chunk_mask(mask, seq0, T, NH);
         cpu::attention_forward(f[0], saved + seq0 * per_seq, f[1], (int)(rows / T), T, C, NH,
-                               NKV, threads_, onednn_sgemm_, dropped,
-                               mask != nullptr ? &m : nullptr, window);
+                               NKV, threads_, onednn_sgemm_, mask != nullptr ? &m : nullptr,
+                               window);
     }, attention_min_rows(T, NH));
 }
 
@@ -668,17 +673,17 @@ void LowpOps::attention_cached_forward(Act out, ConstAct qkv, float* k_cache, fl
 
 void LowpOps::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                                  const float* saved, int B, int T, int C, int NH, int NKV,
-                                 bool dropout) {
+                                 const DropoutMask* mask, int window) {
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
     const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
     const RowArg args[] = {{dqkv, W, Dir::Out}, {dout, (size_t)C}, {qkv, W}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
         const size_t seq0 = r0 / T;
-        const float* dropped = dropout ? saved + ((size_t)B + seq0) * per_seq : nullptr;
+        const DropoutMask m = chunk_mask(mask, seq0, T, NH);
         // scratch was sized for B sequences; a chunk of fewer needs less of it.
         cpu::attention_backward(f[0], scratch, f[1], f[2], saved + seq0 * per_seq,
                                 (int)(rows / T), T, C, NH, NKV, threads_, onednn_sgemm_,
-                                dropped);
+                                mask != nullptr ? &m : nullptr, window);
     }, attention_min_rows(T, NH));
 }
 

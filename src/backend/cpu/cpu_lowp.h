@@ -80,12 +80,12 @@ public:
     void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                              const float* bias, int N, int K, int M);
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N, int M);
-    // mask (forward) / dropout (backward): attention_dropout_forward's P' after P in saved.
+    // mask: attention dropout's (the backward draws P' again from the forward's mask).
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C, int NH,
                            int NKV, const DropoutMask* mask = nullptr, int window = 0);
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH, int NKV,
-                            bool dropout = false);
+                            const DropoutMask* mask = nullptr, int window = 0);
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
                                   int pos0, int n, int NH, int NKV, int hs, int max_T,
                                   int window = 0);

@@ -28,16 +28,17 @@ void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* 
 // (accel.cpu_matmul; the backend sets it where oneDNN's fp32 kernels are the faster).
 size_t attention_saved_floats(int B, int T, int C, int NH, int NKV);
 size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, int threads);
-// With dropout (attention_dropout_forward): `dropped` [B,NH,T,T] receives P' = P ⊙ mask/(1-p)
-// (the strict upper triangle 0) and the output is P'·V; the backward reads both. nullptr: none.
-// window > 0: query t attends keys s in (t - window, t] only (Backend::attention_forward).
+// saved: each softmax row's max and 1/sum [B,NH,T,2] (the probabilities are recomputed).
+// With dropout (mask != nullptr) the output is P'·V, P' = P ⊙ mask/(1-p); the backward takes
+// the same mask and draws P' again. window > 0: query t attends keys s in (t - window, t] only
+// (Backend::attention_forward); the backward takes the forward's window.
 void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
                        int NH, int NKV, int threads, bool onednn_sgemm = false,
-                       float* dropped = nullptr, const DropoutMask* mask = nullptr,
-                       int window = 0);
+                       const DropoutMask* mask = nullptr, int window = 0);
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                         const float* saved, int B, int T, int C, int NH, int NKV, int threads,
-                        bool onednn_sgemm = false, const float* dropped = nullptr);
+                        bool onednn_sgemm = false, const DropoutMask* mask = nullptr,
+                        int window = 0);
 // KV-cached attention of n new rows at positions pos0.. over caches [NKV, max_T, hs]
 // (Backend::attention_cached_forward): the rows' K, V stored first, then one causal softmax
 // row per (row, head) over cache rows 0 .. its position, as attention_forward's.

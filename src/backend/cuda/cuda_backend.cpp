@@ -379,9 +379,10 @@ public:
         TRT_CHECK(!use_cudnn_, "attention dropout on a backend reserved for cuDNN attention");
         cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, &m, window);
     }
+    // P' is in saved (the matmul path keeps it): the mask and window are not needed again.
     void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                                    const float* saved, int B, int T, int C, int NH,
-                                    int NKV) override {
+                                    const float* saved, int B, int T, int C, int NH, int NKV,
+                                    const DropoutMask& /*m*/, int /*window*/) override {
         const DeviceGuard g(device_);
         TRT_CHECK(!use_cudnn_, "attention dropout on a backend reserved for cuDNN attention");
         cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, true);
@@ -395,10 +396,13 @@ public:
             return cuda::attention_scratch_floats(B, T, C, NH, NKV);
         return cudnn_->call_scratch_floats(B, T, C, NH, NKV);
     }
+    // The matmul path's saved probabilities are 0 outside a window: it needs no window here.
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                            const float* saved, int B, int T, int C, int NH, int NKV) override {
+                            const float* saved, int B, int T, int C, int NH, int NKV,
+                            int window) override {
         const DeviceGuard g(device_);
-        if (attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
+        const bool banded = window > 0 && window < T;  // as attention_forward chose
+        if (!banded && attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
             cudnn_->backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
         else
             cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -213,28 +214,36 @@ inline void matmul_backward(const Vec& dout, const Vec& inp, const Vec& W, int N
 // head j of K at C + j*hs, of V at C + (NKV + j)*hs; query head h uses kv head h/(NH/NKV).
 // Returns out [B,T,C]; att (if given) [B,NH,T,T] with zeros above the diagonal. keep (if
 // given) [B,NH,T,T]: attention dropout's multipliers (0 or 1/(1-p)) on the probabilities.
+// window > 0: query t sees key s only where t - s < window (transformers' sliding window),
+// tested per pair; lse (if given) [B,NH,T]: each row's log-sum-exp of its scaled scores.
 inline Vec attention_forward(const Vec& qkv, int B, int T, int C, int NH, int NKV,
-                             Vec* att_out = nullptr, const Vec* keep = nullptr) {
+                             Vec* att_out = nullptr, const Vec* keep = nullptr, int window = 0,
+                             Vec* lse = nullptr) {
     const int hs = C / NH, G = NH / NKV, W = C + 2 * NKV * hs;
     const double scale = 1.0 / std::sqrt((double)hs);
     Vec out((size_t)B * T * C, 0.0);
     if (att_out) att_out->assign((size_t)B * NH * T * T, 0.0);
+    if (lse) lse->assign((size_t)B * NH * T, 0.0);
+    auto seen = [&](int t, int s) { return s <= t && (window <= 0 || t - s < window); };
     auto Q = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * W + h * hs + i]; };
     auto K = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * W + C + (h / G) * hs + i]; };
     auto V = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * W + C + (NKV + h / G) * hs + i]; };
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
-                Vec score(t + 1);
+                const double unseen = -std::numeric_limits<double>::infinity();
+                Vec score(t + 1, unseen);
                 for (int s = 0; s <= t; s++) {
+                    if (!seen(t, s)) continue;
                     double d = 0.0;
                     for (int i = 0; i < hs; i++) d += Q(b, t, h, i) * K(b, s, h, i);
                     score[s] = d * scale;
                 }
-                double mx = score[0];
+                double mx = unseen;
                 for (double x : score) mx = std::max(mx, x);
                 double z = 0.0;
-                for (double x : score) z += std::exp(x - mx);
+                for (double x : score) z += std::exp(x - mx);  // exp(-inf) = 0: unseen keys
+                if (lse) (*lse)[((size_t)b * NH + h) * T + t] = mx + std::log(z);
                 for (int s = 0; s <= t; s++) {
                     const double p = std::exp(score[s] - mx) / z;
                     const size_t e = (((size_t)b * NH + h) * T + t) * T + s;
@@ -248,12 +257,13 @@ inline Vec attention_forward(const Vec& qkv, int B, int T, int C, int NH, int NK
 }
 
 // dqkv (fresh); a K/V head's gradient sums over the query heads that read it.
+// Unseen keys (a window's) have p = 0, so their gradients are 0 through the same sums.
 inline Vec attention_backward(const Vec& dout, const Vec& qkv, int B, int T, int C, int NH,
-                              int NKV, const Vec* keep = nullptr) {
+                              int NKV, const Vec* keep = nullptr, int window = 0) {
     const int hs = C / NH, G = NH / NKV, W = C + 2 * NKV * hs;
     const double scale = 1.0 / std::sqrt((double)hs);
     Vec att;
-    attention_forward(qkv, B, T, C, NH, NKV, &att);
+    attention_forward(qkv, B, T, C, NH, NKV, &att, nullptr, window);
     Vec dqkv(qkv.size(), 0.0);
     // block 0: Q head h; 1: K of query head h's kv head; 2: V of it.
     auto idx = [&](int b, int t, int block, int h, int i) {

@@ -219,12 +219,18 @@ TEST_P(CpuLlamaOps, GroupedQueryAttention) {
         std::vector<float> out((size_t)B * T * C, kNaN);
         std::vector<float> saved(be->attention_saved_floats(B, T, C, NH, NKV), kNaN);
         be->attention_forward(out.data(), saved.data(), qkv.data(), B, T, C, NH, NKV);
-        Vec att;
-        const Vec want = ref::attention_forward(ref::to_double(qkv), B, T, C, NH, NKV, &att);
+        Vec lse;
+        const Vec want = ref::attention_forward(ref::to_double(qkv), B, T, C, NH, NKV, nullptr,
+                                                nullptr, 0, &lse);
         const double ef = ref::rel_error(out, want);
         EXPECT_LE(ef, kTol) << shape;
-        ASSERT_EQ(saved.size(), att.size()) << shape;  // the probabilities [B,NH,T,T]
-        EXPECT_LE(ref::rel_error(saved, att), kTol) << shape;
+        // The backward's state is each row's max and 1/sum [B,NH,T,2] (no T×T matrix): the
+        // row's log-sum-exp, max - log(1/sum).
+        ASSERT_EQ(saved.size(), 2 * lse.size()) << shape;
+        std::vector<float> got_lse(lse.size());
+        for (size_t r = 0; r < lse.size(); r++)
+            got_lse[r] = saved[2 * r] - std::log(saved[2 * r + 1]);
+        EXPECT_LE(ref::rel_error(got_lse, lse), kTol) << shape;
 
         auto dout = ref::random_floats((size_t)B * T * C, 1802);
         std::vector<float> dqkv(qkv.size(), kNaN);  // overwritten: NaN must not survive

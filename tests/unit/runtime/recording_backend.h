@@ -226,10 +226,10 @@ public:
         });
     }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                            const float* saved, int B, int T, int C, int NH,
-                            int NKV) override {
+                            const float* saved, int B, int T, int C, int NH, int NKV,
+                            int window) override {
         op("attention_backward", [=, be = be()] {
-            be->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
+            be->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, window);
         });
     }
     void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
@@ -239,10 +239,11 @@ public:
         });
     }
     void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                                    const float* saved, int B, int T, int C, int NH,
-                                    int NKV) override {
+                                    const float* saved, int B, int T, int C, int NH, int NKV,
+                                    const DropoutMask& m, int window) override {
         op("attention_dropout_backward", [=, be = be()] {
-            be->attention_dropout_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
+            be->attention_dropout_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, m,
+                                           window);
         });
     }
     void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N,

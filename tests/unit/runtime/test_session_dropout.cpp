@@ -100,7 +100,8 @@ TEST(SessionDropout, ResumeIsBitExact) {
     }
 }
 
-// Attention dropout keeps P' next to P: the plan (model_info) and the session's allocation
+// Attention dropout doubles the attention state (backend.h: room for P' beside the backend's
+// own, which CUDA's matmul path fills): the plan (model_info) and the session's allocation
 // both grow by exactly one more copy of the attention state per layer.
 TEST(SessionDropout, ThePlanCountsTheDroppedProbabilities) {
     const std::string dir = test_dir();
