@@ -179,6 +179,9 @@ struct AccelOptions {
     // accel.attention = "cudnn" is written: not yet run on a GPU, so "auto" keeps grouped-query
     // models on the matmul path until a GPU check has verified it (docs/STATUS.md).
     bool cudnn_grouped_query = false;
+    // A sliding window shorter than T on cuDNN too (the band mask of cudnn_sdpa_graph.h). The
+    // same rule: only when accel.attention = "cudnn" is written, until a GPU check verifies it.
+    bool cudnn_sliding_window = false;
     bool matmul_epilogues = false; // bias / bias+GELU / bias-grad inside cuBLASLt matmuls
     bool fused_classifier = true;  // logits -> loss and dlogits in one pass
     // accel.deterministic: false lets the cuDNN attention pick engines marked nondeterministic

@@ -122,6 +122,7 @@ BackendSelection select_backend(const RunConfig& run) {
     // where it cannot run, the matmul path serves, with a WARN only when "cudnn" was asked.
     opts.accel.cudnn_attention = run.accel.attention != AttentionKind::Matmul;
     opts.accel.cudnn_grouped_query = run.accel.attention == AttentionKind::Cudnn;
+    opts.accel.cudnn_sliding_window = run.accel.attention == AttentionKind::Cudnn;
     opts.accel.matmul_epilogues = run.accel.matmul_epilogues;
     opts.accel.fused_classifier = run.accel.fused_classifier;
     opts.accel.deterministic = run.accel.deterministic;

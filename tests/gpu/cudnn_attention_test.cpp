@@ -60,10 +60,13 @@ size_t cudnn_saved_floats(int B, int T, int C, int NH) {
     return (align(bt * C * 2) + align(bt * NH * 4)) / 4;
 }
 
+// grouped_query: accel.attention = "cudnn" written (grouped-query attention and sliding
+// windows on cuDNN too, not yet verified on a GPU).
 trt::AccelOptions with_cudnn(bool deterministic = true, bool grouped_query = false) {
     trt::AccelOptions a;
     a.cudnn_attention = true;
     a.cudnn_grouped_query = grouped_query;
+    a.cudnn_sliding_window = grouped_query;
     a.deterministic = deterministic;
     return a;
 }
@@ -98,8 +101,9 @@ protected:
     // the matrix-product tolerances. saved/scratch: the larger of both backends' sizes for
     // (B, T), and for reserved_T when the backend was reserved longer.
     void compare_gqa_with_cpu(int B, int T, int C, int NH, int NKV, uint32_t seed,
-                              int reserved_T = 0) {
-        const std::string sh = shape(B, T, C, NH) + " NKV=" + std::to_string(NKV);
+                              int reserved_T = 0, int window = 0) {
+        const std::string sh = shape(B, T, C, NH) + " NKV=" + std::to_string(NKV) +
+                               (window > 0 ? " window=" + std::to_string(window) : "");
         const int hs = C / NH;
         const size_t nq = static_cast<size_t>(B) * T * (NH + 2 * NKV) * hs;
         const size_t no = static_cast<size_t>(B) * T * C;
@@ -116,12 +120,12 @@ protected:
         Twin out = nan_floats(no), dqkv = nan_floats(nq);
         Twin saved = nan_floats(n_saved), scratch = nan_floats(n_scratch);
         both([&](Backend& be, int s) {
-            be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV);
+            be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV, window);
         });
         expect_close("cudnn gqa fwd" + sh, out, no, gpu::matmul_tol(precision_, false));
         both([&](Backend& be, int s) {
             be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T,
-                                  C, NH, NKV);
+                                  C, NH, NKV, window);
         });
         expect_close("cudnn gqa bwd dqkv" + sh, dqkv, nq, gpu::matmul_tol(precision_, true));
     }
@@ -354,6 +358,39 @@ TEST_P(CudnnAttention, GroupedQueryOnCudnnWhenAskedMatchesTheCpu) {
         compare_gqa_with_cpu(1, c.T / 2 + 1, c.C, c.NH, c.NKV, seed, c.T);
         seed += 10;
     }
+}
+
+// A sliding window shorter than T on cuDNN when accel.attention = "cudnn" is written: the band
+// mask after the causal one (cudnn_sdpa_graph.h), results matching the CPU's banded softmax.
+// Shapes: Mistral-like GQA (8 over 2, hs 64) with a window of 100 over T 256, MHA with a
+// window across the 128-row bucket edge, and a shorter call on the same reservation (a window
+// at least as long as the call: no band). Without the explicit setting the note says why the
+// matmul path serves.
+TEST_P(CudnnAttention, SlidingWindowOnCudnnWhenAskedMatchesTheCpu) {
+    struct Case { int B, T, C, NH, NKV, window; };
+    const Case cases[] = {{2, 256, 512, 8, 2, 100}, {2, 200, 128, 4, 4, 130}};
+    uint32_t seed = 9300;
+    for (const Case& c : cases) {
+        reopen(/*grouped_query=*/true);
+        trt::ModelDims d{c.B, c.T, c.C, c.NH, 1, 1, c.NKV, 0};
+        d.window = c.window;
+        cpu_->reserve(d);
+        cuda_->reserve(d);
+        const trt::AccelStatus st = cuda_->accel_status();
+        ASSERT_EQ(st.attention, "cudnn") << shape(c.B, c.T, c.C, c.NH) << " window="
+                                         << c.window << ": " << st.attention_note;
+        compare_gqa_with_cpu(c.B, c.T, c.C, c.NH, c.NKV, seed, 0, c.window);
+        seed += 10;
+        compare_gqa_with_cpu(1, c.window / 2 + 1, c.C, c.NH, c.NKV, seed, c.T, c.window);
+        seed += 10;
+    }
+    reopen(/*grouped_query=*/false);
+    trt::ModelDims d{2, 256, 512, 8, 1, 1, 2, 0};
+    d.window = 100;
+    cuda_->reserve(d);
+    const trt::AccelStatus st = cuda_->accel_status();
+    EXPECT_EQ(st.attention, "matmul");
+    EXPECT_NE(st.attention_note.find("sliding window"), std::string::npos) << st.attention_note;
 }
 
 // A grouped-query call on a backend whose model reserved multi-head attention for cuDNN: the

@@ -47,17 +47,20 @@ inline int bucket_length(int T) {
 // heads (0: NH, multi-head attention; callers store 0 for NKV == NH, so a shape has one key).
 struct AttnShape {
     int B = 0, T = 0, C = 0, NH = 0, NKV = 0;
+    int window = 0;  // a sliding window shorter than T (0: none)
     friend bool operator<(const AttnShape& a, const AttnShape& b) {
-        return std::tie(a.B, a.T, a.C, a.NH, a.NKV) < std::tie(b.B, b.T, b.C, b.NH, b.NKV);
+        return std::tie(a.B, a.T, a.C, a.NH, a.NKV, a.window) <
+               std::tie(b.B, b.T, b.C, b.NH, b.NKV, b.window);
     }
     friend bool operator==(const AttnShape& a, const AttnShape& b) {
-        return a.B == b.B && a.T == b.T && a.C == b.C && a.NH == b.NH && a.NKV == b.NKV;
+        return a.B == b.B && a.T == b.T && a.C == b.C && a.NH == b.NH && a.NKV == b.NKV &&
+               a.window == b.window;
     }
     friend bool operator!=(const AttnShape& a, const AttnShape& b) { return !(a == b); }
 };
 
 inline AttnShape bucketed(const AttnShape& s) {
-    return {s.B, bucket_length(s.T), s.C, s.NH, s.NKV};
+    return {s.B, bucket_length(s.T), s.C, s.NH, s.NKV, s.window};
 }
 
 // The shape of the plan that serves a call: the call's own shape when it is reserved (or its

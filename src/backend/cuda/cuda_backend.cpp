@@ -213,10 +213,13 @@ public:
             // The first reserve decides, before the model sizes its saved activations.
             std::string why;
             const int nkv = dims_nkv(d);
-            if (d.window > 0 && d.window < d.T) {
-                // The cuDNN graphs have a causal mask, not a band.
+            if (d.window > 0 && d.window < d.T && !cudnn_sliding_window_) {
+                // The band mask on cuDNN is built (cudnn_sdpa_graph.h) but not yet run on a
+                // GPU: only an explicit accel.attention = "cudnn" takes it.
                 cudnn_note_ = "a sliding window (" + std::to_string(d.window) +
-                              ") shorter than the sequence runs on the matmul path";
+                              ") shorter than the sequence: cuDNN serves it only when "
+                              "accel.attention = \"cudnn\" is set (not yet verified on a GPU), "
+                              "so it runs on the matmul path";
                 cudnn_.reset();
             } else if (d.attention_dropout) {
                 // cuDNN draws its own dropout masks; the model's must be the CPU's (a counter-
@@ -234,10 +237,11 @@ public:
                               "GPU), so it runs on the matmul path";
                 cudnn_.reset();
             } else if (cudnn_->prepare(ctx_, d.B, d.T, dims_attention_width(d), d.NH, &why,
-                                       nkv)) {
+                                       nkv, d.window)) {
                 use_cudnn_ = true;
                 cudnn_sized_ = d;  // the shape the model sizes its saved/scratch for
                 cudnn_nkv_ = nkv;  // the model's key/value heads: the calls cuDNN serves
+                cudnn_window_ = d.window;  // and its window
                 // Calls of other shapes (sampling, forward) must fit in those buffers.
                 const int A = dims_attention_width(d);
                 cudnn_->set_call_budget(CudnnAttention::saved_floats(d.B, d.T, A, d.NH),
@@ -251,13 +255,14 @@ public:
         // can (reserved: kept for the backend's life); any other shape is served by
         // attention_path's rules.
         const int nkv = dims_nkv(d), A = dims_attention_width(d);
-        const bool served = use_cudnn_ && nkv == cudnn_nkv_;  // the heads cuDNN was set up for
-        if (served && !cudnn_->prepared(d.B, d.T, A, d.NH, nkv)) {
+        // (the heads and window cuDNN was set up for)
+        const bool served = use_cudnn_ && nkv == cudnn_nkv_ && d.window == cudnn_window_;
+        if (served && !cudnn_->prepared(d.B, d.T, A, d.NH, nkv, d.window)) {
             std::string why;
-            cudnn_->prepare(ctx_, d.B, d.T, A, d.NH, &why, nkv);
+            cudnn_->prepare(ctx_, d.B, d.T, A, d.NH, &why, nkv, d.window);
         }
-        if (served && cudnn_->prepared(d.B, d.T, A, d.NH, nkv))
-            need = std::max(need, cudnn_->ctx_scratch_bytes(d.B, d.T, A, d.NH, nkv));
+        if (served && cudnn_->prepared(d.B, d.T, A, d.NH, nkv, d.window))
+            need = std::max(need, cudnn_->ctx_scratch_bytes(d.B, d.T, A, d.NH, nkv, d.window));
         need = round_up(need);
         if (need > ctx_.scratch_bytes) {
             refuse_if_graphs_hold("reserve (the op scratch would move)");
@@ -348,20 +353,19 @@ public:
     // attention_path picks for it needs (an upper bound for the cuDNN one). cuDNN serves the
     // model's key/value heads (cudnn_nkv_): calls with other NKV take the matmul path.
     size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const override {
+        // (The sizes take no window: the model's, cudnn_window_, as its calls pass it.)
         if (!use_cudnn_ || NKV != cudnn_nkv_)
             return cuda::attention_saved_floats(B, T, C, NH, NKV);
-        if (cudnn_->prepared(B, T, C, NH, NKV)) return CudnnAttention::saved_floats(B, T, C, NH);
+        if (cudnn_->prepared(B, T, C, NH, NKV, cudnn_window_))
+            return CudnnAttention::saved_floats(B, T, C, NH);
         if (matmul_fits(B, T, C, NH, NKV)) return cuda::attention_saved_floats(B, T, C, NH, NKV);
-        return cudnn_->call_saved_floats(B, T, C, NH, NKV);
+        return cudnn_->call_saved_floats(B, T, C, NH, NKV, cudnn_window_);
     }
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                            int NH, int NKV, int window) override {
         const DeviceGuard g(device_);
-        // A window shorter than T is the matmul path's (the cuDNN graphs have no band; such a
-        // model never reserves cuDNN, and attention_path gives other NKV the matmul path).
-        const bool banded = window > 0 && window < T;
-        if (!banded && attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
-            cudnn_->forward(ctx_, out, saved, qkv, B, T, C, NH, NKV);
+        if (attention_path(B, T, C, NH, NKV, window) == AttentionPath::Cudnn)
+            cudnn_->forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, window);
         else
             cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, nullptr, window);
     }
@@ -390,20 +394,19 @@ public:
     size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
         if (!use_cudnn_ || NKV != cudnn_nkv_)
             return cuda::attention_scratch_floats(B, T, C, NH, NKV);
-        if (cudnn_->prepared(B, T, C, NH, NKV))
+        if (cudnn_->prepared(B, T, C, NH, NKV, cudnn_window_))
             return CudnnAttention::scratch_floats(B, T, C, NH);
         if (matmul_fits(B, T, C, NH, NKV))
             return cuda::attention_scratch_floats(B, T, C, NH, NKV);
-        return cudnn_->call_scratch_floats(B, T, C, NH, NKV);
+        return cudnn_->call_scratch_floats(B, T, C, NH, NKV, cudnn_window_);
     }
-    // The matmul path's saved probabilities are 0 outside a window: it needs no window here.
+    // The matmul path's saved probabilities are 0 outside a window: it needs no window there.
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH, int NKV,
                             int window) override {
         const DeviceGuard g(device_);
-        const bool banded = window > 0 && window < T;  // as attention_forward chose
-        if (!banded && attention_path(B, T, C, NH, NKV) == AttentionPath::Cudnn)
-            cudnn_->backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV);
+        if (attention_path(B, T, C, NH, NKV, window) == AttentionPath::Cudnn)
+            cudnn_->backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, window);
         else
             cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C,
                                      NH, NKV);
@@ -716,6 +719,7 @@ private:
         ctx_.matmul_epilogues = o.accel.matmul_epilogues;
         deterministic_ = o.accel.deterministic;
         cudnn_grouped_query_ = o.accel.cudnn_grouped_query;
+        cudnn_sliding_window_ = o.accel.cudnn_sliding_window;
         if (o.accel.cudnn_attention) {
             std::string why;
             cudnn_ = CudnnAttention::create(
@@ -785,23 +789,28 @@ private:
     // scratch the model allocated, and else a cuDNN plan of its length bucket (or of its
     // exact length when the bucket does not fit), built on demand outside capture and kept in
     // a bounded cache (cudnn_attention.h, attention_plan_cache.h).
-    AttentionPath attention_path(int B, int T, int C, int NH, int NKV) {
+    // A sliding window (shorter than T: it bands; else none) other than the model's is the
+    // matmul path's too, as other key/value heads are.
+    AttentionPath attention_path(int B, int T, int C, int NH, int NKV, int window) {
         if (!use_cudnn_) return AttentionPath::Matmul;
-        if (NKV != cudnn_nkv_) {
-            // Key/value heads other than the model's (tests): the matmul path.
+        const int band = window > 0 && window < T ? window : 0;
+        const int model_band = cudnn_window_ > 0 && cudnn_window_ < T ? cudnn_window_ : 0;
+        if (NKV != cudnn_nkv_ || band != model_band) {
+            // Key/value heads or a window other than the model's (tests): the matmul path.
             if (!matmul_fits(B, T, C, NH, NKV))
                 fail(Status::Unsupported, "attention for ", B, "x", T, " (C=", C, ", NH=", NH,
-                     ", NKV=", NKV, "): these key/value heads run on the matmul path, which "
+                     ", NKV=", NKV, ", window ", window, "): these key/value heads or this window "
+                     "run on the matmul path, which "
                      "needs more memory than the model reserved for cuDNN; set "
                      "accel.attention = \"matmul\"");
             return AttentionPath::Matmul;
         }
-        if (cudnn_->prepared(B, T, C, NH, NKV)) return AttentionPath::Cudnn;
+        if (cudnn_->prepared(B, T, C, NH, NKV, window)) return AttentionPath::Cudnn;
         if (matmul_fits(B, T, C, NH, NKV)) return AttentionPath::Matmul;
-        if (cudnn_->serves(ctx_, B, T, C, NH, NKV)) return AttentionPath::Cudnn;
+        if (cudnn_->serves(ctx_, B, T, C, NH, NKV, window)) return AttentionPath::Cudnn;
         refuse_while_capturing("preparing cuDNN attention for a new shape");
         std::string why;
-        if (!cudnn_->prepare_call(ctx_, B, T, C, NH, &why, NKV))
+        if (!cudnn_->prepare_call(ctx_, B, T, C, NH, &why, NKV, window))
             fail(Status::Unsupported, "attention for ", B, "x", T, " (C=", C, ", NH=", NH,
                  "): cuDNN cannot serve this shape (", why, ") and the matmul path needs more "
                  "memory than the model reserved for cuDNN; set accel.attention = \"matmul\"");
@@ -885,6 +894,8 @@ private:
     bool use_cudnn_ = false;  // the reserved shape is prepared: saved/scratch are cuDNN-sized
     int cudnn_nkv_ = 0;       // the key/value heads cuDNN serves (the model's; NH = multi-head)
     bool cudnn_grouped_query_ = false;  // AccelOptions::cudnn_grouped_query
+    bool cudnn_sliding_window_ = false; // AccelOptions::cudnn_sliding_window
+    int cudnn_window_ = 0;    // the model's sliding window cuDNN serves (0: none)
     ModelDims cudnn_sized_;   // that shape (the first reserve's)
     std::string cudnn_note_;
     bool deterministic_ = true;  // accel.deterministic (only the cuDNN engines depend on it)

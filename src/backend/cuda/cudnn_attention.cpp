@@ -57,11 +57,15 @@ std::string shape_text(int B, int T, int C, int NH, int NKV = 0) {
                NKV > 0 && NKV != NH ? cat(" NKV=", NKV) : std::string(),
                NH > 0 && C % NH == 0 ? cat(" (head size ", C / NH, ")") : std::string());
 }
-std::string shape_text(const AttnShape& s) { return shape_text(s.B, s.T, s.C, s.NH, s.NKV); }
+std::string shape_text(const AttnShape& s) {
+    return shape_text(s.B, s.T, s.C, s.NH, s.NKV) +
+           (s.window > 0 ? cat(" with a sliding window of ", s.window) : std::string());
+}
 
-// The key of a call's shape: NKV stored as 0 for multi-head attention (NKV == NH).
-AttnShape attn_shape(int B, int T, int C, int NH, int NKV) {
-    return AttnShape{B, T, C, NH, NKV == NH ? 0 : NKV};
+// The key of a call's shape: NKV stored as 0 for multi-head attention (NKV == NH), the window
+// as 0 when it bands nothing (none, or at least T keys: the whole causal row).
+AttnShape attn_shape(int B, int T, int C, int NH, int NKV, int window) {
+    return AttnShape{B, T, C, NH, NKV == NH ? 0 : NKV, window > 0 && window < T ? window : 0};
 }
 
 bool stream_capturing(cudaStream_t stream) {
@@ -165,6 +169,7 @@ struct CudnnAttention::ShapePlans {
     // Scalars passed by value: the variant pack points at these host floats.
     float scale = 1.0f;
     float neg_inf = -std::numeric_limits<float>::infinity();
+    float window = 0.0f;  // the sliding window W as the graph's fp32 scalar (0: none)
     float one = 1.0f;
     bool padded = false;           // the backward carries the padding-mask workaround
     int32_t* seq_lens = nullptr;   // [B] = T on the device (padded only), owned
@@ -255,8 +260,8 @@ bool CudnnAttention::nondeterministic_in_use() const {
     return any;
 }
 
-bool CudnnAttention::prepared(int B, int T, int C, int NH, int NKV) const {
-    return cache_.reserved(attn_shape(B, T, C, NH, NKV));
+bool CudnnAttention::prepared(int B, int T, int C, int NH, int NKV, int window) const {
+    return cache_.reserved(attn_shape(B, T, C, NH, NKV, window));
 }
 
 void CudnnAttention::set_call_budget(size_t saved_floats, size_t scratch_floats) {
@@ -284,11 +289,12 @@ std::unique_ptr<CudnnAttention::ShapePlans> CudnnAttention::build(const CudaCtx&
         return refuse(cat("NKV=", s.NKV, " does not divide NH=", s.NH));
     TRT_CHECK(ctx.precision == precision_, "cuDNN attention created for another precision");
 
-    const sdpa::Geometry geo(s.B, s.T, s.C, s.NH, s.NKV);
+    const sdpa::Geometry geo(s.B, s.T, s.C, s.NH, s.NKV, s.window);
     const cudnnDataType_t io =
         precision_ == Precision::Bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
     auto sp = std::make_unique<ShapePlans>(api_, handle_, s.T, free_);
     sp->scale = 1.0f / std::sqrt(static_cast<float>(s.C / s.NH));
+    sp->window = static_cast<float>(s.window);
     sp->padded = sdpa::backward_needs_padding_mask(api_.version, s.T);
 
     // plan()'s reason, or, when only the determinism filter stood in the way, one that names
@@ -338,10 +344,10 @@ std::unique_ptr<CudnnAttention::ShapePlans> CudnnAttention::build(const CudaCtx&
 }
 
 bool CudnnAttention::prepare(const CudaCtx& ctx, int B, int T, int C, int NH, std::string* why,
-                             int NKV) {
+                             int NKV, int window) {
     std::string local;
     std::string& w = why ? *why : local;
-    const AttnShape s = attn_shape(B, T, C, NH, NKV);
+    const AttnShape s = attn_shape(B, T, C, NH, NKV, window);
     try {
         if (cache_.reserved(s)) return true;
         if (auto it = refused_.find(s); it != refused_.end()) {
@@ -381,20 +387,20 @@ AttnShape CudnnAttention::plan_for(const CudaCtx& ctx, const AttnShape& call) co
 }
 
 std::array<int, 4> CudnnAttention::plan_shape(const CudaCtx& ctx, int B, int T, int C, int NH,
-                                              int NKV) const {
-    const AttnShape s = plan_for(ctx, attn_shape(B, T, C, NH, NKV));
+                                              int NKV, int window) const {
+    const AttnShape s = plan_for(ctx, attn_shape(B, T, C, NH, NKV, window));
     return {s.B, s.T, s.C, s.NH};
 }
 
-bool CudnnAttention::serves(const CudaCtx& ctx, int B, int T, int C, int NH, int NKV) const {
-    return cache_.contains(plan_for(ctx, attn_shape(B, T, C, NH, NKV)));
+bool CudnnAttention::serves(const CudaCtx& ctx, int B, int T, int C, int NH, int NKV, int window) const {
+    return cache_.contains(plan_for(ctx, attn_shape(B, T, C, NH, NKV, window)));
 }
 
 bool CudnnAttention::prepare_call(const CudaCtx& ctx, int B, int T, int C, int NH,
-                                  std::string* why, int NKV) {
+                                  std::string* why, int NKV, int window) {
     std::string local;
     std::string& w = why ? *why : local;
-    const AttnShape call = attn_shape(B, T, C, NH, NKV);
+    const AttnShape call = attn_shape(B, T, C, NH, NKV, window);
     try {
         std::string bucket_why;  // why the bucket could not serve, when it was tried
         for (int attempt = 0; attempt < 2; ++attempt) {
@@ -457,13 +463,13 @@ AttnShape CudnnAttention::sizing_shape(const AttnShape& call) const {
     return call;
 }
 
-size_t CudnnAttention::call_saved_floats(int B, int T, int C, int NH, int NKV) const {
-    const AttnShape s = sizing_shape(attn_shape(B, T, C, NH, NKV));
+size_t CudnnAttention::call_saved_floats(int B, int T, int C, int NH, int NKV, int window) const {
+    const AttnShape s = sizing_shape(attn_shape(B, T, C, NH, NKV, window));
     return saved_floats(s.B, s.T, s.C, s.NH);
 }
 
-size_t CudnnAttention::call_scratch_floats(int B, int T, int C, int NH, int NKV) const {
-    const AttnShape s = sizing_shape(attn_shape(B, T, C, NH, NKV));
+size_t CudnnAttention::call_scratch_floats(int B, int T, int C, int NH, int NKV, int window) const {
+    const AttnShape s = sizing_shape(attn_shape(B, T, C, NH, NKV, window));
     return scratch_floats(s.B, s.T, s.C, s.NH);
 }
 
@@ -479,8 +485,8 @@ CudnnAttention::ShapePlans& CudnnAttention::plans_for(const CudaCtx& ctx, const 
     return *sp;
 }
 
-size_t CudnnAttention::ctx_scratch_bytes(int B, int T, int C, int NH, int NKV) const {
-    const ShapePlans* sp = cache_.peek(attn_shape(B, T, C, NH, NKV));
+size_t CudnnAttention::ctx_scratch_bytes(int B, int T, int C, int NH, int NKV, int window) const {
+    const ShapePlans* sp = cache_.peek(attn_shape(B, T, C, NH, NKV, window));
     if (!sp)
         fail(Status::Internal, "CudnnAttention::ctx_scratch_bytes called for ",
              shape_text(B, T, C, NH, NKV), ", which was not prepared (CudnnAttention::prepare)");
@@ -488,9 +494,9 @@ size_t CudnnAttention::ctx_scratch_bytes(int B, int T, int C, int NH, int NKV) c
 }
 
 void CudnnAttention::forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B,
-                             int T, int C, int NH, int NKV) {
+                             int T, int C, int NH, int NKV, int window) {
     act_storage(ctx, {out, qkv});
-    const AttnShape call = attn_shape(B, T, C, NH, NKV);
+    const AttnShape call = attn_shape(B, T, C, NH, NKV, window);
     const ShapePlans& sp = plans_for(ctx, call, "cuDNN attention forward");
     TRT_CHECK(ctx.precision == precision_, "cuDNN attention created for another precision");
     if (ctx.scratch_bytes < sp.fwd_scratch)
@@ -521,15 +527,16 @@ void CudnnAttention::forward(const CudaCtx& ctx, Act out, float* saved, ConstAct
     b.add(sdpa::kStats, stats);
     b.add(sdpa::kScale, &sp.scale);  // by value: host pointers
     b.add(sdpa::kNegInf, &sp.neg_inf);
+    if (sp.window > 0) b.add(sdpa::kWindow, &sp.window);
     sp.fwd.execute(b.uids, b.ptrs, b.n, workspace);
     lowp_output(ctx, out, o_lp, B, T, Tp, C, precision_);  // rows < T only
 }
 
 void CudnnAttention::backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
                               ConstAct qkv, const float* saved, int B, int T, int C, int NH,
-                              int NKV) {
+                              int NKV, int window) {
     act_storage(ctx, {dqkv, dout, qkv});
-    const AttnShape call = attn_shape(B, T, C, NH, NKV);
+    const AttnShape call = attn_shape(B, T, C, NH, NKV, window);
     const ShapePlans& sp = plans_for(ctx, call, "cuDNN attention backward");
     TRT_CHECK(ctx.precision == precision_, "cuDNN attention created for another precision");
     if (ctx.scratch_bytes < sp.bwd_scratch)
@@ -581,6 +588,7 @@ void CudnnAttention::backward(const CudaCtx& ctx, Act dqkv, float* scratch, Cons
     b.add(sdpa::kScale, &sp.scale);  // by value: host pointers
     b.add(sdpa::kNegInf, &sp.neg_inf);
     b.add(sdpa::kOne, &sp.one);
+    if (sp.window > 0) b.add(sdpa::kWindow, &sp.window);
     if (sp.padded) {
         b.add(sdpa::kSeqLenQ, sp.seq_lens);
         b.add(sdpa::kSeqLenKV, sp.seq_lens);

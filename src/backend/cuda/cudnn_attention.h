@@ -15,7 +15,9 @@
 // call_saved_floats/call_scratch_floats as the saved/scratch sizes. Every method takes the
 // key/value heads NKV last (0 or NH: multi-head attention, qkv [B,T,3C]; fewer: grouped-query
 // attention, qkv [B,T,(NH+2NKV)hs], K and V read in place with NKV heads, no repeat; the
-// backward sums each group's dK, dV in the graph, cudnn_sdpa_graph.h). They only enqueue on
+// backward sums each group's dK, dV in the graph, cudnn_sdpa_graph.h), then the sliding
+// window (0, or one at least T: none; shorter: the band mask, cudnn_sdpa_graph.h — a shape
+// with a window is a shape of its own). They only enqueue on
 // ctx.stream (no allocation, no synchronization), so they may run inside CUDA graph capture.
 #pragma once
 #include <array>
@@ -65,9 +67,9 @@ public:
     // under require_deterministic, finalize failure...); a refused shape is remembered and
     // refused again at no cost. Never throws.
     bool prepare(const CudaCtx& ctx, int B, int T, int C, int NH, std::string* why,
-                 int NKV = 0);
+                 int NKV = 0, int window = 0);
     // (B,T,C,NH,NKV) was prepared by prepare(): a call of it runs that exact plan.
-    bool prepared(int B, int T, int C, int NH, int NKV = 0) const;
+    bool prepared(int B, int T, int C, int NH, int NKV = 0, int window = 0) const;
 
     // What a call of a shape prepare() did not see may use: the `saved` and `scratch` floats the
     // model allocated (those of the shape it sized its buffers for). 0 until set: then only
@@ -78,16 +80,16 @@ public:
     // shape; else the length bucket when its saved/scratch fit the call budget and its plans
     // were not refused (nor found needing more than ctx.scratch_bytes); else T.
     std::array<int, 4> plan_shape(const CudaCtx& ctx, int B, int T, int C, int NH,
-                                  int NKV = 0) const;
+                                  int NKV = 0, int window = 0) const;
     // A plan serves calls of (B,T,C,NH): cached, or built now (on demand, possibly evicting
     // the least recently used on-demand plan). Must not run while ctx.stream is being captured.
     // false + *why when neither the bucket nor the exact shape can be served: no engine, more
     // saved/scratch than the call budget or more op scratch than ctx.scratch_bytes, every
     // on-demand plan pinned by a captured graph. Never throws.
     bool prepare_call(const CudaCtx& ctx, int B, int T, int C, int NH, std::string* why,
-                      int NKV = 0);
+                      int NKV = 0, int window = 0);
     // A plan for the call shape is cached now (no build needed).
-    bool serves(const CudaCtx& ctx, int B, int T, int C, int NH, int NKV = 0) const;
+    bool serves(const CudaCtx& ctx, int B, int T, int C, int NH, int NKV = 0, int window = 0) const;
 
     // Floats of `saved` for a plan of (B,T,C,NH): the bf16/fp16 output O [B,T,C] (the backward
     // needs it as cuDNN computed it) and the softmax statistics [B,NH,T] fp32.
@@ -96,12 +98,12 @@ public:
     static size_t scratch_floats(int B, int T, int C, int NH);
     // For a call shape: what the plan serving it uses (a prepared shape: its own sizes; else
     // an upper bound, the bucket's sizes when they fit the call budget).
-    size_t call_saved_floats(int B, int T, int C, int NH, int NKV = 0) const;
-    size_t call_scratch_floats(int B, int T, int C, int NH, int NKV = 0) const;
+    size_t call_saved_floats(int B, int T, int C, int NH, int NKV = 0, int window = 0) const;
+    size_t call_scratch_floats(int B, int T, int C, int NH, int NKV = 0, int window = 0) const;
     // Bytes of ctx.scratch forward/backward use for a prepared shape (the bf16/fp16 copies of
     // qkv, dout and dqkv, grouped-query's per-query-head dK and dV, plus the plans'
     // workspaces). Error(Internal) for an unprepared one.
-    size_t ctx_scratch_bytes(int B, int T, int C, int NH, int NKV = 0) const;
+    size_t ctx_scratch_bytes(int B, int T, int C, int NH, int NKV = 0, int window = 0) const;
 
     // qkv [B,T,3C] -> out [B,T,C] in ctx.act (fp32: cast to and from bf16/fp16 around cuDNN;
     // bf16/fp16: read in place and O copied out, no casts); saved: call_saved_floats().
@@ -109,11 +111,11 @@ public:
     // too small; Error(Device) with cuDNN's message if execution fails. Under capture the plan
     // is pinned: never evicted.
     void forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                 int NH, int NKV = 0);
+                 int NH, int NKV = 0, int window = 0);
     // dqkv [B,T,3C] overwritten; dout [B,T,C]; qkv and saved as given to forward; scratch:
     // call_scratch_floats(). bf16/fp16 activations: dQ/dK/dV written into dqkv directly.
     void backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                  const float* saved, int B, int T, int C, int NH, int NKV = 0);
+                  const float* saved, int B, int T, int C, int NH, int NKV = 0, int window = 0);
 
     // "cuDNN 9.19.0 (built for CUDA 13.1) from /usr/local/cuda/lib64/libcudnn.so.9" (logs).
     std::string library() const;

@@ -26,6 +26,31 @@ Tensor causal_mask(OpGraph& g, const Tensor& x, const Tensor& neg_inf) {
     return y;
 }
 
+// x with every score of a key at or before row - window replaced by -inf: keeps col + window >
+// row (the sliding window, applied after causal_mask as cudnn_frontend orders its two bounds;
+// window is the fp32 scalar kWindow, the column index widened to fp32 by the add).
+Tensor window_mask(OpGraph& g, const Tensor& x, const Tensor& neg_inf, const Tensor& window) {
+    const Tensor row = g.virt_like(x, CUDNN_DATA_INT32);
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, x, nullptr, nullptr, row, 2);
+    const Tensor col = g.virt_like(x, CUDNN_DATA_INT32);
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, x, nullptr, nullptr, col, 3);
+    const Tensor reach = g.virt_like(x, CUDNN_DATA_FLOAT);
+    g.pointwise(CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, col, &window, nullptr, reach);
+    const Tensor keep = g.virt_like(x, CUDNN_DATA_BOOLEAN);
+    g.pointwise(CUDNN_POINTWISE_CMP_GT, CUDNN_DATA_BOOLEAN, reach, &row, nullptr, keep);
+    const Tensor y = g.virt_like(x, CUDNN_DATA_FLOAT);
+    g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, x, &neg_inf, &keep, y);
+    return y;
+}
+
+// The attention's mask: causal, then the sliding window when the geometry has one.
+Tensor attention_mask(OpGraph& g, const Geometry& s, const Tensor& x, const Tensor& neg_inf) {
+    const Tensor causal = causal_mask(g, x, neg_inf);
+    if (s.window <= 0) return causal;
+    const Tensor window = g.scalar(kWindow, CUDNN_DATA_FLOAT);
+    return window_mask(g, causal, neg_inf, window);
+}
+
 // x outside [0, len_q) x [0, len_kv) replaced by -inf (the <= 9.15 backward workaround; the
 // lengths are all T, so it masks nothing).
 Tensor padding_mask(OpGraph& g, const Tensor& x, const Tensor& neg_inf, const Tensor& len_q,
@@ -67,12 +92,12 @@ void build_forward(OpGraph& g, const Geometry& s, cudnnDataType_t io) {
     const Tensor scale = g.scalar(kScale, f32);
     const Tensor neg_inf = g.scalar(kNegInf, f32);
 
-    // scores [B,NH,T,T] = Q·Kᵀ · scale, causal
+    // scores [B,NH,T,T] = Q·Kᵀ · scale, causal (and banded with a window)
     const Tensor qk = g.virt(s.scores(), s.scores_packed(), f32);
     g.matmul(q, kt, qk);
     const Tensor scaled = g.virt_like(qk, f32);
     g.pointwise(CUDNN_POINTWISE_MUL, f32, qk, &scale, nullptr, scaled);
-    const Tensor masked = causal_mask(g, scaled, neg_inf);
+    const Tensor masked = attention_mask(g, s, scaled, neg_inf);
 
     // softmax with its statistics: m = max, e = exp(x - m), z = sum e, Stats = m + log z
     const Tensor m = g.virt(s.rows(), s.rows_packed(), f32);
@@ -133,7 +158,7 @@ void build_backward(OpGraph& g, const Geometry& s, cudnnDataType_t io, bool padd
     Tensor centered = g.virt_like(qk, f32);
     g.pointwise(CUDNN_POINTWISE_SUB, f32, scaled, &stats, nullptr, centered);
     if (padded) centered = padding_mask(g, centered, neg_inf, len_q, len_kv);
-    const Tensor masked = causal_mask(g, centered, neg_inf);
+    const Tensor masked = attention_mask(g, s, centered, neg_inf);
     const Tensor p = g.virt_like(qk, f32);
     g.pointwise(CUDNN_POINTWISE_EXP, f32, masked, nullptr, nullptr, p);
 

@@ -44,6 +44,7 @@ enum Uid : int64_t {
     kSeqLenKV,   // same
     kDKFull,     // grouped-query backward: dK per query head [B,NH,T,hs] fp32, packed
     kDVFull,     // (scratch), summed over each group into dK, dV
+    kWindow,     // by value, fp32: a sliding window's length W (Geometry::window > 0 only)
 };
 
 // The fused engines on sm_80+ take head sizes that are multiples of 8, up to 128 in both
@@ -64,11 +65,15 @@ inline bool backward_needs_padding_mask(long cudnn_version, int T) {
 // The [B,NH,T,*] geometry of one shape as 4-D dims and strides (C = NH·hs). Grouped-query
 // attention: K and V have HK = NKV heads (NKV divides NH; query head h reads kv head
 // h / (NH/NKV)), rows of qkv are W = (NH + 2·NKV)·hs wide; multi-head: HK = NH, W = 3C.
+// window > 0: a sliding window (Mistral's): query t keeps keys s with t - s < window, a
+// second band mask after the causal one (cudnn_frontend's top-left "left bound": col +
+// window > row, the window an fp32 scalar kWindow); 0: none.
 struct Geometry {
     int64_t B, H, T, D, C, HK, W;
-    Geometry(int b, int t, int c, int nh, int nkv = 0)
+    int window;
+    Geometry(int b, int t, int c, int nh, int nkv = 0, int win = 0)
         : B(b), H(nh), T(t), D(c / nh), C(c), HK(nkv > 0 ? nkv : nh),
-          W((nh + 2 * (nkv > 0 ? nkv : nh)) * static_cast<int64_t>(c / nh)) {}
+          W((nh + 2 * (nkv > 0 ? nkv : nh)) * static_cast<int64_t>(c / nh)), window(win) {}
     cudnn::Dims heads() const { return {B, H, T, D}; }
     cudnn::Dims heads_t() const { return {B, H, D, T}; }
     cudnn::Dims kv_heads() const { return {B, HK, T, D}; }

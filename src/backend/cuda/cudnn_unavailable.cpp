@@ -23,30 +23,30 @@ CudnnAttention::~CudnnAttention() = default;
     fail(Status::Internal, what, ": cuDNN attention is not built into this module");
 }
 
-bool CudnnAttention::prepare(const CudaCtx&, int, int, int, int, std::string*, int) {
+bool CudnnAttention::prepare(const CudaCtx&, int, int, int, int, std::string*, int, int) {
     unreachable("CudnnAttention::prepare");
 }
-bool CudnnAttention::prepared(int, int, int, int, int) const { return false; }
+bool CudnnAttention::prepared(int, int, int, int, int, int) const { return false; }
 void CudnnAttention::set_call_budget(size_t, size_t) {}
-std::array<int, 4> CudnnAttention::plan_shape(const CudaCtx&, int, int, int, int, int) const {
+std::array<int, 4> CudnnAttention::plan_shape(const CudaCtx&, int, int, int, int, int, int) const {
     unreachable("CudnnAttention::plan_shape");
 }
-bool CudnnAttention::prepare_call(const CudaCtx&, int, int, int, int, std::string*, int) {
+bool CudnnAttention::prepare_call(const CudaCtx&, int, int, int, int, std::string*, int, int) {
     unreachable("CudnnAttention::prepare_call");
 }
-bool CudnnAttention::serves(const CudaCtx&, int, int, int, int, int) const { return false; }
+bool CudnnAttention::serves(const CudaCtx&, int, int, int, int, int, int) const { return false; }
 size_t CudnnAttention::saved_floats(int, int, int, int) { return 0; }
 size_t CudnnAttention::scratch_floats(int, int, int, int) { return 0; }
-size_t CudnnAttention::call_saved_floats(int, int, int, int, int) const { return 0; }
-size_t CudnnAttention::call_scratch_floats(int, int, int, int, int) const { return 0; }
-size_t CudnnAttention::ctx_scratch_bytes(int, int, int, int, int) const {
+size_t CudnnAttention::call_saved_floats(int, int, int, int, int, int) const { return 0; }
+size_t CudnnAttention::call_scratch_floats(int, int, int, int, int, int) const { return 0; }
+size_t CudnnAttention::ctx_scratch_bytes(int, int, int, int, int, int) const {
     unreachable("CudnnAttention::ctx_scratch_bytes");
 }
-void CudnnAttention::forward(const CudaCtx&, Act, float*, ConstAct, int, int, int, int, int) {
+void CudnnAttention::forward(const CudaCtx&, Act, float*, ConstAct, int, int, int, int, int, int) {
     unreachable("CudnnAttention::forward");
 }
 void CudnnAttention::backward(const CudaCtx&, Act, float*, ConstAct, ConstAct, const float*, int,
-                              int, int, int, int) {
+                              int, int, int, int, int) {
     unreachable("CudnnAttention::backward");
 }
 std::string CudnnAttention::library() const { return "none"; }

@@ -31,6 +31,7 @@ using trt::cuda::CudnnApi;
 
 struct Shape {
     int B, T, C, NH, NKV = 0;  // NKV 0: NH (multi-head)
+    int window = 0;            // a sliding window (Mistral's), 0: none
 };
 // tests/gpu/cudnn_attention_test.cpp's shapes, plus GPT-2 small at B=8, T=1024.
 const Shape kShapes[] = {{2, 17, 64, 2},  {2, 256, 128, 2}, {1, 130, 96, 1}, {3, 40, 16, 2},
@@ -38,7 +39,11 @@ const Shape kShapes[] = {{2, 17, 64, 2},  {2, 256, 128, 2}, {1, 130, 96, 1}, {3,
                          {8, 1024, 768, 12},
                          // grouped-query and multi-query attention (issue 39): Llama 3.2 1B's
                          // heads (32 over 8, hs 64), a small GQA, MQA
-                         {1, 2048, 2048, 32, 8}, {2, 17, 64, 4, 2}, {3, 40, 64, 4, 1}};
+                         {1, 2048, 2048, 32, 8}, {2, 17, 64, 4, 2}, {3, 40, 64, 4, 1},
+                         // sliding windows (Mistral 7B's heads, 32 over 8 at hs 128, with a
+                         // window of half the sequence; a small GQA band; MHA)
+                         {1, 2048, 4096, 32, 8, 1024}, {2, 17, 64, 4, 2, 5},
+                         {2, 256, 128, 2, 0, 64}};
 
 enum class Kind { Forward, Backward, BackwardPadded };
 const Kind kKinds[] = {Kind::Forward, Kind::Backward, Kind::BackwardPadded};
@@ -49,11 +54,12 @@ std::string label(const Shape& s, cudnnDataType_t io, Kind k) {
                                              : "backward (padded)";
     return std::string(kind) + (io == CUDNN_DATA_BFLOAT16 ? " bf16" : " fp16") + " B" +
            std::to_string(s.B) + " T" + std::to_string(s.T) + " C" + std::to_string(s.C) +
-           " NH" + std::to_string(s.NH) + (s.NKV ? " NKV" + std::to_string(s.NKV) : "");
+           " NH" + std::to_string(s.NH) + (s.NKV ? " NKV" + std::to_string(s.NKV) : "") +
+           (s.window ? " window" + std::to_string(s.window) : "");
 }
 
 void build(cudnn::OpGraph& g, const Shape& s, cudnnDataType_t io, Kind k) {
-    const sdpa::Geometry geo(s.B, s.T, s.C, s.NH, s.NKV);
+    const sdpa::Geometry geo(s.B, s.T, s.C, s.NH, s.NKV, s.window);
     if (k == Kind::Forward)
         sdpa::build_forward(g, geo, io);
     else
@@ -191,7 +197,7 @@ TEST_F(CudnnSdpaGraph, FusedEnginesAcceptEveryGraphOnSm90AndSm80) {
                     }
                     EXPECT_GT(deterministic, 0)
                         << what << ": engines [" << engines << " ] " << why;
-                    if (s.B == 8)  // GPT-2's shape: show what cuDNN offers
+                    if (s.B == 8 || s.window > 0)  // GPT-2's and the bands: what cuDNN offers
                         std::printf("[ engines  ] %s:%s\n", what.c_str(), engines.c_str());
                 }
     }
