@@ -374,6 +374,7 @@ void Decoder::embed(const int32_t* inputs, const float* wpe, int B, int T) {
     const ModelSpec& s = spec();
     const int N = B * T;
     Activations& A = acts_;
+    held_row0_ = -1;  // a new pass: lnf, and so the logits, will change
     be_.encoder_forward(A.encoded, inputs, w(Slot::TokenEmbedding), wpe, B, T, s.C);
     if (dropping(s.dropout))
         be_.dropout(A.encoded, A.encoded, static_cast<size_t>(N) * s.C,
@@ -429,6 +430,9 @@ void Decoder::head_loss(const int32_t* targets, int N, float dloss_scale, bool w
         if (write_grad)
             be_.matmul_backward(A.dln.at(at), dW, nullptr, A.logits, lnf, W, n, C, Vp,
                                 WeightLayout::OutIn);
+        // Without write_grad the classifier leaves the logits as they are.
+        held_row0_ = write_grad ? -1 : r0;
+        held_rows_ = n;
     }
 }
 
@@ -540,20 +544,31 @@ void Decoder::copy_logits_to_host(float* dst, size_t row0, size_t rows, size_t c
     const size_t C = static_cast<size_t>(spec().C);
     TRT_CHECK(cols <= Vp && row0 + rows <= static_cast<size_t>(B_) * T_,
               "copy_logits_to_host: rows/cols outside the logits");
-    // The head product again, a chunk of rows at a time (head_loss keeps no logits).
+    // The head product again, a chunk of rows at a time (head_loss keeps no logits), except
+    // for rows the buffer still holds.
     for (size_t r = 0; r < rows; r += static_cast<size_t>(head_rows_)) {
         const size_t n = std::min(static_cast<size_t>(head_rows_), rows - r);
+        const int64_t first = static_cast<int64_t>(row0 + r);
+        const bool held = held_row0_ >= 0 && first >= held_row0_ &&
+                          first + static_cast<int64_t>(n) <= held_row0_ + held_rows_;
+        if (held) {
+            copy_logit_rows(dst + r * cols, static_cast<size_t>(first - held_row0_), n, cols);
+            continue;
+        }
         be_.matmul_forward(acts_.logits, ConstAct(acts_.lnf).at((row0 + r) * C),
                            params_ + table_.head().offset, nullptr, static_cast<int>(n),
                            spec().C, static_cast<int>(Vp), WeightLayout::OutIn);
-        copy_logit_rows(dst + r * cols, n, cols);
+        held_row0_ = first;
+        held_rows_ = static_cast<int>(n);
+        copy_logit_rows(dst + r * cols, 0, n, cols);
     }
 }
 
-// Rows [0, rows) of the logits buffer, the first cols columns, widened to fp32 into dst.
-void Decoder::copy_logit_rows(float* dst, size_t rows, size_t cols) {
+// Rows [first, first + rows) of the logits buffer, the first cols columns, widened to fp32
+// into dst.
+void Decoder::copy_logit_rows(float* dst, size_t first, size_t rows, size_t cols) {
     const size_t Vp = static_cast<size_t>(table_.padded_vocab());
-    const ConstAct src = acts_.logits;
+    const ConstAct src = ConstAct(acts_.logits).at(first * Vp);
     if (src.dtype == DType::F32) {
         if (cols == Vp) {  // one copy
             be_.copy_to_host(dst, src.data, rows * Vp * sizeof(float));

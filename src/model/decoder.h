@@ -56,7 +56,8 @@ public:
     // With backward, scales d(loss) by dloss_scale (times scalars->loss_scale, read on the
     // backend, when scalars is given) and ACCUMULATES into grads().
     // The logits are made a chunk of rows at a time and not kept (head_loss):
-    // copy_logits_to_host computes the ones it is asked for from the last forward.
+    // copy_logits_to_host computes the ones it is asked for from the last forward (those of
+    // an evaluation pass's last chunk are still in the buffer: it reads them there).
     // forward() is the evaluation pass: it never drops. forward_backward is a training pass:
     // with spec().dropout or lora.dropout > 0 it drops with the masks of (scalars->step,
     // micro_step) (model/dropout_sites.h), and then scalars is required.
@@ -137,7 +138,8 @@ private:
     // also dln and the head's gradient.
     void head_loss(const int32_t* targets, int N, float dloss_scale, bool write_grad,
                    const StepScalars* scalars);
-    void copy_logit_rows(float* dst, size_t rows, size_t cols);
+    // Rows [first, first + rows) of the logits buffer, the first cols columns, into dst.
+    void copy_logit_rows(float* dst, size_t first, size_t rows, size_t cols);
     Slot qkv_bias_slot() const { return spec().split_qkv() ? Slot::QBias : Slot::QkvBias; }
     // Qwen3's RMSNorm over each q and k head, in qkv before RoPE, and its backward in dqkv.
     void qk_norm_forward(int layer, int N);
@@ -192,6 +194,11 @@ private:
     std::vector<float> host_losses_;
     std::vector<uint16_t> host_lowp_;  // staging for copy_logits_to_host
     int head_rows_ = 1;                // rows per chunk of the head (head_chunk_rows)
+    // The logits buffer holds the logits of rows [held_row0_, held_row0_ + held_rows_) of
+    // the last pass (an evaluation pass's last chunk, or copy_logits_to_host's last); -1:
+    // none (a pass started, or a training pass left dlogits there).
+    int64_t held_row0_ = -1;
+    int held_rows_ = 0;
 };
 
 }  // namespace trt

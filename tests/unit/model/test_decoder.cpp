@@ -179,6 +179,35 @@ TEST_P(DecoderModel, ChunkedHeadEqualsTheWholeBatch) {
     expect_directional_derivatives(chunked, grads[1], [&] { return chunked.loss(); });
 }
 
+// An evaluation pass leaves its last chunk's logits in the buffer and copy_logits_to_host reads
+// them there; rows it does not hold are recomputed; a training pass leaves dlogits there, so
+// the copy after it recomputes (the same values: the weights did not change).
+TEST_P(DecoderModel, LogitsLeftByTheForwardAreTheRecomputedOnes) {
+    Fixture whole(GetParam().spec), chunked(GetParam().spec, {}, 3);
+    for (Fixture* f : {&whole, &chunked}) {
+        const int N = f->B * f->T;
+        const size_t V = static_cast<size_t>(f->shape.V);
+        auto close = [&](const std::vector<float>& a, const std::vector<float>& b,
+                         const char* what) {
+            ASSERT_EQ(a.size(), b.size());
+            for (size_t i = 0; i < a.size(); ++i)
+                ASSERT_NEAR(a[i], b[i], 1e-5 * (1 + std::fabs(a[i]))) << what << " " << i;
+        };
+        f->model.forward(f->inputs.data(), f->targets.data(), f->B, f->T);
+        std::vector<float> all(static_cast<size_t>(N) * V), again(all.size());
+        f->model.copy_logits_to_host(all.data(), 0, N, f->shape.V);
+        // Row by row from the last: the held rows first, then recomputed ones.
+        for (int r = N - 1; r >= 0; --r)
+            f->model.copy_logits_to_host(again.data() + static_cast<size_t>(r) * V, r, 1,
+                                         f->shape.V);
+        close(all, again, "row by row");
+        f->model.zero_grads();
+        f->model.forward_backward(f->inputs.data(), f->targets.data(), f->B, f->T, 1.0f / N);
+        f->model.copy_logits_to_host(again.data(), 0, N, f->shape.V);
+        close(all, again, "after a training pass");
+    }
+}
+
 TEST_P(DecoderModel, BackwardMatchesDirectionalFiniteDifferences) {
     Fixture f(GetParam().spec);
     const size_t n = f.model.table().total();
