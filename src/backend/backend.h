@@ -182,6 +182,10 @@ struct AccelOptions {
     // A sliding window shorter than T on cuDNN too (the band mask of cudnn_sdpa_graph.h). The
     // same rule: only when accel.attention = "cudnn" is written, until a GPU check verifies it.
     bool cudnn_sliding_window = false;
+    // CUDA's matmul attention in its tiled form (no [B,NH,T,T] probabilities kept between the
+    // passes; kernels/attention.cu). Not yet run on a GPU: off unless asked for, here or by
+    // TRAINRT_CUDA_TILED_ATTENTION=1. The CPU's attention is always tiled.
+    bool tiled_matmul_attention = false;
     bool matmul_epilogues = false; // bias / bias+GELU / bias-grad inside cuBLASLt matmuls
     bool fused_classifier = true;  // logits -> loss and dlogits in one pass
     // accel.deterministic: false lets the cuDNN attention pick engines marked nondeterministic

@@ -34,12 +34,14 @@ using trt::Precision;
 // ops only, a fresh backend per case, since the first reserve decides whether cuDNN serves:
 // at least one case must run on cuDNN, reading bf16 qkv in place); epilogues =
 // accel.matmul_epilogues (cuBLASLt bias / GELU / bias-grad with a bf16 D, or their exact
-// fallback when cuBLASLt refuses the fp32 bias).
+// fallback when cuBLASLt refuses the fp32 bias). tiled: the matmul attention in its tiled form
+// (AccelOptions::tiled_matmul_attention; the attention ops only).
 struct Mode {
     Precision precision;
     bool lowp_acts;
     bool cudnn = false;
     bool epilogues = false;
+    bool tiled = false;
 };
 
 std::string mode_text(const Mode& m, const char* sep) {
@@ -47,6 +49,7 @@ std::string mode_text(const Mode& m, const char* sep) {
     if (m.lowp_acts) s += std::string(sep) + "acts";
     if (m.cudnn) s += std::string(sep) + "cudnn";
     if (m.epilogues) s += std::string(sep) + "epilogues";
+    if (m.tiled) s += std::string(sep) + "tiled";
     return s;
 }
 
@@ -60,10 +63,12 @@ TEST_P(CudaOpCases, AgainstTheCpuBackend) {
     const Precision precision = mode.precision;
     const bool attention_op = op.rfind("attention", 0) == 0;
     ASSERT_TRUE(!mode.cudnn || attention_op) << "the cudnn mode is instantiated for attention only";
+    ASSERT_TRUE(!mode.tiled || attention_op) << "the tiled mode is instantiated for attention only";
     trt::AccelOptions accel;
     accel.lowp_activations = mode.lowp_acts;
     accel.cudnn_attention = mode.cudnn;
     accel.matmul_epilogues = mode.epilogues;
+    accel.tiled_matmul_attention = mode.tiled;
     std::unique_ptr<trt::Backend> cuda;
     TRT_CUDA_BACKEND_WITH_OR_SKIP(cuda, precision, accel);
     // The oracle stores activations as the CUDA backend does: the CPU in bf16/fp16 (docs/
@@ -138,5 +143,21 @@ INSTANTIATE_TEST_SUITE_P(Attention, CudaOpCases,
                                             ::testing::Values(Mode{Precision::Bf16, true, true,
                                                                    false})),
                          case_name);
+
+// The tiled matmul attention (issue 39; not yet run on a GPU when written): every attention op,
+// dropout and sliding windows included, fp32 and bf16 activations.
+std::vector<std::string> all_attention_op_names() {
+    std::vector<std::string> names;
+    for (const std::string& n : opcase::op_names())
+        if (n.rfind("attention", 0) == 0) names.push_back(n);
+    return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TiledAttention, CudaOpCases,
+    ::testing::Combine(::testing::ValuesIn(all_attention_op_names()),
+                       ::testing::Values(Mode{Precision::Fp32, false, false, false, true},
+                                         Mode{Precision::Bf16, true, false, false, true})),
+    case_name);
 
 }  // namespace

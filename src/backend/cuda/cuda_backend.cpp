@@ -87,6 +87,9 @@ public:
         AccelStatus a;
         a.attention = use_cudnn_ ? "cudnn" : "matmul";
         a.attention_note = use_cudnn_ ? cudnn_->library() : cudnn_note_;
+        if (!use_cudnn_ && ctx_.tiled_attention)
+            a.attention_note += std::string(a.attention_note.empty() ? "" : "; ") +
+                                "the matmul path in its tiled form (no [B,NH,T,T] state)";
         a.matmul_epilogues = ctx_.matmul_epilogues;
         if (ctx_.matmul_epilogues) a.epilogues_note = matmul_epilogue_note(ctx_.matmul);
         a.fused_classifier = ctx_.fused_classifier;
@@ -207,6 +210,9 @@ public:
         for (size_t b : {elementwise_scratch_bytes(d), layernorm_scratch_bytes(d),
                          rmsnorm_scratch_bytes(d), classifier_scratch_bytes(d),
                          matmul_scratch_bytes(d, ctx_.precision, ctx_.act),
+                         ctx_.tiled_attention
+                             ? cuda::attention_tiled_ctx_scratch_bytes(d, ctx_.precision)
+                             : size_t{0},
                          optimizer_scratch_bytes(params_n_hint(), d), sampler_scratch_bytes(d)})
             need = std::max(need, b);
         if (cudnn_ && !use_cudnn_ && dims_.B == 0) {
@@ -355,10 +361,10 @@ public:
     size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const override {
         // (The sizes take no window: the model's, cudnn_window_, as its calls pass it.)
         if (!use_cudnn_ || NKV != cudnn_nkv_)
-            return cuda::attention_saved_floats(B, T, C, NH, NKV);
+            return cuda::attention_saved_floats(B, T, C, NH, NKV, ctx_.tiled_attention);
         if (cudnn_->prepared(B, T, C, NH, NKV, cudnn_window_))
             return CudnnAttention::saved_floats(B, T, C, NH);
-        if (matmul_fits(B, T, C, NH, NKV)) return cuda::attention_saved_floats(B, T, C, NH, NKV);
+        if (matmul_fits(B, T, C, NH, NKV)) return cuda::attention_saved_floats(B, T, C, NH, NKV, ctx_.tiled_attention);
         return cudnn_->call_saved_floats(B, T, C, NH, NKV, cudnn_window_);
     }
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
@@ -383,24 +389,24 @@ public:
         TRT_CHECK(!use_cudnn_, "attention dropout on a backend reserved for cuDNN attention");
         cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, &m, window);
     }
-    // P' is in saved (the matmul path keeps it): the mask and window are not needed again.
+    // The untiled form keeps P' in saved; the tiled one draws it again from m.
     void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                                     const float* saved, int B, int T, int C, int NH, int NKV,
-                                    const DropoutMask& /*m*/, int /*window*/) override {
+                                    const DropoutMask& m, int window) override {
         const DeviceGuard g(device_);
         TRT_CHECK(!use_cudnn_, "attention dropout on a backend reserved for cuDNN attention");
-        cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, true);
+        cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, &m,
+                                 window);
     }
     size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
         if (!use_cudnn_ || NKV != cudnn_nkv_)
-            return cuda::attention_scratch_floats(B, T, C, NH, NKV);
+            return cuda::attention_scratch_floats(B, T, C, NH, NKV, ctx_.tiled_attention);
         if (cudnn_->prepared(B, T, C, NH, NKV, cudnn_window_))
             return CudnnAttention::scratch_floats(B, T, C, NH);
         if (matmul_fits(B, T, C, NH, NKV))
-            return cuda::attention_scratch_floats(B, T, C, NH, NKV);
+            return cuda::attention_scratch_floats(B, T, C, NH, NKV, ctx_.tiled_attention);
         return cudnn_->call_scratch_floats(B, T, C, NH, NKV, cudnn_window_);
     }
-    // The matmul path's saved probabilities are 0 outside a window: it needs no window there.
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH, int NKV,
                             int window) override {
@@ -408,8 +414,8 @@ public:
         if (attention_path(B, T, C, NH, NKV, window) == AttentionPath::Cudnn)
             cudnn_->backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, window);
         else
-            cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C,
-                                     NH, NKV);
+            cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV,
+                                     nullptr, window);
     }
 
     // ---- Llama-family ops
@@ -720,6 +726,9 @@ private:
         deterministic_ = o.accel.deterministic;
         cudnn_grouped_query_ = o.accel.cudnn_grouped_query;
         cudnn_sliding_window_ = o.accel.cudnn_sliding_window;
+        const char* tiled = std::getenv("TRAINRT_CUDA_TILED_ATTENTION");
+        ctx_.tiled_attention =
+            o.accel.tiled_matmul_attention || (tiled != nullptr && std::string(tiled) == "1");
         if (o.accel.cudnn_attention) {
             std::string why;
             cudnn_ = CudnnAttention::create(
@@ -820,9 +829,9 @@ private:
     bool matmul_fits(int B, int T, int C, int NH, int NKV) const {
         const ModelDims& r = cudnn_sized_;
         const int RA = dims_attention_width(r);
-        return cuda::attention_saved_floats(B, T, C, NH, NKV) <=
+        return cuda::attention_saved_floats(B, T, C, NH, NKV, ctx_.tiled_attention) <=
                    CudnnAttention::saved_floats(r.B, r.T, RA, r.NH) &&
-               cuda::attention_scratch_floats(B, T, C, NH, NKV) <=
+               cuda::attention_scratch_floats(B, T, C, NH, NKV, ctx_.tiled_attention) <=
                    CudnnAttention::scratch_floats(r.B, r.T, RA, r.NH);
     }
     bool capturing() const {

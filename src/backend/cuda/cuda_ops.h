@@ -35,6 +35,8 @@ struct CudaCtx {
     // accel switches the launchers honour (BackendOptions::accel; each has a fallback).
     bool matmul_epilogues = false;  // cuBLASLt bias / bias+GELU / bias-grad epilogues
     bool fused_classifier = true;   // false: softmax, loss and dlogits as separate kernels
+    // The matmul attention in its tiled form (kernels/attention.cu): no [B,NH,T,T] state.
+    bool tiled_attention = false;
     // Scratch: an op may use all of [scratch, scratch + scratch_bytes) during its call (ops
     // run one after another on one stream). Sized by CudaBackend::reserve from the
     // *_scratch_bytes functions below; 256-byte aligned.
@@ -196,16 +198,29 @@ void matmul_gelu_forward(const CudaCtx& ctx, Act pre, Act out, ConstAct inp,
 
 // ---- kernels/attention.cu (batched GEMM + causal softmax: the portable path)
 // NKV key/value heads (grouped-query when NKV < NH; NKV divides NH), qkv [B,T,(NH+2NKV)hs].
-size_t attention_saved_floats(int B, int T, int C, int NH, int NKV);
-size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV);
-// mask (forward) / dropout (backward): attention_dropout_forward's P' after P in saved.
-// window > 0: a sliding window (query t attends keys t-window+1 .. t; Backend::attention_forward).
+// tiled (CudaCtx::tiled_attention): the sizes of the tiled form, which keeps each softmax
+// row's {max, 1/sum} instead of the probabilities.
+size_t attention_saved_floats(int B, int T, int C, int NH, int NKV, bool tiled = false);
+size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, bool tiled = false);
+// mask: attention dropout (the untiled form keeps P' after P in saved; the tiled one draws it
+// again in the backward from the same mask). window > 0: a sliding window (query t attends
+// keys t-window+1 .. t; Backend::attention_forward); the backward takes the forward's.
+// ctx.tiled_attention picks the tiled form (attention_forward_tiled / _backward_tiled).
 void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B,
                        int T, int C, int NH, int NKV, const DropoutMask* mask = nullptr,
                        int window = 0);
 void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
                         ConstAct qkv, const float* saved, int B, int T, int C, int NH,
-                        int NKV, bool dropout = false);
+                        int NKV, const DropoutMask* mask = nullptr, int window = 0);
+// The tiled form: [bc,NH,T,T] tiles of attention_tile_seqs() sequences; the forward's tiles
+// live in ctx.scratch (attention_tiled_ctx_scratch_bytes), the backward's in scratch.
+int attention_tile_seqs(int B, int T, int NH);
+size_t attention_tiled_ctx_scratch_bytes(const ModelDims& d, Precision p);
+void attention_forward_tiled(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B,
+                             int T, int C, int NH, int NKV, const DropoutMask* mask, int window);
+void attention_backward_tiled(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
+                              ConstAct qkv, const float* saved, int B, int T, int C, int NH,
+                              int NKV, const DropoutMask* mask, int window);
 
 // ---- kernels/attention_cached.cu (generation: n new rows over fp32 K/V caches)
 // One row of fp32 scores in the default 48 KiB of shared memory, beside the kernel's 16 bytes

@@ -59,6 +59,9 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;  // softmax: one warp per row
 constexpr int64_t kMaxBlocks = 65536;  // grid-stride kernels: enough to fill any device
 constexpr size_t kAlignFloats = kScratchAlign / sizeof(float);
+// The tiled form's [bc,NH,T,T] fp32 tile: at most this many floats (256 MiB), one sequence
+// at least.
+constexpr size_t kTileFloats = size_t{64} << 20;
 
 int grid_for(int64_t n) { return grid_blocks(n, kThreads, kMaxBlocks); }
 
@@ -135,9 +138,10 @@ __device__ __forceinline__ float warp_sum(float v) {
 // scores. Keys lo <= s <= t get softmax(scores[lo..t]) (max-subtracted), the others exactly
 // 0: lo = 0, or t - window + 1 under a sliding window (the backward needs no window: these
 // zeros keep it out). Pass 1 is an online max/sum per lane (one read), pass 2 writes the
-// probabilities.
+// probabilities. stats (the tiled form): each row's {max, 1/sum} [rows], or nullptr.
 __global__ void __launch_bounds__(kThreads)
-    causal_softmax_kernel(float* __restrict__ att, int64_t rows, int T, int window) {
+    causal_softmax_kernel(float* __restrict__ att, int64_t rows, int T, int window,
+                          float2* __restrict__ stats) {
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
     if (row >= rows) return;  // whole warps leave together: the shuffles below stay full
     const int lane = threadIdx.x & 31;
@@ -157,7 +161,24 @@ __global__ void __launch_bounds__(kThreads)
     const float m = warp_max(mx);
     sum = warp_sum(sum * expf(mx - m));  // lanes without keys: sum = 0
     const float inv = 1.0f / sum;
+    if (stats != nullptr && lane == 0) stats[row] = make_float2(m, inv);
     for (int s = lane; s < T; s += 32) x[s] = s >= lo && s <= t ? expf(x[s] - m) * inv : 0.0f;
+}
+
+// The tiled backward's probabilities: att [rows, T] holds the scaled scores again; row r gets
+// causal_softmax_kernel's values from its saved {max, 1/sum} (the same expression).
+__global__ void __launch_bounds__(kThreads)
+    causal_softmax_recompute_kernel(float* __restrict__ att, const float2* __restrict__ stats,
+                                    int64_t rows, int T, int window) {
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
+    if (row >= rows) return;
+    const int lane = threadIdx.x & 31;
+    const int t = static_cast<int>(row % T);
+    const int lo = window > 0 && t >= window ? t - window + 1 : 0;
+    float* x = att + row * T;
+    const float2 st = stats[row];
+    for (int s = lane; s < T; s += 32)
+        x[s] = s >= lo && s <= t ? expf(x[s] - st.x) * st.y : 0.0f;
 }
 
 // d [rows, T] in place: datt → dpreatt = scale · att · (datt − Σ_{s<=t} att·datt) on keys
@@ -277,14 +298,22 @@ void check_heads(int C, int NH, int NKV) {
 
 }  // namespace
 
-size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) {
+size_t attention_saved_floats(int B, int T, int C, int NH, int NKV, bool tiled) {
     (void)NKV;  // the probabilities are per query head
     if (empty(B, T, C, NH)) return 0;
+    if (tiled) return 2 * static_cast<size_t>(B) * NH * T;  // {max, 1/sum} [B,NH,T]
     return static_cast<size_t>(B) * NH * T * T;  // att [B,NH,T,T]
 }
 
-size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) {
+size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, bool tiled) {
     if (empty(B, T, C, NH) || NKV < 1) return 0;
+    if (tiled) {
+        // P, dP/dS and P' tiles [bc,NH,T,T], then q, k, v, dy as below.
+        const size_t tile = static_cast<size_t>(attention_tile_seqs(B, T, NH)) * NH * T * T;
+        const size_t btc = static_cast<size_t>(B) * T * C;
+        const size_t bkv = static_cast<size_t>(B) * T * (C / NH) * NKV;
+        return 3 * pad_floats(tile) + 2 * pad_floats(btc) + 2 * pad_floats(bkv);
+    }
     // datt/dpreatt [B,NH,T,T], then q [B,NH,T,hs], k, v [B,NKV,T,hs], dy [B,NH,T,hs]
     // (256-byte aligned pieces).
     const size_t btc = static_cast<size_t>(B) * T * C;
@@ -318,6 +347,8 @@ size_t attention_ctx_scratch_bytes(const ModelDims& d, Precision p) {
 // the whole [B,NH,T,T] stream (the upper triangle stays 0), and y = P'·v.
 void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B, int T,
                        int C, int NH, int NKV, const DropoutMask* mask, int window) {
+    if (ctx.tiled_attention)
+        return attention_forward_tiled(ctx, out, saved, qkv, B, T, C, NH, NKV, mask, window);
     if (empty(B, T, C, NH)) return;
     check_heads(C, NH, NKV);
     act_storage(ctx, {out, qkv});  // both views in ctx.act before anything is launched
@@ -336,7 +367,7 @@ void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, 
     gemm_f32(gctx, gemm_xyt(att, q, k, BKV, G, T, hs, scale));  // preatt = scale · q·kᵀ
     const int64_t rows = static_cast<int64_t>(BH) * T;
     causal_softmax_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(att, rows, T,
-                                                                              window);
+                                                                              window, nullptr);
     TRT_CUDA_LAUNCH_CHECK();
     const float* probs = att;
     if (mask != nullptr) {
@@ -352,7 +383,11 @@ void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, 
 // dqkv[B,T,(NH+2NKV)hs] (overwritten) from dout[B,T,C], qkv and saved = att [B,NH,T,T].
 void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
                         ConstAct qkv, const float* saved, int B, int T, int C, int NH,
-                        int NKV, bool dropout) {
+                        int NKV, const DropoutMask* mask, int window) {
+    if (ctx.tiled_attention)
+        return attention_backward_tiled(ctx, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV,
+                                        mask, window);
+    const bool dropout = mask != nullptr;
     if (empty(B, T, C, NH)) return;
     check_heads(C, NH, NKV);
     act_storage(ctx, {dqkv, dout, qkv});  // all views in ctx.act before anything is launched
@@ -384,6 +419,132 @@ void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct d
     float* dk = k;                                            // k: last read by dq
     gemm_f32(ctx, gemm_pw(dk, dd, true, q, BKV, G, T, hs));   // dk = dpreattᵀ·q (Σ over group)
     merge_heads(ctx, dqkv, dq, dk, dv, B, T, NH, NKV, hs);
+}
+
+// ---- The tiled form (CudaCtx::tiled_attention): no [B,NH,T,T] state between the passes.
+// The forward keeps each softmax row's {max, 1/sum} (saved [B,NH,T,2]) and works through the
+// batch a tile of bc sequences at a time (attention_tile_seqs: [bc,NH,T,T] fp32 within
+// kTileFloats), with the untiled path's products and kernels on each tile; the backward
+// recomputes each tile's scores and, from the statistics, its probabilities (the forward's
+// expression), and draws P' again from the forward's mask. Not yet run on a GPU: off unless
+// asked for (cuda_backend.cpp).
+
+int attention_tile_seqs(int B, int T, int NH) {
+    const size_t per_seq = std::max<size_t>(1, static_cast<size_t>(NH) * T * T);
+    const size_t fit = std::max<size_t>(1, kTileFloats / per_seq);
+    return static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(B, 1)), fit));
+}
+
+size_t attention_tiled_ctx_scratch_bytes(const ModelDims& d, Precision p) {
+    // The untiled forward's q, k, v and casts (a tile's products are those shapes with fewer
+    // batches: no more cast bytes), plus the P and P' tiles.
+    const int A = dims_attention_width(d);
+    if (empty(d.B, d.T, A, d.NH)) return 0;
+    const size_t tile =
+        static_cast<size_t>(attention_tile_seqs(d.B, d.T, d.NH)) * d.NH * d.T * d.T;
+    return attention_ctx_scratch_bytes(d, p) + 2 * align_scratch(tile * sizeof(float));
+}
+
+void attention_forward_tiled(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B,
+                             int T, int C, int NH, int NKV, const DropoutMask* mask,
+                             int window) {
+    if (empty(B, T, C, NH)) return;
+    check_heads(C, NH, NKV);
+    act_storage(ctx, {out, qkv});
+    const int hs = C / NH, G = NH / NKV, bc = attention_tile_seqs(B, T, NH);
+    const size_t btc = static_cast<size_t>(B) * T * C;
+    const size_t bkv = static_cast<size_t>(B) * T * hs * NKV;
+    // One sequence's q [NH,T,hs], k and v [NKV,T,hs], probabilities [NH,T,T].
+    const size_t seq_q = static_cast<size_t>(NH) * T * hs, seq_kv = static_cast<size_t>(NKV) * T * hs;
+    const size_t seq_att = static_cast<size_t>(NH) * T * T;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+    ScratchCursor cur(ctx, "attention_forward (tiled)");
+    float* q = cur.take_floats(btc);
+    float* k = cur.take_floats(bkv);
+    float* v = cur.take_floats(bkv);
+    float* att = cur.take_floats(bc * seq_att);                               // [bc,NH,T,T]
+    float* dropped = mask != nullptr ? cur.take_floats(bc * seq_att) : nullptr;  // P'
+    const CudaCtx gctx = cur.rest(ctx);
+    auto* stats = reinterpret_cast<float2*>(saved);  // [B,NH,T]
+
+    split_heads(ctx, q, k, v, qkv, B, T, NH, NKV, hs);
+    for (int b0 = 0; b0 < B; b0 += bc) {
+        const int n = std::min(bc, B - b0);
+        float* qb = q + b0 * seq_q;
+        const float* kb = k + b0 * seq_kv;
+        const float* vb = v + b0 * seq_kv;
+        gemm_f32(gctx, gemm_xyt(att, qb, kb, n * NKV, G, T, hs, scale));  // scale · q·kᵀ
+        const int64_t rows = static_cast<int64_t>(n) * NH * T;
+        causal_softmax_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(
+            att, rows, T, window, stats + static_cast<size_t>(b0) * NH * T);
+        TRT_CUDA_LAUNCH_CHECK();
+        const float* probs = att;
+        if (mask != nullptr) {  // the tile's part of the [B,NH,T,T] mask stream
+            DropoutMask m = *mask;
+            m.index0 += static_cast<uint64_t>(b0) * seq_att;
+            dropout_floats(ctx, dropped, att, static_cast<size_t>(rows) * T, m);
+            probs = dropped;
+        }
+        gemm_f32(gctx, gemm_pw(qb, probs, false, vb, n * NKV, G, T, hs));  // y = P·v into q
+    }
+    merge_heads(ctx, out, q, nullptr, nullptr, B, T, NH, 0, hs);
+}
+
+void attention_backward_tiled(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
+                              ConstAct qkv, const float* saved, int B, int T, int C, int NH,
+                              int NKV, const DropoutMask* mask, int window) {
+    if (empty(B, T, C, NH)) return;
+    check_heads(C, NH, NKV);
+    act_storage(ctx, {dqkv, dout, qkv});
+    const int hs = C / NH, G = NH / NKV, bc = attention_tile_seqs(B, T, NH);
+    const size_t btc = static_cast<size_t>(B) * T * C;
+    const size_t bkv = static_cast<size_t>(B) * T * hs * NKV;
+    const size_t seq_q = static_cast<size_t>(NH) * T * hs, seq_kv = static_cast<size_t>(NKV) * T * hs;
+    const size_t seq_att = static_cast<size_t>(NH) * T * T;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+    const size_t tile = pad_floats(bc * seq_att);
+    float* att = scratch;        // P, recomputed
+    float* dd = att + tile;      // datt, then dpreatt in place
+    float* dropped = dd + tile;  // P' (dropout)
+    float* q = dropped + tile;
+    float* k = q + pad_floats(btc);
+    float* v = k + pad_floats(bkv);
+    float* dy = v + pad_floats(bkv);
+    const auto* stats = reinterpret_cast<const float2*>(saved);  // [B,NH,T]
+
+    split_heads(ctx, q, k, v, qkv, B, T, NH, NKV, hs);
+    split_heads(ctx, dy, nullptr, nullptr, dout, B, T, NH, 0, hs);
+    for (int b0 = 0; b0 < B; b0 += bc) {
+        const int n = std::min(bc, B - b0), BKV = n * NKV;
+        const float* qb = q + b0 * seq_q;
+        float* kb = k + b0 * seq_kv;
+        float* vb = v + b0 * seq_kv;
+        float* dyb = dy + b0 * seq_q;
+        const int64_t rows = static_cast<int64_t>(n) * NH * T;
+        gemm_f32(ctx, gemm_xyt(att, qb, kb, BKV, G, T, hs, scale));  // the forward's scores
+        causal_softmax_recompute_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(
+            att, stats + static_cast<size_t>(b0) * NH * T, rows, T, window);
+        TRT_CUDA_LAUNCH_CHECK();
+        const float* used = att;  // the probabilities y was made of
+        if (mask != nullptr) {
+            DropoutMask m = *mask;
+            m.index0 += static_cast<uint64_t>(b0) * seq_att;
+            dropout_floats(ctx, dropped, att, static_cast<size_t>(rows) * T, m);
+            used = dropped;
+        }
+        // Each result overwrites this tile's slice of a buffer that is dead by then:
+        gemm_f32(ctx, gemm_xyt(dd, dyb, vb, BKV, G, T, hs, 1.0f));    // datt = dy·vᵀ
+        float* dvb = vb;                                                // v: last read by datt
+        gemm_f32(ctx, gemm_pw(dvb, used, true, dyb, BKV, G, T, hs));   // dv = usedᵀ·dy
+        causal_softmax_backward_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(
+            dd, att, mask != nullptr ? used : nullptr, rows, T, scale);
+        TRT_CUDA_LAUNCH_CHECK();
+        float* dqb = dyb;                                            // dy: last read by dv
+        gemm_f32(ctx, gemm_pw(dqb, dd, false, kb, BKV, G, T, hs));  // dq = dpreatt·k
+        float* dkb = kb;                                             // k: last read by dq
+        gemm_f32(ctx, gemm_pw(dkb, dd, true, qb, BKV, G, T, hs));   // dk = dpreattᵀ·q
+    }
+    merge_heads(ctx, dqkv, dy, k, v, B, T, NH, NKV, hs);
 }
 
 }  // namespace trt::cuda
