@@ -12,35 +12,42 @@ using cudnn::Tensor;
 
 namespace {
 
-// x with every score of a key after its query (column > row) replaced by -inf.
-Tensor causal_mask(OpGraph& g, const Tensor& x, const Tensor& neg_inf) {
-    const Tensor row = g.virt_like(x, CUDNN_DATA_INT32);
-    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, x, nullptr, nullptr, row, 2);
-    const Tensor col = g.virt_like(x, CUDNN_DATA_INT32);
-    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, x, nullptr, nullptr, col, 3);
-    const Tensor keep = g.virt_like(x, CUDNN_DATA_BOOLEAN);
-    g.pointwise(CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, &col, nullptr, keep);
+// The row (query) and column (key) index of every score of x, int32.
+struct Indices {
+    Tensor row, col;
+};
+Indices score_indices(OpGraph& g, const Tensor& x) {
+    Indices i{g.virt_like(x, CUDNN_DATA_INT32), g.virt_like(x, CUDNN_DATA_INT32)};
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, x, nullptr, nullptr, i.row, 2);
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, x, nullptr, nullptr, i.col, 3);
+    return i;
+}
+
+// x where keep, else -inf (BINARY_SELECT: y = t ? x : b).
+Tensor keep_or_neg_inf(OpGraph& g, const Tensor& x, const Tensor& neg_inf, const Tensor& keep) {
     const Tensor y = g.virt_like(x, CUDNN_DATA_FLOAT);
-    // BINARY_SELECT: y = t ? x : b
     g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, x, &neg_inf, &keep, y);
     return y;
+}
+
+// x with every score of a key after its query (column > row) replaced by -inf.
+Tensor causal_mask(OpGraph& g, const Tensor& x, const Tensor& neg_inf) {
+    const Indices i = score_indices(g, x);
+    const Tensor keep = g.virt_like(x, CUDNN_DATA_BOOLEAN);
+    g.pointwise(CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, i.row, &i.col, nullptr, keep);
+    return keep_or_neg_inf(g, x, neg_inf, keep);
 }
 
 // x with every score of a key at or before row - window replaced by -inf: keeps col + window >
 // row (the sliding window, applied after causal_mask as cudnn_frontend orders its two bounds;
 // window is the fp32 scalar kWindow, the column index widened to fp32 by the add).
 Tensor window_mask(OpGraph& g, const Tensor& x, const Tensor& neg_inf, const Tensor& window) {
-    const Tensor row = g.virt_like(x, CUDNN_DATA_INT32);
-    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, x, nullptr, nullptr, row, 2);
-    const Tensor col = g.virt_like(x, CUDNN_DATA_INT32);
-    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, x, nullptr, nullptr, col, 3);
+    const Indices i = score_indices(g, x);
     const Tensor reach = g.virt_like(x, CUDNN_DATA_FLOAT);
-    g.pointwise(CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, col, &window, nullptr, reach);
+    g.pointwise(CUDNN_POINTWISE_ADD, CUDNN_DATA_FLOAT, i.col, &window, nullptr, reach);
     const Tensor keep = g.virt_like(x, CUDNN_DATA_BOOLEAN);
-    g.pointwise(CUDNN_POINTWISE_CMP_GT, CUDNN_DATA_BOOLEAN, reach, &row, nullptr, keep);
-    const Tensor y = g.virt_like(x, CUDNN_DATA_FLOAT);
-    g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, x, &neg_inf, &keep, y);
-    return y;
+    g.pointwise(CUDNN_POINTWISE_CMP_GT, CUDNN_DATA_BOOLEAN, reach, &i.row, nullptr, keep);
+    return keep_or_neg_inf(g, x, neg_inf, keep);
 }
 
 // The attention's mask: causal, then the sliding window when the geometry has one.
@@ -65,9 +72,7 @@ Tensor padding_mask(OpGraph& g, const Tensor& x, const Tensor& neg_inf, const Te
     g.pointwise(CUDNN_POINTWISE_CMP_LT, CUDNN_DATA_BOOLEAN, col, &len_kv, nullptr, col_in);
     const Tensor keep = g.virt_like(x, CUDNN_DATA_BOOLEAN);
     g.pointwise(CUDNN_POINTWISE_LOGICAL_AND, CUDNN_DATA_BOOLEAN, row_in, &col_in, nullptr, keep);
-    const Tensor y = g.virt_like(x, CUDNN_DATA_FLOAT);
-    g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, x, &neg_inf, &keep, y);
-    return y;
+    return keep_or_neg_inf(g, x, neg_inf, keep);
 }
 
 }  // namespace

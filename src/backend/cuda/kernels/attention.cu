@@ -429,6 +429,33 @@ void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct d
 // expression), and draws P' again from the forward's mask. Not yet run on a GPU: off unless
 // asked for (cuda_backend.cpp).
 
+namespace {
+
+// One call's tiling: a sequence's q [NH,T,hs], k and v [NKV,T,hs] and probabilities [NH,T,T]
+// (floats), bc sequences per tile, the whole batch's q and k/v.
+struct Tiling {
+    int hs, G, bc;
+    size_t btc, bkv, seq_q, seq_kv, seq_att;
+    float scale;
+    Tiling(int B, int T, int C, int NH, int NKV)
+        : hs(C / NH), G(NH / NKV), bc(attention_tile_seqs(B, T, NH)),
+          btc(static_cast<size_t>(B) * T * C),
+          bkv(static_cast<size_t>(B) * T * (C / NH) * NKV),
+          seq_q(static_cast<size_t>(NH) * T * (C / NH)),
+          seq_kv(static_cast<size_t>(NKV) * T * (C / NH)),
+          seq_att(static_cast<size_t>(NH) * T * T),
+          scale(1.0f / std::sqrt(static_cast<float>(C / NH))) {}
+};
+
+// The mask of the tile from sequence b0 on: its part of the [B,NH,T,T] stream.
+DropoutMask tile_mask(const DropoutMask& mask, int b0, size_t seq_att) {
+    DropoutMask m = mask;
+    m.index0 += static_cast<uint64_t>(b0) * seq_att;
+    return m;
+}
+
+}  // namespace
+
 int attention_tile_seqs(int B, int T, int NH) {
     const size_t per_seq = std::max<size_t>(1, static_cast<size_t>(NH) * T * T);
     const size_t fit = std::max<size_t>(1, kTileFloats / per_seq);
@@ -451,13 +478,10 @@ void attention_forward_tiled(const CudaCtx& ctx, Act out, float* saved, ConstAct
     if (empty(B, T, C, NH)) return;
     check_heads(C, NH, NKV);
     act_storage(ctx, {out, qkv});
-    const int hs = C / NH, G = NH / NKV, bc = attention_tile_seqs(B, T, NH);
-    const size_t btc = static_cast<size_t>(B) * T * C;
-    const size_t bkv = static_cast<size_t>(B) * T * hs * NKV;
-    // One sequence's q [NH,T,hs], k and v [NKV,T,hs], probabilities [NH,T,T].
-    const size_t seq_q = static_cast<size_t>(NH) * T * hs, seq_kv = static_cast<size_t>(NKV) * T * hs;
-    const size_t seq_att = static_cast<size_t>(NH) * T * T;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+    const Tiling z(B, T, C, NH, NKV);
+    const int hs = z.hs, G = z.G, bc = z.bc;
+    const size_t btc = z.btc, bkv = z.bkv, seq_q = z.seq_q, seq_kv = z.seq_kv, seq_att = z.seq_att;
+    const float scale = z.scale;
     ScratchCursor cur(ctx, "attention_forward (tiled)");
     float* q = cur.take_floats(btc);
     float* k = cur.take_floats(bkv);
@@ -479,10 +503,9 @@ void attention_forward_tiled(const CudaCtx& ctx, Act out, float* saved, ConstAct
             att, rows, T, window, stats + static_cast<size_t>(b0) * NH * T);
         TRT_CUDA_LAUNCH_CHECK();
         const float* probs = att;
-        if (mask != nullptr) {  // the tile's part of the [B,NH,T,T] mask stream
-            DropoutMask m = *mask;
-            m.index0 += static_cast<uint64_t>(b0) * seq_att;
-            dropout_floats(ctx, dropped, att, static_cast<size_t>(rows) * T, m);
+        if (mask != nullptr) {
+            dropout_floats(ctx, dropped, att, static_cast<size_t>(rows) * T,
+                           tile_mask(*mask, b0, seq_att));
             probs = dropped;
         }
         gemm_f32(gctx, gemm_pw(qb, probs, false, vb, n * NKV, G, T, hs));  // y = P·v into q
@@ -496,12 +519,10 @@ void attention_backward_tiled(const CudaCtx& ctx, Act dqkv, float* scratch, Cons
     if (empty(B, T, C, NH)) return;
     check_heads(C, NH, NKV);
     act_storage(ctx, {dqkv, dout, qkv});
-    const int hs = C / NH, G = NH / NKV, bc = attention_tile_seqs(B, T, NH);
-    const size_t btc = static_cast<size_t>(B) * T * C;
-    const size_t bkv = static_cast<size_t>(B) * T * hs * NKV;
-    const size_t seq_q = static_cast<size_t>(NH) * T * hs, seq_kv = static_cast<size_t>(NKV) * T * hs;
-    const size_t seq_att = static_cast<size_t>(NH) * T * T;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+    const Tiling z(B, T, C, NH, NKV);
+    const int hs = z.hs, G = z.G, bc = z.bc;
+    const size_t btc = z.btc, bkv = z.bkv, seq_q = z.seq_q, seq_kv = z.seq_kv, seq_att = z.seq_att;
+    const float scale = z.scale;
     const size_t tile = pad_floats(bc * seq_att);
     float* att = scratch;        // P, recomputed
     float* dd = att + tile;      // datt, then dpreatt in place
@@ -527,9 +548,8 @@ void attention_backward_tiled(const CudaCtx& ctx, Act dqkv, float* scratch, Cons
         TRT_CUDA_LAUNCH_CHECK();
         const float* used = att;  // the probabilities y was made of
         if (mask != nullptr) {
-            DropoutMask m = *mask;
-            m.index0 += static_cast<uint64_t>(b0) * seq_att;
-            dropout_floats(ctx, dropped, att, static_cast<size_t>(rows) * T, m);
+            dropout_floats(ctx, dropped, att, static_cast<size_t>(rows) * T,
+                           tile_mask(*mask, b0, seq_att));
             used = dropped;
         }
         // Each result overwrites this tile's slice of a buffer that is dead by then:
