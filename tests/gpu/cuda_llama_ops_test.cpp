@@ -207,10 +207,8 @@ TEST_P(LlamaOps, ScratchSizedFromLlamaDims) {
     // The attention of that model, and its norm / MLP ops.
     const size_t nq = (size_t)N * QKV, no = (size_t)N * C;
     Twin qkv = up(in(nq, 3905, -2, 2)), out = nan_floats(no), dqkv = nan_floats(nq);
-    Twin saved = nan_floats(std::max(cpu_->attention_saved_floats(B, T, C, NH, NKV),
-                                     cuda_->attention_saved_floats(B, T, C, NH, NKV)));
-    Twin scratch = nan_floats(std::max(cpu_->attention_scratch_floats(B, T, C, NH, NKV),
-                                       cuda_->attention_scratch_floats(B, T, C, NH, NKV)));
+    Twin saved = attention_saved(B, T, C, NH, NKV);
+    Twin scratch = attention_scratch(B, T, C, NH, NKV);
     Twin dout = up(in(no, 3906));
     both([&](Backend& be, int s) {
         be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV);
@@ -240,10 +238,8 @@ TEST_P(LlamaOps, SlidingWindowAttentionMatchesTheCpu) {
     cuda_->reserve(d);
     const size_t nq = (size_t)B * T * (NH + 2 * NKV) * hs, no = (size_t)B * T * C;
     Twin qkv = up(in(nq, 3951, -2, 2)), out = nan_floats(no), dqkv = nan_floats(nq);
-    Twin saved = nan_floats(std::max(cpu_->attention_saved_floats(B, T, C, NH, NKV),
-                                     cuda_->attention_saved_floats(B, T, C, NH, NKV)));
-    Twin scratch = nan_floats(std::max(cpu_->attention_scratch_floats(B, T, C, NH, NKV),
-                                       cuda_->attention_scratch_floats(B, T, C, NH, NKV)));
+    Twin saved = attention_saved(B, T, C, NH, NKV);
+    Twin scratch = attention_scratch(B, T, C, NH, NKV);
     Twin dout = up(in(no, 3952));
     both([&](Backend& be, int s) {
         be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV, W);

@@ -97,12 +97,14 @@ protected:
         ASSERT_NE(cuda_, nullptr) << why;
     }
 
-    // Grouped-query forward and backward on both backends ([B,T,(NH+2NKV)hs] qkv); CUDA within
+    // Forward and backward on both backends (qkv [B,T,(NH+2NKV)hs]; NKV = NH: multi-head,
+    // NKV < NH: grouped-query), with a sliding window when given; CUDA within
     // the matrix-product tolerances. saved/scratch: the larger of both backends' sizes for
     // (B, T), and for reserved_T when the backend was reserved longer.
     void compare_gqa_with_cpu(int B, int T, int C, int NH, int NKV, uint32_t seed,
                               int reserved_T = 0, int window = 0) {
-        const std::string sh = shape(B, T, C, NH) + " NKV=" + std::to_string(NKV) +
+        const std::string sh = shape(B, T, C, NH) +
+                               (NKV != NH ? " NKV=" + std::to_string(NKV) : "") +
                                (window > 0 ? " window=" + std::to_string(window) : "");
         const int hs = C / NH;
         const size_t nq = static_cast<size_t>(B) * T * (NH + 2 * NKV) * hs;
@@ -122,12 +124,12 @@ protected:
         both([&](Backend& be, int s) {
             be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV, window);
         });
-        expect_close("cudnn gqa fwd" + sh, out, no, gpu::matmul_tol(precision_, false));
+        expect_close("cudnn attention fwd" + sh, out, no, gpu::matmul_tol(precision_, false));
         both([&](Backend& be, int s) {
             be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T,
                                   C, NH, NKV, window);
         });
-        expect_close("cudnn gqa bwd dqkv" + sh, dqkv, nq, gpu::matmul_tol(precision_, true));
+        expect_close("cudnn attention bwd dqkv" + sh, dqkv, nq, gpu::matmul_tol(precision_, true));
     }
 
     void reserve_for(int B, int T, int C, int NH) {
@@ -146,35 +148,11 @@ protected:
             << tag(shape(B, T, C, NH)) << ": saved is not cuDNN-sized";
     }
 
-    // Forward and backward on both backends; CUDA within the matrix-product tolerances.
-    // reserved_T: the T the backend was reserved for, when larger (the model sizes its
-    // saved/scratch buffers for that one and reuses them for shorter calls).
+    // Multi-head attention (qkv [B,T,3C]) the same way; reserved_T: the T the backend was
+    // reserved for, when larger (the model sizes its saved/scratch buffers for that one and
+    // reuses them for shorter calls).
     void compare_with_cpu(int B, int T, int C, int NH, uint32_t seed, int reserved_T = 0) {
-        const std::string sh = shape(B, T, C, NH);
-        const size_t nq = static_cast<size_t>(B) * T * 3 * C, no = static_cast<size_t>(B) * T * C;
-        Twin qkv = up(in(nq, seed, -2, 2)), out = nan_floats(no);
-        // Each backend saves what its own backward needs: its own sizes.
-        size_t n_saved = std::max(cpu_->attention_saved_floats(B, T, C, NH, NH),
-                                  cuda_->attention_saved_floats(B, T, C, NH, NH));
-        size_t n_scratch = std::max(cpu_->attention_scratch_floats(B, T, C, NH, NH),
-                                    cuda_->attention_scratch_floats(B, T, C, NH, NH));
-        if (reserved_T > T) {
-            n_saved = std::max(n_saved, cuda_->attention_saved_floats(B, reserved_T, C, NH, NH));
-            n_scratch =
-                std::max(n_scratch, cuda_->attention_scratch_floats(B, reserved_T, C, NH, NH));
-        }
-        Twin saved = nan_floats(n_saved), scratch = nan_floats(n_scratch);
-        both([&](Backend& be, int s) {
-            be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NH);
-        });
-        expect_close("cudnn attention fwd" + sh, out, no, gpu::matmul_tol(precision_, false));
-
-        Twin dout = up(in(no, seed + 1)), dqkv = nan_floats(nq);
-        both([&](Backend& be, int s) {
-            be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T,
-                                  C, NH, NH);
-        });
-        expect_close("cudnn attention bwd dqkv" + sh, dqkv, nq, gpu::matmul_tol(precision_, true));
+        compare_gqa_with_cpu(B, T, C, NH, NH, seed, reserved_T);
     }
 };
 
@@ -320,10 +298,8 @@ TEST_P(CudnnAttention, GroupedQueryModelRunsTheMatmulPathAndSaysWhy) {
     const size_t no = static_cast<size_t>(B) * T * C;
     Twin qkv = up(in(nq, 8900, -2, 2)), dout = up(in(no, 8901));
     Twin out = nan_floats(no), dqkv = nan_floats(nq);
-    Twin saved = nan_floats(std::max(cpu_->attention_saved_floats(B, T, C, NH, NKV),
-                                     cuda_->attention_saved_floats(B, T, C, NH, NKV)));
-    Twin scratch = nan_floats(std::max(cpu_->attention_scratch_floats(B, T, C, NH, NKV),
-                                       cuda_->attention_scratch_floats(B, T, C, NH, NKV)));
+    Twin saved = attention_saved(B, T, C, NH, NKV);
+    Twin scratch = attention_scratch(B, T, C, NH, NKV);
     both([&](Backend& be, int s) {
         be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV);
         be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T, C,
@@ -422,10 +398,8 @@ TEST_P(CudnnAttention, GroupedQueryCallOnAMultiHeadReservation) {
     const size_t no = static_cast<size_t>(b) * t * C;
     Twin qkv = up(in(nq, 8960, -2, 2)), dout = up(in(no, 8961));
     Twin out = nan_floats(no), dqkv = nan_floats(nq);
-    Twin saved = nan_floats(std::max(cpu_->attention_saved_floats(b, t, C, NH, NKV),
-                                     cuda_->attention_saved_floats(b, t, C, NH, NKV)));
-    Twin scratch = nan_floats(std::max(cpu_->attention_scratch_floats(b, t, C, NH, NKV),
-                                       cuda_->attention_scratch_floats(b, t, C, NH, NKV)));
+    Twin saved = attention_saved(b, t, C, NH, NKV);
+    Twin scratch = attention_scratch(b, t, C, NH, NKV);
     both([&](Backend& be, int s) {
         be.attention_forward(out.f(s), saved.f(s), qkv.f(s), b, t, C, NH, NKV);
         be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), b, t, C,

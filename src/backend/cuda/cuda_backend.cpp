@@ -364,7 +364,8 @@ public:
             return cuda::attention_saved_floats(B, T, C, NH, NKV, ctx_.tiled_attention);
         if (cudnn_->prepared(B, T, C, NH, NKV, cudnn_window_))
             return CudnnAttention::saved_floats(B, T, C, NH);
-        if (matmul_fits(B, T, C, NH, NKV)) return cuda::attention_saved_floats(B, T, C, NH, NKV, ctx_.tiled_attention);
+        if (matmul_fits(B, T, C, NH, NKV))
+            return cuda::attention_saved_floats(B, T, C, NH, NKV, ctx_.tiled_attention);
         return cudnn_->call_saved_floats(B, T, C, NH, NKV, cudnn_window_);
     }
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,

@@ -392,7 +392,8 @@ std::array<int, 4> CudnnAttention::plan_shape(const CudaCtx& ctx, int B, int T, 
     return {s.B, s.T, s.C, s.NH};
 }
 
-bool CudnnAttention::serves(const CudaCtx& ctx, int B, int T, int C, int NH, int NKV, int window) const {
+bool CudnnAttention::serves(const CudaCtx& ctx, int B, int T, int C, int NH, int NKV,
+                            int window) const {
     return cache_.contains(plan_for(ctx, attn_shape(B, T, C, NH, NKV, window)));
 }
 
