@@ -69,13 +69,14 @@ public:
     size_t bytes_in_use() const override { return in_->bytes_in_use(); }
 
     void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
-                         int B, int T, int C) override {
-        timed("encoder fwd", 0, [&] { in_->encoder_forward(out, inputs, wte, wpe, B, T, C); });
+                         int B, int T, int C, const int32_t* pos) override {
+        timed("encoder fwd", 0,
+              [&] { in_->encoder_forward(out, inputs, wte, wpe, B, T, C, pos); });
     }
     void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
-                          int B, int T, int C) override {
+                          int B, int T, int C, const int32_t* pos) override {
         timed("encoder bwd", 0,
-              [&] { in_->encoder_backward(dwte, dwpe, dout, inputs, B, T, C); });
+              [&] { in_->encoder_backward(dwte, dwpe, dout, inputs, B, T, C, pos); });
     }
     void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
                            const float* w, const float* b, int N, int C) override {
@@ -120,34 +121,36 @@ public:
         });
     }
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                           int NH, int NKV, int window) override {
+                           int NH, int NKV, int window, const int32_t* pos) override {
         const double f = 2.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
         timed("attention fwd", f,
-              [&] { in_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, window); });
+              [&] { in_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, window, pos); });
     }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH, int NKV,
-                            int window) override {
+                            int window, const int32_t* pos) override {
         const double f = 4.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
         timed("attention bwd", f, [&] {
-            in_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, window);
+            in_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, window,
+                                    pos);
         });
     }
     void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
                                    int NH, int NKV, const trt::DropoutMask& m,
-                                   int window) override {
+                                   int window, const int32_t* pos) override {
         const double f = 2.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
         timed("attention fwd (dropout)", f, [&] {
-            in_->attention_dropout_forward(out, saved, qkv, B, T, C, NH, NKV, m, window);
+            in_->attention_dropout_forward(out, saved, qkv, B, T, C, NH, NKV, m, window, pos);
         });
     }
     void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                                     const float* saved, int B, int T, int C, int NH, int NKV,
-                                    const trt::DropoutMask& m, int window) override {
+                                    const trt::DropoutMask& m, int window,
+                                    const int32_t* pos) override {
         const double f = 4.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
         timed("attention bwd (dropout)", f, [&] {
             in_->attention_dropout_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, m,
-                                            window);
+                                            window, pos);
         });
     }
     void dropout(Act out, ConstAct in, size_t n, const trt::DropoutMask& m) override {
@@ -171,14 +174,14 @@ public:
         });
     }
     void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
-                      int NKV, int hs, int pos0) override {
+                      int NKV, int hs, int pos0, const int32_t* pos) override {
         timed("rope fwd", 0,
-              [&] { in_->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0); });
+              [&] { in_->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0, pos); });
     }
     void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
-                       int NKV, int hs, int pos0) override {
+                       int NKV, int hs, int pos0, const int32_t* pos) override {
         timed("rope bwd", 0,
-              [&] { in_->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0); });
+              [&] { in_->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0, pos); });
     }
     void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
         timed("swiglu fwd", 0, [&] { in_->swiglu_forward(out, inp, N, F); });
@@ -228,6 +231,10 @@ public:
     trt::StepScalars read_scalars(int slot) override { return in_->read_scalars(slot); }
     void load_rows(int32_t* in, int32_t* tg, const int32_t* rows, int B, int T) override {
         in_->load_rows(in, tg, rows, B, T);
+    }
+    void load_batch(int32_t* in, int32_t* tg, int32_t* ps, const int32_t* hin,
+                    const int32_t* htg, const int32_t* hps, int B, int T) override {
+        in_->load_batch(in, tg, ps, hin, htg, hps, B, T);
     }
     void sample_window(int32_t* in, int32_t* tg, const trt::DeviceTokens& d,
                        const int64_t* start, int B, int T) override {

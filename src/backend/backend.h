@@ -27,7 +27,7 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 13;
+constexpr uint32_t kBackendInterfaceVersion = 14;
 
 // A view of an activation buffer in backend memory: where it starts and what its elements
 // are. A float* converts implicitly (an fp32 buffer), so fp32 call sites read as plain
@@ -157,6 +157,9 @@ struct ModelDims {
     // The model drops attention probabilities (attention_dropout_forward): a backend with a
     // fused attention that cannot draw those masks sizes for its matmul path.
     bool attention_dropout = false;
+    // The batches may carry positions (documents: packed examples, the `pos` of the ops): a
+    // backend whose fused attention cannot mask them sizes for its matmul path.
+    bool documents = false;
     // The Llama shape: the MLP's up projection is [gate | up] (2F wide) and the linear weights
     // are [out, in] (WeightLayout::OutIn); else GPT-2's F-wide c_fc and [in, out] weights.
     bool gated_mlp = false;
@@ -293,16 +296,26 @@ public:
     virtual size_t op_scratch_bytes(const ModelDims& dims) const { return 0; }
 
     // ---- ops
-    // out[n,:] = wte[inputs[n],:] + wpe[n % T,:]; wpe == nullptr (rotary models): no
-    // position term.
+    // Documents (packed examples). Several ops take a trailing `pos`: int32 [B,T] in backend
+    // memory, or nullptr. pos[b,t] = 0 begins an example, else pos[b,t] = pos[b,t-1] + 1 (the
+    // caller validates that). Row t of sequence b then has position pos[b,t] (the encoder's
+    // wpe row, RoPE's angle), and attends only keys s of its own example:
+    // t - pos[b,t] <= s <= t (intersected with a sliding window). nullptr: one example per
+    // row, positions t (the same bits as before pos existed).
+    //
+    // out[n,:] = wte[inputs[n],:] + wpe[p(n),:], p(n) = n % T, or pos[n] when given; wpe ==
+    // nullptr (rotary models): no position term.
     virtual void encoder_forward(Act out /*[N,C]*/, const int32_t* inputs /*[N]*/,
                                  const float* wte /*[V,C]*/, const float* wpe /*[>=T,C] or null*/,
-                                 int B, int T, int C) = 0;
-    // dwte[inputs[n]] += dout[n]; dwpe[t] += sum_b dout[b,t]. Each is skipped when null
-    // (no position table; a frozen token embedding).
+                                 int B, int T, int C,
+                                 const int32_t* pos = nullptr /*[B,T] backend memory, or null*/) = 0;
+    // dwte[inputs[n]] += dout[n]; dwpe[p(n)] += dout[n] (p as above; each element sums its
+    // rows in n order). Each is skipped when null (no position table; a frozen token
+    // embedding).
     virtual void encoder_backward(float* dwte /*or null*/, float* dwpe /*or null*/,
                                   ConstAct dout /*[N,C]*/, const int32_t* inputs /*[N]*/,
-                                  int B, int T, int C) = 0;
+                                  int B, int T, int C,
+                                  const int32_t* pos = nullptr /*[B,T] backend memory, or null*/) = 0;
 
     // out = (inp - mean) * rstd * w + b over the last dim, eps 1e-5; saves mean, rstd.
     virtual void layernorm_forward(Act out /*[N,C]*/, float* mean /*[N]*/,
@@ -338,16 +351,21 @@ public:
     // window > 0: a sliding window (Mistral's sliding_window): query t attends keys s with
     // t - s < window only; 0 = the whole causal context. The backward takes the forward's
     // window (a backend that recomputes the probabilities needs it).
+    // pos (documents, above): query t of sequence b attends keys t - pos[b,t] .. t only
+    // (block-diagonal causal); the backward takes the forward's. A backend whose fused
+    // attention cannot mask so (CUDA's cuDNN) takes its matmul path for these calls.
     virtual void attention_forward(Act out /*[B,T,C]*/, float* saved,
                                    ConstAct qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C,
-                                   int NH, int NKV, int window = 0) = 0;
+                                   int NH, int NKV, int window = 0,
+                                   const int32_t* pos = nullptr /*[B,T] backend memory, or null*/) = 0;
     // dqkv overwritten (a K/V head's gradient sums over the query heads sharing it).
     // scratch: attention_scratch_floats() floats.
     virtual size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const = 0;
     virtual void attention_backward(Act dqkv /*[B,T,(NH+2NKV)hs]*/, float* scratch,
                                     ConstAct dout /*[B,T,C]*/, ConstAct qkv,
                                     const float* saved, int B, int T, int C, int NH,
-                                    int NKV, int window = 0) = 0;
+                                    int NKV, int window = 0,
+                                    const int32_t* pos = nullptr /*[B,T] backend memory, or null*/) = 0;
 
     // KV-cached attention for generation (one sequence): the n new rows of qkv, at positions
     // pos0 .. pos0+n-1, first store their K and V heads into the caches (row p of head g at
@@ -372,12 +390,14 @@ public:
     virtual void attention_dropout_forward(Act out /*[B,T,C]*/, float* saved,
                                            ConstAct qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T,
                                            int C, int NH, int NKV, const DropoutMask& m,
-                                           int window = 0) = 0;
+                                           int window = 0,
+                                           const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
     virtual void attention_dropout_backward(Act dqkv /*[B,T,(NH+2NKV)hs]*/, float* scratch,
                                             ConstAct dout /*[B,T,C]*/, ConstAct qkv,
                                             const float* saved, int B, int T, int C, int NH,
                                             int NKV, const DropoutMask& m,
-                                            int window = 0) = 0;
+                                            int window = 0,
+                                            const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
 
     // ---- Llama-family ops
     // RMSNorm (HF LlamaRMSNorm): rstd[n] = 1/sqrt(mean_c inp[n,c]² + eps),
@@ -398,19 +418,22 @@ public:
                                           int N, int C, float eps) = 0;
     // Rotary position embedding, HF Llama convention (rotate_half), IN PLACE on the Q and K
     // heads of qkv (layout of attention_forward; V untouched). Row n = b*T + t has position
-    // p = pos0 + t. For each Q or K head vector x and i < hs/2, with c = cos[p*hs/2 + i],
+    // p = pos0 + t, or p = pos[n] when pos is given (documents, above; pos0 is then ignored).
+    // For each Q or K head vector x and i < hs/2, with c = cos[p*hs/2 + i],
     // s = sin[p*hs/2 + i]:
     //   x[i] <- x[i]*c - x[i + hs/2]*s ;  x[i + hs/2] <- x[i + hs/2]*c + x[i]*s
     // cos/sin are [max_pos, hs/2] tables in backend memory (built once by the model, so both
     // backends use the same values); pos0 + T <= max_pos. hs is even.
     virtual void rope_forward(Act qkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
                               const float* sin, int B, int T, int NH, int NKV, int hs,
-                              int pos0) = 0;
+                              int pos0,
+                              const int32_t* pos = nullptr /*[B,T] backend memory, or null*/) = 0;
     // The transpose, in place on the gradient w.r.t. the rotated q and k:
     //   d[i] <- d[i]*c + d[i + hs/2]*s ;  d[i + hs/2] <- d[i + hs/2]*c - d[i]*s
     virtual void rope_backward(Act dqkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
                                const float* sin, int B, int T, int NH, int NKV, int hs,
-                               int pos0) = 0;
+                               int pos0,
+                               const int32_t* pos = nullptr /*[B,T] backend memory, or null*/) = 0;
     // SwiGLU: inp = [gate | up] along the last dim ([N, 2F]: the stacked gate_proj and
     // up_proj outputs), out[n,j] = silu(gate[n,j]) * up[n,j], silu(x) = x / (1 + e^-x).
     virtual void swiglu_forward(Act out /*[N,F]*/, ConstAct inp /*[N,2F]*/, int N,
@@ -518,6 +541,13 @@ public:
     // be reused by the caller as soon as the call returns.
     virtual void load_rows(int32_t* inputs, int32_t* targets, const int32_t* host_rows,
                            int B, int T) = 0;
+    // Packed examples (documents): host [B,T] arrays → inputs, targets and positions [B,T] in
+    // backend memory, staged as load_rows stages (host arrays reusable on return). targets may
+    // hold -1 (an ignored target) and are copied as they are; positions as documented above
+    // the encoder (host_positions null: positions is not written and may be null).
+    virtual void load_batch(int32_t* inputs, int32_t* targets, int32_t* positions /*or null*/,
+                            const int32_t* host_inputs, const int32_t* host_targets,
+                            const int32_t* host_positions /*or null*/, int B, int T) = 0;
     // Sequential window on a resident token set: row b = tokens[*start + b*T, +T+1).
     // start is backend memory (written by upload_step_inputs), so a replayed graph reads
     // this step's window; a start outside the token set yields no rows (asynchronous

@@ -42,6 +42,7 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
     act_base_ = be_.alloc(act_bytes_, "activations");
     inputs_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "input ids"));
     targets_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "target ids"));
+    positions_ = static_cast<int32_t*>(be_.alloc(N * sizeof(int32_t), "positions"));
     be_.register_params(params_, table_.total());
     lay_out_activations(s, B, T, att_saved, att_scratch, act, recompute_, act_base_, &acts_,
                         head_rows_);
@@ -65,6 +66,7 @@ Decoder::~Decoder() {
     be_.free(rope_sin_);
     be_.free(inputs_);
     be_.free(targets_);
+    be_.free(positions_);
     be_.free(kv_cache_);
 }
 
@@ -159,8 +161,10 @@ void Decoder::lora_backward(Slot slot, int layer, ConstAct x, ConstAct dout, Act
 
 void Decoder::zero_grads() { be_.zero(grads_, table_.grad_total() * sizeof(float)); }
 
-void Decoder::forward(const int32_t* inputs, const int32_t* targets, int B, int T) {
+void Decoder::forward(const int32_t* inputs, const int32_t* targets, int B, int T,
+                      const int32_t* positions) {
     pass_scalars_ = nullptr;  // evaluation: no dropout
+    pass_positions_ = positions;
     run_forward(inputs, targets, B, T, 0.0f, false, nullptr);
 }
 
@@ -174,15 +178,18 @@ void Decoder::begin_pass(const StepScalars* scalars, uint32_t micro_step) {
 
 void Decoder::forward_backward(const int32_t* inputs, const int32_t* targets, int B, int T,
                                float dloss_scale, const StepScalars* scalars,
-                               uint32_t micro_step) {
+                               uint32_t micro_step, const int32_t* positions) {
     begin_pass(scalars, micro_step);
+    pass_positions_ = positions;
     run_forward(inputs, targets, B, T, dloss_scale, true, scalars);
     run_backward(inputs, B, T);
 }
 
 void Decoder::forward_training(const int32_t* inputs, const int32_t* targets, int B, int T,
-                               const StepScalars* scalars, uint32_t micro_step) {
+                               const StepScalars* scalars, uint32_t micro_step,
+                               const int32_t* positions) {
     begin_pass(scalars, micro_step);
+    pass_positions_ = positions;
     run_forward(inputs, targets, B, T, 0.0f, false, nullptr);
 }
 
@@ -231,9 +238,11 @@ void Decoder::block_attention_forward(int i, int B, int T, int cache_pos0) {
     for (Slot p : {Slot::Qkv, Slot::Q, Slot::K, Slot::V}) lora_forward(p, i, a.ln1, a.qkv, N);
     if (s.family().qk_norm) qk_norm_forward(i, N);
     const bool cached = cache_pos0 >= 0;
+    // Documents: the pass's positions (forward_cached has none).
+    const int32_t* pos = cached ? nullptr : pass_positions_;
     if (!s.learned_positions())
         be_.rope_forward(a.qkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(),
-                         cached ? cache_pos0 : 0);
+                         cached ? cache_pos0 : 0, pos);
     if (cached) {
         const size_t per_cache = static_cast<size_t>(s.NKV) * T_ * s.hs();
         float* k_cache = kv_cache_ + 2 * static_cast<size_t>(i) * per_cache;
@@ -243,10 +252,10 @@ void Decoder::block_attention_forward(int i, int B, int T, int cache_pos0) {
         be_.attention_dropout_forward(a.atty, a.att_saved, a.qkv, B, T, A, s.NH, s.NKV,
                                       mask(s.dropout,
                                            dropout_site(i, DropoutPlace::AttentionProbs)),
-                                      s.sliding_window);
+                                      s.sliding_window, pos);
     else
         be_.attention_forward(a.atty, a.att_saved, a.qkv, B, T, A, s.NH, s.NKV,
-                              s.sliding_window);
+                              s.sliding_window, pos);
     const float* bias = residual_branch(a.attproj, a.atty, Slot::AttnOut, i, A, N);
     residual_norm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, block_input(i), a.attproj,
                           bias, w(Slot::MlpNorm, i), w(Slot::MlpNormBias, i), N);
@@ -375,7 +384,8 @@ void Decoder::embed(const int32_t* inputs, const float* wpe, int B, int T) {
     const int N = B * T;
     Activations& A = acts_;
     held_row0_ = -1;  // a new pass: lnf, and so the logits, will change
-    be_.encoder_forward(A.encoded, inputs, w(Slot::TokenEmbedding), wpe, B, T, s.C);
+    be_.encoder_forward(A.encoded, inputs, w(Slot::TokenEmbedding), wpe, B, T, s.C,
+                        pass_positions_);
     if (dropping(s.dropout))
         be_.dropout(A.encoded, A.encoded, static_cast<size_t>(N) * s.C,
                     mask(s.dropout, kEmbeddingDropoutSite));
@@ -486,12 +496,14 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
         if (dropping(s.dropout))
             be_.attention_dropout_backward(
                 A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, B, T, AW, s.NH, s.NKV,
-                mask(s.dropout, dropout_site(i, DropoutPlace::AttentionProbs)), s.sliding_window);
+                mask(s.dropout, dropout_site(i, DropoutPlace::AttentionProbs)), s.sliding_window,
+                pass_positions_);
         else
             be_.attention_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, B, T, AW,
-                                   s.NH, s.NKV, s.sliding_window);
+                                   s.NH, s.NKV, s.sliding_window, pass_positions_);
         if (!s.learned_positions())  // d(rotated q, k) -> d(q, k)
-            be_.rope_backward(A.dqkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0);
+            be_.rope_backward(A.dqkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0,
+                              pass_positions_);
         if (s.family().qk_norm) qk_norm_backward(i, N);  // d(normalised q, k) -> d(q, k)
         const Slot qkv = s.split_qkv() ? Slot::Q : Slot::Qkv;
         be_.matmul_backward(A.dln, dw(qkv, i), dw(qkv_bias_slot(), i), A.dqkv, a.ln1, w(qkv, i),
@@ -506,7 +518,7 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
         be_.dropout(A.dresidual, A.dresidual, NC, mask(s.dropout, kEmbeddingDropoutSite));
     if (embeddings_train_)  // dwte may be null (a frozen wte with a trainable wpe)
         be_.encoder_backward(dw(Slot::TokenEmbedding), dw(Slot::PositionEmbedding),
-                             A.dresidual, inputs, B, T, C);
+                             A.dresidual, inputs, B, T, C, pass_positions_);
 }
 
 size_t Decoder::kv_cache_floats() const {
@@ -530,6 +542,7 @@ void Decoder::forward_cached(const int32_t* inputs, int pos0, int n) {
     if (kv_cache_ == nullptr)
         kv_cache_ = static_cast<float*>(be_.alloc(kv_cache_floats() * sizeof(float), "KV cache"));
     pass_scalars_ = nullptr;  // evaluation: no dropout
+    pass_positions_ = nullptr;
     // The position table read from row pos0 on: the rows are positions pos0 .. pos0+n-1.
     const float* wpe = w(Slot::PositionEmbedding);
     embed(inputs, wpe ? wpe + static_cast<size_t>(pos0) * C : nullptr, 1, n);

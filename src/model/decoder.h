@@ -61,14 +61,19 @@ public:
     // forward() is the evaluation pass: it never drops. forward_backward is a training pass:
     // with spec().dropout or lora.dropout > 0 it drops with the masks of (scalars->step,
     // micro_step) (model/dropout_sites.h), and then scalars is required.
-    void forward(const int32_t* inputs, const int32_t* targets, int B, int T);
+    // positions: packed examples (documents, backend.h): int32 [B, T] in backend memory
+    // (positions_buffer(), or any), each row's examples attend only to themselves and their
+    // positions restart at 0. nullptr: one example per row, positions 0 .. T-1.
+    void forward(const int32_t* inputs, const int32_t* targets, int B, int T,
+                 const int32_t* positions = nullptr);
     void forward_backward(const int32_t* inputs, const int32_t* targets, int B, int T,
                           float dloss_scale, const StepScalars* scalars = nullptr,
-                          uint32_t micro_step = 0);
+                          uint32_t micro_step = 0, const int32_t* positions = nullptr);
     // A training pass's forward alone (the loss forward_backward differentiates, masks
     // included): for tests that check the gradient against finite differences.
     void forward_training(const int32_t* inputs, const int32_t* targets, int B, int T,
-                          const StepScalars* scalars, uint32_t micro_step = 0);
+                          const StepScalars* scalars, uint32_t micro_step = 0,
+                          const int32_t* positions = nullptr);
     const float* losses() const { return acts_.losses; }  // backend memory [B*T]
     // Mean over B*T positions of the last forward's losses, summed in double; and the sum
     // itself (a whole-split eval adds windows of different lengths).
@@ -83,6 +88,7 @@ public:
     // Host <-> backend staging for one micro-batch of token ids.
     int32_t* inputs_buffer() { return inputs_; }    // backend memory [B*T]
     int32_t* targets_buffer() { return targets_; }  // backend memory [B*T]
+    int32_t* positions_buffer() { return positions_; }  // backend memory [B*T] (documents)
 
     size_t activation_bytes() const { return act_bytes_; }
 
@@ -190,6 +196,9 @@ private:
     float *rope_cos_ = nullptr, *rope_sin_ = nullptr;  // [maxT, hs/2] (rotary families)
     int32_t* inputs_ = nullptr;
     int32_t* targets_ = nullptr;
+    int32_t* positions_ = nullptr;
+    // The current pass's positions (documents; null: positions t, and forward_cached's).
+    const int32_t* pass_positions_ = nullptr;
     float* kv_cache_ = nullptr;  // forward_cached: [L][K | V][NKV, T_, hs], or null
     std::vector<float> host_losses_;
     std::vector<uint16_t> host_lowp_;  // staging for copy_logits_to_host

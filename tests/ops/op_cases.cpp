@@ -73,6 +73,37 @@ TensorSpec bitwise(TensorSpec t) {
     return t;
 }
 
+// Documents (backend.h): each row packs examples of the lengths `lens`, cycled (row b starts
+// at lens[b % size], so rows differ; the last example is cut at T): pos[b,t] restarts at 0
+// where an example begins.
+std::vector<int32_t> doc_positions(int B, int T, const std::vector<int>& lens) {
+    std::vector<int32_t> p((size_t)B * T);
+    for (int b = 0; b < B; b++) {
+        size_t k = (size_t)b % lens.size();
+        int left = lens[k], run = 0;
+        for (int t = 0; t < T; t++) {
+            if (left == 0) {
+                k = (k + 1) % lens.size();
+                left = lens[k];
+                run = 0;
+            }
+            p[(size_t)b * T + t] = run++;
+            left--;
+        }
+    }
+    return p;
+}
+TensorSpec positions(int B, int T, const std::vector<int>& lens) {
+    TensorSpec t = ids("pos", (size_t)B * T, std::max(T, 1));
+    t.fill_ids = [=](std::vector<int32_t>& v) { v = doc_positions(B, T, lens); };
+    return t;
+}
+std::string docs_text(const std::vector<int>& lens) {
+    std::string s = " docs";
+    for (int n : lens) s += "_" + std::to_string(n);
+    return s;
+}
+
 // Dims a backend reserves for N rows of width C (norms, elementwise, column sums).
 trt::ModelDims rows_dims(int N, int C) {
     trt::ModelDims d;
@@ -217,6 +248,64 @@ void encoder_cases() {
                 ref::encoder_backward(h.f[1], h.ids[0], B, T, C, V, dwte, dwpe);
                 if (wte) add_into(h.f[2], dwte);  // frozen: keeps its pre-fill
                 if (wpe) add_into(h.f[3], dwpe);  // rows >= T keep their pre-fill
+            };
+            add(c);
+        }
+    }
+}
+
+// Documents: each row's wpe rows are its examples' positions (pos, the last tensor).
+void encoder_document_cases() {
+    struct S {
+        int B, T, C, V;
+        std::vector<int> lens;
+        bool wte = true;  // false: a frozen token embedding (backward only)
+    };
+    for (const S& s : {S{2, 17, 40, 67, {5, 1, 11}}, S{3, 70, 12, 9, {64, 1, 5}},
+                       S{1, 9, 8, 3, {9}}, S{4, 64, 768, 50, {7, 30, 1, 26}},
+                       S{2, 17, 40, 67, {5, 1, 11}, false}}) {
+        const int B = s.B, T = s.T, C = s.C, V = s.V, P = T + 3;
+        const bool wte = s.wte;
+        const std::vector<int> lens = s.lens;
+        const std::string sh = dims_text({{"B", B}, {"T", T}, {"C", C}, {"V", V}}) +
+                               docs_text(lens) + (wte ? "" : " frozen_wte");
+        const size_t N = (size_t)B * T;
+        if (wte) {
+            OpCase c;
+            c.op = "encoder_forward";
+            c.shape = sh;
+            c.tensors = {ids("inputs", N, V), in("wte", (size_t)V * C), in("wpe", (size_t)P * C),
+                         bitwise(out("out", N * C)), positions(B, T, lens)};
+            c.dims = rows_dims(T, C);
+            c.dims.B = B;
+            c.dims.V = V;
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.encoder_forward(t.f(3), t.ids(0), t.f(1), t.f(2), B, T, C, t.ids(4));
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[3] = ref::encoder_forward(h.ids[0], h.f[1], h.f[2], B, T, C, &h.ids[4]);
+            };
+            add(c);
+        }
+        {
+            OpCase c;
+            c.op = "encoder_backward";
+            c.shape = sh;
+            c.tensors = {ids("inputs", N, V), in("dout", N * C), acc("dwte", (size_t)V * C),
+                         acc("dwpe", (size_t)P * C), positions(B, T, lens)};
+            c.dims = rows_dims(T, C);
+            c.dims.B = B;
+            c.dims.V = V;
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                be.encoder_backward(t.f_if(wte, 2), t.f(3), t.f(1), t.ids(0), B, T, C, t.ids(4));
+            };
+            c.reference = [=](HostTensors& h) {
+                Vec dwte, dwpe;
+                ref::encoder_backward(h.f[1], h.ids[0], B, T, C, V, dwte, dwpe, &h.ids[4]);
+                if (wte) add_into(h.f[2], dwte);
+                add_into(h.f[3], dwpe);
             };
             add(c);
         }
@@ -582,6 +671,81 @@ void attention_cases() {
     }
 }
 
+// Documents (backend.h): rows packing examples of the lengths given (cycled per row): one
+// example, two, several; boundaries inside a 64-row query block, on its edges (64, 128) and
+// one row past them; examples of one token; with GQA and MQA, and with a sliding window.
+void attention_document_cases() {
+    struct S {
+        int B, T, NH, NKV, hs, window;
+        std::vector<int> lens;
+    };
+    for (const S& s : {S{2, 7, 3, 3, 4, 0, {3, 4}}, S{1, 1, 2, 2, 4, 0, {1}},
+                       S{1, 200, 2, 1, 16, 0, {200}}, S{2, 130, 4, 4, 8, 0, {64, 1, 63, 2}},
+                       S{3, 150, 6, 2, 8, 0, {5, 59, 64, 7, 1, 1, 30}},
+                       S{2, 65, 4, 1, 8, 0, {64, 1}}, S{2, 150, 4, 2, 8, 40, {70, 10, 1, 69}},
+                       S{1, 130, 4, 2, 8, 1, {65, 65}}, S{1, 256, 4, 2, 16, 0, {100, 28, 128}}}) {
+        const int B = s.B, T = s.T, NH = s.NH, NKV = s.NKV, hs = s.hs, C = NH * hs;
+        const int window = s.window;
+        const std::vector<int> lens = s.lens;
+        const size_t W = (size_t)(NH + 2 * NKV) * hs, nq = (size_t)B * T * W,
+                     no = (size_t)B * T * C;
+        const std::string sh =
+            dims_text({{"B", B}, {"T", T}, {"NH", NH}, {"NKV", NKV}, {"hs", hs}}) +
+            (window > 0 ? " window" + std::to_string(window) : "") + docs_text(lens);
+        trt::ModelDims dims = attention_dims(B, T, C, NH, NKV);
+        dims.window = window;
+        dims.documents = true;
+        {
+            OpCase c;
+            c.op = "attention_forward";
+            c.shape = sh;
+            c.tensors = {operand(in("qkv", nq, -2, 2)), out("out", no), positions(B, T, lens)};
+            c.dims = dims;
+            c.tol = kMatmulForward;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                const size_t n = be.attention_saved_floats(B, T, C, NH, NKV);
+                void* saved = be.alloc(std::max<size_t>(n, 1) * 4, "attention saved");
+                be.attention_forward(t.f(1), static_cast<float*>(saved), t.f(0), B, T, C, NH, NKV,
+                                     window, t.ids(2));
+                be.free(saved);
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[1] = ref::attention_forward(h.f[0], B, T, C, NH, NKV, nullptr, nullptr,
+                                                window, nullptr, &h.ids[2]);
+            };
+            add(c);
+        }
+        {
+            OpCase c;
+            c.op = "attention_backward";
+            c.shape = sh;
+            c.tensors = {operand(in("qkv", nq, -2, 2)), operand(in("dout", no)), out("dqkv", nq),
+                         positions(B, T, lens)};
+            c.dims = dims;
+            c.tol = kMatmulBackward;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                const size_t ns = be.attention_saved_floats(B, T, C, NH, NKV);
+                const size_t nx = be.attention_scratch_floats(B, T, C, NH, NKV);
+                auto* saved = static_cast<float*>(be.alloc(std::max<size_t>(ns, 1) * 4, "saved"));
+                auto* scratch = static_cast<float*>(be.alloc(std::max<size_t>(nx, 1) * 4, "scr"));
+                auto* o = static_cast<float*>(be.alloc(no * 4, "attention out"));
+                be.attention_forward(as_act(be, o), saved, t.f(0), B, T, C, NH, NKV, window,
+                                     t.ids(3));
+                be.attention_backward(t.f(2), scratch, t.f(1), t.f(0), saved, B, T, C, NH, NKV,
+                                      window, t.ids(3));
+                be.free(o);
+                be.free(scratch);
+                be.free(saved);
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[2] = ref::attention_backward(h.f[1], h.f[0], B, T, C, NH, NKV, nullptr,
+                                                 window, &h.ids[3]);
+            };
+            add(c);
+        }
+    }
+}
+
 // ---------------------------------------------------------------- classifier
 
 void classifier_cases() {
@@ -744,6 +908,49 @@ void rope_cases() {
                 h.f[2] = backward
                              ? ref::rope_backward(h.f[2], h.f[0], h.f[1], B, T, NH, NKV, hs, pos0)
                              : ref::rope_forward(h.f[2], h.f[0], h.f[1], B, T, NH, NKV, hs, pos0);
+            };
+            add(c);
+        }
+}
+
+// Documents: each row's angle is its example's position (pos; pos0 is then ignored, so the
+// cases pass a pos0 that would index past the tables).
+void rope_document_cases() {
+    struct S {
+        int B, T, NH, NKV, hs;
+        std::vector<int> lens;
+    };
+    for (const S& s : {S{2, 17, 4, 2, 10, {5, 1, 11}}, S{1, 70, 2, 1, 34, {64, 6}},
+                       S{2, 7, 4, 4, 8, {7}}, S{3, 33, 8, 2, 2, {1, 1, 31}}})
+        for (bool backward : {false, true}) {
+            const int B = s.B, T = s.T, NH = s.NH, NKV = s.NKV, hs = s.hs, pos0 = 1000;
+            const int max_pos = T + 3, half = hs / 2;
+            const std::vector<int> lens = s.lens;
+            const size_t W = (size_t)(NH + 2 * NKV) * hs, n = (size_t)B * T * W;
+            OpCase c;
+            c.op = backward ? "rope_backward" : "rope_forward";
+            c.shape = dims_text({{"B", B}, {"T", T}, {"NH", NH}, {"NKV", NKV}, {"hs", hs}}) +
+                      docs_text(lens);
+            Vec cd, sd;
+            ref::rope_tables(max_pos, hs, 10000.0, cd, sd);
+            TensorSpec cos_t = in("cos", (size_t)max_pos * half), sin_t = in("sin", (size_t)max_pos * half);
+            cos_t.fill = [cd](std::vector<float>& v) { v.assign(cd.begin(), cd.end()); };
+            sin_t.fill = [sd](std::vector<float>& v) { v.assign(sd.begin(), sd.end()); };
+            c.tensors = {cos_t, sin_t, tensor(backward ? "dqkv" : "qkv", n, Use::InOut, -2, 2),
+                         positions(B, T, lens)};
+            c.dims = attention_dims(B, T, NH * hs, NH, NKV);
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                if (backward)
+                    be.rope_backward(t.f(2), t.f(0), t.f(1), B, T, NH, NKV, hs, pos0, t.ids(3));
+                else
+                    be.rope_forward(t.f(2), t.f(0), t.f(1), B, T, NH, NKV, hs, pos0, t.ids(3));
+            };
+            c.reference = [=](HostTensors& h) {
+                h.f[2] = backward ? ref::rope_backward(h.f[2], h.f[0], h.f[1], B, T, NH, NKV, hs,
+                                                       pos0, &h.ids[3])
+                                  : ref::rope_forward(h.f[2], h.f[0], h.f[1], B, T, NH, NKV, hs,
+                                                      pos0, &h.ids[3]);
             };
             add(c);
         }
@@ -920,19 +1127,26 @@ void dropout_cases() {
     struct A {
         int B, T, NH, NKV, hs;
         int window = 0;
+        std::vector<int> lens = {};  // documents (doc_positions); empty: none
     };
-    for (A s : {A{2, 7, 3, 3, 4}, A{3, 45, 5, 5, 8}, A{1, 130, 2, 2, 48}, A{2, 65, 6, 2, 8},
-                A{1, 1, 2, 1, 4}, A{2, 150, 4, 2, 8, 70}}) {
+    for (const A& s : {A{2, 7, 3, 3, 4}, A{3, 45, 5, 5, 8}, A{1, 130, 2, 2, 48},
+                       A{2, 65, 6, 2, 8}, A{1, 1, 2, 1, 4}, A{2, 150, 4, 2, 8, 70},
+                       A{2, 150, 4, 2, 8, 0, {64, 1, 63, 22}},
+                       A{2, 130, 6, 3, 8, 50, {3, 90, 1, 36}}}) {
         const int B = s.B, T = s.T, NH = s.NH, NKV = s.NKV, hs = s.hs, C = NH * hs;
         const int window = s.window;
+        const std::vector<int> lens = s.lens;
+        const bool docs = !lens.empty();
         const size_t W = (size_t)(NH + 2 * NKV) * hs, nq = (size_t)B * T * W,
                      no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
         const std::string sh =
             dims_text({{"B", B}, {"T", T}, {"NH", NH}, {"NKV", NKV}, {"hs", hs}}) + " p0.2" +
-            (window > 0 ? " window" + std::to_string(window) : "");
+            (window > 0 ? " window" + std::to_string(window) : "") +
+            (docs ? docs_text(lens) : "");
         trt::ModelDims d = attention_dims(B, T, C, NH, NKV);
         d.attention_dropout = true;
         d.window = window;
+        d.documents = docs;
         auto keep = [=] {
             return ref::dropout_multipliers(na, 0.2f, 0x123456789abcULL, kDropoutStep, 2, 9);
         };
@@ -941,6 +1155,7 @@ void dropout_cases() {
             c.op = "attention_dropout_forward";
             c.shape = sh;
             c.tensors = {operand(in("qkv", nq, -2, 2)), out("out", no)};
+            if (docs) c.tensors.push_back(positions(B, T, lens));  // [2]
             c.dims = d;
             c.tol = kMatmulForward;
             c.run = [=](Backend& be, const DeviceTensors& t) {
@@ -948,13 +1163,15 @@ void dropout_cases() {
                 void* saved = be.alloc(std::max<size_t>(n, 1) * 4, "attention saved");
                 trt::StepScalars* sc = step_scalars(be, kDropoutStep);
                 be.attention_dropout_forward(t.f(1), static_cast<float*>(saved), t.f(0), B, T,
-                                             C, NH, NKV, dropout_mask(0.2f, 9, 0, sc), window);
+                                             C, NH, NKV, dropout_mask(0.2f, 9, 0, sc), window,
+                                             docs ? t.ids(2) : nullptr);
                 be.free(sc);
                 be.free(saved);
             };
             c.reference = [=](HostTensors& h) {
                 const Vec k = keep();
-                h.f[1] = ref::attention_forward(h.f[0], B, T, C, NH, NKV, nullptr, &k, window);
+                h.f[1] = ref::attention_forward(h.f[0], B, T, C, NH, NKV, nullptr, &k, window,
+                                                nullptr, docs ? &h.ids[2] : nullptr);
             };
             add(c);
         }
@@ -963,9 +1180,11 @@ void dropout_cases() {
             c.op = "attention_dropout_backward";
             c.shape = sh;
             c.tensors = {operand(in("qkv", nq, -2, 2)), operand(in("dout", no)), out("dqkv", nq)};
+            if (docs) c.tensors.push_back(positions(B, T, lens));  // [3]
             c.dims = d;
             c.tol = kMatmulBackward;
             c.run = [=](Backend& be, const DeviceTensors& t) {
+                const int32_t* pos = docs ? t.ids(3) : nullptr;
                 const size_t ns = 2 * be.attention_saved_floats(B, T, C, NH, NKV);
                 const size_t nx = be.attention_scratch_floats(B, T, C, NH, NKV);
                 auto* saved = static_cast<float*>(be.alloc(std::max<size_t>(ns, 1) * 4, "saved"));
@@ -973,9 +1192,10 @@ void dropout_cases() {
                 auto* o = static_cast<float*>(be.alloc(no * 4, "attention out"));
                 trt::StepScalars* sc = step_scalars(be, kDropoutStep);
                 be.attention_dropout_forward(as_act(be, o), saved, t.f(0), B, T, C, NH, NKV,
-                                             dropout_mask(0.2f, 9, 0, sc), window);
+                                             dropout_mask(0.2f, 9, 0, sc), window, pos);
                 be.attention_dropout_backward(t.f(2), scratch, t.f(1), t.f(0), saved, B, T, C,
-                                              NH, NKV, dropout_mask(0.2f, 9, 0, sc), window);
+                                              NH, NKV, dropout_mask(0.2f, 9, 0, sc), window,
+                                              pos);
                 be.free(sc);
                 be.free(o);
                 be.free(scratch);
@@ -983,7 +1203,8 @@ void dropout_cases() {
             };
             c.reference = [=](HostTensors& h) {
                 const Vec k = keep();
-                h.f[2] = ref::attention_backward(h.f[1], h.f[0], B, T, C, NH, NKV, &k, window);
+                h.f[2] = ref::attention_backward(h.f[1], h.f[0], B, T, C, NH, NKV, &k, window,
+                                                 docs ? &h.ids[3] : nullptr);
             };
             add(c);
         }
@@ -1002,16 +1223,19 @@ std::vector<std::string> op_names() {
 const std::vector<OpCase>& all_cases() {
     static const std::vector<OpCase>* table = [] {
         encoder_cases();
+        encoder_document_cases();
         layernorm_cases();
         residual_layernorm_cases();
         matmul_cases();
         matmul_gelu_cases();
         gelu_backward_bias_cases();
         attention_cases();
+        attention_document_cases();
         attention_cached_cases();
         classifier_cases();
         rmsnorm_cases();
         rope_cases();
+        rope_document_cases();
         swiglu_cases();
         column_cases();
         dropout_cases();

@@ -15,6 +15,9 @@
 // order afterwards: no two threads write the same kv head, and the sum order is fixed.
 // Dropout on the probabilities (attention_dropout_forward) draws P' into a second tile; the
 // backward draws it again from the same counter-based mask (core/dropout_mask.h).
+// Documents (pos, backend.h): row t's first key is also its example's start t - pos[t]. That
+// start, like a window's, never decreases with t, so a block's keys start at its first row's
+// and each row masks its own band (a block may span an example boundary).
 #include <cblas.h>
 
 #include <algorithm>
@@ -95,6 +98,13 @@ static inline int window_start(int t, int window) {
     return window > 0 && t >= window ? t - window + 1 : 0;
 }
 
+// The same with documents: also not before its example's start t - pos[t] (pos: the
+// sequence's row of positions, or null). Non-decreasing in t, as window_start is.
+static inline int key_start(int t, int window, const int32_t* pos) {
+    const int lo = window_start(t, window);
+    return pos != nullptr ? std::max(lo, t - pos[t]) : lo;
+}
+
 // The same with dropout (a = P, ad = P' = P ⊙ mask/(1-p), r = d P' in): the gradient of
 // P is dP = r ⊙ mask/(1-p), so P ⊙ (dP - <P, dP>) = ad ⊙ r - a · <ad, r>.
 TRT_CPU_CLONES static void dropout_softmax_backward_row(float* __restrict r,
@@ -163,7 +173,8 @@ static void draw_dropped(const DropoutDraw& draw, float* pd, const float* p, int
 
 void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,2]*/,
                        const float* qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C, int NH,
-                       int NKV, int threads, bool onednn, const DropoutMask* mask, int window) {
+                       int NKV, int threads, bool onednn, const DropoutMask* mask, int window,
+                       const int32_t* pos) {
     check_heads(C, NH, NKV);
     std::optional<DropoutDraw> draw;
     if (mask != nullptr) {
@@ -189,15 +200,16 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,2]*/,
         float* pd = s + tile_floats(T);                // [kQB, T] P' (dropout)
         float* o = out + (size_t)(bh / NH) * T * C + (bh % NH) * hs;  // [T,hs], stride C
         RowStats* st = stats + (size_t)bh * T;
+        const int32_t* ps = pos != nullptr ? pos + (size_t)(bh / NH) * T : nullptr;
         for (int i0 = 0; i0 < T; i0 += kQB) {
             const int i1 = i0 + kQB < T ? i0 + kQB : T;
-            const int m = i1 - i0, k0 = window_start(i0, window), n = i1 - k0;
+            const int m = i1 - i0, k0 = key_start(i0, window, ps), n = i1 - k0;
             // s[m, n] = scale * q[i0:i1] · k[k0:i1]ᵀ
             head_sgemm(onednn, CblasNoTrans, CblasTrans, m, n, hs, scale,
                        hv.q + (size_t)i0 * W, W, hv.k + (size_t)k0 * W, W, 0.0f, s, T);
             for (int t = i0; t < i1; t++)
                 st[t] = causal_softmax_row(s + (size_t)(t - i0) * T,
-                                           window_start(t, window) - k0, t - k0, n);
+                                           key_start(t, window, ps) - k0, t - k0, n);
             const float* p = s;
             if (draw) {
                 draw_dropped(*draw, pd, s, bh, T, i0, i1, k0, n);
@@ -329,7 +341,7 @@ void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* sc
                         const float* dout /*[B,T,C]*/, const float* qkv /*[B,T,(NH+2NKV)hs]*/,
                         const float* saved /*[B,NH,T,2]*/, int B, int T, int C, int NH,
                         int NKV, int threads, bool onednn, const DropoutMask* mask,
-                        int window) {
+                        int window, const int32_t* pos) {
     check_heads(C, NH, NKV);
     std::optional<DropoutDraw> draw;
     if (mask != nullptr) {
@@ -368,14 +380,15 @@ void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* sc
         }
         const float* dout_h = dout + (size_t)(bh / NH) * T * C + (bh % NH) * hs;  // stride C
         const RowStats* st = stats + (size_t)bh * T;
+        const int32_t* ps = pos != nullptr ? pos + (size_t)(bh / NH) * T : nullptr;
         for (int i0 = 0; i0 < T; i0 += kQB) {
             const int i1 = i0 + kQB < T ? i0 + kQB : T;
-            const int m = i1 - i0, k0 = window_start(i0, window), n = i1 - k0;
+            const int m = i1 - i0, k0 = key_start(i0, window, ps), n = i1 - k0;
             // P[m, n] recomputed as the forward made it: its scores, then its row statistics.
             head_sgemm(onednn, CblasNoTrans, CblasTrans, m, n, hs, scale,
                        hv.q + (size_t)i0 * W, W, hv.k + (size_t)k0 * W, W, 0.0f, p, T);
             for (int t = i0; t < i1; t++)
-                softmax_row_from_stats(p + (size_t)(t - i0) * T, window_start(t, window) - k0,
+                softmax_row_from_stats(p + (size_t)(t - i0) * T, key_start(t, window, ps) - k0,
                                        t - k0, n, st[t]);
             // The probabilities the output was made of: P, or P' with dropout.
             const float* used = p;

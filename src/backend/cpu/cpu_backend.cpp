@@ -162,14 +162,14 @@ public:
 
     // ---- ops: the fp32 kernels of cpu_ops.h, or in bf16 mode LowpOps around them.
     void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
-                         int B, int T, int C) override {
-        if (lowp_) return lowp_->encoder_forward(out, inputs, wte, wpe, B, T, C);
-        cpu::encoder_forward(f32(out), inputs, wte, wpe, B, T, C, threads_);
+                         int B, int T, int C, const int32_t* pos) override {
+        if (lowp_) return lowp_->encoder_forward(out, inputs, wte, wpe, B, T, C, pos);
+        cpu::encoder_forward(f32(out), inputs, wte, wpe, B, T, C, threads_, pos);
     }
     void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
-                          int B, int T, int C) override {
-        if (lowp_) return lowp_->encoder_backward(dwte, dwpe, dout, inputs, B, T, C);
-        cpu::encoder_backward(dwte, dwpe, f32(dout), inputs, B, T, C, threads_);
+                          int B, int T, int C, const int32_t* pos) override {
+        if (lowp_) return lowp_->encoder_backward(dwte, dwpe, dout, inputs, B, T, C, pos);
+        cpu::encoder_backward(dwte, dwpe, f32(dout), inputs, B, T, C, threads_, pos);
     }
     void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp, const float* w,
                            const float* b, int N, int C) override {
@@ -208,11 +208,12 @@ public:
         return cpu::attention_saved_floats(B, T, C, NH, NKV);
     }
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C, int NH,
-                           int NKV, int window) override {
+                           int NKV, int window, const int32_t* pos) override {
         if (lowp_)
-            return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, nullptr, window);
+            return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, nullptr, window,
+                                            pos);
         cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_,
-                               onednn_sgemm_, nullptr, window);
+                               onednn_sgemm_, nullptr, window, pos);
     }
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
                                   int pos0, int n, int NH, int NKV, int hs, int max_T,
@@ -228,28 +229,31 @@ public:
     }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH, int NKV,
-                            int window) override {
+                            int window, const int32_t* pos) override {
         if (lowp_)
             return lowp_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV,
-                                             nullptr, window);
+                                             nullptr, window, pos);
         cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C, NH,
-                                NKV, threads_, onednn_sgemm_, nullptr, window);
+                                NKV, threads_, onednn_sgemm_, nullptr, window, pos);
     }
     void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                   int NH, int NKV, const DropoutMask& m, int window) override {
-        if (lowp_) return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, &m, window);
+                                   int NH, int NKV, const DropoutMask& m, int window,
+                                   const int32_t* pos) override {
+        if (lowp_)
+            return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, &m, window, pos);
         cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_,
-                               onednn_sgemm_, &m, window);
+                               onednn_sgemm_, &m, window, pos);
     }
     // P' is drawn again from m: saved's second half (backend.h) stays unused here.
     void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                                     const float* saved, int B, int T, int C, int NH, int NKV,
-                                    const DropoutMask& m, int window) override {
+                                    const DropoutMask& m, int window,
+                                    const int32_t* pos) override {
         if (lowp_)
             return lowp_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV,
-                                             &m, window);
+                                             &m, window, pos);
         cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C, NH,
-                                NKV, threads_, onednn_sgemm_, &m, window);
+                                NKV, threads_, onednn_sgemm_, &m, window, pos);
     }
     void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
                          float eps) override {
@@ -268,14 +272,14 @@ public:
                                       eps, threads_);
     }
     void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
-                      int NKV, int hs, int pos0) override {
-        if (lowp_) return lowp_->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0);
-        cpu::rope_forward(f32(qkv), cos, sin, B, T, NH, NKV, hs, pos0, threads_);
+                      int NKV, int hs, int pos0, const int32_t* pos) override {
+        if (lowp_) return lowp_->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0, pos);
+        cpu::rope_forward(f32(qkv), cos, sin, B, T, NH, NKV, hs, pos0, threads_, pos);
     }
     void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
-                       int NKV, int hs, int pos0) override {
-        if (lowp_) return lowp_->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0);
-        cpu::rope_backward(f32(dqkv), cos, sin, B, T, NH, NKV, hs, pos0, threads_);
+                       int NKV, int hs, int pos0, const int32_t* pos) override {
+        if (lowp_) return lowp_->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0, pos);
+        cpu::rope_backward(f32(dqkv), cos, sin, B, T, NH, NKV, hs, pos0, threads_, pos);
     }
     void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
         if (lowp_) return lowp_->swiglu_forward(out, inp, N, F);
@@ -373,6 +377,12 @@ public:
     void load_rows(int32_t* inputs, int32_t* targets, const int32_t* host_rows, int B,
                    int T) override {
         cpu::load_rows(inputs, targets, host_rows, B, T);
+    }
+    void load_batch(int32_t* inputs, int32_t* targets, int32_t* positions,
+                    const int32_t* host_inputs, const int32_t* host_targets,
+                    const int32_t* host_positions, int B, int T) override {
+        cpu::load_batch(inputs, targets, positions, host_inputs, host_targets, host_positions,
+                        B, T);
     }
     void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
                        const int64_t* start, int B, int T) override {

@@ -17,6 +17,18 @@ void load_rows(int32_t* inputs, int32_t* targets, const int32_t* rows, int B, in
     }
 }
 
+void load_batch(int32_t* inputs, int32_t* targets, int32_t* positions,
+                const int32_t* host_inputs, const int32_t* host_targets,
+                const int32_t* host_positions, int B, int T) {
+    const size_t n = static_cast<size_t>(B) * T;
+    std::copy(host_inputs, host_inputs + n, inputs);
+    std::copy(host_targets, host_targets + n, targets);  // -1: an ignored target, as it is
+    if (host_positions != nullptr) {
+        TRT_CHECK(positions != nullptr, "load_batch: positions given but no buffer for them");
+        std::copy(host_positions, host_positions + n, positions);
+    }
+}
+
 static void window_to_row(int32_t* inputs, int32_t* targets, const uint16_t* src, int T) {
     for (int t = 0; t < T; ++t) {
         inputs[t] = src[t];

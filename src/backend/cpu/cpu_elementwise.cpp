@@ -12,7 +12,7 @@ namespace trt::cpu {
 
 void encoder_forward(float* out /*[N,C]*/, const int32_t* inputs /*[N]*/,
                      const float* wte /*[V,C]*/, const float* wpe /*[>=T,C] or null*/, int B,
-                     int T, int C, int threads) {
+                     int T, int C, int threads, const int32_t* pos) {
     const int N = B * T;
     parallel_for(N, team((size_t)N * C, threads), [&](int n) {
         float* __restrict o = out + (size_t)n * C;
@@ -21,14 +21,15 @@ void encoder_forward(float* out /*[N,C]*/, const int32_t* inputs /*[N]*/,
             for (int c = 0; c < C; c++) o[c] = e[c];
             return;
         }
-        const float* __restrict p = wpe + (size_t)(n % T) * C;
+        // Row n's position: n % T, or its example's pos[n] (documents).
+        const float* __restrict p = wpe + (size_t)(pos != nullptr ? pos[n] : n % T) * C;
         for (int c = 0; c < C; c++) o[c] = e[c] + p[c];
     });
 }
 
 void encoder_backward(float* dwte /*[V,C] += or null*/, float* dwpe /*[>=T,C] += or null*/,
                       const float* dout /*[N,C]*/, const int32_t* inputs /*[N]*/, int B,
-                      int T, int C, int threads) {
+                      int T, int C, int threads, const int32_t* pos) {
     if (!dwte && !dwpe) return;
     // A token may repeat, so rows of dwte would race if split by n. Split by channel instead:
     // each part owns columns [c0, c1) of every row and walks n in order (deterministic).
@@ -45,7 +46,7 @@ void encoder_backward(float* dwte /*[V,C] += or null*/, float* dwpe /*[>=T,C] +=
                 for (size_t j = 0; j < w; j++) e[j] += g[j];
                 continue;
             }
-            float* __restrict p = dwpe + (size_t)(n % T) * C + c0;
+            float* __restrict p = dwpe + (size_t)(pos != nullptr ? pos[n] : n % T) * C + c0;
             if (!dwte) {  // a frozen token embedding (train.trainable)
                 for (size_t j = 0; j < w; j++) p[j] += g[j];
                 continue;

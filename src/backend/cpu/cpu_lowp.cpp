@@ -347,18 +347,20 @@ const float* LowpOps::parameter_operand(const float* p, size_t count, RoundedCop
 // ---- ops: each is its fp32 kernel (cpu_ops.h) on fp32 chunks of rows.
 
 void LowpOps::encoder_forward(Act out, const int32_t* inputs, const float* wte,
-                              const float* wpe, int B, int T, int C) {
+                              const float* wpe, int B, int T, int C, const int32_t* pos) {
     const RowArg args[] = {{out, (size_t)C, Dir::Out}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
-        cpu::encoder_forward(f[0], inputs + r0, wte, wpe, (int)(rows / T), T, C, threads_);
+        cpu::encoder_forward(f[0], inputs + r0, wte, wpe, (int)(rows / T), T, C, threads_,
+                             pos != nullptr ? pos + r0 : nullptr);
     });
 }
 
 void LowpOps::encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
-                               int B, int T, int C) {
+                               int B, int T, int C, const int32_t* pos) {
     const RowArg args[] = {{dout, (size_t)C}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
-        cpu::encoder_backward(dwte, dwpe, f[0], inputs + r0, (int)(rows / T), T, C, threads_);
+        cpu::encoder_backward(dwte, dwpe, f[0], inputs + r0, (int)(rows / T), T, C, threads_,
+                              pos != nullptr ? pos + r0 : nullptr);
     });
 }
 
@@ -646,7 +648,8 @@ static DropoutMask chunk_mask(const DropoutMask* mask, size_t seq0, int T, int N
 }
 
 void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                int NH, int NKV, const DropoutMask* mask, int window) {
+                                int NH, int NKV, const DropoutMask* mask, int window,
+                                const int32_t* pos) {
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
     const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
     const RowArg args[] = {{out, (size_t)C, Dir::Out}, {qkv, W}};
@@ -655,7 +658,7 @@ void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int 
         const DropoutMask m = chunk_mask(mask, seq0, T, NH);
         cpu::attention_forward(f[0], saved + seq0 * per_seq, f[1], (int)(rows / T), T, C, NH,
                                NKV, threads_, onednn_sgemm_, mask != nullptr ? &m : nullptr,
-                               window);
+                               window, pos != nullptr ? pos + r0 : nullptr);
     }, attention_min_rows(T, NH));
 }
 
@@ -673,7 +676,7 @@ void LowpOps::attention_cached_forward(Act out, ConstAct qkv, float* k_cache, fl
 
 void LowpOps::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                                  const float* saved, int B, int T, int C, int NH, int NKV,
-                                 const DropoutMask* mask, int window) {
+                                 const DropoutMask* mask, int window, const int32_t* pos) {
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
     const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
     const RowArg args[] = {{dqkv, W, Dir::Out}, {dout, (size_t)C}, {qkv, W}};
@@ -683,23 +686,26 @@ void LowpOps::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstA
         // scratch was sized for B sequences; a chunk of fewer needs less of it.
         cpu::attention_backward(f[0], scratch, f[1], f[2], saved + seq0 * per_seq,
                                 (int)(rows / T), T, C, NH, NKV, threads_, onednn_sgemm_,
-                                mask != nullptr ? &m : nullptr, window);
+                                mask != nullptr ? &m : nullptr, window,
+                                pos != nullptr ? pos + r0 : nullptr);
     }, attention_min_rows(T, NH));
 }
 
 void LowpOps::rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
-                           int NKV, int hs, int pos0) {
+                           int NKV, int hs, int pos0, const int32_t* pos) {
     const RowArg args[] = {{qkv, (size_t)(NH + 2 * NKV) * hs, Dir::InOut}};
-    by_rows((size_t)B * T, (size_t)T, args, [&](size_t, size_t rows, float** f) {
-        cpu::rope_forward(f[0], cos, sin, (int)(rows / T), T, NH, NKV, hs, pos0, threads_);
+    by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
+        cpu::rope_forward(f[0], cos, sin, (int)(rows / T), T, NH, NKV, hs, pos0, threads_,
+                          pos != nullptr ? pos + r0 : nullptr);
     });
 }
 
 void LowpOps::rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
-                            int NKV, int hs, int pos0) {
+                            int NKV, int hs, int pos0, const int32_t* pos) {
     const RowArg args[] = {{dqkv, (size_t)(NH + 2 * NKV) * hs, Dir::InOut}};
-    by_rows((size_t)B * T, (size_t)T, args, [&](size_t, size_t rows, float** f) {
-        cpu::rope_backward(f[0], cos, sin, (int)(rows / T), T, NH, NKV, hs, pos0, threads_);
+    by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
+        cpu::rope_backward(f[0], cos, sin, (int)(rows / T), T, NH, NKV, hs, pos0, threads_,
+                           pos != nullptr ? pos + r0 : nullptr);
     });
 }
 

@@ -56,10 +56,11 @@ public:
     // [dst, dst + bytes) was written: refresh the working copy where it overlaps the master.
     void params_written(const void* dst, size_t bytes);
 
+    // pos [B*T] or null: documents (backend.h), in these and in attention and RoPE.
     void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
-                         int B, int T, int C);
+                         int B, int T, int C, const int32_t* pos = nullptr);
     void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
-                          int B, int T, int C);
+                          int B, int T, int C, const int32_t* pos = nullptr);
     void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp, const float* w,
                            const float* b, int N, int C);
     void layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
@@ -82,17 +83,19 @@ public:
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N, int M);
     // mask: attention dropout's (the backward draws P' again from the forward's mask).
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C, int NH,
-                           int NKV, const DropoutMask* mask = nullptr, int window = 0);
+                           int NKV, const DropoutMask* mask = nullptr, int window = 0,
+                           const int32_t* pos = nullptr);
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH, int NKV,
-                            const DropoutMask* mask = nullptr, int window = 0);
+                            const DropoutMask* mask = nullptr, int window = 0,
+                            const int32_t* pos = nullptr);
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
                                   int pos0, int n, int NH, int NKV, int hs, int max_T,
                                   int window = 0);
     void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
-                      int NKV, int hs, int pos0);
+                      int NKV, int hs, int pos0, const int32_t* pos = nullptr);
     void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
-                       int NKV, int hs, int pos0);
+                       int NKV, int hs, int pos0, const int32_t* pos = nullptr);
     void swiglu_forward(Act out, ConstAct inp, int N, int F);
     void gelu_forward(Act out, ConstAct inp, size_t n);
     void add_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M);

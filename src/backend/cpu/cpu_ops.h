@@ -31,14 +31,16 @@ size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, int thread
 // saved: each softmax row's max and 1/sum [B,NH,T,2] (the probabilities are recomputed).
 // With dropout (mask != nullptr) the output is P'·V, P' = P ⊙ mask/(1-p); the backward takes
 // the same mask and draws P' again. window > 0: query t attends keys s in (t - window, t] only
-// (Backend::attention_forward); the backward takes the forward's window.
+// (Backend::attention_forward); the backward takes the forward's window. pos [B,T] or null:
+// documents (backend.h), query t attends keys t - pos[b,t] .. t only.
 void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
                        int NH, int NKV, int threads, bool onednn_sgemm = false,
-                       const DropoutMask* mask = nullptr, int window = 0);
+                       const DropoutMask* mask = nullptr, int window = 0,
+                       const int32_t* pos = nullptr);
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                         const float* saved, int B, int T, int C, int NH, int NKV, int threads,
                         bool onednn_sgemm = false, const DropoutMask* mask = nullptr,
-                        int window = 0);
+                        int window = 0, const int32_t* pos = nullptr);
 // KV-cached attention of n new rows at positions pos0.. over caches [NKV, max_T, hs]
 // (Backend::attention_cached_forward): the rows' K, V stored first, then one causal softmax
 // row per (row, head) over cache rows 0 .. its position, as attention_forward's.
@@ -66,10 +68,11 @@ void residual_rmsnorm_forward(float* res_out, float* out, float* rstd, const flo
                               int threads);
 
 // cpu_rope.cpp — rotary position embedding (rotate_half), in place on qkv's Q and K heads.
+// pos [B*T] or null: row n's position is pos[n] instead of pos0 + n % T (documents).
 void rope_forward(float* qkv, const float* cos, const float* sin, int B, int T, int NH,
-                  int NKV, int hs, int pos0, int threads);
+                  int NKV, int hs, int pos0, int threads, const int32_t* pos = nullptr);
 void rope_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int NH,
-                   int NKV, int hs, int pos0, int threads);
+                   int NKV, int hs, int pos0, int threads, const int32_t* pos = nullptr);
 
 // cpu_swiglu.cpp — silu(gate) * up on [gate | up] rows.
 void swiglu_forward(float* out, const float* inp, int N, int F, int threads);
@@ -78,10 +81,11 @@ void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, in
 
 // cpu_elementwise.cpp — encoder and GELU. gelu_forward/gelu_backward are the elementwise
 // units of the fused GELU ops (tests hold them against the reference on their own).
+// pos [B*T] or null: row n's wpe row is pos[n] instead of n % T (documents).
 void encoder_forward(float* out, const int32_t* inputs, const float* wte, const float* wpe,
-                     int B, int T, int C, int threads);
+                     int B, int T, int C, int threads, const int32_t* pos = nullptr);
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int32_t* inputs,
-                      int B, int T, int C, int threads);
+                      int B, int T, int C, int threads, const int32_t* pos = nullptr);
 void gelu_forward(float* out, const float* inp, size_t n, int threads);
 // Column slices: out[n, c0+j] += scale*in[n, j] | out[n, j] = scale*in[n, c0+j] (backend.h).
 void add_columns(float* out, const float* in, float scale, int N, int W, int c0, int M,
@@ -132,6 +136,10 @@ void end_step(StepScalars* s, const LossScalePolicy& policy);
 
 // cpu_batches.cpp — micro-batches from host rows or a resident token set.
 void load_rows(int32_t* inputs, int32_t* targets, const int32_t* rows, int B, int T);
+// Host [B,T] inputs, targets (as they are: -1 ignored) and positions (or null) copied in.
+void load_batch(int32_t* inputs, int32_t* targets, int32_t* positions,
+                const int32_t* host_inputs, const int32_t* host_targets,
+                const int32_t* host_positions, int B, int T);
 void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data, int64_t start,
                    int B, int T);
 void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data, uint64_t seed,

@@ -35,29 +35,30 @@ TRT_CPU_CLONES static void rope_row(float* x, const float* __restrict c,
 
 static void rope_apply(float* qkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
                        const float* sin /*[max_pos, hs/2]*/, int B, int T, int NH, int NKV,
-                       int hs, int pos0, bool transpose, int threads) {
+                       int hs, int pos0, bool transpose, int threads, const int32_t* pos) {
     TRT_CHECK(hs > 0 && hs % 2 == 0 && pos0 >= 0, "rope: hs=", hs, " pos0=", pos0);
     const int half = hs / 2;
     const int W = (NH + 2 * NKV) * hs;  // qkv row
     const int heads = NH + NKV;         // Q then K heads: the first (NH+NKV)·hs of a row
     const int N = B * T;
     parallel_for(N, team((size_t)N * heads * hs, threads), [&](int n) {
-        const size_t p = (size_t)pos0 + n % T;  // row n = b*T + t has position pos0 + t
+        // Row n = b*T + t has position pos0 + t, or its example's pos[n] (documents).
+        const size_t p = pos != nullptr ? (size_t)pos[n] : (size_t)pos0 + n % T;
         rope_row(qkv + (size_t)n * W, cos + p * half, sin + p * half, heads, half, transpose);
     });
 }
 
 void rope_forward(float* qkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos /*[max_pos,hs/2]*/,
                   const float* sin /*[max_pos,hs/2]*/, int B, int T, int NH, int NKV, int hs,
-                  int pos0, int threads) {
-    rope_apply(qkv, cos, sin, B, T, NH, NKV, hs, pos0, false, threads);
+                  int pos0, int threads, const int32_t* pos) {
+    rope_apply(qkv, cos, sin, B, T, NH, NKV, hs, pos0, false, threads, pos);
 }
 
 // The rotation is orthogonal, so its backward is the rotation by -angle (transpose).
 void rope_backward(float* dqkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
                    const float* sin, int B, int T, int NH, int NKV, int hs, int pos0,
-                   int threads) {
-    rope_apply(dqkv, cos, sin, B, T, NH, NKV, hs, pos0, true, threads);
+                   int threads, const int32_t* pos) {
+    rope_apply(dqkv, cos, sin, B, T, NH, NKV, hs, pos0, true, threads, pos);
 }
 
 }  // namespace trt::cpu

@@ -84,23 +84,29 @@ inline double dot(const Vec& a, const Vec& b) {
 
 // ------------------------------------------------------------------ encoder
 
-// out[b,t,:] = wte[inputs[b,t],:] + wpe[t,:]; an empty wpe means no position term (rotary
-// models).
+// Documents (backend.h): pos [B*T] (empty: positions t) gives row (b, t) its position.
+inline int position_of(const std::vector<int32_t>* pos, int b, int t, int T) {
+    return pos != nullptr && !pos->empty() ? (*pos)[(size_t)b * T + t] : t;
+}
+
+// out[b,t,:] = wte[inputs[b,t],:] + wpe[p,:], p = t or pos[b,t]; an empty wpe means no
+// position term (rotary models).
 inline Vec encoder_forward(const std::vector<int32_t>& inputs, const Vec& wte, const Vec& wpe,
-                           int B, int T, int C) {
+                           int B, int T, int C, const std::vector<int32_t>* pos = nullptr) {
     Vec out((size_t)B * T * C);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int c = 0; c < C; c++)
                 out[((size_t)b * T + t) * C + c] =
                     wte[(size_t)inputs[b * T + t] * C + c] +
-                    (wpe.empty() ? 0.0 : wpe[(size_t)t * C + c]);
+                    (wpe.empty() ? 0.0 : wpe[(size_t)position_of(pos, b, t, T) * C + c]);
     return out;
 }
 
 // Gradients (fresh, not accumulated) of wte [V,C] and wpe [T,C].
 inline void encoder_backward(const Vec& dout, const std::vector<int32_t>& inputs, int B,
-                             int T, int C, int V, Vec& dwte, Vec& dwpe) {
+                             int T, int C, int V, Vec& dwte, Vec& dwpe,
+                             const std::vector<int32_t>* pos = nullptr) {
     dwte.assign((size_t)V * C, 0.0);
     dwpe.assign((size_t)T * C, 0.0);
     for (int b = 0; b < B; b++)
@@ -108,7 +114,7 @@ inline void encoder_backward(const Vec& dout, const std::vector<int32_t>& inputs
             for (int c = 0; c < C; c++) {
                 const double g = dout[((size_t)b * T + t) * C + c];
                 dwte[(size_t)inputs[b * T + t] * C + c] += g;
-                dwpe[(size_t)t * C + c] += g;
+                dwpe[(size_t)position_of(pos, b, t, T) * C + c] += g;
             }
 }
 
@@ -216,21 +222,28 @@ inline void matmul_backward(const Vec& dout, const Vec& inp, const Vec& W, int N
 // given) [B,NH,T,T]: attention dropout's multipliers (0 or 1/(1-p)) on the probabilities.
 // window > 0: query t sees key s only where t - s < window (transformers' sliding window),
 // tested per pair; lse (if given) [B,NH,T]: each row's log-sum-exp of its scaled scores.
+// pos (documents, if given and not empty) [B,T]: query t also sees key s only where
+// s >= t - pos[b,t] (its own example).
 inline Vec attention_forward(const Vec& qkv, int B, int T, int C, int NH, int NKV,
                              Vec* att_out = nullptr, const Vec* keep = nullptr, int window = 0,
-                             Vec* lse = nullptr) {
+                             Vec* lse = nullptr, const std::vector<int32_t>* pos = nullptr) {
     const int hs = C / NH, G = NH / NKV, W = C + 2 * NKV * hs;
     const double scale = 1.0 / std::sqrt((double)hs);
     Vec out((size_t)B * T * C, 0.0);
     if (att_out) att_out->assign((size_t)B * NH * T * T, 0.0);
     if (lse) lse->assign((size_t)B * NH * T, 0.0);
-    auto seen = [&](int t, int s) { return s <= t && (window <= 0 || t - s < window); };
+    int cur_b = 0;  // the sequence of the row being computed (seen's documents)
+    auto seen = [&](int t, int s) {
+        return s <= t && (window <= 0 || t - s < window) &&
+               s >= t - position_of(pos, cur_b, t, T);
+    };
     auto Q = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * W + h * hs + i]; };
     auto K = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * W + C + (h / G) * hs + i]; };
     auto V = [&](int b, int t, int h, int i) { return qkv[((size_t)b * T + t) * W + C + (NKV + h / G) * hs + i]; };
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
+                cur_b = b;
                 const double unseen = -std::numeric_limits<double>::infinity();
                 Vec score(t + 1, unseen);
                 for (int s = 0; s <= t; s++) {
@@ -259,11 +272,12 @@ inline Vec attention_forward(const Vec& qkv, int B, int T, int C, int NH, int NK
 // dqkv (fresh); a K/V head's gradient sums over the query heads that read it.
 // Unseen keys (a window's) have p = 0, so their gradients are 0 through the same sums.
 inline Vec attention_backward(const Vec& dout, const Vec& qkv, int B, int T, int C, int NH,
-                              int NKV, const Vec* keep = nullptr, int window = 0) {
+                              int NKV, const Vec* keep = nullptr, int window = 0,
+                              const std::vector<int32_t>* pos = nullptr) {
     const int hs = C / NH, G = NH / NKV, W = C + 2 * NKV * hs;
     const double scale = 1.0 / std::sqrt((double)hs);
     Vec att;
-    attention_forward(qkv, B, T, C, NH, NKV, &att, nullptr, window);
+    attention_forward(qkv, B, T, C, NH, NKV, &att, nullptr, window, nullptr, pos);
     Vec dqkv(qkv.size(), 0.0);
     // block 0: Q head h; 1: K of query head h's kv head; 2: V of it.
     auto idx = [&](int b, int t, int block, int h, int i) {
@@ -400,16 +414,18 @@ inline Vec rope_head(const Vec& x, const double* c, const double* s, int hs) {
 }
 
 // Rotates the Q and K heads of qkv [B,T,(NH+2NKV)hs] (attention layout) at positions
-// pos0 + t; V copied unchanged.
+// pos0 + t (or pos[b,t]: documents); V copied unchanged.
 inline Vec rope_forward(const Vec& qkv, const Vec& cos_t, const Vec& sin_t, int B, int T,
-                        int NH, int NKV, int hs, int pos0) {
+                        int NH, int NKV, int hs, int pos0,
+                        const std::vector<int32_t>* pos = nullptr) {
     const int half = hs / 2, W = (NH + 2 * NKV) * hs;
     Vec out = qkv;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int h = 0; h < NH + NKV; h++) {
                 const size_t o = ((size_t)b * T + t) * W + (size_t)h * hs;
-                const size_t p = (size_t)(pos0 + t) * half;
+                const size_t p =
+                    (size_t)(pos != nullptr ? (*pos)[(size_t)b * T + t] : pos0 + t) * half;
                 Vec y = rope_head(Vec(qkv.begin() + o, qkv.begin() + o + hs), &cos_t[p],
                                   &sin_t[p], hs);
                 for (int i = 0; i < hs; i++) out[o + i] = y[i];
@@ -420,15 +436,17 @@ inline Vec rope_forward(const Vec& qkv, const Vec& cos_t, const Vec& sin_t, int 
 // The chain rule of rope_head: dx = dy·cos_full + rotate_halfᵀ(dy·sin_full), with
 // rotate_halfᵀ(v) = cat(v[half:], −v[:half]). V's gradient passes through.
 inline Vec rope_backward(const Vec& dqkv, const Vec& cos_t, const Vec& sin_t, int B, int T,
-                         int NH, int NKV, int hs, int pos0) {
+                         int NH, int NKV, int hs, int pos0,
+                         const std::vector<int32_t>* pos = nullptr) {
     const int half = hs / 2, W = (NH + 2 * NKV) * hs;
     Vec dx = dqkv;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int h = 0; h < NH + NKV; h++) {
                 const size_t o = ((size_t)b * T + t) * W + (size_t)h * hs;
-                const double* c = &cos_t[(size_t)(pos0 + t) * half];
-                const double* s = &sin_t[(size_t)(pos0 + t) * half];
+                const size_t p = pos != nullptr ? (*pos)[(size_t)b * T + t] : pos0 + t;
+                const double* c = &cos_t[p * half];
+                const double* s = &sin_t[p * half];
                 Vec ds(hs);
                 for (int i = 0; i < hs; i++) ds[i] = dqkv[o + i] * s[i % half];
                 for (int i = 0; i < hs; i++) {

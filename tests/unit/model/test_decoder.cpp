@@ -218,6 +218,31 @@ TEST_P(DecoderModel, BackwardMatchesDirectionalFiniteDifferences) {
     expect_directional_derivatives(f, grad, [&] { return f.loss(); });
 }
 
+// Documents (packed examples, backend.h): rows of two examples each, positions restarting at
+// 0 ([0 1 | 0 1 2] and [0 | 0 1 2 3]: an example of one token). The loss is still a function
+// of the parameters whose gradient the backward computes, through the per-example attention,
+// RoPE angles and wpe rows.
+TEST_P(DecoderModel, BackwardWithDocumentsMatchesDirectionalFiniteDifferences) {
+    Fixture f(GetParam().spec);
+    const std::vector<int32_t> pos = {0, 1, 0, 1, 2, 0, 0, 1, 2, 3};
+    ASSERT_EQ(pos.size(), static_cast<size_t>(f.B * f.T));
+    int32_t* dpos = f.model.positions_buffer();
+    f.be->copy_to_device(dpos, pos.data(), pos.size() * sizeof(int32_t));
+    const size_t n = f.model.table().total();
+    // The documents change the loss (else this would only repeat the test without them).
+    const double whole_rows = f.loss();
+    f.model.forward(f.inputs.data(), f.targets.data(), f.B, f.T, dpos);
+    EXPECT_NE(f.model.mean_loss(f.B, f.T), whole_rows);
+    f.model.zero_grads();
+    f.model.forward_backward(f.inputs.data(), f.targets.data(), f.B, f.T,
+                             1.0f / static_cast<float>(f.B * f.T), nullptr, 0, dpos);
+    const std::vector<float> grad(f.model.grads(), f.model.grads() + n);
+    expect_directional_derivatives(f, grad, [&] {
+        f.model.forward(f.inputs.data(), f.targets.data(), f.B, f.T, dpos);
+        return f.model.mean_loss(f.B, f.T);
+    });
+}
+
 TEST_P(DecoderModel, GradientsAccumulateOverMicroBatches) {
     Fixture f(GetParam().spec);
     const size_t n = f.model.table().total();
@@ -350,3 +375,96 @@ TEST_P(DecoderDropout, ATrainingPassThatDropsNeedsTheStepScalars) {
 
 INSTANTIATE_TEST_SUITE_P(Families, DecoderDropout, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+// Documents: a row packing example A (5 tokens) and example B (9 tokens), positions
+// [0..4, 0..8], gives each of their positions the loss it has alone at the start of its own
+// row (A in row 0, B in row 1, each padded at the end), for GPT-2 (wpe rows), Llama with
+// grouped-query attention (RoPE angles) and Mistral's sliding window (inside an example).
+struct PackCase {
+    const char* name;
+    ModelSpec spec;
+    Recompute recompute;
+};
+void PrintTo(const PackCase& c, std::ostream* os) { *os << c.name; }
+
+ModelSpec mistral_window16_spec() {
+    ModelSpec s = llama_spec(9, 16, 2, 4, 2, 8, 12, false);
+    s.arch = ModelArch::Mistral;
+    s.sliding_window = 3;
+    return s;
+}
+
+class DecoderDocuments : public ::testing::TestWithParam<PackCase> {};
+
+TEST_P(DecoderDocuments, PackedExamplesLoseAsTheyDoAlone) {
+    const ModelSpec spec = GetParam().spec;
+    const int B = 2, T = 14, LA = 5, LB = 9;
+    std::unique_ptr<Backend> be = make_cpu_backend(2);
+    Decoder model(*be, spec, B, T, DecoderOptions({}, GetParam().recompute));
+    std::vector<float> p(model.table().total());
+    init_random(model.table(), 11, p.data());
+    for (float& x : p) x *= 5.0f;
+    std::copy(p.begin(), p.end(), model.params());
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> tok(0, spec.V - 1);
+    std::vector<int32_t> a_in(LA), a_tg(LA), b_in(LB), b_tg(LB);
+    for (int i = 0; i < LA; ++i) a_in[i] = tok(rng), a_tg[i] = tok(rng);
+    for (int i = 0; i < LB; ++i) b_in[i] = tok(rng), b_tg[i] = tok(rng);
+    // Alone: A in row 0, B in row 1, each padded at the end with token 1 (never compared).
+    std::vector<int32_t> alone_in(B * T, 1), alone_tg(B * T, 1);
+    std::copy(a_in.begin(), a_in.end(), alone_in.begin());
+    std::copy(a_tg.begin(), a_tg.end(), alone_tg.begin());
+    std::copy(b_in.begin(), b_in.end(), alone_in.begin() + T);
+    std::copy(b_tg.begin(), b_tg.end(), alone_tg.begin() + T);
+    // Packed: row 0 = A then B; row 1 = B then A (the other order, so both rows are checked).
+    std::vector<int32_t> packed_in, packed_tg, pos;
+    auto append = [&](const std::vector<int32_t>& in, const std::vector<int32_t>& tg) {
+        packed_in.insert(packed_in.end(), in.begin(), in.end());
+        packed_tg.insert(packed_tg.end(), tg.begin(), tg.end());
+        for (size_t i = 0; i < in.size(); ++i) pos.push_back(static_cast<int32_t>(i));
+    };
+    append(a_in, a_tg);
+    append(b_in, b_tg);
+    append(b_in, b_tg);
+    append(a_in, a_tg);
+    ASSERT_EQ(pos.size(), static_cast<size_t>(B * T));
+
+    model.forward(alone_in.data(), alone_tg.data(), B, T);
+    const std::vector<float> alone(model.losses(), model.losses() + B * T);
+    be->load_batch(model.inputs_buffer(), model.targets_buffer(), model.positions_buffer(),
+                   packed_in.data(), packed_tg.data(), pos.data(), B, T);
+    // An evaluation pass, and a training pass (whose backward must take them too).
+    for (bool train : {false, true}) {
+        if (train) {
+            model.zero_grads();
+            model.forward_backward(model.inputs_buffer(), model.targets_buffer(), B, T,
+                                   1.0f / (B * T), nullptr, 0, model.positions_buffer());
+        } else {
+            model.forward(model.inputs_buffer(), model.targets_buffer(), B, T,
+                          model.positions_buffer());
+        }
+        const float* packed = model.losses();
+        auto expect_same = [&](int packed_at, int alone_at, int n) {
+            for (int i = 0; i < n; ++i) {
+                const double want = alone[alone_at + i], got = packed[packed_at + i];
+                EXPECT_LE(std::fabs(got - want), 1e-6 * std::fabs(want))
+                    << (train ? "training" : "evaluation") << " pass, packed position "
+                    << packed_at + i << ": " << got << " alone " << want;
+            }
+        };
+        expect_same(0, 0, LA);          // row 0: A
+        expect_same(LA, T, LB);         // row 0: B
+        expect_same(T, T, LB);          // row 1: B
+        expect_same(T + LB, 0, LA);     // row 1: A
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, DecoderDocuments,
+    ::testing::Values(PackCase{"gpt2", gpt2_spec(9, 16, 2, 2, 8), Recompute::None},
+                      PackCase{"llama_gqa", llama_spec(9, 16, 2, 4, 2, 8, 12, false),
+                               Recompute::None},
+                      PackCase{"llama_gqa_recompute", llama_spec(9, 16, 2, 4, 2, 8, 12, false),
+                               Recompute::Block},
+                      PackCase{"mistral_window", mistral_window16_spec(), Recompute::None}),
+    [](const ::testing::TestParamInfo<PackCase>& i) { return i.param.name; });

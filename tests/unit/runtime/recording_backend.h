@@ -167,6 +167,13 @@ public:
         refuse_if_capturing("load_rows");
         inner_->load_rows(inputs, targets, host_rows, B, T);
     }
+    void load_batch(int32_t* inputs, int32_t* targets, int32_t* positions,
+                    const int32_t* host_inputs, const int32_t* host_targets,
+                    const int32_t* host_positions, int B, int T) override {
+        refuse_if_capturing("load_batch");
+        inner_->load_batch(inputs, targets, positions, host_inputs, host_targets,
+                           host_positions, B, T);
+    }
     void upload_step_inputs(void* dst, const void* src, size_t bytes) override {
         refuse_if_capturing("upload_step_inputs");
         inner_->upload_step_inputs(dst, src, bytes);
@@ -177,14 +184,14 @@ public:
         op("zero", [=, be = be()] { be->zero(ptr, bytes); });
     }
     void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
-                         int B, int T, int C) override {
+                         int B, int T, int C, const int32_t* pos) override {
         op("encoder_forward",
-           [=, be = be()] { be->encoder_forward(out, inputs, wte, wpe, B, T, C); });
+           [=, be = be()] { be->encoder_forward(out, inputs, wte, wpe, B, T, C, pos); });
     }
     void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
-                          int B, int T, int C) override {
+                          int B, int T, int C, const int32_t* pos) override {
         op("encoder_backward",
-           [=, be = be()] { be->encoder_backward(dwte, dwpe, dout, inputs, B, T, C); });
+           [=, be = be()] { be->encoder_backward(dwte, dwpe, dout, inputs, B, T, C, pos); });
     }
     void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
                            const float* w, const float* b, int N, int C) override {
@@ -212,9 +219,9 @@ public:
         });
     }
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                           int NH, int NKV, int window) override {
+                           int NH, int NKV, int window, const int32_t* pos) override {
         op("attention_forward", [=, be = be()] {
-            be->attention_forward(out, saved, qkv, B, T, C, NH, NKV, window);
+            be->attention_forward(out, saved, qkv, B, T, C, NH, NKV, window, pos);
         });
     }
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
@@ -227,23 +234,26 @@ public:
     }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH, int NKV,
-                            int window) override {
+                            int window, const int32_t* pos) override {
         op("attention_backward", [=, be = be()] {
-            be->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, window);
+            be->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, window,
+                                   pos);
         });
     }
     void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                   int NH, int NKV, const DropoutMask& m, int window) override {
+                                   int NH, int NKV, const DropoutMask& m, int window,
+                                   const int32_t* pos) override {
         op("attention_dropout_forward", [=, be = be()] {
-            be->attention_dropout_forward(out, saved, qkv, B, T, C, NH, NKV, m, window);
+            be->attention_dropout_forward(out, saved, qkv, B, T, C, NH, NKV, m, window, pos);
         });
     }
     void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                                     const float* saved, int B, int T, int C, int NH, int NKV,
-                                    const DropoutMask& m, int window) override {
+                                    const DropoutMask& m, int window,
+                                    const int32_t* pos) override {
         op("attention_dropout_backward", [=, be = be()] {
             be->attention_dropout_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, m,
-                                           window);
+                                           window, pos);
         });
     }
     void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N,
@@ -264,15 +274,15 @@ public:
         });
     }
     void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
-                      int NKV, int hs, int pos0) override {
+                      int NKV, int hs, int pos0, const int32_t* pos) override {
         op("rope_forward", [=, be = be()] {
-            be->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0);
+            be->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0, pos);
         });
     }
     void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
-                       int NKV, int hs, int pos0) override {
+                       int NKV, int hs, int pos0, const int32_t* pos) override {
         op("rope_backward", [=, be = be()] {
-            be->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0);
+            be->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0, pos);
         });
     }
     void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
