@@ -308,14 +308,14 @@ public:
     virtual void encoder_forward(Act out /*[N,C]*/, const int32_t* inputs /*[N]*/,
                                  const float* wte /*[V,C]*/, const float* wpe /*[>=T,C] or null*/,
                                  int B, int T, int C,
-                                 const int32_t* pos = nullptr /*[B,T] backend memory, or null*/) = 0;
+                                 const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
     // dwte[inputs[n]] += dout[n]; dwpe[p(n)] += dout[n] (p as above; each element sums its
     // rows in n order). Each is skipped when null (no position table; a frozen token
     // embedding).
     virtual void encoder_backward(float* dwte /*or null*/, float* dwpe /*or null*/,
                                   ConstAct dout /*[N,C]*/, const int32_t* inputs /*[N]*/,
                                   int B, int T, int C,
-                                  const int32_t* pos = nullptr /*[B,T] backend memory, or null*/) = 0;
+                                  const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
 
     // out = (inp - mean) * rstd * w + b over the last dim, eps 1e-5; saves mean, rstd.
     virtual void layernorm_forward(Act out /*[N,C]*/, float* mean /*[N]*/,
@@ -357,7 +357,7 @@ public:
     virtual void attention_forward(Act out /*[B,T,C]*/, float* saved,
                                    ConstAct qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C,
                                    int NH, int NKV, int window = 0,
-                                   const int32_t* pos = nullptr /*[B,T] backend memory, or null*/) = 0;
+                                   const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
     // dqkv overwritten (a K/V head's gradient sums over the query heads sharing it).
     // scratch: attention_scratch_floats() floats.
     virtual size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const = 0;
@@ -365,7 +365,7 @@ public:
                                     ConstAct dout /*[B,T,C]*/, ConstAct qkv,
                                     const float* saved, int B, int T, int C, int NH,
                                     int NKV, int window = 0,
-                                    const int32_t* pos = nullptr /*[B,T] backend memory, or null*/) = 0;
+                                    const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
 
     // KV-cached attention for generation (one sequence): the n new rows of qkv, at positions
     // pos0 .. pos0+n-1, first store their K and V heads into the caches (row p of head g at
@@ -427,13 +427,13 @@ public:
     virtual void rope_forward(Act qkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
                               const float* sin, int B, int T, int NH, int NKV, int hs,
                               int pos0,
-                              const int32_t* pos = nullptr /*[B,T] backend memory, or null*/) = 0;
+                              const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
     // The transpose, in place on the gradient w.r.t. the rotated q and k:
     //   d[i] <- d[i]*c + d[i + hs/2]*s ;  d[i + hs/2] <- d[i + hs/2]*c - d[i]*s
     virtual void rope_backward(Act dqkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
                                const float* sin, int B, int T, int NH, int NKV, int hs,
                                int pos0,
-                               const int32_t* pos = nullptr /*[B,T] backend memory, or null*/) = 0;
+                               const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
     // SwiGLU: inp = [gate | up] along the last dim ([N, 2F]: the stacked gate_proj and
     // up_proj outputs), out[n,j] = silu(gate[n,j]) * up[n,j], silu(x) = x / (1 + e^-x).
     virtual void swiglu_forward(Act out /*[N,F]*/, ConstAct inp /*[N,2F]*/, int N,

@@ -36,7 +36,8 @@ TRT_CPU_CLONES static void rope_row(float* x, const float* __restrict c,
 static void rope_apply(float* qkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
                        const float* sin /*[max_pos, hs/2]*/, int B, int T, int NH, int NKV,
                        int hs, int pos0, bool transpose, int threads, const int32_t* pos) {
-    TRT_CHECK(hs > 0 && hs % 2 == 0 && pos0 >= 0, "rope: hs=", hs, " pos0=", pos0);
+    TRT_CHECK(hs > 0 && hs % 2 == 0 && (pos != nullptr || pos0 >= 0), "rope: hs=", hs,
+              " pos0=", pos0);
     const int half = hs / 2;
     const int W = (NH + 2 * NKV) * hs;  // qkv row
     const int heads = NH + NKV;         // Q then K heads: the first (NH+NKV)·hs of a row

@@ -227,6 +227,11 @@ public:
                               "accel.attention = \"cudnn\" is set (not yet verified on a GPU), "
                               "so it runs on the matmul path";
                 cudnn_.reset();
+            } else if (d.documents) {
+                // cuDNN's masks here are causal, windows and padding: not an example's start.
+                cudnn_note_ = "the batches pack examples (documents), whose block-diagonal "
+                              "attention runs on the matmul path";
+                cudnn_.reset();
             } else if (d.attention_dropout) {
                 // cuDNN draws its own dropout masks; the model's must be the CPU's (a counter-
                 // based mask per element), which the matmul path applies.
@@ -278,7 +283,9 @@ public:
             ctx_.scratch = alloc(need, "op scratch");
             ctx_.scratch_bytes = need;
         }
-        const size_t row_elems = static_cast<size_t>(d.B) * (d.T + 1);
+        // A slot holds load_rows' B rows of T+1 ids, or load_batch's three [B,T] arrays.
+        const size_t row_elems = std::max(static_cast<size_t>(d.B) * (d.T + 1),
+                                          3 * static_cast<size_t>(d.B) * d.T);
         if (row_elems > rows_capacity_) {
             // A copy on copy_stream_ may still read the old staging (setup time: waiting is
             // fine). Capacity 0 until both slots exist, so a failure here leaves load_rows
@@ -322,14 +329,14 @@ public:
 
     // ---- ops
     void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
-                         int B, int T, int C) override {
+                         int B, int T, int C, const int32_t* pos) override {
         const DeviceGuard g(device_);
-        cuda::encoder_forward(ctx_, out, inputs, wte, wpe, B, T, C);
+        cuda::encoder_forward(ctx_, out, inputs, wte, wpe, B, T, C, pos);
     }
     void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
-                          int B, int T, int C) override {
+                          int B, int T, int C, const int32_t* pos) override {
         const DeviceGuard g(device_);
-        cuda::encoder_backward(ctx_, dwte, dwpe, dout, inputs, B, T, C);
+        cuda::encoder_backward(ctx_, dwte, dwpe, dout, inputs, B, T, C, pos);
     }
     void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
                            const float* w, const float* b, int N, int C) override {
@@ -369,12 +376,13 @@ public:
         return cudnn_->call_saved_floats(B, T, C, NH, NKV, cudnn_window_);
     }
     void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                           int NH, int NKV, int window) override {
+                           int NH, int NKV, int window, const int32_t* pos) override {
         const DeviceGuard g(device_);
-        if (attention_path(B, T, C, NH, NKV, window) == AttentionPath::Cudnn)
+        if (attention_path(B, T, C, NH, NKV, window, pos) == AttentionPath::Cudnn)
             cudnn_->forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, window);
         else
-            cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, nullptr, window);
+            cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, nullptr, window,
+                                    pos);
     }
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
                                   int pos0, int n, int NH, int NKV, int hs, int max_T,
@@ -385,19 +393,21 @@ public:
     }
     // Always the matmul path: reserve() saw ModelDims::attention_dropout and sized for it.
     void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                   int NH, int NKV, const DropoutMask& m, int window) override {
+                                   int NH, int NKV, const DropoutMask& m, int window,
+                                   const int32_t* pos) override {
         const DeviceGuard g(device_);
         TRT_CHECK(!use_cudnn_, "attention dropout on a backend reserved for cuDNN attention");
-        cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, &m, window);
+        cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, &m, window, pos);
     }
     // The untiled form keeps P' in saved; the tiled one draws it again from m.
     void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                                     const float* saved, int B, int T, int C, int NH, int NKV,
-                                    const DropoutMask& m, int window) override {
+                                    const DropoutMask& m, int window,
+                                    const int32_t* pos) override {
         const DeviceGuard g(device_);
         TRT_CHECK(!use_cudnn_, "attention dropout on a backend reserved for cuDNN attention");
         cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, &m,
-                                 window);
+                                 window, pos);
     }
     size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
         if (!use_cudnn_ || NKV != cudnn_nkv_)
@@ -410,13 +420,13 @@ public:
     }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, int B, int T, int C, int NH, int NKV,
-                            int window) override {
+                            int window, const int32_t* pos) override {
         const DeviceGuard g(device_);
-        if (attention_path(B, T, C, NH, NKV, window) == AttentionPath::Cudnn)
+        if (attention_path(B, T, C, NH, NKV, window, pos) == AttentionPath::Cudnn)
             cudnn_->backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, window);
         else
             cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV,
-                                     nullptr, window);
+                                     nullptr, window, pos);
     }
 
     // ---- Llama-family ops
@@ -438,14 +448,14 @@ public:
                                        eps);
     }
     void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
-                      int NKV, int hs, int pos0) override {
+                      int NKV, int hs, int pos0, const int32_t* pos) override {
         const DeviceGuard g(device_);
-        cuda::rope_forward(ctx_, qkv, cos, sin, B, T, NH, NKV, hs, pos0);
+        cuda::rope_forward(ctx_, qkv, cos, sin, B, T, NH, NKV, hs, pos0, pos);
     }
     void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
-                       int NKV, int hs, int pos0) override {
+                       int NKV, int hs, int pos0, const int32_t* pos) override {
         const DeviceGuard g(device_);
-        cuda::rope_backward(ctx_, dqkv, cos, sin, B, T, NH, NKV, hs, pos0);
+        cuda::rope_backward(ctx_, dqkv, cos, sin, B, T, NH, NKV, hs, pos0, pos);
     }
     void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
         const DeviceGuard g(device_);
@@ -576,6 +586,38 @@ public:
         TRT_CUDA_CHECK(cudaEventRecord(rows_copied_[i], copy_stream_));
         TRT_CUDA_CHECK(cudaStreamWaitEvent(stream_, rows_copied_[i], 0));
         cuda::split_rows(ctx_, inputs, targets, device_rows_[i], B, T);
+        TRT_CUDA_CHECK(cudaEventRecord(rows_consumed_[i], stream_));
+    }
+    // Packed examples: the same two slots, holding [inputs | targets | positions] ([B,T]
+    // each), copied whole to the device and then into the three buffers on stream_.
+    void load_batch(int32_t* inputs, int32_t* targets, int32_t* positions,
+                    const int32_t* host_inputs, const int32_t* host_targets,
+                    const int32_t* host_positions, int B, int T) override {
+        const DeviceGuard g(device_);
+        refuse_while_capturing("load_batch (host-fed batches)");
+        const size_t n = static_cast<size_t>(B) * T;
+        const size_t parts = host_positions != nullptr ? 3 : 2;
+        TRT_CHECK(parts * n <= rows_capacity_, "load_batch: ", B, "x", T,
+                  " exceeds the staging reserved for the model's micro-batch");
+        TRT_CHECK(host_positions == nullptr || positions != nullptr,
+                  "load_batch: positions given but no buffer for them");
+        const int i = next_rows_slot_;
+        next_rows_slot_ ^= 1;
+        TRT_CUDA_CHECK(cudaEventSynchronize(rows_copied_[i]));
+        int32_t* pin = pinned_rows_[i];
+        std::memcpy(pin, host_inputs, n * sizeof(int32_t));
+        std::memcpy(pin + n, host_targets, n * sizeof(int32_t));  // -1 (ignored) as it is
+        if (host_positions != nullptr)
+            std::memcpy(pin + 2 * n, host_positions, n * sizeof(int32_t));
+        TRT_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, rows_consumed_[i], 0));
+        TRT_CUDA_CHECK(cudaMemcpyAsync(device_rows_[i], pin, parts * n * sizeof(int32_t),
+                                       cudaMemcpyHostToDevice, copy_stream_));
+        TRT_CUDA_CHECK(cudaEventRecord(rows_copied_[i], copy_stream_));
+        TRT_CUDA_CHECK(cudaStreamWaitEvent(stream_, rows_copied_[i], 0));
+        int32_t* const dst[3] = {inputs, targets, positions};
+        for (size_t k = 0; k < parts; ++k)
+            TRT_CUDA_CHECK(cudaMemcpyAsync(dst[k], device_rows_[i] + k * n, n * sizeof(int32_t),
+                                           cudaMemcpyDeviceToDevice, stream_));
         TRT_CUDA_CHECK(cudaEventRecord(rows_consumed_[i], stream_));
     }
     void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
@@ -800,9 +842,20 @@ private:
     // exact length when the bucket does not fit), built on demand outside capture and kept in
     // a bounded cache (cudnn_attention.h, attention_plan_cache.h).
     // A sliding window (shorter than T: it bands; else none) other than the model's is the
-    // matmul path's too, as other key/value heads are.
-    AttentionPath attention_path(int B, int T, int C, int NH, int NKV, int window) {
+    // matmul path's too, as other key/value heads are. So are documents (pos): cuDNN's masks
+    // cannot start a row's keys at its example (reserve() saw ModelDims::documents and left
+    // cuDNN out; a call with pos on a backend reserved for cuDNN needs the matmul buffers).
+    AttentionPath attention_path(int B, int T, int C, int NH, int NKV, int window,
+                                 const int32_t* pos) {
         if (!use_cudnn_) return AttentionPath::Matmul;
+        if (pos != nullptr) {
+            if (!matmul_fits(B, T, C, NH, NKV))
+                fail(Status::Unsupported, "attention for ", B, "x", T, " with documents "
+                     "(packed examples) runs on the matmul path, which needs more memory than "
+                     "the model reserved for cuDNN; reserve with ModelDims::documents, or set "
+                     "accel.attention = \"matmul\"");
+            return AttentionPath::Matmul;
+        }
         const int band = window > 0 && window < T ? window : 0;
         const int model_band = cudnn_window_ > 0 && cudnn_window_ < T ? cudnn_window_ : 0;
         if (NKV != cudnn_nkv_ || band != model_band) {

@@ -108,12 +108,13 @@ inline DType act_storage(const CudaCtx& ctx, std::initializer_list<ConstAct> vie
 
 // ---- kernels/elementwise.cu
 // wpe == nullptr: no position term (rotary models); dwpe == nullptr in the backward likewise.
+// pos [B*T] device memory or null: row n's wpe row is pos[n] (documents), not n % T.
 void encoder_forward(const CudaCtx& ctx, Act out, const int32_t* inputs, const float* wte,
-                     const float* wpe, int B, int T, int C);
+                     const float* wpe, int B, int T, int C, const int32_t* pos = nullptr);
 // Deterministic: positions grouped by token with a stable sort, each token's rows summed in
-// position order (no atomics).
+// position order (no atomics); with pos, dwpe's rows the same way, grouped by position.
 void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, ConstAct dout,
-                      const int32_t* inputs, int B, int T, int C);
+                      const int32_t* inputs, int B, int T, int C, const int32_t* pos = nullptr);
 void gelu_forward(const CudaCtx& ctx, Act out, ConstAct inp, size_t n);
 // out[n, c0+j] += scale*in[n, j] | out[n, j] = scale*in[n, c0+j] (backend.h's column slices)
 void add_columns(const CudaCtx& ctx, Act out, ConstAct in, float scale, int N, int W, int c0,
@@ -166,10 +167,11 @@ void residual_rmsnorm_forward(const CudaCtx& ctx, Act res_out, Act out, float* r
                               float eps);
 
 // ---- kernels/rope.cu (rotary embedding in place on the Q and K heads of qkv)
+// pos [B*T] device memory or null: row n's position is pos[n] (documents), not pos0 + n % T.
 void rope_forward(const CudaCtx& ctx, Act qkv, const float* cos, const float* sin, int B,
-                  int T, int NH, int NKV, int hs, int pos0);
+                  int T, int NH, int NKV, int hs, int pos0, const int32_t* pos = nullptr);
 void rope_backward(const CudaCtx& ctx, Act dqkv, const float* cos, const float* sin, int B,
-                   int T, int NH, int NKV, int hs, int pos0);
+                   int T, int NH, int NKV, int hs, int pos0, const int32_t* pos = nullptr);
 
 // ---- kernels/swiglu.cu (inp [N, 2F] = [gate | up])
 void swiglu_forward(const CudaCtx& ctx, Act out, ConstAct inp, int N, int F);
@@ -204,23 +206,27 @@ size_t attention_saved_floats(int B, int T, int C, int NH, int NKV, bool tiled =
 size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, bool tiled = false);
 // mask: attention dropout (the untiled form keeps P' after P in saved; the tiled one draws it
 // again in the backward from the same mask). window > 0: a sliding window (query t attends
-// keys t-window+1 .. t; Backend::attention_forward); the backward takes the forward's.
+// keys t-window+1 .. t; Backend::attention_forward); the backward takes the forward's. pos
+// [B,T] device memory or null: documents (query t attends keys t - pos[b,t] .. t only).
 // ctx.tiled_attention picks the tiled form (attention_forward_tiled / _backward_tiled).
 void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B,
                        int T, int C, int NH, int NKV, const DropoutMask* mask = nullptr,
-                       int window = 0);
+                       int window = 0, const int32_t* pos = nullptr);
 void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
                         ConstAct qkv, const float* saved, int B, int T, int C, int NH,
-                        int NKV, const DropoutMask* mask = nullptr, int window = 0);
+                        int NKV, const DropoutMask* mask = nullptr, int window = 0,
+                        const int32_t* pos = nullptr);
 // The tiled form: [bc,NH,T,T] tiles of attention_tile_seqs() sequences; the forward's tiles
 // live in ctx.scratch (attention_tiled_ctx_scratch_bytes), the backward's in scratch.
 int attention_tile_seqs(int B, int T, int NH);
 size_t attention_tiled_ctx_scratch_bytes(const ModelDims& d, Precision p);
 void attention_forward_tiled(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B,
-                             int T, int C, int NH, int NKV, const DropoutMask* mask, int window);
+                             int T, int C, int NH, int NKV, const DropoutMask* mask, int window,
+                             const int32_t* pos = nullptr);
 void attention_backward_tiled(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
                               ConstAct qkv, const float* saved, int B, int T, int C, int NH,
-                              int NKV, const DropoutMask* mask, int window);
+                              int NKV, const DropoutMask* mask, int window,
+                              const int32_t* pos = nullptr);
 
 // ---- kernels/attention_cached.cu (generation: n new rows over fp32 K/V caches)
 // One row of fp32 scores in the default 48 KiB of shared memory, beside the kernel's 16 bytes

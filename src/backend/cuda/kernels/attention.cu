@@ -13,7 +13,11 @@
 // multi-head shapes of before.
 //
 // The GEMMs compute the full T×T square; the softmax writes the masked upper triangle as
-// exact zeros, so everything downstream is causal.
+// exact zeros, so everything downstream is causal. Documents (pos, backend.h) and a sliding
+// window only move each row's first key: the softmax zeroes the keys before it, and the
+// backward's softmax kernel needs neither (those zeros keep it out).
+//
+// cuDNN attention takes no documents: the backend sends calls with pos to this path.
 //
 // Storage: the activations at the boundary, qkv and dout (read) and out and dqkv (written),
 // are stored in ctx.act (float, bf16 or fp16; the kernels' storage type is S, as T is the
@@ -134,19 +138,33 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
+// The first key row `row` of att [rows = n*NH*T, T] attends: 0, or t - window + 1 under a
+// sliding window, and with documents (pos [n,T] of the rows' sequences, or null) not before
+// its example's start t - pos[b,t].
+__device__ __forceinline__ int first_key(int64_t row, int T, int NH, int window,
+                                         const int32_t* __restrict__ pos) {
+    const int t = static_cast<int>(row % T);
+    int lo = window > 0 && t >= window ? t - window + 1 : 0;
+    if (pos != nullptr) {
+        const int64_t b = row / (static_cast<int64_t>(NH) * T);
+        lo = max(lo, t - pos[b * T + t]);
+    }
+    return lo;
+}
+
 // att [rows = B*NH*T, T] in place; row r is query t = r % T and holds its already scaled
 // scores. Keys lo <= s <= t get softmax(scores[lo..t]) (max-subtracted), the others exactly
-// 0: lo = 0, or t - window + 1 under a sliding window (the backward needs no window: these
-// zeros keep it out). Pass 1 is an online max/sum per lane (one read), pass 2 writes the
-// probabilities. stats (the tiled form): each row's {max, 1/sum} [rows], or nullptr.
+// 0: lo = first_key (the backward needs no window or documents: these zeros keep it out).
+// Pass 1 is an online max/sum per lane (one read), pass 2 writes the probabilities. stats
+// (the tiled form): each row's {max, 1/sum} [rows], or nullptr.
 __global__ void __launch_bounds__(kThreads)
     causal_softmax_kernel(float* __restrict__ att, int64_t rows, int T, int window,
-                          float2* __restrict__ stats) {
+                          float2* __restrict__ stats, const int32_t* __restrict__ pos, int NH) {
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
     if (row >= rows) return;  // whole warps leave together: the shuffles below stay full
     const int lane = threadIdx.x & 31;
     const int t = static_cast<int>(row % T);
-    const int lo = window > 0 && t >= window ? t - window + 1 : 0;
+    const int lo = first_key(row, T, NH, window, pos);
     float* x = att + row * T;
     float mx = -FLT_MAX, sum = 0.0f;
     for (int s = lo + lane; s <= t; s += 32) {
@@ -169,12 +187,13 @@ __global__ void __launch_bounds__(kThreads)
 // causal_softmax_kernel's values from its saved {max, 1/sum} (the same expression).
 __global__ void __launch_bounds__(kThreads)
     causal_softmax_recompute_kernel(float* __restrict__ att, const float2* __restrict__ stats,
-                                    int64_t rows, int T, int window) {
+                                    int64_t rows, int T, int window,
+                                    const int32_t* __restrict__ pos, int NH) {
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
     if (row >= rows) return;
     const int lane = threadIdx.x & 31;
     const int t = static_cast<int>(row % T);
-    const int lo = window > 0 && t >= window ? t - window + 1 : 0;
+    const int lo = first_key(row, T, NH, window, pos);
     float* x = att + row * T;
     const float2 st = stats[row];
     for (int s = lane; s < T; s += 32)
@@ -346,9 +365,11 @@ size_t attention_ctx_scratch_bytes(const ModelDims& d, Precision p) {
 // With dropout (mask): saved = [P | P'] (2 × attention_saved_floats); P' = dropout of P over
 // the whole [B,NH,T,T] stream (the upper triangle stays 0), and y = P'·v.
 void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B, int T,
-                       int C, int NH, int NKV, const DropoutMask* mask, int window) {
+                       int C, int NH, int NKV, const DropoutMask* mask, int window,
+                       const int32_t* pos) {
     if (ctx.tiled_attention)
-        return attention_forward_tiled(ctx, out, saved, qkv, B, T, C, NH, NKV, mask, window);
+        return attention_forward_tiled(ctx, out, saved, qkv, B, T, C, NH, NKV, mask, window,
+                                       pos);
     if (empty(B, T, C, NH)) return;
     check_heads(C, NH, NKV);
     act_storage(ctx, {out, qkv});  // both views in ctx.act before anything is launched
@@ -366,8 +387,8 @@ void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, 
     split_heads(ctx, q, k, v, qkv, B, T, NH, NKV, hs);
     gemm_f32(gctx, gemm_xyt(att, q, k, BKV, G, T, hs, scale));  // preatt = scale · q·kᵀ
     const int64_t rows = static_cast<int64_t>(BH) * T;
-    causal_softmax_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(att, rows, T,
-                                                                              window, nullptr);
+    causal_softmax_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(
+        att, rows, T, window, nullptr, pos, NH);
     TRT_CUDA_LAUNCH_CHECK();
     const float* probs = att;
     if (mask != nullptr) {
@@ -383,10 +404,10 @@ void attention_forward(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, 
 // dqkv[B,T,(NH+2NKV)hs] (overwritten) from dout[B,T,C], qkv and saved = att [B,NH,T,T].
 void attention_backward(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
                         ConstAct qkv, const float* saved, int B, int T, int C, int NH,
-                        int NKV, const DropoutMask* mask, int window) {
+                        int NKV, const DropoutMask* mask, int window, const int32_t* pos) {
     if (ctx.tiled_attention)
         return attention_backward_tiled(ctx, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV,
-                                        mask, window);
+                                        mask, window, pos);
     const bool dropout = mask != nullptr;
     if (empty(B, T, C, NH)) return;
     check_heads(C, NH, NKV);
@@ -474,7 +495,7 @@ size_t attention_tiled_ctx_scratch_bytes(const ModelDims& d, Precision p) {
 
 void attention_forward_tiled(const CudaCtx& ctx, Act out, float* saved, ConstAct qkv, int B,
                              int T, int C, int NH, int NKV, const DropoutMask* mask,
-                             int window) {
+                             int window, const int32_t* pos) {
     if (empty(B, T, C, NH)) return;
     check_heads(C, NH, NKV);
     act_storage(ctx, {out, qkv});
@@ -500,7 +521,8 @@ void attention_forward_tiled(const CudaCtx& ctx, Act out, float* saved, ConstAct
         gemm_f32(gctx, gemm_xyt(att, qb, kb, n * NKV, G, T, hs, scale));  // scale · q·kᵀ
         const int64_t rows = static_cast<int64_t>(n) * NH * T;
         causal_softmax_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(
-            att, rows, T, window, stats + static_cast<size_t>(b0) * NH * T);
+            att, rows, T, window, stats + static_cast<size_t>(b0) * NH * T,
+            pos != nullptr ? pos + static_cast<size_t>(b0) * T : nullptr, NH);
         TRT_CUDA_LAUNCH_CHECK();
         const float* probs = att;
         if (mask != nullptr) {
@@ -515,7 +537,8 @@ void attention_forward_tiled(const CudaCtx& ctx, Act out, float* saved, ConstAct
 
 void attention_backward_tiled(const CudaCtx& ctx, Act dqkv, float* scratch, ConstAct dout,
                               ConstAct qkv, const float* saved, int B, int T, int C, int NH,
-                              int NKV, const DropoutMask* mask, int window) {
+                              int NKV, const DropoutMask* mask, int window,
+                              const int32_t* pos) {
     if (empty(B, T, C, NH)) return;
     check_heads(C, NH, NKV);
     act_storage(ctx, {dqkv, dout, qkv});
@@ -544,7 +567,8 @@ void attention_backward_tiled(const CudaCtx& ctx, Act dqkv, float* scratch, Cons
         const int64_t rows = static_cast<int64_t>(n) * NH * T;
         gemm_f32(ctx, gemm_xyt(att, qb, kb, BKV, G, T, hs, scale));  // the forward's scores
         causal_softmax_recompute_kernel<<<softmax_blocks(rows), kThreads, 0, ctx.stream>>>(
-            att, stats + static_cast<size_t>(b0) * NH * T, rows, T, window);
+            att, stats + static_cast<size_t>(b0) * NH * T, rows, T, window,
+            pos != nullptr ? pos + static_cast<size_t>(b0) * T : nullptr, NH);
         TRT_CUDA_LAUNCH_CHECK();
         const float* used = att;  // the probabilities y was made of
         if (mask != nullptr) {

@@ -159,18 +159,20 @@ struct GeluBiasOp {
 // ---- encoder (S: the storage type of out / dout; T is the sequence length)
 constexpr int kEncThreads = 128;
 
-// out[n, :] = wte[inputs[n], :] + wpe[n % T, :] (the fp32 sum, stored rounded); one block per
-// row (grid-stride). kPos = false (wpe == nullptr, rotary models): out[n, :] = wte[inputs[n], :].
-template <typename S, bool kPos>
+// out[n, :] = wte[inputs[n], :] + wpe[p, :] (the fp32 sum, stored rounded), p = n % T or, with
+// documents (kDocs), pos[n]; one block per row (grid-stride). kPos = false (wpe == nullptr,
+// rotary models): out[n, :] = wte[inputs[n], :]. (kDocs is an instantiation of its own: the
+// one without documents stays the kernel it was.)
+template <typename S, bool kPos, bool kDocs>
 __global__ void __launch_bounds__(kEncThreads)
     encoder_forward_kernel(S* __restrict__ out, const int32_t* __restrict__ inputs,
                            const float* __restrict__ wte, const float* __restrict__ wpe, int N,
-                           int T, int C) {
+                           int T, int C, const int32_t* __restrict__ pos) {
     for (int n = blockIdx.x; n < N; n += gridDim.x) {
         const float* e = wte + static_cast<size_t>(inputs[n]) * C;
         S* o = out + static_cast<size_t>(n) * C;
         if constexpr (kPos) {
-            const float* p = wpe + static_cast<size_t>(n % T) * C;
+            const float* p = wpe + static_cast<size_t>(kDocs ? pos[n] : n % T) * C;
             for (int c = threadIdx.x; c < C; c += kEncThreads) o[c] = from_f32<S>(e[c] + p[c]);
         } else {
             for (int c = threadIdx.x; c < C; c += kEncThreads) o[c] = from_f32<S>(e[c]);
@@ -181,18 +183,20 @@ __global__ void __launch_bounds__(kEncThreads)
 // The same with 128-bit accesses of out: Cv = C / kN packs per row (C % kN == 0 and out, wte,
 // wpe 16-byte aligned, so every row starts aligned); a pack of kN outputs reads kN / 4 float4s
 // of wte and of wpe.
-template <typename S, bool kPos>
+template <typename S, bool kPos, bool kDocs>
 __global__ void __launch_bounds__(kEncThreads)
     encoder_forward_vec_kernel(typename Vec128<S>::type* __restrict__ out,
                                const int32_t* __restrict__ inputs, const float4* __restrict__ wte,
-                               const float4* __restrict__ wpe, int N, int T, int Cv) {
+                               const float4* __restrict__ wpe, int N, int T, int Cv,
+                               const int32_t* __restrict__ pos) {
     using V = typename Vec128<S>::type;
     constexpr int kF4 = Vec128<S>::kN / 4;  // float4s per pack
     const size_t C4 = static_cast<size_t>(Cv) * kF4;
     for (int n = blockIdx.x; n < N; n += gridDim.x) {
         const float4* e = wte + static_cast<size_t>(inputs[n]) * C4;
         V* o = out + static_cast<size_t>(n) * Cv;
-        const float4* p = kPos ? wpe + static_cast<size_t>(n % T) * C4 : nullptr;
+        const float4* p =
+            kPos ? wpe + static_cast<size_t>(kDocs ? pos[n] : n % T) * C4 : nullptr;
         for (int c = threadIdx.x; c < Cv; c += kEncThreads) {
             V r;
 #pragma unroll
@@ -215,11 +219,12 @@ __global__ void iota_kernel(int32_t* __restrict__ v, int n) {
         v[i] = i;
 }
 
-// keys[N] sorted ascending, pos[N] the positions, stable (ascending within a token). The block
+// keys[N] sorted ascending, pos[N] the rows, stable (ascending within a key). The block
 // (x, y) takes the runs that start at positions x, x + gridDim.x, ... and channels
 // [y*kEncThreads, +kEncThreads): dwte[tok, c] += dout[pos, c] over the run, in position
 // order — the same order, hence the same bits, as the CPU loop over n. Runs are distinct
-// tokens, so no two blocks touch one dwte element.
+// tokens, so no two blocks touch one dwte element. With documents the same kernel sums dwpe:
+// keys are then the rows' positions.
 template <typename S>
 __global__ void __launch_bounds__(kEncThreads)
     encoder_dwte_kernel(float* __restrict__ dwte, const S* __restrict__ dout,
@@ -422,19 +427,19 @@ size_t elementwise_scratch_bytes(const ModelDims& d) {
 }
 
 namespace {
-template <typename S, bool kPos>
+template <typename S, bool kPos, bool kDocs>
 void launch_encoder_forward(const CudaCtx& ctx, S* out, const int32_t* inputs, const float* wte,
-                            const float* wpe, int N, int T, int C) {
+                            const float* wpe, int N, int T, int C, const int32_t* pos) {
     using V = typename Vec128<S>::type;
     constexpr int kN = Vec128<S>::kN;
     const int blocks = N < 65536 ? N : 65536;
     if (C % kN == 0 && aligned16(out) && aligned16(wte) && aligned16(wpe)) {
-        encoder_forward_vec_kernel<S, kPos><<<blocks, kEncThreads, 0, ctx.stream>>>(
+        encoder_forward_vec_kernel<S, kPos, kDocs><<<blocks, kEncThreads, 0, ctx.stream>>>(
             reinterpret_cast<V*>(out), inputs, reinterpret_cast<const float4*>(wte),
-            reinterpret_cast<const float4*>(wpe), N, T, C / kN);
+            reinterpret_cast<const float4*>(wpe), N, T, C / kN, pos);
     } else {
-        encoder_forward_kernel<S, kPos><<<blocks, kEncThreads, 0, ctx.stream>>>(out, inputs, wte,
-                                                                                wpe, N, T, C);
+        encoder_forward_kernel<S, kPos, kDocs><<<blocks, kEncThreads, 0, ctx.stream>>>(
+            out, inputs, wte, wpe, N, T, C, pos);
     }
     TRT_CUDA_LAUNCH_CHECK();
 }
@@ -453,35 +458,13 @@ void launch_encoder_dwpe(const CudaCtx& ctx, float* dwpe, const S* d, int B, int
     }
     TRT_CUDA_LAUNCH_CHECK();
 }
-}  // namespace
 
-// out [B*T, C], inputs [B*T], wte [V, C], wpe [>=T, C] or null (no position term)
-void encoder_forward(const CudaCtx& ctx, Act out, const int32_t* inputs, const float* wte,
-                     const float* wpe, int B, int T, int C) {
-    const int N = B * T;
-    if (N <= 0 || C <= 0) return;
-    with_storage(act_storage(ctx, {out}), [&](auto tag) {
-        using S = typename decltype(tag)::type;
-        if (wpe)
-            launch_encoder_forward<S, true>(ctx, typed<S>(out), inputs, wte, wpe, N, T, C);
-        else
-            launch_encoder_forward<S, false>(ctx, typed<S>(out), inputs, wte, nullptr, N, T, C);
-    });
-}
-
-// dwte [V, C] +=, dwpe [>=T, C] += (each skipped when null), dout [B*T, C], inputs [B*T]
-void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, ConstAct dout,
-                      const int32_t* inputs, int B, int T, int C) {
-    const int N = B * T;
-    if (N <= 0 || C <= 0) return;
-    const DType st = act_storage(ctx, {dout});
-    if (!dwte) {  // a frozen token embedding (train.trainable): the position table alone
-        if (dwpe) with_storage(st, [&](auto tag) {
-            using S = typename decltype(tag)::type;
-            launch_encoder_dwpe<S>(ctx, dwpe, typed<S>(dout), B, T, C);
-        });
-        return;
-    }
+// dst[key, :] += dout[n, :] for every row n, key = keys_in[n], each element's rows added in
+// n order without atomics: the rows sorted by key (stable), then one run per key
+// (encoder_dwte_kernel). dwte's keys are the tokens; with documents, dwpe's the positions.
+// Uses all of ctx.scratch's encoder part; stream-ordered, so calls may follow each other.
+void sum_rows_by_key(const CudaCtx& ctx, float* dst, ConstAct dout, DType st,
+                     const int32_t* keys_in, int N, int C) {
     const EncoderScratch s = encoder_scratch(N, ctx.stream);
     TRT_CHECK(s.total <= ctx.scratch_bytes, "encoder_backward needs ", s.total,
               " bytes of CUDA scratch for B*T=", N, ", have ", ctx.scratch_bytes,
@@ -494,21 +477,56 @@ void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, ConstAct dou
 
     iota_kernel<<<grid_for(static_cast<size_t>(N)), kThreads, 0, ctx.stream>>>(vals_in, N);
     TRT_CUDA_LAUNCH_CHECK();
-    // LSD radix sort is stable: positions of one token stay ascending.
+    // LSD radix sort is stable: the rows of one key stay ascending.
     size_t temp_bytes = s.temp_bytes;
-    TRT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, inputs, keys, vals_in,
+    TRT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys, vals_in,
                                                    vals_out, N, 0, 32, ctx.stream));
     TRT_CUDA_LAUNCH_CHECK();
 
     with_storage(st, [&](auto tag) {
         using S = typename decltype(tag)::type;
-        const S* d = typed<S>(dout);
         const dim3 grid(N < 2048 ? N : 2048, (C + kEncThreads - 1) / kEncThreads);
-        encoder_dwte_kernel<S><<<grid, kEncThreads, 0, ctx.stream>>>(dwte, d, keys, vals_out, N,
-                                                                     C);
+        encoder_dwte_kernel<S><<<grid, kEncThreads, 0, ctx.stream>>>(dst, typed<S>(dout), keys,
+                                                                     vals_out, N, C);
         TRT_CUDA_LAUNCH_CHECK();
+    });
+}
+}  // namespace
 
-        if (dwpe) launch_encoder_dwpe<S>(ctx, dwpe, d, B, T, C);  // null: rotary models
+// out [B*T, C], inputs [B*T], wte [V, C], wpe [>=T, C] or null (no position term), pos [B*T]
+// or null (documents)
+void encoder_forward(const CudaCtx& ctx, Act out, const int32_t* inputs, const float* wte,
+                     const float* wpe, int B, int T, int C, const int32_t* pos) {
+    const int N = B * T;
+    if (N <= 0 || C <= 0) return;
+    with_storage(act_storage(ctx, {out}), [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        if (wpe && pos)
+            launch_encoder_forward<S, true, true>(ctx, typed<S>(out), inputs, wte, wpe, N, T, C,
+                                                  pos);
+        else if (wpe)
+            launch_encoder_forward<S, true, false>(ctx, typed<S>(out), inputs, wte, wpe, N, T, C,
+                                                   nullptr);
+        else
+            launch_encoder_forward<S, false, false>(ctx, typed<S>(out), inputs, wte, nullptr, N,
+                                                    T, C, nullptr);
+    });
+}
+
+// dwte [V, C] +=, dwpe [>=T, C] += (each skipped when null), dout [B*T, C], inputs [B*T],
+// pos [B*T] or null (documents: dwpe's rows by position, as dwte's by token)
+void encoder_backward(const CudaCtx& ctx, float* dwte, float* dwpe, ConstAct dout,
+                      const int32_t* inputs, int B, int T, int C, const int32_t* pos) {
+    const int N = B * T;
+    if (N <= 0 || C <= 0) return;
+    const DType st = act_storage(ctx, {dout});
+    // dwte (null: a frozen token embedding, train.trainable), then dwpe (null: rotary models).
+    if (dwte) sum_rows_by_key(ctx, dwte, dout, st, inputs, N, C);
+    if (!dwpe) return;
+    if (pos != nullptr) return sum_rows_by_key(ctx, dwpe, dout, st, pos, N, C);
+    with_storage(st, [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        launch_encoder_dwpe<S>(ctx, dwpe, typed<S>(dout), B, T, C);
     });
 }
 
