@@ -25,6 +25,15 @@ void load_batch(int32_t* inputs, int32_t* targets, int32_t* positions,
     std::copy(host_targets, host_targets + n, targets);  // -1: an ignored target, as it is
     if (host_positions != nullptr) {
         TRT_CHECK(positions != nullptr, "load_batch: positions given but no buffer for them");
+#ifndef NDEBUG
+        // The caller validates (backend.h): each row starts an example, then counts up or
+        // starts another.
+        for (size_t i = 0; i < n; ++i)
+            TRT_CHECK(host_positions[i] == 0 ||
+                          (i % T != 0 && host_positions[i] == host_positions[i - 1] + 1),
+                      "load_batch: position ", host_positions[i], " at row ", i / T, ", column ",
+                      i % T, " neither starts an example nor follows its predecessor");
+#endif
         std::copy(host_positions, host_positions + n, positions);
     }
 }
