@@ -63,6 +63,7 @@ Initial initial_values(const OpCase& c, trt::Precision p, trt::DType act) {
         const uint32_t seed = seed_of(c.op + "/" + c.shape + "/" + t.name);
         if (t.ids_below > 0) {
             in.ids[i] = ref::random_ints(t.count, seed, t.ids_below);
+            if (t.fill_ids) t.fill_ids(in.ids[i]);
             continue;
         }
         if (t.use == Use::Out) {
