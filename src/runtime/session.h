@@ -94,6 +94,11 @@ public:
     // StepResult.tokens stays the tokens processed (grad_accum x world x B x T).
     StepResult step_examples(const int32_t* inputs, const int32_t* targets,
                              const int32_t* positions, size_t n);
+    // trainrt_session_step_masked: step_tokens' rows of T+1 ids, and loss_mask [grad_accum,
+    // B, T] (nullptr: every target counts; mask[k,b,t] != 0: the target tokens[k,b,t+1]
+    // counts), positions as step_examples'. n_mask: the length of loss_mask and positions.
+    StepResult step_masked(const int32_t* tokens, size_t n_tokens, const uint8_t* loss_mask,
+                           const int32_t* positions, size_t n_mask);
     const StepResult& last_step() const { return last_; }
     // train.eval_mode = "sampled": the mean over train.eval_batches windows from the start of
     // data.val; "whole": eval_whole().loss.
@@ -148,8 +153,11 @@ private:
     void check_tokens(const int32_t* tokens, size_t n) const;
     // step_examples' checks: the targets counted on this rank (refusing an id that is neither
     // in [0, vocab_size) nor -1), and the positions' layout.
-    int64_t count_targets(const int32_t* targets, size_t n) const;
-    void check_positions(const int32_t* positions) const;
+    int64_t count_targets(const char* what, const int32_t* targets, size_t n) const;
+    void check_positions(const char* what, const int32_t* positions) const;
+    // step_examples and step_masked; what names the entry point in errors.
+    StepResult examples_step(const char* what, const int32_t* inputs, const int32_t* targets,
+                             const int32_t* positions, size_t n);
     // Tokens one step trains on, over every rank: grad_accum x world x B x T.
     int64_t tokens_per_step() const;
     // Data parallel: the gradients and the step's loss sum, summed over the ranks.
