@@ -95,7 +95,7 @@ StepResult Session::examples_step(const char* what, const int32_t* inputs,
         fail(Status::InvalidArgument, what, ": ", inputs ? "targets" : "inputs",
              " is NULL");
     if (n != expected)
-        fail(Status::InvalidArgument, what, ": got ", n, " positions per array, expected "
+        fail(Status::InvalidArgument, what, ": got ", n, " values per array, expected "
              "train.grad_accum x batch_size x seq_len = ", GA, " x ", B, " x ", T, " = ",
              expected);
     check_tokens(inputs, n);
