@@ -159,7 +159,8 @@ typedef struct trainrt_step_result {
     uint32_t struct_size;  /* sizeof(trainrt_step_result) as the caller compiled it */
     uint32_t version;      /* TRAINRT_STEP_RESULT_VERSION */
     int64_t step;          /* 1-based number of the step; 0 = no step completed yet */
-    double loss;           /* mean train loss over the step's micro-batches (nats/token) */
+    double loss;           /* mean train loss over the step's micro-batches (nats/token;
+                              step_masked: over its counted targets) */
     double lr;             /* learning rate the step used */
     double grad_norm;      /* global L2 norm of the gradient before clipping */
     int64_t tokens;        /* tokens this step trained on (grad_accum * B * T) */
@@ -253,6 +254,24 @@ TRAINRT_API trainrt_status trainrt_session_step(trainrt_step_result* out,
 TRAINRT_API trainrt_status trainrt_session_step_tokens(trainrt_step_result* out,
                                                        trainrt_session* session,
                                                        const int32_t* tokens, size_t n_tokens);
+/* Like step_tokens, training on some targets only (instruction tuning: the completions, not
+ * the prompts). tokens as step_tokens (n_tokens = grad_accum * batch_size * (seq_len + 1)).
+ * loss_mask: grad_accum * batch_size * seq_len bytes, or NULL (every target counts);
+ * loss_mask[k, b, t] != 0 makes the target tokens[k, b, t + 1] count, 0 leaves it an input
+ * only (no loss, no gradient; its id must still be in [0, vocab_size)). positions: as many
+ * int32 values, or NULL (0 .. seq_len - 1 in every row); each row starts at 0 and each value is
+ * 0 or the previous + 1 (rows that restart, packed sequences, are TRAINRT_ERR_UNSUPPORTED in
+ * this version). n_mask: that length, grad_accum * batch_size * seq_len (0 is also accepted
+ * when both are NULL). The loss and its gradient are the mean over the step's counted targets
+ * — every micro-batch and, under data parallelism, every rank — so grad_accum and the world
+ * size do not change the result; a mask of all ones is step_tokens bit for bit. out->loss is
+ * that mean, out->tokens still the tokens processed. A step with no counted target (on any
+ * rank) is TRAINRT_ERR_INVALID_ARGUMENT and changes nothing. */
+TRAINRT_API trainrt_status trainrt_session_step_masked(trainrt_step_result* out,
+                                                       trainrt_session* session,
+                                                       const int32_t* tokens, size_t n_tokens,
+                                                       const uint8_t* loss_mask,
+                                                       const int32_t* positions, size_t n_mask);
 /* Wait for all queued work; then out (may be NULL) holds the last step's figures. */
 TRAINRT_API trainrt_status trainrt_session_sync(trainrt_step_result* out,
                                                 trainrt_session* session);

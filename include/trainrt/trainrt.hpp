@@ -513,6 +513,32 @@ public:
     StepResult step_tokens(const std::vector<int32_t>& tokens) {
         return step_tokens(tokens.data(), tokens.size());
     }
+    // step_tokens training on the targets loss_mask marks only (trainrt_session_step_masked):
+    // loss_mask and positions hold n_mask = grad_accum * batch_size * seq_len values, or are
+    // null. The loss is the mean over the step's counted targets.
+    StepResult step_masked(const int32_t* tokens, size_t n_tokens, const uint8_t* loss_mask,
+                           const int32_t* positions, size_t n_mask) {
+        StepResult r = new_result();
+        call([&] {
+            return trainrt_session_step_masked(&r, handle_.get(), tokens, n_tokens, loss_mask,
+                                               positions, n_mask);
+        });
+        return r;
+    }
+    // An empty loss_mask: every target counts; empty positions: 0 .. seq_len - 1 in every row.
+    StepResult step_masked(const std::vector<int32_t>& tokens,
+                           const std::vector<uint8_t>& loss_mask,
+                           const std::vector<int32_t>& positions = {}) {
+        const bool mask = !loss_mask.empty(), pos = !positions.empty();
+        if (mask && pos && positions.size() != loss_mask.size())
+            throw Error(TRAINRT_ERR_INVALID_ARGUMENT,
+                        "step_masked: loss_mask holds " + std::to_string(loss_mask.size()) +
+                            " values but positions " + std::to_string(positions.size()) +
+                            "; both hold grad_accum * batch_size * seq_len");
+        return step_masked(tokens.data(), tokens.size(), mask ? loss_mask.data() : nullptr,
+                           pos ? positions.data() : nullptr,
+                           mask ? loss_mask.size() : positions.size());
+    }
     // Waits for queued work; the figures of the last step.
     StepResult sync() {
         StepResult r = new_result();

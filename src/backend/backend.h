@@ -27,7 +27,11 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 14;
+constexpr uint32_t kBackendInterfaceVersion = 15;  // 15: classifier targets may be -1; 14: pos
+
+// A target id that is not a target (instruction tuning trains on some tokens only): the
+// position is an input, its loss is 0 and its logits get no gradient.
+constexpr int32_t kIgnoredTarget = -1;
 
 // A view of an activation buffer in backend memory: where it starts and what its elements
 // are. A float* converts implicitly (an fp32 buffer), so fp32 call sites read as plain
@@ -487,7 +491,9 @@ public:
 
     // Softmax cross-entropy over the first V of Vp columns of each row of logits.
     // losses[n] = -log softmax(logits[n])[targets[n]]. If write_grad, logits is overwritten
-    // with dloss * (softmax - onehot(target)) (columns >= V get 0). targets in [0, V).
+    // with dloss * (softmax - onehot(target)) (columns >= V get 0). targets in [0, V), or
+    // kIgnoredTarget (-1): losses[n] = 0 and (write_grad) the whole row of the gradient is 0.
+    // Any other target is an error (the CPU throws; a device, which cannot check, gives NaN).
     // The gradient is scaled by dloss * scalars->loss_scale when scalars != nullptr (fp16
     // loss scaling reads the scale from backend memory, never from the host).
     virtual void classifier_forward_backward(Act logits /*[N,Vp] inout*/,

@@ -151,6 +151,24 @@ TRAINRT_API trainrt_status trainrt_session_step_tokens(trainrt_step_result* out,
     });
 }
 
+TRAINRT_API trainrt_status trainrt_session_step_masked(trainrt_step_result* out,
+                                                       trainrt_session* session,
+                                                       const int32_t* tokens, size_t n_tokens,
+                                                       const uint8_t* loss_mask,
+                                                       const int32_t* positions, size_t n_mask) {
+    return guarded("trainrt_session_step_masked", [&] {
+        require(session, "trainrt_session_step_masked", "session");
+        require(tokens, "trainrt_session_step_masked", "tokens");
+        check_out_struct(out, "trainrt_session_step_masked");
+        capi::BusyGuard busy(session->busy, "trainrt_session_step_masked");
+        const capi::SignalStackScope signal_stack;  // signal_stack.h: oneDNN
+        const StepResult r =
+            session->session->step_masked(tokens, n_tokens, loss_mask, positions, n_mask);
+        fill_step_result(out, r, "trainrt_session_step_masked");
+        return TRAINRT_OK;
+    });
+}
+
 TRAINRT_API trainrt_status trainrt_session_sync(trainrt_step_result* out,
                                                 trainrt_session* session) {
     return guarded("trainrt_session_sync", [&] {

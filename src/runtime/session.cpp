@@ -542,6 +542,8 @@ void Session::accumulate_and_update(float dloss_scale, const MicroBatchLoader& l
             model_->set_block_done([this](int layer) {
                 sum_range(layer_ranges_[static_cast<size_t>(layer)]);
             });
+        // issue 40, positions: step_examples' positions reach the model here, once Decoder
+        // takes them (forward_backward(..., positions), from model_->positions_buffer()).
         model_->forward_backward(inputs, targets, B, T, dloss_scale, scalars_,
                                  static_cast<uint32_t>(k));
         if (overlap) model_->set_block_done(nullptr);
@@ -667,10 +669,10 @@ StepResult Session::step_tokens(const int32_t* tokens, size_t n_tokens) {
     return finish_step(s, lr, t0);
 }
 
-StepResult Session::finish_step(int64_t s, double lr, double t0_ms) {
+StepResult Session::finish_step(int64_t s, double lr, double t0_ms, int64_t counted) {
     step_ = s;
     tokens_total_ += tokens_per_step();
-    readback_->push(s, scalars_, t0_ms, lr, tokens_total_);
+    readback_->push(s, scalars_, t0_ms, lr, tokens_total_, counted);
     collect_steps(false);
     throw_if_diverged();
     return last_;
@@ -691,7 +693,8 @@ void Session::complete_step(const PendingStep& p, const StepScalars& r) {
     const int64_t tokens = tokens_per_step();
     StepResult res;
     res.step = p.step;
-    res.loss = r.loss_sum / static_cast<double>(tokens);
+    // The mean over the targets that counted (all of them unless some were ignored).
+    res.loss = r.loss_sum / static_cast<double>(p.counted > 0 ? p.counted : tokens);
     res.lr = p.lr;
     res.grad_norm = r.grad_norm;
     res.tokens = tokens;

@@ -83,6 +83,22 @@ public:
     const StepResult& sync();
     // tokens: grad_accum * B * (T+1) ids (see trainrt_session_step_tokens).
     StepResult step_tokens(const int32_t* tokens, size_t n_tokens);
+    // A step on host examples whose targets may be ignored (instruction tuning trains on some
+    // tokens only; runtime/session_examples.cpp): inputs, targets and positions hold
+    // n = grad_accum x B x T ids each, [micro-batch, row, column]. A target of
+    // kIgnoredTarget (-1) is not a target. The loss is the mean over the step's counted
+    // targets — all micro-batches, all ranks — and so is the gradient (dloss = 1 / count), so
+    // neither grad_accum nor the world size changes the result. positions: nullptr (0 .. T-1
+    // in every row), else each row starts at 0 and each value is 0 or the previous + 1. A
+    // step with no counted target anywhere is refused before anything changes.
+    // StepResult.tokens stays the tokens processed (grad_accum x world x B x T).
+    StepResult step_examples(const int32_t* inputs, const int32_t* targets,
+                             const int32_t* positions, size_t n);
+    // trainrt_session_step_masked: step_tokens' rows of T+1 ids, and loss_mask [grad_accum,
+    // B, T] (nullptr: every target counts; mask[k,b,t] != 0: the target tokens[k,b,t+1]
+    // counts), positions as step_examples'. n_mask: the length of loss_mask and positions.
+    StepResult step_masked(const int32_t* tokens, size_t n_tokens, const uint8_t* loss_mask,
+                           const int32_t* positions, size_t n_mask);
     const StepResult& last_step() const { return last_; }
     // train.eval_mode = "sampled": the mean over train.eval_batches windows from the start of
     // data.val; "whole": eval_whole().loss.
@@ -135,6 +151,13 @@ public:
 
 private:
     void check_tokens(const int32_t* tokens, size_t n) const;
+    // step_examples' checks: the targets counted on this rank (refusing an id that is neither
+    // in [0, vocab_size) nor -1), and the positions' layout.
+    int64_t count_targets(const char* what, const int32_t* targets, size_t n) const;
+    void check_positions(const char* what, const int32_t* positions) const;
+    // step_examples and step_masked; what names the entry point in errors.
+    StepResult examples_step(const char* what, const int32_t* inputs, const int32_t* targets,
+                             const int32_t* positions, size_t n);
     // Tokens one step trains on, over every rank: grad_accum x world x B x T.
     int64_t tokens_per_step() const;
     // Data parallel: the gradients and the step's loss sum, summed over the ranks.
@@ -178,7 +201,8 @@ private:
     // eval()'s forward of the batch in the model's buffers (graph-replayed like the step).
     void run_eval_forward();
     // Reads back step s's scalars asynchronously, then collects what has completed.
-    StepResult finish_step(int64_t s, double lr, double t0_ms);
+    // counted: the step's loss is the mean over that many targets (0: tokens_per_step()).
+    StepResult finish_step(int64_t s, double lr, double t0_ms, int64_t counted = 0);
     // Reads back completed steps: all of them (wait_all), else those ready plus as many as
     // keep at most max_inflight - 1 in flight.
     void collect_steps(bool wait_all);

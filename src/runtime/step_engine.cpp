@@ -50,10 +50,10 @@ void GraphRunner::run(const std::function<void()>& work) {
 }
 
 void ReadbackRing::push(int64_t step, const StepScalars* scalars, double t0_ms, double lr,
-                        int64_t tokens_total) {
+                        int64_t tokens_total, int64_t counted) {
     const int slot = static_cast<int>(step % Backend::kScalarSlots);
     be_.read_scalars_async(slot, scalars);
-    pending_.push_back(PendingStep{step, slot, t0_ms, lr, tokens_total});
+    pending_.push_back(PendingStep{step, slot, t0_ms, lr, tokens_total, counted});
 }
 
 void ReadbackRing::collect(bool wait_all,

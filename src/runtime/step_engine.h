@@ -57,6 +57,9 @@ struct PendingStep {
     int slot;  // read-back ring slot
     double t0_ms, lr;
     int64_t tokens_total;
+    // The targets its loss is the mean over (every rank's), when some were ignored
+    // (Session::step_examples); 0: every token the step processed.
+    int64_t counted = 0;
 };
 
 class ReadbackRing {
@@ -66,7 +69,7 @@ public:
     void set_max_inflight(int64_t n) { max_inflight_ = n; }
     // Starts the asynchronous copy of *scalars for `step` (its slot is step % kScalarSlots).
     void push(int64_t step, const StepScalars* scalars, double t0_ms, double lr,
-              int64_t tokens_total);
+              int64_t tokens_total, int64_t counted = 0);
     // Hands completed steps, oldest first, to `done`: all of them (wait_all), else those
     // ready plus as many as keep at most max_inflight - 1 in flight.
     void collect(bool wait_all, const std::function<void(const PendingStep&, const StepScalars&)>& done);

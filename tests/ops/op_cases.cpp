@@ -748,21 +748,32 @@ void attention_document_cases() {
 
 // ---------------------------------------------------------------- classifier
 
+// Which targets a case marks ignored (trt::kIgnoredTarget): none, every third (from
+// position 1), or all of them.
+enum class Ignored { None, Some, All };
+
 void classifier_cases() {
     struct S {
         int N, V, Vp;
+        Ignored ignored = Ignored::None;
     };
     for (S s : {S{14, 11, 16}, S{9, 257, 320}, S{51, 67, 80}, S{64, 256, 256},
-                S{33, 1000, 1024}, S{5, 50257, 50304}})
+                S{33, 1000, 1024}, S{5, 50257, 50304}, S{14, 11, 16, Ignored::Some},
+                S{51, 67, 80, Ignored::Some}, S{33, 1000, 1024, Ignored::Some},
+                S{5, 50257, 50304, Ignored::Some}, S{9, 257, 320, Ignored::All}})
         for (int mode = 0; mode < 3; mode++) {
             // 0: loss only; 1: loss and gradient; 2: gradient scaled by StepScalars::loss_scale.
             const bool write_grad = mode > 0, scaled = mode == 2;
             const int N = s.N, V = s.V, Vp = s.Vp;
+            const Ignored ignored = s.ignored;
             const float dloss = 1.0f / N, loss_scale = 4.0f;
             OpCase c;
             c.op = "classifier_forward_backward";
             c.shape = dims_text({{"N", N}, {"V", V}, {"Vp", Vp}}) +
-                      (mode == 0 ? " loss_only" : mode == 1 ? " grad" : " grad_loss_scale4");
+                      (mode == 0 ? " loss_only" : mode == 1 ? " grad" : " grad_loss_scale4") +
+                      (ignored == Ignored::Some  ? " some_ignored"
+                       : ignored == Ignored::All ? " all_ignored"
+                                                 : "");
             TensorSpec logits = tensor("logits", (size_t)N * Vp, Use::InOut, -4, 4);
             // Padded columns hold garbage the op must ignore (and zero in the gradient).
             logits.fill = [=](std::vector<float>& v) {
@@ -770,6 +781,11 @@ void classifier_cases() {
                     for (int i = V; i < Vp; i++) v[(size_t)n * Vp + i] = 3e4f;
             };
             TensorSpec targets = ids("targets", N, V);
+            if (ignored != Ignored::None)
+                targets.fill_ids = [=](std::vector<int32_t>& t) {
+                    for (int n = 0; n < N; n++)
+                        if (ignored == Ignored::All || n % 3 == 1) t[n] = trt::kIgnoredTarget;
+                };
             c.tensors = {logits, targets, out("losses", N)};
             c.dims = rows_dims(N, 64);
             c.dims.V = Vp;

@@ -54,7 +54,8 @@ struct TensorSpec {
     bool act = false;
     // Rewrites the seeded initial values (tables with fixed contents, garbage in padding).
     std::function<void(std::vector<float>&)> fill;
-    // The same for ids (documents' positions: a fixed layout of examples).
+    // The same for ids (documents' positions: a fixed layout of examples; targets marked
+    // ignored, trt::kIgnoredTarget).
     std::function<void(std::vector<int32_t>&)> fill_ids;
 };
 

@@ -105,6 +105,7 @@ namespace Trainrt
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_set_log(SessionHandle session, NativeLogFn fn, IntPtr payload, int minLevel);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_step(ref StepResult result, SessionHandle session);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_step_tokens(ref StepResult result, SessionHandle session, int[] tokens, UIntPtr nTokens);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_step_masked(ref StepResult result, SessionHandle session, int[] tokens, UIntPtr nTokens, byte[] lossMask, int[] positions, UIntPtr nMask);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_sync(ref StepResult result, SessionHandle session);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_eval(out double loss, SessionHandle session);
         [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_eval_result_init(ref EvalResult r);

@@ -64,6 +64,25 @@ namespace Trainrt
             return r;
         }
 
+        /// <summary>StepTokens training on some targets only (instruction tuning): lossMask holds
+        /// grad_accum * batch_size * seq_len bytes, non-zero where the target tokens[k,b,t+1]
+        /// counts (null: all count); positions as many values (null: 0 .. seq_len-1 in every
+        /// row). The loss is the mean over the step's counted targets.</summary>
+        public StepResult StepMasked(int[] tokens, byte[] lossMask, int[] positions = null)
+        {
+            if (tokens == null) throw new ArgumentNullException("tokens");
+            if (lossMask != null && positions != null && lossMask.Length != positions.Length)
+                throw new TrainrtException(Status.InvalidArgument,
+                    "lossMask holds " + lossMask.Length + " values but positions " + positions.Length +
+                    "; both hold grad_accum * batch_size * seq_len", "StepMasked");
+            int n = lossMask != null ? lossMask.Length : positions != null ? positions.Length : 0;
+            StepResult r = StepResult.Create();
+            Errors.Check(Native.trainrt_session_step_masked(ref r, Live(), tokens, (UIntPtr)tokens.Length,
+                                                            lossMask, positions, (UIntPtr)n),
+                         "trainrt_session_step_masked");
+            return r;
+        }
+
         /// <summary>Waits for queued work; returns the last step's figures.</summary>
         public StepResult Sync()
         {

@@ -364,6 +364,21 @@ static class Program
             T.Eq(1L, r.Step, "step_tokens step");
             T.Throws<TrainrtException>(() => s.StepTokens(new int[5]), "wrong token count");
 
+            using (Session m1 = Open())
+            using (Session m2 = Open())
+            {
+                byte[] ones = new byte[4 * 32];
+                for (int i = 0; i < ones.Length; ++i) ones[i] = 1;
+                StepResult t1 = m1.StepTokens(batch);
+                StepResult t2 = m2.StepMasked(batch, ones);
+                T.Eq(BitConverter.DoubleToInt64Bits(t1.Loss), BitConverter.DoubleToInt64Bits(t2.Loss),
+                     "a mask of all ones is step_tokens bit for bit");
+                var z = T.Throws<TrainrtException>(() => m2.StepMasked(batch, new byte[ones.Length]),
+                                                   "a mask that counts nothing");
+                T.Eq(Status.InvalidArgument, z.Status, "nothing counted: invalid argument");
+                T.Throws<TrainrtException>(() => m2.StepMasked(batch, ones, new int[3]), "positions' length");
+            }
+
             var o = SampleOptions.Create(); o.Seed = 42; o.TopK = 10;
             int[] a = s.Sample(new[] { 72, 101 }, 20, o);
             int[] b = s.Sample(new[] { 72, 101 }, 20, o);

@@ -7,6 +7,7 @@ package trainrt
 import "C"
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/cgo"
 	"sync"
@@ -238,6 +239,45 @@ func (s *Session) StepTokens(tokens []int32) (StepResult, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := check(C.trainrt_session_step_tokens(&r, s.h, p, C.size_t(len(tokens)))); err != nil {
+		return StepResult{}, err
+	}
+	return stepResultFromC(&r), nil
+}
+
+// StepMasked is StepTokens training on some targets only (instruction tuning): lossMask holds
+// grad_accum * batch_size * seq_len bytes, non-zero where the target tokens[k][b][t+1] counts
+// (nil: all count); positions as many values (nil: 0 .. seq_len-1 in every row). The loss is
+// the mean over the step's counted targets. When both are given they have the same length.
+func (s *Session) StepMasked(tokens []int32, lossMask []uint8, positions []int32) (StepResult, error) {
+	if lossMask != nil && positions != nil && len(lossMask) != len(positions) {
+		return StepResult{}, &Error{Status: ErrInvalidArgument, Message: fmt.Sprintf(
+			"StepMasked: lossMask holds %d values but positions %d; both hold "+
+				"grad_accum * batch_size * seq_len", len(lossMask), len(positions))}
+	}
+	if err := s.lock(); err != nil {
+		return StepResult{}, err
+	}
+	defer s.mu.Unlock()
+	r := newStepResult()
+	var p *C.int32_t
+	if len(tokens) > 0 {
+		p = (*C.int32_t)(unsafe.Pointer(&tokens[0]))
+	}
+	var m *C.uint8_t
+	var pos *C.int32_t
+	n := 0
+	if len(lossMask) > 0 {
+		m = (*C.uint8_t)(unsafe.Pointer(&lossMask[0]))
+		n = len(lossMask)
+	}
+	if len(positions) > 0 {
+		pos = (*C.int32_t)(unsafe.Pointer(&positions[0]))
+		n = len(positions)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := check(C.trainrt_session_step_masked(&r, s.h, p, C.size_t(len(tokens)), m, pos,
+		C.size_t(n))); err != nil {
 		return StepResult{}, err
 	}
 	return stepResultFromC(&r), nil

@@ -261,6 +261,40 @@ func TestErrorMessagesPerGoroutine(t *testing.T) {
 	}
 }
 
+// A mask of all ones is StepTokens bit for bit; a mask that counts nothing is refused.
+func TestStepMasked(t *testing.T) {
+	cfg := mustConfig(t)
+	ga, _ := cfg.GetInt("train.grad_accum")
+	b, _ := cfg.GetInt("train.batch_size")
+	seq, _ := cfg.GetInt("train.seq_len")
+	rows := int(ga * b)
+	tokens := make([]int32, rows*int(seq+1))
+	for i := range tokens {
+		tokens[i] = int32((i*37 + 11) % 256)
+	}
+	ones := make([]uint8, rows*int(seq))
+	for i := range ones {
+		ones[i] = 1
+	}
+	s1, s2 := mustSession(t, cfg), mustSession(t, cfg)
+	r1, err := s1.StepTokens(tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := s2.StepMasked(tokens, ones, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Float64bits(r1.Loss) != math.Float64bits(r2.Loss) {
+		t.Fatalf("all-ones mask %v != StepTokens %v", r2.Loss, r1.Loss)
+	}
+	zeros := make([]uint8, len(ones))
+	_, err = s2.StepMasked(tokens, zeros, nil)
+	asError(t, err, ErrInvalidArgument)
+	_, err = s2.StepMasked(tokens, ones, make([]int32, 3))
+	asError(t, err, ErrInvalidArgument)
+}
+
 func TestCloseIdempotentAndErrClosed(t *testing.T) {
 	s := mustSession(t, mustConfig(t))
 	if _, err := s.Step(); err != nil {
@@ -281,6 +315,7 @@ func TestCloseIdempotentAndErrClosed(t *testing.T) {
 	_, checks["Save"] = s.Save("")
 	_, checks["Sample"] = s.Sample([]int32{65}, 1, nil)
 	_, checks["StepTokens"] = s.StepTokens([]int32{1})
+	_, checks["StepMasked"] = s.StepMasked([]int32{1}, nil, nil)
 	_, checks["Forward"] = s.Forward([]int32{1, 2}, 1, 1, nil)
 	checks["Load"] = s.Load("x")
 	checks["Export"] = s.Export("x", DTypeF32)

@@ -199,6 +199,41 @@ class SessionTest(TestCase):
         self.assertTrue(cm.exception.message)
         self.assertEqual(s.sync().step, 1)
 
+    def test_step_masked(self) -> None:
+        rows, T = 4, 32  # batch_size, seq_len (grad_accum 1)
+        toks = [[(r * 33 + t) * 13 % 256 for t in range(T + 1)] for r in range(rows)]
+        # A mask of all ones is step_tokens bit for bit.
+        a, b = self.own(session()), self.own(session())
+        ra, rb = a.step_tokens(toks), b.step_masked(toks, [[True] * T] * rows)
+        self.assertEqual(bits(ra.loss), bits(rb.loss))
+        self.assertEqual(bits(ra.grad_norm), bits(rb.grad_norm))
+        # A masked target's id changes nothing (the last target of a row is no input).
+        mask = [[t % 4 != 1 and t != T - 1 for t in range(T)] for _ in range(rows)]
+        other = [row[:-1] + [(row[-1] + 7) % 256] for row in toks]
+        c, d = self.own(session()), self.own(session())
+        rc = c.step_masked(toks, mask, positions=[list(range(T))] * rows)
+        rd = d.step_masked(other, mask)
+        self.assertEqual(bits(rc.loss), bits(rd.loss))
+        self.assertEqual(bits(rc.grad_norm), bits(rd.grad_norm))
+        self.assertNotEqual(rc.loss, ra.loss)
+        self.assertEqual(rc.tokens, rows * T)  # tokens processed, counted or not
+        if HAVE_NUMPY:
+            e = self.own(session())
+            np = numpy
+            re = e.step_masked(np.array(toks, dtype=np.int64), np.array(mask))
+            self.assertEqual(bits(re.loss), bits(rc.loss))
+        # Refused, nothing changed: a mask counting nothing, wrong lengths, a row not from 0.
+        with self.assertRaises(trainrt.InvalidArgumentError) as cm:
+            c.step_masked(toks, [[0] * T] * rows)
+        self.assertIn("ignored", cm.exception.message)
+        with self.assertRaises(trainrt.InvalidArgumentError):
+            c.step_masked(toks, [1] * (rows * T - 1))
+        with self.assertRaises(trainrt.InvalidArgumentError):
+            c.step_masked(toks, None, [1] + [0] * (rows * T - 1))
+        with self.assertRaises(trainrt.InvalidArgumentError):
+            c.step_masked(toks, [1] * (rows * T), [0] * (rows * T + 1))
+        self.assertEqual(c.sync().step, 1)
+
     def test_sample_and_generate(self) -> None:
         s = self.own(session())
         s.train(4)
@@ -265,6 +300,7 @@ class MisuseTest(TestCase):
             "load": lambda: s.load("x"), "export": lambda: s.export("x"),
             "export_adapter": lambda: s.export_adapter("x"),
             "sample": lambda: s.sample([65], 1), "step_tokens": lambda: s.step_tokens([1]),
+            "step_masked": lambda: s.step_masked([1]),
             "forward": lambda: s.forward([1, 2]), "request_stop": s.request_stop,
             "set_log": lambda: s.set_log(None), "params": s.params,
             "read_params": s.read_params, "write_params": lambda: s.write_params([1.0]),

@@ -96,6 +96,29 @@ def int32_buffer(tokens: Any, what: str = "tokens") -> Tuple[int, int, Any]:
     return addr, n, arr
 
 
+def mask_buffer(mask: Any, what: str = "loss_mask") -> Tuple[int, int, Any]:
+    """(address, count, owner) of one byte per value, 1 where ``mask`` is true / non-zero
+    (bools, 0/1 ints, a numpy array of any numeric or bool type, bytes)."""
+    if isinstance(mask, str):
+        raise TypeError("%s must be booleans or 0/1 numbers, not str" % what)
+    if _is_ndarray(mask):
+        np = _numpy
+        arr = np.ascontiguousarray(mask != 0, dtype=np.uint8)
+        return arr.ctypes.data, int(arr.size), arr
+    if isinstance(mask, (bytes, bytearray)):
+        values: Iterable[Any] = mask
+    else:
+        if isinstance(mask, memoryview):
+            mask = mask.tolist()
+        values = _flatten(mask)
+    try:
+        arr = array.array("B", (1 if v else 0 for v in values))
+    except TypeError as e:
+        raise TypeError("%s must be booleans or 0/1 numbers: %s" % (what, e)) from None
+    addr, n = arr.buffer_info()
+    return addr, n, arr
+
+
 def float32_buffer(values: Any, what: str = "values") -> Tuple[int, int, Any]:
     """(address, count, owner) of float32 values (converted when they are not float32)."""
     _reject_text(values, what)

@@ -275,6 +275,8 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "trainrt_session_set_log": ("status", [_P, LOG_FN, _P, c_int32]),
     "trainrt_session_step": ("status", [POINTER(StepResult), _P]),
     "trainrt_session_step_tokens": ("status", [POINTER(StepResult), _P, _P, c_size_t]),
+    "trainrt_session_step_masked": ("status", [POINTER(StepResult), _P, _P, c_size_t, _P, _P,
+                                               c_size_t]),
     "trainrt_session_sync": ("status", [POINTER(StepResult), _P]),
     "trainrt_session_eval": ("status", [POINTER(c_double), _P]),
     "trainrt_eval_result_init": (None, [POINTER(EvalResult)]),

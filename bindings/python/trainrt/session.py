@@ -207,6 +207,35 @@ class Session(Closeable):
         del keep
         return _step_result(r)
 
+    def step_masked(self, tokens: Any, loss_mask: Any = None,
+                    positions: Any = None) -> StepResult:
+        """:meth:`step_tokens` training on some targets only (instruction tuning: the
+        completions, not the prompts). ``loss_mask``: ``grad_accum * batch_size * seq_len``
+        booleans (flat or nested like the rows' targets), true where the target
+        ``tokens[k][b][t + 1]`` counts; None: all count. ``positions``: as many int32 values
+        (each row 0, 1, ...; None: 0 .. seq_len - 1). The loss and its gradient are the mean
+        over the step's counted targets (every micro-batch, every rank), so grad_accum does
+        not change the result; ``loss`` is that mean, ``tokens`` the tokens processed. A step
+        that counts nothing is :class:`trainrt.InvalidArgumentError` and changes nothing."""
+        addr, n, keep = _buffers.int32_buffer(tokens)
+        m_addr, m_n, m_keep = (None, 0, None) if loss_mask is None else _buffers.mask_buffer(
+            loss_mask)
+        p_addr, p_n, p_keep = (None, 0, None) if positions is None else _buffers.int32_buffer(
+            positions, "positions")
+        if loss_mask is not None and positions is not None and m_n != p_n:
+            raise InvalidArgumentError("step_masked: loss_mask holds %d values but positions %d;"
+                                       " both hold grad_accum * batch_size * seq_len"
+                                       % (m_n, p_n))
+        r = new_struct(_CStepResult, STEP_RESULT_VERSION)
+        h = self._enter()
+        try:
+            C.trainrt_session_step_masked(byref(r), h, addr, n, m_addr, p_addr,
+                                          m_n if loss_mask is not None else p_n)
+        finally:
+            self._exit()
+        del keep, m_keep, p_keep
+        return _step_result(r)
+
     def sync(self) -> StepResult:
         """Wait for all queued work; the last step's figures (step 0 before any)."""
         r = new_struct(_CStepResult, STEP_RESULT_VERSION)

@@ -1,5 +1,6 @@
 // Fused softmax cross-entropy over the first V of Vp logit columns, optionally writing the
-// logit gradient in place (the logits buffer is reused as dlogits).
+// logit gradient in place (the logits buffer is reused as dlogits). A target of -1
+// (kIgnoredTarget) is a position that is an input but not a target: loss 0, gradient 0.
 #include <cmath>
 
 #include "backend/cpu/cpu_common.h"
@@ -41,10 +42,18 @@ void classifier_forward_backward(float* logits /*[N,Vp] inout*/, float* losses /
     TRT_CHECK(V > 0 && V <= Vp, "V=", V, " Vp=", Vp);
     // Validate before the parallel loop: a part must not throw (cpu_pool.h).
     for (int n = 0; n < N; n++)
-        TRT_CHECK(targets[n] >= 0 && targets[n] < V, "target ", targets[n], " at position ", n,
-                  " outside [0, ", V, ")");
+        TRT_CHECK(targets[n] == kIgnoredTarget || (targets[n] >= 0 && targets[n] < V), "target ",
+                  targets[n], " at position ", n, " outside [0, ", V, ") and not ",
+                  kIgnoredTarget, " (ignored)");
     parallel_for(N, team((size_t)N * Vp, threads), [&](int n) {
-        classifier_row(logits + (size_t)n * Vp, losses + n, targets[n], V, Vp, dloss, write_grad);
+        float* row = logits + (size_t)n * Vp;
+        if (targets[n] == kIgnoredTarget) {  // not a target: no loss, no gradient
+            losses[n] = 0.0f;
+            if (write_grad)
+                for (int i = 0; i < Vp; i++) row[i] = 0.0f;
+            return;
+        }
+        classifier_row(row, losses + n, targets[n], V, Vp, dloss, write_grad);
     });
 }
 

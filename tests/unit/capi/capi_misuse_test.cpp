@@ -94,7 +94,7 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_session_get_metadata),  TRT_ENTRY(trainrt_session_metadata_count),
     TRT_ENTRY(trainrt_session_metadata_key),  TRT_ENTRY(trainrt_eval_result_init),
     TRT_ENTRY(trainrt_session_eval_whole),    TRT_ENTRY(trainrt_session_eval_tokens),
-    TRT_ENTRY(trainrt_session_eval_text),
+    TRT_ENTRY(trainrt_session_eval_text),     TRT_ENTRY(trainrt_session_step_masked),
 };
 #undef TRT_ENTRY
 
@@ -855,6 +855,11 @@ TEST_F(CapiMisuse, SessionNullHandlesAndOutPointers) {
                     "session");
     EXPECT_NULL_ARG(trainrt_session_step_tokens(&r, s, nullptr, rows.size()), "tokens");
     EXPECT_NULL_ARG(trainrt_session_step_tokens(&r, s, nullptr, 0), "tokens");
+    EXPECT_NULL_ARG(trainrt_session_step_masked(&r, nullptr, rows.data(), rows.size(), nullptr,
+                                                nullptr, 0),
+                    "session");
+    EXPECT_NULL_ARG(trainrt_session_step_masked(&r, s, nullptr, rows.size(), nullptr, nullptr, 0),
+                    "tokens");
     EXPECT_NULL_ARG(trainrt_session_sync(&r, nullptr), "session");
     EXPECT_NULL_ARG(trainrt_session_eval(nullptr, s), "out_loss");
     EXPECT_NULL_ARG(trainrt_session_eval(&loss, nullptr), "session");
@@ -929,6 +934,9 @@ TEST_F(CapiMisuse, StepResultStructSizeTooSmallIsRefusedBeforeAnyWork) {
         EXPECT_MISUSE(trainrt_session_step(&r, s), TRAINRT_ERR_INVALID_ARGUMENT, "struct_size");
         EXPECT_MISUSE(trainrt_session_step_tokens(&r, s, rows.data(), rows.size()),
                       TRAINRT_ERR_INVALID_ARGUMENT, "struct_size");
+        EXPECT_MISUSE(trainrt_session_step_masked(&r, s, rows.data(), rows.size(), nullptr,
+                                                  nullptr, 0),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "struct_size");
         EXPECT_MISUSE(trainrt_session_sync(&r, s), TRAINRT_ERR_INVALID_ARGUMENT, "struct_size");
         EXPECT_EQ(r.step, -4242);
         EXPECT_EQ(r.struct_size, size);
@@ -988,6 +996,80 @@ TEST_F(CapiMisuse, StepTokensRefusesWrongCountsAndOutOfRangeIds) {
         EXPECT_TRUE(names(last_error(), "7")) << "index 7 in: " << last_error();
     }
     EXPECT_EQ(step_of(s), 0);
+}
+
+// trainrt_session_step_masked: wrong counts of tokens and of mask/positions values, ids out
+// of range (masked or not), a mask that counts nothing, positions that do not start at 0 or
+// jump, rows that restart (packed: not in this version) — each refused before anything runs.
+TEST_F(CapiMisuse, StepMaskedRefusesWrongSizesEmptyMasksAndBadPositions) {
+    trainrt_session* s = make_session();
+    ASSERT_NE(s, nullptr);
+    std::vector<int32_t> rows = valid_rows();
+    constexpr size_t kMask = static_cast<size_t>(kB) * kT;
+    std::vector<uint8_t> mask(kMask, 1);
+    std::vector<int32_t> pos(kMask);
+    for (size_t i = 0; i < kMask; ++i) pos[i] = static_cast<int32_t>(i % kT);
+    for (const size_t n : {size_t{0}, kStepTokens - 1, kStepTokens + 1, SIZE_MAX}) {
+        SCOPED_TRACE(n);
+        EXPECT_MISUSE(trainrt_session_step_masked(nullptr, s, rows.data(), n, mask.data(),
+                                                  nullptr, kMask),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "tokens");
+    }
+    for (const size_t n : {size_t{0}, kMask - 1, kMask + 1, kStepTokens, SIZE_MAX}) {
+        SCOPED_TRACE(n);
+        EXPECT_MISUSE(trainrt_session_step_masked(nullptr, s, rows.data(), rows.size(),
+                                                  mask.data(), nullptr, n),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "n_mask");
+        EXPECT_MISUSE(trainrt_session_step_masked(nullptr, s, rows.data(), rows.size(), nullptr,
+                                                  pos.data(), n),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "n_mask");
+    }
+    EXPECT_MISUSE(trainrt_session_step_masked(nullptr, s, rows.data(), rows.size(), nullptr,
+                                              nullptr, kMask - 1),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "n_mask");
+    for (const int32_t id : {-1, -100, kV, INT32_MIN}) {  // a masked target is still an id
+        SCOPED_TRACE(id);
+        std::vector<int32_t> bad = rows;
+        bad[kT] = id;  // row 0's last target
+        std::vector<uint8_t> m = mask;
+        m[kT - 1] = 0;
+        EXPECT_MISUSE(trainrt_session_step_masked(nullptr, s, bad.data(), bad.size(), m.data(),
+                                                  nullptr, kMask),
+                      TRAINRT_ERR_INVALID_ARGUMENT, std::to_string(id));
+    }
+    const std::vector<uint8_t> none(kMask, 0);
+    EXPECT_MISUSE(trainrt_session_step_masked(nullptr, s, rows.data(), rows.size(), none.data(),
+                                              nullptr, kMask),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "ignored");
+    std::vector<int32_t> p = pos;
+    p[kT] = 3;  // row 1 starts at 3
+    EXPECT_MISUSE(trainrt_session_step_masked(nullptr, s, rows.data(), rows.size(), mask.data(),
+                                              p.data(), kMask),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "row 1, column 0");
+    p = pos;
+    p[2] = -1;
+    EXPECT_MISUSE(trainrt_session_step_masked(nullptr, s, rows.data(), rows.size(), mask.data(),
+                                              p.data(), kMask),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "column 2");
+    p = pos;
+    p[4] = 0;  // 0 1 2 3 0 1 2 3: a second sequence in row 0
+    p[5] = 1;
+    p[6] = 2;
+    p[7] = 3;
+    EXPECT_MISUSE(trainrt_session_step_masked(nullptr, s, rows.data(), rows.size(), mask.data(),
+                                              p.data(), kMask),
+                  TRAINRT_ERR_UNSUPPORTED, "packed");
+    EXPECT_EQ(step_of(s), 0);
+    // What passes: NULL mask and positions (n_mask 0 or the count), the plain positions.
+    EXPECT_EQ(trainrt_session_step_masked(nullptr, s, rows.data(), rows.size(), nullptr, nullptr,
+                                          0),
+              TRAINRT_OK)
+        << last_error();
+    EXPECT_EQ(trainrt_session_step_masked(nullptr, s, rows.data(), rows.size(), mask.data(),
+                                          pos.data(), kMask),
+              TRAINRT_OK)
+        << last_error();
+    EXPECT_EQ(step_of(s), 2);
 }
 
 TEST_F(CapiMisuse, ForwardRefusesExtremeShapesAndShortLogitBuffers) {

@@ -648,6 +648,89 @@ TEST_F(CapiSession, StepTokensRejectsBadInputAndStaysUsable) {
     EXPECT_EQ(r.step, 2);
 }
 
+// ====================================================================== step_masked
+
+namespace {
+
+std::vector<float> params_of(trainrt_session* s) {
+    int64_t tensors = 0, numel = 0;
+    EXPECT_EQ(trainrt_session_param_count(&tensors, &numel, s), TRAINRT_OK) << last_error();
+    std::vector<float> p(static_cast<size_t>(numel));
+    EXPECT_EQ(trainrt_session_read_params(p.data(), p.size(), s, nullptr), TRAINRT_OK)
+        << last_error();
+    return p;
+}
+
+}  // namespace
+
+// A mask of all ones (and a NULL mask) is step_tokens bit for bit, over grad accumulation.
+TEST_F(CapiSession, StepMaskedOfAllOnesIsStepTokensBitForBit) {
+    trainrt_session* a = make_session({{"train.grad_accum", "2"}});
+    trainrt_session* b = make_session({{"train.grad_accum", "2"}});
+    trainrt_session* c = make_session({{"train.grad_accum", "2"}});
+    ASSERT_TRUE(a && b && c);
+    const std::vector<int32_t> batch = pattern_batch(2);
+    const std::vector<uint8_t> ones(2 * kB * kT, 1);
+    for (int step = 1; step <= 3; ++step) {
+        trainrt_step_result ra = new_result(), rb = new_result(), rc = new_result();
+        ASSERT_EQ(trainrt_session_step_tokens(&ra, a, batch.data(), batch.size()), TRAINRT_OK);
+        ASSERT_EQ(trainrt_session_step_masked(&rb, b, batch.data(), batch.size(), ones.data(),
+                                              nullptr, ones.size()),
+                  TRAINRT_OK)
+            << last_error();
+        ASSERT_EQ(trainrt_session_step_masked(&rc, c, batch.data(), batch.size(), nullptr,
+                                              nullptr, 0),
+                  TRAINRT_OK)
+            << last_error();
+        EXPECT_TRUE(same_bits(ra.loss, rb.loss) && same_bits(ra.loss, rc.loss)) << step;
+        EXPECT_TRUE(same_bits(ra.grad_norm, rb.grad_norm)) << step;
+        EXPECT_EQ(ra.tokens, rb.tokens);
+    }
+    const std::vector<float> pa = params_of(a), pb = params_of(b), pc = params_of(c);
+    EXPECT_EQ(0, std::memcmp(pa.data(), pb.data(), pa.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(pa.data(), pc.data(), pa.size() * sizeof(float)));
+}
+
+// An ignored target's id changes nothing: rows whose last target (an id that is no input) is
+// masked train bit for bit alike with another id there. Masking changes the step.
+TEST_F(CapiSession, AMaskedTargetsIdChangesNothing) {
+    trainrt_session* a = make_session();
+    trainrt_session* b = make_session();
+    trainrt_session* unmasked = make_session();
+    ASSERT_TRUE(a && b && unmasked);
+    const std::vector<int32_t> batch = pattern_batch();
+    std::vector<int32_t> other = batch;
+    std::vector<uint8_t> mask(kB * kT, 1);
+    for (int r = 0; r < kB; ++r) {
+        mask[static_cast<size_t>(r) * kT + kT - 1] = 0;  // row r's last target ...
+        mask[static_cast<size_t>(r) * kT + 2] = 0;       // ... and its third
+        int32_t& last = other[static_cast<size_t>(r) * (kT + 1) + kT];
+        last = (last + 11) % kV;  // ... is another id here
+    }
+    double masked_loss = 0, unmasked_loss = 0;
+    for (int step = 1; step <= 2; ++step) {
+        trainrt_step_result ra = new_result(), rb = new_result(), ru = new_result();
+        ASSERT_EQ(trainrt_session_step_masked(&ra, a, batch.data(), batch.size(), mask.data(),
+                                              nullptr, mask.size()),
+                  TRAINRT_OK)
+            << last_error();
+        ASSERT_EQ(trainrt_session_step_masked(&rb, b, other.data(), other.size(), mask.data(),
+                                              nullptr, mask.size()),
+                  TRAINRT_OK)
+            << last_error();
+        ASSERT_EQ(trainrt_session_step_tokens(&ru, unmasked, batch.data(), batch.size()),
+                  TRAINRT_OK);
+        EXPECT_TRUE(same_bits(ra.loss, rb.loss)) << step;
+        EXPECT_TRUE(same_bits(ra.grad_norm, rb.grad_norm)) << step;
+        EXPECT_EQ(ra.tokens, kB * kT);  // processed, counted or not
+        masked_loss = ra.loss;
+        unmasked_loss = ru.loss;
+    }
+    EXPECT_NE(masked_loss, unmasked_loss);
+    const std::vector<float> pa = params_of(a), pb = params_of(b);
+    EXPECT_EQ(0, std::memcmp(pa.data(), pb.data(), pa.size() * sizeof(float)));
+}
+
 // ====================================================================== struct_size
 
 TEST_F(CapiSession, StepResultFromAnOldHostIsFilledOnlyUpToItsSize) {

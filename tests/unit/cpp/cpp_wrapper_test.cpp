@@ -269,6 +269,18 @@ TEST_F(CppWrapper, StepTokensSyncEvalForwardMetrics) {
     EXPECT_EQ(synced.step, 2);
     EXPECT_TRUE(same_bits(synced.loss, b.loss));
 
+    // Masked: all ones is step_tokens (the same weights: a second session follows s).
+    {
+        trainrt::Session masked = session();
+        const std::vector<uint8_t> ones(static_cast<size_t>(kB) * kT, 1);
+        EXPECT_TRUE(same_bits(masked.step_masked(batch, ones).loss, a.loss));
+        EXPECT_TRUE(same_bits(masked.step_masked(batch, {}).loss, b.loss));
+        EXPECT_TRAINRT_ERROR(masked.step_masked(batch, std::vector<uint8_t>(ones.size(), 0)),
+                             TRAINRT_ERR_INVALID_ARGUMENT);
+        EXPECT_TRAINRT_ERROR(masked.step_masked(batch, ones, {0, 1}),
+                             TRAINRT_ERR_INVALID_ARGUMENT);
+    }
+
     const double val = s.eval();
     EXPECT_TRUE(std::isfinite(val));
     EXPECT_TRUE(same_bits(val, s.eval()));  // fresh cursor each call

@@ -489,12 +489,14 @@ inline Vec swiglu_backward(const Vec& dout, const Vec& inp, int N, int F) {
 // ------------------------------------------------------------------ classifier
 
 // losses[n] = logsumexp(logits[n, :V]) - logits[n, target]; dlogits = dloss (p - onehot),
-// 0 in the padded columns. logits rows have Vp columns.
+// 0 in the padded columns. logits rows have Vp columns. A target of -1 is ignored: loss 0,
+// a gradient row of 0.
 inline void classifier(const Vec& logits, const std::vector<int32_t>& targets, int N, int V,
                        int Vp, double dloss, Vec& losses, Vec& dlogits) {
     losses.assign(N, 0.0);
     dlogits.assign((size_t)N * Vp, 0.0);
     for (int n = 0; n < N; n++) {
+        if (targets[n] == -1) continue;
         const double* x = &logits[(size_t)n * Vp];
         double mx = x[0];
         for (int i = 1; i < V; i++) mx = std::max(mx, x[i]);

@@ -475,6 +475,15 @@ extern "C" {
         tokens: *const i32,
         n_tokens: usize,
     ) -> trainrt_status;
+    pub fn trainrt_session_step_masked(
+        out: *mut trainrt_step_result,
+        session: *mut trainrt_session,
+        tokens: *const i32,
+        n_tokens: usize,
+        loss_mask: *const u8,
+        positions: *const i32,
+        n_mask: usize,
+    ) -> trainrt_status;
     pub fn trainrt_session_sync(
         out: *mut trainrt_step_result,
         session: *mut trainrt_session,

@@ -306,6 +306,50 @@ impl Session {
         })
     }
 
+    /// step_tokens training on some targets only (instruction tuning): loss_mask holds
+    /// grad_accum * batch_size * seq_len values, non-zero where the target tokens[k][b][t + 1]
+    /// counts (None: all count); positions as many (None: 0 .. seq_len - 1 in every row). The
+    /// loss is the mean over the step's counted targets. The two must have the same length.
+    pub fn step_masked(
+        &mut self,
+        tokens: &[i32],
+        loss_mask: Option<&[u8]>,
+        positions: Option<&[i32]>,
+    ) -> Result<StepResult> {
+        let n_mask = match (loss_mask, positions) {
+            (Some(m), Some(p)) if m.len() != p.len() => {
+                return Err(Error::new(
+                    Status::InvalidArgument,
+                    format!(
+                        "step_masked: loss_mask holds {} values but positions {}; both hold \
+                         grad_accum * batch_size * seq_len",
+                        m.len(),
+                        p.len()
+                    ),
+                ))
+            }
+            (Some(m), _) => m.len(),
+            (None, Some(p)) => p.len(),
+            (None, None) => 0,
+        };
+        let mask_ptr = loss_mask.map_or(std::ptr::null(), |m| m.as_ptr());
+        let pos_ptr = positions.map_or(std::ptr::null(), |p| p.as_ptr());
+        let raw = self.raw();
+        // SAFETY: tokens, and loss_mask / positions when given, are valid for their lengths
+        // (n_mask each) during the call; a null pointer is "none".
+        step_out(|out| unsafe {
+            sys::trainrt_session_step_masked(
+                out,
+                raw,
+                tokens.as_ptr(),
+                tokens.len(),
+                mask_ptr,
+                pos_ptr,
+                n_mask,
+            )
+        })
+    }
+
     /// Waits for queued work; returns the last step's figures.
     pub fn sync(&mut self) -> Result<StepResult> {
         let raw = self.raw();

@@ -40,6 +40,32 @@ fn step_tokens_forward_eval_metrics() {
 }
 
 #[test]
+fn step_masked_of_all_ones_is_step_tokens_and_counts_only_the_mask() {
+    let cfg = Config::from_file(common::config_path()).unwrap();
+    let tokens = common::host_tokens(&cfg);
+    let seq = cfg.get_int("train.seq_len").unwrap() as usize;
+    let rows = tokens.len() / (seq + 1);
+    let mut a = Session::new(&cfg).unwrap();
+    let mut b = Session::new(&cfg).unwrap();
+    let ones = vec![1u8; rows * seq];
+    let ra = a.step_tokens(&tokens).unwrap();
+    let rb = b.step_masked(&tokens, Some(&ones), None).unwrap();
+    assert_eq!(ra.loss.to_bits(), rb.loss.to_bits());
+    assert_eq!(ra.grad_norm.to_bits(), rb.grad_norm.to_bits());
+    let half: Vec<u8> = (0..rows * seq).map(|i| (i % 2) as u8).collect();
+    let positions: Vec<i32> = (0..rows * seq).map(|i| (i % seq) as i32).collect();
+    let rc = a.step_masked(&tokens, Some(&half), Some(&positions)).unwrap();
+    assert!(rc.loss.is_finite());
+    assert_eq!(rc.tokens, ra.tokens, "tokens processed, counted or not");
+    let zeros = vec![0u8; rows * seq];
+    let e = a.step_masked(&tokens, Some(&zeros), None).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument, "{e}");
+    let e = a.step_masked(&tokens, Some(&ones), Some(&positions[1..])).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument, "{e}");
+    assert_eq!(a.metrics().unwrap().step, 2, "a refused step changes nothing");
+}
+
+#[test]
 fn whole_evals() {
     let mut s = common::session();
     let w = s.eval_whole().unwrap();

@@ -57,8 +57,10 @@ __device__ __forceinline__ MaxSum warp_merge(MaxSum v) {
 //   loss:   losses[n] = max + log(sum) - logits[n, tgt] (double, as the CPU).
 //   pass 2 (write_grad): logits[n, i] = e^(x - max) * (d / sum) - (i == tgt ? d : 0) for
 //           i < V and 0 for V <= i < Vp, d = dloss (* scalars->loss_scale, read here).
-// A target outside [0, V) (the host cannot check device targets) gives a NaN loss, which
-// surfaces in the step's loss_sum, and no onehot term; nothing is read out of bounds.
+// An ignored target (kIgnoredTarget, -1) gives loss 0 and a gradient row of 0, without
+// reading the row. Any other target outside [0, V) (the host cannot check device targets)
+// gives a NaN loss, which surfaces in the step's loss_sum, and no onehot term; nothing is
+// read out of bounds.
 template <typename T, int kThreads>
 __global__ void __launch_bounds__(kThreads)
     classifier_kernel(T* __restrict__ logits, float* __restrict__ losses,
@@ -72,6 +74,12 @@ __global__ void __launch_bounds__(kThreads)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     T* row = logits + static_cast<size_t>(n) * Vp;
     const int tgt = targets[n];
+    if (tgt == kIgnoredTarget) {  // uniform across the block: no barrier is skipped by some
+        if (tid == 0) losses[n] = 0.0f;
+        if (write_grad)
+            for (int j = tid; j < Vp; j += kThreads) row[j] = from_f32<T>(0.0f);
+        return;
+    }
     const bool tgt_ok = tgt >= 0 && tgt < V;
     // Read before any thread overwrites the row (pass 2 comes after the block barriers).
     const float tgt_logit = tgt_ok ? to_f32(row[tgt]) : NAN;
@@ -181,13 +189,18 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // Pass 2, one thread per row: losses[n] = max + log(sum) - logits[n, tgt] (double, as the
-// CPU), read before pass 3 overwrites the row. An invalid target gives NaN (fused kernel).
+// CPU), read before pass 3 overwrites the row. An ignored target gives 0, any other invalid
+// one NaN (fused kernel).
 template <typename T>
 __global__ void loss_gather_kernel(float* __restrict__ losses, const float2* __restrict__ stats,
                                    const T* __restrict__ logits,
                                    const int32_t* __restrict__ targets, int N, int V, int Vp) {
     for (int n = blockIdx.x * blockDim.x + threadIdx.x; n < N; n += gridDim.x * blockDim.x) {
         const int tgt = targets[n];
+        if (tgt == kIgnoredTarget) {
+            losses[n] = 0.0f;
+            continue;
+        }
         if (tgt < 0 || tgt >= V) {
             losses[n] = NAN;
             continue;
@@ -200,7 +213,8 @@ __global__ void loss_gather_kernel(float* __restrict__ losses, const float2* __r
 }
 
 // Pass 3: logits[n, i] = d * (prob - onehot(tgt)) with prob = e^(x - max) / sum for i < V,
-// 0 for V <= i < Vp; d = dloss (* scalars->loss_scale, read on the device). The probability
+// 0 for V <= i < Vp and for every column of an ignored target's row; d = dloss
+// (* scalars->loss_scale, read on the device). The probability
 // is formed in fp32 from the row statistics, never stored: with T = bf16/fp16 the gradient is
 // rounded once (the CPU twin), and with T = float the arithmetic is that of the former
 // separate probability and gradient passes (prob rounded to fp32, then d * (prob - onehot)).
@@ -213,11 +227,12 @@ __global__ void dlogits_kernel(T* __restrict__ logits, const float2* __restrict_
     for (int n = blockIdx.y; n < N; n += gridDim.y) {
         const float2 st = stats[n];
         const int tgt = targets[n];
+        const bool counted = tgt != kIgnoredTarget;
         T* row = logits + static_cast<size_t>(n) * Vp;
         for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < Vp;
              i += gridDim.x * blockDim.x) {
-            float g = 0.0f;  // padding: no gradient
-            if (i < V) {
+            float g = 0.0f;  // padding, or an ignored row: no gradient
+            if (i < V && counted) {
                 const float p = expf(to_f32(row[i]) - st.x) / st.y;
                 g = d * (p - (i == tgt ? 1.0f : 0.0f));
             }
@@ -263,7 +278,8 @@ size_t classifier_scratch_bytes(const ModelDims& d) {
     return align_up_256(N * sizeof(float2));
 }
 
-// logits [N, Vp] in/out (gradient when write_grad), losses [N], targets [N] in [0, V)
+// logits [N, Vp] in/out (gradient when write_grad), losses [N], targets [N] in [0, V) or
+// kIgnoredTarget
 void classifier_forward_backward(const CudaCtx& ctx, Act logits, float* losses,
                                  const int32_t* targets, int N, int V, int Vp, float dloss,
                                  bool write_grad, const StepScalars* scalars) {
