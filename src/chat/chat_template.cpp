@@ -86,6 +86,7 @@ Rendered Template::render(const json::Value& context) const {
             const size_t colon = msg.find(':');
             throw Error(e.status(), origin_ + ":" + msg.substr(5, colon - 5) + ":" + msg.substr(colon + 1));
         }
+        if (e.status() == Status::InvalidArgument) throw Error(e.status(), origin_ + ": " + msg);
         throw;
     }
     return r;

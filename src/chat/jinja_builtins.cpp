@@ -7,6 +7,7 @@
 #include <ctime>
 #include <unordered_map>
 
+#include "chat/jinja_case.h"
 #include "chat/jinja_render.h"
 #include "core/error.h"
 
@@ -43,18 +44,6 @@ int64_t need_int(Evaluator& ev, const Value& v, int line, const char* what) {
     return v.as_int();
 }
 
-std::string ascii_lower(std::string s) {
-    for (char& c : s)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return s;
-}
-std::string ascii_upper(std::string s) {
-    for (char& c : s)
-        if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-    return s;
-}
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
 // Jinja's make_attrgetter: "a.b.0" looked up item by item.
 Value get_path(Evaluator& ev, const Value& obj, const std::string& path, int line) {
     Value cur = obj;
@@ -72,7 +61,7 @@ Value get_path(Evaluator& ev, const Value& obj, const std::string& path, int lin
 // The key filters sort and compare by: the attribute, lower-cased unless case_sensitive.
 Value sort_key(Evaluator& ev, const Value& v, const Value* attribute, bool case_sensitive, int line) {
     Value k = attribute && !attribute->is_none() ? get_path(ev, v, to_str(*attribute), line) : v;
-    if (!case_sensitive && k.is_string()) k = Value::string(ascii_lower(k.s));
+    if (!case_sensitive && k.is_string()) k = Value::string(py_lower(k.s));
     return k;
 }
 
@@ -137,7 +126,7 @@ List py_split(Evaluator& ev, const std::string& s, const Value* sep, int64_t max
             if (splits >= maxsplit) {
                 std::string rest;
                 for (size_t i = k; i < chars.size(); ++i) rest += chars[i];
-                out.push_back(Value::string(py_strip(rest, nullptr, false, true)));
+                out.push_back(Value::string(std::move(rest)));  // the rest keeps its trailing spaces
                 break;
             }
             while (k < chars.size() && !space(k)) word += chars[k++];
@@ -188,26 +177,6 @@ std::vector<std::string> py_splitlines(const std::string& s) {
     }
     if (!cur.empty()) lines.push_back(std::move(cur));
     return lines;
-}
-
-std::string py_title(const std::string& s) {  // str.title()
-    std::string out = s;
-    bool prev_cased = false;
-    for (char& c : out) {
-        if (is_alpha(c)) {
-            c = prev_cased ? ascii_lower(std::string(1, c))[0] : ascii_upper(std::string(1, c))[0];
-            prev_cased = true;
-        } else {
-            prev_cased = false;
-        }
-    }
-    return out;
-}
-
-std::string py_capitalize(const std::string& s) {
-    std::string out = ascii_lower(s);
-    if (!out.empty()) out[0] = ascii_upper(out.substr(0, 1))[0];
-    return out;
 }
 
 int64_t length_of(Evaluator& ev, const Value& v, int line) {
@@ -268,29 +237,17 @@ Value f_join(Evaluator& ev, const Value& v, CallArgs& a) {
         if (!first) out += sep;
         first = false;
         out += to_str(attribute && !attribute->is_none() ? get_path(ev, item, to_str(*attribute), a.line) : item);
-        ev.check_size(out.size(), a.line);
+        ev.check_length(out.size(), a.line);
     }
+    ev.check_size(out.size(), a.line);
     return Value::string(std::move(out));
 }
 
-Value f_upper(Evaluator&, const Value& v, CallArgs&) { return Value::string(ascii_upper(to_str(v))); }
-Value f_lower(Evaluator&, const Value& v, CallArgs&) { return Value::string(ascii_lower(to_str(v))); }
+Value f_upper(Evaluator&, const Value& v, CallArgs&) { return Value::string(py_upper(to_str(v))); }
+Value f_lower(Evaluator&, const Value& v, CallArgs&) { return Value::string(py_lower(to_str(v))); }
 Value f_capitalize(Evaluator&, const Value& v, CallArgs&) { return Value::string(py_capitalize(to_str(v))); }
 
-Value f_title(Evaluator&, const Value& v, CallArgs&) {
-    // Jinja's do_title: words begin after -, whitespace, (, {, [ or <.
-    const std::string s = to_str(v);
-    std::string out;
-    bool word_start = true;
-    for (const char c : s) {
-        const bool sep = c == '-' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
-                         c == '\v' || c == '(' || c == '{' || c == '[' || c == '<';
-        if (sep) { out += c; word_start = true; continue; }
-        out += word_start ? ascii_upper(std::string(1, c)) : ascii_lower(std::string(1, c));
-        word_start = false;
-    }
-    return Value::string(std::move(out));
-}
+Value f_title(Evaluator&, const Value& v, CallArgs&) { return Value::string(jinja_title(to_str(v))); }
 
 Value f_default(Evaluator&, const Value& v, CallArgs& a) {
     const Value* d = arg(a, 0, "default_value");
@@ -715,14 +672,8 @@ bool t_sameas(Evaluator& ev, const Value& v, CallArgs& a) {
         default: return false;
     }
 }
-bool t_lower(Evaluator&, const Value& v, CallArgs&) {
-    const std::string s = to_str(v);
-    return std::any_of(s.begin(), s.end(), is_alpha) && ascii_lower(s) == s;
-}
-bool t_upper(Evaluator&, const Value& v, CallArgs&) {
-    const std::string s = to_str(v);
-    return std::any_of(s.begin(), s.end(), is_alpha) && ascii_upper(s) == s;
-}
+bool t_lower(Evaluator&, const Value& v, CallArgs&) { return py_islower(to_str(v)); }
+bool t_upper(Evaluator&, const Value& v, CallArgs&) { return py_isupper(to_str(v)); }
 
 const std::unordered_map<std::string, TestFn>& tests() {
     static const std::unordered_map<std::string, TestFn> m = {
@@ -798,7 +749,7 @@ Value string_method(const std::string& s, const std::string& name) {
         };
     } else if (name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
         f = [s, name](Evaluator&, CallArgs&) {
-            return Value::string(name == "upper" ? ascii_upper(s) : name == "lower" ? ascii_lower(s)
+            return Value::string(name == "upper" ? py_upper(s) : name == "lower" ? py_lower(s)
                                  : name == "title" ? py_title(s) : py_capitalize(s));
         };
     } else if (name == "find" || name == "rfind" || name == "count" || name == "index") {
@@ -827,8 +778,9 @@ Value string_method(const std::string& s, const std::string& name) {
                 if (!first) out += s;
                 first = false;
                 out += need_string(ev, item, a.line, "join");
-                ev.check_size(out.size(), a.line);
+                ev.check_length(out.size(), a.line);
             }
+            ev.check_size(out.size(), a.line);
             return Value::string(std::move(out));
         };
     } else if (name == "splitlines") {
@@ -856,6 +808,79 @@ Value string_method(const std::string& s, const std::string& name) {
 }
 
 }  // namespace
+
+std::string percent_format(Evaluator& ev, const std::string& fmt, const Value& args, int line) {
+    // Python's printf-style formatting: 'a %s b %d' % (x, y).
+    List items;
+    const bool mapping = args.is_dict() && !args.dict->is_namespace;
+    if (args.is_list() && args.tuple) items = *args.list;
+    else items.push_back(args);
+    size_t next = 0;
+    std::string out;
+    auto take = [&]() -> const Value& {
+        if (next >= items.size()) ev.error(line, "not enough arguments for format string");
+        return items[next++];
+    };
+    for (size_t k = 0; k < fmt.size(); ++k) {
+        if (fmt[k] != '%') { out += fmt[k]; continue; }
+        if (++k >= fmt.size()) ev.error(line, "incomplete format");
+        if (fmt[k] == '%') { out += '%'; continue; }
+        if (fmt[k] == '(') ev.error(line, "%(name) formats are not supported by this runtime's template engine");
+        std::string flags;
+        while (k < fmt.size() && std::string("-+ #0").find(fmt[k]) != std::string::npos) flags += fmt[k++];
+        std::string width, prec;
+        while (k < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[k]))) width += fmt[k++];
+        bool has_prec = false;
+        if (k < fmt.size() && fmt[k] == '.') {
+            has_prec = true;
+            ++k;
+            while (k < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[k]))) prec += fmt[k++];
+        }
+        if (k >= fmt.size()) ev.error(line, "incomplete format");
+        if (width.size() > 4 || prec.size() > 4) ev.error(line, "a format width or precision over 9999");
+        const char type = fmt[k];
+        const Value& v = take();
+        std::string piece;
+        if (type == 's' || type == 'r' || type == 'a') {
+            piece = type == 's' ? to_str(v) : repr(v);
+            if (has_prec) {
+                const auto chars = utf8_chars(piece);
+                const size_t n = std::min(chars.size(), static_cast<size_t>(std::atoi(prec.c_str())));
+                piece.clear();
+                for (size_t c = 0; c < n; ++c) piece += chars[c];
+            }
+            const size_t w = static_cast<size_t>(std::atoi(width.c_str())), len = utf8_length(piece);
+            if (len < w) {
+                if (flags.find('-') != std::string::npos) piece += std::string(w - len, ' ');
+                else piece = std::string(w - len, ' ') + piece;
+            }
+        } else if (std::string("diuxXofFeEgG").find(type) != std::string::npos) {
+            if (!v.is_number())
+                ev.error(line, cat("%", type, " format: a real number is required, not ", v.type_name()));
+            std::string spec = "%" + flags + width + (has_prec ? "." + prec : std::string());
+            char buf[10240];
+            if (std::string("diuxXo").find(type) != std::string::npos) {
+                const int64_t x = v.type == Value::Type::Float ? static_cast<int64_t>(v.f) : v.as_int();
+                if (v.type == Value::Type::Float && (type == 'x' || type == 'X' || type == 'o'))
+                    ev.error(line, cat("%", type, " format: an integer is required, not float"));
+                spec += std::string("ll") + (type == 'i' || type == 'u' ? 'd' : type);
+                std::snprintf(buf, sizeof buf, spec.c_str(), static_cast<long long>(x));
+            } else {
+                spec += type;
+                std::snprintf(buf, sizeof buf, spec.c_str(), v.as_double());
+            }
+            piece = buf;
+        } else {
+            ev.error(line, cat("unsupported format character '", type, "'"));
+        }
+        out += piece;
+        ev.check_length(out.size(), line);
+    }
+    if (next < items.size() && !mapping)
+        ev.error(line, "not all arguments converted during string formatting");
+    ev.check_size(out.size(), line);
+    return out;
+}
 
 bool is_known_filter(const std::string& name) { return filters().count(name) != 0; }
 bool is_known_test(const std::string& name) { return tests().count(name) != 0; }

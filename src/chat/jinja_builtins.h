@@ -16,6 +16,9 @@ Value apply_filter(Evaluator& ev, const std::string& name, const Value& value, C
 bool apply_test(Evaluator& ev, const std::string& name, const Value& value, CallArgs& args);
 // obj.name for str/dict/list methods (a bound Function), or an Undefined when none.
 Value method_of(const Value& obj, const std::string& name, int line);
+// Python's `fmt % args` (printf-style: %s %r %d %i %f %e %g %x %o with flags, width,
+// precision); other conversions are refused with an error.
+std::string percent_format(Evaluator& ev, const std::string& fmt, const Value& args, int line);
 // The globals: range, namespace, dict, raise_exception, strftime_now.
 Value global_function(const std::string& name);
 

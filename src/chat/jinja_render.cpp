@@ -28,13 +28,36 @@ void Evaluator::error(int line, const std::string& message) const {
     fail(Status::InvalidArgument, "line ", line, ": ", message);
 }
 
+Evaluator::DepthGuard::DepthGuard(Evaluator& e, int line) : ev(e) {
+    if (++ev.depth_ > ev.limits_.max_depth) {
+        --ev.depth_;
+        ev.error(line, cat("the template nests statements, expressions and macro calls deeper than ",
+                           ev.limits_.max_depth, " (this runtime's template limit)"));
+    }
+}
+
+void Evaluator::charge(uint64_t n, int line) const {
+    work_ += n;
+    if (work_ > limits_.max_work)
+        error(line, cat("the render made more than ", limits_.max_work,
+                        " bytes of strings and lists (this runtime's template limit)"));
+}
+
 void Evaluator::check_size(size_t n, int line) const {
+    charge(n, line);
+    if (n > limits_.max_output)
+        error(line, cat("a string of ", n, " bytes is over this runtime's template limit of ",
+                        limits_.max_output, " bytes"));
+}
+
+void Evaluator::check_length(size_t n, int line) const {
     if (n > limits_.max_output)
         error(line, cat("a string of ", n, " bytes is over this runtime's template limit of ",
                         limits_.max_output, " bytes"));
 }
 
 void Evaluator::check_items(size_t n, int line) const {
+    charge(static_cast<uint64_t>(n) * sizeof(Value), line);
     if (n > limits_.max_items)
         error(line, cat("a list of ", n, " items is over this runtime's template limit of ",
                         limits_.max_items, " items"));
@@ -53,6 +76,7 @@ void Evaluator::render(std::shared_ptr<Scope> root, std::string& text,
 }
 
 void Evaluator::emit(const std::string& s, int line) {
+    charge(s.size(), line);
     if (out_->size() + s.size() > limits_.max_output)
         error(line, cat("the output exceeds this runtime's template limit of ", limits_.max_output,
                         " bytes"));
@@ -86,6 +110,7 @@ Evaluator::Flow Evaluator::exec(const Body& body) {
 }
 
 Evaluator::Flow Evaluator::exec_stmt(const Stmt& s) {
+    DepthGuard guard(*this, s.line);
     switch (s.kind) {
         case Stmt::Kind::Text: emit(s.text, s.line); break;
         case Stmt::Kind::Print: {
@@ -312,15 +337,16 @@ Value Evaluator::get_attr(const Value& obj, const std::string& name, int line) {
                 if (const Value* v = obj.dict->find(name)) return *v;
                 break;
             }
+            // A method (or a refused mutating one: an Undefined saying so) before a key.
             Value m = method_of(obj, name, line);
-            if (!m.is_undefined()) return m;
+            if (!m.is_undefined() || !m.s.empty()) return m;
             if (const Value* v = obj.dict->find(name)) return *v;
             break;
         }
         case Value::Type::String:
         case Value::Type::List: {
             Value m = method_of(obj, name, line);
-            if (!m.is_undefined()) return m;
+            if (!m.is_undefined() || !m.s.empty()) return m;
             break;
         }
         default: break;
@@ -368,7 +394,9 @@ Value Evaluator::get_item(const Value& obj, const Value& key, int line) {
 List Evaluator::iterate(const Value& v, int line) const {
     switch (v.type) {
         case Value::Type::Undefined: return {};
-        case Value::Type::List: return *v.list;
+        case Value::Type::List:
+            charge(v.list->size() * sizeof(Value), line);
+            return *v.list;
         case Value::Type::Dict: {
             if (v.dict->is_namespace) break;
             List keys;
@@ -413,7 +441,7 @@ bool mul_overflow(int64_t a, int64_t b, int64_t& r) { return __builtin_mul_overf
 
 }  // namespace
 
-Value Evaluator::binary(const std::string& op, const Value& a, const Value& b, int line) const {
+Value Evaluator::binary(const std::string& op, const Value& a, const Value& b, int line) {
     if (op == "~") {
         std::string s = to_str(a);
         const std::string t = to_str(b);
@@ -442,6 +470,7 @@ Value Evaluator::binary(const std::string& op, const Value& a, const Value& b, i
         }
         if (a.is_list() && b.is_list() && a.tuple == b.tuple) {
             check_items(a.list->size() + b.list->size(), line);
+            charge(approx_bytes(a) + approx_bytes(b), line);
             List items = *a.list;
             items.insert(items.end(), b.list->begin(), b.list->end());
             return Value::make_list(std::move(items), a.tuple);
@@ -470,18 +499,24 @@ Value Evaluator::binary(const std::string& op, const Value& a, const Value& b, i
             std::string r;
             r.reserve(seq->s.size() * static_cast<size_t>(n));
             for (int64_t k = 0; k < n; ++k) r += seq->s;
+            check_size(r.size(), line);
             return Value::string(std::move(r));
         }
         if (n > 0 && seq->list->size() > limits_.max_items / static_cast<uint64_t>(n))
             check_items(limits_.max_items + 1, line);
+        const uint64_t per_copy = approx_bytes(*seq);
+        if (n > 0 && per_copy > limits_.max_work / static_cast<uint64_t>(n))
+            charge(limits_.max_work + 1, line);
+        charge(per_copy * static_cast<uint64_t>(n), line);
         List items;
         for (int64_t k = 0; k < n; ++k) items.insert(items.end(), seq->list->begin(), seq->list->end());
         return Value::make_list(std::move(items), seq->tuple);
     }
     if (!nums) {
-        if (op == "%" && a.is_string())
-            error(line, "printf-style string formatting ('...' % value) is not supported by this "
-                        "runtime's template engine; use ~ or the format-free filters");
+        if (op == "%" && a.is_string()) {
+            Value r = Value::string(percent_format(*this, a.s, b, line));
+            return r;
+        }
         return unsupported();
     }
     if (op == "/") {
@@ -563,6 +598,7 @@ std::vector<size_t> slice_indices(int64_t n, const Value* start, const Value* st
 }  // namespace
 
 Value Evaluator::eval(const Expr& e) {
+    DepthGuard guard(*this, e.line);
     switch (e.kind) {
         case Expr::Kind::Const: return e.value;
         case Expr::Kind::Name: return lookup(e.name);

@@ -18,8 +18,10 @@ namespace trt::chat {
 struct Limits {
     size_t max_output = 64u << 20;         // bytes of any one string or the output
     size_t max_items = 1u << 20;           // elements of one list (range(), list * n, ...)
-    uint64_t max_iterations = 1u << 22;    // for-loop iterations in one render, all loops
-    int max_call_depth = 64;               // nested macro calls
+    uint64_t max_iterations = 1u << 20;    // for-loop iterations in one render, all loops
+    int max_call_depth = 32;               // nested macro calls
+    int max_depth = 512;                   // nested statements + expressions + calls (the stack)
+    uint64_t max_work = 1ull << 30;        // bytes of strings and lists made in one render
 };
 
 struct Scope {
@@ -42,6 +44,8 @@ public:
     const Limits& limits() const { return limits_; }
     // A string/list of `n` bytes/items may be created (else an error naming the limit).
     void check_size(size_t n, int line) const;
+    // Only the length limit, no work charged (a string growing in a loop: charge it once).
+    void check_length(size_t n, int line) const;
     void check_items(size_t n, int line) const;
     // Calls a template callable (macro, global, method).
     Value call(const Value& fn, CallArgs& args, int line);
@@ -57,6 +61,16 @@ private:
     std::vector<std::pair<size_t, size_t>>* spans_ = nullptr;
     uint64_t iterations_ = 0;
     int call_depth_ = 0;
+    int depth_ = 0;
+    mutable uint64_t work_ = 0;
+
+    struct DepthGuard {
+        Evaluator& ev;
+        DepthGuard(Evaluator& e, int line);
+        ~DepthGuard() { --ev.depth_; }
+    };
+    // Counts n bytes of work (strings and lists made, copied); errors past max_work.
+    void charge(uint64_t n, int line) const;
 
     Flow exec(const Body& body);
     Flow exec_stmt(const Stmt& s);
@@ -75,7 +89,7 @@ public:
     // The items a for loop / list() / join see: list items, dict keys, string characters.
     List iterate(const Value& v, int line) const;
     // Python `a op b` for + - * / // % ** ~.
-    Value binary(const std::string& op, const Value& a, const Value& b, int line) const;
+    Value binary(const std::string& op, const Value& a, const Value& b, int line);
     bool contains(const Value& container, const Value& item, int line) const;
     // Raises the error an Undefined carries (using it where a value is needed).
     [[noreturn]] void undefined_error(const Value& u, int line) const;

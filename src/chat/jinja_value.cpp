@@ -232,33 +232,113 @@ std::string repr_string(std::string_view s) {
 
 }  // namespace
 
-std::string repr(const Value& v) {
+namespace {
+
+// Values a template builds can nest without bound ({% set ns.x = [ns.x] %} in a loop) and
+// repeat one big string many times: the recursive walks below stop at these.
+constexpr int kMaxValueDepth = 256;
+constexpr size_t kMaxText = 64u << 20;  // = Limits::max_output
+
+[[noreturn]] void too_deep() {
+    fail(Status::InvalidArgument, "a value nested deeper than ", kMaxValueDepth,
+         " levels (this runtime's template limit)");
+}
+
+void repr_into(std::string& out, const Value& v, int depth) {
+    if (depth > kMaxValueDepth) too_deep();
+    if (out.size() > kMaxText)
+        fail(Status::InvalidArgument, "a value's text is over this runtime's template limit of ",
+             kMaxText, " bytes");
     switch (v.type) {
-        case Value::Type::Undefined: return "Undefined";
-        case Value::Type::String: return repr_string(v.s);
+        case Value::Type::String: out += repr_string(v.s); return;
         case Value::Type::List: {
-            std::string out = v.tuple ? "(" : "[";
+            out += v.tuple ? "(" : "[";
             for (size_t k = 0; k < v.list->size(); ++k) {
                 if (k) out += ", ";
-                out += repr((*v.list)[k]);
+                repr_into(out, (*v.list)[k], depth + 1);
             }
             if (v.tuple && v.list->size() == 1) out += ",";
             out += v.tuple ? ")" : "]";
-            return out;
+            return;
         }
         case Value::Type::Dict: {
-            std::string out = v.dict->is_namespace ? "<Namespace {" : "{";
+            out += v.dict->is_namespace ? "<Namespace {" : "{";
             bool first = true;
             for (const auto& kv : v.dict->items) {
                 if (!first) out += ", ";
                 first = false;
-                out += repr_string(kv.first) + ": " + repr(kv.second);
+                out += repr_string(kv.first);
+                out += ": ";
+                repr_into(out, kv.second, depth + 1);
             }
             out += v.dict->is_namespace ? "}>" : "}";
-            return out;
+            return;
         }
-        default: return to_str(v);
+        case Value::Type::Undefined: out += "Undefined"; return;
+        default: out += to_str(v); return;
     }
+}
+
+bool equals_at(const Value& a, const Value& b, int depth) {
+    if (depth > kMaxValueDepth) too_deep();
+    if (a.is_number() && b.is_number()) {
+        if (a.is_integral() && b.is_integral()) return a.as_int() == b.as_int();
+        return a.as_double() == b.as_double();
+    }
+    if (a.type != b.type) return false;
+    switch (a.type) {
+        case Value::Type::Undefined: case Value::Type::None: return true;
+        case Value::Type::String: return a.s == b.s;
+        case Value::Type::List:
+            if (a.tuple != b.tuple || a.list->size() != b.list->size()) return false;
+            if (a.list == b.list) return true;
+            for (size_t k = 0; k < a.list->size(); ++k)
+                if (!equals_at((*a.list)[k], (*b.list)[k], depth + 1)) return false;
+            return true;
+        case Value::Type::Dict:
+            if (a.dict->is_namespace || b.dict->is_namespace) return a.dict == b.dict;
+            if (a.dict->items.size() != b.dict->items.size()) return false;
+            if (a.dict == b.dict) return true;
+            for (const auto& kv : a.dict->items) {
+                const Value* o = b.dict->find(kv.first);
+                if (!o || !equals_at(kv.second, *o, depth + 1)) return false;
+            }
+            return true;
+        case Value::Type::Function: return a.fn == b.fn;
+        default: return false;
+    }
+}
+
+int compare_at(const Value& a, const Value& b, int line, int depth) {
+    if (depth > kMaxValueDepth) too_deep();
+    if (a.is_number() && b.is_number()) {
+        if (a.is_integral() && b.is_integral())
+            return a.as_int() < b.as_int() ? -1 : a.as_int() > b.as_int() ? 1 : 0;
+        const double x = a.as_double(), y = b.as_double();
+        return x < y ? -1 : x > y ? 1 : 0;
+    }
+    if (a.is_string() && b.is_string()) {
+        const int c = a.s.compare(b.s);  // UTF-8 byte order = code point order
+        return c < 0 ? -1 : c > 0 ? 1 : 0;
+    }
+    if (a.is_list() && b.is_list() && a.tuple == b.tuple) {
+        const size_t n = std::min(a.list->size(), b.list->size());
+        for (size_t k = 0; k < n; ++k) {
+            if (equals_at((*a.list)[k], (*b.list)[k], depth + 1)) continue;
+            return compare_at((*a.list)[k], (*b.list)[k], line, depth + 1);
+        }
+        return a.list->size() < b.list->size() ? -1 : a.list->size() > b.list->size() ? 1 : 0;
+    }
+    fail(Status::InvalidArgument, "line ", line, ": '<' not supported between instances of '",
+         a.type_name(), "' and '", b.type_name(), "'");
+}
+
+}  // namespace
+
+std::string repr(const Value& v) {
+    std::string out;
+    repr_into(out, v, 0);
+    return out;
 }
 
 std::string to_str(const Value& v) {
@@ -276,54 +356,18 @@ std::string to_str(const Value& v) {
 
 // ------------------------------------------------------------------ comparison
 
-bool equals(const Value& a, const Value& b) {
-    if (a.is_number() && b.is_number()) {
-        if (a.is_integral() && b.is_integral()) return a.as_int() == b.as_int();
-        return a.as_double() == b.as_double();
-    }
-    if (a.type != b.type) return false;
-    switch (a.type) {
-        case Value::Type::Undefined: case Value::Type::None: return true;
-        case Value::Type::String: return a.s == b.s;
-        case Value::Type::List:
-            if (a.tuple != b.tuple || a.list->size() != b.list->size()) return false;
-            for (size_t k = 0; k < a.list->size(); ++k)
-                if (!equals((*a.list)[k], (*b.list)[k])) return false;
-            return true;
-        case Value::Type::Dict:
-            if (a.dict->is_namespace || b.dict->is_namespace) return a.dict == b.dict;
-            if (a.dict->items.size() != b.dict->items.size()) return false;
-            for (const auto& kv : a.dict->items) {
-                const Value* o = b.dict->find(kv.first);
-                if (!o || !equals(kv.second, *o)) return false;
-            }
-            return true;
-        case Value::Type::Function: return a.fn == b.fn;
-        default: return false;
-    }
-}
+bool equals(const Value& a, const Value& b) { return equals_at(a, b, 0); }
 
-int compare(const Value& a, const Value& b, int line) {
-    if (a.is_number() && b.is_number()) {
-        if (a.is_integral() && b.is_integral())
-            return a.as_int() < b.as_int() ? -1 : a.as_int() > b.as_int() ? 1 : 0;
-        const double x = a.as_double(), y = b.as_double();
-        return x < y ? -1 : x > y ? 1 : 0;
-    }
-    if (a.is_string() && b.is_string()) {
-        const int c = a.s.compare(b.s);  // UTF-8 byte order = code point order
-        return c < 0 ? -1 : c > 0 ? 1 : 0;
-    }
-    if (a.is_list() && b.is_list() && a.tuple == b.tuple) {
-        const size_t n = std::min(a.list->size(), b.list->size());
-        for (size_t k = 0; k < n; ++k) {
-            if (equals((*a.list)[k], (*b.list)[k])) continue;
-            return compare((*a.list)[k], (*b.list)[k], line);
-        }
-        return a.list->size() < b.list->size() ? -1 : a.list->size() > b.list->size() ? 1 : 0;
-    }
-    fail(Status::InvalidArgument, "line ", line, ": '<' not supported between instances of '",
-         a.type_name(), "' and '", b.type_name(), "'");
+int compare(const Value& a, const Value& b, int line) { return compare_at(a, b, line, 0); }
+
+size_t approx_bytes(const Value& v, int depth) {
+    if (depth > kMaxValueDepth) too_deep();
+    size_t n = sizeof(Value) + v.s.size();
+    if (v.type == Value::Type::List)
+        for (const auto& e : *v.list) n += approx_bytes(e, depth + 1);
+    if (v.type == Value::Type::Dict)
+        for (const auto& kv : v.dict->items) n += kv.first.size() + approx_bytes(kv.second, depth + 1);
+    return n;
 }
 
 // ------------------------------------------------------------------ JSON
@@ -394,8 +438,11 @@ struct JsonWriter {
         for (int k = 0; k < depth; ++k) out += indent_unit;
     }
     void write(const Value& v, int depth) {
-        if (depth > 512)
-            fail(Status::InvalidArgument, "line ", line, ": tojson: nesting deeper than 512");
+        if (depth > kMaxValueDepth)
+            fail(Status::InvalidArgument, "line ", line, ": tojson: nesting deeper than ", kMaxValueDepth);
+        if (out.size() > kMaxText)
+            fail(Status::InvalidArgument, "line ", line, ": tojson: the text is over this runtime's "
+                 "template limit of ", kMaxText, " bytes");
         switch (v.type) {
             case Value::Type::None: out += "null"; return;
             case Value::Type::Bool: out += v.b ? "true" : "false"; return;

@@ -96,6 +96,8 @@ std::string float_repr(double d);
 bool equals(const Value& a, const Value& b);
 // Python <: -1, 0, 1; throws Error(InvalidArgument) where Python raises TypeError.
 int compare(const Value& a, const Value& b, int line);
+// Roughly the memory v holds (strings and containers, recursively): bounds copies.
+size_t approx_bytes(const Value& v, int depth = 0);
 // JSON (io/json_min) to a template value, and back for tojson.
 Value from_json(const json::Value& j);
 // json.dumps(v, ensure_ascii=False, indent, separators, sort_keys) as transformers' tojson does.
