@@ -67,7 +67,9 @@ Template Template::parse(std::string_view source, const std::string& origin) {
 
 bool Template::has_generation_blocks() const { return program_ && program_->has_generation; }
 
-Rendered Template::render(const json::Value& context) const {
+Rendered Template::render(const json::Value& context) const { return render(context, Limits{}); }
+
+Rendered Template::render(const json::Value& context, const Limits& limits) const {
     if (!program_) fail(Status::InvalidArgument, "chat template: render on an empty Template");
     if (!context.is_object())
         fail(Status::InvalidArgument, origin_, ": the template context must be a JSON object, got ",
@@ -76,7 +78,7 @@ Rendered Template::render(const json::Value& context) const {
     root->vars.reserve(context.obj.size());
     for (const auto& m : context.obj) root->set(m.key, from_json(m.value));
     Rendered r;
-    Evaluator ev(*program_, Limits{});
+    Evaluator ev(*program_, limits);
     try {
         ev.render(root, r.text, r.generation_spans);
     } catch (const Error& e) {

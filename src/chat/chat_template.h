@@ -16,6 +16,18 @@ namespace trt::chat {
 
 struct Program;
 
+// What one render may use; past a limit the render stops with Error(InvalidArgument) naming it.
+// The defaults are far above what real chat templates need and far below what would hang or
+// exhaust a training process.
+struct Limits {
+    size_t max_output = 64u << 20;         // bytes of any one string or the output
+    size_t max_items = 1u << 20;           // elements of one list (range(), list * n, ...)
+    uint64_t max_iterations = 1u << 20;    // for-loop iterations in one render, all loops
+    int max_call_depth = 32;               // nested macro calls
+    int max_depth = 512;                   // nested statements + expressions + calls (the stack)
+    uint64_t max_work = 1ull << 30;        // bytes of strings and lists made in one render
+};
+
 struct Rendered {
     std::string text;
     // byte ranges [begin, end) of text written inside each {% generation %} ... {% endgeneration %}
@@ -30,6 +42,7 @@ public:
     // context: the JSON object of variables. Error(InvalidArgument) "<origin>:<line>: ..." on a
     // runtime error (raise_exception, an undefined value used, a type error, a limit).
     Rendered render(const json::Value& context) const;
+    Rendered render(const json::Value& context, const Limits& limits) const;
     bool has_generation_blocks() const;
     const std::string& origin() const { return origin_; }
 

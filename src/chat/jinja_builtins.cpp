@@ -971,6 +971,7 @@ Value global_function(const std::string& name) {
             // Jinja's sandbox refuses ranges over MAX_RANGE (100000) the same way.
             if (count > 100000)
                 ev.error(a.line, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+            ev.check_items(count > 0 ? static_cast<size_t>(count) : 0, a.line);
             List items;
             for (int64_t v = start; step > 0 ? v < stop : v > stop; v += step) items.push_back(Value::integer(v));
             return Value::make_list(std::move(items));
@@ -979,6 +980,7 @@ Value global_function(const std::string& name) {
         return Value::function(name, [name](Evaluator& ev, CallArgs& a) {
             Value d = Value::make_dict();
             d.dict->is_namespace = name == "namespace";
+            if (d.dict->is_namespace) ev.track_namespace(d.dict);
             for (const Value& p : a.pos) {
                 if (!p.is_dict() || p.dict->is_namespace)
                     ev.error(a.line, name + "() takes keyword arguments or one mapping");

@@ -24,6 +24,11 @@ void Scope::set(const std::string& name, Value v) {
 Evaluator::Evaluator(const Program& program, const Limits& limits)
     : program_(program), limits_(limits) {}
 
+Evaluator::~Evaluator() {
+    for (auto& d : namespaces_) d->items.clear();
+    for (auto& f : macros_) f->body = nullptr;
+}
+
 void Evaluator::error(int line, const std::string& message) const {
     fail(Status::InvalidArgument, "line ", line, ": ", message);
 }
@@ -37,10 +42,12 @@ Evaluator::DepthGuard::DepthGuard(Evaluator& e, int line) : ev(e) {
 }
 
 void Evaluator::charge(uint64_t n, int line) const {
-    work_ += n;
-    if (work_ > limits_.max_work)
-        error(line, cat("the render made more than ", limits_.max_work,
-                        " bytes of strings and lists (this runtime's template limit)"));
+    try {
+        charge_work(n);
+    } catch (const Error&) {
+        error(line, cat("the render made or walked more than ", limits_.max_work,
+                        " bytes of strings and values (this runtime's template limit)"));
+    }
 }
 
 void Evaluator::check_size(size_t n, int line) const {
@@ -69,6 +76,8 @@ void Evaluator::undefined_error(const Value& u, int line) const {
 
 void Evaluator::render(std::shared_ptr<Scope> root, std::string& text,
                        std::vector<std::pair<size_t, size_t>>& spans) {
+    meter_.limit = limits_.max_work;
+    WorkMeterScope meter(&meter_);
     scope_ = std::move(root);
     out_ = top_ = &text;
     spans_ = &spans;
@@ -137,7 +146,12 @@ Evaluator::Flow Evaluator::exec_stmt(const Stmt& s) {
             assign(s.target, v, s.line);
             break;
         }
-        case Stmt::Kind::Macro: scope_->set(s.name, make_macro(s)); break;
+        case Stmt::Kind::Macro: {
+            Value m = make_macro(s);
+            macros_.push_back(m.fn);
+            scope_->set(s.name, std::move(m));
+            break;
+        }
         case Stmt::Kind::FilterBlock: {
             auto inner = std::make_shared<Scope>();
             inner->parent = scope_;

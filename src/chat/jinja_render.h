@@ -9,20 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "chat/chat_template.h"
 #include "chat/jinja_ast.h"
 #include "chat/jinja_parser.h"
 #include "chat/jinja_value.h"
 
 namespace trt::chat {
 
-struct Limits {
-    size_t max_output = 64u << 20;         // bytes of any one string or the output
-    size_t max_items = 1u << 20;           // elements of one list (range(), list * n, ...)
-    uint64_t max_iterations = 1u << 20;    // for-loop iterations in one render, all loops
-    int max_call_depth = 32;               // nested macro calls
-    int max_depth = 512;                   // nested statements + expressions + calls (the stack)
-    uint64_t max_work = 1ull << 30;        // bytes of strings and lists made in one render
-};
 
 struct Scope {
     std::vector<std::pair<std::string, Value>> vars;
@@ -34,6 +27,13 @@ struct Scope {
 class Evaluator {
 public:
     Evaluator(const Program& program, const Limits& limits);
+    // Breaks the reference cycles a render can make (a macro held by the scope it closes over,
+    // a namespace holding itself), so nothing it built outlives it.
+    ~Evaluator();
+    Evaluator(const Evaluator&) = delete;
+    Evaluator& operator=(const Evaluator&) = delete;
+    // namespace() objects: the one mutable container, hence the one way to a cycle.
+    void track_namespace(const std::shared_ptr<Dict>& d) { namespaces_.push_back(d); }
     // Renders with `root` as the outermost scope; fills text and the generation spans.
     // Runtime errors: Error(Status::InvalidArgument) "line N: message" (Template::render adds
     // the origin).
@@ -62,7 +62,9 @@ private:
     uint64_t iterations_ = 0;
     int call_depth_ = 0;
     int depth_ = 0;
-    mutable uint64_t work_ = 0;
+    std::vector<std::shared_ptr<Dict>> namespaces_;
+    std::vector<std::shared_ptr<Function>> macros_;
+    WorkMeter meter_;  // strings and lists made, values walked: Limits::max_work
 
     struct DepthGuard {
         Evaluator& ev;

@@ -79,6 +79,23 @@ const Value* CallArgs::kwarg(std::string_view name) const {
     return nullptr;
 }
 
+// ------------------------------------------------------------------ work meter
+
+namespace {
+thread_local WorkMeter* t_meter = nullptr;
+}  // namespace
+
+WorkMeterScope::WorkMeterScope(WorkMeter* m) : saved_(t_meter) { t_meter = m; }
+WorkMeterScope::~WorkMeterScope() { t_meter = saved_; }
+
+void charge_work(uint64_t n) {
+    if (!t_meter) return;
+    t_meter->used += n;
+    if (t_meter->used > t_meter->limit)
+        fail(Status::InvalidArgument, "the render made or walked more than ", t_meter->limit,
+             " bytes of strings and values (this runtime's template limit)");
+}
+
 // ------------------------------------------------------------------ UTF-8
 
 namespace {
@@ -246,6 +263,7 @@ constexpr size_t kMaxText = 64u << 20;  // = Limits::max_output
 
 void repr_into(std::string& out, const Value& v, int depth) {
     if (depth > kMaxValueDepth) too_deep();
+    charge_work(kNodeCost);
     if (out.size() > kMaxText)
         fail(Status::InvalidArgument, "a value's text is over this runtime's template limit of ",
              kMaxText, " bytes");
@@ -281,6 +299,7 @@ void repr_into(std::string& out, const Value& v, int depth) {
 
 bool equals_at(const Value& a, const Value& b, int depth) {
     if (depth > kMaxValueDepth) too_deep();
+    charge_work(kNodeCost);
     if (a.is_number() && b.is_number()) {
         if (a.is_integral() && b.is_integral()) return a.as_int() == b.as_int();
         return a.as_double() == b.as_double();
@@ -311,6 +330,7 @@ bool equals_at(const Value& a, const Value& b, int depth) {
 
 int compare_at(const Value& a, const Value& b, int line, int depth) {
     if (depth > kMaxValueDepth) too_deep();
+    charge_work(kNodeCost);
     if (a.is_number() && b.is_number()) {
         if (a.is_integral() && b.is_integral())
             return a.as_int() < b.as_int() ? -1 : a.as_int() > b.as_int() ? 1 : 0;
@@ -362,6 +382,7 @@ int compare(const Value& a, const Value& b, int line) { return compare_at(a, b, 
 
 size_t approx_bytes(const Value& v, int depth) {
     if (depth > kMaxValueDepth) too_deep();
+    charge_work(kNodeCost);
     size_t n = sizeof(Value) + v.s.size();
     if (v.type == Value::Type::List)
         for (const auto& e : *v.list) n += approx_bytes(e, depth + 1);
@@ -440,6 +461,7 @@ struct JsonWriter {
     void write(const Value& v, int depth) {
         if (depth > kMaxValueDepth)
             fail(Status::InvalidArgument, "line ", line, ": tojson: nesting deeper than ", kMaxValueDepth);
+        charge_work(kNodeCost);
         if (out.size() > kMaxText)
             fail(Status::InvalidArgument, "line ", line, ": tojson: the text is over this runtime's "
                  "template limit of ", kMaxText, " bytes");

@@ -86,6 +86,27 @@ struct Function {
     std::function<Value(Evaluator&, CallArgs&)> body;
 };
 
+// The work budget of the render running on this thread (Evaluator sets it): the recursive walks
+// below (printing, equality, ordering, JSON) charge each node they visit, so a value built
+// as a DAG ({% set a = [a, a, a, a] %} twenty times) cannot make one of them run for hours.
+struct WorkMeter {
+    uint64_t used = 0;
+    uint64_t limit = 0;
+};
+class WorkMeterScope {
+public:
+    explicit WorkMeterScope(WorkMeter* m);
+    ~WorkMeterScope();
+    WorkMeterScope(const WorkMeterScope&) = delete;
+    WorkMeterScope& operator=(const WorkMeterScope&) = delete;
+
+private:
+    WorkMeter* saved_;
+};
+// Adds n to the current meter; Error(InvalidArgument) past its limit.
+void charge_work(uint64_t n);
+constexpr uint64_t kNodeCost = 16;  // work units per value visited by a walk
+
 // Python str(v): the text {{ v }} prints.
 std::string to_str(const Value& v);
 // Python repr(v) (strings quoted as Python quotes them).

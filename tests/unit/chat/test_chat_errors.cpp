@@ -117,6 +117,14 @@ TEST(ChatErrors, LimitsStopHostileTemplates) {
     std::string blocks;
     for (int k = 0; k < 500; ++k) blocks += "{% if true %}";
     expect_error(blocks, Status::Format, {"nesting deeper"});
+    // A value built as a DAG is tiny in memory but huge to walk: printing, comparing and
+    // tojson are bounded by the work budget.
+    const std::string dag = "{% set ns = namespace(a=[1], b=[1]) %}{% for i in range(30) %}"
+                            "{% set ns.a = [ns.a, ns.a, ns.a, ns.a] %}{% set ns.b = [ns.b, ns.b, ns.b, ns.b] %}"
+                            "{% endfor %}";
+    expect_error(dag + "{{ ns.a }}", Status::InvalidArgument, {"template limit"});
+    expect_error(dag + "{{ ns.a == ns.b }}", Status::InvalidArgument, {"template limit"});
+    expect_error(dag + "{{ ns.a | tojson }}", Status::InvalidArgument, {"template limit"});
     // Integers stay 64-bit: an overflow is an error, not a wrong number.
     expect_error("{{ 9223372036854775807 + 1 }}", Status::InvalidArgument, {"integer overflow"});
 }
