@@ -34,6 +34,7 @@ if [ "$want_test" = 1 ]; then
     sentencepiece                # spm_train/spm_encode: the SentencePiece oracle test
     python3-torch python3-numpy  # tests/reference: the independent PyTorch GPT-2
     python3-venv                 # bindings/python: its test installs it into a venv (pip, offline)
+    python3-jinja2               # tests/chat: the chat template oracle (transformers' Jinja2 setup)
     golang-go                    # bindings/go (cgo); Rust comes from the preinstalled ~/.cargo
     mono-mcs mono-runtime        # bindings/csharp (C# 7, Debian's Mono)
     rpm lintian rpmlint          # packaging: building and linting the .deb/.rpm packages

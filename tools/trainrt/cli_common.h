@@ -79,6 +79,9 @@ int cmd_plan(int argc, char** argv);
 // `trainrt tokenizer train` (cmd_tokenizer.cpp), and its help text.
 int cmd_tokenizer(int argc, char** argv);
 extern const char* const kTokenizerHelp;
+// `trainrt chat-template` (cmd_chat_template.cpp): a conversation through a chat template.
+int cmd_chat_template(int argc, char** argv);
+extern const char* const kChatTemplateHelp;
 
 // A (buf, cap, needed) string from the C API; false after printing the error.
 template <typename Fn>

@@ -9,6 +9,7 @@
 //   trainrt config CONFIG [--set KEY=VALUE]...
 //   trainrt info [CONFIG [--set KEY=VALUE]...]
 //   trainrt bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]
+//   trainrt chat-template --tokenizer FOLDER [--add-generation-prompt] CONVERSATION.json
 //   trainrt report OUT_DIR [OUT_DIR...] [--html FILE] [--label NAME]...
 #include <trainrt/trainrt.h>
 
@@ -69,6 +70,9 @@ const char* kUsage =
     "        p50/p95, MFU and every timed step's loss (a table, or one JSON object)\n"
     "  tokenizer train --vocab-size N --text FILE... --out PATH [--min-frequency F] [--force]\n"
     "        train a byte-level BPE tokenizer on text; writes a Hugging Face tokenizer.json\n"
+    "  chat-template --tokenizer FOLDER [--add-generation-prompt] [--var NAME=JSON]...\n"
+    "                CONVERSATION.json\n"
+    "        render a conversation with the folder's chat template, as transformers does\n"
     "  report OUT_DIR [OUT_DIR...] [--html FILE] [--label NAME]...\n"
     "        summarise runs (train.out_dir) and write one self-contained HTML page of their\n"
     "        curves: loss vs step and tokens, lr, grad norm, tokens/s, MFU; config\n"
@@ -189,6 +193,7 @@ const char* command_help(const std::string& name) {
         if (name == h.name) return h.text;
     if (name == "eval") return kEvalHelp;
     if (name == "tokenizer") return kTokenizerHelp;
+    if (name == "chat-template") return kChatTemplateHelp;
     if (name == "report") return kReportHelp;
     return nullptr;
 }
@@ -947,7 +952,7 @@ int main(int argc, char** argv) {
     if (command_help(cmd) == nullptr) {
         const std::vector<std::string> commands = {"prepare", "train",  "eval", "sample",
                                                    "export",  "config", "info", "plan",
-                                                   "bench",   "tokenizer", "report"};
+                                                   "bench",   "tokenizer", "chat-template", "report"};
         std::string list;
         for (const std::string& c : commands) list += (list.empty() ? "" : ", ") + c;
         return fail_usage("unknown command '" + cmd + "'" + did_you_mean(cmd, commands) +
@@ -973,6 +978,7 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return cmd_bench(argc - 2, argv + 2);
     if (cmd == "plan") return cmd_plan(argc - 2, argv + 2);
     if (cmd == "tokenizer") return cmd_tokenizer(argc - 2, argv + 2);
+    if (cmd == "chat-template") return cmd_chat_template(argc - 2, argv + 2);
     if (cmd == "report") return cmd_report(argc - 2, argv + 2);
     return fail_usage("unknown command '" + cmd + "'");  // a command with help but no handler
 }
