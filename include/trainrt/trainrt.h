@@ -260,8 +260,8 @@ TRAINRT_API trainrt_status trainrt_session_step_tokens(trainrt_step_result* out,
  * loss_mask[k, b, t] != 0 makes the target tokens[k, b, t + 1] count, 0 leaves it an input
  * only (no loss, no gradient; its id must still be in [0, vocab_size)). positions: as many
  * int32 values, or NULL (0 .. seq_len - 1 in every row); each row starts at 0 and each value is
- * 0 or the previous + 1 (rows that restart, packed sequences, are TRAINRT_ERR_UNSUPPORTED in
- * this version). n_mask: that length, grad_accum * batch_size * seq_len (0 is also accepted
+ * 0 or the previous + 1. A row that restarts holds several examples (packing): each attends
+ * only to itself and its positions start again at 0. n_mask: that length, grad_accum * batch_size * seq_len (0 is also accepted
  * when both are NULL). The loss and its gradient are the mean over the step's counted targets
  * — every micro-batch and, under data parallelism, every rank — so grad_accum and the world
  * size do not change the result; a mask of all ones is step_tokens bit for bit. out->loss is
@@ -411,10 +411,16 @@ typedef struct trainrt_sample_options {
     int32_t top_k;         /* sample among the k most likely tokens; 0 = all */
     int32_t reserved;      /* 0 */
     uint64_t seed;         /* same seed, model and prompt = same tokens */
+    /* Version 2: ids that end a trainrt_session_generate (a chat model's end-of-turn tokens:
+     * trainrt_chat_template_stop_ids); n_stop_ids of them, NULL when 0. trainrt_session_sample
+     * generates exactly n_new and refuses stop ids. */
+    const int32_t* stop_ids;
+    size_t n_stop_ids;
 } trainrt_sample_options;
-#define TRAINRT_SAMPLE_OPTIONS_VERSION 1
+#define TRAINRT_SAMPLE_OPTIONS_VERSION 2
 #define TRAINRT_SAMPLE_OPTIONS_INIT \
-    { (uint32_t)sizeof(trainrt_sample_options), TRAINRT_SAMPLE_OPTIONS_VERSION, 1.0, 0, 0, 1337 }
+    { (uint32_t)sizeof(trainrt_sample_options), TRAINRT_SAMPLE_OPTIONS_VERSION, 1.0, 0, 0, 1337, \
+      NULL, 0 }
 TRAINRT_API void trainrt_sample_options_init(trainrt_sample_options* options);
 /* Generate n_new tokens continuing prompt (n_prompt >= 1 ids in [0, vocab_size)) into out
  * (out_cap >= n_new). The model reads a window of at most T = train.seq_len tokens: the
@@ -426,6 +432,13 @@ TRAINRT_API trainrt_status trainrt_session_sample(int32_t* out, size_t out_cap,
                                                   const int32_t* prompt, size_t n_prompt,
                                                   size_t n_new,
                                                   const trainrt_sample_options* options);
+/* As trainrt_session_sample, but generation ends after a token of options->stop_ids (it is
+ * the last id written) or after max_new tokens; *out_n = the ids written (out_n required). */
+TRAINRT_API trainrt_status trainrt_session_generate(size_t* out_n, int32_t* out, size_t out_cap,
+                                                    trainrt_session* session,
+                                                    const int32_t* prompt, size_t n_prompt,
+                                                    size_t max_new,
+                                                    const trainrt_sample_options* options);
 
 /* ---------------------------------------------------------------- parameters */
 /* The model's tensors, read and written as fp32 while the session lives: for federated
@@ -578,11 +591,26 @@ typedef struct trainrt_prepare_options {
      * ... of at most N tokens each (data.train = "DIR/train_*.bin"). Either way, shards of an
      * earlier run in out_dir that this one did not write are removed. */
     int64_t shard_tokens;
+    /* Version 3: instruction-tuning data (docs/FORMATS.md §1, "Loss masks"). chat 1: each
+     * input line is a conversation ({"messages": [...], "tools": [...]?} or {"prompt",
+     * "completion"}) rendered with the chat template of the tokenizer's model folder, as
+     * transformers renders it; beside train.bin and val.bin go mask_train.bin and
+     * mask_val.bin, each token's loss mask (loss_mask says which tokens are targets). One
+     * file per split: jsonl_field and shard_tokens must be unset; threads is not used. */
+    int32_t chat;
+    int32_t loss_mask;            /* TRAINRT_LOSS_MASK_*: 0 = the default of each line's shape */
+    const char* chat_template;    /* the name of one of the folder's templates; NULL = "default" */
+    const char* template_vars;    /* a JSON object of more template variables; NULL = none */
 } trainrt_prepare_options;
-#define TRAINRT_PREPARE_OPTIONS_VERSION 2
+/* Which tokens of a chat example are targets (trainrt_prepare_options.loss_mask). */
+#define TRAINRT_LOSS_MASK_DEFAULT 0    /* assistant for "messages", completion for prompt-completion */
+#define TRAINRT_LOSS_MASK_ASSISTANT 1  /* every assistant turn, its end-of-turn token included */
+#define TRAINRT_LOSS_MASK_COMPLETION 2 /* the completion; of "messages", the last assistant turn */
+#define TRAINRT_LOSS_MASK_ALL 3        /* every token but the first */
+#define TRAINRT_PREPARE_OPTIONS_VERSION 3
 #define TRAINRT_PREPARE_OPTIONS_INIT \
     { (uint32_t)sizeof(trainrt_prepare_options), TRAINRT_PREPARE_OPTIONS_VERSION, NULL, NULL, \
-      0.0, 0, 0, NULL, NULL, 0 }
+      0.0, 0, 0, NULL, NULL, 0, 0, 0, NULL, NULL }
 TRAINRT_API void trainrt_prepare_options_init(trainrt_prepare_options* options);
 typedef struct trainrt_prepare_result {
     uint32_t struct_size;
@@ -597,11 +625,15 @@ typedef struct trainrt_prepare_result {
     int32_t reserved;
     int32_t train_shards;   /* version 2: files written (1 without shard_tokens) */
     int32_t val_shards;
+    /* Version 3, chat data (documents then counts the conversations read): */
+    int64_t examples;       /* written (a conversation in the per-turn form gives several) */
+    int64_t target_tokens;  /* of both splits, the tokens whose loss counts */
+    int64_t per_turn;       /* conversations written one example per assistant turn */
 } trainrt_prepare_result;
-#define TRAINRT_PREPARE_RESULT_VERSION 2
+#define TRAINRT_PREPARE_RESULT_VERSION 3
 #define TRAINRT_PREPARE_RESULT_INIT \
     { (uint32_t)sizeof(trainrt_prepare_result), TRAINRT_PREPARE_RESULT_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, \
-      0, 0 }
+      0, 0, 0, 0, 0 }
 TRAINRT_API void trainrt_prepare_result_init(trainrt_prepare_result* result);
 /* inputs: n_inputs paths, read in order. out may be NULL. */
 TRAINRT_API trainrt_status trainrt_prepare_text(trainrt_prepare_result* out,
@@ -645,6 +677,40 @@ TRAINRT_API trainrt_status trainrt_tokenizer_vocab_size(int32_t* out,
 TRAINRT_API trainrt_status trainrt_tokenizer_token_id(int32_t* out,
                                                       const trainrt_tokenizer* tokenizer,
                                                       const char* token);
+
+/* ---------------------------------------------------------------- chat templates */
+/* A model folder's chat template (its chat_template.jinja, else tokenizer_config.json's
+ * "chat_template": a string, or a list of {"name", "template"}), rendered as Hugging Face
+ * transformers renders it (apply_chat_template: Jinja2's sandbox with trim_blocks and
+ * lstrip_blocks, raise_exception, strftime_now, tojson, {% generation %}); what the engine
+ * does not support is refused at load naming the construct and its line
+ * (docs/CHAT_TEMPLATES.md). Immutable once loaded: several threads may render at once. */
+typedef struct trainrt_chat_template trainrt_chat_template;
+/* name: one of the folder's named templates; NULL = "default" (or the only one). */
+TRAINRT_API trainrt_status trainrt_chat_template_load(trainrt_chat_template** out,
+                                                      const char* folder, const char* name);
+/* Accepts NULL. */
+TRAINRT_API void trainrt_chat_template_destroy(trainrt_chat_template* tmpl);
+/* The text of a conversation: conversation_json is {"messages": [...], "tools": [...]?} or a
+ * list of messages ({"role", "content", ...}); add_generation_prompt non-zero appends what
+ * opens the assistant's reply; vars_json a JSON object of more template variables
+ * ("enable_thinking": false, ...) or NULL. The folder's special tokens (bos_token,
+ * eos_token, ...) are variables too, as transformers passes them. Returned as
+ * trainrt_config_get_string returns strings. A template that raises (raise_exception, a
+ * missing variable's attribute) is TRAINRT_ERR_INVALID_ARGUMENT with its message. */
+TRAINRT_API trainrt_status trainrt_chat_template_render(char* buf, size_t cap, size_t* needed,
+                                                        const trainrt_chat_template* tmpl,
+                                                        const char* conversation_json,
+                                                        int32_t add_generation_prompt,
+                                                        const char* vars_json);
+/* The ids a reply ends with (generation_config.json's eos_token_id, a number or a list,
+ * else tokenizer_config.json's eos_token), for trainrt_sample_options.stop_ids: at most cap
+ * are stored and *needed receives the count (ids = NULL, cap = 0: a size query). tokenizer:
+ * the folder's. */
+TRAINRT_API trainrt_status trainrt_chat_template_stop_ids(int32_t* ids, size_t cap,
+                                                          size_t* needed,
+                                                          const trainrt_chat_template* tmpl,
+                                                          const trainrt_tokenizer* tokenizer);
 
 /* Train a byte-level BPE tokenizer (GPT-2's pre-tokenizer regex and byte alphabet: any text
  * round-trips) on text files and write it to out_path as a Hugging Face tokenizer.json, which

@@ -5,6 +5,7 @@
 #include "capi/barrier.h"
 #include "capi/versioned.h"
 #include "data/prepare.h"
+#include "data/prepare_chat.h"
 #include "data/prepare_text.h"
 
 using namespace trt;
@@ -56,6 +57,44 @@ TRAINRT_API trainrt_status trainrt_prepare_text(trainrt_prepare_result* out,
             if (inputs[i] == nullptr)
                 fail(Status::InvalidArgument, fn, ": inputs[", i, "] must not be NULL");
             paths.emplace_back(inputs[i]);
+        }
+        if (o.chat != 0) {
+            if (o.chat != 1)
+                fail(Status::InvalidArgument, fn, ": options->chat = ", o.chat, " (0 or 1)");
+            if (o.jsonl_field != nullptr || o.shard_tokens != 0)
+                fail(Status::InvalidArgument, fn, ": options->chat takes whole conversations per "
+                     "line and one file per split: leave jsonl_field NULL and shard_tokens 0");
+            PrepareChatOptions c;
+            c.tokenizer = o.tokenizer;
+            c.template_name = o.chat_template ? o.chat_template : "";
+            c.vars_json = o.template_vars ? o.template_vars : "";
+            c.val_fraction = o.val_fraction;
+            switch (o.loss_mask) {
+            case TRAINRT_LOSS_MASK_DEFAULT: c.mask = LossMask::Default; break;
+            case TRAINRT_LOSS_MASK_ASSISTANT: c.mask = LossMask::Assistant; break;
+            case TRAINRT_LOSS_MASK_COMPLETION: c.mask = LossMask::Completion; break;
+            case TRAINRT_LOSS_MASK_ALL: c.mask = LossMask::All; break;
+            default:
+                fail(Status::InvalidArgument, fn, ": options->loss_mask = ", o.loss_mask,
+                     " is not a TRAINRT_LOSS_MASK_* value (0 to 3)");
+            }
+            const PrepareChatResult r = prepare_chat(paths, out_dir, c);
+            if (out != nullptr) {
+                trainrt_prepare_result full = trainrt_prepare_result TRAINRT_PREPARE_RESULT_INIT;
+                full.documents = r.conversations;
+                full.train_tokens = r.train_tokens;
+                full.val_tokens = r.val_tokens;
+                full.token_bytes = r.token_bytes;
+                full.vocab_size = r.vocab_size;
+                full.eos_id = -1;
+                full.train_shards = static_cast<int32_t>(r.train_files.size());
+                full.val_shards = static_cast<int32_t>(r.val_files.size());
+                full.examples = r.examples;
+                full.target_tokens = r.target_tokens;
+                full.per_turn = r.per_turn;
+                capi::fill_versioned(out, full, fn);
+            }
+            return TRAINRT_OK;
         }
         PrepareTextOptions p;
         p.tokenizer = o.tokenizer;

@@ -5,15 +5,13 @@
 #include <cstdio>
 
 #include "capi/barrier.h"
+#include "capi/handles.h"
 #include "capi/versioned.h"
 #include "io/fs_util.h"
 #include "tokenizer/bpe_trainer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_files.h"
 
-struct trainrt_tokenizer {
-    trt::tok::Tokenizer tokenizer;
-};
 
 using namespace trt;
 

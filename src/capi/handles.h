@@ -7,6 +7,7 @@
 #include "config/config.h"
 #include "core/log.h"
 #include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
 
 struct trainrt_config {
     trt::Config config;
@@ -21,4 +22,9 @@ struct trainrt_config {
 struct trainrt_session {
     std::unique_ptr<trt::Session> session;
     trt::capi::BusyFlag busy;
+};
+
+// Immutable once loaded: no busy flag (several threads may encode at once).
+struct trainrt_tokenizer {
+    trt::tok::Tokenizer tokenizer;
 };

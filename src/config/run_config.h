@@ -78,6 +78,10 @@ struct DataConfig {
     SamplerKind sampler = SamplerKind::Random;
     uint64_t seed = 1;  // random sampler key
     Placement placement = Placement::Auto;
+    // Data prepared with loss masks (`prepare --chat`): examples packed into rows, attention
+    // and positions restarting at each (data/example_batches.h); false: one example a row,
+    // padded. Plain token data ignores it.
+    bool packing = true;
 };
 
 struct TrainConfig {

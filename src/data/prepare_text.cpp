@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "data/bounded_lines.h"
 #include "data/shard_set.h"
 #include "data/text_window.h"
 #include "io/fs_util.h"
@@ -36,48 +37,6 @@ namespace {
 // A text file that must be encoded whole (the tokenizer cannot be cut: SentencePiece, a
 // prefix space) is read whole, up to this size.
 constexpr size_t kMaxTextFileBytes = size_t(4) << 30;
-
-// A file's lines, read in blocks: a line over the bound is refused by its size as soon as
-// that many bytes come without a newline, not read whole first (a line of gigabytes would
-// otherwise be in memory, or fail to be, before its length was looked at).
-class BoundedLines {
-public:
-    explicit BoundedLines(std::istream& in) : in_(in), buf_(size_t(1) << 20) {}
-    // The next line, without its '\n', into line (false at the end; a last line without a
-    // newline counts). More than max bytes of it: *too_long, and line holds max of them.
-    bool next(std::string& line, size_t max, bool* too_long) {
-        line.clear();
-        *too_long = false;
-        for (bool any = false;; any = true) {
-            if (pos_ == end_ && !fill()) return any;
-            const char* at = buf_.data() + pos_;
-            const char* nl = static_cast<const char*>(std::memchr(at, '\n', end_ - pos_));
-            const size_t n = nl ? static_cast<size_t>(nl - at) : end_ - pos_;
-            if (n > max - line.size()) {
-                line.append(at, max - line.size());
-                *too_long = true;
-                return true;
-            }
-            line.append(at, n);
-            pos_ += n;
-            if (nl) {
-                ++pos_;
-                return true;
-            }
-        }
-    }
-
-private:
-    bool fill() {
-        in_.read(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-        pos_ = 0;
-        end_ = static_cast<size_t>(in_.gcount());
-        return end_ > 0;
-    }
-    std::istream& in_;
-    std::vector<char> buf_;
-    size_t pos_ = 0, end_ = 0;
-};
 
 struct Item {
     std::string text;           // the text, or a JSON line when `where` is set

@@ -66,7 +66,8 @@ tok::TokenizerIdentity read_identity(const json::Value& v, const std::string& pa
 }  // namespace
 
 bool is_prepared_shard_name(const std::string& name) {
-    for (const char* split : {"train", "val"}) {
+    // mask_*: the loss masks beside a --chat prepare's shards (data/example_set.h).
+    for (const char* split : {"train", "val", "mask_train", "mask_val"}) {
         const std::string s = split;
         if (name == s + ".bin") return true;
         // split + "_" + six digits + ".bin"

@@ -19,6 +19,7 @@ ModelDims model_dims(const ParamTable& table, int B, int T) {
     d.HS = s.head_dim;
     d.window = s.sliding_window;
     d.attention_dropout = s.dropout > 0.0f;
+    d.documents = s.documents;
     d.gated_mlp = s.gated_mlp();
     for (int i = backward_extent(table).from_layer; i < s.L; ++i) {  // the blocks it visits
         const ParamTensor* bias = table.get(Slot::UpBias, i);

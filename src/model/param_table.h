@@ -54,6 +54,8 @@ struct ModelSpec {
     bool tied = true;  // the head is the token embedding
     // model.dropout (training only): embeddings, attention probabilities, residual branches.
     float dropout = 0.0f;
+    // The batches may carry positions (packed examples: ModelDims::documents).
+    bool documents = false;
     LoraSpec lora;     // adapters (none by default)
 
     int hs() const { return head_dim > 0 ? head_dim : C / NH; }  // head size

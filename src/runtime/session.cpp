@@ -151,12 +151,13 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
     tokenizers.data_tokenizer = run_.data.tokenizer;
     tokenizers.init_from = run_.model.init_from;
     check_tokenizer_agreement(tokenizers, run_.data.tokenizer_check, log_);
+    open_example_data();  // shards with loss masks (prepare --chat): rows of whole examples
     if (tr.batch_size == 0) resolve_auto_batch_size(factory);
     // Config bounds (config/size_limits.h): B, T and B * T fit an int.
     const int B = static_cast<int>(tr.batch_size), T = static_cast<int>(tr.seq_len);
     // Sequential windows hold the micro-batches of every rank.
     const int64_t window_rows = tr.batch_size * world_size_;
-    if (train_data_) {
+    if (train_data_ && !train_examples_.set) {
         const bool fits = run_.data.sampler == SamplerKind::Sequential
                               ? sequential_fits(*train_data_, window_rows, T)
                               : sequential_fits(*train_data_, 1, T);
@@ -167,7 +168,8 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
                  " tokens, which one micro-batch needs; lower train.batch_size or "
                  "train.seq_len, or use more data");
     }
-    if (val_data_ && tr.eval_mode == EvalMode::Sampled) {  // a whole eval takes any size
+    // A whole eval takes any size; examples make rows of any size.
+    if (val_data_ && !val_examples_.set && tr.eval_mode == EvalMode::Sampled) {
         if (!sequential_fits(*val_data_, window_rows, T))
             fail(Status::Config, "data.val: no shard of '", run_.data.val, "' holds ",
                  window_rows * tr.seq_len + 1,
@@ -176,7 +178,10 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
                  "(every token once, any size)");
     }
 
-    model_ = std::make_unique<Decoder>(*backend_, run_model_spec(run_), B, T,
+    ModelSpec spec = run_model_spec(run_);
+    // Packed examples carry positions: a backend sizes for attention that can mask them.
+    spec.documents = run_.data.packing && (train_examples_.set || val_examples_.set);
+    model_ = std::make_unique<Decoder>(*backend_, spec, B, T,
                                        DecoderOptions(tr.trainable, tr.recompute,
                                                       run_.model.seed));
     std::vector<float> host(model_->table().total());
@@ -270,7 +275,8 @@ void Session::throw_if_diverged() const {
 // ids fit 16 bits and the memory is there, host otherwise (always host on the CPU, where
 // "resident" would only duplicate the memory-mapped shards).
 void Session::place_train_data() {
-    if (!train_data_) return;
+    // Examples with loss masks are packed into rows on the host (data/example_batches.h).
+    if (!train_data_ || train_examples_.set) return;
     const Placement asked = run_.data.placement;
     const bool device_memory = backend_->capabilities().device_memory;
     if (asked == Placement::Host || (asked == Placement::Auto && !device_memory))
@@ -525,7 +531,7 @@ void Session::resolve_auto_batch_size(const BackendFactory& factory) {
 // backward accumulate the gradients and the loss sum (on the backend); then the update
 // (clip, AdamW, loss scale).
 void Session::accumulate_and_update(float dloss_scale, const MicroBatchLoader& load,
-                                    bool stoppable) {
+                                    bool stoppable, const int32_t* positions) {
     const int B = model_->max_batch(), T = model_->max_seq();
     int32_t* inputs = model_->inputs_buffer();
     int32_t* targets = model_->targets_buffer();
@@ -542,10 +548,8 @@ void Session::accumulate_and_update(float dloss_scale, const MicroBatchLoader& l
             model_->set_block_done([this](int layer) {
                 sum_range(layer_ranges_[static_cast<size_t>(layer)]);
             });
-        // issue 40, positions: step_examples' positions reach the model here, once Decoder
-        // takes them (forward_backward(..., positions), from model_->positions_buffer()).
         model_->forward_backward(inputs, targets, B, T, dloss_scale, scalars_,
-                                 static_cast<uint32_t>(k));
+                                 static_cast<uint32_t>(k), positions);
         if (overlap) model_->set_block_done(nullptr);
         backend_->accumulate_loss(scalars_, model_->losses(), static_cast<size_t>(B) * T);
     }
@@ -570,6 +574,7 @@ StepResult Session::step_on_this_rank(bool stoppable) {
     const int64_t s = step_ + 1;
     const double lr = scheduled_lr(run_.optim, run_.train.steps, s);
     const float dloss = 1.0f / static_cast<float>(B * T * GA * world_size_);
+    if (train_examples_.set) return step_example_data();
     const bool sequential = run_.data.sampler == SamplerKind::Sequential;
     stoppable = stoppable && world_size_ == 1;
     // Where the step started reading, for an abandoned step to put back (the random sampler
@@ -755,6 +760,7 @@ double Session::run_eval(bool inside_train) {
     if (!val_data_)
         fail(Status::Config, "data.val is not set: eval() reads its batches from it");
     if (run_.train.eval_mode == EvalMode::Whole) return eval_whole_val(inside_train).loss;
+    if (val_examples_.set) return eval_example_data(inside_train);
     const int B = model_->max_batch(), T = model_->max_seq();
     SequentialCursor cursor;  // every eval reads the same windows
     double sum = 0.0;

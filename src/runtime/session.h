@@ -16,6 +16,8 @@
 #include "checkpoint/checkpoint.h"
 #include "config/config.h"
 #include "core/log.h"
+#include "data/example_batches.h"
+#include "data/example_set.h"
 #include "data/sampler.h"
 #include "dist/communicator.h"
 #include "io/dir_lock.h"
@@ -122,9 +124,11 @@ public:
     // only; Error(InvalidArgument) otherwise) the adapters as a PEFT folder.
     void export_hf(const std::string& out_dir, ExportDType dtype);
     void export_adapter(const std::string& out_dir, ExportDType dtype);
-    // Generates n_new tokens after prompt into out; the model sees the last seq_len tokens.
-    void sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
-                const TokenSamplingOptions& options, int32_t* out);
+    // Generates up to n_new tokens after prompt into out; the model sees the last seq_len
+    // tokens. Returns how many: n_new, or fewer when one of options.stop_ids came (it is the
+    // last one written).
+    size_t sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
+                  const TokenSamplingOptions& options, int32_t* out);
     // Lock-free stores only: safe from a signal handler. train() sees it before each step
     // and, in a world of one, between the micro-batches of an eagerly run step (which it then
     // abandons: see step_on_this_rank).
@@ -191,9 +195,10 @@ private:
     using MicroBatchLoader = std::function<void(int64_t k, int32_t* inputs, int32_t* targets)>;
     // Every step's grad-accumulation loop: zero grads, GA x (load -> forward/backward), then
     // the optimizer update.
-    // stoppable: see step_on_this_rank.
+    // stoppable: see step_on_this_rank. positions: the backend buffer `load` fills with
+    // each micro-batch's positions (packed examples), or null.
     void accumulate_and_update(float dloss_scale, const MicroBatchLoader& load,
-                               bool stoppable = false);
+                               bool stoppable = false, const int32_t* positions = nullptr);
     // Draws micro-batch k on the backend from the resident split, reading every per-step
     // value from backend memory (StepScalars, window_starts_dev_): a whole step of these is
     // what a graph records.
@@ -208,6 +213,11 @@ private:
     void collect_steps(bool wait_all);
     void complete_step(const PendingStep& p, const StepScalars& r);
     void place_train_data();
+    // Shards with loss masks (session_example_data.cpp): the examples of data.train and
+    // data.val, a step on this rank's rows of them, and eval's mean over their targets.
+    void open_example_data();
+    StepResult step_example_data();
+    double eval_example_data(bool inside_train);
     void upload_train_data();
     void reset_step_scalars(float loss_scale);
     double recent_tokens_per_s() const;
@@ -266,6 +276,14 @@ private:
     std::unique_ptr<AdamW> optimizer_;
     std::optional<TokenDataset> train_data_;
     std::optional<TokenDataset> val_data_;
+    // A split prepared with loss masks (prepare --chat): its examples and the rows they
+    // make (session_example_data.cpp); empty for plain token data.
+    struct ExampleData {
+        std::unique_ptr<ExampleSet> set;
+        std::unique_ptr<ExampleBatches> rows;
+    };
+    ExampleData train_examples_, val_examples_;
+    std::vector<int32_t> example_inputs_, example_targets_, example_positions_;  // [GA, B, T]
     SequentialCursor cursor_;
     // The train split resident in backend memory (data.placement = device), or none.
     bool resident_ = false;

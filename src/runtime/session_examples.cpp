@@ -33,16 +33,6 @@ bool plain_positions(const int32_t* positions, int64_t rows, int64_t T) {
     return true;
 }
 
-// Micro-batch k's inputs and targets ([B, T] each, host) into the model's buffers. A private
-// stand-in for Backend::load_batch (issue 40's other half adds it, with the positions):
-// upload_step_inputs is stream-ordered and lets the host reuse its array on return, as
-// load_rows does.
-void load_examples(Backend& be, int32_t* inputs, int32_t* targets, const int32_t* host_inputs,
-                   const int32_t* host_targets, size_t n) {
-    be.upload_step_inputs(inputs, host_inputs, n * sizeof(int32_t));
-    be.upload_step_inputs(targets, host_targets, n * sizeof(int32_t));
-}
-
 }  // namespace
 
 int64_t Session::count_targets(const char* what, const int32_t* targets, size_t n) const {
@@ -102,12 +92,9 @@ StepResult Session::examples_step(const char* what, const int32_t* inputs,
     int64_t counted = count_targets(what, targets, n);
     if (positions != nullptr) {
         check_positions(what, positions);
-        // issue 40, positions: until Decoder::forward_backward takes them (the marked call in
-        // accumulate_and_update), only the model's own 0 .. T-1 can be honoured.
-        if (!plain_positions(positions, GA * B, T))
-            fail(Status::Unsupported, what, ": positions that restart inside a row "
-                 "(packed sequences) are not passed to the model in this build; pass NULL, or "
-                 "one sequence per row");
+        // 0 .. T-1 in every row is what the model does without positions (and a fused
+        // attention can take it).
+        if (plain_positions(positions, GA * B, T)) positions = nullptr;
     }
     if (world_size_ > 1) {  // the mean is over every rank's targets (exact in double)
         double all = static_cast<double>(counted);
@@ -126,10 +113,16 @@ StepResult Session::examples_step(const char* what, const int32_t* inputs,
     const float dloss = 1.0f / static_cast<float>(counted);
     backend_->begin_step(scalars_, static_cast<float>(lr), s);
     const size_t per = static_cast<size_t>(B * T);
-    accumulate_and_update(dloss, [&](int64_t k, int32_t* dev_inputs, int32_t* dev_targets) {
-        const size_t at = static_cast<size_t>(k) * per;
-        load_examples(*backend_, dev_inputs, dev_targets, inputs + at, targets + at, per);
-    });
+    int32_t* dev_positions = positions ? model_->positions_buffer() : nullptr;
+    accumulate_and_update(
+        dloss,
+        [&](int64_t k, int32_t* dev_inputs, int32_t* dev_targets) {
+            const size_t at = static_cast<size_t>(k) * per;
+            backend_->load_batch(dev_inputs, dev_targets, dev_positions, inputs + at,
+                                 targets + at, positions ? positions + at : nullptr,
+                                 static_cast<int>(B), static_cast<int>(T));
+        },
+        false, dev_positions);
     return finish_step(s, lr, t0, counted);
 }
 

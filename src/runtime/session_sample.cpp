@@ -15,8 +15,8 @@
 
 namespace trt {
 
-void Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
-                     const TokenSamplingOptions& options, int32_t* out) {
+size_t Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
+                       const TokenSamplingOptions& options, int32_t* out) {
     if (n_prompt < 1)
         fail(Status::InvalidArgument, "sample: the prompt needs at least one token");
     // The context holds prompt + generated tokens: their count must not wrap.
@@ -84,7 +84,11 @@ void Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
         const int32_t next = sample_token(row.data(), V, options, i, sample_scratch_);
         out[i] = next;
         context.push_back(next);
+        if (std::find(options.stop_ids.begin(), options.stop_ids.end(), next) !=
+            options.stop_ids.end())
+            return i + 1;
     }
+    return n_new;
 }
 
 }  // namespace trt

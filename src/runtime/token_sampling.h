@@ -15,6 +15,9 @@ struct TokenSamplingOptions {
     // attention_cached_forward is verified: BackendCaps::cached_attention). false: run the
     // whole window per token, the reference the cached path is tested against.
     bool kv_cache = true;
+    // Generation ends after one of these ids (a chat model's end-of-turn tokens); empty: it
+    // runs to the count asked for.
+    std::vector<int32_t> stop_ids;
 };
 
 // Uniform double in [0, 1) from draw `index` of stream `seed` (53 random bits).

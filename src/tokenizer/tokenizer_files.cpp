@@ -17,7 +17,10 @@ namespace fs = std::filesystem;
 
 // Larger than any tokenizer.json in use (Qwen2's is ~7 MB, Llama 3's ~9 MB).
 constexpr size_t kMaxTokenizerFileBytes = size_t{256} << 20;
-constexpr const char* kCompanions[] = {"tokenizer_config.json", "special_tokens_map.json"};
+// The chat template (in tokenizer_config.json, or a file of its own) and the end-of-turn ids
+// generation stops at travel with the tokenizer, so an exported fine-tune chats as it trained.
+constexpr const char* kCompanions[] = {"tokenizer_config.json", "special_tokens_map.json",
+                                       "chat_template.jinja", "generation_config.json"};
 
 // Symbolic links are followed: the Hugging Face cache's snapshot folders are made of them.
 bool is_file(const std::string& p) {

@@ -15,7 +15,8 @@ struct TokenizerFiles {
     std::string export_name;                  // its name in a model folder: tokenizer.json or
                                               // tokenizer.model (by content, not by its name)
     std::string tokenizer_config;             // tokenizer_config.json beside it, or ""
-    std::vector<std::string> companions;      // tokenizer_config.json, special_tokens_map.json present
+    std::vector<std::string> companions;      // tokenizer_config.json, special_tokens_map.json,
+                                              // chat_template.jinja, generation_config.json present
 };
 
 // In a folder, tokenizer.model (SentencePiece) is preferred to tokenizer.json when both are

@@ -12,8 +12,10 @@ static_assert(offsetof(trainrt_metrics, model_flops_per_token) == 96, "trainrt_m
 static_assert(offsetof(trainrt_metrics, mfu) == 112, "trainrt_metrics layout is ABI");
 static_assert(offsetof(trainrt_metrics, world_size) == 124, "version 4 appends rank, world_size");
 static_assert(sizeof(trainrt_progress) == 96, "trainrt_progress layout is ABI");
-static_assert(sizeof(trainrt_sample_options) == 32, "trainrt_sample_options layout is ABI");
-static_assert(offsetof(trainrt_sample_options, seed) == 24, "trainrt_sample_options layout is ABI");
+static_assert(sizeof(trainrt_sample_options) == 48, "trainrt_sample_options layout is ABI");
+static_assert(offsetof(trainrt_sample_options, seed) == 24, "version-1 fields never move");
+static_assert(offsetof(trainrt_sample_options, stop_ids) == 32,
+              "trainrt_sample_options version 2 appends stop_ids, n_stop_ids");
 static_assert(sizeof(trainrt_model_info) == 64, "trainrt_model_info layout is ABI");
 static_assert(offsetof(trainrt_model_info, bytes_total) == 48, "trainrt_model_info layout is ABI");
 static_assert(offsetof(trainrt_model_info, trainable_parameters) == 56,

@@ -208,4 +208,32 @@ std::string human_bytes(double bytes) {
     return buf;
 }
 
+trainrt_session* open_checkpoint(const std::string& path, int32_t log_level) {
+    trainrt_config* config = nullptr;
+    trainrt_status st = trainrt_config_from_checkpoint(&config, path.c_str());
+    if (st != TRAINRT_OK) {
+        fail_status(("reading checkpoint " + path).c_str(), st);
+        return nullptr;
+    }
+    for (const char* key : {"data.train", "data.val", "train.out_dir"}) {
+        if (st == TRAINRT_OK) st = trainrt_config_set(config, key, "\"\"");
+    }
+    if (st == TRAINRT_OK) st = trainrt_config_set(config, "train.checkpoint_every", "0");
+    if (st != TRAINRT_OK) {
+        trainrt_config_destroy(config);
+        fail_status("preparing the checkpoint's config", st);
+        return nullptr;
+    }
+    trainrt_config_set_log(config, log_to_stderr, nullptr, log_level);
+    trainrt_session* session = create_session(config);
+    if (session == nullptr) return nullptr;
+    st = trainrt_session_load(session, path.c_str());
+    if (st != TRAINRT_OK) {
+        trainrt_session_destroy(session);
+        fail_status(("loading " + path).c_str(), st);
+        return nullptr;
+    }
+    return session;
+}
+
 }  // namespace trainrt_cli

@@ -62,6 +62,10 @@ trainrt_config* load_config(const RunArgs& args);
 // Session from a config (consumed: destroyed here); NULL after printing the error.
 trainrt_session* create_session(trainrt_config* config);
 
+// A session holding a checkpoint's weights, for commands that do not train (no data
+// needed); NULL after printing the error.
+trainrt_session* open_checkpoint(const std::string& path, int32_t log_level);
+
 // The checkpoint a command should start from: `explicit_path` if given, else out_dir's
 // latest (or "" when out_dir is empty or holds none). False after printing an error.
 bool pick_checkpoint(trainrt_config* config, const std::string& explicit_path, std::string& out);
@@ -82,6 +86,10 @@ extern const char* const kTokenizerHelp;
 // `trainrt chat-template` (cmd_chat_template.cpp): a conversation through a chat template.
 int cmd_chat_template(int argc, char** argv);
 extern const char* const kChatTemplateHelp;
+// `trainrt chat` and `trainrt sample --chat` (cmd_chat.cpp), and chat's help text.
+int cmd_chat(int argc, char** argv);
+int sample_chat(int argc, char** argv);
+extern const char* const kChatHelp;
 
 // A (buf, cap, needed) string from the C API; false after printing the error.
 template <typename Fn>

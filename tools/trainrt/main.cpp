@@ -44,6 +44,8 @@ const char* kUsage =
     "commands:\n"
     "  prepare --text FILE... --out DIR [--val-fraction F] [--tokenizer PATH [--jsonl FIELD]]\n"
     "        byte-level tokenize a text file into DIR/train.bin and DIR/val.bin\n"
+    "  prepare --chat FILE... --tokenizer MODEL_DIR --out DIR [--loss-mask M]\n"
+    "        conversations (JSON lines) through the model's chat template, with loss masks\n"
     "  train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh | --checkpoint PATH]\n"
     "        train as CONFIG says, resuming from train.out_dir/latest if there is one;\n"
     "        writes a checkpoint when the run ends; Ctrl-C stops, writing one too\n"
@@ -55,6 +57,10 @@ const char* kUsage =
     "  sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
     "                    [--tokenizer PATH]\n"
     "        generate text from a byte-level model\n"
+    "  sample CHECKPOINT --chat MESSAGE [--system TEXT]\n"
+    "        a chat model's reply, through its chat template, up to its end-of-turn token\n"
+    "  chat CHECKPOINT [--system TEXT] [--tokens N] [--temperature T]\n"
+    "        a conversation: each stdin line is a user turn, each reply printed\n"
     "  export CHECKPOINT DIR [--dtype f32|bf16] [--merge]\n"
     "        write DIR/model.safetensors + DIR/config.json for Hugging Face (a LoRA run: its\n"
     "        PEFT adapter, or with --merge the merged model)\n"
@@ -104,7 +110,19 @@ const CommandHelp kCommandHelp[] = {
      "fits, else uint32. All cores unless --threads N. Text files are read as they are\n"
      "encoded, so inputs of any size fit in memory. --shard-tokens N writes train_000000.bin,\n"
      "train_000001.bin, ... (and val_*.bin) of at most N tokens each instead of one file per\n"
-     "split (which holds at most 2^31 - 1). Prints the vocab_size to train with.\n"},
+     "split (which holds at most 2^31 - 1). Prints the vocab_size to train with.\n"
+     "\n"
+     "       trainrt prepare --chat FILE... --tokenizer MODEL_FOLDER --out DIR [--val-fraction F]\n"
+     "                       [--loss-mask assistant|completion|all] [--template NAME]\n"
+     "                       [--template-vars JSON]\n"
+     "\n"
+     "Instruction tuning: each line of each FILE is a conversation, {\"messages\": [...]} (with\n"
+     "an optional \"tools\" list) or {\"prompt\": ..., \"completion\": ...}, rendered with the\n"
+     "folder's chat template as transformers renders it and written with each token's loss\n"
+     "mask (DIR/mask_train.bin, DIR/mask_val.bin). The targets: the assistant turns (default\n"
+     "for messages), the completion (default for prompt-completion) or all tokens. Training\n"
+     "on DIR/train.bin then counts only the targets, packing examples into rows without\n"
+     "attention across them (data.packing; docs/FORMATS.md, \"Loss masks\").\n"},
     {"train",
      "usage: trainrt train CONFIG [--set KEY=VALUE]... [--steps N] [--fresh | --checkpoint PATH]\n"
      "\n"
@@ -130,7 +148,14 @@ const CommandHelp kCommandHelp[] = {
      "+ continuation. With a tokenizer (--tokenizer PATH: tokenizer.json/.model or a folder;\n"
      "default: the run's data.tokenizer, recorded in the checkpoint) TEXT is encoded and the\n"
      "tokens decoded with it; without one the model must be byte-level (vocab_size 256). T defaults to 1.0 (0 = greedy), K to 0 (all\n"
-     "tokens), S to 1337; the same seed gives the same text.\n"},
+     "tokens), S to 1337; the same seed gives the same text.\n"
+     "\n"
+     "       trainrt sample CHECKPOINT --chat MESSAGE [--system TEXT] [--tokenizer DIR]\n"
+     "                      [--template NAME] [--vars JSON] [--tokens N] [--temperature T] ...\n"
+     "\n"
+     "A chat model's reply to MESSAGE (one turn of `trainrt chat`): the conversation is\n"
+     "rendered with the model folder's chat template and the generation prompt, the reply\n"
+     "ends at the folder's end-of-turn ids and only the reply is printed (T defaults to 0.7).\n"},
     {"export",
      "usage: trainrt export CHECKPOINT DIR [--dtype f32|bf16] [--merge] [--force]\n"
      "\n"
@@ -194,6 +219,7 @@ const char* command_help(const std::string& name) {
     if (name == "eval") return kEvalHelp;
     if (name == "tokenizer") return kTokenizerHelp;
     if (name == "chat-template") return kChatTemplateHelp;
+    if (name == "chat") return kChatHelp;
     if (name == "report") return kReportHelp;
     return nullptr;
 }
@@ -427,15 +453,55 @@ int32_t on_prepare_progress(int64_t done, int64_t total, void*) {
     return 0;
 }
 
+// prepare --chat: conversations -> shards and loss masks (trainrt_prepare_options.chat).
+int prepare_chat(const std::vector<std::string>& chats, const std::string& out,
+                 const std::string& tokenizer, double fraction, const std::string& loss_mask,
+                 const std::string& template_name, const std::string& template_vars,
+                 const std::vector<std::string>& texts, const std::string& jsonl,
+                 long long shard_tokens) {
+    if (!texts.empty() || !jsonl.empty() || shard_tokens != 0)
+        return fail_usage("--chat reads conversations: it does not go with --text, --jsonl or "
+                          "--shard-tokens");
+    if (out.empty() || tokenizer.empty())
+        return fail_usage("prepare --chat needs --tokenizer MODEL_FOLDER (its chat template) "
+                          "and --out DIR");
+    trainrt_prepare_options o = TRAINRT_PREPARE_OPTIONS_INIT;
+    o.tokenizer = tokenizer.c_str();
+    o.val_fraction = fraction;
+    o.chat = 1;
+    if (loss_mask.empty()) o.loss_mask = TRAINRT_LOSS_MASK_DEFAULT;
+    else if (loss_mask == "assistant") o.loss_mask = TRAINRT_LOSS_MASK_ASSISTANT;
+    else if (loss_mask == "completion") o.loss_mask = TRAINRT_LOSS_MASK_COMPLETION;
+    else if (loss_mask == "all") o.loss_mask = TRAINRT_LOSS_MASK_ALL;
+    else return fail_usage("bad --loss-mask '" + loss_mask + "' (assistant, completion or all)");
+    o.chat_template = template_name.empty() ? nullptr : template_name.c_str();
+    o.template_vars = template_vars.empty() ? nullptr : template_vars.c_str();
+    std::vector<const char*> inputs;
+    for (const std::string& c : chats) inputs.push_back(c.c_str());
+    trainrt_prepare_result r = TRAINRT_PREPARE_RESULT_INIT;
+    const trainrt_status st = trainrt_prepare_text(&r, inputs.data(), inputs.size(), out.c_str(), &o);
+    if (st != TRAINRT_OK) return fail_status("prepare", st);
+    std::printf("wrote %s/train.bin (%lld tokens) and %s/val.bin (%lld tokens), uint%d, with "
+                "their loss masks (mask_train.bin, mask_val.bin)\n",
+                out.c_str(), (long long)r.train_tokens, out.c_str(), (long long)r.val_tokens,
+                r.token_bytes * 8);
+    std::printf("%lld conversations -> %lld examples (%lld in the per-turn form), %lld target "
+                "tokens; train with model.vocab_size >= %d\n",
+                (long long)r.documents, (long long)r.examples, (long long)r.per_turn,
+                (long long)r.target_tokens, r.vocab_size);
+    return 0;
+}
+
 int cmd_prepare(int argc, char** argv) {
-    std::vector<std::string> texts;
-    std::string out, tokenizer, jsonl;
+    std::vector<std::string> texts, chats;
+    std::string out, tokenizer, jsonl, loss_mask, template_name, template_vars;
     double fraction = 0.1;
     long threads = 0;
     long long shard_tokens = 0;
-    const std::vector<std::string> options = {"--text",    "--out",          "--tokenizer",
-                                              "--jsonl",   "--threads",      "--val-fraction",
-                                              "--shard-tokens"};
+    const std::vector<std::string> options = {
+        "--text",       "--out",        "--tokenizer",     "--jsonl",   "--threads",
+        "--val-fraction", "--shard-tokens", "--chat",      "--loss-mask", "--template",
+        "--template-vars"};
     for (int i = 0; i < argc; ++i) {
         const std::string a = argv[i];
         if (std::find(options.begin(), options.end(), a) == options.end())
@@ -444,7 +510,12 @@ int cmd_prepare(int argc, char** argv) {
         if (a == "--text") {
             // Every argument up to the next option is an input.
             while (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0) texts.push_back(argv[++i]);
+        } else if (a == "--chat") {
+            while (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0) chats.push_back(argv[++i]);
         } else if (a == "--out") out = argv[++i];
+        else if (a == "--loss-mask") loss_mask = argv[++i];
+        else if (a == "--template") template_name = argv[++i];
+        else if (a == "--template-vars") template_vars = argv[++i];
         else if (a == "--tokenizer") tokenizer = argv[++i];
         else if (a == "--jsonl") jsonl = argv[++i];
         else if (a == "--threads") {
@@ -464,6 +535,11 @@ int cmd_prepare(int argc, char** argv) {
                                   "' (1 to 2147483647)");
         }
     }
+    if (!chats.empty()) return prepare_chat(chats, out, tokenizer, fraction, loss_mask,
+                                            template_name, template_vars, texts, jsonl,
+                                            shard_tokens);
+    if (!loss_mask.empty() || !template_name.empty() || !template_vars.empty())
+        return fail_usage("--loss-mask, --template and --template-vars go with --chat");
     if (texts.empty() || out.empty()) return fail_usage("prepare needs --text FILE... and --out DIR");
     if (tokenizer.empty()) {
         if (!jsonl.empty() || threads != 0 || shard_tokens != 0)
@@ -587,36 +663,6 @@ int cmd_train(int argc, char** argv) {
     return code;
 }
 
-// A session holding a checkpoint's weights, for commands that do not train (no data
-// needed); NULL after printing the error.
-trainrt_session* open_checkpoint(const std::string& path, int32_t log_level) {
-    trainrt_config* config = nullptr;
-    trainrt_status st = trainrt_config_from_checkpoint(&config, path.c_str());
-    if (st != TRAINRT_OK) {
-        fail_status(("reading checkpoint " + path).c_str(), st);
-        return nullptr;
-    }
-    for (const char* key : {"data.train", "data.val", "train.out_dir"}) {
-        if (st == TRAINRT_OK) st = trainrt_config_set(config, key, "\"\"");
-    }
-    if (st == TRAINRT_OK) st = trainrt_config_set(config, "train.checkpoint_every", "0");
-    if (st != TRAINRT_OK) {
-        trainrt_config_destroy(config);
-        fail_status("preparing the checkpoint's config", st);
-        return nullptr;
-    }
-    trainrt_config_set_log(config, log_to_stderr, nullptr, log_level);
-    trainrt_session* session = create_session(config);
-    if (session == nullptr) return nullptr;
-    st = trainrt_session_load(session, path.c_str());
-    if (st != TRAINRT_OK) {
-        trainrt_session_destroy(session);
-        fail_status(("loading " + path).c_str(), st);
-        return nullptr;
-    }
-    return session;
-}
-
 bool parse_number(const char* text, double& out) {
     char* end = nullptr;
     out = std::strtod(text, &end);
@@ -624,6 +670,8 @@ bool parse_number(const char* text, double& out) {
 }
 
 int cmd_sample(int argc, char** argv) {
+    for (int i = 0; i < argc; ++i)
+        if (std::strcmp(argv[i], "--chat") == 0) return sample_chat(argc, argv);
     std::string path, prompt = "\n", tokenizer_path;
     double tokens = 256, temperature = 1.0, top_k = 0, seed = 1337;
     for (int i = 0; i < argc; ++i) {
@@ -759,8 +807,9 @@ int cmd_sample(int argc, char** argv) {
 }
 
 // The tokenizer files an export may write (the run's data.tokenizer: tokenizer_files.h).
-const char* const kTokenizerFiles[] = {"tokenizer.json", "tokenizer.model",
-                                       "tokenizer_config.json", "special_tokens_map.json"};
+const char* const kTokenizerFiles[] = {"tokenizer.json",        "tokenizer.model",
+                                       "tokenizer_config.json", "special_tokens_map.json",
+                                       "chat_template.jinja",   "generation_config.json"};
 
 // Each file of kTokenizerFiles in dir as (device, inode), 0s when absent: every file an
 // export writes is renamed into place, so one it wrote has an inode it did not have before
@@ -952,7 +1001,8 @@ int main(int argc, char** argv) {
     if (command_help(cmd) == nullptr) {
         const std::vector<std::string> commands = {"prepare", "train",  "eval", "sample",
                                                    "export",  "config", "info", "plan",
-                                                   "bench",   "tokenizer", "chat-template", "report"};
+                                                   "bench",   "tokenizer", "chat-template", "report",
+                                                   "chat"};
         std::string list;
         for (const std::string& c : commands) list += (list.empty() ? "" : ", ") + c;
         return fail_usage("unknown command '" + cmd + "'" + did_you_mean(cmd, commands) +
@@ -980,5 +1030,6 @@ int main(int argc, char** argv) {
     if (cmd == "tokenizer") return cmd_tokenizer(argc - 2, argv + 2);
     if (cmd == "chat-template") return cmd_chat_template(argc - 2, argv + 2);
     if (cmd == "report") return cmd_report(argc - 2, argv + 2);
+    if (cmd == "chat") return cmd_chat(argc - 2, argv + 2);
     return fail_usage("unknown command '" + cmd + "'");  // a command with help but no handler
 }

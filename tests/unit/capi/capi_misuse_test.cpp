@@ -1000,7 +1000,7 @@ TEST_F(CapiMisuse, StepTokensRefusesWrongCountsAndOutOfRangeIds) {
 
 // trainrt_session_step_masked: wrong counts of tokens and of mask/positions values, ids out
 // of range (masked or not), a mask that counts nothing, positions that do not start at 0 or
-// jump, rows that restart (packed: not in this version) — each refused before anything runs.
+// jump — each refused before anything runs; then what passes, packed rows included.
 TEST_F(CapiMisuse, StepMaskedRefusesWrongSizesEmptyMasksAndBadPositions) {
     trainrt_session* s = make_session();
     ASSERT_NE(s, nullptr);
@@ -1051,14 +1051,6 @@ TEST_F(CapiMisuse, StepMaskedRefusesWrongSizesEmptyMasksAndBadPositions) {
     EXPECT_MISUSE(trainrt_session_step_masked(nullptr, s, rows.data(), rows.size(), mask.data(),
                                               p.data(), kMask),
                   TRAINRT_ERR_INVALID_ARGUMENT, "column 2");
-    p = pos;
-    p[4] = 0;  // 0 1 2 3 0 1 2 3: a second sequence in row 0
-    p[5] = 1;
-    p[6] = 2;
-    p[7] = 3;
-    EXPECT_MISUSE(trainrt_session_step_masked(nullptr, s, rows.data(), rows.size(), mask.data(),
-                                              p.data(), kMask),
-                  TRAINRT_ERR_UNSUPPORTED, "packed");
     EXPECT_EQ(step_of(s), 0);
     // What passes: NULL mask and positions (n_mask 0 or the count), the plain positions.
     EXPECT_EQ(trainrt_session_step_masked(nullptr, s, rows.data(), rows.size(), nullptr, nullptr,
@@ -1069,7 +1061,16 @@ TEST_F(CapiMisuse, StepMaskedRefusesWrongSizesEmptyMasksAndBadPositions) {
                                           pos.data(), kMask),
               TRAINRT_OK)
         << last_error();
-    EXPECT_EQ(step_of(s), 2);
+    p = pos;
+    p[4] = 0;  // 0 1 2 3 0 1 2 3: a second sequence in row 0 (packed examples)
+    p[5] = 1;
+    p[6] = 2;
+    p[7] = 3;
+    EXPECT_EQ(trainrt_session_step_masked(nullptr, s, rows.data(), rows.size(), mask.data(),
+                                          p.data(), kMask),
+              TRAINRT_OK)
+        << last_error();
+    EXPECT_EQ(step_of(s), 3);
 }
 
 TEST_F(CapiMisuse, ForwardRefusesExtremeShapesAndShortLogitBuffers) {

@@ -221,7 +221,7 @@ TEST_F(CapiPrepareText, NumberedShardsAndVersionOneCallers) {
     }
     const char* inputs[] = {a.c_str()};
     trainrt_prepare_options o = TRAINRT_PREPARE_OPTIONS_INIT;
-    EXPECT_EQ(o.version, 2u);
+    EXPECT_EQ(o.version, 3u);
     o.tokenizer = dir_.c_str();
     o.val_fraction = 0.1;
     o.shard_tokens = 1000;

@@ -54,6 +54,7 @@ void expect_equal(const RunConfig& a, const RunConfig& b) {
     EXPECT_EQ(a.data.sampler, b.data.sampler);
     EXPECT_EQ(a.data.seed, b.data.seed);
     EXPECT_EQ(a.data.placement, b.data.placement);
+    EXPECT_EQ(a.data.packing, b.data.packing);
     EXPECT_EQ(a.train.batch_size, b.train.batch_size);
     EXPECT_EQ(a.train.seq_len, b.train.seq_len);
     EXPECT_EQ(a.train.grad_accum, b.train.grad_accum);
@@ -203,6 +204,7 @@ void expect_defaults(const RunConfig& r) {
     EXPECT_TRUE(r.data.tokenizer_check);
     EXPECT_EQ(r.data.sampler, SamplerKind::Random);
     EXPECT_EQ(r.data.seed, 1u);
+    EXPECT_TRUE(r.data.packing);
     EXPECT_EQ(r.data.placement, Placement::Auto);
     EXPECT_EQ(r.train.batch_size, 8);
     EXPECT_EQ(r.train.seq_len, 128);
@@ -738,7 +740,7 @@ TEST(ConfigDocs, EveryKeyIsDocumented) {
         EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << key;
         ++keys;
     }
-    EXPECT_EQ(keys, 75);
+    EXPECT_EQ(keys, 76);
 }
 
 }  // namespace

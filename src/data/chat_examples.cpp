@@ -1,0 +1,242 @@
+// Chat examples: rendering, target spans and the token mask (data/chat_examples.h).
+#include "data/chat_examples.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "data/example_set.h"
+
+namespace trt {
+
+namespace {
+
+using json::Value;
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+    return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+Value array_of(std::vector<Value>::const_iterator a, std::vector<Value>::const_iterator b) {
+    Value v;
+    v.kind = Value::Kind::Array;
+    v.arr.assign(a, b);
+    return v;
+}
+
+std::string role_of(const Value& m, const std::string& where, size_t i) {
+    if (!m.is_object())
+        fail(Status::InvalidArgument, where, ": messages[", i, "] must be an object, not ",
+             m.kind_name());
+    const Value* r = m.find("role");
+    if (!r || !r->is_string())
+        fail(Status::InvalidArgument, where, ": messages[", i, "] needs a string \"role\" "
+             "(system, user, assistant or tool)");
+    return r->s;
+}
+
+// Whitespace after a turn's last token (the "\n" Qwen and Gemma write after their end-of-turn
+// token) is not something the model must learn to emit: generation stops at the token.
+size_t trim_end(const std::string& text, size_t begin, size_t end) {
+    while (end > begin && (text[end - 1] == '\n' || text[end - 1] == ' ' ||
+                           text[end - 1] == '\t' || text[end - 1] == '\r'))
+        --end;
+    return end;
+}
+
+struct Renderer {
+    const chat::FolderTemplate& tmpl;
+    const Value* tools;
+    const ChatOptions& options;
+    const std::string& where;
+
+    chat::Rendered render(const Value& messages, bool add_generation_prompt) const {
+        const Value ctx =
+            chat::make_context(tmpl, messages, tools, add_generation_prompt, options.extra_vars);
+        try {
+            return tmpl.tmpl.render(ctx);
+        } catch (const Error& e) {
+            fail(e.status(), where, ": the chat template (", tmpl.origin, ") refused the "
+                 "conversation: ", e.what());
+        }
+    }
+};
+
+}  // namespace
+
+LossMask parse_loss_mask(const std::string& s) {
+    if (s == "assistant") return LossMask::Assistant;
+    if (s == "completion") return LossMask::Completion;
+    if (s == "all") return LossMask::All;
+    fail(Status::InvalidArgument, "loss mask '", s, "': expected assistant, completion or all");
+}
+
+std::vector<ChatText> chat_texts(const chat::FolderTemplate& tmpl, const Value& line,
+                                 const ChatOptions& options, const std::string& where,
+                                 bool* per_turn) {
+    *per_turn = false;
+    if (!line.is_object())
+        fail(Status::InvalidArgument, where, ": expected a JSON object with \"messages\", or "
+             "\"prompt\" and \"completion\"; got ", line.kind_name());
+    const Value* tools = line.find("tools");
+    if (tools && tools->kind == Value::Kind::Null) tools = nullptr;
+    if (tools && !tools->is_array())
+        fail(Status::InvalidArgument, where, ": \"tools\" must be a list, not ", tools->kind_name());
+    const Renderer r{tmpl, tools, options, where};
+    const Value* messages = line.find("messages");
+    const Value* prompt = line.find("prompt");
+    const Value* completion = line.find("completion");
+
+    if (!messages) {
+        if (!prompt || !completion)
+            fail(Status::InvalidArgument, where, ": expected \"messages\" (a list of messages), "
+                 "or \"prompt\" and \"completion\"");
+        const LossMask mode = options.mask == LossMask::Default ? LossMask::Completion : options.mask;
+        if (mode == LossMask::Assistant)
+            fail(Status::InvalidArgument, where, ": the assistant loss mask needs \"messages\"; "
+                 "a prompt-completion line takes completion or all");
+        ChatText c;
+        size_t split = 0;
+        if (prompt->is_string() && completion->is_string()) {
+            const Value* eos = tmpl.special_tokens.find("eos_token");
+            c.text = prompt->s + completion->s + (eos && eos->is_string() ? eos->s : "");
+            split = prompt->s.size();
+        } else if (prompt->is_array() && completion->is_array()) {
+            const std::string head = r.render(*prompt, true).text;
+            Value all = *prompt;
+            all.arr.insert(all.arr.end(), completion->arr.begin(), completion->arr.end());
+            c.text = r.render(all, false).text;
+            if (!starts_with(c.text, head))
+                fail(Status::InvalidArgument, where, ": the chat template renders the prompt "
+                     "(with the generation prompt) as something that does not begin the whole "
+                     "conversation, so the completion's bytes cannot be told; give \"messages\" "
+                     "with the assistant loss mask instead");
+            split = head.size();
+        } else {
+            fail(Status::InvalidArgument, where, ": \"prompt\" and \"completion\" must both be "
+                 "strings or both be lists of messages");
+        }
+        c.targets = {{mode == LossMask::All ? 0 : split, trim_end(c.text, split, c.text.size())}};
+        return {c};
+    }
+
+    if (!messages->is_array() || messages->arr.empty())
+        fail(Status::InvalidArgument, where, ": \"messages\" must be a non-empty list");
+    const std::vector<Value>& msgs = messages->arr;
+    std::vector<size_t> turns;  // indices of the assistant messages
+    for (size_t i = 0; i < msgs.size(); ++i)
+        if (role_of(msgs[i], where, i) == "assistant") turns.push_back(i);
+    const LossMask mode = options.mask == LossMask::Default ? LossMask::Assistant : options.mask;
+
+    ChatText whole;
+    const chat::Rendered full = r.render(*messages, false);
+    whole.text = full.text;
+    if (mode == LossMask::All) {
+        whole.targets = {{0, whole.text.size()}};
+        return {whole};
+    }
+    if (turns.empty())
+        fail(Status::InvalidArgument, where, ": the conversation has no assistant message, so "
+             "nothing is a target under the ", mode == LossMask::Assistant ? "assistant" :
+             "completion", " loss mask (use the all mask to train on every token)");
+    // A template that writes the generation prompt whatever add_generation_prompt says (a base
+    // model's, such as Llama 3's) ends every rendering with the next assistant header, so
+    // prefix rendering would make that header part of each turn's targets.
+    if (!tmpl.tmpl.has_generation_blocks() && r.render(*messages, true).text == whole.text)
+        fail(Status::InvalidArgument, where, ": the chat template (", tmpl.origin, ") renders "
+             "the same text with and without add_generation_prompt (it always opens a new "
+             "assistant turn, as base models' templates do), so where an assistant turn ends "
+             "cannot be told; use the instruct model's template (--template NAME, or its "
+             "folder) or the all loss mask");
+    if (tmpl.tmpl.has_generation_blocks()) {
+        if (full.generation_spans.empty())
+            fail(Status::InvalidArgument, where, ": the chat template has {% generation %} "
+                 "blocks but wrote nothing inside one for this conversation");
+        whole.targets = full.generation_spans;
+        if (mode == LossMask::Completion) whole.targets = {whole.targets.back()};
+        return {whole};
+    }
+    // Prefix rendering; any turn whose prefixes do not begin the whole render sends the
+    // conversation to the per-turn form.
+    bool prefixes_hold = true;
+    for (size_t i : turns) {
+        const Value before = array_of(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(i));
+        const Value upto = array_of(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(i + 1));
+        std::string head, through;
+        try {
+            head = i == 0 ? std::string() : r.render(before, true).text;
+            through = r.render(upto, false).text;
+        } catch (const Error&) {
+            prefixes_hold = false;  // e.g. a template that insists on a last user message
+            break;
+        }
+        if (!starts_with(whole.text, through) || !starts_with(through, head)) {
+            prefixes_hold = false;
+            break;
+        }
+        whole.targets.push_back({head.size(), trim_end(through, head.size(), through.size())});
+    }
+    if (prefixes_hold) {
+        if (mode == LossMask::Completion) whole.targets = {whole.targets.back()};
+        return {whole};
+    }
+    *per_turn = true;
+    std::vector<ChatText> out;
+    for (size_t k = 0; k < turns.size(); ++k) {
+        const size_t i = turns[k];
+        if (mode == LossMask::Completion && k + 1 != turns.size()) continue;
+        const Value before = array_of(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(i));
+        const Value upto = array_of(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(i + 1));
+        ChatText c;
+        c.text = r.render(upto, false).text;
+        const std::string head = i == 0 ? std::string() : r.render(before, true).text;
+        if (!starts_with(c.text, head))
+            fail(Status::InvalidArgument, where, ": the chat template renders messages[:", i,
+                 "] with the generation prompt as something that does not begin its rendering "
+                 "of messages[:", i + 1, "], so assistant turn ", i, "'s bytes cannot be told "
+                 "(a template with {% generation %} blocks marks them itself)");
+        c.targets = {{head.size(), trim_end(c.text, head.size(), c.text.size())}};
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+void encode_chat_text(const tok::Tokenizer& t, const ChatText& c, const std::string& where,
+                      std::vector<uint32_t>& ids, std::vector<uint8_t>& mask) {
+    ids = t.encode(c.text);
+    mask.assign(ids.size(), 0);
+    // The pieces between span edges, encoded one by one, must give the same ids: then every
+    // edge falls between tokens and the mask is exact.
+    std::vector<size_t> edges{0};
+    for (const auto& s : c.targets) {
+        if (s.first > s.second || s.second > c.text.size())
+            fail(Status::Internal, where, ": target span out of order");
+        edges.push_back(s.first);
+        edges.push_back(s.second);
+    }
+    edges.push_back(c.text.size());
+    size_t at = 0;  // ids so far
+    for (size_t e = 0; e + 1 < edges.size(); ++e) {
+        if (edges[e + 1] < edges[e])
+            fail(Status::Internal, where, ": target spans overlap");
+        if (edges[e + 1] == edges[e]) continue;
+        const std::vector<uint32_t> piece =
+            t.encode(std::string_view(c.text).substr(edges[e], edges[e + 1] - edges[e]));
+        const bool target = e % 2 == 1;  // edges alternate: outside, target, outside, ...
+        if (at + piece.size() > ids.size() ||
+            !std::equal(piece.begin(), piece.end(), ids.begin() + static_cast<std::ptrdiff_t>(at)))
+            fail(Status::InvalidArgument, where, ": the tokenizer joins bytes across the edge of "
+                 "a target span at byte ", target ? edges[e] : edges[e + 1], " of the rendered "
+                 "text into one token, so the loss mask cannot follow the span exactly; the "
+                 "example is refused rather than masked wrongly (the all mask has no edges)");
+        if (target) std::fill(mask.begin() + static_cast<std::ptrdiff_t>(at),
+                              mask.begin() + static_cast<std::ptrdiff_t>(at + piece.size()),
+                              static_cast<uint8_t>(kMaskTarget));
+        at += piece.size();
+    }
+    if (at != ids.size())
+        fail(Status::InvalidArgument, where, ": the rendered text's pieces encode to ", at,
+             " ids, the whole to ", ids.size(), "; the loss mask cannot be exact");
+    if (!ids.empty()) mask[0] = static_cast<uint8_t>(kMaskBegins);
+}
+
+}  // namespace trt
