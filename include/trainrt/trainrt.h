@@ -703,6 +703,14 @@ TRAINRT_API trainrt_status trainrt_chat_template_render(char* buf, size_t cap, s
                                                         const char* conversation_json,
                                                         int32_t add_generation_prompt,
                                                         const char* vars_json);
+/* The byte ranges of that rendering written inside the template's {% generation %} ...
+ * {% endgeneration %} blocks (what transformers' return_assistant_tokens_mask marks), as
+ * begin, end pairs: ranges[2i] and ranges[2i + 1]. At most cap values are stored and *needed
+ * receives the count (twice the ranges; ranges = NULL, cap = 0: a size query). Arguments as
+ * trainrt_chat_template_render; a template without such blocks gives none. */
+TRAINRT_API trainrt_status trainrt_chat_template_generation_spans(
+    size_t* ranges, size_t cap, size_t* needed, const trainrt_chat_template* tmpl,
+    const char* conversation_json, int32_t add_generation_prompt, const char* vars_json);
 /* The ids a reply ends with (generation_config.json's eos_token_id, a number or a list,
  * else tokenizer_config.json's eos_token), for trainrt_sample_options.stop_ids: at most cap
  * are stored and *needed receives the count (ids = NULL, cap = 0: a size query). tokenizer:

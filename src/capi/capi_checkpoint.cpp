@@ -4,6 +4,7 @@
 
 #include "capi/barrier.h"
 #include "capi/handles.h"
+#include "chat/end_of_turn.h"
 #include "checkpoint/checkpoint.h"
 #include "runtime/checkpoint_export.h"
 #include "tokenizer/tokenizer_files.h"
@@ -128,7 +129,10 @@ trainrt_status export_from_checkpoint(const char* fn, const char* path, const ch
                 files = tok::find_tokenizer_files(run.data.tokenizer,
                                                   cat(fn, " (the run's data.tokenizer)"));
         });
-        if (files) tok::copy_tokenizer_files(*files, out_dir, context);
+        if (files) {
+            tok::copy_tokenizer_files(*files, out_dir, context);
+            chat::write_generation_config(*files, out_dir);
+        }
         return TRAINRT_OK;
     });
 }

@@ -10,6 +10,7 @@
 #include "io/fs_util.h"
 #include "io/json_min.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_files.h"
 
 namespace trt::chat {
 
@@ -66,6 +67,28 @@ std::vector<int32_t> end_of_turn_ids(const std::string& folder, const tok::Token
     fail(Status::InvalidArgument, "the model folder '", folder, "' names no end-of-turn token: "
          "neither generation_config.json's eos_token_id nor tokenizer_config.json's eos_token; "
          "add one of them (generation would not know where a reply ends)");
+}
+
+void write_generation_config(const tok::TokenizerFiles& files, const std::string& out_dir) {
+    const std::string folder = parent_dir(files.path);
+    std::string text;
+    if (read_file(path_join(folder, "generation_config.json"), text)) return;  // copied as is
+    bool has_template = read_file(path_join(folder, "chat_template.jinja"), text);
+    if (!has_template && read_file(path_join(folder, "tokenizer_config.json"), text)) {
+        const json::Value doc = json::parse_lenient_numbers(text, "tokenizer_config.json");
+        const json::Value* t = doc.is_object() ? doc.find("chat_template") : nullptr;
+        has_template = t && t->kind != json::Value::Kind::Null;
+    }
+    if (!has_template) return;
+    std::vector<int32_t> ids;
+    try {
+        ids = end_of_turn_ids(folder, tok::Tokenizer::from_file(files.path));
+    } catch (const Error&) {
+        return;  // no end-of-turn token named: nothing to write
+    }
+    std::string j = "{\n  \"eos_token_id\": [";
+    for (size_t i = 0; i < ids.size(); ++i) j += (i ? ", " : "") + std::to_string(ids[i]);
+    write_file_atomic(path_join(out_dir, "generation_config.json"), j + "]\n}\n");
 }
 
 }  // namespace trt::chat

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "backend/backend_factory.h"
+#include "chat/end_of_turn.h"
 #include "config/size_limits.h"
 #include "core/version.h"
 #include "data/tokenizer_agreement.h"
@@ -1290,7 +1291,10 @@ void Session::export_hf(const std::string& out_dir, ExportDType dtype) {
     } else {
         trt::export_hf(out_dir, table, params.data(), dtype);
     }
-    if (tokenizer) tok::copy_tokenizer_files(*tokenizer, out_dir, run_.model.context_length);
+    if (tokenizer) {
+        tok::copy_tokenizer_files(*tokenizer, out_dir, run_.model.context_length);
+        chat::write_generation_config(*tokenizer, out_dir);
+    }
 }
 
 void Session::export_adapter(const std::string& out_dir, ExportDType dtype) {

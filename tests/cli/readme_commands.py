@@ -75,6 +75,18 @@ SKIP = {
     # 4. Fine-tune
     "build/trainrt train examples/configs/llama-shakespeare.toml":
         "long: trains the Llama demo for its train.steps",
+    "trainrt prepare --chat chats.jsonl --tokenizer /models/Qwen3-0.6B --out data/chat "
+    "--val-fraction 0.05":
+        "placeholder model folder and data: chat_e2e prepares chat data with a Llama 3.1 and "
+        "a Qwen3 tokenizer folder",
+    "trainrt train chat.toml            # model.init_from = the folder, data.train = "
+    "\"data/chat/train.bin\"":
+        "placeholder config: chat_e2e trains on prepared chat data",
+    "trainrt export out/chat /tmp/chat-hf --dtype bf16":
+        "placeholder run: chat_e2e exports a chat fine-tune and checks the template travels",
+    "trainrt chat out/chat              # each stdin line a user turn; replies stop at the "
+    "end-of-turn token":
+        "placeholder run: chat_e2e runs `trainrt chat` and `sample --chat`",
     # 6. Embed it
     "pip install bindings/python":
         "installs into the Python environment: binding_python installs it into a venv",

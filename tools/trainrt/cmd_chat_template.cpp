@@ -1,19 +1,19 @@
 // `trainrt chat-template`: renders a conversation with a model folder's chat template, as
-// transformers' apply_chat_template does (src/chat). The engine is compiled into the tool
-// (like src/core/nearest.cpp): the library does not export it.
+// transformers' apply_chat_template does, through the C API (trainrt_chat_template_*). The
+// JSON reader (src/io/json_min.cpp, std only) is compiled in to read --jsonl lines' own
+// add_generation_prompt and to quote the output.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
-#include "chat/chat_template.h"
 #include "cli_common.h"
 #include "core/error.h"
-#include "io/fs_util.h"
 #include "io/json_min.h"
 
 namespace trainrt_cli {
@@ -45,36 +45,63 @@ int chat_error(const std::string& message) {
     return 1;
 }
 
+std::string last_error() {
+    const char* e = trainrt_last_error_message();
+    return e ? e : "";
+}
+
+// A conversation as the C API takes it (its JSON text) and its own add_generation_prompt.
 struct Conversation {
-    trt::json::Value messages;
-    trt::json::Value tools;
-    bool has_tools = false;
+    std::string json;
     int add_generation_prompt = -1;  // -1: the command line's
+    std::string error;               // --jsonl: a line that is not a conversation
 };
 
-Conversation conversation_of(const trt::json::Value& v, const std::string& where) {
+// A --jsonl line: an object or a list; an object may say add_generation_prompt.
+Conversation conversation_of(const std::string& text, const std::string& where) {
     Conversation c;
-    if (v.is_array()) {
-        c.messages = v;
-        return c;
-    }
-    if (!v.is_object())
-        trt::fail(trt::Status::InvalidArgument, where, ": a conversation is an object with \"messages\" "
-                  "or a list of messages, got ", v.kind_name());
-    const trt::json::Value* m = v.find("messages");
-    if (!m || !m->is_array())
-        trt::fail(trt::Status::InvalidArgument, where, ": \"messages\" must be a list of messages");
-    c.messages = *m;
-    if (const trt::json::Value* t = v.find("tools"); t && t->kind != trt::json::Value::Kind::Null) {
-        c.tools = *t;
-        c.has_tools = true;
-    }
-    if (const trt::json::Value* g = v.find("add_generation_prompt")) {
-        if (g->kind != trt::json::Value::Kind::Bool)
-            trt::fail(trt::Status::InvalidArgument, where, ": \"add_generation_prompt\" must be true or false");
-        c.add_generation_prompt = g->b ? 1 : 0;
+    c.json = text;
+    try {
+        const trt::json::Value v = trt::json::parse(text, where);
+        const trt::json::Value* m = v.is_object() ? v.find("messages") : nullptr;
+        if (!v.is_object() && !v.is_array()) {
+            c.error = where + ": a conversation is an object with \"messages\" or a list of "
+                      "messages, got " + v.kind_name();
+        } else if (v.is_object() && (!m || !m->is_array())) {
+            c.error = where + ": \"messages\" must be a list of messages";
+        } else if (const trt::json::Value* g = v.is_object() ? v.find("add_generation_prompt")
+                                                              : nullptr) {
+            if (g->kind != trt::json::Value::Kind::Bool)
+                c.error = where + ": \"add_generation_prompt\" must be true or false";
+            else
+                c.add_generation_prompt = g->b ? 1 : 0;
+        }
+    } catch (const trt::Error& e) {
+        c.error = e.what();
     }
     return c;
+}
+
+// The JSON object of --var NAME=JSON (each value checked here, so its error names it).
+bool vars_object(const std::vector<std::string>& vars, std::string& out, std::string& error) {
+    out = "{";
+    for (const std::string& v : vars) {
+        const size_t eq = v.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            error = "--var takes NAME=JSON, got '" + v + "'";
+            return false;
+        }
+        try {
+            trt::json::parse(v.substr(eq + 1), "--var " + v.substr(0, eq));
+        } catch (const trt::Error& e) {
+            error = e.what();
+            return false;
+        }
+        out += (out.size() > 1 ? ", " : "") + trt::json::quote(v.substr(0, eq)) + ": " +
+               v.substr(eq + 1);
+    }
+    out += "}";
+    return true;
 }
 
 }  // namespace
@@ -116,101 +143,110 @@ int cmd_chat_template(int argc, char** argv) {
     if (conversation_path.empty() == jsonl.empty())
         return usage("give either CONVERSATION.json or --jsonl FILE");
     if (spans && jsonl.empty()) return usage("--spans goes with --jsonl");
+    std::string var_json, error;
+    if (!vars_object(vars, var_json, error)) return usage(error);
 
-    try {
-        trt::json::Value extra;
-        extra.kind = trt::json::Value::Kind::Object;
-        for (const std::string& v : vars) {
-            const size_t eq = v.find('=');
-            if (eq == std::string::npos || eq == 0) return usage("--var takes NAME=JSON, got '" + v + "'");
-            extra.obj.push_back({v.substr(0, eq), trt::json::parse(v.substr(eq + 1), "--var " + v.substr(0, eq))});
-        }
-        const trt::chat::FolderTemplate ft = trt::chat::load_folder_template(folder, name);
+    trainrt_chat_template* tmpl = nullptr;
+    if (trainrt_chat_template_load(&tmpl, folder.c_str(), name.empty() ? nullptr : name.c_str()) !=
+        TRAINRT_OK)
+        return chat_error(last_error());
+    struct Release {
+        trainrt_chat_template* t;
+        ~Release() { trainrt_chat_template_destroy(t); }
+    } release{tmpl};
 
-        std::vector<Conversation> conversations;
-        std::vector<std::string> line_errors;  // --jsonl: a line that is not a conversation
-        if (!jsonl.empty()) {
-            std::ifstream in(jsonl, std::ios::binary);
-            if (!in) return chat_error("cannot read " + jsonl);
-            std::string line;
-            size_t n = 0;
-            while (std::getline(in, line)) {
-                ++n;
-                if (line.empty()) continue;
-                const std::string where = jsonl + ":" + std::to_string(n);
-                try {
-                    conversations.push_back(conversation_of(trt::json::parse(line, where), where));
-                    line_errors.emplace_back();
-                } catch (const trt::Error& e) {
-                    conversations.emplace_back();
-                    line_errors.push_back(e.what());
-                }
-            }
-        } else {
-            const std::string text = trt::read_small_file(conversation_path, size_t(1) << 30);
-            conversations.push_back(conversation_of(trt::json::parse(text, conversation_path), conversation_path));
-            line_errors.emplace_back();
+    std::vector<Conversation> conversations;
+    if (!jsonl.empty()) {
+        std::ifstream in(jsonl, std::ios::binary);
+        if (!in) return chat_error("cannot read " + jsonl);
+        std::string line;
+        size_t n = 0;
+        while (std::getline(in, line)) {
+            ++n;
+            if (!line.empty()) conversations.push_back(conversation_of(line, jsonl + ":" + std::to_string(n)));
         }
-
-        auto context_of = [&](const Conversation& c) {
-            const bool agp = c.add_generation_prompt < 0 ? add_generation_prompt : c.add_generation_prompt == 1;
-            return trt::chat::make_context(ft, c.messages, c.has_tools ? &c.tools : nullptr, agp, &extra);
-        };
-
-        if (bench > 0) {
-            std::vector<trt::json::Value> contexts;
-            for (size_t k = 0; k < conversations.size(); ++k)
-                if (line_errors[k].empty()) contexts.push_back(context_of(conversations[k]));
-            if (contexts.empty()) return chat_error("no conversation to render");
-            size_t bytes = 0, failed = 0;
-            const auto t0 = std::chrono::steady_clock::now();
-            for (long long r = 0; r < bench; ++r) {
-                try {
-                    bytes += ft.tmpl.render(contexts[static_cast<size_t>(r) % contexts.size()]).text.size();
-                } catch (const trt::Error&) {
-                    ++failed;
-                }
-            }
-            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            std::printf("%lld renders (%zu failed) of %zu conversation(s) in %.3f s: %.0f conversations/s, "
-                        "%.1f MB/s of text\n", bench, failed, contexts.size(), s, s > 0 ? bench / s : 0.0,
-                        s > 0 ? bytes / 1e6 / s : 0.0);
-            return 0;
-        }
-
-        if (jsonl.empty()) {
-            const trt::chat::Rendered r = ft.tmpl.render(context_of(conversations[0]));
-            std::fwrite(r.text.data(), 1, r.text.size(), stdout);
-            return std::fflush(stdout) == 0 ? 0 : chat_error("cannot write to stdout");
-        }
-        for (size_t k = 0; k < conversations.size(); ++k) {
-            std::string out;
-            try {
-                if (!line_errors[k].empty()) trt::fail(trt::Status::InvalidArgument, line_errors[k]);
-                const trt::chat::Rendered r = ft.tmpl.render(context_of(conversations[k]));
-                if (spans) {
-                    out = "{\"text\": " + trt::json::quote(r.text) + ", \"spans\": [";
-                    for (size_t s = 0; s < r.generation_spans.size(); ++s)
-                        out += (s ? ", [" : "[") + std::to_string(r.generation_spans[s].first) + ", " +
-                               std::to_string(r.generation_spans[s].second) + "]";
-                    out += "]}";
-                } else {
-                    out = trt::json::quote(r.text);
-                }
-            } catch (const trt::Error& e) {
-                std::string msg = e.what();
-                if (!trt::json::valid_utf8(msg)) msg = "(error message is not UTF-8)";
-                out = "{\"error\": " + trt::json::quote(msg) + "}";
-            }
-            out += '\n';
-            std::fwrite(out.data(), 1, out.size(), stdout);
-        }
-        return std::fflush(stdout) == 0 ? 0 : chat_error("cannot write to stdout");
-    } catch (const trt::Error& e) {
-        return chat_error(e.what());
-    } catch (const std::bad_alloc&) {
-        return chat_error("out of memory");
+    } else {
+        std::ifstream in(conversation_path, std::ios::binary);
+        if (!in) return chat_error("cannot read " + conversation_path);
+        const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        conversations.push_back(conversation_of(text, conversation_path));
+        if (!conversations[0].error.empty()) return chat_error(conversations[0].error);
     }
+    const auto agp = [&](const Conversation& c) {
+        return c.add_generation_prompt < 0 ? add_generation_prompt : c.add_generation_prompt == 1;
+    };
+    const char* vj = vars.empty() ? nullptr : var_json.c_str();
+    // c rendered into text (false: the library's error). One call when the text fits the
+    // buffer kept between calls (a second, larger, when it did not).
+    std::string text, buf(size_t(1) << 16, '\0');
+    const auto render = [&](const Conversation& c) {
+        size_t need = 0;
+        trainrt_status st = trainrt_chat_template_render(&buf[0], buf.size(), &need, tmpl,
+                                                         c.json.c_str(), agp(c), vj);
+        if (st == TRAINRT_OK && need + 1 > buf.size()) {
+            buf.resize(need + 1);
+            st = trainrt_chat_template_render(&buf[0], buf.size(), &need, tmpl, c.json.c_str(),
+                                              agp(c), vj);
+        }
+        if (st != TRAINRT_OK) return false;
+        text.assign(buf.data(), need);
+        return true;
+    };
+
+    if (bench > 0) {
+        std::vector<const Conversation*> ok;
+        for (const Conversation& c : conversations)
+            if (c.error.empty()) ok.push_back(&c);
+        if (ok.empty()) return chat_error("no conversation to render");
+        size_t bytes = 0, failed = 0;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (long long r = 0; r < bench; ++r) {
+            if (render(*ok[static_cast<size_t>(r) % ok.size()])) bytes += text.size();
+            else ++failed;
+        }
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::printf("%lld renders (%zu failed) of %zu conversation(s) in %.3f s: %.0f conversations/s, "
+                    "%.1f MB/s of text (through trainrt_chat_template_render: JSON in, text out)\n",
+                    bench, failed, ok.size(), s, s > 0 ? bench / s : 0.0,
+                    s > 0 ? bytes / 1e6 / s : 0.0);
+        return 0;
+    }
+    if (jsonl.empty()) {
+        if (!render(conversations[0])) return chat_error(last_error());
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        return std::fflush(stdout) == 0 ? 0 : chat_error("cannot write to stdout");
+    }
+    for (const Conversation& c : conversations) {
+        std::string out;
+        std::string msg = c.error;
+        if (msg.empty() && !render(c)) msg = last_error();
+        std::vector<size_t> ranges;
+        if (msg.empty() && spans) {
+            size_t n = 0;
+            trainrt_status st = trainrt_chat_template_generation_spans(
+                nullptr, 0, &n, tmpl, c.json.c_str(), agp(c), vj);
+            ranges.resize(n);
+            if (st == TRAINRT_OK)
+                st = trainrt_chat_template_generation_spans(ranges.data(), ranges.size(), &n, tmpl,
+                                                            c.json.c_str(), agp(c), vj);
+            if (st != TRAINRT_OK) msg = last_error();
+        }
+        if (!msg.empty()) {
+            if (!trt::json::valid_utf8(msg)) msg = "(error message is not UTF-8)";
+            out = "{\"error\": " + trt::json::quote(msg) + "}";
+        } else if (spans) {
+            out = "{\"text\": " + trt::json::quote(text) + ", \"spans\": [";
+            for (size_t k = 0; k + 1 < ranges.size(); k += 2)
+                out += (k ? ", [" : "[") + std::to_string(ranges[k]) + ", " +
+                       std::to_string(ranges[k + 1]) + "]";
+            out += "]}";
+        } else {
+            out = trt::json::quote(text);
+        }
+        out += '\n';
+        std::fwrite(out.data(), 1, out.size(), stdout);
+    }
+    return std::fflush(stdout) == 0 ? 0 : chat_error("cannot write to stdout");
 }
 
 }  // namespace trainrt_cli
