@@ -146,7 +146,17 @@ private:
             if (r < src_.size() && (src_[r] == '-' || src_[r] == '+')) endmod = src_[r++];
             if (src_.compare(r, 2, "%}") != 0) continue;
             std::string text = src_.substr(body, k - body);
-            if (mod == '-') text = rstrip_ws(text);
+            if (mod == '-') {
+                text = rstrip_ws(text);
+            } else if (mod != '+') {
+                // lstrip_blocks before {% endraw %} too; the line starts at the raw text's
+                // start only when `-%}` of {% raw -%} swallowed up to a newline.
+                const bool line_starting = body > q + 2 && src_[body - 1] == '\n';
+                const size_t nl = text.rfind('\n');
+                const size_t l_pos = nl == std::string::npos ? 0 : nl + 1;
+                if ((l_pos > 0 || line_starting) && only_ws(std::string_view(text).substr(l_pos)))
+                    text.resize(l_pos);
+            }
             const int text_line = line_;
             emit_data(std::move(text), text_line);
             size_t after = r + 2;

@@ -609,6 +609,28 @@ std::vector<size_t> slice_indices(int64_t n, const Value* start, const Value* st
     return idx;
 }
 
+// What Jinja's compiler folds at compile time (nodes' as_const): constants and what is built
+// from them, filters included but for the ones that take the context (map, select, ...).
+bool is_constant(const Expr& e) {
+    switch (e.kind) {
+        case Expr::Kind::Name:
+        case Expr::Kind::Call: return false;
+        case Expr::Kind::Filter:
+            if (e.name == "map" || e.name == "select" || e.name == "reject" || e.name == "selectattr" ||
+                e.name == "rejectattr")
+                return false;
+            break;
+        default: break;
+    }
+    for (const auto& k : e.kids)
+        if (k && !is_constant(*k)) return false;
+    for (const auto& k : e.args)
+        if (!is_constant(*k)) return false;
+    for (const auto& k : e.kw_args)
+        if (!is_constant(*k)) return false;
+    return true;
+}
+
 }  // namespace
 
 Value Evaluator::eval(const Expr& e) {
@@ -648,7 +670,12 @@ Value Evaluator::eval(const Expr& e) {
                     s += chars[k];
                 return Value::string(std::move(s));
             }
-            return Value::undefined(cat("'", obj.type_name(), "' object is not subscriptable"));
+            // Jinja slices with Python's own obj[a:b], so anything else raises — except where
+            // its compiler folds a constant subject through environment.getitem: Undefined.
+            if (is_constant(*e.kids[0])) return Value::undefined("'" + std::string(obj.type_name()) +
+                                                                 " object' is not subscriptable");
+            if (obj.is_dict() && !obj.dict->is_namespace) error(e.line, "unhashable type: 'slice'");
+            error(e.line, cat("'", obj.type_name(), "' object is not subscriptable"));
         }
         case Expr::Kind::Call: {
             const Value fn = eval(*e.kids[0]);

@@ -117,6 +117,20 @@ TEST(ChatRender, GenerationSpansAreTheBytesWrittenInside) {
     EXPECT_EQ(r.generation_spans[1].second, r.text.size());
 }
 
+TEST(ChatRender, JinjaQuirksFoundByDifferentialFuzzing) {
+    // lstrip_blocks applies before {% endraw %} too.
+    EXPECT_EQ(render("{% raw %}a\n  {% endraw %}b"), "a\nb");
+    // Slicing a non-sequence raises, unless Jinja's compiler folded a constant subject.
+    EXPECT_EQ(render("[{{ (1)[::-1] }}]"), "[]");
+    EXPECT_THROW(render("{{ n[1:] }}", R"({"n": 1})"), trt::Error);
+    EXPECT_THROW(render("{{ d[1:] }}", R"({"d": {}})"), trt::Error);
+    // even/odd/divisibleby are Python's %: floats work.
+    EXPECT_EQ(render("{{ 3.0 is even }}{{ 3.0 is odd }}{{ 4.5 is divisibleby 1.5 }}"), "FalseTrueTrue");
+    // map/select of a false value are empty; indent wants a string.
+    EXPECT_EQ(render("{{ false | selectattr('x') | list }}{{ none | map('upper') | list }}"), "[][]");
+    EXPECT_THROW(render("{{ 7 | indent }}"), trt::Error);
+}
+
 TEST(ChatRender, CyclesARenderMakesDoNotOutliveIt) {
     // A macro is held by the scope it closes over, a namespace can hold itself: both are
     // reference cycles the evaluator breaks when the render ends (the sanitizer build's leak
