@@ -118,6 +118,8 @@ TEST(ChatRender, GenerationSpansAreTheBytesWrittenInside) {
 }
 
 TEST(ChatRender, JinjaQuirksFoundByDifferentialFuzzing) {
+    // Unicode spaces separate tokens in tags and are stripped by `-`, as Python's \s.
+    EXPECT_EQ(render("{{\u00a0'x'\u3000}}{%- if true -%}\u3000 y{% endif %}"), "xy");
     // lstrip_blocks applies before {% endraw %} too.
     EXPECT_EQ(render("{% raw %}a\n  {% endraw %}b"), "a\nb");
     // Slicing a non-sequence raises, unless Jinja's compiler folded a constant subject.
