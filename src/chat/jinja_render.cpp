@@ -202,15 +202,43 @@ void Evaluator::exec_for(const Stmt& s, Flow& flow) {
         return;
     }
     const int64_t n = static_cast<int64_t>(items.size());
+    // loop.cycle() and loop.changed() are made once per loop; they read the iteration from
+    // the loop's shared state. changed(*values): true when values differ from the previous
+    // call's (no call yet: true).
+    struct LoopState {
+        int64_t index0 = 0;
+        bool called = false;
+        List last;
+    };
+    auto state = std::make_shared<LoopState>();
+    const Value cycle = Value::function("loop.cycle", [state](Evaluator& ev, CallArgs& a) {
+        if (a.pos.empty()) ev.error(a.line, "no items for cycling given");
+        return a.pos[static_cast<size_t>(state->index0 % static_cast<int64_t>(a.pos.size()))];
+    });
+    const Value changed = Value::function("loop.changed", [state](Evaluator&, CallArgs& a) {
+        if (state->called && equals(Value::make_list(state->last, true), Value::make_list(a.pos, true)))
+            return Value::boolean(false);
+        state->called = true;
+        state->last = a.pos;
+        return Value::boolean(true);
+    });
+    // What changed() keeps may hold the loop object itself (loop.changed(loop)): let go of it
+    // when the loop ends, so no reference cycle outlives the loop.
+    struct ForgetLast {
+        LoopState& st;
+        ~ForgetLast() { st.last.clear(); }
+    } forget{*state};
     for (int64_t k = 0; k < n; ++k) {
         if (++iterations_ > limits_.max_iterations)
             error(s.line, cat("more than ", limits_.max_iterations,
                               " loop iterations in one render (this runtime's template limit)"));
+        state->index0 = k;
         auto iter_scope = std::make_shared<Scope>();
         iter_scope->parent = outer;
+        iter_scope->vars.reserve(4);
         Value loop = Value::make_dict();
         auto& d = *loop.dict;
-        d.items.reserve(11);
+        d.items.reserve(13);
         d.items.emplace_back("index", Value::integer(k + 1));
         d.items.emplace_back("index0", Value::integer(k));
         d.items.emplace_back("revindex", Value::integer(n - k));
@@ -222,11 +250,8 @@ void Evaluator::exec_for(const Stmt& s, Flow& flow) {
         d.items.emplace_back("depth0", Value::integer(0));
         if (k > 0) d.items.emplace_back("previtem", items[k - 1]);
         if (k + 1 < n) d.items.emplace_back("nextitem", items[k + 1]);
-        const int64_t index0 = k;
-        d.items.emplace_back("cycle", Value::function("loop.cycle", [index0](Evaluator& ev, CallArgs& a) {
-            if (a.pos.empty()) ev.error(a.line, "no items for cycling given");
-            return a.pos[static_cast<size_t>(index0 % static_cast<int64_t>(a.pos.size()))];
-        }));
+        d.items.emplace_back("cycle", cycle);
+        d.items.emplace_back("changed", changed);
         iter_scope->vars.emplace_back("loop", std::move(loop));
         scope_ = iter_scope;
         Flow f;

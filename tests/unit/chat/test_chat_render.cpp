@@ -80,6 +80,7 @@ TEST(ChatRender, Loops) {
                      "{% endif %}{{ i }}{% endfor %}"),
               "023");
     EXPECT_EQ(render("{% for x in [] %}x{% else %}empty{% endfor %}"), "empty");
+    EXPECT_EQ(render("{% for x in [1, 1, 2, 1] %}{{ loop.changed(x) }}{% endfor %}"), "TrueFalseTrueTrue");
     EXPECT_EQ(render("{% for k, v in {'b': 1, 'a': 2}.items() %}{{ k }}{{ v }}{% endfor %}"), "b1a2");
     EXPECT_EQ(render("{% for m in messages[::-1] %}{{ m }}{% endfor %}", R"({"messages": [1, 2, 3]})"), "321");
 }
@@ -139,8 +140,8 @@ TEST(ChatRender, CyclesARenderMakesDoNotOutliveIt) {
     // check fails here otherwise).
     EXPECT_EQ(render("{% macro m(x) %}[{{ x }}]{% endmacro %}{% set ns = namespace() %}{% set ns.self = ns %}"
                      "{% set ns.m = m %}{{ ns.self.m(1) }}{% for i in [1] %}{% macro k() %}{{ i }}{% endmacro %}"
-                     "{{ k() }}{% endfor %}"),
-              "[1]1");
+                     "{{ k() }}{% endfor %}{% for i in [1, 2] %}{{ loop.changed(loop) }}{% endfor %}"),
+              "[1]1TrueTrue");
 }
 
 TEST(ChatRender, RenderIsConstAndThreadSafe) {
