@@ -474,7 +474,9 @@ Value f_indent(Evaluator& ev, const Value& v, CallArgs& a) {
         if (width->is_string()) ind = width->s;
         else ind = std::string(static_cast<size_t>(std::max<int64_t>(0, std::min<int64_t>(need_int(ev, *width, a.line, "indent"), 1 << 16))), ' ');
     }
-    const std::string s = to_str(v) + "\n";  // Jinja's quirk for splitlines
+    if (!v.is_string())  // Jinja 3.1 appends "\n" to the value: only a string takes it
+        ev.error(a.line, cat("unsupported operand type(s) for +=: '", v.type_name(), "' and 'str'"));
+    const std::string s = v.s + "\n";  // Jinja's quirk for splitlines
     const auto lines = py_splitlines(s);
     std::string rv;
     if (blank && blank->truthy()) {
@@ -534,7 +536,7 @@ Value f_wordcount(Evaluator&, const Value& v, CallArgs&) {
 // map / select / reject / selectattr / rejectattr
 Value f_map(Evaluator& ev, const Value& v, CallArgs& a) {
     List out;
-    const List items = ev.iterate(v, a.line);
+    const List items = v.truthy() ? ev.iterate(v, a.line) : List{};  // Jinja: `if value:`
     if (const Value* attribute = a.kwarg("attribute")) {
         const Value* dflt = a.kwarg("default");
         for (const Value& item : items) {
@@ -575,6 +577,7 @@ Value select_impl(Evaluator& ev, const Value& v, CallArgs& a, bool by_attr, bool
     rest.pos.assign(a.pos.begin() + static_cast<std::ptrdiff_t>(next), a.pos.end());
     rest.kw = a.kw;
     List out;
+    if (!v.truthy()) return Value::make_list();  // Jinja: `if value:`
     for (const Value& item : ev.iterate(v, a.line)) {
         const Value subject = by_attr ? get_path(ev, item, attribute, a.line) : item;
         bool ok;
@@ -637,12 +640,15 @@ bool t_sequence(Evaluator&, const Value& v, CallArgs&) {
     return v.is_string() || v.is_list() || (v.is_dict() && !v.dict->is_namespace);
 }
 bool t_callable(Evaluator&, const Value& v, CallArgs&) { return v.type == Value::Type::Function; }
-bool t_even(Evaluator& ev, const Value& v, CallArgs& a) { return need_int(ev, v, a.line, "even") % 2 == 0; }
-bool t_odd(Evaluator& ev, const Value& v, CallArgs& a) { return need_int(ev, v, a.line, "odd") % 2 != 0; }
+// Jinja: value % 2 == 0 / == 1, value % num == 0 (Python's %: floats too).
+bool t_even(Evaluator& ev, const Value& v, CallArgs& a) {
+    return equals(ev.binary("%", v, Value::integer(2), a.line), Value::integer(0));
+}
+bool t_odd(Evaluator& ev, const Value& v, CallArgs& a) {
+    return equals(ev.binary("%", v, Value::integer(2), a.line), Value::integer(1));
+}
 bool t_divisibleby(Evaluator& ev, const Value& v, CallArgs& a) {
-    const int64_t d = need_int(ev, test_arg(ev, a, "divisibleby"), a.line, "divisibleby");
-    if (d == 0) ev.error(a.line, "integer division or modulo by zero");
-    return need_int(ev, v, a.line, "divisibleby") % d == 0;
+    return equals(ev.binary("%", v, test_arg(ev, a, "divisibleby"), a.line), Value::integer(0));
 }
 bool t_eq(Evaluator& ev, const Value& v, CallArgs& a) { return equals(v, test_arg(ev, a, "eq")); }
 bool t_ne(Evaluator& ev, const Value& v, CallArgs& a) { return !equals(v, test_arg(ev, a, "ne")); }

@@ -105,11 +105,24 @@ private:
             if (src_[k] == '\n') ++line_;
         pos_ = p;
     }
+    // The first position at or after p that is not whitespace (Python's \s: Unicode spaces
+    // too, as `-%}` strips and tokens are separated).
     size_t skip_ws(size_t p) const {
-        // `-%}` strips Unicode whitespace too (Python's \s).
-        std::string_view rest(src_);
-        rest.remove_prefix(p);
-        return src_.size() - py_strip(rest, nullptr, true, false).size();
+        while (p < src_.size()) {
+            const auto c = static_cast<unsigned char>(src_[p]);
+            if (c < 0x80) {
+                if (!is_py_space(c)) break;
+                ++p;
+                continue;
+            }
+            const int n = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+            if (p + n > src_.size()) break;
+            uint32_t cp = n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+            for (int k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(src_[p + k]) & 0x3F);
+            if (!is_py_space(cp)) break;
+            p += n;
+        }
+        return p;
     }
     size_t find_tag(size_t from) const {
         for (size_t k = from; k + 1 < src_.size(); ++k)
@@ -146,7 +159,17 @@ private:
             if (r < src_.size() && (src_[r] == '-' || src_[r] == '+')) endmod = src_[r++];
             if (src_.compare(r, 2, "%}") != 0) continue;
             std::string text = src_.substr(body, k - body);
-            if (mod == '-') text = rstrip_ws(text);
+            if (mod == '-') {
+                text = rstrip_ws(text);
+            } else if (mod != '+') {
+                // lstrip_blocks before {% endraw %} too; the line starts at the raw text's
+                // start only when `-%}` of {% raw -%} swallowed up to a newline.
+                const bool line_starting = body > q + 2 && src_[body - 1] == '\n';
+                const size_t nl = text.rfind('\n');
+                const size_t l_pos = nl == std::string::npos ? 0 : nl + 1;
+                if ((l_pos > 0 || line_starting) && only_ws(std::string_view(text).substr(l_pos)))
+                    text.resize(l_pos);
+            }
             const int text_line = line_;
             emit_data(std::move(text), text_line);
             size_t after = r + 2;
@@ -161,7 +184,7 @@ private:
     void lex_tag(bool block) {
         std::vector<char> balance;
         while (true) {
-            while (pos_ < src_.size() && is_ascii_space(src_[pos_])) advance_to(pos_ + 1);
+            advance_to(skip_ws(pos_));  // Python's \s: Unicode spaces separate tokens too
             if (pos_ >= src_.size())
                 fail_here(block ? "unexpected end of template in a {% %} tag"
                                 : "unexpected end of template in a {{ }} expression");

@@ -202,15 +202,43 @@ void Evaluator::exec_for(const Stmt& s, Flow& flow) {
         return;
     }
     const int64_t n = static_cast<int64_t>(items.size());
+    // loop.cycle() and loop.changed() are made once per loop; they read the iteration from
+    // the loop's shared state. changed(*values): true when values differ from the previous
+    // call's (no call yet: true).
+    struct LoopState {
+        int64_t index0 = 0;
+        bool called = false;
+        List last;
+    };
+    auto state = std::make_shared<LoopState>();
+    const Value cycle = Value::function("loop.cycle", [state](Evaluator& ev, CallArgs& a) {
+        if (a.pos.empty()) ev.error(a.line, "no items for cycling given");
+        return a.pos[static_cast<size_t>(state->index0 % static_cast<int64_t>(a.pos.size()))];
+    });
+    const Value changed = Value::function("loop.changed", [state](Evaluator&, CallArgs& a) {
+        if (state->called && equals(Value::make_list(state->last, true), Value::make_list(a.pos, true)))
+            return Value::boolean(false);
+        state->called = true;
+        state->last = a.pos;
+        return Value::boolean(true);
+    });
+    // What changed() keeps may hold the loop object itself (loop.changed(loop)): let go of it
+    // when the loop ends, so no reference cycle outlives the loop.
+    struct ForgetLast {
+        LoopState& st;
+        ~ForgetLast() { st.last.clear(); }
+    } forget{*state};
     for (int64_t k = 0; k < n; ++k) {
         if (++iterations_ > limits_.max_iterations)
             error(s.line, cat("more than ", limits_.max_iterations,
                               " loop iterations in one render (this runtime's template limit)"));
+        state->index0 = k;
         auto iter_scope = std::make_shared<Scope>();
         iter_scope->parent = outer;
+        iter_scope->vars.reserve(4);
         Value loop = Value::make_dict();
         auto& d = *loop.dict;
-        d.items.reserve(11);
+        d.items.reserve(13);
         d.items.emplace_back("index", Value::integer(k + 1));
         d.items.emplace_back("index0", Value::integer(k));
         d.items.emplace_back("revindex", Value::integer(n - k));
@@ -222,11 +250,8 @@ void Evaluator::exec_for(const Stmt& s, Flow& flow) {
         d.items.emplace_back("depth0", Value::integer(0));
         if (k > 0) d.items.emplace_back("previtem", items[k - 1]);
         if (k + 1 < n) d.items.emplace_back("nextitem", items[k + 1]);
-        const int64_t index0 = k;
-        d.items.emplace_back("cycle", Value::function("loop.cycle", [index0](Evaluator& ev, CallArgs& a) {
-            if (a.pos.empty()) ev.error(a.line, "no items for cycling given");
-            return a.pos[static_cast<size_t>(index0 % static_cast<int64_t>(a.pos.size()))];
-        }));
+        d.items.emplace_back("cycle", cycle);
+        d.items.emplace_back("changed", changed);
         iter_scope->vars.emplace_back("loop", std::move(loop));
         scope_ = iter_scope;
         Flow f;
@@ -609,6 +634,28 @@ std::vector<size_t> slice_indices(int64_t n, const Value* start, const Value* st
     return idx;
 }
 
+// What Jinja's compiler folds at compile time (nodes' as_const): constants and what is built
+// from them, filters included but for the ones that take the context (map, select, ...).
+bool is_constant(const Expr& e) {
+    switch (e.kind) {
+        case Expr::Kind::Name:
+        case Expr::Kind::Call: return false;
+        case Expr::Kind::Filter:
+            if (e.name == "map" || e.name == "select" || e.name == "reject" || e.name == "selectattr" ||
+                e.name == "rejectattr")
+                return false;
+            break;
+        default: break;
+    }
+    for (const auto& k : e.kids)
+        if (k && !is_constant(*k)) return false;
+    for (const auto& k : e.args)
+        if (!is_constant(*k)) return false;
+    for (const auto& k : e.kw_args)
+        if (!is_constant(*k)) return false;
+    return true;
+}
+
 }  // namespace
 
 Value Evaluator::eval(const Expr& e) {
@@ -648,7 +695,12 @@ Value Evaluator::eval(const Expr& e) {
                     s += chars[k];
                 return Value::string(std::move(s));
             }
-            return Value::undefined(cat("'", obj.type_name(), "' object is not subscriptable"));
+            // Jinja slices with Python's own obj[a:b], so anything else raises — except where
+            // its compiler folds a constant subject through environment.getitem: Undefined.
+            if (is_constant(*e.kids[0])) return Value::undefined("'" + std::string(obj.type_name()) +
+                                                                 " object' is not subscriptable");
+            if (obj.is_dict() && !obj.dict->is_namespace) error(e.line, "unhashable type: 'slice'");
+            error(e.line, cat("'", obj.type_name(), "' object is not subscriptable"));
         }
         case Expr::Kind::Call: {
             const Value fn = eval(*e.kids[0]);

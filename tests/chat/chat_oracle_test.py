@@ -2,7 +2,8 @@
 """The chat template oracle test: `trainrt chat-template --jsonl` (src/chat) against Python's
 Jinja2 set up as Hugging Face transformers sets it up in apply_chat_template, on the real chat
 templates of the npm tokenizer packages (tests/tokenizer/oracle/setup.sh installs them) and on
-handwritten ones (tests/chat/handwritten/), >= 200 seeded conversations each. The texts must be
+handwritten ones (tests/chat/handwritten/), >= 200 seeded conversations each, and on random
+whitespace structures and expressions (fixed seeds). The texts must be
 byte for byte equal, both must raise on the same conversations, and the {% generation %} spans
 must be transformers' (return_assistant_tokens_mask: the characters written inside the block).
   chat_oracle_test.py TRAINRT_CLI WORK_DIR
@@ -210,6 +211,137 @@ def conversations(name, flavor, count):
     return out
 
 
+# ---------------------------------------------------------------- random snippets
+# Differential fuzzing with fixed seeds: random whitespace/tag structures (trim_blocks,
+# lstrip_blocks, -/+ markers, raw, comments, set/filter blocks, macros) and random expressions
+# (operators, filters, tests, methods, slices over varied values), one template each.
+
+WS_TEXT = [" ", "\n", "\t", "a", "  \n", "\n  ", "b\n", " \t \n\n", "\r\n", "x y", "\u3000", "\u00a0\n", "}", "{", "%", "#"]
+WS_EXPR = ["'v'", "x", "1", "loop.index if loop is defined else 0", "'\\n'", "' s '", "none", "[1,2]"]
+
+
+def random_whitespace_template(rng):
+    def sp():
+        return rng.choice([" ", "  ", "\n", ""])
+
+    def tag(body):
+        return "{%" + rng.choice(["", "", "-", "+"]) + sp() + body + sp() + rng.choice(["", "", "-", "+"]) + "%}"
+
+    def var(e):
+        return "{{" + rng.choice(["", "-"]) + sp() + e + sp() + rng.choice(["", "-"]) + "}}"
+
+    def seq(d):
+        out = ""
+        for _ in range(rng.randint(0, 5)):
+            r = rng.random()
+            if r < 0.35:
+                out += rng.choice(WS_TEXT)
+            elif r < 0.5:
+                out += var(rng.choice(WS_EXPR))
+            elif r < 0.58:
+                out += "{#" + rng.choice(["", "-", "+"]) + " c " + rng.choice(["", "-", "+"]) + "#}"
+            elif r < 0.7 and d < 3:
+                out += tag("if " + rng.choice(["true", "false", "x"])) + seq(d + 1) + (
+                    tag("else") + seq(d + 1) if rng.random() < 0.4 else "") + tag("endif")
+            elif r < 0.8 and d < 3:
+                out += tag("for x in [1, 2]") + seq(d + 1) + tag("endfor")
+            elif r < 0.86:
+                out += tag("set y = 1")
+            elif r < 0.9 and d < 3:
+                out += tag("set z") + seq(d + 1) + tag("endset") + var("z")
+            elif r < 0.94:
+                out += tag("raw") + rng.choice(WS_TEXT) + "{{ raw }}" + rng.choice(WS_TEXT) + tag("endraw")
+            elif r < 0.97 and d < 3:
+                out += tag("filter upper") + seq(d + 1) + tag("endfilter")
+            else:
+                out += tag("macro m()") + seq(d + 1) + tag("endmacro") + var("m()")
+        return out
+
+    return seq(0) + rng.choice(["", "\n", "\n\n", " \n"])
+
+
+EX_LIT = ["0", "1", "-3", "7", "2.5", "1e-7", "0.1", "-0.0", "'a'", "'Ab c'", "''", "' x '", "'héllo wörld'",
+          "'日本'", "'a,b'", "none", "true", "false", "[]", "[1, 2, 3]", "['b', 'a', 'B']", "{'k': 1, 'j': [2]}",
+          "(1, 'x')", "'\\n'", "3.0", "10", "'10'", "'3.7'", "[none, 0, '', 'z']", "[[1, 2], [3]]"]
+EX_VARS = ["m", "m.role", "m.content", "ms", "ms[0]", "ms[-1].content", "ms|length", "d", "d.a", "d['b']", "n", "s",
+           "u", "l", "f"]
+EX_FILTERS = ["trim", "length", "list", "upper", "lower", "capitalize", "title", "first", "last", "string", "int",
+              "float", "abs", "round", "reverse|list", "unique|list", "sort|list", "tojson", "items|list", "dictsort",
+              "join", "join(', ')", "default('D')", "default('D', true)", "replace('a', 'X')", "indent(2)",
+              "indent(2, true)", "max", "min", "sum", "select('odd')|list", "reject('none')|list",
+              "map('upper')|list", "map('length')|list", "selectattr('role')|list", "map(attribute='role')|list",
+              "wordcount", "e", "safe", "count", "int(5)", "float(1.5)", "round(1)", "round(1, 'floor')",
+              "tojson(indent=1)"]
+EX_TESTS = ["defined", "undefined", "none", "string", "number", "integer", "float", "mapping", "iterable", "sequence",
+            "boolean", "true", "false", "even", "odd", "divisibleby 2", "eq 1", "ne 'a'", "lt 3", "ge 1",
+            "in [1, 'a']", "sameas none", "lower", "upper"]
+EX_METHODS = [".strip()", ".upper()", ".lower()", ".split()", ".split(',')", ".startswith('a')",
+              ".endswith(('c', 'x'))", ".replace('a', 'b')", ".title()", ".capitalize()", ".find('b')", ".count('a')",
+              ".lstrip('a')", ".rstrip()", ".items()|list", ".keys()|list", ".get('a')", ".get('zz', 0)",
+              ".values()|list"]
+EX_OPS = ["+", "-", "*", "/", "//", "%", "**", "~", "==", "!=", "<", "<=", ">", ">=", "in", "not in", "and", "or"]
+EX_VALUES = {"m": {"role": "user", "content": " Hi there\n"},
+             "ms": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b c"}],
+             "d": {"a": 1, "b": "two"}, "n": 5, "s": "Straße café", "u": None, "l": [3, 1, 2], "f": 2.5}
+
+
+def random_expression(rng, d=0):
+    r = rng.random()
+    if d > 2 or r < 0.25:
+        return rng.choice(EX_LIT + EX_VARS)
+    if r < 0.45:
+        return "(%s %s %s)" % (random_expression(rng, d + 1), rng.choice(EX_OPS), random_expression(rng, d + 1))
+    if r < 0.6:
+        return "(%s|%s)" % (random_expression(rng, d + 1), rng.choice(EX_FILTERS))
+    if r < 0.7:
+        return "(%s is %s%s)" % (random_expression(rng, d + 1), rng.choice(["", "not "]), rng.choice(EX_TESTS))
+    if r < 0.78:
+        return "(%s)%s" % (random_expression(rng, d + 1), rng.choice(EX_METHODS))
+    if r < 0.85:
+        return "(%s)[%s]" % (random_expression(rng, d + 1),
+                             rng.choice(["0", "-1", "1:", "::-1", ":2", "'a'", "1:-1:2"]))
+    if r < 0.92:
+        return "(%s if %s else %s)" % (random_expression(rng, d + 1), random_expression(rng, d + 1),
+                                       random_expression(rng, d + 1))
+    if r < 0.96:
+        return "(not %s)" % random_expression(rng, d + 1)
+    return "(-%s)" % random_expression(rng, d + 1)
+
+
+def compare_snippets(cli, work, name, sources, extra_vars):
+    """Each source rendered by both with an empty conversation; equal text, or both raise."""
+    folder = os.path.join(work, name)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+        f.write("{}")
+    conv_path = os.path.join(folder, "conv.jsonl")
+    with open(conv_path, "w") as f:
+        f.write(json.dumps({"messages": []}) + "\n")
+    cmd = [cli, "chat-template", "--tokenizer", folder, "--jsonl", conv_path]
+    for k, v in extra_vars.items():
+        cmd += ["--var", "%s=%s" % (k, json.dumps(v))]
+    bad = raised = 0
+    for src in sources:
+        with open(os.path.join(folder, "chat_template.jinja"), "w", encoding="utf-8", newline="") as f:
+            f.write(src)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        got = json.loads(p.stdout.decode("utf-8")) if p.returncode == 0 else {"error": p.stderr.decode()}
+        got = None if isinstance(got, dict) else got
+        try:
+            env, tmpl = compile_template(src)
+            want, _ = python_render(env, tmpl, {}, {"messages": []}, extra_vars)
+        except Exception:  # noqa: BLE001 - a template Python refuses to compile
+            want = None
+        if want is None and got is None:
+            raised += 1
+        elif want != got:
+            bad += 1
+            if bad <= 3:
+                print("FAIL %s: %r\n  python:  %r\n  trainrt: %r" % (name, src[:300], want, got))
+    print("%-12s %d templates, %d raising in both, %d mismatches" % (name, len(sources), raised, bad))
+    return 1 if bad else 0
+
+
 # ---------------------------------------------------------------- comparison
 
 def compare(cli, folder, name, convs, extra_vars, want_spans, work):
@@ -289,6 +421,14 @@ def main():
             convs.append(c)
         status |= compare(cli, folder, "hand-" + sub, convs, {"greeting": "hi", "n": 3},
                           want_spans=True, work=work)
+    # Random whitespace structures and expressions (fixed seeds).
+    import warnings
+    warnings.simplefilter("ignore", SyntaxWarning)  # Jinja's compiled code for `(1)[::-1]`
+    rng = random.Random("chat-oracle-whitespace")
+    status |= compare_snippets(cli, work, "whitespace", [random_whitespace_template(rng) for _ in range(150)], {})
+    rng = random.Random("chat-oracle-expressions")
+    status |= compare_snippets(cli, work, "expressions",
+                               ["{{ %s }}" % random_expression(rng) for _ in range(250)], EX_VALUES)
     # The real templates.
     setup = os.path.join(HERE, "..", "tokenizer", "oracle", "setup.sh")
     rc = subprocess.run(["bash", setup, os.path.join(work, "oracle")]).returncode

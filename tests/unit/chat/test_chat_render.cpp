@@ -80,6 +80,7 @@ TEST(ChatRender, Loops) {
                      "{% endif %}{{ i }}{% endfor %}"),
               "023");
     EXPECT_EQ(render("{% for x in [] %}x{% else %}empty{% endfor %}"), "empty");
+    EXPECT_EQ(render("{% for x in [1, 1, 2, 1] %}{{ loop.changed(x) }}{% endfor %}"), "TrueFalseTrueTrue");
     EXPECT_EQ(render("{% for k, v in {'b': 1, 'a': 2}.items() %}{{ k }}{{ v }}{% endfor %}"), "b1a2");
     EXPECT_EQ(render("{% for m in messages[::-1] %}{{ m }}{% endfor %}", R"({"messages": [1, 2, 3]})"), "321");
 }
@@ -117,14 +118,30 @@ TEST(ChatRender, GenerationSpansAreTheBytesWrittenInside) {
     EXPECT_EQ(r.generation_spans[1].second, r.text.size());
 }
 
+TEST(ChatRender, JinjaQuirksFoundByDifferentialFuzzing) {
+    // Unicode spaces separate tokens in tags and are stripped by `-`, as Python's \s.
+    EXPECT_EQ(render("{{\u00a0'x'\u3000}}{%- if true -%}\u3000 y{% endif %}"), "xy");
+    // lstrip_blocks applies before {% endraw %} too.
+    EXPECT_EQ(render("{% raw %}a\n  {% endraw %}b"), "a\nb");
+    // Slicing a non-sequence raises, unless Jinja's compiler folded a constant subject.
+    EXPECT_EQ(render("[{{ (1)[::-1] }}]"), "[]");
+    EXPECT_THROW(render("{{ n[1:] }}", R"({"n": 1})"), trt::Error);
+    EXPECT_THROW(render("{{ d[1:] }}", R"({"d": {}})"), trt::Error);
+    // even/odd/divisibleby are Python's %: floats work.
+    EXPECT_EQ(render("{{ 3.0 is even }}{{ 3.0 is odd }}{{ 4.5 is divisibleby 1.5 }}"), "FalseTrueTrue");
+    // map/select of a false value are empty; indent wants a string.
+    EXPECT_EQ(render("{{ false | selectattr('x') | list }}{{ none | map('upper') | list }}"), "[][]");
+    EXPECT_THROW(render("{{ 7 | indent }}"), trt::Error);
+}
+
 TEST(ChatRender, CyclesARenderMakesDoNotOutliveIt) {
     // A macro is held by the scope it closes over, a namespace can hold itself: both are
     // reference cycles the evaluator breaks when the render ends (the sanitizer build's leak
     // check fails here otherwise).
     EXPECT_EQ(render("{% macro m(x) %}[{{ x }}]{% endmacro %}{% set ns = namespace() %}{% set ns.self = ns %}"
                      "{% set ns.m = m %}{{ ns.self.m(1) }}{% for i in [1] %}{% macro k() %}{{ i }}{% endmacro %}"
-                     "{{ k() }}{% endfor %}"),
-              "[1]1");
+                     "{{ k() }}{% endfor %}{% for i in [1, 2] %}{{ loop.changed(loop) }}{% endfor %}"),
+              "[1]1TrueTrue");
 }
 
 TEST(ChatRender, RenderIsConstAndThreadSafe) {
