@@ -198,6 +198,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_SEED(data, seed),
         TRT_ENUM(data, placement, Placement),
         TRT_BOOL(data, packing),
+        TRT_BOOL(data, document_attention),
 
         // + "auto": the session picks the largest that fits (runtime/batch_size.h)
         int_or_auto_key("train", "batch_size", TRT_FIELD(int64_t, train, batch_size), 1,

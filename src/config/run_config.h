@@ -82,6 +82,9 @@ struct DataConfig {
     // and positions restarting at each (data/example_batches.h); false: one example a row,
     // padded. Plain token data ignores it.
     bool packing = true;
+    // Plain token data (prepare's documents, each opened by the end-of-text token): attention
+    // never crosses a document and positions restart at each one's end-of-text token.
+    bool document_attention = false;
 };
 
 struct TrainConfig {

@@ -358,4 +358,9 @@ std::vector<uint32_t> encode_text_document(const std::string& tokenizer, std::st
     return ids;
 }
 
+uint32_t document_separator_id(const std::string& tokenizer) {
+    const tok::TokenizerFiles files = tok::find_tokenizer_files(tokenizer, "tokenizer");
+    return find_eos(tok::Tokenizer::from_file(files.path), files.tokenizer_config).second;
+}
+
 }  // namespace trt

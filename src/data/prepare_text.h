@@ -62,4 +62,9 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
 // naming the byte.
 std::vector<uint32_t> encode_text_document(const std::string& tokenizer, std::string_view text);
 
+// The id prepare_text opens each document with for this tokenizer (a tokenizer file or model
+// folder): tokenizer_config.json's eos_token, else the tokenizer's own end-of-text token.
+// Error(Format) when it has none.
+uint32_t document_separator_id(const std::string& tokenizer);
+
 }  // namespace trt

@@ -15,6 +15,7 @@
 #include "chat/end_of_turn.h"
 #include "config/size_limits.h"
 #include "core/version.h"
+#include "data/prepare_text.h"
 #include "data/tokenizer_agreement.h"
 #include "io/fs_util.h"
 #include "model/finite_check.h"
@@ -153,6 +154,18 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
     tokenizers.init_from = run_.model.init_from;
     check_tokenizer_agreement(tokenizers, run_.data.tokenizer_check, log_);
     open_example_data();  // shards with loss masks (prepare --chat): rows of whole examples
+    if (run_.data.document_attention && !train_examples_.set) {
+        if (run_.data.tokenizer.empty())
+            fail(Status::Config, "data.document_attention restarts attention at each "
+                 "document's end-of-text token, which needs data.tokenizer (the tokenizer the "
+                 "shards were prepared with); byte-level data has no such token");
+        if (run_.data.placement == Placement::Device)
+            fail(Status::Config, "data.document_attention draws its batches on the host (their "
+                 "positions are found there); set data.placement = \"host\" or \"auto\"");
+        document_separator_ = static_cast<int32_t>(document_separator_id(run_.data.tokenizer));
+        log_.info("data.document_attention: attention and positions restart at each end-of-text "
+                  "token (id ", document_separator_, ")");
+    }
     if (tr.batch_size == 0) resolve_auto_batch_size(factory);
     // Config bounds (config/size_limits.h): B, T and B * T fit an int.
     const int B = static_cast<int>(tr.batch_size), T = static_cast<int>(tr.seq_len);
@@ -181,7 +194,8 @@ Session::Session(const Config& config, const LogSink& sink, const BackendFactory
 
     ModelSpec spec = run_model_spec(run_);
     // Packed examples carry positions: a backend sizes for attention that can mask them.
-    spec.documents = run_.data.packing && (train_examples_.set || val_examples_.set);
+    spec.documents = (run_.data.packing && (train_examples_.set || val_examples_.set)) ||
+                     document_separator_ >= 0;
     model_ = std::make_unique<Decoder>(*backend_, spec, B, T,
                                        DecoderOptions(tr.trainable, tr.recompute,
                                                       run_.model.seed));
@@ -277,7 +291,7 @@ void Session::throw_if_diverged() const {
 // "resident" would only duplicate the memory-mapped shards).
 void Session::place_train_data() {
     // Examples with loss masks are packed into rows on the host (data/example_batches.h).
-    if (!train_data_ || train_examples_.set) return;
+    if (!train_data_ || train_examples_.set || document_separator_ >= 0) return;
     const Placement asked = run_.data.placement;
     const bool device_memory = backend_->capabilities().device_memory;
     if (asked == Placement::Host || (asked == Placement::Auto && !device_memory))
@@ -614,10 +628,9 @@ StepResult Session::step_on_this_rank(bool stoppable) {
                     else
                         sample_random(*train_data_, run_.data.seed, s, k, B, T, rows_.data(),
                                       rank_ * B);
-                    backend_->load_rows(inputs, targets, rows_.data(), static_cast<int>(B),
-                                        static_cast<int>(T));
+                    load_host_rows(inputs, targets);
                 },
-                stoppable);
+                stoppable, document_positions());
         }
     } catch (const StepAbandoned&) {
         cursor_ = cursor_at_start;
@@ -641,8 +654,42 @@ Session::MicroBatchLoader Session::resident_loader() {
 // eval()'s forward at the full micro-batch shape (its batch was loaded eagerly before).
 void Session::run_eval_forward() {
     const int B = model_->max_batch(), T = model_->max_seq();
-    eval_graph_->run(
-        [&] { model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T); });
+    eval_graph_->run([&] {
+        model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T,
+                        document_positions());
+    });
+}
+
+const int32_t* Session::document_positions() {
+    return document_separator_ >= 0 ? model_->positions_buffer() : nullptr;
+}
+
+void Session::load_host_rows(int32_t* inputs, int32_t* targets) {
+    load_host_rows(inputs, targets, rows_.data(), model_->max_batch(), model_->max_seq());
+}
+
+void Session::load_host_rows(int32_t* inputs, int32_t* targets, const int32_t* rows, int B,
+                             int T) {
+    if (document_separator_ < 0) {
+        backend_->load_rows(inputs, targets, rows, B, T);
+        return;
+    }
+    // rows_ [B, T+1] -> inputs, targets [B, T], and positions restarting at each document's
+    // end-of-text token (prepare opens every document with it).
+    doc_positions_.resize(static_cast<size_t>(B) * T);
+    for (int b = 0; b < B; ++b) {
+        const int32_t* row = rows + static_cast<size_t>(b) * (T + 1);
+        int32_t* in = inputs_.data() + static_cast<size_t>(b) * T;
+        int32_t* tg = targets_.data() + static_cast<size_t>(b) * T;
+        int32_t* pos = doc_positions_.data() + static_cast<size_t>(b) * T;
+        for (int t = 0; t < T; ++t) {
+            in[t] = row[t];
+            tg[t] = row[t + 1];
+            pos[t] = t == 0 || row[t] == document_separator_ ? 0 : pos[t - 1] + 1;
+        }
+    }
+    backend_->load_batch(inputs, targets, model_->positions_buffer(), inputs_.data(),
+                         targets_.data(), doc_positions_.data(), B, T);
 }
 
 void Session::check_tokens(const int32_t* tokens, size_t n) const {
@@ -773,7 +820,7 @@ double Session::run_eval(bool inside_train) {
         // Each rank reads its rows of a window of world x B rows: the same windows as one
         // rank with world x B rows.
         sample_sequential(*val_data_, cursor, B, T, rows_.data(), rank_, world_size_);
-        backend_->load_rows(model_->inputs_buffer(), model_->targets_buffer(), rows_.data(), B, T);
+        load_host_rows(model_->inputs_buffer(), model_->targets_buffer());
         run_eval_forward();
         sum += model_->mean_loss(B, T);
     }
@@ -799,8 +846,9 @@ double Session::forward(const int32_t* tokens, int64_t rows, int64_t seq_len, fl
              " floats but rows x seq_len x vocab_size = ", n_logits);
     check_tokens(tokens, static_cast<size_t>(rows * (seq_len + 1)));
     const int B = static_cast<int>(rows), T = static_cast<int>(seq_len);
-    backend_->load_rows(model_->inputs_buffer(), model_->targets_buffer(), tokens, B, T);
-    model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T);
+    load_host_rows(model_->inputs_buffer(), model_->targets_buffer(), tokens, B, T);
+    model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T,
+                    document_positions());
     const double loss = model_->mean_loss(B, T);
     if (logits != nullptr) {
         // The model's logits rows are Vp wide (padded vocab): the first V columns of each.

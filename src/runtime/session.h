@@ -205,6 +205,14 @@ private:
     MicroBatchLoader resident_loader();
     // eval()'s forward of the batch in the model's buffers (graph-replayed like the step).
     void run_eval_forward();
+    // rows_ (a host micro-batch [B, T+1]) into the given backend buffers; with
+    // data.document_attention also the positions (model_->positions_buffer()), restarting at
+    // each end-of-text token.
+    void load_host_rows(int32_t* inputs, int32_t* targets);
+    void load_host_rows(int32_t* inputs, int32_t* targets, const int32_t* rows, int B, int T);
+    // The positions buffer when batches carry document positions (data.document_attention),
+    // else null.
+    const int32_t* document_positions();
     // Reads back step s's scalars asynchronously, then collects what has completed.
     // counted: the step's loss is the mean over that many targets (0: tokens_per_step()).
     StepResult finish_step(int64_t s, double lr, double t0_ms, int64_t counted = 0);
@@ -284,6 +292,10 @@ private:
     };
     ExampleData train_examples_, val_examples_;
     std::vector<int32_t> example_inputs_, example_targets_, example_positions_;  // [GA, B, T]
+    // data.document_attention: the end-of-text id positions restart at (-1: off), and the
+    // host micro-batch's positions [B, T].
+    int32_t document_separator_ = -1;
+    std::vector<int32_t> doc_positions_;
     SequentialCursor cursor_;
     // The train split resident in backend memory (data.placement = device), or none.
     bool resident_ = false;

@@ -3,7 +3,10 @@
 // its companions, and the default when model.init_from is a model folder holding one.
 #include <trainrt/trainrt.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <vector>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -184,6 +187,45 @@ TEST_F(CapiDataTokenizer, DefaultsToTheInitFromFoldersTokenizer) {
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(get_string(c, "data.tokenizer"), "");
     trainrt_config_destroy(c);
+}
+
+// data.document_attention: a window holding two documents (each opened by the tokenizer's
+// end-of-text token, as prepare lays them out) gives the second document the logits it has
+// alone, whatever the first one holds; without it the first one leaks into the second.
+TEST_F(CapiDataTokenizer, DocumentAttentionKeepsEachDocumentToItself) {
+    constexpr int kT = 8, kV = 320;
+    // [eot a a a | eot b b b] + one more id; the second row changes only the first document.
+    const std::vector<int32_t> first = {300, 10, 11, 12, 300, 40, 41, 42, 43};
+    const std::vector<int32_t> other = {300, 20, 21, 22, 300, 40, 41, 42, 43};
+    const auto logits_of = [&](bool documents, const std::vector<int32_t>& row) {
+        trainrt_session* s = open_from(kToml, {{"data.tokenizer", "\"tok\""},
+                                                {"data.document_attention",
+                                                 documents ? "true" : "false"}});
+        std::vector<float> logits(static_cast<size_t>(kT) * kV);
+        EXPECT_NE(s, nullptr);
+        if (s == nullptr) return logits;
+        EXPECT_EQ(trainrt_session_forward(nullptr, logits.data(), logits.size(), s, row.data(), 1,
+                                          kT),
+                  TRAINRT_OK)
+            << last_error();
+        return logits;  // the fixture destroys the session
+    };
+    const auto second_document_differs = [&](bool documents) {
+        const std::vector<float> a = logits_of(documents, first), b = logits_of(documents, other);
+        float worst = 0.0f;
+        for (size_t i = 4 * kV; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+        return worst;
+    };
+    EXPECT_LE(second_document_differs(true), 1e-6f);
+    EXPECT_GT(second_document_differs(false), 1e-4f);  // the test can tell the difference
+    // Without a tokenizer there is no end-of-text token to restart at.
+    trainrt_config* c = config_from(kToml, {{"data.document_attention", "true"}});
+    ASSERT_NE(c, nullptr);
+    trainrt_session* s = nullptr;
+    EXPECT_EQ(trainrt_session_create(&s, c), TRAINRT_ERR_CONFIG);
+    EXPECT_NE(last_error().find("data.tokenizer"), std::string::npos) << last_error();
+    trainrt_config_destroy(c);
+    trainrt_session_destroy(s);
 }
 
 }  // namespace

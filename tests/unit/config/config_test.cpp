@@ -55,6 +55,7 @@ void expect_equal(const RunConfig& a, const RunConfig& b) {
     EXPECT_EQ(a.data.seed, b.data.seed);
     EXPECT_EQ(a.data.placement, b.data.placement);
     EXPECT_EQ(a.data.packing, b.data.packing);
+    EXPECT_EQ(a.data.document_attention, b.data.document_attention);
     EXPECT_EQ(a.train.batch_size, b.train.batch_size);
     EXPECT_EQ(a.train.seq_len, b.train.seq_len);
     EXPECT_EQ(a.train.grad_accum, b.train.grad_accum);
@@ -205,6 +206,7 @@ void expect_defaults(const RunConfig& r) {
     EXPECT_EQ(r.data.sampler, SamplerKind::Random);
     EXPECT_EQ(r.data.seed, 1u);
     EXPECT_TRUE(r.data.packing);
+    EXPECT_FALSE(r.data.document_attention);
     EXPECT_EQ(r.data.placement, Placement::Auto);
     EXPECT_EQ(r.train.batch_size, 8);
     EXPECT_EQ(r.train.seq_len, 128);
@@ -740,7 +742,7 @@ TEST(ConfigDocs, EveryKeyIsDocumented) {
         EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << key;
         ++keys;
     }
-    EXPECT_EQ(keys, 76);
+    EXPECT_EQ(keys, 77);
 }
 
 }  // namespace
