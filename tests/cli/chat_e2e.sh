@@ -65,14 +65,11 @@ for name in llama3_1 qwen3; do
     mkdir "$name"
     # The copy with a generation_config.json: eos_token_id a list, as Llama 3.1's and Qwen3's.
     cp -r "$folder" "$name/tok_gen"
-    eos=$(sed -n 's/^.*"eos_token": *"\([^"]*\)".*$/\1/p' "$folder/tokenizer_config.json" | head -1)
-    [ -n "$eos" ] || fail "$folder/tokenizer_config.json: no eos_token string"
-    case $name in
-        llama3_1) eos_ids="[128001, 128008, 128009]" ;;  # <|end_of_text|>, <|eom_id|>, <|eot_id|>
-        qwen3) eos_ids="[151645, 151643]" ;;               # <|im_end|>, <|endoftext|>
+    case $name in  # as the models' own generation_config.json
+        llama3_1) ids='"bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009]' ;;
+        qwen3) ids='"bos_token_id": 151643, "eos_token_id": [151645, 151643]' ;;
     esac
-    printf '{\n  "bos_token_id": 1,\n  "eos_token_id": %s,\n  "do_sample": true\n}\n' \
-        "$eos_ids" > "$name/tok_gen/generation_config.json"
+    printf '{\n  %s,\n  "do_sample": true\n}\n' "$ids" > "$name/tok_gen/generation_config.json"
 
     out=$("$TRAINRT" prepare --chat chat.jsonl --tokenizer "$folder" --out "$name/prepared" 2>&1) ||
         fail "prepare --chat ($name): $out"

@@ -78,10 +78,10 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
-def gpt2_loss(p, cfg, idx, targets, per_token=False, positions=None):
+def gpt2_loss(p, cfg, idx, targets, per_token=False):
     """Mean next-token cross-entropy over the B*T positions of one micro-batch (or the (B, T)
-    per-position losses with per_token=True); positions as gpt2_logits."""
-    logp = torch.log_softmax(gpt2_logits(p, cfg, idx, positions), dim=-1)
+    per-position losses with per_token=True)."""
+    logp = torch.log_softmax(gpt2_logits(p, cfg, idx), dim=-1)
     nll = -logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     return nll if per_token else nll.mean()
 

@@ -267,10 +267,10 @@ def llama_logits(p, cfg, idx, positions=None):
     return x @ head.t()
 
 
-def llama_loss(p, cfg, idx, targets, per_token=False, positions=None):
+def llama_loss(p, cfg, idx, targets, per_token=False):
     """Mean next-token cross-entropy over the B*T positions of one micro-batch (or the (B, T)
-    per-position losses with per_token=True); positions as llama_logits."""
-    return cross_entropy(llama_logits(p, cfg, idx, positions), targets, per_token)
+    per-position losses with per_token=True)."""
+    return cross_entropy(llama_logits(p, cfg, idx), targets, per_token)
 
 
 # ----------------------------------------------------------------------------- self checks
