@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Data parallelism through mpirun and libtrainrt-mpi (docs/DISTRIBUTED.md), on the CPU:
-#   2 ranks x B=4 train as 1 rank x B=8 (train and val losses within 1e-6, relative);
+#   2 ranks x B=4 train as 1 rank x B=8 (train and val losses within 1e-6, relative), on token
+#   data and on prepare --chat data (loss masks; data.packing true and false);
 #   2 ranks repeat bit for bit; a 2-rank checkpoint resumes at 2 ranks (bit for bit) and at
 #   1 rank (within 1e-6), and a 1-rank checkpoint at 2 ranks, without a config warning at the same
 #   global batch; ZeRO-1 (dist.zero = 1) trains as dist.zero = 0 within 1e-6 and its
@@ -120,6 +121,44 @@ seq=(--set data.sampler=sequential --set train.grad_accum=2)
 mpirun2 "$TRAINRT" train run.toml "${seq[@]}" --set train.out_dir=two_seq > two_seq.log 2>&1 ||
     { cat two_seq.log; fail "2 ranks, sequential: mpirun failed"; }
 same_within one_seq/metrics.jsonl two_seq/metrics.jsonl train 1e-6
+
+step "instruction-tuning data (prepare --chat), packed and padded: 1 rank x B=8 against 2 ranks x B=4"
+mkdir chat_model
+"$TRAINRT" tokenizer train --vocab-size 320 --text "$TEXT" --special "<|eot|>" \
+    --out chat_model/tokenizer.json > /dev/null
+cat > chat_model/tokenizer_config.json <<'EOF'
+{"eos_token": "<|eot|>", "chat_template": "{% for m in messages %}<{{ m['role'][0] }}>{{ m['content'] }}<|eot|>{% endfor %}{% if add_generation_prompt %}<a>{% endif %}"}
+EOF
+# 80 short conversations (the first 12 bytes of the play's lines: one asked, the next
+# answered; every fourth goes on with a second exchange), so a packed row holds several.
+tr -d '"\\' < "$TEXT" | awk '
+    function msg(role, text) { return "{\"role\": \"" role "\", \"content\": \"" text "\"}" }
+    $0 == "" { next }
+    { n++; i = (n - 1) % 5; $0 = substr($0, 1, 12) }
+    n > 400 { next }
+    i == 0 { q = $0 }
+    i == 1 { line = msg("user", q) ", " msg("assistant", $0) }
+    i == 2 { q = $0 }
+    i == 3 && n % 20 == 4 { line = line ", " msg("user", q) ", " msg("assistant", $0) }
+    i == 4 { print "{\"messages\": [" line "]}" }' > chat.jsonl
+"$TRAINRT" prepare --chat chat.jsonl --tokenizer chat_model --out chat_data --val-fraction 0.2 \
+    > chat_prepare.log || { cat chat_prepare.log; fail "prepare --chat failed"; }
+for packing in true false; do
+    chat=(--set data.train=chat_data/train.bin --set data.val=chat_data/val.bin
+          --set data.packing=$packing --set model.vocab_size=320 --set train.grad_accum=2)
+    "$TRAINRT" train run.toml "${chat[@]}" --set train.batch_size=8 \
+        --set train.out_dir=one_chat_$packing 2> one_chat_$packing.log ||
+        { cat one_chat_$packing.log; fail "1 rank on prepare --chat data failed"; }
+    grep -q "loss masks in [0-9]* rows" one_chat_$packing.log ||
+        fail "1 rank did not read the examples: $(cat one_chat_$packing.log)"
+    mpirun2 "$TRAINRT" train run.toml "${chat[@]}" --set train.out_dir=two_chat_$packing \
+        > two_chat_$packing.log 2>&1 ||
+        { cat two_chat_$packing.log; fail "2 ranks on prepare --chat data: mpirun failed"; }
+    grep -q "\[rank 0/2\]" two_chat_$packing.log || fail "2 ranks on prepare --chat data ran alone"
+    echo "  data.packing = $packing: $(grep -o 'data.train: [0-9]* examples[^;]*' one_chat_$packing.log)"
+    same_within one_chat_$packing/metrics.jsonl two_chat_$packing/metrics.jsonl train 1e-6
+    same_within one_chat_$packing/metrics.jsonl two_chat_$packing/metrics.jsonl val 1e-6
+done
 
 step "2 ranks again: the same bits"
 mpirun2 "$TRAINRT" train run.toml --set train.out_dir=two_again > two_again.log 2>&1 ||

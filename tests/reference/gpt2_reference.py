@@ -24,7 +24,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # Exits 77 when torch/numpy cannot be imported.
 from reference_common import (Case, ModelSpec, Tolerances, attention_dropout_site,  # noqa: E402
-                              dropout, residual_dropout_site, run)
+                              dropout, packed_causal_mask, residual_dropout_site, run)
 import torch  # noqa: E402
 
 # ----------------------------------------------------------------------------- the test case
@@ -86,13 +86,19 @@ def gpt2_loss(p, cfg, idx, targets, per_token=False):
     return nll if per_token else nll.mean()
 
 
-def gpt2_logits(p, cfg, idx):
-    """(B, T, V) next-token logits of GPT-2 with HF-named parameters p for ids idx (B, T)."""
+def gpt2_logits(p, cfg, idx, positions=None):
+    """(B, T, V) next-token logits of GPT-2 with HF-named parameters p for ids idx (B, T).
+    positions (B, T), or None for 0 .. T-1: packed rows, an example beginning at each 0 — wpe
+    at the positions, and attention within an example only (block-diagonal causal)."""
     B, T = idx.shape
     C, H, L = cfg["d_model"], cfg["n_head"], cfg["n_layer"]
     hs = C // H
-    x = dropout(p["wte.weight"][idx] + p["wpe.weight"][:T].unsqueeze(0), 0)  # (B,T,C)
-    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    if positions is None:
+        x = dropout(p["wte.weight"][idx] + p["wpe.weight"][:T].unsqueeze(0), 0)  # (B,T,C)
+        causal = torch.ones(T, T, dtype=torch.bool).tril()
+    else:
+        x = dropout(p["wte.weight"][idx] + p["wpe.weight"][positions], 0)
+        causal = packed_causal_mask(positions)                            # (B,1,T,T)
     for i in range(L):
         q_ = f"h.{i}."
         h = layer_norm(x, p[q_ + "ln_1.weight"], p[q_ + "ln_1.bias"])

@@ -62,7 +62,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # Exits 77 when torch/numpy cannot be imported.
 from reference_common import OPTIM as OPTIM_BASE  # noqa: E402
 from reference_common import (Case, ModelSpec, Tolerances, attention_dropout_site,  # noqa: E402
-                              cross_entropy, dropout, residual_dropout_site, run)
+                              cross_entropy, dropout, packed_causal_mask, residual_dropout_site,
+                              run)
 import torch  # noqa: E402
 
 # ----------------------------------------------------------------------------- the test cases
@@ -219,8 +220,10 @@ def apply_rope(x, cos, sin):
     return x * cos + rotate_half(x) * sin
 
 
-def llama_logits(p, cfg, idx):
-    """(B, T, V) next-token logits of the Llama with HF-named parameters p for ids idx (B, T)."""
+def llama_logits(p, cfg, idx, positions=None):
+    """(B, T, V) next-token logits of the Llama with HF-named parameters p for ids idx (B, T).
+    positions (B, T), or None for 0 .. T-1: packed rows, an example beginning at each 0 — RoPE
+    at the positions, and attention within an example only (block-diagonal causal)."""
     B, T = idx.shape
     C, L, NH, NKV = cfg["d_model"], cfg["n_layer"], cfg["n_head"], cfg["n_kv_head"]
     hs, eps = cfg.get("head_dim") or C // NH, cfg["norm_eps"]
@@ -228,8 +231,13 @@ def llama_logits(p, cfg, idx):
     group = NH // NKV
     kv_of_head = torch.arange(NH) // group                                 # HF repeat_kv
     emb = p["model.embed_tokens.weight"]
-    cos, sin = rope_tables(T, hs, cfg["rope_theta"], emb.dtype, cfg)
-    causal = attention_mask(T, cfg.get("sliding_window", 0))
+    if positions is None:
+        cos, sin = rope_tables(T, hs, cfg["rope_theta"], emb.dtype, cfg)
+        causal = attention_mask(T, cfg.get("sliding_window", 0))
+    else:  # the rows of the tables at each token's position, (B, 1, T, hs) for the heads
+        cos, sin = rope_tables(int(positions.max()) + 1, hs, cfg["rope_theta"], emb.dtype, cfg)
+        cos, sin = cos[positions].unsqueeze(1), sin[positions].unsqueeze(1)
+        causal = packed_causal_mask(positions, cfg.get("sliding_window", 0))
     x = dropout(emb[idx], 0)                                               # (B,T,C)
     for i in range(L):
         q_ = f"model.layers.{i}."

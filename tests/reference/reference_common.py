@@ -293,6 +293,25 @@ def cross_entropy(logits, targets, per_token=False):
     return nll if per_token else nll.mean()
 
 
+def example_ids(positions):
+    """(B, T) positions -> (B, T) example numbers: an example begins wherever its position is 0
+    (packing: several examples in a row, each counting its positions from 0)."""
+    return torch.cumsum((positions == 0).to(torch.int64), dim=-1)
+
+
+def packed_causal_mask(positions, window=0):
+    """(B, 1, T, T) bool, True where query i may read key j: j <= i in the same example (the
+    block-diagonal causal mask of packed rows), and with a sliding window W also i - j < W."""
+    T = positions.shape[-1]
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    ex = example_ids(positions)
+    allowed = (j <= i) & (ex[:, :, None] == ex[:, None, :])               # (B, T, T)
+    if window > 0:
+        allowed = allowed & (i - j < window)
+    return allowed.unsqueeze(1)
+
+
 # ----------------------------------------------------------------------------- LoRA
 LINEAR_MODULES = {"c_attn", "c_proj", "c_fc", "q_proj", "k_proj", "v_proj", "o_proj",
                   "gate_proj", "up_proj", "down_proj"}

@@ -4,8 +4,9 @@
 // loss are summed before the update) — per-step losses within 1e-6 relative, not bitwise,
 // because the sum over the rows is split differently — for both samplers and grad
 // accumulation; the ranks keep bit-identical weights; a run repeats bit for bit at a fixed
-// world size; a checkpoint of a 2-rank run resumes in 1 rank; and what is not built yet is
-// refused by name.
+// world size; a checkpoint of a 2-rank run resumes in 1 rank; instruction-tuning data
+// (prepare --chat: loss masks, packed or padded rows) trains at 2 ranks as at 1; and what is
+// not built yet is refused by name.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,6 +28,7 @@
 #include "capi/capi_test_util.h"  // tiny_tokenizer_json
 #include "checkpoint/checkpoint.h"
 #include "data/prepare.h"
+#include "data/prepare_chat.h"
 #include "dist/communicator.h"
 #include "model/lora.h"
 #include "runtime/optimizer.h"
@@ -195,6 +197,112 @@ TEST_P(DataParallel, TwoRanksOfFourRowsTrainAsOneRankOfEight) {
     EXPECT_TRUE(same(two[0].probe, two[1].probe));
     EXPECT_NEAR(two[0].probe, one[0].probe, 1e-5 * one[0].probe);
     EXPECT_LT(one[0].losses.back(), one[0].losses.front()) << "the run should learn";
+}
+
+// Instruction-tuning data as `trainrt prepare --chat` writes it (a model folder with a chat
+// template; assistant masks) at 2 ranks x B = 4 against 1 rank x B = 8, the same global batch:
+// the ranks draw the rows of one global numbering (docs/FORMATS.md, "Packing") and the loss is
+// the mean over every rank's counted targets, so the steps and the eval agree within 1e-6,
+// packed (rows of several examples, positions restarting) and padded.
+std::string chat_data(const std::string& dir) {
+    const std::string folder = dir + "/model";
+    fs::create_directories(folder);
+    std::ofstream(folder + "/tokenizer.json") << tiny_tokenizer_json();
+    std::ofstream(folder + "/tokenizer_config.json")
+        << R"({"eos_token": "<|eot|>", "chat_template": "{% for m in messages %}<{{ m['role'][0] }}>)"
+           R"({{ m['content'] }}<|eot|>{% endfor %}{% if add_generation_prompt %}<a>{% endif %}"})";
+    // 64 conversations of 1 exchange (a third of them 2) of 1 .. 3 words a message: examples
+    // of about 10 .. 50 tokens, so a packed row of 64 holds 1 .. 5.
+    std::mt19937 rng(40);
+    const char* words[] = {"hello", "hell", "the", "sea", "is", "calm", "who", "goes", "there"};
+    const auto say = [&] {
+        std::string t;
+        for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n)
+            t += std::string(t.empty() ? "" : " ") + words[rng() % 9];
+        return t;
+    };
+    std::ofstream jsonl(dir + "/chat.jsonl");
+    for (int i = 0; i < 64; ++i) {
+        jsonl << R"({"messages": [)";
+        for (int turn = 0, turns = rng() % 3 == 0 ? 2 : 1; turn < turns; ++turn)
+            jsonl << (turn ? ", " : "") << R"({"role": "user", "content": ")" << say()
+                  << R"("}, {"role": "assistant", "content": ")" << say() << R"("})";
+        jsonl << "]}\n";
+    }
+    jsonl.close();
+    PrepareChatOptions o;
+    o.tokenizer = folder;
+    o.val_fraction = 0.25;
+    const PrepareChatResult r = prepare_chat({dir + "/chat.jsonl"}, dir + "/prepared", o);
+    EXPECT_EQ(r.conversations, 64);
+    EXPECT_GT(r.val_tokens, 0);
+    return dir + "/prepared";
+}
+
+TEST(DataParallelRuns, ChatDataTrainsAtTwoRanksAsAtOne) {
+    const std::string dir = test_dir();
+    const std::string data = chat_data(dir);
+    constexpr int kSteps = 8;
+    for (const bool packing : {true, false}) {
+        SCOPED_TRACE(packing ? "packed" : "padded");
+        Config c = Config::from_string(
+            "[model]\nvocab_size = 304\ncontext_length = 64\nn_layer = 2\nn_head = 2\n"
+            "d_model = 16\n[train]\nseq_len = 64\neval_every = 0\neval_batches = 2\n"
+            "grad_accum = 2\n[optim]\nlr = 0.01\nwarmup_steps = 2\ngrad_clip = 0.5\n"
+            "[runtime]\ndevice = \"cpu\"\nthreads = 1\n",
+            "");
+        c.set("train.steps", std::to_string(kSteps));
+        c.set("data.train", "\"" + data + "/train.bin\"");
+        c.set("data.val", "\"" + data + "/val.bin\"");
+        c.set("data.packing", packing ? "true" : "false");
+        std::vector<std::string> log;  // rank 0's of the one-rank run
+        const auto run = [&](int ranks, int B) {
+            c.set("train.batch_size", std::to_string(B));
+            auto world = dist::make_thread_world(ranks);
+            std::vector<RankRun> out(static_cast<size_t>(ranks));
+            std::vector<std::thread> threads;
+            for (int r = 0; r < ranks; ++r)
+                threads.emplace_back([&, r] {
+                    RankRun& run = out[static_cast<size_t>(r)];
+                    try {
+                        const LogSink sink = ranks == 1 ? LogSink{collect_line, &log, TRAINRT_LOG_INFO}
+                                                        : LogSink{};
+                        Session s(c, sink, {}, world[static_cast<size_t>(r)]);
+                        for (int k = 0; k < kSteps; ++k) run.losses.push_back(s.step().loss);
+                        run.probe = s.eval();
+                    } catch (const std::exception& e) {
+                        run.error = e.what();
+                    }
+                });
+            for (std::thread& t : threads) t.join();
+            for (const RankRun& r : out) EXPECT_EQ(r.error, "");
+            return out;
+        };
+        const auto one = run(1, 8);
+        const auto two = run(2, 4);
+        ASSERT_EQ(one[0].losses.size(), size_t{kSteps});
+        ASSERT_EQ(two[0].losses.size(), size_t{kSteps});
+        for (size_t k = 0; k < kSteps; ++k) {
+            EXPECT_NEAR(two[0].losses[k], one[0].losses[k], 1e-6 * one[0].losses[k])
+                << "step " << k + 1;
+            EXPECT_TRUE(same(two[0].losses[k], two[1].losses[k])) << "step " << k + 1;
+        }
+        EXPECT_NEAR(two[0].probe, one[0].probe, 1e-6 * one[0].probe) << "the eval";
+        EXPECT_TRUE(same(two[0].probe, two[1].probe));
+        EXPECT_LT(one[0].losses.back(), one[0].losses.front()) << "the run should learn";
+        // The data is what the case is about: examples with masks, several a packed row.
+        const std::string all = joined(log);
+        const size_t at = all.find("data.train: ");
+        ASSERT_NE(at, std::string::npos) << all;
+        long examples = 0, rows = 0;
+        ASSERT_EQ(std::sscanf(all.c_str() + at, "data.train: %ld examples with loss masks in %ld rows",
+                              &examples, &rows), 2) << all;
+        EXPECT_GT(examples, 40);
+        if (packing)
+            EXPECT_LT(rows * 2, examples) << all;
+        else
+            EXPECT_EQ(rows, examples) << all;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Samplers, DataParallel,
