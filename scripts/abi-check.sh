@@ -61,7 +61,10 @@ current=$build/current.abi
 abidw --headers-dir "$headers" --drop-private-types --exported-interfaces-only \
   --drop-undefined-syms --no-corpus-path --no-comp-dir-path --no-show-locs --no-elf-needed \
   --type-id-style hash --out-file "$current.tmp" "$lib"
-sed "s#path='$root/#path='#g" "$current.tmp" >"$current"
+# A compiler launcher such as ccache with CCACHE_BASEDIR rewrites the source paths relative to
+# the build dir (../src/...): those are made relative to the repository root too.
+rel=$(realpath -m --relative-to="$build" "$root")
+sed -e "s#path='$root/#path='#g" -e "s#path='$rel/#path='#g" "$current.tmp" >"$current"
 rm -f "$current.tmp"
 
 baseline=$baseline_dir/$soname.abi

@@ -43,7 +43,7 @@ int main(void) {
 C
 cc -I"$ROOT/include" "$WORK/sizes.c" -o "$WORK/sizes"
 sizes=$("$WORK/sizes")
-[ "$sizes" = "64 128 96 32 64 64 64 72 16 56 68 40" ] || { echo "struct sizes differ from trainrt-sys: $sizes" >&2; exit 1; }
+[ "$sizes" = "64 128 96 48 64 88 88 72 16 56 68 40" ] || { echo "struct sizes differ from trainrt-sys: $sizes" >&2; exit 1; }
 
 cd "$HERE"
 cargo build --offline --release --all-targets

@@ -22,6 +22,7 @@
 
 #include <trainrt/trainrt.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -83,13 +84,19 @@ struct SampleOptions {
     double temperature = 1.0;  // > 0 scales the logits; 0 = greedy
     int32_t top_k = 0;         // 0 = all tokens
     uint64_t seed = 1337;
+    // Session::generate ends after one of these (ChatTemplate::stop_ids); sample refuses them.
+    std::vector<int32_t> stop_ids;
 
+    // Points into stop_ids: valid while this object lives unchanged. Filled field by field
+    // from the header's own INIT (not trainrt_sample_options_init, which writes the running
+    // library's size: docs/ABI.md).
     trainrt_sample_options to_c() const {
-        trainrt_sample_options o;
-        trainrt_sample_options_init(&o);
+        trainrt_sample_options o = TRAINRT_SAMPLE_OPTIONS_INIT;
         o.temperature = temperature;
         o.top_k = top_k;
         o.seed = seed;
+        o.stop_ids = stop_ids.empty() ? nullptr : stop_ids.data();
+        o.n_stop_ids = stop_ids.size();
         return o;
     }
 };
@@ -205,6 +212,9 @@ struct SessionDeleter {
 struct TokenizerDeleter {
     void operator()(trainrt_tokenizer* t) const noexcept { trainrt_tokenizer_destroy(t); }
 };
+struct ChatTemplateDeleter {
+    void operator()(trainrt_chat_template* t) const noexcept { trainrt_chat_template_destroy(t); }
+};
 
 }  // namespace detail
 
@@ -312,12 +322,68 @@ private:
     std::unique_ptr<trainrt_tokenizer, detail::TokenizerDeleter> handle_;
 };
 
+// ---------------------------------------------------------------- ChatTemplate
+
+// A model folder's chat template, rendered as transformers' apply_chat_template renders it
+// (docs/CHAT_TEMPLATES.md). Immutable: one ChatTemplate may render on many threads at once.
+class ChatTemplate {
+public:
+    // name: one of the folder's named templates; "" = "default" (or the only one).
+    static ChatTemplate load(const std::string& folder, const std::string& name = "") {
+        trainrt_chat_template* t = nullptr;
+        detail::check(trainrt_chat_template_load(&t, detail::cstr(folder),
+                                                 name.empty() ? nullptr : detail::cstr(name)));
+        return ChatTemplate(t);
+    }
+    // conversation_json: {"messages": [...], "tools": [...]?} or a list of messages;
+    // vars_json: a JSON object of more template variables, "" = none.
+    std::string render(const std::string& conversation_json, bool add_generation_prompt = false,
+                       const std::string& vars_json = "") const {
+        const char* conv = detail::cstr(conversation_json);
+        const char* vars = vars_json.empty() ? nullptr : detail::cstr(vars_json);
+        return detail::read_string([&](char* b, size_t cap, size_t* n) {
+            return trainrt_chat_template_render(b, cap, n, handle_.get(), conv,
+                                                add_generation_prompt ? 1 : 0, vars);
+        });
+    }
+    // The ids a reply ends with (for SampleOptions::stop_ids); tokenizer: the folder's.
+    std::vector<int32_t> stop_ids(const Tokenizer& tokenizer) const {
+        size_t needed = 0;
+        detail::check(trainrt_chat_template_stop_ids(nullptr, 0, &needed, handle_.get(),
+                                                      tokenizer.handle()));
+        std::vector<int32_t> ids(needed);
+        detail::check(trainrt_chat_template_stop_ids(ids.data(), ids.size(), &needed,
+                                                      handle_.get(), tokenizer.handle()));
+        ids.resize(std::min(needed, ids.size()));
+        return ids;
+    }
+    const trainrt_chat_template* handle() const { return handle_.get(); }
+
+private:
+    explicit ChatTemplate(trainrt_chat_template* t) : handle_(t) {}
+    std::unique_ptr<trainrt_chat_template, detail::ChatTemplateDeleter> handle_;
+};
+
+// Which tokens of a chat example are targets (PrepareTextOptions::loss_mask).
+enum class LossMask : int32_t {
+    Default = TRAINRT_LOSS_MASK_DEFAULT,      // assistant for "messages", else completion
+    Assistant = TRAINRT_LOSS_MASK_ASSISTANT,  // every assistant turn
+    Completion = TRAINRT_LOSS_MASK_COMPLETION,
+    All = TRAINRT_LOSS_MASK_ALL,              // every token but the first
+};
+
 struct PrepareTextOptions {
     std::string tokenizer;     // a tokenizer.json or .model, or a model folder (required)
     std::string jsonl_field;   // "": the inputs are text; else JSON lines and this field
     double val_fraction = 0.1;
     int32_t threads = 0;       // 0: all cores
     int64_t shard_tokens = 0;  // 0: train.bin/val.bin; N: train_000000.bin... of <= N tokens
+    // Chat data (tokenizer: a model folder with a chat template): each line a conversation;
+    // mask_train.bin / mask_val.bin beside the tokens. jsonl_field and shard_tokens unset.
+    bool chat = false;
+    LossMask loss_mask = LossMask::Default;
+    std::string chat_template;  // "": the folder's "default"
+    std::string template_vars;  // a JSON object of more template variables; "": none
 };
 // Tokenizes text files (or JSON lines) into out_dir/train.bin and val.bin, or numbered shards
 // (trainrt_prepare_text: every document opened by the end-of-text token).
@@ -332,6 +398,10 @@ inline trainrt_prepare_result prepare_text(const std::vector<std::string>& input
     o.val_fraction = options.val_fraction;
     o.threads = options.threads;
     o.shard_tokens = options.shard_tokens;
+    o.chat = options.chat ? 1 : 0;
+    o.loss_mask = static_cast<int32_t>(options.loss_mask);
+    o.chat_template = options.chat_template.empty() ? nullptr : detail::cstr(options.chat_template);
+    o.template_vars = options.template_vars.empty() ? nullptr : detail::cstr(options.template_vars);
     trainrt_prepare_result r = TRAINRT_PREPARE_RESULT_INIT;
     detail::check(trainrt_prepare_text(&r, paths.data(), paths.size(), detail::cstr(out_dir), &o));
     return r;
@@ -677,6 +747,20 @@ public:
             return trainrt_session_sample(out.data(), out.size(), handle_.get(), prompt.data(),
                                           prompt.size(), n_new, &o);
         });
+        return out;
+    }
+    // Up to max_new tokens continuing prompt, ending after one of options.stop_ids (the last
+    // id returned) when one comes.
+    std::vector<int32_t> generate(const std::vector<int32_t>& prompt, size_t max_new,
+                                  const SampleOptions& options = {}) {
+        std::vector<int32_t> out(max_new);
+        const trainrt_sample_options o = options.to_c();
+        size_t n = 0;
+        call([&] {
+            return trainrt_session_generate(&n, out.data(), out.size(), handle_.get(),
+                                            prompt.data(), prompt.size(), max_new, &o);
+        });
+        out.resize(n);
         return out;
     }
     // The model's tensors (table order; flat offsets into read_params()'s buffer).

@@ -4,6 +4,7 @@
 
 #include "capi/barrier.h"
 #include "capi/handles.h"
+#include "capi/json_argument.h"
 #include "chat/chat_template.h"
 #include "chat/end_of_turn.h"
 #include "core/error.h"
@@ -43,7 +44,7 @@ chat::Rendered render_call(const char* fn, const trainrt_chat_template* tmpl,
                            const char* vars_json) {
     capi::require(tmpl, fn, "tmpl");
     capi::require(conversation_json, fn, "conversation_json");
-    const json::Value conv = json::parse(conversation_json, "the conversation");
+    const json::Value conv = capi::parse_json_argument(conversation_json, fn, "conversation_json");
     const json::Value* messages = &conv;
     const json::Value* tools = nullptr;
     if (conv.is_object()) {
@@ -59,7 +60,7 @@ chat::Rendered render_call(const char* fn, const trainrt_chat_template* tmpl,
              messages->kind_name());
     json::Value vars;
     if (vars_json) {
-        vars = json::parse(vars_json, "the template variables");
+        vars = capi::parse_json_argument(vars_json, fn, "vars_json");
         if (!vars.is_object())
             fail(Status::InvalidArgument, fn, ": vars_json must be a JSON object, not ",
                  vars.kind_name());

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "capi/barrier.h"
+#include "capi/json_argument.h"
 #include "capi/versioned.h"
 #include "data/prepare.h"
 #include "data/prepare_chat.h"
@@ -64,6 +65,11 @@ TRAINRT_API trainrt_status trainrt_prepare_text(trainrt_prepare_result* out,
             if (o.jsonl_field != nullptr || o.shard_tokens != 0)
                 fail(Status::InvalidArgument, fn, ": options->chat takes whole conversations per "
                      "line and one file per split: leave jsonl_field NULL and shard_tokens 0");
+            if (o.template_vars != nullptr &&
+                !capi::parse_json_argument(o.template_vars, fn, "options->template_vars")
+                     .is_object())
+                fail(Status::InvalidArgument, fn, ": options->template_vars must be a JSON "
+                     "object");
             PrepareChatOptions c;
             c.tokenizer = o.tokenizer;
             c.template_name = o.chat_template ? o.chat_template : "";

@@ -9,6 +9,9 @@ static_assert(!std::is_copy_constructible<trainrt::Session>::value, "Session is 
 static_assert(std::is_nothrow_move_constructible<trainrt::Session>::value, "Session moves");
 static_assert(!std::is_copy_constructible<trainrt::Config>::value, "Config is move-only");
 static_assert(std::is_nothrow_move_constructible<trainrt::Config>::value, "Config moves");
+static_assert(!std::is_copy_constructible<trainrt::ChatTemplate>::value, "ChatTemplate is move-only");
+static_assert(std::is_nothrow_move_constructible<trainrt::ChatTemplate>::value,
+              "ChatTemplate moves");
 
 int trainrt_header_hpp_check();
 int trainrt_header_hpp_check() {

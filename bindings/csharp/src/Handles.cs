@@ -47,4 +47,18 @@ namespace Trainrt
             return true;
         }
     }
+
+    /// <summary>Owns a trainrt_chat_template*; ReleaseHandle calls trainrt_chat_template_destroy.
+    /// Immutable like a tokenizer: several threads may render at once, and the destroy waits
+    /// for every call in flight.</summary>
+    public sealed class ChatTemplateHandle : SafeHandle
+    {
+        internal ChatTemplateHandle(IntPtr p) : base(IntPtr.Zero, true) { SetHandle(p); }
+        public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
+        protected override bool ReleaseHandle()
+        {
+            Native.trainrt_chat_template_destroy(handle);
+            return true;
+        }
+    }
 }

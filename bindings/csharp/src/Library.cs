@@ -127,6 +127,10 @@ namespace Trainrt
                 o.ValFraction = options.ValFraction;
                 o.Threads = options.Threads;
                 o.ShardTokens = options.ShardTokens;
+                o.Chat = options.Chat ? 1 : 0;
+                o.LossMask = (int)options.LossMask;
+                o.ChatTemplate = options.ChatTemplate == null ? IntPtr.Zero : CString(Utf8.Encode(options.ChatTemplate, "options.ChatTemplate"), owned);
+                o.TemplateVars = options.TemplateVars == null ? IntPtr.Zero : CString(Utf8.Encode(options.TemplateVars, "options.TemplateVars"), owned);
                 o.Progress = fn == null ? IntPtr.Zero : Marshal.GetFunctionPointerForDelegate(fn);
                 PrepareResult r = PrepareResult.Create();
                 int status = Native.trainrt_prepare_text(ref r, ptrs, (UIntPtr)inputs.Count, dir, ref o);

@@ -16,7 +16,7 @@ namespace Trainrt
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     internal delegate int NativePrepareProgressFn(long done, long total, IntPtr payload);
 
-    /// <summary>trainrt_prepare_options (64 bytes on 64-bit, version 2): C strings and the progress
+    /// <summary>trainrt_prepare_options (88 bytes on 64-bit, version 3): C strings and the progress
     /// function pointer as IntPtr, filled by Library.PrepareText.</summary>
     [StructLayout(LayoutKind.Sequential)]
     internal struct PrepareOptionsNative
@@ -31,8 +31,12 @@ namespace Trainrt
         public IntPtr Progress;      // trainrt_prepare_progress_fn, NULL = none
         public IntPtr ProgressPayload;
         public long ShardTokens;     // version 2: 0 = one file per split
+        public int Chat;             // version 3: 1 = chat data (loss masks)
+        public int LossMask;         // TRAINRT_LOSS_MASK_*
+        public IntPtr ChatTemplate;  // const char*, NULL = "default"
+        public IntPtr TemplateVars;  // const char*, a JSON object, NULL = none
 
-        public const uint CurrentVersion = 2;
+        public const uint CurrentVersion = 3;
         public static PrepareOptionsNative Create()
         {
             PrepareOptionsNative o = new PrepareOptionsNative();
@@ -121,6 +125,7 @@ namespace Trainrt
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_load(SessionHandle session, byte[] path);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_export(SessionHandle session, byte[] outDir, int dtype);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_sample(int[] output, UIntPtr outCap, SessionHandle session, int[] prompt, UIntPtr nPrompt, UIntPtr nNew, ref SampleOptions options);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_generate(out UIntPtr outN, int[] output, UIntPtr outCap, SessionHandle session, int[] prompt, UIntPtr nPrompt, UIntPtr maxNew, ref SampleOptions options);
 
         // parameters and metadata
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_session_param_count(out long tensors, out long numel, SessionHandle session);
@@ -147,6 +152,12 @@ namespace Trainrt
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_tokenizer_decode(byte[] buf, UIntPtr cap, out UIntPtr needed, TokenizerHandle tokenizer, int[] ids, UIntPtr nIds);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_tokenizer_vocab_size(out int vocabSize, TokenizerHandle tokenizer);
         [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_tokenizer_token_id(out int id, TokenizerHandle tokenizer, byte[] token);
+
+        // chat templates
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_chat_template_load(out IntPtr tmpl, byte[] folder, byte[] name);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_chat_template_destroy(IntPtr tmpl);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_chat_template_render(byte[] buf, UIntPtr cap, out UIntPtr needed, ChatTemplateHandle tmpl, byte[] conversationJson, int addGenerationPrompt, byte[] varsJson);
+        [DllImport(Lib, CallingConvention = CC)] internal static extern int trainrt_chat_template_stop_ids(int[] ids, UIntPtr cap, out UIntPtr needed, ChatTemplateHandle tmpl, TokenizerHandle tokenizer);
 
         // struct initialisers (used by the tests to check that C's sizeof equals ours)
         [DllImport(Lib, CallingConvention = CC)] internal static extern void trainrt_step_result_init(ref StepResult r);

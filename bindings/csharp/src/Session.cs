@@ -254,6 +254,40 @@ namespace Trainrt
             return output;
         }
 
+        /// <summary>Up to maxNew tokens continuing prompt, ending after one of stopIds (the
+        /// last id returned; a chat model's end-of-turn: ChatTemplate.StopIds) when one comes.
+        /// options null = library defaults; its StopIds fields are replaced by stopIds.</summary>
+        public int[] Generate(int[] prompt, int maxNew, SampleOptions? options = null, int[] stopIds = null)
+        {
+            if (prompt == null) throw new ArgumentNullException("prompt");
+            if (maxNew < 0) throw new ArgumentOutOfRangeException("maxNew");
+            SampleOptions o = options.HasValue ? options.Value : SampleOptions.Create();
+            if (o.StructSize == 0) { o.StructSize = (uint)Marshal.SizeOf(typeof(SampleOptions)); }
+            if (o.Version == 0) o.Version = SampleOptions.CurrentVersion;
+            int[] output = new int[maxNew];
+            GCHandle pin = default(GCHandle);
+            try
+            {
+                o.StopIds = IntPtr.Zero;
+                o.NStopIds = UIntPtr.Zero;
+                if (stopIds != null && stopIds.Length > 0)
+                {
+                    pin = GCHandle.Alloc(stopIds, GCHandleType.Pinned);
+                    o.StopIds = pin.AddrOfPinnedObject();
+                    o.NStopIds = (UIntPtr)stopIds.Length;
+                }
+                UIntPtr n;
+                Errors.Check(Native.trainrt_session_generate(out n, output, (UIntPtr)output.Length, Live(), prompt,
+                    (UIntPtr)prompt.Length, (UIntPtr)maxNew, ref o), "trainrt_session_generate");
+                Array.Resize(ref output, (int)n.ToUInt64());
+                return output;
+            }
+            finally
+            {
+                if (pin.IsAllocated) pin.Free();
+            }
+        }
+
         /// <summary>Destroys the session (deferred until a call in flight on another thread
         /// returns). Request a stop first if another thread is training.</summary>
         public void Dispose() { handle.Dispose(); }

@@ -114,8 +114,9 @@ namespace Trainrt
         public double EtaS;
     }
 
-    /// <summary>trainrt_sample_options (32 bytes).</summary>
-    [StructLayout(LayoutKind.Sequential, Size = 32)]
+    /// <summary>trainrt_sample_options (48 bytes, version 2). StopIds / NStopIds are set by
+    /// Session.Generate from its stopIds argument; leave them zero.</summary>
+    [StructLayout(LayoutKind.Sequential, Size = 48)]
     public struct SampleOptions
     {
         public uint StructSize;
@@ -124,8 +125,10 @@ namespace Trainrt
         public int TopK;           // 0 = all
         public int Reserved;
         public ulong Seed;
+        public IntPtr StopIds;     // version 2: const int32_t*, ids that end Session.Generate
+        public UIntPtr NStopIds;
 
-        public const uint CurrentVersion = 1;
+        public const uint CurrentVersion = 2;
         /// <summary>The library defaults: temperature 1, top_k 0, seed 1337.</summary>
         public static SampleOptions Create()
         {
@@ -163,9 +166,9 @@ namespace Trainrt
         }
     }
 
-    /// <summary>trainrt_prepare_result (64 bytes, version 2): what Library.PrepareText
+    /// <summary>trainrt_prepare_result (88 bytes, version 3): what Library.PrepareText
     /// wrote.</summary>
-    [StructLayout(LayoutKind.Sequential, Size = 64)]
+    [StructLayout(LayoutKind.Sequential, Size = 88)]
     public struct PrepareResult
     {
         public uint StructSize;
@@ -185,8 +188,15 @@ namespace Trainrt
         /// <summary>Shard files written per split (1 without PrepareOptions.ShardTokens).</summary>
         public int TrainShards;
         public int ValShards;
+        /// <summary>Chat data (Documents then counts the conversations): examples written (a
+        /// conversation in the per-turn form gives several).</summary>
+        public long Examples;
+        /// <summary>Chat data: the tokens of both splits whose loss counts.</summary>
+        public long TargetTokens;
+        /// <summary>Chat data: conversations written one example per assistant turn.</summary>
+        public long PerTurn;
 
-        public const uint CurrentVersion = 2;
+        public const uint CurrentVersion = 3;
         public static PrepareResult Create()
         {
             PrepareResult r = new PrepareResult();

@@ -146,6 +146,16 @@ namespace Trainrt
         /// (and val_*.bin) of at most N tokens each.</summary>
         public long ShardTokens { get; set; }
         public PrepareProgressCallback Progress { get; set; }
+        /// <summary>Chat data: Tokenizer is a model folder with a chat template; each input line
+        /// is a conversation rendered with it, and mask_train.bin / mask_val.bin hold each
+        /// token's loss mask. JsonlField and ShardTokens must be unset.</summary>
+        public bool Chat { get; set; }
+        /// <summary>Which tokens of a chat example are targets.</summary>
+        public LossMask LossMask { get; set; }
+        /// <summary>One of the folder's named templates; null = "default".</summary>
+        public string ChatTemplate { get; set; }
+        /// <summary>A JSON object of more template variables; null = none.</summary>
+        public string TemplateVars { get; set; }
 
         public PrepareOptions() { }
         public PrepareOptions(string tokenizer) { Tokenizer = tokenizer; }

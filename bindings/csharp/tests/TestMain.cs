@@ -51,7 +51,7 @@ static class Program
         T.Eq(64, Marshal.SizeOf(typeof(StepResult)), "sizeof StepResult");
         T.Eq(128, Marshal.SizeOf(typeof(Metrics)), "sizeof Metrics");
         T.Eq(96, Marshal.SizeOf(typeof(Progress)), "sizeof Progress");
-        T.Eq(32, Marshal.SizeOf(typeof(SampleOptions)), "sizeof SampleOptions");
+        T.Eq(48, Marshal.SizeOf(typeof(SampleOptions)), "sizeof SampleOptions");
         T.Eq(64, Marshal.SizeOf(typeof(ModelInfo)), "sizeof ModelInfo");
         Offset(typeof(StepResult), "Step", 8); Offset(typeof(StepResult), "Loss", 16);
         Offset(typeof(StepResult), "Tokens", 40); Offset(typeof(StepResult), "Ms", 56);
@@ -62,7 +62,8 @@ static class Program
         Offset(typeof(Progress), "Loss", 32); Offset(typeof(Progress), "TokensTotal", 56);
         Offset(typeof(Progress), "EtaS", 88);
         Offset(typeof(SampleOptions), "Temperature", 8); Offset(typeof(SampleOptions), "TopK", 16);
-        Offset(typeof(SampleOptions), "Seed", 24);
+        Offset(typeof(SampleOptions), "Seed", 24); Offset(typeof(SampleOptions), "StopIds", 32);
+        Offset(typeof(SampleOptions), "NStopIds", 40);
         Offset(typeof(ModelInfo), "FlopsPerToken", 16); Offset(typeof(ModelInfo), "BytesTotal", 48);
         // The library's own initialisers write C's sizeof and the current version.
         var r = new StepResult(); Native_StepInit(ref r);
@@ -75,7 +76,7 @@ static class Program
         var d = SampleOptions.Create();
         T.Eq(d.StructSize, o.StructSize, "C sizeof(trainrt_sample_options)");
         T.Eq(d.Temperature, o.Temperature, "default temperature"); T.Eq(d.Seed, o.Seed, "default seed");
-        T.Eq(64, Marshal.SizeOf(typeof(PrepareResult)), "sizeof PrepareResult");
+        T.Eq(88, Marshal.SizeOf(typeof(PrepareResult)), "sizeof PrepareResult");
         Offset(typeof(PrepareResult), "Documents", 8); Offset(typeof(PrepareResult), "Bytes", 32);
         Offset(typeof(PrepareResult), "TokenBytes", 40); Offset(typeof(PrepareResult), "EosId", 48);
         var pr = new PrepareResult(); Native_PrepareResultInit(ref pr);
@@ -93,6 +94,9 @@ static class Program
         Offset(po, "Tokenizer", 8); Offset(po, "ValFraction", 24); Offset(po, "Threads", 32);
         Offset(po, "Progress", 40); Offset(po, "ProgressPayload", 48); Offset(po, "ShardTokens", 56);
         Offset(typeof(PrepareResult), "TrainShards", 56);
+        Offset(po, "Chat", 64); Offset(po, "LossMask", 68); Offset(po, "ChatTemplate", 72);
+        Offset(po, "TemplateVars", 80); T.Eq(88, Marshal.SizeOf(po), "sizeof trainrt_prepare_options");
+        Offset(typeof(PrepareResult), "Examples", 64); Offset(typeof(PrepareResult), "PerTurn", 80);
         // The binding's (internal) trainrt_param_info mirror: 72 bytes, C's offsets.
         Type pi = typeof(Session).Assembly.GetType("Trainrt.ParamInfoNative", true);
         T.Eq(72, Marshal.SizeOf(pi), "sizeof trainrt_param_info");
@@ -448,6 +452,92 @@ static class Program
     }
 
     static string Ids(int[] ids) { return "[" + string.Join(", ", ids) + "]"; }
+
+    const string ChatTemplateText =
+        "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|eot|>{% endfor %}" +
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}";
+    const string Conversation =
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"yo\"}]}";
+
+    /// A model folder: the tiny tokenizer and a tokenizer_config.json (config, or the template
+    /// above with eos_token <|eot|>).
+    static string ChatFolder(string config = null)
+    {
+        string dir = Path.Combine(Tmp, "chat-" + Guid.NewGuid().ToString("N"));
+        WriteTinyTokenizer(dir);
+        File.WriteAllText(Path.Combine(dir, "tokenizer_config.json"),
+            config ?? "{\"eos_token\": \"<|eot|>\", \"chat_template\": \"" + ChatTemplateText + "\"}");
+        return dir;
+    }
+
+    static void ChatTemplateRenderAndStopIds()
+    {
+        string dir = ChatFolder();
+        using (ChatTemplate t = ChatTemplate.Load(dir))
+        using (Tokenizer tok = Tokenizer.Load(dir))
+        {
+            T.Eq("<|user|>hi<|eot|><|assistant|>yo<|eot|>", t.Render(Conversation), "render");
+            string user = "[{\"role\": \"user\", \"content\": \"hi\"}]";
+            T.Eq("<|user|>hi<|eot|><|assistant|>", t.Render(user, true), "render, generation prompt");
+            T.Eq("<|user|>hi<|eot|>", t.Render(user, false, "{\"x\": 1}"), "render with variables");
+            var e = T.Throws<TrainrtException>(() => t.Render("[1"), "bad JSON");
+            T.Eq(Status.InvalidArgument, e.Status, "bad JSON status");
+            e = T.Throws<TrainrtException>(() => t.Render(user, false, "[]"), "vars not an object");
+            T.True(e.Message.Contains("vars_json"), "message names vars_json: " + e.Message);
+            T.Eq("[300]", Ids(t.StopIds(tok)), "stop ids from eos_token");
+            File.WriteAllText(Path.Combine(dir, "generation_config.json"), "{\"eos_token_id\": [300, 10, 259]}");
+            T.Eq("[300, 10, 259]", Ids(t.StopIds(tok)), "stop ids from generation_config.json");
+        }
+        var n = T.Throws<TrainrtException>(() => ChatTemplate.Load(dir, "nope"), "missing name");
+        T.True(n.Message.Contains("nope"), "message names the template: " + n.Message);
+        T.Throws<TrainrtException>(() => ChatTemplate.Load(ChatFolder("{\"eos_token\": \"<|eot|>\"}")), "no template");
+        ChatTemplate d = ChatTemplate.Load(dir);
+        d.Dispose();
+        d.Dispose();
+        T.Throws<ObjectDisposedException>(() => d.Render("[]"), "render after Dispose");
+    }
+
+    static void GenerateStopsAtAStopId()
+    {
+        using (Session s = Open())
+        {
+            s.Step();
+            int[] prompt = { 82, 79, 77, 69, 79, 58 };
+            SampleOptions greedy = SampleOptions.Create();
+            greedy.Temperature = 0;
+            int[] a = s.Sample(prompt, 6, greedy);
+            T.Eq(Ids(a), Ids(s.Generate(prompt, 6, greedy)), "no stop ids: sample's ids");
+            T.Eq(Ids(new[] { a[0] }), Ids(s.Generate(prompt, 6, greedy, new[] { a[0] })), "stops after the stop id");
+            T.Eq(0, s.Generate(prompt, 0, null, new[] { 1 }).Length, "max_new 0");
+            T.Throws<TrainrtException>(() => s.Generate(new int[0], 4), "empty prompt");
+        }
+    }
+
+    static void PrepareTextChat()
+    {
+        string model = ChatFolder();
+        string src = Path.Combine(model, "chat.jsonl");
+        File.WriteAllText(src, Conversation + "\n");
+        string outDir = Path.Combine(model, "data");
+        var o = new PrepareOptions(model) { Chat = true };
+        PrepareResult r = Library.PrepareText(new[] { src }, outDir, o);
+        // <|user|> 8 bytes, hi 2, <|eot|>, <|assistant|> 13, yo 2, <|eot|>: 27 tokens.
+        T.Eq(1L, r.Documents, "conversations"); T.Eq(1L, r.Examples, "examples");
+        T.Eq(27L, r.TrainTokens, "tokens"); T.Eq(3L, r.TargetTokens, "targets"); T.Eq(0L, r.PerTurn, "per turn");
+        byte[] b = File.ReadAllBytes(Path.Combine(outDir, "mask_train.bin"));
+        int n = BitConverter.ToInt32(b, 8);
+        var mask = new int[n];
+        for (int i = 0; i < n; ++i) mask[i] = BitConverter.ToUInt16(b, 1024 + 2 * i);
+        var want = new int[27];
+        want[0] = 2; // begins the example
+        want[24] = want[25] = want[26] = 1; // y, o, <|eot|>
+        T.Eq(Ids(want), Ids(mask), "mask_train.bin");
+        o.LossMask = LossMask.All;
+        T.Eq(26L, Library.PrepareText(new[] { src }, outDir, o).TargetTokens, "LossMask.All");
+        o.ShardTokens = 100;
+        var e = T.Throws<TrainrtException>(() => Library.PrepareText(new[] { src }, outDir, o), "chat with shards");
+        T.Eq(Status.InvalidArgument, e.Status, "chat with shards status");
+    }
 
     static void TokenizerEncodeDecode()
     {
@@ -930,6 +1020,9 @@ static class Program
             new KeyValuePair<string, Action>("TokenizerManyThreadsAtOnce", TokenizerManyThreadsAtOnce),
             new KeyValuePair<string, Action>("PrepareTextShards", PrepareTextShards),
             new KeyValuePair<string, Action>("PrepareTextProgressCanStop", PrepareTextProgressCanStop),
+            new KeyValuePair<string, Action>("ChatTemplateRenderAndStopIds", ChatTemplateRenderAndStopIds),
+            new KeyValuePair<string, Action>("GenerateStopsAtAStopId", GenerateStopsAtAStopId),
+            new KeyValuePair<string, Action>("PrepareTextChat", PrepareTextChat),
             new KeyValuePair<string, Action>("ParamsList", ParamsList),
             new KeyValuePair<string, Action>("ParamsReadWrite", ParamsReadWrite),
             new KeyValuePair<string, Action>("ParamsRefusedWrites", ParamsRefusedWrites),

@@ -542,6 +542,43 @@ func (s *Session) ExportAdapter(outDir string, dtype int32) error {
 	return check(C.trainrt_session_export_adapter(s.h, o, C.int32_t(dtype)))
 }
 
+// Generate generates up to maxNew tokens continuing prompt, ending after one of stopIDs (the
+// last id returned; a chat model's end-of-turn: ChatTemplate.StopIDs) when one comes. opts
+// nil = DefaultSampleOptions().
+func (s *Session) Generate(prompt []int32, maxNew int, opts *SampleOptions, stopIDs []int32) ([]int32, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	if len(prompt) == 0 || maxNew < 0 {
+		return nil, &Error{Status: ErrInvalidArgument, Message: "Generate: empty prompt or negative maxNew"}
+	}
+	var o C.trainrt_sample_options
+	o.struct_size = C.uint32_t(unsafe.Sizeof(o))
+	o.version = C.TRAINRT_SAMPLE_OPTIONS_VERSION
+	d := DefaultSampleOptions()
+	if opts != nil {
+		d = *opts
+	}
+	o.temperature, o.top_k, o.seed = C.double(d.Temperature), C.int32_t(d.TopK), C.uint64_t(d.Seed)
+	if len(stopIDs) > 0 {
+		// C memory: a Go struct passed to C may not point at Go memory (cgo's pointer rules).
+		stops := (*C.int32_t)(C.malloc(C.size_t(len(stopIDs)) * C.size_t(unsafe.Sizeof(C.int32_t(0)))))
+		defer C.free(unsafe.Pointer(stops))
+		copy(unsafe.Slice((*int32)(unsafe.Pointer(stops)), len(stopIDs)), stopIDs)
+		o.stop_ids, o.n_stop_ids = stops, C.size_t(len(stopIDs))
+	}
+	out := make([]int32, maxNew+1) // +1: never pass a nil buffer
+	var n C.size_t
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := check(C.trainrt_session_generate(&n, (*C.int32_t)(unsafe.Pointer(&out[0])), C.size_t(maxNew), s.h,
+		(*C.int32_t)(unsafe.Pointer(&prompt[0])), C.size_t(len(prompt)), C.size_t(maxNew), &o)); err != nil {
+		return nil, err
+	}
+	return out[:n], nil
+}
+
 // Sample generates nNew tokens continuing prompt. opts nil = DefaultSampleOptions().
 func (s *Session) Sample(prompt []int32, nNew int, opts *SampleOptions) ([]int32, error) {
 	if err := s.lock(); err != nil {

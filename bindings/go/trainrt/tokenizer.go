@@ -179,6 +179,15 @@ type PrepareOptions struct {
 	// shard. A panic in it stops the run too and is re-raised by PrepareText once the library
 	// has returned.
 	Progress func(done, total int64) (stop bool)
+	// Chat data: Tokenizer is a model folder with a chat template; each input line is a
+	// conversation rendered with it, and mask_train.bin / mask_val.bin hold each token's loss
+	// mask (LossMask says which tokens are targets). JSONLField and ShardTokens must be unset.
+	Chat     bool
+	LossMask LossMask
+	// One of the folder's named templates; "" = "default".
+	ChatTemplate string
+	// A JSON object of more template variables; "" = none.
+	TemplateVars string
 }
 
 // PrepareResult is what PrepareText wrote.
@@ -192,6 +201,10 @@ type PrepareResult struct {
 	EOSID       int32 // the end-of-text token that begins each document
 	TrainShards int32 // shard files written per split (1 without ShardTokens)
 	ValShards   int32
+	// Chat data (Documents then counts the conversations):
+	Examples     int64 // examples written (a conversation in the per-turn form gives several)
+	TargetTokens int64 // the tokens of both splits whose loss counts
+	PerTurn      int64 // conversations written one example per assistant turn
 }
 
 // PrepareText tokenizes inputs (read in order) with a Hugging Face tokenizer into llm.c
@@ -223,8 +236,26 @@ func PrepareText(inputs []string, outDir string, opts PrepareOptions) (PrepareRe
 		}
 		defer free(fp)
 	}
+	var np, vp *C.char
+	if opts.ChatTemplate != "" {
+		if np, err = cstrArg(opts.ChatTemplate, "opts.ChatTemplate"); err != nil {
+			return PrepareResult{}, err
+		}
+		defer free(np)
+	}
+	if opts.TemplateVars != "" {
+		if vp, err = cstrArg(opts.TemplateVars, "opts.TemplateVars"); err != nil {
+			return PrepareResult{}, err
+		}
+		defer free(vp)
+	}
 	var c C.trainrt_prepare_options
 	C.trainrt_prepare_options_init(&c)
+	if opts.Chat {
+		c.chat = 1
+	}
+	c.loss_mask = C.int32_t(opts.LossMask)
+	c.chat_template, c.template_vars = np, vp
 	c.tokenizer, c.jsonl_field = tp, fp
 	c.val_fraction = C.double(opts.ValFraction)
 	c.threads = C.int32_t(opts.Threads)
@@ -249,5 +280,6 @@ func PrepareText(inputs []string, outDir string, opts PrepareOptions) (PrepareRe
 	}
 	return PrepareResult{int64(r.documents), int64(r.train_tokens), int64(r.val_tokens),
 		int64(r.bytes), int32(r.token_bytes), int32(r.vocab_size), int32(r.eos_id),
-		int32(r.train_shards), int32(r.val_shards)}, nil
+		int32(r.train_shards), int32(r.val_shards), int64(r.examples), int64(r.target_tokens),
+		int64(r.per_turn)}, nil
 }

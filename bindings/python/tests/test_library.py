@@ -78,9 +78,9 @@ class LibraryTest(TestCase):
     def test_struct_layouts(self) -> None:
         # The sizes C gives them (tests/header_check/header_cxx.cpp, bindings/README.md).
         want = {"trainrt_step_result": 64, "trainrt_metrics": 128, "trainrt_progress": 96,
-                "trainrt_sample_options": 32, "trainrt_model_info": 64,
-                "trainrt_param_info": 72, "trainrt_prepare_options": 64,
-                "trainrt_prepare_result": 64}
+                "trainrt_sample_options": 48, "trainrt_model_info": 64,
+                "trainrt_param_info": 72, "trainrt_prepare_options": 88,
+                "trainrt_prepare_result": 88}
         for name, size in want.items():
             cls, declared = _capi.STRUCT_SIZES[name]
             self.assertEqual(ctypes.sizeof(cls), size, name)
@@ -95,6 +95,9 @@ class LibraryTest(TestCase):
         self.assertEqual(m.world_size.offset, 124)
         self.assertEqual(_capi.StepResult.loss.offset, 16)
         self.assertEqual(_capi.SampleOptions.seed.offset, 24)
+        self.assertEqual(_capi.SampleOptions.stop_ids.offset, 32)  # version 2 appends
+        self.assertEqual(_capi.PrepareOptions.chat.offset, 64)
+        self.assertEqual(_capi.PrepareResult.examples.offset, 64)
         self.assertEqual(_capi.ModelInfo.bytes_total.offset, 48)
         self.assertEqual(_capi.ModelInfo.trainable_parameters.offset, 56)
         self.assertEqual(_capi.ParamInfo.numel.offset, 48)

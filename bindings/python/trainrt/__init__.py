@@ -20,9 +20,10 @@ Every failed call raises a :class:`trainrt.Error` (``.status``, ``.status_name``
 """
 from __future__ import annotations
 
-from ._types import (DType, EvalResult, Feature, LogLevel, Metrics, ModelInfo, ParamInfo,
-                     ParamRole, PrepareResult, Progress, ProgressKind, StepResult,
+from ._types import (DType, EvalResult, Feature, LogLevel, LossMask, Metrics, ModelInfo,
+                     ParamInfo, ParamRole, PrepareResult, Progress, ProgressKind, StepResult,
                      TokenizerTrainResult)
+from .chat import ChatTemplate
 from .checkpoint import (checkpoint_export, checkpoint_export_adapter, checkpoint_latest,
                          config_from_checkpoint)
 from .config import Config, toml_value
@@ -43,13 +44,15 @@ __all__ = [
     "version", "abi_version", "build_features", "status_string", "set_default_log",
     "library_path", "missing_functions", "ABI_VERSION", "__version__",
     # objects
-    "Config", "Session", "SessionMetadata", "TrainIterator", "Tokenizer", "toml_value",
+    "Config", "Session", "SessionMetadata", "TrainIterator", "Tokenizer", "ChatTemplate",
+    "toml_value",
     # functions
     "checkpoint_latest", "config_from_checkpoint", "checkpoint_export",
     "checkpoint_export_adapter", "prepare_bytes", "prepare_text", "tokenizer_train",
     # values
-    "DType", "EvalResult", "Feature", "LogLevel", "Metrics", "ModelInfo", "ParamInfo", "ParamRole",
-    "PrepareResult", "Progress", "ProgressKind", "StepResult", "TokenizerTrainResult",
+    "DType", "EvalResult", "Feature", "LogLevel", "LossMask", "Metrics", "ModelInfo",
+    "ParamInfo", "ParamRole", "PrepareResult", "Progress", "ProgressKind", "StepResult",
+    "TokenizerTrainResult",
     # errors
     "Status", "Error", "InvalidArgumentError", "ClosedError", "ConfigError", "IoError",
     "FormatError", "OutOfMemoryError", "DeviceError", "DeviceLostError", "UnsupportedError",

@@ -27,10 +27,10 @@ ABI_VERSION = _lib.ABI_VERSION
 STEP_RESULT_VERSION = 1
 METRICS_VERSION = 4
 PROGRESS_VERSION = 1
-SAMPLE_OPTIONS_VERSION = 1
+SAMPLE_OPTIONS_VERSION = 2
 MODEL_INFO_VERSION = 2
-PREPARE_OPTIONS_VERSION = 2
-PREPARE_RESULT_VERSION = 2
+PREPARE_OPTIONS_VERSION = 3
+PREPARE_RESULT_VERSION = 3
 TOKENIZER_TRAIN_OPTIONS_VERSION = 1
 TOKENIZER_TRAIN_RESULT_VERSION = 1
 PARAM_INFO_VERSION = 1
@@ -38,6 +38,11 @@ EVAL_RESULT_VERSION = 1
 
 OK = 0
 STOPPED = 1
+
+LOSS_MASK_DEFAULT = 0
+LOSS_MASK_ASSISTANT = 1
+LOSS_MASK_COMPLETION = 2
+LOSS_MASK_ALL = 3
 
 
 # ------------------------------------------------------------------ structs
@@ -119,6 +124,9 @@ class SampleOptions(Structure):
         ("top_k", c_int32),
         ("reserved", c_int32),
         ("seed", c_uint64),
+        # version 2
+        ("stop_ids", POINTER(c_int32)),
+        ("n_stop_ids", c_size_t),
     ]
 
 
@@ -155,6 +163,11 @@ class PrepareOptions(Structure):
         ("progress_payload", c_void_p),
         # version 2
         ("shard_tokens", c_int64),
+        # version 3
+        ("chat", c_int32),
+        ("loss_mask", c_int32),
+        ("chat_template", c_char_p),
+        ("template_vars", c_char_p),
     ]
 
 
@@ -173,6 +186,10 @@ class PrepareResult(Structure):
         # version 2
         ("train_shards", c_int32),
         ("val_shards", c_int32),
+        # version 3
+        ("examples", c_int64),
+        ("target_tokens", c_int64),
+        ("per_turn", c_int64),
     ]
 
 
@@ -219,10 +236,10 @@ STRUCT_SIZES: Dict[str, Tuple[type, int]] = {
     "trainrt_step_result": (StepResult, 64),
     "trainrt_metrics": (Metrics, 128),
     "trainrt_progress": (Progress, 96),
-    "trainrt_sample_options": (SampleOptions, 32),
+    "trainrt_sample_options": (SampleOptions, 48),
     "trainrt_model_info": (ModelInfo, 64),
-    "trainrt_prepare_options": (PrepareOptions, 64),
-    "trainrt_prepare_result": (PrepareResult, 64),
+    "trainrt_prepare_options": (PrepareOptions, 88),
+    "trainrt_prepare_result": (PrepareResult, 88),
     "trainrt_tokenizer_train_options": (TokenizerTrainOptions, 40),
     "trainrt_tokenizer_train_result": (TokenizerTrainResult, 40),
     "trainrt_param_info": (ParamInfo, 72),
@@ -302,6 +319,8 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "trainrt_sample_options_init": (None, [POINTER(SampleOptions)]),
     "trainrt_session_sample": ("status", [_P, c_size_t, _P, _P, c_size_t, c_size_t,
                                           POINTER(SampleOptions)]),
+    "trainrt_session_generate": ("status", [_Psize, _P, c_size_t, _P, _P, c_size_t, c_size_t,
+                                            POINTER(SampleOptions)]),
     # parameters
     "trainrt_param_info_init": (None, [POINTER(ParamInfo)]),
     "trainrt_session_param_count": ("status", [POINTER(c_int64), POINTER(c_int64), _P]),
@@ -331,6 +350,11 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "trainrt_tokenizer_decode": ("status", [_P, c_size_t, _Psize, _P, _P, c_size_t]),
     "trainrt_tokenizer_vocab_size": ("status", [POINTER(c_int32), _P]),
     "trainrt_tokenizer_token_id": ("status", [POINTER(c_int32), _P, _s]),
+    # chat templates
+    "trainrt_chat_template_load": ("status", [_Pp, _s, _s]),
+    "trainrt_chat_template_destroy": (None, [_P]),
+    "trainrt_chat_template_render": ("status", [_P, c_size_t, _Psize, _P, _s, c_int32, _s]),
+    "trainrt_chat_template_stop_ids": ("status", [_P, c_size_t, _Psize, _P, _P]),
     "trainrt_tokenizer_train_options_init": (None, [POINTER(TokenizerTrainOptions)]),
     "trainrt_tokenizer_train_result_init": (None, [POINTER(TokenizerTrainResult)]),
     "trainrt_tokenizer_train": ("status", [POINTER(TokenizerTrainResult), POINTER(c_char_p),

@@ -137,8 +137,17 @@ class ParamInfo(NamedTuple):
     offset: int  #: its first element in the flat buffer of all tensors
 
 
+class LossMask(enum.IntEnum):
+    """Which tokens of a chat example are targets (TRAINRT_LOSS_MASK_*)."""
+
+    DEFAULT = 0  #: assistant for "messages", completion for prompt-completion
+    ASSISTANT = 1  #: every assistant turn, its end-of-turn token included
+    COMPLETION = 2  #: the completion; of "messages", the last assistant turn
+    ALL = 3  #: every token but the first
+
+
 class PrepareResult(NamedTuple):
-    """What :func:`prepare_text` wrote (trainrt_prepare_result, version 2)."""
+    """What :func:`prepare_text` wrote (trainrt_prepare_result, version 3)."""
 
     documents: int
     train_tokens: int
@@ -149,6 +158,9 @@ class PrepareResult(NamedTuple):
     eos_id: int  #: the end-of-text token that begins each document
     train_shards: int  #: files written
     val_shards: int
+    examples: int = 0  #: chat: examples written (per-turn conversations give several)
+    target_tokens: int = 0  #: chat: tokens of both splits whose loss counts
+    per_turn: int = 0  #: chat: conversations written one example per assistant turn
 
 
 class TokenizerTrainResult(NamedTuple):

@@ -557,6 +557,24 @@ class Session(Closeable):
             self._exit()
 
     # -------------------------------------------------------------- sampling
+    @staticmethod
+    def _sample_options(what: str, temperature: float, top_k: int, seed: int,
+                        stop_ids: Any = None) -> Tuple[Any, Any]:
+        """The C options (and the array that keeps stop_ids alive)."""
+        if seed < 0 or seed >= 2 ** 64:
+            raise InvalidArgumentError("%s: seed must be in [0, 2**64)" % what)
+        o = new_struct(_CSampleOptions, SAMPLE_OPTIONS_VERSION)
+        o.temperature = float(temperature)
+        o.top_k = int(top_k)
+        o.seed = int(seed)
+        stops = None
+        if stop_ids is not None:
+            stops = array.array("i", [int(i) for i in stop_ids])
+            if len(stops):
+                o.stop_ids = ctypes.cast(stops.buffer_info()[0], ctypes.POINTER(c_int32))
+                o.n_stop_ids = len(stops)
+        return o, stops
+
     def sample(self, prompt: Any, n_new: int, *, temperature: float = 1.0, top_k: int = 0,
                seed: int = 1337) -> List[int]:
         """Generate ``n_new`` token ids continuing ``prompt`` (at least one id, each in
@@ -568,12 +586,7 @@ class Session(Closeable):
         n_new = int(n_new)
         if n_new < 0:
             raise InvalidArgumentError("sample: n_new must be >= 0, got %d" % n_new)
-        if seed < 0 or seed >= 2 ** 64:
-            raise InvalidArgumentError("sample: seed must be in [0, 2**64)")
-        o = new_struct(_CSampleOptions, SAMPLE_OPTIONS_VERSION)
-        o.temperature = float(temperature)
-        o.top_k = int(top_k)
-        o.seed = int(seed)
+        o, _ = self._sample_options("sample", temperature, top_k, seed)
         out = array.array("i", bytes(4 * max(1, n_new)))
         oaddr = out.buffer_info()[0]
         h = self._enter()
@@ -584,16 +597,40 @@ class Session(Closeable):
         del keep
         return out.tolist()[:n_new]
 
+    def generate_ids(self, prompt: Any, max_new: int, *, stop_ids: Any = None,
+                     temperature: float = 1.0, top_k: int = 0, seed: int = 1337) -> List[int]:
+        """As :meth:`sample`, but generation ends after an id of ``stop_ids`` (it is the
+        last id returned: a chat model's end-of-turn, :meth:`ChatTemplate.stop_ids`) or
+        after ``max_new`` ids (trainrt_session_generate)."""
+        addr, n_prompt, keep = _buffers.int32_buffer(prompt, "prompt")
+        max_new = int(max_new)
+        if max_new < 0:
+            raise InvalidArgumentError("generate: max_new must be >= 0, got %d" % max_new)
+        o, stops = self._sample_options("generate", temperature, top_k, seed, stop_ids)
+        out = array.array("i", bytes(4 * max(1, max_new)))
+        n = c_size_t(0)
+        h = self._enter()
+        try:
+            C.trainrt_session_generate(byref(n), out.buffer_info()[0], max_new, h, addr,
+                                       n_prompt, max_new, byref(o))
+        finally:
+            self._exit()
+        del keep, stops
+        return out.tolist()[:n.value]
+
     def generate(self, prompt: str, n_new: int, tokenizer: Optional["Tokenizer"] = None, *,
-                 temperature: float = 1.0, top_k: int = 0, seed: int = 1337) -> str:
-        """:meth:`sample` on text: ``prompt`` encoded by ``tokenizer`` (None: byte-level, the
-        UTF-8 bytes are the ids, for vocab_size 256 models), ``n_new`` tokens generated,
+                 temperature: float = 1.0, top_k: int = 0, seed: int = 1337,
+                 stop_ids: Any = None) -> str:
+        """:meth:`generate_ids` on text: ``prompt`` encoded by ``tokenizer`` (None:
+        byte-level, the UTF-8 bytes are the ids, for vocab_size 256 models), up to ``n_new``
+        tokens generated (fewer when one of ``stop_ids`` ends the reply; it is decoded too),
         and the continuation decoded (invalid UTF-8 replaced)."""
         if tokenizer is not None:
             ids: Any = tokenizer.encode(prompt)
         else:
             ids = list(prompt.encode("utf-8"))
-        out = self.sample(ids, n_new, temperature=temperature, top_k=top_k, seed=seed)
+        out = self.generate_ids(ids, n_new, stop_ids=stop_ids, temperature=temperature,
+                                top_k=top_k, seed=seed)
         if tokenizer is not None:
             return tokenizer.decode(out)
         if any(i > 255 for i in out):

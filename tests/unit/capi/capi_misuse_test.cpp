@@ -95,6 +95,9 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_session_metadata_key),  TRT_ENTRY(trainrt_eval_result_init),
     TRT_ENTRY(trainrt_session_eval_whole),    TRT_ENTRY(trainrt_session_eval_tokens),
     TRT_ENTRY(trainrt_session_eval_text),     TRT_ENTRY(trainrt_session_step_masked),
+    TRT_ENTRY(trainrt_session_generate),      TRT_ENTRY(trainrt_chat_template_load),
+    TRT_ENTRY(trainrt_chat_template_destroy), TRT_ENTRY(trainrt_chat_template_render),
+    TRT_ENTRY(trainrt_chat_template_stop_ids),
 };
 #undef TRT_ENTRY
 
@@ -527,6 +530,192 @@ TEST(CapiMisuseTokenizer, PrepareTextNullArgumentsAndStructSizes) {
     EXPECT_EQ(old.documents, 1);
     EXPECT_EQ(old.train_tokens, 3);  // <|eot|>, hello, newline
     EXPECT_EQ(old.val_tokens, 0x7f7f7f7f7f7f7f7f) << "a field past struct_size was written";
+}
+
+// prepare_text with chat = 1 (version 3): the options that do not go with chat data, a
+// loss_mask outside TRAINRT_LOSS_MASK_*, bad template names and variables, lines that are no
+// conversation; and version-2 callers (no chat fields) still prepare plain text.
+TEST(CapiMisuseTokenizer, PrepareChatRefusesOptionsThatDoNotFitChatData) {
+    const std::string dir = scratch_dir();
+    const std::string model = dir + "/model", out = dir + "/out";
+    write_chat_folder(model);
+    const std::string chat = dir + "/chat.jsonl", text = dir + "/t.txt";
+    std::ofstream(chat) << R"({"messages": [{"role": "user", "content": "hi"},)"
+                           R"( {"role": "assistant", "content": "yo"}]})" "\n";
+    std::ofstream(text) << "hello\n";
+    const char* inputs[] = {chat.c_str()};
+    trainrt_prepare_options o = TRAINRT_PREPARE_OPTIONS_INIT;
+    o.tokenizer = model.c_str();
+    o.chat = 1;
+    for (const int32_t c : {2, -1, INT32_MAX}) {
+        trainrt_prepare_options bad = o;
+        bad.chat = c;
+        EXPECT_MISUSE(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &bad),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "chat");
+    }
+    for (const int32_t m : {-1, 4, INT32_MIN, INT32_MAX}) {
+        trainrt_prepare_options bad = o;
+        bad.loss_mask = m;
+        EXPECT_MISUSE(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &bad),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "loss_mask");
+    }
+    trainrt_prepare_options field = o;
+    field.jsonl_field = "text";
+    EXPECT_MISUSE(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &field),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "jsonl_field");
+    trainrt_prepare_options shards = o;
+    shards.shard_tokens = 1000;
+    EXPECT_MISUSE(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &shards),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "shard_tokens");
+    trainrt_prepare_options name = o;
+    name.chat_template = "no-such-template";
+    EXPECT_FAILS(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &name));
+    EXPECT_TRUE(mentions(last_error(), "no-such-template")) << last_error();
+    for (const char* vars : {"[1, 2]", "{not json", "7"}) {
+        SCOPED_TRACE(vars);
+        trainrt_prepare_options bad = o;
+        bad.template_vars = vars;
+        EXPECT_MISUSE(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &bad),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "template_vars");
+    }
+    // A folder with a tokenizer but no chat template.
+    const std::string plain = dir + "/plain";
+    write_chat_folder(plain, R"({"eos_token": "<|eot|>"})");
+    trainrt_prepare_options no_template = o;
+    no_template.tokenizer = plain.c_str();
+    EXPECT_FAILS(trainrt_prepare_text(nullptr, inputs, 1, out.c_str(), &no_template));
+    EXPECT_TRUE(mentions(last_error(), "chat_template")) << last_error();
+    // A line that is not a conversation.
+    const std::string odd = dir + "/odd.jsonl";
+    std::ofstream(odd) << "[1, 2, 3]\n";
+    const char* odd_inputs[] = {odd.c_str()};
+    EXPECT_FAILS(trainrt_prepare_text(nullptr, odd_inputs, 1, out.c_str(), &o));
+    EXPECT_TRUE(mentions(last_error(), "odd.jsonl")) << last_error();
+    EXPECT_FALSE(fs::exists(out + "/mask_train.bin")) << "a refused call wrote masks";
+    // A version-2 caller (no chat fields): plain text, the fields past its size never read
+    // (0xA5 there would be chat = -1515870811).
+    trainrt_prepare_options v2;
+    trainrt_prepare_options_init(&v2);
+    v2.struct_size = offsetof(trainrt_prepare_options, chat);
+    std::memset(&v2.chat, 0xA5, sizeof v2 - offsetof(trainrt_prepare_options, chat));
+    v2.tokenizer = model.c_str();
+    const char* text_inputs[] = {text.c_str()};
+    trainrt_prepare_result r = TRAINRT_PREPARE_RESULT_INIT;
+    ASSERT_EQ(trainrt_prepare_text(&r, text_inputs, 1, out.c_str(), &v2), TRAINRT_OK)
+        << last_error();
+    EXPECT_EQ(r.documents, 1);
+    EXPECT_EQ(r.examples, 0);
+    EXPECT_FALSE(fs::exists(out + "/mask_train.bin"));
+}
+
+// The chat-template entry points: NULL arguments, a folder without a template, a template
+// name that does not exist, conversations and variables of the wrong JSON kind, NULL buffers
+// with a capacity, folders that name no end-of-turn token.
+TEST(CapiMisuseChat, TemplateLoadRenderAndStopIdsRefuseBadArguments) {
+    const std::string dir = scratch_dir();
+    write_chat_folder(dir);
+    trainrt_chat_template* const sentinel = reinterpret_cast<trainrt_chat_template*>(uintptr_t{0x5e});
+    trainrt_chat_template* t = sentinel;
+    EXPECT_NULL_ARG(trainrt_chat_template_load(nullptr, dir.c_str(), nullptr), "out");
+    EXPECT_NULL_ARG(trainrt_chat_template_load(&t, nullptr, nullptr), "folder");
+    EXPECT_EQ(t, sentinel);
+    trainrt_chat_template_destroy(nullptr);  // accepted, does nothing
+    // No template in the folder; a folder that does not exist; a name that is not there.
+    const std::string plain = dir + "/plain";
+    write_chat_folder(plain, R"({"eos_token": "<|eot|>"})");
+    EXPECT_FAILS(trainrt_chat_template_load(&t, plain.c_str(), nullptr));
+    EXPECT_TRUE(mentions(last_error(), "chat_template")) << last_error();
+    EXPECT_FAILS(trainrt_chat_template_load(&t, (dir + "/missing").c_str(), nullptr));
+    EXPECT_FAILS(trainrt_chat_template_load(&t, dir.c_str(), "no-such-template"));
+    EXPECT_TRUE(mentions(last_error(), "no-such-template")) << last_error();
+    EXPECT_EQ(t, sentinel) << "a refused load wrote *out";
+    // A template the engine cannot parse is refused at load.
+    const std::string broken = dir + "/broken";
+    write_chat_folder(broken, R"({"chat_template": "{% for m in messages %}"})");
+    EXPECT_FAILS(trainrt_chat_template_load(&t, broken.c_str(), nullptr));
+
+    ASSERT_EQ(trainrt_chat_template_load(&t, dir.c_str(), nullptr), TRAINRT_OK) << last_error();
+    char buf[8] = "keep";
+    size_t needed = 0;
+    const char* conv = R"([{"role": "user", "content": "hi"}])";
+    EXPECT_NULL_ARG(trainrt_chat_template_render(buf, sizeof buf, &needed, nullptr, conv, 0,
+                                                 nullptr), "tmpl");
+    EXPECT_NULL_ARG(trainrt_chat_template_render(buf, sizeof buf, &needed, t, nullptr, 0,
+                                                 nullptr), "conversation_json");
+    EXPECT_NULL_ARG(trainrt_chat_template_render(nullptr, 5, &needed, t, conv, 0, nullptr),
+                    "buf");
+    EXPECT_MISUSE(trainrt_chat_template_render(buf, sizeof buf, &needed, t, "[{\"role\": ", 0,
+                                               nullptr),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "conversation_json");
+    for (const char* not_a_conversation : {"7", "\"text\"", "null", "true"}) {
+        SCOPED_TRACE(not_a_conversation);
+        EXPECT_MISUSE(trainrt_chat_template_render(buf, sizeof buf, &needed, t,
+                                                   not_a_conversation, 0, nullptr),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "list");
+    }
+    EXPECT_MISUSE(trainrt_chat_template_render(buf, sizeof buf, &needed, t, "{\"tools\": []}", 0,
+                                               nullptr),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "messages");
+    EXPECT_MISUSE(trainrt_chat_template_render(buf, sizeof buf, &needed, t,
+                                               "{\"messages\": {\"role\": \"user\"}}", 0,
+                                               nullptr),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "list");
+    for (const char* vars : {"[]", "\"x\"", "1"}) {
+        SCOPED_TRACE(vars);
+        EXPECT_MISUSE(trainrt_chat_template_render(buf, sizeof buf, &needed, t, conv, 0, vars),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "vars_json");
+    }
+    EXPECT_MISUSE(trainrt_chat_template_render(buf, sizeof buf, &needed, t, conv, 0, "{oops"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "vars_json");
+    EXPECT_STREQ(buf, "keep") << "a refused render wrote buf";
+    // Any add_generation_prompt value is a bool; a NULL needed with a size query is legal.
+    EXPECT_EQ(trainrt_chat_template_render(nullptr, 0, nullptr, t, conv, INT32_MIN, nullptr),
+              TRAINRT_OK) << last_error();
+
+    trainrt_tokenizer* tok = nullptr;
+    ASSERT_EQ(trainrt_tokenizer_load(&tok, dir.c_str()), TRAINRT_OK) << last_error();
+    int32_t ids[4] = {-1, -1, -1, -1};
+    EXPECT_NULL_ARG(trainrt_chat_template_stop_ids(ids, 4, &needed, nullptr, tok), "tmpl");
+    EXPECT_NULL_ARG(trainrt_chat_template_stop_ids(ids, 4, &needed, t, nullptr), "tokenizer");
+    EXPECT_MISUSE(trainrt_chat_template_stop_ids(nullptr, 2, &needed, t, tok),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "ids");
+    EXPECT_EQ(ids[0], -1);
+    // cap 0 with ids: nothing stored, the count given; NULL needed is legal.
+    needed = 0;
+    EXPECT_EQ(trainrt_chat_template_stop_ids(ids, 0, &needed, t, tok), TRAINRT_OK);
+    EXPECT_EQ(needed, 1u);
+    EXPECT_EQ(ids[0], -1);
+    EXPECT_EQ(trainrt_chat_template_stop_ids(ids, 4, nullptr, t, tok), TRAINRT_OK);
+    EXPECT_EQ(ids[0], 300);
+    trainrt_chat_template_destroy(t);
+
+    // Folders whose end-of-turn token cannot be found: none named, one the tokenizer lacks,
+    // generation_config ids out of the tokenizer's range or not numbers.
+    const struct {
+        const char* config;
+        const char* generation;  // nullptr: no generation_config.json
+        const char* word;
+    } cases[] = {
+        {R"({"chat_template": "x"})", nullptr, "eos_token"},
+        {R"({"chat_template": "x", "eos_token": "<|nope|>"})", nullptr, "<|nope|>"},
+        {R"({"chat_template": "x"})", R"({"eos_token_id": 301})", "eos_token_id"},
+        {R"({"chat_template": "x"})", R"({"eos_token_id": [300, -1]})", "eos_token_id"},
+        {R"({"chat_template": "x"})", R"({"eos_token_id": "300"})", "eos_token_id"},
+    };
+    int k = 0;
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.config);
+        const std::string sub = dir + "/eot" + std::to_string(k++);
+        write_chat_folder(sub, c.config);
+        if (c.generation) std::ofstream(sub + "/generation_config.json") << c.generation;
+        trainrt_chat_template* st = nullptr;
+        ASSERT_EQ(trainrt_chat_template_load(&st, sub.c_str(), nullptr), TRAINRT_OK)
+            << last_error();
+        EXPECT_MISUSE(trainrt_chat_template_stop_ids(ids, 4, &needed, st, tok),
+                      TRAINRT_ERR_INVALID_ARGUMENT, c.word);
+        trainrt_chat_template_destroy(st);
+    }
+    trainrt_tokenizer_destroy(tok);
 }
 
 TEST(CapiMisuseTokenizer, BadPathsBuffersAndIds) {
@@ -1182,6 +1371,78 @@ TEST_F(CapiMisuse, SampleRefusesBadBuffersCountsAndOptions) {
     EXPECT_EQ(trainrt_session_sample(out, 2, s, long_prompt.data(), long_prompt.size(), 2, nullptr),
               TRAINRT_OK)
         << last_error();
+}
+
+// trainrt_session_generate: what sample refuses, plus out_n, stop ids without their array or
+// too many of them; and sample refuses stop ids (they go to generate).
+TEST_F(CapiMisuse, GenerateRefusesWhatSampleRefusesAndBadStopIds) {
+    trainrt_session* s = make_session();
+    ASSERT_NE(s, nullptr);
+    const int32_t prompt[] = {3, 17, 8};
+    int32_t out[8];
+    std::fill(std::begin(out), std::end(out), -1);
+    size_t n = 77;
+    EXPECT_NULL_ARG(trainrt_session_generate(nullptr, out, 8, s, prompt, 3, 4, nullptr), "out_n");
+    EXPECT_NULL_ARG(trainrt_session_generate(&n, out, 8, nullptr, prompt, 3, 4, nullptr),
+                    "session");
+    EXPECT_EQ(n, 0u) << "*out_n is 0 after a refused call";
+    EXPECT_NULL_ARG(trainrt_session_generate(&n, out, 8, s, nullptr, 3, 4, nullptr), "prompt");
+    EXPECT_NULL_ARG(trainrt_session_generate(&n, nullptr, 8, s, prompt, 3, 4, nullptr), "out");
+    EXPECT_MISUSE(trainrt_session_generate(&n, out, 8, s, prompt, 0, 4, nullptr),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "prompt");
+    EXPECT_MISUSE(trainrt_session_generate(&n, out, 3, s, prompt, 3, 4, nullptr),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "n_new");
+    EXPECT_MISUSE(trainrt_session_generate(&n, out, SIZE_MAX, s, prompt, 3, SIZE_MAX, nullptr),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "n_new");
+    EXPECT_MISUSE(trainrt_session_generate(&n, out, 8, s, prompt, SIZE_MAX, 4, nullptr),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "n_prompt");
+    const int32_t bad_prompt[] = {3, kV, 8};
+    EXPECT_MISUSE(trainrt_session_generate(&n, out, 8, s, bad_prompt, 3, 4, nullptr),
+                  TRAINRT_ERR_INVALID_ARGUMENT, std::to_string(kV));
+    const int32_t stops[] = {5, 6};
+    {
+        trainrt_sample_options o;
+        trainrt_sample_options_init(&o);
+        o.n_stop_ids = 2;  // stop_ids NULL
+        EXPECT_MISUSE(trainrt_session_generate(&n, out, 8, s, prompt, 3, 4, &o),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "stop_ids");
+        o.stop_ids = stops;
+        o.n_stop_ids = SIZE_MAX;
+        EXPECT_MISUSE(trainrt_session_generate(&n, out, 8, s, prompt, 3, 4, &o),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "n_stop_ids");
+        o.n_stop_ids = 2;
+        o.temperature = -1.0;
+        EXPECT_MISUSE(trainrt_session_generate(&n, out, 8, s, prompt, 3, 4, &o),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "temperature");
+        // sample generates exactly n_new ids: stop ids are refused, naming generate.
+        o.temperature = 1.0;
+        EXPECT_MISUSE(trainrt_session_sample(out, 8, s, prompt, 3, 4, &o),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "trainrt_session_generate");
+        EXPECT_MISUSE(trainrt_session_sample(out, 8, s, prompt, 3, 4, &o),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "n_stop_ids");
+    }
+    for (int32_t v : out) ASSERT_EQ(v, -1) << "out written by a refused call";
+    // A version-1 caller (32 bytes, no stop fields): whatever follows is not read.
+    trainrt_sample_options v1;
+    trainrt_sample_options_init(&v1);
+    v1.struct_size = offsetof(trainrt_sample_options, stop_ids);
+    std::memset(&v1.stop_ids, 0xA5, sizeof v1 - offsetof(trainrt_sample_options, stop_ids));
+    ASSERT_EQ(trainrt_session_generate(&n, out, 8, s, prompt, 3, 4, &v1), TRAINRT_OK)
+        << last_error();
+    EXPECT_EQ(n, 4u);
+    ASSERT_EQ(trainrt_session_sample(out, 8, s, prompt, 3, 4, &v1), TRAINRT_OK) << last_error();
+    // max_new = 0 with no buffer; stop ids outside the vocabulary (they never match).
+    EXPECT_EQ(trainrt_session_generate(&n, nullptr, 0, s, prompt, 3, 0, nullptr), TRAINRT_OK)
+        << last_error();
+    EXPECT_EQ(n, 0u);
+    const int32_t far[] = {-5, kV, INT32_MAX};
+    trainrt_sample_options o;
+    trainrt_sample_options_init(&o);
+    o.stop_ids = far;
+    o.n_stop_ids = 3;
+    ASSERT_EQ(trainrt_session_generate(&n, out, 8, s, prompt, 3, 6, &o), TRAINRT_OK)
+        << last_error();
+    EXPECT_EQ(n, 6u);
 }
 
 TEST_F(CapiMisuse, TrainTakesAnyStepCount) {

@@ -109,6 +109,24 @@ inline std::string tiny_tokenizer_json() {
   "model": {"type": "BPE", "vocab": {)" + vocab + R"(}, "merges": ["h e", "l l", "he ll", "hell o"]}})";
 }
 
+// A chat template that wraps each message as <|role|>content<|eot|> and opens the assistant's
+// turn with <|assistant|> (no quotes: it sits in JSON as is). Prefix rendering holds for it,
+// so prepare's assistant mask is exact.
+inline constexpr const char* kTinyChatTemplate =
+    "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|eot|>{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}";
+
+// A model folder in dir: tiny_tokenizer_json() and a tokenizer_config.json with that chat
+// template and eos_token "<|eot|>" (id 300); `config_json` replaces the config when given.
+inline void write_chat_folder(const std::string& dir, const std::string& config_json = "") {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/tokenizer.json") << tiny_tokenizer_json();
+    std::ofstream(dir + "/tokenizer_config.json")
+        << (config_json.empty() ? std::string(R"({"eos_token": "<|eot|>", "chat_template": ")") +
+                                      kTinyChatTemplate + "\"}"
+                                : config_json);
+}
+
 // ---------------------------------------------------------------- sessions
 
 // A one-layer GPT-2 (V 32, C 16) over train.bin / val.bin, constant lr, one thread: the base

@@ -413,6 +413,56 @@ TEST_F(CppWrapper, SampleIsDeterministicAndMatchesTheCApi) {
     EXPECT_EQ(s.sample(prompt, 4).size(), 4u);  // default options
 }
 
+TEST_F(CppWrapper, GenerateStopsAtAStopIdAndSampleRefusesThem) {
+    trainrt::Session s = session();
+    s.step();
+    const std::vector<int32_t> prompt = {3, 17, 8};
+    trainrt::SampleOptions o;
+    o.temperature = 0;  // greedy: the first id is known from sample
+    const std::vector<int32_t> a = s.sample(prompt, 5, o);
+    EXPECT_EQ(s.generate(prompt, 5, o), a);  // no stop ids: max_new ids
+    o.stop_ids = {a[0]};
+    EXPECT_EQ(s.generate(prompt, 5, o), std::vector<int32_t>{a[0]});
+    EXPECT_TRAINRT_ERROR(s.sample(prompt, 5, o), TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_TRUE(s.generate(prompt, 0, o).empty());
+}
+
+TEST_F(CppWrapper, ChatTemplateRendersGivesStopIdsAndPreparesChatData) {
+    const std::string model = dir_ + "/model";
+    write_chat_folder(model);
+    const trainrt::ChatTemplate t = trainrt::ChatTemplate::load(model);
+    const std::string conv = R"([{"role": "user", "content": "hi"}])";
+    EXPECT_EQ(t.render(conv), "<|user|>hi<|eot|>");
+    EXPECT_EQ(t.render(conv, true), "<|user|>hi<|eot|><|assistant|>");
+    EXPECT_EQ(t.render(conv, false, R"({"unused": 1})"), "<|user|>hi<|eot|>");
+    EXPECT_TRAINRT_ERROR(t.render("[1"), TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_TRAINRT_ERROR(t.render(conv, false, "[]"), TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_TRAINRT_ERROR(trainrt::ChatTemplate::load(model, "nope"),
+                         TRAINRT_ERR_INVALID_ARGUMENT);
+    const trainrt::Tokenizer tok = trainrt::Tokenizer::load(model);
+    EXPECT_EQ(t.stop_ids(tok), std::vector<int32_t>{300});
+    std::ofstream(model + "/generation_config.json") << R"({"eos_token_id": [300, 10]})";
+    EXPECT_EQ(t.stop_ids(tok), (std::vector<int32_t>{300, 10}));
+
+    const std::string chat = dir_ + "/chat.jsonl";
+    std::ofstream(chat) << R"({"prompt": [{"role": "user", "content": "hi"}], )"
+                           R"("completion": [{"role": "assistant", "content": "yo"}]})" "\n";
+    trainrt::PrepareTextOptions po;
+    po.tokenizer = model;
+    po.val_fraction = 0;
+    po.chat = true;
+    const trainrt_prepare_result r = trainrt::prepare_text({chat}, dir_ + "/data", po);
+    EXPECT_EQ(r.examples, 1);
+    EXPECT_EQ(r.train_tokens, 27);
+    EXPECT_EQ(r.target_tokens, 3);  // the completion: y, o, <|eot|>
+    EXPECT_TRUE(fs::exists(dir_ + "/data/mask_train.bin"));
+    po.loss_mask = trainrt::LossMask::All;
+    EXPECT_EQ(trainrt::prepare_text({chat}, dir_ + "/data", po).target_tokens, 26);
+    po.shard_tokens = 100;
+    EXPECT_TRAINRT_ERROR(trainrt::prepare_text({chat}, dir_ + "/data", po),
+                         TRAINRT_ERR_INVALID_ARGUMENT);
+}
+
 // ====================================================================== train
 
 TEST_F(CppWrapper, TrainCallsTheProgressCallbackAndCanStopIt) {

@@ -51,11 +51,16 @@ pub const TRAINRT_STEP_RESULT_VERSION: u32 = 1;
 pub const TRAINRT_EVAL_RESULT_VERSION: u32 = 1;
 pub const TRAINRT_METRICS_VERSION: u32 = 4;
 pub const TRAINRT_PROGRESS_VERSION: u32 = 1;
-pub const TRAINRT_SAMPLE_OPTIONS_VERSION: u32 = 1;
+pub const TRAINRT_SAMPLE_OPTIONS_VERSION: u32 = 2;
 pub const TRAINRT_MODEL_INFO_VERSION: u32 = 2;
-pub const TRAINRT_PREPARE_OPTIONS_VERSION: u32 = 2;
-pub const TRAINRT_PREPARE_RESULT_VERSION: u32 = 2;
+pub const TRAINRT_PREPARE_OPTIONS_VERSION: u32 = 3;
+pub const TRAINRT_PREPARE_RESULT_VERSION: u32 = 3;
 pub const TRAINRT_PARAM_INFO_VERSION: u32 = 1;
+
+pub const TRAINRT_LOSS_MASK_DEFAULT: i32 = 0;
+pub const TRAINRT_LOSS_MASK_ASSISTANT: i32 = 1;
+pub const TRAINRT_LOSS_MASK_COMPLETION: i32 = 2;
+pub const TRAINRT_LOSS_MASK_ALL: i32 = 3;
 
 pub const TRAINRT_PARAM_ROLE_TOKEN_EMBEDDING: i32 = 0;
 pub const TRAINRT_PARAM_ROLE_POSITION_EMBEDDING: i32 = 1;
@@ -82,6 +87,12 @@ pub struct trainrt_session {
 /// Opaque `trainrt_tokenizer` (immutable once loaded: usable by several threads at once).
 #[repr(C)]
 pub struct trainrt_tokenizer {
+    _private: [u8; 0],
+}
+
+/// Opaque `trainrt_chat_template` (immutable once loaded: usable by several threads at once).
+#[repr(C)]
+pub struct trainrt_chat_template {
     _private: [u8; 0],
 }
 
@@ -228,6 +239,9 @@ pub struct trainrt_sample_options {
     pub top_k: i32,
     pub reserved: i32,
     pub seed: u64,
+    /// Version 2: ids that end `trainrt_session_generate`; `n_stop_ids` of them.
+    pub stop_ids: *const i32,
+    pub n_stop_ids: usize,
 }
 
 impl Default for trainrt_sample_options {
@@ -240,6 +254,8 @@ impl Default for trainrt_sample_options {
             top_k: 0,
             reserved: 0,
             seed: 1337,
+            stop_ids: std::ptr::null(),
+            n_stop_ids: 0,
         }
     }
 }
@@ -290,6 +306,11 @@ pub struct trainrt_prepare_options {
     pub progress_payload: *mut c_void,
     /// Version 2.
     pub shard_tokens: i64,
+    /// Version 3: chat data (`TRAINRT_LOSS_MASK_*`).
+    pub chat: i32,
+    pub loss_mask: i32,
+    pub chat_template: *const c_char,
+    pub template_vars: *const c_char,
 }
 
 impl Default for trainrt_prepare_options {
@@ -306,6 +327,10 @@ impl Default for trainrt_prepare_options {
             progress: None,
             progress_payload: std::ptr::null_mut(),
             shard_tokens: 0,
+            chat: 0,
+            loss_mask: 0,
+            chat_template: std::ptr::null(),
+            template_vars: std::ptr::null(),
         }
     }
 }
@@ -326,6 +351,10 @@ pub struct trainrt_prepare_result {
     /// Version 2.
     pub train_shards: i32,
     pub val_shards: i32,
+    /// Version 3 (chat data).
+    pub examples: i64,
+    pub target_tokens: i64,
+    pub per_turn: i64,
 }
 
 impl Default for trainrt_prepare_result {
@@ -344,6 +373,9 @@ impl Default for trainrt_prepare_result {
             reserved: 0,
             train_shards: 0,
             val_shards: 0,
+            examples: 0,
+            target_tokens: 0,
+            per_turn: 0,
         }
     }
 }
@@ -590,6 +622,16 @@ extern "C" {
         n_new: usize,
         options: *const trainrt_sample_options,
     ) -> trainrt_status;
+    pub fn trainrt_session_generate(
+        out_n: *mut usize,
+        out: *mut i32,
+        out_cap: usize,
+        session: *mut trainrt_session,
+        prompt: *const i32,
+        n_prompt: usize,
+        max_new: usize,
+        options: *const trainrt_sample_options,
+    ) -> trainrt_status;
 
     pub fn trainrt_param_info_init(info: *mut trainrt_param_info);
     pub fn trainrt_session_param_count(
@@ -695,6 +737,29 @@ extern "C" {
         tokenizer: *const trainrt_tokenizer,
         token: *const c_char,
     ) -> trainrt_status;
+
+    pub fn trainrt_chat_template_load(
+        out: *mut *mut trainrt_chat_template,
+        folder: *const c_char,
+        name: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_chat_template_destroy(tmpl: *mut trainrt_chat_template);
+    pub fn trainrt_chat_template_render(
+        buf: *mut c_char,
+        cap: usize,
+        needed: *mut usize,
+        tmpl: *const trainrt_chat_template,
+        conversation_json: *const c_char,
+        add_generation_prompt: i32,
+        vars_json: *const c_char,
+    ) -> trainrt_status;
+    pub fn trainrt_chat_template_stop_ids(
+        ids: *mut i32,
+        cap: usize,
+        needed: *mut usize,
+        tmpl: *const trainrt_chat_template,
+        tokenizer: *const trainrt_tokenizer,
+    ) -> trainrt_status;
 }
 
 #[cfg(test)]
@@ -720,10 +785,23 @@ mod tests {
             124
         );
         assert_eq!(size_of::<trainrt_progress>(), 96);
-        assert_eq!(size_of::<trainrt_sample_options>(), 32);
+        assert_eq!(size_of::<trainrt_sample_options>(), 48); // v2: stop_ids at 32
         assert_eq!(size_of::<trainrt_model_info>(), 64); // v2: trainable_parameters at 56
-        assert_eq!(size_of::<trainrt_prepare_options>(), 64);
-        assert_eq!(size_of::<trainrt_prepare_result>(), 64);
+        assert_eq!(size_of::<trainrt_prepare_options>(), 88); // v3: chat at 64
+        assert_eq!(size_of::<trainrt_prepare_result>(), 88); // v3: examples at 64
+        let o = trainrt_sample_options::default();
+        let at = |f: usize| f - &o as *const trainrt_sample_options as usize;
+        assert_eq!(at(&o.stop_ids as *const *const i32 as usize), 32);
+        let po = trainrt_prepare_options::default();
+        assert_eq!(
+            &po.chat as *const i32 as usize - &po as *const trainrt_prepare_options as usize,
+            64
+        );
+        let pr = trainrt_prepare_result::default();
+        assert_eq!(
+            &pr.examples as *const i64 as usize - &pr as *const trainrt_prepare_result as usize,
+            64
+        );
         assert_eq!(align_of::<trainrt_metrics>(), 8);
         assert_eq!(size_of::<trainrt_param_info>(), 72);
         let p = trainrt_param_info::default();

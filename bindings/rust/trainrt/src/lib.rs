@@ -23,14 +23,15 @@
 //! needs_sync::<trainrt::Session>();
 //! ```
 //!
-//! [`Tokenizer`] is the exception: a loaded tokenizer is immutable and the C API lets several
-//! threads use one at once, so it is `Send + Sync` and every method takes `&self`.
+//! [`Tokenizer`] and [`ChatTemplate`] are the exception: a loaded tokenizer is immutable and the C API lets several
+//! threads use one at once, so they are `Send + Sync` and every method takes `&self`.
 //!
 //! Callbacks (log sinks, the progress callbacks of [`Session::train_with`] and
 //! [`prepare_text_with`]) are Rust closures; they run inside `extern "C"` trampolines that
 //! catch panics, so no unwinding crosses into C.
 
 mod callbacks;
+mod chat;
 mod config;
 mod error;
 mod params;
@@ -39,6 +40,7 @@ mod tokenizer;
 mod util;
 
 pub use callbacks::{set_default_log, LogCallback, LogLevel};
+pub use chat::ChatTemplate;
 pub use config::{Config, ModelInfo};
 pub use error::{Error, Result, Status};
 pub use params::{ParamInfo, ParamRole};
@@ -47,7 +49,9 @@ pub use session::{
     EvalResult, Metrics, Progress, ProgressKind, SampleOptions, Session, StepResult, StopHandle,
     TrainOutcome,
 };
-pub use tokenizer::{prepare_text, prepare_text_with, PrepareOptions, PrepareResult, Tokenizer};
+pub use tokenizer::{
+    prepare_text, prepare_text_with, LossMask, PrepareOptions, PrepareResult, Tokenizer,
+};
 
 /// Raw declarations, for what this crate does not wrap.
 pub use trainrt_sys as sys;

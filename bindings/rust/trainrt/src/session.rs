@@ -624,6 +624,48 @@ impl Session {
         Ok(out)
     }
 
+    /// Up to `max_new` tokens continuing `prompt`, ending after one of `stop_ids` (the last
+    /// id returned; a chat model's end-of-turn: [`crate::ChatTemplate::stop_ids`]) when one
+    /// comes (training state unchanged).
+    pub fn generate(
+        &mut self,
+        prompt: &[i32],
+        max_new: usize,
+        options: &SampleOptions,
+        stop_ids: &[i32],
+    ) -> Result<Vec<i32>> {
+        let o = sys::trainrt_sample_options {
+            temperature: options.temperature,
+            top_k: options.top_k,
+            seed: options.seed,
+            stop_ids: if stop_ids.is_empty() {
+                std::ptr::null()
+            } else {
+                stop_ids.as_ptr()
+            },
+            n_stop_ids: stop_ids.len(),
+            ..Default::default()
+        };
+        let mut out = vec![0i32; max_new];
+        let mut n = 0usize;
+        let raw = self.raw();
+        // SAFETY: out has max_new slots; prompt and stop_ids valid for their lengths.
+        check(unsafe {
+            sys::trainrt_session_generate(
+                &mut n,
+                out.as_mut_ptr(),
+                out.len(),
+                raw,
+                prompt.as_ptr(),
+                prompt.len(),
+                max_new,
+                &o,
+            )
+        })?;
+        out.truncate(n);
+        Ok(out)
+    }
+
     /// The raw handle (still owned by this Session).
     pub fn as_raw(&mut self) -> *mut sys::trainrt_session {
         self.raw()

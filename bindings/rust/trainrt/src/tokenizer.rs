@@ -165,6 +165,31 @@ pub struct PrepareOptions {
     /// 0: one `train.bin` and `val.bin`. N: `train_000000.bin`, `train_000001.bin`, ... (and
     /// `val_*.bin`) of at most N tokens each.
     pub shard_tokens: i64,
+    /// Chat data: `tokenizer` is a model folder with a chat template; each input line is a
+    /// conversation rendered with it, and `mask_train.bin` / `mask_val.bin` hold each
+    /// token's loss mask. `jsonl_field` and `shard_tokens` must be unset.
+    pub chat: bool,
+    /// Which tokens of a chat example are targets.
+    pub loss_mask: LossMask,
+    /// One of the folder's named templates; `None` = `"default"`.
+    pub chat_template: Option<String>,
+    /// A JSON object of more template variables.
+    pub template_vars: Option<String>,
+}
+
+/// Which tokens of a chat example are targets (`TRAINRT_LOSS_MASK_*`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(i32)]
+pub enum LossMask {
+    /// Assistant for `"messages"`, completion for prompt-completion.
+    #[default]
+    Default = sys::TRAINRT_LOSS_MASK_DEFAULT,
+    /// Every assistant turn, its end-of-turn token included.
+    Assistant = sys::TRAINRT_LOSS_MASK_ASSISTANT,
+    /// The completion; of `"messages"`, the last assistant turn.
+    Completion = sys::TRAINRT_LOSS_MASK_COMPLETION,
+    /// Every token but the first.
+    All = sys::TRAINRT_LOSS_MASK_ALL,
 }
 
 impl PrepareOptions {
@@ -194,6 +219,13 @@ pub struct PrepareResult {
     /// Shard files written per split (1 without `shard_tokens`).
     pub train_shards: i32,
     pub val_shards: i32,
+    /// Chat data (`documents` then counts the conversations): examples written (a
+    /// conversation in the per-turn form gives several).
+    pub examples: i64,
+    /// Chat data: the tokens of both splits whose loss counts.
+    pub target_tokens: i64,
+    /// Chat data: conversations written one example per assistant turn.
+    pub per_turn: i64,
 }
 
 /// Tokenizes `inputs` (read in order) with a Hugging Face tokenizer into llm.c shards,
@@ -233,6 +265,8 @@ fn prepare<P: AsRef<Path>>(
     let out = cpath(out_dir)?;
     let tokenizer = cpath(&options.tokenizer)?;
     let field = options.jsonl_field.as_deref().map(cstring).transpose()?;
+    let name = options.chat_template.as_deref().map(cstring).transpose()?;
+    let vars = options.template_vars.as_deref().map(cstring).transpose()?;
     let mut state = progress.map(|f| PrepareProgressState { f, panic: None });
     let (cb, payload): (sys::trainrt_prepare_progress_fn, *mut c_void) = match &mut state {
         Some(s) => (
@@ -247,6 +281,10 @@ fn prepare<P: AsRef<Path>>(
         val_fraction: options.val_fraction,
         threads: options.threads,
         shard_tokens: options.shard_tokens,
+        chat: i32::from(options.chat),
+        loss_mask: options.loss_mask as i32,
+        chat_template: name.as_ref().map_or(ptr::null(), |n| n.as_ptr()),
+        template_vars: vars.as_ref().map_or(ptr::null(), |v| v.as_ptr()),
         progress: cb,
         progress_payload: payload,
         ..Default::default()
@@ -270,5 +308,8 @@ fn prepare<P: AsRef<Path>>(
         eos_id: r.eos_id,
         train_shards: r.train_shards,
         val_shards: r.val_shards,
+        examples: r.examples,
+        target_tokens: r.target_tokens,
+        per_turn: r.per_turn,
     })
 }

@@ -4,47 +4,9 @@ use std::path::{Path, PathBuf};
 use trainrt::{PrepareOptions, Status, Tokenizer};
 mod common;
 
-/// GPT-2's byte alphabet: byte b stands for itself when printable, else U+0100 onward.
-fn byte_char(b: u32) -> char {
-    let keep = |k: u32| (0x21..=0x7E).contains(&k) || (0xA1..=0xAC).contains(&k) || k >= 0xAE;
-    let c = if keep(b) {
-        b
-    } else {
-        0x100 + (0..b).filter(|&k| !keep(k)).count() as u32
-    };
-    char::from_u32(c).unwrap()
-}
-
-/// The tiny byte-level BPE of tests/unit/capi/capi_test_util.h (tiny_tokenizer_json): bytes
-/// are ids 0..255; "he" 256, "ll" 257, "hell" 258, "hello" 259; "<|eot|>" 300. Written as
-/// `dir/tokenizer.json`, whose path is returned.
-fn write_tiny_tokenizer(dir: &Path) -> PathBuf {
-    let mut vocab = String::new();
-    for b in 0..256u32 {
-        let c = byte_char(b);
-        let key = if c == '"' || c == '\\' {
-            format!("\\{c}")
-        } else {
-            c.to_string()
-        };
-        vocab += &format!("\"{key}\": {b}, ");
-    }
-    vocab += r#""he": 256, "ll": 257, "hell": 258, "hello": 259"#;
-    let json = format!(
-        r#"{{"added_tokens": [{{"id": 300, "content": "<|eot|>", "special": true}}],
-  "normalizer": null,
-  "pre_tokenizer": {{"type": "ByteLevel", "add_prefix_space": false, "use_regex": true}},
-  "decoder": {{"type": "ByteLevel"}},
-  "model": {{"type": "BPE", "vocab": {{{vocab}}}, "merges": ["h e", "l l", "he ll", "hell o"]}}}}"#
-    );
-    let path = dir.join("tokenizer.json");
-    std::fs::write(&path, json).unwrap();
-    path
-}
-
 fn tiny(name: &str) -> (PathBuf, Tokenizer) {
     let dir = common::tmp(name);
-    let tok = Tokenizer::load(write_tiny_tokenizer(&dir)).unwrap();
+    let tok = Tokenizer::load(common::write_tiny_tokenizer(&dir)).unwrap();
     (dir, tok)
 }
 
@@ -144,7 +106,7 @@ fn one_tokenizer_serves_many_threads_at_once() {
 #[test]
 fn prepare_text_writes_shards() {
     let dir = common::tmp("prep-text");
-    write_tiny_tokenizer(&dir);
+    common::write_tiny_tokenizer(&dir);
     std::fs::write(
         dir.join("tokenizer_config.json"),
         r#"{"eos_token": "<|eot|>"}"#,
@@ -207,7 +169,7 @@ fn prepare_text_writes_shards() {
 #[test]
 fn panic_in_prepare_progress_is_reraised_after_c_returns() {
     let dir = common::tmp("prep-panic");
-    write_tiny_tokenizer(&dir);
+    common::write_tiny_tokenizer(&dir);
     std::fs::write(
         dir.join("tokenizer_config.json"),
         r#"{"eos_token": "<|eot|>"}"#,
@@ -232,7 +194,7 @@ fn panic_in_prepare_progress_is_reraised_after_c_returns() {
 #[test]
 fn prepare_progress_can_stop_the_run() {
     let dir = common::tmp("prep-stop");
-    write_tiny_tokenizer(&dir);
+    common::write_tiny_tokenizer(&dir);
     std::fs::write(
         dir.join("tokenizer_config.json"),
         r#"{"eos_token": "<|eot|>"}"#,
