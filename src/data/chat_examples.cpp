@@ -43,6 +43,17 @@ size_t trim_end(const std::string& text, size_t begin, size_t end) {
     return end;
 }
 
+// A template that writes the generation prompt whatever add_generation_prompt says (a base
+// model's, such as Llama 3's) ends every rendering with the next assistant header, so prefix
+// rendering would make that header part of each turn's targets.
+[[noreturn]] void refuse_base_template(const chat::FolderTemplate& tmpl, const std::string& where) {
+    fail(Status::InvalidArgument, where, ": the chat template (", tmpl.origin, ") renders the "
+         "same text with and without add_generation_prompt (it always opens a new assistant "
+         "turn, as base models' templates do), so where an assistant turn ends cannot be told; "
+         "use the instruct model's template (--template NAME, or its folder) or the all loss "
+         "mask");
+}
+
 struct Renderer {
     const chat::FolderTemplate& tmpl;
     const Value* tools;
@@ -105,6 +116,10 @@ std::vector<ChatText> chat_texts(const chat::FolderTemplate& tmpl, const Value& 
             Value all = *prompt;
             all.arr.insert(all.arr.end(), completion->arr.begin(), completion->arr.end());
             c.text = r.render(all, false).text;
+            // As for "messages": a base template's rendering ends with the next assistant
+            // header, which would end the completion's targets.
+            if (mode == LossMask::Completion && r.render(all, true).text == c.text)
+                refuse_base_template(tmpl, where);
             if (!starts_with(c.text, head))
                 fail(Status::InvalidArgument, where, ": the chat template renders the prompt "
                      "(with the generation prompt) as something that does not begin the whole "
@@ -115,7 +130,8 @@ std::vector<ChatText> chat_texts(const chat::FolderTemplate& tmpl, const Value& 
             fail(Status::InvalidArgument, where, ": \"prompt\" and \"completion\" must both be "
                  "strings or both be lists of messages");
         }
-        c.targets = {{mode == LossMask::All ? 0 : split, trim_end(c.text, split, c.text.size())}};
+        c.targets = {mode == LossMask::All ? std::make_pair(size_t(0), c.text.size())
+                                           : std::make_pair(split, trim_end(c.text, split, c.text.size()))};
         return {c};
     }
 
@@ -138,15 +154,8 @@ std::vector<ChatText> chat_texts(const chat::FolderTemplate& tmpl, const Value& 
         fail(Status::InvalidArgument, where, ": the conversation has no assistant message, so "
              "nothing is a target under the ", mode == LossMask::Assistant ? "assistant" :
              "completion", " loss mask (use the all mask to train on every token)");
-    // A template that writes the generation prompt whatever add_generation_prompt says (a base
-    // model's, such as Llama 3's) ends every rendering with the next assistant header, so
-    // prefix rendering would make that header part of each turn's targets.
     if (!tmpl.tmpl.has_generation_blocks() && r.render(*messages, true).text == whole.text)
-        fail(Status::InvalidArgument, where, ": the chat template (", tmpl.origin, ") renders "
-             "the same text with and without add_generation_prompt (it always opens a new "
-             "assistant turn, as base models' templates do), so where an assistant turn ends "
-             "cannot be told; use the instruct model's template (--template NAME, or its "
-             "folder) or the all loss mask");
+        refuse_base_template(tmpl, where);
     if (tmpl.tmpl.has_generation_blocks()) {
         if (full.generation_spans.empty())
             fail(Status::InvalidArgument, where, ": the chat template has {% generation %} "
@@ -204,38 +213,52 @@ void encode_chat_text(const tok::Tokenizer& t, const ChatText& c, const std::str
                       std::vector<uint32_t>& ids, std::vector<uint8_t>& mask) {
     ids = t.encode(c.text);
     mask.assign(ids.size(), 0);
-    // The pieces between span edges, encoded one by one, must give the same ids: then every
-    // edge falls between tokens and the mask is exact.
-    std::vector<size_t> edges{0};
+    std::vector<size_t> edges{0};  // alternate: outside, target, outside, ...
     for (const auto& s : c.targets) {
-        if (s.first > s.second || s.second > c.text.size())
-            fail(Status::Internal, where, ": target span out of order");
+        if (s.first > s.second || s.second > c.text.size() || s.first < edges.back())
+            fail(Status::Internal, where, ": target spans out of order");
         edges.push_back(s.first);
         edges.push_back(s.second);
     }
     edges.push_back(c.text.size());
-    size_t at = 0;  // ids so far
-    for (size_t e = 0; e + 1 < edges.size(); ++e) {
-        if (edges[e + 1] < edges[e])
-            fail(Status::Internal, where, ": target spans overlap");
-        if (edges[e + 1] == edges[e]) continue;
+    // before[e]: how many of the ids encode the bytes before edges[e]. Usually the pieces
+    // between edges, encoded one by one, give the whole's ids, which puts every edge between
+    // two tokens in one encode of the text.
+    std::vector<size_t> before(edges.size(), 0);
+    bool pieces_hold = true;
+    for (size_t e = 0, at = 0; e + 1 < edges.size() && pieces_hold; ++e) {
         const std::vector<uint32_t> piece =
             t.encode(std::string_view(c.text).substr(edges[e], edges[e + 1] - edges[e]));
-        const bool target = e % 2 == 1;  // edges alternate: outside, target, outside, ...
-        if (at + piece.size() > ids.size() ||
-            !std::equal(piece.begin(), piece.end(), ids.begin() + static_cast<std::ptrdiff_t>(at)))
-            fail(Status::InvalidArgument, where, ": the tokenizer joins bytes across the edge of "
-                 "a target span at byte ", target ? edges[e] : edges[e + 1], " of the rendered "
-                 "text into one token, so the loss mask cannot follow the span exactly; the "
-                 "example is refused rather than masked wrongly (the all mask has no edges)");
-        if (target) std::fill(mask.begin() + static_cast<std::ptrdiff_t>(at),
-                              mask.begin() + static_cast<std::ptrdiff_t>(at + piece.size()),
-                              static_cast<uint8_t>(kMaskTarget));
+        pieces_hold = at + piece.size() <= ids.size() &&
+                      std::equal(piece.begin(), piece.end(),
+                                 ids.begin() + static_cast<std::ptrdiff_t>(at));
         at += piece.size();
+        before[e + 1] = at;
     }
-    if (at != ids.size())
-        fail(Status::InvalidArgument, where, ": the rendered text's pieces encode to ", at,
-             " ids, the whole to ", ids.size(), "; the loss mask cannot be exact");
+    if (!pieces_hold || before.back() != ids.size()) {
+        // A piece can encode otherwise alone while its edge is still a token edge of the whole
+        // (DeepSeek V3's pre-tokenizer keeps "<" with an emoji before it, where "<html" alone
+        // is one token): then the bytes before the edge encode to a prefix of the whole's ids.
+        for (size_t e = 1; e < edges.size(); ++e) {
+            if (edges[e] == edges[e - 1] || edges[e] == c.text.size()) {
+                before[e] = edges[e] == c.text.size() ? ids.size() : before[e - 1];
+                continue;
+            }
+            const std::vector<uint32_t> head =
+                t.encode(std::string_view(c.text).substr(0, edges[e]));
+            if (head.size() > ids.size() || head.size() < before[e - 1] ||
+                !std::equal(head.begin(), head.end(), ids.begin()))
+                fail(Status::InvalidArgument, where, ": the tokenizer joins bytes across the "
+                     "edge of a target span at byte ", edges[e], " of the rendered text into "
+                     "one token, so the loss mask cannot follow the span exactly; the example "
+                     "is refused rather than masked wrongly (the all mask has no edges)");
+            before[e] = head.size();
+        }
+    }
+    for (size_t e = 1; e + 1 < edges.size(); e += 2)
+        std::fill(mask.begin() + static_cast<std::ptrdiff_t>(before[e]),
+                  mask.begin() + static_cast<std::ptrdiff_t>(before[e + 1]),
+                  static_cast<uint8_t>(kMaskTarget));
     if (!ids.empty()) mask[0] = static_cast<uint8_t>(kMaskBegins);
 }
 

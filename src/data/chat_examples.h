@@ -13,7 +13,7 @@
 //              token included (whitespace after the turn's last token is not);
 //   completion (default for prompt-completion) the completion; for "messages", the last
 //              assistant turn only;
-//   all        every token but the first.
+//   all        every token but the first (trailing whitespace included).
 // The spans come from the template's {% generation %} blocks when it has them, else from
 // prefix rendering: turn i begins where render(messages[:i], add_generation_prompt) ends and
 // ends where render(messages[:i+1]) ends, each of which must be a prefix of the whole render.
@@ -21,8 +21,8 @@
 // message) makes the conversation one example per assistant turn instead: messages[:i+1]
 // rendered as the model sees it at that turn, only turn i a target (the per-turn form). A
 // template that renders the same with and without add_generation_prompt (a base model's, which
-// always opens a new assistant turn) is refused for the assistant and completion masks: the
-// end of a turn cannot be told from it.
+// always opens a new assistant turn) is refused for the assistant and completion masks (a
+// prompt-completion line of messages too): the end of a turn cannot be told from it.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -58,8 +58,8 @@ std::vector<ChatText> chat_texts(const chat::FolderTemplate& tmpl, const json::V
                                  bool* per_turn);
 
 // ids and mask values (kMaskTarget, kMaskBegins) of one example: the text encoded whole, and
-// each target byte range must be whole tokens of that encoding (the pieces between the range
-// edges encode to the same ids): else Error(InvalidArgument) naming `where` and the byte.
+// each target byte range must be whole tokens of that encoding (the text before each range
+// edge encodes to a prefix of the ids): else Error(InvalidArgument) naming `where` and the byte.
 void encode_chat_text(const tok::Tokenizer& t, const ChatText& c, const std::string& where,
                       std::vector<uint32_t>& ids, std::vector<uint8_t>& mask);
 
