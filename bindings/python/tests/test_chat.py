@@ -47,6 +47,17 @@ class ChatTemplateTest(TestCase):
         long = [{"role": "user", "content": "x" * 5000}]
         self.assertEqual(len(t.render(long)), 5000 + len("<|user|><|eot|>"))
 
+    def test_generation_spans(self) -> None:
+        t = self.own(trainrt.ChatTemplate(chat_folder({"chat_template": (
+            "{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}"
+            "{{ m.content }}{% endgeneration %}{% else %}{{ m.content }}{% endif %}"
+            "{% endfor %}")})))
+        conv = [{"role": "user", "content": "\u00e9"}, {"role": "assistant", "content": "ab"}]
+        self.assertEqual(t.render(conv), "\u00e9ab")
+        self.assertEqual(t.generation_spans(conv), [(2, 4)])  # bytes: the é is two
+        plain = self.own(trainrt.ChatTemplate(chat_folder()))
+        self.assertEqual(plain.generation_spans(CONVERSATION), [])
+
     def test_named_templates_and_variables(self) -> None:
         d = chat_folder({"chat_template": [
             {"name": "default", "template": "{{ messages[0].content }}"},

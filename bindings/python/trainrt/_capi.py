@@ -355,6 +355,8 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "trainrt_chat_template_destroy": (None, [_P]),
     "trainrt_chat_template_render": ("status", [_P, c_size_t, _Psize, _P, _s, c_int32, _s]),
     "trainrt_chat_template_stop_ids": ("status", [_P, c_size_t, _Psize, _P, _P]),
+    "trainrt_chat_template_generation_spans": ("status", [_Psize, c_size_t, _Psize, _P, _s,
+                                                           c_int32, _s]),
     "trainrt_tokenizer_train_options_init": (None, [POINTER(TokenizerTrainOptions)]),
     "trainrt_tokenizer_train_result_init": (None, [POINTER(TokenizerTrainResult)]),
     "trainrt_tokenizer_train": ("status", [POINTER(TokenizerTrainResult), POINTER(c_char_p),

@@ -6,7 +6,7 @@ import array
 import json
 import threading
 from ctypes import byref, c_size_t, c_void_p
-from typing import Any, List, Mapping, Optional, Sequence, Union
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._capi import C, encode_path, encode_str, get_string
 from ._guard import Closeable
@@ -100,6 +100,30 @@ class ChatTemplate(Closeable):
         finally:
             self._exit()
         return text.decode("utf-8", "replace")
+
+    def generation_spans(self, conversation: Conversation, add_generation_prompt: bool = False,
+                         variables: Union[None, str, Mapping[str, Any]] = None
+                         ) -> List[Tuple[int, int]]:
+        """The (begin, end) byte ranges of :meth:`render`'s text written inside the template's
+        ``{% generation %}`` blocks (what transformers' return_assistant_tokens_mask marks);
+        ``[]`` for a template without them. Arguments as :meth:`render`."""
+        conv = _json_arg(conversation, "conversation")
+        vars_json = _json_arg(variables, "variables") if variables is not None else None
+        agp = 1 if add_generation_prompt else 0
+        h = self._enter()
+        try:
+            needed = c_size_t(0)
+            C.trainrt_chat_template_generation_spans(None, 0, byref(needed), h, conv, agp,
+                                                     vars_json)
+            while True:
+                cap = needed.value
+                ranges = (c_size_t * max(1, cap))()
+                C.trainrt_chat_template_generation_spans(ranges, cap, byref(needed), h, conv,
+                                                         agp, vars_json)
+                if needed.value <= cap:
+                    return [(ranges[i], ranges[i + 1]) for i in range(0, needed.value, 2)]
+        finally:
+            self._exit()
 
     def stop_ids(self, tokenizer: Tokenizer) -> List[int]:
         """The ids a reply ends with (generation_config.json's eos_token_id, else

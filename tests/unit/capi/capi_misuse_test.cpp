@@ -97,7 +97,7 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_session_eval_text),     TRT_ENTRY(trainrt_session_step_masked),
     TRT_ENTRY(trainrt_session_generate),      TRT_ENTRY(trainrt_chat_template_load),
     TRT_ENTRY(trainrt_chat_template_destroy), TRT_ENTRY(trainrt_chat_template_render),
-    TRT_ENTRY(trainrt_chat_template_stop_ids),
+    TRT_ENTRY(trainrt_chat_template_stop_ids), TRT_ENTRY(trainrt_chat_template_generation_spans),
 };
 #undef TRT_ENTRY
 
@@ -671,6 +671,25 @@ TEST(CapiMisuseChat, TemplateLoadRenderAndStopIdsRefuseBadArguments) {
     // Any add_generation_prompt value is a bool; a NULL needed with a size query is legal.
     EXPECT_EQ(trainrt_chat_template_render(nullptr, 0, nullptr, t, conv, INT32_MIN, nullptr),
               TRAINRT_OK) << last_error();
+    // generation_spans takes render's arguments and refuses them alike.
+    size_t ranges[4] = {7, 7, 7, 7};
+    EXPECT_NULL_ARG(trainrt_chat_template_generation_spans(ranges, 4, &needed, nullptr, conv, 0,
+                                                           nullptr), "tmpl");
+    EXPECT_NULL_ARG(trainrt_chat_template_generation_spans(ranges, 4, &needed, t, nullptr, 0,
+                                                           nullptr), "conversation_json");
+    EXPECT_NULL_ARG(trainrt_chat_template_generation_spans(nullptr, 4, &needed, t, conv, 0,
+                                                           nullptr), "ranges");
+    EXPECT_MISUSE(trainrt_chat_template_generation_spans(ranges, 4, &needed, t, "{\"tools\": []}",
+                                                         0, nullptr),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "messages");
+    EXPECT_MISUSE(trainrt_chat_template_generation_spans(ranges, 4, &needed, t, conv, 0, "[]"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "vars_json");
+    EXPECT_EQ(ranges[0], 7u) << "a refused call wrote ranges";
+    // A template without generation blocks has none.
+    needed = 99;
+    EXPECT_EQ(trainrt_chat_template_generation_spans(nullptr, 0, &needed, t, conv, 0, nullptr),
+              TRAINRT_OK) << last_error();
+    EXPECT_EQ(needed, 0u);
 
     trainrt_tokenizer* tok = nullptr;
     ASSERT_EQ(trainrt_tokenizer_load(&tok, dir.c_str()), TRAINRT_OK) << last_error();
