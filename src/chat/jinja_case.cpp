@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "chat/jinja_value.h"
+#include "core/utf8.h"
 
 namespace trt::chat {
 
@@ -22,24 +23,6 @@ std::vector<uint32_t> decode(std::string_view s) {
         i += n;
     }
     return out;
-}
-
-void encode(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
 }
 
 // Latin Extended-A: which of 0x100..0x17F pair as (upper even, lower odd) and which as
@@ -89,23 +72,27 @@ bool is_cased(uint32_t cp) { return lower_cp(cp) != cp || upper_cp(cp) != cp || 
 // Python's multi-character mappings for the characters above.
 void append_upper(std::string& out, uint32_t cp) {
     if (cp == 0xDF) { out += "SS"; return; }
-    if (cp == 0x149) { encode(out, 0x2BC); out += 'N'; return; }
-    if (cp == 0x390) { encode(out, 0x399); encode(out, 0x308); encode(out, 0x301); return; }
-    if (cp == 0x3B0) { encode(out, 0x3A5); encode(out, 0x308); encode(out, 0x301); return; }
-    encode(out, upper_cp(cp));
+    if (cp == 0x149) { append_utf8(out, 0x2BC); out += 'N'; return; }
+    if (cp == 0x390 || cp == 0x3B0) {  // ΐ, ΰ: the capital, then the two combining marks
+        append_utf8(out, cp == 0x390 ? 0x399 : 0x3A5);
+        append_utf8(out, 0x308);
+        append_utf8(out, 0x301);
+        return;
+    }
+    append_utf8(out, upper_cp(cp));
 }
 
 void append_lower(std::string& out, const std::vector<uint32_t>& cps, size_t k) {
     const uint32_t cp = cps[k];
-    if (cp == 0x130) { out += 'i'; encode(out, 0x307); return; }
+    if (cp == 0x130) { out += 'i'; append_utf8(out, 0x307); return; }
     if (cp == 0x3A3) {
         // Final sigma: after a cased letter and not before one.
         const bool after = k > 0 && is_cased(cps[k - 1]);
         const bool before = k + 1 < cps.size() && is_cased(cps[k + 1]);
-        encode(out, after && !before ? 0x3C2 : 0x3C3);
+        append_utf8(out, after && !before ? 0x3C2 : 0x3C3);
         return;
     }
-    encode(out, lower_cp(cp));
+    append_utf8(out, lower_cp(cp));
 }
 
 void append_title(std::string& out, uint32_t cp) {
@@ -138,7 +125,7 @@ std::string py_title(std::string_view s) {
         const bool cased = is_cased(cps[k]);
         if (cased && !prev_cased) append_title(out, cps[k]);
         else if (cased) append_lower(out, cps, k);
-        else encode(out, cps[k]);
+        else append_utf8(out, cps[k]);
         prev_cased = cased;
     }
     return out;
@@ -167,7 +154,7 @@ std::string jinja_title(std::string_view s) {
         const bool sep = is_sep(cps[k]);
         while (k < cps.size() && is_sep(cps[k]) == sep) ++k;
         if (sep) {
-            for (size_t j = b; j < k; ++j) encode(out, cps[j]);
+            for (size_t j = b; j < k; ++j) append_utf8(out, cps[j]);
             continue;
         }
         append_upper(out, cps[b]);

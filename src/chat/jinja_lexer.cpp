@@ -4,6 +4,7 @@
 
 #include "chat/jinja_value.h"
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace trt::chat {
 
@@ -18,24 +19,6 @@ bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 std::string rstrip_ws(std::string_view s) { return py_strip(s, nullptr, false, true); }
 
 bool only_ws(std::string_view s) { return !s.empty() && py_strip(s, nullptr, true, false).empty(); }
-
-void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
 
 class Lexer {
 public:

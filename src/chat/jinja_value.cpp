@@ -83,7 +83,43 @@ const Value* CallArgs::kwarg(std::string_view name) const {
 
 namespace {
 thread_local WorkMeter* t_meter = nullptr;
+
+// Value::~Value's pending containers: the lists and dicts no other value shares, released one
+// at a time by the outermost destructor on this thread (a nested one only queues its own).
+struct Releases {
+    std::vector<std::shared_ptr<List>> lists;
+    std::vector<std::shared_ptr<Dict>> dicts;
+    bool draining = false;
+};
+thread_local Releases t_releases;
 }  // namespace
+
+Value::~Value() {
+    if (!list && !dict) return;
+    Releases& r = t_releases;
+    try {  // (a failed push_back leaves the pointer here: released the recursive way)
+        if (list && list.use_count() == 1) r.lists.push_back(std::move(list));
+        if (dict && dict.use_count() == 1) r.dicts.push_back(std::move(dict));
+    } catch (...) {
+        return;
+    }
+    if (r.draining) return;  // the outermost destructor releases them
+    r.draining = true;
+    while (!r.lists.empty() || !r.dicts.empty()) {
+        // Dropping the last reference destroys the container's values, each of which only
+        // queues its own sole containers here: the recursion is one level deep.
+        if (!r.lists.empty()) {
+            std::shared_ptr<List> l = std::move(r.lists.back());
+            r.lists.pop_back();
+            l.reset();
+        } else {
+            std::shared_ptr<Dict> d = std::move(r.dicts.back());
+            r.dicts.pop_back();
+            d.reset();
+        }
+    }
+    r.draining = false;
+}
 
 WorkMeterScope::WorkMeterScope(WorkMeter* m) : saved_(t_meter) { t_meter = m; }
 WorkMeterScope::~WorkMeterScope() { t_meter = saved_; }

@@ -35,6 +35,15 @@ struct Value {
     std::shared_ptr<Dict> dict;      // Dict (also a namespace(): Dict::is_namespace)
     std::shared_ptr<Function> fn;
 
+    Value() = default;
+    Value(const Value&) = default;
+    Value(Value&&) noexcept = default;
+    Value& operator=(const Value&) = default;
+    Value& operator=(Value&&) noexcept = default;
+    // Releases nested lists and dicts without recursing: a template can nest values as deep as
+    // its loop allows ({% set ns.l = [ns.l] %} a million times), deeper than the stack.
+    ~Value();
+
     static Value undefined(std::string hint = "") {
         Value v;
         v.s = std::move(hint);

@@ -454,7 +454,11 @@ void Session::log_startup() const {
     log_.info("batch: ", r.train.grad_accum, " x ",
               world_size_ > 1 ? cat(world_size_, " ranks x ") : std::string(), r.train.batch_size,
               " x ", r.train.seq_len, " = ", tokens_per_step(),
-              " tokens per step; sampler ", to_string(r.data.sampler), "; ",
+              " tokens per step; ",
+              train_examples_.set ? cat("examples with loss masks, ",
+                                        r.data.packing ? "packed" : "padded", " rows")
+                                  : cat("sampler ", to_string(r.data.sampler)),
+              "; ",
               train_data_ ? cat(train_data_->total_tokens(), " train tokens in ",
                                 train_data_->num_shards(), " shard(s)")
                           : std::string(empty_train_split_ ? "an empty train split"
@@ -1282,7 +1286,8 @@ void Session::warn_config_differences(const std::string& checkpoint_toml,
     // legitimately differ on resume. train.batch_size is per rank: compared below as the
     // global batch.
     static const char* const kTrajectory[] = {
-        "data.sampler", "data.seed", "train.seq_len", "train.grad_accum",
+        "data.sampler", "data.seed", "data.packing", "data.document_attention",
+        "train.seq_len", "train.grad_accum",
         "train.steps", "optim.lr", "optim.betas", "optim.eps", "optim.weight_decay",
         "optim.grad_clip", "optim.schedule", "optim.warmup_steps", "optim.min_lr",
         "runtime.threads", "train.trainable", "model.dropout", "lora.dropout",

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "core/utf8.h"
+
 namespace trainrt_cli {
 namespace {
 
@@ -66,24 +68,6 @@ private:
         return false;
     }
 
-    static void put_utf8(std::string& out, uint32_t cp) {
-        if (cp < 0x80) {
-            out += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-            out += static_cast<char>(0xC0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            out += static_cast<char>(0xE0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-            out += static_cast<char>(0xF0 | (cp >> 18));
-            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        }
-    }
-
     bool hex4(uint32_t& out) {
         out = 0;
         for (int i = 0; i < 4; ++i) {
@@ -139,7 +123,7 @@ private:
                     } else if (cp >= 0xD800 && cp < 0xE000) {
                         cp = 0xFFFD;  // a lone surrogate
                     }
-                    put_utf8(out, cp);
+                    trt::append_utf8(out, cp);
                     break;
                 }
                 default:
