@@ -15,5 +15,8 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINRT_CUDA=OFF -D
   -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags"
 cmake --build build-asan -j "$(nproc)"
+# chat.masks is left to the plain suite: a reference comparison of prepare --chat's output
+# (~2 minutes instrumented); the same code runs instrumented in chat_e2e, test_data and
+# fuzz_chat_jsonl.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
+  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -E '^chat\.masks$'

@@ -344,16 +344,18 @@ def expect_refusal(cli, label, path, folder, mode, needles):
 
 def main():
     cli, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    # ORACLE_DIR (optional): where setup.sh installs the packages, shared with chat.oracle.
+    oracle_dir = os.path.abspath(sys.argv[3]) if len(sys.argv) > 3 else os.path.join(work, "oracle")
     os.makedirs(work, exist_ok=True)
     setup = os.path.join(HERE, "..", "tokenizer", "oracle", "setup.sh")
-    rc = subprocess.run(["bash", setup, os.path.join(work, "oracle")], stdout=subprocess.DEVNULL).returncode
+    rc = subprocess.run(["bash", setup, oracle_dir], stdout=subprocess.DEVNULL).returncode
     if rc == SKIP:
         print("mask reference: SKIP: node/npm or the npm tokenizer packages are missing")
         return SKIP
     if rc != 0:
         print("mask reference: setup.sh failed (%d)" % rc)
         return 1
-    tokenizers = os.path.join(work, "oracle", "tokenizers")
+    tokenizers = os.path.join(oracle_dir, "tokenizers")
     status = 0
     for name in TEMPLATES + ("llama3",):
         folder = os.path.join(tokenizers, name)
