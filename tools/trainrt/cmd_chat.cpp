@@ -15,28 +15,11 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "io/json_min.h"
 
 namespace trainrt_cli {
 
 namespace {
-
-// s as a JSON string literal (s is the user's UTF-8; bytes >= 0x80 pass through).
-std::string json_string(const std::string& s) {
-    std::string out = "\"";
-    for (unsigned char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out + "\"";
-}
 
 struct Message {
     std::string role, content;
@@ -45,8 +28,8 @@ struct Message {
 std::string conversation_json(const std::vector<Message>& messages) {
     std::string j = "{\"messages\": [";
     for (size_t i = 0; i < messages.size(); ++i)
-        j += (i ? ", " : "") + std::string("{\"role\": ") + json_string(messages[i].role) +
-             ", \"content\": " + json_string(messages[i].content) + "}";
+        j += (i ? ", " : "") + std::string("{\"role\": ") + trt::json::quote(messages[i].role) +
+             ", \"content\": " + trt::json::quote(messages[i].content) + "}";
     return j + "]}";
 }
 
