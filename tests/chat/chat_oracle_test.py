@@ -405,6 +405,13 @@ def compare(cli, folder, name, convs, extra_vars, want_spans, work):
     return 1 if bad else 0
 
 
+def scaled(n):
+    """n cases, or TRAINRT_ORACLE_FRACTION of them (scripts/sanitize.sh: the instrumented suite
+    compares a quarter, the plain suite all)."""
+    fraction = float(os.environ.get("TRAINRT_ORACLE_FRACTION", "1"))
+    return max(1, round(n * fraction)) if 0 < fraction < 1 else n
+
+
 def main():
     cli, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -416,7 +423,7 @@ def main():
     for sub in sorted(os.listdir(hand)):
         folder = os.path.join(hand, sub)
         convs = []
-        for k in range(200):
+        for k in range(scaled(200)):
             c = conversation(rng, "qwen3" if k % 2 else "qwen")
             convs.append(c)
         status |= compare(cli, folder, "hand-" + sub, convs, {"greeting": "hi", "n": 3},
@@ -425,10 +432,10 @@ def main():
     import warnings
     warnings.simplefilter("ignore", SyntaxWarning)  # Jinja's compiled code for `(1)[::-1]`
     rng = random.Random("chat-oracle-whitespace")
-    status |= compare_snippets(cli, work, "whitespace", [random_whitespace_template(rng) for _ in range(150)], {})
+    status |= compare_snippets(cli, work, "whitespace", [random_whitespace_template(rng) for _ in range(scaled(150))], {})
     rng = random.Random("chat-oracle-expressions")
     status |= compare_snippets(cli, work, "expressions",
-                               ["{{ %s }}" % random_expression(rng) for _ in range(250)], EX_VALUES)
+                               ["{{ %s }}" % random_expression(rng) for _ in range(scaled(250))], EX_VALUES)
     # The real templates.
     setup = os.path.join(HERE, "..", "tokenizer", "oracle", "setup.sh")
     rc = subprocess.run(["bash", setup, os.path.join(work, "oracle")]).returncode
@@ -441,11 +448,11 @@ def main():
         return 1
     for name, flavor in FLAVORS.items():
         folder = os.path.join(work, "oracle", "tokenizers", name)
-        convs = conversations(name, flavor, 240)
+        convs = conversations(name, flavor, scaled(240))
         extra = {"enable_thinking": False} if name == "qwen3" else {}
         status |= compare(cli, folder, name, convs, {}, False, work)
         if extra:
-            status |= compare(cli, folder, name + "+vars", convs[:60], extra, False, work)
+            status |= compare(cli, folder, name + "+vars", convs[:scaled(60)], extra, False, work)
     print("chat oracle: %s" % ("all equal" if status == 0 else "MISMATCHES"))
     return status
 

@@ -209,6 +209,7 @@ def main(argv):
     kinds = [(prose_doc, 35), (code_doc, 25), (script_doc, 15), (mixed_doc, 15), (whitespace_doc, 5), (numbers_doc, 5)]
     gens, weights = zip(*kinds)
     docs = edge_docs(rng)
+    n_edge = len(docs)
     total = sum(len(d.encode("utf-8")) for d in docs)
     while total < TARGET_BYTES:
         d = rng.choices(gens, weights)[0]()
@@ -216,6 +217,13 @@ def main(argv):
             d = d.replace(bad, good)
         docs.append(d)
         total += len(d.encode("utf-8"))  # also rejects lone surrogates
+    # TRAINRT_ORACLE_FRACTION (scripts/sanitize.sh: 0.25): keep the edge documents and an evenly
+    # spread share of the rest — the instrumented suite compares fewer documents, the plain all.
+    fraction = float(os.environ.get("TRAINRT_ORACLE_FRACTION", "1"))
+    if 0 < fraction < 1:
+        step = max(1, round(1 / fraction))
+        docs = docs[:n_edge] + docs[n_edge::step]
+        total = sum(len(d.encode("utf-8")) for d in docs)
     with open(out_path, "w", encoding="utf-8", newline="\n") as f:
         for d in docs:
             f.write(json.dumps(d, ensure_ascii=False) + "\n")
