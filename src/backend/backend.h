@@ -27,7 +27,7 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 15;  // 15: classifier targets may be -1; 14: pos
+constexpr uint32_t kBackendInterfaceVersion = 16;  // 16: ops from backend_ops.def, supports(); 15: ignored targets
 
 // A target id that is not a target (instruction tuning trains on some tokens only): the
 // position is an input, its loss is 0 and its logits get no gradient.
@@ -257,6 +257,28 @@ struct BackendCaps {
     int cached_attention_max_positions = 0;
 };
 
+// Every op of backend_ops.def by name: what supports() is asked about and what OpDispatch
+// (op_dispatch.h) hands a wrapper.
+enum class OpKind : int {
+#define TRT_OP(name, params, args) name,
+#include "backend/backend_ops.def"
+#undef TRT_OP
+};
+constexpr int kOpKinds = 0
+#define TRT_OP(name, params, args) +1
+#include "backend/backend_ops.def"
+#undef TRT_OP
+    ;
+inline const char* op_name(OpKind op) {
+    static const char* const kNames[] = {
+#define TRT_OP(name, params, args) #name,
+#include "backend/backend_ops.def"
+#undef TRT_OP
+    };
+    const int i = static_cast<int>(op);
+    return i >= 0 && i < kOpKinds ? kNames[i] : "(unknown op)";
+}
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -276,7 +298,6 @@ public:
     // Zero-filled; Error(OutOfMemory) naming `what` and the size on failure.
     virtual void* alloc(size_t bytes, const char* what = "buffer") = 0;
     virtual void free(void* ptr) = 0;       // accepts nullptr
-    virtual void zero(void* ptr, size_t bytes) = 0;
     virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
     virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;
     virtual void synchronize() = 0;
@@ -299,274 +320,37 @@ public:
     // low-precision row chunks; 0: none, or what reserve() allocates), for the same estimate.
     virtual size_t op_scratch_bytes(const ModelDims& dims) const { return 0; }
 
-    // ---- ops
-    // Documents (packed examples). Several ops take a trailing `pos`: int32 [B,T] in backend
-    // memory, or nullptr. pos[b,t] = 0 begins an example, else pos[b,t] = pos[b,t-1] + 1 (the
-    // caller validates that). Row t of sequence b then has position pos[b,t] (the encoder's
-    // wpe row, RoPE's angle), and attends only keys s of its own example:
-    // t - pos[b,t] <= s <= t (intersected with a sliding window). nullptr: one example per
-    // row, positions t (the same bits as before pos existed).
-    //
-    // out[n,:] = wte[inputs[n],:] + wpe[p(n),:], p(n) = n % T, or pos[n] when given; wpe ==
-    // nullptr (rotary models): no position term.
-    virtual void encoder_forward(Act out /*[N,C]*/, const int32_t* inputs /*[N]*/,
-                                 const float* wte /*[V,C]*/, const float* wpe /*[>=T,C] or null*/,
-                                 int B, int T, int C,
-                                 const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
-    // dwte[inputs[n]] += dout[n]; dwpe[p(n)] += dout[n] (p as above; each element sums its
-    // rows in n order). Each is skipped when null (no position table; a frozen token
-    // embedding).
-    virtual void encoder_backward(float* dwte /*or null*/, float* dwpe /*or null*/,
-                                  ConstAct dout /*[N,C]*/, const int32_t* inputs /*[N]*/,
-                                  int B, int T, int C,
-                                  const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
+    // ---- sizes of the attention ops' buffers (attention_forward, backend_ops.def)
+    // Floats of `saved` the forward writes for its backward, and of the backward's scratch,
+    // at these dims. 0 on a backend without attention.
+    virtual size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const {
+        return 0;
+    }
+    virtual size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const {
+        return 0;
+    }
 
-    // out = (inp - mean) * rstd * w + b over the last dim, eps 1e-5; saves mean, rstd.
-    virtual void layernorm_forward(Act out /*[N,C]*/, float* mean /*[N]*/,
-                                   float* rstd /*[N]*/, ConstAct inp /*[N,C]*/,
-                                   const float* w /*[C]*/, const float* b /*[C]*/, int N,
-                                   int C) = 0;
-    // dinp += ..., dw += ..., db += ...
-    virtual void layernorm_backward(Act dinp /*[N,C] +=*/, float* dw /*[C]*/,
-                                    float* db /*[C]*/, ConstAct dout /*[N,C]*/,
-                                    ConstAct inp, const float* w, const float* mean,
-                                    const float* rstd, int N, int C) = 0;
+    // ---- the ops: backend_ops.def holds each one's contract and signature, once. An op a
+    // backend does not implement throws Unsupported; supports() says which ones it runs.
+#define TRT_OP(name, params, args) \
+    virtual void name params { unsupported_op(#name); }
+#include "backend/backend_ops.def"
+#undef TRT_OP
+    // Whether this backend runs `op` for a model of these dims at this precision (what a
+    // partial backend says; the op-case suites skip the rest). The CPU and CUDA backends run
+    // every op at every precision they are created with.
+    virtual bool supports(OpKind /*op*/, const ModelDims& /*dims*/,
+                          Precision /*precision*/) const {
+        return false;
+    }
 
-    // out[N,M] = inp[N,K] · W (+ bias[M] if bias != nullptr)
-    virtual void matmul_forward(Act out, ConstAct inp, const float* weight,
-                                const float* bias, int N, int K, int M,
-                                WeightLayout layout) = 0;
-    // dinp[N,K] = dout · Wᵀ (overwritten; skipped if dinp == nullptr);
-    // dweight += inpᵀ · dout (in the weight's layout; skipped if nullptr: a frozen weight);
-    // dbias[M] += column sums (if non-null)
-    virtual void matmul_backward(Act dinp, float* dweight, float* dbias,
-                                 ConstAct dout /*[N,M]*/, ConstAct inp /*[N,K]*/,
-                                 const float* weight, int N, int K, int M,
-                                 WeightLayout layout) = 0;
-
-    // Causal self-attention with NH query heads and NKV key/value heads (NKV divides NH;
-    // NKV == NH is multi-head attention, NKV < NH grouped-query attention: query head h
-    // reads key/value head h / (NH/NKV)). hs = C/NH. qkv[B,T,(NH+2*NKV)*hs] holds the Q block
-    // (NH heads), then K (NKV heads), then V (NKV heads) along the last dim, head h of a
-    // block at columns [h*hs, (h+1)*hs) of it (GPT-2: NKV = NH, the [B,T,3C] of c_attn).
-    // out[B,T,C] holds the NH heads' outputs the same way; scale 1/sqrt(hs).
-    // saved receives attention_saved_floats() floats the backward needs.
-    virtual size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const = 0;
-    // window > 0: a sliding window (Mistral's sliding_window): query t attends keys s with
-    // t - s < window only; 0 = the whole causal context. The backward takes the forward's
-    // window (a backend that recomputes the probabilities needs it).
-    // pos (documents, above): query t of sequence b attends keys t - pos[b,t] .. t only
-    // (block-diagonal causal); the backward takes the forward's. A backend whose fused
-    // attention cannot mask so (CUDA's cuDNN) takes its matmul path for these calls.
-    virtual void attention_forward(Act out /*[B,T,C]*/, float* saved,
-                                   ConstAct qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C,
-                                   int NH, int NKV, int window = 0,
-                                   const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
-    // dqkv overwritten (a K/V head's gradient sums over the query heads sharing it).
-    // scratch: attention_scratch_floats() floats.
-    virtual size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const = 0;
-    virtual void attention_backward(Act dqkv /*[B,T,(NH+2NKV)hs]*/, float* scratch,
-                                    ConstAct dout /*[B,T,C]*/, ConstAct qkv,
-                                    const float* saved, int B, int T, int C, int NH,
-                                    int NKV, int window = 0,
-                                    const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
-
-    // KV-cached attention for generation (one sequence): the n new rows of qkv, at positions
-    // pos0 .. pos0+n-1, first store their K and V heads into the caches (row p of head g at
-    // k_cache[(g*max_T + p)*hs], fp32, the same for v_cache), then each new row's NH query
-    // heads attend causally over cache rows 0 .. its position (GQA as attention_forward;
-    // scale 1/sqrt(hs)): out[n, NH*hs]. Rows of the caches past pos0+n are untouched; the
-    // ones before pos0 are the earlier tokens' keys and values. pos0 + n <= max_T.
-    virtual void attention_cached_forward(Act out /*[n,NH*hs]*/,
-                                          ConstAct qkv /*[n,(NH+2NKV)hs]*/,
-                                          float* k_cache /*[NKV,max_T,hs] inout*/,
-                                          float* v_cache /*[NKV,max_T,hs] inout*/, int pos0,
-                                          int n, int NH, int NKV, int hs, int max_T,
-                                          int window = 0) = 0;  // window: as attention_forward
-
-    // Attention with dropout on the probabilities (model.dropout): P = causal softmax as
-    // above, P' = P ⊙ mask / (1-p) with the mask of element ((b·NH + h)·T + t)·T + s of `m`,
-    // out = P' · V. saved holds 2 × attention_saved_floats(): the backend's own, then room for
-    // P' where the backend keeps it (CUDA's matmul path; the CPU draws it again from m). The
-    // backward takes the forward's mask and window. A backend that has another attention path
-    // takes the matmul one for these (ModelDims::attention_dropout tells reserve() to size
-    // for it).
-    virtual void attention_dropout_forward(Act out /*[B,T,C]*/, float* saved,
-                                           ConstAct qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T,
-                                           int C, int NH, int NKV, const DropoutMask& m,
-                                           int window = 0,
-                                           const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
-    virtual void attention_dropout_backward(Act dqkv /*[B,T,(NH+2NKV)hs]*/, float* scratch,
-                                            ConstAct dout /*[B,T,C]*/, ConstAct qkv,
-                                            const float* saved, int B, int T, int C, int NH,
-                                            int NKV, const DropoutMask& m,
-                                            int window = 0,
-                                            const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
-
-    // ---- Llama-family ops
-    // RMSNorm (HF LlamaRMSNorm): rstd[n] = 1/sqrt(mean_c inp[n,c]² + eps),
-    // out[n,c] = inp[n,c] * rstd[n] * w[c]; saves rstd.
-    virtual void rmsnorm_forward(Act out /*[N,C]*/, float* rstd /*[N]*/,
-                                 ConstAct inp /*[N,C]*/, const float* w /*[C]*/, int N,
-                                 int C, float eps) = 0;
-    // dinp += ..., dw += ...
-    virtual void rmsnorm_backward(Act dinp /*[N,C] +=*/, float* dw /*[C] +=*/,
-                                  ConstAct dout /*[N,C]*/, ConstAct inp /*[N,C]*/,
-                                  const float* w /*[C]*/, const float* rstd /*[N]*/, int N,
-                                  int C) = 0;
-    // res_out = a + b, then rmsnorm_forward(out, rstd, res_out, w, N, C, eps) (res_out is
-    // the next residual stream and the norm's saved input).
-    virtual void residual_rmsnorm_forward(Act res_out /*[N,C]*/, Act out /*[N,C]*/,
-                                          float* rstd /*[N]*/, ConstAct a /*[N,C]*/,
-                                          ConstAct b /*[N,C]*/, const float* w /*[C]*/,
-                                          int N, int C, float eps) = 0;
-    // Rotary position embedding, HF Llama convention (rotate_half), IN PLACE on the Q and K
-    // heads of qkv (layout of attention_forward; V untouched). Row n = b*T + t has position
-    // p = pos0 + t, or p = pos[n] when pos is given (documents, above; pos0 is then ignored).
-    // For each Q or K head vector x and i < hs/2, with c = cos[p*hs/2 + i],
-    // s = sin[p*hs/2 + i]:
-    //   x[i] <- x[i]*c - x[i + hs/2]*s ;  x[i + hs/2] <- x[i + hs/2]*c + x[i]*s
-    // cos/sin are [max_pos, hs/2] tables in backend memory (built once by the model, so both
-    // backends use the same values); pos0 + T <= max_pos. hs is even.
-    virtual void rope_forward(Act qkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
-                              const float* sin, int B, int T, int NH, int NKV, int hs,
-                              int pos0,
-                              const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
-    // The transpose, in place on the gradient w.r.t. the rotated q and k:
-    //   d[i] <- d[i]*c + d[i + hs/2]*s ;  d[i + hs/2] <- d[i + hs/2]*c - d[i]*s
-    virtual void rope_backward(Act dqkv /*[B,T,(NH+2NKV)hs] inout*/, const float* cos,
-                               const float* sin, int B, int T, int NH, int NKV, int hs,
-                               int pos0,
-                               const int32_t* pos = nullptr /*[B,T] or null*/) = 0;
-    // SwiGLU: inp = [gate | up] along the last dim ([N, 2F]: the stacked gate_proj and
-    // up_proj outputs), out[n,j] = silu(gate[n,j]) * up[n,j], silu(x) = x / (1 + e^-x).
-    virtual void swiglu_forward(Act out /*[N,F]*/, ConstAct inp /*[N,2F]*/, int N,
-                                int F) = 0;
-    // dinp [N,2F] overwritten: d gate = dout * up * silu'(gate), d up = dout * silu(gate).
-    virtual void swiglu_backward(Act dinp /*[N,2F]*/, ConstAct inp /*[N,2F]*/,
-                                 ConstAct dout /*[N,F]*/, int N, int F) = 0;
-
-    // ---- fused ops (one pass / one parallel region instead of two or three). Each equals
-    // the op sequence it names, up to float rounding of the reordered bias addition.
-    //
-    // res_out[n,:] = a[n,:] + b[n,:] (+ bb[:] if bb != nullptr), then
-    // layernorm_forward(out, mean, rstd, res_out, w, bias, N, C). res_out is written (it is
-    // the next residual stream and the layernorm's saved input). bb lets a matmul that feeds
-    // the residual skip its own bias pass (matmul_forward with bias = nullptr).
-    virtual void residual_layernorm_forward(Act res_out /*[N,C]*/, Act out /*[N,C]*/,
-                                            float* mean /*[N]*/, float* rstd /*[N]*/,
-                                            ConstAct a /*[N,C]*/, ConstAct b /*[N,C]*/,
-                                            const float* bb /*[C] or null*/,
-                                            const float* w /*[C]*/, const float* bias /*[C]*/,
-                                            int N, int C) = 0;
-    // pre[N,M] = inp[N,K] · W[K,M] + bias[M] (InOut layout; bias may be null), then
-    // out[N,M] = gelu(pre), GELU's tanh form 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x³))).
-    // pre is kept for gelu_backward_bias.
-    virtual void matmul_gelu_forward(Act pre /*[N,M]*/, Act out /*[N,M]*/,
-                                     ConstAct inp /*[N,K]*/, const float* weight /*[K,M]*/,
-                                     const float* bias /*[M] or null*/, int N, int K,
-                                     int M) = 0;
-    // dinp[N,M] = gelu'(inp) * dout (overwritten), and dbias[M] += column sums of dinp over
-    // the N rows (if dbias != nullptr) — the dbias of the matmul whose output was inp, so
-    // that matmul_backward can be called with dbias = nullptr.
-    virtual void gelu_backward_bias(Act dinp /*[N,M]*/, float* dbias /*[M] += or null*/,
-                                    ConstAct inp /*[N,M]*/, ConstAct dout /*[N,M]*/,
-                                    int N, int M) = 0;
-    // out = gelu(inp) elementwise, the tanh form of matmul_gelu_forward (which equals
-    // matmul_forward then this, up to the rounding of the bias addition).
-    virtual void gelu_forward(Act out, ConstAct inp, size_t n) = 0;
-
-    // ---- column slices (LoRA adapters add into a block of a wider output, model/lora.h)
-    // out[n, c0 + j] += scale * in[n, j] for n < N, j < M: out rows are W wide, in rows M.
-    virtual void add_columns(Act out /*[N,W] +=*/, ConstAct in /*[N,M]*/, float scale, int N,
-                             int W, int c0, int M) = 0;
-    // out[n, j] = scale * in[n, c0 + j] (overwritten): out rows are M wide, in rows W.
-    virtual void copy_columns(Act out /*[N,M]*/, ConstAct in /*[N,W]*/, float scale, int N,
-                              int W, int c0, int M) = 0;
-
-    // ---- dropout (model.dropout, lora.dropout)
-    // out[i] = in[i] · keep(i) / (1 - p) for i < n, the mask of m (in place allowed). The
-    // backward calls it on the gradient with the same mask.
-    virtual void dropout(Act out, ConstAct in, size_t n, const DropoutMask& m) = 0;
-
-    // Softmax cross-entropy over the first V of Vp columns of each row of logits.
-    // losses[n] = -log softmax(logits[n])[targets[n]]. If write_grad, logits is overwritten
-    // with dloss * (softmax - onehot(target)) (columns >= V get 0). targets in [0, V), or
-    // kIgnoredTarget (-1): losses[n] = 0 and (write_grad) the whole row of the gradient is 0.
-    // Any other target is an error (the CPU throws; a device, which cannot check, gives NaN).
-    // The gradient is scaled by dloss * scalars->loss_scale when scalars != nullptr (fp16
-    // loss scaling reads the scale from backend memory, never from the host).
-    virtual void classifier_forward_backward(Act logits /*[N,Vp] inout*/,
-                                             float* losses /*[N]*/,
-                                             const int32_t* targets /*[N]*/, int N, int V,
-                                             int Vp, float dloss, bool write_grad,
-                                             const StepScalars* scalars = nullptr) = 0;
-
-    // ---- the optimizer step on backend-resident scalars (no host round-trip)
-    // s->lr = lr, s->step = step; clears loss_sum, grad_norm, clip_scale (1), nonfinite.
-    // loss_scale, skipped_steps and good_steps carry over from the previous step.
-    virtual void begin_step(StepScalars* s, float lr, int64_t step) = 0;
-    // s->loss_sum += sum of losses[0..n) (fixed-order reduction: reproducible bitwise).
-    virtual void accumulate_loss(StepScalars* s, const float* losses, size_t n) = 0;
-    // grad_norm = sqrt(sum grads²) / loss_scale (sum in double, fixed order); nonfinite = the
-    // sum is not finite; clip_scale = max_norm / (grad_norm + 1e-6) if max_norm > 0 and that
-    // is < 1, else 1 (torch.nn.utils.clip_grad_norm_). When nonfinite, clip_scale is
-    // unspecified (the update is skipped) and grad_norm is inf or nan.
-    virtual void grad_norm_clip(StepScalars* s, const float* grads, size_t n,
-                                float max_norm) = 0;
-    // Fused AdamW over the whole flat buffer in one pass: g = grads * clip_scale / loss_scale,
-    // then torch.optim.AdamW with lr and step from s and per-tensor decay from seg. Does
-    // nothing at all when s->nonfinite (GradScaler: a bad gradient never reaches the weights).
-    // Refreshes the bf16/fp16 working copy when params is the registered buffer.
-    virtual void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
-                            const ParamSegments& seg, const AdamWConfig& hp,
-                            const StepScalars* s) = 0;
-    // optim.state_dtype = "int8" (core/q8_moments.h): adamw_step with the moments as 8-bit
-    // codes m8, v8 [n] and per-block scales m_scale, v_scale [q8_blocks(n)] (blocks of
-    // kQ8Block elements from element 0). Each element's update is adamw_step's on the decoded
-    // moments; the new moments are then encoded with their block's new scales (the largest
-    // magnitude). tables: a Q8Tables in backend memory. Skipped when s->nonfinite.
-    virtual void adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8,
-                               float* m_scale, float* v_scale, const Q8Tables* tables, size_t n,
-                               const ParamSegments& seg, const AdamWConfig& hp,
-                               const StepScalars* s) = 0;
-    // After the update: nonfinite → skipped_steps += 1, good_steps = 0 and (dynamic) the
-    // scale backs off; else good_steps += 1 and (dynamic) the scale grows every
-    // growth_interval finite steps.
-    virtual void end_step(StepScalars* s, const LossScalePolicy& policy) = 0;
+    // ---- the step's scalars, read back
     // Asynchronous read-back through a small ring of host slots (slot < kScalarSlots):
     // stream-ordered copy of *s into the slot; scalars_ready polls; read_scalars waits.
     static constexpr int kScalarSlots = 8;
     virtual void read_scalars_async(int slot, const StepScalars* s) = 0;
     virtual bool scalars_ready(int slot) = 0;
     virtual StepScalars read_scalars(int slot) = 0;
-
-    // ---- batches
-    // B rows of T+1 host ids → inputs/targets [B, T] in backend memory (the "host" placement;
-    // an asynchronous backend stages through pinned, double-buffered memory). host_rows may
-    // be reused by the caller as soon as the call returns.
-    virtual void load_rows(int32_t* inputs, int32_t* targets, const int32_t* host_rows,
-                           int B, int T) = 0;
-    // Packed examples (documents): host [B,T] arrays → inputs, targets and positions [B,T] in
-    // backend memory, staged as load_rows stages (host arrays reusable on return). targets may
-    // hold -1 (an ignored target) and are copied as they are; positions as documented above
-    // the encoder (host_positions null: positions is not written and may be null).
-    virtual void load_batch(int32_t* inputs, int32_t* targets, int32_t* positions /*or null*/,
-                            const int32_t* host_inputs, const int32_t* host_targets,
-                            const int32_t* host_positions /*or null*/, int B, int T) = 0;
-    // Sequential window on a resident token set: row b = tokens[*start + b*T, +T+1).
-    // start is backend memory (written by upload_step_inputs), so a replayed graph reads
-    // this step's window; a start outside the token set yields no rows (asynchronous
-    // backends cannot throw from the device) — the host validates before uploading.
-    virtual void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
-                               const int64_t* start /*backend memory*/, int B, int T) = 0;
-    // Random sampler on a resident token set: exactly sample_random of src/data/sampler.h
-    // (Philox4x32-10, key = seed, counter = (s->step, micro_step, row0 + row, 0), idx = u mod
-    // W; row0: data parallel, the rank's first global row). The step comes from backend
-    // memory (begin_step), so a replayed graph draws this step's.
-    virtual void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
-                               uint64_t seed, const StepScalars* s, int64_t micro_step, int B,
-                               int T, int64_t row0 = 0) = 0;
 
     // ---- per-step host values and whole-step graphs
     // Stream-ordered copy of a small host array (a step's window starts) into backend memory:
@@ -612,6 +396,10 @@ private:
     // library, which the CUDA module must not link against.
     [[noreturn]] void no_graphs() const {
         fail(Status::Unsupported, "the ", name(), " backend does not capture graphs");
+    }
+    [[noreturn]] void unsupported_op(const char* op) const {
+        fail(Status::Unsupported, "the ", name(), " backend has no ", op, " (supports() says "
+             "which ops it runs)");
     }
     [[noreturn]] void no_collectives() const {
         fail(Status::Unsupported, "the ", name(), " backend has no collectives of its own");

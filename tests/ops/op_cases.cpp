@@ -1236,6 +1236,16 @@ std::vector<std::string> op_names() {
     return names;
 }
 
+bool op_kind(const std::string& op, trt::OpKind* out) {
+    for (int i = 0; i < trt::kOpKinds; ++i) {
+        if (op == trt::op_name(static_cast<trt::OpKind>(i))) {
+            *out = static_cast<trt::OpKind>(i);
+            return true;
+        }
+    }
+    return false;
+}
+
 const std::vector<OpCase>& all_cases() {
     static const std::vector<OpCase>* table = [] {
         encoder_cases();

@@ -127,5 +127,7 @@ struct OpCase {
 const std::vector<OpCase>& all_cases();
 // The distinct ops of the table, in table order (the suites run one test per op).
 std::vector<std::string> op_names();
+// The backend_ops.def op a case issues (false: the name is not one of them).
+bool op_kind(const std::string& op, trt::OpKind* out);
 
 }  // namespace opcase

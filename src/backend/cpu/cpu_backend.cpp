@@ -97,6 +97,7 @@ public:
     }
 
     const char* name() const override { return "cpu"; }
+    bool supports(OpKind, const ModelDims&, Precision) const override { return true; }
     int num_threads() const override { return threads_; }
     // The processor's model name (for logs and benchmark reports), "cpu" when unknown.
     std::string device_name() const override {

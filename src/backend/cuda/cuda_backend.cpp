@@ -80,6 +80,7 @@ public:
     ~CudaBackend() override { release(); }
 
     const char* name() const override { return "cuda"; }
+    bool supports(OpKind, const ModelDims&, Precision) const override { return true; }
     DType activation_dtype() const override { return ctx_.act; }
     int num_threads() const override { return 1; }
     std::string device_name() const override { return name_; }

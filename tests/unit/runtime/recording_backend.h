@@ -1,5 +1,6 @@
 // RecordingBackend: a CPU backend with CUDA-graph semantics, so whole-step graph capture in
-// the session can be proven correct on a machine without a GPU.
+// the session can be proven correct on a machine without a GPU. An OpDispatch wrapper
+// (backend/op_dispatch.h): every op reaches dispatch() as a closure, recorded or run.
 //
 // Between begin_capture() and end_capture(id) every op is appended to a recording as a
 // closure holding its arguments by value (pointers and scalars as passed, structs copied)
@@ -23,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/backend.h"
+#include "backend/op_dispatch.h"
 #include "core/error.h"
 
 namespace trt::graph_test {
@@ -51,12 +52,12 @@ struct RecorderKnobs {
     std::function<void(const char* op)> on_op;
 };
 
-class RecordingBackend final : public Backend {
+class RecordingBackend final : public OpDispatch {
 public:
     using Knobs = RecorderKnobs;
 
     explicit RecordingBackend(std::unique_ptr<Backend> inner, Knobs knobs = {})
-        : inner_(std::move(inner)), knobs_(knobs) {}
+        : OpDispatch(std::move(inner)), knobs_(knobs) {}
 
     // ---- what the recorder saw
     int begin_captures() const { return begin_captures_; }
@@ -91,35 +92,23 @@ public:
 
     // ---- forwarded queries (never recorded)
     BackendCaps capabilities() const override {
-        BackendCaps c = inner_->capabilities();
+        BackendCaps c = inner().capabilities();
         c.device_memory = c.device_memory || knobs_.device_memory;
         return c;
     }
-    const char* name() const override { return inner_->name(); }
-    int num_threads() const override { return inner_->num_threads(); }
-    std::string device_name() const override { return inner_->device_name(); }
-    DType activation_dtype() const override { return inner_->activation_dtype(); }
     AccelStatus accel_status() const override {
-        AccelStatus s = inner_->accel_status();
+        AccelStatus s = inner().accel_status();
         s.graphs = true;
         return s;
-    }
-    size_t bytes_in_use() const override { return inner_->bytes_in_use(); }
-    size_t bytes_reserved() const override { return inner_->bytes_reserved(); }
-    size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const override {
-        return inner_->attention_saved_floats(B, T, C, NH, NKV);
-    }
-    size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
-        return inner_->attention_scratch_floats(B, T, C, NH, NKV);
     }
 
     // ---- not capturable
     void* alloc(size_t bytes, const char* what) override {
         refuse_if_capturing("alloc");
-        if (knobs_.memory_cap > 0 && inner_->bytes_in_use() + bytes > knobs_.memory_cap)
+        if (knobs_.memory_cap > 0 && inner().bytes_in_use() + bytes > knobs_.memory_cap)
             fail(Status::OutOfMemory, "out of memory: ", what, " (", bytes, " bytes) past the ",
                  knobs_.memory_cap, "-byte device");
-        return inner_->alloc(bytes, what);
+        return inner().alloc(bytes, what);
     }
     // Destructors free, so a free during a capture is counted as a violation, not thrown.
     void free(void* ptr) override {
@@ -127,197 +116,59 @@ public:
             ++violations_;
             last_violation_ = invalidated_by_ = "free during a graph capture";
         }
-        inner_->free(ptr);
+        inner().free(ptr);
     }
     void copy_to_device(void* dst, const void* src, size_t bytes) override {
         refuse_if_capturing("copy_to_device");
-        inner_->copy_to_device(dst, src, bytes);
+        inner().copy_to_device(dst, src, bytes);
     }
     void copy_to_host(void* dst, const void* src, size_t bytes) override {
         refuse_if_capturing("copy_to_host");
-        inner_->copy_to_host(dst, src, bytes);
+        inner().copy_to_host(dst, src, bytes);
     }
     void synchronize() override {
         refuse_if_capturing("synchronize");
-        inner_->synchronize();
+        inner().synchronize();
     }
     void reserve(const ModelDims& dims) override {
         refuse_if_capturing("reserve");
-        inner_->reserve(dims);
+        inner().reserve(dims);
     }
-    size_t working_copy_bytes(size_t n) const override { return inner_->working_copy_bytes(n); }
     void register_params(const float* params, size_t n) override {
         refuse_if_capturing("register_params");
-        inner_->register_params(params, n);
+        inner().register_params(params, n);
     }
     void read_scalars_async(int slot, const StepScalars* s) override {
         refuse_if_capturing("read_scalars_async");
-        inner_->read_scalars_async(slot, s);
+        inner().read_scalars_async(slot, s);
     }
     bool scalars_ready(int slot) override {
         refuse_if_capturing("scalars_ready");
-        return inner_->scalars_ready(slot);
+        return inner().scalars_ready(slot);
     }
     StepScalars read_scalars(int slot) override {
         refuse_if_capturing("read_scalars");
-        return inner_->read_scalars(slot);
+        return inner().read_scalars(slot);
     }
     void load_rows(int32_t* inputs, int32_t* targets, const int32_t* host_rows, int B,
                    int T) override {
         refuse_if_capturing("load_rows");
-        inner_->load_rows(inputs, targets, host_rows, B, T);
+        inner().load_rows(inputs, targets, host_rows, B, T);
     }
     void load_batch(int32_t* inputs, int32_t* targets, int32_t* positions,
                     const int32_t* host_inputs, const int32_t* host_targets,
                     const int32_t* host_positions, int B, int T) override {
         refuse_if_capturing("load_batch");
-        inner_->load_batch(inputs, targets, positions, host_inputs, host_targets,
+        inner().load_batch(inputs, targets, positions, host_inputs, host_targets,
                            host_positions, B, T);
     }
     void upload_step_inputs(void* dst, const void* src, size_t bytes) override {
         refuse_if_capturing("upload_step_inputs");
-        inner_->upload_step_inputs(dst, src, bytes);
+        inner().upload_step_inputs(dst, src, bytes);
     }
 
-    // ---- ops: recorded while capturing, run at once otherwise
-    void zero(void* ptr, size_t bytes) override {
-        op("zero", [=, be = be()] { be->zero(ptr, bytes); });
-    }
-    void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
-                         int B, int T, int C, const int32_t* pos) override {
-        op("encoder_forward",
-           [=, be = be()] { be->encoder_forward(out, inputs, wte, wpe, B, T, C, pos); });
-    }
-    void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
-                          int B, int T, int C, const int32_t* pos) override {
-        op("encoder_backward",
-           [=, be = be()] { be->encoder_backward(dwte, dwpe, dout, inputs, B, T, C, pos); });
-    }
-    void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
-                           const float* w, const float* b, int N, int C) override {
-        op("layernorm_forward",
-           [=, be = be()] { be->layernorm_forward(out, mean, rstd, inp, w, b, N, C); });
-    }
-    void layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout,
-                            ConstAct inp, const float* w, const float* mean,
-                            const float* rstd, int N, int C) override {
-        op("layernorm_backward", [=, be = be()] {
-            be->layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-        });
-    }
-    void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
-                        int N, int K, int M, WeightLayout layout) override {
-        op("matmul_forward", [=, be = be()] {
-            be->matmul_forward(out, inp, weight, bias, N, K, M, layout);
-        });
-    }
-    void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
-                         ConstAct inp, const float* weight, int N, int K, int M,
-                         WeightLayout layout) override {
-        op("matmul_backward", [=, be = be()] {
-            be->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
-        });
-    }
-    void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                           int NH, int NKV, int window, const int32_t* pos) override {
-        op("attention_forward", [=, be = be()] {
-            be->attention_forward(out, saved, qkv, B, T, C, NH, NKV, window, pos);
-        });
-    }
-    void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
-                                  int pos0, int n, int NH, int NKV, int hs, int max_T,
-                                  int window) override {
-        op("attention_cached_forward", [=, be = be()] {
-            be->attention_cached_forward(out, qkv, k_cache, v_cache, pos0, n, NH, NKV, hs,
-                                         max_T, window);
-        });
-    }
-    void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                            const float* saved, int B, int T, int C, int NH, int NKV,
-                            int window, const int32_t* pos) override {
-        op("attention_backward", [=, be = be()] {
-            be->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, window,
-                                   pos);
-        });
-    }
-    void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                   int NH, int NKV, const DropoutMask& m, int window,
-                                   const int32_t* pos) override {
-        op("attention_dropout_forward", [=, be = be()] {
-            be->attention_dropout_forward(out, saved, qkv, B, T, C, NH, NKV, m, window, pos);
-        });
-    }
-    void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                                    const float* saved, int B, int T, int C, int NH, int NKV,
-                                    const DropoutMask& m, int window,
-                                    const int32_t* pos) override {
-        op("attention_dropout_backward", [=, be = be()] {
-            be->attention_dropout_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, m,
-                                           window, pos);
-        });
-    }
-    void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N,
-                         int C, float eps) override {
-        op("rmsnorm_forward",
-           [=, be = be()] { be->rmsnorm_forward(out, rstd, inp, w, N, C, eps); });
-    }
-    void rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp,
-                          const float* w, const float* rstd, int N, int C) override {
-        op("rmsnorm_backward",
-           [=, be = be()] { be->rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C); });
-    }
-    void residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a,
-                                  ConstAct b, const float* w, int N, int C,
-                                  float eps) override {
-        op("residual_rmsnorm_forward", [=, be = be()] {
-            be->residual_rmsnorm_forward(res_out, out, rstd, a, b, w, N, C, eps);
-        });
-    }
-    void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
-                      int NKV, int hs, int pos0, const int32_t* pos) override {
-        op("rope_forward", [=, be = be()] {
-            be->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0, pos);
-        });
-    }
-    void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
-                       int NKV, int hs, int pos0, const int32_t* pos) override {
-        op("rope_backward", [=, be = be()] {
-            be->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0, pos);
-        });
-    }
-    void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
-        op("swiglu_forward", [=, be = be()] { be->swiglu_forward(out, inp, N, F); });
-    }
-    void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N,
-                         int F) override {
-        op("swiglu_backward",
-           [=, be = be()] { be->swiglu_backward(dinp, inp, dout, N, F); });
-    }
-    void residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd,
-                                    ConstAct a, ConstAct b, const float* bb,
-                                    const float* w, const float* bias, int N,
-                                    int C) override {
-        op("residual_layernorm_forward", [=, be = be()] {
-            be->residual_layernorm_forward(res_out, out, mean, rstd, a, b, bb, w, bias, N, C);
-        });
-    }
-    void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
-                             const float* bias, int N, int K, int M) override {
-        op("matmul_gelu_forward", [=, be = be()] {
-            be->matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M);
-        });
-    }
-    void gelu_forward(Act out, ConstAct inp, size_t n) override {
-        op("gelu_forward", [=, be = be()] { be->gelu_forward(out, inp, n); });
-    }
-    void add_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
-                     int M) override {
-        op("add_columns", [=, be = be()] { be->add_columns(out, in, scale, N, W, c0, M); });
-    }
-    void copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
-                      int M) override {
-        op("copy_columns", [=, be = be()] { be->copy_columns(out, in, scale, N, W, c0, M); });
-    }
+    // ---- ops: recorded while capturing, run at once otherwise (OpDispatch sends each one
+    // here as a closure holding its arguments by value); the mutants below, by hand.
     void dropout(Act out, ConstAct in, size_t n, const DropoutMask& m) override {
         if (capturing_ && knobs_.bake_dropout_step) {
             const StepScalars baked = *m.scalars;  // mutant: the step of capture time
@@ -328,29 +179,7 @@ public:
             });
             return;
         }
-        op("dropout", [=, be = be()] { be->dropout(out, in, n, m); });
-    }
-    void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout,
-                            int N, int M) override {
-        op("gelu_backward_bias",
-           [=, be = be()] { be->gelu_backward_bias(dinp, dbias, inp, dout, N, M); });
-    }
-    void classifier_forward_backward(Act logits, float* losses, const int32_t* targets,
-                                     int N, int V, int Vp, float dloss, bool write_grad,
-                                     const StepScalars* scalars = nullptr) override {
-        op("classifier_forward_backward", [=, be = be()] {
-            be->classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss,
-                                            write_grad, scalars);
-        });
-    }
-    void begin_step(StepScalars* s, float lr, int64_t step) override {
-        op("begin_step", [=, be = be()] { be->begin_step(s, lr, step); });
-    }
-    void accumulate_loss(StepScalars* s, const float* losses, size_t n) override {
-        op("accumulate_loss", [=, be = be()] { be->accumulate_loss(s, losses, n); });
-    }
-    void grad_norm_clip(StepScalars* s, const float* grads, size_t n, float max_norm) override {
-        op("grad_norm_clip", [=, be = be()] { be->grad_norm_clip(s, grads, n, max_norm); });
+        OpDispatch::dropout(out, in, n, m);
     }
     void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
                     const ParamSegments& seg, const AdamWConfig& hp,
@@ -367,19 +196,7 @@ public:
             });
             return;
         }
-        op("adamw_step",
-           [=, be = be()] { be->adamw_step(params, grads, m, v, n, seg, hp, s); });
-    }
-    void adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8,
-                       float* m_scale, float* v_scale, const Q8Tables* tables, size_t n,
-                       const ParamSegments& seg, const AdamWConfig& hp,
-                       const StepScalars* s) override {
-        op("adamw_step_q8", [=, be = be()] {
-            be->adamw_step_q8(params, grads, m8, v8, m_scale, v_scale, tables, n, seg, hp, s);
-        });
-    }
-    void end_step(StepScalars* s, const LossScalePolicy& policy) override {
-        op("end_step", [=, be = be()] { be->end_step(s, policy); });
+        OpDispatch::adamw_step(params, grads, m, v, n, seg, hp, s);
     }
     void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
                        const int64_t* start, int B, int T) override {
@@ -390,8 +207,7 @@ public:
             });
             return;
         }
-        op("sample_window",
-           [=, be = be()] { be->sample_window(inputs, targets, data, start, B, T); });
+        OpDispatch::sample_window(inputs, targets, data, start, B, T);
     }
     void sample_random(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
                        uint64_t seed, const StepScalars* s, int64_t micro_step, int B,
@@ -403,9 +219,7 @@ public:
             });
             return;
         }
-        op("sample_random", [=, be = be()] {
-            be->sample_random(inputs, targets, data, seed, s, micro_step, B, T, row0);
-        });
+        OpDispatch::sample_random(inputs, targets, data, seed, s, micro_step, B, T, row0);
     }
 
     // ---- graphs
@@ -451,7 +265,8 @@ private:
         std::function<void()> run;
     };
 
-    Backend* be() const { return inner_.get(); }
+    Backend* be() const { return &inner(); }
+    void dispatch(OpKind kind, std::function<void()> run) override { op(op_name(kind), std::move(run)); }
     static int count(const std::map<int, int>& m, int id) {
         auto it = m.find(id);
         return it == m.end() ? 0 : it->second;
@@ -480,7 +295,6 @@ private:
         ++ops_recorded_;
     }
 
-    std::unique_ptr<Backend> inner_;
     Knobs knobs_;
     bool capturing_ = false;
     std::string invalidated_by_;  // the forbidden call that spoiled this capture ("" = none)
