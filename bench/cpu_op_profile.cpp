@@ -1,11 +1,11 @@
 // cpu_op_profile: per-op time breakdown of one CPU training step (forward, backward,
 // grad-norm, AdamW) at the bench/cpu_vs_torch.py shapes.
 //
-// A Backend decorator times every op call of a real Decoder::forward_backward plus the
-// optimizer's grad_norm_clip and fused adamw_step (the calls src/runtime/optimizer.cpp
-// makes), keyed by op and shape (the four block matmuls and the tied
-// head are told apart by K, M). Prints ms per step, share of the step and GFLOP/s where
-// the op's FLOP count is well defined.
+// An OpDispatch wrapper (backend/op_dispatch.h) times every op call of a real
+// Decoder::forward_backward plus the optimizer's grad_norm_clip and fused adamw_step (the
+// calls src/runtime/optimizer.cpp makes), keyed by op name, the matmuls by shape (the four
+// block matmuls and the tied head are told apart by K, M). Prints ms per step, share of the step
+// and GFLOP/s where the op's FLOP count is well defined.
 //
 //   cpu_op_profile [--threads N] [--steps S] [--warmup W] [--B 8] [--T 256]
 //                  [--L 6] [--NH 6] [--C 384] [--V 256] [--bf16 1] [--dropout-pct 10]
@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/op_dispatch.h"
 #include "model/decoder.h"
 #include "model/param_table.h"
 
@@ -44,248 +46,80 @@ struct Stat {
     }
 };
 
-class TimedBackend final : public trt::Backend {
+// Times every op through OpDispatch (backend/op_dispatch.h): ops keyed by name, the matmuls
+// and attention by shape with their FLOPs (the overrides below label the op they pass on).
+class TimedBackend final : public trt::OpDispatch {
 public:
-    explicit TimedBackend(std::unique_ptr<trt::Backend> inner) : in_(std::move(inner)) {}
+    explicit TimedBackend(std::unique_ptr<trt::Backend> inner) : OpDispatch(std::move(inner)) {}
     std::map<std::string, Stat> stats;
     bool on = false;
     int step = 0;  // index of the timed step
 
-    const char* name() const override { return in_->name(); }
-    int num_threads() const override { return in_->num_threads(); }
-    trt::DType activation_dtype() const override { return in_->activation_dtype(); }
-    void* alloc(size_t b, const char* what = "buffer") override { return in_->alloc(b, what); }
-    void reserve(const trt::ModelDims& d) override { in_->reserve(d); }
-    void register_params(const float* p, size_t n) override { in_->register_params(p, n); }
-    void free(void* p) override { in_->free(p); }
-    void zero(void* p, size_t b) override {
-        timed("zero", 0, [&] { in_->zero(p, b); });
-    }
-    void copy_to_device(void* d, const void* s, size_t b) override {
-        in_->copy_to_device(d, s, b);
-    }
-    void copy_to_host(void* d, const void* s, size_t b) override { in_->copy_to_host(d, s, b); }
-    void synchronize() override { in_->synchronize(); }
-    size_t bytes_in_use() const override { return in_->bytes_in_use(); }
-
-    void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
-                         int B, int T, int C, const int32_t* pos) override {
-        timed("encoder fwd", 0,
-              [&] { in_->encoder_forward(out, inputs, wte, wpe, B, T, C, pos); });
-    }
-    void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
-                          int B, int T, int C, const int32_t* pos) override {
-        timed("encoder bwd", 0,
-              [&] { in_->encoder_backward(dwte, dwpe, dout, inputs, B, T, C, pos); });
-    }
-    void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
-                           const float* w, const float* b, int N, int C) override {
-        timed("layernorm fwd", 0,
-              [&] { in_->layernorm_forward(out, mean, rstd, inp, w, b, N, C); });
-    }
-    void layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout,
-                            ConstAct inp, const float* w, const float* mean,
-                            const float* rstd, int N, int C) override {
-        timed("layernorm bwd", 0, [&] {
-            in_->layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-        });
-    }
     void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
                         int N, int K, int M, trt::WeightLayout layout) override {
-        timed(mm_name("fwd", K, M, layout), 2.0 * N * K * M,
-              [&] { in_->matmul_forward(out, inp, weight, bias, N, K, M, layout); });
+        label(mm_name("fwd", K, M, layout), 2.0 * N * K * M);
+        OpDispatch::matmul_forward(out, inp, weight, bias, N, K, M, layout);
     }
     void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
                          ConstAct inp, const float* weight, int N, int K, int M,
                          trt::WeightLayout layout) override {
-        const double f = 2.0 * N * K * M * ((dinp ? 1 : 0) + (dweight ? 1 : 0));
-        timed(mm_name("bwd", K, M, layout), f, [&] {
-            in_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
-        });
+        label(mm_name("bwd", K, M, layout), 2.0 * N * K * M * ((dinp ? 1 : 0) + (dweight ? 1 : 0)));
+        OpDispatch::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
     }
-    size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const override {
-        return in_->attention_saved_floats(B, T, C, NH, NKV);
-    }
-    size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
-        return in_->attention_scratch_floats(B, T, C, NH, NKV);
+    void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight, const float* bias,
+                             int N, int K, int M) override {
+        label(mm_name("fwd+gelu", K, M, trt::WeightLayout::InOut), 2.0 * N * K * M);
+        OpDispatch::matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M);
     }
     // Attention FLOPs counted as the causal minimum (lower triangle incl. diagonal):
     // forward 2 products, backward 4, each 2·T(T+1)/2·hs per (b, h).
-    void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
-                                  int pos0, int n, int NH, int NKV, int hs, int max_T,
-                                  int window) override {
-        const double f = 2.0 * 2.0 * n * (pos0 + (n + 1) / 2.0) * NH * hs;
-        timed("attention cached", f, [&] {
-            in_->attention_cached_forward(out, qkv, k_cache, v_cache, pos0, n, NH, NKV, hs,
-                                          max_T, window);
-        });
-    }
-    void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                           int NH, int NKV, int window, const int32_t* pos) override {
-        const double f = 2.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
-        timed("attention fwd", f,
-              [&] { in_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, window, pos); });
+    void attention_forward(Act out, float* saved, ConstAct qkv,
+                           const trt::AttentionShape& a) override {
+        label(a.drops() ? "attention fwd (dropout)" : "attention fwd",
+              2.0 * 2.0 * a.B * (double)a.T * (a.T + 1) / 2.0 * a.width());
+        OpDispatch::attention_forward(out, saved, qkv, a);
     }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                            const float* saved, int B, int T, int C, int NH, int NKV,
-                            int window, const int32_t* pos) override {
-        const double f = 4.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
-        timed("attention bwd", f, [&] {
-            in_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, window,
-                                    pos);
-        });
+                            const float* saved, const trt::AttentionShape& a) override {
+        label(a.drops() ? "attention bwd (dropout)" : "attention bwd",
+              4.0 * 2.0 * a.B * (double)a.T * (a.T + 1) / 2.0 * a.width());
+        OpDispatch::attention_backward(dqkv, scratch, dout, qkv, saved, a);
     }
-    void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                   int NH, int NKV, const trt::DropoutMask& m,
-                                   int window, const int32_t* pos) override {
-        const double f = 2.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
-        timed("attention fwd (dropout)", f, [&] {
-            in_->attention_dropout_forward(out, saved, qkv, B, T, C, NH, NKV, m, window, pos);
-        });
-    }
-    void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                                    const float* saved, int B, int T, int C, int NH, int NKV,
-                                    const trt::DropoutMask& m, int window,
-                                    const int32_t* pos) override {
-        const double f = 4.0 * 2.0 * B * (double)T * (T + 1) / 2.0 * C;
-        timed("attention bwd (dropout)", f, [&] {
-            in_->attention_dropout_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, m,
-                                            window, pos);
-        });
-    }
-    void dropout(Act out, ConstAct in, size_t n, const trt::DropoutMask& m) override {
-        timed("dropout", 0, [&] { in_->dropout(out, in, n, m); });
-    }
-    // The Llama-family ops (not called by this GPT-2 profile; forwarded so it compiles).
-    void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N,
-                         int C, float eps) override {
-        timed("rmsnorm fwd", 0, [&] { in_->rmsnorm_forward(out, rstd, inp, w, N, C, eps); });
-    }
-    void rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp,
-                          const float* w, const float* rstd, int N, int C) override {
-        timed("rmsnorm bwd", 0,
-              [&] { in_->rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C); });
-    }
-    void residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a,
-                                  ConstAct b, const float* w, int N, int C,
-                                  float eps) override {
-        timed("residual+rmsnorm fwd", 0, [&] {
-            in_->residual_rmsnorm_forward(res_out, out, rstd, a, b, w, N, C, eps);
-        });
-    }
-    void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
-                      int NKV, int hs, int pos0, const int32_t* pos) override {
-        timed("rope fwd", 0,
-              [&] { in_->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0, pos); });
-    }
-    void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
-                       int NKV, int hs, int pos0, const int32_t* pos) override {
-        timed("rope bwd", 0,
-              [&] { in_->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0, pos); });
-    }
-    void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
-        timed("swiglu fwd", 0, [&] { in_->swiglu_forward(out, inp, N, F); });
-    }
-    void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N,
-                         int F) override {
-        timed("swiglu bwd", 0, [&] { in_->swiglu_backward(dinp, inp, dout, N, F); });
-    }
-    void classifier_forward_backward(Act logits, float* losses, const int32_t* targets,
-                                     int N, int V, int Vp, float dloss, bool write_grad,
-                                     const trt::StepScalars* sc) override {
-        timed("classifier", 0, [&] {
-            in_->classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss,
-                                             write_grad, sc);
-        });
-    }
-    // The step-scalar and batch ops (begin/end of step untimed: a few scalars).
-    void begin_step(trt::StepScalars* s, float lr, int64_t step) override {
-        in_->begin_step(s, lr, step);
-    }
-    void accumulate_loss(trt::StepScalars* s, const float* l, size_t n) override {
-        in_->accumulate_loss(s, l, n);
-    }
-    void grad_norm_clip(trt::StepScalars* s, const float* g, size_t n, float mx) override {
-        timed("grad norm + clip", 0, [&] { in_->grad_norm_clip(s, g, n, mx); });
-    }
-    void adamw_step(float* p, const float* g, float* m, float* v, size_t n,
-                    const trt::ParamSegments& seg, const trt::AdamWConfig& hp,
-                    const trt::StepScalars* s) override {
-        timed("adamw", 0, [&] { in_->adamw_step(p, g, m, v, n, seg, hp, s); });
-    }
-    void adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8,
-                       float* m_scale, float* v_scale, const trt::Q8Tables* tables, size_t n,
-                       const trt::ParamSegments& seg, const trt::AdamWConfig& hp,
-                       const trt::StepScalars* s) override {
-        timed("adamw (int8 state)", 0, [&] {
-            in_->adamw_step_q8(params, grads, m8, v8, m_scale, v_scale, tables, n, seg, hp, s);
-        });
-    }
-    void end_step(trt::StepScalars* s, const trt::LossScalePolicy& pol) override {
-        in_->end_step(s, pol);
-    }
-    void read_scalars_async(int slot, const trt::StepScalars* s) override {
-        in_->read_scalars_async(slot, s);
-    }
-    bool scalars_ready(int slot) override { return in_->scalars_ready(slot); }
-    trt::StepScalars read_scalars(int slot) override { return in_->read_scalars(slot); }
-    void load_rows(int32_t* in, int32_t* tg, const int32_t* rows, int B, int T) override {
-        in_->load_rows(in, tg, rows, B, T);
-    }
-    void load_batch(int32_t* in, int32_t* tg, int32_t* ps, const int32_t* hin,
-                    const int32_t* htg, const int32_t* hps, int B, int T) override {
-        in_->load_batch(in, tg, ps, hin, htg, hps, B, T);
-    }
-    void sample_window(int32_t* in, int32_t* tg, const trt::DeviceTokens& d,
-                       const int64_t* start, int B, int T) override {
-        in_->sample_window(in, tg, d, start, B, T);
-    }
-    void sample_random(int32_t* in, int32_t* tg, const trt::DeviceTokens& d, uint64_t seed,
-                       const trt::StepScalars* s, int64_t micro, int B, int T,
-                       int64_t row0) override {
-        in_->sample_random(in, tg, d, seed, s, micro, B, T, row0);
-    }
-    void upload_step_inputs(void* dst, const void* src, size_t bytes) override {
-        in_->upload_step_inputs(dst, src, bytes);
-    }
-    void residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd,
-                                    ConstAct a, ConstAct b, const float* bb,
-                                    const float* w, const float* bias, int N, int C) override {
-        timed("residual+layernorm fwd", 0, [&] {
-            in_->residual_layernorm_forward(res_out, out, mean, rstd, a, b, bb, w, bias, N, C);
-        });
-    }
-    void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
-                             const float* bias, int N, int K, int M) override {
-        timed(mm_name("fwd+gelu", K, M, trt::WeightLayout::InOut), 2.0 * N * K * M,
-              [&] { in_->matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M); });
-    }
-    void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout,
-                            int N, int M) override {
-        timed("gelu bwd (+fc dbias)", 0,
-              [&] { in_->gelu_backward_bias(dinp, dbias, inp, dout, N, M); });
-    }
-    void gelu_forward(Act out, ConstAct inp, size_t n) override {
-        timed("gelu fwd", 0, [&] { in_->gelu_forward(out, inp, n); });
-    }
-    void add_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
-                     int M) override {
-        timed("lora add columns", 0, [&] { in_->add_columns(out, in, scale, N, W, c0, M); });
-    }
-    void copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
-                      int M) override {
-        timed("lora copy columns", 0, [&] { in_->copy_columns(out, in, scale, N, W, c0, M); });
+
+protected:
+    void dispatch(trt::OpKind op, std::function<void()> run) override {
+        std::string key = label_.empty() ? trt::op_name(op) : label_;
+        const double flops = flops_;
+        label_.clear();
+        flops_ = 0;
+        // begin/end of step and the batch loads: a few scalars or host copies, untimed.
+        switch (op) {
+            case trt::OpKind::begin_step:
+            case trt::OpKind::accumulate_loss:
+            case trt::OpKind::end_step:
+            case trt::OpKind::load_rows:
+            case trt::OpKind::load_batch:
+            case trt::OpKind::sample_window:
+            case trt::OpKind::sample_random:
+                run();
+                return;
+            default:
+                timed(key, flops, run);
+        }
     }
 
 private:
+    void label(std::string key, double flops) {
+        label_ = std::move(key);
+        flops_ = flops;
+    }
     std::string mm_name(const char* dir, int K, int M, trt::WeightLayout layout) const {
         char buf[96];
         std::snprintf(buf, sizeof buf, "matmul %s %s %dx%d", dir,
                       layout == trt::WeightLayout::OutIn ? "(head, OutIn)" : "", K, M);
         return buf;
     }
-    template <typename F>
-    void timed(const std::string& key, double flops, F&& f) {
+    void timed(const std::string& key, double flops, const std::function<void()>& f) {
         if (!on) {
             f();
             return;
@@ -299,7 +133,8 @@ private:
         st.flops += flops;
         st.calls += 1;
     }
-    std::unique_ptr<trt::Backend> in_;
+    std::string label_;  // the op about to be dispatched, when an override knows more
+    double flops_ = 0;
 };
 
 int arg_int(int argc, char** argv, const char* name, int def) {

@@ -27,7 +27,7 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 16;  // 16: ops from backend_ops.def, supports(); 15: ignored targets
+constexpr uint32_t kBackendInterfaceVersion = 17;  // 17: AttentionShape; 16: backend_ops.def
 
 // A target id that is not a target (instruction tuning trains on some tokens only): the
 // position is an input, its loss is 0 and its logits get no gradient.
@@ -111,6 +111,60 @@ struct DropoutMask {
     uint32_t micro_step = 0;               // the micro-batch within the step
     uint32_t site = 0;                     // which dropout of the model (model/dropout_sites.h)
     uint64_t index0 = 0;                   // stream index of element 0 (0 but in chunked calls)
+};
+
+// One call of the attention ops and RoPE (backend_ops.def): the heads' layout and what varies
+// between calls — a window, documents, dropout — as fields, so the next variant is a field
+// rather than a new signature. qkv rows hold NH query heads, then NKV key heads, then NKV
+// value heads, hs wide each (GPT-2: NKV = NH, c_attn's [B,T,3C]); out rows hold the NH heads'
+// outputs, NH·hs wide (C, but for Qwen3's explicit head_dim). Held by value by OpDispatch: no
+// field points at host memory that a replayed graph would read.
+struct AttentionShape {
+    int B = 0, T = 0;     // sequences, positions each (the cached op: 1 and its new rows)
+    int NH = 0, NKV = 0;  // query heads; key/value heads (NKV divides NH; NH / NKV share one)
+    int hs = 0;           // head size; even where RoPE applies
+    // > 0: a sliding window (Mistral's sliding_window): query t attends keys s with
+    // t - s < window only; 0 = the whole causal context.
+    int window = 0;
+    // Documents (packed examples): positions [B,T] in backend memory, or null (above the
+    // encoder ops in backend_ops.def).
+    const int32_t* pos = nullptr;
+    // p > 0: dropout on the attention probabilities (model.dropout), this mask.
+    DropoutMask dropout;
+
+    int width() const { return NH * hs; }                  // out's rows
+    int qkv_width() const { return (NH + 2 * NKV) * hs; }  // qkv's rows
+    bool drops() const { return dropout.p > 0; }
+
+    // Whole causal attention of NH heads of hs (from_width: over `width` columns, hs =
+    // width / NH), no window, documents or dropout; the with_ calls add them.
+    static AttentionShape from_heads(int B, int T, int NH, int NKV, int hs) {
+        AttentionShape a;
+        a.B = B;
+        a.T = T;
+        a.NH = NH;
+        a.NKV = NKV;
+        a.hs = hs;
+        return a;
+    }
+    static AttentionShape from_width(int B, int T, int width, int NH, int NKV) {
+        return from_heads(B, T, NH, NKV, NH > 0 ? width / NH : 0);
+    }
+    AttentionShape with_window(int w) const {
+        AttentionShape a = *this;
+        a.window = w;
+        return a;
+    }
+    AttentionShape with_pos(const int32_t* p) const {
+        AttentionShape a = *this;
+        a.pos = p;
+        return a;
+    }
+    AttentionShape with_dropout(const DropoutMask& m) const {
+        AttentionShape a = *this;
+        a.dropout = m;
+        return a;
+    }
 };
 
 // AdamW hyper-parameters that do not change during a run. lr and step come from StepScalars.
@@ -321,14 +375,12 @@ public:
     virtual size_t op_scratch_bytes(const ModelDims& dims) const { return 0; }
 
     // ---- sizes of the attention ops' buffers (attention_forward, backend_ops.def)
-    // Floats of `saved` the forward writes for its backward, and of the backward's scratch,
-    // at these dims. 0 on a backend without attention.
-    virtual size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const {
-        return 0;
-    }
-    virtual size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const {
-        return 0;
-    }
+    // Floats of `saved` the forward writes for its backward (twice that under dropout: see
+    // attention_forward), and of the backward's scratch, for calls of this shape (its B, T,
+    // heads and head size; the window, documents and dropout do not change them). 0 on a
+    // backend without attention.
+    virtual size_t attention_saved_floats(const AttentionShape& /*a*/) const { return 0; }
+    virtual size_t attention_scratch_floats(const AttentionShape& /*a*/) const { return 0; }
 
     // ---- the ops: backend_ops.def holds each one's contract and signature, once. An op a
     // backend does not implement throws Unsupported; supports() says which ones it runs.

@@ -45,11 +45,11 @@ public:
     size_t op_scratch_bytes(const ModelDims& dims) const override {
         return inner_->op_scratch_bytes(dims);
     }
-    size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const override {
-        return inner_->attention_saved_floats(B, T, C, NH, NKV);
+    size_t attention_saved_floats(const AttentionShape& a) const override {
+        return inner_->attention_saved_floats(a);
     }
-    size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
-        return inner_->attention_scratch_floats(B, T, C, NH, NKV);
+    size_t attention_scratch_floats(const AttentionShape& a) const override {
+        return inner_->attention_scratch_floats(a);
     }
     bool supports(OpKind op, const ModelDims& dims, Precision precision) const override {
         return inner_->supports(op, dims, precision);

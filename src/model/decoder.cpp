@@ -27,9 +27,8 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
     // The backend sizes its scratch first: which attention path it takes (and so how much it
     // saves for the backward) can depend on the shapes (cuDNN plans are built here).
     be_.reserve(model_dims(table_, B, T));
-    const int A = s.attention_width();
-    const size_t att_saved = be_.attention_saved_floats(B, T, A, s.NH, s.NKV);
-    const size_t att_scratch = be_.attention_scratch_floats(B, T, A, s.NH, s.NKV);
+    const size_t att_saved = be_.attention_saved_floats(s.attention_shape(B, T));
+    const size_t att_scratch = be_.attention_scratch_floats(s.attention_shape(B, T));
     const DType act = be_.activation_dtype();
     act_bytes_ = lay_out_activations(s, B, T, att_saved, att_scratch, act, recompute_, nullptr,
                                      nullptr, head_rows_);
@@ -226,6 +225,18 @@ ConstAct Decoder::block_input(int i) const {
     return i == 0 ? ConstAct(acts_.encoded) : ConstAct(acts_.layers[i - 1].residual3);
 }
 
+// Block i's attention in this pass: the model's heads and window, the pass's documents
+// (forward_cached has none) and, when training drops, the probabilities' dropout mask.
+AttentionShape Decoder::pass_attention_shape(int i, int B, int T, bool cached) const {
+    const ModelSpec& s = spec();
+    AttentionShape a = s.attention_shape(B, T);
+    if (cached) return a;
+    a.pos = pass_positions_;
+    if (dropping(s.dropout))
+        a.dropout = mask(s.dropout, dropout_site(i, DropoutPlace::AttentionProbs));
+    return a;
+}
+
 // ln1 (already written) -> qkv (rotated) -> attention -> attproj -> residual2, ln2.
 void Decoder::block_attention_forward(int i, int B, int T, int cache_pos0) {
     const ModelSpec& s = spec();
@@ -238,24 +249,17 @@ void Decoder::block_attention_forward(int i, int B, int T, int cache_pos0) {
     for (Slot p : {Slot::Qkv, Slot::Q, Slot::K, Slot::V}) lora_forward(p, i, a.ln1, a.qkv, N);
     if (s.family().qk_norm) qk_norm_forward(i, N);
     const bool cached = cache_pos0 >= 0;
-    // Documents: the pass's positions (forward_cached has none).
-    const int32_t* pos = cached ? nullptr : pass_positions_;
+    const AttentionShape shape = pass_attention_shape(i, B, T, cached);
     if (!s.learned_positions())
-        be_.rope_forward(a.qkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(),
-                         cached ? cache_pos0 : 0, pos);
+        be_.rope_forward(a.qkv, rope_cos_, rope_sin_, cached ? cache_pos0 : 0, shape);
     if (cached) {
         const size_t per_cache = static_cast<size_t>(s.NKV) * T_ * s.hs();
         float* k_cache = kv_cache_ + 2 * static_cast<size_t>(i) * per_cache;
-        be_.attention_cached_forward(a.atty, a.qkv, k_cache, k_cache + per_cache, cache_pos0,
-                                     T, s.NH, s.NKV, s.hs(), T_, s.sliding_window);
-    } else if (dropping(s.dropout))
-        be_.attention_dropout_forward(a.atty, a.att_saved, a.qkv, B, T, A, s.NH, s.NKV,
-                                      mask(s.dropout,
-                                           dropout_site(i, DropoutPlace::AttentionProbs)),
-                                      s.sliding_window, pos);
-    else
-        be_.attention_forward(a.atty, a.att_saved, a.qkv, B, T, A, s.NH, s.NKV,
-                              s.sliding_window, pos);
+        be_.attention_cached_forward(a.atty, a.qkv, k_cache, k_cache + per_cache, cache_pos0, T_,
+                                     shape);
+    } else {
+        be_.attention_forward(a.atty, a.att_saved, a.qkv, shape);
+    }
     const float* bias = residual_branch(a.attproj, a.atty, Slot::AttnOut, i, A, N);
     residual_norm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, block_input(i), a.attproj,
                           bias, w(Slot::MlpNorm, i), w(Slot::MlpNormBias, i), N);
@@ -493,17 +497,10 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
         be_.matmul_backward(A.datty, dw(Slot::AttnOut, i), dw(Slot::AttnOutBias, i), dproj,
                             a.atty, w(Slot::AttnOut, i), N, AW, C, lin);
         lora_backward(Slot::AttnOut, i, a.atty, dproj, A.datty, N);
-        if (dropping(s.dropout))
-            be_.attention_dropout_backward(
-                A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, B, T, AW, s.NH, s.NKV,
-                mask(s.dropout, dropout_site(i, DropoutPlace::AttentionProbs)), s.sliding_window,
-                pass_positions_);
-        else
-            be_.attention_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, B, T, AW,
-                                   s.NH, s.NKV, s.sliding_window, pass_positions_);
+        const AttentionShape shape = pass_attention_shape(i, B, T, false);
+        be_.attention_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, shape);
         if (!s.learned_positions())  // d(rotated q, k) -> d(q, k)
-            be_.rope_backward(A.dqkv, rope_cos_, rope_sin_, B, T, s.NH, s.NKV, s.hs(), 0,
-                              pass_positions_);
+            be_.rope_backward(A.dqkv, rope_cos_, rope_sin_, 0, shape);
         if (s.family().qk_norm) qk_norm_backward(i, N);  // d(normalised q, k) -> d(q, k)
         const Slot qkv = s.split_qkv() ? Slot::Q : Slot::Qkv;
         be_.matmul_backward(A.dln, dw(qkv, i), dw(qkv_bias_slot(), i), A.dqkv, a.ln1, w(qkv, i),

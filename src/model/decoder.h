@@ -120,6 +120,7 @@ private:
     // cache_pos0 >= 0 (forward_cached; B = 1): the rows are positions cache_pos0.. and attend
     // over the KV cache, which they extend.
     void block_attention_forward(int i, int B, int T, int cache_pos0 = -1);
+    AttentionShape pass_attention_shape(int i, int B, int T, bool cached) const;
     void block_mlp_up_forward(int i, int N);
     // ln2 -> MLP -> residual3 and the next norm (block i+1's ln1, or lnf).
     void block_mlp_forward(int i, int N);

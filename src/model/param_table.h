@@ -69,6 +69,11 @@ struct ModelSpec {
     bool split_qkv() const { return family().split_qkv; }  // q/k/v_proj tensors, else c_attn
     // Linear weights as stored: [in, out] (HF Conv1D) or [out, in] (nn.Linear).
     WeightLayout linear_layout() const { return family().layout; }
+    // The attention ops' shape for B sequences of T positions (no documents, no dropout:
+    // the caller sets those for its pass).
+    AttentionShape attention_shape(int B, int T) const {
+        return AttentionShape::from_heads(B, T, NH, NKV, hs()).with_window(sliding_window);
+    }
     // Width of the MLP activation the down projection reads, and of the matmul before it.
     int mlp_up_width() const { return gated_mlp() ? 2 * F : F; }
 };

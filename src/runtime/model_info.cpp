@@ -33,12 +33,11 @@ ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend
                         (table.all_trainable() ? 0 : 2 * int64_t{spec.C} * 4);
     // The Decoder's own plan (model/activations.h), counted without allocating, plus the
     // token ids and the RoPE tables.
-    const size_t saved = attention ? attention->saved_floats
-                                   : backend.attention_saved_floats(B, T, spec.attention_width(),
-                                                                    spec.NH, spec.NKV);
-    const size_t scratch = attention ? attention->scratch_floats
-                                     : backend.attention_scratch_floats(
-                                           B, T, spec.attention_width(), spec.NH, spec.NKV);
+    const AttentionShape shape = spec.attention_shape(B, T);
+    const size_t saved =
+        attention ? attention->saved_floats : backend.attention_saved_floats(shape);
+    const size_t scratch =
+        attention ? attention->scratch_floats : backend.attention_scratch_floats(shape);
     const size_t acts = lay_out_activations(spec, B, T, saved, scratch,
                                             backend.activation_dtype(), recompute, nullptr,
                                             nullptr);

@@ -100,12 +100,15 @@ TEST_P(CudaDeterminism, AttentionForwardBackward) {
     const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
     Twin qkv = up(gpu::rnd(nq, 2301, -2, 2)), dout = up(gpu::rnd(no, 2302));
     Twin out = alloc(no * 4), dqkv = alloc(nq * 4);
-    Twin saved = alloc(cuda_->attention_saved_floats(B, T, C, NH, NH) * 4 + 4);
-    Twin scratch = alloc(cuda_->attention_scratch_floats(B, T, C, NH, NH) * 4 + 4);
+    Twin saved = alloc(
+        cuda_->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)) * 4 + 4);
+    Twin scratch = alloc(
+        cuda_->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)) * 4 + 4);
     expect_bitwise("attention fwd+bwd", {&out, &dqkv}, [&] {
-        cuda_->attention_forward(out.f(kCuda), saved.f(kCuda), qkv.f(kCuda), B, T, C, NH, NH);
+        cuda_->attention_forward(out.f(kCuda), saved.f(kCuda), qkv.f(kCuda),
+                                 trt::AttentionShape::from_width(B, T, C, NH, NH));
         cuda_->attention_backward(dqkv.f(kCuda), scratch.f(kCuda), dout.f(kCuda), qkv.f(kCuda),
-                                  saved.f(kCuda), B, T, C, NH, NH);
+                                  saved.f(kCuda), trt::AttentionShape::from_width(B, T, C, NH, NH));
     });
 }
 

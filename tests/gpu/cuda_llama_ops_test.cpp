@@ -81,10 +81,10 @@ TEST_P(LlamaOps, RopeBackwardUndoesTheForward) {
         const size_t n = (size_t)c.B * c.T * (c.NH + 2 * c.NKV) * c.hs;
         const auto xv = gpu::rnd(n, 3401, -2, 2);
         Twin x = up(xv);
-        g.rope_forward(x.f(kCuda), cos_t.f(kCuda), sin_t.f(kCuda), c.B, c.T, c.NH, c.NKV, c.hs,
-                       c.pos0);
-        g.rope_backward(x.f(kCuda), cos_t.f(kCuda), sin_t.f(kCuda), c.B, c.T, c.NH, c.NKV, c.hs,
-                        c.pos0);
+        g.rope_forward(x.f(kCuda), cos_t.f(kCuda), sin_t.f(kCuda), c.pos0,
+                       trt::AttentionShape::from_heads(c.B, c.T, c.NH, c.NKV, c.hs));
+        g.rope_backward(x.f(kCuda), cos_t.f(kCuda), sin_t.f(kCuda), c.pos0,
+                        trt::AttentionShape::from_heads(c.B, c.T, c.NH, c.NKV, c.hs));
         const double e = ref::rel_error(x.get<float>(kCuda, n), xv);
         ref::report(tag("rope bwd(fwd(x)) vs x" + sh), e);
         EXPECT_LE(e, gpu::kTolFp32) << sh;
@@ -137,16 +137,21 @@ TEST_P(LlamaOps, GroupedQueryAttentionEqualsReplicatedMultiHead) {
             Twin qkv = up(qv), mqkv = up(mv), dout = up(dov);
             Twin out = nan_floats(no), mout = nan_floats(no), dqkv = nan_floats(nq),
                  mdqkv = nan_floats(nm);
-            Twin saved = nan_floats(g.attention_saved_floats(B, T, C, NH, NKV));
-            Twin msaved = nan_floats(g.attention_saved_floats(B, T, C, NH, NH));
-            Twin scratch = nan_floats(std::max(g.attention_scratch_floats(B, T, C, NH, NKV),
-                                               g.attention_scratch_floats(B, T, C, NH, NH)));
-            g.attention_forward(out.f(kCuda), saved.f(kCuda), qkv.f(kCuda), B, T, C, NH, NKV);
+            Twin saved = nan_floats(
+                g.attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV)));
+            Twin msaved = nan_floats(
+                g.attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)));
+            Twin scratch = nan_floats(std::max(
+                g.attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV)),
+                g.attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NH))));
+            g.attention_forward(out.f(kCuda), saved.f(kCuda), qkv.f(kCuda),
+                                trt::AttentionShape::from_width(B, T, C, NH, NKV));
             g.attention_backward(dqkv.f(kCuda), scratch.f(kCuda), dout.f(kCuda), qkv.f(kCuda),
-                                 saved.f(kCuda), B, T, C, NH, NKV);
-            g.attention_forward(mout.f(kCuda), msaved.f(kCuda), mqkv.f(kCuda), B, T, C, NH, NH);
+                                 saved.f(kCuda), trt::AttentionShape::from_width(B, T, C, NH, NKV));
+            g.attention_forward(mout.f(kCuda), msaved.f(kCuda), mqkv.f(kCuda),
+                                trt::AttentionShape::from_width(B, T, C, NH, NH));
             g.attention_backward(mdqkv.f(kCuda), scratch.f(kCuda), dout.f(kCuda), mqkv.f(kCuda),
-                                 msaved.f(kCuda), B, T, C, NH, NH);
+                                 msaved.f(kCuda), trt::AttentionShape::from_width(B, T, C, NH, NH));
             const auto go = out.get<float>(kCuda, no), mo = mout.get<float>(kCuda, no);
             const double eo = ref::rel_error(go, mo);
             ref::report(tag("gqa fwd vs replicated mha" + sh), eo);
@@ -211,9 +216,10 @@ TEST_P(LlamaOps, ScratchSizedFromLlamaDims) {
     Twin scratch = attention_scratch(B, T, C, NH, NKV);
     Twin dout = up(in(no, 3906));
     both([&](Backend& be, int s) {
-        be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV);
-        be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T, C,
-                              NH, NKV);
+        be.attention_forward(out.f(s), saved.f(s), qkv.f(s),
+                             trt::AttentionShape::from_width(B, T, C, NH, NKV));
+        be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s),
+                              trt::AttentionShape::from_width(B, T, C, NH, NKV));
     });
     expect_close("llama dims attention fwd", out, no, tol(false));
     expect_close("llama dims attention bwd", dqkv, nq, tol(true));
@@ -242,9 +248,10 @@ TEST_P(LlamaOps, SlidingWindowAttentionMatchesTheCpu) {
     Twin scratch = attention_scratch(B, T, C, NH, NKV);
     Twin dout = up(in(no, 3952));
     both([&](Backend& be, int s) {
-        be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV, W);
-        be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T, C,
-                              NH, NKV, W);
+        be.attention_forward(out.f(s), saved.f(s), qkv.f(s),
+                             trt::AttentionShape::from_width(B, T, C, NH, NKV).with_window(W));
+        be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s),
+                              trt::AttentionShape::from_width(B, T, C, NH, NKV).with_window(W));
     });
     expect_close("sliding window attention fwd", out, no, tol(false));
     expect_close("sliding window attention bwd", dqkv, nq, tol(true));
@@ -253,10 +260,12 @@ TEST_P(LlamaOps, SlidingWindowAttentionMatchesTheCpu) {
     Twin kc = nan_floats(cache), vc = nan_floats(cache), cout = nan_floats((size_t)T * C);
     const size_t row = (size_t)(NH + 2 * NKV) * hs;
     both([&](Backend& be, int s) {
-        be.attention_cached_forward(cout.f(s), qkv.f(s), kc.f(s), vc.f(s), 0, 12, NH, NKV, hs, T,
-                                    W);
-        be.attention_cached_forward(cout.f(s) + 12 * (size_t)C, qkv.f(s) + 12 * row, kc.f(s),
-                                    vc.f(s), 12, T - 12, NH, NKV, hs, T, W);
+        be.attention_cached_forward(
+            cout.f(s), qkv.f(s), kc.f(s), vc.f(s), 0, T,
+            trt::AttentionShape::from_heads(1, 12, NH, NKV, hs).with_window(W));
+        be.attention_cached_forward(
+            cout.f(s) + 12 * (size_t)C, qkv.f(s) + 12 * row, kc.f(s), vc.f(s), 12, T,
+            trt::AttentionShape::from_heads(1, T - 12, NH, NKV, hs).with_window(W));
     });
     expect_close("sliding window cached attention", cout, (size_t)T * C, tol(false));
 }

@@ -109,25 +109,33 @@ protected:
         const int hs = C / NH;
         const size_t nq = static_cast<size_t>(B) * T * (NH + 2 * NKV) * hs;
         const size_t no = static_cast<size_t>(B) * T * C;
-        size_t n_saved = std::max(cpu_->attention_saved_floats(B, T, C, NH, NKV),
-                                  cuda_->attention_saved_floats(B, T, C, NH, NKV));
-        size_t n_scratch = std::max(cpu_->attention_scratch_floats(B, T, C, NH, NKV),
-                                    cuda_->attention_scratch_floats(B, T, C, NH, NKV));
+        size_t n_saved = std::max(
+            cpu_->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV)),
+            cuda_->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV)));
+        size_t n_scratch = std::max(
+            cpu_->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV)),
+            cuda_->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV)));
         if (reserved_T > T) {
-            n_saved = std::max(n_saved, cuda_->attention_saved_floats(B, reserved_T, C, NH, NKV));
+            n_saved =
+                std::max(n_saved, cuda_->attention_saved_floats(
+                                      trt::AttentionShape::from_width(B, reserved_T, C, NH, NKV)));
             n_scratch =
-                std::max(n_scratch, cuda_->attention_scratch_floats(B, reserved_T, C, NH, NKV));
+                std::max(n_scratch, cuda_->attention_scratch_floats(trt::AttentionShape::from_width(
+                                        B, reserved_T, C, NH, NKV)));
         }
         Twin qkv = up(in(nq, seed, -2, 2)), dout = up(in(no, seed + 1));
         Twin out = nan_floats(no), dqkv = nan_floats(nq);
         Twin saved = nan_floats(n_saved), scratch = nan_floats(n_scratch);
         both([&](Backend& be, int s) {
-            be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV, window);
+            be.attention_forward(
+                out.f(s), saved.f(s), qkv.f(s),
+                trt::AttentionShape::from_width(B, T, C, NH, NKV).with_window(window));
         });
         expect_close("cudnn attention fwd" + sh, out, no, gpu::matmul_tol(precision_, false));
         both([&](Backend& be, int s) {
-            be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T,
-                                  C, NH, NKV, window);
+            be.attention_backward(
+                dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s),
+                trt::AttentionShape::from_width(B, T, C, NH, NKV).with_window(window));
         });
         expect_close("cudnn attention bwd dqkv" + sh, dqkv, nq, gpu::matmul_tol(precision_, true));
     }
@@ -144,7 +152,8 @@ protected:
     void expect_served_by_cudnn(int B, int T, int C, int NH) {
         const trt::AccelStatus st = cuda_->accel_status();
         ASSERT_EQ(st.attention, "cudnn") << tag(shape(B, T, C, NH)) << ": " << st.attention_note;
-        EXPECT_EQ(cuda_->attention_saved_floats(B, T, C, NH, NH), cudnn_saved_floats(B, T, C, NH))
+        EXPECT_EQ(cuda_->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)),
+                  cudnn_saved_floats(B, T, C, NH))
             << tag(shape(B, T, C, NH)) << ": saved is not cuDNN-sized";
     }
 
@@ -207,8 +216,9 @@ TEST_P(CudnnAttention, InferenceLengthsRunOnTheirBucketAndMatchTheCpu) {
         SCOPED_TRACE(shape(c.B, c.T, C, NH));
         const int Tb = c.T <= 128 ? 128 : 256;
         if (c.T > 1) {  // T=1's matmul buffers fit: the matmul path serves it
-            EXPECT_EQ(cuda_->attention_saved_floats(c.B, c.T, C, NH, NH),
-                      cudnn_saved_floats(c.B, Tb, C, NH))
+            EXPECT_EQ(
+                cuda_->attention_saved_floats(trt::AttentionShape::from_width(c.B, c.T, C, NH, NH)),
+                cudnn_saved_floats(c.B, Tb, C, NH))
                 << "not served by the length bucket " << Tb;
         }
         compare_with_cpu(c.B, c.T, C, NH, seed, /*reserved_T=*/T);
@@ -257,15 +267,18 @@ TEST_P(CudnnAttention, TwoIdenticalRunsAreBitwiseEqual) {
     const size_t nq = static_cast<size_t>(B) * T * 3 * C, no = static_cast<size_t>(B) * T * C;
     Twin qkv = up(in(nq, 8400, -2, 2)), dout = up(in(no, 8401));
     Twin out = nan_floats(no), dqkv = nan_floats(nq);
-    Twin saved = nan_floats(cuda_->attention_saved_floats(B, T, C, NH, NH));
-    Twin scratch = nan_floats(cuda_->attention_scratch_floats(B, T, C, NH, NH));
+    Twin saved =
+        nan_floats(cuda_->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)));
+    Twin scratch = nan_floats(
+        cuda_->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)));
     std::vector<float> out_runs[2], dqkv_runs[2];
     for (int run = 0; run < 2; ++run) {
         out.poison();
         dqkv.poison();
-        cuda_->attention_forward(out.f(kCuda), saved.f(kCuda), qkv.f(kCuda), B, T, C, NH, NH);
+        cuda_->attention_forward(out.f(kCuda), saved.f(kCuda), qkv.f(kCuda),
+                                 trt::AttentionShape::from_width(B, T, C, NH, NH));
         cuda_->attention_backward(dqkv.f(kCuda), scratch.f(kCuda), dout.f(kCuda), qkv.f(kCuda),
-                                  saved.f(kCuda), B, T, C, NH, NH);
+                                  saved.f(kCuda), trt::AttentionShape::from_width(B, T, C, NH, NH));
         out_runs[run] = out.get<float>(kCuda, no);
         dqkv_runs[run] = dqkv.get<float>(kCuda, nq);
     }
@@ -291,7 +304,7 @@ TEST_P(CudnnAttention, GroupedQueryModelRunsTheMatmulPathAndSaysWhy) {
     const trt::AccelStatus st = cuda_->accel_status();
     EXPECT_EQ(st.attention, "matmul");
     EXPECT_NE(st.attention_note.find("grouped-query"), std::string::npos) << st.attention_note;
-    EXPECT_EQ(cuda_->attention_saved_floats(B, T, C, NH, NKV),
+    EXPECT_EQ(cuda_->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV)),
               static_cast<size_t>(B) * NH * T * T)
         << "the matmul path saves the [B,NH,T,T] probabilities";
     const size_t nq = static_cast<size_t>(B) * T * (NH + 2 * NKV) * hs;
@@ -301,9 +314,10 @@ TEST_P(CudnnAttention, GroupedQueryModelRunsTheMatmulPathAndSaysWhy) {
     Twin saved = attention_saved(B, T, C, NH, NKV);
     Twin scratch = attention_scratch(B, T, C, NH, NKV);
     both([&](Backend& be, int s) {
-        be.attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NKV);
-        be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B, T, C,
-                              NH, NKV);
+        be.attention_forward(out.f(s), saved.f(s), qkv.f(s),
+                             trt::AttentionShape::from_width(B, T, C, NH, NKV));
+        be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s),
+                              trt::AttentionShape::from_width(B, T, C, NH, NKV));
     });
     expect_close("gqa (cudnn requested) fwd", out, no, gpu::matmul_tol(precision_, false));
     expect_close("gqa (cudnn requested) bwd", dqkv, nq, gpu::matmul_tol(precision_, true));
@@ -325,7 +339,8 @@ TEST_P(CudnnAttention, GroupedQueryOnCudnnWhenAskedMatchesTheCpu) {
         const trt::AccelStatus st = cuda_->accel_status();
         ASSERT_EQ(st.attention, "cudnn") << shape(c.B, c.T, c.C, c.NH) << " NKV=" << c.NKV
                                          << ": " << st.attention_note;
-        EXPECT_LT(cuda_->attention_saved_floats(c.B, c.T, c.C, c.NH, c.NKV),
+        EXPECT_LT(cuda_->attention_saved_floats(
+                      trt::AttentionShape::from_width(c.B, c.T, c.C, c.NH, c.NKV)),
                   static_cast<size_t>(c.B) * c.NH * c.T * c.T)
             << "cuDNN saves no [B,NH,T,T] probabilities";
         compare_gqa_with_cpu(c.B, c.T, c.C, c.NH, c.NKV, seed);
@@ -381,10 +396,11 @@ TEST_P(CudnnAttention, GroupedQueryCallOnAMultiHeadReservation) {
         const size_t nq = static_cast<size_t>(B) * T * (NH + 2 * NKV) * hs;
         const size_t no = static_cast<size_t>(B) * T * C;
         Twin qkv = up(in(nq, 8950, -2, 2)), out = nan_floats(no);
-        Twin saved = nan_floats(cuda_->attention_saved_floats(B, T, C, NH, NKV));
+        Twin saved = nan_floats(
+            cuda_->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV)));
         try {
-            cuda_->attention_forward(out.f(kCuda), saved.f(kCuda), qkv.f(kCuda), B, T, C, NH,
-                                     NKV);
+            cuda_->attention_forward(out.f(kCuda), saved.f(kCuda), qkv.f(kCuda),
+                                     trt::AttentionShape::from_width(B, T, C, NH, NKV));
             ADD_FAILURE() << "a [B,NH,T,T] matmul attention does not fit the cuDNN-sized buffers";
         } catch (const trt::Error& e) {
             EXPECT_EQ(e.status(), trt::Status::Unsupported) << e.what();
@@ -401,9 +417,10 @@ TEST_P(CudnnAttention, GroupedQueryCallOnAMultiHeadReservation) {
     Twin saved = attention_saved(b, t, C, NH, NKV);
     Twin scratch = attention_scratch(b, t, C, NH, NKV);
     both([&](Backend& be, int s) {
-        be.attention_forward(out.f(s), saved.f(s), qkv.f(s), b, t, C, NH, NKV);
-        be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), b, t, C,
-                              NH, NKV);
+        be.attention_forward(out.f(s), saved.f(s), qkv.f(s),
+                             trt::AttentionShape::from_width(b, t, C, NH, NKV));
+        be.attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s),
+                              trt::AttentionShape::from_width(b, t, C, NH, NKV));
     });
     expect_close("gqa B1 T8 on a cudnn reservation fwd", out, no,
                  gpu::matmul_tol(precision_, false));
@@ -463,16 +480,19 @@ TEST(CudnnAttentionFallback, MissingLibraryRunsTheMatmulAttentionAndNamesThePath
         dqkv(*cpu, *cuda, nq * 4);
     qkv.set(gpu::rounded(gpu::rnd(nq, 8500, -2, 2), Precision::Bf16));
     dout.set(gpu::rounded(gpu::rnd(no, 8501), Precision::Bf16));
-    const size_t n_saved = std::max(cpu->attention_saved_floats(B, T, C, NH, NH),
-                                    cuda->attention_saved_floats(B, T, C, NH, NH));
-    const size_t n_scratch = std::max(cpu->attention_scratch_floats(B, T, C, NH, NH),
-                                      cuda->attention_scratch_floats(B, T, C, NH, NH));
+    const size_t n_saved =
+        std::max(cpu->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)),
+                 cuda->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)));
+    const size_t n_scratch =
+        std::max(cpu->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)),
+                 cuda->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)));
     Twin saved(*cpu, *cuda, n_saved * 4), scratch(*cpu, *cuda, n_scratch * 4);
     Backend* sides[2] = {cpu.get(), cuda.get()};
     for (int s = 0; s < 2; ++s) {
-        sides[s]->attention_forward(out.f(s), saved.f(s), qkv.f(s), B, T, C, NH, NH);
-        sides[s]->attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s), B,
-                                     T, C, NH, NH);
+        sides[s]->attention_forward(out.f(s), saved.f(s), qkv.f(s),
+                                    trt::AttentionShape::from_width(B, T, C, NH, NH));
+        sides[s]->attention_backward(dqkv.f(s), scratch.f(s), dout.f(s), qkv.f(s), saved.f(s),
+                                     trt::AttentionShape::from_width(B, T, C, NH, NH));
     }
     cuda->synchronize();
     const double e_out = ref::rel_error(out.get<float>(kCuda, no), out.get<float>(kCpu, no));

@@ -132,11 +132,14 @@ protected:
                        std::vector<float>& dqkv) {
         out.assign(static_cast<size_t>(B) * T * C, 0.0f);
         dqkv.assign(qkv.size(), 0.0f);
-        std::vector<float> saved(cpu_->attention_saved_floats(B, T, C, NH, NH) + 1);
-        std::vector<float> scratch(cpu_->attention_scratch_floats(B, T, C, NH, NH) + 1);
-        cpu_->attention_forward(out.data(), saved.data(), qkv.data(), B, T, C, NH, NH);
-        cpu_->attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(),
-                                 saved.data(), B, T, C, NH, NH);
+        std::vector<float> saved(
+            cpu_->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)) + 1);
+        std::vector<float> scratch(
+            cpu_->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)) + 1);
+        cpu_->attention_forward(out.data(), saved.data(), qkv.data(),
+                                trt::AttentionShape::from_width(B, T, C, NH, NH));
+        cpu_->attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), saved.data(),
+                                 trt::AttentionShape::from_width(B, T, C, NH, NH));
     }
 
     // Forward + backward through CudnnAttention (the call must be served: prepare_call) and

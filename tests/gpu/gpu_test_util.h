@@ -289,12 +289,14 @@ protected:
     // NaN-filled attention state for (B, T, C, NH, NKV): each backend saves and scratches what
     // its own attention needs, so the larger of the two sizes.
     Twin attention_saved(int B, int T, int C, int NH, int NKV) {
-        return nan_floats(std::max(cpu_->attention_saved_floats(B, T, C, NH, NKV),
-                                   cuda_->attention_saved_floats(B, T, C, NH, NKV)));
+        return nan_floats(std::max(
+            cpu_->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV)),
+            cuda_->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV))));
     }
     Twin attention_scratch(int B, int T, int C, int NH, int NKV) {
-        return nan_floats(std::max(cpu_->attention_scratch_floats(B, T, C, NH, NKV),
-                                   cuda_->attention_scratch_floats(B, T, C, NH, NKV)));
+        return nan_floats(std::max(
+            cpu_->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV)),
+            cuda_->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV))));
     }
     // Runs f(backend, side) on the CPU, then on CUDA.
     template <typename F>

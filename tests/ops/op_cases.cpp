@@ -181,8 +181,6 @@ const std::map<std::string, std::set<std::string>>& activation_tensors() {
         {"copy_columns", {"out", "in"}},
         {"gelu_forward", {"inp", "out"}},
         {"dropout", {"in", "out"}},
-        {"attention_dropout_forward", {"qkv", "out"}},
-        {"attention_dropout_backward", {"qkv", "dout", "dqkv"}},
     };
     return m;
 }
@@ -557,8 +555,8 @@ void attention_cached_cases() {
         c.dims = attention_dims(1, n, C, NH, NKV);
         c.tol = kMatmulForward;
         c.run = [=](Backend& be, const DeviceTensors& t) {
-            be.attention_cached_forward(t.f(3), t.f(0), t.f(1), t.f(2), pos0, n, NH, NKV, hs,
-                                        max_T);
+            be.attention_cached_forward(t.f(3), t.f(0), t.f(1), t.f(2), pos0, max_T,
+                                        trt::AttentionShape::from_heads(1, n, NH, NKV, hs));
         };
         c.reference = [=](HostTensors& h) {
             const Vec& qkv = h.f[0];
@@ -630,10 +628,12 @@ void attention_cases() {
             c.tol = kMatmulForward;
             // What a backend saves for its backward is its own business: not compared.
             c.run = [=](Backend& be, const DeviceTensors& t) {
-                const size_t n = be.attention_saved_floats(B, T, C, NH, NKV);
+                const size_t n =
+                    be.attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV));
                 void* saved = be.alloc(std::max<size_t>(n, 1) * 4, "attention saved");
-                be.attention_forward(t.f(1), static_cast<float*>(saved), t.f(0), B, T, C, NH, NKV,
-                                     window);
+                be.attention_forward(
+                    t.f(1), static_cast<float*>(saved), t.f(0),
+                    trt::AttentionShape::from_width(B, T, C, NH, NKV).with_window(window));
                 be.free(saved);
             };
             c.reference = [=](HostTensors& h) {
@@ -650,14 +650,19 @@ void attention_cases() {
             c.dims = dims;
             c.tol = kMatmulBackward;
             c.run = [=](Backend& be, const DeviceTensors& t) {
-                const size_t ns = be.attention_saved_floats(B, T, C, NH, NKV);
-                const size_t nx = be.attention_scratch_floats(B, T, C, NH, NKV);
+                const size_t ns =
+                    be.attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV));
+                const size_t nx =
+                    be.attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV));
                 auto* saved = static_cast<float*>(be.alloc(std::max<size_t>(ns, 1) * 4, "saved"));
                 auto* scratch = static_cast<float*>(be.alloc(std::max<size_t>(nx, 1) * 4, "scr"));
                 auto* o = static_cast<float*>(be.alloc(no * 4, "attention out"));
-                be.attention_forward(as_act(be, o), saved, t.f(0), B, T, C, NH, NKV, window);
-                be.attention_backward(t.f(2), scratch, t.f(1), t.f(0), saved, B, T, C, NH, NKV,
-                                      window);
+                be.attention_forward(
+                    as_act(be, o), saved, t.f(0),
+                    trt::AttentionShape::from_width(B, T, C, NH, NKV).with_window(window));
+                be.attention_backward(
+                    t.f(2), scratch, t.f(1), t.f(0), saved,
+                    trt::AttentionShape::from_width(B, T, C, NH, NKV).with_window(window));
                 be.free(o);
                 be.free(scratch);
                 be.free(saved);
@@ -703,10 +708,13 @@ void attention_document_cases() {
             c.dims = dims;
             c.tol = kMatmulForward;
             c.run = [=](Backend& be, const DeviceTensors& t) {
-                const size_t n = be.attention_saved_floats(B, T, C, NH, NKV);
+                const size_t n =
+                    be.attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV));
                 void* saved = be.alloc(std::max<size_t>(n, 1) * 4, "attention saved");
-                be.attention_forward(t.f(1), static_cast<float*>(saved), t.f(0), B, T, C, NH, NKV,
-                                     window, t.ids(2));
+                be.attention_forward(t.f(1), static_cast<float*>(saved), t.f(0),
+                                     trt::AttentionShape::from_width(B, T, C, NH, NKV)
+                                         .with_window(window)
+                                         .with_pos(t.ids(2)));
                 be.free(saved);
             };
             c.reference = [=](HostTensors& h) {
@@ -724,15 +732,21 @@ void attention_document_cases() {
             c.dims = dims;
             c.tol = kMatmulBackward;
             c.run = [=](Backend& be, const DeviceTensors& t) {
-                const size_t ns = be.attention_saved_floats(B, T, C, NH, NKV);
-                const size_t nx = be.attention_scratch_floats(B, T, C, NH, NKV);
+                const size_t ns =
+                    be.attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV));
+                const size_t nx =
+                    be.attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV));
                 auto* saved = static_cast<float*>(be.alloc(std::max<size_t>(ns, 1) * 4, "saved"));
                 auto* scratch = static_cast<float*>(be.alloc(std::max<size_t>(nx, 1) * 4, "scr"));
                 auto* o = static_cast<float*>(be.alloc(no * 4, "attention out"));
-                be.attention_forward(as_act(be, o), saved, t.f(0), B, T, C, NH, NKV, window,
-                                     t.ids(3));
-                be.attention_backward(t.f(2), scratch, t.f(1), t.f(0), saved, B, T, C, NH, NKV,
-                                      window, t.ids(3));
+                be.attention_forward(as_act(be, o), saved, t.f(0),
+                                     trt::AttentionShape::from_width(B, T, C, NH, NKV)
+                                         .with_window(window)
+                                         .with_pos(t.ids(3)));
+                be.attention_backward(t.f(2), scratch, t.f(1), t.f(0), saved,
+                                      trt::AttentionShape::from_width(B, T, C, NH, NKV)
+                                          .with_window(window)
+                                          .with_pos(t.ids(3)));
                 be.free(o);
                 be.free(scratch);
                 be.free(saved);
@@ -916,9 +930,11 @@ void rope_cases() {
             c.tol = kFp32Math;
             c.run = [=](Backend& be, const DeviceTensors& t) {
                 if (backward)
-                    be.rope_backward(t.f(2), t.f(0), t.f(1), B, T, NH, NKV, hs, pos0);
+                    be.rope_backward(t.f(2), t.f(0), t.f(1), pos0,
+                                     trt::AttentionShape::from_heads(B, T, NH, NKV, hs));
                 else
-                    be.rope_forward(t.f(2), t.f(0), t.f(1), B, T, NH, NKV, hs, pos0);
+                    be.rope_forward(t.f(2), t.f(0), t.f(1), pos0,
+                                    trt::AttentionShape::from_heads(B, T, NH, NKV, hs));
             };
             c.reference = [=](HostTensors& h) {
                 h.f[2] = backward
@@ -958,9 +974,13 @@ void rope_document_cases() {
             c.tol = kFp32Math;
             c.run = [=](Backend& be, const DeviceTensors& t) {
                 if (backward)
-                    be.rope_backward(t.f(2), t.f(0), t.f(1), B, T, NH, NKV, hs, pos0, t.ids(3));
+                    be.rope_backward(
+                        t.f(2), t.f(0), t.f(1), pos0,
+                        trt::AttentionShape::from_heads(B, T, NH, NKV, hs).with_pos(t.ids(3)));
                 else
-                    be.rope_forward(t.f(2), t.f(0), t.f(1), B, T, NH, NKV, hs, pos0, t.ids(3));
+                    be.rope_forward(
+                        t.f(2), t.f(0), t.f(1), pos0,
+                        trt::AttentionShape::from_heads(B, T, NH, NKV, hs).with_pos(t.ids(3)));
             };
             c.reference = [=](HostTensors& h) {
                 h.f[2] = backward ? ref::rope_backward(h.f[2], h.f[0], h.f[1], B, T, NH, NKV, hs,
@@ -1168,19 +1188,22 @@ void dropout_cases() {
         };
         {
             OpCase c;
-            c.op = "attention_dropout_forward";
+            c.op = "attention_forward";
             c.shape = sh;
             c.tensors = {operand(in("qkv", nq, -2, 2)), out("out", no)};
             if (docs) c.tensors.push_back(positions(B, T, lens));  // [2]
             c.dims = d;
             c.tol = kMatmulForward;
             c.run = [=](Backend& be, const DeviceTensors& t) {
-                const size_t n = 2 * be.attention_saved_floats(B, T, C, NH, NKV);
+                const size_t n = 2 * be.attention_saved_floats(
+                                         trt::AttentionShape::from_width(B, T, C, NH, NKV));
                 void* saved = be.alloc(std::max<size_t>(n, 1) * 4, "attention saved");
                 trt::StepScalars* sc = step_scalars(be, kDropoutStep);
-                be.attention_dropout_forward(t.f(1), static_cast<float*>(saved), t.f(0), B, T,
-                                             C, NH, NKV, dropout_mask(0.2f, 9, 0, sc), window,
-                                             docs ? t.ids(2) : nullptr);
+                be.attention_forward(t.f(1), static_cast<float*>(saved), t.f(0),
+                                     trt::AttentionShape::from_width(B, T, C, NH, NKV)
+                                         .with_window(window)
+                                         .with_pos(docs ? t.ids(2) : nullptr)
+                                         .with_dropout(dropout_mask(0.2f, 9, 0, sc)));
                 be.free(sc);
                 be.free(saved);
             };
@@ -1193,7 +1216,7 @@ void dropout_cases() {
         }
         {
             OpCase c;
-            c.op = "attention_dropout_backward";
+            c.op = "attention_backward";
             c.shape = sh;
             c.tensors = {operand(in("qkv", nq, -2, 2)), operand(in("dout", no)), out("dqkv", nq)};
             if (docs) c.tensors.push_back(positions(B, T, lens));  // [3]
@@ -1201,17 +1224,24 @@ void dropout_cases() {
             c.tol = kMatmulBackward;
             c.run = [=](Backend& be, const DeviceTensors& t) {
                 const int32_t* pos = docs ? t.ids(3) : nullptr;
-                const size_t ns = 2 * be.attention_saved_floats(B, T, C, NH, NKV);
-                const size_t nx = be.attention_scratch_floats(B, T, C, NH, NKV);
+                const size_t ns = 2 * be.attention_saved_floats(
+                                          trt::AttentionShape::from_width(B, T, C, NH, NKV));
+                const size_t nx =
+                    be.attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV));
                 auto* saved = static_cast<float*>(be.alloc(std::max<size_t>(ns, 1) * 4, "saved"));
                 auto* scratch = static_cast<float*>(be.alloc(std::max<size_t>(nx, 1) * 4, "scr"));
                 auto* o = static_cast<float*>(be.alloc(no * 4, "attention out"));
                 trt::StepScalars* sc = step_scalars(be, kDropoutStep);
-                be.attention_dropout_forward(as_act(be, o), saved, t.f(0), B, T, C, NH, NKV,
-                                             dropout_mask(0.2f, 9, 0, sc), window, pos);
-                be.attention_dropout_backward(t.f(2), scratch, t.f(1), t.f(0), saved, B, T, C,
-                                              NH, NKV, dropout_mask(0.2f, 9, 0, sc), window,
-                                              pos);
+                be.attention_forward(as_act(be, o), saved, t.f(0),
+                                     trt::AttentionShape::from_width(B, T, C, NH, NKV)
+                                         .with_window(window)
+                                         .with_pos(pos)
+                                         .with_dropout(dropout_mask(0.2f, 9, 0, sc)));
+                be.attention_backward(t.f(2), scratch, t.f(1), t.f(0), saved,
+                                      trt::AttentionShape::from_width(B, T, C, NH, NKV)
+                                          .with_window(window)
+                                          .with_pos(pos)
+                                          .with_dropout(dropout_mask(0.2f, 9, 0, sc)));
                 be.free(sc);
                 be.free(o);
                 be.free(scratch);

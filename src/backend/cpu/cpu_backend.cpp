@@ -205,56 +205,38 @@ public:
         cpu::matmul_backward(f32(dinp), dweight, dbias, f32(dout), f32(inp), weight, N, K, M,
                              layout, threads_);
     }
-    size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const override {
-        return cpu::attention_saved_floats(B, T, C, NH, NKV);
+    size_t attention_saved_floats(const AttentionShape& a) const override {
+        return cpu::attention_saved_floats(a.B, a.T, a.width(), a.NH, a.NKV);
     }
-    void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C, int NH,
-                           int NKV, int window, const int32_t* pos) override {
+    size_t attention_scratch_floats(const AttentionShape& a) const override {
+        return cpu::attention_scratch_floats(a.B, a.T, a.width(), a.NH, a.NKV, threads_);
+    }
+    // Under dropout P' is drawn again from the mask: saved's second half (attention_forward)
+    // stays unused here.
+    void attention_forward(Act out, float* saved, ConstAct qkv, const AttentionShape& a) override {
+        const DropoutMask* m = a.drops() ? &a.dropout : nullptr;
         if (lowp_)
-            return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, nullptr, window,
-                                            pos);
-        cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_,
-                               onednn_sgemm_, nullptr, window, pos);
-    }
-    void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
-                                  int pos0, int n, int NH, int NKV, int hs, int max_T,
-                                  int window) override {
-        if (lowp_)
-            return lowp_->attention_cached_forward(out, qkv, k_cache, v_cache, pos0, n, NH, NKV,
-                                                   hs, max_T, window);
-        cpu::attention_cached_forward(f32(out), f32(qkv), k_cache, v_cache, pos0, n, NH, NKV,
-                                      hs, max_T, threads_, window);
-    }
-    size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
-        return cpu::attention_scratch_floats(B, T, C, NH, NKV, threads_);
+            return lowp_->attention_forward(out, saved, qkv, a.B, a.T, a.width(), a.NH, a.NKV, m,
+                                            a.window, a.pos);
+        cpu::attention_forward(f32(out), saved, f32(qkv), a.B, a.T, a.width(), a.NH, a.NKV,
+                               threads_, onednn_sgemm_, m, a.window, a.pos);
     }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                            const float* saved, int B, int T, int C, int NH, int NKV,
-                            int window, const int32_t* pos) override {
+                            const float* saved, const AttentionShape& a) override {
+        const DropoutMask* m = a.drops() ? &a.dropout : nullptr;
         if (lowp_)
-            return lowp_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV,
-                                             nullptr, window, pos);
-        cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C, NH,
-                                NKV, threads_, onednn_sgemm_, nullptr, window, pos);
+            return lowp_->attention_backward(dqkv, scratch, dout, qkv, saved, a.B, a.T, a.width(),
+                                             a.NH, a.NKV, m, a.window, a.pos);
+        cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, a.B, a.T, a.width(),
+                                a.NH, a.NKV, threads_, onednn_sgemm_, m, a.window, a.pos);
     }
-    void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                   int NH, int NKV, const DropoutMask& m, int window,
-                                   const int32_t* pos) override {
+    void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache, int pos0,
+                                  int max_T, const AttentionShape& a) override {
         if (lowp_)
-            return lowp_->attention_forward(out, saved, qkv, B, T, C, NH, NKV, &m, window, pos);
-        cpu::attention_forward(f32(out), saved, f32(qkv), B, T, C, NH, NKV, threads_,
-                               onednn_sgemm_, &m, window, pos);
-    }
-    // P' is drawn again from m: saved's second half (backend.h) stays unused here.
-    void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                                    const float* saved, int B, int T, int C, int NH, int NKV,
-                                    const DropoutMask& m, int window,
-                                    const int32_t* pos) override {
-        if (lowp_)
-            return lowp_->attention_backward(dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV,
-                                             &m, window, pos);
-        cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, B, T, C, NH,
-                                NKV, threads_, onednn_sgemm_, &m, window, pos);
+            return lowp_->attention_cached_forward(out, qkv, k_cache, v_cache, pos0, a.T, a.NH,
+                                                   a.NKV, a.hs, max_T, a.window);
+        cpu::attention_cached_forward(f32(out), f32(qkv), k_cache, v_cache, pos0, a.T, a.NH, a.NKV,
+                                      a.hs, max_T, threads_, a.window);
     }
     void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
                          float eps) override {
@@ -272,15 +254,17 @@ public:
         cpu::residual_rmsnorm_forward(f32(res_out), f32(out), rstd, f32(a), f32(b), w, N, C,
                                       eps, threads_);
     }
-    void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
-                      int NKV, int hs, int pos0, const int32_t* pos) override {
-        if (lowp_) return lowp_->rope_forward(qkv, cos, sin, B, T, NH, NKV, hs, pos0, pos);
-        cpu::rope_forward(f32(qkv), cos, sin, B, T, NH, NKV, hs, pos0, threads_, pos);
+    void rope_forward(Act qkv, const float* cos, const float* sin, int pos0,
+                      const AttentionShape& a) override {
+        if (lowp_)
+            return lowp_->rope_forward(qkv, cos, sin, a.B, a.T, a.NH, a.NKV, a.hs, pos0, a.pos);
+        cpu::rope_forward(f32(qkv), cos, sin, a.B, a.T, a.NH, a.NKV, a.hs, pos0, threads_, a.pos);
     }
-    void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
-                       int NKV, int hs, int pos0, const int32_t* pos) override {
-        if (lowp_) return lowp_->rope_backward(dqkv, cos, sin, B, T, NH, NKV, hs, pos0, pos);
-        cpu::rope_backward(f32(dqkv), cos, sin, B, T, NH, NKV, hs, pos0, threads_, pos);
+    void rope_backward(Act dqkv, const float* cos, const float* sin, int pos0,
+                       const AttentionShape& a) override {
+        if (lowp_)
+            return lowp_->rope_backward(dqkv, cos, sin, a.B, a.T, a.NH, a.NKV, a.hs, pos0, a.pos);
+        cpu::rope_backward(f32(dqkv), cos, sin, a.B, a.T, a.NH, a.NKV, a.hs, pos0, threads_, a.pos);
     }
     void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
         if (lowp_) return lowp_->swiglu_forward(out, inp, N, F);

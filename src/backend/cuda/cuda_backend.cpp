@@ -366,8 +366,9 @@ public:
     // matrices; the model asks for that shape only). Another shape gets what the path
     // attention_path picks for it needs (an upper bound for the cuDNN one). cuDNN serves the
     // model's key/value heads (cudnn_nkv_): calls with other NKV take the matmul path.
-    size_t attention_saved_floats(int B, int T, int C, int NH, int NKV) const override {
+    size_t attention_saved_floats(const AttentionShape& a) const override {
         // (The sizes take no window: the model's, cudnn_window_, as its calls pass it.)
+        const int B = a.B, T = a.T, C = a.width(), NH = a.NH, NKV = a.NKV;
         if (!use_cudnn_ || NKV != cudnn_nkv_)
             return cuda::attention_saved_floats(B, T, C, NH, NKV, ctx_.tiled_attention);
         if (cudnn_->prepared(B, T, C, NH, NKV, cudnn_window_))
@@ -376,41 +377,8 @@ public:
             return cuda::attention_saved_floats(B, T, C, NH, NKV, ctx_.tiled_attention);
         return cudnn_->call_saved_floats(B, T, C, NH, NKV, cudnn_window_);
     }
-    void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                           int NH, int NKV, int window, const int32_t* pos) override {
-        const DeviceGuard g(device_);
-        if (attention_path(B, T, C, NH, NKV, window, pos) == AttentionPath::Cudnn)
-            cudnn_->forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, window);
-        else
-            cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, nullptr, window,
-                                    pos);
-    }
-    void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
-                                  int pos0, int n, int NH, int NKV, int hs, int max_T,
-                                  int window) override {
-        const DeviceGuard g(device_);
-        cuda::attention_cached_forward(ctx_, out, qkv, k_cache, v_cache, pos0, n, NH, NKV, hs,
-                                       max_T, window);
-    }
-    // Always the matmul path: reserve() saw ModelDims::attention_dropout and sized for it.
-    void attention_dropout_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                   int NH, int NKV, const DropoutMask& m, int window,
-                                   const int32_t* pos) override {
-        const DeviceGuard g(device_);
-        TRT_CHECK(!use_cudnn_, "attention dropout on a backend reserved for cuDNN attention");
-        cuda::attention_forward(ctx_, out, saved, qkv, B, T, C, NH, NKV, &m, window, pos);
-    }
-    // The untiled form keeps P' in saved; the tiled one draws it again from m.
-    void attention_dropout_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                                    const float* saved, int B, int T, int C, int NH, int NKV,
-                                    const DropoutMask& m, int window,
-                                    const int32_t* pos) override {
-        const DeviceGuard g(device_);
-        TRT_CHECK(!use_cudnn_, "attention dropout on a backend reserved for cuDNN attention");
-        cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, &m,
-                                 window, pos);
-    }
-    size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV) const override {
+    size_t attention_scratch_floats(const AttentionShape& a) const override {
+        const int B = a.B, T = a.T, C = a.width(), NH = a.NH, NKV = a.NKV;
         if (!use_cudnn_ || NKV != cudnn_nkv_)
             return cuda::attention_scratch_floats(B, T, C, NH, NKV, ctx_.tiled_attention);
         if (cudnn_->prepared(B, T, C, NH, NKV, cudnn_window_))
@@ -419,15 +387,43 @@ public:
             return cuda::attention_scratch_floats(B, T, C, NH, NKV, ctx_.tiled_attention);
         return cudnn_->call_scratch_floats(B, T, C, NH, NKV, cudnn_window_);
     }
-    void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                            const float* saved, int B, int T, int C, int NH, int NKV,
-                            int window, const int32_t* pos) override {
+    // Dropout always takes the matmul path: reserve() saw ModelDims::attention_dropout and
+    // sized for it. (The untiled form keeps P' in saved; the tiled one draws it again.)
+    void attention_forward(Act out, float* saved, ConstAct qkv, const AttentionShape& a) override {
         const DeviceGuard g(device_);
-        if (attention_path(B, T, C, NH, NKV, window, pos) == AttentionPath::Cudnn)
-            cudnn_->backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV, window);
-        else
-            cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, B, T, C, NH, NKV,
-                                     nullptr, window, pos);
+        if (a.drops()) {
+            TRT_CHECK(!use_cudnn_, "attention dropout on a backend reserved for cuDNN attention");
+            cuda::attention_forward(ctx_, out, saved, qkv, a.B, a.T, a.width(), a.NH, a.NKV,
+                                    &a.dropout, a.window, a.pos);
+        } else if (attention_path(a.B, a.T, a.width(), a.NH, a.NKV, a.window, a.pos) ==
+                   AttentionPath::Cudnn) {
+            cudnn_->forward(ctx_, out, saved, qkv, a.B, a.T, a.width(), a.NH, a.NKV, a.window);
+        } else {
+            cuda::attention_forward(ctx_, out, saved, qkv, a.B, a.T, a.width(), a.NH, a.NKV,
+                                    nullptr, a.window, a.pos);
+        }
+    }
+    void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
+                            const float* saved, const AttentionShape& a) override {
+        const DeviceGuard g(device_);
+        if (a.drops()) {
+            TRT_CHECK(!use_cudnn_, "attention dropout on a backend reserved for cuDNN attention");
+            cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, a.B, a.T, a.width(),
+                                     a.NH, a.NKV, &a.dropout, a.window, a.pos);
+        } else if (attention_path(a.B, a.T, a.width(), a.NH, a.NKV, a.window, a.pos) ==
+                   AttentionPath::Cudnn) {
+            cudnn_->backward(ctx_, dqkv, scratch, dout, qkv, saved, a.B, a.T, a.width(), a.NH,
+                             a.NKV, a.window);
+        } else {
+            cuda::attention_backward(ctx_, dqkv, scratch, dout, qkv, saved, a.B, a.T, a.width(),
+                                     a.NH, a.NKV, nullptr, a.window, a.pos);
+        }
+    }
+    void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache, int pos0,
+                                  int max_T, const AttentionShape& a) override {
+        const DeviceGuard g(device_);
+        cuda::attention_cached_forward(ctx_, out, qkv, k_cache, v_cache, pos0, a.T, a.NH, a.NKV,
+                                       a.hs, max_T, a.window);
     }
 
     // ---- Llama-family ops
@@ -448,15 +444,15 @@ public:
         cuda::residual_rmsnorm_forward(ctx_, res_out, out, rstd, a, b, w, N, C,
                                        eps);
     }
-    void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
-                      int NKV, int hs, int pos0, const int32_t* pos) override {
+    void rope_forward(Act qkv, const float* cos, const float* sin, int pos0,
+                      const AttentionShape& a) override {
         const DeviceGuard g(device_);
-        cuda::rope_forward(ctx_, qkv, cos, sin, B, T, NH, NKV, hs, pos0, pos);
+        cuda::rope_forward(ctx_, qkv, cos, sin, a.B, a.T, a.NH, a.NKV, a.hs, pos0, a.pos);
     }
-    void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
-                       int NKV, int hs, int pos0, const int32_t* pos) override {
+    void rope_backward(Act dqkv, const float* cos, const float* sin, int pos0,
+                       const AttentionShape& a) override {
         const DeviceGuard g(device_);
-        cuda::rope_backward(ctx_, dqkv, cos, sin, B, T, NH, NKV, hs, pos0, pos);
+        cuda::rope_backward(ctx_, dqkv, cos, sin, a.B, a.T, a.NH, a.NKV, a.hs, pos0, a.pos);
     }
     void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
         const DeviceGuard g(device_);

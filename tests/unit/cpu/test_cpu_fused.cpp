@@ -178,8 +178,10 @@ TEST_P(CpuFused, BlockedCausalAttention) {
                                   std::to_string(C) + " NH" + std::to_string(NH);
         auto qkv = ref::random_floats((size_t)B * T * 3 * C, 641, -2, 2);
         std::vector<float> out((size_t)B * T * C, kNaN);
-        std::vector<float> saved(be->attention_saved_floats(B, T, C, NH, NH), kNaN);
-        be->attention_forward(out.data(), saved.data(), qkv.data(), B, T, C, NH, NH);
+        std::vector<float> saved(
+            be->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)), kNaN);
+        be->attention_forward(out.data(), saved.data(), qkv.data(),
+                              trt::AttentionShape::from_width(B, T, C, NH, NH));
         Vec att;
         Vec want = ref::attention_forward(ref::to_double(qkv), B, T, C, NH, NH, &att);
         const double ef = ref::rel_error(out, want);
@@ -188,9 +190,10 @@ TEST_P(CpuFused, BlockedCausalAttention) {
 
         auto dout = ref::random_floats((size_t)B * T * C, 642);
         std::vector<float> dqkv(qkv.size(), kNaN);
-        std::vector<float> scratch(be->attention_scratch_floats(B, T, C, NH, NH), kNaN);
-        be->attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(),
-                               saved.data(), B, T, C, NH, NH);
+        std::vector<float> scratch(
+            be->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)), kNaN);
+        be->attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), saved.data(),
+                               trt::AttentionShape::from_width(B, T, C, NH, NH));
         Vec rdqkv =
             ref::attention_backward(ref::to_double(dout), ref::to_double(qkv), B, T, C, NH, NH);
         const double eb = ref::rel_error(dqkv, rdqkv);
@@ -201,9 +204,10 @@ TEST_P(CpuFused, BlockedCausalAttention) {
         // Bitwise run to run (fresh NaN scratch each time).
         std::vector<float> out2(out.size()), saved2(saved.size(), kNaN), dqkv2(dqkv.size(), kNaN);
         std::vector<float> scratch2(scratch.size(), kNaN);
-        be->attention_forward(out2.data(), saved2.data(), qkv.data(), B, T, C, NH, NH);
+        be->attention_forward(out2.data(), saved2.data(), qkv.data(),
+                              trt::AttentionShape::from_width(B, T, C, NH, NH));
         be->attention_backward(dqkv2.data(), scratch2.data(), dout.data(), qkv.data(),
-                               saved2.data(), B, T, C, NH, NH);
+                               saved2.data(), trt::AttentionShape::from_width(B, T, C, NH, NH));
         EXPECT_EQ(0, std::memcmp(out.data(), out2.data(), out.size() * sizeof(float))) << shape;
         EXPECT_EQ(0, std::memcmp(dqkv.data(), dqkv2.data(), dqkv.size() * sizeof(float)))
             << shape;

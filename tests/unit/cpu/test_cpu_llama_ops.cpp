@@ -149,7 +149,8 @@ TEST_P(CpuLlamaOps, Rope) {
 
         const auto x0 = ref::random_floats((size_t)B * T * W, 1601, -2, 2);
         auto x = x0;
-        be->rope_forward(x.data(), cs.data(), sn.data(), B, T, NH, NKV, hs, pos0);
+        be->rope_forward(x.data(), cs.data(), sn.data(), pos0,
+                         trt::AttentionShape::from_heads(B, T, NH, NKV, hs));
         const Vec want =
             ref::rope_forward(ref::to_double(x0), rcs, rsn, B, T, NH, NKV, hs, pos0);
         const double ef = ref::rel_error(x, want);
@@ -157,7 +158,8 @@ TEST_P(CpuLlamaOps, Rope) {
 
         const auto d0 = ref::random_floats((size_t)B * T * W, 1602);
         auto d = d0;
-        be->rope_backward(d.data(), cs.data(), sn.data(), B, T, NH, NKV, hs, pos0);
+        be->rope_backward(d.data(), cs.data(), sn.data(), pos0,
+                          trt::AttentionShape::from_heads(B, T, NH, NKV, hs));
         const Vec rd = ref::rope_backward(ref::to_double(d0), rcs, rsn, B, T, NH, NKV, hs, pos0);
         const double eb = ref::rel_error(d, rd);
         ref::report(tag("rope fwd" + shape), ef);
@@ -171,7 +173,8 @@ TEST_P(CpuLlamaOps, Rope) {
                 EXPECT_EQ(d[(size_t)n * W + col], d0[(size_t)n * W + col]);
             }
         // The backward undoes the forward (a rotation): x0 back up to rounding.
-        be->rope_backward(x.data(), cs.data(), sn.data(), B, T, NH, NKV, hs, pos0);
+        be->rope_backward(x.data(), cs.data(), sn.data(), pos0,
+                          trt::AttentionShape::from_heads(B, T, NH, NKV, hs));
         EXPECT_LE(ref::rel_error(x, ref::to_double(x0)), kTol) << shape;
     }
 }
@@ -179,7 +182,8 @@ TEST_P(CpuLlamaOps, Rope) {
 TEST_P(CpuLlamaOps, RopeRejectsOddHeadSize) {
     std::vector<float> qkv(3 * 5, 1.0f), cs(10, 1.0f), sn(10, 0.0f);
     try {
-        be->rope_forward(qkv.data(), cs.data(), sn.data(), 1, 1, 1, 1, 5, 0);
+        be->rope_forward(qkv.data(), cs.data(), sn.data(), 0,
+                         trt::AttentionShape::from_heads(1, 1, 1, 1, 5));
         ADD_FAILURE() << "hs = 5 accepted";
     } catch (const trt::Error& e) {
         EXPECT_EQ(e.status(), trt::Status::Internal);
@@ -217,8 +221,10 @@ TEST_P(CpuLlamaOps, GroupedQueryAttention) {
                                   std::to_string(hs);
         auto qkv = ref::random_floats((size_t)B * T * W, 1801, -2, 2);
         std::vector<float> out((size_t)B * T * C, kNaN);
-        std::vector<float> saved(be->attention_saved_floats(B, T, C, NH, NKV), kNaN);
-        be->attention_forward(out.data(), saved.data(), qkv.data(), B, T, C, NH, NKV);
+        std::vector<float> saved(
+            be->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV)), kNaN);
+        be->attention_forward(out.data(), saved.data(), qkv.data(),
+                              trt::AttentionShape::from_width(B, T, C, NH, NKV));
         Vec lse;
         const Vec want = ref::attention_forward(ref::to_double(qkv), B, T, C, NH, NKV, nullptr,
                                                 nullptr, 0, &lse);
@@ -234,9 +240,10 @@ TEST_P(CpuLlamaOps, GroupedQueryAttention) {
 
         auto dout = ref::random_floats((size_t)B * T * C, 1802);
         std::vector<float> dqkv(qkv.size(), kNaN);  // overwritten: NaN must not survive
-        std::vector<float> scratch(be->attention_scratch_floats(B, T, C, NH, NKV), kNaN);
-        be->attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(),
-                               saved.data(), B, T, C, NH, NKV);
+        std::vector<float> scratch(
+            be->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV)), kNaN);
+        be->attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), saved.data(),
+                               trt::AttentionShape::from_width(B, T, C, NH, NKV));
         const Vec rd =
             ref::attention_backward(ref::to_double(dout), ref::to_double(qkv), B, T, C, NH, NKV);
         const double eb = ref::rel_error(dqkv, rd);
@@ -247,9 +254,10 @@ TEST_P(CpuLlamaOps, GroupedQueryAttention) {
         // Bitwise run to run, fresh NaN buffers.
         std::vector<float> out2(out.size(), kNaN), saved2(saved.size(), kNaN),
             dqkv2(dqkv.size(), kNaN), scratch2(scratch.size(), kNaN);
-        be->attention_forward(out2.data(), saved2.data(), qkv.data(), B, T, C, NH, NKV);
+        be->attention_forward(out2.data(), saved2.data(), qkv.data(),
+                              trt::AttentionShape::from_width(B, T, C, NH, NKV));
         be->attention_backward(dqkv2.data(), scratch2.data(), dout.data(), qkv.data(),
-                               saved2.data(), B, T, C, NH, NKV);
+                               saved2.data(), trt::AttentionShape::from_width(B, T, C, NH, NKV));
         EXPECT_TRUE(same_bits(out, out2)) << shape;
         EXPECT_TRUE(same_bits(dqkv, dqkv2)) << shape;
     }
@@ -275,13 +283,16 @@ TEST_P(CpuLlamaOps, GqaIsMhaOnRepeatedHeads) {
                 }
         auto run = [&](const std::vector<float>& in, int nkv, std::vector<float>& out,
                        std::vector<float>& dqkv) {
-            std::vector<float> saved(be->attention_saved_floats(B, T, C, NH, nkv));
-            std::vector<float> scratch(be->attention_scratch_floats(B, T, C, NH, nkv));
+            std::vector<float> saved(
+                be->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, nkv)));
+            std::vector<float> scratch(
+                be->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, nkv)));
             out.assign((size_t)B * T * C, kNaN);
             dqkv.assign(in.size(), kNaN);
-            be->attention_forward(out.data(), saved.data(), in.data(), B, T, C, NH, nkv);
+            be->attention_forward(out.data(), saved.data(), in.data(),
+                                  trt::AttentionShape::from_width(B, T, C, NH, nkv));
             be->attention_backward(dqkv.data(), scratch.data(), dout.data(), in.data(),
-                                   saved.data(), B, T, C, NH, nkv);
+                                   saved.data(), trt::AttentionShape::from_width(B, T, C, NH, nkv));
         };
         std::vector<float> og, dg, om, dm;
         run(qkv, NKV, og, dg);
@@ -308,7 +319,8 @@ TEST_P(CpuLlamaOps, AttentionRejectsBadHeadCounts) {
     std::vector<float> qkv(B * T * 3 * C), out(B * T * C), saved(B * NH * T * T);
     for (int NKV : {3, 0, 8}) {
         try {
-            be->attention_forward(out.data(), saved.data(), qkv.data(), B, T, C, NH, NKV);
+            be->attention_forward(out.data(), saved.data(), qkv.data(),
+                                  trt::AttentionShape::from_width(B, T, C, NH, NKV));
             ADD_FAILURE() << "NKV " << NKV << " accepted";
         } catch (const trt::Error& e) {
             EXPECT_EQ(e.status(), trt::Status::Internal);
@@ -350,16 +362,22 @@ TEST(CpuLlamaThreads, BitwiseAcrossThreadCounts) {
         be->rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(),
                              N, C);
         std::vector<float> q = qkv, dq = dqkv_in;
-        be->rope_forward(q.data(), cs.data(), sn.data(), B, T, NH, NKV, hs, pos0);
-        be->rope_backward(dq.data(), cs.data(), sn.data(), B, T, NH, NKV, hs, pos0);
+        be->rope_forward(q.data(), cs.data(), sn.data(), pos0,
+                         trt::AttentionShape::from_heads(B, T, NH, NKV, hs));
+        be->rope_backward(dq.data(), cs.data(), sn.data(), pos0,
+                          trt::AttentionShape::from_heads(B, T, NH, NKV, hs));
         std::vector<float> act((size_t)N * F), dgu((size_t)N * 2 * F);
         be->swiglu_forward(act.data(), gu.data(), N, F);
         be->swiglu_backward(dgu.data(), gu.data(), dact.data(), N, F);
-        std::vector<float> atty((size_t)N * C), saved(be->attention_saved_floats(B, T, C, NH, NKV)),
-            scratch(be->attention_scratch_floats(B, T, C, NH, NKV)), dattqkv((size_t)N * W);
-        be->attention_forward(atty.data(), saved.data(), q.data(), B, T, C, NH, NKV);
-        be->attention_backward(dattqkv.data(), scratch.data(), datt.data(), q.data(),
-                               saved.data(), B, T, C, NH, NKV);
+        std::vector<float> atty((size_t)N * C),
+            saved(be->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV))),
+            scratch(
+                be->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NKV))),
+            dattqkv((size_t)N * W);
+        be->attention_forward(atty.data(), saved.data(), q.data(),
+                              trt::AttentionShape::from_width(B, T, C, NH, NKV));
+        be->attention_backward(dattqkv.data(), scratch.data(), datt.data(), q.data(), saved.data(),
+                               trt::AttentionShape::from_width(B, T, C, NH, NKV));
         std::vector<float> enc((size_t)N * C), dwte((size_t)5 * C, 0.0f);
         be->encoder_forward(enc.data(), tok.data(), wte.data(), nullptr, B, T, C);
         be->encoder_backward(dwte.data(), nullptr, dy.data(), tok.data(), B, T, C);

@@ -92,12 +92,17 @@ TEST(CpuDeterminism, BitwiseRunToRun) {
         const int B = 3, T = 41, C = 48, NH = 4;
         auto qkv = ref::random_floats((size_t)B * T * 3 * C, 1201, -2, 2);
         auto dout = ref::random_floats((size_t)B * T * C, 1202);
-        std::vector<float> out((size_t)B * T * C), saved(be->attention_saved_floats(B, T, C, NH, NH));
-        std::vector<float> scratch(be->attention_scratch_floats(B, T, C, NH, NH));
-        be->attention_forward(out.data(), saved.data(), qkv.data(), B, T, C, NH, NH);
+        std::vector<float> out((size_t)B * T * C),
+            saved(be->attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)));
+        std::vector<float> scratch(
+            be->attention_scratch_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)));
+        be->attention_forward(out.data(), saved.data(), qkv.data(),
+                              trt::AttentionShape::from_width(B, T, C, NH, NH));
         std::vector<float> d1(qkv.size()), d2(qkv.size(), 7.0f);
-        be->attention_backward(d1.data(), scratch.data(), dout.data(), qkv.data(), saved.data(), B, T, C, NH, NH);
-        be->attention_backward(d2.data(), scratch.data(), dout.data(), qkv.data(), saved.data(), B, T, C, NH, NH);
+        be->attention_backward(d1.data(), scratch.data(), dout.data(), qkv.data(), saved.data(),
+                               trt::AttentionShape::from_width(B, T, C, NH, NH));
+        be->attention_backward(d2.data(), scratch.data(), dout.data(), qkv.data(), saved.data(),
+                               trt::AttentionShape::from_width(B, T, C, NH, NH));
         EXPECT_EQ(0, std::memcmp(d1.data(), d2.data(), d1.size() * sizeof(float)));
 
         auto x = ref::random_floats(1000003, 1203);

@@ -48,9 +48,11 @@ Probe run_kernels(trt::Backend& be, int host_threads) {
                        N, K, M, trt::WeightLayout::InOut);
     const int B = 2, T = 16, C = 32, NH = 2;
     const std::vector<float> qkv = ramp(static_cast<size_t>(B) * T * 3 * C, 0.005f);
-    std::vector<float> saved(be.attention_saved_floats(B, T, C, NH, NH));
+    std::vector<float> saved(
+        be.attention_saved_floats(trt::AttentionShape::from_width(B, T, C, NH, NH)));
     p.attn.assign(static_cast<size_t>(B) * T * C, 0.0f);
-    be.attention_forward(p.attn.data(), saved.data(), qkv.data(), B, T, C, NH, NH);
+    be.attention_forward(p.attn.data(), saved.data(), qkv.data(),
+                         trt::AttentionShape::from_width(B, T, C, NH, NH));
     p.blas_after = openblas_get_num_threads();
     p.omp_after = omp_get_max_threads();
     return p;

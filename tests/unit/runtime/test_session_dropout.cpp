@@ -109,7 +109,7 @@ TEST(SessionDropout, ThePlanCountsTheDroppedProbabilities) {
     Session dropped(config(dir, 0.1), LogSink{});
     const int64_t grew = dropped.metrics().bytes_in_use - plain.metrics().bytes_in_use;
     const auto be = make_cpu_backend(1);
-    const size_t saved = be->attention_saved_floats(2, 6, 8, 2, 2);
+    const size_t saved = be->attention_saved_floats(trt::AttentionShape::from_width(2, 6, 8, 2, 2));
     // Each layer's attention state (rounded up to 64 bytes, as every buffer of the plan)
     // doubles; two layers.
     auto rounded = [](size_t bytes) { return static_cast<int64_t>((bytes + 63) / 64 * 64); };
