@@ -1,5 +1,6 @@
-// Session: one training run. Owns the config, backend, model, optimizer, data, sampler
-// and metrics. step() = sample -> forward -> backward -> clip -> AdamW.
+// Session: one training run. Owns the config, backend, model, optimizer, data, batch feed
+// and metrics. step() = sample -> forward -> backward -> clip -> AdamW. Its methods are
+// spread by concern over session*.cpp (docs/ARCHITECTURE.md lists which file holds what).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -22,6 +23,8 @@
 #include "dist/communicator.h"
 #include "io/dir_lock.h"
 #include "model/decoder.h"
+#include "runtime/batch_feed.h"
+#include "runtime/gradient_sync.h"
 #include "runtime/metrics_log.h"
 #include "runtime/optimizer.h"
 #include "runtime/step_engine.h"
@@ -154,6 +157,22 @@ public:
     const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
 private:
+    // Construction (session.cpp), in order: the world's and the config's checks; the backend,
+    // precision and step engine; the data; the model and its first weights; the optimizer,
+    // its step scalars and (several ranks) the gradients' synchronisation; the batch feed;
+    // the graphs.
+    void check_run_config();
+    void start_backend(const BackendFactory& factory);
+    void open_data();
+    // data.document_attention: the end-of-text id positions restart at (-1: off).
+    int32_t document_attention_separator();
+    void resolve_auto_batch_size(const BackendFactory& factory);
+    void check_data_fits() const;
+    void build_model(int32_t document_separator);
+    std::vector<float> initial_weights() const;  // [table total] fp32, host
+    void build_optimizer();
+    void plan_graphs();
+
     void check_tokens(const int32_t* tokens, size_t n) const;
     // step_examples' checks: the targets counted on this rank (refusing an id that is neither
     // in [0, vocab_size) nor -1), and the positions' layout.
@@ -164,11 +183,9 @@ private:
                              const int32_t* positions, size_t n);
     // Tokens one step trains on, over every rank: grad_accum x world x B x T.
     int64_t tokens_per_step() const;
-    // Data parallel: the gradients and the step's loss sum, summed over the ranks.
-    void all_reduce_gradients();
     // Data parallelism (session_dist.cpp): refuses a world whose ranks run different configs;
-    // whether any rank says yes (every rank calls it at the same point); tells the world this
-    // rank failed mid-run (its peers may wait at a collective it will not reach).
+    // tells the world this rank failed mid-run (its peers may wait at a collective it will
+    // not reach).
     void require_same_config_on_every_rank();
     // ... and whose ranks start from other weights or another tokenizer (same paths, other
     // files), or loaded another checkpoint: sha256 of every tensor's fp32 values compared.
@@ -178,41 +195,30 @@ private:
                                                const CheckpointState& st);
     std::string digests_differ(const std::vector<std::string>& names,
                                const std::vector<std::string>& hex, size_t* item);
-    void update_weights();
-    bool any_rank(bool mine);
     void mark_failed() noexcept;
+
+    // One step (session_step.cpp).
+    // Thrown by a stoppable step that a stop request abandoned before micro-batch `next`
+    // (0-based); caught by train(), never past the Session.
+    struct StepAbandoned {
+        int64_t next;
+    };
     // stoppable (train() only): a stop request seen before a micro-batch abandons the step —
-    // it throws StepAbandoned (session.cpp) after putting the sampler cursor back; the step
-    // count, weights and optimizer state are only changed after the last micro-batch, so the
-    // session is exactly as before the step (its gradients buffer and scalars hold partial
-    // sums the next step overwrites). Only where the host runs the micro-batch loop itself: a
-    // world of one (ranks must agree on every step), and not while a graph records or
-    // replays the step (accel.cuda_graphs: a replay runs every micro-batch at once).
+    // it throws StepAbandoned after putting the sampler cursor back; the step count, weights
+    // and optimizer state are only changed after the last micro-batch, so the session is
+    // exactly as before the step (its gradients buffer and scalars hold partial sums the
+    // next step overwrites). Only where the host runs the micro-batch loop itself: a world of
+    // one (ranks must agree on every step), and not while a graph records or replays the step
+    // (accel.cuda_graphs: a replay runs every micro-batch at once).
     StepResult step_on_this_rank(bool stoppable = false);
-    TrainOutcome train_on_this_rank(int64_t n_steps, const ProgressCallback& callback);
-    void resolve_auto_batch_size(const BackendFactory& factory);
-    // Puts micro-batch k's inputs and targets ([B, T] each) in the given backend buffers.
-    using MicroBatchLoader = std::function<void(int64_t k, int32_t* inputs, int32_t* targets)>;
     // Every step's grad-accumulation loop: zero grads, GA x (load -> forward/backward), then
     // the optimizer update.
     // stoppable: see step_on_this_rank. positions: the backend buffer `load` fills with
     // each micro-batch's positions (packed examples), or null.
     void accumulate_and_update(float dloss_scale, const MicroBatchLoader& load,
                                bool stoppable = false, const int32_t* positions = nullptr);
-    // Draws micro-batch k on the backend from the resident split, reading every per-step
-    // value from backend memory (StepScalars, window_starts_dev_): a whole step of these is
-    // what a graph records.
-    MicroBatchLoader resident_loader();
-    // eval()'s forward of the batch in the model's buffers (graph-replayed like the step).
-    void run_eval_forward();
-    // rows_ (a host micro-batch [B, T+1]) into the given backend buffers; with
-    // data.document_attention also the positions (model_->positions_buffer()), restarting at
-    // each end-of-text token.
-    void load_host_rows(int32_t* inputs, int32_t* targets);
-    void load_host_rows(int32_t* inputs, int32_t* targets, const int32_t* rows, int B, int T);
-    // The positions buffer when batches carry document positions (data.document_attention),
-    // else null.
-    const int32_t* document_positions();
+    // The update of the whole global batch: AdamW, after the ranks' sums (grad_sync_).
+    void update_weights();
     // Reads back step s's scalars asynchronously, then collects what has completed.
     // counted: the step's loss is the mean over that many targets (0: tokens_per_step()).
     StepResult finish_step(int64_t s, double lr, double t0_ms, int64_t counted = 0);
@@ -220,27 +226,79 @@ private:
     // keep at most max_inflight - 1 in flight.
     void collect_steps(bool wait_all);
     void complete_step(const PendingStep& p, const StepScalars& r);
-    void place_train_data();
+    void reset_step_scalars(float loss_scale);
+    void throw_if_diverged() const;
+    // data.train named a split with no tokens (prepare --val-fraction 1): the session
+    // evaluates and samples, but step() and train() refuse, saying so.
+    void refuse_empty_train_split() const;
+
+    // train() (session_train.cpp): one call's state, its steps and how it stops.
+    struct TrainRun {
+        const ProgressCallback& callback;
+        int64_t total, target;  // train.steps; the step this call ends after
+        std::unique_ptr<MetricsLog> metrics;  // metrics.jsonl (rank 0 with train.out_dir)
+        double t_start_ms;
+        bool can_eval;
+        // A periodic checkpoint that failed: the next one tries again, and the end retries.
+        std::optional<Error> failed_checkpoint;
+    };
+    TrainOutcome train_on_this_rank(int64_t n_steps, const ProgressCallback& callback);
+    // One step and what its number calls for (eval, checkpoint, report); an outcome when
+    // train() stops there.
+    std::optional<TrainOutcome> train_step(TrainRun& run);
+    // Stopping: the completed steps reported (after waiting for them: wait), then why.
+    TrainOutcome stop_train(TrainRun& run, bool wait, const std::string& why);
+    TrainOutcome end_train(const TrainRun& run, TrainOutcome outcome);
+    // Progress (session_progress.cpp): metrics.jsonl opened (and its run header written)
+    // for a train() up to target; the progress callback; the steps completed since the last
+    // report, logged every runtime.log_every (false: the callback asked to stop).
+    std::unique_ptr<MetricsLog> open_metrics_log(int64_t target);
+    bool report_progress(const TrainRun& run, int32_t kind, const StepResult& r, double loss);
+    bool report_completed(TrainRun& run);
+
+    // Evaluation (session_eval.cpp).
+    double run_eval(bool inside_train);
+    // eval()'s forward of the batch in the model's buffers (graph-replayed like the step).
+    void run_eval_forward();
+    // The whole-split eval of a stream of n_tokens that read() copies from (what: names the
+    // stream in errors). inside_train: as run_eval's.
+    using StreamReader = std::function<void(int64_t offset, int64_t n, int32_t* out)>;
+    WholeEvalResult run_eval_whole(int64_t n_tokens, const StreamReader& read,
+                                   const std::string& what, bool inside_train);
+    WholeEvalResult eval_whole_val(bool inside_train);
+    // Whether a request_stop should interrupt an eval now (see run_eval); seen: stop_count_
+    // when the eval began.
+    bool eval_stop_requested(bool inside_train, uint64_t seen);
     // Shards with loss masks (session_example_data.cpp): the examples of data.train and
     // data.val, a step on this rank's rows of them, and eval's mean over their targets.
     void open_example_data();
     StepResult step_example_data();
     double eval_example_data(bool inside_train);
-    void upload_train_data();
-    void reset_step_scalars(float loss_scale);
+
+    // Throughput (session_metrics.cpp).
     double recent_tokens_per_s() const;
     double model_flops_per_token() const;  // 6N + 6LCT (bench/README.md)
     double peak_flops_per_s() const;        // runtime.peak_tflops, else the device's; 0 unknown
     mutable double peak_flops_ = -1;        // peak_flops_per_s, once looked up
+    // The start-up log (session_log.cpp); its "acceleration: …" and "model: …" lines (also
+    // the metrics run header).
     void log_startup() const;
-    // The start-up log's "acceleration: …" and "model: …" lines (also the metrics run header).
     std::string acceleration_line() const;
     std::string model_line() const;
+
+    // Checkpoints (session_checkpoint.cpp).
     void copy_state_to_host(std::vector<float>& params, std::vector<float>& m,
                             std::vector<float>& v);
     CheckpointState checkpoint_state() const;
     std::string save_into_out_dir();
-    // The parameters on the host, checked finite (`what` names the export for the error).
+    // train()'s cadence: whether this step checkpoints (train.checkpoint_every); a periodic
+    // checkpoint that fails for want of room or memory, or from a diverged run, is logged
+    // and kept in failed; the end of train() retries it (every rank joins a ZeRO-1 retry).
+    bool checkpoint_due() const;
+    void checkpoint_in_train(std::optional<Error>& failed);
+    void retry_failed_checkpoint(const std::optional<Error>& failed);
+    // The parameters on the host, checked finite (`what` names the export for the error;
+    // session_export.cpp).
     std::vector<float> params_for_export(const char* what);
     void warn_config_differences(const std::string& checkpoint_toml, int64_t checkpoint_ranks,
                                  const std::string& dir);
@@ -253,26 +311,8 @@ private:
     RunConfig run_;
     std::shared_ptr<dist::Communicator> world_;  // null: one rank
     int64_t rank_ = 0, world_size_ = 1;
-    std::vector<float> host_grads_;  // all_reduce_gradients' staging (device memory only)
-    // ZeRO-1 (dist.zero = 1 with several ranks): the optimizer owns a shard; the steps
-    // between its halves, and the compact staging of the parameters' all-gather.
+    // ZeRO-1 (dist.zero = 1 with several ranks): the optimizer owns a shard.
     bool zero_ = false;
-    bool device_sum_ = false;  // the gradients are summed by the backend (NCCL)
-    std::vector<uint16_t> wire_;  // dist.wire_dtype = "bf16": the gradients as summed
-    // dist.overlap: each block's compact gradient range, summed when its backward is done, and
-    // the ranges left for after the backward (embeddings, final norm, head).
-    struct GradRange {
-        size_t lo = 0, hi = 0;
-    };
-    bool overlap_ = false;
-    std::vector<GradRange> layer_ranges_, rest_ranges_;
-    void plan_overlap();
-    void sum_gradients_over_mpi(float* grads);
-    void sum_range(const GradRange& r);
-    void join_device_collectives();
-    std::vector<float> zero_params_;
-    void combine_shard_norms();
-    void gather_shard_params();
     Logger log_;
     std::unique_ptr<Backend> backend_;
     Precision precision_ = Precision::Fp32;  // resolved
@@ -282,6 +322,7 @@ private:
     // load replaced them.
     std::map<std::string, std::string> frozen_sha256_;
     std::unique_ptr<AdamW> optimizer_;
+    std::unique_ptr<GradientSync> grad_sync_;  // several ranks only
     std::optional<TokenDataset> train_data_;
     std::optional<TokenDataset> val_data_;
     // A split prepared with loss masks (prepare --chat): its examples and the rows they
@@ -292,23 +333,11 @@ private:
     };
     ExampleData train_examples_, val_examples_;
     std::vector<int32_t> example_inputs_, example_targets_, example_positions_;  // [GA, B, T]
-    // data.document_attention: the end-of-text id positions restart at (-1: off), and the
-    // host micro-batch's positions [B, T].
-    int32_t document_separator_ = -1;
-    std::vector<int32_t> doc_positions_;
-    SequentialCursor cursor_;
-    // The train split resident in backend memory (data.placement = device), or none.
-    bool resident_ = false;
-    DeviceTokens resident_tokens_;
-    std::vector<int64_t> shard_starts_;  // host copy of resident_tokens_.shard_starts
-    void* resident_buffer_ = nullptr;
-    void* resident_starts_ = nullptr;
+    // How plain token batches reach the model (resident split or host draws, the sequential
+    // cursor, document positions).
+    std::unique_ptr<BatchFeed> feed_;
 
     StepScalars* scalars_ = nullptr;  // backend memory: this step's lr, loss, norm, scale
-    // This step's sequential window starts, one per micro-batch: [grad_accum] int64, host
-    // and backend copies (the backend one is what sample_window and a replayed graph read).
-    std::vector<int64_t> window_starts_;
-    int64_t* window_starts_dev_ = nullptr;
     // Whole-step graphs (accel.cuda_graphs) of the train step and of eval's forward, and the
     // asynchronous read-back of each step's figures (runtime/step_engine.h).
     static constexpr int kTrainStepGraph = 0;
@@ -322,7 +351,6 @@ private:
     int64_t skipped_steps_ = 0;  // as of the last completed step
     int64_t consecutive_skipped_ = 0;  // skipped steps in a row, up to the last completed one
     std::string divergence_;  // set when they reach train.max_skipped_steps: the error to throw
-    void throw_if_diverged() const;
 
     int64_t step_ = 0;
     int64_t tokens_total_ = 0;
@@ -331,22 +359,8 @@ private:
     std::deque<double> recent_ms_;  // last (up to) 100 step times
     std::atomic<bool> stop_requested_{false};
     std::atomic<uint64_t> stop_count_{0};  // requests ever made: a standalone eval sees new ones
-    double run_eval(bool inside_train);
-    // The whole-split eval of a stream of n_tokens that read() copies from (what: names the
-    // stream in errors). inside_train: as run_eval's.
-    using StreamReader = std::function<void(int64_t offset, int64_t n, int32_t* out)>;
-    WholeEvalResult run_eval_whole(int64_t n_tokens, const StreamReader& read,
-                                   const std::string& what, bool inside_train);
-    WholeEvalResult eval_whole_val(bool inside_train);
-    // Whether a request_stop should interrupt an eval now (see run_eval); seen: stop_count_
-    // when the eval began.
-    bool eval_stop_requested(bool inside_train, uint64_t seen);
-    // data.train named a split with no tokens (prepare --val-fraction 1): the session
-    // evaluates and samples, but step() and train() refuse, saying so.
-    bool empty_train_split_ = false;
-    void refuse_empty_train_split() const;
+    bool empty_train_split_ = false;  // see refuse_empty_train_split
 
-    std::vector<int32_t> rows_;     // one micro-batch as drawn on the host: [B, T+1]
     std::vector<int32_t> inputs_;   // [B*T] staging for sample()
     std::vector<int32_t> targets_;  // [B*T]
     // The step_ directory this session last wrote or loaded in out_dir (kept on re-save).

@@ -11,4 +11,7 @@ namespace trt {
 // this process's place in the MPI world (auto: MPI when the launcher started several ranks).
 std::shared_ptr<dist::Communicator> launcher_world(const DistConfig& d);
 
+// Whether any rank says yes (every rank calls it at the same point).
+bool any_rank(dist::Communicator& world, bool mine);
+
 }  // namespace trt

@@ -1,9 +1,12 @@
-// Session: whole-split evaluation (data/eval_windows.h). Every target token of a stream is
-// scored exactly once: disjoint windows of T = train.seq_len targets, B = train.batch_size
+// Session: evaluation. Sampled (train.eval_mode = "sampled"): train.eval_batches sequential
+// windows from the start of data.val, the same every eval, their forward graph-replayed like
+// the step. Whole (data/eval_windows.h): every target token of a stream is scored exactly
+// once: disjoint windows of T = train.seq_len targets, B = train.batch_size
 // of them per forward, and the final shorter window (if any) run alone at its own length (the
 // model runs any T' <= T), so no token is counted twice and none is skipped. Nothing wraps:
 // a stream of N tokens gives N - 1 targets, whatever B and T. Data parallel: forward j runs
-// on rank j mod world, and the loss sums meet in one all-reduce.
+// on rank j mod world, and the loss sums meet in one all-reduce. A stop request interrupts
+// an eval between batches.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -13,6 +16,58 @@
 #include "runtime/session.h"
 
 namespace trt {
+
+double Session::eval() { return run_eval(false); }
+
+bool Session::eval_stop_requested(bool inside_train, uint64_t seen) {
+    // request_stop interrupts an eval between batches (train.eval_batches may be huge).
+    // Inside train() any pending request does (train() then stops); a standalone eval
+    // only one made while it runs, which it uses up: an earlier one is for the next
+    // train() (the header's promise).
+    // (With several ranks an eval runs to its end: they must all reach its sum; train()
+    // stops at the next step, where the ranks agree.)
+    const bool stop = world_size_ == 1 &&
+                      (inside_train ? stop_requested_.load() : stop_count_.load() != seen);
+    if (stop && !inside_train) stop_requested_.store(false);
+    return stop;
+}
+
+double Session::run_eval(bool inside_train) {
+    if (!val_data_)
+        fail(Status::Config, "data.val is not set: eval() reads its batches from it");
+    if (run_.train.eval_mode == EvalMode::Whole) return eval_whole_val(inside_train).loss;
+    if (val_examples_.set) return eval_example_data(inside_train);
+    const int B = model_->max_batch(), T = model_->max_seq();
+    SequentialCursor cursor;  // every eval reads the same windows
+    double sum = 0.0;
+    const uint64_t seen = stop_count_.load();
+    for (int64_t i = 0; i < run_.train.eval_batches; ++i) {
+        if (eval_stop_requested(inside_train, seen))
+            fail(Status::Cancelled, "eval: stopped on request after ", i, " of ",
+                 run_.train.eval_batches, " batches (train.eval_batches); no loss");
+        // Each rank reads its rows of a window of world x B rows: the same windows as one
+        // rank with world x B rows.
+        sample_sequential(*val_data_, cursor, B, T, feed_->rows(), rank_, world_size_);
+        feed_->load_host_rows(model_->inputs_buffer(), model_->targets_buffer());
+        run_eval_forward();
+        sum += model_->mean_loss(B, T);
+    }
+    if (world_size_ > 1) {  // the mean over the ranks' equal shares
+        world_->all_reduce_sum(&sum, 1);
+        sum /= static_cast<double>(world_size_);
+    }
+    last_val_loss_ = sum / static_cast<double>(run_.train.eval_batches);
+    return last_val_loss_;
+}
+
+// eval()'s forward at the full micro-batch shape (its batch was loaded eagerly before).
+void Session::run_eval_forward() {
+    const int B = model_->max_batch(), T = model_->max_seq();
+    eval_graph_->run([&] {
+        model_->forward(model_->inputs_buffer(), model_->targets_buffer(), B, T,
+                        feed_->document_positions());
+    });
+}
 
 WholeEvalResult Session::eval_whole() { return eval_whole_val(false); }
 
@@ -64,9 +119,9 @@ WholeEvalResult Session::run_eval_whole(int64_t n_tokens, const StreamReader& re
         const int len = static_cast<int>(whole_eval_window(n_tokens, T, k0).len);
         for (int r = 0; r < rows; ++r) {
             const EvalWindow w = whole_eval_window(n_tokens, T, k0 + r);
-            read(w.start, w.len + 1, rows_.data() + static_cast<size_t>(r) * (len + 1));
+            read(w.start, w.len + 1, feed_->rows() + static_cast<size_t>(r) * (len + 1));
         }
-        backend_->load_rows(model_->inputs_buffer(), model_->targets_buffer(), rows_.data(),
+        backend_->load_rows(model_->inputs_buffer(), model_->targets_buffer(), feed_->rows(),
                             rows, len);
         model_->forward(model_->inputs_buffer(), model_->targets_buffer(), rows, len);
         sum += model_->sum_loss(rows, len);

@@ -4,7 +4,6 @@
 // targets that count in the whole optimizer step — every micro-batch, every rank — so
 // dloss = 1 / that count and neither grad_accum nor the world size changes the result (a mean
 // per micro-batch would weigh a micro-batch of few targets as much as one of many).
-#include <chrono>
 #include <vector>
 
 #include "runtime/schedule.h"
@@ -12,11 +11,6 @@
 
 namespace trt {
 namespace {
-
-double now_ms() {
-    using namespace std::chrono;
-    return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
 
 // Element i of a [grad_accum, B, T] array, as the errors name it.
 std::string where(size_t i, int64_t B, int64_t T) {

@@ -6,6 +6,7 @@
 //                 ring of kScalarSlots host slots, at most max_inflight - 1 steps late.
 // Neither knows models, data or schedules.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -50,6 +51,12 @@ private:
     State state_ = State::Off;
     std::string note_;
 };
+
+// Milliseconds on the steady clock: step times are differences of these.
+inline double now_ms() {
+    using namespace std::chrono;
+    return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
 
 // One enqueued step whose figures have not come back yet.
 struct PendingStep {
