@@ -21,7 +21,8 @@ RunResolution resolve_run(const RunConfig& run, bool cuda_usable) {
     opts.device = 0;
     // The CPU computes in fp32, bf16 or fp16 (the last a slow twin of CUDA's); auto stays
     // fp32 there (the session's log says when the CPU has native bf16). CUDA's auto is bf16.
-    opts.precision = asked != Precision::Auto ? asked : res.cuda ? Precision::Bf16 : Precision::Fp32;
+    const Precision auto_precision = res.cuda ? Precision::Bf16 : Precision::Fp32;
+    opts.precision = asked == Precision::Auto ? auto_precision : asked;
     // accel.attention = "auto" and "cudnn" both ask for cuDNN attention (the CPU has none);
     // where it cannot run, the matmul path serves, with a WARN only when "cudnn" was asked.
     opts.accel.cudnn_attention = run.accel.attention != AttentionKind::Matmul;

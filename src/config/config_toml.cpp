@@ -58,11 +58,13 @@ constexpr size_t kMaxNames = 4096;
 constexpr size_t kMaxNameBytes = 1024;
 
 // The key table's affects_losses column: whether a different value makes a run compute other
-// losses - the model, the data it sees and in what order, the optimizer, the arithmetic's
-// precision and thread split - so that a run resumed under it is not the uninterrupted one
-// (Session warns, Config::loss_entries). Keys of paths, cadences, logging, and switches that
-// give the same bits (data.placement, accel.cuda_graphs, ...) are kNoLoss. A KeyDesc cannot be
-// made without it: every new key is decided.
+// losses - the model, the data it sees and in what order, the optimizer, the precision
+// (runtime.device too: it decides what "auto" precision is) - so that a run resumed under it
+// is not the uninterrupted one (Session warns, Config::loss_entries). runtime.threads is one:
+// the CPU's results are bitwise the same per thread count. Paths, cadences, logging, and
+// switches that give the same bits or only another order of float sums (data.placement,
+// accel.cuda_graphs, accel.attention, accel.cpu_matmul, dist.zero) are kNoLoss. A KeyDesc
+// cannot be made without it: every new key is decided.
 enum class Losses { Affected = 1, Unaffected = 2 };
 constexpr Losses kLoss = Losses::Affected;
 constexpr Losses kNoLoss = Losses::Unaffected;

@@ -69,8 +69,9 @@ ModelInfo run_model_info(const RunConfig& r, const RunResolution& res) {
         cudnn.op_scratch_bytes =
             cudnn_sizes::op_scratch_bytes_without_workspace(B, T, shape.C, shape.NH);
     }
-    ModelInfo m = model_info(shape, B, T, *backend, res.cudnn_attention_sizes ? &cudnn : nullptr,
-                             r.train.trainable, r.train.recompute, r.optim.state_dtype);
+    ModelInfo m = model_info(shape, B, T, *backend,
+                             res.cudnn_attention_sizes ? &cudnn : nullptr, r.train.trainable,
+                             r.train.recompute, r.optim.state_dtype);
     if (res.cuda) {  // CUDA's working copy in place of the sizing CPU backend's
         const size_t n = ParamTable(shape).total();
         const int64_t working =

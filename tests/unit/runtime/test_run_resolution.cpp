@@ -37,26 +37,20 @@ void expect_same_figures(const ModelInfo& a, const ModelInfo& b) {
 
 TEST(RunResolution, AutoDeviceFollowsWhetherCudaIsUsable) {
     const RunConfig r = run("device = \"auto\"\n");
-    const RunResolution gpu = resolve_run(r, true);
-    EXPECT_TRUE(gpu.cuda);
-    EXPECT_EQ(gpu.options.precision, Precision::Bf16);
-    EXPECT_EQ(gpu.sizing_precision, Precision::Bf16);
-    EXPECT_TRUE(gpu.cudnn_attention_sizes);
-    EXPECT_EQ(gpu.cuda_working_copy_bytes_per_param, 2u);
-    // The same figures as device = "cuda" (which never asks).
-    const RunConfig cuda = run("device = \"cuda\"\n");
-    EXPECT_TRUE(resolve_run(cuda, false).cuda);
-    expect_same_figures(run_model_info(r, gpu), run_model_info(cuda, resolve_run(cuda, false)));
-
-    const RunResolution cpu = resolve_run(r, false);
-    EXPECT_FALSE(cpu.cuda);
-    EXPECT_EQ(cpu.options.precision, Precision::Fp32);
-    EXPECT_EQ(cpu.sizing_precision, Precision::Fp32);
-    EXPECT_FALSE(cpu.cudnn_attention_sizes);
-    EXPECT_EQ(cpu.cuda_working_copy_bytes_per_param, 0u);
-    const RunConfig on_cpu = run("device = \"cpu\"\n");
-    EXPECT_FALSE(resolve_run(on_cpu, true).cuda);
-    expect_same_figures(run_model_info(r, cpu), run_model_info(on_cpu, resolve_run(on_cpu, true)));
+    // usable: what device = "cuda" gets (which never asks); else what device = "cpu" gets.
+    for (const bool usable : {true, false}) {
+        const RunResolution res = resolve_run(r, usable);
+        EXPECT_EQ(res.cuda, usable);
+        const Precision p = usable ? Precision::Bf16 : Precision::Fp32;
+        EXPECT_EQ(res.options.precision, p);
+        EXPECT_EQ(res.sizing_precision, p);
+        EXPECT_EQ(res.cudnn_attention_sizes, usable);
+        EXPECT_EQ(res.cuda_working_copy_bytes_per_param, usable ? 2u : 0u);
+        const RunConfig fixed = run(usable ? "device = \"cuda\"\n" : "device = \"cpu\"\n");
+        EXPECT_EQ(resolve_run(fixed, !usable).cuda, usable);
+        expect_same_figures(run_model_info(r, res),
+                            run_model_info(fixed, resolve_run(fixed, !usable)));
+    }
 }
 
 // CUDA under bf16 without accel.lowp_activations: fp32 activations, yet cuDNN's buffers and
