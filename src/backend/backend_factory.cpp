@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cuda_module.h"
+#include "backend/run_resolution.h"
 #include "core/error.h"
 #include "core/module_candidates.h"
 #include "core/version.h"
@@ -114,57 +115,33 @@ bool cuda_module_loadable() noexcept {
 
 BackendSelection select_backend(const RunConfig& run) {
     BackendSelection sel;
-    const Precision asked = run.runtime.precision;
-    BackendOptions opts;
-    opts.threads = static_cast<int>(run.runtime.threads);
-    opts.device = 0;
-    // accel.attention = "auto" and "cudnn" both ask for cuDNN attention (the CPU has none);
-    // where it cannot run, the matmul path serves, with a WARN only when "cudnn" was asked.
-    opts.accel.cudnn_attention = run.accel.attention != AttentionKind::Matmul;
-    opts.accel.cudnn_grouped_query = run.accel.attention == AttentionKind::Cudnn;
-    opts.accel.cudnn_sliding_window = run.accel.attention == AttentionKind::Cudnn;
-    opts.accel.matmul_epilogues = run.accel.matmul_epilogues;
-    opts.accel.fused_classifier = run.accel.fused_classifier;
-    opts.accel.deterministic = run.accel.deterministic;
-    opts.accel.lowp_activations = run.accel.lowp_activations;
-    // The CPU computes in fp32, bf16 or fp16 (the last a slow twin of CUDA's); auto stays
-    // fp32 there (the session's log says when the CPU has native bf16). tf32 is a CUDA
-    // tensor-core mode.
+    // tf32 is a CUDA tensor-core mode: the CPU refuses it (run_resolution.h keeps it as asked).
     auto cpu = [&](const std::string& why_not_cuda) {
-        if (asked == Precision::Tf32)
+        const RunResolution res = resolve_run(run, false);
+        if (res.options.precision == Precision::Tf32)
             fail(Status::Unsupported, "runtime.precision = \"tf32\": the CPU backend computes "
                  "in fp32, bf16 or fp16; set runtime.precision = \"fp32\" or \"auto\" (tf32 "
                  "needs the CUDA backend",
                  why_not_cuda.empty() ? std::string(")")
                                       : cat(", which is not available: ", why_not_cuda, ")"));
-        sel.precision = asked == Precision::Auto ? Precision::Fp32 : asked;
-        sel.backend = make_cpu_backend(opts.threads, sel.precision, run.accel.cpu_matmul);
+        sel.precision = res.options.precision;
+        sel.backend = make_cpu_backend(res.options.threads, sel.precision, run.accel.cpu_matmul);
     };
-    switch (run.runtime.device) {
-        case DeviceKind::Cpu:
-            cpu("");
-            break;
-        case DeviceKind::Cuda:
-            opts.precision = asked == Precision::Auto ? Precision::Bf16 : asked;
-            try {
-                sel.backend = load_cuda_backend(opts);
-            } catch (const Error& e) {
-                throw Error(e.status(), cat("runtime.device = \"cuda\": ", e.what(),
-                                            " (use runtime.device = \"cpu\" or \"auto\")"));
-            }
-            sel.precision = opts.precision;
-            break;
-        case DeviceKind::Auto:
-            opts.precision = asked == Precision::Auto ? Precision::Bf16 : asked;
-            try {
-                sel.backend = load_cuda_backend(opts);
-                sel.precision = opts.precision;
-            } catch (const Error& e) {
-                if (e.status() == Status::OutOfMemory || e.status() == Status::DeviceLost) throw;
-                sel.fallback_reason = e.what();
-                cpu(sel.fallback_reason);
-            }
-            break;
+    if (run.runtime.device == DeviceKind::Cpu) {
+        cpu("");
+        return sel;
+    }
+    const RunResolution res = resolve_run(run, true);  // cuda, or auto trying CUDA first
+    try {
+        sel.backend = load_cuda_backend(res.options);
+        sel.precision = res.options.precision;
+    } catch (const Error& e) {
+        if (run.runtime.device == DeviceKind::Cuda)
+            throw Error(e.status(), cat("runtime.device = \"cuda\": ", e.what(),
+                                        " (use runtime.device = \"cpu\" or \"auto\")"));
+        if (e.status() == Status::OutOfMemory || e.status() == Status::DeviceLost) throw;
+        sel.fallback_reason = e.what();
+        cpu(sel.fallback_reason);
     }
     return sel;
 }

@@ -3,9 +3,12 @@
 // exactly one translation unit (config_toml.cpp); this header is free of it.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "config/run_config.h"
 
@@ -40,6 +43,10 @@ public:
 
     // Every key with its resolved value, as TOML with [sections].
     std::string dump() const;
+    // The keys whose value changes the losses of a run (the key table's affects_losses
+    // column) with their values as dump() writes them, in dump() order: what a resumed run
+    // must share with its checkpoint's config to continue the uninterrupted run.
+    std::vector<std::pair<std::string, std::string>> loss_entries() const;
 
     const RunConfig& run() const;
     const std::string& base_dir() const;
@@ -48,5 +55,14 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+// A dump() text read back as "section.key" -> value text, unvalidated: a checkpoint's config,
+// which may come from an older writer (keys it did not know are absent) and name paths that
+// no longer exist.
+std::map<std::string, std::string> dump_entries(const std::string& dump);
+
+// Whether `key` ("train.seq_len") is in the key table's affects_losses column. Throws
+// Error(Config) on an unknown key.
+bool key_affects_losses(const std::string& key);
 
 }  // namespace trt

@@ -57,10 +57,25 @@ enum class KType { Int, Seed, Float, Bool, Path, Enum, Betas, Names };
 constexpr size_t kMaxNames = 4096;
 constexpr size_t kMaxNameBytes = 1024;
 
+// The key table's affects_losses column: whether a different value makes a run compute other
+// losses - the model, the data it sees and in what order, the optimizer, the precision
+// (runtime.device too: it decides what "auto" precision is) - so that a run resumed under it
+// is not the uninterrupted one (Session warns, Config::loss_entries). runtime.threads is one:
+// the CPU's results are bitwise the same per thread count. Paths, cadences, logging, and
+// switches that give the same bits or only another order of float sums (data.placement,
+// accel.cuda_graphs, accel.attention, accel.cpu_matmul, dist.zero) are kNoLoss. A KeyDesc
+// cannot be made without it: every new key is decided.
+enum class Losses { Affected = 1, Unaffected = 2 };
+constexpr Losses kLoss = Losses::Affected;
+constexpr Losses kNoLoss = Losses::Unaffected;
+
 struct KeyDesc {
+    KeyDesc(const char* s, const char* n, KType t, Losses l)
+        : section(s), name(n), type(t), losses(l) {}
     const char* section;
     const char* name;
     KType type;
+    Losses losses;
     // Exactly the accessor(s) of `type` are set.
     int64_t& (*i64)(RunConfig&) = nullptr;
     uint64_t& (*u64)(RunConfig&) = nullptr;
@@ -83,28 +98,28 @@ struct KeyDesc {
     std::string path() const { return std::string(section) + "." + name; }
 };
 
-KeyDesc int_key(const char* s, const char* n, int64_t& (*f)(RunConfig&), int64_t lo,
+KeyDesc int_key(const char* s, const char* n, Losses l, int64_t& (*f)(RunConfig&), int64_t lo,
                 int64_t hi = kI64Max) {
-    KeyDesc d{s, n, KType::Int};
+    KeyDesc d{s, n, KType::Int, l};
     d.i64 = f;
     d.imin = lo;
     d.imax = hi;
     return d;
 }
-KeyDesc int_or_auto_key(const char* s, const char* n, int64_t& (*f)(RunConfig&), int64_t lo,
-                        int64_t hi) {
-    KeyDesc d = int_key(s, n, f, lo, hi);
+KeyDesc int_or_auto_key(const char* s, const char* n, Losses l, int64_t& (*f)(RunConfig&),
+                        int64_t lo, int64_t hi) {
+    KeyDesc d = int_key(s, n, l, f, lo, hi);
     d.auto_ok = true;
     return d;
 }
-KeyDesc seed_key(const char* s, const char* n, uint64_t& (*f)(RunConfig&)) {
-    KeyDesc d{s, n, KType::Seed};
+KeyDesc seed_key(const char* s, const char* n, Losses l, uint64_t& (*f)(RunConfig&)) {
+    KeyDesc d{s, n, KType::Seed, l};
     d.u64 = f;
     return d;
 }
-KeyDesc float_key(const char* s, const char* n, double& (*f)(RunConfig&), double lo,
+KeyDesc float_key(const char* s, const char* n, Losses l, double& (*f)(RunConfig&), double lo,
                   bool lo_excl, double hi = kNoBound, bool hi_excl = false) {
-    KeyDesc d{s, n, KType::Float};
+    KeyDesc d{s, n, KType::Float, l};
     d.f64 = f;
     d.fmin = lo;
     d.fmin_excl = lo_excl;
@@ -112,32 +127,33 @@ KeyDesc float_key(const char* s, const char* n, double& (*f)(RunConfig&), double
     d.fmax_excl = hi_excl;
     return d;
 }
-KeyDesc bool_key(const char* s, const char* n, bool& (*f)(RunConfig&)) {
-    KeyDesc d{s, n, KType::Bool};
+KeyDesc bool_key(const char* s, const char* n, Losses l, bool& (*f)(RunConfig&)) {
+    KeyDesc d{s, n, KType::Bool, l};
     d.b = f;
     return d;
 }
-KeyDesc path_key(const char* s, const char* n, std::string& (*f)(RunConfig&)) {
-    KeyDesc d{s, n, KType::Path};
+KeyDesc path_key(const char* s, const char* n, Losses l, std::string& (*f)(RunConfig&)) {
+    KeyDesc d{s, n, KType::Path, l};
     d.str = f;
     return d;
 }
-KeyDesc names_key(const char* s, const char* n, std::vector<std::string>& (*f)(RunConfig&)) {
-    KeyDesc d{s, n, KType::Names};
+KeyDesc names_key(const char* s, const char* n, Losses l,
+                  std::vector<std::string>& (*f)(RunConfig&)) {
+    KeyDesc d{s, n, KType::Names, l};
     d.names = f;
     return d;
 }
-KeyDesc enum_key(const char* s, const char* n, int (*g)(const RunConfig&),
+KeyDesc enum_key(const char* s, const char* n, Losses l, int (*g)(const RunConfig&),
                  void (*set)(RunConfig&, int), const char* (*name)(int)) {
-    KeyDesc d{s, n, KType::Enum};
+    KeyDesc d{s, n, KType::Enum, l};
     d.eget = g;
     d.eset = set;
     d.ename = name;
     return d;
 }
-KeyDesc betas_key(const char* s, const char* n, double& (*f1)(RunConfig&),
+KeyDesc betas_key(const char* s, const char* n, Losses l, double& (*f1)(RunConfig&),
                   double& (*f2)(RunConfig&)) {
-    KeyDesc d{s, n, KType::Betas};
+    KeyDesc d{s, n, KType::Betas, l};
     d.f64 = f1;
     d.f64b = f2;
     d.fmin = 0.0;
@@ -147,108 +163,115 @@ KeyDesc betas_key(const char* s, const char* n, double& (*f1)(RunConfig&),
 }
 
 #define TRT_FIELD(T, sec, nm) [](RunConfig& r) -> T& { return r.sec.nm; }
-#define TRT_INT(sec, nm, ...) int_key(#sec, #nm, TRT_FIELD(int64_t, sec, nm), __VA_ARGS__)
-#define TRT_SEED(sec, nm) seed_key(#sec, #nm, TRT_FIELD(uint64_t, sec, nm))
-#define TRT_FLOAT(sec, nm, ...) float_key(#sec, #nm, TRT_FIELD(double, sec, nm), __VA_ARGS__)
-#define TRT_BOOL(sec, nm) bool_key(#sec, #nm, TRT_FIELD(bool, sec, nm))
-#define TRT_PATH(sec, nm) path_key(#sec, #nm, TRT_FIELD(std::string, sec, nm))
-#define TRT_NAMES(sec, nm) names_key(#sec, #nm, TRT_FIELD(std::vector<std::string>, sec, nm))
-#define TRT_ENUM(sec, nm, E)                                                          \
+#define TRT_INT(sec, nm, l, ...) int_key(#sec, #nm, l, TRT_FIELD(int64_t, sec, nm), __VA_ARGS__)
+#define TRT_SEED(sec, nm, l) seed_key(#sec, #nm, l, TRT_FIELD(uint64_t, sec, nm))
+#define TRT_FLOAT(sec, nm, l, ...) \
+    float_key(#sec, #nm, l, TRT_FIELD(double, sec, nm), __VA_ARGS__)
+#define TRT_BOOL(sec, nm, l) bool_key(#sec, #nm, l, TRT_FIELD(bool, sec, nm))
+#define TRT_PATH(sec, nm, l) path_key(#sec, #nm, l, TRT_FIELD(std::string, sec, nm))
+#define TRT_NAMES(sec, nm, l) \
+    names_key(#sec, #nm, l, TRT_FIELD(std::vector<std::string>, sec, nm))
+#define TRT_ENUM(sec, nm, l, E)                                                       \
     enum_key(                                                                         \
-        #sec, #nm, [](const RunConfig& r) { return static_cast<int>(r.sec.nm); },     \
+        #sec, #nm, l, [](const RunConfig& r) { return static_cast<int>(r.sec.nm); },  \
         [](RunConfig& r, int v) { r.sec.nm = static_cast<E>(v); },                    \
         [](int v) { return to_string(static_cast<E>(v)); })
 
-// The order here is the order of dump() and of docs/CONFIG.md.
+// The order here is the order of dump() and of docs/CONFIG.md. Third column: affects_losses
+// (Losses above). train.batch_size is per rank: Session compares it as the global batch.
 const std::vector<KeyDesc>& keys() {
     static const std::vector<KeyDesc> table = {
-        TRT_ENUM(model, arch, ModelArch),
-        TRT_INT(model, vocab_size, 1, limits::kMaxVocab),
-        TRT_INT(model, context_length, 1, limits::kMaxContext),
-        TRT_INT(model, n_layer, 1, limits::kMaxLayers),
-        TRT_INT(model, n_head, 1, limits::kMaxHeads),
-        TRT_INT(model, n_kv_head, 0, limits::kMaxHeads),  // + divides n_head (cross-key)
-        TRT_INT(model, d_model, 1, limits::kMaxWidth),  // + divisible by n_head (cross-key)
-        TRT_INT(model, head_dim, 0, limits::kMaxWidth),  // + NH * head_dim bounded (cross-key)
-        TRT_INT(model, d_ff, 0, limits::kMaxMlpWidth),
-        TRT_FLOAT(model, rope_theta, 0.0, true, limits::kMaxFloat),
-        TRT_ENUM(model, rope_scaling, RopeScaling),  // + its keys below (cross-key)
-        TRT_FLOAT(model, rope_scaling_factor, 0.0, true, limits::kMaxFloat),
-        TRT_FLOAT(model, rope_low_freq_factor, 0.0, true, limits::kMaxFloat),
-        TRT_FLOAT(model, rope_high_freq_factor, 0.0, true, limits::kMaxFloat),
-        TRT_INT(model, rope_original_context, 0, limits::kMaxContext),
-        TRT_INT(model, sliding_window, 0, limits::kMaxContext),  // + mistral only (cross-key)
-        TRT_FLOAT(model, norm_eps, 0.0, true, 1.0),
-        TRT_BOOL(model, tie_embeddings),
-        TRT_PATH(model, init_from),
-        TRT_SEED(model, seed),
-        TRT_FLOAT(model, dropout, 0.0, false, 1.0, true),
+        TRT_ENUM(model, arch, kLoss, ModelArch),
+        TRT_INT(model, vocab_size, kLoss, 1, limits::kMaxVocab),
+        TRT_INT(model, context_length, kLoss, 1, limits::kMaxContext),
+        TRT_INT(model, n_layer, kLoss, 1, limits::kMaxLayers),
+        TRT_INT(model, n_head, kLoss, 1, limits::kMaxHeads),
+        TRT_INT(model, n_kv_head, kLoss, 0, limits::kMaxHeads),  // + divides n_head (cross-key)
+        TRT_INT(model, d_model, kLoss, 1, limits::kMaxWidth),  // + divisible by n_head (cross-key)
+        // + NH * head_dim bounded (cross-key)
+        TRT_INT(model, head_dim, kLoss, 0, limits::kMaxWidth),
+        TRT_INT(model, d_ff, kLoss, 0, limits::kMaxMlpWidth),
+        TRT_FLOAT(model, rope_theta, kLoss, 0.0, true, limits::kMaxFloat),
+        TRT_ENUM(model, rope_scaling, kLoss, RopeScaling),  // + its keys below (cross-key)
+        TRT_FLOAT(model, rope_scaling_factor, kLoss, 0.0, true, limits::kMaxFloat),
+        TRT_FLOAT(model, rope_low_freq_factor, kLoss, 0.0, true, limits::kMaxFloat),
+        TRT_FLOAT(model, rope_high_freq_factor, kLoss, 0.0, true, limits::kMaxFloat),
+        TRT_INT(model, rope_original_context, kLoss, 0, limits::kMaxContext),
+        // + mistral only (cross-key)
+        TRT_INT(model, sliding_window, kLoss, 0, limits::kMaxContext),
+        TRT_FLOAT(model, norm_eps, kLoss, 0.0, true, 1.0),
+        TRT_BOOL(model, tie_embeddings, kLoss),
+        TRT_PATH(model, init_from, kNoLoss),
+        TRT_SEED(model, seed, kLoss),
+        TRT_FLOAT(model, dropout, kLoss, 0.0, false, 1.0, true),
 
-        TRT_INT(lora, rank, 0, limits::kMaxLoraRank),  // + <= the targeted layers' widths
-        TRT_FLOAT(lora, alpha, 0.0, true, limits::kMaxFloat),
-        TRT_NAMES(lora, target_modules),
-        TRT_PATH(lora, init_from),
-        TRT_FLOAT(lora, dropout, 0.0, false, 1.0, true),
+        TRT_INT(lora, rank, kLoss, 0, limits::kMaxLoraRank),  // + <= the targeted layers' widths
+        TRT_FLOAT(lora, alpha, kLoss, 0.0, true, limits::kMaxFloat),
+        TRT_NAMES(lora, target_modules, kLoss),
+        TRT_PATH(lora, init_from, kNoLoss),
+        TRT_FLOAT(lora, dropout, kLoss, 0.0, false, 1.0, true),
 
-        TRT_PATH(data, train),
-        TRT_PATH(data, val),
-        TRT_PATH(data, tokenizer),
-        TRT_BOOL(data, tokenizer_check),
-        TRT_ENUM(data, sampler, SamplerKind),
-        TRT_SEED(data, seed),
-        TRT_ENUM(data, placement, Placement),
-        TRT_BOOL(data, packing),
-        TRT_BOOL(data, document_attention),
+        TRT_PATH(data, train, kNoLoss),
+        TRT_PATH(data, val, kNoLoss),
+        TRT_PATH(data, tokenizer, kNoLoss),
+        TRT_BOOL(data, tokenizer_check, kNoLoss),
+        TRT_ENUM(data, sampler, kLoss, SamplerKind),
+        TRT_SEED(data, seed, kLoss),
+        TRT_ENUM(data, placement, kNoLoss, Placement),
+        TRT_BOOL(data, packing, kLoss),
+        TRT_BOOL(data, document_attention, kLoss),
 
         // + "auto": the session picks the largest that fits (runtime/batch_size.h)
-        int_or_auto_key("train", "batch_size", TRT_FIELD(int64_t, train, batch_size), 1,
-                        limits::kMaxBatch),
-        TRT_INT(train, seq_len, 1, limits::kMaxContext),  // + <= model.context_length (cross-key)
-        TRT_INT(train, grad_accum, 1, limits::kMaxGradAccum),
-        TRT_INT(train, steps, 1, limits::kMaxSteps),
-        TRT_INT(train, eval_every, 0, limits::kMaxSteps),
-        TRT_INT(train, eval_batches, 1, limits::kMaxSteps),
-        TRT_ENUM(train, eval_mode, EvalMode),
-        TRT_INT(train, checkpoint_every, 0, limits::kMaxSteps),
-        TRT_INT(train, keep_last, 0, limits::kMaxKeepLast),
-        TRT_INT(train, max_skipped_steps, 0, limits::kMaxSteps),
-        TRT_PATH(train, out_dir),
-        TRT_NAMES(train, trainable),
-        TRT_ENUM(train, recompute, Recompute),
+        int_or_auto_key("train", "batch_size", kLoss, TRT_FIELD(int64_t, train, batch_size),
+                        1, limits::kMaxBatch),
+        // + <= model.context_length (cross-key)
+        TRT_INT(train, seq_len, kLoss, 1, limits::kMaxContext),
+        TRT_INT(train, grad_accum, kLoss, 1, limits::kMaxGradAccum),
+        TRT_INT(train, steps, kLoss, 1, limits::kMaxSteps),
+        TRT_INT(train, eval_every, kNoLoss, 0, limits::kMaxSteps),
+        TRT_INT(train, eval_batches, kNoLoss, 1, limits::kMaxSteps),
+        TRT_ENUM(train, eval_mode, kNoLoss, EvalMode),
+        TRT_INT(train, checkpoint_every, kNoLoss, 0, limits::kMaxSteps),
+        TRT_INT(train, keep_last, kNoLoss, 0, limits::kMaxKeepLast),
+        TRT_INT(train, max_skipped_steps, kNoLoss, 0, limits::kMaxSteps),
+        TRT_PATH(train, out_dir, kNoLoss),
+        TRT_NAMES(train, trainable, kLoss),
+        TRT_ENUM(train, recompute, kNoLoss, Recompute),
 
-        TRT_FLOAT(optim, lr, 0.0, true, limits::kMaxFloat),
-        betas_key("optim", "betas", TRT_FIELD(double, optim, beta1),
+        TRT_FLOAT(optim, lr, kLoss, 0.0, true, limits::kMaxFloat),
+        betas_key("optim", "betas", kLoss, TRT_FIELD(double, optim, beta1),
                   TRT_FIELD(double, optim, beta2)),
-        TRT_FLOAT(optim, eps, 0.0, true, limits::kMaxFloat),
-        TRT_FLOAT(optim, weight_decay, 0.0, false, limits::kMaxFloat),
-        TRT_FLOAT(optim, grad_clip, 0.0, false, limits::kMaxFloat),
-        TRT_ENUM(optim, schedule, Schedule),
-        TRT_INT(optim, warmup_steps, 0, limits::kMaxSteps),
-        TRT_FLOAT(optim, min_lr, 0.0, false, limits::kMaxFloat),  // + <= optim.lr (cross-key)
-        TRT_ENUM(optim, state_dtype, StateDType),
+        TRT_FLOAT(optim, eps, kLoss, 0.0, true, limits::kMaxFloat),
+        TRT_FLOAT(optim, weight_decay, kLoss, 0.0, false, limits::kMaxFloat),
+        TRT_FLOAT(optim, grad_clip, kLoss, 0.0, false, limits::kMaxFloat),
+        TRT_ENUM(optim, schedule, kLoss, Schedule),
+        TRT_INT(optim, warmup_steps, kLoss, 0, limits::kMaxSteps),
+        // + <= optim.lr (cross-key)
+        TRT_FLOAT(optim, min_lr, kLoss, 0.0, false, limits::kMaxFloat),
+        TRT_ENUM(optim, state_dtype, kLoss, StateDType),
 
-        TRT_ENUM(runtime, device, DeviceKind),
-        TRT_ENUM(runtime, precision, Precision),
-        TRT_INT(runtime, threads, 0, limits::kMaxThreads),
-        TRT_INT(runtime, log_every, 1, limits::kMaxSteps),
-        TRT_INT(runtime, max_inflight, 1, limits::kMaxInflight),
-        TRT_FLOAT(runtime, peak_tflops, 0.0, false, limits::kMaxFloat),
-        TRT_INT(runtime, memory_limit, 0, limits::kMaxMemoryLimit),
+        TRT_ENUM(runtime, device, kLoss, DeviceKind),
+        TRT_ENUM(runtime, precision, kLoss, Precision),
+        TRT_INT(runtime, threads, kLoss, 0, limits::kMaxThreads),
+        TRT_INT(runtime, log_every, kNoLoss, 1, limits::kMaxSteps),
+        TRT_INT(runtime, max_inflight, kNoLoss, 1, limits::kMaxInflight),
+        TRT_FLOAT(runtime, peak_tflops, kNoLoss, 0.0, false, limits::kMaxFloat),
+        TRT_INT(runtime, memory_limit, kNoLoss, 0, limits::kMaxMemoryLimit),
 
-        TRT_BOOL(accel, fused_adamw),
-        TRT_BOOL(accel, cuda_graphs),
-        TRT_ENUM(accel, attention, AttentionKind),
-        TRT_BOOL(accel, fused_classifier),
-        TRT_BOOL(accel, matmul_epilogues),
-        TRT_BOOL(accel, lowp_activations),
-        TRT_BOOL(accel, deterministic),
-        TRT_ENUM(accel, cpu_matmul, CpuMatmul),
+        TRT_BOOL(accel, fused_adamw, kNoLoss),
+        TRT_BOOL(accel, cuda_graphs, kNoLoss),
+        TRT_ENUM(accel, attention, kNoLoss, AttentionKind),
+        TRT_BOOL(accel, fused_classifier, kNoLoss),
+        TRT_BOOL(accel, matmul_epilogues, kNoLoss),
+        TRT_BOOL(accel, lowp_activations, kLoss),
+        TRT_BOOL(accel, deterministic, kNoLoss),
+        TRT_ENUM(accel, cpu_matmul, kNoLoss, CpuMatmul),
 
-        TRT_ENUM(dist, backend, DistBackend),
-        TRT_INT(dist, timeout, 1, limits::kMaxDistTimeout),
-        TRT_INT(dist, zero, 0, 1),
-        TRT_ENUM(dist, wire_dtype, WireDType),
-        TRT_BOOL(dist, overlap),
+        TRT_ENUM(dist, backend, kNoLoss, DistBackend),
+        TRT_INT(dist, timeout, kNoLoss, 1, limits::kMaxDistTimeout),
+        TRT_INT(dist, zero, kNoLoss, 0, 1),
+        TRT_ENUM(dist, wire_dtype, kLoss, WireDType),
+        TRT_BOOL(dist, overlap, kNoLoss),
     };
     return table;
 }
@@ -1123,6 +1146,41 @@ std::string Config::dump() const {
         out += cat(d.name, " = ", value_text(d, r), "\n");
     }
     return out;
+}
+
+std::vector<std::pair<std::string, std::string>> Config::loss_entries() const {
+    const RunConfig& r = run();
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const KeyDesc& d : keys())
+        if (d.losses == kLoss) out.emplace_back(d.path(), value_text(d, r));
+    return out;
+}
+
+std::map<std::string, std::string> dump_entries(const std::string& dump) {
+    std::map<std::string, std::string> out;
+    std::string section;
+    size_t at = 0;
+    while (at < dump.size()) {
+        size_t end = dump.find('\n', at);
+        if (end == std::string::npos) end = dump.size();
+        const std::string line = dump.substr(at, end - at);
+        at = end + 1;
+        if (line.empty() || line[0] == '#') continue;
+        if (line[0] == '[') {
+            section = line.substr(1, line.find(']') - 1);
+            continue;
+        }
+        const size_t eq = line.find(" = ");
+        if (eq != std::string::npos) out[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
+    }
+    return out;
+}
+
+bool key_affects_losses(const std::string& key) {
+    const KeyDesc& d = getter_key(key);
+    TRT_CHECK(d.losses == kLoss || d.losses == kNoLoss, "config key '", key,
+              "' has no affects_losses in the key table");
+    return d.losses == kLoss;
 }
 
 const RunConfig& Config::run() const {

@@ -2,8 +2,10 @@
 
 #include <cstdio>
 
+#include "backend/cudnn_attention_sizes.h"
 #include "core/error.h"
 #include "model/activations.h"
+#include "model/lora.h"
 #include "model/trainable.h"
 #include "runtime/optimizer.h"
 #include "runtime/perf.h"
@@ -47,6 +49,36 @@ ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend
                           static_cast<int64_t>(attention ? attention->op_scratch_bytes : 0) +
                           static_cast<int64_t>(backend.op_scratch_bytes(model_dims(table, B, T)));
     m.bytes_total = m.bytes_parameters + m.bytes_optimizer + m.bytes_activations;
+    return m;
+}
+
+ModelInfo run_model_info(const RunConfig& r, const RunResolution& res) {
+    TRT_CHECK(r.train.batch_size > 0, "run_model_info needs a number of rows, not \"auto\"");
+    const ModelSpec shape = run_model_spec(r);
+    const auto backend = make_cpu_backend(static_cast<int>(r.runtime.threads),
+                                          res.sizing_precision, r.accel.cpu_matmul);
+    const int B = static_cast<int>(r.train.batch_size), T = static_cast<int>(r.train.seq_len);
+    // cuDNN attention keeps O and the softmax statistics instead of the T×T matrices the
+    // matmul path keeps: sized as the CUDA backend sizes it. Where cuDNN then refuses the
+    // shape, the run falls back and needs more than this.
+    AttentionSizing cudnn;
+    if (res.cudnn_attention_sizes) {
+        cudnn.saved_floats = cudnn_sizes::saved_floats(B, T, shape.C, shape.NH);
+        cudnn.scratch_floats = cudnn_sizes::scratch_floats(B, T, shape.C, shape.NH);
+        cudnn.op_scratch_bytes =
+            cudnn_sizes::op_scratch_bytes_without_workspace(B, T, shape.C, shape.NH);
+    }
+    ModelInfo m = model_info(shape, B, T, *backend,
+                             res.cudnn_attention_sizes ? &cudnn : nullptr, r.train.trainable,
+                             r.train.recompute, r.optim.state_dtype);
+    if (res.cuda) {  // CUDA's working copy in place of the sizing CPU backend's
+        const size_t n = ParamTable(shape).total();
+        const int64_t working =
+            static_cast<int64_t>(res.cuda_working_copy_bytes_per_param * n) -
+            static_cast<int64_t>(backend->working_copy_bytes(n));
+        m.bytes_parameters += working;
+        m.bytes_total += working;
+    }
     return m;
 }
 

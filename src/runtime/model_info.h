@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/run_resolution.h"
+#include "config/run_config.h"
 #include "model/param_table.h"
 
 namespace trt {
@@ -37,6 +39,12 @@ ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend
                      const std::vector<std::string>& trainable = {},
                      Recompute recompute = Recompute::None,
                      StateDType state = StateDType::Fp32);
+
+// What a run of this config costs on the backend it resolves to (backend/run_resolution.h),
+// at its train.batch_size (a number: "auto" is the session's to resolve): a CPU backend at
+// the resolution's sizing precision stands in for the device, with cuDNN attention's buffers
+// and CUDA's working copy where they apply. trainrt_config_model_info fills its struct from it.
+ModelInfo run_model_info(const RunConfig& run, const RunResolution& resolution);
 
 // A readable account of the model for `trainrt info`: the family and shape, then the
 // parameters by part (embeddings, attention, MLP, norms, untied head) with their share.

@@ -9,8 +9,6 @@
 #include <charconv>
 #include <filesystem>
 #include <limits>
-#include <map>
-#include <sstream>
 
 #include "backend/backend_factory.h"
 #include "config/size_limits.h"
@@ -412,23 +410,6 @@ double Session::forward(const int32_t* tokens, int64_t rows, int64_t seq_len, fl
 
 namespace {
 
-// "section.key" -> value text, from a config dump ([section] headers, key = value lines).
-std::map<std::string, std::string> dump_entries(const std::string& toml) {
-    std::map<std::string, std::string> out;
-    std::istringstream in(toml);
-    std::string line, section;
-    while (std::getline(in, line)) {
-        if (line.empty() || line[0] == '#') continue;
-        if (line[0] == '[') {
-            section = line.substr(1, line.find(']') - 1);
-            continue;
-        }
-        const size_t eq = line.find(" = ");
-        if (eq != std::string::npos) out[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
-    }
-    return out;
-}
-
 // A dumped integer value ("16"); false for anything else.
 bool parse_int64(const std::string& text, int64_t& out) {
     const char* end = text.data() + text.size();
@@ -440,23 +421,15 @@ bool parse_int64(const std::string& text, int64_t& out) {
 
 void Session::warn_config_differences(const std::string& checkpoint_toml,
                                       int64_t checkpoint_ranks, const std::string& dir) {
-    // Keys that change where the losses go; the others (paths, cadences, logging) may
-    // legitimately differ on resume. train.batch_size is per rank: compared below as the
-    // global batch.
-    static const char* const kTrajectory[] = {
-        "data.sampler", "data.seed", "data.packing", "data.document_attention",
-        "train.seq_len", "train.grad_accum",
-        "train.steps", "optim.lr", "optim.betas", "optim.eps", "optim.weight_decay",
-        "optim.grad_clip", "optim.schedule", "optim.warmup_steps", "optim.min_lr",
-        "runtime.threads", "train.trainable", "model.dropout", "lora.dropout",
-        "optim.state_dtype"};
-    const auto theirs = dump_entries(checkpoint_toml), ours = dump_entries(config_.dump());
+    // The keys that change where the losses go (the key table's affects_losses column); the
+    // others (paths, cadences, logging) may legitimately differ on resume.
+    const auto theirs = dump_entries(checkpoint_toml);
     std::string diff;
-    for (const char* key : kTrajectory) {
-        auto a = theirs.find(key), b = ours.find(key);
-        if (a == theirs.end() || b == ours.end() || a->second == b->second) continue;
-        diff += cat(diff.empty() ? "" : ", ", key, " = ", b->second, " (checkpoint: ", a->second,
-                    ")");
+    for (const auto& [key, ours] : config_.loss_entries()) {
+        if (key == "train.batch_size") continue;  // per rank: compared below as the global batch
+        const auto a = theirs.find(key);
+        if (a == theirs.end() || a->second == ours) continue;
+        diff += cat(diff.empty() ? "" : ", ", key, " = ", ours, " (checkpoint: ", a->second, ")");
     }
     // N ranks x B rows train as 1 rank x N*B rows (the samplers number rows across ranks),
     // so `mpirun -np 2 ... --set train.batch_size=8` goes on from a one-process B = 16 run.

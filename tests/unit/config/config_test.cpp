@@ -5,11 +5,14 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "config/config.h"
 #include "core/error.h"
@@ -722,6 +725,43 @@ TEST(ConfigDump, HasEverySectionInOrderAndShowsResolvedPaths) {
     EXPECT_THAT(text, HasSubstr("betas = [0.9, 0.95]\n"));
     EXPECT_THAT(text, HasSubstr("schedule = \"cosine\"\n"));
     EXPECT_THAT(text, Not(HasSubstr("beta1")));
+}
+
+// ------------------------------------------------------------------ affects_losses
+
+// Every key of the table says whether it affects the losses (the KeyDesc constructor takes
+// it; this checks no entry holds anything else), and loss_entries() is exactly those keys
+// with dump()'s values. The three the hand-kept resume list had missed are among them.
+TEST(ConfigLosses, EveryKeyIsClassified) {
+    Config c;
+    c.set("runtime.precision", "\"bf16\"");
+    const auto all = dump_entries(c.dump());
+    EXPECT_EQ(all.size(), 77u);
+    std::vector<std::pair<std::string, std::string>> affecting;
+    for (const auto& [key, value] : all) {
+        bool affects = false;
+        EXPECT_NO_THROW(affects = key_affects_losses(key)) << key;
+        if (affects) affecting.emplace_back(key, value);
+    }
+    auto entries = c.loss_entries();
+    std::sort(entries.begin(), entries.end());
+    EXPECT_EQ(entries, affecting);
+    for (const char* key : {"runtime.precision", "dist.wire_dtype", "model.seed"})
+        EXPECT_TRUE(key_affects_losses(key)) << key;
+    for (const char* key : {"train.out_dir", "runtime.log_every", "data.train"})
+        EXPECT_FALSE(key_affects_losses(key)) << key;
+    EXPECT_THROW(key_affects_losses("runtime.precison"), Error);
+}
+
+// A dump read back as text: an older writer's dump (a key this build lacks, one it does not
+// have) is no error.
+TEST(ConfigLosses, DumpEntriesReadBackAnyDump) {
+    const auto e = dump_entries("# comment\n[train]\nsteps = 5\nold_key = \"x\"\n\n[optim]\n"
+                                "betas = [0.9, 0.95]\n");
+    EXPECT_EQ(e.size(), 3u);
+    EXPECT_EQ(e.at("train.steps"), "5");
+    EXPECT_EQ(e.at("train.old_key"), "\"x\"");
+    EXPECT_EQ(e.at("optim.betas"), "[0.9, 0.95]");
 }
 
 // docs/CONFIG.md documents every key that dump() lists.

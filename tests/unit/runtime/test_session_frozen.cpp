@@ -1,7 +1,8 @@
 // train.trainable through a whole session (issue 19): frozen tensors keep their bits,
 // checkpoints hold only the trainable tensors' moments (format 2), resume is bit-exact,
 // resuming with another trainable set works and says what it did, and the memory the
-// gradients and moments no longer take is exactly what the estimate removes.
+// gradients and moments no longer take is exactly what the estimate removes. Resuming under
+// another value of a key that affects the losses warns (SessionResume).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -171,6 +172,33 @@ TEST(SessionFrozen, ResumeWithAnotherTrainableSet) {
     refrozen.load(dir + "/now_full");  // format 1 into a frozen run: moments skipped
     EXPECT_EQ(refrozen.metrics().step, 2);
     EXPECT_TRUE(std::isfinite(refrozen.step().loss));
+}
+
+// Beside train.trainable, every key of the config table's affects_losses column is compared
+// on resume: runtime.precision and model.seed (the dropout masks' key) were missing from the
+// hand-kept list the column replaced (issue 41). Same config: no warning.
+TEST(SessionResume, AnotherPrecisionOrModelSeedWarns) {
+    const std::string dir = test_dir();
+    Session a(config(dir, nullptr), LogSink{});
+    a.step();
+    const std::string ckpt = a.save(dir + "/step1");
+    Captured same;
+    Session b(config(dir, nullptr), LogSink{&Captured::fn, &same, TRAINRT_LOG_DEBUG});
+    b.load(ckpt);
+    b.step();
+    EXPECT_TRUE(same.warnings.empty()) << same.warnings.front();
+
+    Config changed = config(dir, nullptr);
+    changed.set("runtime.precision", "\"bf16\"");
+    changed.set("model.seed", "7");
+    Captured log;
+    Session c(changed, LogSink{&Captured::fn, &log, TRAINRT_LOG_DEBUG});
+    c.load(ckpt);
+    c.step();
+    EXPECT_TRUE(log.any("with a config that differs from the one it was trained with: "
+                        "model.seed = 7 (checkpoint: 1337), runtime.precision = \"bf16\" "
+                        "(checkpoint: \"auto\"); the continued run is not the uninterrupted one"))
+        << (log.warnings.empty() ? "no warning" : log.warnings.front());
 }
 
 // What freezing saves is exactly the frozen tensors' gradients and two moments (minus the
