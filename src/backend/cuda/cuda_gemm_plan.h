@@ -1,0 +1,38 @@
+// Private to the CUDA backend: the cuBLASLt plan of a RowMajorGemm (cuda_gemm.h), cached per
+// key in MatmulState by run_gemm. Exposed for run_gemm's own file and for its host-only test
+// (tests/unit/cuda/gemm_plan_test.cpp), which checks the descriptors without a device.
+#pragma once
+#include <cublasLt.h>
+
+#include <array>
+#include <cstdint>
+
+#include "backend/cuda/cuda_gemm.h"
+
+namespace trt::cuda {
+
+// cuBLASLt's descriptor and layouts of one GEMM, and the algorithm the heuristic chose.
+struct GemmPlan {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // C uses d's layout
+    cublasLtMatmulAlgo_t algo{};
+    bool rejected = false;  // the key's epilogue is unusable here: the caller falls back
+    bool ran = false;       // a cublasLtMatmul with this plan has succeeded
+};
+void destroy_plan(GemmPlan& p) noexcept;  // back to GemmPlan{}
+
+// Everything cublasLtMatmulAlgoGetHeuristic depends on: shape, transposes, lds, batch and
+// strides, types, compute type, epilogue, and the alignment of every operand.
+using GemmPlanKey = std::array<int64_t, 24>;
+GemmPlanKey gemm_plan_key(const RowMajorGemm& g);
+
+// cuBLASLt's terms for g: its epilogue, and the minimum alignments (bytes) the heuristic is
+// told for its A, B, C and D (A = g's B, B = g's A: the row-major swap).
+cublasLtEpilogue_t lt_epilogue(const RowMajorGemm& g);
+std::array<uint32_t, 4> lt_alignments(const RowMajorGemm& g);
+
+// g's descriptor and layouts, cuBLASLt's column-major view of it (the one place it is derived);
+// no algorithm yet. Needs no device. Throws on a cuBLASLt error, leaking nothing.
+GemmPlan describe_gemm(const RowMajorGemm& g);
+
+}  // namespace trt::cuda
