@@ -27,7 +27,7 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 17;  // 17: AttentionShape; 16: backend_ops.def
+constexpr uint32_t kBackendInterfaceVersion = 18;  // 18: collectives(); 17: AttentionShape
 
 // A target id that is not a target (instruction tuning trains on some tokens only): the
 // position is an input, its loss is 0 and its logits get no gradient.
@@ -311,6 +311,27 @@ struct BackendCaps {
     int cached_attention_max_positions = 0;
 };
 
+// Sums across ranks in a backend's own memory (NCCL on CUDA; docs/DISTRIBUTED.md), handed
+// out by Backend::collectives() where the backend has them.
+class DeviceCollectives {
+public:
+    virtual ~DeviceCollectives() = default;
+    // Rank 0 makes the group's id; every rank joins with it (a collective: all `world` ranks
+    // call it, each with its rank, each on its own device).
+    static constexpr size_t kIdBytes = 128;
+    virtual void make_id(uint8_t* id /*[kIdBytes]*/) = 0;
+    virtual void join(const uint8_t* id, int rank, int world) = 0;
+    // data[i] = the sum over the ranks of their data[i] (backend memory, in place,
+    // stream-ordered: a graph may hold it), the same bits on every rank.
+    virtual void all_reduce_sum(float* data, size_t n) = 0;
+    virtual void all_reduce_sum(double* data, size_t n) = 0;
+    // all_reduce_sum that may run beside the ops enqueued after it (CUDA: on a side stream,
+    // after the ops enqueued before it) until wait(), after which every op sees every sum.
+    // The default sums at once.
+    virtual void all_reduce_sum_async(float* data, size_t n) { all_reduce_sum(data, n); }
+    virtual void wait() {}
+};
+
 // Every op of backend_ops.def by name: what supports() is asked about and what OpDispatch
 // (op_dispatch.h) hands a wrapper.
 enum class OpKind : int {
@@ -420,28 +441,12 @@ public:
     virtual void replay_graph(int /*id*/) { no_graphs(); }
 
     // ---- data parallelism in backend memory (NCCL on CUDA; docs/DISTRIBUTED.md)
-    // Whether this backend can sum across ranks in its own memory (false: the session sums
-    // through host copies over MPI); why not, in *why.
-    virtual bool device_collectives(std::string* why) {
+    // The backend's own collectives, or null where it has none (then the session sums
+    // through host copies over MPI); why not, in *why. Owned by the backend.
+    virtual DeviceCollectives* collectives(std::string* why) {
         if (why) *why = cat("the ", name(), " backend has no collectives of its own");
-        return false;
+        return nullptr;
     }
-    // Rank 0 makes the group's id; every rank joins with it (a collective: all `world` ranks
-    // call it, each with its rank, each on its own device).
-    static constexpr size_t kCollectiveIdBytes = 128;
-    virtual void make_collective_id(uint8_t* /*id [kCollectiveIdBytes]*/) { no_collectives(); }
-    virtual void join_collectives(const uint8_t* /*id*/, int /*rank*/, int /*world*/) {
-        no_collectives();
-    }
-    // data[i] = the sum over the ranks of their data[i] (backend memory, in place,
-    // stream-ordered: a graph may hold it), the same bits on every rank.
-    virtual void all_reduce_sum(float* /*data*/, size_t /*n*/) { no_collectives(); }
-    virtual void all_reduce_sum(double* /*data*/, size_t /*n*/) { no_collectives(); }
-    // all_reduce_sum that may run beside the ops enqueued after it (CUDA: on a side stream,
-    // after the ops enqueued before it) until wait_collectives(), after which every op sees
-    // every sum. The default sums at once.
-    virtual void all_reduce_sum_async(float* data, size_t n) { all_reduce_sum(data, n); }
-    virtual void wait_collectives() {}
 
 private:
     // Inline on purpose: an out-of-line virtual would pin Backend's vtable to the core
@@ -452,9 +457,6 @@ private:
     [[noreturn]] void unsupported_op(const char* op) const {
         fail(Status::Unsupported, "the ", name(), " backend has no ", op, " (supports() says "
              "which ops it runs)");
-    }
-    [[noreturn]] void no_collectives() const {
-        fail(Status::Unsupported, "the ", name(), " backend has no collectives of its own");
     }
 };
 

@@ -26,7 +26,9 @@ public:
     std::string device_name() const override { return inner_->device_name(); }
     AccelStatus accel_status() const override { return inner_->accel_status(); }
     DType activation_dtype() const override { return inner_->activation_dtype(); }
-    void* alloc(size_t bytes, const char* what) override { return inner_->alloc(bytes, what); }
+    void* alloc(size_t bytes, const char* what = "buffer") override {
+        return inner_->alloc(bytes, what);
+    }
     void free(void* ptr) override { inner_->free(ptr); }
     void copy_to_device(void* dst, const void* src, size_t bytes) override {
         inner_->copy_to_device(dst, src, bytes);
@@ -66,17 +68,7 @@ public:
     void begin_capture() override { inner_->begin_capture(); }
     void end_capture(int id) override { inner_->end_capture(id); }
     void replay_graph(int id) override { inner_->replay_graph(id); }
-    bool device_collectives(std::string* why) override { return inner_->device_collectives(why); }
-    void make_collective_id(uint8_t* id) override { inner_->make_collective_id(id); }
-    void join_collectives(const uint8_t* id, int rank, int world) override {
-        inner_->join_collectives(id, rank, world);
-    }
-    void all_reduce_sum(float* data, size_t n) override { inner_->all_reduce_sum(data, n); }
-    void all_reduce_sum(double* data, size_t n) override { inner_->all_reduce_sum(data, n); }
-    void all_reduce_sum_async(float* data, size_t n) override {
-        inner_->all_reduce_sum_async(data, n);
-    }
-    void wait_collectives() override { inner_->wait_collectives(); }
+    DeviceCollectives* collectives(std::string* why) override { return inner_->collectives(why); }
 
     // ---- every op: its arguments, held by value, in a closure that runs it on the inner
     // backend, handed to dispatch().

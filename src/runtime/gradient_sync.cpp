@@ -53,7 +53,8 @@ void GradientSync::join_device_collectives() {
         return;
     }
     std::string why;
-    const bool here = backend_.device_collectives(&why);
+    DeviceCollectives* collectives = backend_.collectives(&why);
+    const bool here = collectives != nullptr;
     const bool can = !any_rank(world_, !here);
     if (here && !can) why = "another rank cannot use NCCL";
     if (asked == DistBackend::Nccl && !can)
@@ -72,12 +73,12 @@ void GradientSync::join_device_collectives() {
         log_.info("data parallel: ZeRO-1 sums its shards through host copies over MPI");
         return;
     }
-    std::vector<uint8_t> mine(Backend::kCollectiveIdBytes, 0), all;
-    if (rank_ == 0) backend_.make_collective_id(mine.data());
+    std::vector<uint8_t> mine(DeviceCollectives::kIdBytes, 0), all;
+    if (rank_ == 0) collectives->make_id(mine.data());
     all.resize(mine.size() * static_cast<size_t>(world_size_));
     world_.all_gather(mine.data(), mine.size(), all.data());  // rank 0's, to every rank
-    backend_.join_collectives(all.data(), static_cast<int>(rank_), static_cast<int>(world_size_));
-    device_sum_ = true;
+    collectives->join(all.data(), static_cast<int>(rank_), static_cast<int>(world_size_));
+    device_ = collectives;
     log_.info("data parallel: gradients summed on the device (", backend_.name(), ", NCCL)");
 }
 
@@ -88,9 +89,9 @@ void GradientSync::join_device_collectives() {
 void GradientSync::all_reduce_gradients(StepScalars* scalars) {
     if (overlap_) {  // the blocks' ranges are summed (or being summed) already
         for (const GradRange& r : rest_ranges_) sum_range(r);
-        backend_.wait_collectives();
-    } else if (device_sum_) {  // in place, on the backend's stream
-        backend_.all_reduce_sum(model_.grads(), model_.table().grad_total());
+        if (device_) device_->wait();
+    } else if (device_) {  // in place, on the backend's stream
+        device_->all_reduce_sum(model_.grads(), model_.table().grad_total());
     } else if (!backend_.capabilities().device_memory) {
         sum_gradients_over_mpi(model_.grads());
     } else {
@@ -101,8 +102,8 @@ void GradientSync::all_reduce_gradients(StepScalars* scalars) {
         backend_.copy_to_device(model_.grads(), host_grads_.data(), n * sizeof(float));
     }
     // And the loss sum.
-    if (device_sum_) {
-        backend_.all_reduce_sum(&scalars->loss_sum, 1);
+    if (device_) {
+        device_->all_reduce_sum(&scalars->loss_sum, 1);
         return;
     }
     StepScalars s;
@@ -138,7 +139,7 @@ void GradientSync::plan_overlap() {
     };
     if (zero_) return no("ZeRO-1 reduce-scatters them at once");
     if (run_.dist.wire_dtype != WireDType::Fp32) return no("dist.wire_dtype = \"bf16\"");
-    if (backend_.capabilities().device_memory && !device_sum_)
+    if (backend_.capabilities().device_memory && !device_)
         return no("the sums go through host copies (no NCCL)");
     const ParamTable& table = model_.table();
     const int L = table.spec().L;
@@ -171,15 +172,15 @@ void GradientSync::plan_overlap() {
     rest_ranges_ = std::move(rest);
     overlap_ = true;
     log_.info("data parallel: each block's gradients are summed as soon as its backward is done",
-              device_sum_ ? " (NCCL, on a side stream beside the backward)"
+              device_ ? " (NCCL, on a side stream beside the backward)"
                           : " (over MPI, in turn: the CPU backward leaves no core to overlap with)");
 }
 
 // One range of the compact gradients, summed across the ranks.
 void GradientSync::sum_range(const GradRange& r) {
     if (r.hi <= r.lo) return;
-    if (device_sum_)
-        backend_.all_reduce_sum_async(model_.grads() + r.lo, r.hi - r.lo);
+    if (device_)
+        device_->all_reduce_sum_async(model_.grads() + r.lo, r.hi - r.lo);
     else
         world_.all_reduce_sum(model_.grads() + r.lo, r.hi - r.lo);
 }

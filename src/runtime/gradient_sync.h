@@ -25,7 +25,7 @@ public:
                  const RunConfig& run, bool zero, Logger& log);
 
     // The gradients are summed by the backend (NCCL), inside a step's stream.
-    bool device_sum() const { return device_sum_; }
+    bool device_sum() const { return device_ != nullptr; }
     // dist.overlap: the last micro-batch's backward hands each finished block to sum_block.
     bool overlaps() const { return overlap_; }
     void sum_block(int layer) { sum_range(layer_ranges_[static_cast<size_t>(layer)]); }
@@ -55,7 +55,7 @@ private:
     Logger& log_;
     const int64_t rank_, world_size_;
     const bool zero_;
-    bool device_sum_ = false;     // the gradients are summed by the backend (NCCL)
+    DeviceCollectives* device_ = nullptr;  // the backend's, when it sums the gradients (NCCL)
     std::vector<float> host_grads_;  // all_reduce_gradients' staging (device memory only)
     std::vector<uint16_t> wire_;  // dist.wire_dtype = "bf16": the gradients as summed
     // dist.overlap: each block's compact gradient range, summed when its backward is done, and

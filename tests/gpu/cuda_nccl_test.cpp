@@ -16,37 +16,40 @@ namespace {
 
 using trt::Precision;
 
-bool join_alone(trt::Backend& be) {
+// The backend's collectives, joined as a group of one; null (said why) without NCCL.
+trt::DeviceCollectives* join_alone(trt::Backend& be) {
     std::string why;
-    if (!be.device_collectives(&why)) {
+    trt::DeviceCollectives* c = be.collectives(&why);
+    if (!c) {
         const char* require = std::getenv("TRAINRT_REQUIRE_NCCL");
         if (require && std::string(require) == "1") ADD_FAILURE() << why;
         std::printf("skipped: %s\n", why.c_str());
-        return false;
+        return nullptr;
     }
-    uint8_t id[trt::Backend::kCollectiveIdBytes] = {};
-    be.make_collective_id(id);
-    be.join_collectives(id, 0, 1);
-    return true;
+    uint8_t id[trt::DeviceCollectives::kIdBytes] = {};
+    c->make_id(id);
+    c->join(id, 0, 1);
+    return c;
 }
 
 TEST(CudaNccl, AGroupOfOneSumsToItsOwnBits) {
     std::unique_ptr<trt::Backend> cuda;
     TRT_CUDA_BACKEND_OR_SKIP(cuda, Precision::Fp32);
-    if (!join_alone(*cuda)) GTEST_SKIP() << "no NCCL";
+    trt::DeviceCollectives* nccl = join_alone(*cuda);
+    if (!nccl) GTEST_SKIP() << "no NCCL";
     const size_t n = 100003;  // not a multiple of anything NCCL chunks by
     std::vector<float> host(n), back(n);
     for (size_t i = 0; i < n; ++i) host[i] = 1.0f / static_cast<float>(i + 1) - 0.25f;
     auto* d = static_cast<float*>(cuda->alloc(n * sizeof(float), "test"));
     cuda->copy_to_device(d, host.data(), n * sizeof(float));
-    cuda->all_reduce_sum(d, n);
+    nccl->all_reduce_sum(d, n);
     cuda->copy_to_host(back.data(), d, n * sizeof(float));
     EXPECT_EQ(std::memcmp(back.data(), host.data(), n * sizeof(float)), 0);
 
     double loss[2] = {12345.678901234, -1e-300};
     auto* dd = static_cast<double*>(cuda->alloc(sizeof loss, "test"));
     cuda->copy_to_device(dd, loss, sizeof loss);
-    cuda->all_reduce_sum(dd, 2);
+    nccl->all_reduce_sum(dd, 2);
     double got[2] = {};
     cuda->copy_to_host(got, dd, sizeof got);
     EXPECT_EQ(std::memcmp(got, loss, sizeof loss), 0);
@@ -57,13 +60,14 @@ TEST(CudaNccl, AGroupOfOneSumsToItsOwnBits) {
 TEST(CudaNccl, TheSumCanBeCapturedInAGraph) {
     std::unique_ptr<trt::Backend> cuda;
     TRT_CUDA_BACKEND_OR_SKIP(cuda, Precision::Fp32);
-    if (!join_alone(*cuda)) GTEST_SKIP() << "no NCCL";
+    trt::DeviceCollectives* nccl = join_alone(*cuda);
+    if (!nccl) GTEST_SKIP() << "no NCCL";
     const size_t n = 4096;
     std::vector<float> host(n, 0.5f), back(n);
     auto* d = static_cast<float*>(cuda->alloc(n * sizeof(float), "test"));
     cuda->copy_to_device(d, host.data(), n * sizeof(float));
     cuda->begin_capture();
-    cuda->all_reduce_sum(d, n);
+    nccl->all_reduce_sum(d, n);
     cuda->end_capture(7);
     cuda->replay_graph(7);
     cuda->replay_graph(7);
@@ -73,11 +77,12 @@ TEST(CudaNccl, TheSumCanBeCapturedInAGraph) {
 }
 
 // dist.overlap's fork and join: sums on the side stream, after what was enqueued before them,
-// seen by what is enqueued after wait_collectives — eagerly and inside a captured graph.
+// seen by what is enqueued after wait() — eagerly and inside a captured graph.
 TEST(CudaNccl, SideStreamSumsJoinBack) {
     std::unique_ptr<trt::Backend> cuda;
     TRT_CUDA_BACKEND_OR_SKIP(cuda, Precision::Fp32);
-    if (!join_alone(*cuda)) GTEST_SKIP() << "no NCCL";
+    trt::DeviceCollectives* nccl = join_alone(*cuda);
+    if (!nccl) GTEST_SKIP() << "no NCCL";
     const size_t n = 1 << 20;
     std::vector<float> host(n), back(n);
     for (size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 97) - 48.0f;
@@ -86,9 +91,9 @@ TEST(CudaNccl, SideStreamSumsJoinBack) {
     for (int graph = 0; graph < 2; ++graph) {
         cuda->copy_to_device(d, host.data(), n * sizeof(float));
         if (graph) cuda->begin_capture();
-        cuda->all_reduce_sum_async(d, n / 2);           // the first half, on the side stream
-        cuda->all_reduce_sum_async(d + n / 2, n - n / 2);
-        cuda->wait_collectives();
+        nccl->all_reduce_sum_async(d, n / 2);           // the first half, on the side stream
+        nccl->all_reduce_sum_async(d + n / 2, n - n / 2);
+        nccl->wait();
         cuda->gelu_forward(e, d, n);  // an op after the join reads the sums
         if (graph) {
             cuda->end_capture(11);
@@ -104,8 +109,10 @@ TEST(CudaNccl, SideStreamSumsJoinBack) {
 TEST(CudaNccl, SummingBeforeJoiningIsAnError) {
     std::unique_ptr<trt::Backend> cuda;
     TRT_CUDA_BACKEND_OR_SKIP(cuda, Precision::Fp32);
+    trt::DeviceCollectives* nccl = cuda->collectives(nullptr);
+    if (!nccl) GTEST_SKIP() << "no NCCL";
     float* d = static_cast<float*>(cuda->alloc(16, "test"));
-    EXPECT_THROW(cuda->all_reduce_sum(d, 4), trt::Error);
+    EXPECT_THROW(nccl->all_reduce_sum(d, 4), trt::Error);
     cuda->free(d);
 }
 

@@ -660,41 +660,8 @@ public:
     bool supports_graphs() const override { return true; }
 
     // Data parallelism: NCCL (nccl_group.h), one group per backend.
-    bool device_collectives(std::string* why) override { return NcclGroup::available(why); }
-    void make_collective_id(uint8_t* id) override { NcclGroup::make_id(id); }
-    void join_collectives(const uint8_t* id, int rank, int world) override {
-        const DeviceGuard g(device_);
-        nccl_.reset();
-        nccl_ = std::make_unique<NcclGroup>(id, rank, world);
-        // The side stream of all_reduce_sum_async, made here (not while a graph captures).
-        if (!comm_stream_) {
-            TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
-            TRT_CUDA_CHECK(cudaEventCreateWithFlags(&comm_fork_, cudaEventDisableTiming));
-            TRT_CUDA_CHECK(cudaEventCreateWithFlags(&comm_join_, cudaEventDisableTiming));
-        }
-    }
-    // Fork: the side stream waits for what stream_ has enqueued so far, then sums there while
-    // stream_ goes on; wait_collectives joins it back (the same pattern inside a capture).
-    void all_reduce_sum_async(float* data, size_t n) override {
-        const DeviceGuard g(device_);
-        NcclGroup& group = joined();
-        TRT_CUDA_CHECK(cudaEventRecord(comm_fork_, stream_));
-        TRT_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, comm_fork_, 0));
-        group.all_reduce_sum(data, n, comm_stream_);
-    }
-    void wait_collectives() override {
-        if (!comm_stream_) return;
-        const DeviceGuard g(device_);
-        TRT_CUDA_CHECK(cudaEventRecord(comm_join_, comm_stream_));
-        TRT_CUDA_CHECK(cudaStreamWaitEvent(stream_, comm_join_, 0));
-    }
-    void all_reduce_sum(float* data, size_t n) override {
-        const DeviceGuard g(device_);
-        joined().all_reduce_sum(data, n, stream_);
-    }
-    void all_reduce_sum(double* data, size_t n) override {
-        const DeviceGuard g(device_);
-        joined().all_reduce_sum(data, n, stream_);
+    DeviceCollectives* collectives(std::string* why) override {
+        return NcclGroup::available(why) ? &collectives_ : nullptr;
     }
 
     BackendCaps capabilities() const override {
@@ -909,9 +876,52 @@ private:
     // the registered count when there is one.
     size_t params_n_hint() const { return ctx_.n_params; }
     NcclGroup& joined() {
-        TRT_CHECK(nccl_, "all_reduce_sum: join_collectives was not called");
+        TRT_CHECK(nccl_, "all_reduce_sum: join was not called");
         return *nccl_;
     }
+    // The collectives this backend hands out: its stream, its NCCL group.
+    class Collectives final : public DeviceCollectives {
+    public:
+        explicit Collectives(CudaBackend& be) : be_(be) {}
+        void make_id(uint8_t* id) override { NcclGroup::make_id(id); }
+        void join(const uint8_t* id, int rank, int world) override {
+            const DeviceGuard g(be_.device_);
+            be_.nccl_.reset();
+            be_.nccl_ = std::make_unique<NcclGroup>(id, rank, world);
+            // The side stream of all_reduce_sum_async, made here (not while a graph captures).
+            if (!be_.comm_stream_) {
+                TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&be_.comm_stream_, cudaStreamNonBlocking));
+                TRT_CUDA_CHECK(cudaEventCreateWithFlags(&be_.comm_fork_, cudaEventDisableTiming));
+                TRT_CUDA_CHECK(cudaEventCreateWithFlags(&be_.comm_join_, cudaEventDisableTiming));
+            }
+        }
+        // Fork: the side stream waits for what stream_ has enqueued so far, then sums there
+        // while stream_ goes on; wait() joins it back (the same pattern inside a capture).
+        void all_reduce_sum_async(float* data, size_t n) override {
+            const DeviceGuard g(be_.device_);
+            NcclGroup& group = be_.joined();
+            TRT_CUDA_CHECK(cudaEventRecord(be_.comm_fork_, be_.stream_));
+            TRT_CUDA_CHECK(cudaStreamWaitEvent(be_.comm_stream_, be_.comm_fork_, 0));
+            group.all_reduce_sum(data, n, be_.comm_stream_);
+        }
+        void wait() override {
+            if (!be_.comm_stream_) return;
+            const DeviceGuard g(be_.device_);
+            TRT_CUDA_CHECK(cudaEventRecord(be_.comm_join_, be_.comm_stream_));
+            TRT_CUDA_CHECK(cudaStreamWaitEvent(be_.stream_, be_.comm_join_, 0));
+        }
+        void all_reduce_sum(float* data, size_t n) override {
+            const DeviceGuard g(be_.device_);
+            be_.joined().all_reduce_sum(data, n, be_.stream_);
+        }
+        void all_reduce_sum(double* data, size_t n) override {
+            const DeviceGuard g(be_.device_);
+            be_.joined().all_reduce_sum(data, n, be_.stream_);
+        }
+
+    private:
+        CudaBackend& be_;
+    };
     void* working_copy_of(const float* p) const { return const_cast<void*>(ctx_.lowp_of(p)); }
     void refresh_working_copy_if_overlaps(const void* dst, size_t bytes) {
         if (!ctx_.params_lowp) return;
@@ -948,6 +958,7 @@ private:
     std::unique_ptr<NcclGroup> nccl_;                   // data parallel: the ranks' group
     cudaStream_t comm_stream_ = nullptr;                // its sums beside the backward
     cudaEvent_t comm_fork_ = nullptr, comm_join_ = nullptr;
+    Collectives collectives_{*this};
 
     // accel.attention = "cudnn": the cuDNN path, or why not (for the startup log).
     std::unique_ptr<CudnnAttention> cudnn_;
