@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "chat/jinja_builtins.h"
+#include "chat/jinja_str_ops.h"
 #include "core/error.h"
 
 namespace trt::chat {
