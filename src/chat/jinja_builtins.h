@@ -1,6 +1,7 @@
 // jinja_builtins: the filters, tests, globals and methods (str/dict) a template may call, with
 // Jinja2 3.1's (and transformers') semantics. The parser asks which names exist so unknown
-// ones are refused before anything renders.
+// ones are refused before anything renders. One file each: jinja_filters.cpp,
+// jinja_tests.cpp, jinja_methods.cpp, jinja_globals.cpp.
 #pragma once
 #include <string>
 
@@ -16,9 +17,6 @@ Value apply_filter(Evaluator& ev, const std::string& name, const Value& value, C
 bool apply_test(Evaluator& ev, const std::string& name, const Value& value, CallArgs& args);
 // obj.name for str/dict/list methods (a bound Function), or an Undefined when none.
 Value method_of(const Value& obj, const std::string& name, int line);
-// Python's `fmt % args` (printf-style: %s %r %d %i %f %e %g %x %o with flags, width,
-// precision); other conversions are refused with an error.
-std::string percent_format(Evaluator& ev, const std::string& fmt, const Value& args, int line);
 // The globals: range, namespace, dict, raise_exception, strftime_now.
 Value global_function(const std::string& name);
 

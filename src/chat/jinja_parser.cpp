@@ -138,6 +138,7 @@ private:
         }
     }
 
+    // The statement whose tag name is the current token (after '{%').
     StmtPtr parse_statement() {
         const Token& nt = cur();
         const std::string tag = nt.text;
@@ -145,103 +146,133 @@ private:
         ++k_;
         auto s = std::make_unique<Stmt>();
         s->line = line;
-        if (tag == "if") {
-            s->kind = Stmt::Kind::If;
-            std::string end = "elif";
-            while (end == "elif") {
-                s->conds.push_back(parse_tuple(false));
-                expect_block_end();
-                s->bodies.push_back(parse_body({"elif", "else", "endif"}, end));
-            }
-            if (end == "else") {
-                expect_block_end();
-                s->else_body = parse_body({"endif"}, end);
-            }
-            expect_block_end();
-        } else if (tag == "for") {
-            s->kind = Stmt::Kind::For;
-            s->target = parse_target(false);
-            if (!skip_name("in")) syntax("expected 'in' in a for loop, got " + describe(cur()));
-            s->expr = parse_tuple(false, true);
-            if (skip_name("if")) s->cond = parse_expression(true);
-            if (is_name("recursive")) unsupported("the recursive for loop", line);
-            expect_block_end();
-            ++loops_;
-            std::string end;
-            s->bodies.push_back(parse_body({"else", "endfor"}, end));
-            --loops_;
-            if (end == "else") {
-                expect_block_end();
-                s->else_body = parse_body({"endfor"}, end);
-            }
-            expect_block_end();
-        } else if (tag == "set") {
-            s->target = parse_target(true);
-            if (skip_op("=")) {
-                s->kind = Stmt::Kind::Set;
-                s->expr = parse_tuple(true);
-                expect_block_end();
-            } else {
-                s->kind = Stmt::Kind::SetBlock;
-                if (!s->target.attr.empty() || s->target.tuple)
-                    syntax("a block set takes one name");
-                if (is_op("|")) s->filter = parse_filters(nullptr);
-                expect_block_end();
-                std::string end;
-                const int saved = loops_;
-                loops_ = 0;
-                s->bodies.push_back(parse_body({"endset"}, end));
-                loops_ = saved;
-                expect_block_end();
-            }
-        } else if (tag == "macro") {
-            s->kind = Stmt::Kind::Macro;
-            s->name = expect_name();
-            expect_op("(");
-            while (!is_op(")")) {
-                if (!s->params.empty()) expect_op(",");
-                if (is_op(")")) break;
-                s->params.push_back(expect_name());
-                s->defaults.push_back(skip_op("=") ? parse_expression(true) : nullptr);
-            }
-            expect_op(")");
-            expect_block_end();
-            std::string end;
-            const int saved = loops_;
-            loops_ = 0;
-            s->bodies.push_back(parse_body({"endmacro"}, end));
-            loops_ = saved;
-            if (cur().type == Token::Type::Name) ++k_;  // {% endmacro name %}
-            expect_block_end();
-        } else if (tag == "filter") {
-            s->kind = Stmt::Kind::FilterBlock;
-            s->filter = parse_filters(nullptr, /*leading_pipe=*/false);
-            expect_block_end();
-            std::string end;
-            s->bodies.push_back(parse_body({"endfilter"}, end));
-            expect_block_end();
-        } else if (tag == "generation") {
-            s->kind = Stmt::Kind::Generation;
-            has_generation_ = true;
-            expect_block_end();
-            std::string end;
-            s->bodies.push_back(parse_body({"endgeneration"}, end));
-            expect_block_end();
-        } else if (tag == "break" || tag == "continue") {
-            if (loops_ == 0) syntax("'" + tag + "' outside of a for loop");
-            s->kind = tag == "break" ? Stmt::Kind::Break : Stmt::Kind::Continue;
-            expect_block_end();
-        } else if (tag == "include" || tag == "extends" || tag == "import" || tag == "from" ||
-                   tag == "block" || tag == "call" || tag == "with" || tag == "autoescape" ||
-                   tag == "do" || tag == "trans") {
+        if (tag == "if") parse_if(*s);
+        else if (tag == "for") parse_for(*s);
+        else if (tag == "set") parse_set(*s);
+        else if (tag == "macro") parse_macro(*s);
+        else if (tag == "filter") parse_filter_block(*s);
+        else if (tag == "generation") parse_generation(*s);
+        else if (tag == "break" || tag == "continue") parse_loop_control(*s, tag);
+        else if (tag == "include" || tag == "extends" || tag == "import" || tag == "from" ||
+                 tag == "block" || tag == "call" || tag == "with" || tag == "autoescape" ||
+                 tag == "do" || tag == "trans")
             unsupported("the '{% " + tag + " %}' statement", line);
-        } else if (tag.rfind("end", 0) == 0 || tag == "elif" || tag == "else") {
+        else if (tag.rfind("end", 0) == 0 || tag == "elif" || tag == "else") {
             --k_;
             syntax("unexpected '" + tag + "' (no open block it closes)");
         } else {
             unsupported("the unknown statement '{% " + tag + " %}'", line);
         }
         return s;
+    }
+
+    // {% if %} ... {% elif %} ... {% else %} ... {% endif %}
+    void parse_if(Stmt& s) {
+        s.kind = Stmt::Kind::If;
+        std::string end = "elif";
+        while (end == "elif") {
+            s.conds.push_back(parse_tuple(false));
+            expect_block_end();
+            s.bodies.push_back(parse_body({"elif", "else", "endif"}, end));
+        }
+        if (end == "else") {
+            expect_block_end();
+            s.else_body = parse_body({"endif"}, end);
+        }
+        expect_block_end();
+    }
+
+    // {% for target in items if cond %} ... {% else %} ... {% endfor %}
+    void parse_for(Stmt& s) {
+        s.kind = Stmt::Kind::For;
+        s.target = parse_target(false);
+        if (!skip_name("in")) syntax("expected 'in' in a for loop, got " + describe(cur()));
+        s.expr = parse_tuple(false, true);
+        if (skip_name("if")) s.cond = parse_expression(true);
+        if (is_name("recursive")) unsupported("the recursive for loop", s.line);
+        expect_block_end();
+        ++loops_;
+        std::string end;
+        s.bodies.push_back(parse_body({"else", "endfor"}, end));
+        --loops_;
+        if (end == "else") {
+            expect_block_end();
+            s.else_body = parse_body({"endfor"}, end);
+        }
+        expect_block_end();
+    }
+
+    // {% set target = value %}, or the block form {% set name | filters %} ... {% endset %}.
+    void parse_set(Stmt& s) {
+        s.target = parse_target(true);
+        if (skip_op("=")) {
+            s.kind = Stmt::Kind::Set;
+            s.expr = parse_tuple(true);
+            expect_block_end();
+            return;
+        }
+        s.kind = Stmt::Kind::SetBlock;
+        if (!s.target.attr.empty() || s.target.tuple) syntax("a block set takes one name");
+        if (is_op("|")) s.filter = parse_filters(nullptr);
+        expect_block_end();
+        s.bodies.push_back(parse_body_outside_loops("endset"));
+        expect_block_end();
+    }
+
+    // {% macro name(param, param=default) %} ... {% endmacro %}
+    void parse_macro(Stmt& s) {
+        s.kind = Stmt::Kind::Macro;
+        s.name = expect_name();
+        expect_op("(");
+        while (!is_op(")")) {
+            if (!s.params.empty()) expect_op(",");
+            if (is_op(")")) break;
+            s.params.push_back(expect_name());
+            s.defaults.push_back(skip_op("=") ? parse_expression(true) : nullptr);
+        }
+        expect_op(")");
+        expect_block_end();
+        s.bodies.push_back(parse_body_outside_loops("endmacro"));
+        if (cur().type == Token::Type::Name) ++k_;  // {% endmacro name %}
+        expect_block_end();
+    }
+
+    // A body a break or continue cannot leave (a macro's, a block set's): the loops around it
+    // do not count inside.
+    Body parse_body_outside_loops(const char* end_tag) {
+        std::string end;
+        const int saved = loops_;
+        loops_ = 0;
+        Body body = parse_body({end_tag}, end);
+        loops_ = saved;
+        return body;
+    }
+
+    // {% filter f | g %} ... {% endfilter %}
+    void parse_filter_block(Stmt& s) {
+        s.kind = Stmt::Kind::FilterBlock;
+        s.filter = parse_filters(nullptr, /*leading_pipe=*/false);
+        expect_block_end();
+        std::string end;
+        s.bodies.push_back(parse_body({"endfilter"}, end));
+        expect_block_end();
+    }
+
+    // {% generation %} ... {% endgeneration %} (transformers' assistant-mask extension)
+    void parse_generation(Stmt& s) {
+        s.kind = Stmt::Kind::Generation;
+        has_generation_ = true;
+        expect_block_end();
+        std::string end;
+        s.bodies.push_back(parse_body({"endgeneration"}, end));
+        expect_block_end();
+    }
+
+    // {% break %} / {% continue %}, inside a for loop only.
+    void parse_loop_control(Stmt& s, const std::string& tag) {
+        if (loops_ == 0) syntax("'" + tag + "' outside of a for loop");
+        s.kind = tag == "break" ? Stmt::Kind::Break : Stmt::Kind::Continue;
+        expect_block_end();
     }
 
     Target parse_target(bool allow_attr) {

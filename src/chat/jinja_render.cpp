@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "chat/jinja_builtins.h"
+#include "chat/jinja_str_ops.h"
 #include "core/error.h"
 
 namespace trt::chat {
@@ -480,6 +481,16 @@ bool mul_overflow(int64_t a, int64_t b, int64_t& r) { return __builtin_mul_overf
 
 }  // namespace
 
+void Evaluator::unsupported_operands(const std::string& op, const Value& a, const Value& b,
+                                     int line) const {
+    error(line, cat("unsupported operand type(s) for ", op, ": '", a.type_name(), "' and '",
+                    b.type_name(), "'"));
+}
+
+void Evaluator::integer_overflow(const std::string& op, int line) const {
+    error(line, cat("integer overflow in '", op, "' (this runtime's integers are 64-bit)"));
+}
+
 Value Evaluator::binary(const std::string& op, const Value& a, const Value& b, int line) {
     if (op == "~") {
         std::string s = to_str(a);
@@ -489,114 +500,116 @@ Value Evaluator::binary(const std::string& op, const Value& a, const Value& b, i
     }
     if (a.is_undefined()) undefined_error(a, line);
     if (b.is_undefined()) undefined_error(b, line);
-    auto unsupported = [&]() -> Value {
-        error(line, cat("unsupported operand type(s) for ", op, ": '", a.type_name(), "' and '",
-                        b.type_name(), "'"));
-    };
-    auto overflow = [&]() -> Value {
-        error(line, cat("integer overflow in '", op, "' (this runtime's integers are 64-bit)"));
-    };
     const bool ints = a.is_integral() && b.is_integral();
     const bool nums = a.is_number() && b.is_number();
-    if (op == "+") {
-        if (ints) { int64_t r; if (add_overflow(a.as_int(), b.as_int(), r)) return overflow(); return Value::integer(r); }
-        if (nums) return Value::real(a.as_double() + b.as_double());
-        if (a.is_string() && b.is_string()) {
-            check_size(a.s.size() + b.s.size(), line);
-            Value r = Value::string(a.s + b.s);
-            r.markup = a.markup;
-            return r;
-        }
-        if (a.is_list() && b.is_list() && a.tuple == b.tuple) {
-            check_items(a.list->size() + b.list->size(), line);
-            charge(approx_bytes(a) + approx_bytes(b), line);
-            List items = *a.list;
-            items.insert(items.end(), b.list->begin(), b.list->end());
-            return Value::make_list(std::move(items), a.tuple);
-        }
-        if (a.is_string())
-            error(line, cat("can only concatenate str (not \"", b.type_name(), "\") to str"));
-        if (a.is_list())
-            error(line, cat("can only concatenate ", a.type_name(), " (not \"", b.type_name(), "\") to ", a.type_name()));
-        return unsupported();
-    }
+    if (op == "+") return plus(a, b, ints, nums, line);
     if (op == "-") {
-        if (ints) { int64_t r; if (sub_overflow(a.as_int(), b.as_int(), r)) return overflow(); return Value::integer(r); }
+        if (ints) { int64_t r; if (sub_overflow(a.as_int(), b.as_int(), r)) integer_overflow(op, line); return Value::integer(r); }
         if (nums) return Value::real(a.as_double() - b.as_double());
-        return unsupported();
+        unsupported_operands(op, a, b, line);
     }
-    if (op == "*") {
-        if (ints) { int64_t r; if (mul_overflow(a.as_int(), b.as_int(), r)) return overflow(); return Value::integer(r); }
-        if (nums) return Value::real(a.as_double() * b.as_double());
-        const Value* seq = (a.is_string() || a.is_list()) && b.is_integral() ? &a
-                         : (b.is_string() || b.is_list()) && a.is_integral() ? &b : nullptr;
-        if (!seq) return unsupported();
-        const int64_t n = std::max<int64_t>(0, (seq == &a ? b : a).as_int());
-        if (seq->is_string()) {
-            if (n > 0 && seq->s.size() > limits_.max_output / static_cast<uint64_t>(n))
-                check_size(limits_.max_output + 1, line);
-            std::string r;
-            r.reserve(seq->s.size() * static_cast<size_t>(n));
-            for (int64_t k = 0; k < n; ++k) r += seq->s;
-            check_size(r.size(), line);
-            return Value::string(std::move(r));
-        }
-        if (n > 0 && seq->list->size() > limits_.max_items / static_cast<uint64_t>(n))
-            check_items(limits_.max_items + 1, line);
-        const uint64_t per_copy = approx_bytes(*seq);
-        if (n > 0 && per_copy > limits_.max_work / static_cast<uint64_t>(n))
-            charge(limits_.max_work + 1, line);
-        charge(per_copy * static_cast<uint64_t>(n), line);
-        List items;
-        for (int64_t k = 0; k < n; ++k) items.insert(items.end(), seq->list->begin(), seq->list->end());
-        return Value::make_list(std::move(items), seq->tuple);
-    }
+    if (op == "*") return times(a, b, ints, nums, line);
     if (!nums) {
         if (op == "%" && a.is_string()) {
             Value r = Value::string(percent_format(*this, a.s, b, line));
             return r;
         }
-        return unsupported();
+        unsupported_operands(op, a, b, line);
     }
     if (op == "/") {
         if (b.as_double() == 0) error(line, "division by zero");
         return Value::real(a.as_double() / b.as_double());
     }
-    if (op == "//" || op == "%") {
-        if (ints) {
-            const int64_t x = a.as_int(), y = b.as_int();
-            if (y == 0) error(line, "integer division or modulo by zero");
-            if (x == std::numeric_limits<int64_t>::min() && y == -1) return overflow();
-            int64_t q = x / y, r = x % y;
-            if (r != 0 && ((r < 0) != (y < 0))) { --q; r += y; }
-            return Value::integer(op == "//" ? q : r);
-        }
-        // Python's float divmod.
-        const double x = a.as_double(), y = b.as_double();
-        if (y == 0) error(line, "float division by zero");
-        double mod = std::fmod(x, y);
-        double div = (x - mod) / y;
-        if (mod != 0 && ((y < 0) != (mod < 0))) {
-            mod += y;
-            div -= 1.0;
-        }
-        if (op == "%") return Value::real(mod);
-        double floordiv = std::floor(div);
-        if (div - floordiv > 0.5) floordiv += 1.0;
-        return Value::real(floordiv);
-    }
+    if (op == "//" || op == "%") return ints ? int_divmod(op, a.as_int(), b.as_int(), line)
+                                             : float_divmod(op, a.as_double(), b.as_double(), line);
     if (op == "**") {
         if (ints && b.as_int() >= 0) {
             int64_t r = 1, base = a.as_int();
             for (int64_t e = b.as_int(); e > 0; --e) {
-                if (mul_overflow(r, base, r)) return overflow();
+                if (mul_overflow(r, base, r)) integer_overflow(op, line);
                 if (r == 0 || r == 1) break;
             }
             return Value::integer(r);
         }
         return Value::real(std::pow(a.as_double(), b.as_double()));
     }
-    return unsupported();
+    unsupported_operands(op, a, b, line);
+}
+
+// a + b: numbers, or two strings / two lists (or two tuples) joined.
+Value Evaluator::plus(const Value& a, const Value& b, bool ints, bool nums, int line) {
+    if (ints) { int64_t r; if (add_overflow(a.as_int(), b.as_int(), r)) integer_overflow("+", line); return Value::integer(r); }
+    if (nums) return Value::real(a.as_double() + b.as_double());
+    if (a.is_string() && b.is_string()) {
+        check_size(a.s.size() + b.s.size(), line);
+        Value r = Value::string(a.s + b.s);
+        r.markup = a.markup;
+        return r;
+    }
+    if (a.is_list() && b.is_list() && a.tuple == b.tuple) {
+        check_items(a.list->size() + b.list->size(), line);
+        charge(approx_bytes(a) + approx_bytes(b), line);
+        List items = *a.list;
+        items.insert(items.end(), b.list->begin(), b.list->end());
+        return Value::make_list(std::move(items), a.tuple);
+    }
+    if (a.is_string())
+        error(line, cat("can only concatenate str (not \"", b.type_name(), "\") to str"));
+    if (a.is_list())
+        error(line, cat("can only concatenate ", a.type_name(), " (not \"", b.type_name(), "\") to ", a.type_name()));
+    unsupported_operands("+", a, b, line);
+}
+
+// a * b: numbers, or a string / list repeated (either side the count).
+Value Evaluator::times(const Value& a, const Value& b, bool ints, bool nums, int line) {
+    if (ints) { int64_t r; if (mul_overflow(a.as_int(), b.as_int(), r)) integer_overflow("*", line); return Value::integer(r); }
+    if (nums) return Value::real(a.as_double() * b.as_double());
+    const Value* seq = (a.is_string() || a.is_list()) && b.is_integral() ? &a
+                     : (b.is_string() || b.is_list()) && a.is_integral() ? &b : nullptr;
+    if (!seq) unsupported_operands("*", a, b, line);
+    const int64_t n = std::max<int64_t>(0, (seq == &a ? b : a).as_int());
+    if (seq->is_string()) {
+        if (n > 0 && seq->s.size() > limits_.max_output / static_cast<uint64_t>(n))
+            check_size(limits_.max_output + 1, line);
+        std::string r;
+        r.reserve(seq->s.size() * static_cast<size_t>(n));
+        for (int64_t k = 0; k < n; ++k) r += seq->s;
+        check_size(r.size(), line);
+        return Value::string(std::move(r));
+    }
+    if (n > 0 && seq->list->size() > limits_.max_items / static_cast<uint64_t>(n))
+        check_items(limits_.max_items + 1, line);
+    const uint64_t per_copy = approx_bytes(*seq);
+    if (n > 0 && per_copy > limits_.max_work / static_cast<uint64_t>(n))
+        charge(limits_.max_work + 1, line);
+    charge(per_copy * static_cast<uint64_t>(n), line);
+    List items;
+    for (int64_t k = 0; k < n; ++k) items.insert(items.end(), seq->list->begin(), seq->list->end());
+    return Value::make_list(std::move(items), seq->tuple);
+}
+
+// Python's integer x // y and x % y (rounding toward negative infinity).
+Value Evaluator::int_divmod(const std::string& op, int64_t x, int64_t y, int line) const {
+    if (y == 0) error(line, "integer division or modulo by zero");
+    if (x == std::numeric_limits<int64_t>::min() && y == -1) integer_overflow(op, line);
+    int64_t q = x / y, r = x % y;
+    if (r != 0 && ((r < 0) != (y < 0))) { --q; r += y; }
+    return Value::integer(op == "//" ? q : r);
+}
+
+// Python's float divmod.
+Value Evaluator::float_divmod(const std::string& op, double x, double y, int line) const {
+    if (y == 0) error(line, "float division by zero");
+    double mod = std::fmod(x, y);
+    double div = (x - mod) / y;
+    if (mod != 0 && ((y < 0) != (mod < 0))) {
+        mod += y;
+        div -= 1.0;
+    }
+    if (op == "%") return Value::real(mod);
+    double floordiv = std::floor(div);
+    if (div - floordiv > 0.5) floordiv += 1.0;
+    return Value::real(floordiv);
 }
 
 CallArgs Evaluator::eval_args(const Expr& e) {
@@ -668,40 +681,7 @@ Value Evaluator::eval(const Expr& e) {
             const Value obj = eval(*e.kids[0]);
             return get_item(obj, eval(*e.kids[1]), e.line);
         }
-        case Expr::Kind::Slice: {
-            const Value obj = eval(*e.kids[0]);
-            if (obj.is_undefined()) undefined_error(obj, e.line);
-            Value bounds[3];
-            const Value* ptr[3] = {nullptr, nullptr, nullptr};
-            for (int k = 0; k < 3; ++k) {
-                if (!e.kids[k + 1]) continue;
-                bounds[k] = eval(*e.kids[k + 1]);
-                if (bounds[k].is_none()) continue;
-                if (!bounds[k].is_integral())
-                    error(e.line, "slice indices must be integers or None");
-                ptr[k] = &bounds[k];
-            }
-            if (ptr[2] && ptr[2]->as_int() == 0) error(e.line, "slice step cannot be zero");
-            if (obj.is_list()) {
-                List items;
-                for (size_t k : slice_indices(static_cast<int64_t>(obj.list->size()), ptr[0], ptr[1], ptr[2]))
-                    items.push_back((*obj.list)[k]);
-                return Value::make_list(std::move(items), obj.tuple);
-            }
-            if (obj.is_string()) {
-                const auto chars = utf8_chars(obj.s);
-                std::string s;
-                for (size_t k : slice_indices(static_cast<int64_t>(chars.size()), ptr[0], ptr[1], ptr[2]))
-                    s += chars[k];
-                return Value::string(std::move(s));
-            }
-            // Jinja slices with Python's own obj[a:b], so anything else raises — except where
-            // its compiler folds a constant subject through environment.getitem: Undefined.
-            if (is_constant(*e.kids[0])) return Value::undefined("'" + std::string(obj.type_name()) +
-                                                                 " object' is not subscriptable");
-            if (obj.is_dict() && !obj.dict->is_namespace) error(e.line, "unhashable type: 'slice'");
-            error(e.line, cat("'", obj.type_name(), "' object is not subscriptable"));
-        }
+        case Expr::Kind::Slice: return eval_slice(e);
         case Expr::Kind::Call: {
             const Value fn = eval(*e.kids[0]);
             CallArgs args = eval_args(e);
@@ -718,17 +698,7 @@ Value Evaluator::eval(const Expr& e) {
             return Value::boolean(apply_test(*this, e.name, subject, args) != e.negate);
         }
         case Expr::Kind::Neg:
-        case Expr::Kind::Pos: {
-            const Value v = eval(*e.kids[0]);
-            if (v.is_undefined()) undefined_error(v, e.line);
-            if (!v.is_number())
-                error(e.line, cat("bad operand type for unary ", e.kind == Expr::Kind::Neg ? "-" : "+",
-                                  ": '", v.type_name(), "'"));
-            if (e.kind == Expr::Kind::Pos) return v.type == Value::Type::Bool ? Value::integer(v.as_int()) : v;
-            if (v.type == Value::Type::Float) return Value::real(-v.f);
-            if (v.as_int() == std::numeric_limits<int64_t>::min()) error(e.line, "integer overflow");
-            return Value::integer(-v.as_int());
-        }
+        case Expr::Kind::Pos: return eval_sign(e);
         case Expr::Kind::Not: return Value::boolean(!eval(*e.kids[0]).truthy());
         case Expr::Kind::Binary: {
             const Value a = eval(*e.kids[0]);
@@ -742,27 +712,7 @@ Value Evaluator::eval(const Expr& e) {
             Value a = eval(*e.kids[0]);
             return a.truthy() ? a : eval(*e.kids[1]);
         }
-        case Expr::Kind::Compare: {
-            Value left = eval(*e.kids[0]);
-            for (size_t k = 0; k < e.ops.size(); ++k) {
-                Value right = eval(*e.kids[k + 1]);
-                const std::string& op = e.ops[k];
-                bool ok;
-                if (op == "==") ok = equals(left, right);
-                else if (op == "!=") ok = !equals(left, right);
-                else if (op == "in") ok = contains(right, left, e.line);
-                else if (op == "not in") ok = !contains(right, left, e.line);
-                else {
-                    if (left.is_undefined()) undefined_error(left, e.line);
-                    if (right.is_undefined()) undefined_error(right, e.line);
-                    const int c = compare(left, right, e.line);
-                    ok = op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0;
-                }
-                if (!ok) return Value::boolean(false);
-                left = std::move(right);
-            }
-            return Value::boolean(true);
-        }
+        case Expr::Kind::Compare: return eval_compare(e);
         case Expr::Kind::CondExpr:
             if (eval(*e.kids[0]).truthy()) return eval(*e.kids[1]);
             if (e.kids[2]) return eval(*e.kids[2]);
@@ -775,19 +725,95 @@ Value Evaluator::eval(const Expr& e) {
             for (const auto& k : e.kids) items.push_back(eval(*k));
             return Value::make_list(std::move(items), e.kind == Expr::Kind::Tuple);
         }
-        case Expr::Kind::Dict: {
-            Value d = Value::make_dict();
-            for (size_t k = 0; k + 1 < e.kids.size(); k += 2) {
-                Value key = eval(*e.kids[k]);
-                if (!key.is_string())
-                    error(e.line, "dict literals with non-string keys are not supported by this "
-                                  "runtime's template engine");
-                d.dict->set(std::move(key.s), eval(*e.kids[k + 1]));
-            }
-            return d;
-        }
+        case Expr::Kind::Dict: return eval_dict(e);
     }
     return Value::undefined();
+}
+
+// obj[start:stop:step] on a list or a string (by characters).
+Value Evaluator::eval_slice(const Expr& e) {
+    const Value obj = eval(*e.kids[0]);
+    if (obj.is_undefined()) undefined_error(obj, e.line);
+    Value bounds[3];
+    const Value* ptr[3] = {nullptr, nullptr, nullptr};
+    for (int k = 0; k < 3; ++k) {
+        if (!e.kids[k + 1]) continue;
+        bounds[k] = eval(*e.kids[k + 1]);
+        if (bounds[k].is_none()) continue;
+        if (!bounds[k].is_integral())
+            error(e.line, "slice indices must be integers or None");
+        ptr[k] = &bounds[k];
+    }
+    if (ptr[2] && ptr[2]->as_int() == 0) error(e.line, "slice step cannot be zero");
+    if (obj.is_list()) {
+        List items;
+        for (size_t k : slice_indices(static_cast<int64_t>(obj.list->size()), ptr[0], ptr[1], ptr[2]))
+            items.push_back((*obj.list)[k]);
+        return Value::make_list(std::move(items), obj.tuple);
+    }
+    if (obj.is_string()) {
+        const auto chars = utf8_chars(obj.s);
+        std::string s;
+        for (size_t k : slice_indices(static_cast<int64_t>(chars.size()), ptr[0], ptr[1], ptr[2]))
+            s += chars[k];
+        return Value::string(std::move(s));
+    }
+    // Jinja slices with Python's own obj[a:b], so anything else raises — except where
+    // its compiler folds a constant subject through environment.getitem: Undefined.
+    if (is_constant(*e.kids[0])) return Value::undefined("'" + std::string(obj.type_name()) +
+                                                         " object' is not subscriptable");
+    if (obj.is_dict() && !obj.dict->is_namespace) error(e.line, "unhashable type: 'slice'");
+    error(e.line, cat("'", obj.type_name(), "' object is not subscriptable"));
+}
+
+// -x and +x on a number (+True is 1).
+Value Evaluator::eval_sign(const Expr& e) {
+    const Value v = eval(*e.kids[0]);
+    if (v.is_undefined()) undefined_error(v, e.line);
+    if (!v.is_number())
+        error(e.line, cat("bad operand type for unary ", e.kind == Expr::Kind::Neg ? "-" : "+",
+                          ": '", v.type_name(), "'"));
+    if (e.kind == Expr::Kind::Pos) return v.type == Value::Type::Bool ? Value::integer(v.as_int()) : v;
+    if (v.type == Value::Type::Float) return Value::real(-v.f);
+    if (v.as_int() == std::numeric_limits<int64_t>::min()) error(e.line, "integer overflow");
+    return Value::integer(-v.as_int());
+}
+
+// a < b <= c ...: Python's chained comparison, each operand evaluated once, stopping at the
+// first false link.
+Value Evaluator::eval_compare(const Expr& e) {
+    Value left = eval(*e.kids[0]);
+    for (size_t k = 0; k < e.ops.size(); ++k) {
+        Value right = eval(*e.kids[k + 1]);
+        const std::string& op = e.ops[k];
+        bool ok;
+        if (op == "==") ok = equals(left, right);
+        else if (op == "!=") ok = !equals(left, right);
+        else if (op == "in") ok = contains(right, left, e.line);
+        else if (op == "not in") ok = !contains(right, left, e.line);
+        else {
+            if (left.is_undefined()) undefined_error(left, e.line);
+            if (right.is_undefined()) undefined_error(right, e.line);
+            const int c = compare(left, right, e.line);
+            ok = op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0;
+        }
+        if (!ok) return Value::boolean(false);
+        left = std::move(right);
+    }
+    return Value::boolean(true);
+}
+
+// {key: value, ...} with string keys.
+Value Evaluator::eval_dict(const Expr& e) {
+    Value d = Value::make_dict();
+    for (size_t k = 0; k + 1 < e.kids.size(); k += 2) {
+        Value key = eval(*e.kids[k]);
+        if (!key.is_string())
+            error(e.line, "dict literals with non-string keys are not supported by this "
+                          "runtime's template engine");
+        d.dict->set(std::move(key.s), eval(*e.kids[k + 1]));
+    }
+    return d;
 }
 
 }  // namespace trt::chat

@@ -82,6 +82,19 @@ private:
     void assign(const Target& t, const Value& v, int line);
     Value apply_filter_chain(const Expr& chain, Value subject);
     Value make_macro(const Stmt& s);
+    // The expression kinds eval() hands on.
+    Value eval_slice(const Expr& e);
+    Value eval_sign(const Expr& e);
+    Value eval_compare(const Expr& e);
+    Value eval_dict(const Expr& e);
+    // binary()'s operator groups and its errors.
+    Value plus(const Value& a, const Value& b, bool ints, bool nums, int line);
+    Value times(const Value& a, const Value& b, bool ints, bool nums, int line);
+    Value int_divmod(const std::string& op, int64_t x, int64_t y, int line) const;
+    Value float_divmod(const std::string& op, double x, double y, int line) const;
+    [[noreturn]] void unsupported_operands(const std::string& op, const Value& a, const Value& b,
+                                           int line) const;
+    [[noreturn]] void integer_overflow(const std::string& op, int line) const;
 
 public:
     Value eval(const Expr& e);

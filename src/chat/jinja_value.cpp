@@ -73,6 +73,13 @@ void Dict::set(std::string key, Value v) {
     items.emplace_back(std::move(key), std::move(v));
 }
 
+Value dict_items(const Value& dict) {
+    List items;
+    for (const auto& kv : dict.dict->items)
+        items.push_back(Value::make_list({Value::string(kv.first), kv.second}, true));
+    return Value::make_list(std::move(items));
+}
+
 const Value* CallArgs::kwarg(std::string_view name) const {
     for (const auto& kv : kw)
         if (kv.first == name) return &kv.second;

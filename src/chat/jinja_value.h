@@ -82,6 +82,9 @@ struct Dict {
     void set(std::string key, Value v);
 };
 
+// Python's dict.items() of a Dict value: (key, value) tuples in insertion order.
+Value dict_items(const Value& dict);
+
 struct CallArgs {
     std::vector<Value> pos;
     std::vector<std::pair<std::string, Value>> kw;

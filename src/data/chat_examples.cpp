@@ -72,6 +72,143 @@ struct Renderer {
     }
 };
 
+// The line's "tools" (null or absent: none), a list.
+const Value* tools_of(const Value& line, const std::string& where) {
+    const Value* tools = line.find("tools");
+    if (tools && tools->kind == Value::Kind::Null) tools = nullptr;
+    if (tools && !tools->is_array())
+        fail(Status::InvalidArgument, where, ": \"tools\" must be a list, not ", tools->kind_name());
+    return tools;
+}
+
+// A prompt-completion line: both strings (no template: prompt + completion + the EOS token) or
+// both lists of messages (the prompt rendered with the generation prompt, then the whole).
+ChatText prompt_completion_text(const Renderer& r, const Value& prompt, const Value& completion) {
+    const std::string& where = r.where;
+    const LossMask mode = r.options.mask == LossMask::Default ? LossMask::Completion : r.options.mask;
+    if (mode == LossMask::Assistant)
+        fail(Status::InvalidArgument, where, ": the assistant loss mask needs \"messages\"; "
+             "a prompt-completion line takes completion or all");
+    ChatText c;
+    size_t split = 0;
+    if (prompt.is_string() && completion.is_string()) {
+        const Value* eos = r.tmpl.special_tokens.find("eos_token");
+        c.text = prompt.s + completion.s + (eos && eos->is_string() ? eos->s : "");
+        split = prompt.s.size();
+    } else if (prompt.is_array() && completion.is_array()) {
+        const std::string head = r.render(prompt, true).text;
+        Value all = prompt;
+        all.arr.insert(all.arr.end(), completion.arr.begin(), completion.arr.end());
+        c.text = r.render(all, false).text;
+        // As for "messages": a base template's rendering ends with the next assistant
+        // header, which would end the completion's targets.
+        if (mode == LossMask::Completion && r.render(all, true).text == c.text)
+            refuse_base_template(r.tmpl, where);
+        if (!starts_with(c.text, head))
+            fail(Status::InvalidArgument, where, ": the chat template renders the prompt "
+                 "(with the generation prompt) as something that does not begin the whole "
+                 "conversation, so the completion's bytes cannot be told; give \"messages\" "
+                 "with the assistant loss mask instead");
+        split = head.size();
+    } else {
+        fail(Status::InvalidArgument, where, ": \"prompt\" and \"completion\" must both be "
+             "strings or both be lists of messages");
+    }
+    c.targets = {mode == LossMask::All ? std::make_pair(size_t(0), c.text.size())
+                                       : std::make_pair(split, trim_end(c.text, split, c.text.size()))};
+    return c;
+}
+
+// Prefix rendering: each assistant turn's span, from the end of render(messages[:i], with the
+// generation prompt) to the end of render(messages[:i+1]), appended to whole.targets. False
+// (targets incomplete) when a turn's prefixes do not begin the whole render.
+bool prefix_targets(const Renderer& r, const std::vector<Value>& msgs,
+                    const std::vector<size_t>& turns, ChatText& whole) {
+    for (size_t i : turns) {
+        const Value before = array_of(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(i));
+        const Value upto = array_of(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(i + 1));
+        std::string head, through;
+        try {
+            head = i == 0 ? std::string() : r.render(before, true).text;
+            through = r.render(upto, false).text;
+        } catch (const Error&) {
+            return false;  // e.g. a template that insists on a last user message
+        }
+        if (!starts_with(whole.text, through) || !starts_with(through, head)) return false;
+        whole.targets.push_back({head.size(), trim_end(through, head.size(), through.size())});
+    }
+    return true;
+}
+
+// The per-turn form: messages[:i+1] rendered for each assistant turn i, only turn i a target
+// (under the completion mask, the last turn only).
+std::vector<ChatText> per_turn_texts(const Renderer& r, const std::vector<Value>& msgs,
+                                     const std::vector<size_t>& turns, LossMask mode) {
+    std::vector<ChatText> out;
+    for (size_t k = 0; k < turns.size(); ++k) {
+        const size_t i = turns[k];
+        if (mode == LossMask::Completion && k + 1 != turns.size()) continue;
+        const Value before = array_of(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(i));
+        const Value upto = array_of(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(i + 1));
+        ChatText c;
+        c.text = r.render(upto, false).text;
+        const std::string head = i == 0 ? std::string() : r.render(before, true).text;
+        if (!starts_with(c.text, head))
+            fail(Status::InvalidArgument, r.where, ": the chat template renders messages[:", i,
+                 "] with the generation prompt as something that does not begin its rendering "
+                 "of messages[:", i + 1, "], so assistant turn ", i, "'s bytes cannot be told "
+                 "(a template with {% generation %} blocks marks them itself)");
+        c.targets = {{head.size(), trim_end(c.text, head.size(), c.text.size())}};
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+// A "messages" line: the whole conversation with its targets (from {% generation %} blocks,
+// else prefix rendering), or the per-turn form where prefixes do not hold.
+std::vector<ChatText> conversation_texts(const Renderer& r, const Value& messages,
+                                         bool* per_turn) {
+    const std::string& where = r.where;
+    if (!messages.is_array() || messages.arr.empty())
+        fail(Status::InvalidArgument, where, ": \"messages\" must be a non-empty list");
+    const std::vector<Value>& msgs = messages.arr;
+    std::vector<size_t> turns;  // indices of the assistant messages
+    for (size_t i = 0; i < msgs.size(); ++i)
+        if (role_of(msgs[i], where, i) == "assistant") turns.push_back(i);
+    const LossMask mode = r.options.mask == LossMask::Default ? LossMask::Assistant : r.options.mask;
+
+    ChatText whole;
+    const chat::Rendered full = r.render(messages, false);
+    whole.text = full.text;
+    if (mode == LossMask::All) {
+        whole.targets = {{0, whole.text.size()}};
+        return {whole};
+    }
+    if (turns.empty())
+        fail(Status::InvalidArgument, where, ": the conversation has no assistant message, so "
+             "nothing is a target under the ", mode == LossMask::Assistant ? "assistant" :
+             "completion", " loss mask (use the all mask to train on every token)");
+    const bool generation_blocks = r.tmpl.tmpl.has_generation_blocks();
+    if (!generation_blocks && r.render(messages, true).text == whole.text)
+        refuse_base_template(r.tmpl, where);
+    if (generation_blocks) {
+        if (full.generation_spans.empty())
+            fail(Status::InvalidArgument, where, ": the chat template has {% generation %} "
+                 "blocks but wrote nothing inside one for this conversation");
+        whole.targets = full.generation_spans;
+        if (mode == LossMask::Completion) whole.targets = {whole.targets.back()};
+        return {whole};
+    }
+    // Any turn whose prefixes do not begin the whole render sends the conversation to the
+    // per-turn form.
+    if (prefix_targets(r, msgs, turns, whole)) {
+        if (mode == LossMask::Completion) whole.targets = {whole.targets.back()};
+        return {whole};
+    }
+    *per_turn = true;
+    return per_turn_texts(r, msgs, turns, mode);
+}
+
 }  // namespace
 
 LossMask parse_loss_mask(const std::string& s) {
@@ -88,125 +225,15 @@ std::vector<ChatText> chat_texts(const chat::FolderTemplate& tmpl, const Value& 
     if (!line.is_object())
         fail(Status::InvalidArgument, where, ": expected a JSON object with \"messages\", or "
              "\"prompt\" and \"completion\"; got ", line.kind_name());
-    const Value* tools = line.find("tools");
-    if (tools && tools->kind == Value::Kind::Null) tools = nullptr;
-    if (tools && !tools->is_array())
-        fail(Status::InvalidArgument, where, ": \"tools\" must be a list, not ", tools->kind_name());
-    const Renderer r{tmpl, tools, options, where};
+    const Renderer r{tmpl, tools_of(line, where), options, where};
     const Value* messages = line.find("messages");
     const Value* prompt = line.find("prompt");
     const Value* completion = line.find("completion");
-
-    if (!messages) {
-        if (!prompt || !completion)
-            fail(Status::InvalidArgument, where, ": expected \"messages\" (a list of messages), "
-                 "or \"prompt\" and \"completion\"");
-        const LossMask mode = options.mask == LossMask::Default ? LossMask::Completion : options.mask;
-        if (mode == LossMask::Assistant)
-            fail(Status::InvalidArgument, where, ": the assistant loss mask needs \"messages\"; "
-                 "a prompt-completion line takes completion or all");
-        ChatText c;
-        size_t split = 0;
-        if (prompt->is_string() && completion->is_string()) {
-            const Value* eos = tmpl.special_tokens.find("eos_token");
-            c.text = prompt->s + completion->s + (eos && eos->is_string() ? eos->s : "");
-            split = prompt->s.size();
-        } else if (prompt->is_array() && completion->is_array()) {
-            const std::string head = r.render(*prompt, true).text;
-            Value all = *prompt;
-            all.arr.insert(all.arr.end(), completion->arr.begin(), completion->arr.end());
-            c.text = r.render(all, false).text;
-            // As for "messages": a base template's rendering ends with the next assistant
-            // header, which would end the completion's targets.
-            if (mode == LossMask::Completion && r.render(all, true).text == c.text)
-                refuse_base_template(tmpl, where);
-            if (!starts_with(c.text, head))
-                fail(Status::InvalidArgument, where, ": the chat template renders the prompt "
-                     "(with the generation prompt) as something that does not begin the whole "
-                     "conversation, so the completion's bytes cannot be told; give \"messages\" "
-                     "with the assistant loss mask instead");
-            split = head.size();
-        } else {
-            fail(Status::InvalidArgument, where, ": \"prompt\" and \"completion\" must both be "
-                 "strings or both be lists of messages");
-        }
-        c.targets = {mode == LossMask::All ? std::make_pair(size_t(0), c.text.size())
-                                           : std::make_pair(split, trim_end(c.text, split, c.text.size()))};
-        return {c};
-    }
-
-    if (!messages->is_array() || messages->arr.empty())
-        fail(Status::InvalidArgument, where, ": \"messages\" must be a non-empty list");
-    const std::vector<Value>& msgs = messages->arr;
-    std::vector<size_t> turns;  // indices of the assistant messages
-    for (size_t i = 0; i < msgs.size(); ++i)
-        if (role_of(msgs[i], where, i) == "assistant") turns.push_back(i);
-    const LossMask mode = options.mask == LossMask::Default ? LossMask::Assistant : options.mask;
-
-    ChatText whole;
-    const chat::Rendered full = r.render(*messages, false);
-    whole.text = full.text;
-    if (mode == LossMask::All) {
-        whole.targets = {{0, whole.text.size()}};
-        return {whole};
-    }
-    if (turns.empty())
-        fail(Status::InvalidArgument, where, ": the conversation has no assistant message, so "
-             "nothing is a target under the ", mode == LossMask::Assistant ? "assistant" :
-             "completion", " loss mask (use the all mask to train on every token)");
-    if (!tmpl.tmpl.has_generation_blocks() && r.render(*messages, true).text == whole.text)
-        refuse_base_template(tmpl, where);
-    if (tmpl.tmpl.has_generation_blocks()) {
-        if (full.generation_spans.empty())
-            fail(Status::InvalidArgument, where, ": the chat template has {% generation %} "
-                 "blocks but wrote nothing inside one for this conversation");
-        whole.targets = full.generation_spans;
-        if (mode == LossMask::Completion) whole.targets = {whole.targets.back()};
-        return {whole};
-    }
-    // Prefix rendering; any turn whose prefixes do not begin the whole render sends the
-    // conversation to the per-turn form.
-    bool prefixes_hold = true;
-    for (size_t i : turns) {
-        const Value before = array_of(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(i));
-        const Value upto = array_of(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(i + 1));
-        std::string head, through;
-        try {
-            head = i == 0 ? std::string() : r.render(before, true).text;
-            through = r.render(upto, false).text;
-        } catch (const Error&) {
-            prefixes_hold = false;  // e.g. a template that insists on a last user message
-            break;
-        }
-        if (!starts_with(whole.text, through) || !starts_with(through, head)) {
-            prefixes_hold = false;
-            break;
-        }
-        whole.targets.push_back({head.size(), trim_end(through, head.size(), through.size())});
-    }
-    if (prefixes_hold) {
-        if (mode == LossMask::Completion) whole.targets = {whole.targets.back()};
-        return {whole};
-    }
-    *per_turn = true;
-    std::vector<ChatText> out;
-    for (size_t k = 0; k < turns.size(); ++k) {
-        const size_t i = turns[k];
-        if (mode == LossMask::Completion && k + 1 != turns.size()) continue;
-        const Value before = array_of(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(i));
-        const Value upto = array_of(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(i + 1));
-        ChatText c;
-        c.text = r.render(upto, false).text;
-        const std::string head = i == 0 ? std::string() : r.render(before, true).text;
-        if (!starts_with(c.text, head))
-            fail(Status::InvalidArgument, where, ": the chat template renders messages[:", i,
-                 "] with the generation prompt as something that does not begin its rendering "
-                 "of messages[:", i + 1, "], so assistant turn ", i, "'s bytes cannot be told "
-                 "(a template with {% generation %} blocks marks them itself)");
-        c.targets = {{head.size(), trim_end(c.text, head.size(), c.text.size())}};
-        out.push_back(std::move(c));
-    }
-    return out;
+    if (messages) return conversation_texts(r, *messages, per_turn);
+    if (!prompt || !completion)
+        fail(Status::InvalidArgument, where, ": expected \"messages\" (a list of messages), "
+             "or \"prompt\" and \"completion\"");
+    return {prompt_completion_text(r, *prompt, *completion)};
 }
 
 void encode_chat_text(const tok::Tokenizer& t, const ChatText& c, const std::string& where,

@@ -183,6 +183,158 @@ private:
     std::exception_ptr error_;
 };
 
+// Items on their way to the shards: gathered into batches that encode on all threads, each
+// batch then appended in input order (a new document's EOS token first). Reports progress
+// after each batch.
+class ItemSink {
+public:
+    ItemSink(const tok::Tokenizer& t, const PrepareTextOptions& options, int threads,
+             int64_t total, uint32_t eos, ShardSet& train, ShardSet& val)
+        : options_(options), threads_(threads), total_(total), eos_(eos), train_(train),
+          val_(val), pool_(t, threads) {}
+
+    void add(Item item) {
+        batch_bytes_ += item.text.size();
+        done_ += static_cast<int64_t>(item.text.size());
+        batch_.push_back(std::move(item));
+        if (batch_.size() >= static_cast<size_t>(threads_) * 4 ||
+            batch_bytes_ >= static_cast<size_t>(threads_) * 2 * options_.piece_bytes) {
+            flush();
+            report(done_);
+        }
+    }
+    // The last batch, and the final report.
+    void finish() {
+        if (!batch_.empty()) flush();
+        report(total_);
+    }
+    int64_t documents() const { return documents_; }
+
+private:
+    void report(int64_t bytes) {
+        if (options_.progress && !options_.progress(bytes, total_))
+            fail(Status::Cancelled, "prepare: stopped by the progress callback after ", bytes,
+                 " of ", total_, " bytes; no shard was written");
+    }
+    // Encodes the batch, then appends its ids in input order.
+    void flush() {
+        pool_.run(batch_, batch_ids_);
+        for (size_t i = 0; i < batch_.size(); i++) {
+            ShardSet& w = batch_[i].val ? val_ : train_;
+            if (batch_[i].new_document) {
+                w.append_one(eos_);
+                documents_++;
+            }
+            w.append(batch_ids_[i]);
+        }
+        batch_.clear();
+        batch_bytes_ = 0;
+    }
+
+    const PrepareTextOptions& options_;
+    const int threads_;
+    const int64_t total_;
+    const uint32_t eos_;
+    ShardSet& train_;
+    ShardSet& val_;
+    EncodePool pool_;
+    std::vector<Item> batch_;
+    std::vector<std::vector<uint32_t>> batch_ids_;
+    size_t batch_bytes_ = 0;
+    int64_t done_ = 0;  // input bytes added
+    int64_t documents_ = 0;
+};
+
+// Where the item at `pos` ends: the first piece boundary piece_bytes or more past it, else the
+// end of the text; the whole text where the tokenizer cannot be cut.
+uint64_t piece_end(TextWindow& text, uint64_t pos, uint64_t size, bool cuttable,
+                   size_t piece_bytes) {
+    if (cuttable)
+        for (uint64_t p = pos + piece_bytes; p < size; p++)
+            if (piece_boundary(text, p)) return p;
+    return size;
+}
+
+// A text file is one document, cut into items at line starts that begin with a letter (a
+// pre-tokenizer boundary); the val cut starts a new document at the first line start at or
+// past it. A tokenizer whose pieces would encode differently (one that adds a prefix space,
+// SentencePiece) encodes whole files. Read as it is cut: only the current item is in memory.
+// `offset` (the file's first byte over all inputs) is moved past the file; `cut`: the first
+// input byte of val.
+void add_text_file(const std::string& in, int64_t& offset, int64_t cut,
+                   const tok::Tokenizer& tokenizer, const PrepareTextOptions& options,
+                   ItemSink& sink) {
+    const uint64_t size = file_size(in);
+    const bool cuttable = tokenizer.splits_at_line_starts();
+    if (!cuttable && size > kMaxTextFileBytes)
+        fail(Status::InvalidArgument, "prepare: '", in, "' is ", size, " bytes; this "
+             "tokenizer encodes a text file whole, so at most ", kMaxTextFileBytes,
+             " (cut it into several files, or give JSON lines)");
+    TextWindow text(in, size, options.read_block_bytes);
+    const uint64_t cut_here = cut > offset ? static_cast<uint64_t>(cut - offset) : 0;
+    bool first = true;
+    for (uint64_t pos = 0; pos < size;) {
+        const bool in_val = offset + static_cast<int64_t>(pos) >= cut;
+        uint64_t end = piece_end(text, pos, size, cuttable, options.piece_bytes);
+        // The val cut inside this item: at the first line start at or past it.
+        bool starts_val_document = false;
+        if (!in_val && cut_here < size && cut_here <= end) {
+            uint64_t forced = cut_here;
+            while (forced < size && forced > 0 && text.at(forced - 1) != '\n') forced++;
+            if (forced <= end) {
+                end = forced;
+                starts_val_document = true;
+            }
+        }
+        if (end > pos) {
+            std::string piece = text.take(pos, end);
+            if (const size_t bad = tok::invalid_utf8_at(piece); bad != std::string::npos)
+                fail(Status::InvalidArgument, "prepare: '", in, "' is not valid UTF-8 "
+                     "(byte ", pos + bad, ")");
+            sink.add(Item{std::move(piece), first, in_val, {}, nullptr});
+        }
+        text.release_before(end);
+        first = starts_val_document;  // the val part opens a document of its own
+        pos = end;
+    }
+    offset += static_cast<int64_t>(size);
+}
+
+// A JSON lines file: each line a document, parsed (and refused, naming file and line) on the
+// encoding threads. `offset` (the file's first byte over all inputs) is moved past each line.
+void add_json_lines(const std::string& in, int64_t& offset, int64_t cut,
+                    const PrepareTextOptions& options, ItemSink& sink) {
+    std::ifstream f(in, std::ios::binary);
+    if (!f) fail(Status::Io, "prepare: cannot open '", in, "'");
+    std::string line;
+    BoundedLines lines(f);
+    bool too_long = false;
+    for (int64_t line_no = 1; lines.next(line, options.max_json_line_bytes, &too_long);
+         line_no++) {
+        if (too_long)
+            fail(Status::InvalidArgument, "prepare: ", in, ":", line_no, ": the line is longer "
+                 "than ", options.max_json_line_bytes, " bytes, the most a JSON line may "
+                 "hold (one document per line; split larger ones)");
+        const int64_t line_offset = offset;
+        offset += static_cast<int64_t>(line.size()) + 1;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
+        sink.add(Item{std::move(line), true, line_offset >= cut, in + ":" + std::to_string(line_no),
+                      &options.jsonl_field});
+    }
+    if (f.bad()) fail(Status::Io, "prepare: cannot read '", in, "'");
+}
+
+// val_fraction 1 asks for an evaluation-only folder (an empty train.bin); below 1 an empty
+// training split is a surprise.
+void check_splits(const PrepareTextResult& r, double val_fraction) {
+    if (r.train_tokens == 0 && val_fraction < 1.0)
+        fail(Status::InvalidArgument, "prepare: the training split would be empty; give more "
+             "text or a smaller val_fraction (1 makes an evaluation-only folder on purpose)");
+    if (val_fraction > 0.0 && r.val_tokens == 0)
+        fail(Status::InvalidArgument, "prepare: the validation split would be empty (val_fraction ",
+             val_fraction, "); give more text or val_fraction 0");
+}
+
 }  // namespace
 
 PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std::string& out_dir,
@@ -194,10 +346,8 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
     const tok::TokenizerFiles files = tok::find_tokenizer_files(options.tokenizer, "prepare");
     const tok::Tokenizer tokenizer = tok::Tokenizer::from_file(files.path);
     PrepareTextResult r;
-    // (No structured binding: lambdas below capture eos, which C++17 does not allow for one.)
-    const std::pair<std::string, uint32_t> eos_found = find_eos(tokenizer, files.tokenizer_config);
-    const uint32_t eos = eos_found.second;
-    r.eos_token = eos_found.first;
+    const auto [eos_token, eos] = find_eos(tokenizer, files.tokenizer_config);
+    r.eos_token = eos_token;
     r.eos_id = static_cast<int32_t>(eos);
     r.vocab_size = static_cast<int32_t>(tokenizer.id_limit());
     r.token_bytes = tokenizer.id_limit() <= 65536 ? 2 : 4;
@@ -218,126 +368,21 @@ PrepareTextResult prepare_text(const std::vector<std::string>& inputs, const std
     ShardSet train(out_dir, "train", r.token_bytes, options.shard_tokens);
     ShardSet val(out_dir, "val", r.token_bytes, options.shard_tokens);
 
-    EncodePool pool(tokenizer, threads);
-    std::vector<Item> batch;
-    std::vector<std::vector<uint32_t>> batch_ids;
-    size_t batch_bytes = 0;
-    int64_t done = 0;
-    const auto report = [&](int64_t bytes) {
-        if (options.progress && !options.progress(bytes, total))
-            fail(Status::Cancelled, "prepare: stopped by the progress callback after ", bytes,
-                 " of ", total, " bytes; no shard was written");
-    };
-    // Encodes the batch, then appends its ids in input order.
-    const auto flush = [&] {
-        pool.run(batch, batch_ids);
-        for (size_t i = 0; i < batch.size(); i++) {
-            ShardSet& w = batch[i].val ? val : train;
-            if (batch[i].new_document) {
-                w.append_one(eos);
-                r.documents++;
-            }
-            w.append(batch_ids[i]);
-        }
-        batch.clear();
-        batch_bytes = 0;
-    };
-    const auto add = [&](Item item) {
-        batch_bytes += item.text.size();
-        done += static_cast<int64_t>(item.text.size());
-        batch.push_back(std::move(item));
-        if (batch.size() >= static_cast<size_t>(threads) * 4 ||
-            batch_bytes >= static_cast<size_t>(threads) * 2 * options.piece_bytes) {
-            flush();
-            report(done);
-        }
-    };
-
+    ItemSink sink(tokenizer, options, threads, total, eos, train, val);
     int64_t offset = 0;  // of the current input's first byte, over all inputs
     for (const std::string& in : inputs) {
-        if (options.jsonl_field.empty()) {
-            // A text file is one document, cut into items at line starts that begin with a
-            // letter (a pre-tokenizer boundary); the val cut starts a new document at the first
-            // line start at or past it. A tokenizer whose pieces would encode differently (one
-            // that adds a prefix space, SentencePiece) encodes whole files. Read as it is cut:
-            // only the current item is in memory.
-            const uint64_t size = file_size(in);
-            const bool cuttable = tokenizer.splits_at_line_starts();
-            if (!cuttable && size > kMaxTextFileBytes)
-                fail(Status::InvalidArgument, "prepare: '", in, "' is ", size, " bytes; this "
-                     "tokenizer encodes a text file whole, so at most ", kMaxTextFileBytes,
-                     " (cut it into several files, or give JSON lines)");
-            TextWindow text(in, size, options.read_block_bytes);
-            const uint64_t cut_here = cut > offset ? static_cast<uint64_t>(cut - offset) : 0;
-            bool first = true;
-            for (uint64_t pos = 0; pos < size;) {
-                const bool in_val = offset + static_cast<int64_t>(pos) >= cut;
-                uint64_t end = size;
-                if (cuttable) {
-                    for (uint64_t p = pos + options.piece_bytes; p < size; p++)
-                        if (piece_boundary(text, p)) {
-                            end = p;
-                            break;
-                        }
-                }
-                // The val cut inside this item: at the first line start at or past it.
-                bool starts_val_document = false;
-                if (!in_val && cut_here < size && cut_here <= end) {
-                    uint64_t forced = cut_here;
-                    while (forced < size && forced > 0 && text.at(forced - 1) != '\n') forced++;
-                    if (forced <= end) {
-                        end = forced;
-                        starts_val_document = true;
-                    }
-                }
-                if (end > pos) {
-                    std::string piece = text.take(pos, end);
-                    if (const size_t bad = tok::invalid_utf8_at(piece); bad != std::string::npos)
-                        fail(Status::InvalidArgument, "prepare: '", in, "' is not valid UTF-8 "
-                             "(byte ", pos + bad, ")");
-                    add(Item{std::move(piece), first, in_val, {}, nullptr});
-                }
-                text.release_before(end);
-                first = starts_val_document;  // the val part opens a document of its own
-                pos = end;
-            }
-            offset += static_cast<int64_t>(size);
-            continue;
-        }
-        std::ifstream f(in, std::ios::binary);
-        if (!f) fail(Status::Io, "prepare: cannot open '", in, "'");
-        std::string line;
-        BoundedLines lines(f);
-        bool too_long = false;
-        for (int64_t line_no = 1; lines.next(line, options.max_json_line_bytes, &too_long);
-             line_no++) {
-            if (too_long)
-                fail(Status::InvalidArgument, "prepare: ", in, ":", line_no, ": the line is longer "
-                     "than ", options.max_json_line_bytes, " bytes, the most a JSON line may "
-                     "hold (one document per line; split larger ones)");
-            const int64_t line_offset = offset;
-            offset += static_cast<int64_t>(line.size()) + 1;
-            if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
-            // Parsed (and refused, naming file and line) on the encoding threads.
-            add(Item{std::move(line), true, line_offset >= cut, in + ":" + std::to_string(line_no),
-                     &options.jsonl_field});
-        }
-        if (f.bad()) fail(Status::Io, "prepare: cannot read '", in, "'");
+        if (options.jsonl_field.empty())
+            add_text_file(in, offset, cut, tokenizer, options, sink);
+        else
+            add_json_lines(in, offset, cut, options, sink);
     }
-    if (!batch.empty()) flush();
-    report(total);
+    sink.finish();
 
+    r.documents = sink.documents();
     r.train_tokens = train.count();
     r.val_tokens = val.count();
     r.bytes = total;
-    // val_fraction 1 asks for an evaluation-only folder (an empty train.bin); below 1 an
-    // empty training split is a surprise.
-    if (r.train_tokens == 0 && options.val_fraction < 1.0)
-        fail(Status::InvalidArgument, "prepare: the training split would be empty; give more "
-             "text or a smaller val_fraction (1 makes an evaluation-only folder on purpose)");
-    if (options.val_fraction > 0.0 && r.val_tokens == 0)
-        fail(Status::InvalidArgument, "prepare: the validation split would be empty (val_fraction ",
-             options.val_fraction, "); give more text or val_fraction 0");
+    check_splits(r, options.val_fraction);
     // Both splits as one set; an empty val.bin too, so a stale one cannot linger.
     // The manifest names the tokenizer, so training can tell data of another one.
     commit_prepared(out_dir, {&train, &val}, tok::identity_of(tokenizer, options.tokenizer));

@@ -28,104 +28,136 @@ ModelDims model_dims(const ParamTable& table, int B, int T) {
     return d;
 }
 
-size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
-                           size_t att_scratch, DType act, Recompute recompute, void* base,
-                           Activations* out, int head_rows) {
-    const size_t N = static_cast<size_t>(B) * static_cast<size_t>(T);
-    const size_t C = static_cast<size_t>(s.C), F = static_cast<size_t>(s.F);
-    const size_t A = static_cast<size_t>(s.attention_width());  // the heads side by side
-    // Qwen3's q/k norms: the q and k heads, compact.
+namespace {
+
+// The widths of the plan's buffers for one micro-batch of N = B*T rows (elements per buffer
+// are N times these, but for the backend's attention state).
+struct PlanWidths {
+    size_t N, C, F;
+    size_t A;        // the heads side by side
+    size_t QK;       // Qwen3's q/k norms: the q and k heads, compact (0 without)
+    size_t QK_ROWS;  // their rows per token (0 without)
+    size_t QKV, UP, Vp;
+    size_t stats;    // a norm's mean per row: none under RMSNorm
+    size_t saved;    // the attention state a block keeps (twice the backend's with dropout)
+};
+
+PlanWidths plan_widths(const ModelSpec& s, int B, int T, size_t att_saved) {
+    PlanWidths w{};
+    w.N = static_cast<size_t>(B) * static_cast<size_t>(T);
+    w.C = static_cast<size_t>(s.C);
+    w.F = static_cast<size_t>(s.F);
+    w.A = static_cast<size_t>(s.attention_width());
     const bool qk_norm = s.family().qk_norm;
-    const size_t QK = qk_norm ? static_cast<size_t>(s.NH + s.NKV) * static_cast<size_t>(s.hs()) : 0;
-    const size_t QK_ROWS = qk_norm ? static_cast<size_t>(s.NH + s.NKV) : 0;
-    const size_t QKV = static_cast<size_t>(s.qkv_width());
-    const size_t UP = static_cast<size_t>(s.mlp_up_width());
-    const size_t Vp = static_cast<size_t>(padded_vocab(s.V));
-    const size_t stats = s.rms_norm() ? 0 : N;  // RMSNorm saves no mean
-    const size_t act_size = float_dtype_size(act);
+    w.QK = qk_norm ? static_cast<size_t>(s.NH + s.NKV) * static_cast<size_t>(s.hs()) : 0;
+    w.QK_ROWS = qk_norm ? static_cast<size_t>(s.NH + s.NKV) : 0;
+    w.QKV = static_cast<size_t>(s.qkv_width());
+    w.UP = static_cast<size_t>(s.mlp_up_width());
+    w.Vp = static_cast<size_t>(padded_vocab(s.V));
+    w.stats = s.rms_norm() ? 0 : w.N;  // RMSNorm saves no mean
+    // Attention dropout keeps the dropped probabilities after the backend's own state.
+    w.saved = s.dropout > 0.0f ? 2 * att_saved : att_saved;
+    return w;
+}
+
+// Cuts buffers off `base` one after another, each rounded up to 64 bytes; with base null it
+// only counts the bytes.
+struct Carver {
+    void* base;
+    DType act;
+    size_t act_size;
     size_t used = 0;  // bytes
-    Activations scratch_out;
-    Activations& a = out != nullptr ? *out : scratch_out;
-    auto carve = [&](size_t bytes) -> void* {
+
+    void* carve(size_t bytes) {
         void* p = base != nullptr ? static_cast<char*>(base) + used : nullptr;
         used += (bytes + 63) / 64 * 64;
         return p;
-    };
-    auto take = [&](Act& view, size_t n) { view = Act(carve(n * act_size), act); };
-    auto take_f32 = [&](float*& ptr, size_t n) {
-        ptr = static_cast<float*>(carve(n * sizeof(float)));
-    };
-    // Attention dropout keeps the dropped probabilities after the backend's own state.
-    const size_t saved = s.dropout > 0.0f ? 2 * att_saved : att_saved;
-    take(a.encoded, N * C);
-    a.layers.resize(static_cast<size_t>(s.L));
-    // The shared buffers (carved once, below the per-block ones, when any block exists).
+    }
+    void take(Act& view, size_t n) { view = Act(carve(n * act_size), act); }
+    void take_f32(float*& ptr, size_t n) { ptr = static_cast<float*>(carve(n * sizeof(float))); }
+};
+
+// A block's attention half and the MLP's input: what recompute = block shares.
+void take_attention(Carver& c, const PlanWidths& w, LayerActivations& l) {
+    c.take(l.qkv, w.N * w.QKV);
+    c.take(l.qk_pre, w.N * w.QK);
+    c.take_f32(l.qk_rstd, w.N * w.QK_ROWS);
+    c.take(l.atty, w.N * w.A);
+    c.take_f32(l.att_saved, w.saved);
+    c.take(l.residual2, w.N * w.C);
+    c.take(l.ln2, w.N * w.C);
+    c.take_f32(l.ln2_mean, w.stats);
+    c.take_f32(l.ln2_rstd, w.N);
+}
+
+void share_attention(LayerActivations& l, const LayerActivations& shared) {
+    l.qkv = shared.qkv, l.atty = shared.atty, l.att_saved = shared.att_saved;
+    l.qk_pre = shared.qk_pre, l.qk_rstd = shared.qk_rstd;
+    l.residual2 = shared.residual2, l.ln2 = shared.ln2;
+    l.ln2_mean = shared.ln2_mean, l.ln2_rstd = shared.ln2_rstd;
+}
+
+// A block's MLP buffers: what recompute = mlp (and block) shares.
+void take_mlp(Carver& c, const PlanWidths& w, LayerActivations& l) {
+    c.take(l.mlp_pre, w.N * w.UP);
+    c.take(l.mlp_act, w.N * w.F);
+}
+
+// The blocks: the shared buffers first (carved once, below the per-block ones, when any block
+// exists), then each block's own.
+void take_layers(Carver& c, const PlanWidths& w, int L, Recompute recompute, Activations& a) {
+    a.layers.resize(static_cast<size_t>(L));
     const bool block = recompute == Recompute::Block;
     const bool mlp = block || recompute == Recompute::Mlp;
     LayerActivations shared{};
-    if (s.L > 0) {
-        take(shared.attproj, N * C);
-        take(shared.fcproj, N * C);
-        if (block) {
-            take(shared.qkv, N * QKV);
-            take(shared.qk_pre, N * QK);
-            take_f32(shared.qk_rstd, N * QK_ROWS);
-            take(shared.atty, N * A);
-            take_f32(shared.att_saved, saved);
-            take(shared.residual2, N * C);
-            take(shared.ln2, N * C);
-            take_f32(shared.ln2_mean, stats);
-            take_f32(shared.ln2_rstd, N);
-        }
-        if (mlp) {
-            take(shared.mlp_pre, N * UP);
-            take(shared.mlp_act, N * F);
-        }
+    if (L > 0) {
+        c.take(shared.attproj, w.N * w.C);
+        c.take(shared.fcproj, w.N * w.C);
+        if (block) take_attention(c, w, shared);
+        if (mlp) take_mlp(c, w, shared);
     }
     for (LayerActivations& l : a.layers) {
-        take(l.ln1, N * C);
-        take_f32(l.ln1_mean, stats);
-        take_f32(l.ln1_rstd, N);
+        c.take(l.ln1, w.N * w.C);
+        c.take_f32(l.ln1_mean, w.stats);
+        c.take_f32(l.ln1_rstd, w.N);
         if (block) {
-            l.qkv = shared.qkv, l.atty = shared.atty, l.att_saved = shared.att_saved;
-            l.qk_pre = shared.qk_pre, l.qk_rstd = shared.qk_rstd;
-            l.residual2 = shared.residual2, l.ln2 = shared.ln2;
-            l.ln2_mean = shared.ln2_mean, l.ln2_rstd = shared.ln2_rstd;
+            share_attention(l, shared);
         } else {
-            take(l.qkv, N * QKV);
-            take(l.qk_pre, N * QK);
-            take_f32(l.qk_rstd, N * QK_ROWS);
-            take(l.atty, N * A);
-            take_f32(l.att_saved, saved);
-            take(l.residual2, N * C);
-            take(l.ln2, N * C);
-            take_f32(l.ln2_mean, stats);
-            take_f32(l.ln2_rstd, N);
+            take_attention(c, w, l);
         }
         if (mlp) {
             l.mlp_pre = shared.mlp_pre, l.mlp_act = shared.mlp_act;
         } else {
-            take(l.mlp_pre, N * UP);
-            take(l.mlp_act, N * F);
+            take_mlp(c, w, l);
         }
         l.attproj = shared.attproj, l.fcproj = shared.fcproj;
-        take(l.residual3, N * C);
+        c.take(l.residual3, w.N * w.C);
     }
-    take(a.lnf, N * C);
-    take_f32(a.lnf_mean, stats);
-    take_f32(a.lnf_rstd, N);
-    if (head_rows <= 0) head_rows = head_chunk_rows(static_cast<int>(Vp), static_cast<int>(N));
-    take(a.logits, std::min(static_cast<size_t>(head_rows), N) * Vp);
-    take_f32(a.losses, N);
-    take(a.dresidual, N * C);
-    take(a.dln, N * C);
-    take(a.datty, N * A);
-    take(a.dqkv, N * QKV);
-    take(a.dmlp_pre, N * UP);
-    take(a.dmlp_act, N * F);
-    take_f32(a.att_scratch, att_scratch);
-    take(a.qk_tmp, N * QK);
-    take(a.dqk_pre, N * QK);
+}
+
+// The final norm, one chunk of the head's logits, and the backward's scratch every layer
+// reuses.
+void take_head_and_scratch(Carver& c, const PlanWidths& w, int head_rows, size_t att_scratch,
+                           Activations& a) {
+    c.take(a.lnf, w.N * w.C);
+    c.take_f32(a.lnf_mean, w.stats);
+    c.take_f32(a.lnf_rstd, w.N);
+    if (head_rows <= 0) head_rows = head_chunk_rows(static_cast<int>(w.Vp), static_cast<int>(w.N));
+    c.take(a.logits, std::min(static_cast<size_t>(head_rows), w.N) * w.Vp);
+    c.take_f32(a.losses, w.N);
+    c.take(a.dresidual, w.N * w.C);
+    c.take(a.dln, w.N * w.C);
+    c.take(a.datty, w.N * w.A);
+    c.take(a.dqkv, w.N * w.QKV);
+    c.take(a.dmlp_pre, w.N * w.UP);
+    c.take(a.dmlp_act, w.N * w.F);
+    c.take_f32(a.att_scratch, att_scratch);
+    c.take(a.qk_tmp, w.N * w.QK);
+    c.take(a.dqk_pre, w.N * w.QK);
+}
+
+// LoRA's scratch, sized by the widest adapted linear (empty without adapters).
+void take_lora(Carver& c, const ModelSpec& s, size_t N, Activations& a) {
     size_t lora_wide = 0, lora_in = 0;
     if (s.lora.on()) {
         const size_t per = static_cast<size_t>(Slot::kLayerSlots);
@@ -137,11 +169,26 @@ size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
             }
     }
     const size_t rank = s.lora.on() ? static_cast<size_t>(s.lora.rank) : 0;
-    take(a.lora_mid, N * rank);
-    take(a.lora_dmid, N * rank);
-    take(a.lora_wide, N * lora_wide);
-    take(a.lora_x, s.lora.dropout > 0.0f ? N * lora_in : 0);
-    return used;
+    c.take(a.lora_mid, N * rank);
+    c.take(a.lora_dmid, N * rank);
+    c.take(a.lora_wide, N * lora_wide);
+    c.take(a.lora_x, s.lora.dropout > 0.0f ? N * lora_in : 0);
+}
+
+}  // namespace
+
+size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
+                           size_t att_scratch, DType act, Recompute recompute, void* base,
+                           Activations* out, int head_rows) {
+    const PlanWidths w = plan_widths(s, B, T, att_saved);
+    Carver c{base, act, float_dtype_size(act)};
+    Activations scratch_out;
+    Activations& a = out != nullptr ? *out : scratch_out;
+    c.take(a.encoded, w.N * w.C);
+    take_layers(c, w, s.L, recompute, a);
+    take_head_and_scratch(c, w, head_rows, att_scratch, a);
+    take_lora(c, s, w.N, a);
+    return c.used;
 }
 
 }  // namespace trt

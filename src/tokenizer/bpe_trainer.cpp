@@ -139,131 +139,179 @@ uint64_t BpeTrainer::add_file(const std::string& path) {
     return total;
 }
 
-TrainedBpe BpeTrainer::train() const {
-    TrainedBpe out;
-    out.special_tokens = options_.special_tokens;
-    out.pieces = pieces_;
-    out.distinct_pieces = piece_counts_.size();
+namespace {
 
-    // Token strings (byte-level characters) by symbol; symbols 0..255 are the bytes.
+// Token strings (byte-level characters) by symbol; symbols 0..255 are the bytes.
+std::vector<std::string> byte_tokens() {
     std::vector<std::string> token(256);
     for (int b = 0; b < 256; b++) {
         const char c = static_cast<char>(b);
         to_byte_chars(std::string_view(&c, 1), token[b]);
     }
-    // Words in a fixed order (the map's order is not), so that the run is deterministic.
+    return token;
+}
+
+// Words in a fixed order (the map's order is not), so that the run is deterministic.
+std::vector<Word> words_in_order(const std::unordered_map<std::string, uint64_t>& piece_counts) {
     std::vector<Word> words;
-    words.reserve(piece_counts_.size());
-    {
-        std::vector<std::pair<std::string_view, uint64_t>> sorted(piece_counts_.begin(),
-                                                                  piece_counts_.end());
-        std::sort(sorted.begin(), sorted.end());
-        for (const auto& [piece, count] : sorted) {
-            Word w;
-            w.count = count;
-            for (unsigned char c : piece) w.symbols.push_back(c);
-            words.push_back(std::move(w));
+    words.reserve(piece_counts.size());
+    std::vector<std::pair<std::string_view, uint64_t>> sorted(piece_counts.begin(),
+                                                              piece_counts.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (const auto& [piece, count] : sorted) {
+        Word w;
+        w.count = count;
+        for (unsigned char c : piece) w.symbols.push_back(c);
+        words.push_back(std::move(w));
+    }
+    return words;
+}
+
+// s with every a b replaced by c, left to right (non-overlapping, as encode merges), into
+// next; false when s holds no a b.
+bool merge_in(const std::vector<uint32_t>& s, uint32_t a, uint32_t b, uint32_t c,
+              std::vector<uint32_t>& next) {
+    next.reserve(s.size());
+    bool changed = false;
+    for (size_t i = 0; i < s.size();) {
+        if (i + 1 < s.size() && s[i] == a && s[i + 1] == b) {
+            next.push_back(c);
+            i += 2;
+            changed = true;
+        } else {
+            next.push_back(s[i]);
+            i++;
         }
+    }
+    return changed;
+}
+
+// The merge loop's state: the tokens so far, the words as symbols, each pair's count and the
+// words it occurs in, and the heap of candidate merges.
+class Merger {
+public:
+    Merger(std::vector<std::string> token, std::vector<Word> words)
+        : token_(std::move(token)), words_(std::move(words)), vocab_set_(token_.begin(), token_.end()) {
+        // Pair counts and, per pair, the words it occurs in (a word may be listed more than
+        // once; a merge rescans each listed word and skips those where the pair is gone).
+        for (uint32_t w = 0; w < words_.size(); w++) {
+            const std::vector<uint32_t>& s = words_[w].symbols;
+            for (size_t i = 0; i + 1 < s.size(); i++) {
+                const Pair p = pair_of(s[i], s[i + 1]);
+                counts_[p] += words_[w].count;
+                where_[p].push_back(w);
+            }
+        }
+        for (const auto& [p, c] : counts_) heap_.push({c, p, merged_of(p)});
     }
 
-    // Pair counts and, per pair, the words it occurs in (a word may be listed more than once;
-    // a merge rescans each listed word and skips those where the pair is gone).
-    std::unordered_map<Pair, uint64_t> counts;
-    std::unordered_map<Pair, std::vector<uint32_t>> where;
-    for (uint32_t w = 0; w < words.size(); w++) {
-        const std::vector<uint32_t>& s = words[w].symbols;
-        for (size_t i = 0; i + 1 < s.size(); i++) {
-            const Pair p = pair_of(s[i], s[i + 1]);
-            counts[p] += words[w].count;
-            where[p].push_back(w);
+    // The next merge: the pair of the highest count (then the bytewise-smallest token) whose
+    // token is new, if its count reaches min_frequency.
+    bool next(uint64_t min_frequency, Candidate& best) {
+        while (!heap_.empty()) {
+            const Candidate top = heap_.top();
+            heap_.pop();
+            const auto cit = counts_.find(top.pair);
+            const uint64_t now = cit == counts_.end() ? 0 : cit->second;
+            if (now != top.count) {  // stale: push the current count back, if any
+                if (now > 0) heap_.push({now, top.pair, top.merged});
+                continue;
+            }
+            if (top.count < min_frequency) return false;
+            if (vocab_set_.count(*top.merged)) {
+                // Another merge already made this string (e.g. "ab"+"c" and "a"+"bc"): a
+                // tokenizer.json has one id per string, so this pair is retired.
+                counts_.erase(cit);
+                continue;
+            }
+            best = top;
+            return true;
         }
+        return false;
     }
+
+    // Makes best's token and rewrites the words; returns the merge (its two tokens).
+    std::pair<std::string, std::string> merge(const Candidate& best) {
+        const uint32_t a = left_of(best.pair), b = right_of(best.pair);
+        const std::string merged = *best.merged;
+        const uint32_t c = static_cast<uint32_t>(token_.size());
+        token_.push_back(merged);
+        vocab_set_.insert(merged);
+        rewrite_words(best.pair, a, b, c);
+        return {token_[a], token_[b]};
+    }
+
+    std::vector<std::string> take_tokens() { return std::move(token_); }
+
+private:
     // The merged token's text, per pair ever pushed (stable storage for the heap's tie-break).
-    std::unordered_map<Pair, std::string> merged_text;
-    auto merged_of = [&](Pair p) -> const std::string* {
-        auto it = merged_text.find(p);
-        if (it == merged_text.end())
-            it = merged_text.emplace(p, token[left_of(p)] + token[right_of(p)]).first;
+    const std::string* merged_of(Pair p) {
+        auto it = merged_text_.find(p);
+        if (it == merged_text_.end())
+            it = merged_text_.emplace(p, token_[left_of(p)] + token_[right_of(p)]).first;
         return &it->second;
-    };
-    std::priority_queue<Candidate, std::vector<Candidate>, Lower> heap;
-    for (const auto& [p, c] : counts) heap.push({c, p, merged_of(p)});
-
-    const size_t target_merges =
-        options_.vocab_size - 256 - options_.special_tokens.size();
-    std::unordered_set<std::string> vocab_set(token.begin(), token.end());
-    std::vector<Pair> touched;
-    while (out.merges.size() < target_merges && !heap.empty()) {
-        const Candidate top = heap.top();
-        heap.pop();
-        const auto cit = counts.find(top.pair);
-        const uint64_t now = cit == counts.end() ? 0 : cit->second;
-        if (now != top.count) {  // stale: push the current count back, if any
-            if (now > 0) heap.push({now, top.pair, top.merged});
-            continue;
-        }
-        if (top.count < options_.min_frequency) break;
-        const uint32_t a = left_of(top.pair), b = right_of(top.pair);
-        const std::string merged = *top.merged;
-        if (vocab_set.count(merged)) {
-            // Another merge already made this string (e.g. "ab"+"c" and "a"+"bc"): a
-            // tokenizer.json has one id per string, so this pair is retired.
-            counts.erase(cit);
-            continue;
-        }
-        const uint32_t c = static_cast<uint32_t>(token.size());
-        token.push_back(merged);
-        vocab_set.insert(merged);
-        out.merges.emplace_back(token[a], token[b]);
-
-        // Rewrite every word holding a b, left to right (non-overlapping, as encode merges),
-        // moving the counts of the neighbouring pairs.
-        std::vector<uint32_t> holders = std::move(where[top.pair]);
-        where.erase(top.pair);
+    }
+    void add(Pair p, uint64_t n, uint32_t w) {
+        counts_[p] += n;
+        where_[p].push_back(w);
+        touched_.push_back(p);
+    }
+    void sub(Pair p, uint64_t n) {
+        auto it = counts_.find(p);
+        if (it == counts_.end()) return;
+        it->second = it->second > n ? it->second - n : 0;
+        if (it->second == 0) counts_.erase(it);
+        touched_.push_back(p);
+    }
+    // Rewrites every word holding a b, moving the counts of the neighbouring pairs, and
+    // pushes the pairs whose counts moved.
+    void rewrite_words(Pair pair, uint32_t a, uint32_t b, uint32_t c) {
+        std::vector<uint32_t> holders = std::move(where_[pair]);
+        where_.erase(pair);
         std::sort(holders.begin(), holders.end());
         holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
-        touched.clear();
-        auto add = [&](Pair p, uint64_t n, uint32_t w) {
-            counts[p] += n;
-            where[p].push_back(w);
-            touched.push_back(p);
-        };
-        auto sub = [&](Pair p, uint64_t n) {
-            auto it = counts.find(p);
-            if (it == counts.end()) return;
-            it->second = it->second > n ? it->second - n : 0;
-            if (it->second == 0) counts.erase(it);
-            touched.push_back(p);
-        };
+        touched_.clear();
         for (uint32_t w : holders) {
-            std::vector<uint32_t>& s = words[w].symbols;
-            const uint64_t n = words[w].count;
+            std::vector<uint32_t>& s = words_[w].symbols;
+            const uint64_t n = words_[w].count;
             std::vector<uint32_t> next;
-            next.reserve(s.size());
-            bool changed = false;
-            for (size_t i = 0; i < s.size();) {
-                if (i + 1 < s.size() && s[i] == a && s[i + 1] == b) {
-                    next.push_back(c);
-                    i += 2;
-                    changed = true;
-                } else {
-                    next.push_back(s[i]);
-                    i++;
-                }
-            }
-            if (!changed) continue;
+            if (!merge_in(s, a, b, c, next)) continue;
             for (size_t i = 0; i + 1 < s.size(); i++) sub(pair_of(s[i], s[i + 1]), n);
             for (size_t i = 0; i + 1 < next.size(); i++) add(pair_of(next[i], next[i + 1]), n, w);
             s = std::move(next);
         }
-        counts.erase(top.pair);
-        std::sort(touched.begin(), touched.end());
-        touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-        for (Pair p : touched)
-            if (auto it = counts.find(p); it != counts.end() && p != top.pair)
-                heap.push({it->second, p, merged_of(p)});
+        counts_.erase(pair);
+        std::sort(touched_.begin(), touched_.end());
+        touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+        for (Pair p : touched_)
+            if (auto it = counts_.find(p); it != counts_.end() && p != pair)
+                heap_.push({it->second, p, merged_of(p)});
     }
-    out.tokens = std::move(token);
+
+    std::vector<std::string> token_;
+    std::vector<Word> words_;
+    std::unordered_set<std::string> vocab_set_;
+    std::unordered_map<Pair, uint64_t> counts_;
+    std::unordered_map<Pair, std::vector<uint32_t>> where_;
+    std::unordered_map<Pair, std::string> merged_text_;
+    std::priority_queue<Candidate, std::vector<Candidate>, Lower> heap_;
+    std::vector<Pair> touched_;
+};
+
+}  // namespace
+
+TrainedBpe BpeTrainer::train() const {
+    TrainedBpe out;
+    out.special_tokens = options_.special_tokens;
+    out.pieces = pieces_;
+    out.distinct_pieces = piece_counts_.size();
+    Merger merger(byte_tokens(), words_in_order(piece_counts_));
+    const size_t target_merges =
+        options_.vocab_size - 256 - options_.special_tokens.size();
+    Candidate best{};
+    while (out.merges.size() < target_merges && merger.next(options_.min_frequency, best))
+        out.merges.push_back(merger.merge(best));
+    out.tokens = merger.take_tokens();
     return out;
 }
 

@@ -73,6 +73,150 @@ uint64_t next_cache_key() {
     return next.fetch_add(1);
 }
 
+// The largest id seen + 1, and where in the file that id is (for the density error).
+struct IdLimit {
+    uint32_t limit = 0;
+    std::string path;
+    void see(uint32_t id, const std::string& where, const char* suffix = "") {
+        if (id + 1 > limit) {
+            limit = id + 1;
+            path = where + suffix;
+        }
+    }
+};
+
+// The "model" section: a BPE model's vocabulary and merges, and the object itself (its flags
+// are read once the pre-tokenizer is known).
+struct ModelSection {
+    const Value* model = nullptr;
+    BpeModel::Vocab vocab;
+    BpeModel::Merges merges;
+};
+
+ModelSection read_model(const Reader& r, const Value& doc, IdLimit& limit) {
+    ModelSection out;
+    const Value* model_v = r.member(doc, "model");
+    if (!model_v) r.bad("model", "is missing");
+    const Value& model = r.object(*model_v, "model");
+    out.model = &model;
+    const Value* type = r.member(model, "type");
+    const std::string mtype = type ? r.string(*type, "model.type") : "BPE";  // old files omit it
+    if (mtype != "BPE") r.unsupported("model.type", "\"" + mtype + "\" is not supported");
+    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix", "dropout"})
+        if (const Value* v = r.member(model, key); v && !(v->is_string() && v->s.empty()))
+            r.unsupported(std::string("model.") + key, "must be null");
+    const Value* vocab_v = r.member(model, "vocab");
+    if (!vocab_v) r.bad("model.vocab", "is missing");
+    r.object(*vocab_v, "model.vocab");
+    out.vocab.reserve(vocab_v->obj.size());
+    for (const json::Member& m : vocab_v->obj) {
+        const std::string path = "model.vocab[\"" + m.key + "\"]";
+        const uint32_t id = r.id(m.value, path);
+        if (!out.vocab.emplace(m.key, id).second)
+            r.bad("model.vocab", "lists \"" + m.key + "\" twice");
+        limit.see(id, path);
+    }
+    const Value* merges_v = r.member(model, "merges");
+    if (!merges_v) r.bad("model.merges", "is missing");
+    out.merges = read_merges(r, *merges_v);
+    return out;
+}
+
+// "added_tokens": the special tokens, matched in the text as written.
+std::vector<AddedToken> read_added_tokens(const Reader& r, const Value& doc, IdLimit& limit) {
+    std::vector<AddedToken> out;
+    const Value* added = r.member(doc, "added_tokens");
+    if (!added) return out;
+    if (!added->is_array()) r.bad("added_tokens", "must be an array");
+    for (size_t k = 0; k < added->arr.size(); k++) {
+        const std::string path = "added_tokens[" + std::to_string(k) + "]";
+        const Value& a = r.object(added->arr[k], path);
+        AddedToken t;
+        const Value* id = r.member(a, "id");
+        const Value* content = r.member(a, "content");
+        if (!id || !content) r.bad(path, "needs an id and a content");
+        t.id = r.id(*id, path + ".id");
+        t.content = r.string(*content, path + ".content");
+        if (t.content.empty()) r.bad(path + ".content", "is empty");
+        t.special = r.boolean(a, "special", false, path);
+        for (const char* flag : {"single_word", "lstrip", "rstrip"})
+            if (r.boolean(a, flag, false, path))
+                r.unsupported(path + "." + flag, "true is not supported (\"" + t.content + "\")");
+        limit.see(t.id, path, ".id");
+        out.push_back(std::move(t));
+    }
+    return out;
+}
+
+// Added tokens are cut out of the text before it is normalized: right for those that match
+// the text as written ("normalized": false), not for the others.
+void refuse_normalized_added_tokens(const Reader& r, const Value& doc) {
+    if (const Value* added = r.member(doc, "added_tokens"))
+        for (size_t k = 0; k < added->arr.size(); k++)
+            if (r.boolean(added->arr[k], "normalized", false, "added_tokens"))
+                r.unsupported("added_tokens[" + std::to_string(k) + "].normalized",
+                              "true with a normalizer is not supported");
+}
+
+// A ByteLevel pre-tokenizer means BPE over the byte alphabet; without one, over characters
+// (SentencePiece-style, with byte_fallback for the characters the vocabulary lacks).
+BpeModel::Options read_bpe_options(const Reader& r, const Value& model, bool byte_level) {
+    BpeModel::Options options;
+    options.byte_level = byte_level;
+    options.ignore_merges = r.boolean(model, "ignore_merges", false, "model");
+    options.byte_fallback = r.boolean(model, "byte_fallback", false, "model");
+    if (options.byte_level && options.byte_fallback)
+        r.unsupported("model.byte_fallback", "true with a ByteLevel pre-tokenizer is not supported");
+    if (!options.byte_level) {
+        options.unk_token = r.string_or(model, "unk_token", "", "model");
+        options.fuse_unk = r.boolean(model, "fuse_unk", false, "model");
+    }
+    return options;
+}
+
+// The id table: one text per id, so decode is unambiguous. It is indexed by id, so ids must be
+// about as dense as the entries: one added token with id 2^27 would make a 4 GB table of a
+// 4 KB file.
+struct IdTable {
+    std::vector<std::string> token_of_id;  // "" for ids nothing uses
+    std::vector<uint8_t> id_is_added;
+};
+
+IdTable build_id_table(const Reader& r, const BpeModel::Vocab& vocab,
+                       const std::vector<AddedToken>& added, const IdLimit& limit) {
+    const uint64_t entries = vocab.size() + added.size();
+    const uint64_t max_limit = 2 * entries + kMaxIdGap;
+    if (limit.limit > max_limit)
+        r.bad(limit.path, "is " + std::to_string(limit.limit - 1) + ", far beyond the tokenizer's " +
+                              std::to_string(entries) + " entries: ids must be below " +
+                              std::to_string(max_limit) + " (twice the entries + " +
+                              std::to_string(kMaxIdGap) + "), as tables are indexed by id; "
+                              "check the id, or renumber the tokens densely");
+    IdTable t;
+    t.token_of_id.assign(limit.limit, std::string());
+    t.id_is_added.assign(limit.limit, 0);
+    std::vector<uint8_t> used(limit.limit, 0);
+    for (const auto& [token, id] : vocab) {
+        if (used[id])
+            r.bad("model.vocab", "gives id " + std::to_string(id) + " to both \"" +
+                                     t.token_of_id[id] + "\" and \"" + token + "\"");
+        used[id] = 1;
+        t.token_of_id[id] = token;
+    }
+    for (size_t k = 0; k < added.size(); k++) {
+        const AddedToken& a = added[k];
+        // An added token may repeat a vocabulary entry (GPT-2's <|endoftext|>), not rename it.
+        if (used[a.id] && (t.id_is_added[a.id] || t.token_of_id[a.id] != a.content))
+            r.bad("added_tokens[" + std::to_string(k) + "]",
+                  "gives id " + std::to_string(a.id) + " to \"" + a.content +
+                      "\", which already stands for \"" + t.token_of_id[a.id] + "\"");
+        used[a.id] = 1;
+        t.token_of_id[a.id] = a.content;
+        t.id_is_added[a.id] = 1;
+    }
+    return t;
+}
+
 }  // namespace
 
 std::shared_ptr<const HfBpeTokenizer> HfBpeTokenizer::from_json(std::string_view text,
@@ -83,126 +227,25 @@ std::shared_ptr<const HfBpeTokenizer> HfBpeTokenizer::from_json(std::string_view
     auto tk = std::make_shared<HfBpeTokenizer>();
     tk->cache_key_ = next_cache_key();
 
-    // ---- model
-    const Value* model_v = r.member(doc, "model");
-    if (!model_v) r.bad("model", "is missing");
-    const Value& model = r.object(*model_v, "model");
-    const Value* type = r.member(model, "type");
-    const std::string mtype = type ? r.string(*type, "model.type") : "BPE";  // old files omit it
-    if (mtype != "BPE") r.unsupported("model.type", "\"" + mtype + "\" is not supported");
-    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix", "dropout"})
-        if (const Value* v = r.member(model, key); v && !(v->is_string() && v->s.empty()))
-            r.unsupported(std::string("model.") + key, "must be null");
-    const Value* vocab_v = r.member(model, "vocab");
-    if (!vocab_v) r.bad("model.vocab", "is missing");
-    r.object(*vocab_v, "model.vocab");
-    BpeModel::Vocab vocab;
-    vocab.reserve(vocab_v->obj.size());
-    uint32_t limit = 0;       // the largest id + 1
-    std::string limit_path;   // where the largest id is
-    for (const json::Member& m : vocab_v->obj) {
-        const std::string path = "model.vocab[\"" + m.key + "\"]";
-        const uint32_t id = r.id(m.value, path);
-        if (!vocab.emplace(m.key, id).second)
-            r.bad("model.vocab", "lists \"" + m.key + "\" twice");
-        if (id + 1 > limit) {
-            limit = id + 1;
-            limit_path = path;
-        }
-    }
-    const Value* merges_v = r.member(model, "merges");
-    if (!merges_v) r.bad("model.merges", "is missing");
-    const BpeModel::Merges merges = read_merges(r, *merges_v);
+    IdLimit limit;
+    ModelSection model = read_model(r, doc, limit);
+    tk->added_ = read_added_tokens(r, doc, limit);
 
-    // ---- added tokens
-    if (const Value* added = r.member(doc, "added_tokens")) {
-        if (!added->is_array()) r.bad("added_tokens", "must be an array");
-        for (size_t k = 0; k < added->arr.size(); k++) {
-            const std::string path = "added_tokens[" + std::to_string(k) + "]";
-            const Value& a = r.object(added->arr[k], path);
-            AddedToken t;
-            const Value* id = r.member(a, "id");
-            const Value* content = r.member(a, "content");
-            if (!id || !content) r.bad(path, "needs an id and a content");
-            t.id = r.id(*id, path + ".id");
-            t.content = r.string(*content, path + ".content");
-            if (t.content.empty()) r.bad(path + ".content", "is empty");
-            t.special = r.boolean(a, "special", false, path);
-            for (const char* flag : {"single_word", "lstrip", "rstrip"})
-                if (r.boolean(a, flag, false, path))
-                    r.unsupported(path + "." + flag, "true is not supported (\"" + t.content + "\")");
-            if (t.id + 1 > limit) {
-                limit = t.id + 1;
-                limit_path = path + ".id";
-            }
-            tk->added_.push_back(std::move(t));
-        }
-    }
-
-    // ---- normalizer, pre-tokenizer, decoder
     tk->normalizer_ = Normalizer::from_json(r, r.member(doc, "normalizer"), "normalizer");
-    if (!tk->normalizer_.empty()) {
-        // Added tokens are cut out of the text before it is normalized: right for those that
-        // match the text as written ("normalized": false), not for the others.
-        if (const Value* added = r.member(doc, "added_tokens"))
-            for (size_t k = 0; k < added->arr.size(); k++)
-                if (r.boolean(added->arr[k], "normalized", false, "added_tokens"))
-                    r.unsupported("added_tokens[" + std::to_string(k) + "].normalized",
-                                  "true with a normalizer is not supported");
-    }
+    if (!tk->normalizer_.empty()) refuse_normalized_added_tokens(r, doc);
     tk->pre_ = PreTokenizer::from_json(r, r.member(doc, "pre_tokenizer"), "pre_tokenizer");
     tk->fast_ = tk->pre_.fast_rule(tk->rule_, tk->add_prefix_space_);
     tk->decoder_ = Decoder::from_json(r, r.member(doc, "decoder"), "decoder");
-    // A ByteLevel pre-tokenizer means BPE over the byte alphabet; without one, over characters
-    // (SentencePiece-style, with byte_fallback for the characters the vocabulary lacks).
-    BpeModel::Options options;
-    options.byte_level = tk->pre_.byte_level();
-    options.ignore_merges = r.boolean(model, "ignore_merges", false, "model");
-    options.byte_fallback = r.boolean(model, "byte_fallback", false, "model");
-    if (options.byte_level && options.byte_fallback)
-        r.unsupported("model.byte_fallback", "true with a ByteLevel pre-tokenizer is not supported");
-    if (!options.byte_level) {
-        options.unk_token = r.string_or(model, "unk_token", "", "model");
-        options.fuse_unk = r.boolean(model, "fuse_unk", false, "model");
-    }
+    const BpeModel::Options options = read_bpe_options(r, *model.model, tk->pre_.byte_level());
 
-    // ---- the id table: one text per id, so decode is unambiguous. It is indexed by id, so
-    // ids must be about as dense as the entries: one added token with id 2^27 would make a
-    // 4 GB table of a 4 KB file.
-    const uint64_t entries = vocab.size() + tk->added_.size();
-    const uint64_t max_limit = 2 * entries + kMaxIdGap;
-    if (limit > max_limit)
-        r.bad(limit_path, "is " + std::to_string(limit - 1) + ", far beyond the tokenizer's " +
-                              std::to_string(entries) + " entries: ids must be below " +
-                              std::to_string(max_limit) + " (twice the entries + " +
-                              std::to_string(kMaxIdGap) + "), as tables are indexed by id; "
-                              "check the id, or renumber the tokens densely");
-    tk->token_of_id_.assign(limit, std::string());
-    tk->id_is_added_.assign(limit, 0);
-    std::vector<uint8_t> used(limit, 0);
-    for (const auto& [token, id] : vocab) {
-        if (used[id])
-            r.bad("model.vocab", "gives id " + std::to_string(id) + " to both \"" +
-                                     tk->token_of_id_[id] + "\" and \"" + token + "\"");
-        used[id] = 1;
-        tk->token_of_id_[id] = token;
-    }
-    for (size_t k = 0; k < tk->added_.size(); k++) {
-        const AddedToken& t = tk->added_[k];
-        // An added token may repeat a vocabulary entry (GPT-2's <|endoftext|>), not rename it.
-        if (used[t.id] && (tk->id_is_added_[t.id] || tk->token_of_id_[t.id] != t.content))
-            r.bad("added_tokens[" + std::to_string(k) + "]",
-                  "gives id " + std::to_string(t.id) + " to \"" + t.content +
-                      "\", which already stands for \"" + tk->token_of_id_[t.id] + "\"");
-        used[t.id] = 1;
-        tk->token_of_id_[t.id] = t.content;
-        tk->id_is_added_[t.id] = 1;
-    }
+    IdTable ids = build_id_table(r, model.vocab, tk->added_, limit);
+    tk->token_of_id_ = std::move(ids.token_of_id);
+    tk->id_is_added_ = std::move(ids.id_is_added);
     std::vector<std::string> contents;
     contents.reserve(tk->added_.size());
     for (const AddedToken& t : tk->added_) contents.push_back(t.content);
     tk->added_matcher_ = AddedTokenMatcher(contents);
-    tk->bpe_ = BpeModel(std::move(vocab), merges, options, source);
+    tk->bpe_ = BpeModel(std::move(model.vocab), model.merges, options, source);
     return tk;
 }
 
