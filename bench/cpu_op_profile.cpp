@@ -207,10 +207,11 @@ int main(int argc, char** argv) {
         model.forward_backward(model.inputs_buffer(), model.targets_buffer(), B, T,
                                1.0f / (float)N, scalars);
         loss = model.mean_loss(B, T);
-        be.begin_step(scalars, 3e-4f, s + 1);
-        be.grad_norm_clip(scalars, model.grads(), P, 1.0f);
-        be.adamw_step(model.params(), model.grads(), m, v, P, segments, hp, scalars);
-        be.end_step(scalars, trt::LossScalePolicy{});
+        trt::optimizer_step_of(be).begin_step(scalars, 3e-4f, s + 1);
+        trt::optimizer_step_of(be).grad_norm_clip(scalars, model.grads(), P, 1.0f);
+        trt::optimizer_step_of(be).adamw_step(model.params(), model.grads(), m, v, P, segments, hp,
+                                              scalars);
+        trt::optimizer_step_of(be).end_step(scalars, trt::LossScalePolicy{});
         const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
         if (s >= warmup) step_s.push_back(dt);
     }

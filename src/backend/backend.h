@@ -27,7 +27,7 @@ namespace trt {
 // Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
 // is a separate shared object that implements Backend, and the loader refuses a module built
 // against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 18;  // 18: collectives(); 17: AttentionShape
+constexpr uint32_t kBackendInterfaceVersion = 19;  // 19: optimizer_step(); 18: collectives()
 
 // A target id that is not a target (instruction tuning trains on some tokens only): the
 // position is an input, its loss is 0 and its logits get no gradient.
@@ -332,27 +332,48 @@ public:
     virtual void wait() {}
 };
 
-// Every op of backend_ops.def by name: what supports() is asked about and what OpDispatch
-// (op_dispatch.h) hands a wrapper.
+// Every op of backend_ops.def and step_ops.def by name: what supports() is asked about and
+// what OpDispatch (op_dispatch.h) hands a wrapper.
 enum class OpKind : int {
 #define TRT_OP(name, params, args) name,
 #include "backend/backend_ops.def"
+#include "backend/step_ops.def"
 #undef TRT_OP
 };
 constexpr int kOpKinds = 0
 #define TRT_OP(name, params, args) +1
 #include "backend/backend_ops.def"
+#include "backend/step_ops.def"
 #undef TRT_OP
     ;
 inline const char* op_name(OpKind op) {
     static const char* const kNames[] = {
 #define TRT_OP(name, params, args) #name,
 #include "backend/backend_ops.def"
+#include "backend/step_ops.def"
 #undef TRT_OP
     };
     const int i = static_cast<int>(op);
     return i >= 0 && i < kOpKinds ? kNames[i] : "(unknown op)";
 }
+
+// The optimizer step on backend-resident scalars (step_ops.def: begin_step .. end_step, the
+// fused AdamW), and the step scalars read back: what a backend that trains hands out
+// (Backend::optimizer_step()). Every op of it is required.
+class OptimizerStep {
+public:
+    virtual ~OptimizerStep() = default;
+#define TRT_OP(name, params, args) virtual void name params = 0;
+#include "backend/step_ops.def"
+#undef TRT_OP
+    // ---- the step's scalars, read back
+    // Asynchronous read-back through a small ring of host slots (slot < kScalarSlots):
+    // stream-ordered copy of *s into the slot; scalars_ready polls; read_scalars waits.
+    static constexpr int kScalarSlots = 8;
+    virtual void read_scalars_async(int slot, const StepScalars* s) = 0;
+    virtual bool scalars_ready(int slot) = 0;
+    virtual StepScalars read_scalars(int slot) = 0;
+};
 
 class Backend {
 public:
@@ -417,14 +438,6 @@ public:
         return false;
     }
 
-    // ---- the step's scalars, read back
-    // Asynchronous read-back through a small ring of host slots (slot < kScalarSlots):
-    // stream-ordered copy of *s into the slot; scalars_ready polls; read_scalars waits.
-    static constexpr int kScalarSlots = 8;
-    virtual void read_scalars_async(int slot, const StepScalars* s) = 0;
-    virtual bool scalars_ready(int slot) = 0;
-    virtual StepScalars read_scalars(int slot) = 0;
-
     // ---- per-step host values and whole-step graphs
     // Stream-ordered copy of a small host array (a step's window starts) into backend memory:
     // it lands before any op enqueued after this call, src may be reused as soon as the call
@@ -439,6 +452,9 @@ public:
     virtual void begin_capture() { no_graphs(); }
     virtual void end_capture(int /*id*/) { no_graphs(); }
     virtual void replay_graph(int /*id*/) { no_graphs(); }
+
+    // ---- training: the optimizer step (null: the backend runs the model's ops only)
+    virtual OptimizerStep* optimizer_step() { return nullptr; }
 
     // ---- data parallelism in backend memory (NCCL on CUDA; docs/DISTRIBUTED.md)
     // The backend's own collectives, or null where it has none (then the session sums
@@ -459,6 +475,16 @@ private:
              "which ops it runs)");
     }
 };
+
+// The backend's optimizer step, or Unsupported naming the backend (a training step needs it).
+inline OptimizerStep& optimizer_step_of(Backend& be) {
+    OptimizerStep* s = be.optimizer_step();
+    if (!s)
+        fail(Status::Unsupported, "the ", be.name(),
+             " backend has no optimizer step: it "
+             "cannot train (evaluation and sampling run the model's ops only)");
+    return *s;
+}
 
 // How many bytes of backend scratch ModelDims implies is the backend's business; how many
 // floats of activations the model needs is the model's (src/model/activations.h).

@@ -1,8 +1,8 @@
 // OpDispatch: a Backend that forwards everything to another one and sends every op of
-// backend_ops.def through one function, dispatch() — the single place where a wrapper times
-// an op, counts it, or records it for replay (the tests' RecordingBackend), with no change to
-// the backends. Not on the normal path: a session drives its backend directly, and wraps it
-// only for such a purpose.
+// backend_ops.def and step_ops.def through one function, dispatch() — the single place where a
+// wrapper times an op, counts it, or records it for replay (the tests' RecordingBackend), with
+// no change to the backends. Not on the normal path: a session drives its backend directly, and
+// wraps it only for such a purpose.
 #pragma once
 #include <functional>
 #include <memory>
@@ -13,7 +13,7 @@
 
 namespace trt {
 
-class OpDispatch : public Backend {
+class OpDispatch : public Backend, public OptimizerStep {
 public:
     explicit OpDispatch(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
 
@@ -56,11 +56,15 @@ public:
     bool supports(OpKind op, const ModelDims& dims, Precision precision) const override {
         return inner_->supports(op, dims, precision);
     }
+    // The inner backend's optimizer step, wrapped as its ops are (null where it has none).
+    OptimizerStep* optimizer_step() override { return inner_->optimizer_step() ? this : nullptr; }
     void read_scalars_async(int slot, const StepScalars* s) override {
-        inner_->read_scalars_async(slot, s);
+        optimizer_step_of(*inner_).read_scalars_async(slot, s);
     }
-    bool scalars_ready(int slot) override { return inner_->scalars_ready(slot); }
-    StepScalars read_scalars(int slot) override { return inner_->read_scalars(slot); }
+    bool scalars_ready(int slot) override { return optimizer_step_of(*inner_).scalars_ready(slot); }
+    StepScalars read_scalars(int slot) override {
+        return optimizer_step_of(*inner_).read_scalars(slot);
+    }
     void upload_step_inputs(void* dst, const void* src, size_t bytes) override {
         inner_->upload_step_inputs(dst, src, bytes);
     }
@@ -75,6 +79,12 @@ public:
 #define TRT_OP(name, params, args) \
     void name params override { dispatch(OpKind::name, [=, be = inner_.get()] { be->name args; }); }
 #include "backend/backend_ops.def"
+#undef TRT_OP
+#define TRT_OP(name, params, args)                                                     \
+    void name params override {                                                        \
+        dispatch(OpKind::name, [=, st = inner_->optimizer_step()] { st->name args; }); \
+    }
+#include "backend/step_ops.def"
 #undef TRT_OP
 
 protected:

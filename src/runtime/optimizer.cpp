@@ -201,7 +201,8 @@ void AdamW::update(float* params, const float* grads, StepScalars* s) {
 }
 
 void AdamW::clip(const float* grads, StepScalars* s) {
-    be_.grad_norm_clip(s, grads + lo_, hi_ - lo_, static_cast<float>(config_.grad_clip));
+    optimizer_step_of(be_).grad_norm_clip(s, grads + lo_, hi_ - lo_,
+                                          static_cast<float>(config_.grad_clip));
 }
 
 void AdamW::apply(float* params, const float* grads, StepScalars* s) {
@@ -211,13 +212,15 @@ void AdamW::apply(float* params, const float* grads, StepScalars* s) {
     hp.eps = static_cast<float>(config_.eps);
     if (m8_) {  // int8 state: one update per run (its blocks), whatever accel.fused_adamw says
         for (const Run& r : runs_)
-            be_.adamw_step_q8(params + r.offset, grads + r.grad_offset, m8_ + (r.grad_offset - lo_),
-                              v8_ + (r.grad_offset - lo_), m_scale_ + r.block_offset,
-                              v_scale_ + r.block_offset, tables_, r.numel, r.segments, hp, s);
+            optimizer_step_of(be_).adamw_step_q8(
+                params + r.offset, grads + r.grad_offset, m8_ + (r.grad_offset - lo_),
+                v8_ + (r.grad_offset - lo_), m_scale_ + r.block_offset, v_scale_ + r.block_offset,
+                tables_, r.numel, r.segments, hp, s);
     } else if (fused_) {
         for (const Run& r : runs_)
-            be_.adamw_step(params + r.offset, grads + r.grad_offset, m_ + (r.grad_offset - lo_),
-                           v_ + (r.grad_offset - lo_), r.numel, r.segments, hp, s);
+            optimizer_step_of(be_).adamw_step(
+                params + r.offset, grads + r.grad_offset, m_ + (r.grad_offset - lo_),
+                v_ + (r.grad_offset - lo_), r.numel, r.segments, hp, s);
     } else {
         const auto* numel = static_cast<const int64_t*>(tensor_numel_);
         const auto* decay = static_cast<const float*>(segment_decay_);
@@ -227,11 +230,12 @@ void AdamW::apply(float* params, const float* grads, StepScalars* s) {
             one.ends = numel + i;
             one.weight_decay = decay + i;
             one.count = 1;
-            be_.adamw_step(params + r.offset, grads + r.grad_offset, m_ + (r.grad_offset - lo_),
-                           v_ + (r.grad_offset - lo_), r.numel, one, hp, s);
+            optimizer_step_of(be_).adamw_step(params + r.offset, grads + r.grad_offset,
+                                              m_ + (r.grad_offset - lo_),
+                                              v_ + (r.grad_offset - lo_), r.numel, one, hp, s);
         }
     }
-    be_.end_step(s, policy_);
+    optimizer_step_of(be_).end_step(s, policy_);
 }
 
 void AdamW::pack_shard_params(const float* params, float* compact) const {

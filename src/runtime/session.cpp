@@ -145,7 +145,7 @@ void Session::start_backend(const BackendFactory& factory) {
     if (!selected.fallback_reason.empty())
         log_.info("runtime.device = \"auto\": no usable CUDA backend, running on the CPU (",
                   selected.fallback_reason, ")");
-    max_inflight_ = std::clamp<int64_t>(run_.runtime.max_inflight, 1, Backend::kScalarSlots);
+    max_inflight_ = std::clamp<int64_t>(run_.runtime.max_inflight, 1, OptimizerStep::kScalarSlots);
     readback_ = std::make_unique<ReadbackRing>(*backend_);
     readback_->set_max_inflight(max_inflight_);
     step_graph_ = std::make_unique<GraphRunner>(*backend_, log_, kTrainStepGraph, "train step");

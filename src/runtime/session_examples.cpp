@@ -105,7 +105,7 @@ StepResult Session::examples_step(const char* what, const int32_t* inputs,
     const double lr = scheduled_lr(run_.optim, run_.train.steps, s);
     // As step_tokens' 1 / (GA x B x T x world) when every target counts: the same bits.
     const float dloss = 1.0f / static_cast<float>(counted);
-    backend_->begin_step(scalars_, static_cast<float>(lr), s);
+    optimizer_step_of(*backend_).begin_step(scalars_, static_cast<float>(lr), s);
     const size_t per = static_cast<size_t>(B * T);
     int32_t* dev_positions = positions ? model_->positions_buffer() : nullptr;
     accumulate_and_update(

@@ -32,7 +32,8 @@ void Session::accumulate_and_update(float dloss_scale, const MicroBatchLoader& l
         model_->forward_backward(inputs, targets, B, T, dloss_scale, scalars_,
                                  static_cast<uint32_t>(k), positions);
         if (overlap) model_->set_block_done(nullptr);
-        backend_->accumulate_loss(scalars_, model_->losses(), static_cast<size_t>(B) * T);
+        optimizer_step_of(*backend_).accumulate_loss(scalars_, model_->losses(),
+                                                     static_cast<size_t>(B) * T);
     }
     update_weights();
 }
@@ -66,7 +67,7 @@ StepResult Session::step_on_this_rank(bool stoppable) {
     // draws by step and micro-batch number: nothing to put back).
     const SequentialCursor cursor_at_start = feed_->cursor();
     // Eager, outside any graph: the values only the host knows this step.
-    backend_->begin_step(scalars_, static_cast<float>(lr), s);
+    optimizer_step_of(*backend_).begin_step(scalars_, static_cast<float>(lr), s);
     try {
         if (feed_->resident()) {
             feed_->upload_window_starts();
@@ -104,7 +105,7 @@ StepResult Session::step_tokens(const int32_t* tokens, size_t n_tokens) {
     const int64_t s = step_ + 1;
     const double lr = scheduled_lr(run_.optim, run_.train.steps, s);
     const float dloss = 1.0f / static_cast<float>(B * T * GA * world_size_);
-    backend_->begin_step(scalars_, static_cast<float>(lr), s);
+    optimizer_step_of(*backend_).begin_step(scalars_, static_cast<float>(lr), s);
     accumulate_and_update(dloss, [&](int64_t k, int32_t* inputs, int32_t* targets) {
         backend_->load_rows(inputs, targets, tokens + static_cast<size_t>(k * B * (T + 1)),
                             static_cast<int>(B), static_cast<int>(T));

@@ -51,8 +51,8 @@ void GraphRunner::run(const std::function<void()>& work) {
 
 void ReadbackRing::push(int64_t step, const StepScalars* scalars, double t0_ms, double lr,
                         int64_t tokens_total, int64_t counted) {
-    const int slot = static_cast<int>(step % Backend::kScalarSlots);
-    be_.read_scalars_async(slot, scalars);
+    const int slot = static_cast<int>(step % OptimizerStep::kScalarSlots);
+    optimizer_step_of(be_).read_scalars_async(slot, scalars);
     pending_.push_back(PendingStep{step, slot, t0_ms, lr, tokens_total, counted});
 }
 
@@ -63,8 +63,8 @@ void ReadbackRing::collect(bool wait_all,
     while (!pending_.empty()) {
         const PendingStep p = pending_.front();
         const bool must = wait_all || static_cast<int64_t>(pending_.size()) > max_inflight_ - 1;
-        if (!must && !be_.scalars_ready(p.slot)) break;
-        const StepScalars r = be_.read_scalars(p.slot);
+        if (!must && !optimizer_step_of(be_).scalars_ready(p.slot)) break;
+        const StepScalars r = optimizer_step_of(be_).read_scalars(p.slot);
         pending_.pop_front();
         done(p, r);
     }

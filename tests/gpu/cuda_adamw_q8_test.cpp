@@ -59,9 +59,11 @@ TEST(CudaAdamWQ8, MatchesTheCpuOverThreeSteps) {
         s.clip_scale = 0.75f;
         s.nonfinite = step == 4 ? 1 : 0;  // the last one is skipped
         cuda->copy_to_device(ds, &s, sizeof s);
-        cpu->adamw_step_q8(params.data(), grads.data(), m8.data(), v8.data(), ms.data(),
-                           vs.data(), &tables, n, cseg, hp, &s);
-        cuda->adamw_step_q8(dp, dg, dm8, dv8, dms, dvs, dt, n, gseg, hp, ds);
+        trt::optimizer_step_of(*cpu).adamw_step_q8(params.data(), grads.data(), m8.data(),
+                                                   v8.data(), ms.data(), vs.data(), &tables, n,
+                                                   cseg, hp, &s);
+        trt::optimizer_step_of(*cuda).adamw_step_q8(dp, dg, dm8, dv8, dms, dvs, dt, n, gseg, hp,
+                                                    ds);
     }
     std::vector<float> gp(n), gms(nb), gvs(nb);
     std::vector<uint8_t> gm8(n), gv8(n);

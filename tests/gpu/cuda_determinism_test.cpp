@@ -139,12 +139,12 @@ TEST_P(CudaDeterminism, StepReductionsAndAdamW) {
     seg.count = 2;
     auto* sc = s.as<trt::StepScalars>(kCuda);
     expect_bitwise("loss sum, grad norm, clip, adamw_step", {&params, &m, &v, &s}, [&] {
-        cuda_->begin_step(sc, 1e-3f, 1);
-        cuda_->accumulate_loss(sc, losses.f(kCuda), 4 * 256);
-        cuda_->grad_norm_clip(sc, grads.f(kCuda), n, 1.0f);
-        cuda_->adamw_step(params.f(kCuda), grads.f(kCuda), m.f(kCuda), v.f(kCuda), n, seg,
-                          {0.9f, 0.95f, 1e-8f}, sc);
-        cuda_->end_step(sc, trt::LossScalePolicy{});
+        trt::optimizer_step_of(*cuda_).begin_step(sc, 1e-3f, 1);
+        trt::optimizer_step_of(*cuda_).accumulate_loss(sc, losses.f(kCuda), 4 * 256);
+        trt::optimizer_step_of(*cuda_).grad_norm_clip(sc, grads.f(kCuda), n, 1.0f);
+        trt::optimizer_step_of(*cuda_).adamw_step(params.f(kCuda), grads.f(kCuda), m.f(kCuda),
+                                                  v.f(kCuda), n, seg, {0.9f, 0.95f, 1e-8f}, sc);
+        trt::optimizer_step_of(*cuda_).end_step(sc, trt::LossScalePolicy{});
     });
 }
 

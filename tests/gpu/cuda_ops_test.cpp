@@ -111,8 +111,10 @@ TEST_P(CudaOps, RegisteredWorkingCopyFollowsTheMasterWeights) {
         seg.weight_decay = d.f(s);
         seg.count = 1;
         auto* st = sc.as<trt::StepScalars>(s);
-        be.begin_step(st, 0.05f, 1);  // step 1: every weight moves by about lr
-        be.adamw_step(params.f(s), grads.f(s), m.f(s), v.f(s), n, seg, hp, st);
+        trt::optimizer_step_of(be).begin_step(st, 0.05f,
+                                              1);  // step 1: every weight moves by about lr
+        trt::optimizer_step_of(be).adamw_step(params.f(s), grads.f(s), m.f(s), v.f(s), n, seg, hp,
+                                              st);
     });
     expect_close("adamw_step params (registered)", params, n, gpu::kTolFp32);
     matmul("working copy: after adamw_step");

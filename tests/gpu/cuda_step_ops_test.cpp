@@ -82,9 +82,9 @@ protected:
         return f;
     }
     StepScalars read(int side, const Flat& f, int slot) {
-        be(side).read_scalars_async(slot, f.sc(side));
-        const StepScalars r = be(side).read_scalars(slot);
-        EXPECT_TRUE(be(side).scalars_ready(slot)) << "ready after read_scalars waited";
+        trt::optimizer_step_of(be(side)).read_scalars_async(slot, f.sc(side));
+        const StepScalars r = trt::optimizer_step_of(be(side)).read_scalars(slot);
+        EXPECT_TRUE(trt::optimizer_step_of(be(side)).scalars_ready(slot)) << "ready after read_scalars waited";
         return r;
     }
 };
@@ -126,18 +126,19 @@ TEST_P(CudaStep, TwoStepsMatchTheCpu) {
         // Step 1 clips (max_norm = half the norm), step 2 does not (max_norm = 0).
         const float max_norm = step == 1 ? (float)(0.5 * norm) : 0.0f;
         both([&](Backend& be, int s) {
-            be.begin_step(f.sc(s), 1e-3f * step, step);
-            be.accumulate_loss(f.sc(s), loss_a.f(s), 51);
-            be.accumulate_loss(f.sc(s), loss_b.f(s), 1000);
-            be.grad_norm_clip(f.sc(s), f.grads.f(s), f.n, max_norm);
-            be.adamw_step(f.params.f(s), f.grads.f(s), f.m.f(s), f.v.f(s), f.n, f.segments(s),
-                          kHp, f.sc(s));
-            be.end_step(f.sc(s), trt::LossScalePolicy{});
-            be.read_scalars_async(step, f.sc(s));  // slots 1, 2: read after both steps
+            trt::optimizer_step_of(be).begin_step(f.sc(s), 1e-3f * step, step);
+            trt::optimizer_step_of(be).accumulate_loss(f.sc(s), loss_a.f(s), 51);
+            trt::optimizer_step_of(be).accumulate_loss(f.sc(s), loss_b.f(s), 1000);
+            trt::optimizer_step_of(be).grad_norm_clip(f.sc(s), f.grads.f(s), f.n, max_norm);
+            trt::optimizer_step_of(be).adamw_step(f.params.f(s), f.grads.f(s), f.m.f(s), f.v.f(s),
+                                                  f.n, f.segments(s), kHp, f.sc(s));
+            trt::optimizer_step_of(be).end_step(f.sc(s), trt::LossScalePolicy{});
+            trt::optimizer_step_of(be).read_scalars_async(
+                step, f.sc(s));  // slots 1, 2: read after both steps
         });
     }
     for (int step = 1; step <= 2; step++)
-        for (int s = 0; s < 2; s++) got[step - 1][s] = be(s).read_scalars(step);
+        for (int s = 0; s < 2; s++) got[step - 1][s] = trt::optimizer_step_of(be(s)).read_scalars(step);
     for (int step = 1; step <= 2; step++) {
         const StepScalars& g = got[step - 1][kCuda];
         const StepScalars& c = got[step - 1][kCpu];
@@ -177,11 +178,12 @@ TEST_P(CudaStep, NonFiniteGradientSkipsTheUpdate) {
             trt::LossScalePolicy policy;
             policy.dynamic = dynamic;
             Backend& c = *cuda_;
-            c.begin_step(f.sc(kCuda), 1e-2f, 1);
-            c.grad_norm_clip(f.sc(kCuda), f.grads.f(kCuda), f.n, 1.0f);
-            c.adamw_step(f.params.f(kCuda), f.grads.f(kCuda), f.m.f(kCuda), f.v.f(kCuda), f.n,
-                         f.segments(kCuda), kHp, f.sc(kCuda));
-            c.end_step(f.sc(kCuda), policy);
+            trt::optimizer_step_of(c).begin_step(f.sc(kCuda), 1e-2f, 1);
+            trt::optimizer_step_of(c).grad_norm_clip(f.sc(kCuda), f.grads.f(kCuda), f.n, 1.0f);
+            trt::optimizer_step_of(c).adamw_step(f.params.f(kCuda), f.grads.f(kCuda), f.m.f(kCuda),
+                                                 f.v.f(kCuda), f.n, f.segments(kCuda), kHp,
+                                                 f.sc(kCuda));
+            trt::optimizer_step_of(c).end_step(f.sc(kCuda), policy);
             const StepScalars r = read(kCuda, f, 0);
             EXPECT_EQ(r.nonfinite, 1) << what;
             EXPECT_EQ(r.skipped_steps, 1) << what;
@@ -194,11 +196,12 @@ TEST_P(CudaStep, NonFiniteGradientSkipsTheUpdate) {
             // The next, finite step runs normally: begin_step clears the flag.
             auto ok = gpu::rnd(f.n, 1302);
             f.grads.set(ok);
-            c.begin_step(f.sc(kCuda), 1e-2f, 2);
-            c.grad_norm_clip(f.sc(kCuda), f.grads.f(kCuda), f.n, 1.0f);
-            c.adamw_step(f.params.f(kCuda), f.grads.f(kCuda), f.m.f(kCuda), f.v.f(kCuda), f.n,
-                         f.segments(kCuda), kHp, f.sc(kCuda));
-            c.end_step(f.sc(kCuda), policy);
+            trt::optimizer_step_of(c).begin_step(f.sc(kCuda), 1e-2f, 2);
+            trt::optimizer_step_of(c).grad_norm_clip(f.sc(kCuda), f.grads.f(kCuda), f.n, 1.0f);
+            trt::optimizer_step_of(c).adamw_step(f.params.f(kCuda), f.grads.f(kCuda), f.m.f(kCuda),
+                                                 f.v.f(kCuda), f.n, f.segments(kCuda), kHp,
+                                                 f.sc(kCuda));
+            trt::optimizer_step_of(c).end_step(f.sc(kCuda), policy);
             const StepScalars r2 = read(kCuda, f, 1);
             EXPECT_EQ(r2.nonfinite, 0) << what;
             EXPECT_EQ(r2.skipped_steps, 1) << what;  // never reset
@@ -218,8 +221,8 @@ TEST_P(CudaStep, HugeFiniteGradientIsFinite) {
     g[10] = g[20] = g[30] = 1e30f;
     f.grads.set(g);
     both([&](Backend& be, int s) {
-        be.begin_step(f.sc(s), 1e-3f, 1);
-        be.grad_norm_clip(f.sc(s), f.grads.f(s), f.n, 1.0f);
+        trt::optimizer_step_of(be).begin_step(f.sc(s), 1e-3f, 1);
+        trt::optimizer_step_of(be).grad_norm_clip(f.sc(s), f.grads.f(s), f.n, 1.0f);
     });
     const StepScalars r = read(kCuda, f, 0), rc = read(kCpu, f, 0);
     EXPECT_EQ(r.nonfinite, 0);
@@ -252,9 +255,9 @@ TEST_P(CudaStep, DynamicLossScaleSchedule) {
     int64_t step = 1;
     for (const Want& w : seq) {
         both([&](Backend& be, int s) {
-            be.begin_step(f.sc(s), 1e-3f, step);
-            be.grad_norm_clip(f.sc(s), (w.ok ? fin : bad).f(s), 257, 1.0f);
-            be.end_step(f.sc(s), dyn);
+            trt::optimizer_step_of(be).begin_step(f.sc(s), 1e-3f, step);
+            trt::optimizer_step_of(be).grad_norm_clip(f.sc(s), (w.ok ? fin : bad).f(s), 257, 1.0f);
+            trt::optimizer_step_of(be).end_step(f.sc(s), dyn);
         });
         const StepScalars g = read(kCuda, f, (int)(step % 8)), c = read(kCpu, f, (int)(step % 8));
         EXPECT_EQ(g.loss_scale, w.scale) << "step " << step;
@@ -270,14 +273,14 @@ TEST_P(CudaStep, ReadScalarsRing) {
     Flat f = make_flat({64}, {0.0f}, 1500, 2.0f);
     Backend& c = *cuda_;
     // Enqueue all 8 slots, each a different step, without waiting in between.
-    for (int slot = 0; slot < Backend::kScalarSlots; slot++) {
-        c.begin_step(f.sc(kCuda), 0.125f * (slot + 1), 100 + slot);
-        c.read_scalars_async(slot, f.sc(kCuda));
+    for (int slot = 0; slot < trt::OptimizerStep::kScalarSlots; slot++) {
+        trt::optimizer_step_of(c).begin_step(f.sc(kCuda), 0.125f * (slot + 1), 100 + slot);
+        trt::optimizer_step_of(c).read_scalars_async(slot, f.sc(kCuda));
     }
     c.synchronize();
-    for (int slot = 0; slot < Backend::kScalarSlots; slot++) {
-        EXPECT_TRUE(c.scalars_ready(slot)) << slot;
-        const StepScalars r = c.read_scalars(slot);
+    for (int slot = 0; slot < trt::OptimizerStep::kScalarSlots; slot++) {
+        EXPECT_TRUE(trt::optimizer_step_of(c).scalars_ready(slot)) << slot;
+        const StepScalars r = trt::optimizer_step_of(c).read_scalars(slot);
         EXPECT_EQ(r.step, 100 + slot) << slot;
         EXPECT_EQ(r.lr, 0.125f * (slot + 1)) << slot;
         EXPECT_EQ(r.loss_scale, 2.0f) << slot;
@@ -395,7 +398,7 @@ TEST_P(CudaSampler, SampleRandomIdenticalToCpu) {
                 in.poison();
                 tg.poison();
                 both([&](Backend& be, int s) {
-                    be.begin_step(sc.as<StepScalars>(s), 1e-3f, step);
+                    trt::optimizer_step_of(be).begin_step(sc.as<StepScalars>(s), 1e-3f, step);
                     be.sample_random(in.i(s), tg.i(s), r.tokens(s, T), seed,
                                      sc.as<StepScalars>(s), micro, B, T);
                 });

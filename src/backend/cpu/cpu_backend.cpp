@@ -33,7 +33,7 @@ struct WorkingCopyRefresh {
     }
 };
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public Backend, public OptimizerStep {
 public:
     BackendCaps capabilities() const override {
         BackendCaps c;  // host memory, deterministic, fused classifier (the defaults)
@@ -98,6 +98,7 @@ public:
 
     const char* name() const override { return "cpu"; }
     bool supports(OpKind, const ModelDims&, Precision) const override { return true; }
+    OptimizerStep* optimizer_step() override { return this; }
     int num_threads() const override { return threads_; }
     // The processor's model name (for logs and benchmark reports), "cpu" when unknown.
     std::string device_name() const override {

@@ -61,7 +61,7 @@ private:
     int prev_ = -1;  // the caller's device, when it differed
 };
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public OptimizerStep {
 public:
     explicit CudaBackend(const BackendOptions& o) : device_(o.device) {
         if (o.precision == Precision::Auto)
@@ -81,6 +81,7 @@ public:
 
     const char* name() const override { return "cuda"; }
     bool supports(OpKind, const ModelDims&, Precision) const override { return true; }
+    OptimizerStep* optimizer_step() override { return this; }
     DType activation_dtype() const override { return ctx_.act; }
     int num_threads() const override { return 1; }
     std::string device_name() const override { return name_; }

@@ -141,11 +141,12 @@ TEST(CpuAdamWQ8, FromZeroMomentsItIsAdamWBitwiseThenTheDecodedUpdate) {
                        (1e-3 / bc1) * m / (std::sqrt(v) / std::sqrt(bc2) + 1e-8);
         }
         const std::vector<float> before = q.params;
-        be->adamw_step_q8(q.params.data(), q.grads.data(), q.m8.data(), q.v8.data(),
-                          q.ms.data(), q.vs.data(), &tables(), n, q.segments(), hp, &s);
+        trt::optimizer_step_of(*be).adamw_step_q8(q.params.data(), q.grads.data(), q.m8.data(),
+                                                  q.v8.data(), q.ms.data(), q.vs.data(), &tables(),
+                                                  n, q.segments(), hp, &s);
         if (step == 1) {  // zero moments: exactly adamw_step
-            be->adamw_step(p32.data(), q.grads.data(), m32.data(), v32.data(), n, q.segments(),
-                           hp, &s);
+            trt::optimizer_step_of(*be).adamw_step(p32.data(), q.grads.data(), m32.data(),
+                                                   v32.data(), n, q.segments(), hp, &s);
             ASSERT_EQ(std::memcmp(p32.data(), q.params.data(), n * sizeof(float)), 0);
         }
         for (size_t i = 0; i < n; ++i) {
@@ -164,8 +165,9 @@ TEST(CpuAdamWQ8, FromZeroMomentsItIsAdamWBitwiseThenTheDecodedUpdate) {
     // A non-finite step changes nothing.
     s.nonfinite = 1;
     const State kept = q;
-    be->adamw_step_q8(q.params.data(), q.grads.data(), q.m8.data(), q.v8.data(), q.ms.data(),
-                      q.vs.data(), &tables(), n, q.segments(), hp, &s);
+    trt::optimizer_step_of(*be).adamw_step_q8(q.params.data(), q.grads.data(), q.m8.data(),
+                                              q.v8.data(), q.ms.data(), q.vs.data(), &tables(), n,
+                                              q.segments(), hp, &s);
     EXPECT_EQ(kept.params, q.params);
     EXPECT_EQ(kept.m8, q.m8);
     EXPECT_EQ(kept.vs, q.vs);

@@ -128,8 +128,9 @@ TEST_P(CpuLowp, MatmulReadsTheRoundedWorkingCopyAndItFollowsTheMaster) {
     const float decay[] = {0.0f, 0.0f};
     const trt::ParamSegments seg{ends, decay, 2};
     trt::StepScalars s{};
-    be->begin_step(&s, 0.1f, 1);
-    be->adamw_step(params, g, m, v, P, seg, trt::AdamWConfig{0.9f, 0.95f, 1e-8f}, &s);
+    trt::optimizer_step_of(*be).begin_step(&s, 0.1f, 1);
+    trt::optimizer_step_of(*be).adamw_step(params, g, m, v, P, seg,
+                                           trt::AdamWConfig{0.9f, 0.95f, 1e-8f}, &s);
     std::vector<float> after(P);
     be->copy_to_host(after.data(), params, P * sizeof(float));
     ASSERT_NE(after[0], W[0]) << "the step changed nothing";

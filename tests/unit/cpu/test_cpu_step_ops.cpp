@@ -113,7 +113,7 @@ TEST_P(CpuStepOps, BeginStepSetsClearsAndKeeps) {
     dirty.skipped_steps = 5;
     dirty.good_steps = 3;
     put_scalars(*be, s, dirty);
-    be->begin_step(s.as<StepScalars>(), 1.5e-3f, 12);
+    trt::optimizer_step_of(*be).begin_step(s.as<StepScalars>(), 1.5e-3f, 12);
     const StepScalars got = get_scalars(*be, s);
     // Set.
     EXPECT_EQ(got.lr, 1.5e-3f);
@@ -138,14 +138,15 @@ TEST_P(CpuStepOps, AccumulateLossIsADoubleSumAndAdds) {
     put(*be, d1, l1);
     put(*be, d2, l2);
     put_scalars(*be, s, StepScalars{});
-    be->begin_step(s.as<StepScalars>(), 1e-3f, 1);
-    be->accumulate_loss(s.as<StepScalars>(), d1.as<float>(), n1);
+    trt::optimizer_step_of(*be).begin_step(s.as<StepScalars>(), 1e-3f, 1);
+    trt::optimizer_step_of(*be).accumulate_loss(s.as<StepScalars>(), d1.as<float>(), n1);
     long double want = 0;
     for (float x : l1) want += x;
     const double got1 = get_scalars(*be, s).loss_sum;
     const double e1 = (double)(std::fabs((long double)got1 - want) / want);
-    be->accumulate_loss(s.as<StepScalars>(), d2.as<float>(), n2);
-    be->accumulate_loss(s.as<StepScalars>(), d2.as<float>(), 0);  // n = 0 adds nothing
+    trt::optimizer_step_of(*be).accumulate_loss(s.as<StepScalars>(), d2.as<float>(), n2);
+    trt::optimizer_step_of(*be).accumulate_loss(s.as<StepScalars>(), d2.as<float>(),
+                                                0);  // n = 0 adds nothing
     for (float x : l2) want += x;
     const double got2 = get_scalars(*be, s).loss_sum;
     const double e2 = (double)(std::fabs((long double)got2 - want) / want);
@@ -155,9 +156,9 @@ TEST_P(CpuStepOps, AccumulateLossIsADoubleSumAndAdds) {
     EXPECT_LE(e2, 1e-12);
 
     // Fixed order: the same call again gives the same bits.
-    be->begin_step(s.as<StepScalars>(), 1e-3f, 2);
-    be->accumulate_loss(s.as<StepScalars>(), d1.as<float>(), n1);
-    be->accumulate_loss(s.as<StepScalars>(), d2.as<float>(), n2);
+    trt::optimizer_step_of(*be).begin_step(s.as<StepScalars>(), 1e-3f, 2);
+    trt::optimizer_step_of(*be).accumulate_loss(s.as<StepScalars>(), d1.as<float>(), n1);
+    trt::optimizer_step_of(*be).accumulate_loss(s.as<StepScalars>(), d2.as<float>(), n2);
     const double again = get_scalars(*be, s).loss_sum;
     EXPECT_EQ(0, std::memcmp(&again, &got2, sizeof again));
 }
@@ -178,8 +179,9 @@ TEST_P(CpuStepOps, GradNormClipAgainstDoubleReference) {
     };
     for (Case c : {Case{(float)(0.5 * norm), true}, Case{(float)(10 * norm), false},
                    Case{0.0f, false}}) {
-        be->begin_step(s.as<StepScalars>(), 1e-3f, 1);
-        be->grad_norm_clip(s.as<StepScalars>(), dg.as<float>(), n, c.max_norm);
+        trt::optimizer_step_of(*be).begin_step(s.as<StepScalars>(), 1e-3f, 1);
+        trt::optimizer_step_of(*be).grad_norm_clip(s.as<StepScalars>(), dg.as<float>(), n,
+                                                   c.max_norm);
         const StepScalars r = get_scalars(*be, s);
         const double en = std::fabs(r.grad_norm - norm) / norm;
         ref::report(tag("grad_norm max_norm=" + std::to_string(c.max_norm)), en);
@@ -198,8 +200,8 @@ TEST_P(CpuStepOps, GradNormClipAgainstDoubleReference) {
     auto big = g;
     for (auto& x : big) x *= 1000.0f;
     put(*be, dg, big);
-    be->begin_step(s.as<StepScalars>(), 1e-3f, 1);
-    be->grad_norm_clip(s.as<StepScalars>(), dg.as<float>(), n, 0.0f);
+    trt::optimizer_step_of(*be).begin_step(s.as<StepScalars>(), 1e-3f, 1);
+    trt::optimizer_step_of(*be).grad_norm_clip(s.as<StepScalars>(), dg.as<float>(), n, 0.0f);
     EXPECT_EQ(get_scalars(*be, s).clip_scale, 1.0f);
 }
 
@@ -214,9 +216,9 @@ TEST_P(CpuStepOps, GradNormClipDividesByLossScale) {
     StepScalars init;
     init.loss_scale = 1024.0f;
     put_scalars(*be, s, init);
-    be->begin_step(s.as<StepScalars>(), 1e-3f, 1);
+    trt::optimizer_step_of(*be).begin_step(s.as<StepScalars>(), 1e-3f, 1);
     const float max_norm = (float)(0.25 * norm);
-    be->grad_norm_clip(s.as<StepScalars>(), dg.as<float>(), n, max_norm);
+    trt::optimizer_step_of(*be).grad_norm_clip(s.as<StepScalars>(), dg.as<float>(), n, max_norm);
     const StepScalars r = get_scalars(*be, s);
     EXPECT_LE(std::fabs(r.grad_norm - norm) / norm, 1e-12) << r.grad_norm << " vs " << norm;
     const double want = max_norm / (norm + 1e-6);
@@ -233,8 +235,9 @@ TEST_P(CpuStepOps, GradNormClipFlagsNonFinite) {
             auto g = nonzero(n, 1601);
             g[at] = bad;
             put(*be, dg, g);
-            be->begin_step(s.as<StepScalars>(), 1e-3f, 1);
-            be->grad_norm_clip(s.as<StepScalars>(), dg.as<float>(), n, 1.0f);
+            trt::optimizer_step_of(*be).begin_step(s.as<StepScalars>(), 1e-3f, 1);
+            trt::optimizer_step_of(*be).grad_norm_clip(s.as<StepScalars>(), dg.as<float>(), n,
+                                                       1.0f);
             EXPECT_EQ(get_scalars(*be, s).nonfinite, 1) << bad << " at " << at;
         }
     }
@@ -243,8 +246,8 @@ TEST_P(CpuStepOps, GradNormClipFlagsNonFinite) {
     auto g = nonzero(n, 1602, -1e-3f, 1e-3f);
     g[10] = g[20] = g[30] = 1e30f;
     put(*be, dg, g);
-    be->begin_step(s.as<StepScalars>(), 1e-3f, 1);
-    be->grad_norm_clip(s.as<StepScalars>(), dg.as<float>(), n, 1.0f);
+    trt::optimizer_step_of(*be).begin_step(s.as<StepScalars>(), 1e-3f, 1);
+    trt::optimizer_step_of(*be).grad_norm_clip(s.as<StepScalars>(), dg.as<float>(), n, 1.0f);
     const StepScalars r = get_scalars(*be, s);
     EXPECT_EQ(r.nonfinite, 0) << "squares of 1e30 overflow float, not double";
     EXPECT_NEAR(r.grad_norm / (1e30 * std::sqrt(3.0)), 1.0, 1e-6);
@@ -307,16 +310,18 @@ TEST_P(CpuStepOps, AdamWStepEqualsAdamWUpdatePerSegmentBitwise) {
         StepScalars init;
         init.loss_scale = loss_scale;
         put_scalars(*be, a.s, init);
-        be->begin_step(a.s.as<StepScalars>(), 3e-3f, 4);
+        trt::optimizer_step_of(*be).begin_step(a.s.as<StepScalars>(), 3e-3f, 4);
         const double norm = std::sqrt((double)sum_sq_ld(a.g0));
-        be->grad_norm_clip(a.s.as<StepScalars>(), a.grads.as<float>(), a.n(),
-                           (float)(0.3 * norm));  // clipping active
+        trt::optimizer_step_of(*be).grad_norm_clip(a.s.as<StepScalars>(), a.grads.as<float>(),
+                                                   a.n(),
+                                                   (float)(0.3 * norm));  // clipping active
         const StepScalars sc = get_scalars(*be, a.s);
         ASSERT_LT(sc.clip_scale, 1.0f);
         ASSERT_EQ(sc.nonfinite, 0);
         const auto g_before = get<float>(*be, a.grads, a.n());
-        be->adamw_step(a.params.as<float>(), a.grads.as<float>(), a.m.as<float>(),
-                       a.v.as<float>(), a.n(), a.segments(), kHp, a.s.as<StepScalars>());
+        trt::optimizer_step_of(*be).adamw_step(a.params.as<float>(), a.grads.as<float>(),
+                                               a.m.as<float>(), a.v.as<float>(), a.n(),
+                                               a.segments(), kHp, a.s.as<StepScalars>());
 
         int64_t begin = 0;
         for (size_t i = 0; i < seg.ends.size(); i++) {
@@ -358,11 +363,13 @@ TEST_P(CpuStepOps, AdamWStepDoesNothingWhenNonFinite) {
     g[1234] = kInf;
     put(*be, a.grads, g);
     put_scalars(*be, a.s, StepScalars{});
-    be->begin_step(a.s.as<StepScalars>(), 1e-2f, 3);
-    be->grad_norm_clip(a.s.as<StepScalars>(), a.grads.as<float>(), a.n(), 1.0f);
-    be->adamw_step(a.params.as<float>(), a.grads.as<float>(), a.m.as<float>(), a.v.as<float>(),
-                   a.n(), a.segments(), kHp, a.s.as<StepScalars>());
-    be->end_step(a.s.as<StepScalars>(), trt::LossScalePolicy{});
+    trt::optimizer_step_of(*be).begin_step(a.s.as<StepScalars>(), 1e-2f, 3);
+    trt::optimizer_step_of(*be).grad_norm_clip(a.s.as<StepScalars>(), a.grads.as<float>(), a.n(),
+                                               1.0f);
+    trt::optimizer_step_of(*be).adamw_step(a.params.as<float>(), a.grads.as<float>(),
+                                           a.m.as<float>(), a.v.as<float>(), a.n(), a.segments(),
+                                           kHp, a.s.as<StepScalars>());
+    trt::optimizer_step_of(*be).end_step(a.s.as<StepScalars>(), trt::LossScalePolicy{});
     EXPECT_TRUE(same_bytes(get<float>(*be, a.params, a.n()), a.p0));
     EXPECT_TRUE(same_bytes(get<float>(*be, a.m, a.n()), a.m0));
     EXPECT_TRUE(same_bytes(get<float>(*be, a.v, a.n()), a.v0));
@@ -378,8 +385,9 @@ TEST_P(CpuStepOps, AdamWStepDoesNothingWhenNonFinite) {
     flagged.step = 3;
     flagged.nonfinite = 1;
     put_scalars(*be, b.s, flagged);
-    be->adamw_step(b.params.as<float>(), b.grads.as<float>(), b.m.as<float>(), b.v.as<float>(),
-                   b.n(), b.segments(), kHp, b.s.as<StepScalars>());
+    trt::optimizer_step_of(*be).adamw_step(b.params.as<float>(), b.grads.as<float>(),
+                                           b.m.as<float>(), b.v.as<float>(), b.n(), b.segments(),
+                                           kHp, b.s.as<StepScalars>());
     EXPECT_TRUE(same_bytes(get<float>(*be, b.params, b.n()), b.p0));
     EXPECT_TRUE(same_bytes(get<float>(*be, b.m, b.n()), b.m0));
     EXPECT_TRUE(same_bytes(get<float>(*be, b.v, b.n()), b.v0));
@@ -390,9 +398,10 @@ TEST_P(CpuStepOps, AdamWStepDoesNothingWhenNonFinite) {
 // One step whose gradient is finite or not, ended with `policy`; returns the scalars.
 StepScalars run_step(trt::Backend& be, const Mem& s, const Mem& finite, const Mem& bad, size_t n,
                      bool ok, const trt::LossScalePolicy& policy, int64_t step) {
-    be.begin_step(s.as<StepScalars>(), 1e-3f, step);
-    be.grad_norm_clip(s.as<StepScalars>(), (ok ? finite : bad).as<float>(), n, 1.0f);
-    be.end_step(s.as<StepScalars>(), policy);
+    trt::optimizer_step_of(be).begin_step(s.as<StepScalars>(), 1e-3f, step);
+    trt::optimizer_step_of(be).grad_norm_clip(s.as<StepScalars>(), (ok ? finite : bad).as<float>(),
+                                              n, 1.0f);
+    trt::optimizer_step_of(be).end_step(s.as<StepScalars>(), policy);
     return get_scalars(be, s);
 }
 
@@ -467,25 +476,25 @@ TEST_P(CpuStepOps, EndStepDynamicLossScaleGrowsAndBacksOff) {
 // ------------------------------------------------------------------ read_scalars
 
 TEST_P(CpuStepOps, ReadScalarsRoundTripAndSnapshot) {
-    ASSERT_EQ(trt::Backend::kScalarSlots, 8);
+    ASSERT_EQ(trt::OptimizerStep::kScalarSlots, 8);
     Mem s(*be, sizeof(StepScalars)), losses(*be, 64 * 4);
     put(*be, losses, nonzero(64, 2201, 1.0f, 2.0f));
     StepScalars init;
     init.loss_scale = 2.0f;
     init.skipped_steps = 4;
     put_scalars(*be, s, init);
-    be->begin_step(s.as<StepScalars>(), 0.25f, 5);
-    be->accumulate_loss(s.as<StepScalars>(), losses.as<float>(), 64);
+    trt::optimizer_step_of(*be).begin_step(s.as<StepScalars>(), 0.25f, 5);
+    trt::optimizer_step_of(*be).accumulate_loss(s.as<StepScalars>(), losses.as<float>(), 64);
     const StepScalars first = get_scalars(*be, s);
-    be->read_scalars_async(0, s.as<StepScalars>());
+    trt::optimizer_step_of(*be).read_scalars_async(0, s.as<StepScalars>());
     // Change s: the slot keeps the value it had when read_scalars_async was enqueued.
-    be->begin_step(s.as<StepScalars>(), 0.5f, 6);
-    be->read_scalars_async(7, s.as<StepScalars>());
+    trt::optimizer_step_of(*be).begin_step(s.as<StepScalars>(), 0.5f, 6);
+    trt::optimizer_step_of(*be).read_scalars_async(7, s.as<StepScalars>());
     be->synchronize();
-    EXPECT_TRUE(be->scalars_ready(0));
-    EXPECT_TRUE(be->scalars_ready(7));
-    const StepScalars r0 = be->read_scalars(0);
-    const StepScalars r7 = be->read_scalars(7);
+    EXPECT_TRUE(trt::optimizer_step_of(*be).scalars_ready(0));
+    EXPECT_TRUE(trt::optimizer_step_of(*be).scalars_ready(7));
+    const StepScalars r0 = trt::optimizer_step_of(*be).read_scalars(0);
+    const StepScalars r7 = trt::optimizer_step_of(*be).read_scalars(7);
     EXPECT_EQ(0, std::memcmp(&r0, &first, sizeof r0)) << "slot 0 is not the snapshot";
     EXPECT_EQ(r0.lr, 0.25f);
     EXPECT_EQ(r0.step, 5);
@@ -496,15 +505,16 @@ TEST_P(CpuStepOps, ReadScalarsRoundTripAndSnapshot) {
     EXPECT_EQ(r7.step, 6);
     EXPECT_EQ(r7.loss_sum, 0.0);
     // Reading again gives the same values (a slot holds until overwritten).
-    const StepScalars again = be->read_scalars(0);
+    const StepScalars again = trt::optimizer_step_of(*be).read_scalars(0);
     EXPECT_EQ(0, std::memcmp(&again, &first, sizeof again));
     // Every slot works.
-    for (int slot = 0; slot < trt::Backend::kScalarSlots; slot++) {
-        be->begin_step(s.as<StepScalars>(), 0.125f * (slot + 1), 100 + slot);
-        be->read_scalars_async(slot, s.as<StepScalars>());
+    for (int slot = 0; slot < trt::OptimizerStep::kScalarSlots; slot++) {
+        trt::optimizer_step_of(*be).begin_step(s.as<StepScalars>(), 0.125f * (slot + 1),
+                                               100 + slot);
+        trt::optimizer_step_of(*be).read_scalars_async(slot, s.as<StepScalars>());
     }
-    for (int slot = 0; slot < trt::Backend::kScalarSlots; slot++) {
-        const StepScalars r = be->read_scalars(slot);
+    for (int slot = 0; slot < trt::OptimizerStep::kScalarSlots; slot++) {
+        const StepScalars r = trt::optimizer_step_of(*be).read_scalars(slot);
         EXPECT_EQ(r.step, 100 + slot);
         EXPECT_EQ(r.lr, 0.125f * (slot + 1));
     }
@@ -627,7 +637,7 @@ TEST_P(CpuStepOps, SampleRandomMatchesPhiloxReference) {
         for (int64_t step : {int64_t(1), int64_t(2), int64_t(977), (int64_t(1) << 32) + 3})
             for (int64_t micro : {0, 1, 3}) {
                 trt::StepScalars sc;  // the step comes from backend (here host) memory
-                be->begin_step(&sc, 1e-3f, step);
+                trt::optimizer_step_of(*be).begin_step(&sc, 1e-3f, step);
                 be->sample_random(in.as<int32_t>(), tg.as<int32_t>(), dt, seed, &sc, micro, B, T);
                 std::vector<int32_t> wi, wt;
                 reference_random(tok, seed, step, micro, B, T, wi, wt);

@@ -1,7 +1,7 @@
 // A backend that starts partial (docs/ARCHITECTURE.md, "Add a backend"): host memory and three
-// ops written the plainest way, supports() naming them. The op-case table runs on those three
-// against the double reference, and every other op refuses with Unsupported — the checklist
-// walked once, kept as a test so the interface stays open to a new backend.
+// ops written the plainest way, supports() naming them, no optimizer step. The op-case table runs
+// on those three against the double reference, and every other op refuses with Unsupported — the
+// checklist walked once, kept as a test so the interface stays open to a new backend.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -49,9 +49,6 @@ public:
     void synchronize() override {}
     size_t bytes_in_use() const override { return in_use_; }
     void zero(void* p, size_t n) override { std::memset(p, 0, n); }
-    void read_scalars_async(int, const trt::StepScalars*) override { no_step(); }
-    bool scalars_ready(int) override { no_step(); }
-    trt::StepScalars read_scalars(int) override { no_step(); }
     void upload_step_inputs(void* dst, const void* src, size_t n) override {
         std::memcpy(dst, src, n);
     }
@@ -88,9 +85,6 @@ public:
 private:
     static float* f32(Act a) { return static_cast<float*>(a.data); }
     static const float* f32(ConstAct a) { return static_cast<const float*>(a.data); }
-    [[noreturn]] static void no_step() {
-        trt::fail(trt::Status::Unsupported, "stub: no training step");
-    }
     size_t in_use_ = 0;
     std::map<void*, size_t> sizes_;
 };
@@ -131,6 +125,13 @@ TEST(StubBackend, RefusesEveryOtherOpWithUnsupported) {
         refused.insert(c.op);
     }
     EXPECT_GT(refused.size(), 20u);
+    EXPECT_EQ(be.optimizer_step(), nullptr);
+    try {
+        trt::optimizer_step_of(be);
+        ADD_FAILURE() << "a backend without an optimizer step handed one out";
+    } catch (const trt::Error& e) {
+        EXPECT_EQ(e.status(), trt::Status::Unsupported) << e.what();
+    }
 }
 
 // Every op of the list has a name, and the names are what the op-case table calls them.

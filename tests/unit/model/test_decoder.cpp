@@ -306,7 +306,7 @@ TEST_P(DecoderModel, VocabPaddingRowsStayZero) {
         f.model.copy_logits_to_host(logits.data(), 0, static_cast<size_t>(f.B * f.T), Vp);
         for (int n = 0; n < f.B * f.T; ++n)
             for (int v = V; v < Vp; ++v) ASSERT_EQ(logits[n * Vp + v], 0.0f);
-        f.be->begin_step(&sc, 0.1f, step);
+        trt::optimizer_step_of(*f.be).begin_step(&sc, 0.1f, step);
         adam.update(f.model.params(), f.model.grads(), &sc);
         ASSERT_EQ(sc.nonfinite, 0);
     }

@@ -133,7 +133,7 @@ TEST(DeviceSampler, RandomEqualsHostSampler) {
                 trt::sample_random(data, seed, step, micro, B, T, rows.data());
                 split(rows, B, T, want_in, want_tg);
                 trt::StepScalars sc;  // backend memory = host memory on the CPU
-                be->begin_step(&sc, 1e-3f, step);
+                trt::optimizer_step_of(*be).begin_step(&sc, 1e-3f, step);
                 be->sample_random(batch.in, batch.tg, res.dt, seed, &sc, micro, B, T);
                 ASSERT_EQ(batch.inputs(), want_in)
                     << "seed " << seed << " step " << step << " micro " << micro;

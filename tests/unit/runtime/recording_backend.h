@@ -140,15 +140,15 @@ public:
     }
     void read_scalars_async(int slot, const StepScalars* s) override {
         refuse_if_capturing("read_scalars_async");
-        inner().read_scalars_async(slot, s);
+        OpDispatch::read_scalars_async(slot, s);
     }
     bool scalars_ready(int slot) override {
         refuse_if_capturing("scalars_ready");
-        return inner().scalars_ready(slot);
+        return OpDispatch::scalars_ready(slot);
     }
     StepScalars read_scalars(int slot) override {
         refuse_if_capturing("read_scalars");
-        return inner().read_scalars(slot);
+        return OpDispatch::read_scalars(slot);
     }
     void load_rows(int32_t* inputs, int32_t* targets, const int32_t* host_rows, int B,
                    int T) override {
@@ -192,7 +192,7 @@ public:
                 StepScalars frozen = *s;
                 frozen.lr = baked_lr;
                 frozen.step = baked_step;
-                be->adamw_step(params, grads, m, v, n, seg, hp, &frozen);
+                trt::optimizer_step_of(*be).adamw_step(params, grads, m, v, n, seg, hp, &frozen);
             });
             return;
         }

@@ -121,7 +121,8 @@ TEST(BatchFeed, ResidentDrawsEqualTheHostsForBothSamplers) {
         StepScalars* scalars =
             static_cast<StepScalars*>(resident.backend->alloc(sizeof(StepScalars), "scalars"));
         for (int64_t s = 1; s <= 3; ++s) {
-            resident.backend->begin_step(scalars, 0.0f, s);  // the random sampler reads s
+            trt::optimizer_step_of(*resident.backend)
+                .begin_step(scalars, 0.0f, s);  // the random sampler reads s
             on_device.upload_window_starts();
             const MicroBatchLoader device_load = on_device.resident_loader(scalars);
             const MicroBatchLoader host_load = on_host.host_loader(s);

@@ -622,17 +622,17 @@ TEST(RecordingBackend, RecordsInsteadOfRunningAndRefusesWhatCudaForbids) {
         return host.loss_sum;
     };
     be.begin_capture();
-    be.accumulate_loss(s, x, 4);  // recorded
+    trt::optimizer_step_of(be).accumulate_loss(s, x, 4);  // recorded
     EXPECT_THROW(be.alloc(8, "y"), trt::Error);
     EXPECT_THROW(be.copy_to_host(nullptr, x, 0), trt::Error);
     EXPECT_THROW(be.synchronize(), trt::Error);
     EXPECT_THROW(be.upload_step_inputs(x, ones, sizeof ones), trt::Error);
-    EXPECT_THROW(be.read_scalars(0), trt::Error);
+    EXPECT_THROW(trt::optimizer_step_of(be).read_scalars(0), trt::Error);
     EXPECT_EQ(be.violations(), 5);
     EXPECT_THROW(be.end_capture(3), trt::Error) << "a forbidden call invalidates the capture";
     EXPECT_FALSE(be.capturing());
     be.begin_capture();
-    be.accumulate_loss(s, x, 4);  // recorded
+    trt::optimizer_step_of(be).accumulate_loss(s, x, 4);  // recorded
     be.end_capture(3);
     EXPECT_EQ(loss_sum(), 0.0) << "a recorded op must not run at capture";
     be.replay_graph(3);

@@ -91,7 +91,7 @@ void check_adamw(double grad_clip, bool expect_clipped, bool fused = true) {
         }
         const double norm = std::sqrt(sq);
         const double lr = 1e-2 * t;
-        be->begin_step(sc, static_cast<float>(lr), t);
+        trt::optimizer_step_of(*be).begin_step(sc, static_cast<float>(lr), t);
         adam.update(params, grads, sc);
         EXPECT_NEAR(sc->grad_norm, norm, 1e-6 * norm);
         const double scale = grad_clip > 0 && grad_clip / (norm + 1e-6) < 1
@@ -143,8 +143,8 @@ TEST(AdamW, UnfusedIsBitwiseTheFusedPass) {
     for (int64_t t = 1; t <= 4; ++t) {
         for (float& g : grads) g = 0.05f * dist(rng);
         if (t == 3) grads[n - 1] = std::numeric_limits<float>::quiet_NaN();
-        be->begin_step(&s1, 1e-2f * t, t);
-        be->begin_step(&s2, 1e-2f * t, t);
+        trt::optimizer_step_of(*be).begin_step(&s1, 1e-2f * t, t);
+        trt::optimizer_step_of(*be).begin_step(&s2, 1e-2f * t, t);
         fused.update(p1.data(), grads.data(), &s1);
         unfused.update(p2.data(), grads.data(), &s2);
         EXPECT_EQ(s1.nonfinite, s2.nonfinite);
@@ -166,12 +166,12 @@ TEST(AdamW, NonFiniteGradientSkipsTheUpdate) {
     std::vector<float> params(n), grads(n, 0.01f);
     for (size_t i = 0; i < n; ++i) params[i] = 0.001f * static_cast<float>(i);
     StepScalars sc;
-    be->begin_step(&sc, 0.1f, 1);
+    trt::optimizer_step_of(*be).begin_step(&sc, 0.1f, 1);
     adam.update(params.data(), grads.data(), &sc);  // one good step: moments non-zero
     const std::vector<float> p0 = params;
     std::vector<float> m0(adam.m(), adam.m() + n), v0(adam.v(), adam.v() + n);
     grads[n / 2] = std::numeric_limits<float>::infinity();
-    be->begin_step(&sc, 0.1f, 2);
+    trt::optimizer_step_of(*be).begin_step(&sc, 0.1f, 2);
     adam.update(params.data(), grads.data(), &sc);
     EXPECT_EQ(sc.nonfinite, 1);
     EXPECT_EQ(sc.skipped_steps, 1);
@@ -190,7 +190,7 @@ TEST(AdamW, BiasesAndLayerNormAreNotDecayed) {
     AdamW adam(*be, table, o, false);
     std::vector<float> params(table.total(), 1.0f), grads(table.total(), 0.0f);
     StepScalars sc;
-    be->begin_step(&sc, 0.1f, 1);
+    trt::optimizer_step_of(*be).begin_step(&sc, 0.1f, 1);
     adam.update(params.data(), grads.data(), &sc);  // zero grads: only decay moves params
     for (const ParamTensor& pt : table.tensors())
         EXPECT_FLOAT_EQ(params[pt.offset], pt.decay ? 1.0f - 0.1f * 0.5f : 1.0f) << pt.name;
