@@ -1,7 +1,7 @@
 // Config: TOML text -> validated RunConfig. The only translation unit that includes toml++.
 //
-// Shape: one static table of key descriptors (kKeys below) drives parsing, validation, the
-// typed getters, get_string's TOML text and dump(), so they cannot drift apart.
+// Shape: one static table of key descriptors (the key table, config_keys.h) drives parsing,
+// validation, the typed getters, get_string's TOML text and dump(), so they cannot drift apart.
 //
 // State: a Config keeps its source text and the values given to set(), not a toml::table.
 // toml++ drops source regions when a node is copied, and we want every error - including one
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/config_keys.h"
 #include "config/hf_model_config.h"
 #include "config/size_limits.h"
 #include "config/toml_guard.h"
@@ -36,6 +37,9 @@
 #include "io/fs_util.h"
 
 namespace trt {
+
+using namespace config_keys;
+
 namespace {
 
 // The largest config file read (from_file): far above any real config, small enough that a
@@ -44,279 +48,8 @@ constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
-constexpr double kNoBound = std::numeric_limits<double>::quiet_NaN();
 // Source path given to the nodes parsed from set() values; such nodes have no file position.
 constexpr const char* kSetSource = "\x01trainrt-set";
-
-// ------------------------------------------------------------------ key descriptors
-
-enum class KType { Int, Seed, Float, Bool, Path, Enum, Betas, Names };
-
-// A Names key: at most this many strings, each 1 to kMaxNameBytes bytes.
-constexpr size_t kMaxNames = 4096;
-constexpr size_t kMaxNameBytes = 1024;
-
-// The key table's affects_losses column: whether a different value makes a run compute other
-// losses - the model, the data it sees and in what order, the optimizer, the precision
-// (runtime.device too: it decides what "auto" precision is) - so that a run resumed under it
-// is not the uninterrupted one (Session warns, Config::loss_entries). runtime.threads is one:
-// the CPU's results are bitwise the same per thread count. Paths, cadences, logging, and
-// switches that give the same bits or only another order of float sums (data.placement,
-// accel.cuda_graphs, accel.attention, accel.cpu_matmul, dist.zero) are kNoLoss. A KeyDesc
-// cannot be made without it: every new key is decided.
-enum class Losses { Affected = 1, Unaffected = 2 };
-constexpr Losses kLoss = Losses::Affected;
-constexpr Losses kNoLoss = Losses::Unaffected;
-
-struct KeyDesc {
-    KeyDesc(const char* s, const char* n, KType t, Losses l)
-        : section(s), name(n), type(t), losses(l) {}
-    const char* section;
-    const char* name;
-    KType type;
-    Losses losses;
-    // Exactly the accessor(s) of `type` are set.
-    int64_t& (*i64)(RunConfig&) = nullptr;
-    uint64_t& (*u64)(RunConfig&) = nullptr;
-    double& (*f64)(RunConfig&) = nullptr;
-    double& (*f64b)(RunConfig&) = nullptr;  // Betas: the second element
-    bool& (*b)(RunConfig&) = nullptr;
-    std::string& (*str)(RunConfig&) = nullptr;
-    std::vector<std::string>& (*names)(RunConfig&) = nullptr;
-    int (*eget)(const RunConfig&) = nullptr;
-    void (*eset)(RunConfig&, int) = nullptr;
-    const char* (*ename)(int) = nullptr;  // to_string of the enum's value i ("?" past the end)
-    // Ranges. Int/Seed: [imin, imax]. Float/Betas: fmin..fmax, NaN = unbounded.
-    int64_t imin = 0, imax = kI64Max;
-    double fmin = kNoBound, fmax = kNoBound;
-    bool fmin_excl = false, fmax_excl = false;
-    // Int: the string "auto" is accepted too, stored as 0 (outside [imin, imax]).
-    bool auto_ok = false;
-    bool is_auto(RunConfig& r) const { return auto_ok && i64(r) == 0; }
-
-    std::string path() const { return std::string(section) + "." + name; }
-};
-
-KeyDesc int_key(const char* s, const char* n, Losses l, int64_t& (*f)(RunConfig&), int64_t lo,
-                int64_t hi = kI64Max) {
-    KeyDesc d{s, n, KType::Int, l};
-    d.i64 = f;
-    d.imin = lo;
-    d.imax = hi;
-    return d;
-}
-KeyDesc int_or_auto_key(const char* s, const char* n, Losses l, int64_t& (*f)(RunConfig&),
-                        int64_t lo, int64_t hi) {
-    KeyDesc d = int_key(s, n, l, f, lo, hi);
-    d.auto_ok = true;
-    return d;
-}
-KeyDesc seed_key(const char* s, const char* n, Losses l, uint64_t& (*f)(RunConfig&)) {
-    KeyDesc d{s, n, KType::Seed, l};
-    d.u64 = f;
-    return d;
-}
-KeyDesc float_key(const char* s, const char* n, Losses l, double& (*f)(RunConfig&), double lo,
-                  bool lo_excl, double hi = kNoBound, bool hi_excl = false) {
-    KeyDesc d{s, n, KType::Float, l};
-    d.f64 = f;
-    d.fmin = lo;
-    d.fmin_excl = lo_excl;
-    d.fmax = hi;
-    d.fmax_excl = hi_excl;
-    return d;
-}
-KeyDesc bool_key(const char* s, const char* n, Losses l, bool& (*f)(RunConfig&)) {
-    KeyDesc d{s, n, KType::Bool, l};
-    d.b = f;
-    return d;
-}
-KeyDesc path_key(const char* s, const char* n, Losses l, std::string& (*f)(RunConfig&)) {
-    KeyDesc d{s, n, KType::Path, l};
-    d.str = f;
-    return d;
-}
-KeyDesc names_key(const char* s, const char* n, Losses l,
-                  std::vector<std::string>& (*f)(RunConfig&)) {
-    KeyDesc d{s, n, KType::Names, l};
-    d.names = f;
-    return d;
-}
-KeyDesc enum_key(const char* s, const char* n, Losses l, int (*g)(const RunConfig&),
-                 void (*set)(RunConfig&, int), const char* (*name)(int)) {
-    KeyDesc d{s, n, KType::Enum, l};
-    d.eget = g;
-    d.eset = set;
-    d.ename = name;
-    return d;
-}
-KeyDesc betas_key(const char* s, const char* n, Losses l, double& (*f1)(RunConfig&),
-                  double& (*f2)(RunConfig&)) {
-    KeyDesc d{s, n, KType::Betas, l};
-    d.f64 = f1;
-    d.f64b = f2;
-    d.fmin = 0.0;
-    d.fmax = 1.0;
-    d.fmax_excl = true;
-    return d;
-}
-
-#define TRT_FIELD(T, sec, nm) [](RunConfig& r) -> T& { return r.sec.nm; }
-#define TRT_INT(sec, nm, l, ...) int_key(#sec, #nm, l, TRT_FIELD(int64_t, sec, nm), __VA_ARGS__)
-#define TRT_SEED(sec, nm, l) seed_key(#sec, #nm, l, TRT_FIELD(uint64_t, sec, nm))
-#define TRT_FLOAT(sec, nm, l, ...) \
-    float_key(#sec, #nm, l, TRT_FIELD(double, sec, nm), __VA_ARGS__)
-#define TRT_BOOL(sec, nm, l) bool_key(#sec, #nm, l, TRT_FIELD(bool, sec, nm))
-#define TRT_PATH(sec, nm, l) path_key(#sec, #nm, l, TRT_FIELD(std::string, sec, nm))
-#define TRT_NAMES(sec, nm, l) \
-    names_key(#sec, #nm, l, TRT_FIELD(std::vector<std::string>, sec, nm))
-#define TRT_ENUM(sec, nm, l, E)                                                       \
-    enum_key(                                                                         \
-        #sec, #nm, l, [](const RunConfig& r) { return static_cast<int>(r.sec.nm); },  \
-        [](RunConfig& r, int v) { r.sec.nm = static_cast<E>(v); },                    \
-        [](int v) { return to_string(static_cast<E>(v)); })
-
-// The order here is the order of dump() and of docs/CONFIG.md. Third column: affects_losses
-// (Losses above). train.batch_size is per rank: Session compares it as the global batch.
-const std::vector<KeyDesc>& keys() {
-    static const std::vector<KeyDesc> table = {
-        TRT_ENUM(model, arch, kLoss, ModelArch),
-        TRT_INT(model, vocab_size, kLoss, 1, limits::kMaxVocab),
-        TRT_INT(model, context_length, kLoss, 1, limits::kMaxContext),
-        TRT_INT(model, n_layer, kLoss, 1, limits::kMaxLayers),
-        TRT_INT(model, n_head, kLoss, 1, limits::kMaxHeads),
-        TRT_INT(model, n_kv_head, kLoss, 0, limits::kMaxHeads),  // + divides n_head (cross-key)
-        TRT_INT(model, d_model, kLoss, 1, limits::kMaxWidth),  // + divisible by n_head (cross-key)
-        // + NH * head_dim bounded (cross-key)
-        TRT_INT(model, head_dim, kLoss, 0, limits::kMaxWidth),
-        TRT_INT(model, d_ff, kLoss, 0, limits::kMaxMlpWidth),
-        TRT_FLOAT(model, rope_theta, kLoss, 0.0, true, limits::kMaxFloat),
-        TRT_ENUM(model, rope_scaling, kLoss, RopeScaling),  // + its keys below (cross-key)
-        TRT_FLOAT(model, rope_scaling_factor, kLoss, 0.0, true, limits::kMaxFloat),
-        TRT_FLOAT(model, rope_low_freq_factor, kLoss, 0.0, true, limits::kMaxFloat),
-        TRT_FLOAT(model, rope_high_freq_factor, kLoss, 0.0, true, limits::kMaxFloat),
-        TRT_INT(model, rope_original_context, kLoss, 0, limits::kMaxContext),
-        // + mistral only (cross-key)
-        TRT_INT(model, sliding_window, kLoss, 0, limits::kMaxContext),
-        TRT_FLOAT(model, norm_eps, kLoss, 0.0, true, 1.0),
-        TRT_BOOL(model, tie_embeddings, kLoss),
-        TRT_PATH(model, init_from, kNoLoss),
-        TRT_SEED(model, seed, kLoss),
-        TRT_FLOAT(model, dropout, kLoss, 0.0, false, 1.0, true),
-
-        TRT_INT(lora, rank, kLoss, 0, limits::kMaxLoraRank),  // + <= the targeted layers' widths
-        TRT_FLOAT(lora, alpha, kLoss, 0.0, true, limits::kMaxFloat),
-        TRT_NAMES(lora, target_modules, kLoss),
-        TRT_PATH(lora, init_from, kNoLoss),
-        TRT_FLOAT(lora, dropout, kLoss, 0.0, false, 1.0, true),
-
-        TRT_PATH(data, train, kNoLoss),
-        TRT_PATH(data, val, kNoLoss),
-        TRT_PATH(data, tokenizer, kNoLoss),
-        TRT_BOOL(data, tokenizer_check, kNoLoss),
-        TRT_ENUM(data, sampler, kLoss, SamplerKind),
-        TRT_SEED(data, seed, kLoss),
-        TRT_ENUM(data, placement, kNoLoss, Placement),
-        TRT_BOOL(data, packing, kLoss),
-        TRT_BOOL(data, document_attention, kLoss),
-
-        // + "auto": the session picks the largest that fits (runtime/batch_size.h)
-        int_or_auto_key("train", "batch_size", kLoss, TRT_FIELD(int64_t, train, batch_size),
-                        1, limits::kMaxBatch),
-        // + <= model.context_length (cross-key)
-        TRT_INT(train, seq_len, kLoss, 1, limits::kMaxContext),
-        TRT_INT(train, grad_accum, kLoss, 1, limits::kMaxGradAccum),
-        TRT_INT(train, steps, kLoss, 1, limits::kMaxSteps),
-        TRT_INT(train, eval_every, kNoLoss, 0, limits::kMaxSteps),
-        TRT_INT(train, eval_batches, kNoLoss, 1, limits::kMaxSteps),
-        TRT_ENUM(train, eval_mode, kNoLoss, EvalMode),
-        TRT_INT(train, checkpoint_every, kNoLoss, 0, limits::kMaxSteps),
-        TRT_INT(train, keep_last, kNoLoss, 0, limits::kMaxKeepLast),
-        TRT_INT(train, max_skipped_steps, kNoLoss, 0, limits::kMaxSteps),
-        TRT_PATH(train, out_dir, kNoLoss),
-        TRT_NAMES(train, trainable, kLoss),
-        TRT_ENUM(train, recompute, kNoLoss, Recompute),
-
-        TRT_FLOAT(optim, lr, kLoss, 0.0, true, limits::kMaxFloat),
-        betas_key("optim", "betas", kLoss, TRT_FIELD(double, optim, beta1),
-                  TRT_FIELD(double, optim, beta2)),
-        TRT_FLOAT(optim, eps, kLoss, 0.0, true, limits::kMaxFloat),
-        TRT_FLOAT(optim, weight_decay, kLoss, 0.0, false, limits::kMaxFloat),
-        TRT_FLOAT(optim, grad_clip, kLoss, 0.0, false, limits::kMaxFloat),
-        TRT_ENUM(optim, schedule, kLoss, Schedule),
-        TRT_INT(optim, warmup_steps, kLoss, 0, limits::kMaxSteps),
-        // + <= optim.lr (cross-key)
-        TRT_FLOAT(optim, min_lr, kLoss, 0.0, false, limits::kMaxFloat),
-        TRT_ENUM(optim, state_dtype, kLoss, StateDType),
-
-        TRT_ENUM(runtime, device, kLoss, DeviceKind),
-        TRT_ENUM(runtime, precision, kLoss, Precision),
-        TRT_INT(runtime, threads, kLoss, 0, limits::kMaxThreads),
-        TRT_INT(runtime, log_every, kNoLoss, 1, limits::kMaxSteps),
-        TRT_INT(runtime, max_inflight, kNoLoss, 1, limits::kMaxInflight),
-        TRT_FLOAT(runtime, peak_tflops, kNoLoss, 0.0, false, limits::kMaxFloat),
-        TRT_INT(runtime, memory_limit, kNoLoss, 0, limits::kMaxMemoryLimit),
-
-        TRT_BOOL(accel, fused_adamw, kNoLoss),
-        TRT_BOOL(accel, cuda_graphs, kNoLoss),
-        TRT_ENUM(accel, attention, kNoLoss, AttentionKind),
-        TRT_BOOL(accel, fused_classifier, kNoLoss),
-        TRT_BOOL(accel, matmul_epilogues, kNoLoss),
-        TRT_BOOL(accel, lowp_activations, kLoss),
-        TRT_BOOL(accel, deterministic, kNoLoss),
-        TRT_ENUM(accel, cpu_matmul, kNoLoss, CpuMatmul),
-
-        TRT_ENUM(dist, backend, kNoLoss, DistBackend),
-        TRT_INT(dist, timeout, kNoLoss, 1, limits::kMaxDistTimeout),
-        TRT_INT(dist, zero, kNoLoss, 0, 1),
-        TRT_ENUM(dist, wire_dtype, kLoss, WireDType),
-        TRT_BOOL(dist, overlap, kNoLoss),
-    };
-    return table;
-}
-
-#undef TRT_FIELD
-#undef TRT_INT
-#undef TRT_SEED
-#undef TRT_FLOAT
-#undef TRT_BOOL
-#undef TRT_PATH
-#undef TRT_ENUM
-#undef TRT_NAMES
-
-const std::vector<std::string>& sections() {
-    static const std::vector<std::string> list = [] {
-        std::vector<std::string> out;
-        for (const KeyDesc& d : keys())
-            if (std::find(out.begin(), out.end(), d.section) == out.end())
-                out.emplace_back(d.section);
-        return out;
-    }();
-    return list;
-}
-
-const KeyDesc* find_key(std::string_view section, std::string_view name) {
-    for (const KeyDesc& d : keys())
-        if (section == d.section && name == d.name) return &d;
-    return nullptr;
-}
-
-const KeyDesc* find_key(std::string_view dotted) {
-    const size_t dot = dotted.find('.');
-    if (dot == std::string_view::npos) return nullptr;
-    return find_key(dotted.substr(0, dot), dotted.substr(dot + 1));
-}
-
-std::vector<std::string> enum_names(const KeyDesc& d) {
-    std::vector<std::string> out;
-    for (int i = 0; i < 64; ++i) {
-        const char* n = d.ename(i);
-        if (std::strcmp(n, "?") == 0) break;
-        out.emplace_back(n);
-    }
-    return out;
-}
 
 // ------------------------------------------------------------------ text helpers
 
@@ -348,12 +81,6 @@ std::string fmt_double(double v) {
 }
 
 std::string quote(std::string_view s) { return quote_string(s); }
-
-std::vector<std::string> all_paths() {
-    std::vector<std::string> out;
-    for (const KeyDesc& d : keys()) out.push_back(d.path());
-    return out;
-}
 
 std::string expectation(const KeyDesc& d) {
     auto bound = [](const char* op, double v) {
@@ -643,120 +370,147 @@ std::string resolve_path(const std::string& base_dir, const std::string& p) {
     return (fs::path(base_dir) / path).lexically_normal().string();
 }
 
-// Converts one node into `out`, adding a problem (and leaving `out`) when it does not fit.
-void apply_value(const KeyDesc& d, const toml::node& n, RunConfig& out, Problems& problems) {
-    const std::string key = d.path();
-    auto bad = [&](const toml::node& at, const std::string& got, const std::string& extra = "") {
-        problems.add(&at.source(), cat(key, ": expected ", expectation(d), ", got ", got, extra));
-    };
-    auto float_ok = [&](double v) {
-        if (!std::isfinite(v)) return false;
-        if (!std::isnan(d.fmin) && (d.fmin_excl ? !(v > d.fmin) : !(v >= d.fmin))) return false;
-        if (!std::isnan(d.fmax) && (d.fmax_excl ? !(v < d.fmax) : !(v <= d.fmax))) return false;
-        return true;
-    };
-    // TOML strings may hold "\u0000", C strings end there: data.train = "x\u0000y" would
-    // open x. Refused rather than cut.
-    auto has_nul = [&](const toml::node& at, const std::string& v, const std::string& which) {
-        const size_t nul = v.find('\0');
-        if (nul == std::string::npos) return false;
-        problems.add(&at.source(), cat(key, which, ": the string holds a NUL character (\\u0000) "
-                                       "at byte ", nul, "; paths and names cannot contain one"));
-        return true;
-    };
-    auto number = [](const toml::node& x) -> std::optional<double> {
-        if (auto v = x.as_integer()) return static_cast<double>(v->get());
-        if (auto v = x.as_floating_point()) return v->get();
-        return std::nullopt;
-    };
-
-    switch (d.type) {
-        case KType::Int: {
-            const auto v = n.as_integer();
-            if (d.auto_ok && n.as_string() && n.as_string()->get() == "auto") {
-                d.i64(out) = 0;
-                return;
-            }
-            if (!v) {
-                const auto f = n.as_floating_point();
-                const bool whole = f && std::isfinite(f->get()) && f->get() == std::floor(f->get());
-                return bad(n, describe(n), whole ? " (integers are written without '.0')" : "");
-            }
-            if (v->get() < d.imin || v->get() > d.imax) return bad(n, describe(n));
-            d.i64(out) = v->get();
-            return;
-        }
-        case KType::Seed: {
-            const auto v = n.as_integer();
-            if (!v || v->get() < 0) return bad(n, describe(n));
-            d.u64(out) = static_cast<uint64_t>(v->get());
-            return;
-        }
-        case KType::Float: {
-            const auto v = number(n);
-            if (!v || !float_ok(*v)) return bad(n, describe(n));
-            d.f64(out) = *v;
-            return;
-        }
-        case KType::Bool: {
-            const auto v = n.as_boolean();
-            if (!v) return bad(n, describe(n));
-            d.b(out) = v->get();
-            return;
-        }
-        case KType::Path: {
-            const auto v = n.as_string();
-            if (!v) return bad(n, describe(n), n.is_boolean() || n.is_number() ? " (quote it)" : "");
-            if (has_nul(n, v->get(), "")) return;
-            d.str(out) = v->get();
-            return;
-        }
-        case KType::Enum: {
-            const auto v = n.as_string();
-            if (!v) return bad(n, describe(n));
-            const auto names = enum_names(d);
-            for (size_t i = 0; i < names.size(); ++i) {
-                if (names[i] == v->get()) {
-                    d.eset(out, static_cast<int>(i));
-                    return;
-                }
-            }
-            const std::string near = nearest(v->get(), names);
-            return bad(n, describe(n), near.empty() ? "" : cat("; did you mean ", quote(near), "?"));
-        }
-        case KType::Betas: {
-            const auto a = n.as_array();
-            if (!a || a->size() != 2) return bad(n, describe(n));
-            double b[2];
-            for (size_t i = 0; i < 2; ++i) {
-                const toml::node& e = *a->get(i);
-                const auto v = number(e);
-                if (!v || !float_ok(*v)) return bad(e, cat(describe(e), " as element ", i));
-                b[i] = *v;
-            }
-            d.f64(out) = b[0];
-            d.f64b(out) = b[1];
-            return;
-        }
-        case KType::Names: {
-            const auto a = n.as_array();
-            if (!a || a->size() > kMaxNames) return bad(n, describe(n));
-            std::vector<std::string> names;
-            for (size_t i = 0; i < a->size(); ++i) {
-                const toml::node& e = *a->get(i);
-                const auto v = e.as_string();
-                if (!v || v->get().empty() || v->get().size() > kMaxNameBytes)
-                    return bad(e, cat(describe(e), " as element ", i));
-                if (has_nul(e, v->get(), cat(" (element ", i, ")"))) return;
-                names.push_back(v->get());
-            }
-            d.names(out) = std::move(names);
-            return;
-        }
-    }
+// A TOML number (integer or float) as a double; nothing for any other node.
+std::optional<double> number(const toml::node& x) {
+    if (auto v = x.as_integer()) return static_cast<double>(v->get());
+    if (auto v = x.as_floating_point()) return v->get();
+    return std::nullopt;
 }
 
-// Reports sections and keys that are not in kKeys (with a suggestion when one is near).
+// Reads one key's node into a RunConfig, one step per value type: each adds a problem (and
+// leaves `out`) when the node does not fit.
+class ValueReader {
+public:
+    ValueReader(const KeyDesc& d, Problems& problems)
+        : d_(d), problems_(problems), key_(d.path()) {}
+
+    void read(const toml::node& n, RunConfig& out) const {
+        switch (d_.type) {
+            case KType::Int: return read_int(n, out);
+            case KType::Seed: {
+                const auto v = n.as_integer();
+                if (!v || v->get() < 0) return bad(n, describe(n));
+                d_.u64(out) = static_cast<uint64_t>(v->get());
+                return;
+            }
+            case KType::Float: {
+                const auto v = number(n);
+                if (!v || !float_ok(*v)) return bad(n, describe(n));
+                d_.f64(out) = *v;
+                return;
+            }
+            case KType::Bool: {
+                const auto v = n.as_boolean();
+                if (!v) return bad(n, describe(n));
+                d_.b(out) = v->get();
+                return;
+            }
+            case KType::Path: return read_path(n, out);
+            case KType::Enum: return read_enum(n, out);
+            case KType::Betas: return read_betas(n, out);
+            case KType::Names: return read_names(n, out);
+        }
+    }
+
+private:
+    void bad(const toml::node& at, const std::string& got, const std::string& extra = "") const {
+        problems_.add(&at.source(),
+                      cat(key_, ": expected ", expectation(d_), ", got ", got, extra));
+    }
+    bool float_ok(double v) const {
+        if (!std::isfinite(v)) return false;
+        if (!std::isnan(d_.fmin) && (d_.fmin_excl ? !(v > d_.fmin) : !(v >= d_.fmin)))
+            return false;
+        if (!std::isnan(d_.fmax) && (d_.fmax_excl ? !(v < d_.fmax) : !(v <= d_.fmax)))
+            return false;
+        return true;
+    }
+    // TOML strings may hold "\u0000", C strings end there: data.train = "x\u0000y" would
+    // open x. Refused rather than cut.
+    bool has_nul(const toml::node& at, const std::string& v, const std::string& which) const {
+        const size_t nul = v.find('\0');
+        if (nul == std::string::npos) return false;
+        problems_.add(&at.source(), cat(key_, which, ": the string holds a NUL character (\\u0000) "
+                                        "at byte ", nul, "; paths and names cannot contain one"));
+        return true;
+    }
+
+    void read_int(const toml::node& n, RunConfig& out) const {
+        const auto v = n.as_integer();
+        if (d_.auto_ok && n.as_string() && n.as_string()->get() == "auto") {
+            d_.i64(out) = 0;
+            return;
+        }
+        if (!v) {
+            const auto f = n.as_floating_point();
+            const bool whole = f && std::isfinite(f->get()) && f->get() == std::floor(f->get());
+            return bad(n, describe(n), whole ? " (integers are written without '.0')" : "");
+        }
+        if (v->get() < d_.imin || v->get() > d_.imax) return bad(n, describe(n));
+        d_.i64(out) = v->get();
+    }
+
+    void read_path(const toml::node& n, RunConfig& out) const {
+        const auto v = n.as_string();
+        if (!v) return bad(n, describe(n), n.is_boolean() || n.is_number() ? " (quote it)" : "");
+        if (has_nul(n, v->get(), "")) return;
+        d_.str(out) = v->get();
+    }
+
+    void read_enum(const toml::node& n, RunConfig& out) const {
+        const auto v = n.as_string();
+        if (!v) return bad(n, describe(n));
+        const auto names = enum_names(d_);
+        for (size_t i = 0; i < names.size(); ++i) {
+            if (names[i] == v->get()) {
+                d_.eset(out, static_cast<int>(i));
+                return;
+            }
+        }
+        const std::string near = nearest(v->get(), names);
+        return bad(n, describe(n), near.empty() ? "" : cat("; did you mean ", quote(near), "?"));
+    }
+
+    void read_betas(const toml::node& n, RunConfig& out) const {
+        const auto a = n.as_array();
+        if (!a || a->size() != 2) return bad(n, describe(n));
+        double b[2];
+        for (size_t i = 0; i < 2; ++i) {
+            const toml::node& e = *a->get(i);
+            const auto v = number(e);
+            if (!v || !float_ok(*v)) return bad(e, cat(describe(e), " as element ", i));
+            b[i] = *v;
+        }
+        d_.f64(out) = b[0];
+        d_.f64b(out) = b[1];
+    }
+
+    void read_names(const toml::node& n, RunConfig& out) const {
+        const auto a = n.as_array();
+        if (!a || a->size() > kMaxNames) return bad(n, describe(n));
+        std::vector<std::string> names;
+        for (size_t i = 0; i < a->size(); ++i) {
+            const toml::node& e = *a->get(i);
+            const auto v = e.as_string();
+            if (!v || v->get().empty() || v->get().size() > kMaxNameBytes)
+                return bad(e, cat(describe(e), " as element ", i));
+            if (has_nul(e, v->get(), cat(" (element ", i, ")"))) return;
+            names.push_back(v->get());
+        }
+        d_.names(out) = std::move(names);
+    }
+
+    const KeyDesc& d_;
+    Problems& problems_;
+    const std::string key_;
+};
+
+// Converts one node into `out`, adding a problem (and leaving `out`) when it does not fit.
+void apply_value(const KeyDesc& d, const toml::node& n, RunConfig& out, Problems& problems) {
+    ValueReader(d, problems).read(n, out);
+}
+
+// Reports sections and keys that are not in the key table (with a suggestion when one is near).
 void check_unknown(const toml::table& doc, Problems& problems) {
     const auto& secs = sections();
     for (auto&& [sk, sv] : doc) {

@@ -337,6 +337,109 @@ void attention_cached_forward(float* out /*[n,NH*hs]*/, const float* qkv /*[n,W]
                        [&](int ih, int slot) { row_head(scores + (size_t)slot * keys, ih); });
 }
 
+// What every (b, h) of one attention_backward call shares.
+struct BackwardCall {
+    float* dqkv;               // [B,T,(NH+2NKV)hs]
+    float* partials;           // GQA: [B,NH,2,T,hs] per-query-head dk, dv; null for MHA
+    const float* dout;         // [B,T,C]
+    const float* qkv;          // [B,T,(NH+2NKV)hs]
+    const RowStats* stats;     // [B,NH,T]
+    const DropoutDraw* draw;   // null without dropout
+    const int32_t* pos;        // [B,T] or null
+    int T, C, NH, NKV, hs, W, window;
+    float scale;
+    bool onednn;
+};
+
+// One (b, h), query block by query block: writes all rows of its own dq columns, and of its
+// dk, dv columns (MHA) or partials (GQA). `tiles`: its slot's kBackwardTiles [kQB, T] tiles.
+static void backward_head(const BackwardCall& c, int bh, float* tiles) {
+    const int T = c.T, C = c.C, NH = c.NH, hs = c.hs, W = c.W, window = c.window;
+    const float scale = c.scale;
+    const bool onednn = c.onednn;
+    float* p = tiles;                // [kQB, T] P, recomputed
+    float* pd = p + tile_floats(T);  // [kQB, T] P' (dropout)
+    float* d = pd + tile_floats(T);  // [kQB, T] dP -> dS
+    const HeadViews hv = head_views(c.qkv, bh, T, C, NH, c.NKV, hs);
+    const size_t row0 = (size_t)(bh / NH) * T * W;
+    float* dq = c.dqkv + row0 + (bh % NH) * hs;
+    // MHA: straight into dqkv (row stride W); GQA: this head's partials (stride hs).
+    float* dk = c.partials ? c.partials + (size_t)bh * 2 * T * hs  // [T,hs]
+                           : c.dqkv + row0 + C + hv.kvh * hs;
+    float* dv = c.partials ? dk + (size_t)T * hs : c.dqkv + row0 + C + (c.NKV + hv.kvh) * hs;
+    const int ldkv = c.partials ? hs : W;
+    // dk, dv are sums over the query blocks that see a key: start from 0.
+    for (int t = 0; t < T; t++) {
+        std::fill_n(dk + (size_t)t * ldkv, hs, 0.0f);
+        std::fill_n(dv + (size_t)t * ldkv, hs, 0.0f);
+    }
+    const float* dout_h = c.dout + (size_t)(bh / NH) * T * C + (bh % NH) * hs;  // stride C
+    const RowStats* st = c.stats + (size_t)bh * T;
+    const int32_t* ps = c.pos != nullptr ? c.pos + (size_t)(bh / NH) * T : nullptr;
+    for (int i0 = 0; i0 < T; i0 += kQB) {
+        const int i1 = i0 + kQB < T ? i0 + kQB : T;
+        const int m = i1 - i0, k0 = key_start(i0, window, ps), n = i1 - k0;
+        // P[m, n] recomputed as the forward made it: its scores, then its row statistics.
+        head_sgemm(onednn, CblasNoTrans, CblasTrans, m, n, hs, scale, hv.q + (size_t)i0 * W, W,
+                   hv.k + (size_t)k0 * W, W, 0.0f, p, T);
+        for (int t = i0; t < i1; t++)
+            softmax_row_from_stats(p + (size_t)(t - i0) * T, key_start(t, window, ps) - k0,
+                                   t - k0, n, st[t]);
+        // The probabilities the output was made of: P, or P' with dropout.
+        const float* used = p;
+        if (c.draw) {
+            draw_dropped(*c.draw, pd, p, bh, T, i0, i1, k0, n);
+            used = pd;
+        }
+        // d[m, n] = dout_h[i0:i1] · v[k0:i1]ᵀ, then the softmax backward (dP -> dS;
+        // zeros above the diagonal, and before the window where P is 0).
+        head_sgemm(onednn, CblasNoTrans, CblasTrans, m, n, hs, 1.0f, dout_h + (size_t)i0 * C, C,
+                   hv.v + (size_t)k0 * W, W, 0.0f, d, T);
+        for (int t = i0; t < i1; t++) {
+            const size_t r = (size_t)(t - i0) * T;
+            if (c.draw)
+                dropout_softmax_backward_row(d + r, p + r, pd + r, t - k0, n);
+            else
+                softmax_backward_row(d + r, p + r, t - k0, n);
+        }
+        // dq[i0:i1] = scale dS · k[k0:i1]
+        head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, n, scale, d, T,
+                   hv.k + (size_t)k0 * W, W, 0.0f, dq + (size_t)i0 * W, W);
+        // dv[k0:i1] += usedᵀ · dout_h[i0:i1];  dk[k0:i1] += scale dSᵀ · q[i0:i1]
+        head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, m, 1.0f, used, T,
+                   dout_h + (size_t)i0 * C, C, 1.0f, dv + (size_t)k0 * ldkv, ldkv);
+        head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, m, scale, d, T,
+                   hv.q + (size_t)i0 * W, W, 1.0f, dk + (size_t)k0 * ldkv, ldkv);
+    }
+}
+
+// GQA: each kv head's dk, dv is the sum of its G query heads' partials [B,NH,2,T,hs], in
+// head order, split over the B·T rows.
+static void sum_group_partials(float* dqkv /*[B,T,(NH+2NKV)hs]*/, const float* partials,
+                               int B, int T, int C, int NH, int NKV, int hs, int threads) {
+    const int G = NH / NKV;
+    const int W = C + 2 * NKV * hs;
+    const int N = B * T;
+    parallel_for(N, team((size_t)N * NKV * 2 * G * hs, threads), [&](int n) {
+        const int b = n / T, t = n % T;
+        for (int kvh = 0; kvh < NKV; kvh++)
+            for (int part = 0; part < 2; part++) {  // 0: dk, 1: dv
+                float* __restrict dst = dqkv + (size_t)n * W + C + (part * NKV + kvh) * hs;
+                const size_t bh0 = (size_t)b * NH + (size_t)kvh * G;
+                // Head g's partial row t: [bh0 + g][part][t], rows of hs floats.
+                auto src = [&](int g) -> const float* {
+                    return partials + (((bh0 + g) * 2 + part) * T + t) * hs;
+                };
+                const float* __restrict p0 = src(0);
+                for (int i = 0; i < hs; i++) dst[i] = p0[i];
+                for (int g = 1; g < G; g++) {
+                    const float* __restrict pg = src(g);
+                    for (int i = 0; i < hs; i++) dst[i] += pg[i];
+                }
+            }
+    });
+}
+
 void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* scratch,
                         const float* dout /*[B,T,C]*/, const float* qkv /*[B,T,(NH+2NKV)hs]*/,
                         const float* saved /*[B,NH,T,2]*/, int B, int T, int C, int NH,
@@ -357,90 +460,18 @@ void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* sc
     const size_t per_slot = kBackwardTiles * tile_floats(T);
     // GQA: per-query-head dk, dv partials [B,NH,2,T,hs] after the threads' tiles.
     float* partials = G > 1 ? scratch + (size_t)std::max(threads, 1) * per_slot : nullptr;
-    const RowStats* const stats = reinterpret_cast<const RowStats*>(saved);  // [B,NH,T]
+    const BackwardCall call{dqkv, partials, dout, qkv,
+                            reinterpret_cast<const RowStats*>(saved),  // [B,NH,T]
+                            draw ? &*draw : nullptr, pos, T, C, NH, NKV, hs, W, window, scale,
+                            onednn};
     const SerialLibrariesScope serial;
     // Every (b, h) writes all rows of its own dq columns, and of its dk, dv columns (MHA) or
     // partials (GQA), so together they overwrite all of dqkv.
     parallel_for_slots(BH, team((size_t)BH * T * T, threads), [&](int bh, int slot) {
-        float* p = scratch + (size_t)slot * per_slot;  // [kQB, T] P, recomputed
-        float* pd = p + tile_floats(T);                // [kQB, T] P' (dropout)
-        float* d = pd + tile_floats(T);                // [kQB, T] dP -> dS
-        const HeadViews hv = head_views(qkv, bh, T, C, NH, NKV, hs);
-        const size_t row0 = (size_t)(bh / NH) * T * W;
-        float* dq = dqkv + row0 + (bh % NH) * hs;
-        // MHA: straight into dqkv (row stride W); GQA: this head's partials (stride hs).
-        float* dk = partials ? partials + (size_t)bh * 2 * T * hs  // [T,hs]
-                             : dqkv + row0 + C + hv.kvh * hs;
-        float* dv = partials ? dk + (size_t)T * hs : dqkv + row0 + C + (NKV + hv.kvh) * hs;
-        const int ldkv = partials ? hs : W;
-        // dk, dv are sums over the query blocks that see a key: start from 0.
-        for (int t = 0; t < T; t++) {
-            std::fill_n(dk + (size_t)t * ldkv, hs, 0.0f);
-            std::fill_n(dv + (size_t)t * ldkv, hs, 0.0f);
-        }
-        const float* dout_h = dout + (size_t)(bh / NH) * T * C + (bh % NH) * hs;  // stride C
-        const RowStats* st = stats + (size_t)bh * T;
-        const int32_t* ps = pos != nullptr ? pos + (size_t)(bh / NH) * T : nullptr;
-        for (int i0 = 0; i0 < T; i0 += kQB) {
-            const int i1 = i0 + kQB < T ? i0 + kQB : T;
-            const int m = i1 - i0, k0 = key_start(i0, window, ps), n = i1 - k0;
-            // P[m, n] recomputed as the forward made it: its scores, then its row statistics.
-            head_sgemm(onednn, CblasNoTrans, CblasTrans, m, n, hs, scale,
-                       hv.q + (size_t)i0 * W, W, hv.k + (size_t)k0 * W, W, 0.0f, p, T);
-            for (int t = i0; t < i1; t++)
-                softmax_row_from_stats(p + (size_t)(t - i0) * T, key_start(t, window, ps) - k0,
-                                       t - k0, n, st[t]);
-            // The probabilities the output was made of: P, or P' with dropout.
-            const float* used = p;
-            if (draw) {
-                draw_dropped(*draw, pd, p, bh, T, i0, i1, k0, n);
-                used = pd;
-            }
-            // d[m, n] = dout_h[i0:i1] · v[k0:i1]ᵀ, then the softmax backward (dP -> dS;
-            // zeros above the diagonal, and before the window where P is 0).
-            head_sgemm(onednn, CblasNoTrans, CblasTrans, m, n, hs, 1.0f,
-                       dout_h + (size_t)i0 * C, C, hv.v + (size_t)k0 * W, W, 0.0f, d, T);
-            for (int t = i0; t < i1; t++) {
-                const size_t r = (size_t)(t - i0) * T;
-                if (draw)
-                    dropout_softmax_backward_row(d + r, p + r, pd + r, t - k0, n);
-                else
-                    softmax_backward_row(d + r, p + r, t - k0, n);
-            }
-            // dq[i0:i1] = scale dS · k[k0:i1]
-            head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, n, scale, d, T,
-                       hv.k + (size_t)k0 * W, W, 0.0f, dq + (size_t)i0 * W, W);
-            // dv[k0:i1] += usedᵀ · dout_h[i0:i1];  dk[k0:i1] += scale dSᵀ · q[i0:i1]
-            head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, m, 1.0f, used, T,
-                       dout_h + (size_t)i0 * C, C, 1.0f, dv + (size_t)k0 * ldkv, ldkv);
-            head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, m, scale, d, T,
-                       hv.q + (size_t)i0 * W, W, 1.0f, dk + (size_t)k0 * ldkv, ldkv);
-        }
+        backward_head(call, bh, scratch + (size_t)slot * per_slot);
     });
-    // (Every partial is written.) GQA: each kv head's dk, dv is the sum of its G query heads'
-    // partials, in head order, split over the B·T rows.
-    if (partials) {
-        const int N = B * T;
-        parallel_for(N, team((size_t)N * NKV * 2 * G * hs, threads), [&](int n) {
-            const int b = n / T, t = n % T;
-            for (int kvh = 0; kvh < NKV; kvh++)
-                for (int part = 0; part < 2; part++) {  // 0: dk, 1: dv
-                    float* __restrict dst =
-                        dqkv + (size_t)n * W + C + (part * NKV + kvh) * hs;
-                    const size_t bh0 = (size_t)b * NH + (size_t)kvh * G;
-                    // Head g's partial row t: [bh0 + g][part][t], rows of hs floats.
-                    auto src = [&](int g) -> const float* {
-                        return partials + (((bh0 + g) * 2 + part) * T + t) * hs;
-                    };
-                    const float* __restrict p0 = src(0);
-                    for (int i = 0; i < hs; i++) dst[i] = p0[i];
-                    for (int g = 1; g < G; g++) {
-                        const float* __restrict pg = src(g);
-                        for (int i = 0; i < hs; i++) dst[i] += pg[i];
-                    }
-                }
-        });
-    }
+    // (Every partial is written.)
+    if (partials) sum_group_partials(dqkv, partials, B, T, C, NH, NKV, hs, threads);
 }
 
 }  // namespace trt::cpu

@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "backend/cuda/attention_choice.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/cudnn_attention.h"
@@ -208,106 +209,12 @@ public:
 
     void reserve(const ModelDims& d) override {
         const DeviceGuard g(device_);
-        size_t need = 0;
-        for (size_t b : {elementwise_scratch_bytes(d), layernorm_scratch_bytes(d),
-                         rmsnorm_scratch_bytes(d), classifier_scratch_bytes(d),
-                         matmul_scratch_bytes(d, ctx_.precision, ctx_.act),
-                         ctx_.tiled_attention
-                             ? cuda::attention_tiled_ctx_scratch_bytes(d, ctx_.precision)
-                             : size_t{0},
-                         optimizer_scratch_bytes(params_n_hint(), d), sampler_scratch_bytes(d)})
-            need = std::max(need, b);
-        if (cudnn_ && !use_cudnn_ && dims_.B == 0) {
-            // The first reserve decides, before the model sizes its saved activations.
-            std::string why;
-            const int nkv = dims_nkv(d);
-            if (d.window > 0 && d.window < d.T && !cudnn_sliding_window_) {
-                // The band mask on cuDNN is built (cudnn_sdpa_graph.h) but not yet run on a
-                // GPU: only an explicit accel.attention = "cudnn" takes it.
-                cudnn_note_ = "a sliding window (" + std::to_string(d.window) +
-                              ") shorter than the sequence: cuDNN serves it only when "
-                              "accel.attention = \"cudnn\" is set (not yet verified on a GPU), "
-                              "so it runs on the matmul path";
-                cudnn_.reset();
-            } else if (d.documents) {
-                // cuDNN's masks here are causal, windows and padding: not an example's start.
-                cudnn_note_ = "the batches pack examples (documents), whose block-diagonal "
-                              "attention runs on the matmul path";
-                cudnn_.reset();
-            } else if (d.attention_dropout) {
-                // cuDNN draws its own dropout masks; the model's must be the CPU's (a counter-
-                // based mask per element), which the matmul path applies.
-                cudnn_note_ = "model.dropout drops attention probabilities with the CPU's "
-                              "masks, which runs on the matmul path";
-                cudnn_.reset();
-            } else if (nkv != d.NH && !cudnn_grouped_query_) {
-                // Grouped-query attention on cuDNN is built (cudnn_sdpa_graph.h) but not yet
-                // run on a GPU: only an explicit accel.attention = "cudnn" takes it.
-                cudnn_note_ = "this model has " + std::to_string(nkv) + " key/value heads for " +
-                              std::to_string(d.NH) +
-                              " query heads (grouped-query attention): cuDNN serves it only "
-                              "when accel.attention = \"cudnn\" is set (not yet verified on a "
-                              "GPU), so it runs on the matmul path";
-                cudnn_.reset();
-            } else if (cudnn_->prepare(ctx_, d.B, d.T, dims_attention_width(d), d.NH, &why,
-                                       nkv, d.window)) {
-                use_cudnn_ = true;
-                cudnn_sized_ = d;  // the shape the model sizes its saved/scratch for
-                cudnn_nkv_ = nkv;  // the model's key/value heads: the calls cuDNN serves
-                cudnn_window_ = d.window;  // and its window
-                // Calls of other shapes (sampling, forward) must fit in those buffers.
-                const int A = dims_attention_width(d);
-                cudnn_->set_call_budget(CudnnAttention::saved_floats(d.B, d.T, A, d.NH),
-                                        CudnnAttention::scratch_floats(d.B, d.T, A, d.NH));
-            } else {
-                cudnn_note_ = why;
-                cudnn_.reset();
-            }
-        }
-        // A later reserve of other dims (tests; never the model) prepares them too when it
-        // can (reserved: kept for the backend's life); any other shape is served by
-        // attention_path's rules.
-        const int nkv = dims_nkv(d), A = dims_attention_width(d);
-        // (the heads and window cuDNN was set up for)
-        const bool served = use_cudnn_ && nkv == cudnn_nkv_ && d.window == cudnn_window_;
-        if (served && !cudnn_->prepared(d.B, d.T, A, d.NH, nkv, d.window)) {
-            std::string why;
-            cudnn_->prepare(ctx_, d.B, d.T, A, d.NH, &why, nkv, d.window);
-        }
-        if (served && cudnn_->prepared(d.B, d.T, A, d.NH, nkv, d.window))
-            need = std::max(need, cudnn_->ctx_scratch_bytes(d.B, d.T, A, d.NH, nkv, d.window));
-        need = round_up(need);
-        if (need > ctx_.scratch_bytes) {
-            refuse_if_graphs_hold("reserve (the op scratch would move)");
-            free(ctx_.scratch);
-            ctx_.scratch = nullptr;
-            ctx_.scratch_bytes = 0;
-            ctx_.scratch = alloc(need, "op scratch");
-            ctx_.scratch_bytes = need;
-        }
-        // A slot holds load_rows' B rows of T+1 ids, or load_batch's three [B,T] arrays.
-        const size_t row_elems = std::max(static_cast<size_t>(d.B) * (d.T + 1),
-                                          3 * static_cast<size_t>(d.B) * d.T);
-        if (row_elems > rows_capacity_) {
-            // A copy on copy_stream_ may still read the old staging (setup time: waiting is
-            // fine). Capacity 0 until both slots exist, so a failure here leaves load_rows
-            // refusing rather than writing through a null slot.
-            synchronize();
-            rows_capacity_ = 0;
-            for (int i = 0; i < 2; ++i) {
-                if (pinned_rows_[i]) TRT_CUDA_CHECK(cudaFreeHost(pinned_rows_[i]));
-                pinned_rows_[i] = nullptr;
-                TRT_CUDA_CHECK(cudaMallocHost(&pinned_rows_[i], row_elems * sizeof(int32_t)));
-                free(device_rows_[i]);
-                device_rows_[i] = nullptr;
-                device_rows_[i] = static_cast<int32_t*>(
-                    alloc(row_elems * sizeof(int32_t), "staged batch rows"));
-                // alloc zero-fills on stream_: the first copy into the slot (copy_stream_)
-                // waits for that through rows_consumed_, or the fill could land after it.
-                TRT_CUDA_CHECK(cudaEventRecord(rows_consumed_[i], stream_));
-            }
-            rows_capacity_ = row_elems;
-        }
+        size_t need = kernel_scratch_bytes(d);
+        // The first reserve decides, before the model sizes its saved activations.
+        if (cudnn_ && !use_cudnn_ && dims_.B == 0) choose_attention_path(d);
+        need = std::max(need, cudnn_scratch_bytes(d));
+        grow_scratch(round_up(need));
+        grow_row_staging(d);
         dims_ = d;
     }
 
@@ -844,6 +751,96 @@ private:
                  "memory than the model reserved for cuDNN; set accel.attention = \"matmul\"");
         return AttentionPath::Cudnn;
     }
+
+    // reserve's steps. The op scratch the kernels of these dims need (cuDNN's aside; not
+    // Backend::op_scratch_bytes, the estimate of scratch beyond reserve's).
+    size_t kernel_scratch_bytes(const ModelDims& d) const {
+        size_t need = 0;
+        for (size_t b : {elementwise_scratch_bytes(d), layernorm_scratch_bytes(d),
+                         rmsnorm_scratch_bytes(d), classifier_scratch_bytes(d),
+                         matmul_scratch_bytes(d, ctx_.precision, ctx_.act),
+                         ctx_.tiled_attention
+                             ? cuda::attention_tiled_ctx_scratch_bytes(d, ctx_.precision)
+                             : size_t{0},
+                         optimizer_scratch_bytes(params_n_hint(), d), sampler_scratch_bytes(d)})
+            need = std::max(need, b);
+        return need;
+    }
+
+    // cuDNN attention or the matmul path, for the model's dims: cuDNN prepared for them, or
+    // dropped with cudnn_note_ saying why.
+    void choose_attention_path(const ModelDims& d) {
+        std::string why = cudnn_model_refusal(d, cudnn_sliding_window_, cudnn_grouped_query_);
+        const int nkv = dims_nkv(d), A = dims_attention_width(d);
+        if (why.empty() && cudnn_->prepare(ctx_, d.B, d.T, A, d.NH, &why, nkv, d.window)) {
+            use_cudnn_ = true;
+            cudnn_sized_ = d;  // the shape the model sizes its saved/scratch for
+            cudnn_nkv_ = nkv;  // the model's key/value heads: the calls cuDNN serves
+            cudnn_window_ = d.window;  // and its window
+            // Calls of other shapes (sampling, forward) must fit in those buffers.
+            cudnn_->set_call_budget(CudnnAttention::saved_floats(d.B, d.T, A, d.NH),
+                                    CudnnAttention::scratch_floats(d.B, d.T, A, d.NH));
+        } else {
+            cudnn_note_ = why;
+            cudnn_.reset();
+        }
+    }
+
+    // cuDNN's scratch for these dims, 0 where it does not serve them. A later reserve of
+    // other dims (tests; never the model) prepares them too when it can (reserved: kept for
+    // the backend's life); any other shape is served by attention_path's rules.
+    size_t cudnn_scratch_bytes(const ModelDims& d) {
+        const int nkv = dims_nkv(d), A = dims_attention_width(d);
+        // (the heads and window cuDNN was set up for)
+        const bool served = use_cudnn_ && nkv == cudnn_nkv_ && d.window == cudnn_window_;
+        if (served && !cudnn_->prepared(d.B, d.T, A, d.NH, nkv, d.window)) {
+            std::string why;
+            cudnn_->prepare(ctx_, d.B, d.T, A, d.NH, &why, nkv, d.window);
+        }
+        if (served && cudnn_->prepared(d.B, d.T, A, d.NH, nkv, d.window))
+            return cudnn_->ctx_scratch_bytes(d.B, d.T, A, d.NH, nkv, d.window);
+        return 0;
+    }
+
+    // The op scratch holds at least `need` bytes (it only grows).
+    void grow_scratch(size_t need) {
+        if (need > ctx_.scratch_bytes) {
+            refuse_if_graphs_hold("reserve (the op scratch would move)");
+            free(ctx_.scratch);
+            ctx_.scratch = nullptr;
+            ctx_.scratch_bytes = 0;
+            ctx_.scratch = alloc(need, "op scratch");
+            ctx_.scratch_bytes = need;
+        }
+    }
+
+    // The two batch staging slots (pinned host, device) hold a batch of these dims.
+    void grow_row_staging(const ModelDims& d) {
+        // A slot holds load_rows' B rows of T+1 ids, or load_batch's three [B,T] arrays.
+        const size_t row_elems = std::max(static_cast<size_t>(d.B) * (d.T + 1),
+                                          3 * static_cast<size_t>(d.B) * d.T);
+        if (row_elems > rows_capacity_) {
+            // A copy on copy_stream_ may still read the old staging (setup time: waiting is
+            // fine). Capacity 0 until both slots exist, so a failure here leaves load_rows
+            // refusing rather than writing through a null slot.
+            synchronize();
+            rows_capacity_ = 0;
+            for (int i = 0; i < 2; ++i) {
+                if (pinned_rows_[i]) TRT_CUDA_CHECK(cudaFreeHost(pinned_rows_[i]));
+                pinned_rows_[i] = nullptr;
+                TRT_CUDA_CHECK(cudaMallocHost(&pinned_rows_[i], row_elems * sizeof(int32_t)));
+                free(device_rows_[i]);
+                device_rows_[i] = nullptr;
+                device_rows_[i] = static_cast<int32_t*>(
+                    alloc(row_elems * sizeof(int32_t), "staged batch rows"));
+                // alloc zero-fills on stream_: the first copy into the slot (copy_stream_)
+                // waits for that through rows_consumed_, or the fill could land after it.
+                TRT_CUDA_CHECK(cudaEventRecord(rows_consumed_[i], stream_));
+            }
+            rows_capacity_ = row_elems;
+        }
+    }
+
     // The matmul attention's T×T buffers fit in what the model allocated for cuDNN.
     bool matmul_fits(int B, int T, int C, int NH, int NKV) const {
         const ModelDims& r = cudnn_sized_;
