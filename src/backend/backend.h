@@ -1,7 +1,9 @@
-// Backend: device memory plus the op set the model is written against (ARCHITECTURE.md).
-// The decoder (src/model/decoder.cpp) calls these in order and never knows which backend it
-// drives. Only what the model and the session issue belongs here: an op a kernel needs
-// internally, or one only a test calls, stays inside its backend (cpu_ops.h, cuda_ops.h). Pointers are backend memory (host memory on the CPU backend).
+// Backend: device memory plus the op set the model is written against (ARCHITECTURE.md); the
+// ops themselves are listed, with their contracts, in backend_ops.def (and the optimizer
+// step's in step_ops.def). The decoder (src/model/decoder.cpp) calls them in order and never
+// knows which backend it drives. Only what the model and the session issue belongs here: an
+// op a kernel needs internally, or one only a test calls, stays inside its backend
+// (cpu_ops.h, cuda_ops.h). Pointers are backend memory (host memory on the CPU backend).
 // All tensors are contiguous row-major. N = B*T positions. Parameters, their gradients, norm
 // statistics, losses and optimizer state are fp32 (float*); activations and their gradients
 // are Act / ConstAct views in the backend's activation_dtype() (fp32, or bf16 on a backend
