@@ -80,9 +80,12 @@ public:
     void name params override { dispatch(OpKind::name, [=, be = inner_.get()] { be->name args; }); }
 #include "backend/backend_ops.def"
 #undef TRT_OP
-#define TRT_OP(name, params, args)                                                     \
-    void name params override {                                                        \
-        dispatch(OpKind::name, [=, st = inner_->optimizer_step()] { st->name args; }); \
+    // (An inner backend without an optimizer step refuses here, by name, as optimizer_step_of
+    // does: optimizer_step() is null then, but a caller holding this object may still call.)
+#define TRT_OP(name, params, args)                                                         \
+    void name params override {                                                            \
+        OptimizerStep* st = &optimizer_step_of(*inner_);                                   \
+        dispatch(OpKind::name, [=] { st->name args; });                                    \
     }
 #include "backend/step_ops.def"
 #undef TRT_OP

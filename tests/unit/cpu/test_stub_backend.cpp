@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/op_dispatch.h"
 #include "core/error.h"
 #include "ops/op_cases.h"
 #include "ops/op_runner.h"
@@ -131,6 +133,20 @@ TEST(StubBackend, RefusesEveryOtherOpWithUnsupported) {
         ADD_FAILURE() << "a backend without an optimizer step handed one out";
     } catch (const trt::Error& e) {
         EXPECT_EQ(e.status(), trt::Status::Unsupported) << e.what();
+    }
+}
+
+// Wrapped for a profiler or a recorder, it still has no optimizer step, and a step op called
+// on the wrapper refuses by name rather than reaching a null one.
+TEST(StubBackend, WrappedItStillHasNoOptimizerStep) {
+    trt::OpDispatch wrapped(std::make_unique<StubBackend>());
+    EXPECT_EQ(wrapped.optimizer_step(), nullptr);
+    try {
+        wrapped.begin_step(nullptr, 0.0f, 1);
+        ADD_FAILURE() << "begin_step ran on a backend without an optimizer step";
+    } catch (const trt::Error& e) {
+        EXPECT_EQ(e.status(), trt::Status::Unsupported) << e.what();
+        EXPECT_NE(std::string(e.what()).find("stub"), std::string::npos) << e.what();
     }
 }
 
