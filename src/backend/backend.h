@@ -26,10 +26,13 @@
 
 namespace trt {
 
-// Bump whenever anything in this header changes shape (a method, a struct): the CUDA module
-// is a separate shared object that implements Backend, and the loader refuses a module built
-// against another version of this interface (src/backend/cuda_module.h).
-constexpr uint32_t kBackendInterfaceVersion = 19;  // 19: optimizer_step(); 18: collectives()
+// The CUDA module is a separate shared object that implements Backend, and the loader refuses
+// a module built against another version of this interface (src/backend/cuda_module.h):
+// kBackendInterfaceVersion, below, is this revision combined with a hash of every op's
+// signature as backend_ops.def and step_ops.def write it (an op added or changed needs no
+// bump). Bump the revision when anything else in this header changes shape (a method outside
+// the op lists, a struct).
+constexpr uint32_t kBackendInterfaceRevision = 20;  // 20: composed ops; 19: optimizer_step()
 
 // A target id that is not a target (instruction tuning trains on some tokens only): the
 // position is an input, its loss is 0 and its logits get no gradient.
@@ -348,6 +351,25 @@ constexpr int kOpKinds = 0
 #include "backend/step_ops.def"
 #undef TRT_OP
     ;
+// Every op's name and parameter list as text (composed ops marked), hashed (FNV-1a) into the
+// interface version: a module built against another op list is refused, not called through
+// a vtable of another shape.
+inline constexpr char kOpSignatures[] = ""
+#define TRT_OP(name, params, args) #name #params ";"
+#define TRT_OP_COMPOSED(name, params, args) "composed " #name #params ";"
+#include "backend/backend_ops.def"
+#undef TRT_OP_COMPOSED
+#include "backend/step_ops.def"
+#undef TRT_OP
+    ;
+constexpr uint32_t fnv1a_32(const char* s) {
+    uint32_t h = 2166136261u;
+    for (; *s; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 16777619u;
+    return h;
+}
+constexpr uint32_t kBackendInterfaceVersion =
+    fnv1a_32(kOpSignatures) ^ (kBackendInterfaceRevision * 0x9E3779B1u);
+
 inline const char* op_name(OpKind op) {
     static const char* const kNames[] = {
 #define TRT_OP(name, params, args) #name,
@@ -430,7 +452,9 @@ public:
     // backend does not implement throws Unsupported; supports() says which ones it runs.
 #define TRT_OP(name, params, args) \
     virtual void name params { unsupported_op(#name); }
+#define TRT_OP_COMPOSED(name, params, args) virtual void name params;
 #include "backend/backend_ops.def"
+#undef TRT_OP_COMPOSED
 #undef TRT_OP
     // Whether this backend runs `op` for a model of these dims at this precision (what a
     // partial backend says; the op-case suites skip the rest). The CPU and CUDA backends run
@@ -487,6 +511,13 @@ inline OptimizerStep& optimizer_step_of(Backend& be) {
              "cannot train (evaluation and sampling run the model's ops only)");
     return *s;
 }
+
+}  // namespace trt
+
+// The defaults of the composed ops (TRT_OP_COMPOSED), inline like the rest of Backend.
+#include "backend/backend_composed.h"
+
+namespace trt {
 
 // How many bytes of backend scratch ModelDims implies is the backend's business; how many
 // floats of activations the model needs is the model's (src/model/activations.h).
