@@ -9,3 +9,25 @@
 // until then the backend runs the composition it already runs today.
 #pragma once
 #include "backend/backend.h"
+
+namespace trt {
+
+// The heads copied out compact and kept (pre), normalised as rows into scratch, and their
+// columns of qkv replaced: x - x + y, exactly y in every dtype.
+inline void Backend::qk_norm_forward(Act qkv, Act pre, float* rstd, const float* wq,
+                                     const float* wk, Act scratch, float eps,
+                                     const AttentionShape& a) {
+    const int N = a.B * a.T, W = a.qkv_width(), QW = a.NH * a.hs, KW = a.NKV * a.hs;
+    const size_t q_size = static_cast<size_t>(N) * QW;
+    const Act k_pre = pre.at(q_size), q_n = scratch, k_n = scratch.at(q_size);
+    copy_columns(pre, qkv, 1.0f, N, W, 0, QW);
+    copy_columns(k_pre, qkv, 1.0f, N, W, QW, KW);
+    rmsnorm_forward(q_n, rstd, pre, wq, N * a.NH, a.hs, eps);
+    rmsnorm_forward(k_n, rstd + static_cast<size_t>(N) * a.NH, k_pre, wk, N * a.NKV, a.hs, eps);
+    add_columns(qkv, pre, -1.0f, N, W, 0, QW);
+    add_columns(qkv, q_n, 1.0f, N, W, 0, QW);
+    add_columns(qkv, k_pre, -1.0f, N, W, QW, KW);
+    add_columns(qkv, k_n, 1.0f, N, W, QW, KW);
+}
+
+}  // namespace trt

@@ -266,25 +266,14 @@ void Decoder::block_attention_forward(int i, int B, int T, int cache_pos0) {
 }
 
 // Qwen3's q_norm and k_norm: RMSNorm over each head of q and of k (one [hs] weight each,
-// shared by the heads), in place in qkv, before RoPE. Built from verified ops: the heads are
-// copied out compact ([N*NH, hs] rows, then [N*NKV, hs]) and kept for the backward, normed
-// as rows, and their columns of qkv replaced (x - x + y: exactly y in every dtype).
+// shared by the heads), in place in qkv, before RoPE; the heads as they were (qk_pre) and
+// their rstd kept for the backward. Rows are independent: one sequence of N rows.
 void Decoder::qk_norm_forward(int i, int N) {
     const ModelSpec& s = spec();
     LayerActivations& a = acts_.layers[i];
-    const int hs = s.hs(), W = s.qkv_width(), QW = s.NH * hs, KW = s.NKV * hs;
-    const size_t q_size = static_cast<size_t>(N) * QW;
-    const Act q_pre = a.qk_pre, k_pre = a.qk_pre.at(q_size);
-    const Act q_n = acts_.qk_tmp, k_n = acts_.qk_tmp.at(q_size);
-    be_.copy_columns(q_pre, a.qkv, 1.0f, N, W, 0, QW);
-    be_.copy_columns(k_pre, a.qkv, 1.0f, N, W, QW, KW);
-    be_.rmsnorm_forward(q_n, a.qk_rstd, q_pre, w(Slot::QNorm, i), N * s.NH, hs, s.norm_eps);
-    be_.rmsnorm_forward(k_n, a.qk_rstd + static_cast<size_t>(N) * s.NH, k_pre,
-                        w(Slot::KNorm, i), N * s.NKV, hs, s.norm_eps);
-    be_.add_columns(a.qkv, q_pre, -1.0f, N, W, 0, QW);
-    be_.add_columns(a.qkv, q_n, 1.0f, N, W, 0, QW);
-    be_.add_columns(a.qkv, k_pre, -1.0f, N, W, QW, KW);
-    be_.add_columns(a.qkv, k_n, 1.0f, N, W, QW, KW);
+    be_.qk_norm_forward(a.qkv, a.qk_pre, a.qk_rstd, w(Slot::QNorm, i), w(Slot::KNorm, i),
+                        acts_.qk_tmp, s.norm_eps,
+                        AttentionShape::from_heads(1, N, s.NH, s.NKV, s.hs()));
 }
 
 // dqkv's q and k columns: the gradient of the normalised heads in, of the heads before the

@@ -173,6 +173,7 @@ const std::map<std::string, std::set<std::string>>& activation_tensors() {
         {"rmsnorm_forward", {"inp", "out"}},
         {"rmsnorm_backward", {"inp", "dout", "dinp"}},
         {"residual_rmsnorm_forward", {"a", "b", "res_out", "out"}},
+        {"qk_norm_forward", {"qkv", "pre"}},
         {"rope_forward", {"qkv"}},
         {"rope_backward", {"dqkv"}},
         {"swiglu_forward", {"inp", "out"}},
@@ -903,6 +904,57 @@ void rmsnorm_cases() {
     }
 }
 
+// Qwen3's q/k norm, in place on qkv's q and k heads: one head of each, grouped-query heads,
+// multi-query, model head sizes. Rows are independent, so one sequence of N rows.
+void qk_norm_cases() {
+    struct S {
+        int N, NH, NKV, hs;
+    };
+    for (S s : {S{1, 1, 1, 4}, S{5, 4, 2, 8}, S{17, 6, 3, 12}, S{33, 8, 1, 64}, S{9, 16, 4, 128}}) {
+        const int N = s.N, NH = s.NH, NKV = s.NKV, hs = s.hs;
+        const int W = (NH + 2 * NKV) * hs;
+        const size_t q_rows = (size_t)N * NH, rows = (size_t)N * (NH + NKV);
+        const float eps = 1e-6f;
+        OpCase c;
+        c.op = "qk_norm_forward";
+        c.shape = dims_text({{"N", N}, {"NH", NH}, {"NKV", NKV}, {"hs", hs}});
+        c.tensors = {tensor("qkv", (size_t)N * W, Use::InOut, -2, 3), in("wq", hs, 0.5f, 1.5f),
+                     in("wk", hs, 0.5f, 1.5f), bitwise(out("pre", rows * hs)), out("rstd", rows)};
+        c.dims = rows_dims(N, W);
+        c.tol = kFp32Math;
+        c.run = [=](Backend& be, const DeviceTensors& t) {
+            auto* scratch = static_cast<float*>(be.alloc(rows * hs * 4, "qk_norm scratch"));
+            be.qk_norm_forward(t.f(0), t.f(3), t.f(4), t.f(1), t.f(2), as_act(be, scratch), eps,
+                               trt::AttentionShape::from_heads(1, N, NH, NKV, hs));
+            be.free(scratch);
+        };
+        c.reference = [=](HostTensors& h) {
+            Vec& qkv = h.f[0];
+            // Head r of the compact layout (q rows n*NH + j, then k rows) <-> its columns.
+            auto column = [=](size_t r) {
+                const size_t n = r < q_rows ? r / NH : (r - q_rows) / NKV;
+                const size_t j = r < q_rows ? r % NH : NH + (r - q_rows) % NKV;
+                return n * W + j * hs;
+            };
+            Vec pre(rows * hs);
+            for (size_t r = 0; r < rows; r++)
+                for (int e = 0; e < hs; e++) pre[r * hs + e] = qkv[column(r) + e];
+            const Vec q(pre.begin(), pre.begin() + q_rows * hs),
+                k(pre.begin() + q_rows * hs, pre.end());
+            Vec rq, rk;
+            const Vec qn = ref::rmsnorm_forward(q, h.f[1], (int)q_rows, hs, eps, &rq);
+            const Vec kn = ref::rmsnorm_forward(k, h.f[2], (int)(rows - q_rows), hs, eps, &rk);
+            for (size_t r = 0; r < rows; r++)
+                for (int e = 0; e < hs; e++)
+                    qkv[column(r) + e] = r < q_rows ? qn[r * hs + e] : kn[(r - q_rows) * hs + e];
+            h.f[3] = pre;
+            rq.insert(rq.end(), rk.begin(), rk.end());
+            h.f[4] = rq;
+        };
+        add(c);
+    }
+}
+
 void rope_cases() {
     struct S {
         int B, T, NH, NKV, hs, pos0;
@@ -1290,6 +1342,7 @@ const std::vector<OpCase>& all_cases() {
         attention_cached_cases();
         classifier_cases();
         rmsnorm_cases();
+        qk_norm_cases();
         rope_cases();
         rope_document_cases();
         swiglu_cases();

@@ -255,6 +255,13 @@ public:
         cpu::residual_rmsnorm_forward(f32(res_out), f32(out), rstd, f32(a), f32(b), w, N, C,
                                       eps, threads_);
     }
+    void qk_norm_forward(Act qkv, Act pre, float* rstd, const float* wq, const float* wk,
+                         Act scratch, float eps, const AttentionShape& a) override {
+        if (lowp_)  // the composition, through the bf16/fp16 row ops
+            return Backend::qk_norm_forward(qkv, pre, rstd, wq, wk, scratch, eps, a);
+        cpu::qk_norm_forward(f32(qkv), f32(pre), rstd, wq, wk, a.B * a.T, a.NH, a.NKV, a.hs, eps,
+                             threads_);
+    }
     void rope_forward(Act qkv, const float* cos, const float* sin, int pos0,
                       const AttentionShape& a) override {
         if (lowp_)

@@ -66,6 +66,10 @@ void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* in
 void residual_rmsnorm_forward(float* res_out, float* out, float* rstd, const float* a,
                               const float* b, const float* w, int N, int C, float eps,
                               int threads);
+// Qwen3's q_norm/k_norm in place on qkv's Q and K heads (backend_ops.def qk_norm_forward);
+// W = (NH + 2 NKV) hs.
+void qk_norm_forward(float* qkv, float* pre, float* rstd, const float* wq, const float* wk, int N,
+                     int NH, int NKV, int hs, float eps, int threads);
 
 // cpu_rope.cpp — rotary position embedding (rotate_half), in place on qkv's Q and K heads.
 // pos [B*T] or null: row n's position is pos[n] instead of pos0 + n % T (documents).

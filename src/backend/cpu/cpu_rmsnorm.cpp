@@ -62,6 +62,36 @@ void residual_rmsnorm_forward(float* res_out /*[N,C]*/, float* out /*[N,C]*/,
     });
 }
 
+// Row n's q heads, then its k heads: each copied into pre and normalised back into place from
+// there — rmsnorm_rows on the same values, so the same bits as the composed default.
+TRT_CPU_CLONES static void qk_norm_rows(float* qkv, float* pre, float* rstd, const float* wq,
+                                        const float* wk, int n0, int n1, int N, int NH, int NKV,
+                                        int hs, float eps) {
+    const size_t W = (size_t)(NH + 2 * NKV) * hs, q_rows = (size_t)N * NH;
+    for (int n = n0; n < n1; n++) {
+        for (int h = 0; h < NH + NKV; h++) {
+            const bool q = h < NH;
+            const size_t row = q ? (size_t)n * NH + h : q_rows + (size_t)n * NKV + (h - NH);
+            float* x = qkv + n * W + (size_t)h * hs;  // q heads, then k heads, side by side
+            float* p = pre + row * hs;
+            for (int c = 0; c < hs; c++) p[c] = x[c];
+            rmsnorm_row_impl(x, rstd + row, p, q ? wq : wk, hs, eps);
+        }
+    }
+}
+
+void qk_norm_forward(float* qkv /*[N,(NH+2NKV)hs]*/, float* pre /*[N(NH+NKV),hs]*/,
+                     float* rstd /*[N(NH+NKV)]*/, const float* wq /*[hs]*/,
+                     const float* wk /*[hs]*/, int N, int NH, int NKV, int hs, float eps,
+                     int threads) {
+    const size_t parts = std::min((size_t)N, (size_t)threads * kPartsPerThread);
+    parallel_for(parts, team((size_t)N * (NH + NKV) * hs, threads), [&](size_t part) {
+        size_t r0, r1;
+        split_range((size_t)N, parts, part, &r0, &r1);
+        qk_norm_rows(qkv, pre, rstd, wq, wk, (int)r0, (int)r1, N, NH, NKV, hs, eps);
+    });
+}
+
 // dinp_row += rstd (g − xhat·mean(g·xhat)), g = dout·w, xhat = x·rstd (the layernorm
 // backward without the mean terms). Two passes over the row, g and xhat recomputed.
 TRT_CPU_CLONES static void rmsnorm_backward_rows(float* dinp, const float* dout,

@@ -130,6 +130,36 @@ TEST_P(CpuLlamaOps, ResidualRmsNorm) {
     }
 }
 
+// The fused q/k norm (cpu_rmsnorm.cpp) gives the bits of its composed default
+// (backend_composed.h: copy, rmsnorm_forward, x - x + y), which the bf16/fp16 modes and every
+// backend without the fusion run; V stays untouched.
+TEST_P(CpuLlamaOps, QkNormFusedGivesTheComposedBits) {
+    struct S {
+        int N, NH, NKV, hs;
+    };
+    for (S s : {S{1, 1, 1, 4}, S{7, 4, 2, 8}, S{33, 8, 1, 64}, S{65, 16, 4, 128}}) {
+        const int W = (s.NH + 2 * s.NKV) * s.hs;
+        const size_t rows = (size_t)s.N * (s.NH + s.NKV);
+        const auto qkv = ref::random_floats((size_t)s.N * W, 1601, -2, 3);
+        const auto wq = ref::random_floats(s.hs, 1602, 0.5f, 1.5f),
+                   wk = ref::random_floats(s.hs, 1603, 0.5f, 1.5f);
+        const auto shape = trt::AttentionShape::from_heads(1, s.N, s.NH, s.NKV, s.hs);
+        std::vector<float> fused = qkv, composed = qkv, pre(rows * s.hs, kNaN), pre2 = pre,
+                           rstd(rows, kNaN), rstd2 = rstd, scratch(rows * s.hs, kNaN);
+        be->qk_norm_forward(fused.data(), pre.data(), rstd.data(), wq.data(), wk.data(),
+                            scratch.data(), 1e-6f, shape);
+        be->trt::Backend::qk_norm_forward(composed.data(), pre2.data(), rstd2.data(), wq.data(),
+                                          wk.data(), scratch.data(), 1e-6f, shape);
+        const std::string sh = " N" + std::to_string(s.N) + " NH" + std::to_string(s.NH);
+        EXPECT_TRUE(same_bits(fused, composed)) << sh;
+        EXPECT_TRUE(same_bits(pre, pre2)) << sh;
+        EXPECT_TRUE(same_bits(rstd, rstd2)) << sh;
+        for (int n = 0; n < s.N; n++)  // V
+            for (int c = (s.NH + s.NKV) * s.hs; c < W; c++)
+                ASSERT_EQ(fused[(size_t)n * W + c], qkv[(size_t)n * W + c]) << sh;
+    }
+}
+
 struct RopeCase {
     int B, T, NH, NKV, hs, pos0;
 };
