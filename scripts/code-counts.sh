@@ -17,7 +17,7 @@ body = body[:body.index("\n};")]
 decls = re.findall(r"\bvirtual\b[^;{]*[;{]", body)
 ops = 0
 if os.path.exists("src/backend/backend_ops.def"):
-    ops = len(re.findall(r"^TRT_OP\(", open("src/backend/backend_ops.def").read(), re.M))
+    ops = len(re.findall(r"^TRT_OP(?:_COMPOSED)?\(", open("src/backend/backend_ops.def").read(), re.M))
     decls = [d for d in decls if "name params" not in d]  # the generating line itself
 print(len(decls) + ops, sum(1 for d in decls if re.search(r"=\s*0\s*;$", d)), ops)
 PY

@@ -39,6 +39,7 @@ if [ "$want_test" = 1 ]; then
     mono-mcs mono-runtime        # bindings/csharp (C# 7, Debian's Mono)
     rpm lintian rpmlint          # packaging: building and linting the .deb/.rpm packages
     abigail-tools                # scripts/abi-check.sh (abidw/abidiff against the baseline)
+    ccache                       # .ci/run: the package, test and GPU-check builds share objects
     clang libclang-rt-14-dev     # scripts/fuzz.sh: libFuzzer + ASan/UBSan (tests/fuzz)
     libomp-dev                   # ... and the OpenMP that configuring with clang looks for
     chromium                     # tests/cli/report_chromium.sh: `trainrt report`'s page, headless

@@ -79,6 +79,10 @@ else
     echo "note: no private mount namespace here (not root?): the system copies stay visible; .deps is still the only source passed to CMake"
 fi
 
+# Call 1's build folder where a loan has it (gpu-check's default, build-gpu in the tree): a
+# compiler cache (CI's ccache, paths relative to the clone) then finds the objects of the test
+# build, which sits at the same depth in the clone, for every target whose flags match.
+BUILD1=$TREE/build-gpu
 export GPU_CHECK_USE_DEPS=1 GPU_CHECK_DRY_RUN=1
 # The plan's caps are for 16 cores; this machine may have 2, and runs other tests beside.
 export GPU_CHECK_BUDGET=3000 GPU_CHECK_CAPS="build=2000 gpu-tests=500 train=300"
@@ -89,7 +93,7 @@ unset TOMLPP_INCLUDE_DIR OPENBLAS_INCLUDE_DIR OPENBLAS_LIBRARY GTest_DIR TRAINRT
 step "call 1: --plan check --dry-run"
 OUT1=$WORK/out1
 rc=0
-hidden_run bash "$TREE/scripts/gpu-check.sh" --plan check --dry-run "$OUT1" "$WORK/build1" || rc=$?
+hidden_run bash "$TREE/scripts/gpu-check.sh" --plan check --dry-run "$OUT1" "$BUILD1" || rc=$?
 S1=$OUT1/summary.md
 [ -f "$S1" ] || fail "call 1 wrote no summary.md"
 [ "$rc" = 0 ] || { cat "$S1" >&2; fail "call 1 exited $rc"; }
@@ -126,7 +130,7 @@ echo "ok: call 1 brought back $n files ($(du -ch "$OUT1"/* | tail -1 | cut -f1))
 step "a stage cut by its cap says so (and the run fails)"
 rc=0
 GPU_CHECK_STAGES="train" GPU_CHECK_CAPS="train=6" TRAIN_CPU_STEPS=400 \
-    hidden_run bash "$TREE/scripts/gpu-check.sh" --plan check --dry-run "$WORK/out-cut" "$WORK/build1" \
+    hidden_run bash "$TREE/scripts/gpu-check.sh" --plan check --dry-run "$WORK/out-cut" "$BUILD1" \
     > "$WORK/out-cut.log" 2>&1 || rc=$?
 [ "$rc" = 1 ] || { cat "$WORK/out-cut/summary.md" >&2; fail "a cut stage: exit $rc, expected 1"; }
 expect_row "$WORK/out-cut/summary.md" train "TIMEOUT"
@@ -149,7 +153,7 @@ grep -q '^| gpu-tests |' "$S2" && fail "call 2 lists the gpu-tests stage"
 step "call 2 on a warm machine (call 1's build folder still there) runs the same binaries"
 rc=0
 GPU_CHECK_PREBUILT=$OUT1/trainrt-bin.tar.gz \
-    hidden_run bash "$TREE/scripts/gpu-check.sh" --plan ladder --dry-run "$WORK/out2w" "$WORK/build1" \
+    hidden_run bash "$TREE/scripts/gpu-check.sh" --plan ladder --dry-run "$WORK/out2w" "$BUILD1" \
     > "$WORK/out2w.log" 2>&1 || rc=$?
 [ "$rc" = 0 ] || { cat "$WORK/out2w/summary.md" >&2; fail "warm call 2 exited $rc"; }
 expect_row "$WORK/out2w/summary.md" build "runtime files from trainrt-bin.tar.gz"
@@ -177,7 +181,7 @@ expect_row "$WORK/out3/summary.md" build "cuDNN headers NOT FOUND"
 step "the build stage fails when the module got the cuDNN stub"
 rc=0
 GPU_CHECK_STAGES="build" GPU_CHECK_CMAKE_ARGS="-DTRAINRT_WITH_CUDNN=OFF" \
-    hidden_run bash "$TREE/scripts/gpu-check.sh" --plan check --dry-run "$WORK/out4" "$WORK/build1" \
+    hidden_run bash "$TREE/scripts/gpu-check.sh" --plan check --dry-run "$WORK/out4" "$BUILD1" \
     > "$WORK/out4.log" 2>&1 || rc=$?
 [ "$rc" = 1 ] || { cat "$WORK/out4/summary.md" >&2; fail "stub module: exit $rc, expected 1"; }
 expect_row "$WORK/out4/summary.md" build "stub built"
