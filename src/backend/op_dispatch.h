@@ -1,8 +1,9 @@
 // OpDispatch: a Backend that forwards everything to another one and sends every op of
 // backend_ops.def and step_ops.def through one function, dispatch() — the single place where a
 // wrapper times an op, counts it, or records it for replay (the tests' RecordingBackend), with
-// no change to the backends. Not on the normal path: a session drives its backend directly, and
-// wraps it only for such a purpose.
+// no change to the backends. Also the base of a decorator that runs some ops itself: the CPU
+// backend's bf16/fp16 modes (cpu_lowp.h) override every op on activations and leave the rest
+// (batches, the optimizer step: a few calls a step) to come through here.
 #pragma once
 #include <functional>
 #include <memory>

@@ -22,16 +22,27 @@ namespace {
 
 constexpr size_t kAlign = 64;  // one cache line / an AVX-512 vector
 
-// After an AdamW step the bf16/fp16 working copy follows the master, even if the step throws
-// half-way (a scope guard).
-struct WorkingCopyRefresh {
-    cpu::LowpOps* lowp;
-    const float* p;
-    size_t n;
-    ~WorkingCopyRefresh() {
-        if (lowp) lowp->params_written(p, n * sizeof(float));
-    }
+// accel.cpu_matmul: whether matmuls of `in` operands (F32, BF16) go through oneDNN.
+// auto: where oneDNN's kernel is the fast kind (OnednnGemm::fast: fp32 brgemm on AVX-512,
+// bf16 on the CPU's own bf16 instructions); onednn: wherever oneDNN has one; openblas:
+// never. `note`: oneDNN's implementation, or why not (for the log line).
+struct OnednnChoice {
+    bool use = false;
+    std::string note;
 };
+OnednnChoice choose_onednn(CpuMatmul matmul, DType in) {
+    if (matmul == CpuMatmul::Openblas) return {false, "accel.cpu_matmul = \"openblas\""};
+    std::string impl;
+    const std::string why = cpu::OnednnGemm::availability(in, &impl);
+    if (!why.empty()) return {false, why};
+    if (matmul == CpuMatmul::Auto && !cpu::OnednnGemm::fast(in, impl))
+        return {false,
+                cat("oneDNN's ", in == DType::BF16 ? "bf16" : "fp32", " matmul here is ", impl,
+                    in == DType::BF16 ? " (no native bf16 on this CPU: an emulation)"
+                                      : " (no AVX-512: no faster than OpenBLAS)",
+                    "; accel.cpu_matmul = \"onednn\" takes it anyway")};
+    return {true, impl};
+}
 
 class CpuBackend final : public Backend, public OptimizerStep {
 public:
@@ -40,58 +51,33 @@ public:
         c.cached_attention = true;
         return c;
     }
-    CpuBackend(int threads, Precision precision, CpuMatmul matmul)
+    // fp32_matmuls: false for the fp32 half of a bf16/fp16 backend (cpu_lowp.h), whose
+    // matmuls the decorator runs.
+    CpuBackend(int threads, CpuMatmul matmul, bool fp32_matmuls)
         : threads_(threads > 0 ? threads : omp_get_num_procs()) {
         if (threads_ < 1) threads_ = 1;
         // fp32 products (the fp32 matmuls, and attention's per-head ones in every precision)
         // by oneDNN where its fp32 kernels are the faster (or asked for).
-        onednn_sgemm_ = choose_onednn(matmul, DType::F32);
-        if (precision == Precision::Bf16) {
-            lowp_ = std::make_unique<cpu::LowpOps>(*this, threads_, DType::BF16,
-                                                   choose_onednn(matmul, DType::BF16),
-                                                   onednn_sgemm_);
-        } else if (precision == Precision::Fp16) {
-            lowp_ = std::make_unique<cpu::LowpOps>(*this, threads_, DType::F16, false,
-                                                   onednn_sgemm_);
-            onednn_impl_.clear();
-            onednn_why_not_ = "fp16 is a test twin: its matmuls are OpenBLAS sgemm on widened "
-                              "operands";
-        } else if (precision == Precision::Fp32) {
-            if (onednn_sgemm_) gemm_ = std::make_unique<cpu::OnednnGemm>();
-        } else {  // the factory resolves auto before this
-            fail(Status::Unsupported, "the cpu backend computes in fp32, bf16 or fp16, not ",
-                 "tf32/auto");
-        }
+        const OnednnChoice fp32 = choose_onednn(matmul, DType::F32);
+        onednn_sgemm_ = fp32.use;
+        matmul_note_ = fp32.note;
+        if (fp32_matmuls && onednn_sgemm_) gemm_ = std::make_unique<cpu::OnednnGemm>();
         // Our parallel loops run on the pool (cpu_pool.h) with teams of threads_; OpenBLAS and
         // oneDNN are made single-threaded by each kernel that calls them, on the calling
         // thread (cpu_threads.h) — not here, once, on the thread that created the session:
         // OpenMP's thread count is per thread, and a session may be driven from any thread.
     }
     ~CpuBackend() override {
-        lowp_.reset();  // frees its buffers through this backend
         gemm_.reset();
         for (auto& kv : sizes_) std::free(kv.first);
     }
-    DType activation_dtype() const override { return lowp_ ? lowp_->dtype() : DType::F32; }
+    bool onednn_sgemm() const { return onednn_sgemm_; }
     AccelStatus accel_status() const override {
         AccelStatus st;
         const std::string native = native_bf16_flags();
-        if (lowp_ && lowp_->dtype() == DType::F16)
-            st.precision_note =
-                "fp16 activations and matmul operands, fp32 math, dynamic loss scaling: the "
-                "CUDA fp16 path's twin, element-by-element conversions (slow; for tests)";
-        else if (lowp_)
-            st.precision_note = cat(
-                "bf16 activations and matmul operands, fp32 accumulation and math (rounded as "
-                "the CUDA bf16 path)",
-                lowp_->onednn_matmuls()
-                    ? "; matmuls on the bf16 values"
-                    : "; matmuls by OpenBLAS sgemm on widened operands: not faster than fp32");
-        else if (!native.empty())
-            st.precision_note = cat("this CPU has native bf16 (", native, ")");
-        const bool onednn = gemm_ || (lowp_ && lowp_->onednn_matmuls());
-        st.cpu_matmul = onednn ? "onednn" : "openblas";
-        st.cpu_matmul_note = onednn ? onednn_impl_ : onednn_why_not_;
+        if (!native.empty()) st.precision_note = cat("this CPU has native bf16 (", native, ")");
+        st.cpu_matmul = gemm_ ? "onednn" : "openblas";
+        st.cpu_matmul_note = matmul_note_;
         if (onednn_sgemm_) st.cpu_matmul_note += "; attention's products by oneDNN's sgemm";
         return st;
     }
@@ -125,7 +111,6 @@ public:
     }
     void free(void* ptr) override {
         if (!ptr) return;
-        if (lowp_) lowp_->unregister_if(ptr);
         {
             std::lock_guard<std::mutex> lock(mu_);
             auto it = sizes_.find(ptr);
@@ -137,21 +122,9 @@ public:
     }
     void copy_to_device(void* dst, const void* src, size_t bytes) override {
         if (bytes) std::memcpy(dst, src, bytes);
-        if (lowp_) lowp_->params_written(dst, bytes);
     }
     void zero(void* ptr, size_t bytes) override {
         if (bytes) std::memset(ptr, 0, bytes);
-        if (lowp_) lowp_->params_written(ptr, bytes);
-    }
-    void register_params(const float* params, size_t n) override {
-        if (lowp_) lowp_->register_params(params, n);
-    }
-    // The bf16-rounded weights: bf16 for oneDNN, else kept as floats for sgemm (cpu_lowp.h).
-    size_t working_copy_bytes(size_t n) const override {
-        return lowp_ ? n * lowp_->working_copy_bytes_per_param() : 0;
-    }
-    size_t op_scratch_bytes(const ModelDims& dims) const override {
-        return lowp_ ? lowp_->planned_scratch_floats(dims) * sizeof(float) : 0;
     }
     void copy_to_host(void* dst, const void* src, size_t bytes) override {
         if (bytes) std::memcpy(dst, src, bytes);
@@ -162,44 +135,34 @@ public:
         return in_use_;
     }
 
-    // ---- ops: the fp32 kernels of cpu_ops.h, or in bf16 mode LowpOps around them.
-    void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
-                         int B, int T, int C, const int32_t* pos) override {
-        if (lowp_) return lowp_->encoder_forward(out, inputs, wte, wpe, B, T, C, pos);
+    // ---- ops: the fp32 kernels of cpu_ops.h (bf16/fp16: cpu_lowp.h decorates this backend).
+    void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe, int B,
+                         int T, int C, const int32_t* pos) override {
         cpu::encoder_forward(f32(out), inputs, wte, wpe, B, T, C, threads_, pos);
     }
-    void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
-                          int B, int T, int C, const int32_t* pos) override {
-        if (lowp_) return lowp_->encoder_backward(dwte, dwpe, dout, inputs, B, T, C, pos);
+    void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs, int B,
+                          int T, int C, const int32_t* pos) override {
         cpu::encoder_backward(dwte, dwpe, f32(dout), inputs, B, T, C, threads_, pos);
     }
     void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp, const float* w,
                            const float* b, int N, int C) override {
-        if (lowp_) return lowp_->layernorm_forward(out, mean, rstd, inp, w, b, N, C);
         cpu::layernorm_forward(f32(out), mean, rstd, f32(inp), w, b, N, C, threads_);
     }
     void layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
                             const float* w, const float* mean, const float* rstd, int N,
                             int C) override {
-        if (lowp_)
-            return lowp_->layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
         cpu::layernorm_backward(f32(dinp), dw, db, f32(dout), f32(inp), w, mean, rstd, N, C,
                                 threads_);
     }
-    void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N,
-                        int K, int M, WeightLayout layout) override {
-        if (lowp_) return lowp_->matmul_forward(out, inp, weight, bias, N, K, M, layout);
+    void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N, int K,
+                        int M, WeightLayout layout) override {
         if (gemm_)
             return cpu::onednn_matmul_forward(*gemm_, f32(out), f32(inp), weight, bias, N, K, M,
                                               layout, threads_);
         cpu::matmul_forward(f32(out), f32(inp), weight, bias, N, K, M, layout, threads_);
     }
     void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
-                         const float* weight, int N, int K, int M,
-                         WeightLayout layout) override {
-        if (lowp_)
-            return lowp_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M,
-                                          layout);
+                         const float* weight, int N, int K, int M, WeightLayout layout) override {
         if (gemm_)
             return cpu::onednn_matmul_backward(*gemm_, f32(dinp), dweight, dbias, f32(dout),
                                                f32(inp), weight, N, K, M, layout, threads_);
@@ -216,119 +179,85 @@ public:
     // stays unused here.
     void attention_forward(Act out, float* saved, ConstAct qkv, const AttentionShape& a) override {
         const DropoutMask* m = a.drops() ? &a.dropout : nullptr;
-        if (lowp_)
-            return lowp_->attention_forward(out, saved, qkv, a.B, a.T, a.width(), a.NH, a.NKV, m,
-                                            a.window, a.pos);
         cpu::attention_forward(f32(out), saved, f32(qkv), a.B, a.T, a.width(), a.NH, a.NKV,
                                threads_, onednn_sgemm_, m, a.window, a.pos);
     }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, const AttentionShape& a) override {
         const DropoutMask* m = a.drops() ? &a.dropout : nullptr;
-        if (lowp_)
-            return lowp_->attention_backward(dqkv, scratch, dout, qkv, saved, a.B, a.T, a.width(),
-                                             a.NH, a.NKV, m, a.window, a.pos);
         cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, a.B, a.T, a.width(),
                                 a.NH, a.NKV, threads_, onednn_sgemm_, m, a.window, a.pos);
     }
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache, int pos0,
                                   int max_T, const AttentionShape& a) override {
-        if (lowp_)
-            return lowp_->attention_cached_forward(out, qkv, k_cache, v_cache, pos0, a.T, a.NH,
-                                                   a.NKV, a.hs, max_T, a.window);
         cpu::attention_cached_forward(f32(out), f32(qkv), k_cache, v_cache, pos0, a.T, a.NH, a.NKV,
                                       a.hs, max_T, threads_, a.window);
     }
     void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
                          float eps) override {
-        if (lowp_) return lowp_->rmsnorm_forward(out, rstd, inp, w, N, C, eps);
         cpu::rmsnorm_forward(f32(out), rstd, f32(inp), w, N, C, eps, threads_);
     }
     void rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp, const float* w,
                           const float* rstd, int N, int C) override {
-        if (lowp_) return lowp_->rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C);
         cpu::rmsnorm_backward(f32(dinp), dw, f32(dout), f32(inp), w, rstd, N, C, threads_);
     }
     void residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a, ConstAct b,
                                   const float* w, int N, int C, float eps) override {
-        if (lowp_) return lowp_->residual_rmsnorm_forward(res_out, out, rstd, a, b, w, N, C, eps);
         cpu::residual_rmsnorm_forward(f32(res_out), f32(out), rstd, f32(a), f32(b), w, N, C,
                                       eps, threads_);
     }
     void qk_norm_forward(Act qkv, Act pre, float* rstd, const float* wq, const float* wk,
                          Act scratch, float eps, const AttentionShape& a) override {
-        if (lowp_)  // the composition, through the bf16/fp16 row ops
-            return Backend::qk_norm_forward(qkv, pre, rstd, wq, wk, scratch, eps, a);
         cpu::qk_norm_forward(f32(qkv), f32(pre), rstd, wq, wk, a.B * a.T, a.NH, a.NKV, a.hs, eps,
                              threads_);
     }
     void rope_forward(Act qkv, const float* cos, const float* sin, int pos0,
                       const AttentionShape& a) override {
-        if (lowp_)
-            return lowp_->rope_forward(qkv, cos, sin, a.B, a.T, a.NH, a.NKV, a.hs, pos0, a.pos);
         cpu::rope_forward(f32(qkv), cos, sin, a.B, a.T, a.NH, a.NKV, a.hs, pos0, threads_, a.pos);
     }
     void rope_backward(Act dqkv, const float* cos, const float* sin, int pos0,
                        const AttentionShape& a) override {
-        if (lowp_)
-            return lowp_->rope_backward(dqkv, cos, sin, a.B, a.T, a.NH, a.NKV, a.hs, pos0, a.pos);
         cpu::rope_backward(f32(dqkv), cos, sin, a.B, a.T, a.NH, a.NKV, a.hs, pos0, threads_, a.pos);
     }
     void swiglu_forward(Act out, ConstAct inp, int N, int F) override {
-        if (lowp_) return lowp_->swiglu_forward(out, inp, N, F);
         cpu::swiglu_forward(f32(out), f32(inp), N, F, threads_);
     }
     void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int F) override {
-        if (lowp_) return lowp_->swiglu_backward(dinp, inp, dout, N, F);
         cpu::swiglu_backward(f32(dinp), f32(inp), f32(dout), N, F, threads_);
     }
     void residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd, ConstAct a,
-                                    ConstAct b, const float* bb, const float* w,
-                                    const float* bias, int N, int C) override {
-        if (lowp_)
-            return lowp_->residual_layernorm_forward(res_out, out, mean, rstd, a, b, bb, w,
-                                                     bias, N, C);
+                                    ConstAct b, const float* bb, const float* w, const float* bias,
+                                    int N, int C) override {
         cpu::residual_layernorm_forward(f32(res_out), f32(out), mean, rstd, f32(a), f32(b), bb,
                                         w, bias, N, C, threads_);
     }
-    void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
-                             const float* bias, int N, int K, int M) override {
-        if (lowp_) return lowp_->matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M);
+    void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight, const float* bias,
+                             int N, int K, int M) override {
         if (gemm_)
             return cpu::onednn_matmul_gelu_forward(*gemm_, f32(pre), f32(out), f32(inp), weight,
                                                    bias, N, K, M, threads_);
         cpu::matmul_gelu_forward(f32(pre), f32(out), f32(inp), weight, bias, N, K, M, threads_);
     }
     void gelu_forward(Act out, ConstAct inp, size_t n) override {
-        if (lowp_) return lowp_->gelu_forward(out, inp, n);
         cpu::gelu_forward(f32(out), f32(inp), n, threads_);
     }
-    void add_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
-                     int M) override {
-        if (lowp_) return lowp_->add_columns(out, in, scale, N, W, c0, M);
+    void add_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M) override {
         cpu::add_columns(f32(out), f32(in), scale, N, W, c0, M, threads_);
     }
-    void copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0,
-                      int M) override {
-        if (lowp_) return lowp_->copy_columns(out, in, scale, N, W, c0, M);
+    void copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M) override {
         cpu::copy_columns(f32(out), f32(in), scale, N, W, c0, M, threads_);
     }
     void dropout(Act out, ConstAct in, size_t n, const DropoutMask& m) override {
-        if (lowp_) return lowp_->dropout(out, in, n, m);
         cpu::dropout(f32(out), f32(in), n, m, threads_);
     }
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
                             int M) override {
-        if (lowp_) return lowp_->gelu_backward_bias(dinp, dbias, inp, dout, N, M);
         cpu::gelu_backward_bias(f32(dinp), dbias, f32(inp), f32(dout), N, M, threads_);
     }
     void classifier_forward_backward(Act logits, float* losses, const int32_t* targets, int N,
                                      int V, int Vp, float dloss, bool write_grad,
                                      const StepScalars* scalars) override {
         if (scalars) dloss *= scalars->loss_scale;
-        if (lowp_)
-            return lowp_->classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss,
-                                                      write_grad);
         cpu::classifier_forward_backward(f32(logits), losses, targets, N, V, Vp, dloss,
                                          write_grad, threads_);
     }
@@ -346,14 +275,11 @@ public:
     void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
                     const ParamSegments& seg, const AdamWConfig& hp,
                     const StepScalars* s) override {
-        const WorkingCopyRefresh refresh{lowp_.get(), params, n};
         cpu::adamw_step(params, grads, m, v, n, seg, hp, s, threads_);
     }
-    void adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8,
-                       float* m_scale, float* v_scale, const Q8Tables* tables, size_t n,
-                       const ParamSegments& seg, const AdamWConfig& hp,
-                       const StepScalars* s) override {
-        const WorkingCopyRefresh refresh{lowp_.get(), params, n};
+    void adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8, float* m_scale,
+                       float* v_scale, const Q8Tables* tables, size_t n, const ParamSegments& seg,
+                       const AdamWConfig& hp, const StepScalars* s) override {
         cpu::adamw_step_q8(params, grads, m8, v8, m_scale, v_scale, *tables, n, seg, hp, s,
                            threads_);
     }
@@ -404,34 +330,6 @@ private:
         }
         return "";
     }
-    // accel.cpu_matmul: whether matmuls of `in` operands (F32, BF16) go through oneDNN.
-    // auto: where oneDNN's kernel is the fast kind (OnednnGemm::fast: fp32 brgemm on AVX-512,
-    // bf16 on the CPU's own bf16 instructions); onednn: wherever oneDNN has one; openblas:
-    // never. Records oneDNN's implementation, or why not (for the log line).
-    bool choose_onednn(CpuMatmul matmul, DType in) {
-        onednn_impl_.clear();
-        if (matmul == CpuMatmul::Openblas) {
-            onednn_why_not_ = "accel.cpu_matmul = \"openblas\"";
-            return false;
-        }
-        std::string impl;
-        const std::string why = cpu::OnednnGemm::availability(in, &impl);
-        if (!why.empty()) {
-            onednn_why_not_ = why;
-            return false;
-        }
-        if (matmul == CpuMatmul::Auto && !cpu::OnednnGemm::fast(in, impl)) {
-            onednn_why_not_ = cat(
-                "oneDNN's ", in == DType::BF16 ? "bf16" : "fp32", " matmul here is ", impl,
-                in == DType::BF16 ? " (no native bf16 on this CPU: an emulation)"
-                                  : " (no AVX-512: no faster than OpenBLAS)",
-                "; accel.cpu_matmul = \"onednn\" takes it anyway");
-            return false;
-        }
-        onednn_impl_ = impl;
-        onednn_why_not_.clear();
-        return true;
-    }
     // The CPU's native bf16 features ("avx512_bf16 amx_bf16"), "" if none.
     static std::string native_bf16_flags() {
         const std::string flags = " " + cpuinfo_field("flags") + " ";
@@ -461,18 +359,29 @@ private:
     mutable std::mutex mu_;
     std::unordered_map<void*, size_t> sizes_;  // live allocation -> requested bytes
     size_t in_use_ = 0;
-    std::unique_ptr<cpu::LowpOps> lowp_;  // bf16 mode; null in fp32
     std::unique_ptr<cpu::OnednnGemm> gemm_;  // fp32 matmuls through oneDNN; null: OpenBLAS
     bool onednn_sgemm_ = false;  // fp32 products by oneDNN (attention's, and gemm_ in fp32)
-    std::string onednn_impl_;     // the oneDNN matmul implementation in use, "" if none
-    std::string onednn_why_not_;  // why matmuls do not use oneDNN ("" when they do)
+    std::string matmul_note_;    // oneDNN's fp32 implementation, or why not (accel_status)
 };
 
 }  // namespace
 
+// fp32: the backend itself; bf16/fp16: the fp32 backend under the low-precision decorator.
 std::unique_ptr<Backend> make_cpu_backend(int threads, Precision precision,
                                           CpuMatmul matmul) {
-    return std::make_unique<CpuBackend>(threads, precision, matmul);
+    if (precision == Precision::Fp32) return std::make_unique<CpuBackend>(threads, matmul, true);
+    if (precision != Precision::Bf16 && precision != Precision::Fp16)  // the factory resolves auto
+        fail(Status::Unsupported, "the cpu backend computes in fp32, bf16 or fp16, not ",
+             "tf32/auto");
+    auto fp32 = std::make_unique<CpuBackend>(threads, matmul, false);
+    const bool sgemm = fp32->onednn_sgemm();
+    if (precision == Precision::Fp16)
+        return std::make_unique<cpu::LowpBackend>(
+            std::move(fp32), DType::F16, false, sgemm,
+            "fp16 is a test twin: its matmuls are OpenBLAS sgemm on widened operands");
+    const OnednnChoice bf16 = choose_onednn(matmul, DType::BF16);
+    return std::make_unique<cpu::LowpBackend>(std::move(fp32), DType::BF16, bf16.use, sgemm,
+                                              bf16.note);
 }
 
 }  // namespace trt

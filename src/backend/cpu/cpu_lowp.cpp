@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
+#include <string>
+#include <utility>
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_gelu.h"
 #include "backend/cpu/cpu_ops.h"
 #include "core/bf16.h"
-#include "core/fp16.h"
 #include "core/error.h"
+#include "core/fp16.h"
 
 namespace trt::cpu {
 namespace {
@@ -108,7 +111,7 @@ void narrow_lowp(DType dtype, uint16_t* dst, const float* src, size_t n, int thr
 enum class Dir { In, Out, InOut };
 // ld: elements between rows in memory when the op sees only `width` of them (a block of
 // columns); 0 = width (contiguous rows).
-struct LowpOps::RowArg {
+struct LowpBackend::RowArg {
     const void* data;  // bf16 / fp16, or null (the op skips this tensor)
     DType dtype;
     size_t width;
@@ -123,7 +126,7 @@ struct LowpOps::RowArg {
 
 // rows × width elements between fp32 `f` (contiguous) and the low-precision rows of `a`
 // starting at row r0 (strided by a.stride()).
-void LowpOps::widen_rows(const RowArg& a, size_t r0, size_t rows, float* f) const {
+void LowpBackend::widen_rows(const RowArg& a, size_t r0, size_t rows, float* f) const {
     const uint16_t* src = static_cast<const uint16_t*>(a.data) + r0 * a.stride();
     if (a.stride() == a.width) {
         widen_lowp(dtype_, f, src, rows * a.width, threads_);
@@ -133,7 +136,7 @@ void LowpOps::widen_rows(const RowArg& a, size_t r0, size_t rows, float* f) cons
         widen_lowp(dtype_, f + r * a.width, src + r * a.stride(), a.width, 1);
     });
 }
-void LowpOps::narrow_rows(const RowArg& a, size_t r0, size_t rows, const float* f) const {
+void LowpBackend::narrow_rows(const RowArg& a, size_t r0, size_t rows, const float* f) const {
     uint16_t* dst = const_cast<uint16_t*>(static_cast<const uint16_t*>(a.data)) + r0 * a.stride();
     if (a.stride() == a.width) {
         narrow_lowp(dtype_, dst, f, rows * a.width, threads_);
@@ -144,19 +147,81 @@ void LowpOps::narrow_rows(const RowArg& a, size_t r0, size_t rows, const float* 
     });
 }
 
-LowpOps::LowpOps(Backend& memory, int threads, DType dtype, bool onednn_matmuls,
-                 bool onednn_sgemm)
-    : mem_(memory), threads_(threads), dtype_(dtype), onednn_sgemm_(onednn_sgemm) {
-    TRT_CHECK(dtype == DType::BF16 || dtype == DType::F16, "LowpOps: bf16 or fp16 only");
-    TRT_CHECK(!onednn_matmuls || dtype == DType::BF16, "LowpOps: oneDNN matmuls are bf16 only");
+LowpBackend::LowpBackend(std::unique_ptr<Backend> fp32, DType dtype, bool onednn_matmuls,
+                         bool onednn_sgemm, std::string matmul_note)
+    : OpDispatch(std::move(fp32)),
+      mem_(inner()),
+      threads_(inner().num_threads()),
+      dtype_(dtype),
+      matmul_note_(std::move(matmul_note)),
+      onednn_sgemm_(onednn_sgemm) {
+    TRT_CHECK(inner().activation_dtype() == DType::F32, "LowpBackend: over an fp32 backend only");
+    TRT_CHECK(dtype == DType::BF16 || dtype == DType::F16, "LowpBackend: bf16 or fp16 only");
+    TRT_CHECK(!onednn_matmuls || dtype == DType::BF16, "LowpBackend: oneDNN matmuls are bf16 only");
     if (onednn_matmuls) gemm_ = std::make_unique<OnednnGemm>();
 }
 
-float LowpOps::round(float x) const {
+AccelStatus LowpBackend::accel_status() const {
+    AccelStatus st = inner().accel_status();
+    if (dtype_ == DType::F16)
+        st.precision_note =
+            "fp16 activations and matmul operands, fp32 math, dynamic loss scaling: the "
+            "CUDA fp16 path's twin, element-by-element conversions (slow; for tests)";
+    else
+        st.precision_note =
+            cat("bf16 activations and matmul operands, fp32 accumulation and math (rounded as "
+                "the CUDA bf16 path)",
+                gemm_ ? "; matmuls on the bf16 values"
+                      : "; matmuls by OpenBLAS sgemm on widened operands: not faster than fp32");
+    st.cpu_matmul = gemm_ ? "onednn" : "openblas";
+    st.cpu_matmul_note = matmul_note_;
+    if (onednn_sgemm_) st.cpu_matmul_note += "; attention's products by oneDNN's sgemm";
+    return st;
+}
+
+// ---- memory: writes into the master refresh the working copy; freeing it unregisters it
+
+void LowpBackend::free(void* ptr) {
+    unregister_if(ptr);
+    OpDispatch::free(ptr);
+}
+void LowpBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
+    OpDispatch::copy_to_device(dst, src, bytes);
+    params_written(dst, bytes);
+}
+void LowpBackend::zero(void* ptr, size_t bytes) {
+    OpDispatch::zero(ptr, bytes);
+    params_written(ptr, bytes);
+}
+
+// After an AdamW step the working copy follows the master, even if the step throws half-way
+// (a scope guard).
+namespace {
+struct WorkingCopyRefresh {
+    std::function<void()> refresh;
+    ~WorkingCopyRefresh() { refresh(); }
+};
+}  // namespace
+
+void LowpBackend::adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
+                             const ParamSegments& seg, const AdamWConfig& hp,
+                             const StepScalars* s) {
+    const WorkingCopyRefresh r{[&] { params_written(params, n * sizeof(float)); }};
+    OpDispatch::adamw_step(params, grads, m, v, n, seg, hp, s);
+}
+void LowpBackend::adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8,
+                                float* m_scale, float* v_scale, const Q8Tables* tables, size_t n,
+                                const ParamSegments& seg, const AdamWConfig& hp,
+                                const StepScalars* s) {
+    const WorkingCopyRefresh r{[&] { params_written(params, n * sizeof(float)); }};
+    OpDispatch::adamw_step_q8(params, grads, m8, v8, m_scale, v_scale, tables, n, seg, hp, s);
+}
+
+float LowpBackend::round(float x) const {
     return dtype_ == DType::BF16 ? round_to_bf16(x) : round_to_fp16(x);
 }
 
-LowpOps::~LowpOps() {
+LowpBackend::~LowpBackend() {
     mem_.free(scratch_);
     mem_.free(weight_tmp_.data);
     mem_.free(bias_tmp_.data);
@@ -168,10 +233,10 @@ LowpOps::~LowpOps() {
 static std::atomic<size_t> g_test_chunk_rows{0};
 static std::atomic<size_t> g_test_column_block{0};
 
-void LowpOps::set_chunk_rows_for_tests(size_t rows) { g_test_chunk_rows = rows; }
-void LowpOps::set_column_block_for_tests(size_t cols) { g_test_column_block = cols; }
+void LowpBackend::set_chunk_rows_for_tests(size_t rows) { g_test_chunk_rows = rows; }
+void LowpBackend::set_column_block_for_tests(size_t cols) { g_test_column_block = cols; }
 
-size_t LowpOps::column_block(size_t K, size_t M, WeightLayout layout) {
+size_t LowpBackend::column_block(size_t K, size_t M, WeightLayout layout) {
     // Only [M, K] weights: a block of output columns is then a contiguous block of its rows.
     if (layout != WeightLayout::OutIn) return M;
     if (const size_t forced = g_test_column_block.load()) return std::min(M, forced);
@@ -180,14 +245,14 @@ size_t LowpOps::column_block(size_t K, size_t M, WeightLayout layout) {
     return std::min(M, std::max(kMinColumnBlock, per_row > K ? per_row - K : 0));
 }
 
-size_t LowpOps::chunk_rows(size_t row_floats, size_t unit, size_t rows_total, size_t min_rows) {
+size_t LowpBackend::chunk_rows(size_t row_floats, size_t unit, size_t rows_total, size_t min_rows) {
     size_t rows = std::max(min_rows, kScratchBudget / std::max<size_t>(row_floats, 1));
     if (const size_t forced = g_test_chunk_rows.load()) rows = forced;
     rows = std::max(unit, rows / unit * unit);
     return std::min(rows, rows_total);
 }
 
-size_t LowpOps::planned_scratch_floats(const ModelDims& d) const {
+size_t LowpBackend::planned_scratch_floats(const ModelDims& d) const {
     if (d.B <= 0 || d.T <= 0 || d.C <= 0 || d.NH <= 0) return 0;
     const size_t N = (size_t)d.B * d.T, T = (size_t)d.T, C = (size_t)d.C;
     const size_t NKV = d.NKV > 0 ? (size_t)d.NKV : (size_t)d.NH;
@@ -230,7 +295,7 @@ size_t LowpOps::planned_scratch_floats(const ModelDims& d) const {
     return most;
 }
 
-float* LowpOps::scratch(size_t floats) {
+float* LowpBackend::scratch(size_t floats) {
     if (floats > scratch_floats_) {
         mem_.free(scratch_);
         scratch_ = nullptr;  // alloc may throw: never keep a freed pointer
@@ -242,8 +307,8 @@ float* LowpOps::scratch(size_t floats) {
 }
 
 template <size_t K, typename Fn>
-void LowpOps::by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], Fn&& fn,
-                      size_t min_rows) {
+void LowpBackend::by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], Fn&& fn,
+                          size_t min_rows) {
     if (rows_total == 0) return;
     size_t row_floats = 0;
     for (const RowArg& a : args) {
@@ -275,7 +340,7 @@ void LowpOps::by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], F
 
 // ---- the working copy
 
-void LowpOps::register_params(const float* params, size_t n) {
+void LowpBackend::register_params(const float* params, size_t n) {
     mem_.free(working_);
     mem_.free(working16_);
     working_ = nullptr;
@@ -293,11 +358,11 @@ void LowpOps::register_params(const float* params, size_t n) {
     params_written(params, n * sizeof(float));
 }
 
-void LowpOps::unregister_if(const void* freed) {
+void LowpBackend::unregister_if(const void* freed) {
     if (freed && freed == master_) register_params(nullptr, 0);
 }
 
-void LowpOps::params_written(const void* dst, size_t bytes) {
+void LowpBackend::params_written(const void* dst, size_t bytes) {
     if (!master_ || bytes == 0) return;
     const char* lo = static_cast<const char*>(dst);
     const char* hi = lo + bytes;
@@ -316,7 +381,7 @@ void LowpOps::params_written(const void* dst, size_t bytes) {
     });
 }
 
-const uint16_t* LowpOps::weight16(const float* w, size_t count) {
+const uint16_t* LowpBackend::weight16(const float* w, size_t count) {
     if (master_ && working16_ && w >= master_ && w + count <= master_ + master_n_)
         return working16_ + (w - master_);
     if (count > weight16_tmp_n_) {
@@ -330,7 +395,7 @@ const uint16_t* LowpOps::weight16(const float* w, size_t count) {
     return weight16_tmp_;
 }
 
-const float* LowpOps::parameter_operand(const float* p, size_t count, RoundedCopy& slot) {
+const float* LowpBackend::parameter_operand(const float* p, size_t count, RoundedCopy& slot) {
     if (!p) return nullptr;
     if (master_ && working_ && p >= master_ && p + count <= master_ + master_n_)
         return working_ + (p - master_);
@@ -346,8 +411,8 @@ const float* LowpOps::parameter_operand(const float* p, size_t count, RoundedCop
 
 // ---- ops: each is its fp32 kernel (cpu_ops.h) on fp32 chunks of rows.
 
-void LowpOps::encoder_forward(Act out, const int32_t* inputs, const float* wte,
-                              const float* wpe, int B, int T, int C, const int32_t* pos) {
+void LowpBackend::encoder_forward(Act out, const int32_t* inputs, const float* wte,
+                                  const float* wpe, int B, int T, int C, const int32_t* pos) {
     const RowArg args[] = {{out, (size_t)C, Dir::Out}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
         cpu::encoder_forward(f[0], inputs + r0, wte, wpe, (int)(rows / T), T, C, threads_,
@@ -355,8 +420,8 @@ void LowpOps::encoder_forward(Act out, const int32_t* inputs, const float* wte,
     });
 }
 
-void LowpOps::encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
-                               int B, int T, int C, const int32_t* pos) {
+void LowpBackend::encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
+                                   int B, int T, int C, const int32_t* pos) {
     const RowArg args[] = {{dout, (size_t)C}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
         cpu::encoder_backward(dwte, dwpe, f[0], inputs + r0, (int)(rows / T), T, C, threads_,
@@ -364,17 +429,17 @@ void LowpOps::encoder_backward(float* dwte, float* dwpe, ConstAct dout, const in
     });
 }
 
-void LowpOps::layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp,
-                                const float* w, const float* b, int N, int C) {
+void LowpBackend::layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp, const float* w,
+                                    const float* b, int N, int C) {
     const RowArg args[] = {{out, (size_t)C, Dir::Out}, {inp, (size_t)C}};
     by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
         cpu::layernorm_forward(f[0], mean + r0, rstd + r0, f[1], w, b, (int)rows, C, threads_);
     });
 }
 
-void LowpOps::layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
-                                 const float* w, const float* mean, const float* rstd, int N,
-                                 int C) {
+void LowpBackend::layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
+                                     const float* w, const float* mean, const float* rstd, int N,
+                                     int C) {
     const RowArg args[] = {{dinp, (size_t)C, Dir::InOut}, {dout, (size_t)C}, {inp, (size_t)C}};
     by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
         cpu::layernorm_backward(f[0], dw, db, f[1], f[2], w, mean + r0, rstd + r0, (int)rows, C,
@@ -382,9 +447,9 @@ void LowpOps::layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout, 
     });
 }
 
-void LowpOps::residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd,
-                                         ConstAct a, ConstAct b, const float* bb,
-                                         const float* w, const float* bias, int N, int C) {
+void LowpBackend::residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd,
+                                             ConstAct a, ConstAct b, const float* bb,
+                                             const float* w, const float* bias, int N, int C) {
     const RowArg args[] = {{res_out, (size_t)C, Dir::Out},
                            {out, (size_t)C, Dir::Out},
                            {a, (size_t)C},
@@ -395,24 +460,24 @@ void LowpOps::residual_layernorm_forward(Act res_out, Act out, float* mean, floa
     });
 }
 
-void LowpOps::rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
-                              float eps) {
+void LowpBackend::rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
+                                  float eps) {
     const RowArg args[] = {{out, (size_t)C, Dir::Out}, {inp, (size_t)C}};
     by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
         cpu::rmsnorm_forward(f[0], rstd + r0, f[1], w, (int)rows, C, eps, threads_);
     });
 }
 
-void LowpOps::rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp,
-                               const float* w, const float* rstd, int N, int C) {
+void LowpBackend::rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp, const float* w,
+                                   const float* rstd, int N, int C) {
     const RowArg args[] = {{dinp, (size_t)C, Dir::InOut}, {dout, (size_t)C}, {inp, (size_t)C}};
     by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
         cpu::rmsnorm_backward(f[0], dw, f[1], f[2], w, rstd + r0, (int)rows, C, threads_);
     });
 }
 
-void LowpOps::residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a,
-                                       ConstAct b, const float* w, int N, int C, float eps) {
+void LowpBackend::residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a,
+                                           ConstAct b, const float* w, int N, int C, float eps) {
     const RowArg args[] = {{res_out, (size_t)C, Dir::Out},
                            {out, (size_t)C, Dir::Out},
                            {a, (size_t)C},
@@ -425,8 +490,8 @@ void LowpOps::residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstA
 
 // A wide output (column_block < M: the output head) runs block by block of output columns:
 // out[:, j0:j0+n] = inp · W[j0:j0+n, :]ᵀ, each block's rows rounded where they are stored.
-void LowpOps::matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
-                             int N, int K, int M, WeightLayout layout) {
+void LowpBackend::matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
+                                 int N, int K, int M, WeightLayout layout) {
     if (gemm_ && N > 0 && K > 0 && M > 0)
         return onednn_matmul_forward(out, inp, weight, bias, N, K, M, layout);
     const float* W = weight_operand(weight, (size_t)K * M);
@@ -443,9 +508,9 @@ void LowpOps::matmul_forward(Act out, ConstAct inp, const float* weight, const f
     }
 }
 
-void LowpOps::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
-                              ConstAct inp, const float* weight, int N, int K, int M,
-                              WeightLayout layout) {
+void LowpBackend::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
+                                  ConstAct inp, const float* weight, int N, int K, int M,
+                                  WeightLayout layout) {
     if (gemm_ && N > 0 && K > 0 && M > 0)
         return onednn_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
     const float* W = weight_operand(weight, (size_t)K * M);
@@ -491,8 +556,8 @@ void LowpOps::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct d
     }
 }
 
-void LowpOps::matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
-                                  const float* bias, int N, int K, int M) {
+void LowpBackend::matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
+                                      const float* bias, int N, int K, int M) {
     if (gemm_ && N > 0 && K > 0 && M > 0)
         return onednn_matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M);
     const float* W = weight_operand(weight, (size_t)K * M);
@@ -551,9 +616,9 @@ TRT_CPU_CLONES void gelu_in_place(float* __restrict x, size_t n, ExpLimits lim) 
 
 }  // namespace
 
-void LowpOps::onednn_matmul_forward(Act out, ConstAct inp, const float* weight,
-                                    const float* bias, int N, int K, int M,
-                                    WeightLayout layout) {
+void LowpBackend::onednn_matmul_forward(Act out, ConstAct inp, const float* weight,
+                                        const float* bias, int N, int K, int M,
+                                        WeightLayout layout) {
     const uint16_t* W = weight16(weight, (size_t)K * M);
     const float* Bs = bias_operand(bias, (size_t)M);
     GemmShape s = linear_forward(DType::BF16, N, K, M, layout == WeightLayout::OutIn);
@@ -562,9 +627,9 @@ void LowpOps::onednn_matmul_forward(Act out, ConstAct inp, const float* weight,
     gemm_->run(s, bf16_of(inp), W, bf16_of(out), Bs, threads_);
 }
 
-void LowpOps::onednn_matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
-                                     ConstAct inp, const float* weight, int N, int K, int M,
-                                     WeightLayout layout) {
+void LowpBackend::onednn_matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
+                                         ConstAct inp, const float* weight, int N, int K, int M,
+                                         WeightLayout layout) {
     const bool outin = layout == WeightLayout::OutIn;
     const uint16_t* dy = bf16_of(dout);
     const uint16_t* x = bf16_of(inp);
@@ -585,8 +650,8 @@ void LowpOps::onednn_matmul_backward(Act dinp, float* dweight, float* dbias, Con
 
 // pre = round(inp · W + bias), out = round(gelu(inp · W + bias)): the product lands in fp32
 // scratch a chunk of rows at a time, GELU reads it unrounded (as the widened path does).
-void LowpOps::onednn_matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
-                                         const float* bias, int N, int K, int M) {
+void LowpBackend::onednn_matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
+                                             const float* bias, int N, int K, int M) {
     const uint16_t* W = weight16(weight, (size_t)K * M);
     const float* Bs = bias_operand(bias, (size_t)M);
     const uint16_t* x = bf16_of(inp);
@@ -613,8 +678,8 @@ void LowpOps::onednn_matmul_gelu_forward(Act pre, Act out, ConstAct inp, const f
 // bf16 with a bias gradient (the fc layer's backward): one column pass over the stored bf16
 // rows, as the fp32 kernel does it (cpu_elementwise.cpp) — each dinp rounded once, the bias
 // gradient summed from the unrounded values — with no fp32 copies of the three tensors.
-void LowpOps::gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
-                                 int M) {
+void LowpBackend::gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
+                                     int M) {
     if (dtype_ == DType::BF16 && dbias && N > 0 && M > 0) {
         uint16_t* di = bf16_of(dinp);
         const uint16_t* x = bf16_of(inp);
@@ -635,7 +700,7 @@ void LowpOps::gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct 
 // b·NH·T·T (the [B,NH,T,T] stream of backend.h). The fp32 kernel spreads a chunk's
 // (sequence, head) pairs over the threads, so a chunk holds at least ceil(threads / NH)
 // sequences: one sequence of NH < threads heads would leave threads idle.
-size_t LowpOps::attention_min_rows(int T, int NH) const {
+size_t LowpBackend::attention_min_rows(int T, int NH) const {
     const size_t seqs = ((size_t)std::max(threads_, 1) + (size_t)NH - 1) / (size_t)NH;
     return seqs * (size_t)T;
 }
@@ -647,9 +712,13 @@ static DropoutMask chunk_mask(const DropoutMask* mask, size_t seq0, int T, int N
     return m;
 }
 
-void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C,
-                                int NH, int NKV, const DropoutMask* mask, int window,
-                                const int32_t* pos) {
+void LowpBackend::attention_forward(Act out, float* saved, ConstAct qkv,
+                                    const AttentionShape& shape) {
+    const int B = shape.B, T = shape.T, C = shape.width(), NH = shape.NH, NKV = shape.NKV;
+    const int window = shape.window;
+    const int32_t* pos = shape.pos;
+    // Under dropout P' is drawn again from the mask: saved's second half stays unused here.
+    const DropoutMask* mask = shape.drops() ? &shape.dropout : nullptr;
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
     const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
     const RowArg args[] = {{out, (size_t)C, Dir::Out}, {qkv, W}};
@@ -663,9 +732,9 @@ void LowpOps::attention_forward(Act out, float* saved, ConstAct qkv, int B, int 
 }
 
 // One sequence of n rows, in one chunk (the caches are fp32 and indexed by position).
-void LowpOps::attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
-                                       int pos0, int n, int NH, int NKV, int hs, int max_T,
-                                       int window) {
+void LowpBackend::attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
+                                           int pos0, int max_T, const AttentionShape& shape) {
+    const int n = shape.T, NH = shape.NH, NKV = shape.NKV, hs = shape.hs, window = shape.window;
     const size_t C = (size_t)NH * hs, W = (size_t)hs * (NH + 2 * NKV);
     const RowArg args[] = {{out, C, Dir::Out}, {qkv, W}};
     by_rows((size_t)n, (size_t)n, args, [&](size_t, size_t, float** f) {
@@ -674,9 +743,12 @@ void LowpOps::attention_cached_forward(Act out, ConstAct qkv, float* k_cache, fl
     }, (size_t)n);
 }
 
-void LowpOps::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                                 const float* saved, int B, int T, int C, int NH, int NKV,
-                                 const DropoutMask* mask, int window, const int32_t* pos) {
+void LowpBackend::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
+                                     const float* saved, const AttentionShape& shape) {
+    const int B = shape.B, T = shape.T, C = shape.width(), NH = shape.NH, NKV = shape.NKV;
+    const int window = shape.window;
+    const int32_t* pos = shape.pos;
+    const DropoutMask* mask = shape.drops() ? &shape.dropout : nullptr;
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
     const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
     const RowArg args[] = {{dqkv, W, Dir::Out}, {dout, (size_t)C}, {qkv, W}};
@@ -691,8 +763,10 @@ void LowpOps::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstA
     }, attention_min_rows(T, NH));
 }
 
-void LowpOps::rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
-                           int NKV, int hs, int pos0, const int32_t* pos) {
+void LowpBackend::rope_forward(Act qkv, const float* cos, const float* sin, int pos0,
+                               const AttentionShape& shape) {
+    const int B = shape.B, T = shape.T, NH = shape.NH, NKV = shape.NKV, hs = shape.hs;
+    const int32_t* pos = shape.pos;
     const RowArg args[] = {{qkv, (size_t)(NH + 2 * NKV) * hs, Dir::InOut}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
         cpu::rope_forward(f[0], cos, sin, (int)(rows / T), T, NH, NKV, hs, pos0, threads_,
@@ -700,8 +774,10 @@ void LowpOps::rope_forward(Act qkv, const float* cos, const float* sin, int B, i
     });
 }
 
-void LowpOps::rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
-                            int NKV, int hs, int pos0, const int32_t* pos) {
+void LowpBackend::rope_backward(Act dqkv, const float* cos, const float* sin, int pos0,
+                                const AttentionShape& shape) {
+    const int B = shape.B, T = shape.T, NH = shape.NH, NKV = shape.NKV, hs = shape.hs;
+    const int32_t* pos = shape.pos;
     const RowArg args[] = {{dqkv, (size_t)(NH + 2 * NKV) * hs, Dir::InOut}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
         cpu::rope_backward(f[0], cos, sin, (int)(rows / T), T, NH, NKV, hs, pos0, threads_,
@@ -709,7 +785,7 @@ void LowpOps::rope_backward(Act dqkv, const float* cos, const float* sin, int B,
     });
 }
 
-void LowpOps::gelu_forward(Act out, ConstAct inp, size_t n) {
+void LowpBackend::gelu_forward(Act out, ConstAct inp, size_t n) {
     const RowArg args[] = {{out, 1, Dir::Out}, {inp, 1}};
     by_rows(n, 1, args, [&](size_t, size_t rows, float** f) {
         cpu::gelu_forward(f[0], f[1], rows, threads_);
@@ -717,7 +793,7 @@ void LowpOps::gelu_forward(Act out, ConstAct inp, size_t n) {
 }
 
 // The slice is a strided block of the wider rows (RowArg's ld): widened, added, rounded once.
-void LowpOps::add_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M) {
+void LowpBackend::add_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M) {
     const RowArg args[] = {{out.at((size_t)c0), (size_t)M, Dir::InOut, (size_t)W},
                            {in, (size_t)M}};
     by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
@@ -725,7 +801,7 @@ void LowpOps::add_columns(Act out, ConstAct in, float scale, int N, int W, int c
     });
 }
 
-void LowpOps::copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M) {
+void LowpBackend::copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M) {
     const RowArg args[] = {{out, (size_t)M, Dir::Out}, {in.at((size_t)c0), (size_t)M, (size_t)W}};
     by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
         cpu::copy_columns(f[0], f[1], scale, (int)rows, M, 0, M, threads_);
@@ -733,7 +809,7 @@ void LowpOps::copy_columns(Act out, ConstAct in, float scale, int N, int W, int 
 }
 
 // A chunk of rows starting at r0 is the stream's elements from index0 + r0.
-void LowpOps::dropout(Act out, ConstAct in, size_t n, const DropoutMask& m) {
+void LowpBackend::dropout(Act out, ConstAct in, size_t n, const DropoutMask& m) {
     const RowArg args[] = {{out, 1, Dir::Out}, {in, 1}};
     by_rows(n, 1, args, [&](size_t r0, size_t rows, float** f) {
         DropoutMask chunk = m;
@@ -742,14 +818,14 @@ void LowpOps::dropout(Act out, ConstAct in, size_t n, const DropoutMask& m) {
     });
 }
 
-void LowpOps::swiglu_forward(Act out, ConstAct inp, int N, int F) {
+void LowpBackend::swiglu_forward(Act out, ConstAct inp, int N, int F) {
     const RowArg args[] = {{out, (size_t)F, Dir::Out}, {inp, 2 * (size_t)F}};
     by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
         cpu::swiglu_forward(f[0], f[1], (int)rows, F, threads_);
     });
 }
 
-void LowpOps::swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int F) {
+void LowpBackend::swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int F) {
     const RowArg args[] = {{dinp, 2 * (size_t)F, Dir::Out}, {inp, 2 * (size_t)F},
                            {dout, (size_t)F}};
     by_rows((size_t)N, 1, args, [&](size_t, size_t rows, float** f) {
@@ -757,8 +833,10 @@ void LowpOps::swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int 
     });
 }
 
-void LowpOps::classifier_forward_backward(Act logits, float* losses, const int32_t* targets,
-                                          int N, int V, int Vp, float dloss, bool write_grad) {
+void LowpBackend::classifier_forward_backward(Act logits, float* losses, const int32_t* targets,
+                                              int N, int V, int Vp, float dloss, bool write_grad,
+                                              const StepScalars* scalars) {
+    if (scalars) dloss *= scalars->loss_scale;
     // Without the gradient the logits are only read: nothing to round back.
     const RowArg args[] = {{logits, (size_t)Vp, write_grad ? Dir::InOut : Dir::In}};
     by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {

@@ -11,8 +11,9 @@
 // (and under accel.cpu_matmul = "openblas") by the widening below, through OpenBLAS sgemm on
 // an fp32-held rounded working copy. The two differ only in the order of the fp32 sums.
 //
-// How: each op converts a chunk of rows of its low-precision inputs into fp32 scratch, runs the fp32
-// kernel of cpu_ops.h on the chunk and rounds its outputs back (round to nearest even).
+// How: a decorator over the fp32 CPU backend (LowpBackend, below). Each op converts a chunk of
+// rows of its low-precision inputs into fp32 scratch, runs the fp32 kernel of cpu_ops.h on the
+// chunk and rounds its outputs back (round to nearest even).
 // Chunks are a fixed number of rows for a shape (never dependent on the thread count), small
 // enough to stay in cache: results are reproducible and the conversions cost a pass over
 // memory, not a second copy of the activations. Every op's rows are independent, or (the
@@ -21,11 +22,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-
 #include <memory>
+#include <string>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_onednn_gemm.h"
+#include "backend/op_dispatch.h"
 
 namespace trt::cpu {
 
@@ -34,76 +36,102 @@ namespace trt::cpu {
 void widen_lowp(DType dtype, float* dst, const uint16_t* src, size_t n, int threads);
 void narrow_lowp(DType dtype, uint16_t* dst, const float* src, size_t n, int threads);
 
-class LowpOps {
+// The CPU backend in bf16/fp16: a decorator over the fp32 CPU backend (make_cpu_backend builds
+// it). Memory, the batches and the optimizer step are the fp32 backend's (forwarded as
+// OpDispatch forwards them); the ops on activations are overridden here, each one the fp32
+// kernel of cpu_ops.h on fp32 chunks of rows; writes into the master parameters refresh the
+// working copy the matmuls read. A composed op (backend_composed.h) runs its composition over
+// these ops.
+class LowpBackend final : public OpDispatch {
 public:
-    // dtype: BF16 or F16, what activations are stored in. Scratch and the working copy are
-    // allocated from `memory` (counted in bytes_in_use). onednn_matmuls (BF16 only): matmuls
+    // fp32: the CPU backend in fp32, whose memory, threads and non-activation ops this one
+    // uses. dtype: BF16 or F16, what activations are stored in. Scratch and the working copy
+    // are allocated from fp32 (counted in bytes_in_use). onednn_matmuls (BF16 only): matmuls
     // through oneDNN on bf16 operands (the caller checked OnednnGemm::availability()).
     // onednn_sgemm: attention's per-head fp32 products by oneDNN's sgemm (cpu_ops.h).
-    LowpOps(Backend& memory, int threads, DType dtype, bool onednn_matmuls = false,
-            bool onednn_sgemm = false);
-    DType dtype() const { return dtype_; }
-    bool onednn_matmuls() const { return gemm_ != nullptr; }
-    // Bytes of working copy per registered parameter: 2 (bf16, for oneDNN) or 4 (fp32-held).
-    size_t working_copy_bytes_per_param() const { return gemm_ ? 2 : sizeof(float); }
-    ~LowpOps();
-    LowpOps(const LowpOps&) = delete;
-    LowpOps& operator=(const LowpOps&) = delete;
+    // matmul_note: accel_status's word on the matmuls (oneDNN's implementation, or why not).
+    LowpBackend(std::unique_ptr<Backend> fp32, DType dtype, bool onednn_matmuls, bool onednn_sgemm,
+                std::string matmul_note);
+    ~LowpBackend() override;
+    LowpBackend(const LowpBackend&) = delete;
+    LowpBackend& operator=(const LowpBackend&) = delete;
 
+    DType activation_dtype() const override { return dtype_; }
+    AccelStatus accel_status() const override;
+
+    // ---- memory: the working copy follows every write into the registered master
+    // parameters (copy_to_device, zero, the optimizer step) and goes with the buffer.
+    void free(void* ptr) override;
+    void copy_to_device(void* dst, const void* src, size_t bytes) override;
+    void zero(void* ptr, size_t bytes) override;
     // The fp32 master parameters whose rounded working copy the matmuls read.
-    void register_params(const float* params, size_t n);
-    void unregister_if(const void* freed);
-    // [dst, dst + bytes) was written: refresh the working copy where it overlaps the master.
-    void params_written(const void* dst, size_t bytes);
+    void register_params(const float* params, size_t n) override;
+    // Bytes of working copy per parameter: 2 (bf16, for oneDNN) or 4 (fp32-held, for sgemm).
+    size_t working_copy_bytes(size_t n) const override { return n * (gemm_ ? 2 : sizeof(float)); }
+    size_t op_scratch_bytes(const ModelDims& dims) const override {
+        return planned_scratch_floats(dims) * sizeof(float);
+    }
+    // The fp32 backend's AdamW, then the working copy refreshed (even if the step throws).
+    void adamw_step(float* params, const float* grads, float* m, float* v, size_t n,
+                    const ParamSegments& seg, const AdamWConfig& hp, const StepScalars* s) override;
+    void adamw_step_q8(float* params, const float* grads, uint8_t* m8, uint8_t* v8, float* m_scale,
+                       float* v_scale, const Q8Tables* tables, size_t n, const ParamSegments& seg,
+                       const AdamWConfig& hp, const StepScalars* s) override;
 
-    // pos [B*T] or null: documents (backend.h), in these and in attention and RoPE.
-    void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe,
-                         int B, int T, int C, const int32_t* pos = nullptr);
-    void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs,
-                          int B, int T, int C, const int32_t* pos = nullptr);
+    // ---- the ops on activations (backend_ops.def), by chunks of rows
+    void encoder_forward(Act out, const int32_t* inputs, const float* wte, const float* wpe, int B,
+                         int T, int C, const int32_t* pos) override;
+    void encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* inputs, int B,
+                          int T, int C, const int32_t* pos) override;
     void layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp, const float* w,
-                           const float* b, int N, int C);
+                           const float* b, int N, int C) override;
     void layernorm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
-                            const float* w, const float* mean, const float* rstd, int N, int C);
+                            const float* w, const float* mean, const float* rstd, int N,
+                            int C) override;
     void residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd, ConstAct a,
-                                    ConstAct b, const float* bb, const float* w,
-                                    const float* bias, int N, int C);
+                                    ConstAct b, const float* bb, const float* w, const float* bias,
+                                    int N, int C) override;
     void rmsnorm_forward(Act out, float* rstd, ConstAct inp, const float* w, int N, int C,
-                         float eps);
+                         float eps) override;
     void rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp, const float* w,
-                          const float* rstd, int N, int C);
+                          const float* rstd, int N, int C) override;
     void residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a, ConstAct b,
-                                  const float* w, int N, int C, float eps);
-    void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N,
-                        int K, int M, WeightLayout layout);
+                                  const float* w, int N, int C, float eps) override;
+    void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias, int N, int K,
+                        int M, WeightLayout layout) override;
     void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, ConstAct inp,
-                         const float* weight, int N, int K, int M, WeightLayout layout);
-    void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
-                             const float* bias, int N, int K, int M);
-    void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N, int M);
-    // mask: attention dropout's (the backward draws P' again from the forward's mask).
-    void attention_forward(Act out, float* saved, ConstAct qkv, int B, int T, int C, int NH,
-                           int NKV, const DropoutMask* mask = nullptr, int window = 0,
-                           const int32_t* pos = nullptr);
+                         const float* weight, int N, int K, int M, WeightLayout layout) override;
+    void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight, const float* bias,
+                             int N, int K, int M) override;
+    void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
+                            int M) override;
+    void attention_forward(Act out, float* saved, ConstAct qkv,
+                           const AttentionShape& shape) override;
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                            const float* saved, int B, int T, int C, int NH, int NKV,
-                            const DropoutMask* mask = nullptr, int window = 0,
-                            const int32_t* pos = nullptr);
-    void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
-                                  int pos0, int n, int NH, int NKV, int hs, int max_T,
-                                  int window = 0);
-    void rope_forward(Act qkv, const float* cos, const float* sin, int B, int T, int NH,
-                      int NKV, int hs, int pos0, const int32_t* pos = nullptr);
-    void rope_backward(Act dqkv, const float* cos, const float* sin, int B, int T, int NH,
-                       int NKV, int hs, int pos0, const int32_t* pos = nullptr);
-    void swiglu_forward(Act out, ConstAct inp, int N, int F);
-    void gelu_forward(Act out, ConstAct inp, size_t n);
-    void add_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M);
-    void copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M);
-    void dropout(Act out, ConstAct in, size_t n, const DropoutMask& m);
-    void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int F);
+                            const float* saved, const AttentionShape& shape) override;
+    void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache, int pos0,
+                                  int max_T, const AttentionShape& shape) override;
+    void rope_forward(Act qkv, const float* cos, const float* sin, int pos0,
+                      const AttentionShape& shape) override;
+    void rope_backward(Act dqkv, const float* cos, const float* sin, int pos0,
+                       const AttentionShape& shape) override;
+    void swiglu_forward(Act out, ConstAct inp, int N, int F) override;
+    void swiglu_backward(Act dinp, ConstAct inp, ConstAct dout, int N, int F) override;
+    void gelu_forward(Act out, ConstAct inp, size_t n) override;
+    void add_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M) override;
+    void copy_columns(Act out, ConstAct in, float scale, int N, int W, int c0, int M) override;
+    void dropout(Act out, ConstAct in, size_t n, const DropoutMask& m) override;
     void classifier_forward_backward(Act logits, float* losses, const int32_t* targets, int N,
-                                     int V, int Vp, float dloss, bool write_grad);
+                                     int V, int Vp, float dloss, bool write_grad,
+                                     const StepScalars* scalars) override;
+    // The composed ops: their composition over the ops above (OpDispatch would hand them to
+    // the fp32 backend, whose fused kernels take fp32 activations).
+#define TRT_OP(name, params, args)
+#define TRT_OP_COMPOSED(name, params, args) \
+    void name params override { Backend::name args; }
+#include "backend/backend_ops.def"
+#undef TRT_OP_COMPOSED
+#undef TRT_OP
 
     // Rows a chunk holds: a fixed budget of fp32 scratch over the floats of one row of every
     // tensor, at least min_rows, in whole units (a sequence of T rows for ops with
@@ -124,6 +152,9 @@ public:
 
 private:
     struct RowArg;
+    void unregister_if(const void* freed);
+    // [dst, dst + bytes) was written: refresh the working copy where it overlaps the master.
+    void params_written(const void* dst, size_t bytes);
     template <size_t K, typename Fn>
     void by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], Fn&& fn,
                  size_t min_rows = 64);  // 64: row ops
@@ -162,9 +193,10 @@ private:
     // A weight as bf16: its place in working16_, or (a caller's own buffer) a rounded copy.
     const uint16_t* weight16(const float* w, size_t count);
 
-    Backend& mem_;
+    Backend& mem_;  // the fp32 backend: where scratch and the working copy live
     int threads_;
     DType dtype_;
+    std::string matmul_note_;
     float* scratch_ = nullptr;
     size_t scratch_floats_ = 0;
     RoundedCopy weight_tmp_, bias_tmp_;

@@ -139,14 +139,14 @@ TEST_P(CpuOpCases, LowPrecisionAgainstTheReference) {
 TEST_P(CpuOpCases, Bf16InOneRowChunks) {
     struct Reset {
         ~Reset() {
-            trt::cpu::LowpOps::set_chunk_rows_for_tests(0);
-            trt::cpu::LowpOps::set_column_block_for_tests(0);
+            trt::cpu::LowpBackend::set_chunk_rows_for_tests(0);
+            trt::cpu::LowpBackend::set_column_block_for_tests(0);
         }
     } reset;
-    trt::cpu::LowpOps::set_chunk_rows_for_tests(1);
+    trt::cpu::LowpBackend::set_chunk_rows_for_tests(1);
     // And [M, K]-weight matmuls in blocks of 3 output columns (the output head's path), so a
     // block's column offset is crossed too.
-    trt::cpu::LowpOps::set_column_block_for_tests(3);
+    trt::cpu::LowpBackend::set_column_block_for_tests(3);
     for (const MatmulMode& mode : kLowpModes) {
         if (mode.p != trt::Precision::Bf16) continue;
         auto be = trt::make_cpu_backend(2, trt::Precision::Bf16, mode.matmul);
