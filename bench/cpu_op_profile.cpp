@@ -1,11 +1,11 @@
 // cpu_op_profile: per-op time breakdown of one CPU training step (forward, backward,
 // grad-norm, AdamW) at the bench/cpu_vs_torch.py shapes.
 //
-// An OpDispatch wrapper (backend/op_dispatch.h) times every op call of a real
-// Decoder::forward_backward plus the optimizer's grad_norm_clip and fused adamw_step (the
-// calls src/runtime/optimizer.cpp makes), keyed by op name, the matmuls by shape (the four
-// block matmuls and the tied head are told apart by K, M). Prints ms per step, share of the step
-// and GFLOP/s where the op's FLOP count is well defined.
+// The library's OpProfiler (backend/op_profiler.h) times every op call of a real
+// Decoder::forward_backward plus the optimizer's step ops (the calls src/runtime/optimizer.cpp
+// makes), keyed by op name, the matmuls by shape (the four block matmuls and the tied head are
+// told apart by K, M). Prints ms per step, share of the step and GFLOP/s where the op's FLOP
+// count is well defined.
 //
 //   cpu_op_profile [--threads N] [--steps S] [--warmup W] [--B 8] [--T 256]
 //                  [--L 6] [--NH 6] [--C 384] [--V 256] [--bf16 1] [--dropout-pct 10]
@@ -25,18 +25,17 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/op_dispatch.h"
+#include "backend/op_profiler.h"
 #include "model/decoder.h"
 #include "model/param_table.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using trt::Act;
-using trt::ConstAct;
 
+// One label's numbers over the timed steps (OpProfiler's rows, one profile per step).
 struct Stat {
-    std::vector<double> step_seconds;  // per timed step: this op's total time
+    std::vector<double> step_seconds;  // per timed step: this label's total time
     double flops = 0.0;                // all timed calls, 0 when not meaningful
     long calls = 0;
     double median() const {
@@ -44,97 +43,6 @@ struct Stat {
         std::sort(s.begin(), s.end());
         return s.empty() ? 0.0 : s[s.size() / 2];
     }
-};
-
-// Times every op through OpDispatch (backend/op_dispatch.h): ops keyed by name, the matmuls
-// and attention by shape with their FLOPs (the overrides below label the op they pass on).
-class TimedBackend final : public trt::OpDispatch {
-public:
-    explicit TimedBackend(std::unique_ptr<trt::Backend> inner) : OpDispatch(std::move(inner)) {}
-    std::map<std::string, Stat> stats;
-    bool on = false;
-    int step = 0;  // index of the timed step
-
-    void matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
-                        int N, int K, int M, trt::WeightLayout layout) override {
-        label(mm_name("fwd", K, M, layout), 2.0 * N * K * M);
-        OpDispatch::matmul_forward(out, inp, weight, bias, N, K, M, layout);
-    }
-    void matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
-                         ConstAct inp, const float* weight, int N, int K, int M,
-                         trt::WeightLayout layout) override {
-        label(mm_name("bwd", K, M, layout), 2.0 * N * K * M * ((dinp ? 1 : 0) + (dweight ? 1 : 0)));
-        OpDispatch::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
-    }
-    void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight, const float* bias,
-                             int N, int K, int M) override {
-        label(mm_name("fwd+gelu", K, M, trt::WeightLayout::InOut), 2.0 * N * K * M);
-        OpDispatch::matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M);
-    }
-    // Attention FLOPs counted as the causal minimum (lower triangle incl. diagonal):
-    // forward 2 products, backward 4, each 2·T(T+1)/2·hs per (b, h).
-    void attention_forward(Act out, float* saved, ConstAct qkv,
-                           const trt::AttentionShape& a) override {
-        label(a.drops() ? "attention fwd (dropout)" : "attention fwd",
-              2.0 * 2.0 * a.B * (double)a.T * (a.T + 1) / 2.0 * a.width());
-        OpDispatch::attention_forward(out, saved, qkv, a);
-    }
-    void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                            const float* saved, const trt::AttentionShape& a) override {
-        label(a.drops() ? "attention bwd (dropout)" : "attention bwd",
-              4.0 * 2.0 * a.B * (double)a.T * (a.T + 1) / 2.0 * a.width());
-        OpDispatch::attention_backward(dqkv, scratch, dout, qkv, saved, a);
-    }
-
-protected:
-    void dispatch(trt::OpKind op, std::function<void()> run) override {
-        std::string key = label_.empty() ? trt::op_name(op) : label_;
-        const double flops = flops_;
-        label_.clear();
-        flops_ = 0;
-        // begin/end of step and the batch loads: a few scalars or host copies, untimed.
-        switch (op) {
-            case trt::OpKind::begin_step:
-            case trt::OpKind::accumulate_loss:
-            case trt::OpKind::end_step:
-            case trt::OpKind::load_rows:
-            case trt::OpKind::load_batch:
-            case trt::OpKind::sample_window:
-            case trt::OpKind::sample_random:
-                run();
-                return;
-            default:
-                timed(key, flops, run);
-        }
-    }
-
-private:
-    void label(std::string key, double flops) {
-        label_ = std::move(key);
-        flops_ = flops;
-    }
-    std::string mm_name(const char* dir, int K, int M, trt::WeightLayout layout) const {
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "matmul %s %s %dx%d", dir,
-                      layout == trt::WeightLayout::OutIn ? "(head, OutIn)" : "", K, M);
-        return buf;
-    }
-    void timed(const std::string& key, double flops, const std::function<void()>& f) {
-        if (!on) {
-            f();
-            return;
-        }
-        const auto t0 = Clock::now();
-        f();
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        Stat& st = stats[key];
-        if (st.step_seconds.size() <= (size_t)step) st.step_seconds.resize(step + 1, 0.0);
-        st.step_seconds[step] += s;
-        st.flops += flops;
-        st.calls += 1;
-    }
-    std::string label_;  // the op about to be dispatched, when an override knows more
-    double flops_ = 0;
 };
 
 int arg_int(int argc, char** argv, const char* name, int def) {
@@ -156,8 +64,9 @@ int main(int argc, char** argv) {
     shape.dropout = static_cast<float>(arg_int(argc, argv, "--dropout-pct", 0)) / 100.0f;
 
     const bool bf16 = arg_int(argc, argv, "--bf16", 0) != 0;
-    TimedBackend be(trt::make_cpu_backend(
-        threads, bf16 ? trt::Precision::Bf16 : trt::Precision::Fp32));
+    trt::OpProfiler be(
+        trt::make_cpu_backend(threads, bf16 ? trt::Precision::Bf16 : trt::Precision::Fp32));
+    std::map<std::string, Stat> stats;
     trt::Decoder model(be, shape, B, T);
     const trt::ParamTable& table = model.table();
     const size_t P = table.total();
@@ -199,8 +108,10 @@ int main(int argc, char** argv) {
             model.inputs_buffer()[i] = tok(gen);
             model.targets_buffer()[i] = tok(gen);
         }
-        be.on = s >= warmup;
-        be.step = s - warmup;
+        if (s >= warmup) {
+            be.reset();
+            be.start();
+        }
         const auto t0 = Clock::now();
         model.zero_grads();
         scalars->step = s + 1;  // the dropout masks' step
@@ -213,16 +124,24 @@ int main(int argc, char** argv) {
                                               scalars);
         trt::optimizer_step_of(be).end_step(scalars, trt::LossScalePolicy{});
         const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (s >= warmup) step_s.push_back(dt);
+        if (s < warmup) continue;
+        be.stop();
+        step_s.push_back(dt);
+        for (const trt::OpTiming& r : be.rows()) {
+            Stat& st = stats[r.label];
+            st.step_seconds.resize(step_s.size() - 1, 0.0);  // a label absent from a step: 0
+            st.step_seconds.push_back(r.seconds);
+            st.flops += r.flops;
+            st.calls += r.calls;
+        }
     }
-    be.on = false;
     // Medians over the timed steps (per op and for the whole step): robust to the bursts of
     // load of a shared machine. Shares are of the median step.
     std::vector<double> sorted = step_s;
     std::sort(sorted.begin(), sorted.end());
     const double med = sorted[sorted.size() / 2];
     double ops = 0.0, flops = 0.0;
-    for (auto& kv : be.stats) ops += kv.second.median();
+    for (auto& kv : stats) ops += kv.second.median();
 
     std::printf("cpu_op_profile: B%d T%d V%d L%d NH%d C%d, %d threads, %d timed steps "
                 "(%d warm-up); last loss %.4f\n",
@@ -231,7 +150,7 @@ int main(int argc, char** argv) {
                 sorted.front() * 1e3, sorted.back() * 1e3, (double)N / med);
     std::printf("| op | calls/step | ms/step (median) | share | GFLOP/s |\n"
                 "|---|---|---|---|---|\n");
-    std::vector<std::pair<std::string, Stat>> rows(be.stats.begin(), be.stats.end());
+    std::vector<std::pair<std::string, Stat>> rows(stats.begin(), stats.end());
     std::sort(rows.begin(), rows.end(),
               [](const auto& a, const auto& b) { return a.second.median() > b.second.median(); });
     for (auto& [k, st] : rows) {

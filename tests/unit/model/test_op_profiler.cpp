@@ -1,0 +1,169 @@
+// OpProfiler (backend/op_profiler.h) on a real decoder step: every op is filed once per call
+// under its label, the products with their FLOPs, and — with a clock that only the ops advance —
+// the op times add up to the profiled wall time exactly; the Amdahl helpers. No assertion on
+// real time: the fake clock makes every number exact.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/op_dispatch.h"
+#include "backend/op_profiler.h"
+#include "model/decoder.h"
+
+using namespace trt;
+
+namespace {
+
+// A clock only the ops move: each op, as it runs, advances it by 1 + its kind's number, so
+// every op's time is known and nothing outside the ops counts.
+struct FakeTime {
+    double now = 0;
+};
+double ticks(OpKind op) { return 1.0 + static_cast<int>(op); }
+
+class Ticking final : public OpDispatch {
+public:
+    Ticking(std::unique_ptr<Backend> inner, FakeTime* t) : OpDispatch(std::move(inner)), t_(t) {}
+
+protected:
+    void dispatch(OpKind op, std::function<void()> run) override {
+        run();
+        t_->now += ticks(op);
+    }
+
+private:
+    FakeTime* t_;
+};
+
+struct Step {
+    FakeTime time;
+    OpProfiler* prof = nullptr;  // owned by be
+    std::unique_ptr<Backend> be;
+    std::unique_ptr<Decoder> model;
+    int B = 2, T = 8;
+
+    explicit Step(const ModelSpec& spec) {
+        auto ticking = std::make_unique<Ticking>(make_cpu_backend(1), &time);
+        auto profiler =
+            std::make_unique<OpProfiler>(std::move(ticking), [this] { return time.now; });
+        prof = profiler.get();
+        be = std::move(profiler);
+        model = std::make_unique<Decoder>(*be, spec, B, T);
+        std::mt19937 gen(7);
+        std::uniform_int_distribution<int32_t> tok(0, spec.V - 1);
+        for (int i = 0; i < B * T; i++) {
+            model->inputs_buffer()[i] = tok(gen);
+            model->targets_buffer()[i] = tok(gen);
+        }
+    }
+    void run() {
+        model->zero_grads();
+        model->forward_backward(model->inputs_buffer(), model->targets_buffer(), B, T,
+                                1.0f / (B * T));
+    }
+};
+
+std::map<std::string, OpTiming> by_label(const OpProfiler& p) {
+    std::map<std::string, OpTiming> m;
+    for (const OpTiming& r : p.rows()) m[r.label] = r;
+    return m;
+}
+
+TEST(OpProfiler, OpTimesAddUpToTheProfiledStep) {
+    Step s(gpt2_spec(32, 8, 2, 2, 16));
+    s.run();  // untimed: nothing is filed before start()
+    EXPECT_TRUE(s.prof->rows().empty());
+    s.prof->start();
+    s.run();
+    s.prof->stop();
+    const std::vector<OpTiming> rows = s.prof->rows();
+    ASSERT_FALSE(rows.empty());
+    double sum = 0;
+    for (const OpTiming& r : rows) {
+        EXPECT_EQ(r.seconds, r.calls * ticks(r.op)) << r.label;  // each call timed once, whole
+        sum += r.seconds;
+    }
+    EXPECT_EQ(sum, s.prof->op_seconds());
+    EXPECT_EQ(s.prof->op_seconds(), s.prof->wall_seconds());  // only the ops moved the clock
+    for (size_t i = 1; i < rows.size(); i++) EXPECT_GE(rows[i - 1].seconds, rows[i].seconds);
+
+    // A second profiled step doubles every row; reset() forgets them.
+    const std::map<std::string, OpTiming> one = by_label(*s.prof);
+    s.prof->start();
+    s.run();
+    s.prof->stop();
+    for (const auto& [label, r] : by_label(*s.prof)) {
+        EXPECT_EQ(r.calls, 2 * one.at(label).calls) << label;
+        EXPECT_EQ(r.flops, 2 * one.at(label).flops) << label;
+    }
+    s.prof->reset();
+    EXPECT_TRUE(s.prof->rows().empty());
+    EXPECT_EQ(s.prof->wall_seconds(), 0.0);
+}
+
+// GPT-2, L 2, C 16, V 32 (Vp 128), B·T = 16: the labels and FLOPs of every product.
+TEST(OpProfiler, LabelsTheProductsWithTheirFlops) {
+    const int L = 2, C = 16, N = 16, Vp = 128, T = 8, B = 2;
+    Step s(gpt2_spec(32, T, L, 2, C));
+    s.prof->start();
+    s.run();
+    s.prof->stop();
+    const std::map<std::string, OpTiming> m = by_label(*s.prof);
+    // calls < 0: as many as the op's chunks of rows (the head), at least one.
+    auto expect = [&](const std::string& label, int64_t calls, double flops) {
+        ASSERT_TRUE(m.count(label)) << label;
+        if (calls >= 0)
+            EXPECT_EQ(m.at(label).calls, calls) << label;
+        else
+            EXPECT_GE(m.at(label).calls, 1) << label;
+        EXPECT_DOUBLE_EQ(m.at(label).flops, flops) << label;
+    };
+    const double fwd = 2.0 * N;                          // FLOPs per (K·M) of one forward product
+    expect("matmul fwd 16x48", L, L * fwd * C * 3 * C);  // qkv
+    expect("matmul fwd 16x16", L, L * fwd * C * C);      // attention projection
+    expect("matmul fwd 64x16", L, L * fwd * 4 * C * C);  // MLP down
+    expect("matmul fwd+gelu 16x64", L, L * fwd * C * 4 * C);
+    expect("matmul fwd 16x128 (OutIn)", -1, fwd * C * Vp);  // the tied head
+    // Backward: both gradients of every product.
+    expect("matmul bwd 16x48", L, L * 2 * fwd * C * 3 * C);
+    expect("matmul bwd 16x16", L, L * 2 * fwd * C * C);
+    expect("matmul bwd 64x16", L, L * 2 * fwd * 4 * C * C);
+    expect("matmul bwd 16x64", L, L * 2 * fwd * C * 4 * C);
+    expect("matmul bwd 16x128 (OutIn)", -1, 2 * fwd * C * Vp);
+    const AttentionShape a = AttentionShape::from_heads(B, T, 2, 2, C / 2);
+    expect("attention fwd", L, L * attention_flops(a, false));
+    expect("attention bwd", L, L * attention_flops(a, true));
+    expect("layernorm_forward", 1, 0);  // ln1 of block 0; the others fuse with the residual
+}
+
+TEST(OpProfiler, AttentionFlopsCountTheCausalPairsInTheWindow) {
+    // T 4: 1 + 2 + 3 + 4 = 10 pairs; window 2: 1 + 2 + 2 + 2 = 7; hs 3, 2 heads, B 1.
+    const AttentionShape a = AttentionShape::from_heads(1, 4, 2, 2, 3);
+    EXPECT_DOUBLE_EQ(attention_flops(a, false), 2 * 2.0 * 10 * 6);
+    EXPECT_DOUBLE_EQ(attention_flops(a, true), 4 * 2.0 * 10 * 6);
+    EXPECT_DOUBLE_EQ(attention_flops(a.with_window(2), false), 2 * 2.0 * 7 * 6);
+    EXPECT_DOUBLE_EQ(attention_flops(a.with_window(9), false), 2 * 2.0 * 10 * 6);
+}
+
+TEST(OpProfiler, AmdahlFractionAndProjection) {
+    EXPECT_DOUBLE_EQ(parallel_fraction(8.0, 4.0, 2), 1.0);  // perfect halving
+    EXPECT_DOUBLE_EQ(parallel_fraction(8.0, 8.0, 2), 0.0);  // no gain
+    EXPECT_DOUBLE_EQ(parallel_fraction(8.0, 6.0, 2), 0.5);  // 8 = 4 serial + 4 parallel
+    EXPECT_DOUBLE_EQ(parallel_fraction(8.0, 9.0, 2), 0.0);  // slower: clamped
+    EXPECT_DOUBLE_EQ(parallel_fraction(8.0, 3.0, 2), 1.0);  // super-linear: clamped
+    EXPECT_DOUBLE_EQ(parallel_fraction(0.0, 1.0, 2), 0.0);
+    EXPECT_DOUBLE_EQ(parallel_fraction(8.0, 2.0, 4), 1.0);
+    EXPECT_DOUBLE_EQ(amdahl_seconds(8.0, 0.5, 1), 8.0);
+    EXPECT_DOUBLE_EQ(amdahl_seconds(8.0, 0.5, 2), 6.0);
+    EXPECT_DOUBLE_EQ(amdahl_seconds(8.0, 0.5, 16), 4.25);
+    EXPECT_DOUBLE_EQ(amdahl_seconds(8.0, 1.0, 16), 0.5);
+    // The 2-thread time of a profile projects back to itself.
+    const double p = parallel_fraction(10.0, 6.5, 2);
+    EXPECT_DOUBLE_EQ(amdahl_seconds(10.0, p, 2), 6.5);
+}
+
+}  // namespace
