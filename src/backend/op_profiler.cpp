@@ -58,14 +58,16 @@ void OpProfiler::label_next(std::string label, double flops) {
 // A label the override gave, else the op's name. The inner backend is synchronized before the
 // clock starts and before it stops, so an asynchronous backend's op is all inside the interval.
 void OpProfiler::dispatch(OpKind op, std::function<void()> run) {
+    if (!on_) {  // untimed: no label built, no row touched
+        next_label_.clear();
+        next_flops_ = 0;
+        run();
+        return;
+    }
     std::string label = next_label_.empty() ? std::string(op_name(op)) : std::move(next_label_);
     const double flops = next_flops_;
     next_label_.clear();
     next_flops_ = 0;
-    if (!on_) {
-        run();
-        return;
-    }
     inner().synchronize();
     const double t0 = clock_();
     run();
