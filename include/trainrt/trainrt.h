@@ -345,6 +345,16 @@ TRAINRT_API trainrt_status trainrt_session_metrics(trainrt_metrics* out,
 /* The session's resolved config as TOML (what it actually runs with). */
 TRAINRT_API trainrt_status trainrt_session_config_dump(char* buf, size_t cap, size_t* needed,
                                                        trainrt_session* session);
+/* The per-op profile of the train steps (step, step_tokens, step_masked, train) run since the
+ * session was created or since trainrt_session_profile_reset, as JSON into (buf, cap, needed)
+ * as trainrt_config_dump: every backend op by layer and label (the products by shape), with
+ * its calls, seconds, FLOPs and bytes (docs/C_API.md, "Per-op profile"). Needs a session
+ * created with runtime.profile_ops = true (TRAINRT_ERR_CONFIG otherwise), whose steps run
+ * eagerly with each op synchronized. */
+TRAINRT_API trainrt_status trainrt_session_profile(char* buf, size_t cap, size_t* needed,
+                                                   trainrt_session* session);
+/* Forgets the profile so far (e.g. after warm-up steps); TRAINRT_ERR_CONFIG as above. */
+TRAINRT_API trainrt_status trainrt_session_profile_reset(trainrt_session* session);
 
 /* ---------------------------------------------------------------- checkpoints */
 /* A checkpoint is a directory (docs/FORMATS.md §4): fp32 weights + HF config (so it is also a

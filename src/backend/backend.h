@@ -32,7 +32,7 @@ namespace trt {
 // signature as backend_ops.def and step_ops.def write it (an op added or changed needs no
 // bump). Bump the revision when anything else in this header changes shape (a method outside
 // the op lists, a struct).
-constexpr uint32_t kBackendInterfaceRevision = 20;  // 20: composed ops; 19: optimizer_step()
+constexpr uint32_t kBackendInterfaceRevision = 21;  // 21: annotate_layer; 20: composed ops
 
 // A target id that is not a target (instruction tuning trains on some tokens only): the
 // position is an input, its loss is 0 and its logits get no gradient.
@@ -481,6 +481,13 @@ public:
 
     // ---- training: the optimizer step (null: the backend runs the model's ops only)
     virtual OptimizerStep* optimizer_step() { return nullptr; }
+
+    // ---- profiling
+    // The ops that follow belong to block `layer` of the model (kNoLayer: outside the blocks
+    // — the embeddings, the final norm and head, the optimizer). A hint: the profiler
+    // (op_profiler.h) files the ops by it; a backend ignores it.
+    static constexpr int kNoLayer = -1;
+    virtual void annotate_layer(int /*layer*/) {}
 
     // ---- data parallelism in backend memory (NCCL on CUDA; docs/DISTRIBUTED.md)
     // The backend's own collectives, or null where it has none (then the session sums

@@ -74,6 +74,7 @@ public:
     void end_capture(int id) override { inner_->end_capture(id); }
     void replay_graph(int id) override { inner_->replay_graph(id); }
     DeviceCollectives* collectives(std::string* why) override { return inner_->collectives(why); }
+    void annotate_layer(int layer) override { inner_->annotate_layer(layer); }
 
     // ---- every op: its arguments, held by value, in a closure that runs it on the inner
     // backend, handed to dispatch().

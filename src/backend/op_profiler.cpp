@@ -35,10 +35,33 @@ void OpProfiler::reset() {
     if (on_) started_ = clock_();
 }
 
-std::vector<OpTiming> OpProfiler::rows() const {
+std::vector<OpTiming> OpProfiler::layer_rows() const {
     std::vector<OpTiming> out;
     out.reserve(rows_.size());
     for (const auto& kv : rows_) out.push_back(kv.second);
+    std::stable_sort(out.begin(), out.end(), [](const OpTiming& a, const OpTiming& b) {
+        return a.layer != b.layer ? a.layer < b.layer : a.seconds > b.seconds;
+    });
+    return out;
+}
+
+std::vector<OpTiming> OpProfiler::rows() const {
+    std::map<std::string, OpTiming> by_label;
+    for (const auto& kv : rows_) {
+        const OpTiming& r = kv.second;
+        OpTiming& sum = by_label[r.label];
+        if (sum.calls == 0) {
+            sum.label = r.label;
+            sum.op = r.op;
+        }
+        sum.calls += r.calls;
+        sum.seconds += r.seconds;
+        sum.flops += r.flops;
+        sum.bytes += r.bytes;
+    }
+    std::vector<OpTiming> out;
+    out.reserve(by_label.size());
+    for (const auto& kv : by_label) out.push_back(kv.second);
     std::stable_sort(out.begin(), out.end(),
                      [](const OpTiming& a, const OpTiming& b) { return a.seconds > b.seconds; });
     return out;
@@ -50,94 +73,36 @@ double OpProfiler::op_seconds() const {
     return s;
 }
 
-void OpProfiler::label_next(std::string label, double flops) {
-    next_label_ = std::move(label);
-    next_flops_ = flops;
+void OpProfiler::annotate_layer(int layer) {
+    layer_ = layer;
+    OpDispatch::annotate_layer(layer);
 }
 
-// A label the override gave, else the op's name. The inner backend is synchronized before the
+// The label the op's cost gave, else its name. The inner backend is synchronized before the
 // clock starts and before it stops, so an asynchronous backend's op is all inside the interval.
 void OpProfiler::dispatch(OpKind op, std::function<void()> run) {
-    if (!on_) {  // untimed: no label built, no row touched
-        next_label_.clear();
-        next_flops_ = 0;
+    if (!on_) {  // untimed: no cost computed, no row touched
         run();
         return;
     }
-    std::string label = next_label_.empty() ? std::string(op_name(op)) : std::move(next_label_);
-    const double flops = next_flops_;
-    next_label_.clear();
-    next_flops_ = 0;
+    OpCost cost = std::move(next_);
+    next_ = OpCost{};
+    if (cost.label.empty()) cost.label = op_name(op);
     inner().synchronize();
     const double t0 = clock_();
     run();
     inner().synchronize();
     const double dt = clock_() - t0;
-    OpTiming& row = rows_[label];
+    OpTiming& row = rows_[{layer_, cost.label}];
     if (row.calls == 0) {
-        row.label = label;
+        row.label = std::move(cost.label);
         row.op = op;
+        row.layer = layer_;
     }
     row.calls += 1;
     row.seconds += dt;
-    row.flops += flops;
+    row.flops += cost.flops;
+    row.bytes += cost.bytes;
 }
-
-namespace {
-std::string matmul_label(const char* pass, int K, int M, WeightLayout layout) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "matmul %s %dx%d%s", pass, K, M,
-                  layout == WeightLayout::OutIn ? " (OutIn)" : "");
-    return buf;
-}
-}  // namespace
-
-void OpProfiler::matmul_forward(Act out, ConstAct inp, const float* weight, const float* bias,
-                                int N, int K, int M, WeightLayout layout) {
-    label_next(matmul_label("fwd", K, M, layout), 2.0 * N * K * M);
-    OpDispatch::matmul_forward(out, inp, weight, bias, N, K, M, layout);
-}
-
-// The input gradient and the weight gradient are one product each, when asked for.
-void OpProfiler::matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
-                                 ConstAct inp, const float* weight, int N, int K, int M,
-                                 WeightLayout layout) {
-    const int products = (dinp ? 1 : 0) + (dweight ? 1 : 0);
-    label_next(matmul_label("bwd", K, M, layout), 2.0 * N * K * M * products);
-    OpDispatch::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, K, M, layout);
-}
-
-void OpProfiler::matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
-                                     const float* bias, int N, int K, int M) {
-    label_next(matmul_label("fwd+gelu", K, M, WeightLayout::InOut), 2.0 * N * K * M);
-    OpDispatch::matmul_gelu_forward(pre, out, inp, weight, bias, N, K, M);
-}
-
-void OpProfiler::attention_forward(Act out, float* saved, ConstAct qkv, const AttentionShape& a) {
-    label_next(a.drops() ? "attention fwd (dropout)" : "attention fwd", attention_flops(a, false));
-    OpDispatch::attention_forward(out, saved, qkv, a);
-}
-
-void OpProfiler::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
-                                    const float* saved, const AttentionShape& a) {
-    label_next(a.drops() ? "attention bwd (dropout)" : "attention bwd", attention_flops(a, true));
-    OpDispatch::attention_backward(dqkv, scratch, dout, qkv, saved, a);
-}
-
-double attention_flops(const AttentionShape& a, bool backward) {
-    // (query, key) pairs: query t sees min(t + 1, window) keys (documents not counted).
-    const double T = a.T, w = a.window > 0 && a.window < a.T ? a.window : T;
-    const double pairs = w * (w + 1) / 2.0 + (T - w) * w;
-    const double products = backward ? 4.0 : 2.0;
-    return products * 2.0 * a.B * pairs * a.width();
-}
-
-double parallel_fraction(double t1, double tn, int n) {
-    if (!(t1 > 0) || n <= 1) return 0.0;
-    const double p = (1.0 - tn / t1) / (1.0 - 1.0 / n);
-    return std::min(1.0, std::max(0.0, p));
-}
-
-double amdahl_seconds(double t1, double p, int m) { return m <= 0 ? t1 : t1 * ((1.0 - p) + p / m); }
 
 }  // namespace trt

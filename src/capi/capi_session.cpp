@@ -327,4 +327,24 @@ TRAINRT_API trainrt_status trainrt_session_config_dump(char* buf, size_t cap, si
     });
 }
 
+TRAINRT_API trainrt_status trainrt_session_profile(char* buf, size_t cap, size_t* needed,
+                                                   trainrt_session* session) {
+    return guarded("trainrt_session_profile", [&] {
+        require(session, "trainrt_session_profile", "session");
+        capi::BusyGuard busy(session->busy, "trainrt_session_profile");
+        capi::copy_string(buf, cap, needed, session->session->profile_json(),
+                          "trainrt_session_profile");
+        return TRAINRT_OK;
+    });
+}
+
+TRAINRT_API trainrt_status trainrt_session_profile_reset(trainrt_session* session) {
+    return guarded("trainrt_session_profile_reset", [&] {
+        require(session, "trainrt_session_profile_reset", "session");
+        capi::BusyGuard busy(session->busy, "trainrt_session_profile_reset");
+        session->session->reset_profile();
+        return TRAINRT_OK;
+    });
+}
+
 }  // extern "C"

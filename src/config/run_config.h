@@ -127,6 +127,9 @@ struct RuntimeConfig {
     // Bytes train.batch_size = "auto" may plan for: the CPU's budget (0 = what the machine
     // has available), a cap on CUDA's search (0 = the GPU's memory).
     int64_t memory_limit = 0;
+    // Time every backend op of every train step (backend/op_profiler.h), read with
+    // trainrt_session_profile. Steps then run eagerly (no CUDA graph), each op synchronized.
+    bool profile_ops = false;
 };
 
 // The CUDA fast paths are on by default since a GPU run verified them against the CPU twin

@@ -399,12 +399,15 @@ void Decoder::run_forward(const int32_t* inputs, const int32_t* targets, int B, 
     const ModelSpec& s = spec();
     const int N = B * T, L = s.L;
 
+    be_.annotate_layer(Backend::kNoLayer);  // for a profiler: the ops' block, or none
     embed(inputs, w(Slot::PositionEmbedding), B, T);
     for (int i = 0; i < L; ++i) {
+        be_.annotate_layer(i);
         // Block i's ln1 was written above (block 0) or by the previous block's fused norm.
         block_attention_forward(i, B, T);
         block_mlp_forward(i, N);
     }
+    be_.annotate_layer(Backend::kNoLayer);
     head_loss(targets, N, dloss_scale, write_grad, scalars);
 }
 
@@ -450,6 +453,7 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
     const size_t act_size = float_dtype_size(A.dresidual.dtype);
 
     const Act last_residual = L > 0 ? A.layers[L - 1].residual3 : A.encoded;
+    be_.annotate_layer(Backend::kNoLayer);
     // dln [N, C] = d lnf, written by head_loss in the forward.
     be_.zero(A.dresidual.data, NC * act_size);
     norm_backward(A.dresidual, norm_dw(Slot::FinalNorm), norm_dw(Slot::FinalNormBias), A.dln,
@@ -458,6 +462,7 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
     // gradient, so the backward ends there.
     for (int i = L - 1; i >= backward_from_layer_; --i) {
         LayerActivations& a = A.layers[i];
+        be_.annotate_layer(i);
         // train.recompute: refill the shared buffers with this block's values (the top block's
         // are still there from the forward).
         if (i + 1 < L && recompute_ == Recompute::Block) block_attention_forward(i, B, T);
@@ -500,6 +505,7 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
                       A.dln, residual, w(Slot::AttnNorm, i), a.ln1_mean, a.ln1_rstd, N);
         if (block_done_) block_done_(i);
     }
+    be_.annotate_layer(Backend::kNoLayer);
     if (embeddings_train_ && dropping(s.dropout))  // through the embeddings' mask
         be_.dropout(A.dresidual, A.dresidual, NC, mask(s.dropout, kEmbeddingDropoutSite));
     if (embeddings_train_)  // dwte may be null (a frozen wte with a trainable wpe)

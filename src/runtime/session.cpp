@@ -141,6 +141,11 @@ void Session::check_run_config() {
 void Session::start_backend(const BackendFactory& factory) {
     BackendSelection selected = factory ? factory(run_) : select_backend(run_);
     backend_ = std::move(selected.backend);
+    if (run_.runtime.profile_ops) {
+        auto profiler = std::make_unique<OpProfiler>(std::move(backend_));
+        profiler_ = profiler.get();
+        backend_ = std::move(profiler);
+    }
     precision_ = selected.precision;
     if (!selected.fallback_reason.empty())
         log_.info("runtime.device = \"auto\": no usable CUDA backend, running on the CPU (",
@@ -285,6 +290,8 @@ void Session::plan_graphs() {
     if (run_.accel.cuda_graphs) {
         if (!backend_->supports_graphs())
             step_graph_->disable(cat("the ", backend_->name(), " backend has no graphs"));
+        else if (profiler_)
+            step_graph_->disable("runtime.profile_ops times each op eagerly");
         else if (!feed_->resident())
             step_graph_->disable("needs the train split resident: data.placement = \"device\"");
         else if (world_size_ > 1 && !grad_sync_->device_sum())

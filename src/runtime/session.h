@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "backend/backend_factory.h"
+#include "backend/op_profiler.h"
 #include "checkpoint/checkpoint.h"
 #include "config/config.h"
 #include "core/log.h"
@@ -140,6 +141,11 @@ public:
         stop_requested_.store(true);
     }
     SessionMetrics metrics() const;
+    // runtime.profile_ops (session_profile.cpp): the per-op profile of the train steps since
+    // the session began or the last reset_profile(), as JSON (docs/C_API.md, "Per-op
+    // profile"). Both refuse (Status::Config) a session created without it.
+    std::string profile_json() const;
+    void reset_profile();
     const Config& config() const { return config_; }
     void set_log_sink(const LogSink& sink) { log_.set_sink(sink); }
 
@@ -316,6 +322,24 @@ private:
     Logger log_;
     std::unique_ptr<Backend> backend_;
     Precision precision_ = Precision::Fp32;  // resolved
+    // runtime.profile_ops: backend_ is an OpProfiler over the selected backend (this is it),
+    // and the steps it has timed. A ProfiledStep times the ops of one step while it lives
+    // (no-op without a profiler, and inside a step already timed).
+    OpProfiler* profiler_ = nullptr;
+    int64_t profiled_steps_ = 0;
+    class ProfiledStep {
+    public:
+        explicit ProfiledStep(Session& s);
+        ~ProfiledStep();
+        ProfiledStep(const ProfiledStep&) = delete;
+        ProfiledStep& operator=(const ProfiledStep&) = delete;
+
+    private:
+        Session& s_;
+        bool started_ = false;
+        int exceptions_ = 0;  // std::uncaught_exceptions() at the start: a step that throws
+                              // is not counted
+    };
     std::unique_ptr<Decoder> model_;
     // The frozen tensors as model.init_from gave them (name -> tensor_sha256): while they
     // hold, checkpoints leave them out (format 3). Empty: random init, nothing frozen, or a

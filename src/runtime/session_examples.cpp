@@ -72,6 +72,7 @@ StepResult Session::step_examples(const int32_t* inputs, const int32_t* targets,
 
 StepResult Session::examples_step(const char* what, const int32_t* inputs,
                                   const int32_t* targets, const int32_t* positions, size_t n) {
+    const ProfiledStep profiled(*this);
     warn_resume_differences();
     const int64_t GA = run_.train.grad_accum, B = run_.train.batch_size, T = run_.train.seq_len;
     const size_t expected = static_cast<size_t>(GA * B * T);

@@ -51,6 +51,7 @@ int64_t Session::tokens_per_step() const {
 }
 
 StepResult Session::step_on_this_rank(bool stoppable) {
+    const ProfiledStep profiled(*this);
     warn_resume_differences();
     refuse_empty_train_split();
     if (!train_data_)
@@ -93,6 +94,7 @@ StepResult Session::step_on_this_rank(bool stoppable) {
 }
 
 StepResult Session::step_tokens(const int32_t* tokens, size_t n_tokens) {
+    const ProfiledStep profiled(*this);
     warn_resume_differences();
     const int64_t GA = run_.train.grad_accum, B = run_.train.batch_size, T = run_.train.seq_len;
     const size_t expected = static_cast<size_t>(GA * B * (T + 1));

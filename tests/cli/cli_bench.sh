@@ -2,7 +2,8 @@
 # `trainrt bench` on the CPU backend: a tiny model for a few steps; the JSON report's fields
 # exist and are sane (tokens/s > 0, p95 >= p50, one finite loss per timed step, FLOPs per
 # token = 6N + 6LCT, MFU from runtime.peak_tflops), the same seed gives the same losses, the
-# bench writes nothing but its report, and bad usage fails. No timed assertions.
+# bench writes nothing but its report, --profile's tables and JSON (op times inside the step,
+# layers, FLOPs), and bad usage fails. No timed assertions.
 #   usage: cli_bench.sh TRAINRT_BINARY SOURCE_DIR SCRATCH_DIR PYTHON
 set -euo pipefail
 
@@ -124,6 +125,39 @@ PY
 "$PY" -c 'import json,sys; r=json.load(open("c.json")); sys.exit(0 if r["first_step"] == 1 and len(r["losses"]) == 1 else "c.json: %r" % r)' ||
     fail "--warmup 0"
 echo "ok: --warmup 0"
+
+# ------------------------------------------------------------------ --profile
+step "bench --profile at 2 threads: a 1-thread run beside it, both profiles in the JSON"
+"$TRAINRT" bench tiny.toml --profile --steps 2 --warmup 1 --set runtime.threads=2 \
+    --json p.json >p.out 2>p.err || { cat p.err >&2; fail "bench --profile exited $?"; }
+grep -q '^| op | calls/step | ms @1 | ms @2 |' p.out || { cat p.out; fail "no scaling table"; }
+grep -q '^| \*\*step\*\* |' p.out || { cat p.out; fail "no step row"; }
+grep -q '^| block 1 |' p.out || { cat p.out; fail "no per-layer table"; }
+[ ! -e out ] || fail "bench --profile wrote into train.out_dir"
+"$PY" - p.json <<'PY' || fail "p.json is not a sane profile"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["schema"] == "trainrt-bench-profile/1", r["schema"]
+runs = r["runs"]
+assert [x["threads"] for x in runs] == [1, 2], [x["threads"] for x in runs]
+for x in runs:
+    assert x["schema"] == "trainrt-op-profile/1" and x["steps"] == 2, x
+    assert 0 < x["op_s"] <= x["wall_s"], (x["op_s"], x["wall_s"])
+    ops = x["ops"]
+    assert abs(sum(o["seconds"] for o in ops) - x["op_s"]) <= 1e-9 * len(ops), "op times"
+    assert {o["layer"] for o in ops} == {-1, 0, 1}, {o["layer"] for o in ops}
+    # grad_accum 2: two forward products per layer and step
+    qkv = [o for o in ops if o["label"] == "matmul fwd 32x96" and o["layer"] == 0]
+    assert len(qkv) == 1 and qkv[0]["calls"] == 4, qkv
+    assert qkv[0]["flops"] == 4 * 2.0 * 64 * 32 * 96, qkv[0]["flops"]
+    assert all(o["bytes"] > 0 for o in ops if o["op"] not in ("begin_step", "end_step")), ops
+print("ok: p.json", [(x["threads"], round(x["wall_s"], 4)) for x in runs])
+PY
+# One thread: one run, no scaling columns.
+"$TRAINRT" bench tiny.toml --profile --steps 1 --warmup 0 >q.out 2>q.err ||
+    { cat q.err >&2; fail "bench --profile at 1 thread exited $?"; }
+grep -q '^| op | calls/step | ms/step | % of step | GFLOP/s | GB/s |' q.out ||
+    { cat q.out; fail "no single-run table"; }
 
 # ------------------------------------------------------------------ errors
 step "bad usage and failures"

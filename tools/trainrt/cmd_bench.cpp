@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_profile.h"
 #include "cli_common.h"
 
 using namespace trainrt_cli;
@@ -22,8 +23,10 @@ namespace {
 
 const char* kBenchUsage =
     "usage: trainrt bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]\n"
+    "                            [--profile]\n"
     "(trainrt bench --help for details)\n";
 constexpr long long kDefaultSteps = 20;
+constexpr long long kDefaultProfileSteps = 5;  // --profile: per thread count, each op synced
 constexpr long long kDefaultWarmup = 3;
 constexpr int kExitOutOfMemory = 3;  // the ladder retries a smaller batch on this
 
@@ -35,6 +38,7 @@ struct BenchArgs {
     RunArgs run;  // CONFIG, --set, --steps
     long long warmup = kDefaultWarmup;
     std::string json_path;
+    bool profile = false;  // the per-op profile (bench_profile.h) instead of the throughput
 };
 
 bool parse_bench_args(int argc, char** argv, BenchArgs& out, std::string& error) {
@@ -49,6 +53,8 @@ bool parse_bench_args(int argc, char** argv, BenchArgs& out, std::string& error)
                 error = std::string("--warmup needs a non-negative integer, got '") + argv[i] + "'";
                 return false;
             }
+        } else if (a == "--profile") {
+            out.profile = true;
         } else if (a == "--json") {
             if (i + 1 >= argc) { error = "--json needs a file name"; return false; }
             out.json_path = argv[++i];
@@ -57,9 +63,9 @@ bool parse_bench_args(int argc, char** argv, BenchArgs& out, std::string& error)
         }
     }
     if (!parse_run_args(static_cast<int>(rest.size()), rest.data(), kSteps, out.run, error,
-                        {"--warmup", "--json"}))
+                        {"--warmup", "--json", "--profile"}))
         return false;
-    if (out.run.steps == 0) out.run.steps = kDefaultSteps;
+    if (out.run.steps == 0) out.run.steps = out.profile ? kDefaultProfileSteps : kDefaultSteps;
     return true;
 }
 
@@ -328,6 +334,13 @@ int trainrt_cli::cmd_bench(int argc, char** argv) {
     BenchArgs args;
     std::string error;
     if (!parse_bench_args(argc, argv, args, error)) return bench_usage_error(error);
+    if (args.profile) {
+        BenchProfileArgs p;
+        p.run = args.run;
+        p.warmup = args.warmup;
+        p.json_path = args.json_path;
+        return bench_profile(p);
+    }
     trainrt_config* config = load_config(args.run);
     if (config == nullptr) return 1;
     for (const auto& kv : kBenchSets) {

@@ -8,7 +8,7 @@
 //   trainrt export CHECKPOINT DIR [--dtype f32|bf16] [--merge]
 //   trainrt config CONFIG [--set KEY=VALUE]...
 //   trainrt info [CONFIG [--set KEY=VALUE]...]
-//   trainrt bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]
+//   trainrt bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE] [--profile]
 //   trainrt chat-template --tokenizer FOLDER [--add-generation-prompt] CONVERSATION.json
 //   trainrt report OUT_DIR [OUT_DIR...] [--html FILE] [--label NAME]...
 #include <trainrt/trainrt.h>
@@ -71,9 +71,10 @@ const char* kUsage =
     "        memory estimate and the resolved config\n"
     "  plan CONFIG [--set KEY=VALUE]... [--max-batch] [--memory BYTES]\n"
     "        memory by component vs a real session; the largest micro-batch that fits\n"
-    "  bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]\n"
+    "  bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE] [--profile]\n"
     "        throughput: W untimed warm-up steps, then N timed ones; tokens/s, step time\n"
-    "        p50/p95, MFU and every timed step's loss (a table, or one JSON object)\n"
+    "        p50/p95, MFU and every timed step's loss (a table, or one JSON object);\n"
+    "        --profile: the time of every op, by op and layer, and how it scales\n"
     "  tokenizer train --vocab-size N --text FILE... --out PATH [--min-frequency F] [--force]\n"
     "        train a byte-level BPE tokenizer on text; writes a Hugging Face tokenizer.json\n"
     "  chat-template --tokenizer FOLDER [--add-generation-prompt] [--var NAME=JSON]...\n"
@@ -195,6 +196,7 @@ const CommandHelp kCommandHelp[] = {
      "micro-batch fits.\n"},
     {"bench",
      "usage: trainrt bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]\n"
+     "                            [--profile]\n"
      "\n"
      "Measures training throughput on CONFIG's model, data and device: W warm-up steps\n"
      "(default 3; not timed, they absorb one-time costs such as CUDA graph capture), then\n"
@@ -210,6 +212,12 @@ const CommandHelp kCommandHelp[] = {
      "  --json FILE also write the figures and every timed step's loss as one JSON object\n"
      "              (fields: bench/README.md)\n"
      "  --set K=V   override a config key (TOML value; bare words are strings)\n"
+     "  --profile   instead, the per-op profile of the step (runtime.profile_ops): every\n"
+     "              op's ms per step, share of the step, GFLOP/s and GB/s, by op and by\n"
+     "              layer; N profiled steps (default 5) after W warm-up ones. On the CPU with\n"
+     "              runtime.threads > 1, a second session at 1 thread gives each op's\n"
+     "              parallel fraction p (Amdahl) and its time projected to 16, 32 and 64\n"
+     "              threads; --json writes both profiles (docs/C_API.md, \"Per-op profile\")\n"
      "Exit status: 0 ok, 1 error, 2 bad usage, 3 out of memory (a smaller batch may fit).\n"},
 };
 

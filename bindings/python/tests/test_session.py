@@ -72,6 +72,20 @@ class SessionTest(TestCase):
         with self.assertRaises(trainrt.ConfigError):
             s2.eval()
 
+    def test_profile(self) -> None:
+        s = self.own(session(runtime__profile_ops=True))
+        s.train(2)
+        p = s.profile()
+        self.assertEqual(p["schema"], "trainrt-op-profile/1")
+        self.assertEqual(p["steps"], 2)
+        self.assertLessEqual(p["op_s"], p["wall_s"])
+        ops = {o["op"] for o in p["ops"]}
+        self.assertTrue({"matmul_forward", "attention_forward", "adamw_step"} <= ops, ops)
+        s.profile_reset()
+        self.assertEqual(s.profile()["ops"], [])
+        with self.assertRaises(trainrt.ConfigError):
+            self.own(session()).profile()
+
     def test_whole_evals(self) -> None:
         s = self.own(session())
         w = s.eval_whole()

@@ -306,6 +306,8 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "trainrt_session_request_stop": ("status", [_P]),
     "trainrt_session_metrics": ("status", [POINTER(Metrics), _P]),
     "trainrt_session_config_dump": ("status", [_P, c_size_t, _Psize, _P]),
+    "trainrt_session_profile": ("status", [_P, c_size_t, _Psize, _P]),
+    "trainrt_session_profile_reset": ("status", [_P]),
     # checkpoints and export
     "trainrt_session_save": ("status", [_P, c_size_t, _Psize, _P, _s]),
     "trainrt_session_load": ("status", [_P, _s]),

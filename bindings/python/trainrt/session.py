@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import array
 import collections
+import json
 import ctypes
 import os
 import threading
@@ -502,6 +503,25 @@ class Session(Closeable):
         finally:
             self._exit()
         return raw.decode("utf-8", "surrogateescape")
+
+    def profile(self) -> dict:
+        """The per-op profile of the train steps since the session began or profile_reset()
+        (docs/C_API.md, "Per-op profile"), parsed from its JSON. Needs a session created with
+        runtime.profile_ops = true (ConfigError otherwise)."""
+        h = self._enter()
+        try:
+            raw = get_string(C.trainrt_session_profile, h, initial=65536)
+        finally:
+            self._exit()
+        return json.loads(raw.decode("utf-8"))
+
+    def profile_reset(self) -> None:
+        """Forget the profile so far (e.g. after warm-up steps)."""
+        h = self._enter()
+        try:
+            C.trainrt_session_profile_reset(h)
+        finally:
+            self._exit()
 
     # -------------------------------------------------------------- checkpoints, export
     def save(self, dir: Optional[PathLike] = None) -> str:

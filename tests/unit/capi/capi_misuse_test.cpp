@@ -76,6 +76,7 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_session_forward),       TRT_ENTRY(trainrt_session_train),
     TRT_ENTRY(trainrt_session_request_stop),  TRT_ENTRY(trainrt_session_metrics),
     TRT_ENTRY(trainrt_session_config_dump),   TRT_ENTRY(trainrt_session_save),
+    TRT_ENTRY(trainrt_session_profile),       TRT_ENTRY(trainrt_session_profile_reset),
     TRT_ENTRY(trainrt_session_load),          TRT_ENTRY(trainrt_checkpoint_latest),
     TRT_ENTRY(trainrt_config_from_checkpoint), TRT_ENTRY(trainrt_session_export),
     TRT_ENTRY(trainrt_checkpoint_export),     TRT_ENTRY(trainrt_sample_options_init),
@@ -1080,6 +1081,8 @@ TEST_F(CapiMisuse, SessionNullHandlesAndOutPointers) {
     EXPECT_NULL_ARG(trainrt_session_metrics(&m, nullptr), "session");
     EXPECT_NULL_ARG(trainrt_session_config_dump(buf, sizeof buf, &needed, nullptr), "session");
     EXPECT_NULL_ARG(trainrt_session_config_dump(nullptr, 3, &needed, s), "buf");
+    EXPECT_NULL_ARG(trainrt_session_profile(buf, sizeof buf, &needed, nullptr), "session");
+    EXPECT_NULL_ARG(trainrt_session_profile_reset(nullptr), "session");
     EXPECT_NULL_ARG(trainrt_session_save(nullptr, 0, nullptr, nullptr, nullptr), "session");
     EXPECT_NULL_ARG(trainrt_session_save(nullptr, 3, nullptr, s, nullptr), "path_buf");
     EXPECT_NULL_ARG(trainrt_session_load(nullptr, dir_.c_str()), "session");
@@ -2081,6 +2084,8 @@ struct Reentry {
         record("trainrt_session_metrics", trainrt_session_metrics(&m, s));
         record("trainrt_session_config_dump",
                trainrt_session_config_dump(buf, sizeof buf, &needed, s));
+        record("trainrt_session_profile", trainrt_session_profile(buf, sizeof buf, &needed, s));
+        record("trainrt_session_profile_reset", trainrt_session_profile_reset(s));
         record("trainrt_session_set_log", trainrt_session_set_log(s, nullptr, nullptr, 1));
         record("trainrt_session_save",
                trainrt_session_save(nullptr, 0, nullptr, s, (dir + "/reentrant_ck").c_str()));

@@ -1,7 +1,7 @@
 // OpProfiler (backend/op_profiler.h) on a real decoder step: every op is filed once per call
-// under its label, the products with their FLOPs, and — with a clock that only the ops advance —
-// the op times add up to the profiled wall time exactly; the Amdahl helpers. No assertion on
-// real time: the fake clock makes every number exact.
+// under its label and layer, the products with their FLOPs, every op with its bytes, and — with a
+// clock that only the ops advance — the op times add up to the profiled wall time exactly; the
+// Amdahl helpers. No assertion on real time: the fake clock makes every number exact.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -46,8 +46,8 @@ struct Step {
     std::unique_ptr<Decoder> model;
     int B = 2, T = 8;
 
-    explicit Step(const ModelSpec& spec) {
-        auto ticking = std::make_unique<Ticking>(make_cpu_backend(1), &time);
+    explicit Step(const ModelSpec& spec, Precision precision = Precision::Fp32) {
+        auto ticking = std::make_unique<Ticking>(make_cpu_backend(1, precision), &time);
         auto profiler =
             std::make_unique<OpProfiler>(std::move(ticking), [this] { return time.now; });
         prof = profiler.get();
@@ -138,6 +138,59 @@ TEST(OpProfiler, LabelsTheProductsWithTheirFlops) {
     expect("attention fwd", L, L * attention_flops(a, false));
     expect("attention bwd", L, L * attention_flops(a, true));
     expect("layernorm_forward", 1, 0);  // ln1 of block 0; the others fuse with the residual
+}
+
+// Bytes: each tensor read or written once (op_costs.h), activations at their dtype.
+TEST(OpProfiler, CountsTheLeastBytesAtTheActivationsDtype) {
+    const int L = 2, C = 16, N = 16, T = 8, B = 2;
+    for (Precision precision : {Precision::Fp32, Precision::Bf16}) {
+        Step s(gpt2_spec(32, T, L, 2, C), precision);
+        s.prof->start();
+        s.run();
+        s.prof->stop();
+        const std::map<std::string, OpTiming> m = by_label(*s.prof);
+        const double act = precision == Precision::Fp32 ? 4 : 2, f32 = 4;
+        SCOPED_TRACE(to_string(precision));
+        // qkv: inp [N,C], W [C,3C] and bias [3C] read, out [N,3C] written; per layer.
+        EXPECT_DOUBLE_EQ(m.at("matmul fwd 16x48").bytes,
+                         L * (act * N * C + f32 * (C * 3 * C + 3 * C) + act * N * 3 * C));
+        // attention: qkv [N,3C] read, out [N,C] written.
+        EXPECT_DOUBLE_EQ(m.at("attention fwd").bytes, L * (act * N * 3 * C + act * N * C));
+        // block 0's ln1: inp and out [N,C], w and b [C], mean and rstd [N].
+        EXPECT_DOUBLE_EQ(m.at("layernorm_forward").bytes,
+                         2 * act * N * C + f32 * 2 * C + f32 * 2 * N);
+        for (const OpTiming& r : s.prof->rows())
+            if (r.op != OpKind::begin_step && r.op != OpKind::end_step)
+                EXPECT_GT(r.bytes, 0) << r.label;  // every op that moves data counts it
+    }
+}
+
+// The model annotates its blocks (Backend::annotate_layer): the ops of block i are filed under
+// layer i, the rest (embeddings, the last norm, the head) under kNoLayer; the per-layer rows
+// add up to the same profile.
+TEST(OpProfiler, FilesTheOpsUnderTheirLayer) {
+    Step s(gpt2_spec(32, 8, 2, 2, 16));
+    s.prof->start();
+    s.run();
+    s.prof->stop();
+    std::map<int, std::map<std::string, int64_t>> calls;  // layer -> label -> calls
+    double seconds = 0;
+    int last_layer = Backend::kNoLayer;
+    for (const OpTiming& r : s.prof->layer_rows()) {
+        EXPECT_GE(r.layer, last_layer) << "layer order";
+        last_layer = r.layer;
+        calls[r.layer][r.label] = r.calls;
+        seconds += r.seconds;
+    }
+    EXPECT_EQ(seconds, s.prof->op_seconds());
+    ASSERT_EQ(calls.size(), 3u);    // kNoLayer, 0, 1
+    EXPECT_EQ(calls[0], calls[1]);  // two identical blocks
+    EXPECT_TRUE(calls[0].count("attention fwd") && calls[0].count("attention bwd"));
+    const std::map<std::string, int64_t>& outside = calls[Backend::kNoLayer];
+    for (const char* op : {"encoder_forward", "encoder_backward", "classifier_forward_backward",
+                           "layernorm_forward", "layernorm_backward"})
+        EXPECT_TRUE(outside.count(op)) << op;
+    EXPECT_FALSE(outside.count("attention fwd"));
 }
 
 TEST(OpProfiler, AttentionFlopsCountTheCausalPairsInTheWindow) {

@@ -1,0 +1,292 @@
+// trainrt bench --profile (bench_profile.h). Each run is a fresh session of CONFIG with
+// runtime.profile_ops = true: W warm-up steps, the profile reset, N profiled steps, the
+// profile read back as JSON (docs/C_API.md, "Per-op profile"). On the CPU with more than one
+// thread, a first run at 1 thread gives each op's serial time; the two runs give its
+// parallel fraction p (Amdahl) and its time projected to 16, 32 and 64 threads.
+#include "bench_profile.h"
+
+#include <trainrt/trainrt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/amdahl.h"
+#include "io/json_min.h"
+
+namespace trainrt_cli {
+namespace {
+
+constexpr int kExitOutOfMemory = 3;
+
+// One op row of a profile, summed over the layers (or one layer's, in by_layer).
+struct OpRow {
+    std::string label, op;
+    long long calls = 0;
+    double seconds = 0, flops = 0, bytes = 0;
+};
+
+struct ProfileRun {
+    std::string raw;  // the JSON as the library wrote it
+    std::string device, device_name, precision;
+    int threads = 1;
+    long long steps = 0;
+    double wall_s = 0, op_s = 0;
+    std::map<std::string, OpRow> ops;  // by label, all layers
+    std::map<int, double> layer_s;     // by layer (-1: outside the blocks)
+
+    double per_step_ms(double seconds) const { return steps > 0 ? 1e3 * seconds / steps : 0; }
+};
+
+const trt::json::Value& member(const trt::json::Value& o, const char* key) {
+    const trt::json::Value* v = o.find(key);
+    if (v == nullptr) throw std::runtime_error(std::string("the profile has no \"") + key + "\"");
+    return *v;
+}
+double number(const trt::json::Value& v) {
+    if (v.kind == trt::json::Value::Kind::Int) return static_cast<double>(v.i);
+    if (v.kind == trt::json::Value::Kind::Uint) return static_cast<double>(v.u);
+    if (v.kind == trt::json::Value::Kind::Double) return v.d;
+    return NAN;  // null: not finite
+}
+
+ProfileRun parse_profile(const std::string& text) {
+    const trt::json::Value doc = trt::json::parse(text, "the profile");
+    ProfileRun r;
+    r.raw = text;
+    r.device = member(doc, "device").s;
+    r.device_name = member(doc, "device_name").s;
+    r.precision = member(doc, "precision").s;
+    r.threads = static_cast<int>(number(member(doc, "threads")));
+    r.steps = static_cast<long long>(number(member(doc, "steps")));
+    r.wall_s = number(member(doc, "wall_s"));
+    r.op_s = number(member(doc, "op_s"));
+    for (const trt::json::Value& o : member(doc, "ops").arr) {
+        const std::string label = member(o, "label").s;
+        OpRow& row = r.ops[label];
+        row.label = label;
+        row.op = member(o, "op").s;
+        row.calls += static_cast<long long>(number(member(o, "calls")));
+        const double seconds = number(member(o, "seconds"));
+        row.seconds += seconds;
+        row.flops += number(member(o, "flops"));
+        row.bytes += number(member(o, "bytes"));
+        r.layer_s[static_cast<int>(number(member(o, "layer")))] += seconds;
+    }
+    return r;
+}
+
+int fail_run(const char* what, trainrt_status st) {
+    fail_status(what, st);
+    return st == TRAINRT_ERR_OUT_OF_MEMORY ? kExitOutOfMemory : 1;
+}
+
+// One profiled session; threads < 0 keeps the config's runtime.threads. 0 and `out` filled,
+// or the exit status after printing the error.
+int profile_once(const BenchProfileArgs& args, int threads, ProfileRun& out) {
+    trainrt_config* config = load_config(args.run);
+    if (config == nullptr) return 1;
+    const std::vector<std::pair<std::string, std::string>> sets = {
+        {"runtime.profile_ops", "true"},  {"train.eval_every", "0"},
+        {"train.checkpoint_every", "0"},  {"train.out_dir", "\"\""},
+        {"runtime.log_every", "1000000"},
+    };
+    for (const auto& kv : sets) {
+        const trainrt_status st = trainrt_config_set(config, kv.first.c_str(), kv.second.c_str());
+        if (st != TRAINRT_OK) {
+            trainrt_config_destroy(config);
+            return fail_run(kv.first.c_str(), st);
+        }
+    }
+    if (threads >= 0) {
+        const std::string t = std::to_string(threads);
+        const trainrt_status st = trainrt_config_set(config, "runtime.threads", t.c_str());
+        if (st != TRAINRT_OK) {
+            trainrt_config_destroy(config);
+            return fail_run("runtime.threads", st);
+        }
+    }
+    trainrt_session* session = nullptr;
+    trainrt_status st = trainrt_session_create(&session, config);
+    trainrt_config_destroy(config);
+    if (st != TRAINRT_OK) return fail_run("creating the session", st);
+    if (args.warmup > 0) st = trainrt_session_train(session, args.warmup, nullptr, nullptr);
+    if (st == TRAINRT_OK) st = trainrt_session_profile_reset(session);
+    if (st == TRAINRT_OK) st = trainrt_session_train(session, args.run.steps, nullptr, nullptr);
+    if (st == TRAINRT_OK) st = trainrt_session_sync(nullptr, session);
+    std::string text;
+    bool ok = st == TRAINRT_OK;
+    if (!ok) {
+        fail_status("the profiled steps", st);
+    } else {
+        ok = fetch_string(text, "reading the profile", [&](char* b, size_t cap, size_t* n) {
+            return trainrt_session_profile(b, cap, n, session);
+        });
+    }
+    trainrt_session_destroy(session);
+    if (!ok) return st == TRAINRT_ERR_OUT_OF_MEMORY ? kExitOutOfMemory : 1;
+    try {
+        out = parse_profile(text);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "trainrt bench: cannot read the profile: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
+
+std::vector<const OpRow*> by_time(const ProfileRun& r) {
+    std::vector<const OpRow*> rows;
+    for (const auto& kv : r.ops) rows.push_back(&kv.second);
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const OpRow* a, const OpRow* b) { return a->seconds > b->seconds; });
+    return rows;
+}
+
+std::string rate(double amount, double seconds, double unit) {
+    if (!(amount > 0) || !(seconds > 0)) return "";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", amount / seconds / unit);
+    return buf;
+}
+
+std::string percent(double part, double whole) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", whole > 0 ? 100.0 * part / whole : 0.0);
+    return buf;
+}
+
+void print_header(const BenchProfileArgs& args, const ProfileRun& r) {
+    std::printf("trainrt bench --profile: %s", args.run.config_path.c_str());
+    for (const auto& kv : args.run.sets)
+        std::printf(" --set %s=%s", kv.first.c_str(), kv.second.c_str());
+    std::printf(
+        "\n\ndevice %s (%s), precision %s; %lld warm-up steps, then %lld profiled "
+        "(each op synchronized: steps run eagerly)\n\n",
+        r.device.c_str(), r.device_name.c_str(), r.precision.c_str(), args.warmup, r.steps);
+}
+
+// One run: ms per step, share of the step, rates.
+void print_single(const ProfileRun& r) {
+    std::printf(
+        "| op | calls/step | ms/step | %% of step | GFLOP/s | GB/s |\n"
+        "|---|---|---|---|---|---|\n");
+    for (const OpRow* o : by_time(r))
+        std::printf("| %s | %.0f | %.3f | %s | %s | %s |\n", o->label.c_str(),
+                    static_cast<double>(o->calls) / std::max(1LL, r.steps),
+                    r.per_step_ms(o->seconds), percent(o->seconds, r.wall_s).c_str(),
+                    rate(o->flops, o->seconds, 1e9).c_str(),
+                    rate(o->bytes, o->seconds, 1e9).c_str());
+    std::printf("| (between the ops) | | %.3f | %s | | |\n", r.per_step_ms(r.wall_s - r.op_s),
+                percent(r.wall_s - r.op_s, r.wall_s).c_str());
+    std::printf("| **step** | | **%.3f** | 100 | | |\n", r.per_step_ms(r.wall_s));
+}
+
+// Two runs (1 and n threads): each op's parallel fraction and projection.
+void print_scaling(const ProfileRun& one, const ProfileRun& n, const std::vector<int>& to) {
+    std::printf(
+        "| op | calls/step | ms @1 | ms @%d | %% of step @%d | GFLOP/s @%d | GB/s @%d | "
+        "parallel p",
+        n.threads, n.threads, n.threads, n.threads);
+    for (int m : to) std::printf(" | ms @%d", m);
+    std::printf(" |\n|---|---|---|---|---|---|---|---");
+    for (size_t i = 0; i < to.size(); ++i) std::printf("|---");
+    std::printf("|\n");
+    std::vector<double> projected(to.size(), 0.0);
+    auto row = [&](const std::string& label, const std::string& calls, double t1, double tn,
+                   const std::string& gflops, const std::string& gbs, bool bold) {
+        const double p = trt::parallel_fraction(t1, tn, n.threads);
+        const char* b = bold ? "**" : "";
+        std::printf("| %s%s%s | %s | %.3f | %.3f | %s | %s | %s | %.2f", b, label.c_str(), b,
+                    calls.c_str(), t1, tn, percent(tn, n.per_step_ms(n.wall_s)).c_str(),
+                    gflops.c_str(), gbs.c_str(), p);
+        for (size_t i = 0; i < to.size(); ++i) {
+            const double ms = trt::amdahl_seconds(t1, p, to[i]);
+            if (!bold) projected[i] += ms;
+            std::printf(" | %.3f", bold ? projected[i] : ms);
+        }
+        std::printf(" |\n");
+    };
+    for (const OpRow* o : by_time(n)) {
+        const auto at1 = one.ops.find(o->label);
+        const double t1 = at1 == one.ops.end() ? 0 : one.per_step_ms(at1->second.seconds);
+        char calls[32];
+        std::snprintf(calls, sizeof calls, "%.0f",
+                      static_cast<double>(o->calls) / std::max(1LL, n.steps));
+        row(o->label, calls, t1, n.per_step_ms(o->seconds), rate(o->flops, o->seconds, 1e9),
+            rate(o->bytes, o->seconds, 1e9), false);
+    }
+    row("(between the ops)", "", one.per_step_ms(one.wall_s - one.op_s),
+        n.per_step_ms(n.wall_s - n.op_s), "", "", false);
+    row("step", "", one.per_step_ms(one.wall_s), n.per_step_ms(n.wall_s), "", "", true);
+    std::printf(
+        "\nThe step's projection (bold) is the sum of its ops' (each with its own p), "
+        "from the %d-thread run against the 1-thread run; speed-up at %d threads %.2fx "
+        "(parallel efficiency %s %%).\n",
+        n.threads, n.threads, n.wall_s > 0 ? one.wall_s / n.wall_s : 0.0,
+        percent(one.wall_s / std::max(1e-12, n.wall_s), n.threads).c_str());
+}
+
+void print_layers(const ProfileRun& r) {
+    std::printf("\n| layer | ms/step | %% of step |\n|---|---|---|\n");
+    for (const auto& [layer, seconds] : r.layer_s) {
+        const std::string name =
+            layer < 0 ? "outside the blocks" : "block " + std::to_string(layer);
+        std::printf("| %s | %.3f | %s |\n", name.c_str(), r.per_step_ms(seconds),
+                    percent(seconds, r.wall_s).c_str());
+    }
+}
+
+std::string profile_json(const BenchProfileArgs& args, const std::vector<ProfileRun>& runs) {
+    std::string out = "{\n  \"schema\": \"trainrt-bench-profile/1\",\n  \"library_version\": " +
+                      trt::json::quote(trainrt_version_string()) +
+                      ",\n  \"config\": " + trt::json::quote(args.run.config_path) +
+                      ",\n  \"sets\": [";
+    for (size_t i = 0; i < args.run.sets.size(); ++i)
+        out += (i ? ", " : "") +
+               trt::json::quote(args.run.sets[i].first + "=" + args.run.sets[i].second);
+    out += "],\n  \"warmup_steps\": " + std::to_string(args.warmup) + ",\n  \"runs\": [\n";
+    for (size_t i = 0; i < runs.size(); ++i) out += (i ? ",\n" : "") + runs[i].raw;
+    return out + "  ]\n}\n";
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+    const std::string tmp = path + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (f == nullptr) return false;
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok) return false;
+    return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+int bench_profile(const BenchProfileArgs& args) {
+    std::vector<ProfileRun> runs(1);
+    // The config's threads first: it says the device and the thread count.
+    if (const int st = profile_once(args, -1, runs[0])) return st;
+    const bool scaling = runs[0].device == "cpu" && runs[0].threads > 1;
+    if (scaling) {
+        runs.insert(runs.begin(), ProfileRun{});
+        if (const int st = profile_once(args, 1, runs[0])) return st;
+    }
+    if (!is_lead_rank()) return 0;
+    print_header(args, runs.back());
+    if (scaling)
+        print_scaling(runs[0], runs[1], args.project_to);
+    else
+        print_single(runs[0]);
+    print_layers(runs.back());
+    if (!args.json_path.empty() && !write_file(args.json_path, profile_json(args, runs))) {
+        std::fprintf(stderr, "trainrt bench: cannot write %s\n", args.json_path.c_str());
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace trainrt_cli
