@@ -103,7 +103,7 @@ public:
         if (!p)
             fail(Status::OutOfMemory, "cpu alloc of ", what, ": out of memory allocating ",
                  bytes, " bytes (", bytes_in_use(), " bytes already in use)");
-        std::memset(p, 0, rounded);
+        cpu::zero_bytes(p, rounded, threads_);
         std::lock_guard<std::mutex> lock(mu_);
         sizes_[p] = bytes;
         in_use_ += bytes;
@@ -123,9 +123,7 @@ public:
     void copy_to_device(void* dst, const void* src, size_t bytes) override {
         if (bytes) std::memcpy(dst, src, bytes);
     }
-    void zero(void* ptr, size_t bytes) override {
-        if (bytes) std::memset(ptr, 0, bytes);
-    }
+    void zero(void* ptr, size_t bytes) override { cpu::zero_bytes(ptr, bytes, threads_); }
     void copy_to_host(void* dst, const void* src, size_t bytes) override {
         if (bytes) std::memcpy(dst, src, bytes);
     }

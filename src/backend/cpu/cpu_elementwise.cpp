@@ -2,6 +2,7 @@
 // index (cpu_common.h, parallel_for), contiguous inner loops that vectorise.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_dropout.h"
@@ -88,6 +89,16 @@ TRT_CPU_CLONES static void gelu_backward_cols(float* __restrict di, double* __re
             acc[j] += d;
         }
     }
+}
+
+void zero_bytes(void* ptr, size_t bytes, int threads) {
+    constexpr size_t kChunk = size_t{64} << 10;  // bytes per part
+    const size_t chunks = (bytes + kChunk - 1) / kChunk;
+    char* p = static_cast<char*>(ptr);
+    parallel_for(chunks, team(bytes / sizeof(float), threads), [&](size_t c) {
+        const size_t at = c * kChunk;
+        std::memset(p + at, 0, std::min(kChunk, bytes - at));
+    });
 }
 
 void gelu_forward(float* out, const float* inp, size_t n, int threads) {

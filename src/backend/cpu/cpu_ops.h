@@ -96,6 +96,10 @@ void add_columns(float* out, const float* in, float scale, int N, int W, int c0,
                  int threads);
 void copy_columns(float* out, const float* in, float scale, int N, int W, int c0, int M,
                   int threads);
+// ptr[0, bytes) = 0 over the team: a step's gradients are as large as the weights, and one
+// thread's memset of them was a serial part of every step (and, in alloc, puts the pages
+// where the team's threads first touch them).
+void zero_bytes(void* ptr, size_t bytes, int threads);
 // out[i] = in[i] · keep(i) / (1 - p) (backend.h; in place allowed).
 void dropout(float* out, const float* in, size_t n, const DropoutMask& m, int threads);
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n, int threads);
