@@ -5,8 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/cpu_pool.h"
+#include "core/error.h"
 
 // The library is built for baseline x86-64 (SSE2). Hot elementwise/row kernels are also
 // compiled for x86-64-v3 (AVX2) and x86-64-v4 (AVX-512: 6% off a bf16 step on the Zen 5 dev
@@ -71,55 +73,112 @@ inline void parallel_for(Index n, int team_size, Body&& body) {
     parallel_for_slots(n, team_size, [&](Index i, int) { body(i); });
 }
 
-// Column reductions (bias and norm parameter gradients) walk their columns in chunks of
-// kColChunk: the number of chunks of M columns. A chunk's sums walk every row in order, so
-// they do not depend on which thread runs the chunk, or how many there are.
+// Column reductions (bias and norm parameter gradients) are cut into parts of kColChunk
+// columns by kRowBlock rows: a reduction over few columns still has parts for every thread
+// (by columns alone, a 384-wide bias gradient was 2 parts — at most 2 threads however many
+// there are — and the norms' 2 column parts each walked all N rows while 16 threads shared
+// the rest). Each part sums its rows, in order, into its own partial sums; the partials are
+// then added in row-block order. The parts depend on (N, M) alone, never on the threads: the
+// sums are the same whatever the team.
+inline constexpr int kRowBlock = 128;
 inline size_t column_chunks(int M) { return ((size_t)M + kColChunk - 1) / kColChunk; }
+inline size_t row_blocks(int N) {
+    return std::max<size_t>(1, ((size_t)N + kRowBlock - 1) / kRowBlock);
+}
 
-// Column sums over all N rows, reproducibly: one part per kColChunk columns, each walking
-// every row in order with double accumulators on the stack (no cross-thread reduction, no
-// allocation in a training step). chunk(j0, w, acc) adds column j0 + j's contribution into
-// acc[j] for j < w (acc zeroed); then dsum[j0 + j] += acc[j].
+// The partial sums of one reduction: per calling thread, grown and never shrunk, so a training
+// step allocates nothing after its first. Not re-entrant on one thread (no reduction runs
+// inside another's part): checked.
+template <typename T>
+class ReductionScratch {
+public:
+    explicit ReductionScratch(size_t n) {
+        TRT_CHECK(!busy(), "cpu: a column reduction inside another one's part");
+        busy() = true;
+        if (buffer().size() < n) buffer().resize(n);
+    }
+    ~ReductionScratch() { busy() = false; }
+    ReductionScratch(const ReductionScratch&) = delete;
+    ReductionScratch& operator=(const ReductionScratch&) = delete;
+    T* data() { return buffer().data(); }
+
+private:
+    static std::vector<T>& buffer() {
+        thread_local std::vector<T> b;
+        return b;
+    }
+    static bool& busy() {
+        thread_local bool in_use = false;
+        return in_use;
+    }
+};
+
+// Part p of a reduction's (column chunk, row block) grid: its columns [j0, j0 + w) and rows
+// [r0, r0 + rows).
+struct ColumnPart {
+    size_t j0, r0, block;
+    int w, rows;
+};
+inline ColumnPart column_part(size_t p, int N, int M) {
+    const size_t chunks = column_chunks(M), c = p % chunks, b = p / chunks;
+    const size_t r0 = b * kRowBlock;
+    return {c * kColChunk, r0, b, (int)std::min<size_t>(kColChunk, (size_t)M - c * kColChunk),
+            (int)std::min<size_t>(kRowBlock, (size_t)N - r0)};
+}
+
+// Column sums over all N rows, reproducibly (above), with double accumulators (N can be
+// thousands of rows). chunk(j0, w, r0, rows, acc) adds rows [r0, r0 + rows) of columns
+// j0 + j into acc[j] for j < w (acc zeroed, row order); then dsum[j] += the blocks' sums.
 template <typename ChunkFn>
-inline void column_sums_into(float* dsum, int M, int threads, ChunkFn chunk) {
-    parallel_for(column_chunks(M), threads, [&](size_t c) {
-        const size_t j0 = c * kColChunk;
-        const int w = (int)std::min<size_t>(kColChunk, (size_t)M - j0);
+inline void column_sums_into(float* dsum, int N, int M, int threads, ChunkFn chunk) {
+    const size_t blocks = row_blocks(N), parts = column_chunks(M) * blocks;
+    ReductionScratch<double> scratch(blocks * (size_t)M);
+    double* partial = scratch.data();  // [blocks, M]
+    parallel_for(parts, team((size_t)N * M, threads), [&](size_t p) {
+        const ColumnPart c = column_part(p, N, M);
         double acc[kColChunk] = {};
-        chunk(j0, w, acc);
-        for (int j = 0; j < w; j++) dsum[j0 + j] += (float)acc[j];
+        if (c.rows > 0) chunk(c.j0, c.w, c.r0, c.rows, acc);
+        std::memcpy(partial + c.block * M + c.j0, acc, sizeof(double) * c.w);
     });
+    for (int j = 0; j < M; j++) {
+        double s = partial[j];
+        for (size_t b = 1; b < blocks; b++) s += partial[b * M + j];
+        dsum[j] += (float)s;
+    }
 }
 
-// One column chunk `c` of the norms' parameter-gradient pass (layernorm dw and db, rmsnorm
-// dw), K float accumulators per column on the stack: chunk(j0, w, acc) adds column j0 + j's
-// contributions into acc[k][j] (zeroed), then dst[k][j0 + j] += acc[k][j]. Every row in
-// order: each column's sum is the same whatever runs it.
-template <int K, typename ChunkFn>
-inline void norm_param_chunk(float* const (&dst)[K], int C, size_t c, ChunkFn chunk) {
-    const size_t j0 = c * kColChunk;
-    const int w = (int)std::min<size_t>(kColChunk, (size_t)C - j0);
-    float acc[K][kColChunk] = {};
-    chunk(j0, w, acc);
-    for (int k = 0; k < K; k++)
-        for (int j = 0; j < w; j++) dst[k][j0 + j] += acc[k][j];
-}
-
-// A norm's backward as one parallel job: the parameter gradients' column chunks first
-// (column_chunk(c) for c < column_chunks(C): each walks all N rows, the longest parts), then
-// rows(r0, r1) over blocks of the rows (dinp). The column pass never reads dinp, so the two
-// need no wait between them.
-template <typename ColumnChunk, typename Rows>
-inline void norm_backward_job(int N, int C, int team_size, ColumnChunk column_chunk, Rows rows) {
-    const size_t cols = column_chunks(C);
+// A norm's backward as one parallel job: the parameter gradients dst[k] (K of them, float
+// accumulators) by column part — column_part_fn(j0, w, r0, rows, acc) adds rows [r0, r0 +
+// rows) of columns j0 + j into acc[k][j] (zeroed) — first, then rows(r0, r1) over blocks of
+// the rows (dinp). The column parts never read dinp, so the two need no wait between them.
+// Then dst[k][j] += the blocks' partial sums, in block order.
+template <int K, typename ColumnPartFn, typename Rows>
+inline void norm_backward_job(float* const (&dst)[K], int N, int C, int team_size,
+                              ColumnPartFn column_part_fn, Rows rows) {
+    const size_t blocks = row_blocks(N), cols = column_chunks(C) * blocks;
     const size_t row_parts =
         std::max<size_t>(1, std::min((size_t)N, (size_t)team_size * kPartsPerThread));
+    ReductionScratch<float> scratch(blocks * K * (size_t)C);
+    float* partial = scratch.data();  // [blocks, K, C]
     run_parts(cols + row_parts, team_size, [&](size_t part, int) {
-        if (part < cols) return column_chunk(part);
+        if (part < cols) {
+            const ColumnPart c = column_part(part, N, C);
+            float acc[K][kColChunk] = {};
+            if (c.rows > 0) column_part_fn(c.j0, c.w, c.r0, c.rows, acc);
+            for (int k = 0; k < K; k++)
+                std::memcpy(partial + (c.block * K + k) * C + c.j0, acc[k], sizeof(float) * c.w);
+            return;
+        }
         size_t r0, r1;
         split_range((size_t)N, row_parts, part - cols, &r0, &r1);
         rows(r0, r1);
     });
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < C; j++) {
+            float s = partial[k * C + j];
+            for (size_t b = 1; b < blocks; b++) s += partial[(b * K + k) * C + j];
+            dst[k][j] += s;
+        }
 }
 
 // Clamp bounds for fast_expf, hidden from the optimiser: with literal bounds GCC threads the

@@ -128,8 +128,9 @@ void gelu_backward_bias(float* dinp /*[N,M] overwritten*/, float* dbias /*[M] +=
         return;
     }
     // Column split (column_sums_into): the fc bias gradient is summed in the same pass.
-    column_sums_into(dbias, M, threads, [&](size_t j0, int w, double* acc) {
-        gelu_backward_cols(dinp + j0, acc, inp + j0, dout + j0, N, M, w);
+    column_sums_into(dbias, N, M, threads, [&](size_t j0, int w, size_t r0, int rows, double* acc) {
+        const size_t o = r0 * M + j0;
+        gelu_backward_cols(dinp + o, acc, inp + o, dout + o, rows, M, w);
     });
 }
 

@@ -145,12 +145,12 @@ void layernorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C] +=*/, float* d
                         const float* rstd /*[N]*/, int N, int C, int threads) {
     // Columns: dw, db (the same sums whatever the thread count). Rows: dinp.
     float* const dst[2] = {dw, db};
-    norm_backward_job(
-        N, C, team((size_t)N * C, threads),
-        [&](size_t c) {
-            norm_param_chunk<2>(dst, C, c, [&](size_t j0, int wd, float (*acc)[kColChunk]) {
-                layernorm_param_cols(acc[0], acc[1], dout + j0, inp + j0, mean, rstd, N, C, wd);
-            });
+    norm_backward_job<2>(
+        dst, N, C, team((size_t)N * C, threads),
+        [&](size_t j0, int wd, size_t r0, int rows, float(*acc)[kColChunk]) {
+            const size_t o = r0 * C + j0;
+            layernorm_param_cols(acc[0], acc[1], dout + o, inp + o, mean + r0, rstd + r0, rows, C,
+                                 wd);
         },
         [&](size_t r0, size_t r1) {
             layernorm_backward_rows(dinp + r0 * C, dout + r0 * C, inp + r0 * C, w, mean + r0,

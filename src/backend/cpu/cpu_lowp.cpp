@@ -643,9 +643,10 @@ void LowpBackend::onednn_matmul_backward(Act dinp, float* dweight, float* dbias,
                    nullptr, threads_);
     }
     if (dbias)
-        column_sums_into(dbias, M, threads_, [&](size_t j0, int w, double* acc) {
-            column_sums_bf16(acc, dy + j0, N, M, w);
-        });
+        column_sums_into(dbias, N, M, threads_,
+                         [&](size_t j0, int w, size_t r0, int rows, double* acc) {
+                             column_sums_bf16(acc, dy + r0 * M + j0, rows, M, w);
+                         });
 }
 
 // pre = round(inp · W + bias), out = round(gelu(inp · W + bias)): the product lands in fp32
@@ -684,9 +685,11 @@ void LowpBackend::gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, Const
         uint16_t* di = bf16_of(dinp);
         const uint16_t* x = bf16_of(inp);
         const uint16_t* go = bf16_of(dout);
-        column_sums_into(dbias, M, threads_, [&](size_t j0, int w, double* acc) {
-            gelu_backward_cols_bf16(di + j0, acc, x + j0, go + j0, N, M, w);
-        });
+        column_sums_into(dbias, N, M, threads_,
+                         [&](size_t j0, int w, size_t r0, int rows, double* acc) {
+                             const size_t o = r0 * M + j0;
+                             gelu_backward_cols_bf16(di + o, acc, x + o, go + o, rows, M, w);
+                         });
         return;
     }
     const RowArg args[] = {{dinp, (size_t)M, Dir::Out}, {inp, (size_t)M}, {dout, (size_t)M}};

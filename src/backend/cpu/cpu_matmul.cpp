@@ -157,8 +157,8 @@ TRT_CPU_CLONES static void column_sums(double* __restrict acc, const float* __re
 
 // dbias[M] += sum_n dout[n, :], reproducibly (column_sums_into in cpu_common.h).
 static void bias_backward(float* dbias, const float* dout, int N, int M, int threads) {
-    column_sums_into(dbias, M, threads, [&](size_t j0, int w, double* acc) {
-        column_sums(acc, dout + j0, N, M, w);
+    column_sums_into(dbias, N, M, threads, [&](size_t j0, int w, size_t r0, int rows, double* acc) {
+        column_sums(acc, dout + r0 * M + j0, rows, M, w);
     });
 }
 

@@ -137,12 +137,11 @@ void rmsnorm_backward(float* dinp /*[N,C] +=*/, float* dw /*[C] +=*/,
                       int threads) {
     // Columns: dw (the same sums whatever the thread count). Rows: dinp.
     float* const dst[1] = {dw};
-    norm_backward_job(
-        N, C, team((size_t)N * C, threads),
-        [&](size_t c) {
-            norm_param_chunk<1>(dst, C, c, [&](size_t j0, int wd, float (*acc)[kColChunk]) {
-                rmsnorm_param_cols(acc[0], dout + j0, inp + j0, rstd, N, C, wd);
-            });
+    norm_backward_job<1>(
+        dst, N, C, team((size_t)N * C, threads),
+        [&](size_t j0, int wd, size_t r0, int rows, float(*acc)[kColChunk]) {
+            const size_t o = r0 * C + j0;
+            rmsnorm_param_cols(acc[0], dout + o, inp + o, rstd + r0, rows, C, wd);
         },
         [&](size_t r0, size_t r1) {
             rmsnorm_backward_rows(dinp + r0 * C, dout + r0 * C, inp + r0 * C, w, rstd + r0,
