@@ -2,10 +2,10 @@
 # The check of libtrainrt's CUDA backend on a GPU machine, in two calls of one loan
 # (docs/GPU_CHECK.md: the loan plan, the minutes per stage, how to read the summary).
 #
-#   bash scripts/gpu-check.sh [--plan check|ladder] [--dry-run] OUTDIR [BUILD_DIR]
+#   bash scripts/gpu-check.sh [--plan check|ladder|cpu] [--dry-run] OUTDIR [BUILD_DIR]
 #   bash scripts/gpu-check.sh --prepare-deps      (dev machine) copy what a bare GPU machine
 #                                                 lacks into ./.deps: toml++, OpenBLAS,
-#                                                 googletest sources, cuDNN 9 headers
+#                                                 oneDNN, googletest sources, cuDNN 9 headers
 #   bash scripts/gpu-check.sh --record OUT1 [OUT2] write bench/results/<date>-gpu-check-<gpu>.md
 #                                                 from the summaries the two calls brought back
 #   bash scripts/gpu-check.sh --digest            the sources' digest a summary names
@@ -15,10 +15,12 @@
 #           train (CUDA vs CPU), memcheck (compute-sanitizer on a subset of the GPU tests)
 #   ladder  call 2: device, build (reuses BUILD_DIR, else the binaries call 1 brought back in
 #           GPU_CHECK_PREBUILT, else builds the CLI and module only), ladder (bench/gpu_ladder.py)
+#   cpu     call 3: device, build (as the ladder's), cpu (bench/cpu_scaling.sh: the host's
+#           CPU against its PyTorch at 1..16 threads, with per-op profiles; issue 42)
 # Every stage runs under its own cap; the caps sum to less than the budget. OUTDIR receives
 # at most 8 small files: summary.md (rewritten after every stage), logs.tar.gz (every log,
-# repacked after every stage), and per plan trainrt-bin.tar.gz (check) or ladder.md +
-# ladder.json (ladder). The build and the work files live in BUILD_DIR (default
+# repacked after every stage), and per plan trainrt-bin.tar.gz (check), ladder.md +
+# ladder.json (ladder) or cpu_scaling.md (cpu). The build and the work files live in BUILD_DIR (default
 # ./build-gpu), never in OUTDIR.
 #
 # --dry-run (or GPU_CHECK_DRY_RUN=1): on a machine without a GPU, everything that can run
@@ -35,7 +37,8 @@
 # TRAIN_STEPS (CUDA runs, default 200), TRAIN_CPU_STEPS (the CPU reference, default 30),
 # GPU_TEST_JOBS (default 4), GPU_TEST_REGEX (ctest -R, for a repair loop), MEMCHECK_RUNS ("binary=gtest-filter ..."),
 # LADDER_MODELS (default tiny,gpt2),
-# LADDER_ARGS (more gpu_ladder.py options), GPU_CHECK_USE_DEPS=1 (ignore the system's
+# LADDER_ARGS (more gpu_ladder.py options), CPU_SCALING_* (bench/cpu_scaling.sh's),
+# GPU_CHECK_USE_DEPS=1 (ignore the system's
 # toml++/OpenBLAS/GTest/cuDNN headers and use ./.deps), TOMLPP_INCLUDE_DIR,
 # OPENBLAS_INCLUDE_DIR + OPENBLAS_LIBRARY, GTest_DIR, TRAINRT_CUDNN_INCLUDE_DIR,
 # GPU_CHECK_CMAKE_ARGS (more configure options, e.g. -DTRAINRT_WITH_CUDNN=OFF).
@@ -98,7 +101,18 @@ prepare_deps() {
     done
     cp -r /usr/src/googletest "$DEPS/src/googletest"
     cp "$cudnn_inc"/cudnn*.h "$DEPS/cudnn/include/"
-    echo "prepared $DEPS ($(du -sh "$DEPS" | cut -f1)): toml++, OpenBLAS (openmp), googletest sources, cuDNN headers from $cudnn_inc"
+    # oneDNN (optional: without it the host's CPU matmuls run on OpenBLAS, no AMX): the headers,
+    # and libdnnl.so.2 xz-compressed (40 MB raw would not fit the 64 MiB a call carries; the
+    # build stage unpacks it) with the OpenCL loader it links.
+    local dnnl_lib=/usr/lib/$arch/libdnnl.so.2 note="no oneDNN (apt-get install libdnnl-dev)"
+    if [ -f /usr/include/oneapi/dnnl/dnnl.hpp ] && [ -e "$dnnl_lib" ] && command -v xz >/dev/null; then
+        cp -r /usr/include/oneapi "$DEPS/include/"
+        xz -T2 -6 -c "$dnnl_lib" > "$DEPS/lib/libdnnl.so.2.xz"
+        path=$(ldconfig -p | awk '$1 == "libOpenCL.so.1" && /x86-64/ {print $NF; exit}')
+        [ -n "$path" ] && cp -L "$path" "$DEPS/lib/libOpenCL.so.1"
+        note="oneDNN $(dpkg-query -W -f '${Version}' libdnnl2 2>/dev/null)"
+    fi
+    echo "prepared $DEPS ($(du -sh "$DEPS" | cut -f1)): toml++, OpenBLAS (openmp), googletest sources, cuDNN headers from $cudnn_inc, $note"
     echo "carry it to the GPU machine with the working tree (keep it out of commits: /.deps/ in .gitignore)"
 }
 
@@ -144,7 +158,7 @@ while [ $# -gt 0 ]; do
         *) break ;;
     esac
 done
-case $PLAN in check | ladder) ;; *) echo "gpu-check: --plan is check or ladder, not '$PLAN'" >&2; exit 2 ;; esac
+case $PLAN in check | ladder | cpu) ;; *) echo "gpu-check: --plan is check, ladder or cpu, not '$PLAN'" >&2; exit 2 ;; esac
 [ $# -ge 1 ] && [ $# -le 2 ] || { usage >&2; exit 2; }
 
 mkdir -p "$1" || { echo "gpu-check: cannot create $1" >&2; exit 2; }
@@ -182,14 +196,17 @@ RUN_DIR=$BUILD
 export TRAINRT_CUDA_MODULE=$RUN_DIR/libtrainrt-cuda.so
 
 # ------------------------------------------------------------------ plan, stages, caps
-STAGES=(device build gpu-tests train memcheck ladder)
+STAGES=(device build gpu-tests train memcheck ladder cpu)
 declare -A CAP
 if [ "$PLAN" = check ]; then
     DEFAULT_STAGES="device build gpu-tests train memcheck"
-    CAP=([device]=20 [build]=180 [gpu-tests]=150 [train]=90 [memcheck]=90 [ladder]=0)
-else
+    CAP=([device]=20 [build]=180 [gpu-tests]=150 [train]=90 [memcheck]=90 [ladder]=0 [cpu]=0)
+elif [ "$PLAN" = ladder ]; then
     DEFAULT_STAGES="device build ladder"
-    CAP=([device]=20 [build]=100 [gpu-tests]=150 [train]=90 [memcheck]=90 [ladder]=410)
+    CAP=([device]=20 [build]=100 [gpu-tests]=150 [train]=90 [memcheck]=90 [ladder]=410 [cpu]=0)
+else
+    DEFAULT_STAGES="device build cpu"
+    CAP=([device]=20 [build]=100 [gpu-tests]=150 [train]=90 [memcheck]=90 [ladder]=0 [cpu]=300)
 fi
 # The plan's own promise: its caps sum to less than the default budget (docs/GPU_CHECK.md).
 PLAN_SUM=0
@@ -550,6 +567,18 @@ RUNTIME_FILES="trainrt libtrainrt.so* libtrainrt-cuda.so"
 have_runtime() { [ -x "$1/trainrt" ] && [ -f "$1/libtrainrt-cuda.so" ] && ls "$1"/libtrainrt.so* >/dev/null 2>&1; }
 module_is_stub() { grep -aq 'built without the cuDNN 9 headers' "$1/libtrainrt-cuda.so"; }
 
+# .deps/lib/libdnnl.so.2 from its .xz (xz, else Python's lzma); 0 when it is there.
+unpack_dnnl() {
+    local lib=$DEPS/lib/libdnnl.so.2
+    if [ ! -e "$lib" ] && [ -f "$lib.xz" ]; then
+        if command -v xz >/dev/null 2>&1; then xz -dc "$lib.xz" > "$lib.tmp"
+        else python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$lib.xz" "$lib.tmp"
+        fi >> "$1" 2>&1 && mv "$lib.tmp" "$lib" || { rm -f "$lib.tmp"; return 1; }
+    fi
+    [ -e "$lib" ] || return 1
+    ln -sf libdnnl.so.2 "$DEPS/lib/libdnnl.so"
+}
+
 # Configure arguments for the dependencies; sets DEP_ARGS, DEP_NOTE; 1 when one is missing.
 resolve_deps() {
     local log=$1 found=() missing=0 d
@@ -621,7 +650,17 @@ resolve_deps() {
     else
         found+=("no cuDNN headers (GPU_CHECK_CUDNN=optional: the stub is built)")
     fi
-    [ -e "$DEPS/lib/libopenblas.so.0" ] && [[ " ${DEP_ARGS[*]} " == *"$DEPS/include/openblas-openmp"* ]] &&
+    # oneDNN (optional): the system's, else .deps' (unpacked here once).
+    if [ "$use_deps" != 1 ] && [ -f /usr/include/oneapi/dnnl/dnnl.hpp ]; then
+        found+=("oneDNN from the system")
+    elif [ -f "$DEPS/include/oneapi/dnnl/dnnl.hpp" ] && unpack_dnnl "$log"; then
+        DEP_ARGS+=("-DTRAINRT_ONEDNN_INCLUDE_DIR=$DEPS/include" "-DTRAINRT_ONEDNN_PATH=$DEPS/lib/libdnnl.so")
+        found+=("oneDNN from .deps")
+    else
+        found+=("no oneDNN (the CPU matmuls run on OpenBLAS)")
+    fi
+    [ -e "$DEPS/lib/libopenblas.so.0" ] && [[ " ${DEP_ARGS[*]} " == *"$DEPS/include/openblas-openmp"* ||
+        " ${DEP_ARGS[*]} " == *"$DEPS/lib/libdnnl.so"* ]] &&
         export LD_LIBRARY_PATH="$DEPS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     DEP_NOTE=$(IFS=';'; echo "${found[*]}")
     DEP_NOTE=${DEP_NOTE//;/; }
@@ -647,7 +686,8 @@ use_prebuilt() {
     # The runpaths name call 1's build folder; OpenBLAS may come from .deps.
     local saved_path=${LD_LIBRARY_PATH:-}
     export LD_LIBRARY_PATH="$BUILD/prebuilt${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    if ! resolvable libopenblas.so.0 && [ -e "$DEPS/lib/libopenblas.so.0" ]; then
+    if { ! resolvable libopenblas.so.0 && [ -e "$DEPS/lib/libopenblas.so.0" ]; } ||
+       { ! resolvable libdnnl.so.2 && [ -f "$DEPS/lib/libdnnl.so.2.xz" ] && unpack_dnnl "$log"; }; then
         export LD_LIBRARY_PATH="$DEPS/lib:$LD_LIBRARY_PATH"
     fi
     if ! "$BUILD/prebuilt/trainrt" info >> "$log" 2>&1; then
@@ -668,10 +708,10 @@ stage_build() {
     PREBUILT_NOTE=""
     if [ "$PLAN" = check ]; then BUILD_TESTS=ON; targets=(gpu_check_targets)
     else BUILD_TESTS=OFF; targets=(trainrt_cli trainrt_cuda_module); fi
-    # The ladder plan runs call 1's binaries when they match the tree: no build at all, warm
-    # machine or cold (whether a warm build folder is up to date depends on the timestamps the
-    # re-sent tree gets; the binaries do not).
-    if [ "$PLAN" = ladder ] && use_prebuilt "$log"; then
+    # The ladder and cpu plans run call 1's binaries when they match the tree: no build at
+    # all, warm machine or cold (whether a warm build folder is up to date depends on the
+    # timestamps the re-sent tree gets; the binaries do not).
+    if [ "$PLAN" != check ] && use_prebuilt "$log"; then
         BUILD_OK=1
         module_is_stub "$RUN_DIR" && [ "$CUDNN_POLICY" = required ] && {
             BUILD_OK=0; finish FAIL "$PREBUILT_NOTE: the module is the cuDNN stub"; return; }
@@ -691,8 +731,8 @@ stage_build() {
     elif command -v nvcc >/dev/null 2>&1; then nvcc=$(command -v nvcc); fi
     [ -n "$nvcc" ] && DEP_ARGS+=("-DCMAKE_CUDA_COMPILER=$nvcc")
     local t_conf=$SECONDS
-    # The ladder plan on a warm machine keeps call 1's configuration (tests included).
-    [ "$PLAN" = ladder ] && [ -f "$BUILD/CMakeCache.txt" ] || DEP_ARGS+=("-DTRAINRT_BUILD_TESTS=$BUILD_TESTS")
+    # The ladder and cpu plans on a warm machine keep call 1's configuration (tests included).
+    [ "$PLAN" != check ] && [ -f "$BUILD/CMakeCache.txt" ] || DEP_ARGS+=("-DTRAINRT_BUILD_TESTS=$BUILD_TESTS")
     run_capped "$(stage_left)" "$log" cmake -S "$ROOT" -B "$BUILD" "${gen[@]}" \
         -DCMAKE_BUILD_TYPE=Release -DTRAINRT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS" \
         -DTRAINRT_BUILD_CLI=ON -DTRAINRT_BINDING_TESTS=OFF "${DEP_ARGS[@]}" ${GPU_CHECK_CMAKE_ARGS:-}
@@ -1007,6 +1047,27 @@ PY
     else finish FAIL "${keys:-no results} (gpu_ladder.py exit $rc; ladder.log)"; fi
 }
 
+# The host's CPU at scale (issue 42): bench/cpu_scaling.sh, no GPU needed.
+stage_cpu() {
+    begin cpu
+    local log=$WORK/cpu.log md=$WORK/cpu_scaling.md rc left
+    : > "$log"
+    rm -f "$md"
+    if [ "$BUILD_OK" != 1 ]; then finish "not run" "the build failed"; return; fi
+    if [ "$HAVE_PY" != 1 ]; then finish FAIL "python3 not found (bench/cpu_vs_torch.py needs it)"; return; fi
+    left=$(stage_left)
+    run_capped "$left" "$log" bash "$ROOT/bench/cpu_scaling.sh" "$RUN_DIR/trainrt" "$md" $(( left - 15 ))
+    rc=$?
+    [ -f "$md" ] && cp "$md" "$OUT/cpu_scaling.md"
+    local keys
+    keys=$(grep -c '^### trainrt vs PyTorch' "$md" 2>/dev/null)
+    keys="${keys:-0} comparison(s); $(grep -m1 '^Headline: ' "$md" 2>/dev/null | sed 's/^Headline: //')"
+    DETAILS[cpu]="Tables: cpu_scaling.md (each run's log in logs.tar.gz, cpu.log)."
+    if [ "$rc" = 124 ]; then finish TIMEOUT "$keys"
+    elif [ "$rc" = 0 ]; then finish PASS "$keys"
+    else finish FAIL "$keys (cpu_scaling.sh exit $rc; cpu.log)"; fi
+}
+
 # ------------------------------------------------------------------ packing
 # The check plan hands the ladder plan its binaries: call 2 on a machine that went cold
 # unpacks them (GPU_CHECK_PREBUILT) instead of building.
@@ -1045,6 +1106,7 @@ for s in "${STAGES[@]}"; do
             train) stage_train ;;
             memcheck) stage_memcheck ;;
             ladder) stage_ladder ;;
+            cpu) stage_cpu ;;
         esac
     elif [ "$s" = build ] && have_runtime "$BUILD"; then
         # Later stages may use a BUILD_DIR built by an earlier call.

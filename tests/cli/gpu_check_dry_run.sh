@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh end to end on a machine without a GPU, the way a bare GPU machine
 # would run it: a copy of the tree with only .deps (made by --prepare-deps) for toml++,
-# OpenBLAS, googletest and the cuDNN headers, the system's copies hidden in a private mount
-# namespace where this process may make one (root in CI); both calls of the loan plan in
-# --dry-run, the second on a cold build folder from the first call's binaries. Checks what
+# OpenBLAS, oneDNN, googletest and the cuDNN headers, the system's copies hidden in a private
+# mount namespace where this process may make one (root in CI); the three calls of the loan
+# plan in --dry-run, the later ones on cold build folders from the first call's binaries. Checks what
 # comes back (at most 8 small files, no build tree), every stage's status, and that the build
 # stage fails early without cuDNN headers and after building the cuDNN stub.
 #   usage: gpu_check_dry_run.sh SOURCE_DIR SCRATCH_DIR
@@ -48,7 +48,8 @@ fi
 step "--prepare-deps"
 bash "$TREE/scripts/gpu-check.sh" --prepare-deps
 for f in include/toml++/toml.h include/openblas-openmp/cblas.h lib/libopenblas.so.0 \
-         src/googletest/CMakeLists.txt cudnn/include/cudnn_graph.h; do
+         src/googletest/CMakeLists.txt cudnn/include/cudnn_graph.h \
+         include/oneapi/dnnl/dnnl.hpp lib/libdnnl.so.2.xz; do
     [ -e "$TREE/.deps/$f" ] || fail ".deps lacks $f"
 done
 
@@ -57,7 +58,8 @@ done
 # passes each path to CMake explicitly) and says the system copies were visible.
 arch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 HIDE=(/usr/include/toml++ "/usr/include/$arch/openblas-openmp" "/usr/lib/$arch/openblas-openmp"
-      /usr/include/gtest /usr/include/gmock "/usr/lib/$arch/cmake/GTest" /usr/src/googletest)
+      /usr/include/gtest /usr/include/gmock "/usr/lib/$arch/cmake/GTest" /usr/src/googletest
+      /usr/include/oneapi)
 hidden_run() {  # CMD...: runs CMD with the system copies hidden (or not, see above)
     if [ "$CAN_HIDE" = 1 ]; then
         unshare -m --propagation private bash -c '
@@ -104,6 +106,7 @@ expect_row "$S1" build "toml++ in $TREE/.deps/include"
 expect_row "$S1" build "OpenBLAS from .deps"
 expect_row "$S1" build "GTest built from .deps/src/googletest"
 expect_row "$S1" build "cuDNN headers in $TREE/.deps/cudnn/include"
+expect_row "$S1" build "oneDNN from .deps"
 expect_row "$S1" gpu-tests "skipped: no GPU"
 expect_row "$S1" gpu-tests "all skipped"
 expect_row "$S1" train "skipped: no GPU"
@@ -157,6 +160,26 @@ GPU_CHECK_PREBUILT=$OUT1/trainrt-bin.tar.gz \
     > "$WORK/out2w.log" 2>&1 || rc=$?
 [ "$rc" = 0 ] || { cat "$WORK/out2w/summary.md" >&2; fail "warm call 2 exited $rc"; }
 expect_row "$WORK/out2w/summary.md" build "runtime files from trainrt-bin.tar.gz"
+
+# Not hidden: Debian's numpy (PyTorch's comparison) links the system OpenBLAS the namespace
+# hides; the GPU host's Python brings its own. The binaries are call 1's, built from .deps.
+step "call 3: --plan cpu --dry-run from call 1's binaries (the tiny models, 1 and 2 threads)"
+OUT3=$WORK/out-cpu
+rc=0
+GPU_CHECK_PREBUILT=$OUT1/trainrt-bin.tar.gz CPU_SCALING_MODELS="tiny tiny-llama" \
+    CPU_SCALING_THREADS="1 2" CPU_SCALING_PROFILE_STEPS=1 \
+    bash "$TREE/scripts/gpu-check.sh" --plan cpu --dry-run "$OUT3" "$WORK/build-cpu" \
+    > "$WORK/out-cpu.log" 2>&1 || rc=$?
+S3=$OUT3/summary.md
+[ -f "$S3" ] || { cat "$WORK/out-cpu.log" >&2; fail "call 3 wrote no summary.md"; }
+[ "$rc" = 0 ] || { cat "$S3" >&2; fail "call 3 exited $rc"; }
+expect_row "$S3" build "runtime files from trainrt-bin.tar.gz"
+expect_row "$S3" cpu "| PASS |"
+expect_row "$S3" cpu "comparison(s); tiny@"
+grep -q '^| ladder |' "$S3" && fail "call 3 lists the ladder stage"
+[ -f "$OUT3/cpu_scaling.md" ] || fail "call 3 did not bring back cpu_scaling.md"
+grep -q '^#### Per-op profile: trainrt bf16' "$OUT3/cpu_scaling.md" || fail "cpu_scaling.md has no bf16 profile"
+echo "ok: call 3: $(grep -m1 '^Headline' "$OUT3/cpu_scaling.md")"
 
 step "--record writes the results file from both summaries"
 mkdir -p "$TREE/bench/results"

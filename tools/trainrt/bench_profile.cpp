@@ -255,15 +255,6 @@ std::string profile_json(const BenchProfileArgs& args, const std::vector<Profile
     return out + "  ]\n}\n";
 }
 
-bool write_file(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (f == nullptr) return false;
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) return false;
-    return std::rename(tmp.c_str(), path.c_str()) == 0;
-}
-
 }  // namespace
 
 int bench_profile(const BenchProfileArgs& args) {
@@ -282,7 +273,8 @@ int bench_profile(const BenchProfileArgs& args) {
     else
         print_single(runs[0]);
     print_layers(runs.back());
-    if (!args.json_path.empty() && !write_file(args.json_path, profile_json(args, runs))) {
+    if (!args.json_path.empty() &&
+        !write_file_replacing(args.json_path, profile_json(args, runs))) {
         std::fprintf(stderr, "trainrt bench: cannot write %s\n", args.json_path.c_str());
         return 1;
     }

@@ -72,6 +72,9 @@ bool pick_checkpoint(trainrt_config* config, const std::string& explicit_path, s
 
 // "1.5 MiB": bytes for people (info, plan).
 std::string human_bytes(double bytes);
+// text into path through path.tmp and a rename, so a half-written file never has the name;
+// false (the .tmp removed) when any step fails.
+bool write_file_replacing(const std::string& path, const std::string& text);
 
 // `trainrt bench` (cmd_bench.cpp); argv holds the arguments after the command name.
 int cmd_bench(int argc, char** argv);

@@ -161,15 +161,6 @@ std::string json_array(const std::vector<T>& items, Fn&& item) {
     return out + "]";
 }
 
-bool write_file(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (f == nullptr) return false;
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) return false;
-    return std::rename(tmp.c_str(), path.c_str()) == 0;
-}
-
 // ---------------------------------------------------------------- the run
 
 struct Shape {
@@ -408,7 +399,8 @@ int trainrt_cli::cmd_bench(int argc, char** argv) {
                      r.timed.size(), r.steps);
 
     print_report(r, args);
-    if (!args.json_path.empty() && !write_file(args.json_path, report_json(r, args, log))) {
+    if (!args.json_path.empty() &&
+        !write_file_replacing(args.json_path, report_json(r, args, log))) {
         std::fprintf(stderr, "trainrt bench: cannot write %s\n", args.json_path.c_str());
         return 1;
     }
