@@ -32,7 +32,7 @@ namespace trt {
 // signature as backend_ops.def and step_ops.def write it (an op added or changed needs no
 // bump). Bump the revision when anything else in this header changes shape (a method outside
 // the op lists, a struct).
-constexpr uint32_t kBackendInterfaceRevision = 21;  // 21: annotate_layer; 20: composed ops
+constexpr uint32_t kBackendInterfaceRevision = 22;  // 22: threads_note; 21: annotate_layer
 
 // A target id that is not a target (instruction tuning trains on some tokens only): the
 // position is an input, its loss is 0 and its logits get no gradient.
@@ -266,7 +266,7 @@ struct AccelOptions {
 
 // What a backend is created with.
 struct BackendOptions {
-    int threads = 0;                       // CPU: 0 = all cores
+    int threads = 0;                       // CPU: 0 = one per physical core (cpu_topology.h)
     Precision precision = Precision::Fp32; // resolved (never Auto)
     int device = 0;                        // CUDA device ordinal
     AccelOptions accel;
@@ -293,6 +293,9 @@ struct AccelStatus {
     // and oneDNN's implementation or why not oneDNN. "" elsewhere.
     std::string cpu_matmul;
     std::string cpu_matmul_note;
+    // The CPU with runtime.threads = 0: how the count was chosen ("auto: physical cores: 8 of
+    // 16 CPUs"). "" elsewhere.
+    std::string threads_note;
 };
 
 // What a backend is, for the choices the session makes (never by comparing its name).
@@ -529,8 +532,8 @@ namespace trt {
 // How many bytes of backend scratch ModelDims implies is the backend's business; how many
 // floats of activations the model needs is the model's (src/model/activations.h).
 
-// CPU backend: OpenBLAS sgemm for fp32 matmuls, OpenMP elsewhere. threads <= 0 = all cores.
-// precision Fp32, Bf16 (bf16 activations and matmul operands, fp32 math: cpu_lowp.h) or Fp16
+// CPU backend: OpenBLAS sgemm for fp32 matmuls, OpenMP elsewhere. threads <= 0 = one per physical
+// core. precision Fp32, Bf16 (bf16 activations and matmul operands, fp32 math: cpu_lowp.h) or Fp16
 // (a test twin). `matmul`: accel.cpu_matmul, how bf16 matmuls run (oneDNN or sgemm).
 std::unique_ptr<Backend> make_cpu_backend(int threads, Precision precision = Precision::Fp32,
                                           CpuMatmul matmul = CpuMatmul::Auto);

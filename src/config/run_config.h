@@ -120,7 +120,7 @@ struct OptimConfig {
 struct RuntimeConfig {
     DeviceKind device = DeviceKind::Auto;
     Precision precision = Precision::Auto;  // auto: fp32 on CPU, bf16 on CUDA
-    int64_t threads = 0;                    // 0 = all cores
+    int64_t threads = 0;                    // 0 = one per physical core (the CPU)
     int64_t log_every = 10;                 // train steps between logged lines (>= 1)
     int64_t max_inflight = 2;               // steps a device may run ahead of the host
     double peak_tflops = 0;                 // MFU denominator per device; 0 = from the table

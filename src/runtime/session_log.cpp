@@ -33,34 +33,34 @@ std::string Session::acceleration_line() const {
                  fixed ? cat(backend_->name(), ": always deterministic") : "");
     if (!fixed && !acc.deterministic && !acc.deterministic_note.empty())
         deterministic += cat(" (", acc.deterministic_note, ")");
-    return cat("device=", configured(backend_->name(), to_string(r.runtime.device)),
-              " (", backend_->device_name(), ")",
-              " precision=", configured(to_string(precision_), to_string(r.runtime.precision)),
-              acc.precision_note.empty() ? "" : cat(" [", acc.precision_note, "]"),
-              " threads=", backend_->num_threads(),
-              " attention=", configured(attention, to_string(r.accel.attention)),
-              " deterministic=", deterministic,
-              " fused_classifier=",
-              resolved(caps.always_fused_classifier || acc.fused_classifier,
-                       r.accel.fused_classifier,
-                       caps.always_fused_classifier ? cat(backend_->name(), ": always fused") : ""),
-              " fused_adamw=", on_off(r.accel.fused_adamw),
-              " cuda_graphs=", resolved(step_graph_->state() != GraphRunner::State::Off, r.accel.cuda_graphs,
-                                    step_graph_->note()),
-              " matmul_epilogues=", resolved(acc.matmul_epilogues, r.accel.matmul_epilogues,
-                                             caps.matmul_epilogues
-                                                 ? acc.epilogues_note
-                                                 : cat(backend_->name(), ": not applicable")),
-              " placement=",
-              configured(feed_->resident() ? "device" : "host", to_string(r.data.placement)),
-              acc.cpu_matmul.empty()
-                  ? std::string()
-                  : cat(" cpu_matmul=", acc.cpu_matmul,
-                        acc.cpu_matmul_note.empty() ? "" : cat(" [", acc.cpu_matmul_note, "]"),
-                        acc.cpu_matmul == to_string(r.accel.cpu_matmul)
-                            ? ""
-                            : cat(" (", to_string(r.accel.cpu_matmul), ")")),
-              " max_inflight=", max_inflight_);
+    return cat(
+        "device=", configured(backend_->name(), to_string(r.runtime.device)), " (",
+        backend_->device_name(), ")",
+        " precision=", configured(to_string(precision_), to_string(r.runtime.precision)),
+        acc.precision_note.empty() ? "" : cat(" [", acc.precision_note, "]"),
+        " threads=", backend_->num_threads(),
+        acc.threads_note.empty() ? "" : cat(" [", acc.threads_note, "]"),
+        " attention=", configured(attention, to_string(r.accel.attention)),
+        " deterministic=", deterministic, " fused_classifier=",
+        resolved(caps.always_fused_classifier || acc.fused_classifier, r.accel.fused_classifier,
+                 caps.always_fused_classifier ? cat(backend_->name(), ": always fused") : ""),
+        " fused_adamw=", on_off(r.accel.fused_adamw), " cuda_graphs=",
+        resolved(step_graph_->state() != GraphRunner::State::Off, r.accel.cuda_graphs,
+                 step_graph_->note()),
+        " matmul_epilogues=",
+        resolved(
+            acc.matmul_epilogues, r.accel.matmul_epilogues,
+            caps.matmul_epilogues ? acc.epilogues_note : cat(backend_->name(), ": not applicable")),
+        " placement=",
+        configured(feed_->resident() ? "device" : "host", to_string(r.data.placement)),
+        acc.cpu_matmul.empty()
+            ? std::string()
+            : cat(" cpu_matmul=", acc.cpu_matmul,
+                  acc.cpu_matmul_note.empty() ? "" : cat(" [", acc.cpu_matmul_note, "]"),
+                  acc.cpu_matmul == to_string(r.accel.cpu_matmul)
+                      ? ""
+                      : cat(" (", to_string(r.accel.cpu_matmul), ")")),
+        " max_inflight=", max_inflight_);
 }
 
 std::string Session::model_line() const {

@@ -7,14 +7,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <string>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_lowp.h"
 #include "backend/cpu/cpu_onednn_matmul.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_topology.h"
 #include "core/error.h"
 
 namespace trt {
@@ -53,9 +54,12 @@ public:
     }
     // fp32_matmuls: false for the fp32 half of a bf16/fp16 backend (cpu_lowp.h), whose
     // matmuls the decorator runs.
-    CpuBackend(int threads, CpuMatmul matmul, bool fp32_matmuls)
-        : threads_(threads > 0 ? threads : omp_get_num_procs()) {
-        if (threads_ < 1) threads_ = 1;
+    CpuBackend(int threads, CpuMatmul matmul, bool fp32_matmuls) : threads_(threads) {
+        if (threads_ <= 0) {  // runtime.threads = 0: one per physical core (cpu_topology.h)
+            const cpu::CpuTopology t = cpu::this_machine();
+            threads_ = cpu::default_threads(t);
+            threads_note_ = cat("auto: ", cpu::describe_default_threads(t));
+        }
         // fp32 products (the fp32 matmuls, and attention's per-head ones in every precision)
         // by oneDNN where its fp32 kernels are the faster (or asked for).
         const OnednnChoice fp32 = choose_onednn(matmul, DType::F32);
@@ -79,6 +83,7 @@ public:
         st.cpu_matmul = gemm_ ? "onednn" : "openblas";
         st.cpu_matmul_note = matmul_note_;
         if (onednn_sgemm_) st.cpu_matmul_note += "; attention's products by oneDNN's sgemm";
+        st.threads_note = threads_note_;
         return st;
     }
 
@@ -359,7 +364,9 @@ private:
     size_t in_use_ = 0;
     std::unique_ptr<cpu::OnednnGemm> gemm_;  // fp32 matmuls through oneDNN; null: OpenBLAS
     bool onednn_sgemm_ = false;  // fp32 products by oneDNN (attention's, and gemm_ in fp32)
-    std::string matmul_note_;    // oneDNN's fp32 implementation, or why not (accel_status)
+    std::string matmul_note_;
+    std::string threads_note_;  // how runtime.threads = 0 was resolved (accel_status)    //
+                                // oneDNN's fp32 implementation, or why not (accel_status)
 };
 
 }  // namespace
