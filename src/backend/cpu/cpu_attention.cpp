@@ -1,23 +1,23 @@
 // Causal multi-head self-attention, tiled so that no [T,T] matrix of scores or probabilities
 // outlives a block of query rows, with NKV <= NH key/value heads (grouped-query attention:
 // query head h reads kv head h / (NH/NKV); NKV == NH is plain multi-head attention, GPT-2's).
-// Per (b, h) — the unit of parallelism (cpu_pool.h) — the T query rows are cut into blocks of
-// kQB rows; query block [i0, i1) only needs keys [k0, i1) (k0 = 0, or a sliding window's first
-// key for row i0), so every product runs on the lower block triangle (10/16 of the square at
-// T = 256). A block's scores live in a [kQB, T] tile of the thread's scratch: scale, mask and
-// softmax are one row pass over it, and all the forward keeps for the backward is each row's
-// max and 1/sum (saved [B,NH,T,2]). The backward recomputes the tile's probabilities from those
-// with the forward's own products and arithmetic (the same bits), then the block's dq, and adds
-// the block's share to dk, dv (keys [k0, i1)) in block order. The products are single-threaded
-// sgemms on strided views of qkv (SerialLibrariesScope, cpu_threads.h). Each (b, h) is done by
-// one thread in a fixed order, so results do not depend on the thread count. In the GQA
-// backward the query heads of a group each produce a partial dk/dv (scratch), summed in head
-// order afterwards: no two threads write the same kv head, and the sum order is fixed.
-// Dropout on the probabilities (attention_dropout_forward) draws P' into a second tile; the
-// backward draws it again from the same counter-based mask (core/dropout_mask.h).
-// Documents (pos, backend.h): row t's first key is also its example's start t - pos[t]. That
-// start, like a window's, never decreases with t, so a block's keys start at its first row's
-// and each row masks its own band (a block may span an example boundary).
+// Per (b, h) the T query rows are cut into blocks of kQB rows (the forward's unit of
+// parallelism, cpu_pool.h: (b, h, block); the backward's is (b, h)); query block [i0, i1) only
+// needs keys [k0, i1) (k0 = 0, or a sliding window's first key for row i0), so every product runs
+// on the lower block triangle (10/16 of the square at T = 256). A block's scores live in a [kQB, T]
+// tile of the thread's scratch: scale, mask and softmax are one row pass over it, and all the
+// forward keeps for the backward is each row's max and 1/sum (saved [B,NH,T,2]). The backward
+// recomputes the tile's probabilities from those with the forward's own products and arithmetic
+// (the same bits), then the block's dq, and adds the block's share to dk, dv (keys [k0, i1)) in
+// block order. The products are single-threaded sgemms on strided views of qkv
+// (SerialLibrariesScope, cpu_threads.h). Each part is done by one thread in a fixed order, so
+// results do not depend on the thread count. In the GQA backward the query heads of a group each
+// produce a partial dk/dv (scratch), summed in head order afterwards: no two threads write the same
+// kv head, and the sum order is fixed. Dropout on the probabilities (attention_dropout_forward)
+// draws P' into a second tile; the backward draws it again from the same counter-based mask
+// (core/dropout_mask.h). Documents (pos, backend.h): row t's first key is also its example's start
+// t - pos[t]. That start, like a window's, never decreases with t, so a block's keys start at its
+// first row's and each row masks its own band (a block may span an example boundary).
 #include <cblas.h>
 
 #include <algorithm>
@@ -192,16 +192,20 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,2]*/,
     if (tiles.size() < want) tiles.resize(want);
     float* const tiles0 = tiles.data();
     RowStats* const stats = reinterpret_cast<RowStats*>(saved);  // [B,NH,T]
-    // The per-head sgemms run single-threaded, each inside its (b, h) part (cpu_threads.h).
+    // One part per (b, h, query block): a query block's rows need nothing from the others, so
+    // B·NH heads (12 at B 2, 6 heads: fewer than 16 threads) give T/kQB times as many parts.
+    // The per-head sgemms run single-threaded inside their part (cpu_threads.h).
+    const int QB = (T + kQB - 1) / kQB;
     const SerialLibrariesScope serial;
-    parallel_for_slots(BH, team((size_t)BH * T * T, threads), [&](int bh, int slot) {
+    parallel_for_slots(BH * QB, team((size_t)BH * T * T, threads), [&](int part, int slot) {
+        const int bh = part / QB, i0 = (part % QB) * kQB;
         const HeadViews hv = head_views(qkv, bh, T, C, NH, NKV, hs);
         float* s = tiles0 + (size_t)slot * per_slot;   // [kQB, T] scores -> P
         float* pd = s + tile_floats(T);                // [kQB, T] P' (dropout)
         float* o = out + (size_t)(bh / NH) * T * C + (bh % NH) * hs;  // [T,hs], stride C
         RowStats* st = stats + (size_t)bh * T;
         const int32_t* ps = pos != nullptr ? pos + (size_t)(bh / NH) * T : nullptr;
-        for (int i0 = 0; i0 < T; i0 += kQB) {
+        {
             const int i1 = i0 + kQB < T ? i0 + kQB : T;
             const int m = i1 - i0, k0 = key_start(i0, window, ps), n = i1 - k0;
             // s[m, n] = scale * q[i0:i1] · k[k0:i1]ᵀ
