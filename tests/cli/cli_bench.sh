@@ -153,6 +153,13 @@ for x in runs:
     assert all(o["bytes"] > 0 for o in ops if o["op"] not in ("begin_step", "end_step")), ops
 print("ok: p.json", [(x["threads"], round(x["wall_s"], 4)) for x in runs])
 PY
+# --rounds 2: two sessions per thread count, alternating; the table shows medians.
+"$TRAINRT" bench tiny.toml --profile --rounds 2 --steps 1 --warmup 0 --set runtime.threads=2 \
+    --json r.json >r.out 2>r.err || { cat r.err >&2; fail "bench --profile --rounds 2 exited $?"; }
+grep -q 'each figure is the median' r.out || { cat r.out; fail "--rounds: no word on medians"; }
+grep -q '^| \*\*step\*\* |' r.out || { cat r.out; fail "--rounds: no step row"; }
+"$PY" -c 'import json,sys; r=json.load(open("r.json")); t=[x["threads"] for x in r["runs"]]; sys.exit(0 if t == [1, 1, 2, 2] else "runs %r" % t)' ||
+    fail "--rounds 2: the JSON does not hold the four sessions"
 # One thread: one run, no scaling columns.
 "$TRAINRT" bench tiny.toml --profile --steps 1 --warmup 0 >q.out 2>q.err ||
     { cat q.err >&2; fail "bench --profile at 1 thread exited $?"; }
@@ -165,6 +172,8 @@ expect_status no-config 2 "missing CONFIG" "$TRAINRT" bench
 expect_status bad-warmup 2 "--warmup needs a non-negative integer" "$TRAINRT" bench tiny.toml --warmup -1
 expect_status bad-steps 2 "--steps needs a positive integer" "$TRAINRT" bench tiny.toml --steps 0
 expect_status no-json-file 2 "--json needs a file name" "$TRAINRT" bench tiny.toml --json
+expect_status rounds-alone 2 "--rounds is for --profile" "$TRAINRT" bench tiny.toml --rounds 2
+expect_status bad-rounds 2 "--rounds needs an integer" "$TRAINRT" bench tiny.toml --profile --rounds 0
 expect_status bad-key 1 "no.such_key" "$TRAINRT" bench tiny.toml --set no.such_key=1
 expect_status unwritable-json 1 "cannot write" "$TRAINRT" bench tiny.toml --steps 1 --warmup 0 \
     --json no_such_dir/x.json

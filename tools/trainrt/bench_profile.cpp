@@ -140,6 +140,58 @@ int profile_once(const BenchProfileArgs& args, int threads, ProfileRun& out) {
     return 0;
 }
 
+double median(std::vector<double> x) {
+    if (x.empty()) return 0;
+    std::sort(x.begin(), x.end());
+    const size_t h = x.size() / 2;
+    return x.size() % 2 ? x[h] : 0.5 * (x[h - 1] + x[h]);
+}
+
+// Several sessions' profiles as the profile of one step: each op's median per-step seconds,
+// calls, FLOPs and bytes (0 in a session without it), each layer's, the wall's and the ops'.
+ProfileRun median_run(const std::vector<ProfileRun>& runs) {
+    if (runs.size() == 1) return runs[0];
+    ProfileRun m = runs[0];
+    m.raw.clear();
+    m.steps = 1;
+    auto per_step = [](const ProfileRun& r, double v) { return r.steps > 0 ? v / r.steps : 0; };
+    std::vector<double> wall, ops;
+    for (const ProfileRun& r : runs) {
+        wall.push_back(per_step(r, r.wall_s));
+        ops.push_back(per_step(r, r.op_s));
+    }
+    m.wall_s = median(wall);
+    m.op_s = median(ops);
+    m.ops.clear();
+    m.layer_s.clear();
+    std::map<std::string, std::string> op_of;  // label -> backend op
+    std::map<int, std::vector<double>> by_layer;
+    for (const ProfileRun& r : runs) {
+        for (const auto& kv : r.ops) op_of[kv.first] = kv.second.op;
+        for (const auto& kv : r.layer_s) by_layer[kv.first].push_back(per_step(r, kv.second));
+    }
+    for (const auto& [label, op] : op_of) {
+        std::vector<double> calls, seconds, flops, bytes;
+        for (const ProfileRun& r : runs) {
+            const auto it = r.ops.find(label);
+            const OpRow* o = it == r.ops.end() ? nullptr : &it->second;
+            calls.push_back(o ? per_step(r, static_cast<double>(o->calls)) : 0);
+            seconds.push_back(o ? per_step(r, o->seconds) : 0);
+            flops.push_back(o ? per_step(r, o->flops) : 0);
+            bytes.push_back(o ? per_step(r, o->bytes) : 0);
+        }
+        OpRow& row = m.ops[label];
+        row.label = label;
+        row.op = op;
+        row.calls = static_cast<long long>(std::llround(median(calls)));
+        row.seconds = median(seconds);
+        row.flops = median(flops);
+        row.bytes = median(bytes);
+    }
+    for (const auto& [layer, s] : by_layer) m.layer_s[layer] = median(s);
+    return m;
+}
+
 std::vector<const OpRow*> by_time(const ProfileRun& r) {
     std::vector<const OpRow*> rows;
     for (const auto& kv : r.ops) rows.push_back(&kv.second);
@@ -161,14 +213,20 @@ std::string percent(double part, double whole) {
     return buf;
 }
 
-void print_header(const BenchProfileArgs& args, const ProfileRun& r) {
+void print_header(const BenchProfileArgs& args, const ProfileRun& r, long long rounds) {
     std::printf("trainrt bench --profile: %s", args.run.config_path.c_str());
     for (const auto& kv : args.run.sets)
         std::printf(" --set %s=%s", kv.first.c_str(), kv.second.c_str());
     std::printf(
-        "\n\ndevice %s (%s), precision %s; %lld warm-up steps, then %lld profiled "
-        "(each op synchronized: steps run eagerly)\n\n",
-        r.device.c_str(), r.device_name.c_str(), r.precision.c_str(), args.warmup, r.steps);
+        "\n\ndevice %s (%s), precision %s; per session %lld warm-up steps, then %lld "
+        "profiled (each op synchronized: steps run eagerly)",
+        r.device.c_str(), r.device_name.c_str(), r.precision.c_str(), args.warmup, args.run.steps);
+    if (rounds > 1)
+        std::printf(
+            "; %lld sessions per thread count, alternating: each figure is the median "
+            "of its sessions' per-step values",
+            rounds);
+    std::printf("\n\n");
 }
 
 // One run: ms per step, share of the step, rates.
@@ -258,21 +316,35 @@ std::string profile_json(const BenchProfileArgs& args, const std::vector<Profile
 }  // namespace
 
 int bench_profile(const BenchProfileArgs& args) {
-    std::vector<ProfileRun> runs(1);
-    // The config's threads first: it says the device and the thread count.
-    if (const int st = profile_once(args, -1, runs[0])) return st;
-    const bool scaling = runs[0].device == "cpu" && runs[0].threads > 1;
-    if (scaling) {
-        runs.insert(runs.begin(), ProfileRun{});
-        if (const int st = profile_once(args, 1, runs[0])) return st;
+    // The config's threads first: it says the device and the thread count. Then, on the CPU
+    // at more than one thread, the 1-thread session; with rounds, the two alternate (N, 1 |
+    // 1, N | ...) so that a change in the machine's load hits both.
+    std::vector<ProfileRun> at_n(1), at_1;
+    if (const int st = profile_once(args, -1, at_n[0])) return st;
+    const bool scaling = at_n[0].device == "cpu" && at_n[0].threads > 1;
+    for (long long r = 0; r < args.rounds; ++r) {
+        const bool n_first = r % 2 == 0;  // round 0's N-thread session ran above
+        for (int k = 0; k < 2; ++k) {
+            const bool at_config_threads = (k == 0) == n_first;
+            if (at_config_threads && r > 0) {
+                at_n.emplace_back();
+                if (const int st = profile_once(args, -1, at_n.back())) return st;
+            } else if (!at_config_threads && scaling) {
+                at_1.emplace_back();
+                if (const int st = profile_once(args, 1, at_1.back())) return st;
+            }
+        }
     }
     if (!is_lead_rank()) return 0;
-    print_header(args, runs.back());
+    const ProfileRun n = median_run(at_n);
+    print_header(args, n, args.rounds);
     if (scaling)
-        print_scaling(runs[0], runs[1], args.project_to);
+        print_scaling(median_run(at_1), n, args.project_to);
     else
-        print_single(runs[0]);
-    print_layers(runs.back());
+        print_single(n);
+    print_layers(n);
+    std::vector<ProfileRun> runs = at_1;  // the JSON: every session, 1-thread ones first
+    runs.insert(runs.end(), at_n.begin(), at_n.end());
     if (!args.json_path.empty() &&
         !write_file_replacing(args.json_path, profile_json(args, runs))) {
         std::fprintf(stderr, "trainrt bench: cannot write %s\n", args.json_path.c_str());

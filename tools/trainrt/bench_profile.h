@@ -12,6 +12,7 @@ namespace trainrt_cli {
 struct BenchProfileArgs {
     RunArgs run;  // CONFIG, --set, --steps (the profiled steps)
     long long warmup = 0;
+    long long rounds = 1;  // sessions per thread count, alternating; each op's median is shown
     std::string json_path;                    // "" = no JSON
     std::vector<int> project_to{16, 32, 64};  // thread counts of the projection
 };

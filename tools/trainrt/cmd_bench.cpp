@@ -23,7 +23,7 @@ namespace {
 
 const char* kBenchUsage =
     "usage: trainrt bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]\n"
-    "                            [--profile]\n"
+    "                            [--profile [--rounds R]]\n"
     "(trainrt bench --help for details)\n";
 constexpr long long kDefaultSteps = 20;
 constexpr long long kDefaultProfileSteps = 5;  // --profile: per thread count, each op synced
@@ -39,6 +39,7 @@ struct BenchArgs {
     long long warmup = kDefaultWarmup;
     std::string json_path;
     bool profile = false;  // the per-op profile (bench_profile.h) instead of the throughput
+    long long rounds = 0;  // --profile's sessions per thread count (0: not given, 1)
 };
 
 bool parse_bench_args(int argc, char** argv, BenchArgs& out, std::string& error) {
@@ -55,6 +56,18 @@ bool parse_bench_args(int argc, char** argv, BenchArgs& out, std::string& error)
             }
         } else if (a == "--profile") {
             out.profile = true;
+        } else if (a == "--rounds") {
+            if (i + 1 >= argc) {
+                error = "--rounds needs a number";
+                return false;
+            }
+            char* end = nullptr;
+            out.rounds = std::strtoll(argv[++i], &end, 10);
+            if (*end != '\0' || argv[i][0] == '\0' || out.rounds < 1 || out.rounds > 1000) {
+                error =
+                    std::string("--rounds needs an integer in [1, 1000], got '") + argv[i] + "'";
+                return false;
+            }
         } else if (a == "--json") {
             if (i + 1 >= argc) { error = "--json needs a file name"; return false; }
             out.json_path = argv[++i];
@@ -63,8 +76,12 @@ bool parse_bench_args(int argc, char** argv, BenchArgs& out, std::string& error)
         }
     }
     if (!parse_run_args(static_cast<int>(rest.size()), rest.data(), kSteps, out.run, error,
-                        {"--warmup", "--json", "--profile"}))
+                        {"--warmup", "--json", "--profile", "--rounds"}))
         return false;
+    if (out.rounds > 0 && !out.profile) {
+        error = "--rounds is for --profile (the throughput bench runs one session)";
+        return false;
+    }
     if (out.run.steps == 0) out.run.steps = out.profile ? kDefaultProfileSteps : kDefaultSteps;
     return true;
 }
@@ -329,6 +346,7 @@ int trainrt_cli::cmd_bench(int argc, char** argv) {
         BenchProfileArgs p;
         p.run = args.run;
         p.warmup = args.warmup;
+        p.rounds = args.rounds > 0 ? args.rounds : 1;
         p.json_path = args.json_path;
         return bench_profile(p);
     }

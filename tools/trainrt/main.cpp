@@ -100,7 +100,8 @@ const CommandHelp kCommandHelp[] = {
      "\n"
      "Tokenizes text into llm.c shards DIR/train.bin and DIR/val.bin; val.bin gets the last F\n"
      "of the input (F defaults to 0.1; 1 = an evaluation-only folder: an empty train.bin,\n"
-     "for `trainrt eval --whole`; training on it is refused). DIR is created if missing and locked while prepare\n"
+     "for `trainrt eval --whole`; training on it is refused). DIR is created if missing and locked "
+     "while prepare\n"
      "runs; the shards are committed as one set with DIR/prepare.json, which training checks.\n"
      "Without --tokenizer: one text file, byte-level (token = byte, vocab_size 256).\n"
      "With --tokenizer PATH (a Hugging Face tokenizer.json of the byte-level BPE family:\n"
@@ -148,7 +149,8 @@ const CommandHelp kCommandHelp[] = {
      "Generates N tokens (default 256) continuing TEXT (default: a newline) and prints prompt\n"
      "+ continuation. With a tokenizer (--tokenizer PATH: tokenizer.json/.model or a folder;\n"
      "default: the run's data.tokenizer, recorded in the checkpoint) TEXT is encoded and the\n"
-     "tokens decoded with it; without one the model must be byte-level (vocab_size 256). T defaults to 1.0 (0 = greedy), K to 0 (all\n"
+     "tokens decoded with it; without one the model must be byte-level (vocab_size 256). T "
+     "defaults to 1.0 (0 = greedy), K to 0 (all\n"
      "tokens), S to 1337; the same seed gives the same text.\n"
      "\n"
      "       trainrt sample CHECKPOINT --chat MESSAGE [--system TEXT] [--tokenizer DIR]\n"
@@ -196,7 +198,7 @@ const CommandHelp kCommandHelp[] = {
      "micro-batch fits.\n"},
     {"bench",
      "usage: trainrt bench CONFIG [--steps N] [--warmup W] [--set KEY=VALUE]... [--json FILE]\n"
-     "                            [--profile]\n"
+     "                            [--profile [--rounds R]]\n"
      "\n"
      "Measures training throughput on CONFIG's model, data and device: W warm-up steps\n"
      "(default 3; not timed, they absorb one-time costs such as CUDA graph capture), then\n"
@@ -218,6 +220,8 @@ const CommandHelp kCommandHelp[] = {
      "              runtime.threads > 1, a second session at 1 thread gives each op's\n"
      "              parallel fraction p (Amdahl) and its time projected to 16, 32 and 64\n"
      "              threads; --json writes both profiles (docs/C_API.md, \"Per-op profile\")\n"
+     "  --rounds R  with --profile: R sessions per thread count, alternating (N, 1 | 1, N\n"
+     "              | ...), each figure the median of its sessions' (a noisy machine)\n"
      "Exit status: 0 ok, 1 error, 2 bad usage, 3 out of memory (a smaller batch may fit).\n"},
 };
 
