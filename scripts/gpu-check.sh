@@ -65,9 +65,18 @@ source_digest() {
 # ------------------------------------------------------------------ --prepare-deps
 # Copies, from this machine's Debian packages, what the GPU machine (no Debian packages, no
 # network) needs to build: toml++ headers (header-only), OpenBLAS (OpenMP build: headers,
-# libopenblas.so.0 and the Fortran runtime it needs), the googletest sources (built there by
-# this script) and the cuDNN 9 headers (libcudnn itself is on the GPU machine). About 40 MB;
-# .deps/ travels with the working tree (carry it).
+# libopenblas.so.0 and the Fortran runtime it needs), oneDNN (headers, libdnnl.so.2), the
+# googletest sources (built there by this script) and the cuDNN 9 headers (libcudnn itself is
+# on the GPU machine). About 20 MB (the two large libraries xz-compressed); .deps/ travels
+# with the working tree (carry it).
+# A library into .deps/lib: xz-compressed where xz is here (NAME.xz), else as it is.
+pack_lib() {
+    local name
+    name=$(basename "$1")
+    if command -v xz >/dev/null 2>&1; then xz -T2 -6 -c "$1" > "$DEPS/lib/$name.xz"
+    else cp -L "$1" "$DEPS/lib/$name"; fi
+}
+
 prepare_deps() {
     local arch
     arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
@@ -92,8 +101,10 @@ prepare_deps() {
     mkdir -p "$DEPS/include/openblas-openmp" "$DEPS/lib" "$DEPS/src" "$DEPS/cudnn/include"
     cp -r /usr/include/toml++ "$DEPS/include/"
     cp "$ob_inc"/*.h "$DEPS/include/openblas-openmp/"
-    cp -L "$ob_lib/libopenblas.so.0" "$DEPS/lib/libopenblas.so.0"
-    ln -s libopenblas.so.0 "$DEPS/lib/libopenblas.so"
+    # The two large libraries travel xz-compressed (OpenBLAS 35 MB -> 4 MB, oneDNN 40 -> 7):
+    # tree and .deps must fit the 64 MiB a call carries. The build stage unpacks them into
+    # BUILD_DIR/deps-lib (deps_lib), never into .deps, so .deps stays small.
+    pack_lib "$ob_lib/libopenblas.so.0"
     local lib path
     for lib in libgfortran.so.5 libquadmath.so.0; do
         path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
@@ -102,12 +113,11 @@ prepare_deps() {
     cp -r /usr/src/googletest "$DEPS/src/googletest"
     cp "$cudnn_inc"/cudnn*.h "$DEPS/cudnn/include/"
     # oneDNN (optional: without it the host's CPU matmuls run on OpenBLAS, no AMX): the headers,
-    # and libdnnl.so.2 xz-compressed (40 MB raw would not fit the 64 MiB a call carries; the
-    # build stage unpacks it) with the OpenCL loader it links.
+    # libdnnl.so.2 and the OpenCL loader it links.
     local dnnl_lib=/usr/lib/$arch/libdnnl.so.2 note="no oneDNN (apt-get install libdnnl-dev)"
-    if [ -f /usr/include/oneapi/dnnl/dnnl.hpp ] && [ -e "$dnnl_lib" ] && command -v xz >/dev/null; then
+    if [ -f /usr/include/oneapi/dnnl/dnnl.hpp ] && [ -e "$dnnl_lib" ]; then
         cp -r /usr/include/oneapi "$DEPS/include/"
-        xz -T2 -6 -c "$dnnl_lib" > "$DEPS/lib/libdnnl.so.2.xz"
+        pack_lib "$dnnl_lib"
         path=$(ldconfig -p | awk '$1 == "libOpenCL.so.1" && /x86-64/ {print $NF; exit}')
         [ -n "$path" ] && cp -L "$path" "$DEPS/lib/libOpenCL.so.1"
         note="oneDNN $(dpkg-query -W -f '${Version}' libdnnl2 2>/dev/null)"
@@ -567,22 +577,37 @@ RUNTIME_FILES="trainrt libtrainrt.so* libtrainrt-cuda.so"
 have_runtime() { [ -x "$1/trainrt" ] && [ -f "$1/libtrainrt-cuda.so" ] && ls "$1"/libtrainrt.so* >/dev/null 2>&1; }
 module_is_stub() { grep -aq 'built without the cuDNN 9 headers' "$1/libtrainrt-cuda.so"; }
 
-# .deps/lib/libdnnl.so.2 from its .xz (xz, else Python's lzma); 0 when it is there.
-unpack_dnnl() {
-    local lib=$DEPS/lib/libdnnl.so.2
-    if [ ! -e "$lib" ] && [ -f "$lib.xz" ]; then
-        if command -v xz >/dev/null 2>&1; then xz -dc "$lib.xz" > "$lib.tmp"
-        else python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$lib.xz" "$lib.tmp"
-        fi >> "$1" 2>&1 && mv "$lib.tmp" "$lib" || { rm -f "$lib.tmp"; return 1; }
-    fi
-    [ -e "$lib" ] || return 1
-    ln -sf libdnnl.so.2 "$DEPS/lib/libdnnl.so"
+# .deps/lib's libraries, usable: BUILD_DIR/deps-lib (DEPS_LIB) holds each, a NAME.xz unpacked
+# (xz, else Python's lzma) and the rest linked, plus the unversioned names the linker wants.
+# Once per build folder; .deps itself is never written (it is what a call carries).
+DEPS_LIB=""
+deps_lib() {
+    [ -d "$DEPS/lib" ] || return 1
+    local dir=$BUILD/deps-lib f name
+    mkdir -p "$dir"
+    for f in "$DEPS"/lib/*; do
+        [ -e "$f" ] || continue
+        name=$(basename "$f")
+        case $name in
+            *.xz)
+                name=${name%.xz}
+                [ -e "$dir/$name" ] && continue
+                if command -v xz >/dev/null 2>&1; then xz -dc "$f" > "$dir/$name.tmp"
+                else python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$f" "$dir/$name.tmp"
+                fi >> "$1" 2>&1 && mv "$dir/$name.tmp" "$dir/$name" || { rm -f "$dir/$name.tmp"; return 1; } ;;
+            *) [ -e "$dir/$name" ] || ln -s "$f" "$dir/$name" ;;
+        esac
+    done
+    [ -e "$dir/libopenblas.so.0" ] && ln -sf libopenblas.so.0 "$dir/libopenblas.so"
+    [ -e "$dir/libdnnl.so.2" ] && ln -sf libdnnl.so.2 "$dir/libdnnl.so"
+    DEPS_LIB=$dir
 }
 
 # Configure arguments for the dependencies; sets DEP_ARGS, DEP_NOTE; 1 when one is missing.
 resolve_deps() {
     local log=$1 found=() missing=0 d
     DEP_ARGS=()
+    deps_lib "$log" || DEPS_LIB=$DEPS/lib
     local use_deps=${GPU_CHECK_USE_DEPS:-0}
     # toml++ (header-only): $TOMLPP_INCLUDE_DIR, the system, ./.deps/include.
     local toml=""
@@ -605,8 +630,8 @@ resolve_deps() {
         found+=("OpenBLAS from \$OPENBLAS_LIBRARY")
     elif [ "$use_deps" != 1 ] && [ -f "/usr/include/$arch_dir/openblas-openmp/cblas.h" ]; then
         found+=("OpenBLAS (openmp) from the system")
-    elif [ -f "$DEPS/include/openblas-openmp/cblas.h" ] && [ -e "$DEPS/lib/libopenblas.so.0" ]; then
-        DEP_ARGS+=("-DOPENBLAS_INCLUDE_DIR=$DEPS/include/openblas-openmp" "-DOPENBLAS_LIBRARY=$DEPS/lib/libopenblas.so")
+    elif [ -f "$DEPS/include/openblas-openmp/cblas.h" ] && [ -e "$DEPS_LIB/libopenblas.so.0" ]; then
+        DEP_ARGS+=("-DOPENBLAS_INCLUDE_DIR=$DEPS/include/openblas-openmp" "-DOPENBLAS_LIBRARY=$DEPS_LIB/libopenblas.so")
         found+=("OpenBLAS from .deps")
     else
         found+=("OpenBLAS NOT FOUND"); missing=1
@@ -653,15 +678,15 @@ resolve_deps() {
     # oneDNN (optional): the system's, else .deps' (unpacked here once).
     if [ "$use_deps" != 1 ] && [ -f /usr/include/oneapi/dnnl/dnnl.hpp ]; then
         found+=("oneDNN from the system")
-    elif [ -f "$DEPS/include/oneapi/dnnl/dnnl.hpp" ] && unpack_dnnl "$log"; then
-        DEP_ARGS+=("-DTRAINRT_ONEDNN_INCLUDE_DIR=$DEPS/include" "-DTRAINRT_ONEDNN_PATH=$DEPS/lib/libdnnl.so")
+    elif [ -f "$DEPS/include/oneapi/dnnl/dnnl.hpp" ] && [ -e "$DEPS_LIB/libdnnl.so.2" ]; then
+        DEP_ARGS+=("-DTRAINRT_ONEDNN_INCLUDE_DIR=$DEPS/include" "-DTRAINRT_ONEDNN_PATH=$DEPS_LIB/libdnnl.so")
         found+=("oneDNN from .deps")
     else
         found+=("no oneDNN (the CPU matmuls run on OpenBLAS)")
     fi
-    [ -e "$DEPS/lib/libopenblas.so.0" ] && [[ " ${DEP_ARGS[*]} " == *"$DEPS/include/openblas-openmp"* ||
-        " ${DEP_ARGS[*]} " == *"$DEPS/lib/libdnnl.so"* ]] &&
-        export LD_LIBRARY_PATH="$DEPS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    [[ " ${DEP_ARGS[*]} " == *"$DEPS/include/openblas-openmp"* ||
+        " ${DEP_ARGS[*]} " == *"$DEPS_LIB/libdnnl.so"* ]] &&
+        export LD_LIBRARY_PATH="$DEPS_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     DEP_NOTE=$(IFS=';'; echo "${found[*]}")
     DEP_NOTE=${DEP_NOTE//;/; }
     return $missing
@@ -686,9 +711,8 @@ use_prebuilt() {
     # The runpaths name call 1's build folder; OpenBLAS may come from .deps.
     local saved_path=${LD_LIBRARY_PATH:-}
     export LD_LIBRARY_PATH="$BUILD/prebuilt${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    if { ! resolvable libopenblas.so.0 && [ -e "$DEPS/lib/libopenblas.so.0" ]; } ||
-       { ! resolvable libdnnl.so.2 && [ -f "$DEPS/lib/libdnnl.so.2.xz" ] && unpack_dnnl "$log"; }; then
-        export LD_LIBRARY_PATH="$DEPS/lib:$LD_LIBRARY_PATH"
+    if { ! resolvable libopenblas.so.0 || ! resolvable libdnnl.so.2; } && deps_lib "$log"; then
+        export LD_LIBRARY_PATH="$DEPS_LIB:$LD_LIBRARY_PATH"
     fi
     if ! "$BUILD/prebuilt/trainrt" info >> "$log" 2>&1; then
         echo "gpu-check: the prebuilt trainrt does not run here" >> "$log"

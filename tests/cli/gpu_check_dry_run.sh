@@ -47,11 +47,15 @@ fi
 
 step "--prepare-deps"
 bash "$TREE/scripts/gpu-check.sh" --prepare-deps
-for f in include/toml++/toml.h include/openblas-openmp/cblas.h lib/libopenblas.so.0 \
+for f in include/toml++/toml.h include/openblas-openmp/cblas.h lib/libopenblas.so.0.xz \
          src/googletest/CMakeLists.txt cudnn/include/cudnn_graph.h \
          include/oneapi/dnnl/dnnl.hpp lib/libdnnl.so.2.xz; do
     [ -e "$TREE/.deps/$f" ] || fail ".deps lacks $f"
 done
+# A call carries the tree and .deps: 64 MiB in all.
+carry=$(( $(du -sb "$TREE" | cut -f1) / 1048576 ))
+[ "$carry" -lt 48 ] || fail "tree + .deps is $carry MiB: too close to the 64 MiB a call carries"
+echo "ok: tree + .deps = $carry MiB"
 
 # The system's copies of what .deps holds, hidden (a tmpfs over each folder) when a private
 # mount namespace can be made; else the run still uses only .deps (GPU_CHECK_USE_DEPS=1
