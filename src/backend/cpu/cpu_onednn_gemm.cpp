@@ -159,9 +159,19 @@ void OnednnGemm::run(const GemmShape& s, const void* a, const void* b, void* c,
         void* c;
         const float* bias;
     };
+    // Column blocks start on 16-column boundaries (64 bytes of fp32 output): no two blocks
+    // write one cache line of a row, and each block's stores stay aligned as the row's are.
+    constexpr size_t kColumnAlign = 16;
     auto block = [&](int part) {
         size_t lo, hi;
-        split_range((size_t)extent, (size_t)parts, (size_t)part, &lo, &hi);
+        if (by_rows) {
+            split_range((size_t)extent, (size_t)parts, (size_t)part, &lo, &hi);
+        } else {
+            const size_t units = ((size_t)extent + kColumnAlign - 1) / kColumnAlign;
+            split_range(units, (size_t)parts, (size_t)part, &lo, &hi);
+            lo *= kColumnAlign;
+            hi = std::min((size_t)extent, hi * kColumnAlign);
+        }
         Block blk{s, a, b, c, bias};
         if (by_rows) {  // rows [lo, hi) of op(A) and C
             blk.s.m = (int)(hi - lo);
@@ -177,14 +187,14 @@ void OnednnGemm::run(const GemmShape& s, const void* a, const void* b, void* c,
     };
     const SerialLibrariesScope serial;  // each block single-threaded, on any thread
     try {
-        // Primitives (at most two block shapes) and per-thread streams and scratchpads are
+        // Primitives (at most three block shapes) and per-thread streams and scratchpads are
         // made here, before the threads start: the cache is not shared between threads.
         const int team = std::min(parts, std::max(1, threads));
         // (Slots for `threads`: inside another loop's part, a block runs in that part's slot.)
         while ((int)impl_->slots.size() < std::max(1, threads))
             impl_->slots.push_back(Impl::Slot{dnnl::stream(impl_->eng), {}});
         size_t scratch = 0;
-        for (int part : {0, parts - 1}) {
+        for (int part = 0; part < parts; ++part) {  // every block shape (at most three)
             const Impl::Entry& e = impl_->entry(block(part).s);
             scratch = std::max(scratch, e.pd.scratchpad_desc().get_size());
         }

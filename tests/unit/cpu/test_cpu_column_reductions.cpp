@@ -108,4 +108,40 @@ TEST(CpuColumnReductions, BlockedSumsAreTheColumnSums) {
     EXPECT_EQ(trt::cpu::row_blocks(trt::cpu::kRowBlock + 1), 2u);
 }
 
+// A product split by its output columns (a weight gradient whose rows are fewer than its
+// columns) into blocks that start on 16-column boundaries, the last one partial (200 columns:
+// 13 lines of 16), at 1 to 8 threads: every block lands where it belongs (against a direct
+// sum in double). Bitwise equality across thread counts is not promised for the products
+// (OpenBLAS's kernels round differently at different block widths; docs/CONFIG.md).
+TEST(CpuColumnReductions, ColumnBlocksOfAProductAreWholeLines) {
+    const int N = 96, K = 40, M = 200;
+    const std::vector<float> inp = wave(static_cast<size_t>(N) * K, 0.3f),
+                             dout = wave(static_cast<size_t>(N) * M, 0.9f),
+                             w = wave(static_cast<size_t>(K) * M, 1.7f);
+    std::vector<double> want(static_cast<size_t>(K) * M, 0.0);
+    for (int k = 0; k < K; ++k)
+        for (int j = 0; j < M; ++j)
+            for (int n = 0; n < N; ++n)
+                want[static_cast<size_t>(k) * M + j] +=
+                    static_cast<double>(inp[static_cast<size_t>(n) * K + k]) *
+                    dout[static_cast<size_t>(n) * M + j];
+    for (trt::CpuMatmul matmul : {trt::CpuMatmul::Openblas, trt::CpuMatmul::Onednn}) {
+        SCOPED_TRACE(matmul == trt::CpuMatmul::Onednn ? "onednn" : "openblas");
+        for (int threads : {1, 2, 3, 5, 8}) {
+            SCOPED_TRACE(std::to_string(threads) + " threads");
+            std::unique_ptr<Backend> be;
+            try {
+                be = trt::make_cpu_backend(threads, trt::Precision::Fp32, matmul);
+            } catch (const std::exception&) {
+                GTEST_SKIP() << "oneDNN is not in this build or CPU";
+            }
+            std::vector<float> dw(static_cast<size_t>(K) * M, 0.0f);
+            be->matmul_backward(nullptr, dw.data(), nullptr, dout.data(), inp.data(), w.data(), N,
+                                K, M, trt::WeightLayout::InOut);
+            for (size_t i = 0; i < dw.size(); ++i)
+                ASSERT_NEAR(dw[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << "element " << i;
+        }
+    }
+}
+
 }  // namespace
