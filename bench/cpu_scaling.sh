@@ -34,6 +34,7 @@ done
 STEPS=${CPU_SCALING_STEPS:-4}
 PSTEPS=${CPU_SCALING_PROFILE_STEPS:-2}
 read -r -a MODELS <<< "${CPU_SCALING_MODELS:-small llama-100m}"
+[ "${#MODELS[@]}" -gt 0 ] || { echo "cpu_scaling: CPU_SCALING_MODELS names no model" >&2; exit 2; }
 NPROC=$(nproc)
 
 # The thread counts, largest first, none above nproc (nproc itself when larger than all).
@@ -42,6 +43,7 @@ for t in ${CPU_SCALING_THREADS:-1 2 4 8 16}; do [ "$t" -le "$NPROC" ] && counts+
 max=0
 for t in "${counts[@]}"; do [ "$t" -gt "$max" ] && max=$t; done
 [ "$NPROC" -gt "$max" ] && [ -z "${CPU_SCALING_THREADS:-}" ] && counts+=("$NPROC") && max=$NPROC
+[ "${#counts[@]}" -gt 0 ] || { echo "cpu_scaling: no thread count of '${CPU_SCALING_THREADS:-}' is <= nproc ($NPROC)" >&2; exit 2; }
 mapfile -t counts < <(printf '%s\n' "${counts[@]}" | sort -rn | uniq)
 
 T0=$SECONDS
@@ -50,18 +52,55 @@ body=$(mktemp)
 trap 'rm -f "$body"' EXIT
 ran=()  # "model@threads" of each comparison that finished
 
+# OUT.md: the headline (each comparison's two ratios, trainrt / torch tok/s at the same
+# precision) over every section written so far.
+write_out() {
+    local headline
+    headline=$(awk '
+        /^### trainrt vs PyTorch, CPU, model `/ { split($0, a, "`"); model = a[2] }
+        /^\| \*\*all\*\* \| trainrt fp32 \|/ { split($0, c, "|"); threads = c[4]; gsub(/ /, "", threads) }
+        /^fp32: \*\*trainrt fp32/ { match($0, /ratios: [0-9.]+/); f = substr($0, RSTART + 8, RLENGTH - 8) }
+        /^bf16 \(the goal/ { match($0, /ratios: [0-9.]+/); b = substr($0, RSTART + 8, RLENGTH - 8);
+                             printf "%s%s@%s fp32 %sx bf16 %sx", sep, model, threads, f, b; sep = "; " }
+    ' "$body")
+    {
+        echo "# CPU scaling: trainrt vs PyTorch on $(lscpu | sed -n 's/^Model name: *//p'), $NPROC cores"
+        echo
+        echo "Made by \`bash bench/cpu_scaling.sh\` (issue 42) in $(( SECONDS - T0 )) s of a $BUDGET s budget;"
+        echo "thread counts ${counts[*]}; models ${MODELS[*]}; $STEPS steps per run (1 warm-up)."
+        echo "CPU flags of interest: $(grep -o -w 'avx2\|avx512f\|avx512_bf16\|amx_bf16\|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+        echo
+        echo "Headline: ${headline:-no comparison finished} (trainrt / PyTorch tok/s, same precision; bf16 = PyTorch's autocast)"
+        echo
+        cat "$body"
+    } > "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
+}
+
 # compare MODEL THREADS [PROFILE_STEPS]: one cpu_vs_torch.py run appended to the body.
 compare() {
     local model=$1 threads=$2 profile=${3:-0} args=()
     [ "$profile" -gt 0 ] && args=(--profile "$profile")
     echo "== cpu_scaling: $model at $threads thread(s)${3:+, profiled} ($(left) s left)" >&2
-    if "$PY" "$HERE/cpu_vs_torch.py" --trainrt "$TRAINRT" --model "$model" --precision both \
-        --steps "$STEPS" --warmup 1 --threads "$threads" --rounds 1 "${args[@]}" --out "$body" >&2; then
+    # Each run within what is left of the budget; OUT.md is rewritten after every run, so a
+    # stage cut short still brings back the runs that finished.
+    local rc=0 budget_left
+    budget_left=$(left)
+    if [ "$budget_left" -le 5 ]; then  # (timeout 0 would mean no limit at all)
+        echo "cpu_scaling: no budget left for $model at $threads thread(s)" >&2
+        return
+    fi
+    timeout "$budget_left" "$PY" "$HERE/cpu_vs_torch.py" --trainrt "$TRAINRT" --model "$model" \
+        --precision both --steps "$STEPS" --warmup 1 --threads "$threads" --rounds 1 \
+        "${args[@]}" --out "$body" >&2 || rc=$?
+    if [ "$rc" = 0 ]; then
         ran+=("$model@$threads")
     else
-        echo "cpu_scaling: $model at $threads thread(s) failed" >&2
-        printf '\n**%s at %s thread(s): cpu_vs_torch.py failed** (see the log)\n' "$model" "$threads" >> "$body"
+        local why="cpu_vs_torch.py failed (exit $rc)"
+        [ "$rc" = 124 ] && why="cut off by the budget"
+        echo "cpu_scaling: $model at $threads thread(s): $why" >&2
+        printf '\n**%s at %s thread(s): %s** (see the log)\n' "$model" "$threads" "$why" >> "$body"
     fi
+    write_out
 }
 
 # The first model at the largest count with profiles, then the others there, then the curve.
@@ -76,24 +115,5 @@ for t in "${counts[@]}"; do
     compare "${MODELS[0]}" "$t"
 done
 
-# Headline: each comparison's two ratios (trainrt / torch tok/s at the same precision).
-headline=$(awk '
-    /^### trainrt vs PyTorch, CPU, model `/ { split($0, a, "`"); model = a[2] }
-    /^\| \*\*all\*\* \| trainrt fp32 \|/ { split($0, c, "|"); threads = c[4]; gsub(/ /, "", threads) }
-    /^fp32: \*\*trainrt fp32/ { match($0, /ratios: [0-9.]+/); f = substr($0, RSTART + 8, RLENGTH - 8) }
-    /^bf16 \(the goal/ { match($0, /ratios: [0-9.]+/); b = substr($0, RSTART + 8, RLENGTH - 8);
-                         printf "%s%s@%s fp32 %sx bf16 %sx", sep, model, threads, f, b; sep = "; " }
-' "$body")
-{
-    echo "# CPU scaling: trainrt vs PyTorch on $(lscpu | sed -n 's/^Model name: *//p'), $NPROC cores"
-    echo
-    echo "Made by \`bash bench/cpu_scaling.sh\` (issue 42) in $(( SECONDS - T0 )) s of a $BUDGET s budget;"
-    echo "thread counts ${counts[*]}; models ${MODELS[*]}; $STEPS steps per run (1 warm-up)."
-    echo "CPU flags of interest: $(grep -o -w 'avx2\|avx512f\|avx512_bf16\|amx_bf16\|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')"
-    echo
-    echo "Headline: ${headline:-no comparison finished} (trainrt / PyTorch tok/s, same precision; bf16 = PyTorch's autocast)"
-    echo
-    cat "$body"
-} > "$OUT"
 echo "wrote $OUT: ${#ran[@]} comparison(s) (${ran[*]:-none})" >&2
 [ "${#ran[@]}" -gt 0 ]

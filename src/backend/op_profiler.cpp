@@ -24,9 +24,16 @@ void OpProfiler::start() {
 
 void OpProfiler::stop() {
     if (!on_) return;
+    on_ = false;  // first: a synchronize that throws (a lost device) must not leave it on
     inner().synchronize();
     wall_ += clock_() - started_;
-    on_ = false;
+}
+
+OpProfiler::Snapshot OpProfiler::snapshot() const { return {rows_, wall_}; }
+
+void OpProfiler::restore(Snapshot s) {
+    rows_ = std::move(s.rows);
+    wall_ = s.wall;
 }
 
 void OpProfiler::reset() {

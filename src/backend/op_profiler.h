@@ -51,6 +51,14 @@ public:
     void stop();
     bool running() const { return on_; }
     void reset();  // forgets every row and the wall time
+    // The rows and wall time as they are, to put back (a step that failed half-way is not
+    // profiled: Session::ProfiledStep).
+    struct Snapshot {
+        std::map<std::pair<int, std::string>, OpTiming> rows;
+        double wall = 0;
+    };
+    Snapshot snapshot() const;
+    void restore(Snapshot s);
     // The rows by label, summed over the layers, the most time first; the same by (layer,
     // label), in layer order (kNoLayer first), the most time first within a layer; the
     // seconds of all timed ops; the wall time counted.

@@ -337,8 +337,10 @@ private:
     private:
         Session& s_;
         bool started_ = false;
-        int exceptions_ = 0;  // std::uncaught_exceptions() at the start: a step that throws
-                              // is not counted
+        int exceptions_ = 0;  // std::uncaught_exceptions() at the start
+        // The profile before the step: a step that throws (abandoned by a stop request,
+        // diverged, failed) is put back out of it, rows and wall time, as if not run.
+        OpProfiler::Snapshot before_;
     };
     std::unique_ptr<Decoder> model_;
     // The frozen tensors as model.init_from gave them (name -> tensor_sha256): while they

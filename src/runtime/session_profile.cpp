@@ -32,6 +32,7 @@ std::string number(double v) {
 
 Session::ProfiledStep::ProfiledStep(Session& s) : s_(s) {
     if (s_.profiler_ == nullptr || s_.profiler_->running()) return;
+    before_ = s_.profiler_->snapshot();
     s_.profiler_->start();
     started_ = true;
     exceptions_ = std::uncaught_exceptions();
@@ -39,12 +40,18 @@ Session::ProfiledStep::ProfiledStep(Session& s) : s_(s) {
 
 Session::ProfiledStep::~ProfiledStep() {
     if (!started_) return;
+    const bool failed = std::uncaught_exceptions() != exceptions_;
     try {
-        s_.profiler_->stop();  // synchronizes: a lost device throws here
-        if (std::uncaught_exceptions() == exceptions_) s_.profiled_steps_ += 1;
+        s_.profiler_->stop();  // synchronizes: a lost device throws here (the profiler is off)
     } catch (...) {
         // the step's own error (or the next call on the device) reports it
+        s_.profiler_->restore(std::move(before_));
+        return;
     }
+    if (failed)
+        s_.profiler_->restore(std::move(before_));
+    else
+        s_.profiled_steps_ += 1;
 }
 
 void Session::reset_profile() {

@@ -94,8 +94,8 @@ class ReductionScratch {
 public:
     explicit ReductionScratch(size_t n) {
         TRT_CHECK(!busy(), "cpu: a column reduction inside another one's part");
+        if (buffer().size() < n) buffer().resize(n);  // may throw: busy is not set yet
         busy() = true;
-        if (buffer().size() < n) buffer().resize(n);
     }
     ~ReductionScratch() { busy() = false; }
     ReductionScratch(const ReductionScratch&) = delete;

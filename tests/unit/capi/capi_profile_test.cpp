@@ -132,6 +132,21 @@ TEST_F(CapiProfile, EveryKindOfTrainStepIsProfiledAndNothingElse) {
     EXPECT_EQ(member(profile_of(s), "steps"), 1);
 }
 
+// A step that fails is not in the profile: its ops and time are taken back out.
+TEST_F(CapiProfile, AFailedStepLeavesTheProfileAsItWas) {
+    trainrt_session* s = open_from(kTinyGpt2Toml, {{"runtime.profile_ops", "true"}});
+    ASSERT_NE(s, nullptr);
+    ASSERT_EQ(trainrt_session_step(nullptr, s), TRAINRT_OK) << last_error();
+    const std::string before = profile_of(s);
+    std::vector<int32_t> rows = host_rows();
+    rows[5] = 32;  // not below model.vocab_size
+    EXPECT_EQ(trainrt_session_step_tokens(nullptr, s, rows.data(), rows.size()),
+              TRAINRT_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(profile_of(s), before);
+    ASSERT_EQ(trainrt_session_step(nullptr, s), TRAINRT_OK) << last_error();
+    EXPECT_EQ(member(profile_of(s), "steps"), 2);
+}
+
 // Timing the ops changes when they run, never what they compute.
 TEST_F(CapiProfile, ProfiledTrainingGivesTheSameBits) {
     std::vector<double> losses[2];

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -191,6 +192,44 @@ TEST(OpProfiler, FilesTheOpsUnderTheirLayer) {
                            "layernorm_forward", "layernorm_backward"})
         EXPECT_TRUE(outside.count(op)) << op;
     EXPECT_FALSE(outside.count("attention fwd"));
+}
+
+// A backend whose synchronize fails (a lost device): stop() reports it and still leaves the
+// profiler off, so later ops are not filed into a profile nobody is taking.
+class FailingSync final : public OpDispatch {
+public:
+    explicit FailingSync(std::unique_ptr<Backend> inner) : OpDispatch(std::move(inner)) {}
+    void synchronize() override {
+        if (fail) throw std::runtime_error("device lost");
+    }
+    bool fail = false;
+};
+
+TEST(OpProfiler, StopThatThrowsLeavesItOff) {
+    auto failing = std::make_unique<FailingSync>(make_cpu_backend(1));
+    FailingSync* f = failing.get();
+    OpProfiler prof(std::move(failing));
+    prof.start();
+    ASSERT_TRUE(prof.running());
+    f->fail = true;
+    EXPECT_THROW(prof.stop(), std::runtime_error);
+    EXPECT_FALSE(prof.running());
+    f->fail = false;
+    std::vector<float> x(4, 1.0f);
+    prof.zero(x.data(), x.size() * sizeof(float));
+    EXPECT_TRUE(prof.rows().empty());  // not filed: the profiler is off
+    // A snapshot puts rows and wall time back.
+    prof.start();
+    prof.zero(x.data(), x.size() * sizeof(float));
+    prof.stop();
+    const OpProfiler::Snapshot one = prof.snapshot();
+    prof.start();
+    prof.zero(x.data(), x.size() * sizeof(float));
+    prof.stop();
+    EXPECT_EQ(prof.rows().at(0).calls, 2);
+    prof.restore(one);
+    EXPECT_EQ(prof.rows().at(0).calls, 1);
+    EXPECT_EQ(prof.wall_seconds(), one.wall);
 }
 
 TEST(OpProfiler, AttentionFlopsCountTheCausalPairsInTheWindow) {
