@@ -97,6 +97,7 @@ SKIP = {
         "-- CONFIG` in examples/rust",
     # 7. GPU, 8. Many GPUs
     "trainrt bench CONFIG": "placeholder CONFIG: cli_bench runs `trainrt bench`",
+    "trainrt bench CONFIG --profile": "placeholder CONFIG: cli_bench runs `trainrt bench --profile`",
     "scripts/gpu-check.sh --plan check OUTDIR":
         "needs a GPU machine: gpu_check_dry_run rehearses it",
     "mpirun -np 2 build/trainrt train examples/configs/shakespeare.toml --set train.batch_size=8":
