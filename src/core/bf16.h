@@ -7,13 +7,14 @@
 
 namespace trt {
 
+// Branch-free, so loops over it vectorise.
 inline uint16_t float_to_bf16(float f) {
     uint32_t u;
     std::memcpy(&u, &f, 4);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x0040);
     // Round to nearest even: add 0x7FFF plus the lowest kept bit; overflow rolls into inf.
-    u += 0x7FFFu + ((u >> 16) & 1u);
-    return static_cast<uint16_t>(u >> 16);
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t quiet_nan = (u >> 16) | 0x0040u;
+    return static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
 }
 
 inline float bf16_to_float(uint16_t b) {

@@ -9,8 +9,13 @@
 // forward keeps for the backward is each row's max and 1/sum (saved [B,NH,T,2]). The backward
 // recomputes the tile's probabilities from those with the forward's own products and arithmetic
 // (the same bits), then the block's dq, and adds the block's share to dk, dv (keys [k0, i1)) in
-// block order. The products are single-threaded sgemms on strided views of qkv
-// (SerialLibrariesScope, cpu_threads.h). Each part is done by one thread in a fixed order, so
+// block order. The products run single-threaded on strided views of qkv (SerialLibrariesScope,
+// cpu_threads.h): fp32 sgemms, or — the bf16 mode with oneDNN's bf16 matmuls — oneDNN matmul
+// primitives on the stored bf16 values (attention_*_bf16: no widened copy of qkv; P and dS
+// rounded to bf16 before their products, as the bf16 CUDA paths and PyTorch's flash attention
+// take them, and the bf16 mode on fp32 operands too, `round_bf16`; the keys of a block then
+// start at a block boundary, so a call has at most 2·T/kQB shapes per product, each
+// primitive made once). Each part is done by one thread in a fixed order, so
 // results do not depend on the thread count. In the GQA backward the query heads of a group each
 // produce a partial dk/dv (scratch), summed in head order afterwards: no two threads write the same
 // kv head, and the sum order is fixed. Dropout on the probabilities (attention_dropout_forward)
@@ -22,9 +27,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <cstddef>
+#include <cstring>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/cpu_common.h"
@@ -32,6 +38,7 @@
 #include "backend/cpu/cpu_onednn_gemm.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/cpu_threads.h"
+#include "core/bf16.h"
 #include "core/error.h"
 
 namespace trt::cpu {
@@ -49,6 +56,112 @@ static void head_sgemm(bool onednn, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int 
                                ldb, beta, C, ldc))
         return;
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// The per-head products of a query block [i0, i1) over keys [k0, i1) (m = i1 - i0 query rows,
+// n = i1 - k0 keys), as row-major views: q, k, v of qkv (row stride W), dout and out (C), a
+// [kQB, T] tile (T), the dk, dv accumulators (ldkv). Operands of type `in` (F32 or BF16);
+// `Same` outputs are of that type too.
+struct BlockProducts {
+    DType in;
+    int hs, W, C, T, ldkv;
+    float scale;
+    GemmShape scores(int m, int n) const {  // S[m, n] = scale · q · kᵀ (fp32 tile)
+        return shape(m, n, hs, W, false, W, true, T, GemmOut::F32, scale);
+    }
+    GemmShape out(int m, int n) const {  // out[m, hs] = P · v
+        return shape(m, hs, n, T, false, W, false, C, GemmOut::Same, 1.0f);
+    }
+    GemmShape dp(int m, int n) const {  // dP[m, n] = dout · vᵀ (fp32 tile)
+        return shape(m, n, hs, C, false, W, true, T, GemmOut::F32, 1.0f);
+    }
+    GemmShape dq(int m, int n) const {  // dq[m, hs] = scale · dS · k (into dqkv)
+        return shape(m, hs, n, T, false, W, false, W, GemmOut::Same, scale);
+    }
+    GemmShape dv(int m, int n) const {  // dv[n, hs] += Pᵀ · dout (fp32)
+        return shape(n, hs, m, T, true, C, false, ldkv, GemmOut::F32Add, 1.0f);
+    }
+    GemmShape dk(int m, int n) const {  // dk[n, hs] += scale · dSᵀ · q (fp32)
+        return shape(n, hs, m, T, true, W, false, ldkv, GemmOut::F32Add, scale);
+    }
+    GemmShape shape(int m, int n, int k, int lda, bool a_trans, int ldb, bool b_trans, int ldc,
+                    GemmOut out, float alpha) const {
+        GemmShape g;
+        g.in = in, g.m = m, g.n = n, g.k = k, g.lda = lda, g.ldb = ldb, g.ldc = ldc;
+        g.a_trans = a_trans, g.b_trans = b_trans, g.out = out, g.alpha = alpha;
+        return g;
+    }
+};
+
+// How one call's products run: fp32 operands by sgemm (head_sgemm), or bf16 ones by `gemm`'s
+// primitives, made before the parallel loop (OnednnGemm::prepare).
+struct ProductRunner {
+    OnednnGemm* gemm = nullptr;
+    bool onednn_sgemm = false;
+    void operator()(const GemmShape& g, const void* a, const void* b, void* c, int slot) const {
+        if (gemm != nullptr) {
+            gemm->run_here(g, a, b, c, slot);
+            return;
+        }
+        head_sgemm(onednn_sgemm, g.a_trans ? CblasTrans : CblasNoTrans,
+                   g.b_trans ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, g.alpha,
+                   static_cast<const float*>(a), g.lda, static_cast<const float*>(b), g.ldb,
+                   g.out == GemmOut::F32Add ? 1.0f : 0.0f, static_cast<float*>(c), g.ldc);
+    }
+};
+
+// A tile's rows [m, n] (stride T): rounded to bf16 values in place, or narrowed into dst.
+TRT_CPU_CLONES static void round_rows_bf16(float* __restrict tile, int m, int n, int T) {
+    for (int r = 0; r < m; r++) {
+        float* __restrict row = tile + (size_t)r * T;
+        for (int j = 0; j < n; j++) row[j] = round_to_bf16(row[j]);
+    }
+}
+TRT_CPU_CLONES static void narrow_rows_bf16(uint16_t* __restrict dst, const float* __restrict tile,
+                                            int m, int n, int T) {
+    for (int r = 0; r < m; r++)
+        for (int j = 0; j < n; j++) dst[(size_t)r * T + j] = float_to_bf16(tile[(size_t)r * T + j]);
+}
+
+// A tile's rows [m, n] (stride T) as a product's operand: the fp32 tile itself (its values
+// rounded to bf16 first with `round`: the bf16 mode on fp32 operands), or narrowed to bf16 into
+// `lowp` (stride T).
+static const float* tile_operand(float* tile, float* /*lowp*/, int m, int n, int T, bool round) {
+    if (round) round_rows_bf16(tile, m, n, T);
+    return tile;
+}
+static const uint16_t* tile_operand(const float* tile, uint16_t* lowp, int m, int n, int T,
+                                    bool /*round*/) {
+    narrow_rows_bf16(lowp, tile, m, n, T);
+    return lowp;
+}
+
+// The first key of query block [i0, ..) given its first row's (k0): with bf16 primitives, down
+// to a block boundary, so that n takes at most T/kQB values per block height (the keys before
+// k0 are masked like any other: P and dS are 0 there).
+template <typename E>
+static int block_key_start(int k0) {
+    return std::is_same_v<E, uint16_t> ? k0 - k0 % kQB : k0;
+}
+
+// Makes every product shape a call over T can use (bf16: block_key_start's), before its loop.
+static void prepare_products(const ProductRunner& run, const BlockProducts& bp, int T,
+                             bool backward, int threads) {
+    if (run.gemm == nullptr) return;
+    for (int i0 = 0; i0 < T; i0 += kQB) {
+        const int i1 = std::min(i0 + kQB, T), m = i1 - i0;
+        for (int k0 = 0; k0 <= i0; k0 += kQB) {
+            const int n = i1 - k0;
+            run.gemm->prepare(bp.scores(m, n), threads);
+            if (bp.hs == 0) continue;
+            if (!backward) {
+                run.gemm->prepare(bp.out(m, n), threads);
+                continue;
+            }
+            for (const GemmShape& g : {bp.dp(m, n), bp.dq(m, n), bp.dv(m, n), bp.dk(m, n)})
+                run.gemm->prepare(g, threads);
+        }
+    }
 }
 
 // A softmax row's statistics: its max score and 1 / sum of exp(score - max).
@@ -130,7 +243,8 @@ size_t attention_saved_floats(int B, int T, int /*C*/, int NH, int /*NKV*/) {
     return 2 * (size_t)B * NH * T;
 }
 
-// A thread's tiles: scores/probabilities, P' (dropout), and the backward's dP / dS.
+// A thread's tiles: scores/probabilities, P' (dropout), and the backward's dP / dS; with bf16
+// operands one more, holding the bf16 P (and the backward's dS) for the products.
 static constexpr int kForwardTiles = 2, kBackwardTiles = 3;
 static size_t tile_floats(int T) { return (size_t)kQB * T; }
 
@@ -141,6 +255,14 @@ size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, int thread
     return (size_t)std::max(threads, 1) * kBackwardTiles * tile_floats(T) + partials;
 }
 
+size_t attention_bf16_scratch_floats(int B, int T, int C, int NH, int NKV, int threads) {
+    // Per thread also the bf16 tiles (one fp32 tile's bytes) and, MHA, the head's fp32 dk, dv
+    // [2, T, hs] (GQA accumulates into its partials).
+    const size_t head = NKV < NH ? 0 : 2 * (size_t)T * (C / NH);
+    return attention_scratch_floats(B, T, C, NH, NKV, threads) +
+           (size_t)std::max(threads, 1) * (tile_floats(T) + head);
+}
+
 static void check_heads(int C, int NH, int NKV) {
     TRT_CHECK(NH > 0 && NKV > 0 && NH % NKV == 0 && C % NH == 0, "attention: C=", C,
               " NH=", NH, " NKV=", NKV, " (NKV must divide NH, NH must divide C)");
@@ -148,13 +270,15 @@ static void check_heads(int C, int NH, int NKV) {
 
 // One (b, h)'s views of qkv [B,T,(NH+2NKV)hs]: q [T,hs] of query head h and k, v [T,hs] of its
 // kv head, all with row stride W.
+template <typename E>
 struct HeadViews {
-    const float *q, *k, *v;
+    const E *q, *k, *v;
     int kvh;
 };
-static HeadViews head_views(const float* qkv, int bh, int T, int C, int NH, int NKV, int hs) {
+template <typename E>
+static HeadViews<E> head_views(const E* qkv, int bh, int T, int C, int NH, int NKV, int hs) {
     const int b = bh / NH, h = bh % NH, kvh = h / (NH / NKV), W = C + 2 * NKV * hs;
-    const float* row0 = qkv + (size_t)b * T * W;
+    const E* row0 = qkv + (size_t)b * T * W;
     return {row0 + h * hs, row0 + C + kvh * hs, row0 + C + (NKV + kvh) * hs, kvh};
 }
 
@@ -171,10 +295,13 @@ static void draw_dropped(const DropoutDraw& draw, float* pd, const float* p, int
     }
 }
 
-void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,2]*/,
-                       const float* qkv /*[B,T,(NH+2NKV)hs]*/, int B, int T, int C, int NH,
-                       int NKV, int threads, bool onednn, const DropoutMask* mask, int window,
-                       const int32_t* pos) {
+// The forward on operands of type E (float, or uint16_t: bf16 through run.gemm).
+template <typename E>
+static void forward_impl(const ProductRunner& run, bool round, E* out /*[B,T,C]*/,
+                         float* saved /*[B,NH,T,2]*/, const E* qkv /*[B,T,(NH+2NKV)hs]*/, int B,
+                         int T, int C, int NH, int NKV, int threads, const DropoutMask* mask,
+                         int window, const int32_t* pos) {
+    constexpr bool kLowp = std::is_same_v<E, uint16_t>;
     check_heads(C, NH, NKV);
     std::optional<DropoutDraw> draw;
     if (mask != nullptr) {
@@ -185,46 +312,63 @@ void attention_forward(float* out /*[B,T,C]*/, float* saved /*[B,NH,T,2]*/,
     const int W = C + 2 * NKV * hs;  // qkv row: Q (NH heads) | K (NKV) | V (NKV); 3C for MHA
     const float scale = 1.0f / std::sqrt((float)hs);
     const int BH = B * NH;
+    const BlockProducts bp{kLowp ? DType::BF16 : DType::F32, hs, W, C, T, 0, scale};
     // Each slot's tiles, kept between calls (slot < threads, cpu_common.h).
     thread_local std::vector<float> tiles;
-    const size_t per_slot = kForwardTiles * tile_floats(T);
+    const size_t per_slot = (kForwardTiles + (kLowp ? 1 : 0)) * tile_floats(T);
     const size_t want = (size_t)std::max(threads, 1) * per_slot;
     if (tiles.size() < want) tiles.resize(want);
     float* const tiles0 = tiles.data();
     RowStats* const stats = reinterpret_cast<RowStats*>(saved);  // [B,NH,T]
     // One part per (b, h, query block): a query block's rows need nothing from the others, so
     // B·NH heads (12 at B 2, 6 heads: fewer than 16 threads) give T/kQB times as many parts.
-    // The per-head sgemms run single-threaded inside their part (cpu_threads.h).
+    // The per-head products run single-threaded inside their part (cpu_threads.h).
     const int QB = (T + kQB - 1) / kQB;
     const SerialLibrariesScope serial;
-    parallel_for_slots(BH * QB, team((size_t)BH * T * T, threads), [&](int part, int slot) {
+    const int team_size = team((size_t)BH * T * T, threads);
+    prepare_products(run, bp, T, false, team_size);
+    parallel_for_slots(BH * QB, team_size, [&](int part, int slot) {
         const int bh = part / QB, i0 = (part % QB) * kQB;
-        const HeadViews hv = head_views(qkv, bh, T, C, NH, NKV, hs);
+        const HeadViews<E> hv = head_views(qkv, bh, T, C, NH, NKV, hs);
         float* s = tiles0 + (size_t)slot * per_slot;   // [kQB, T] scores -> P
         float* pd = s + tile_floats(T);                // [kQB, T] P' (dropout)
-        float* o = out + (size_t)(bh / NH) * T * C + (bh % NH) * hs;  // [T,hs], stride C
+        // [kQB, T] the product's P (bf16 operands; fp32: none)
+        std::conditional_t<kLowp, uint16_t, float>* lowp = nullptr;
+        if constexpr (kLowp) lowp = reinterpret_cast<uint16_t*>(pd + tile_floats(T));
+        E* o = out + (size_t)(bh / NH) * T * C + (bh % NH) * hs;  // [T,hs], stride C
         RowStats* st = stats + (size_t)bh * T;
         const int32_t* ps = pos != nullptr ? pos + (size_t)(bh / NH) * T : nullptr;
-        {
-            const int i1 = i0 + kQB < T ? i0 + kQB : T;
-            const int m = i1 - i0, k0 = key_start(i0, window, ps), n = i1 - k0;
-            // s[m, n] = scale * q[i0:i1] · k[k0:i1]ᵀ
-            head_sgemm(onednn, CblasNoTrans, CblasTrans, m, n, hs, scale,
-                       hv.q + (size_t)i0 * W, W, hv.k + (size_t)k0 * W, W, 0.0f, s, T);
-            for (int t = i0; t < i1; t++)
-                st[t] = causal_softmax_row(s + (size_t)(t - i0) * T,
-                                           key_start(t, window, ps) - k0, t - k0, n);
-            const float* p = s;
-            if (draw) {
-                draw_dropped(*draw, pd, s, bh, T, i0, i1, k0, n);
-                p = pd;
-            }
-            // o[i0:i1] = P[i0:i1, k0:i1] · v[k0:i1] (P' with dropout)
-            if (hs > 0)
-                head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, n, 1.0f, p, T,
-                           hv.v + (size_t)k0 * W, W, 0.0f, o + (size_t)i0 * C, C);
+        const int i1 = i0 + kQB < T ? i0 + kQB : T;
+        const int m = i1 - i0, k0 = block_key_start<E>(key_start(i0, window, ps)), n = i1 - k0;
+        // s[m, n] = scale * q[i0:i1] · k[k0:i1]ᵀ
+        run(bp.scores(m, n), hv.q + (size_t)i0 * W, hv.k + (size_t)k0 * W, s, slot);
+        for (int t = i0; t < i1; t++)
+            st[t] = causal_softmax_row(s + (size_t)(t - i0) * T, key_start(t, window, ps) - k0,
+                                       t - k0, n);
+        float* p = s;
+        if (draw) {
+            draw_dropped(*draw, pd, s, bh, T, i0, i1, k0, n);
+            p = pd;
         }
+        // o[i0:i1] = P[i0:i1, k0:i1] · v[k0:i1] (P' with dropout)
+        if (hs > 0)
+            run(bp.out(m, n), tile_operand(p, lowp, m, n, T, round), hv.v + (size_t)k0 * W,
+                o + (size_t)i0 * C, slot);
     });
+}
+
+void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH,
+                       int NKV, int threads, const AttentionProducts& how, const DropoutMask* mask,
+                       int window, const int32_t* pos) {
+    forward_impl<float>(ProductRunner{nullptr, how.onednn_sgemm}, how.round_bf16, out, saved, qkv,
+                        B, T, C, NH, NKV, threads, mask, window, pos);
+}
+
+void attention_forward_bf16(OnednnGemm& gemm, uint16_t* out, float* saved, const uint16_t* qkv,
+                            int B, int T, int C, int NH, int NKV, int threads,
+                            const DropoutMask* mask, int window, const int32_t* pos) {
+    forward_impl<uint16_t>(ProductRunner{&gemm, false}, false, out, saved, qkv, B, T, C, NH, NKV,
+                           threads, mask, window, pos);
 }
 
 // Eight floats as one value (GCC vector extension: AVX registers in the AVX2/AVX-512 clones,
@@ -298,9 +442,9 @@ TRT_CPU_CLONES static void weighted_rows(float* __restrict o, const float* __res
 }
 
 void attention_cached_forward(float* out /*[n,NH*hs]*/, const float* qkv /*[n,W]*/,
-                              float* k_cache /*[NKV,max_T,hs]*/, float* v_cache, int pos0,
-                              int n, int NH, int NKV, int hs, int max_T, int threads,
-                              int window) {
+                              float* k_cache /*[NKV,max_T,hs]*/, float* v_cache, int pos0, int n,
+                              int NH, int NKV, int hs, int max_T, int threads, int window,
+                              bool round_bf16) {
     check_heads(NH * hs, NH, NKV);
     TRT_CHECK(pos0 >= 0 && n >= 1 && pos0 + n <= max_T, "attention_cached_forward: rows ",
               pos0, " .. ", pos0 + n, " do not fit a cache of ", max_T);
@@ -334,6 +478,7 @@ void attention_cached_forward(float* out /*[n,NH*hs]*/, const float* qkv /*[n,W]
         const int lo = window_start(t, window);
         scores_row(att, q, k + (size_t)lo * hs, t + 1 - lo, hs, scale);
         causal_softmax_row(att, 0, t - lo, t + 1 - lo);
+        if (round_bf16) round_rows_bf16(att, 1, t + 1 - lo, 0);  // P as attention_forward's
         weighted_rows(out + (size_t)i * C + (size_t)h * hs, att, v + (size_t)lo * hs,
                       t + 1 - lo, hs);
     };
@@ -341,64 +486,91 @@ void attention_cached_forward(float* out /*[n,NH*hs]*/, const float* qkv /*[n,W]
                        [&](int ih, int slot) { row_head(scores + (size_t)slot * keys, ih); });
 }
 
-// What every (b, h) of one attention_backward call shares.
+// What every (b, h) of one attention_backward call shares (operands of type E).
+template <typename E>
 struct BackwardCall {
-    float* dqkv;               // [B,T,(NH+2NKV)hs]
+    E* dqkv;                   // [B,T,(NH+2NKV)hs]
     float* partials;           // GQA: [B,NH,2,T,hs] per-query-head dk, dv; null for MHA
-    const float* dout;         // [B,T,C]
-    const float* qkv;          // [B,T,(NH+2NKV)hs]
+    const E* dout;             // [B,T,C]
+    const E* qkv;              // [B,T,(NH+2NKV)hs]
     const RowStats* stats;     // [B,NH,T]
     const DropoutDraw* draw;   // null without dropout
     const int32_t* pos;        // [B,T] or null
     int T, C, NH, NKV, hs, W, window;
     float scale;
-    bool onednn;
+    ProductRunner run;
+    bool round;  // fp32 operands holding bf16 values: P and dS rounded
 };
 
+// The fp32 dk, dv [T, hs] of one head of an MHA call on bf16 operands (stride hs), after a
+// slot's tiles: rounded into dqkv once all query blocks are summed.
+static size_t head_accumulator_floats(int T, int hs) { return 2 * (size_t)T * hs; }
+
 // One (b, h), query block by query block: writes all rows of its own dq columns, and of its
-// dk, dv columns (MHA) or partials (GQA). `tiles`: its slot's kBackwardTiles [kQB, T] tiles.
-static void backward_head(const BackwardCall& c, int bh, float* tiles) {
+// dk, dv columns (MHA) or partials (GQA). `tiles`: its slot's kBackwardTiles [kQB, T] tiles
+// (bf16: then the bf16 tiles and the head's accumulators).
+template <typename E>
+static void backward_head(const BackwardCall<E>& c, int bh, float* tiles, int slot) {
+    constexpr bool kLowp = std::is_same_v<E, uint16_t>;
     const int T = c.T, C = c.C, NH = c.NH, hs = c.hs, W = c.W, window = c.window;
-    const float scale = c.scale;
-    const bool onednn = c.onednn;
     float* p = tiles;                // [kQB, T] P, recomputed
     float* pd = p + tile_floats(T);  // [kQB, T] P' (dropout)
     float* d = pd + tile_floats(T);  // [kQB, T] dP -> dS
-    const HeadViews hv = head_views(c.qkv, bh, T, C, NH, c.NKV, hs);
+    // bf16: [kQB, T] P and dS as the products' operands (two bf16 tiles in one fp32 tile's
+    // bytes), then the head's dk, dv accumulators. (fp32: none; the products read p and d.)
+    using Lowp = std::conditional_t<kLowp, uint16_t, float>;
+    Lowp* p16 = nullptr;
+    Lowp* ds16 = nullptr;
+    [[maybe_unused]] float* acc = nullptr;
+    if constexpr (kLowp) {
+        p16 = reinterpret_cast<uint16_t*>(d + tile_floats(T));
+        ds16 = p16 + tile_floats(T);
+        acc = d + 2 * tile_floats(T);
+    }
+    const HeadViews<E> hv = head_views(c.qkv, bh, T, C, NH, c.NKV, hs);
     const size_t row0 = (size_t)(bh / NH) * T * W;
-    float* dq = c.dqkv + row0 + (bh % NH) * hs;
-    // MHA: straight into dqkv (row stride W); GQA: this head's partials (stride hs).
-    float* dk = c.partials ? c.partials + (size_t)bh * 2 * T * hs  // [T,hs]
-                           : c.dqkv + row0 + C + hv.kvh * hs;
-    float* dv = c.partials ? dk + (size_t)T * hs : c.dqkv + row0 + C + (c.NKV + hv.kvh) * hs;
-    const int ldkv = c.partials ? hs : W;
+    E* dq = c.dqkv + row0 + (bh % NH) * hs;
+    // dk, dv: this head's partials (GQA, stride hs); MHA: straight into dqkv (fp32, stride W),
+    // or the fp32 accumulators (bf16, stride hs).
+    float *dk, *dv;
+    int ldkv = hs;
+    if (c.partials) {
+        dk = c.partials + (size_t)bh * 2 * T * hs;  // [T,hs]
+        dv = dk + (size_t)T * hs;
+    } else if constexpr (kLowp) {
+        dk = acc;
+        dv = acc + (size_t)T * hs;
+    } else {
+        dk = c.dqkv + row0 + C + hv.kvh * hs;
+        dv = c.dqkv + row0 + C + (c.NKV + hv.kvh) * hs;
+        ldkv = W;
+    }
     // dk, dv are sums over the query blocks that see a key: start from 0.
     for (int t = 0; t < T; t++) {
         std::fill_n(dk + (size_t)t * ldkv, hs, 0.0f);
         std::fill_n(dv + (size_t)t * ldkv, hs, 0.0f);
     }
-    const float* dout_h = c.dout + (size_t)(bh / NH) * T * C + (bh % NH) * hs;  // stride C
+    const BlockProducts bp{kLowp ? DType::BF16 : DType::F32, hs, W, C, T, ldkv, c.scale};
+    const E* dout_h = c.dout + (size_t)(bh / NH) * T * C + (bh % NH) * hs;  // stride C
     const RowStats* st = c.stats + (size_t)bh * T;
     const int32_t* ps = c.pos != nullptr ? c.pos + (size_t)(bh / NH) * T : nullptr;
     for (int i0 = 0; i0 < T; i0 += kQB) {
         const int i1 = i0 + kQB < T ? i0 + kQB : T;
-        const int m = i1 - i0, k0 = key_start(i0, window, ps), n = i1 - k0;
+        const int m = i1 - i0, k0 = block_key_start<E>(key_start(i0, window, ps)), n = i1 - k0;
         // P[m, n] recomputed as the forward made it: its scores, then its row statistics.
-        head_sgemm(onednn, CblasNoTrans, CblasTrans, m, n, hs, scale, hv.q + (size_t)i0 * W, W,
-                   hv.k + (size_t)k0 * W, W, 0.0f, p, T);
+        c.run(bp.scores(m, n), hv.q + (size_t)i0 * W, hv.k + (size_t)k0 * W, p, slot);
         for (int t = i0; t < i1; t++)
             softmax_row_from_stats(p + (size_t)(t - i0) * T, key_start(t, window, ps) - k0,
                                    t - k0, n, st[t]);
         // The probabilities the output was made of: P, or P' with dropout.
-        const float* used = p;
+        float* used = p;
         if (c.draw) {
             draw_dropped(*c.draw, pd, p, bh, T, i0, i1, k0, n);
             used = pd;
         }
         // d[m, n] = dout_h[i0:i1] · v[k0:i1]ᵀ, then the softmax backward (dP -> dS;
         // zeros above the diagonal, and before the window where P is 0).
-        head_sgemm(onednn, CblasNoTrans, CblasTrans, m, n, hs, 1.0f, dout_h + (size_t)i0 * C, C,
-                   hv.v + (size_t)k0 * W, W, 0.0f, d, T);
+        c.run(bp.dp(m, n), dout_h + (size_t)i0 * C, hv.v + (size_t)k0 * W, d, slot);
         for (int t = i0; t < i1; t++) {
             const size_t r = (size_t)(t - i0) * T;
             if (c.draw)
@@ -406,21 +578,36 @@ static void backward_head(const BackwardCall& c, int bh, float* tiles) {
             else
                 softmax_backward_row(d + r, p + r, t - k0, n);
         }
+        // The products' operands (fp32 P and dS are not needed after this).
+        const auto* used_op = tile_operand(used, p16, m, n, T, c.round);
+        const auto* ds_op = tile_operand(d, ds16, m, n, T, c.round);
         // dq[i0:i1] = scale dS · k[k0:i1]
-        head_sgemm(onednn, CblasNoTrans, CblasNoTrans, m, hs, n, scale, d, T,
-                   hv.k + (size_t)k0 * W, W, 0.0f, dq + (size_t)i0 * W, W);
+        c.run(bp.dq(m, n), ds_op, hv.k + (size_t)k0 * W, dq + (size_t)i0 * W, slot);
         // dv[k0:i1] += usedᵀ · dout_h[i0:i1];  dk[k0:i1] += scale dSᵀ · q[i0:i1]
-        head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, m, 1.0f, used, T,
-                   dout_h + (size_t)i0 * C, C, 1.0f, dv + (size_t)k0 * ldkv, ldkv);
-        head_sgemm(onednn, CblasTrans, CblasNoTrans, n, hs, m, scale, d, T,
-                   hv.q + (size_t)i0 * W, W, 1.0f, dk + (size_t)k0 * ldkv, ldkv);
+        c.run(bp.dv(m, n), used_op, dout_h + (size_t)i0 * C, dv + (size_t)k0 * ldkv, slot);
+        c.run(bp.dk(m, n), ds_op, hv.q + (size_t)i0 * W, dk + (size_t)k0 * ldkv, slot);
+    }
+    if constexpr (kLowp) {
+        if (c.partials) return;
+        // MHA on bf16: the summed dk, dv rounded into dqkv once.
+        E* dk16 = c.dqkv + row0 + C + hv.kvh * hs;
+        E* dv16 = c.dqkv + row0 + C + (c.NKV + hv.kvh) * hs;
+        for (int t = 0; t < T; t++) {
+            narrow_rows_bf16(dk16 + (size_t)t * W, dk + (size_t)t * hs, 1, hs, 0);
+            narrow_rows_bf16(dv16 + (size_t)t * W, dv + (size_t)t * hs, 1, hs, 0);
+        }
     }
 }
 
+// An fp32 sum stored as E.
+static inline void store(float* dst, float x) { *dst = x; }
+static inline void store(uint16_t* dst, float x) { *dst = float_to_bf16(x); }
+
 // GQA: each kv head's dk, dv is the sum of its G query heads' partials [B,NH,2,T,hs], in
 // head order, split over the B·T rows.
-static void sum_group_partials(float* dqkv /*[B,T,(NH+2NKV)hs]*/, const float* partials,
-                               int B, int T, int C, int NH, int NKV, int hs, int threads) {
+template <typename E>
+static void sum_group_partials(E* dqkv /*[B,T,(NH+2NKV)hs]*/, const float* partials, int B, int T,
+                               int C, int NH, int NKV, int hs, int threads) {
     const int G = NH / NKV;
     const int W = C + 2 * NKV * hs;
     const int N = B * T;
@@ -428,27 +615,28 @@ static void sum_group_partials(float* dqkv /*[B,T,(NH+2NKV)hs]*/, const float* p
         const int b = n / T, t = n % T;
         for (int kvh = 0; kvh < NKV; kvh++)
             for (int part = 0; part < 2; part++) {  // 0: dk, 1: dv
-                float* __restrict dst = dqkv + (size_t)n * W + C + (part * NKV + kvh) * hs;
+                E* __restrict dst = dqkv + (size_t)n * W + C + (part * NKV + kvh) * hs;
                 const size_t bh0 = (size_t)b * NH + (size_t)kvh * G;
                 // Head g's partial row t: [bh0 + g][part][t], rows of hs floats.
                 auto src = [&](int g) -> const float* {
                     return partials + (((bh0 + g) * 2 + part) * T + t) * hs;
                 };
-                const float* __restrict p0 = src(0);
-                for (int i = 0; i < hs; i++) dst[i] = p0[i];
-                for (int g = 1; g < G; g++) {
-                    const float* __restrict pg = src(g);
-                    for (int i = 0; i < hs; i++) dst[i] += pg[i];
+                for (int i = 0; i < hs; i++) {
+                    float sum = src(0)[i];
+                    for (int g = 1; g < G; g++) sum += src(g)[i];
+                    store(dst + i, sum);
                 }
             }
     });
 }
 
-void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* scratch,
-                        const float* dout /*[B,T,C]*/, const float* qkv /*[B,T,(NH+2NKV)hs]*/,
-                        const float* saved /*[B,NH,T,2]*/, int B, int T, int C, int NH,
-                        int NKV, int threads, bool onednn, const DropoutMask* mask,
-                        int window, const int32_t* pos) {
+// The backward on operands of type E (float, or uint16_t: bf16 through run.gemm).
+template <typename E>
+static void backward_impl(const ProductRunner& run, bool round, E* dqkv, float* scratch,
+                          const E* dout, const E* qkv, const float* saved, int B, int T, int C,
+                          int NH, int NKV, int threads, const DropoutMask* mask, int window,
+                          const int32_t* pos) {
+    constexpr bool kLowp = std::is_same_v<E, uint16_t>;
     check_heads(C, NH, NKV);
     std::optional<DropoutDraw> draw;
     if (mask != nullptr) {
@@ -461,21 +649,43 @@ void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* sc
     const float scale = 1.0f / std::sqrt((float)hs);
     const int BH = B * NH;
     if (hs <= 0) return;
-    const size_t per_slot = kBackwardTiles * tile_floats(T);
+    const size_t per_slot =
+        kBackwardTiles * tile_floats(T) +
+        (kLowp ? tile_floats(T) + (G > 1 ? 0 : head_accumulator_floats(T, hs)) : 0);
     // GQA: per-query-head dk, dv partials [B,NH,2,T,hs] after the threads' tiles.
     float* partials = G > 1 ? scratch + (size_t)std::max(threads, 1) * per_slot : nullptr;
-    const BackwardCall call{dqkv, partials, dout, qkv,
-                            reinterpret_cast<const RowStats*>(saved),  // [B,NH,T]
-                            draw ? &*draw : nullptr, pos, T, C, NH, NKV, hs, W, window, scale,
-                            onednn};
+    const auto* stats = reinterpret_cast<const RowStats*>(saved);  // [B,NH,T]
+    const BackwardCall<E> call{dqkv, partials, dout, qkv, stats, draw ? &*draw : nullptr,
+                               pos, T, C, NH, NKV, hs, W, window, scale, run, round};
     const SerialLibrariesScope serial;
+    const int team_size = team((size_t)BH * T * T, threads);
+    // (ldkv only sizes the dk, dv shapes: hs for partials and bf16 accumulators, else W.)
+    const BlockProducts bp{kLowp ? DType::BF16 : DType::F32, hs, W, C, T, hs, scale};
+    prepare_products(run, bp, T, true, team_size);
     // Every (b, h) writes all rows of its own dq columns, and of its dk, dv columns (MHA) or
     // partials (GQA), so together they overwrite all of dqkv.
-    parallel_for_slots(BH, team((size_t)BH * T * T, threads), [&](int bh, int slot) {
-        backward_head(call, bh, scratch + (size_t)slot * per_slot);
+    parallel_for_slots(BH, team_size, [&](int bh, int slot) {
+        backward_head(call, bh, scratch + (size_t)slot * per_slot, slot);
     });
     // (Every partial is written.)
     if (partials) sum_group_partials(dqkv, partials, B, T, C, NH, NKV, hs, threads);
+}
+
+void attention_backward(float* dqkv /*[B,T,(NH+2NKV)hs] overwritten*/, float* scratch,
+                        const float* dout /*[B,T,C]*/, const float* qkv /*[B,T,(NH+2NKV)hs]*/,
+                        const float* saved /*[B,NH,T,2]*/, int B, int T, int C, int NH, int NKV,
+                        int threads, const AttentionProducts& how, const DropoutMask* mask,
+                        int window, const int32_t* pos) {
+    backward_impl<float>(ProductRunner{nullptr, how.onednn_sgemm}, how.round_bf16, dqkv, scratch,
+                         dout, qkv, saved, B, T, C, NH, NKV, threads, mask, window, pos);
+}
+
+void attention_backward_bf16(OnednnGemm& gemm, uint16_t* dqkv, float* scratch, const uint16_t* dout,
+                             const uint16_t* qkv, const float* saved, int B, int T, int C, int NH,
+                             int NKV, int threads, const DropoutMask* mask, int window,
+                             const int32_t* pos) {
+    backward_impl<uint16_t>(ProductRunner{&gemm, false}, false, dqkv, scratch, dout, qkv, saved, B,
+                            T, C, NH, NKV, threads, mask, window, pos);
 }
 
 }  // namespace trt::cpu

@@ -183,13 +183,13 @@ public:
     void attention_forward(Act out, float* saved, ConstAct qkv, const AttentionShape& a) override {
         const DropoutMask* m = a.drops() ? &a.dropout : nullptr;
         cpu::attention_forward(f32(out), saved, f32(qkv), a.B, a.T, a.width(), a.NH, a.NKV,
-                               threads_, onednn_sgemm_, m, a.window, a.pos);
+                               threads_, {onednn_sgemm_, false}, m, a.window, a.pos);
     }
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, const AttentionShape& a) override {
         const DropoutMask* m = a.drops() ? &a.dropout : nullptr;
         cpu::attention_backward(f32(dqkv), scratch, f32(dout), f32(qkv), saved, a.B, a.T, a.width(),
-                                a.NH, a.NKV, threads_, onednn_sgemm_, m, a.window, a.pos);
+                                a.NH, a.NKV, threads_, {onednn_sgemm_, false}, m, a.window, a.pos);
     }
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache, int pos0,
                                   int max_T, const AttentionShape& a) override {

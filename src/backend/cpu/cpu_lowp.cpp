@@ -38,19 +38,9 @@ TRT_CPU_CLONES void widen_range(float* __restrict dst, const uint16_t* __restric
     for (size_t i = 0; i < n; i++) d[i] = static_cast<uint32_t>(src[i]) << 16;
 }
 
-// Round to nearest even; a NaN stays a (quiet) NaN. Branch-free, so loops over it vectorise
-// (core/bf16.h's float_to_bf16 gives the same bits).
-inline uint16_t bf16_bits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-    const uint32_t nan = (u >> 16) | 0x0040u;
-    return static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
-}
-
 TRT_CPU_CLONES void narrow_range(uint16_t* __restrict dst, const float* __restrict src,
                                  size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = bf16_bits(src[i]);
+    for (size_t i = 0; i < n; i++) dst[i] = float_to_bf16(src[i]);
 }
 
 // fp16: the bit-exact conversions of core/fp16.h, element by element (a test twin: speed is
@@ -175,7 +165,10 @@ AccelStatus LowpBackend::accel_status() const {
                       : "; matmuls by OpenBLAS sgemm on widened operands: not faster than fp32");
     st.cpu_matmul = gemm_ ? "onednn" : "openblas";
     st.cpu_matmul_note = matmul_note_;
-    if (onednn_sgemm_) st.cpu_matmul_note += "; attention's products by oneDNN's sgemm";
+    if (bf16_attention())
+        st.cpu_matmul_note += "; attention's products by oneDNN on the bf16 values";
+    else if (onednn_sgemm_)
+        st.cpu_matmul_note += "; attention's products by oneDNN's sgemm";
     return st;
 }
 
@@ -603,7 +596,7 @@ TRT_CPU_CLONES void gelu_backward_cols_bf16(uint16_t* __restrict di, double* __r
         const size_t o = (size_t)n * M;
         for (int j = 0; j < w; j++) {
             const float d = gelu_grad(bf16_to_float(x[o + j]), lim) * bf16_to_float(go[o + j]);
-            di[o + j] = bf16_bits(d);
+            di[o + j] = float_to_bf16(d);
             acc[j] += d;
         }
     }
@@ -722,14 +715,20 @@ void LowpBackend::attention_forward(Act out, float* saved, ConstAct qkv,
     const int32_t* pos = shape.pos;
     // Under dropout P' is drawn again from the mask: saved's second half stays unused here.
     const DropoutMask* mask = shape.drops() ? &shape.dropout : nullptr;
+    if (bf16_attention()) {  // on the stored values, no chunks
+        cpu::attention_forward_bf16(*gemm_, static_cast<uint16_t*>(out.data), saved,
+                                    static_cast<const uint16_t*>(qkv.data), B, T, C, NH, NKV,
+                                    threads_, mask, window, pos);
+        return;
+    }
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
     const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
     const RowArg args[] = {{out, (size_t)C, Dir::Out}, {qkv, W}};
     by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
         const size_t seq0 = r0 / T;
         const DropoutMask m = chunk_mask(mask, seq0, T, NH);
-        cpu::attention_forward(f[0], saved + seq0 * per_seq, f[1], (int)(rows / T), T, C, NH,
-                               NKV, threads_, onednn_sgemm_, mask != nullptr ? &m : nullptr,
+        cpu::attention_forward(f[0], saved + seq0 * per_seq, f[1], (int)(rows / T), T, C, NH, NKV,
+                               threads_, attention_products(), mask != nullptr ? &m : nullptr,
                                window, pos != nullptr ? pos + r0 : nullptr);
     }, attention_min_rows(T, NH));
 }
@@ -740,10 +739,12 @@ void LowpBackend::attention_cached_forward(Act out, ConstAct qkv, float* k_cache
     const int n = shape.T, NH = shape.NH, NKV = shape.NKV, hs = shape.hs, window = shape.window;
     const size_t C = (size_t)NH * hs, W = (size_t)hs * (NH + 2 * NKV);
     const RowArg args[] = {{out, C, Dir::Out}, {qkv, W}};
-    by_rows((size_t)n, (size_t)n, args, [&](size_t, size_t, float** f) {
-        cpu::attention_cached_forward(f[0], f[1], k_cache, v_cache, pos0, n, NH, NKV, hs,
-                                      max_T, threads_, window);
-    }, (size_t)n);
+    by_rows((size_t)n, (size_t)n, args,
+            [&](size_t, size_t, float** f) {
+                cpu::attention_cached_forward(f[0], f[1], k_cache, v_cache, pos0, n, NH, NKV, hs,
+                                              max_T, threads_, window, dtype_ == DType::BF16);
+            },
+            (size_t)n);
 }
 
 void LowpBackend::attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
@@ -752,6 +753,13 @@ void LowpBackend::attention_backward(Act dqkv, float* scratch, ConstAct dout, Co
     const int window = shape.window;
     const int32_t* pos = shape.pos;
     const DropoutMask* mask = shape.drops() ? &shape.dropout : nullptr;
+    if (bf16_attention()) {
+        cpu::attention_backward_bf16(*gemm_, static_cast<uint16_t*>(dqkv.data), scratch,
+                                     static_cast<const uint16_t*>(dout.data),
+                                     static_cast<const uint16_t*>(qkv.data), saved, B, T, C, NH,
+                                     NKV, threads_, mask, window, pos);
+        return;
+    }
     const size_t W = (size_t)C / NH * (NH + 2 * NKV);
     const size_t per_seq = cpu::attention_saved_floats(1, T, C, NH, NKV);
     const RowArg args[] = {{dqkv, W, Dir::Out}, {dout, (size_t)C}, {qkv, W}};
@@ -759,11 +767,17 @@ void LowpBackend::attention_backward(Act dqkv, float* scratch, ConstAct dout, Co
         const size_t seq0 = r0 / T;
         const DropoutMask m = chunk_mask(mask, seq0, T, NH);
         // scratch was sized for B sequences; a chunk of fewer needs less of it.
-        cpu::attention_backward(f[0], scratch, f[1], f[2], saved + seq0 * per_seq,
-                                (int)(rows / T), T, C, NH, NKV, threads_, onednn_sgemm_,
+        cpu::attention_backward(f[0], scratch, f[1], f[2], saved + seq0 * per_seq, (int)(rows / T),
+                                T, C, NH, NKV, threads_, attention_products(),
                                 mask != nullptr ? &m : nullptr, window,
                                 pos != nullptr ? pos + r0 : nullptr);
     }, attention_min_rows(T, NH));
+}
+
+size_t LowpBackend::attention_scratch_floats(const AttentionShape& a) const {
+    if (bf16_attention())
+        return cpu::attention_bf16_scratch_floats(a.B, a.T, a.width(), a.NH, a.NKV, threads_);
+    return inner().attention_scratch_floats(a);
 }
 
 void LowpBackend::rope_forward(Act qkv, const float* cos, const float* sin, int pos0,

@@ -27,6 +27,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_onednn_gemm.h"
+#include "backend/cpu/cpu_ops.h"
 #include "backend/op_dispatch.h"
 
 namespace trt::cpu {
@@ -109,6 +110,8 @@ public:
                            const AttentionShape& shape) override;
     void attention_backward(Act dqkv, float* scratch, ConstAct dout, ConstAct qkv,
                             const float* saved, const AttentionShape& shape) override;
+    // bf16 attention on the stored values needs the bf16 tiles and head accumulators too.
+    size_t attention_scratch_floats(const AttentionShape& shape) const override;
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache, int pos0,
                                   int max_T, const AttentionShape& shape) override;
     void rope_forward(Act qkv, const float* cos, const float* sin, int pos0,
@@ -164,6 +167,12 @@ private:
     void narrow_rows(const RowArg& a, size_t r0, size_t rows, const float* f) const;
     // Rows of an attention chunk: enough whole sequences to give every thread a head.
     size_t attention_min_rows(int T, int NH) const;
+    // Attention on the stored bf16 values by oneDNN's bf16 matmuls (cpu_ops.h), where the
+    // matmuls run so; else the fp32 kernel on widened chunks, P and dS rounded in bf16 mode.
+    bool bf16_attention() const { return gemm_ != nullptr; }
+    cpu::AttentionProducts attention_products() const {
+        return {onednn_sgemm_, dtype_ == DType::BF16};
+    }
     // A matmul operand read from parameters (weights, and biases: a bias is added to the fp32
     // product as rounded, like cuBLASLt's bf16 bias epilogue, docs/PRECISION.md): its place in
     // the working copy when it lies in the registered master, else (a caller's own buffer) a

@@ -48,6 +48,8 @@ dnnl::matmul::primitive_desc make_pd(const dnnl::engine& eng, const GemmShape& s
     dnnl::primitive_attr attr;
     // Each thread passes its own scratchpad: one primitive runs on several threads at once.
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    // alpha scales the accumulated product, before the sum post-op adds C's old value.
+    if (s.alpha != 1.0f) attr.set_output_scales(0, {s.alpha});
     if (s.out == GemmOut::F32Add) {  // C += A·B: the sum post-op reads C before it is written
         dnnl::post_ops ops;
         ops.append_sum(1.0f);
@@ -82,10 +84,14 @@ std::pair<std::string, std::string> probe(DType in) {
 
 struct OnednnGemm::Impl {
     dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-    using Key = std::tuple<DType, int, int, int, int, int, int, bool, bool, GemmOut, bool>;
+    using Key = std::tuple<DType, int, int, int, int, int, int, bool, bool, GemmOut, bool, float>;
     struct Entry {
         dnnl::matmul::primitive_desc pd;
         dnnl::matmul prim;
+        // run_here's arguments per slot, made by prepare (handles set per call): a product of
+        // a few microseconds would spend a fifth of it making memory objects.
+        // (Mutable: each slot's own, touched only by the thread running as that slot.)
+        mutable std::vector<std::unordered_map<int, dnnl::memory>> bound;
     };
     std::map<Key, Entry> cache;  // a handful of shapes per model, two blocks each
     struct Slot {                // one per thread of a product: a stream and a scratchpad
@@ -94,17 +100,67 @@ struct OnednnGemm::Impl {
     };
     std::vector<Slot> slots;
 
+    // At least `threads` slots, each with a scratchpad of at least `bytes`.
+    void grow_slots(int threads, size_t bytes) {
+        while ((int)slots.size() < std::max(1, threads))
+            slots.push_back(Slot{dnnl::stream(eng), {}});
+        for (auto& slot : slots)
+            if (slot.scratch.size() < bytes) slot.scratch.resize(bytes);
+    }
+    // prepare's part: e's arguments for slots [0, threads), with no data yet.
+    void bind(Entry& e, int threads) {
+        while ((int)e.bound.size() < std::max(1, threads)) {
+            auto none = [&](const dnnl::memory::desc& d) {
+                return dnnl::memory(d, eng, DNNL_MEMORY_NONE);
+            };
+            e.bound.push_back({{DNNL_ARG_SRC, none(e.pd.src_desc())},
+                               {DNNL_ARG_WEIGHTS, none(e.pd.weights_desc())},
+                               {DNNL_ARG_DST, none(e.pd.dst_desc())},
+                               {DNNL_ARG_SCRATCHPAD, none(e.pd.scratchpad_desc())}});
+        }
+    }
+    // run_here's part: e on slot `slot`'s arguments.
+    void execute_bound(const Entry& e, int slot, const void* a, const void* b, void* c) {
+        TRT_CHECK(slot < (int)e.bound.size(), "oneDNN gemm: a shape not prepared for slot ", slot);
+        auto& args = e.bound[slot];
+        Slot& sl = slots[slot];
+        args.at(DNNL_ARG_SRC).set_data_handle(const_cast<void*>(a));
+        args.at(DNNL_ARG_WEIGHTS).set_data_handle(const_cast<void*>(b));
+        args.at(DNNL_ARG_DST).set_data_handle(c);
+        args.at(DNNL_ARG_SCRATCHPAD).set_data_handle(sl.scratch.data());
+        e.prim.execute(sl.strm, args);
+        sl.strm.wait();
+    }
+    // Runs a made primitive on the calling thread as slot `slot`.
+    void execute(const Entry& e, int slot, const void* a, const void* b, void* c,
+                 const float* bias) {
+        Slot& sl = slots[slot];
+        const auto& pd = e.pd;
+        auto mem = [&](const dnnl::memory::desc& d, const void* p) {
+            return dnnl::memory(d, eng, const_cast<void*>(p));
+        };
+        std::unordered_map<int, dnnl::memory> args{
+            {DNNL_ARG_SRC, mem(pd.src_desc(), a)},
+            {DNNL_ARG_WEIGHTS, mem(pd.weights_desc(), b)},
+            {DNNL_ARG_DST, mem(pd.dst_desc(), c)},
+            {DNNL_ARG_SCRATCHPAD, mem(pd.scratchpad_desc(), sl.scratch.data())}};
+        if (bias) args.emplace(DNNL_ARG_BIAS, mem(pd.bias_desc(), bias));
+        e.prim.execute(sl.strm, args);
+        sl.strm.wait();
+    }
+
     static Key key_of(const GemmShape& s) {
-        return Key{s.in, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, s.a_trans, s.b_trans, s.out, s.bias};
+        return Key{s.in,  s.m,       s.n,       s.k,   s.lda,  s.ldb,
+                   s.ldc, s.a_trans, s.b_trans, s.out, s.bias, s.alpha};
     }
     // The primitive for a block shape, made on first use (on the calling thread only).
-    const Entry& entry(const GemmShape& s) {
+    Entry& entry(const GemmShape& s) {
         const Key key = key_of(s);
         auto it = cache.find(key);
         if (it == cache.end()) {
             auto pd = make_pd(eng, s);
             dnnl::matmul prim(pd);
-            it = cache.emplace(key, Entry{pd, prim}).first;
+            it = cache.emplace(key, Entry{pd, prim, {}}).first;
         }
         return it->second;
     }
@@ -190,37 +246,47 @@ void OnednnGemm::run(const GemmShape& s, const void* a, const void* b, void* c,
         // Primitives (at most three block shapes) and per-thread streams and scratchpads are
         // made here, before the threads start: the cache is not shared between threads.
         const int team = std::min(parts, std::max(1, threads));
-        // (Slots for `threads`: inside another loop's part, a block runs in that part's slot.)
-        while ((int)impl_->slots.size() < std::max(1, threads))
-            impl_->slots.push_back(Impl::Slot{dnnl::stream(impl_->eng), {}});
         size_t scratch = 0;
         for (int part = 0; part < parts; ++part) {  // every block shape (at most three)
             const Impl::Entry& e = impl_->entry(block(part).s);
             scratch = std::max(scratch, e.pd.scratchpad_desc().get_size());
         }
-        for (auto& slot : impl_->slots)
-            if (slot.scratch.size() < scratch) slot.scratch.resize(scratch);
+        // (Slots for `threads`: inside another loop's part, a block runs in that part's slot.)
+        impl_->grow_slots(threads, scratch);
         // (A block's dnnl::error comes back from run_parts, cpu_pool.h, to the catch below.)
         run_parts((size_t)parts, team, [&](size_t part, int slot) {
             const Block blk = block((int)part);
-            const Impl::Entry& e = impl_->made(blk.s);
-            Impl::Slot& sl = impl_->slots[slot];
-            const auto& pd = e.pd;
-            auto mem = [&](const dnnl::memory::desc& d, const void* p) {
-                return dnnl::memory(d, impl_->eng, const_cast<void*>(p));
-            };
-            std::unordered_map<int, dnnl::memory> args{
-                {DNNL_ARG_SRC, mem(pd.src_desc(), blk.a)},
-                {DNNL_ARG_WEIGHTS, mem(pd.weights_desc(), blk.b)},
-                {DNNL_ARG_DST, mem(pd.dst_desc(), blk.c)},
-                {DNNL_ARG_SCRATCHPAD, mem(pd.scratchpad_desc(), sl.scratch.data())}};
-            if (blk.s.bias) args.emplace(DNNL_ARG_BIAS, mem(pd.bias_desc(), blk.bias));
-            e.prim.execute(sl.strm, args);
-            sl.strm.wait();
+            impl_->execute(impl_->made(blk.s), slot, blk.a, blk.b, blk.c,
+                           blk.s.bias ? blk.bias : nullptr);
         });
     } catch (const dnnl::error& e) {
         fail(Status::Internal, "oneDNN ", s.in == DType::BF16 ? "bf16" : "fp32", " matmul ", s.m,
              "x", s.n, "x", s.k, " failed: ", e.what());
+    }
+}
+
+void OnednnGemm::prepare(const GemmShape& s, int threads) {
+    TRT_CHECK(s.m > 0 && s.n > 0 && s.k > 0 && !s.bias, "oneDNN gemm: prepare ", s.m, "x", s.n, "x",
+              s.k, s.bias ? " with a bias" : "");
+    const SerialLibrariesScope serial;  // as run_here runs it
+    try {
+        Impl::Entry& e = impl_->entry(s);
+        impl_->grow_slots(threads, e.pd.scratchpad_desc().get_size());
+        impl_->bind(e, threads);
+    } catch (const dnnl::error& e) {
+        fail(Status::Internal, "oneDNN matmul ", s.m, "x", s.n, "x", s.k,
+             " could not be made: ", e.what());
+    }
+}
+
+void OnednnGemm::run_here(const GemmShape& s, const void* a, const void* b, void* c,
+                          int slot) const {
+    TRT_CHECK(slot >= 0 && slot < (int)impl_->slots.size(), "oneDNN gemm: slot ", slot,
+              " was not prepared");
+    try {
+        impl_->execute_bound(impl_->made(s), slot, a, b, c);
+    } catch (const dnnl::error& e) {
+        fail(Status::Internal, "oneDNN matmul ", s.m, "x", s.n, "x", s.k, " failed: ", e.what());
     }
 }
 
@@ -247,6 +313,12 @@ bool OnednnGemm::fast(DType, const std::string&) { return false; }
 OnednnGemm::OnednnGemm() = default;
 OnednnGemm::~OnednnGemm() = default;
 void OnednnGemm::run(const GemmShape&, const void*, const void*, void*, const float*, int) {
+    fail(Status::Unsupported, availability(DType::F32));
+}
+void OnednnGemm::prepare(const GemmShape&, int) {
+    fail(Status::Unsupported, availability(DType::F32));
+}
+void OnednnGemm::run_here(const GemmShape&, const void*, const void*, void*, int) const {
     fail(Status::Unsupported, availability(DType::F32));
 }
 

@@ -35,6 +35,7 @@ struct GemmShape {
     bool a_trans = false, b_trans = false;
     GemmOut out = GemmOut::Same;
     bool bias = false;  // an fp32 bias[n] added to the fp32 product (not with F32Add)
+    float alpha = 1.0f;  // C = alpha·A·B (+ C with F32Add): the product scaled before the sum
 };
 
 // The three products of a linear layer y = x·W (+ b), x [N, K], W [K, M] (InOut) or [M, K]
@@ -101,6 +102,14 @@ public:
     // Throws trt::Error.
     void run(const GemmShape& shape, const void* a, const void* b, void* c, const float* bias,
              int threads);
+
+    // Products issued one by one from inside our own parallel loops (attention's per-head
+    // ones): prepare() makes each shape's primitive and `threads` slots on the calling thread,
+    // before the loop (primitives are never made concurrently); run_here() then runs one of
+    // them single-threaded on the calling thread, as slot `slot` (< threads), from any number
+    // of threads at once. No bias. Both throw trt::Error.
+    void prepare(const GemmShape& shape, int threads);
+    void run_here(const GemmShape& shape, const void* a, const void* b, void* c, int slot) const;
 
 private:
     struct Impl;

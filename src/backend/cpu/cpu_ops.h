@@ -9,6 +9,8 @@
 
 namespace trt::cpu {
 
+class OnednnGemm;  // cpu_onednn_gemm.h
+
 // cpu_matmul.cpp — cblas_sgemm for every product.
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                     int N, int K, int M, WeightLayout layout, int threads);
@@ -24,8 +26,15 @@ void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* 
                          const float* bias, int N, int K, int M, int threads);
 
 // cpu_attention.cpp — multi-head (NKV == NH) and grouped-query (NKV < NH) attention.
-// onednn_sgemm: the per-head products by oneDNN's sgemm instead of OpenBLAS's
-// (accel.cpu_matmul; the backend sets it where oneDNN's fp32 kernels are the faster).
+// How the per-head products run on fp32 operands:
+struct AttentionProducts {
+    // By oneDNN's sgemm instead of OpenBLAS's (accel.cpu_matmul; the backend sets it where
+    // oneDNN's fp32 kernels are the faster).
+    bool onednn_sgemm = false;
+    // The bf16 mode on widened operands: P and dS rounded to bf16 before their products, as
+    // attention_*_bf16 (and the CUDA bf16 paths) take them.
+    bool round_bf16 = false;
+};
 size_t attention_saved_floats(int B, int T, int C, int NH, int NKV);
 size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, int threads);
 // saved: each softmax row's max and 1/sum [B,NH,T,2] (the probabilities are recomputed).
@@ -33,20 +42,34 @@ size_t attention_scratch_floats(int B, int T, int C, int NH, int NKV, int thread
 // the same mask and draws P' again. window > 0: query t attends keys s in (t - window, t] only
 // (Backend::attention_forward); the backward takes the forward's window. pos [B,T] or null:
 // documents (backend.h), query t attends keys t - pos[b,t] .. t only.
-void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C,
-                       int NH, int NKV, int threads, bool onednn_sgemm = false,
+void attention_forward(float* out, float* saved, const float* qkv, int B, int T, int C, int NH,
+                       int NKV, int threads, const AttentionProducts& how = {},
                        const DropoutMask* mask = nullptr, int window = 0,
                        const int32_t* pos = nullptr);
 void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
                         const float* saved, int B, int T, int C, int NH, int NKV, int threads,
-                        bool onednn_sgemm = false, const DropoutMask* mask = nullptr,
+                        const AttentionProducts& how = {}, const DropoutMask* mask = nullptr,
                         int window = 0, const int32_t* pos = nullptr);
+// The same on bf16 activations as stored (the bf16 mode with oneDNN's bf16 matmuls,
+// cpu_lowp.h): the products by `gemm`'s primitives on the bf16 values (fp32 accumulation;
+// out and dq rounded once), softmax and its backward in fp32, P and dS rounded to bf16 for
+// their products, dk and dv summed in fp32 and rounded once. The backward's scratch:
+// attention_bf16_scratch_floats.
+void attention_forward_bf16(OnednnGemm& gemm, uint16_t* out, float* saved, const uint16_t* qkv,
+                            int B, int T, int C, int NH, int NKV, int threads,
+                            const DropoutMask* mask, int window, const int32_t* pos);
+void attention_backward_bf16(OnednnGemm& gemm, uint16_t* dqkv, float* scratch, const uint16_t* dout,
+                             const uint16_t* qkv, const float* saved, int B, int T, int C, int NH,
+                             int NKV, int threads, const DropoutMask* mask, int window,
+                             const int32_t* pos);
+size_t attention_bf16_scratch_floats(int B, int T, int C, int NH, int NKV, int threads);
 // KV-cached attention of n new rows at positions pos0.. over caches [NKV, max_T, hs]
 // (Backend::attention_cached_forward): the rows' K, V stored first, then one causal softmax
-// row per (row, head) over cache rows 0 .. its position, as attention_forward's.
+// row per (row, head) over cache rows 0 .. its position, as attention_forward's (round_bf16:
+// P rounded to bf16 before its product, as the bf16 mode's attention_forward takes it).
 void attention_cached_forward(float* out, const float* qkv, float* k_cache, float* v_cache,
                               int pos0, int n, int NH, int NKV, int hs, int max_T, int threads,
-                              int window = 0);
+                              int window = 0, bool round_bf16 = false);
 
 // cpu_layernorm.cpp
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
