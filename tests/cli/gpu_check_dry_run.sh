@@ -91,7 +91,7 @@ fi
 BUILD1=$TREE/build-gpu
 export GPU_CHECK_USE_DEPS=1 GPU_CHECK_DRY_RUN=1
 # The plan's caps are for 16 cores; this machine may have 2, and runs other tests beside.
-export GPU_CHECK_BUDGET=3000 GPU_CHECK_CAPS="build=2000 gpu-tests=500 train=300"
+export GPU_CHECK_BUDGET=3000 GPU_CHECK_CAPS="build=2000 gpu-tests=500 train=300 cpu=400"
 # The bare GPU machine has no toml++/OpenBLAS/GTest; gpu-check must not pick up the ones
 # from this environment either.
 unset TOMLPP_INCLUDE_DIR OPENBLAS_INCLUDE_DIR OPENBLAS_LIBRARY GTest_DIR TRAINRT_CUDNN_INCLUDE_DIR

@@ -3,26 +3,28 @@
 // query head h reads kv head h / (NH/NKV); NKV == NH is plain multi-head attention, GPT-2's).
 // Per (b, h) the T query rows are cut into blocks of kQB rows (the forward's unit of
 // parallelism, cpu_pool.h: (b, h, block); the backward's is (b, h)); query block [i0, i1) only
-// needs keys [k0, i1) (k0 = 0, or a sliding window's first key for row i0), so every product runs
-// on the lower block triangle (10/16 of the square at T = 256). A block's scores live in a [kQB, T]
-// tile of the thread's scratch: scale, mask and softmax are one row pass over it, and all the
-// forward keeps for the backward is each row's max and 1/sum (saved [B,NH,T,2]). The backward
-// recomputes the tile's probabilities from those with the forward's own products and arithmetic
-// (the same bits), then the block's dq, and adds the block's share to dk, dv (keys [k0, i1)) in
-// block order. The products run single-threaded on strided views of qkv (SerialLibrariesScope,
-// cpu_threads.h): fp32 sgemms, or — the bf16 mode with oneDNN's bf16 matmuls — oneDNN matmul
-// primitives on the stored bf16 values (attention_*_bf16: no widened copy of qkv; P and dS
-// rounded to bf16 before their products, as the bf16 CUDA paths and PyTorch's flash attention
-// take them, and the bf16 mode on fp32 operands too, `round_bf16`; the keys of a block then
-// start at a block boundary, so a call has at most 2·T/kQB shapes per product, each
-// primitive made once). Each part is done by one thread in a fixed order, so
-// results do not depend on the thread count. In the GQA backward the query heads of a group each
-// produce a partial dk/dv (scratch), summed in head order afterwards: no two threads write the same
-// kv head, and the sum order is fixed. Dropout on the probabilities (attention_dropout_forward)
-// draws P' into a second tile; the backward draws it again from the same counter-based mask
-// (core/dropout_mask.h). Documents (pos, backend.h): row t's first key is also its example's start
-// t - pos[t]. That start, like a window's, never decreases with t, so a block's keys start at its
-// first row's and each row masks its own band (a block may span an example boundary).
+// needs keys [k0, i1) (k0 = 0, or row i0's first key under a sliding window or documents), so
+// every product runs on the lower block triangle (10/16 of the square at T = 256). A block's
+// scores live in a [kQB, T] tile of the thread's scratch: scale, mask and softmax are one row
+// pass over it, and all the forward keeps for the backward is each row's max and 1/sum (saved
+// [B,NH,T,2]). The backward recomputes the tile's probabilities from those with the forward's
+// own products and arithmetic (the same bits), then the block's dq, and adds the block's share
+// to dk, dv (keys [k0, i1)) in block order. The products run single-threaded on strided views
+// of qkv (SerialLibrariesScope, cpu_threads.h): fp32 sgemms, or — the bf16 mode with oneDNN's
+// bf16 matmuls — oneDNN matmul primitives on the stored bf16 values (attention_*_bf16: no
+// widened copy of qkv; k0 rounded down to a multiple of kQB, so that a sequence length has at
+// most 2·T/kQB shapes per product, each primitive made once, the extra keys masked like any
+// other). In the bf16 mode P and dS are rounded to bf16 before their products either way
+// (`round_bf16` on the fp32 kernel), as the CUDA bf16 paths and PyTorch's flash attention take
+// them. Each part is done by one thread in a fixed order, so results do not depend on the
+// thread count. In the GQA backward the query heads of a group each produce a partial dk/dv
+// (scratch), summed in head order afterwards: no two threads write the same kv head, and the
+// sum order is fixed. Dropout on the probabilities (attention_dropout_forward) draws P' into a
+// second tile; the backward draws it again from the same counter-based mask
+// (core/dropout_mask.h). Documents (pos, backend.h): row t's first key is also its example's
+// start t - pos[t]. That start, like a window's, never decreases with t, so a block's keys
+// start at (bf16: at or before) its first row's and each row masks its own band (a block may
+// span an example boundary).
 #include <cblas.h>
 
 #include <algorithm>
@@ -136,9 +138,9 @@ static const uint16_t* tile_operand(const float* tile, uint16_t* lowp, int m, in
     return lowp;
 }
 
-// The first key of query block [i0, ..) given its first row's (k0): with bf16 primitives, down
-// to a block boundary, so that n takes at most T/kQB values per block height (the keys before
-// k0 are masked like any other: P and dS are 0 there).
+// The first key of a query block whose first row's first key is k0: k0 itself, or with bf16
+// primitives k0 rounded down to a block boundary, so that n takes at most T/kQB values per
+// block height (the keys before a row's own first key are masked: P and dS are 0 there).
 template <typename E>
 static int block_key_start(int k0) {
     return std::is_same_v<E, uint16_t> ? k0 - k0 % kQB : k0;
@@ -147,13 +149,12 @@ static int block_key_start(int k0) {
 // Makes every product shape a call over T can use (bf16: block_key_start's), before its loop.
 static void prepare_products(const ProductRunner& run, const BlockProducts& bp, int T,
                              bool backward, int threads) {
-    if (run.gemm == nullptr) return;
+    if (run.gemm == nullptr || bp.hs == 0) return;  // (hs 0: no products, forward_impl)
     for (int i0 = 0; i0 < T; i0 += kQB) {
         const int i1 = std::min(i0 + kQB, T), m = i1 - i0;
         for (int k0 = 0; k0 <= i0; k0 += kQB) {
             const int n = i1 - k0;
             run.gemm->prepare(bp.scores(m, n), threads);
-            if (bp.hs == 0) continue;
             if (!backward) {
                 run.gemm->prepare(bp.out(m, n), threads);
                 continue;
@@ -244,7 +245,8 @@ size_t attention_saved_floats(int B, int T, int /*C*/, int NH, int /*NKV*/) {
 }
 
 // A thread's tiles: scores/probabilities, P' (dropout), and the backward's dP / dS; with bf16
-// operands one more, holding the bf16 P (and the backward's dS) for the products.
+// operands one more tile's bytes holding the bf16 P (and the backward's dS) for the products,
+// and in an MHA backward the head's fp32 dk, dv (attention_bf16_scratch_floats).
 static constexpr int kForwardTiles = 2, kBackwardTiles = 3;
 static size_t tile_floats(int T) { return (size_t)kQB * T; }
 
@@ -326,7 +328,8 @@ static void forward_impl(const ProductRunner& run, bool round, E* out /*[B,T,C]*
     const int QB = (T + kQB - 1) / kQB;
     const SerialLibrariesScope serial;
     const int team_size = team((size_t)BH * T * T, threads);
-    prepare_products(run, bp, T, false, team_size);
+    // (Slots for `threads`: inside another loop's part, a team of one runs in that part's slot.)
+    prepare_products(run, bp, T, false, std::max(threads, 1));
     parallel_for_slots(BH * QB, team_size, [&](int part, int slot) {
         const int bh = part / QB, i0 = (part % QB) * kQB;
         const HeadViews<E> hv = head_views(qkv, bh, T, C, NH, NKV, hs);
@@ -340,8 +343,11 @@ static void forward_impl(const ProductRunner& run, bool round, E* out /*[B,T,C]*
         const int32_t* ps = pos != nullptr ? pos + (size_t)(bh / NH) * T : nullptr;
         const int i1 = i0 + kQB < T ? i0 + kQB : T;
         const int m = i1 - i0, k0 = block_key_start<E>(key_start(i0, window, ps)), n = i1 - k0;
-        // s[m, n] = scale * q[i0:i1] · k[k0:i1]ᵀ
-        run(bp.scores(m, n), hv.q + (size_t)i0 * W, hv.k + (size_t)k0 * W, s, slot);
+        // s[m, n] = scale * q[i0:i1] · k[k0:i1]ᵀ (0 with heads of width 0)
+        if (hs > 0)
+            run(bp.scores(m, n), hv.q + (size_t)i0 * W, hv.k + (size_t)k0 * W, s, slot);
+        else
+            for (int r = 0; r < m; r++) std::fill_n(s + (size_t)r * T, n, 0.0f);
         for (int t = i0; t < i1; t++)
             st[t] = causal_softmax_row(s + (size_t)(t - i0) * T, key_start(t, window, ps) - k0,
                                        t - k0, n);
@@ -599,9 +605,9 @@ static void backward_head(const BackwardCall<E>& c, int bh, float* tiles, int sl
     }
 }
 
-// An fp32 sum stored as E.
-static inline void store(float* dst, float x) { *dst = x; }
-static inline void store(uint16_t* dst, float x) { *dst = float_to_bf16(x); }
+// An fp32 value stored as E.
+static inline void store_as(float* dst, float x) { *dst = x; }
+static inline void store_as(uint16_t* dst, float x) { *dst = float_to_bf16(x); }
 
 // GQA: each kv head's dk, dv is the sum of its G query heads' partials [B,NH,2,T,hs], in
 // head order, split over the B·T rows.
@@ -611,6 +617,7 @@ static void sum_group_partials(E* dqkv /*[B,T,(NH+2NKV)hs]*/, const float* parti
     const int G = NH / NKV;
     const int W = C + 2 * NKV * hs;
     const int N = B * T;
+    constexpr int kLane = 64;  // dimensions summed at a time, in registers or L1
     parallel_for(N, team((size_t)N * NKV * 2 * G * hs, threads), [&](int n) {
         const int b = n / T, t = n % T;
         for (int kvh = 0; kvh < NKV; kvh++)
@@ -621,10 +628,16 @@ static void sum_group_partials(E* dqkv /*[B,T,(NH+2NKV)hs]*/, const float* parti
                 auto src = [&](int g) -> const float* {
                     return partials + (((bh0 + g) * 2 + part) * T + t) * hs;
                 };
-                for (int i = 0; i < hs; i++) {
-                    float sum = src(0)[i];
-                    for (int g = 1; g < G; g++) sum += src(g)[i];
-                    store(dst + i, sum);
+                for (int d0 = 0; d0 < hs; d0 += kLane) {
+                    const int w = std::min(kLane, hs - d0);
+                    float sum[kLane];
+                    const float* __restrict p0 = src(0) + d0;
+                    for (int i = 0; i < w; i++) sum[i] = p0[i];
+                    for (int g = 1; g < G; g++) {
+                        const float* __restrict pg = src(g) + d0;
+                        for (int i = 0; i < w; i++) sum[i] += pg[i];
+                    }
+                    for (int i = 0; i < w; i++) store_as(dst + d0 + i, sum[i]);
                 }
             }
     });
@@ -661,7 +674,7 @@ static void backward_impl(const ProductRunner& run, bool round, E* dqkv, float* 
     const int team_size = team((size_t)BH * T * T, threads);
     // (ldkv only sizes the dk, dv shapes: hs for partials and bf16 accumulators, else W.)
     const BlockProducts bp{kLowp ? DType::BF16 : DType::F32, hs, W, C, T, hs, scale};
-    prepare_products(run, bp, T, true, team_size);
+    prepare_products(run, bp, T, true, std::max(threads, 1));
     // Every (b, h) writes all rows of its own dq columns, and of its dk, dv columns (MHA) or
     // partials (GQA), so together they overwrite all of dqkv.
     parallel_for_slots(BH, team_size, [&](int bh, int slot) {

@@ -266,9 +266,12 @@ size_t LowpBackend::planned_scratch_floats(const ModelDims& d) const {
     if (d.gated_mlp) chunk(5 * F, 1, 64);
     if (!d.gated_mlp && (dtype_ != DType::BF16 || d.frozen_up_bias)) chunk(3 * F, 1, 64);
     if (d.attention_dropout) chunk(2, 1, 64, N * C);  // elementwise dropout of [N, C]
-    const size_t att = attention_min_rows(d.T, d.NH);
-    chunk(A + W, T, att);      // attention forward: out, qkv
-    chunk(2 * W + A, T, att);  // backward: dqkv, dout, qkv
+    // Attention (but on the bf16 values, where it widens nothing).
+    if (!bf16_attention()) {
+        const size_t att = attention_min_rows(d.T, d.NH);
+        chunk(A + W, T, att);      // attention forward: out, qkv
+        chunk(2 * W + A, T, att);  // backward: dqkv, dout, qkv
+    }
     struct Linear {
         size_t K, M;
         WeightLayout layout;
@@ -716,6 +719,8 @@ void LowpBackend::attention_forward(Act out, float* saved, ConstAct qkv,
     // Under dropout P' is drawn again from the mask: saved's second half stays unused here.
     const DropoutMask* mask = shape.drops() ? &shape.dropout : nullptr;
     if (bf16_attention()) {  // on the stored values, no chunks
+        TRT_CHECK(out.dtype == DType::BF16 && qkv.dtype == DType::BF16,
+                  "attention_forward: bf16 activations expected");
         cpu::attention_forward_bf16(*gemm_, static_cast<uint16_t*>(out.data), saved,
                                     static_cast<const uint16_t*>(qkv.data), B, T, C, NH, NKV,
                                     threads_, mask, window, pos);
@@ -754,6 +759,9 @@ void LowpBackend::attention_backward(Act dqkv, float* scratch, ConstAct dout, Co
     const int32_t* pos = shape.pos;
     const DropoutMask* mask = shape.drops() ? &shape.dropout : nullptr;
     if (bf16_attention()) {
+        TRT_CHECK(
+            dqkv.dtype == DType::BF16 && dout.dtype == DType::BF16 && qkv.dtype == DType::BF16,
+            "attention_backward: bf16 activations expected");
         cpu::attention_backward_bf16(*gemm_, static_cast<uint16_t*>(dqkv.data), scratch,
                                      static_cast<const uint16_t*>(dout.data),
                                      static_cast<const uint16_t*>(qkv.data), saved, B, T, C, NH,

@@ -93,7 +93,9 @@ struct OnednnGemm::Impl {
         // (Mutable: each slot's own, touched only by the thread running as that slot.)
         mutable std::vector<std::unordered_map<int, dnnl::memory>> bound;
     };
-    std::map<Key, Entry> cache;  // a handful of shapes per model, two blocks each
+    // A handful of block shapes per linear layer; attention's (prepare): up to 2·T/64 per
+    // product and sequence length. Kept for the backend's life: a run repeats its shapes.
+    std::map<Key, Entry> cache;
     struct Slot {                // one per thread of a product: a stream and a scratchpad
         dnnl::stream strm;
         std::vector<uint8_t> scratch;

@@ -145,42 +145,61 @@ TEST_P(CpuBf16Attention, ProbabilitiesAreRoundedBeforeTheirProduct) {
 }
 
 // Forward and backward on random inputs, each way: the fraction of stored bf16 values that
-// are bitwise equal between the two.
+// are bitwise equal between the two. GQA, MHA with a sliding window, documents.
 TEST(CpuBf16AttentionWays, AgreeButForTheOrderOfSums) {
     std::string why;
     auto blas = backend_of({CpuMatmul::Openblas, 2}, &why);
     auto dnn = backend_of({CpuMatmul::Onednn, 2}, &why);
     if (!dnn) GTEST_SKIP() << why;
     ASSERT_TRUE(blas);
-    const int B = 2, T = 150, NH = 4, NKV = 2, hs = 16, C = NH * hs;
-    const int W = (NH + 2 * NKV) * hs;
-    const std::vector<float> qkv = ref::random_floats((size_t)B * T * W, 3, -2, 2);
-    const std::vector<float> dout = ref::random_floats((size_t)B * T * C, 4, -1, 1);
-    const AttentionShape shape = AttentionShape::from_width(B, T, C, NH, NKV);
-    struct Result {
-        std::vector<uint16_t> out, dqkv;
+    struct Case {
+        int B, T, NH, NKV, hs, window;
+        std::vector<int> lens;  // documents: example lengths, cycled over each row; empty: none
     };
-    auto run = [&](trt::Backend& be) {
-        Tensor16 in(be, qkv), o(be, (size_t)B * T * C), d(be, dout), dq(be, qkv.size());
-        Floats saved(be, be.attention_saved_floats(shape));
-        Floats scratch(be, be.attention_scratch_floats(shape));
-        be.attention_forward(o.act(), saved.data, in.cact(), shape);
-        be.attention_backward(dq.act(), scratch.data, d.cact(), in.cact(), saved.data, shape);
-        return Result{o.host(), dq.host()};
-    };
-    const Result a = run(*blas), b = run(*dnn);
-    auto same = [](const std::vector<uint16_t>& x, const std::vector<uint16_t>& y) {
-        size_t n = 0;
-        for (size_t i = 0; i < x.size(); i++) n += x[i] == y[i];
-        return (double)n / (double)x.size();
-    };
-    const double out_same = same(a.out, b.out), dqkv_same = same(a.dqkv, b.dqkv);
-    std::printf(
-        "[  agree   ] bf16 attention, openblas vs onednn: out %.4f, dqkv %.4f "
-        "bitwise equal\n",
-        out_same, dqkv_same);
-    EXPECT_GE(out_same, 0.99);
-    EXPECT_GE(dqkv_same, 0.98);
+    for (const Case& k : {Case{2, 150, 4, 2, 16, 0, {}}, Case{2, 130, 3, 3, 32, 40, {}},
+                          Case{2, 150, 6, 2, 8, 0, {70, 10, 1, 69}}}) {
+        const int B = k.B, T = k.T, NH = k.NH, NKV = k.NKV, hs = k.hs, C = NH * hs;
+        const int W = (NH + 2 * NKV) * hs;
+        SCOPED_TRACE(testing::Message() << "T " << T << " NH " << NH << " NKV " << NKV << " window "
+                                        << k.window << " documents " << k.lens.size());
+        const std::vector<float> qkv = ref::random_floats((size_t)B * T * W, 3, -2, 2);
+        const std::vector<float> dout = ref::random_floats((size_t)B * T * C, 4, -1, 1);
+        std::vector<int32_t> pos((size_t)B * T);  // each row's position in its example
+        for (int b = 0; b < B; b++)
+            for (int t = 0, e = 0, start = 0; t < T; t++) {
+                if (!k.lens.empty() && t - start == k.lens[e % k.lens.size()]) {
+                    start = t;
+                    e++;
+                }
+                pos[(size_t)b * T + t] = t - start;
+            }
+        AttentionShape shape = AttentionShape::from_width(B, T, C, NH, NKV).with_window(k.window);
+        if (!k.lens.empty()) shape = shape.with_pos(pos.data());  // (CPU: host memory)
+        struct Result {
+            std::vector<uint16_t> out, dqkv;
+        };
+        auto run = [&](trt::Backend& be) {
+            Tensor16 in(be, qkv), o(be, (size_t)B * T * C), d(be, dout), dq(be, qkv.size());
+            Floats saved(be, be.attention_saved_floats(shape));
+            Floats scratch(be, be.attention_scratch_floats(shape));
+            be.attention_forward(o.act(), saved.data, in.cact(), shape);
+            be.attention_backward(dq.act(), scratch.data, d.cact(), in.cact(), saved.data, shape);
+            return Result{o.host(), dq.host()};
+        };
+        const Result a = run(*blas), b = run(*dnn);
+        auto same = [](const std::vector<uint16_t>& x, const std::vector<uint16_t>& y) {
+            size_t n = 0;
+            for (size_t i = 0; i < x.size(); i++) n += x[i] == y[i];
+            return (double)n / (double)x.size();
+        };
+        const double out_same = same(a.out, b.out), dqkv_same = same(a.dqkv, b.dqkv);
+        std::printf(
+            "[  agree   ] bf16 attention T%d NH%d NKV%d window %d documents %zu, "
+            "openblas vs onednn: out %.4f, dqkv %.4f bitwise equal\n",
+            T, NH, NKV, k.window, k.lens.size(), out_same, dqkv_same);
+        EXPECT_GE(out_same, 0.99);
+        EXPECT_GE(dqkv_same, 0.98);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ways, CpuBf16Attention,
