@@ -161,10 +161,15 @@ private:
     template <size_t K, typename Fn>
     void by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], Fn&& fn,
                  size_t min_rows = 64);  // 64: row ops
+    // Row-independent ops: cache-sized blocks of rows over the threads, each widened, run on
+    // its thread (fn(r0, rows, f, threads = 1)) and rounded back (cpu_lowp.cpp).
+    template <size_t K, typename Fn>
+    void by_row_blocks(size_t rows_total, const RowArg (&args)[K], Fn&& fn);
     float* scratch(size_t floats);
-    // rows × width elements of `a` from row r0 (strided: a.ld) to contiguous fp32 and back.
-    void widen_rows(const RowArg& a, size_t r0, size_t rows, float* f) const;
-    void narrow_rows(const RowArg& a, size_t r0, size_t rows, const float* f) const;
+    // rows × width elements of `a` from row r0 (strided: a.ld) to contiguous fp32 and back,
+    // on `threads` threads.
+    void widen_rows(const RowArg& a, size_t r0, size_t rows, float* f, int threads) const;
+    void narrow_rows(const RowArg& a, size_t r0, size_t rows, const float* f, int threads) const;
     // Rows of an attention chunk: enough whole sequences to give every thread a head.
     size_t attention_min_rows(int T, int NH) const;
     // Attention on the stored bf16 values by oneDNN's bf16 matmuls (cpu_ops.h), where the

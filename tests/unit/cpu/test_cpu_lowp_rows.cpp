@@ -1,0 +1,203 @@
+// The bf16 mode's row-independent ops (cpu_lowp.cpp, by_row_blocks: cache-sized blocks of
+// rows over the threads, each widened, run by the fp32 kernel on its own thread, rounded back)
+// must give exactly round(fp32 op on the widened inputs): bit for bit in the bf16 outputs and
+// in the fp32 statistics, whatever the block size (rows not a multiple of it; one row wider
+// than a block) and thread count. An offset the block loop gets wrong (a slot's scratch, a
+// block's first row, its statistics) fails here.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/bf16.h"
+#include "cpu/reference_ops.h"
+
+namespace {
+
+using trt::DType;
+
+// One op's tensors: bf16 activations (inputs and outputs) and fp32 side outputs, by name.
+struct OpRun {
+    std::string name;
+    std::vector<size_t> act_in;   // sizes of the bf16 inputs
+    std::vector<size_t> act_out;  // sizes of the bf16 outputs
+    std::vector<size_t> f32_out;  // sizes of the fp32 outputs (statistics)
+    // Calls the op on `be`: activations as Act/ConstAct of `dtype` over the given buffers.
+    std::function<void(trt::Backend& be, DType dtype, const std::vector<void*>& in,
+                       const std::vector<void*>& out, const std::vector<float*>& stats,
+                       const float* w, const float* b)>
+        call;
+};
+
+struct Outputs {
+    std::vector<std::vector<uint16_t>> acts;
+    std::vector<std::vector<float>> stats;
+};
+
+// Runs `op` on `be` (bf16 activations when lowp, else fp32 ones widened from the same bf16
+// values, the outputs rounded afterwards).
+Outputs run_op(trt::Backend& be, bool lowp, const OpRun& op,
+               const std::vector<std::vector<uint16_t>>& inputs, const std::vector<float>& w,
+               const std::vector<float>& b) {
+    const size_t es = lowp ? 2 : 4;
+    const DType dtype = lowp ? DType::BF16 : DType::F32;
+    std::vector<void*> in, out;
+    std::vector<float*> stats;
+    for (const auto& x : inputs) {
+        void* d = be.alloc(x.size() * es, "in");
+        if (lowp) {
+            be.copy_to_device(d, x.data(), x.size() * 2);
+        } else {
+            std::vector<float> f(x.size());
+            for (size_t i = 0; i < x.size(); i++) f[i] = trt::bf16_to_float(x[i]);
+            be.copy_to_device(d, f.data(), f.size() * 4);
+        }
+        in.push_back(d);
+    }
+    for (size_t n : op.act_out) out.push_back(be.alloc(n * es, "out"));
+    for (size_t n : op.f32_out) stats.push_back(static_cast<float*>(be.alloc(n * 4, "stat")));
+    auto* wd = static_cast<float*>(be.alloc(w.size() * 4, "w"));
+    auto* bd = static_cast<float*>(be.alloc(b.size() * 4, "b"));
+    be.copy_to_device(wd, w.data(), w.size() * 4);
+    be.copy_to_device(bd, b.data(), b.size() * 4);
+    op.call(be, dtype, in, out, stats, wd, bd);
+    Outputs r;
+    for (size_t i = 0; i < out.size(); i++) {
+        std::vector<uint16_t> h(op.act_out[i]);
+        if (lowp) {
+            be.copy_to_host(h.data(), out[i], h.size() * 2);
+        } else {
+            std::vector<float> f(h.size());
+            be.copy_to_host(f.data(), out[i], f.size() * 4);
+            for (size_t j = 0; j < f.size(); j++) h[j] = trt::float_to_bf16(f[j]);
+        }
+        r.acts.push_back(h);
+    }
+    for (size_t i = 0; i < stats.size(); i++) {
+        std::vector<float> h(op.f32_out[i]);
+        be.copy_to_host(h.data(), stats[i], h.size() * 4);
+        r.stats.push_back(h);
+    }
+    for (void* p : in) be.free(p);
+    for (void* p : out) be.free(p);
+    for (float* p : stats) be.free(p);
+    be.free(wd);
+    be.free(bd);
+    return r;
+}
+
+std::vector<OpRun> ops(int N, int C, int F) {
+    const size_t NC = (size_t)N * C, NF = (size_t)N * F;
+    std::vector<OpRun> v;
+    v.push_back({"layernorm_forward",
+                 {NC},
+                 {NC},
+                 {(size_t)N, (size_t)N},
+                 [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto& st,
+                     const float* w, const float* b) {
+                     be.layernorm_forward(trt::Act(out[0], t), st[0], st[1],
+                                          trt::ConstAct(in[0], t), w, b, N, C);
+                 }});
+    v.push_back({"residual_layernorm_forward",
+                 {NC, NC},
+                 {NC, NC},
+                 {(size_t)N, (size_t)N},
+                 [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto& st,
+                     const float* w, const float* b) {
+                     be.residual_layernorm_forward(trt::Act(out[0], t), trt::Act(out[1], t), st[0],
+                                                   st[1], trt::ConstAct(in[0], t),
+                                                   trt::ConstAct(in[1], t), b, w, b, N, C);
+                 }});
+    v.push_back({"rmsnorm_forward",
+                 {NC},
+                 {NC},
+                 {(size_t)N},
+                 [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto& st,
+                     const float* w, const float*) {
+                     be.rmsnorm_forward(trt::Act(out[0], t), st[0], trt::ConstAct(in[0], t), w, N,
+                                        C, 1e-5f);
+                 }});
+    v.push_back({"residual_rmsnorm_forward",
+                 {NC, NC},
+                 {NC, NC},
+                 {(size_t)N},
+                 [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto& st,
+                     const float* w, const float*) {
+                     be.residual_rmsnorm_forward(trt::Act(out[0], t), trt::Act(out[1], t), st[0],
+                                                 trt::ConstAct(in[0], t), trt::ConstAct(in[1], t),
+                                                 w, N, C, 1e-6f);
+                 }});
+    v.push_back({"swiglu_forward",
+                 {2 * NF},
+                 {NF},
+                 {},
+                 [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto&,
+                     const float*, const float*) {
+                     be.swiglu_forward(trt::Act(out[0], t), trt::ConstAct(in[0], t), N, F);
+                 }});
+    v.push_back({"swiglu_backward",
+                 {2 * NF, NF},
+                 {2 * NF},
+                 {},
+                 [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto&,
+                     const float*, const float*) {
+                     be.swiglu_backward(trt::Act(out[0], t), trt::ConstAct(in[0], t),
+                                        trt::ConstAct(in[1], t), N, F);
+                 }});
+    v.push_back(
+        {"gelu_forward",
+         {NF},
+         {NF},
+         {},
+         [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto&, const float*,
+             const float*) { be.gelu_forward(trt::Act(out[0], t), trt::ConstAct(in[0], t), NF); }});
+    return v;
+}
+
+struct Shape {
+    int N, C, F;
+};
+
+class CpuLowpRows : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(CpuLowpRows, RowOpsEqualTheFp32OpOnWidenedInputsBitForBit) {
+    const Shape sh = GetParam();
+    auto fp32 = trt::make_cpu_backend(1, trt::Precision::Fp32);
+    for (int threads : {1, 3}) {
+        auto bf16 = trt::make_cpu_backend(threads, trt::Precision::Bf16);
+        ASSERT_EQ(bf16->activation_dtype(), DType::BF16);
+        const std::vector<float> w = ref::random_floats((size_t)sh.C, 5, 0.5f, 1.5f);
+        const std::vector<float> b = ref::random_floats((size_t)sh.C, 6, -0.5f, 0.5f);
+        uint32_t seed = 10;
+        for (const OpRun& op : ops(sh.N, sh.C, sh.F)) {
+            SCOPED_TRACE(op.name + " threads " + std::to_string(threads));
+            std::vector<std::vector<uint16_t>> inputs;
+            for (size_t n : op.act_in) {
+                std::vector<uint16_t> x(n);
+                const std::vector<float> f = ref::random_floats(n, seed++, -3, 3);
+                for (size_t i = 0; i < n; i++) x[i] = trt::float_to_bf16(f[i]);
+                inputs.push_back(x);
+            }
+            const Outputs want = run_op(*fp32, false, op, inputs, w, b);
+            const Outputs got = run_op(*bf16, true, op, inputs, w, b);
+            for (size_t i = 0; i < want.acts.size(); i++)
+                EXPECT_EQ(got.acts[i], want.acts[i]) << "bf16 output " << i;
+            for (size_t i = 0; i < want.stats.size(); i++)
+                EXPECT_EQ(got.stats[i], want.stats[i]) << "fp32 statistic " << i;
+        }
+    }
+}
+
+// Rows not a multiple of a block (37 · 5·300 floats: blocks of 21 rows of swiglu_backward);
+// rows wider than a block's 32 Ki floats (one row a block).
+INSTANTIATE_TEST_SUITE_P(Shapes, CpuLowpRows,
+                         ::testing::Values(Shape{333, 200, 300}, Shape{7, 12000, 12000}),
+                         [](const ::testing::TestParamInfo<Shape>& i) {
+                             return "N" + std::to_string(i.param.N) + "_C" +
+                                    std::to_string(i.param.C);
+                         });
+
+}  // namespace
