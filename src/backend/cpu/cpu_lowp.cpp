@@ -24,8 +24,10 @@ constexpr size_t kParallelConvert = size_t{1} << 16;
 // fp32 scratch per chunk: 4 Mi floats (16 MiB) fits a server's L3 and keeps every chunk of a
 // GPT-2 small step at 1000+ rows (matmuls stay efficient).
 constexpr size_t kScratchBudget = size_t{1} << 22;
-// fp32 floats of one thread's block in by_row_blocks: 128 KiB, within any server core's L2.
+// fp32 floats of one thread's block in by_row_blocks: 128 KiB, within any server core's L2;
+// by_row_blocks_summed's: 2 MiB (128 rows of a norm's backward up to C = 1365).
 constexpr size_t kBlockBudget = size_t{1} << 15;
+constexpr size_t kSummedBlockBudget = size_t{1} << 19;
 // Matmul chunks are taller: each chunk re-reads the weight (and the weight gradient), which
 // for the output head is [Vp, C] — 1024 rows keep that traffic a few percent of the product.
 constexpr size_t kMinMatmulChunkRows = 1024;
@@ -263,10 +265,21 @@ size_t LowpBackend::planned_scratch_floats(const ModelDims& d) const {
         rows = rows ? rows : N;
         most = std::max(most, chunk_rows(row_floats, unit, rows, min_rows) * row_floats);
     };
-    // Row ops: norms and their residual fusions, the classifier, SwiGLU's backward; GELU's
-    // backward under fp16, or without a bias gradient (bf16 sums one in place).
-    for (size_t row : {4 * C, 3 * C, Vp}) chunk(row, 1, 64);
-    if (d.gated_mlp) chunk(5 * F, 1, 64);
+    // Row ops: the classifier; GELU's backward under fp16, or without a bias gradient (bf16
+    // sums one in place). The norms, their residual fusions and SwiGLU run in row blocks per
+    // thread (by_row_blocks): at most a block's budget each (or one row), and the norms'
+    // backward (3 C floats a row) their per-block partial sums.
+    chunk(Vp, 1, 64);
+    // block rows: a row-block loop's scratch (its team's blocks) beside `extra` per block.
+    auto blocks_of = [&](size_t row, size_t rows, size_t extra) {
+        rows = std::min(rows, N);
+        const size_t blocks = (N + rows - 1) / rows;
+        const size_t slots = (size_t)row_block_team(blocks, N * row);
+        most = std::max(most, slots * rows * row + blocks * extra);
+    };
+    for (size_t row : {4 * C, 5 * UP / 2})
+        blocks_of(row, std::max(kBlockBudget / row, size_t{1}), 0);
+    blocks_of(3 * C, std::clamp<size_t>(kSummedBlockBudget / (3 * C), 1, (size_t)kRowBlock), 2 * C);
     if (!d.gated_mlp && (dtype_ != DType::BF16 || d.frozen_up_bias)) chunk(3 * F, 1, 64);
     if (d.attention_dropout) chunk(2, 1, 64, N * C);  // elementwise dropout of [N, C]
     // Attention (but on the bf16 values, where it widens nothing).
@@ -337,6 +350,12 @@ void LowpBackend::by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K
     }
 }
 
+// The team of a row-block loop: no more threads than blocks (each thread's scratch is one
+// block), none for a small op.
+int LowpBackend::row_block_team(size_t blocks, size_t floats) const {
+    return (int)std::min<size_t>(blocks, (size_t)team(floats, threads_));
+}
+
 // Ops whose rows are independent of each other (no sum over rows): blocks of rows small
 // enough for a thread's own cache (kBlockBudget floats over every tensor), the blocks spread
 // over the threads, each widened, run by the fp32 kernel on that thread alone (fn's `threads`:
@@ -358,11 +377,12 @@ void LowpBackend::by_row_blocks(size_t rows_total, const RowArg (&args)[K], Fn&&
     block = std::min(block, rows_total);
     const size_t blocks = (rows_total + block - 1) / block;
     const size_t per_slot = block * row_floats;
-    float* base = scratch(std::max<size_t>((size_t)std::max(threads_, 1) * per_slot, 1));
-    parallel_for_slots(blocks, team(rows_total * row_floats, threads_), [&](size_t bi, int slot) {
+    const int team_size = row_block_team(blocks, rows_total * row_floats);
+    float* base = scratch(std::max<size_t>((size_t)team_size * per_slot, 1));
+    parallel_for_slots(blocks, team_size, [&](size_t bi, int slot) {
         const size_t r0 = bi * block, rows = std::min(block, rows_total - r0);
         float* f[K];
-        size_t off = (size_t)slot * per_slot;
+        size_t off = (size_t)(slot % team_size) * per_slot;  // (a team of one: slot 0's)
         for (size_t i = 0; i < K; i++) {
             const RowArg& a = args[i];
             f[i] = nullptr;
@@ -377,6 +397,66 @@ void LowpBackend::by_row_blocks(size_t rows_total, const RowArg (&args)[K], Fn&&
             if (a.data && a.dir != Dir::In) narrow_rows(a, r0, rows, f[i], 1);
         }
     });
+}
+
+// The same for row ops that also sum over their rows into fp32 parameter gradients (dst[k]
+// [widths[k]] +=): blocks of kRowBlock rows (cpu_common.h), each block's kernel summing into
+// its own zeroed partials (fn's sums[k]), then dst[k] += the blocks' partials added in block
+// order — the grouping of the fp32 kernels' own column sums (norm_backward_job), so the sums
+// are the fp32 op's on the widened rows, bit for bit. Where 128 rows of every tensor would
+// pass kSummedBlockBudget (a norm's backward from C = 1366 on), blocks of fewer rows: the sums
+// grouped by those blocks (the same for every thread count, not the fp32 op's bits).
+template <size_t K, size_t S, typename Fn>
+void LowpBackend::by_row_blocks_summed(size_t rows_total, const RowArg (&args)[K],
+                                       float* const (&dst)[S], const size_t (&widths)[S], Fn&& fn) {
+    if (rows_total == 0) return;
+    size_t row_floats = 0, sum_floats = 0;
+    for (const RowArg& a : args) {
+        TRT_CHECK(!a.data || a.dtype == dtype_,
+                  "cpu backend in low precision: an activation view of another dtype");
+        if (a.data) row_floats += a.width;
+    }
+    for (size_t w : widths) sum_floats += w;
+    size_t block =
+        std::clamp<size_t>(kSummedBlockBudget / std::max<size_t>(row_floats, 1), 1, kRowBlock);
+    if (const size_t forced = g_test_chunk_rows.load()) block = forced;
+    block = std::min(block, rows_total);
+    const size_t blocks = (rows_total + block - 1) / block;
+    const size_t per_slot = block * row_floats;
+    const int team_size = row_block_team(blocks, rows_total * row_floats);
+    float* base = scratch(std::max<size_t>((size_t)team_size * per_slot + blocks * sum_floats, 1));
+    float* partials = base + (size_t)team_size * per_slot;  // [blocks][S sums of widths[k]]
+    std::fill_n(partials, blocks * sum_floats, 0.0f);
+    parallel_for_slots(blocks, team_size, [&](size_t bi, int slot) {
+        const size_t r0 = bi * block, rows = std::min(block, rows_total - r0);
+        float* f[K];
+        size_t off = (size_t)(slot % team_size) * per_slot;
+        for (size_t i = 0; i < K; i++) {
+            const RowArg& a = args[i];
+            f[i] = nullptr;
+            if (!a.data) continue;
+            f[i] = base + off;
+            off += rows * a.width;
+            if (a.dir != Dir::Out) widen_rows(a, r0, rows, f[i], 1);
+        }
+        float* sums[S];
+        float* p = partials + bi * sum_floats;
+        for (size_t k = 0; k < S; p += widths[k], k++) sums[k] = dst[k] ? p : nullptr;
+        fn(r0, rows, f, sums, 1);
+        for (size_t i = 0; i < K; i++) {
+            const RowArg& a = args[i];
+            if (a.data && a.dir != Dir::In) narrow_rows(a, r0, rows, f[i], 1);
+        }
+    });
+    size_t at = 0;
+    for (size_t k = 0; k < S; at += widths[k], k++) {
+        if (!dst[k]) continue;
+        for (size_t j = 0; j < widths[k]; j++) {
+            float sum = partials[at + j];
+            for (size_t b = 1; b < blocks; b++) sum += partials[b * sum_floats + at + j];
+            dst[k][j] += sum;
+        }
+    }
 }
 
 // ---- the working copy
@@ -482,10 +562,13 @@ void LowpBackend::layernorm_backward(Act dinp, float* dw, float* db, ConstAct do
                                      const float* w, const float* mean, const float* rstd, int N,
                                      int C) {
     const RowArg args[] = {{dinp, (size_t)C, Dir::InOut}, {dout, (size_t)C}, {inp, (size_t)C}};
-    by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
-        cpu::layernorm_backward(f[0], dw, db, f[1], f[2], w, mean + r0, rstd + r0, (int)rows, C,
-                                threads_);
-    });
+    float* const sums[] = {dw, db};
+    const size_t widths[] = {(size_t)C, (size_t)C};
+    by_row_blocks_summed((size_t)N, args, sums, widths,
+                         [&](size_t r0, size_t rows, float** f, float** acc, int threads) {
+                             cpu::layernorm_backward(f[0], acc[0], acc[1], f[1], f[2], w, mean + r0,
+                                                     rstd + r0, (int)rows, C, threads);
+                         });
 }
 
 void LowpBackend::residual_layernorm_forward(Act res_out, Act out, float* mean, float* rstd,
@@ -512,9 +595,13 @@ void LowpBackend::rmsnorm_forward(Act out, float* rstd, ConstAct inp, const floa
 void LowpBackend::rmsnorm_backward(Act dinp, float* dw, ConstAct dout, ConstAct inp, const float* w,
                                    const float* rstd, int N, int C) {
     const RowArg args[] = {{dinp, (size_t)C, Dir::InOut}, {dout, (size_t)C}, {inp, (size_t)C}};
-    by_rows((size_t)N, 1, args, [&](size_t r0, size_t rows, float** f) {
-        cpu::rmsnorm_backward(f[0], dw, f[1], f[2], w, rstd + r0, (int)rows, C, threads_);
-    });
+    float* const sums[] = {dw};
+    const size_t widths[] = {(size_t)C};
+    by_row_blocks_summed((size_t)N, args, sums, widths,
+                         [&](size_t r0, size_t rows, float** f, float** acc, int threads) {
+                             cpu::rmsnorm_backward(f[0], acc[0], f[1], f[2], w, rstd + r0,
+                                                   (int)rows, C, threads);
+                         });
 }
 
 void LowpBackend::residual_rmsnorm_forward(Act res_out, Act out, float* rstd, ConstAct a,

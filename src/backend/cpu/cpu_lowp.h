@@ -163,8 +163,14 @@ private:
                  size_t min_rows = 64);  // 64: row ops
     // Row-independent ops: cache-sized blocks of rows over the threads, each widened, run on
     // its thread (fn(r0, rows, f, threads = 1)) and rounded back (cpu_lowp.cpp).
+    int row_block_team(size_t blocks, size_t floats) const;
     template <size_t K, typename Fn>
     void by_row_blocks(size_t rows_total, const RowArg (&args)[K], Fn&& fn);
+    // ... and with sums over the rows into fp32 dst[k] [widths[k]] (+=), in the fp32 kernels'
+    // own grouping: fn(r0, rows, f, sums, threads = 1), sums[k] the block's zeroed partials.
+    template <size_t K, size_t S, typename Fn>
+    void by_row_blocks_summed(size_t rows_total, const RowArg (&args)[K], float* const (&dst)[S],
+                              const size_t (&widths)[S], Fn&& fn);
     float* scratch(size_t floats);
     // rows × width elements of `a` from row r0 (strided: a.ld) to contiguous fp32 and back,
     // on `threads` threads.

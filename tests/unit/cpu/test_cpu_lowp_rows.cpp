@@ -1,14 +1,17 @@
-// The bf16 mode's row-independent ops (cpu_lowp.cpp, by_row_blocks: cache-sized blocks of
-// rows over the threads, each widened, run by the fp32 kernel on its own thread, rounded back)
-// must give exactly round(fp32 op on the widened inputs): bit for bit in the bf16 outputs and
-// in the fp32 statistics, whatever the block size (rows not a multiple of it; one row wider
-// than a block) and thread count. An offset the block loop gets wrong (a slot's scratch, a
-// block's first row, its statistics) fails here.
+// The bf16 mode's row ops in blocks (cpu_lowp.cpp, by_row_blocks: cache-sized blocks of rows
+// over the threads, each widened, run by the fp32 kernel on its own thread, rounded back; the
+// norms' backward with their parameter gradients summed per 128-row block, as the fp32 kernels
+// group them) must give exactly round(fp32 op on the widened inputs): bit for bit in the bf16
+// outputs (incl. the += of dinp) and in the fp32 statistics and parameter gradients (+=),
+// whatever the block size (rows not a multiple of it; one row wider than a block) and thread
+// count. An offset the block loop gets wrong (a slot's scratch, a block's first row, its
+// statistics, its partial sums) fails here.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -19,17 +22,20 @@ namespace {
 
 using trt::DType;
 
+// The ops' calls: in (bf16 inputs), fin (fp32 inputs), out (bf16 outputs), st (fp32 outputs).
+using Call = std::function<void(trt::Backend&, DType, const std::vector<void*>&,
+                                const std::vector<float*>&, const std::vector<void*>&,
+                                const std::vector<float*>&, const float*, const float*)>;
+using Sizes = std::vector<size_t>;
+
 // One op's tensors: bf16 activations (inputs and outputs) and fp32 side outputs, by name.
 struct OpRun {
     std::string name;
     std::vector<size_t> act_in;   // sizes of the bf16 inputs
-    std::vector<size_t> act_out;  // sizes of the bf16 outputs
-    std::vector<size_t> f32_out;  // sizes of the fp32 outputs (statistics)
-    // Calls the op on `be`: activations as Act/ConstAct of `dtype` over the given buffers.
-    std::function<void(trt::Backend& be, DType dtype, const std::vector<void*>& in,
-                       const std::vector<void*>& out, const std::vector<float*>& stats,
-                       const float* w, const float* b)>
-        call;
+    std::vector<size_t> f32_in;   // sizes of the fp32 inputs (saved statistics)
+    std::vector<size_t> act_out;  // sizes of the bf16 outputs (or += accumulators)
+    std::vector<size_t> f32_out;  // sizes of the fp32 outputs (statistics, or += gradients)
+    Call call;                    // the op on `be`, activations as Act/ConstAct of the dtype
 };
 
 struct Outputs {
@@ -39,15 +45,18 @@ struct Outputs {
 
 // Runs `op` on `be` (bf16 activations when lowp, else fp32 ones widened from the same bf16
 // values, the outputs rounded afterwards).
+// Every output starts from the same values (acts: as bf16; fp32 ones as given): the +=
+// accumulators add to them, the others overwrite them.
 Outputs run_op(trt::Backend& be, bool lowp, const OpRun& op,
-               const std::vector<std::vector<uint16_t>>& inputs, const std::vector<float>& w,
-               const std::vector<float>& b) {
+               const std::vector<std::vector<uint16_t>>& inputs,
+               const std::vector<std::vector<float>>& f32_inputs, const Outputs& start,
+               const std::vector<float>& w, const std::vector<float>& b) {
     const size_t es = lowp ? 2 : 4;
     const DType dtype = lowp ? DType::BF16 : DType::F32;
     std::vector<void*> in, out;
     std::vector<float*> stats;
-    for (const auto& x : inputs) {
-        void* d = be.alloc(x.size() * es, "in");
+    auto upload = [&](const std::vector<uint16_t>& x) {
+        void* d = be.alloc(x.size() * es, "act");
         if (lowp) {
             be.copy_to_device(d, x.data(), x.size() * 2);
         } else {
@@ -55,15 +64,24 @@ Outputs run_op(trt::Backend& be, bool lowp, const OpRun& op,
             for (size_t i = 0; i < x.size(); i++) f[i] = trt::bf16_to_float(x[i]);
             be.copy_to_device(d, f.data(), f.size() * 4);
         }
-        in.push_back(d);
+        return d;
+    };
+    for (const auto& x : inputs) in.push_back(upload(x));
+    std::vector<float*> fin;
+    for (const auto& x : f32_inputs) {
+        fin.push_back(static_cast<float*>(be.alloc(x.size() * 4, "fp32 in")));
+        be.copy_to_device(fin.back(), x.data(), x.size() * 4);
     }
-    for (size_t n : op.act_out) out.push_back(be.alloc(n * es, "out"));
-    for (size_t n : op.f32_out) stats.push_back(static_cast<float*>(be.alloc(n * 4, "stat")));
+    for (const auto& x : start.acts) out.push_back(upload(x));
+    for (const auto& x : start.stats) {
+        stats.push_back(static_cast<float*>(be.alloc(x.size() * 4, "stat")));
+        be.copy_to_device(stats.back(), x.data(), x.size() * 4);
+    }
     auto* wd = static_cast<float*>(be.alloc(w.size() * 4, "w"));
     auto* bd = static_cast<float*>(be.alloc(b.size() * 4, "b"));
     be.copy_to_device(wd, w.data(), w.size() * 4);
     be.copy_to_device(bd, b.data(), b.size() * 4);
-    op.call(be, dtype, in, out, stats, wd, bd);
+    op.call(be, dtype, in, fin, out, stats, wd, bd);
     Outputs r;
     for (size_t i = 0; i < out.size(); i++) {
         std::vector<uint16_t> h(op.act_out[i]);
@@ -82,6 +100,7 @@ Outputs run_op(trt::Backend& be, bool lowp, const OpRun& op,
         r.stats.push_back(h);
     }
     for (void* p : in) be.free(p);
+    for (float* p : fin) be.free(p);
     for (void* p : out) be.free(p);
     for (float* p : stats) be.free(p);
     be.free(wd);
@@ -90,70 +109,64 @@ Outputs run_op(trt::Backend& be, bool lowp, const OpRun& op,
 }
 
 std::vector<OpRun> ops(int N, int C, int F) {
-    const size_t NC = (size_t)N * C, NF = (size_t)N * F;
+    const size_t NC = (size_t)N * C, NF = (size_t)N * F, n = (size_t)N, c = (size_t)C;
     std::vector<OpRun> v;
-    v.push_back({"layernorm_forward",
-                 {NC},
-                 {NC},
-                 {(size_t)N, (size_t)N},
-                 [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto& st,
-                     const float* w, const float* b) {
-                     be.layernorm_forward(trt::Act(out[0], t), st[0], st[1],
-                                          trt::ConstAct(in[0], t), w, b, N, C);
-                 }});
-    v.push_back({"residual_layernorm_forward",
-                 {NC, NC},
-                 {NC, NC},
-                 {(size_t)N, (size_t)N},
-                 [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto& st,
-                     const float* w, const float* b) {
-                     be.residual_layernorm_forward(trt::Act(out[0], t), trt::Act(out[1], t), st[0],
-                                                   st[1], trt::ConstAct(in[0], t),
-                                                   trt::ConstAct(in[1], t), b, w, b, N, C);
-                 }});
-    v.push_back({"rmsnorm_forward",
-                 {NC},
-                 {NC},
-                 {(size_t)N},
-                 [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto& st,
-                     const float* w, const float*) {
-                     be.rmsnorm_forward(trt::Act(out[0], t), st[0], trt::ConstAct(in[0], t), w, N,
-                                        C, 1e-5f);
-                 }});
-    v.push_back({"residual_rmsnorm_forward",
-                 {NC, NC},
-                 {NC, NC},
-                 {(size_t)N},
-                 [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto& st,
-                     const float* w, const float*) {
-                     be.residual_rmsnorm_forward(trt::Act(out[0], t), trt::Act(out[1], t), st[0],
-                                                 trt::ConstAct(in[0], t), trt::ConstAct(in[1], t),
-                                                 w, N, C, 1e-6f);
-                 }});
-    v.push_back({"swiglu_forward",
-                 {2 * NF},
-                 {NF},
-                 {},
-                 [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto&,
-                     const float*, const float*) {
-                     be.swiglu_forward(trt::Act(out[0], t), trt::ConstAct(in[0], t), N, F);
-                 }});
-    v.push_back({"swiglu_backward",
-                 {2 * NF, NF},
-                 {2 * NF},
-                 {},
-                 [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto&,
-                     const float*, const float*) {
-                     be.swiglu_backward(trt::Act(out[0], t), trt::ConstAct(in[0], t),
-                                        trt::ConstAct(in[1], t), N, F);
-                 }});
-    v.push_back(
-        {"gelu_forward",
-         {NF},
-         {NF},
-         {},
-         [=](trt::Backend& be, DType t, const auto& in, const auto& out, const auto&, const float*,
-             const float*) { be.gelu_forward(trt::Act(out[0], t), trt::ConstAct(in[0], t), NF); }});
+    auto add = [&](const char* name, Sizes act_in, Sizes f32_in, Sizes act_out, Sizes f32_out,
+                   Call call) {
+        OpRun op;
+        op.name = name;
+        op.act_in = std::move(act_in);
+        op.f32_in = std::move(f32_in);
+        op.act_out = std::move(act_out);
+        op.f32_out = std::move(f32_out);
+        op.call = std::move(call);
+        v.push_back(std::move(op));
+    };
+    using A = trt::Act;
+    using CA = trt::ConstAct;
+    add("layernorm_forward", {NC}, {}, {NC}, {n, n},
+        [=](trt::Backend& be, DType t, const auto& in, const auto&, const auto& out, const auto& st,
+            const float* w, const float* b) {
+            be.layernorm_forward(A(out[0], t), st[0], st[1], CA(in[0], t), w, b, N, C);
+        });
+    add("residual_layernorm_forward", {NC, NC}, {}, {NC, NC}, {n, n},
+        [=](trt::Backend& be, DType t, const auto& in, const auto&, const auto& out, const auto& st,
+            const float* w, const float* b) {
+            be.residual_layernorm_forward(A(out[0], t), A(out[1], t), st[0], st[1], CA(in[0], t),
+                                          CA(in[1], t), b, w, b, N, C);
+        });
+    add("layernorm_backward", {NC, NC}, {n, n}, {NC}, {c, c},
+        [=](trt::Backend& be, DType t, const auto& in, const auto& fin, const auto& out,
+            const auto& st, const float* w, const float*) {
+            be.layernorm_backward(A(out[0], t), st[0], st[1], CA(in[0], t), CA(in[1], t), w, fin[0],
+                                  fin[1], N, C);
+        });
+    add("rmsnorm_forward", {NC}, {}, {NC}, {n},
+        [=](trt::Backend& be, DType t, const auto& in, const auto&, const auto& out, const auto& st,
+            const float* w, const float*) {
+            be.rmsnorm_forward(A(out[0], t), st[0], CA(in[0], t), w, N, C, 1e-5f);
+        });
+    add("residual_rmsnorm_forward", {NC, NC}, {}, {NC, NC}, {n},
+        [=](trt::Backend& be, DType t, const auto& in, const auto&, const auto& out, const auto& st,
+            const float* w, const float*) {
+            be.residual_rmsnorm_forward(A(out[0], t), A(out[1], t), st[0], CA(in[0], t),
+                                        CA(in[1], t), w, N, C, 1e-6f);
+        });
+    add("rmsnorm_backward", {NC, NC}, {n}, {NC}, {c},
+        [=](trt::Backend& be, DType t, const auto& in, const auto& fin, const auto& out,
+            const auto& st, const float* w, const float*) {
+            be.rmsnorm_backward(A(out[0], t), st[0], CA(in[0], t), CA(in[1], t), w, fin[0], N, C);
+        });
+    add("swiglu_forward", {2 * NF}, {}, {NF}, {},
+        [=](trt::Backend& be, DType t, const auto& in, const auto&, const auto& out, const auto&,
+            const float*, const float*) { be.swiglu_forward(A(out[0], t), CA(in[0], t), N, F); });
+    add("swiglu_backward", {2 * NF, NF}, {}, {2 * NF}, {},
+        [=](trt::Backend& be, DType t, const auto& in, const auto&, const auto& out, const auto&,
+            const float*,
+            const float*) { be.swiglu_backward(A(out[0], t), CA(in[0], t), CA(in[1], t), N, F); });
+    add("gelu_forward", {NF}, {}, {NF}, {},
+        [=](trt::Backend& be, DType t, const auto& in, const auto&, const auto& out, const auto&,
+            const float*, const float*) { be.gelu_forward(A(out[0], t), CA(in[0], t), NF); });
     return v;
 }
 
@@ -174,15 +187,22 @@ TEST_P(CpuLowpRows, RowOpsEqualTheFp32OpOnWidenedInputsBitForBit) {
         uint32_t seed = 10;
         for (const OpRun& op : ops(sh.N, sh.C, sh.F)) {
             SCOPED_TRACE(op.name + " threads " + std::to_string(threads));
-            std::vector<std::vector<uint16_t>> inputs;
-            for (size_t n : op.act_in) {
+            auto random_bf16 = [&](size_t n) {
                 std::vector<uint16_t> x(n);
                 const std::vector<float> f = ref::random_floats(n, seed++, -3, 3);
                 for (size_t i = 0; i < n; i++) x[i] = trt::float_to_bf16(f[i]);
-                inputs.push_back(x);
-            }
-            const Outputs want = run_op(*fp32, false, op, inputs, w, b);
-            const Outputs got = run_op(*bf16, true, op, inputs, w, b);
+                return x;
+            };
+            std::vector<std::vector<uint16_t>> inputs;
+            for (size_t n : op.act_in) inputs.push_back(random_bf16(n));
+            std::vector<std::vector<float>> f32_inputs;  // mean, rstd (positive)
+            for (size_t n : op.f32_in)
+                f32_inputs.push_back(ref::random_floats(n, seed++, 0.5f, 2.0f));
+            Outputs start;
+            for (size_t n : op.act_out) start.acts.push_back(random_bf16(n));
+            for (size_t n : op.f32_out) start.stats.push_back(ref::random_floats(n, seed++));
+            const Outputs want = run_op(*fp32, false, op, inputs, f32_inputs, start, w, b);
+            const Outputs got = run_op(*bf16, true, op, inputs, f32_inputs, start, w, b);
             for (size_t i = 0; i < want.acts.size(); i++)
                 EXPECT_EQ(got.acts[i], want.acts[i]) << "bf16 output " << i;
             for (size_t i = 0; i < want.stats.size(); i++)
