@@ -13,7 +13,9 @@
 //
 // How: a decorator over the fp32 CPU backend (LowpBackend, below). Each op converts a chunk of
 // rows of its low-precision inputs into fp32 scratch, runs the fp32 kernel of cpu_ops.h on the
-// chunk and rounds its outputs back (round to nearest even).
+// chunk and rounds its outputs back (round to nearest even); the norms, SwiGLU and GELU do
+// the same per thread on cache-sized blocks of rows (by_row_blocks), and attention on bf16
+// values with oneDNN runs on the stored values (cpu_ops.h).
 // Chunks are a fixed number of rows for a shape (never dependent on the thread count), small
 // enough to stay in cache: results are reproducible and the conversions cost a pass over
 // memory, not a second copy of the activations. Every op's rows are independent, or (the
