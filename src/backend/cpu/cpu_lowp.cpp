@@ -28,6 +28,15 @@ constexpr size_t kScratchBudget = size_t{1} << 22;
 // by_row_blocks_summed's: 2 MiB (128 rows of a norm's backward up to C = 1365).
 constexpr size_t kBlockBudget = size_t{1} << 15;
 constexpr size_t kSummedBlockBudget = size_t{1} << 19;
+// Rows a block may hold: by_row_blocks' cache budget; a summed loop's kRowBlock (the fp32
+// kernels' grouping) within its larger budget.
+size_t block_rows(size_t row_floats) {
+    return std::max<size_t>(1, kBlockBudget / std::max<size_t>(row_floats, 1));
+}
+size_t summed_block_rows(size_t row_floats) {
+    return std::clamp<size_t>(kSummedBlockBudget / std::max<size_t>(row_floats, 1), 1,
+                              (size_t)kRowBlock);
+}
 // Matmul chunks are taller: each chunk re-reads the weight (and the weight gradient), which
 // for the output head is [Vp, C] — 1024 rows keep that traffic a few percent of the product.
 constexpr size_t kMinMatmulChunkRows = 1024;
@@ -266,20 +275,31 @@ size_t LowpBackend::planned_scratch_floats(const ModelDims& d) const {
         most = std::max(most, chunk_rows(row_floats, unit, rows, min_rows) * row_floats);
     };
     // Row ops: the classifier; GELU's backward under fp16, or without a bias gradient (bf16
-    // sums one in place). The norms, their residual fusions and SwiGLU run in row blocks per
-    // thread (by_row_blocks): at most a block's budget each (or one row), and the norms'
-    // backward (3 C floats a row) their per-block partial sums.
+    // sums one in place).
     chunk(Vp, 1, 64);
-    // block rows: a row-block loop's scratch (its team's blocks) beside `extra` per block.
-    auto blocks_of = [&](size_t row, size_t rows, size_t extra) {
-        rows = std::min(rows, N);
-        const size_t blocks = (N + rows - 1) / rows;
-        const size_t slots = (size_t)row_block_team(blocks, N * row);
-        most = std::max(most, slots * rows * row + blocks * extra);
+    // The ops in row blocks (by_row_blocks*), each by its own geometry: the norms and their
+    // residual fusions (2C, 4C a row); SwiGLU (3F, 5F) or the standalone GELU (LoRA on the up
+    // projection: elements as rows of 2); the norms' backward (3C, and dw, db); Qwen3's q/k
+    // norms over N·NH rows of one head (2 hs; backward 3 hs and dw), counted for every model
+    // (ModelDims does not say which has them; small beside the rest).
+    auto blocks = [&](size_t rows, size_t row) {
+        most = std::max(most, row_blocks(rows, row, block_rows(row), 0).scratch_floats);
     };
-    for (size_t row : {4 * C, 5 * UP / 2})
-        blocks_of(row, std::max(kBlockBudget / row, size_t{1}), 0);
-    blocks_of(3 * C, std::clamp<size_t>(kSummedBlockBudget / (3 * C), 1, (size_t)kRowBlock), 2 * C);
+    auto summed = [&](size_t rows, size_t row, size_t sums) {
+        most = std::max(most, row_blocks(rows, row, summed_block_rows(row), sums).scratch_floats);
+    };
+    const size_t hs = (size_t)dims_head_size(d), NHrows = N * (size_t)d.NH;
+    blocks(N, 2 * C);
+    blocks(N, 4 * C);
+    if (d.gated_mlp) {
+        blocks(N, 3 * F);
+        blocks(N, 5 * F);
+    } else {
+        blocks(N * F, 2);
+    }
+    summed(N, 3 * C, 2 * C);
+    blocks(NHrows, 2 * hs);
+    summed(NHrows, 3 * hs, hs);
     if (!d.gated_mlp && (dtype_ != DType::BF16 || d.frozen_up_bias)) chunk(3 * F, 1, 64);
     if (d.attention_dropout) chunk(2, 1, 64, N * C);  // elementwise dropout of [N, C]
     // Attention (but on the bf16 values, where it widens nothing).
@@ -350,12 +370,24 @@ void LowpBackend::by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K
     }
 }
 
-// The team of a row-block loop: no more threads than blocks (each thread's scratch is one
-// block), none for a small op.
-int LowpBackend::row_block_team(size_t blocks, size_t floats) const {
-    return (int)std::min<size_t>(blocks, (size_t)team(floats, threads_));
+// A row-block loop over rows_total rows of row_floats (every tensor's): blocks of at most
+// max_rows rows (the tests' forced chunk size instead, when set), a team no larger than the
+// blocks (each thread's scratch holds one block; none for a small op), and the scratch: the
+// team's blocks, then sum_floats of partial sums per block. by_row_blocks* run by it and the
+// memory plan counts by it, so the two cannot drift apart.
+LowpBackend::RowBlocks LowpBackend::row_blocks(size_t rows_total, size_t row_floats,
+                                               size_t max_rows, size_t sum_floats) const {
+    RowBlocks g;
+    g.block = max_rows;
+    if (const size_t forced = g_test_chunk_rows.load()) g.block = forced;
+    g.block = std::clamp<size_t>(g.block, 1, std::max<size_t>(rows_total, 1));
+    g.blocks = (rows_total + g.block - 1) / g.block;
+    g.team = (int)std::max<size_t>(
+        1, std::min<size_t>(g.blocks, (size_t)team(rows_total * row_floats, threads_)));
+    g.per_slot = g.block * row_floats;
+    g.scratch_floats = (size_t)g.team * g.per_slot + g.blocks * sum_floats;
+    return g;
 }
-
 // Ops whose rows are independent of each other (no sum over rows): blocks of rows small
 // enough for a thread's own cache (kBlockBudget floats over every tensor), the blocks spread
 // over the threads, each widened, run by the fp32 kernel on that thread alone (fn's `threads`:
@@ -372,14 +404,11 @@ void LowpBackend::by_row_blocks(size_t rows_total, const RowArg (&args)[K], Fn&&
                   "cpu backend in low precision: an activation view of another dtype");
         if (a.data) row_floats += a.width;
     }
-    size_t block = std::max<size_t>(1, kBlockBudget / std::max<size_t>(row_floats, 1));
-    if (const size_t forced = g_test_chunk_rows.load()) block = forced;
-    block = std::min(block, rows_total);
-    const size_t blocks = (rows_total + block - 1) / block;
-    const size_t per_slot = block * row_floats;
-    const int team_size = row_block_team(blocks, rows_total * row_floats);
-    float* base = scratch(std::max<size_t>((size_t)team_size * per_slot, 1));
-    parallel_for_slots(blocks, team_size, [&](size_t bi, int slot) {
+    const RowBlocks g = row_blocks(rows_total, row_floats, block_rows(row_floats), 0);
+    const size_t block = g.block, per_slot = g.per_slot;
+    const int team_size = g.team;
+    float* base = scratch(std::max<size_t>(g.scratch_floats, 1));
+    parallel_for_slots(g.blocks, team_size, [&](size_t bi, int slot) {
         const size_t r0 = bi * block, rows = std::min(block, rows_total - r0);
         float* f[K];
         size_t off = (size_t)(slot % team_size) * per_slot;  // (a team of one: slot 0's)
@@ -417,14 +446,11 @@ void LowpBackend::by_row_blocks_summed(size_t rows_total, const RowArg (&args)[K
         if (a.data) row_floats += a.width;
     }
     for (size_t w : widths) sum_floats += w;
-    size_t block =
-        std::clamp<size_t>(kSummedBlockBudget / std::max<size_t>(row_floats, 1), 1, kRowBlock);
-    if (const size_t forced = g_test_chunk_rows.load()) block = forced;
-    block = std::min(block, rows_total);
-    const size_t blocks = (rows_total + block - 1) / block;
-    const size_t per_slot = block * row_floats;
-    const int team_size = row_block_team(blocks, rows_total * row_floats);
-    float* base = scratch(std::max<size_t>((size_t)team_size * per_slot + blocks * sum_floats, 1));
+    const RowBlocks g =
+        row_blocks(rows_total, row_floats, summed_block_rows(row_floats), sum_floats);
+    const size_t block = g.block, blocks = g.blocks, per_slot = g.per_slot;
+    const int team_size = g.team;
+    float* base = scratch(std::max<size_t>(g.scratch_floats, 1));
     float* partials = base + (size_t)team_size * per_slot;  // [blocks][S sums of widths[k]]
     std::fill_n(partials, blocks * sum_floats, 0.0f);
     parallel_for_slots(blocks, team_size, [&](size_t bi, int slot) {
@@ -530,7 +556,8 @@ const float* LowpBackend::parameter_operand(const float* p, size_t count, Rounde
     return slot.data;
 }
 
-// ---- ops: each is its fp32 kernel (cpu_ops.h) on fp32 chunks of rows.
+// ---- ops: each is its fp32 kernel (cpu_ops.h) on fp32 chunks (by_rows) or blocks of rows
+// (by_row_blocks*).
 
 void LowpBackend::encoder_forward(Act out, const int32_t* inputs, const float* wte,
                                   const float* wpe, int B, int T, int C, const int32_t* pos) {

@@ -13,14 +13,15 @@
 //
 // How: a decorator over the fp32 CPU backend (LowpBackend, below). Each op converts a chunk of
 // rows of its low-precision inputs into fp32 scratch, runs the fp32 kernel of cpu_ops.h on the
-// chunk and rounds its outputs back (round to nearest even); the norms, SwiGLU and GELU do
-// the same per thread on cache-sized blocks of rows (by_row_blocks), and attention on bf16
-// values with oneDNN runs on the stored values (cpu_ops.h).
-// Chunks are a fixed number of rows for a shape (never dependent on the thread count), small
-// enough to stay in cache: results are reproducible and the conversions cost a pass over
-// memory, not a second copy of the activations. Every op's rows are independent, or (the
-// parameter gradients) accumulate with +=, so chunking changes no result beyond the order of
-// those sums.
+// chunk and rounds its outputs back (round to nearest even); the norms, SwiGLU and the
+// standalone GELU do the same per thread on cache-sized blocks of rows (by_row_blocks), and
+// attention on bf16 values with oneDNN runs on the stored values (cpu_ops.h).
+// Chunks and blocks are a fixed number of rows for a shape (never dependent on the thread
+// count): results are reproducible and the conversions cost a pass over memory, not a second
+// copy of the activations. Every op's rows are independent, or (the parameter gradients)
+// accumulate with +=, so chunking changes no result beyond the order of those sums; the
+// norms' backward sums in 128-row blocks as the fp32 kernels do, so theirs are the fp32 op's
+// bits (test_cpu_lowp_rows).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -42,8 +43,8 @@ void narrow_lowp(DType dtype, uint16_t* dst, const float* src, size_t n, int thr
 // The CPU backend in bf16/fp16: a decorator over the fp32 CPU backend (make_cpu_backend builds
 // it). Memory, the batches and the optimizer step are the fp32 backend's (forwarded as
 // OpDispatch forwards them); the ops on activations are overridden here, each one the fp32
-// kernel of cpu_ops.h on fp32 chunks of rows; writes into the master parameters refresh the
-// working copy the matmuls read. A composed op (backend_composed.h) runs its composition over
+// kernel of cpu_ops.h on fp32 chunks or blocks of rows; writes into the master parameters refresh
+// the working copy the matmuls read. A composed op (backend_composed.h) runs its composition over
 // these ops.
 class LowpBackend final : public OpDispatch {
 public:
@@ -152,7 +153,8 @@ public:
     // Tests: every such matmul (any M) runs in blocks of `cols` columns (0 = the policy).
     static void set_column_block_for_tests(size_t cols);
     // The scratch (floats) the model's ops of these dims will grow it to: the largest chunk
-    // of rows any of them widens (a memory estimate's; Backend::op_scratch_bytes).
+    // of rows any of them widens, or row-block loop's team of blocks and partial sums (a
+    // memory estimate's; Backend::op_scratch_bytes).
     size_t planned_scratch_floats(const ModelDims& d) const;
 
 private:
@@ -165,7 +167,13 @@ private:
                  size_t min_rows = 64);  // 64: row ops
     // Row-independent ops: cache-sized blocks of rows over the threads, each widened, run on
     // its thread (fn(r0, rows, f, threads = 1)) and rounded back (cpu_lowp.cpp).
-    int row_block_team(size_t blocks, size_t floats) const;
+    // A row-block loop's geometry and scratch (cpu_lowp.cpp), for the loops and the plan.
+    struct RowBlocks {
+        size_t block, blocks, per_slot, scratch_floats;
+        int team;
+    };
+    RowBlocks row_blocks(size_t rows_total, size_t row_floats, size_t max_rows,
+                         size_t sum_floats) const;
     template <size_t K, typename Fn>
     void by_row_blocks(size_t rows_total, const RowArg (&args)[K], Fn&& fn);
     // ... and with sums over the rows into fp32 dst[k] [widths[k]] (+=), in the fp32 kernels'

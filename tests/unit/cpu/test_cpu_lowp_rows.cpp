@@ -211,6 +211,42 @@ TEST_P(CpuLowpRows, RowOpsEqualTheFp32OpOnWidenedInputsBitForBit) {
     }
 }
 
+// The memory plan (op_scratch_bytes) covers every row-block loop the ops of its dims run,
+// Qwen3's q/k norms (N·NH rows of one head) included, at 16 threads (each thread a block).
+TEST(CpuLowpRowsPlan, CoversEveryRowBlockLoop) {
+    auto be = trt::make_cpu_backend(16, trt::Precision::Bf16);
+    trt::ModelDims d;
+    // (Sizes where the q/k norms' backward is the largest loop: 16 heads of 128 over C 1024.)
+    d.B = 2, d.T = 64, d.C = 1024, d.NH = 16, d.NKV = 8, d.HS = 128, d.F = 3072, d.V = 64, d.L = 1;
+    d.gated_mlp = true;
+    const int N = d.B * d.T, C = d.C, F = d.F, rowsH = N * d.NH, hs = d.HS;
+    const size_t planned = be->op_scratch_bytes(d);
+    const size_t base = be->bytes_in_use();
+    std::vector<OpRun> runs = ops(N, C, F);
+    // The q/k norms: RMSNorm forward and backward over N·NH rows of hs.
+    for (OpRun& op : ops(rowsH, hs, 1))
+        if (op.name == "rmsnorm_forward" || op.name == "rmsnorm_backward") {
+            op.name += " (q/k norm)";
+            runs.push_back(op);
+        }
+    uint32_t seed = 50;
+    for (const OpRun& op : runs) {
+        SCOPED_TRACE(op.name);
+        std::vector<std::vector<uint16_t>> inputs;
+        for (size_t n : op.act_in) inputs.push_back(std::vector<uint16_t>(n, 0x3f80));  // 1.0
+        std::vector<std::vector<float>> f32_inputs;
+        for (size_t n : op.f32_in) f32_inputs.push_back(std::vector<float>(n, 1.0f));
+        Outputs start;
+        for (size_t n : op.act_out) start.acts.push_back(std::vector<uint16_t>(n, 0));
+        for (size_t n : op.f32_out) start.stats.push_back(std::vector<float>(n, 0.0f));
+        const std::vector<float> w = ref::random_floats(std::max(C, hs), seed++, 0.5f, 1.5f);
+        run_op(*be, true, op, inputs, f32_inputs, start, w, w);
+        // Everything run_op allocated is freed again; what stays is the ops' scratch.
+        EXPECT_LE(be->bytes_in_use() - base, planned)
+            << (be->bytes_in_use() - base) << " bytes of scratch, " << planned << " planned";
+    }
+}
+
 // Rows not a multiple of a block (37 · 5·300 floats: blocks of 21 rows of swiglu_backward);
 // rows wider than a block's 32 Ki floats (one row a block).
 INSTANTIATE_TEST_SUITE_P(Shapes, CpuLowpRows,
