@@ -165,6 +165,20 @@ LowpBackend::LowpBackend(std::unique_ptr<Backend> fp32, DType dtype, bool onednn
     if (onednn_matmuls) gemm_ = std::make_unique<OnednnGemm>();
 }
 
+// oneDNN's implementation of a typical per-head attention product (64 query rows by 256 keys of
+// a 64-wide head, Q·Kᵀ read in place from a 3·768-wide qkv row), once per process: on
+// Sapphire Rapids it says whether attention reaches AMX (the products are shape-dependent;
+// this one is the log line's sample).
+static const std::string& attention_impl() {
+    static const std::string impl = [] {
+        GemmShape g;
+        g.in = DType::BF16, g.m = 64, g.n = 256, g.k = 64;
+        g.lda = g.ldb = 3 * 768, g.ldc = 256, g.b_trans = true, g.out = GemmOut::F32;
+        return OnednnGemm::implementation(g);
+    }();
+    return impl;
+}
+
 AccelStatus LowpBackend::accel_status() const {
     AccelStatus st = inner().accel_status();
     if (dtype_ == DType::F16)
@@ -180,7 +194,8 @@ AccelStatus LowpBackend::accel_status() const {
     st.cpu_matmul = gemm_ ? "onednn" : "openblas";
     st.cpu_matmul_note = matmul_note_;
     if (bf16_attention())
-        st.cpu_matmul_note += "; attention's products by oneDNN on the bf16 values";
+        st.cpu_matmul_note +=
+            cat("; attention's products by oneDNN on the bf16 values (", attention_impl(), ")");
     else if (onednn_sgemm_)
         st.cpu_matmul_note += "; attention's products by oneDNN's sgemm";
     return st;

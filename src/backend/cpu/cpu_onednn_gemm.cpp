@@ -182,6 +182,18 @@ std::string OnednnGemm::availability(DType in, std::string* impl) {
     return p.first;
 }
 
+std::string OnednnGemm::implementation(const GemmShape& s) {
+    const SerialLibrariesScope serial;
+    try {
+        const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+        return make_pd(eng, s).impl_info_str();
+    } catch (const dnnl::error& e) {
+        return cat("none: ", e.what());
+    } catch (const Error& e) {
+        return cat("none: ", e.what());
+    }
+}
+
 bool OnednnGemm::fast(DType in, const std::string& impl) {
     if (in == DType::BF16)
         return impl.find("bf16") != std::string::npos || impl.find("amx") != std::string::npos;
@@ -312,6 +324,7 @@ std::string OnednnGemm::availability(DType, std::string* impl) {
     return "this build has no oneDNN (configure with -DTRAINRT_ONEDNN=ON and libdnnl-dev)";
 }
 bool OnednnGemm::fast(DType, const std::string&) { return false; }
+std::string OnednnGemm::implementation(const GemmShape&) { return "none: no oneDNN in this build"; }
 OnednnGemm::OnednnGemm() = default;
 OnednnGemm::~OnednnGemm() = default;
 void OnednnGemm::run(const GemmShape&, const void*, const void*, void*, const float*, int) {

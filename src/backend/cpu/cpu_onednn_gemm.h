@@ -91,6 +91,10 @@ public:
     // (not an emulation on plain AVX-512); fp32 by brgemm (AVX-512), not the AVX2 `gemm:jit`
     // that OpenBLAS matches (bench/results/2026-11-26-onednn-vs-openblas.md).
     static bool fast(DType in, const std::string& impl);
+    // oneDNN's implementation for one product of this shape made single-threaded, as
+    // run_here runs it (e.g. "gemm:jit", "brg:avx512_core_amx"), or "none: why". Made once per
+    // call: for a log line, not for a loop.
+    static std::string implementation(const GemmShape& shape);
 
     OnednnGemm();
     ~OnednnGemm();

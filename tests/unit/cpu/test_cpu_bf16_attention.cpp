@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_onednn_gemm.h"
 #include "core/bf16.h"
 #include "cpu/reference_ops.h"
 
@@ -200,6 +201,26 @@ TEST(CpuBf16AttentionWays, AgreeButForTheOrderOfSums) {
         EXPECT_GE(out_same, 0.99);
         EXPECT_GE(dqkv_same, 0.98);
     }
+}
+
+// The acceleration line says which way attention's products went and, on oneDNN, which
+// implementation a typical head product gets (on Sapphire Rapids: whether it is AMX).
+TEST(CpuBf16AttentionWays, TheLogLineNamesThem) {
+    std::string why;
+    auto blas = backend_of({CpuMatmul::Openblas, 1}, &why);
+    ASSERT_TRUE(blas);
+    EXPECT_EQ(blas->accel_status().cpu_matmul_note.find("on the bf16 values"), std::string::npos);
+    auto dnn = backend_of({CpuMatmul::Onednn, 1}, &why);
+    if (!dnn) GTEST_SKIP() << why;
+    const std::string note = dnn->accel_status().cpu_matmul_note;
+    const std::string said = "attention's products by oneDNN on the bf16 values (";
+    const size_t at = note.find(said);
+    ASSERT_NE(at, std::string::npos) << note;
+    EXPECT_NE(note.compare(at + said.size(), 5, "none:"), 0) << note;
+    // A shape oneDNN cannot make says why instead of throwing.
+    trt::cpu::GemmShape bad;
+    bad.in = DType::F16, bad.m = bad.n = bad.k = 4, bad.lda = bad.ldb = bad.ldc = 4;
+    EXPECT_EQ(trt::cpu::OnednnGemm::implementation(bad).rfind("none: ", 0), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ways, CpuBf16Attention,
