@@ -151,6 +151,29 @@ void LowpBackend::narrow_rows(const RowArg& a, size_t r0, size_t rows, const flo
     });
 }
 
+// An op's tensors for rows [r0, r0 + rows), laid out one after another from `at` (f[i]; null
+// for an absent tensor), its inputs widened; and its outputs rounded back. On `threads`.
+template <size_t K>
+void LowpBackend::widen_args(const RowArg (&args)[K], size_t r0, size_t rows, float* at,
+                             float* (&f)[K], int threads) const {
+    for (size_t i = 0; i < K; i++) {
+        const RowArg& a = args[i];
+        f[i] = nullptr;
+        if (!a.data) continue;
+        f[i] = at;
+        at += rows * a.width;
+        if (a.dir != Dir::Out) widen_rows(a, r0, rows, f[i], threads);
+    }
+}
+template <size_t K>
+void LowpBackend::narrow_args(const RowArg (&args)[K], size_t r0, size_t rows, float* const (&f)[K],
+                              int threads) const {
+    for (size_t i = 0; i < K; i++) {
+        const RowArg& a = args[i];
+        if (a.data && a.dir != Dir::In) narrow_rows(a, r0, rows, f[i], threads);
+    }
+}
+
 LowpBackend::LowpBackend(std::unique_ptr<Backend> fp32, DType dtype, bool onednn_matmuls,
                          bool onednn_sgemm, std::string matmul_note)
     : OpDispatch(std::move(fp32)),
@@ -357,31 +380,15 @@ template <size_t K, typename Fn>
 void LowpBackend::by_rows(size_t rows_total, size_t unit, const RowArg (&args)[K], Fn&& fn,
                           size_t min_rows) {
     if (rows_total == 0) return;
-    size_t row_floats = 0;
-    for (const RowArg& a : args) {
-        TRT_CHECK(!a.data || a.dtype == dtype_,
-                  "cpu backend in low precision: an activation view of another dtype");
-        if (a.data) row_floats += a.width;
-    }
+    const size_t row_floats = row_floats_of(args);
     const size_t chunk = chunk_rows(row_floats, unit, rows_total, min_rows);
     float* base = scratch(std::max<size_t>(chunk * row_floats, 1));
     for (size_t r0 = 0; r0 < rows_total; r0 += chunk) {
         const size_t rows = std::min(chunk, rows_total - r0);
         float* f[K];
-        size_t off = 0;
-        for (size_t i = 0; i < K; i++) {
-            const RowArg& a = args[i];
-            f[i] = nullptr;
-            if (!a.data) continue;
-            f[i] = base + off;
-            off += rows * a.width;
-            if (a.dir != Dir::Out) widen_rows(a, r0, rows, f[i], threads_);
-        }
+        widen_args(args, r0, rows, base, f, threads_);
         fn(r0, rows, f);
-        for (size_t i = 0; i < K; i++) {
-            const RowArg& a = args[i];
-            if (a.data && a.dir != Dir::In) narrow_rows(a, r0, rows, f[i], threads_);
-        }
+        narrow_args(args, r0, rows, f, threads_);
     }
 }
 
@@ -403,6 +410,33 @@ LowpBackend::RowBlocks LowpBackend::row_blocks(size_t rows_total, size_t row_flo
     g.scratch_floats = (size_t)g.team * g.per_slot + g.blocks * sum_floats;
     return g;
 }
+// The floats of one row over every tensor of an op (checking each is of this mode's dtype).
+template <size_t K>
+size_t LowpBackend::row_floats_of(const RowArg (&args)[K]) const {
+    size_t row_floats = 0;
+    for (const RowArg& a : args) {
+        TRT_CHECK(!a.data || a.dtype == dtype_,
+                  "cpu backend in low precision: an activation view of another dtype");
+        if (a.data) row_floats += a.width;
+    }
+    return row_floats;
+}
+
+// The loop of by_row_blocks*: block bi's rows widened into its thread's part of `base`,
+// kernel(bi, r0, rows, f) on them, the outputs rounded back.
+template <size_t K, typename Kernel>
+void LowpBackend::row_block_loop(const RowBlocks& g, size_t rows_total, const RowArg (&args)[K],
+                                 float* base, Kernel&& kernel) {
+    parallel_for_slots(g.blocks, g.team, [&](size_t bi, int slot) {
+        const size_t r0 = bi * g.block, rows = std::min(g.block, rows_total - r0);
+        float* f[K];
+        // (slot % team: a team of one runs as its caller's slot, here slot 0's part)
+        widen_args(args, r0, rows, base + (size_t)(slot % g.team) * g.per_slot, f, 1);
+        kernel(bi, r0, rows, f);
+        narrow_args(args, r0, rows, f, 1);
+    });
+}
+
 // Ops whose rows are independent of each other (no sum over rows): blocks of rows small
 // enough for a thread's own cache (kBlockBudget floats over every tensor), the blocks spread
 // over the threads, each widened, run by the fp32 kernel on that thread alone (fn's `threads`:
@@ -413,34 +447,11 @@ LowpBackend::RowBlocks LowpBackend::row_blocks(size_t rows_total, size_t row_flo
 template <size_t K, typename Fn>
 void LowpBackend::by_row_blocks(size_t rows_total, const RowArg (&args)[K], Fn&& fn) {
     if (rows_total == 0) return;
-    size_t row_floats = 0;
-    for (const RowArg& a : args) {
-        TRT_CHECK(!a.data || a.dtype == dtype_,
-                  "cpu backend in low precision: an activation view of another dtype");
-        if (a.data) row_floats += a.width;
-    }
+    const size_t row_floats = row_floats_of(args);
     const RowBlocks g = row_blocks(rows_total, row_floats, block_rows(row_floats), 0);
-    const size_t block = g.block, per_slot = g.per_slot;
-    const int team_size = g.team;
     float* base = scratch(std::max<size_t>(g.scratch_floats, 1));
-    parallel_for_slots(g.blocks, team_size, [&](size_t bi, int slot) {
-        const size_t r0 = bi * block, rows = std::min(block, rows_total - r0);
-        float* f[K];
-        size_t off = (size_t)(slot % team_size) * per_slot;  // (a team of one: slot 0's)
-        for (size_t i = 0; i < K; i++) {
-            const RowArg& a = args[i];
-            f[i] = nullptr;
-            if (!a.data) continue;
-            f[i] = base + off;
-            off += rows * a.width;
-            if (a.dir != Dir::Out) widen_rows(a, r0, rows, f[i], 1);
-        }
-        fn(r0, rows, f, 1);
-        for (size_t i = 0; i < K; i++) {
-            const RowArg& a = args[i];
-            if (a.data && a.dir != Dir::In) narrow_rows(a, r0, rows, f[i], 1);
-        }
-    });
+    row_block_loop(g, rows_total, args, base,
+                   [&](size_t, size_t r0, size_t rows, float** f) { fn(r0, rows, f, 1); });
 }
 
 // The same for row ops that also sum over their rows into fp32 parameter gradients (dst[k]
@@ -454,40 +465,20 @@ template <size_t K, size_t S, typename Fn>
 void LowpBackend::by_row_blocks_summed(size_t rows_total, const RowArg (&args)[K],
                                        float* const (&dst)[S], const size_t (&widths)[S], Fn&& fn) {
     if (rows_total == 0) return;
-    size_t row_floats = 0, sum_floats = 0;
-    for (const RowArg& a : args) {
-        TRT_CHECK(!a.data || a.dtype == dtype_,
-                  "cpu backend in low precision: an activation view of another dtype");
-        if (a.data) row_floats += a.width;
-    }
+    const size_t row_floats = row_floats_of(args);
+    size_t sum_floats = 0;
     for (size_t w : widths) sum_floats += w;
     const RowBlocks g =
         row_blocks(rows_total, row_floats, summed_block_rows(row_floats), sum_floats);
-    const size_t block = g.block, blocks = g.blocks, per_slot = g.per_slot;
-    const int team_size = g.team;
+    const size_t blocks = g.blocks;
     float* base = scratch(std::max<size_t>(g.scratch_floats, 1));
-    float* partials = base + (size_t)team_size * per_slot;  // [blocks][S sums of widths[k]]
+    float* partials = base + (size_t)g.team * g.per_slot;  // [blocks][S sums of widths[k]]
     std::fill_n(partials, blocks * sum_floats, 0.0f);
-    parallel_for_slots(blocks, team_size, [&](size_t bi, int slot) {
-        const size_t r0 = bi * block, rows = std::min(block, rows_total - r0);
-        float* f[K];
-        size_t off = (size_t)(slot % team_size) * per_slot;
-        for (size_t i = 0; i < K; i++) {
-            const RowArg& a = args[i];
-            f[i] = nullptr;
-            if (!a.data) continue;
-            f[i] = base + off;
-            off += rows * a.width;
-            if (a.dir != Dir::Out) widen_rows(a, r0, rows, f[i], 1);
-        }
+    row_block_loop(g, rows_total, args, base, [&](size_t bi, size_t r0, size_t rows, float** f) {
         float* sums[S];
         float* p = partials + bi * sum_floats;
         for (size_t k = 0; k < S; p += widths[k], k++) sums[k] = dst[k] ? p : nullptr;
         fn(r0, rows, f, sums, 1);
-        for (size_t i = 0; i < K; i++) {
-            const RowArg& a = args[i];
-            if (a.data && a.dir != Dir::In) narrow_rows(a, r0, rows, f[i], 1);
-        }
     });
     size_t at = 0;
     for (size_t k = 0; k < S; at += widths[k], k++) {

@@ -174,6 +174,11 @@ private:
     };
     RowBlocks row_blocks(size_t rows_total, size_t row_floats, size_t max_rows,
                          size_t sum_floats) const;
+    template <size_t K>
+    size_t row_floats_of(const RowArg (&args)[K]) const;
+    template <size_t K, typename Kernel>
+    void row_block_loop(const RowBlocks& g, size_t rows_total, const RowArg (&args)[K], float* base,
+                        Kernel&& kernel);
     template <size_t K, typename Fn>
     void by_row_blocks(size_t rows_total, const RowArg (&args)[K], Fn&& fn);
     // ... and with sums over the rows into fp32 dst[k] [widths[k]] (+=), in the fp32 kernels'
@@ -186,6 +191,12 @@ private:
     // on `threads` threads.
     void widen_rows(const RowArg& a, size_t r0, size_t rows, float* f, int threads) const;
     void narrow_rows(const RowArg& a, size_t r0, size_t rows, const float* f, int threads) const;
+    template <size_t K>
+    void widen_args(const RowArg (&args)[K], size_t r0, size_t rows, float* at, float* (&f)[K],
+                    int threads) const;
+    template <size_t K>
+    void narrow_args(const RowArg (&args)[K], size_t r0, size_t rows, float* const (&f)[K],
+                     int threads) const;
     // Rows of an attention chunk: enough whole sequences to give every thread a head.
     size_t attention_min_rows(int T, int NH) const;
     // Attention on the stored bf16 values by oneDNN's bf16 matmuls (cpu_ops.h), where the
