@@ -88,9 +88,8 @@ struct OnednnGemm::Impl {
     struct Entry {
         dnnl::matmul::primitive_desc pd;
         dnnl::matmul prim;
-        // run_here's arguments per slot, made by prepare (handles set per call): a product of
-        // a few microseconds would spend a fifth of it making memory objects.
-        // (Mutable: each slot's own, touched only by the thread running as that slot.)
+        // Each slot's arguments (bind; the data handles set per call). Mutable: each slot's
+        // own, touched only by the thread running as that slot.
         mutable std::vector<std::unordered_map<int, dnnl::memory>> bound;
     };
     // A handful of block shapes per linear layer; attention's (prepare): up to 2·T/64 per
@@ -109,20 +108,27 @@ struct OnednnGemm::Impl {
         for (auto& slot : slots)
             if (slot.scratch.size() < bytes) slot.scratch.resize(bytes);
     }
-    // prepare's part: e's arguments for slots [0, threads), with no data yet.
+    // e's arguments for slots [0, threads), with no data yet (a bias slot where e has one):
+    // made before a loop, so that a product of a few microseconds does not spend a fifth of
+    // it making memory objects.
     void bind(Entry& e, int threads) {
+        const bool bias = e.pd.bias_desc().get_size() > 0;
         while ((int)e.bound.size() < std::max(1, threads)) {
             auto none = [&](const dnnl::memory::desc& d) {
                 return dnnl::memory(d, eng, DNNL_MEMORY_NONE);
             };
-            e.bound.push_back({{DNNL_ARG_SRC, none(e.pd.src_desc())},
-                               {DNNL_ARG_WEIGHTS, none(e.pd.weights_desc())},
-                               {DNNL_ARG_DST, none(e.pd.dst_desc())},
-                               {DNNL_ARG_SCRATCHPAD, none(e.pd.scratchpad_desc())}});
+            std::unordered_map<int, dnnl::memory> args{
+                {DNNL_ARG_SRC, none(e.pd.src_desc())},
+                {DNNL_ARG_WEIGHTS, none(e.pd.weights_desc())},
+                {DNNL_ARG_DST, none(e.pd.dst_desc())},
+                {DNNL_ARG_SCRATCHPAD, none(e.pd.scratchpad_desc())}};
+            if (bias) args.emplace(DNNL_ARG_BIAS, none(e.pd.bias_desc()));
+            e.bound.push_back(std::move(args));
         }
     }
-    // run_here's part: e on slot `slot`'s arguments.
-    void execute_bound(const Entry& e, int slot, const void* a, const void* b, void* c) {
+    // Runs a made and bound primitive on the calling thread as slot `slot`.
+    void execute(const Entry& e, int slot, const void* a, const void* b, void* c,
+                 const float* bias = nullptr) {
         TRT_CHECK(slot < (int)e.bound.size(), "oneDNN gemm: a shape not prepared for slot ", slot);
         auto& args = e.bound[slot];
         Slot& sl = slots[slot];
@@ -130,23 +136,7 @@ struct OnednnGemm::Impl {
         args.at(DNNL_ARG_WEIGHTS).set_data_handle(const_cast<void*>(b));
         args.at(DNNL_ARG_DST).set_data_handle(c);
         args.at(DNNL_ARG_SCRATCHPAD).set_data_handle(sl.scratch.data());
-        e.prim.execute(sl.strm, args);
-        sl.strm.wait();
-    }
-    // Runs a made primitive on the calling thread as slot `slot`.
-    void execute(const Entry& e, int slot, const void* a, const void* b, void* c,
-                 const float* bias) {
-        Slot& sl = slots[slot];
-        const auto& pd = e.pd;
-        auto mem = [&](const dnnl::memory::desc& d, const void* p) {
-            return dnnl::memory(d, eng, const_cast<void*>(p));
-        };
-        std::unordered_map<int, dnnl::memory> args{
-            {DNNL_ARG_SRC, mem(pd.src_desc(), a)},
-            {DNNL_ARG_WEIGHTS, mem(pd.weights_desc(), b)},
-            {DNNL_ARG_DST, mem(pd.dst_desc(), c)},
-            {DNNL_ARG_SCRATCHPAD, mem(pd.scratchpad_desc(), sl.scratch.data())}};
-        if (bias) args.emplace(DNNL_ARG_BIAS, mem(pd.bias_desc(), bias));
+        if (bias) args.at(DNNL_ARG_BIAS).set_data_handle(const_cast<float*>(bias));
         e.prim.execute(sl.strm, args);
         sl.strm.wait();
     }
@@ -262,8 +252,9 @@ void OnednnGemm::run(const GemmShape& s, const void* a, const void* b, void* c,
         const int team = std::min(parts, std::max(1, threads));
         size_t scratch = 0;
         for (int part = 0; part < parts; ++part) {  // every block shape (at most three)
-            const Impl::Entry& e = impl_->entry(block(part).s);
+            Impl::Entry& e = impl_->entry(block(part).s);
             scratch = std::max(scratch, e.pd.scratchpad_desc().get_size());
+            impl_->bind(e, threads);
         }
         // (Slots for `threads`: inside another loop's part, a block runs in that part's slot.)
         impl_->grow_slots(threads, scratch);
@@ -298,7 +289,7 @@ void OnednnGemm::run_here(const GemmShape& s, const void* a, const void* b, void
     TRT_CHECK(slot >= 0 && slot < (int)impl_->slots.size(), "oneDNN gemm: slot ", slot,
               " was not prepared");
     try {
-        impl_->execute_bound(impl_->made(s), slot, a, b, c);
+        impl_->execute(impl_->made(s), slot, a, b, c);
     } catch (const dnnl::error& e) {
         fail(Status::Internal, "oneDNN matmul ", s.m, "x", s.n, "x", s.k, " failed: ", e.what());
     }
