@@ -18,11 +18,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "config/run_config.h"
 #include "core/dtype.h"
-#include "core/q8_moments.h"
 #include "core/error.h"
+#include "core/q8_moments.h"
 
 namespace trt {
 
@@ -32,7 +33,7 @@ namespace trt {
 // signature as backend_ops.def and step_ops.def write it (an op added or changed needs no
 // bump). Bump the revision when anything else in this header changes shape (a method outside
 // the op lists, a struct).
-constexpr uint32_t kBackendInterfaceRevision = 22;  // 22: threads_note; 21: annotate_layer
+constexpr uint32_t kBackendInterfaceRevision = 23;  // 23: op_timer, op_choices; 22: threads_note
 
 // A target id that is not a target (instruction tuning trains on some tokens only): the
 // position is an input, its loss is 0 and its logits get no gradient.
@@ -298,6 +299,32 @@ struct AccelStatus {
     std::string threads_note;
 };
 
+// Device-side timing of the ops, for a backend whose ops finish after the call returns (CUDA:
+// events on its compute stream). The profiler (op_profiler.h) stamps the stream before and
+// after each op without waiting and reads the intervals once the step is synchronized: the
+// host clock around a synchronized op would count the launch and the wait as the op's time.
+class OpTimer {
+public:
+    virtual ~OpTimer() = default;
+    // Enqueues a time stamp behind every op enqueued so far; its number (0, 1, ... since the
+    // last clear()).
+    virtual int mark() = 0;
+    // Seconds from stamp a to stamp b. Only after Backend::synchronize().
+    virtual double seconds_between(int a, int b) = 0;
+    // Forgets the stamps (their storage is kept for the next ones). Never throws.
+    virtual void clear() noexcept = 0;
+};
+
+// One choice a library made for an op shape the backend has run: cuBLASLt's algorithm for a
+// GEMM shape, cuDNN's engine and workspace for an attention graph, oneDNN's implementation of
+// a matmul. For the profile (docs/C_API.md, "Per-op profile"): what to read before a kernel.
+struct OpChoice {
+    std::string op;      // "matmul", "attention fwd", ...
+    std::string shape;   // "768x2304x768 bf16 bias", ...
+    std::string choice;  // "cuBLASLt algo 6 tile 128x256 stages 3 split-k 1", ...
+    int64_t workspace_bytes = 0;
+};
+
 // What a backend is, for the choices the session makes (never by comparing its name).
 struct BackendCaps {
     // Its memory is apart from the host's: a train split resident there saves a host copy
@@ -491,6 +518,11 @@ public:
     // (op_profiler.h) files the ops by it; a backend ignores it.
     static constexpr int kNoLayer = -1;
     virtual void annotate_layer(int /*layer*/) {}
+    // Device-side op timing (OpTimer, above; owned by the backend), or null: the profiler then
+    // times each op on the host clock between two synchronize() calls.
+    virtual OpTimer* op_timer() { return nullptr; }
+    // The libraries' choices for the op shapes run so far (OpChoice), in a stable order.
+    virtual std::vector<OpChoice> op_choices() const { return {}; }
 
     // ---- data parallelism in backend memory (NCCL on CUDA; docs/DISTRIBUTED.md)
     // The backend's own collectives, or null where it has none (then the session sums

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "backend/backend.h"
 
@@ -75,6 +76,8 @@ public:
     void replay_graph(int id) override { inner_->replay_graph(id); }
     DeviceCollectives* collectives(std::string* why) override { return inner_->collectives(why); }
     void annotate_layer(int layer) override { inner_->annotate_layer(layer); }
+    OpTimer* op_timer() override { return inner_->op_timer(); }
+    std::vector<OpChoice> op_choices() const override { return inner_->op_choices(); }
 
     // ---- every op: its arguments, held by value, in a closure that runs it on the inner
     // backend, handed to dispatch().

@@ -18,6 +18,8 @@ OpProfiler::OpProfiler(std::unique_ptr<Backend> inner, Clock clock)
 void OpProfiler::start() {
     if (on_) return;
     inner().synchronize();
+    drop_stamps();
+    timer_ = inner().op_timer();
     on_ = true;
     started_ = clock_();
 }
@@ -25,18 +27,31 @@ void OpProfiler::start() {
 void OpProfiler::stop() {
     if (!on_) return;
     on_ = false;  // first: a synchronize that throws (a lost device) must not leave it on
+    struct Drop {  // the stamps go on every way out: a throw below leaves them unread
+        OpProfiler* p;
+        ~Drop() { p->drop_stamps(); }
+    } drop{this};
     inner().synchronize();
     wall_ += clock_() - started_;
+    for (const Stamped& s : stamped_) s.row->seconds += timer_->seconds_between(s.begin, s.end);
+}
+
+void OpProfiler::drop_stamps() noexcept {
+    stamped_.clear();
+    if (timer_) timer_->clear();
+    timer_ = nullptr;
 }
 
 OpProfiler::Snapshot OpProfiler::snapshot() const { return {rows_, wall_}; }
 
 void OpProfiler::restore(Snapshot s) {
+    stamped_.clear();  // they point into the rows replaced here
     rows_ = std::move(s.rows);
     wall_ = s.wall;
 }
 
 void OpProfiler::reset() {
+    stamped_.clear();  // they point into the rows dropped here
     rows_.clear();
     wall_ = 0;
     if (on_) started_ = clock_();
@@ -85,8 +100,10 @@ void OpProfiler::annotate_layer(int layer) {
     OpDispatch::annotate_layer(layer);
 }
 
-// The label the op's cost gave, else its name. The inner backend is synchronized before the
-// clock starts and before it stops, so an asynchronous backend's op is all inside the interval.
+// The label the op's cost gave, else its name. With an OpTimer the op is stamped before and
+// after on the device, its seconds read at stop(); without one, the inner backend is
+// synchronized before the clock starts and before it stops, so an asynchronous backend's op
+// is all inside the interval.
 void OpProfiler::dispatch(OpKind op, std::function<void()> run) {
     if (!on_) {  // untimed: no cost computed, no row touched
         run();
@@ -95,11 +112,19 @@ void OpProfiler::dispatch(OpKind op, std::function<void()> run) {
     OpCost cost = std::move(next_);
     next_ = OpCost{};
     if (cost.label.empty()) cost.label = op_name(op);
-    inner().synchronize();
-    const double t0 = clock_();
-    run();
-    inner().synchronize();
-    const double dt = clock_() - t0;
+    double dt = 0;
+    int begin = -1, end = -1;
+    if (timer_) {
+        begin = timer_->mark();
+        run();
+        end = timer_->mark();
+    } else {
+        inner().synchronize();
+        const double t0 = clock_();
+        run();
+        inner().synchronize();
+        dt = clock_() - t0;
+    }
     OpTiming& row = rows_[{layer_, cost.label}];
     if (row.calls == 0) {
         row.label = std::move(cost.label);
@@ -110,6 +135,7 @@ void OpProfiler::dispatch(OpKind op, std::function<void()> run) {
     row.seconds += dt;
     row.flops += cost.flops;
     row.bytes += cost.bytes;
+    if (timer_) stamped_.push_back({&row, begin, end});
 }
 
 }  // namespace trt

@@ -1,7 +1,9 @@
 // OpProfiler: the per-op profile of a step (issue 42). An OpDispatch wrapper (op_dispatch.h):
 // every op the model and the optimizer issue passes through dispatch(), where it is timed —
-// wall time from before the op to after it, the inner backend synchronized first on a backend
-// that runs ahead (an eager profiling step; never a captured graph) — and filed under a label:
+// on the device where the inner backend has an OpTimer (CUDA: events stamped before and after
+// the op, read once at stop(); nothing waits between the ops), else as wall time from before
+// the op to after it, the inner backend synchronized first (an eager profiling step; never a
+// captured graph) — and filed under a label:
 // the op's name, or for the products its shape ("matmul fwd 384x1152") — with its FLOPs and
 // bytes (op_costs.h), and the layer the model said it is in (Backend::annotate_layer).
 // Only ops between start() and stop() are counted; the rest run untimed.
@@ -66,6 +68,9 @@ public:
     std::vector<OpTiming> layer_rows() const;
     double op_seconds() const;
     double wall_seconds() const { return wall_; }
+    // Whether the op times are the device's (an OpTimer) rather than the host clock's: what the
+    // time between the ops means (the device idle, waiting for launches; or the host's own work).
+    bool device_timed() const { return inner().op_timer() != nullptr; }
 
     void annotate_layer(int layer) override;
 
@@ -89,6 +94,15 @@ private:
     int layer_ = Backend::kNoLayer;
     OpCost next_;  // the cost of the op about to be dispatched
     std::map<std::pair<int, std::string>, OpTiming> rows_;  // by (layer, label)
+    // With an OpTimer: the ops stamped since start(), their seconds still on the device
+    // (map nodes are stable; reset() and restore() drop these first).
+    struct Stamped {
+        OpTiming* row;
+        int begin, end;
+    };
+    OpTimer* timer_ = nullptr;  // the inner backend's, from start() to stop()
+    std::vector<Stamped> stamped_;
+    void drop_stamps() noexcept;
 };
 
 }  // namespace trt

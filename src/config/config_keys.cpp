@@ -171,6 +171,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_INT(runtime, log_every, kNoLoss, 1, limits::kMaxSteps),
         TRT_INT(runtime, max_inflight, kNoLoss, 1, limits::kMaxInflight),
         TRT_FLOAT(runtime, peak_tflops, kNoLoss, 0.0, false, limits::kMaxFloat),
+        TRT_FLOAT(runtime, peak_gbs, kNoLoss, 0.0, false, limits::kMaxFloat),
         TRT_INT(runtime, memory_limit, kNoLoss, 0, limits::kMaxMemoryLimit),
         TRT_BOOL(runtime, profile_ops, kNoLoss),
 

@@ -124,6 +124,7 @@ struct RuntimeConfig {
     int64_t log_every = 10;                 // train steps between logged lines (>= 1)
     int64_t max_inflight = 2;               // steps a device may run ahead of the host
     double peak_tflops = 0;                 // MFU denominator per device; 0 = from the table
+    double peak_gbs = 0;                    // the profile's bandwidth peak; 0 = from the table
     // Bytes train.batch_size = "auto" may plan for: the CPU's budget (0 = what the machine
     // has available), a cap on CUDA's search (0 = the GPU's memory).
     int64_t memory_limit = 0;

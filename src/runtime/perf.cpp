@@ -65,6 +65,40 @@ double peak_flops(const std::string& device_name, Precision precision) {
     return 0.0;
 }
 
+namespace {
+
+// Datasheet memory bandwidth, GB/s. A name matches when it holds both strings (`also` "" =
+// nothing more) and not `without`; first match wins, so narrower names come first.
+struct BandwidthRow {
+    const char* must_contain;
+    const char* also;
+    const char* must_not_contain;
+    double gbs;
+};
+constexpr BandwidthRow kBandwidths[] = {
+    {"h100 pcie", "", "", 2000.0},     // H100 PCIe 80GB: 2 TB/s HBM2e
+    {"h100", "", "nvl", 3350.0},       // H100 SXM5: 3.35 TB/s HBM3
+    {"h200", "", "nvl", 4800.0},       // H200 SXM: 4.8 TB/s HBM3e
+    {"a100", "80gb", "pcie", 2039.0},  // A100 SXM4 80GB
+    {"a100", "80gb", "", 1935.0},      // A100 PCIe 80GB
+    {"a100", "", "", 1555.0},          // A100 40GB (SXM4 and PCIe)
+    {"l40s", "", "", 864.0},           // L40S: 864 GB/s GDDR6
+    {"rtx 4090", "", "", 1008.0},      // RTX 4090: 1,008 GB/s GDDR6X
+};
+
+}  // namespace
+
+double peak_bytes_per_s(const std::string& device_name) {
+    const std::string name = lower(device_name);
+    auto has = [&](const char* s) { return s[0] == '\0' || name.find(s) != std::string::npos; };
+    for (const BandwidthRow& row : kBandwidths) {
+        if (!has(row.must_contain) || !has(row.also)) continue;
+        if (row.must_not_contain[0] != '\0' && has(row.must_not_contain)) continue;
+        return row.gbs * 1e9;
+    }
+    return 0.0;
+}
+
 double mfu(double tokens_per_s, double flops_per_token, double peak_flops) {
     if (!(peak_flops > 0)) return 0.0;
     return tokens_per_s * flops_per_token / peak_flops;

@@ -26,6 +26,11 @@ double flops_per_token(int64_t n_params, int64_t L, int64_t C, int64_t T);
 // device or the precision is not in the table: the CPU, unknown GPUs, Precision::Auto.
 double peak_flops(const std::string& device_name, Precision precision);
 
+// Peak memory bandwidth of one device in bytes/s (datasheet, DRAM/HBM), keyed like
+// peak_flops; 0 when unknown (the CPU, unknown GPUs). The roofline floor of an op is
+// max(FLOPs / peak_flops, bytes / peak_bytes_per_s) (the profile's "floor").
+double peak_bytes_per_s(const std::string& device_name);
+
 // Model FLOPs utilisation: achieved model FLOP/s over the peak. 0 when peak <= 0 (unknown).
 // Normally in [0, 1]; above 1 means the peak is wrong (e.g. runtime.peak_tflops set low).
 double mfu(double tokens_per_s, double flops_per_token, double peak_flops);

@@ -286,6 +286,7 @@ private:
     double model_flops_per_token() const;  // 6N + 6LCT (bench/README.md)
     double peak_flops_per_s() const;        // runtime.peak_tflops, else the device's; 0 unknown
     mutable double peak_flops_ = -1;        // peak_flops_per_s, once looked up
+    double peak_bytes_per_s() const;        // runtime.peak_gbs, else the device's; 0 unknown
     // The start-up log (session_log.cpp); its "acceleration: …" and "model: …" lines (also
     // the metrics run header).
     void log_startup() const;

@@ -56,4 +56,9 @@ double Session::peak_flops_per_s() const {
     return peak_flops_;
 }
 
+double Session::peak_bytes_per_s() const {
+    return run_.runtime.peak_gbs > 0 ? run_.runtime.peak_gbs * 1e9
+                                     : trt::peak_bytes_per_s(backend_->device_name());
+}
+
 }  // namespace trt

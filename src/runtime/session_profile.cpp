@@ -68,6 +68,9 @@ std::string Session::profile_json() const {
         ",\n  \"precision\": ", json::quote(to_string(precision_)),
         ",\n  \"threads\": ", backend_->num_threads(), ",\n  \"steps\": ", profiled_steps_,
         ",\n  \"tokens_per_step\": ", tokens_per_step(),
+        ",\n  \"timing\": ", json::quote(profiler_->device_timed() ? "device" : "host"),
+        ",\n  \"peak_flops\": ", number(peak_flops_per_s()),
+        ",\n  \"peak_bytes_per_s\": ", number(peak_bytes_per_s()),
         ",\n  \"wall_s\": ", number(profiler_->wall_seconds()),
         ",\n  \"op_s\": ", number(profiler_->op_seconds()), ",\n  \"ops\": [");
     const std::vector<OpTiming> rows = profiler_->layer_rows();
@@ -78,7 +81,15 @@ std::string Session::profile_json() const {
                    ", \"calls\": ", r.calls, ", \"seconds\": ", number(r.seconds),
                    ", \"flops\": ", number(r.flops), ", \"bytes\": ", number(r.bytes), "}");
     }
-    return out + (rows.empty() ? "]\n}\n" : "\n  ]\n}\n");
+    out += rows.empty() ? "],\n  \"choices\": [" : "\n  ],\n  \"choices\": [";
+    const std::vector<OpChoice> choices = backend_->op_choices();
+    for (size_t i = 0; i < choices.size(); ++i) {
+        const OpChoice& c = choices[i];
+        out += cat(i ? "," : "", "\n    {\"op\": ", json::quote(c.op),
+                   ", \"shape\": ", json::quote(c.shape), ", \"choice\": ", json::quote(c.choice),
+                   ", \"workspace_bytes\": ", c.workspace_bytes, "}");
+    }
+    return out + (choices.empty() ? "]\n}\n" : "\n  ]\n}\n");
 }
 
 }  // namespace trt

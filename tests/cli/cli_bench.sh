@@ -165,6 +165,64 @@ grep -q '^| \*\*step\*\* |' r.out || { cat r.out; fail "--rounds: no step row"; 
     { cat q.err >&2; fail "bench --profile at 1 thread exited $?"; }
 grep -q '^| op | calls/step | ms/step | % of step | GFLOP/s | GB/s |' q.out ||
     { cat q.out; fail "no single-run table"; }
+# With peaks (runtime.peak_tflops / peak_gbs; the GPUs' come from the table): the roofline
+# columns, each op's floor = max(FLOPs / peak, bytes / peak) per step, as the JSON's figures give.
+"$TRAINRT" bench tiny.toml --profile --steps 2 --warmup 0 --set runtime.peak_tflops=0.001 \
+    --set runtime.peak_gbs=2 --json f.json >f.out 2>f.err ||
+    { cat f.err >&2; fail "bench --profile with peaks exited $?"; }
+grep -q '| % peak FLOP/s | % peak GB/s | floor ms | x floor | ms over floor |$' f.out ||
+    { cat f.out; fail "no roofline columns"; }
+grep -q '^floor = max(FLOPs / peak FLOP/s, bytes / peak GB/s)' f.out ||
+    { cat f.out; fail "no word on the floor"; }
+"$PY" - f.json f.out <<'PY' || fail "the floors do not follow the JSON"
+import json, sys
+x = json.load(open(sys.argv[1]))["runs"][0]
+assert x["timing"] == "host" and x["peak_flops"] == 1e9 and x["peak_bytes_per_s"] == 2e9, x
+rows = {}
+for line in open(sys.argv[2]):
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) == 11 and cells[0] and cells[0] != "op" and not cells[0].startswith("-"):
+        rows[cells[0]] = cells
+ops = {}
+for o in x["ops"]:
+    ops.setdefault(o["label"], [0.0, 0.0])
+    ops[o["label"]][0] += o["flops"]
+    ops[o["label"]][1] += o["bytes"]
+checked = 0
+for label, (flops, nbytes) in ops.items():
+    want_ms = 1e3 * max(flops / 1e9, nbytes / 2e9) / x["steps"]
+    got = float(rows[label][8])
+    assert abs(got - want_ms) <= 5e-4 + 1e-3 * want_ms, (label, got, want_ms)
+    checked += 1
+assert checked >= 10, checked
+print("ok: floors of", checked, "ops")
+PY
+# The libraries' choices: in bf16 with oneDNN's matmuls (where the CPU and build have them,
+# as the log line says) every block shape made, with its implementation; else none.
+"$TRAINRT" bench tiny.toml --profile --steps 1 --warmup 0 --set runtime.precision=bf16 \
+    --json b.json >b.out 2>b.err || { cat b.err >&2; fail "bench --profile bf16 exited $?"; }
+if grep -q 'cpu_matmul=onednn' b.err; then onednn=1; else onednn=0; fi
+"$PY" - b.json "$onednn" <<'PY' || fail "the choices do not match the matmul library"
+import json, sys
+x = json.load(open(sys.argv[1]))["runs"][0]
+onednn = sys.argv[2] == "1"
+c = x["choices"]
+if onednn:
+    assert c, "oneDNN ran the matmuls but no choice is listed"
+    for e in c:
+        assert e["op"] == "oneDNN matmul block" and e["shape"].startswith("bf16 "), e
+        assert e["choice"] and e["workspace_bytes"] >= 0, e
+    # a linear layer's forward (its bias added by oneDNN), a weight gradient (summed into fp32)
+    assert any(e["shape"].endswith(" +bias") for e in c), [e["shape"] for e in c]
+    assert any(e["shape"].endswith(" += fp32") for e in c), [e["shape"] for e in c]
+else:
+    assert c == [], c
+print("ok: choices", len(c), "(oneDNN)" if onednn else "(OpenBLAS)")
+PY
+if [ "$onednn" = 1 ]; then
+    grep -q '^| library choice | shape | chosen | workspace bytes |' b.out ||
+        { cat b.out; fail "no choices table"; }
+fi
 
 # ------------------------------------------------------------------ errors
 step "bad usage and failures"

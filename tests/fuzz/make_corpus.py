@@ -266,6 +266,7 @@ threads = 2
 log_every = 1
 max_inflight = 2
 peak_tflops = 0.5
+peak_gbs = 2.5
 [accel]
 fused_adamw = true
 cuda_graphs = false

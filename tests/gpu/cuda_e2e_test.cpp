@@ -442,6 +442,43 @@ TEST_P(CudaE2ELowpActs, RunToRunAndResumeBitwise) {
 INSTANTIATE_TEST_SUITE_P(Precision, CudaE2ELowpActs, ::testing::Values("bf16", "fp16"),
                          [](const auto& info) { return info.param; });
 
+// runtime.profile_ops on CUDA (issue 43): each op timed on the device by events (nothing
+// synchronized between the ops), the op times inside the profiled wall time, the losses the
+// same bits as without the profile, and the libraries' choices listed: cuBLASLt's algorithm
+// and workspace per GEMM shape, cuDNN's engine per attention plan (forward and backward).
+TEST_F(CudaE2E, ProfileTimesEachOpOnTheDeviceAndListsTheChoices) {
+    CUDA_SESSION_OR_SKIP(plain, "bf16");
+    CUDA_SESSION_OR_SKIP(profiled, "bf16", Sets{{"runtime.profile_ops", "true"}});
+    const auto lp = run(plain, 4), lq = run(profiled, 4);
+    ASSERT_EQ(lq.size(), 4u);
+    EXPECT_TRUE(same_bits(lp, lq)) << "the profile changed the losses";
+    size_t needed = 0;
+    ASSERT_EQ(trainrt_session_profile(nullptr, 0, &needed, profiled), TRAINRT_OK) << last_error();
+    std::string json(needed + 1, '\0');
+    ASSERT_EQ(trainrt_session_profile(&json[0], json.size(), &needed, profiled), TRAINRT_OK);
+    json.resize(needed);
+    std::printf("%s\n", json.c_str());
+    EXPECT_NE(json.find("\"timing\": \"device\""), std::string::npos);
+    auto number = [&](const char* key) {
+        const size_t at = json.find(std::string("\"") + key + "\": ");
+        return at == std::string::npos ? -1.0 : std::atof(json.c_str() + at + std::strlen(key) + 4);
+    };
+    const double wall = number("wall_s"), ops = number("op_s");
+    EXPECT_GT(ops, 0.0);
+    EXPECT_LE(ops, wall) << "device op times outside the profiled interval";
+    auto count = [&](const std::string& s) {
+        size_t n = 0;
+        for (size_t at = json.find(s); at != std::string::npos; at = json.find(s, at + 1)) n++;
+        return n;
+    };
+    EXPECT_GE(count("{\"op\": \"matmul (cuBLASLt)\""), 4u);
+    EXPECT_EQ(count("{\"op\": \"matmul (cuBLASLt)\""),
+              count("\"choice\": \"id ") + count("\"choice\": \"falls back"));
+    EXPECT_EQ(count("{\"op\": \"attention fwd (cuDNN)\""),
+              count("{\"op\": \"attention bwd (cuDNN)\""));
+    EXPECT_EQ(count("{\"op\": \"attention fwd (cuDNN)\"") * 2, count("\"choice\": \"engine "));
+}
+
 TEST_F(CudaE2E, PlacementDeviceEqualsHost) {
     for (const char* sampler : {"\"random\"", "\"sequential\""}) {
         CUDA_SESSION_OR_SKIP(dev, "fp32",

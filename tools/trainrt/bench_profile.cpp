@@ -32,12 +32,21 @@ struct OpRow {
     double seconds = 0, flops = 0, bytes = 0;
 };
 
+// A library's choice for an op shape (cuBLASLt algorithm, cuDNN engine, oneDNN implementation).
+struct ChoiceRow {
+    std::string op, shape, choice;
+    double workspace_bytes = 0;
+};
+
 struct ProfileRun {
     std::string raw;  // the JSON as the library wrote it
     std::string device, device_name, precision;
+    std::string timing = "host";  // "device": each op on the device's clock (events)
     int threads = 1;
     long long steps = 0;
     double wall_s = 0, op_s = 0;
+    double peak_flops = 0, peak_bytes_per_s = 0;  // 0: unknown (no floor)
+    std::vector<ChoiceRow> choices;
     std::map<std::string, OpRow> ops;  // by label, all layers
     std::map<int, double> layer_s;     // by layer (-1: outside the blocks)
 
@@ -65,6 +74,15 @@ ProfileRun parse_profile(const std::string& text) {
     r.precision = member(doc, "precision").s;
     r.threads = static_cast<int>(number(member(doc, "threads")));
     r.steps = static_cast<long long>(number(member(doc, "steps")));
+    if (const trt::json::Value* t = doc.find("timing")) r.timing = t->s;
+    if (const trt::json::Value* v = doc.find("peak_flops")) r.peak_flops = number(*v);
+    if (const trt::json::Value* v = doc.find("peak_bytes_per_s")) r.peak_bytes_per_s = number(*v);
+    if (!(r.peak_flops > 0)) r.peak_flops = 0;  // null (not finite) or 0: unknown
+    if (!(r.peak_bytes_per_s > 0)) r.peak_bytes_per_s = 0;
+    if (const trt::json::Value* cs = doc.find("choices"))
+        for (const trt::json::Value& c : cs->arr)
+            r.choices.push_back({member(c, "op").s, member(c, "shape").s, member(c, "choice").s,
+                                 number(member(c, "workspace_bytes"))});
     r.wall_s = number(member(doc, "wall_s"));
     r.op_s = number(member(doc, "op_s"));
     for (const trt::json::Value& o : member(doc, "ops").arr) {
@@ -219,8 +237,15 @@ void print_header(const BenchProfileArgs& args, const ProfileRun& r, long long r
         std::printf(" --set %s=%s", kv.first.c_str(), kv.second.c_str());
     std::printf(
         "\n\ndevice %s (%s), precision %s; per session %lld warm-up steps, then %lld "
-        "profiled (each op synchronized: steps run eagerly)",
-        r.device.c_str(), r.device_name.c_str(), r.precision.c_str(), args.warmup, args.run.steps);
+        "profiled (%s)",
+        r.device.c_str(), r.device_name.c_str(), r.precision.c_str(), args.warmup, args.run.steps,
+        r.timing == "device"
+            ? "each op timed on the device by events before and after it, nothing waiting "
+              "between the ops; steps run eagerly, without CUDA graphs"
+            : "each op synchronized and timed on the host clock: steps run eagerly");
+    if (r.peak_flops > 0 || r.peak_bytes_per_s > 0)
+        std::printf("; roofline peaks %.4g TFLOP/s (%s), %.4g GB/s", r.peak_flops / 1e12,
+                    r.precision.c_str(), r.peak_bytes_per_s / 1e9);
     if (rounds > 1)
         std::printf(
             "; %lld sessions per thread count, alternating: each figure is the median "
@@ -229,20 +254,65 @@ void print_header(const BenchProfileArgs& args, const ProfileRun& r, long long r
     std::printf("\n\n");
 }
 
-// One run: ms per step, share of the step, rates.
+// An op's roofline floor: the least time its FLOPs and bytes take at the peaks (0: no peak).
+double floor_seconds(const ProfileRun& r, const OpRow& o) {
+    const double compute = r.peak_flops > 0 ? o.flops / r.peak_flops : 0;
+    const double memory = r.peak_bytes_per_s > 0 ? o.bytes / r.peak_bytes_per_s : 0;
+    return std::max(compute, memory);
+}
+
+// One run: ms per step, share of the step, rates; with the device's peaks, each op's share
+// of them, its roofline floor and how far above it the op runs, ops ranked by the time they
+// lose to their floor.
 void print_single(const ProfileRun& r) {
+    const bool roofline = r.peak_flops > 0 || r.peak_bytes_per_s > 0;
     std::printf(
-        "| op | calls/step | ms/step | %% of step | GFLOP/s | GB/s |\n"
-        "|---|---|---|---|---|---|\n");
-    for (const OpRow* o : by_time(r))
-        std::printf("| %s | %.0f | %.3f | %s | %s | %s |\n", o->label.c_str(),
+        "| op | calls/step | ms/step | %% of step | GFLOP/s | GB/s |%s\n",
+        roofline ? " % peak FLOP/s | % peak GB/s | floor ms | x floor | ms over floor |" : "");
+    std::printf("|---|---|---|---|---|---|%s\n", roofline ? "---|---|---|---|---|" : "");
+    double floor_ms = 0, over_ms = 0;
+    for (const OpRow* o : by_time(r)) {
+        std::printf("| %s | %.0f | %.3f | %s | %s | %s |", o->label.c_str(),
                     static_cast<double>(o->calls) / std::max(1LL, r.steps),
                     r.per_step_ms(o->seconds), percent(o->seconds, r.wall_s).c_str(),
                     rate(o->flops, o->seconds, 1e9).c_str(),
                     rate(o->bytes, o->seconds, 1e9).c_str());
-    std::printf("| (between the ops) | | %.3f | %s | | |\n", r.per_step_ms(r.wall_s - r.op_s),
-                percent(r.wall_s - r.op_s, r.wall_s).c_str());
-    std::printf("| **step** | | **%.3f** | 100 | | |\n", r.per_step_ms(r.wall_s));
+        if (roofline) {
+            const double f = floor_seconds(r, *o);
+            auto share = [&](double amount, double peak) {
+                return peak > 0 && amount > 0 && o->seconds > 0 ? percent(amount / o->seconds, peak)
+                                                                : std::string();
+            };
+            char ratio[32] = "";
+            if (f > 0) std::snprintf(ratio, sizeof ratio, "%.1f", o->seconds / f);
+            std::printf(" %s | %s | %.3f | %s | %.3f |", share(o->flops, r.peak_flops).c_str(),
+                        share(o->bytes, r.peak_bytes_per_s).c_str(), r.per_step_ms(f), ratio,
+                        r.per_step_ms(o->seconds - f));
+            floor_ms += r.per_step_ms(f);
+            over_ms += r.per_step_ms(o->seconds - f);
+        }
+        std::printf("\n");
+    }
+    std::printf("| (between the ops) | | %.3f | %s | | |%s\n", r.per_step_ms(r.wall_s - r.op_s),
+                percent(r.wall_s - r.op_s, r.wall_s).c_str(), roofline ? " | | | | |" : "");
+    std::printf("| **step** | | **%.3f** | 100 | | |", r.per_step_ms(r.wall_s));
+    if (roofline) std::printf(" | | %.3f | | %.3f |", floor_ms, over_ms);
+    std::printf("\n");
+    if (roofline)
+        std::printf(
+            "\nfloor = max(FLOPs / peak FLOP/s, bytes / peak GB/s) of each op (its least "
+            "traffic, src/backend/op_costs.h); the step's floor is their sum, %.3f ms: the ops "
+            "run %.3f ms above it, and %.3f ms pass between them.\n",
+            floor_ms, over_ms, r.per_step_ms(r.wall_s - r.op_s));
+}
+
+// The libraries' choices for the shapes the step ran.
+void print_choices(const ProfileRun& r) {
+    if (r.choices.empty()) return;
+    std::printf("\n| library choice | shape | chosen | workspace bytes |\n|---|---|---|---|\n");
+    for (const ChoiceRow& c : r.choices)
+        std::printf("| %s | %s | %s | %.0f |\n", c.op.c_str(), c.shape.c_str(), c.choice.c_str(),
+                    c.workspace_bytes);
 }
 
 // Two runs (1 and n threads): each op's parallel fraction and projection.
@@ -343,6 +413,7 @@ int bench_profile(const BenchProfileArgs& args) {
     else
         print_single(n);
     print_layers(n);
+    print_choices(n);
     std::vector<ProfileRun> runs = at_1;  // the JSON: every session, 1-thread ones first
     runs.insert(runs.end(), at_n.begin(), at_n.end());
     if (!args.json_path.empty() &&

@@ -86,6 +86,11 @@ public:
         st.threads_note = threads_note_;
         return st;
     }
+    std::vector<OpChoice> op_choices() const override {
+        std::vector<OpChoice> out;
+        if (gemm_) cpu::append_op_choices(*gemm_, out);
+        return out;
+    }
 
     const char* name() const override { return "cpu"; }
     bool supports(OpKind, const ModelDims&, Precision) const override { return true; }

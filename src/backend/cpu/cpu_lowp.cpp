@@ -11,6 +11,7 @@
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cpu/cpu_gelu.h"
+#include "backend/cpu/cpu_onednn_matmul.h"
 #include "backend/cpu/cpu_ops.h"
 #include "core/bf16.h"
 #include "core/error.h"
@@ -200,6 +201,12 @@ static const std::string& attention_impl() {
         return OnednnGemm::implementation(g);
     }();
     return impl;
+}
+
+std::vector<OpChoice> LowpBackend::op_choices() const {
+    std::vector<OpChoice> out = inner().op_choices();
+    if (gemm_) append_op_choices(*gemm_, out);
+    return out;
 }
 
 AccelStatus LowpBackend::accel_status() const {

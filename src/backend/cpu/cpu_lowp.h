@@ -62,6 +62,7 @@ public:
 
     DType activation_dtype() const override { return dtype_; }
     AccelStatus accel_status() const override;
+    std::vector<OpChoice> op_choices() const override;  // the fp32 backend's, then its own
 
     // ---- memory: the working copy follows every write into the registered master
     // parameters (copy_to_device, zero, the optimizer step) and goes with the buffer.

@@ -20,6 +20,16 @@
 
 namespace trt::cpu {
 
+std::string describe(const GemmShape& s) {
+    const char* in = s.in == DType::BF16 ? "bf16" : "fp32";
+    const char* out = s.out == GemmOut::Same ? in : s.out == GemmOut::F32 ? "fp32" : "+= fp32";
+    std::string d = cat(in, " ", s.m, "x", s.n, "x", s.k, " ", s.a_trans ? "aᵀ" : "a", "·",
+                        s.b_trans ? "bᵀ" : "b", " -> ", out);
+    if (s.bias) d += " +bias";
+    if (s.alpha != 1.0f) d += cat(" alpha ", s.alpha);
+    return d;
+}
+
 #ifdef TRAINRT_HAVE_ONEDNN
 
 namespace {
@@ -295,6 +305,17 @@ void OnednnGemm::run_here(const GemmShape& s, const void* a, const void* b, void
     }
 }
 
+std::vector<OnednnGemm::MadeShape> OnednnGemm::made_shapes() const {
+    std::vector<MadeShape> out;
+    for (const auto& [key, e] : impl_->cache) {
+        GemmShape s;
+        std::tie(s.in, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, s.a_trans, s.b_trans, s.out, s.bias,
+                 s.alpha) = key;
+        out.push_back({s, e.pd.impl_info_str(), e.pd.scratchpad_desc().get_size()});
+    }
+    return out;
+}
+
 bool onednn_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                   int lda, const float* B, int ldb, float beta, float* C, int ldc) noexcept {
     return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
@@ -327,6 +348,7 @@ void OnednnGemm::prepare(const GemmShape&, int) {
 void OnednnGemm::run_here(const GemmShape&, const void*, const void*, void*, int) const {
     fail(Status::Unsupported, availability(DType::F32));
 }
+std::vector<OnednnGemm::MadeShape> OnednnGemm::made_shapes() const { return {}; }
 
 #endif
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -68,6 +69,10 @@ inline GemmShape linear_dweight(DType in, int N, int K, int M, bool outin) {
     s.out = GemmOut::F32Add;
     return s;
 }
+// "bf16 64x256x64 a·bᵀ -> bf16": the operands' type, m x n x k, the transposes, what C is
+// (" +bias", " alpha 0.125" where they apply). For the profile's choices.
+std::string describe(const GemmShape& s);
+
 // a, b of the dweight product: (x, dy) for InOut, (dy, x) for OutIn.
 template <typename T>
 inline std::pair<const T*, const T*> weight_grad_operands(const T* x, const T* dy, bool outin) {
@@ -114,6 +119,15 @@ public:
     // of threads at once. No bias. Both throw trt::Error.
     void prepare(const GemmShape& shape, int threads);
     void run_here(const GemmShape& shape, const void* a, const void* b, void* c, int slot) const;
+
+    // The block shapes made so far, in a stable order, each with oneDNN's implementation and
+    // its scratchpad's bytes: what the profile lists as the CPU's matmul choices.
+    struct MadeShape {
+        GemmShape shape;
+        std::string implementation;
+        size_t scratchpad_bytes = 0;
+    };
+    std::vector<MadeShape> made_shapes() const;
 
 private:
     struct Impl;

@@ -5,11 +5,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <cstdlib>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "backend/cuda/attention_choice.h"
 #include "backend/cuda/cuda_check.h"
@@ -60,6 +61,50 @@ public:
 
 private:
     int prev_ = -1;  // the caller's device, when it differed
+};
+
+// The profiler's device clock (Backend::op_timer): timing events recorded on the compute
+// stream, made as the stamps need them (a step's worth, once) and kept for the backend's life.
+class StreamTimer final : public OpTimer {
+public:
+    StreamTimer(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+    ~StreamTimer() override {  // best effort: the device may be lost
+        const DeviceGuard g(device_, /*best_effort=*/true);
+        for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    }
+    StreamTimer(const StreamTimer&) = delete;
+    StreamTimer& operator=(const StreamTimer&) = delete;
+
+    int mark() override {
+        const DeviceGuard g(device_);
+        cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+        TRT_CUDA_CHECK(cudaStreamIsCapturing(stream_, &st));
+        TRT_CHECK(st == cudaStreamCaptureStatusNone,
+                  "the profiler's time stamps cannot be taken inside a graph capture");
+        if (next_ == events_.size()) {
+            cudaEvent_t e = nullptr;
+            TRT_CUDA_CHECK(cudaEventCreate(&e));  // with timing (the default)
+            events_.push_back(e);
+        }
+        TRT_CUDA_CHECK(cudaEventRecord(events_[next_], stream_));
+        return static_cast<int>(next_++);
+    }
+    double seconds_between(int a, int b) override {
+        TRT_CHECK(
+            a >= 0 && b >= 0 && static_cast<size_t>(a) < next_ && static_cast<size_t>(b) < next_,
+            "time stamps ", a, " and ", b, " of ", next_);
+        const DeviceGuard g(device_);
+        float ms = 0;
+        TRT_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[a], events_[b]));
+        return 1e-3 * ms;
+    }
+    void clear() noexcept override { next_ = 0; }
+
+private:
+    int device_;
+    cudaStream_t stream_;
+    std::vector<cudaEvent_t> events_;
+    size_t next_ = 0;  // stamps taken since clear()
 };
 
 class CudaBackend final : public Backend, public OptimizerStep {
@@ -116,6 +161,20 @@ public:
                     : "nondeterministic cuDNN attention engines allowed; none chosen so far";
         }
         return a;
+    }
+
+    // ---- profiling
+    OpTimer* op_timer() override {
+        if (!timer_) timer_ = std::make_unique<StreamTimer>(device_, stream_);
+        return timer_.get();
+    }
+    std::vector<OpChoice> op_choices() const override {
+        std::vector<OpChoice> out = matmul_choices(ctx_.matmul);
+        if (cudnn_) {
+            const std::vector<OpChoice> attention = cudnn_->plan_choices();
+            out.insert(out.end(), attention.begin(), attention.end());
+        }
+        return out;
     }
 
     // ---- memory
@@ -688,6 +747,7 @@ private:
         comm_stream_ = nullptr;
         comm_fork_ = comm_join_ = nullptr;
         for (auto& kv : graphs_) cudaGraphExecDestroy(kv.second);
+        timer_.reset();  // its events
         cudnn_.reset();  // its handle before the streams go
         if (ctx_.matmul) destroy_matmul_state(ctx_.matmul);
         if (lt_) cublasLtDestroy(lt_);
@@ -960,6 +1020,7 @@ private:
 
     // accel.attention = "cudnn": the cuDNN path, or why not (for the startup log).
     std::unique_ptr<CudnnAttention> cudnn_;
+    std::unique_ptr<StreamTimer> timer_;  // op_timer(): made on first use
     bool use_cudnn_ = false;  // the reserved shape is prepared: saved/scratch are cuDNN-sized
     int cudnn_nkv_ = 0;       // the key/value heads cuDNN serves (the model's; NH = multi-head)
     bool cudnn_grouped_query_ = false;  // AccelOptions::cudnn_grouped_query

@@ -54,6 +54,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_gemm.h"
@@ -85,6 +86,77 @@ std::string matmul_epilogue_note(const MatmulState* s) {
                std::to_string(s->fell_back[f]) + " fallback";
     }
     return out.empty() ? out : "cuBLASLt epilogue shapes: " + out;
+}
+
+std::string describe_algo(const cublasLtMatmulAlgo_t& algo) {
+    struct Field {
+        cublasLtMatmulAlgoConfigAttributes_t attr;
+        const char* name;
+    };
+    static const Field kFields[] = {
+        {CUBLASLT_ALGO_CONFIG_ID, "id"},
+        {CUBLASLT_ALGO_CONFIG_TILE_ID, "tile"},
+        {CUBLASLT_ALGO_CONFIG_STAGES_ID, "stages"},
+        {CUBLASLT_ALGO_CONFIG_SPLITK_NUM, "split-k"},
+        {CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, "reduction"},
+        {CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, "swizzle"},
+        {CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, "custom"},
+    };
+    std::string out;
+    for (const Field& f : kFields) {
+        // Every one of these is a 32-bit integer (int32 or uint32, cublasLt.h).
+        uint32_t v = 0;
+        size_t written = 0;
+        const cublasStatus_t st =
+            cublasLtMatmulAlgoConfigGetAttribute(&algo, f.attr, &v, sizeof(v), &written);
+        if (!out.empty()) out += ' ';
+        out += std::string(f.name) + ' ' + (st == CUBLAS_STATUS_SUCCESS ? std::to_string(v) : "?");
+    }
+    return out;
+}
+
+std::string describe_key(const GemmPlanKey& k) {
+    // The key's order: gemm_plan_key below.
+    auto type = [](int64_t t) {
+        return t == CUDA_R_16BF  ? "bf16"
+               : t == CUDA_R_16F ? "fp16"
+               : t == CUDA_R_32F ? "fp32"
+                                 : "?";
+    };
+    auto epilogue = [](int64_t e) -> const char* {
+        switch (static_cast<cublasLtEpilogue_t>(e)) {
+            case CUBLASLT_EPILOGUE_DEFAULT:
+                return "";
+            case CUBLASLT_EPILOGUE_BIAS:
+                return " +bias";
+            case CUBLASLT_EPILOGUE_GELU_AUX:
+                return " +gelu";
+            case CUBLASLT_EPILOGUE_GELU_AUX_BIAS:
+                return " +bias+gelu";
+            case CUBLASLT_EPILOGUE_BGRADA:
+            case CUBLASLT_EPILOGUE_BGRADB:
+                return " +bias-grad";
+            default:
+                return " +epilogue";
+        }
+    };
+    std::string d = std::to_string(k[2]) + "x" + std::to_string(k[3]) + "x" + std::to_string(k[4]);
+    if (k[11] > 1) d += " batch " + std::to_string(k[11]);
+    d += std::string(" ") + (k[0] ? "aᵀ" : "a") + "·" + (k[1] ? "bᵀ" : "b") + " " + type(k[12]) +
+         " -> " + type(k[13]);
+    if (k[14] == CUBLAS_COMPUTE_32F_FAST_TF32) d += " tf32";
+    return d + epilogue(k[15]) + (k[23] ? "" : " +=");
+}
+
+std::vector<OpChoice> matmul_choices(const MatmulState* s) {
+    std::vector<OpChoice> out;
+    if (!s) return out;
+    for (const auto& [key, plan] : s->plans)
+        out.push_back(
+            {"matmul (cuBLASLt)", describe_key(key),
+             plan.rejected ? "falls back: no algorithm for the epilogue" : describe_algo(plan.algo),
+             static_cast<int64_t>(plan.workspace)});
+    return out;
 }
 
 void destroy_plan(GemmPlan& p) noexcept {  // statuses ignored: nothing to do on failure
@@ -275,6 +347,7 @@ GemmPlan build_plan(const CudaCtx& ctx, const RowMajorGemm& g) {
         return rejected;
     }
     p.algo = res.algo;
+    p.workspace = res.workspaceSize;
     guard.p = nullptr;  // success: the cache owns the descriptors
     return p;
 }

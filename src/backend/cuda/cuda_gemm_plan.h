@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "backend/cuda/cuda_gemm.h"
 
@@ -16,6 +17,7 @@ struct GemmPlan {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // C uses d's layout
     cublasLtMatmulAlgo_t algo{};
+    size_t workspace = 0;   // bytes the algorithm uses of the workspace (the heuristic's)
     bool rejected = false;  // the key's epilogue is unusable here: the caller falls back
     bool ran = false;       // a cublasLtMatmul with this plan has succeeded
 };
@@ -34,5 +36,13 @@ std::array<uint32_t, 4> lt_alignments(const RowMajorGemm& g);
 // g's descriptor and layouts, cuBLASLt's column-major view of it (the one place it is derived);
 // no algorithm yet. Needs no device. Throws on a cuBLASLt error, leaking nothing.
 GemmPlan describe_gemm(const RowMajorGemm& g);
+
+// "id 21 tile 23 stages 8 split-k 1 reduction 0 swizzle 1 custom 0": an algorithm's
+// configuration (cublasLtMatmulAlgoConfigGetAttribute; tile and stages are cublasLt.h's
+// cublasLtMatmulTile_t / cublasLtMatmulStages_t values). Needs no device.
+std::string describe_algo(const cublasLtMatmulAlgo_t& algo);
+// "768x2304x768 bf16 -> bf16 bias": a plan key's row-major m x n x k (batch), operand and
+// output types, transposes and epilogue.
+std::string describe_key(const GemmPlanKey& key);
 
 }  // namespace trt::cuda

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <vector>
 
 #include "backend/backend.h"
 #include "core/error.h"
@@ -190,6 +191,10 @@ void destroy_matmul_state(MatmulState* s);
 // algorithm for it ("" before any epilogue was tried). Fallbacks decided by the alignment/ld
 // rules (cuda_matmul.cu) never reach cuBLASLt and are not counted.
 std::string matmul_epilogue_note(const MatmulState* s);
+// For the profile (Backend::op_choices): every GEMM plan made so far, in key order — its shape
+// in row-major terms, types and epilogue, and cuBLASLt's algorithm (id, tile, stages, split-k,
+// reduction scheme, swizzle, custom option) and workspace; "falls back" for a rejected one.
+std::vector<OpChoice> matmul_choices(const MatmulState* s);
 void matmul_forward(const CudaCtx& ctx, Act out, ConstAct inp, const float* weight,
                     const float* bias, int N, int K, int M, WeightLayout layout);
 void matmul_backward(const CudaCtx& ctx, Act dinp, float* dweight, float* dbias,

@@ -260,6 +260,24 @@ bool CudnnAttention::nondeterministic_in_use() const {
     return any;
 }
 
+std::vector<OpChoice> CudnnAttention::plan_choices() const {
+    std::vector<OpChoice> out;
+    cache_.for_each([&](const AttnShape& s, const ShapePlans& sp) {
+        std::string shape = cat("B ", s.B, " T ", s.T, " C ", s.C, " heads ", s.NH);
+        if (s.NKV > 0 && s.NKV != s.NH) shape += cat(" kv heads ", s.NKV);
+        if (s.window > 0) shape += cat(" window ", s.window);
+        if (sp.T != s.T) shape += cat(" (bucket ", sp.T, ")");
+        if (!cache_.reserved(s)) shape += " on demand";
+        for (const OpGraph* g : {&sp.fwd, &sp.bwd}) {
+            out.push_back({g == &sp.fwd ? "attention fwd (cuDNN)" : "attention bwd (cuDNN)", shape,
+                           cat("engine ", g->engine_index(),
+                               g->plan_nondeterministic() ? " (nondeterministic)" : ""),
+                           g->workspace_bytes()});
+        }
+    });
+    return out;
+}
+
 bool CudnnAttention::prepared(int B, int T, int C, int NH, int NKV, int window) const {
     return cache_.reserved(attn_shape(B, T, C, NH, NKV, window));
 }

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/attention_plan_cache.h"
 #include "backend/cuda/cuda_ops.h"
@@ -123,6 +124,9 @@ public:
     // Some cached plan runs an engine marked NONDETERMINISTIC (only without
     // require_deterministic).
     bool nondeterministic_in_use() const;
+    // For the profile (Backend::op_choices): each cached plan's shape, with the engine cuDNN's
+    // heuristics gave its forward and its backward and their workspaces, in shape order.
+    std::vector<OpChoice> plan_choices() const;
     // Plans alive now: prepared ones plus on-demand ones (<= kOnDemandPlans).
     size_t plans_alive() const { return cache_.size(); }
     size_t on_demand_plans() const { return cache_.on_demand(); }

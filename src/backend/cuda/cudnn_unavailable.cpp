@@ -51,5 +51,6 @@ void CudnnAttention::backward(const CudaCtx&, Act, float*, ConstAct, ConstAct, c
 }
 std::string CudnnAttention::library() const { return "none"; }
 bool CudnnAttention::nondeterministic_in_use() const { return false; }
+std::vector<OpChoice> CudnnAttention::plan_choices() const { return {}; }
 
 }  // namespace trt::cuda

@@ -178,6 +178,29 @@ TEST_F(CapiProfile, WithoutTheKeyBothCallsRefuseNamingIt) {
     ASSERT_EQ(trainrt_session_step(nullptr, s), TRAINRT_OK) << last_error();  // still usable
 }
 
+// On the CPU: the host clock; the roofline peaks the config gives (none in the table for a
+// CPU); the choices an array (oneDNN's block shapes where it ran the matmuls, else empty).
+TEST_F(CapiProfile, SaysHowItTimedThePeaksAndTheChoices) {
+    trainrt_session* s = open_from(kTinyGpt2Toml, {{"runtime.profile_ops", "true"}});
+    ASSERT_NE(s, nullptr);
+    ASSERT_EQ(trainrt_session_step(nullptr, s), TRAINRT_OK) << last_error();
+    std::string json = profile_of(s);
+    EXPECT_NE(json.find("\"timing\": \"host\""), std::string::npos) << json;
+    EXPECT_EQ(member(json, "peak_flops"), 0);
+    EXPECT_EQ(member(json, "peak_bytes_per_s"), 0);
+    EXPECT_TRUE(std::regex_search(json, std::regex("\"choices\": \\[(\\]|\n    \\{\"op\": )")))
+        << json;
+
+    trainrt_session* p = open_from(
+        kTinyGpt2Toml,
+        {{"runtime.profile_ops", "true"}, {"runtime.peak_tflops", "2"}, {"runtime.peak_gbs", "3"}});
+    ASSERT_NE(p, nullptr);
+    ASSERT_EQ(trainrt_session_step(nullptr, p), TRAINRT_OK) << last_error();
+    json = profile_of(p);
+    EXPECT_EQ(member(json, "peak_flops"), 2e12);
+    EXPECT_EQ(member(json, "peak_bytes_per_s"), 3e9);
+}
+
 // A buffer too small gets the size needed and a terminated prefix (trainrt.h's convention).
 TEST_F(CapiProfile, SmallBufferGetsTheSizeNeeded) {
     trainrt_session* s = open_from(kTinyGpt2Toml, {{"runtime.profile_ops", "true"}});

@@ -136,6 +136,7 @@ threads = 3
 log_every = 5
 max_inflight = 4
 peak_tflops = 123.5
+peak_gbs = 3350
 
 [accel]
 fused_adamw = false
@@ -182,6 +183,7 @@ void expect_full_values(const RunConfig& r) {
     EXPECT_EQ(r.runtime.log_every, 5);
     EXPECT_EQ(r.runtime.max_inflight, 4);
     EXPECT_DOUBLE_EQ(r.runtime.peak_tflops, 123.5);
+    EXPECT_DOUBLE_EQ(r.runtime.peak_gbs, 3350.0);
     // Every accel switch away from its default, so each key's parse is seen.
     EXPECT_FALSE(r.accel.fused_adamw);
     EXPECT_FALSE(r.accel.cuda_graphs);
@@ -234,6 +236,7 @@ void expect_defaults(const RunConfig& r) {
     EXPECT_EQ(r.runtime.log_every, 10);
     EXPECT_EQ(r.runtime.max_inflight, 2);
     EXPECT_DOUBLE_EQ(r.runtime.peak_tflops, 0.0);
+    EXPECT_DOUBLE_EQ(r.runtime.peak_gbs, 0.0);
     EXPECT_TRUE(r.accel.fused_adamw);
     EXPECT_TRUE(r.accel.cuda_graphs);  // the CUDA fast paths: on since an H100 run verified them
     EXPECT_EQ(r.accel.attention, AttentionKind::Auto);
@@ -736,7 +739,7 @@ TEST(ConfigLosses, EveryKeyIsClassified) {
     Config c;
     c.set("runtime.precision", "\"bf16\"");
     const auto all = dump_entries(c.dump());
-    EXPECT_EQ(all.size(), 78u);
+    EXPECT_EQ(all.size(), 79u);
     std::vector<std::pair<std::string, std::string>> affecting;
     for (const auto& [key, value] : all) {
         bool affects = false;
@@ -782,7 +785,7 @@ TEST(ConfigDocs, EveryKeyIsDocumented) {
         EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << key;
         ++keys;
     }
-    EXPECT_EQ(keys, 78);
+    EXPECT_EQ(keys, 79);
 }
 
 }  // namespace

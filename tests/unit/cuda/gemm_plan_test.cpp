@@ -293,3 +293,42 @@ TEST(GemmPlan, KeySeesWhatTheHeuristicSees) {
 }
 
 }  // namespace
+
+namespace {
+
+// The profile's words for a plan (Backend::op_choices): the key in row-major terms, and an
+// algorithm's configuration as cuBLASLt holds it.
+TEST(GemmPlan, ProfileDescribesTheKeyAndTheAlgorithm) {
+    RowMajorGemm g = product(N, M, K, "NT", K, K, M, 0);
+    g.precision = Precision::Bf16;
+    g.c_type = DType::BF16;
+    EXPECT_EQ(trt::cuda::describe_key(gemm_plan_key(g)), "24x56x40 a·bᵀ bf16 -> bf16");
+    RowMajorGemm dw = product(K, M, N, "TN", K, M, M, 1);
+    dw.precision = Precision::Tf32;
+    EXPECT_EQ(trt::cuda::describe_key(gemm_plan_key(dw)), "40x56x24 aᵀ·b fp32 -> fp32 tf32 +=");
+    RowMajorGemm batched = product(32, 16, 8, "NT", 8, 8, 16, 0);
+    batched.batch = 6;
+    batched.stride_a = 256;
+    batched.stride_b = 128;
+    batched.stride_c = 512;
+    EXPECT_EQ(trt::cuda::describe_key(gemm_plan_key(batched)), "32x16x8 batch 6 a·bᵀ fp32 -> fp32");
+
+    // An algorithm's configuration, written and read back through cuBLASLt's own accessors
+    // (the id is read-only, set by cublasLtMatmulAlgoInit: 0 in a zeroed algorithm).
+    cublasLtMatmulAlgo_t algo{};
+    const uint32_t tile = CUBLASLT_MATMUL_TILE_128x256, stages = 8, splitk = 2;
+    ASSERT_EQ(cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, 4),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(
+        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, 4),
+        CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(
+        cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, 4),
+        CUBLAS_STATUS_SUCCESS);
+    const std::string d = trt::cuda::describe_algo(algo);
+    EXPECT_EQ(d.rfind("id 0 tile 23 stages 8 split-k 2 reduction ", 0), 0u) << d;
+    EXPECT_NE(d.find(" swizzle "), std::string::npos) << d;
+    EXPECT_NE(d.find(" custom "), std::string::npos) << d;
+}
+
+}  // namespace

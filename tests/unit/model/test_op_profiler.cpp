@@ -232,6 +232,129 @@ TEST(OpProfiler, StopThatThrowsLeavesItOff) {
     EXPECT_EQ(prof.wall_seconds(), one.wall);
 }
 
+// A device clock as the CUDA backend's (Backend::op_timer): stamps read only after a
+// synchronize, each op moving the "device" by its ticks while the host clock stays still —
+// so op times that come out right can only have come from the stamps.
+class FakeDeviceTimer final : public OpTimer {
+public:
+    explicit FakeDeviceTimer(const double* device_now) : now_(device_now) {}
+    int mark() override {
+        stamps_.push_back(*now_);
+        ++marks;
+        return static_cast<int>(stamps_.size()) - 1;
+    }
+    double seconds_between(int a, int b) override {
+        EXPECT_TRUE(synchronized) << "a stamp read before the device was synchronized";
+        EXPECT_LT(static_cast<size_t>(b), stamps_.size());
+        ++reads;
+        return stamps_.at(b) - stamps_.at(a);
+    }
+    void clear() noexcept override {
+        stamps_.clear();
+        ++clears;
+    }
+    bool synchronized = false;
+    int marks = 0, reads = 0, clears = 0;
+
+private:
+    const double* now_;
+    std::vector<double> stamps_;
+};
+
+// Runs ahead as a device would: ops move `device`, synchronize() marks the timer readable and
+// can be told to fail (a lost device); the host clock (`host`) never moves.
+class DeviceTimed final : public OpDispatch {
+public:
+    explicit DeviceTimed(std::unique_ptr<Backend> inner)
+        : OpDispatch(std::move(inner)), timer(&device) {}
+    OpTimer* op_timer() override { return &timer; }
+    void synchronize() override {
+        if (fail_sync) throw std::runtime_error("device lost");
+        timer.synchronized = true;
+    }
+    double device = 0, host = 0;
+    bool fail_sync = false;
+    FakeDeviceTimer timer;
+
+protected:
+    void dispatch(OpKind op, std::function<void()> run) override {
+        timer.synchronized = false;  // an op in flight: stamps unreadable until synchronize()
+        run();
+        device += ticks(op);
+    }
+};
+
+TEST(OpProfiler, WithADeviceTimerTheOpsAreStampedAndReadAtStop) {
+    auto timed = std::make_unique<DeviceTimed>(make_cpu_backend(1));
+    DeviceTimed* d = timed.get();
+    OpProfiler prof(std::move(timed), [d] { return d->host; });
+    EXPECT_TRUE(prof.device_timed());
+    std::vector<float> x(4, 1.0f);
+    prof.start();
+    prof.zero(x.data(), x.size() * sizeof(float));
+    prof.zero(x.data(), x.size() * sizeof(float));
+    EXPECT_EQ(d->timer.marks, 4);  // before and after each op, no synchronize between them
+    EXPECT_EQ(d->timer.reads, 0);
+    EXPECT_EQ(prof.rows().at(0).seconds, 0.0);  // still on the device
+    prof.stop();
+    ASSERT_EQ(prof.rows().size(), 1u);
+    EXPECT_EQ(prof.rows().at(0).calls, 2);
+    EXPECT_EQ(prof.rows().at(0).seconds, 2 * ticks(OpKind::zero));
+    EXPECT_EQ(d->timer.reads, 2);
+    EXPECT_GE(d->timer.clears, 1);        // the stamps are let go at stop()
+    EXPECT_EQ(prof.wall_seconds(), 0.0);  // the host clock did not move
+
+    // A stop whose synchronize throws reads nothing, lets the stamps go, leaves it off; the
+    // next profiled step starts clean.
+    const int clears = d->timer.clears;
+    prof.start();
+    prof.zero(x.data(), x.size() * sizeof(float));
+    d->fail_sync = true;
+    EXPECT_THROW(prof.stop(), std::runtime_error);
+    d->fail_sync = false;
+    EXPECT_FALSE(prof.running());
+    EXPECT_GT(d->timer.clears, clears);
+    EXPECT_EQ(prof.rows().at(0).seconds, 2 * ticks(OpKind::zero));  // that op was never read
+
+    // reset() while running drops the stamps of the rows it forgets.
+    prof.start();
+    prof.zero(x.data(), x.size() * sizeof(float));
+    prof.reset();
+    prof.zero(x.data(), x.size() * sizeof(float));
+    prof.stop();
+    ASSERT_EQ(prof.rows().size(), 1u);
+    EXPECT_EQ(prof.rows().at(0).calls, 1);
+    EXPECT_EQ(prof.rows().at(0).seconds, ticks(OpKind::zero));
+}
+
+// A whole decoder step on the device clock: every row is its calls' ticks, as on the host clock.
+TEST(OpProfiler, DeviceTimedStepFilesEveryOpWithItsOwnTime) {
+    auto timed = std::make_unique<DeviceTimed>(make_cpu_backend(1));
+    DeviceTimed* d = timed.get();
+    auto profiler = std::make_unique<OpProfiler>(std::move(timed), [d] { return d->host; });
+    OpProfiler* prof = profiler.get();
+    std::unique_ptr<Backend> be = std::move(profiler);
+    const ModelSpec spec = gpt2_spec(32, 8, 2, 2, 16);
+    Decoder model(*be, spec, 2, 8);
+    for (int i = 0; i < 16; i++) {
+        model.inputs_buffer()[i] = i % spec.V;
+        model.targets_buffer()[i] = (i + 1) % spec.V;
+    }
+    prof->start();
+    model.zero_grads();
+    model.forward_backward(model.inputs_buffer(), model.targets_buffer(), 2, 8, 1.0f / 16);
+    prof->stop();
+    const std::vector<OpTiming> rows = prof->rows();
+    ASSERT_GT(rows.size(), 5u);
+    double sum = 0;
+    for (const OpTiming& r : rows) {
+        EXPECT_EQ(r.seconds, r.calls * ticks(r.op)) << r.label;
+        sum += r.seconds;
+    }
+    EXPECT_EQ(sum, d->device);  // every device tick is inside exactly one op
+    EXPECT_EQ(d->timer.reads * 2, d->timer.marks);
+}
+
 TEST(OpProfiler, AttentionFlopsCountTheCausalPairsInTheWindow) {
     // T 4: 1 + 2 + 3 + 4 = 10 pairs; window 2: 1 + 2 + 2 + 2 = 7; hs 3, 2 heads, B 1.
     const AttentionShape a = AttentionShape::from_heads(1, 4, 2, 2, 3);
