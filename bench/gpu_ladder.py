@@ -21,6 +21,14 @@ Then bench/torch_gpt.py trains the same model with the same batch and tokens per
 PyTorch (bf16 autocast, SDPA, fused AdamW): eager, torch.compile, and for the tiny model
 torch.compile(mode="reduce-overhead"); the ratios ours / torch are reported.
 
+Where the time goes (issue 43), in the same call: after the torch modes, our best rung runs
+once more under `trainrt bench --profile` (each op timed on the GPU by events, eager: no CUDA
+graph), and the report gets its per-op table against the device's roofline (bench/roofline.py:
+each op's floor from its FLOPs and bytes, how far above it it runs) and the libraries' choices
+(cuBLASLt algorithm per GEMM shape, cuDNN engine per attention plan); torch.compile's run (eager
+where compile is not measured) ends with a few steps under torch.profiler, whose kernel table
+(kernels by their own GPU time per step) goes beside it.
+
 Time: every rung and torch mode runs in its own process under its own cap, all within --budget
 seconds; what is not reached is marked so. On CUDA out-of-memory (trainrt bench exit 3) a rung
 is retried at half the batch with twice the grad_accum (same tokens per step), down to batch 1;
@@ -53,6 +61,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import roofline  # noqa: E402 - bench/roofline.py, beside this file
+
 REPO = os.path.dirname(HERE)
 TORCH_GPT = os.path.join(HERE, "torch_gpt.py")
 EXIT_OOM = 3  # trainrt bench: out of memory
@@ -84,13 +95,19 @@ SMOKE_RUNGS = [
 MODELS = {
     "tiny": dict(vocab_size=256, context_length=256, n_layer=6, n_head=6, d_model=384,
                  batch=64, seq_len=256, grad_accum=1, steps=100, warmup=10, rung_cap=60,
-                 torch_cap=150, torch_modes=("eager", "compile", "compile-ro"), torch_preset="tiny"),
+                 torch_cap=150, torch_modes=("eager", "compile", "compile-ro"), torch_preset="tiny",
+                 profile_steps=5, profile_cap=60, torch_profile_mode="compile",
+                 torch_profile_steps=5),
     "gpt2": dict(vocab_size=50257, context_length=1024, n_layer=12, n_head=12, d_model=768,
                  batch=64, seq_len=1024, grad_accum=1, steps=6, warmup=2, rung_cap=120,
-                 torch_cap=200, torch_modes=("eager", "compile"), torch_preset="gpt2"),
+                 torch_cap=200, torch_modes=("eager", "compile"), torch_preset="gpt2",
+                 profile_steps=2, profile_cap=90, torch_profile_mode="compile",
+                 torch_profile_steps=2),
     "smoke": dict(vocab_size=256, context_length=64, n_layer=2, n_head=2, d_model=64,
                   batch=4, seq_len=64, grad_accum=1, steps=3, warmup=1, rung_cap=60,
-                  torch_cap=60, torch_modes=("eager", "compile"), torch_preset="smoke"),
+                  torch_cap=60, torch_modes=("eager", "compile"), torch_preset="smoke",
+                  profile_steps=2, profile_cap=60, torch_profile_mode="eager",
+                  torch_profile_steps=1),
 }
 # Goals on an H100 (the issue): reported, never judged by the exit status.
 GOALS = {
@@ -269,6 +286,8 @@ def run_torch(args, clock, model_dir, shape, mode, shard, batch, grad_accum, dev
            "--steps", str(shape["steps"]), "--warmup", str(warmup), "--data", shard, "--json", jpath]
     if device == "cpu":
         cmd += ["--threads", "2"]
+    if mode == shape["torch_profile_mode"] and not args.no_profile:
+        cmd += ["--profile-steps", str(shape["torch_profile_steps"]), "--profile-top", "30"]
     log = os.path.join(model_dir, f"torch-{mode}.log")
     rc, secs = run_logged(cmd, log, cap)
     res.update(seconds=round(secs, 1), log=os.path.relpath(log, args.out))
@@ -286,6 +305,84 @@ def run_torch(args, clock, model_dir, shape, mode, shard, batch, grad_accum, dev
                torch_version=out.get("torch_version"), device_name=out.get("device_name"),
                json=os.path.relpath(jpath, args.out))
     return res
+
+
+# ----------------------------------------------------------------------------- profile
+def run_profile(args, clock, model_dir, cfg_path, best, shape):
+    """Our best rung once more under `trainrt bench --profile` (its batch, its settings): the
+    per-op profile read back with its roofline; a result dict."""
+    res = dict(status="not reached")
+    if best is None:
+        return dict(res, status="skipped", reason="no rung completed")
+    cap = min(shape["profile_cap"], clock.left())
+    if cap < 10:
+        return res
+    jpath = os.path.join(model_dir, "profile.json")
+    if os.path.exists(jpath):
+        os.remove(jpath)
+    cmd = [args.trainrt, "bench", cfg_path, "--profile", "--steps", str(shape["profile_steps"]),
+           "--warmup", "1", "--json", jpath,
+           "--set", f"train.batch_size={best['batch_size']}",
+           "--set", f"train.grad_accum={best['grad_accum']}"]
+    for k, v in best["all_sets"].items():
+        cmd += ["--set", f"{k}={v}"]
+    log = os.path.join(model_dir, "profile.log")
+    rc, secs = run_logged(cmd, log, cap)
+    res.update(rung=best["rung"], seconds=round(secs, 1), log=os.path.relpath(log, args.out))
+    if rc == "timeout":
+        return dict(res, status="timeout", reason=f"cut off by the {cap:.0f} s cap")
+    if rc != 0:
+        return dict(res, status="error", reason=f"exit {rc}: " + tail(log, 3))
+    try:
+        run = roofline.read_profile(jpath)
+        lines, summary = roofline.report(run, run.get("peak_flops") or 0.0,
+                                         run.get("peak_bytes_per_s") or 0.0, 25,
+                                         "the device's datasheet")
+    except (OSError, ValueError, KeyError) as exc:
+        return dict(res, status="error", reason=f"profile.json: {exc}")
+    summary.pop("rows")
+    return dict(res, status="ok", json=os.path.relpath(jpath, args.out), table=lines,
+                summary=summary, timing=run.get("timing"), choices=run.get("choices", []))
+
+
+def profile_section(entry):
+    """Where our step goes, and torch's kernels, for model_section."""
+    lines = []
+    p = entry.get("profile")
+    if p is not None:
+        lines.append(f"### Where our step goes: rung `{p.get('rung', '-')}` under "
+                     f"`trainrt bench --profile` ({p.get('timing', '?')} timing)")
+        lines.append("")
+        if p["status"] == "ok":
+            lines += p["table"]
+            if p["choices"]:
+                lines += ["", "| library choice | shape | chosen | workspace bytes |",
+                          "|---|---|---|---|"]
+                lines += [f"| {c['op']} | {c['shape']} | {c['choice']} | {c['workspace_bytes']} |"
+                          for c in p["choices"]]
+        else:
+            lines.append(f"Profile: {p['status']}{': ' + p['reason'] if p.get('reason') else ''}.")
+        lines.append("")
+    for t in entry["torch"]:
+        rep = t.get("report") or {}
+        if "kernels" in rep or "kernels_error" in rep:
+            lines.append(f"### torch {t['mode']}'s kernels (torch.profiler, "
+                         f"{rep.get('kernel_profiled_steps', '?')} step(s) after the timed ones: "
+                         f"{rep.get('kernel_what', '')})")
+            lines.append("")
+            if "kernels_error" in rep:
+                lines.append(f"Not profiled: {rep['kernels_error']}")
+            else:
+                lines.append(f"{rep['kernel_kinds']} kinds, {rep['kernel_ms_per_step']:.3f} ms "
+                             "per step in all; the top ones:")
+                lines += ["", "| kernel | calls/step | ms/step | % |", "|---|---|---|---|"]
+                for k in rep["kernels"]:
+                    name = k["name"].replace("|", "/")
+                    name = name if len(name) <= 120 else name[:117] + "..."
+                    lines.append(f"| `{name}` | {k['calls_per_step']:.0f} | {k['ms_per_step']:.3f} "
+                                 f"| {100 * k['share']:.1f} |")
+            lines.append("")
+    return lines
 
 
 # ----------------------------------------------------------------------------- report
@@ -370,6 +467,7 @@ def model_section(name, entry):
             lines.append("")
             lines.append("Goals (H100; reported, not judged): " + "; ".join(goals) + ".")
     lines.append("")
+    lines += profile_section(entry)
     lines.append("<details><summary>what each rung really ran (the session's acceleration line)</summary>")
     lines.append("")
     for r in entry["rungs"]:
@@ -449,6 +547,19 @@ def smoke_checks(models):
             problems.append(f"torch {t['mode']}: {t['status']} {t.get('reason', '')}")
     if e["torch"] and e["torch"][0]["status"] == "ok" and "eager" not in e["ratios"]:
         problems.append("no ours/torch eager ratio")
+    # The per-op profile of the best rung, read back with its roofline table; torch eager's
+    # kernel (operator) table.
+    p = e.get("profile", {})
+    if p.get("status") != "ok":
+        problems.append(f"profile: {p.get('status')} {p.get('reason', '')}")
+    elif not any(l.startswith("| **step** |") for l in p["table"]):
+        problems.append("profile: no step row in its table")
+    for t in e["torch"]:
+        if t["mode"] == "eager" and t["status"] == "ok":
+            rep = t["report"]
+            if not rep.get("kernels") or not rep.get("kernel_ms_per_step", 0) > 0:
+                problems.append(f"torch eager: no kernel table ({rep.get('kernels_error', '')})")
+    return problems
     return problems
 
 
@@ -465,6 +576,8 @@ def main():
     ap.add_argument("--gpt2-tokens-per-step", type=int, default=65536)
     ap.add_argument("--steps", type=int, help="timed steps per run (default: per model)")
     ap.add_argument("--smoke", action="store_true", help="CPU smoke run of the machinery")
+    ap.add_argument("--no-profile", action="store_true",
+                    help="no per-op profile of our best rung (and no torch kernel table)")
     args = ap.parse_args()
 
     clock = Clock(args.budget)
@@ -552,6 +665,11 @@ def main():
             entry["torch"].append(t)
             entry["ratios"] = ratios(entry)[1]
             write_outputs(args, clock, meta, models)
+        if not args.no_profile:
+            print(f"== {name} / profile ({clock.left():.0f} s left)", file=sys.stderr)
+            entry["profile"] = run_profile(args, clock, model_dir, cfg_path, best_rung(entry),
+                                           shape)
+            failed = failed or entry["profile"]["status"] == "error"
         write_outputs(args, clock, meta, models)
 
     with open(os.path.join(args.out, "ladder.md")) as f:

@@ -35,6 +35,13 @@ tokens/s = steps x tokens per step / wall time; p50/p95 are nearest-rank percent
 per-step times. On CUDA out-of-memory the mode is retried at half the batch with twice the
 grad_accum (same tokens per step), down to batch 1.
 
+Kernels (--profile-steps N, issue 43): after the timed steps, N more steps of the same mode
+run under torch.profiler, and the run's record gets "kernels": every kernel (CUDA; on the CPU
+every operator) with its calls and its own device (CPU) time per step, the most time first,
+and "kernel_ms_per_step", their sum. It is what torch.compile's step is made of, for the
+results file beside libtrainrt's per-op profile; the timed figures above come before it and
+are not affected.
+
 Output: a line per mode on stdout and, with --json FILE, {"runs": [...]} (fields:
 bench/README.md). Exit status 0 when every requested mode ran or is n/a, 1 when one failed,
 77 when torch cannot be imported.
@@ -430,7 +437,54 @@ def run_mode(mode, cfg, args, device, tokens):
         max_memory_bytes=torch.cuda.max_memory_allocated() if cuda else 0)
     if not all(math.isfinite(l) for l in losses):
         rec.update(status="error", reason="non-finite loss")
+    if args.profile_steps > 0 and rec["status"] == "ok":
+        try:
+            rows, total, n = kernel_table(one_step, args.profile_steps, cuda, args.profile_top)
+            rec.update(kernels=rows, kernel_ms_per_step=total, kernel_kinds=n,
+                       kernel_profiled_steps=args.profile_steps,
+                       kernel_what="CUDA kernels, own device time" if cuda
+                       else "CPU operators, own time")
+        except Exception as exc:  # noqa: BLE001 - the timed figures stand without the table
+            rec["kernels_error"] = f"{type(exc).__name__}: {exc}"[:300]
     return rec
+
+
+def self_time_us(avg, cuda):
+    """A profiler row's own time on the device (CUDA) or the CPU, in microseconds, across torch
+    versions (self_device_time_total from 2.4, self_cuda_time_total before)."""
+    if not cuda:
+        return float(avg.self_cpu_time_total)
+    for name in ("self_device_time_total", "self_cuda_time_total"):
+        v = getattr(avg, name, None)
+        if v is not None:
+            return float(v)
+    return 0.0
+
+
+def kernel_table(one_step, steps, cuda, top):
+    """`steps` calls of one_step under torch.profiler: the kernels (CUDA) or operators (CPU) by
+    their own time per step, the most first (at most `top`), and their summed time per step."""
+    from torch.profiler import ProfilerActivity, profile
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            one_step()
+        if cuda:
+            torch.cuda.synchronize()
+    rows = []
+    for avg in prof.key_averages():
+        us = self_time_us(avg, cuda)
+        # On CUDA a kernel is a row with device time of its own and no CPU time of its own
+        # (the launching operators have CPU time; their device time is their kernels').
+        if us <= 0 or (cuda and float(avg.self_cpu_time_total) > 0):
+            continue
+        rows.append(dict(name=avg.key, calls_per_step=avg.count / steps,
+                         ms_per_step=us / 1000.0 / steps))
+    rows.sort(key=lambda r: -r["ms_per_step"])
+    total = sum(r["ms_per_step"] for r in rows)
+    for r in rows:
+        r["share"] = r["ms_per_step"] / total if total > 0 else 0.0
+    return rows[:top], total, len(rows)
 
 
 def run_mode_with_oom_retry(mode, cfg, args, device, tokens):
@@ -470,6 +524,9 @@ def main():
     ap.add_argument("--data", help="llm.c token shard (default: uniform random tokens)")
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch's default)")
     ap.add_argument("--json", help="write {'runs': [...]} here")
+    ap.add_argument("--profile-steps", type=int, default=0,
+                    help="after the timed steps, this many under torch.profiler: the kernel table")
+    ap.add_argument("--profile-top", type=int, default=40, help="kernels kept in the table")
     args = ap.parse_args()
     cfg = dict(PRESETS[args.preset])
     for k in cfg:
@@ -477,8 +534,8 @@ def main():
             cfg[k] = getattr(args, k)
     modes = [m for m in args.modes.split(",") if m]
     bad = [m for m in modes if m not in MODES]
-    if bad or args.steps < 1 or args.warmup < 0:
-        ap.error(f"bad --modes {bad} or --steps/--warmup")
+    if bad or args.steps < 1 or args.warmup < 0 or args.profile_steps < 0 or args.profile_top < 1:
+        ap.error(f"bad --modes {bad} or --steps/--warmup/--profile-steps/--profile-top")
 
     if args.device == "cuda" and not torch.cuda.is_available():
         runs = [dict(mode=m, status="n/a", reason="torch.cuda.is_available() is False") for m in modes]

@@ -27,7 +27,7 @@ std::string describe(const GemmShape& s) {
                         s.b_trans ? "bᵀ" : "b", " -> ", out);
     if (s.bias) d += " +bias";
     if (s.alpha != 1.0f) d += cat(" alpha ", s.alpha);
-    return d;
+    return d + cat(" (ld ", s.lda, " ", s.ldb, " ", s.ldc, ")");
 }
 
 #ifdef TRAINRT_HAVE_ONEDNN

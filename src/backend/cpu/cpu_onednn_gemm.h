@@ -69,8 +69,9 @@ inline GemmShape linear_dweight(DType in, int N, int K, int M, bool outin) {
     s.out = GemmOut::F32Add;
     return s;
 }
-// "bf16 64x256x64 a·bᵀ -> bf16": the operands' type, m x n x k, the transposes, what C is
-// (" +bias", " alpha 0.125" where they apply). For the profile's choices.
+// "bf16 64x256x64 a·bᵀ -> bf16 (ld 192 192 64)": the operands' type, m x n x k, the
+// transposes, what C is (" +bias", " alpha 0.125" where they apply), the leading dimensions.
+// For the profile's choices.
 std::string describe(const GemmShape& s);
 
 // a, b of the dweight product: (x, dy) for InOut, (dy, x) for OutIn.
