@@ -199,7 +199,7 @@ CUDNN_POLICY=${GPU_CHECK_CUDNN:-required}
 # fp16 shares), memory and the working copy per precision, the step ops, the samplers, the
 # cuDNN attention, the internal elementwise kernels at odd alignments, and the length-bucket
 # casts and bucketed attention.
-MEMCHECK_RUNS=${MEMCHECK_RUNS:-'test_gpu_ops=Op/CudaOpCases.*_fp32:Op/CudaOpCases.*_bf16:Op/CudaOpCases.*_bf16_acts:Precision/CudaOps.*:Precision/CudaStep.*:Precision/CudaSampler.*:LowPrecision/CudnnAttention.ForwardBackwardMatchTheCpu/* test_gpu_elementwise=CudaElementwise.* test_gpu_cudnn_buckets=LowPrecision/PaddedCast.*:LowPrecision/CudnnBuckets.BucketedForwardBackwardMatchTheCpu/*:LowPrecision/CudnnBuckets.LowPrecisionActivationsInPlaceAndPaddedMatchTheCpu/*'}
+MEMCHECK_RUNS=${MEMCHECK_RUNS:-'test_gpu_ops=Op/CudaOpCases.*_fp32:Op/CudaOpCases.*_bf16:Op/CudaOpCases.*_bf16_acts:Precision/CudaOps.*:Precision/CudaStep.*:Precision/CudaSampler.*:Precision/CudaDrawToken.*:LowPrecision/CudnnAttention.ForwardBackwardMatchTheCpu/* test_gpu_elementwise=CudaElementwise.* test_gpu_cudnn_buckets=LowPrecision/PaddedCast.*:LowPrecision/CudnnBuckets.BucketedForwardBackwardMatchTheCpu/*:LowPrecision/CudnnBuckets.LowPrecisionActivationsInPlaceAndPaddedMatchTheCpu/*'}
 T0=$(date +%s)
 HAVE_PY=0
 if command -v python3 >/dev/null 2>&1; then HAVE_PY=1; fi

@@ -24,6 +24,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/q8_moments.h"
+#include "core/token_draw.h"
 
 namespace trt {
 
@@ -33,7 +34,7 @@ namespace trt {
 // signature as backend_ops.def and step_ops.def write it (an op added or changed needs no
 // bump). Bump the revision when anything else in this header changes shape (a method outside
 // the op lists, a struct).
-constexpr uint32_t kBackendInterfaceRevision = 23;  // 23: op_timer, op_choices; 22: threads_note
+constexpr uint32_t kBackendInterfaceRevision = 23;  // 23: op_timer, op_choices, device_draw
 
 // A target id that is not a target (instruction tuning trains on some tokens only): the
 // position is an input, its loss is 0 and its logits get no gradient.
@@ -344,6 +345,11 @@ struct BackendCaps {
     // The longest cache attention_cached_forward takes (positions); 0: no limit. Longer
     // windows sample without the cache.
     int cached_attention_max_positions = 0;
+    // Sampling draws each token with draw_token in backend memory and reads back the id (and
+    // the non-finite flag), not the row of logits. Where the logits live on the host anyway
+    // (the CPU) the host draws: the same arithmetic (core/token_draw.h), and its error names
+    // the offending logit.
+    bool device_draw = false;
 };
 
 // Sums across ranks in a backend's own memory (NCCL on CUDA; docs/DISTRIBUTED.md), handed

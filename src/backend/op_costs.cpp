@@ -214,6 +214,11 @@ OpCost classifier_forward_backward(Act logits, float* losses, const int32_t* /*t
     return {"", 0, act(logits, NV) * (write_grad ? 2 : 1) + N * kI32 + f32(losses, N)};
 }
 
+// The row read once, the id and the flag written.
+OpCost draw_token(int32_t* /*out*/, ConstAct logits, int V, const TokenDraw& /*draw*/) {
+    return {"", 0, act(logits, double(V)) + 2 * kI32};
+}
+
 OpCost load_rows(int32_t* /*inputs*/, int32_t* /*targets*/, const int32_t* /*host_rows*/, int B,
                  int T) {
     return {"", 0, kI32 * (double(B) * (T + 1) + 2.0 * B * T)};

@@ -546,27 +546,37 @@ void Decoder::forward_cached(const int32_t* inputs, int pos0, int n) {
 
 void Decoder::copy_logits_to_host(float* dst, size_t row0, size_t rows, size_t cols) {
     const size_t Vp = static_cast<size_t>(table_.padded_vocab());
-    const size_t C = static_cast<size_t>(spec().C);
     TRT_CHECK(cols <= Vp && row0 + rows <= static_cast<size_t>(B_) * T_,
               "copy_logits_to_host: rows/cols outside the logits");
     // The head product again, a chunk of rows at a time (head_loss keeps no logits), except
     // for rows the buffer still holds.
     for (size_t r = 0; r < rows; r += static_cast<size_t>(head_rows_)) {
         const size_t n = std::min(static_cast<size_t>(head_rows_), rows - r);
-        const int64_t first = static_cast<int64_t>(row0 + r);
-        const bool held = held_row0_ >= 0 && first >= held_row0_ &&
-                          first + static_cast<int64_t>(n) <= held_row0_ + held_rows_;
-        if (held) {
-            copy_logit_rows(dst + r * cols, static_cast<size_t>(first - held_row0_), n, cols);
-            continue;
-        }
-        be_.matmul_forward(acts_.logits, ConstAct(acts_.lnf).at((row0 + r) * C),
-                           params_ + table_.head().offset, nullptr, static_cast<int>(n),
-                           spec().C, static_cast<int>(Vp), WeightLayout::OutIn);
-        held_row0_ = first;
-        held_rows_ = static_cast<int>(n);
-        copy_logit_rows(dst + r * cols, 0, n, cols);
+        hold_logit_rows(row0 + r, n);
+        copy_logit_rows(dst + r * cols, row0 + r - static_cast<size_t>(held_row0_), n, cols);
     }
+}
+
+ConstAct Decoder::logits_row(size_t row) {
+    TRT_CHECK(row < static_cast<size_t>(B_) * T_, "logits_row: row ", row, " outside the logits");
+    hold_logit_rows(row, 1);
+    const size_t Vp = static_cast<size_t>(table_.padded_vocab());
+    return ConstAct(acts_.logits).at((row - static_cast<size_t>(held_row0_)) * Vp);
+}
+
+// The logits buffer holds rows [first, first + n) (n <= head_rows_) of the last forward: kept
+// if it does, else the head product again for them.
+void Decoder::hold_logit_rows(size_t first, size_t n) {
+    const int64_t f = static_cast<int64_t>(first);
+    if (held_row0_ >= 0 && f >= held_row0_ &&
+        f + static_cast<int64_t>(n) <= held_row0_ + held_rows_)
+        return;
+    const size_t C = static_cast<size_t>(spec().C);
+    be_.matmul_forward(acts_.logits, ConstAct(acts_.lnf).at(first * C),
+                       params_ + table_.head().offset, nullptr, static_cast<int>(n), spec().C,
+                       table_.padded_vocab(), WeightLayout::OutIn);
+    held_row0_ = f;
+    held_rows_ = static_cast<int>(n);
 }
 
 // Rows [first, first + rows) of the logits buffer, the first cols columns, widened to fp32

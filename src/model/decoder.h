@@ -83,6 +83,10 @@ public:
     // a chunk of rows at a time), the first `cols` columns of each (cols <= Vp), widened to
     // fp32 into dst [rows, cols] on the host.
     void copy_logits_to_host(float* dst, size_t row0, size_t rows, size_t cols);
+    // Row `row` of the last forward's logits in backend memory ([Vp], the activation dtype;
+    // made as copy_logits_to_host makes them), for the backend's draw_token. Valid until the
+    // next pass or logits call.
+    ConstAct logits_row(size_t row);
     void zero_grads();
 
     // Host <-> backend staging for one micro-batch of token ids.
@@ -145,6 +149,7 @@ private:
     // also dln and the head's gradient.
     void head_loss(const int32_t* targets, int N, float dloss_scale, bool write_grad,
                    const StepScalars* scalars);
+    void hold_logit_rows(size_t first, size_t n);
     // Rows [first, first + rows) of the logits buffer, the first cols columns, into dst.
     void copy_logit_rows(float* dst, size_t first, size_t rows, size_t cols);
     Slot qkv_bias_slot() const { return spec().split_qkv() ? Slot::QBias : Slot::QkvBias; }

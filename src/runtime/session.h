@@ -396,7 +396,6 @@ private:
     // one run per folder (io/dir_lock.h).
     std::unique_ptr<DirLock> out_dir_lock_;
     void lock_out_dir();
-    std::vector<std::pair<float, int32_t>> sample_scratch_;
     std::map<std::string, std::string> metadata_;  // set_metadata; checkpoints carry it
     bool run_header_written_ = false;  // metrics.jsonl's run line, once per session / load
     // The run this session's metrics.jsonl lines belong to (FORMATS.md §5): a new id for a

@@ -49,6 +49,16 @@ size_t Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
     size_t w0 = context.size() > T ? context.size() - T : 0;  // the window: context[w0, end)
     size_t in_cache = 0;  // the window's first tokens whose keys and values are cached
     std::vector<float> row(static_cast<size_t>(V));
+    // With a device draw: the id and the non-finite flag in backend memory (draw_token), for
+    // this call only.
+    struct Drawn {
+        Backend& be;
+        int32_t* p = nullptr;
+        ~Drawn() { be.free(p); }
+    } drawn{*backend_};
+    if (caps.device_draw || options.backend_draw)
+        drawn.p = static_cast<int32_t*>(backend_->alloc(2 * sizeof(int32_t), "the drawn token"));
+    size_t last_row = 0;  // the row of the logits buffer the next token is drawn from
     for (size_t i = 0; i < n_new; ++i) {
         if (context.size() - w0 > T) {
             w0 = context.size() - keep;
@@ -63,7 +73,7 @@ size_t Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
             model_->forward_cached(model_->inputs_buffer(), static_cast<int>(in_cache),
                                    static_cast<int>(n));
             in_cache = t;
-            model_->copy_logits_to_host(row.data(), n - 1, 1, static_cast<size_t>(V));
+            last_row = n - 1;
         } else {
             std::copy(context.begin() + static_cast<ptrdiff_t>(w0), context.end(),
                       inputs_.begin());
@@ -74,14 +84,31 @@ size_t Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
                                      t * sizeof(int32_t));  // the loss is computed, not used
             model_->forward(model_->inputs_buffer(), model_->targets_buffer(), 1,
                             static_cast<int>(t));
-            model_->copy_logits_to_host(row.data(), t - 1, 1, static_cast<size_t>(V));
+            last_row = t - 1;
         }
-        for (int k = 0; k < V; ++k)
-            if (!std::isfinite(row[k]))
-                fail(Status::InvalidArgument, "sample: the model's logits are not finite (",
-                     row[k], " for token ", k, "): its weights have diverged; load an earlier "
-                     "checkpoint");
-        const int32_t next = sample_token(row.data(), V, options, i, sample_scratch_);
+        int32_t next = 0;
+        if (drawn.p) {
+            backend_->draw_token(drawn.p, model_->logits_row(last_row), V, token_draw(options, i));
+            int32_t got[2];
+            backend_->copy_to_host(got, drawn.p, sizeof got);
+            if (got[1] != 0)
+                fail(Status::InvalidArgument,
+                     "sample: the model's logits are not finite (a NaN "
+                     "or infinite logit in the row of token ",
+                     i,
+                     "): its weights have "
+                     "diverged; load an earlier checkpoint");
+            next = got[0];
+        } else {
+            model_->copy_logits_to_host(row.data(), last_row, 1, static_cast<size_t>(V));
+            for (int k = 0; k < V; ++k)
+                if (!std::isfinite(row[k]))
+                    fail(Status::InvalidArgument, "sample: the model's logits are not finite (",
+                         row[k], " for token ", k,
+                         "): its weights have diverged; load an "
+                         "earlier checkpoint");
+            next = sample_token(row.data(), V, options, i);
+        }
         out[i] = next;
         context.push_back(next);
         if (std::find(options.stop_ids.begin(), options.stop_ids.end(), next) !=

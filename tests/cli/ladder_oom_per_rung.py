@@ -60,7 +60,8 @@ def main():
     env = dict(os.environ, FAKE_LOG=os.path.join(work, "calls.log"))
     out = os.path.join(work, "ladder")
     cmd = [sys.executable, os.path.join(src, "bench", "gpu_ladder.py"), "--trainrt", fake,
-           "--out", out, "--models", "tiny", "--torch-modes", "none", "--budget", "300"]
+           "--out", out, "--models", "tiny", "--torch-modes", "none", "--budget", "300",
+           "--no-profile"]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         fail("gpu_ladder.py exit %d: %s" % (r.returncode, r.stderr[-2000:]))

@@ -306,6 +306,37 @@ TEST_P(CudaE2EP, SampleWithTheKvCacheGivesTheWholeWindowTokens) {
     }
 }
 
+// Each token drawn on the GPU (draw_token, TRAINRT_CUDA_DEVICE_DRAW=1: off by default until
+// this passes) gives the host draw's tokens: the same logits (the same session and weights),
+// the same arithmetic (core/token_draw.h); only the id comes back, not the row.
+TEST_P(CudaE2EP, SampleDrawnOnTheDeviceGivesTheHostsTokens) {
+    const std::string p = GetParam();
+    CUDA_SESSION_OR_SKIP(s, p);
+    ASSERT_EQ(run(s, 20).size(), 20u);
+    std::vector<int32_t> prompt(80);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(32 + i % 90);
+    for (double temperature : {0.0, 0.8}) {
+        for (int top_k : {0, 40}) {
+            trainrt_sample_options o;
+            trainrt_sample_options_init(&o);
+            o.temperature = temperature;
+            o.top_k = top_k;
+            o.seed = 9;
+            std::vector<int32_t> host(120, -1), device(120, -2);
+            ASSERT_EQ(trainrt_session_sample(host.data(), host.size(), s, prompt.data(),
+                                             prompt.size(), host.size(), &o),
+                      TRAINRT_OK)
+                << last_error();
+            ::setenv("TRAINRT_CUDA_DEVICE_DRAW", "1", 1);
+            const trainrt_status st = trainrt_session_sample(
+                device.data(), device.size(), s, prompt.data(), prompt.size(), device.size(), &o);
+            ::unsetenv("TRAINRT_CUDA_DEVICE_DRAW");
+            ASSERT_EQ(st, TRAINRT_OK) << last_error();
+            EXPECT_EQ(device, host) << p << " temperature " << temperature << " top_k " << top_k;
+        }
+    }
+}
+
 // Graph-captured vs eager steps (bitwise): cuda_graph_test.cpp. The sessions here run the
 // library's defaults (graphs, epilogues, cuDNN attention where it serves, bf16/fp16
 // activations under bf16/fp16): what a user gets.

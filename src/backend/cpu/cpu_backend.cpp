@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <array>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -268,6 +269,18 @@ public:
         if (scalars) dloss *= scalars->loss_scale;
         cpu::classifier_forward_backward(f32(logits), losses, targets, N, V, Vp, dloss,
                                          write_grad, threads_);
+    }
+
+    void draw_token(int32_t* out, ConstAct logits, int V, const TokenDraw& draw) override {
+        const float* row = f32(logits);
+        for (int i = 0; i < V; ++i)
+            if (!std::isfinite(row[i])) {
+                out[0] = 0;
+                out[1] = 1;
+                return;
+            }
+        out[0] = draw_token_on_host(row, V, draw);
+        out[1] = 0;
     }
 
     // ---- the step on StepScalars (host memory: every read-back is ready at once)

@@ -1043,3 +1043,14 @@ void LowpBackend::classifier_forward_backward(Act logits, float* losses, const i
 }
 
 }  // namespace trt::cpu
+
+namespace trt::cpu {
+
+void LowpBackend::draw_token(int32_t* out, ConstAct logits, int V, const TokenDraw& draw) {
+    thread_local std::vector<float> row;
+    row.resize(static_cast<size_t>(V));
+    widen_lowp(dtype_, row.data(), static_cast<const uint16_t*>(logits.data), row.size(), 1);
+    inner().draw_token(out, ConstAct(row.data()), V, draw);
+}
+
+}  // namespace trt::cpu

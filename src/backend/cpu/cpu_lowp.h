@@ -131,6 +131,8 @@ public:
     void classifier_forward_backward(Act logits, float* losses, const int32_t* targets, int N,
                                      int V, int Vp, float dloss, bool write_grad,
                                      const StepScalars* scalars) override;
+    // The row widened, then the fp32 backend's draw.
+    void draw_token(int32_t* out, ConstAct logits, int V, const TokenDraw& draw) override;
     // The composed ops: their composition over the ops above (OpDispatch would hand them to
     // the fp32 backend, whose fused kernels take fp32 activations).
 #define TRT_OP(name, params, args)

@@ -584,6 +584,10 @@ public:
                                            cudaMemcpyDeviceToDevice, stream_));
         TRT_CUDA_CHECK(cudaEventRecord(rows_consumed_[i], stream_));
     }
+    void draw_token(int32_t* out, ConstAct logits, int V, const TokenDraw& draw) override {
+        const DeviceGuard g(device_);
+        cuda::draw_token(ctx_, out, logits, V, draw);
+    }
     void sample_window(int32_t* inputs, int32_t* targets, const DeviceTokens& data,
                        const int64_t* start, int B, int T) override {
         const DeviceGuard g(device_);
@@ -644,6 +648,11 @@ public:
         const char* kv = std::getenv("TRAINRT_CUDA_KV_CACHE");
         c.cached_attention = !(kv != nullptr && std::string(kv) == "0");
         c.cached_attention_max_positions = cuda::kCachedAttentionMaxKeys;
+        // draw_token (kernels/draw_token.cu) is built and never executed: off until a GPU
+        // check's CudaDrawToken tests pass (docs/GPU_CHECK.md, issue 43);
+        // TRAINRT_CUDA_DEVICE_DRAW=1 turns it on for that check.
+        const char* draw = std::getenv("TRAINRT_CUDA_DEVICE_DRAW");
+        c.device_draw = draw != nullptr && std::string(draw) == "1";
         return c;
     }
     // Thread-local capture mode: only this thread's CUDA calls are checked for capture
@@ -816,13 +825,13 @@ private:
     // Backend::op_scratch_bytes, the estimate of scratch beyond reserve's).
     size_t kernel_scratch_bytes(const ModelDims& d) const {
         size_t need = 0;
-        for (size_t b : {elementwise_scratch_bytes(d), layernorm_scratch_bytes(d),
-                         rmsnorm_scratch_bytes(d), classifier_scratch_bytes(d),
-                         matmul_scratch_bytes(d, ctx_.precision, ctx_.act),
-                         ctx_.tiled_attention
-                             ? cuda::attention_tiled_ctx_scratch_bytes(d, ctx_.precision)
-                             : size_t{0},
-                         optimizer_scratch_bytes(params_n_hint(), d), sampler_scratch_bytes(d)})
+        for (size_t b :
+             {elementwise_scratch_bytes(d), layernorm_scratch_bytes(d), rmsnorm_scratch_bytes(d),
+              classifier_scratch_bytes(d), matmul_scratch_bytes(d, ctx_.precision, ctx_.act),
+              ctx_.tiled_attention ? cuda::attention_tiled_ctx_scratch_bytes(d, ctx_.precision)
+                                   : size_t{0},
+              optimizer_scratch_bytes(params_n_hint(), d), sampler_scratch_bytes(d),
+              cuda::draw_token_scratch_bytes(d)})
             need = std::max(need, b);
         return need;
     }

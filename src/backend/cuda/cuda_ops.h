@@ -260,6 +260,11 @@ void end_step(const CudaCtx& ctx, StepScalars* s, const LossScalePolicy& policy)
 // rows [B, T+1] (device) → inputs/targets [B, T].
 void split_rows(const CudaCtx& ctx, int32_t* inputs, int32_t* targets, const int32_t* rows,
                 int B, int T);
+// ---- kernels/draw_token.cu: generation's next token, with the host's arithmetic
+// (core/token_draw.h). out [2] in device memory; scratch: draw_token_scratch_bytes.
+size_t draw_token_scratch_bytes(const ModelDims& d);
+void draw_token(const CudaCtx& ctx, int32_t* out, ConstAct logits, int V, const TokenDraw& d);
+
 // start: device memory. A window outside the token set writes token 0 (see the kernel).
 void sample_window(const CudaCtx& ctx, int32_t* inputs, int32_t* targets,
                    const DeviceTokens& data, const int64_t* start, int B, int T);

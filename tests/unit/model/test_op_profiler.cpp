@@ -364,6 +364,14 @@ TEST(OpProfiler, AttentionFlopsCountTheCausalPairsInTheWindow) {
     EXPECT_DOUBLE_EQ(attention_flops(a.with_window(9), false), 2 * 2.0 * 10 * 6);
 }
 
+TEST(OpProfiler, DrawTokenCostsTheRowReadOnce) {
+    std::vector<uint16_t> row(1000);
+    const OpCost c = op_cost::draw_token(nullptr, ConstAct(row.data(), DType::BF16), 1000, {});
+    EXPECT_EQ(c.label, "");
+    EXPECT_EQ(c.flops, 0.0);
+    EXPECT_EQ(c.bytes, 2000.0 + 8.0);  // the bf16 row, the id and the flag
+}
+
 TEST(OpProfiler, AmdahlFractionAndProjection) {
     EXPECT_DOUBLE_EQ(parallel_fraction(8.0, 4.0, 2), 1.0);  // perfect halving
     EXPECT_DOUBLE_EQ(parallel_fraction(8.0, 8.0, 2), 0.0);  // no gain

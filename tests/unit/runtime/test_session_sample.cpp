@@ -1,6 +1,7 @@
-// Session::sample with and without the KV cache: the same tokens — greedy and drawn with a
-// temperature — for GPT-2 and Llama (grouped-query, rotary), fp32 and bf16, from a prompt
-// longer than the window and for long enough that the window restarts several times.
+// Session::sample with and without the KV cache, and drawn on the host or by the backend's
+// draw_token: the same tokens — greedy and drawn with a temperature — for GPT-2 and Llama
+// (grouped-query, rotary), fp32 and bf16, from a prompt longer than the window and for long
+// enough that the window restarts several times.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -82,6 +83,18 @@ TEST_P(SessionSample, TheCacheGivesTheTokensOfTheWholeWindowPath) {
         o.kv_cache = false;
         s.sample(prompt.data(), 1, n, o, whole.data());
         EXPECT_EQ(cached, whole);
+        // Drawn by the backend's draw_token from the logits in backend memory (what a device
+        // does), cached and not: the host's tokens.
+        std::vector<int32_t> by_op(n, -3);
+        for (bool kv : {true, false}) {
+            o.kv_cache = kv;
+            o.backend_draw = false;
+            s.sample(prompt.data(), prompt.size(), n, o, whole.data());
+            o.backend_draw = true;
+            s.sample(prompt.data(), prompt.size(), n, o, by_op.data());
+            EXPECT_EQ(by_op, whole) << "kv_cache " << kv;
+        }
+        o.backend_draw = false;
     }
 }
 

@@ -12,8 +12,6 @@
 namespace trt {
 namespace {
 
-using Scratch = std::vector<std::pair<float, int32_t>>;
-
 TEST(TokenSampling, UniformIsInUnitIntervalAndDeterministic) {
     double lo = 1, hi = 0;
     for (uint64_t i = 0; i < 10000; ++i) {
@@ -33,20 +31,18 @@ TEST(TokenSampling, GreedyIsArgmaxLowestIdOnTies) {
     const float logits[] = {0.5f, 2.0f, -1.0f, 2.0f, 1.9f};
     TokenSamplingOptions o;
     o.temperature = 0;
-    Scratch s;
-    EXPECT_EQ(sample_token(logits, 5, o, 0, s), 1);
+    EXPECT_EQ(sample_token(logits, 5, o, 0), 1);
 }
 
 TEST(TokenSampling, TopKOneIsGreedyAndTopKNeverLeavesTheTopK) {
     const float logits[] = {0.1f, 3.0f, 2.9f, -4.0f, 2.8f, 0.0f, 1.0f};
-    Scratch s;
     TokenSamplingOptions o;
     o.top_k = 1;
-    for (uint64_t i = 0; i < 50; ++i) EXPECT_EQ(sample_token(logits, 7, o, i, s), 1);
+    for (uint64_t i = 0; i < 50; ++i) EXPECT_EQ(sample_token(logits, 7, o, i), 1);
     o.top_k = 3;
     o.temperature = 5.0;  // flat: every kept token gets drawn
     std::map<int32_t, int> seen;
-    for (uint64_t i = 0; i < 3000; ++i) ++seen[sample_token(logits, 7, o, i, s)];
+    for (uint64_t i = 0; i < 3000; ++i) ++seen[sample_token(logits, 7, o, i)];
     EXPECT_EQ(seen.size(), 3u);
     for (const auto& kv : seen) EXPECT_TRUE(kv.first == 1 || kv.first == 2 || kv.first == 4);
 }
@@ -56,10 +52,9 @@ TEST(TokenSampling, FrequenciesFollowSoftmaxOverTemperature) {
     TokenSamplingOptions o;
     o.temperature = 0.5;
     o.seed = 9;
-    Scratch s;
     const int n = 40000;
     std::vector<int> count(3);
-    for (uint64_t i = 0; i < static_cast<uint64_t>(n); ++i) ++count[sample_token(logits, 3, o, i, s)];
+    for (uint64_t i = 0; i < static_cast<uint64_t>(n); ++i) ++count[sample_token(logits, 3, o, i)];
     double z = 0;
     for (float l : logits) z += std::exp(l / o.temperature);
     for (int k = 0; k < 3; ++k) {
@@ -70,9 +65,12 @@ TEST(TokenSampling, FrequenciesFollowSoftmaxOverTemperature) {
 }
 
 // The draw defined directly: the kept logits ordered largest first, equal ones (-0 = +0) by
-// id; softmax over them in double in that order; the first whose running sum passes
-// u * total. The library sorts 64-bit keys by radix (or partially, for a small top-k) and
-// caches the exponentials: it must give the same token on every input, ties included.
+// id; softmax weights over them in double in that order, summed in chunks of 64 (each chunk
+// in order, then the chunks in order: core/token_draw.h, what the CUDA kernel can sum in
+// parallel); u = uniform * total falls in the first chunk whose running sum passes it, then on
+// the first entry of it whose running sum (from the chunks before) passes it. The library sorts
+// 64-bit keys by radix (or partially, for a small top-k): it must give the same token on every
+// input, ties included.
 int32_t reference_draw(const std::vector<float>& logits, const TokenSamplingOptions& o,
                        uint64_t index) {
     std::vector<std::pair<float, int32_t>> kept;
@@ -84,20 +82,33 @@ int32_t reference_draw(const std::vector<float>& logits, const TokenSamplingOpti
     const size_t k = o.top_k > 0 && static_cast<size_t>(o.top_k) < V ? o.top_k : V;
     kept.resize(k);
     const double top = kept[0].first, inv_t = 1.0 / o.temperature;
+    auto w = [&](size_t i) { return std::exp((kept[i].first - top) * inv_t); };
+    const size_t chunk = 64;
+    std::vector<double> sums;
+    for (size_t c0 = 0; c0 < k; c0 += chunk) {
+        double s = 0.0;
+        for (size_t i = c0; i < std::min(k, c0 + chunk); ++i) s += w(i);
+        sums.push_back(s);
+    }
     double total = 0.0;
-    for (const auto& e : kept) total += std::exp((e.first - top) * inv_t);
+    for (double s : sums) total += s;
     const double u = philox_uniform(o.seed, index) * total;
     double acc = 0.0;
-    for (const auto& e : kept) {
-        acc += std::exp((e.first - top) * inv_t);
-        if (u < acc) return e.second;
+    for (size_t c = 0; c < sums.size(); ++c) {
+        if (u < acc + sums[c]) {
+            double a = acc;
+            for (size_t i = c * chunk; i < std::min(k, (c + 1) * chunk); ++i) {
+                a += w(i);
+                if (u < a) return kept[i].second;
+            }
+        }
+        acc += sums[c];
     }
     return kept.back().second;
 }
 
 TEST(TokenSampling, DrawsTheTokenOfTheDirectDefinition) {
     std::mt19937 rng(3);
-    Scratch s;
     for (int V : {1, 2, 7, 256, 1000, 50257}) {
         for (int shape = 0; shape < 4; ++shape) {
             // Spread logits, a few values with many ties, signed zeros, and one huge range.
@@ -115,7 +126,7 @@ TEST(TokenSampling, DrawsTheTokenOfTheDirectDefinition) {
                 o.top_k = std::max(0, top_k);
                 o.seed = 11 + static_cast<uint64_t>(V);
                 for (uint64_t index = 0; index < 25; ++index)
-                    ASSERT_EQ(sample_token(logits.data(), V, o, index, s),
+                    ASSERT_EQ(sample_token(logits.data(), V, o, index),
                               reference_draw(logits, o, index))
                         << "V " << V << " shape " << shape << " top_k " << top_k << " draw "
                         << index;
