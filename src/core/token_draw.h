@@ -27,12 +27,14 @@ constexpr int kDrawChunk = 64;
 
 // What to draw: temperature > 0 scales the logits by 1/temperature, 0 = greedy (the largest
 // logit, ties to the lowest id); top_k keeps the k largest (0 or >= V: all); draw `index` of
-// stream `seed`.
+// stream `seed` — or, when index_at is set (backend memory), the index read there when the
+// draw runs (a decode step a graph replays; index is then ignored).
 struct TokenDraw {
     double temperature = 1.0;
     int top_k = 0;
     uint64_t seed = 1337;
     uint64_t index = 0;
+    const uint64_t* index_at = nullptr;
 };
 
 TRT_HOST_DEVICE inline double draw_uniform(uint64_t seed, uint64_t index) {

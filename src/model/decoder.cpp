@@ -230,7 +230,10 @@ ConstAct Decoder::block_input(int i) const {
 AttentionShape Decoder::pass_attention_shape(int i, int B, int T, bool cached) const {
     const ModelSpec& s = spec();
     AttentionShape a = s.attention_shape(B, T);
-    if (cached) return a;
+    if (cached) {
+        a.pos = decode_position_;  // decode_step's, read by RoPE and the cached attention
+        return a;
+    }
     a.pos = pass_positions_;
     if (dropping(s.dropout))
         a.dropout = mask(s.dropout, dropout_site(i, DropoutPlace::AttentionProbs));
@@ -541,6 +544,24 @@ void Decoder::forward_cached(const int32_t* inputs, int pos0, int n) {
     for (int i = 0; i < s.L; ++i) {
         block_attention_forward(i, 1, n, pos0);
         block_mlp_forward(i, n);
+    }
+}
+
+void Decoder::decode_step(const int32_t* input, const int32_t* pos) {
+    TRT_CHECK(kv_cache_ != nullptr, "decode_step: no KV cache yet (forward_cached first)");
+    const ModelSpec& s = spec();
+    pass_scalars_ = nullptr;
+    // The encoder reads wpe[pos[0]], RoPE's angle and the cached attention's row *pos.
+    pass_positions_ = pos;
+    decode_position_ = pos;
+    struct Reset {
+        Decoder& d;
+        ~Reset() { d.pass_positions_ = d.decode_position_ = nullptr; }
+    } reset{*this};
+    embed(input, w(Slot::PositionEmbedding), 1, 1);
+    for (int i = 0; i < s.L; ++i) {
+        block_attention_forward(i, 1, 1, /*cache_pos0, unused with a position=*/0);
+        block_mlp_forward(i, 1);
     }
 }
 

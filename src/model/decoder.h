@@ -103,6 +103,11 @@ public:
     // 1, V)). The cache — per block, K and V of [NKV,
     // max_seq(), hs] fp32 — is allocated on first use and kept until release_kv_cache().
     void forward_cached(const int32_t* inputs, int pos0, int n);
+    // forward_cached of one token whose position is read from backend memory when the ops
+    // run (*pos, with *pos + 1 <= max_seq()): every op's host arguments are the same from one
+    // token to the next, so a graph can hold the step and replay it. The cache must exist (a
+    // forward_cached before it: a capture cannot allocate). The logits are row 0.
+    void decode_step(const int32_t* input, const int32_t* pos);
     void release_kv_cache();
     size_t kv_cache_floats() const;
 
@@ -206,6 +211,7 @@ private:
     // The current pass's positions (documents; null: positions t, and forward_cached's).
     const int32_t* pass_positions_ = nullptr;
     float* kv_cache_ = nullptr;  // forward_cached: [L][K | V][NKV, T_, hs], or null
+    const int32_t* decode_position_ = nullptr;  // decode_step's, for its cached attention
     std::vector<float> host_losses_;
     std::vector<uint16_t> host_lowp_;  // staging for copy_logits_to_host
     int head_rows_ = 1;                // rows per chunk of the head (head_chunk_rows)

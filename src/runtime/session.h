@@ -162,6 +162,13 @@ public:
     void set_metadata(const std::string& key, const std::string* value);
     const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
+    // The ids of the graphs the session captures (accel.cuda_graphs; a test's recording
+    // backend counts them): the train step, eval's forward, sample()'s decode step (captured
+    // again in each call: it holds that call's KV cache).
+    static constexpr int kTrainStepGraph = 0;
+    static constexpr int kEvalGraph = 1;
+    static constexpr int kDecodeGraph = 2;
+
 private:
     // Construction (session.cpp), in order: the world's and the config's checks; the backend,
     // precision and step engine; the data; the model and its first weights; the optimizer,
@@ -367,8 +374,6 @@ private:
     StepScalars* scalars_ = nullptr;  // backend memory: this step's lr, loss, norm, scale
     // Whole-step graphs (accel.cuda_graphs) of the train step and of eval's forward, and the
     // asynchronous read-back of each step's figures (runtime/step_engine.h).
-    static constexpr int kTrainStepGraph = 0;
-    static constexpr int kEvalGraph = 1;
     std::unique_ptr<GraphRunner> step_graph_, eval_graph_;
     int64_t max_inflight_ = 1;
     std::unique_ptr<ReadbackRing> readback_;

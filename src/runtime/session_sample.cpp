@@ -9,9 +9,11 @@
 // tokens, the reference the cached path is tested against.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 
 #include "runtime/session.h"
+#include "runtime/step_engine.h"
 
 namespace trt {
 
@@ -49,31 +51,59 @@ size_t Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
     size_t w0 = context.size() > T ? context.size() - T : 0;  // the window: context[w0, end)
     size_t in_cache = 0;  // the window's first tokens whose keys and values are cached
     std::vector<float> row(static_cast<size_t>(V));
-    // With a device draw: the id and the non-finite flag in backend memory (draw_token), for
-    // this call only.
-    struct Drawn {
+    // A backend that draws in its own memory (BackendCaps::device_draw; every backend with
+    // TokenSamplingOptions::backend_draw): the id and the non-finite flag there (draw_token),
+    // and, with the cache, each single new token run as decode_step — its position and draw
+    // index uploaded to backend memory, so with graphs (accel.cuda_graphs) the step is captured
+    // once per call and replayed, reading the token drawn before it as its input.
+    const bool draw_in_backend = caps.device_draw || options.backend_draw;
+    struct DecodeInputs {  // backend memory, uploaded before each decode step
+        uint64_t index;    // the draw's index (TokenDraw::index_at)
+        int32_t pos;       // the new token's position (decode_step)
+        int32_t drawn[2];  // draw_token's id and flag: the next step's input
+    };
+    struct Buffer {
         Backend& be;
-        int32_t* p = nullptr;
-        ~Drawn() { be.free(p); }
-    } drawn{*backend_};
-    if (caps.device_draw || options.backend_draw)
-        drawn.p = static_cast<int32_t*>(backend_->alloc(2 * sizeof(int32_t), "the drawn token"));
-    size_t last_row = 0;  // the row of the logits buffer the next token is drawn from
+        DecodeInputs* p = nullptr;
+        ~Buffer() { be.free(p); }
+    } dev{*backend_};
+    if (draw_in_backend)
+        dev.p = static_cast<DecodeInputs*>(backend_->alloc(sizeof(DecodeInputs), "decode inputs"));
+    GraphRunner decode_graph(*backend_, log_, kDecodeGraph, "decode step");
+    if (draw_in_backend && cached && backend_->supports_graphs() && run_.accel.cuda_graphs)
+        decode_graph.set_state(GraphRunner::State::Warmup);
     for (size_t i = 0; i < n_new; ++i) {
         if (context.size() - w0 > T) {
             w0 = context.size() - keep;
             in_cache = 0;
         }
         const size_t t = context.size() - w0;
+        size_t last_row = 0;  // the row of the logits buffer the token is drawn from
+        bool drawn = false;   // by the decode step
         if (cached) {
             // The window's tokens not yet cached: all of it after a restart, else the newest.
             const size_t n = t - in_cache;
-            backend_->copy_to_device(model_->inputs_buffer(), context.data() + w0 + in_cache,
-                                     n * sizeof(int32_t));
-            model_->forward_cached(model_->inputs_buffer(), static_cast<int>(in_cache),
-                                   static_cast<int>(n));
+            if (dev.p != nullptr && n == 1 && i > 0) {
+                // The one new token is the one drawn last, still in dev.p->drawn[0].
+                DecodeInputs in{};
+                in.index = i;
+                in.pos = static_cast<int32_t>(in_cache);
+                backend_->upload_step_inputs(&dev.p->index, &in, offsetof(DecodeInputs, drawn));
+                decode_graph.run([&] {
+                    model_->decode_step(dev.p->drawn, &dev.p->pos);
+                    TokenDraw d = token_draw(options, i);
+                    d.index_at = &dev.p->index;
+                    backend_->draw_token(dev.p->drawn, model_->logits_row(0), V, d);
+                });
+                drawn = true;
+            } else {
+                backend_->copy_to_device(model_->inputs_buffer(), context.data() + w0 + in_cache,
+                                         n * sizeof(int32_t));
+                model_->forward_cached(model_->inputs_buffer(), static_cast<int>(in_cache),
+                                       static_cast<int>(n));
+                last_row = n - 1;
+            }
             in_cache = t;
-            last_row = n - 1;
         } else {
             std::copy(context.begin() + static_cast<ptrdiff_t>(w0), context.end(),
                       inputs_.begin());
@@ -87,10 +117,12 @@ size_t Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
             last_row = t - 1;
         }
         int32_t next = 0;
-        if (drawn.p) {
-            backend_->draw_token(drawn.p, model_->logits_row(last_row), V, token_draw(options, i));
+        if (dev.p != nullptr) {
+            if (!drawn)
+                backend_->draw_token(dev.p->drawn, model_->logits_row(last_row), V,
+                                     token_draw(options, i));
             int32_t got[2];
-            backend_->copy_to_host(got, drawn.p, sizeof got);
+            backend_->copy_to_host(got, dev.p->drawn, sizeof got);
             if (got[1] != 0)
                 fail(Status::InvalidArgument,
                      "sample: the model's logits are not finite (a NaN "

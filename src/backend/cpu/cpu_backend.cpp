@@ -199,6 +199,7 @@ public:
     }
     void attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache, int pos0,
                                   int max_T, const AttentionShape& a) override {
+        if (a.pos) pos0 = a.pos[0];  // a decode step's position, in (host) backend memory
         cpu::attention_cached_forward(f32(out), f32(qkv), k_cache, v_cache, pos0, a.T, a.NH, a.NKV,
                                       a.hs, max_T, threads_, a.window);
     }
@@ -279,7 +280,9 @@ public:
                 out[1] = 1;
                 return;
             }
-        out[0] = draw_token_on_host(row, V, draw);
+        TokenDraw d = draw;
+        if (d.index_at) d.index = *d.index_at;  // (host) backend memory
+        out[0] = draw_token_on_host(row, V, d);
         out[1] = 0;
     }
 

@@ -914,6 +914,7 @@ void LowpBackend::attention_forward(Act out, float* saved, ConstAct qkv,
 void LowpBackend::attention_cached_forward(Act out, ConstAct qkv, float* k_cache, float* v_cache,
                                            int pos0, int max_T, const AttentionShape& shape) {
     const int n = shape.T, NH = shape.NH, NKV = shape.NKV, hs = shape.hs, window = shape.window;
+    if (shape.pos) pos0 = shape.pos[0];  // a decode step's position, in (host) backend memory
     const size_t C = (size_t)NH * hs, W = (size_t)hs * (NH + 2 * NKV);
     const RowArg args[] = {{out, C, Dir::Out}, {qkv, W}};
     by_rows((size_t)n, (size_t)n, args,

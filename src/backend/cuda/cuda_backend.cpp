@@ -390,7 +390,7 @@ public:
                                   int max_T, const AttentionShape& a) override {
         const DeviceGuard g(device_);
         cuda::attention_cached_forward(ctx_, out, qkv, k_cache, v_cache, pos0, a.T, a.NH, a.NKV,
-                                       a.hs, max_T, a.window);
+                                       a.hs, max_T, a.window, a.pos);
     }
 
     // ---- Llama-family ops

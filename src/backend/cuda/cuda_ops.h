@@ -237,9 +237,11 @@ void attention_backward_tiled(const CudaCtx& ctx, Act dqkv, float* scratch, Cons
 // One row of fp32 scores in the default 48 KiB of shared memory, beside the kernel's 16 bytes
 // of reduction scratch: the longest cache it takes.
 inline constexpr int kCachedAttentionMaxKeys = (48 * 1024 - 16) / 4 - 8;  // - padding
+// pos_at (device memory, or null): the first row's position, read when the kernels run
+// (pos0 is then ignored; a position outside the cache leaves everything untouched).
 void attention_cached_forward(const CudaCtx& ctx, Act out, ConstAct qkv, float* k_cache,
-                              float* v_cache, int pos0, int n, int NH, int NKV, int hs,
-                              int max_T, int window = 0);
+                              float* v_cache, int pos0, int n, int NH, int NKV, int hs, int max_T,
+                              int window = 0, const int32_t* pos_at = nullptr);
 
 // ---- kernels/optimizer.cu
 void begin_step(const CudaCtx& ctx, StepScalars* s, float lr, int64_t step);

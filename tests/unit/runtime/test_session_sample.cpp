@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend_factory.h"
 #include "data/prepare.h"
+#include "recording_backend.h"
 #include "runtime/session.h"
 
 using namespace trt;
@@ -96,6 +98,70 @@ TEST_P(SessionSample, TheCacheGivesTheTokensOfTheWholeWindowPath) {
         }
         o.backend_draw = false;
     }
+}
+
+// The decode step as a graph (issue 43) on a backend with CUDA-graph semantics
+// (recording_backend.h: a recorded op sees its host arguments as they were at capture, reads
+// backend memory when replayed): each single new token runs the captured step — its position
+// and draw index uploaded, its input the token drawn before it — and the tokens are the host's
+// eager ones, greedy and drawn, through window restarts. A step that took the position or the
+// index as a host value would replay the captured token's and part from them.
+TEST_P(SessionSample, TheCapturedDecodeStepGivesTheEagerTokens) {
+    const Case& c = GetParam();
+    const Precision precision =
+        std::string(c.precision) == "bf16" ? Precision::Bf16 : Precision::Fp32;
+    const std::string dir = test_dir();
+    std::vector<uint32_t> ids(2000);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = (i * 7 + i / 5) % 23;
+    write_shard(dir + "/train.bin", ids.data(), static_cast<int64_t>(ids.size()), 2);
+    Config cfg = Config::from_string(
+        std::string("[model]\n") + c.model +
+            "[train]\nbatch_size = 4\nseq_len = 16\nsteps = 20\neval_every = 0\n"
+            "[optim]\nlr = 0.01\nwarmup_steps = 2\n"
+            "[runtime]\ndevice = \"cpu\"\nthreads = 1\nprecision = \"" +
+            c.precision + "\"\n",
+        "");
+    cfg.set("data.train", "\"" + dir + "/train.bin\"");
+    graph_test::RecordingBackend* rec = nullptr;
+    BackendFactory factory = [&rec, precision](const RunConfig& run) {
+        auto r = std::make_unique<graph_test::RecordingBackend>(
+            make_cpu_backend(static_cast<int>(run.runtime.threads), precision));
+        rec = r.get();
+        BackendSelection sel;
+        sel.backend = std::move(r);
+        sel.precision = precision;
+        return sel;
+    };
+    Session eager(cfg, LogSink{});
+    Session graphed(cfg, LogSink{}, factory);
+    eager.train(20, nullptr);
+    graphed.train(20, nullptr);
+    ASSERT_NE(rec, nullptr);
+    std::vector<int32_t> prompt(5);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 5) % 23);
+    int calls = 0;
+    for (double temperature : {0.0, 1.0}) {
+        for (int top_k : {0, 3}) {
+            SCOPED_TRACE(testing::Message() << "temperature " << temperature << " top_k " << top_k);
+            TokenSamplingOptions o;
+            o.temperature = temperature;
+            o.top_k = top_k;
+            o.seed = 21;
+            const size_t n = 40;  // window restarts every 8 tokens
+            std::vector<int32_t> want(n, -1), got(n, -2);
+            eager.sample(prompt.data(), prompt.size(), n, o, want.data());
+            const int replays = rec->replays(Session::kDecodeGraph);
+            o.backend_draw = true;
+            graphed.sample(prompt.data(), prompt.size(), n, o, got.data());
+            ++calls;
+            EXPECT_EQ(got, want);
+            EXPECT_EQ(rec->captures(Session::kDecodeGraph), calls) << "one capture per call";
+            // Single-token steps: all but the first token and the restarts' re-reads, less
+            // the warm-up (eager) and the capture (which replays once itself).
+            EXPECT_GT(rec->replays(Session::kDecodeGraph) - replays, 20);
+        }
+    }
+    EXPECT_EQ(rec->violations(), 0) << rec->last_violation();
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, SessionSample, ::testing::ValuesIn(kCases),

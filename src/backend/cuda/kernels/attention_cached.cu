@@ -33,8 +33,11 @@ static_assert(((kMaxKeys + 3) / 4 + 1) * 16 + kWarps * 4 <= 48 * 1024,
 
 template <typename S>
 __global__ void store_kv_kernel(const S* __restrict__ qkv, float* __restrict__ k_cache,
-                                float* __restrict__ v_cache, int64_t total, int pos0, int NKV,
-                                int hs, int max_T, int64_t W, int64_t C) {
+                                float* __restrict__ v_cache, int64_t total, int pos0,
+                                const int32_t* __restrict__ pos_at, int n, int NKV, int hs,
+                                int max_T, int64_t W, int64_t C) {
+    if (pos_at != nullptr) pos0 = *pos_at;
+    if (pos0 < 0 || pos0 + n > max_T) return;  // the host checked a host pos0
     const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
     for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
          idx += stride) {
@@ -69,12 +72,13 @@ __device__ float block_reduce(float v, float* scratch /*[kWarps]*/) {
 
 template <typename S>
 __global__ void __launch_bounds__(kThreads)
-    attend_kernel(S* __restrict__ out, const S* __restrict__ qkv,
-                  const float* __restrict__ k_cache, const float* __restrict__ v_cache,
-                  int pos0, int NH, int NKV, int hs, int max_T, int64_t W, float scale,
-                  int window) {
+    attend_kernel(S* __restrict__ out, const S* __restrict__ qkv, const float* __restrict__ k_cache,
+                  const float* __restrict__ v_cache, int pos0, const int32_t* __restrict__ pos_at,
+                  int n, int NH, int NKV, int hs, int max_T, int64_t W, float scale, int window) {
     extern __shared__ float scores[];  // [t + 1]
     __shared__ float red[kWarps];
+    if (pos_at != nullptr) pos0 = *pos_at;
+    if (pos0 < 0 || pos0 + n > max_T) return;  // the host checked a host pos0
     const int i = blockIdx.x / NH, h = blockIdx.x % NH, g = h / (NH / NKV);
     const int t = pos0 + i;
     const int lo = window > 0 && t >= window ? t - window + 1 : 0;  // a sliding window's start
@@ -109,13 +113,16 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void attention_cached_forward(const CudaCtx& ctx, Act out, ConstAct qkv, float* k_cache,
-                              float* v_cache, int pos0, int n, int NH, int NKV, int hs,
-                              int max_T, int window) {
+                              float* v_cache, int pos0, int n, int NH, int NKV, int hs, int max_T,
+                              int window, const int32_t* pos_at) {
     if (n <= 0) return;
     if (NH <= 0 || NKV <= 0 || NH % NKV != 0 || hs <= 0)
         fail(Status::InvalidArgument, "attention_cached_forward: NH = ", NH, ", NKV = ", NKV,
              ", hs = ", hs, " (NKV must divide NH)");
-    if (pos0 < 0 || pos0 + n > max_T)
+    if (n > max_T)
+        fail(Status::InvalidArgument, "attention_cached_forward: ", n,
+             " rows do not fit a cache of ", max_T);
+    if (pos_at == nullptr && (pos0 < 0 || pos0 + n > max_T))
         fail(Status::InvalidArgument, "attention_cached_forward: rows ", pos0, " .. ", pos0 + n,
              " do not fit a cache of ", max_T);
     if (max_T > kMaxKeys)
@@ -128,15 +135,17 @@ void attention_cached_forward(const CudaCtx& ctx, Act out, ConstAct qkv, float* 
     // Scores for keys 0 .. pos0+n-1, padded to whole 16-byte groups plus one: the summing
     // loop's unrolled shared loads may reach up to 3 floats past key t (compute-sanitizer
     // memcheck saw a 12-byte read at t = 0 on an H200); the extra floats are never used.
-    const size_t smem = (static_cast<size_t>(pos0 + n + 3) / 4 + 1) * 4 * sizeof(float);
+    // A position read on the device: sized for the whole cache.
+    const int keys = pos_at != nullptr ? max_T : pos0 + n;
+    const size_t smem = (static_cast<size_t>(keys + 3) / 4 + 1) * 4 * sizeof(float);
     with_storage(act_storage(ctx, {out, qkv}), [&](auto tag) {
         using S = typename decltype(tag)::type;
         store_kv_kernel<S><<<grid_blocks(total, 256, 65536), 256, 0, ctx.stream>>>(
-            typed<S>(qkv), k_cache, v_cache, total, pos0, NKV, hs, max_T, W, C);
+            typed<S>(qkv), k_cache, v_cache, total, pos0, pos_at, n, NKV, hs, max_T, W, C);
         TRT_CUDA_LAUNCH_CHECK();
         attend_kernel<S><<<static_cast<unsigned>(n) * NH, kThreads, smem, ctx.stream>>>(
-            typed<S>(out), typed<S>(qkv), k_cache, v_cache, pos0, NH, NKV, hs, max_T, W, scale,
-            window);
+            typed<S>(out), typed<S>(qkv), k_cache, v_cache, pos0, pos_at, n, NH, NKV, hs, max_T, W,
+            scale, window);
         TRT_CUDA_LAUNCH_CHECK();
     });
 }

@@ -99,10 +99,12 @@ __global__ void draw_chunks_kernel(double* __restrict__ chunk_sums,
         chunk_sums[c] = draw_chunk_sum(sorted, k, c, top, inv_t);
 }
 
-// out[0] = the drawn id (one thread).
+// out[0] = the drawn id (one thread). The draw's index: *index_at when given, else index.
 __global__ void draw_walk_kernel(int32_t* __restrict__ out, const uint64_t* __restrict__ sorted,
                                  const double* __restrict__ chunk_sums, int k, double inv_t,
-                                 double uniform) {
+                                 uint64_t seed, uint64_t index,
+                                 const uint64_t* __restrict__ index_at) {
+    const double uniform = draw_uniform(seed, index_at != nullptr ? *index_at : index);
     out[0] = out[1] ? 0 : draw_from_sorted(sorted, k, chunk_sums, inv_t, uniform);
 }
 
@@ -144,8 +146,8 @@ void draw_token(const CudaCtx& ctx, int32_t* out, ConstAct logits, int V, const 
     draw_chunks_kernel<<<grid_blocks(chunks, kThreads, 1024), kThreads, 0, ctx.stream>>>(
         s.chunk_sums, s.sorted, k, inv_t);
     TRT_CUDA_CHECK(cudaGetLastError());
-    draw_walk_kernel<<<1, 1, 0, ctx.stream>>>(out, s.sorted, s.chunk_sums, k, inv_t,
-                                              draw_uniform(d.seed, d.index));
+    draw_walk_kernel<<<1, 1, 0, ctx.stream>>>(out, s.sorted, s.chunk_sums, k, inv_t, d.seed,
+                                              d.index, d.index_at);
     TRT_CUDA_CHECK(cudaGetLastError());
 }
 
