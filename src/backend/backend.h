@@ -34,7 +34,8 @@ namespace trt {
 // signature as backend_ops.def and step_ops.def write it (an op added or changed needs no
 // bump). Bump the revision when anything else in this header changes shape (a method outside
 // the op lists, a struct).
-constexpr uint32_t kBackendInterfaceRevision = 23;  // 23: op_timer, op_choices, device_draw
+// 23: op_timer, op_choices, device_draw, read_back; 22: threads_note
+constexpr uint32_t kBackendInterfaceRevision = 23;
 
 // A target id that is not a target (instruction tuning trains on some tokens only): the
 // position is an input, its loss is 0 and its logits get no gradient.
@@ -505,6 +506,20 @@ public:
     // it lands before any op enqueued after this call, src may be reused as soon as the call
     // returns, and an op enqueued before it still sees the old contents.
     virtual void upload_step_inputs(void* dst, const void* src, size_t bytes) = 0;
+    // Asynchronous read-back of a few bytes (<= kReadbackBytes: a decode step's drawn token)
+    // through a ring of kReadbackSlots host slots: read_back_async starts a stream-ordered copy
+    // of src (backend memory: it copies what the ops enqueued before it wrote) into slot
+    // `slot`; read_back waits for that copy and hands the slot's bytes to dst. A slot is reused
+    // only after its read_back. false (the default): not supported, nothing started — the
+    // caller copies with copy_to_host.
+    static constexpr int kReadbackSlots = 16;
+    static constexpr size_t kReadbackBytes = 16;
+    virtual bool read_back_async(int /*slot*/, const void* /*src*/, size_t /*bytes*/) {
+        return false;
+    }
+    virtual void read_back(int /*slot*/, void* /*dst*/, size_t /*bytes*/) {
+        fail(Status::Internal, "the ", name(), " backend has no asynchronous read-back");
+    }
     // Graphs: between begin_capture() and end_capture(id) ops are recorded, NOT executed;
     // replay_graph(id) runs the recording (again and again). A recorded op must take every
     // per-step value from backend memory (StepScalars, upload_step_inputs), never from a host

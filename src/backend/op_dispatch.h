@@ -70,6 +70,12 @@ public:
     void upload_step_inputs(void* dst, const void* src, size_t bytes) override {
         inner_->upload_step_inputs(dst, src, bytes);
     }
+    bool read_back_async(int slot, const void* src, size_t bytes) override {
+        return inner_->read_back_async(slot, src, bytes);
+    }
+    void read_back(int slot, void* dst, size_t bytes) override {
+        inner_->read_back(slot, dst, bytes);
+    }
     bool supports_graphs() const override { return inner_->supports_graphs(); }
     void begin_capture() override { inner_->begin_capture(); }
     void end_capture(int id) override { inner_->end_capture(id); }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <deque>
 #include <limits>
 
 #include "runtime/session.h"
@@ -46,16 +47,21 @@ size_t Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
     const size_t T = static_cast<size_t>(model_->max_seq());
     const size_t keep = std::max<size_t>(1, T / 2);
     const int V = static_cast<int>(run_.model.vocab_size);
+    // The text: the prompt and the tokens handed out so far (context), then the ones drawn
+    // whose ids are still on their way back (pending, below); len counts both.
     std::vector<int32_t> context(prompt, prompt + n_prompt);
     context.reserve(n_prompt + n_new);
-    size_t w0 = context.size() > T ? context.size() - T : 0;  // the window: context[w0, end)
+    size_t w0 = context.size() > T ? context.size() - T : 0;  // the window: text[w0, len)
     size_t in_cache = 0;  // the window's first tokens whose keys and values are cached
     std::vector<float> row(static_cast<size_t>(V));
     // A backend that draws in its own memory (BackendCaps::device_draw; every backend with
     // TokenSamplingOptions::backend_draw): the id and the non-finite flag there (draw_token),
     // and, with the cache, each single new token run as decode_step — its position and draw
-    // index uploaded to backend memory, so with graphs (accel.cuda_graphs) the step is captured
-    // once per call and replayed, reading the token drawn before it as its input.
+    // index uploaded to backend memory, its input the token drawn before it — so with graphs
+    // (accel.cuda_graphs) the step is captured once per call and replayed, and the ids come
+    // back through the backend's read-back ring without a wait per token: the host stays up to
+    // kDecodeAhead tokens behind (a stop id then ends the text where it is, the tokens drawn
+    // after it unused), and catches up before anything that needs the text (a restart).
     const bool draw_in_backend = caps.device_draw || options.backend_draw;
     struct DecodeInputs {  // backend memory, uploaded before each decode step
         uint64_t index;    // the draw's index (TokenDraw::index_at)
@@ -72,14 +78,41 @@ size_t Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
     GraphRunner decode_graph(*backend_, log_, kDecodeGraph, "decode step");
     if (draw_in_backend && cached && backend_->supports_graphs() && run_.accel.cuda_graphs)
         decode_graph.set_state(GraphRunner::State::Warmup);
-    for (size_t i = 0; i < n_new; ++i) {
-        if (context.size() - w0 > T) {
-            w0 = context.size() - keep;
+    constexpr size_t kDecodeAhead = Backend::kReadbackSlots - 1;
+    std::deque<size_t> pending;  // draws i whose ids are in read-back slot i % kReadbackSlots
+    size_t done = n_new;         // < n_new: a stop id ended the text after done tokens
+    // Hands out token i with its flag: out[i], the text, the stop ids.
+    auto hand_out = [&](size_t i, const int32_t got[2]) {
+        if (got[1] != 0)
+            fail(Status::InvalidArgument, "sample: the model's logits are not finite (a NaN "
+                 "or infinite logit in the row of token ", i, "): its weights have diverged; "
+                 "load an earlier checkpoint");
+        out[i] = got[0];
+        context.push_back(got[0]);
+        if (std::find(options.stop_ids.begin(), options.stop_ids.end(), got[0]) !=
+            options.stop_ids.end())
+            done = i + 1;
+    };
+    // Waits for the pending ids, oldest first, while more than `left` are in flight.
+    auto catch_up = [&](size_t left) {
+        while (pending.size() > left && done == n_new) {
+            const size_t i = pending.front();
+            pending.pop_front();
+            int32_t got[2];
+            backend_->read_back(static_cast<int>(i % Backend::kReadbackSlots), got, sizeof got);
+            hand_out(i, got);
+        }
+    };
+    for (size_t i = 0; i < n_new && done == n_new; ++i) {
+        const size_t len = n_prompt + i;
+        if (len - w0 > T) {
+            catch_up(0);  // the restart re-reads the text
+            if (done < n_new) break;
+            w0 = len - keep;
             in_cache = 0;
         }
-        const size_t t = context.size() - w0;
+        const size_t t = len - w0;
         size_t last_row = 0;  // the row of the logits buffer the token is drawn from
-        bool drawn = false;   // by the decode step
         if (cached) {
             // The window's tokens not yet cached: all of it after a restart, else the newest.
             const size_t n = t - in_cache;
@@ -95,14 +128,25 @@ size_t Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
                     d.index_at = &dev.p->index;
                     backend_->draw_token(dev.p->drawn, model_->logits_row(0), V, d);
                 });
-                drawn = true;
-            } else {
-                backend_->copy_to_device(model_->inputs_buffer(), context.data() + w0 + in_cache,
-                                         n * sizeof(int32_t));
-                model_->forward_cached(model_->inputs_buffer(), static_cast<int>(in_cache),
-                                       static_cast<int>(n));
-                last_row = n - 1;
+                in_cache = t;
+                const int slot = static_cast<int>(i % Backend::kReadbackSlots);
+                if (backend_->read_back_async(slot, dev.p->drawn, 2 * sizeof(int32_t))) {
+                    pending.push_back(i);
+                    catch_up(kDecodeAhead - 1);
+                } else {
+                    int32_t got[2];
+                    backend_->copy_to_host(got, dev.p->drawn, sizeof got);
+                    hand_out(i, got);
+                }
+                continue;
             }
+            catch_up(0);  // the window's tokens come from the text
+            if (done < n_new) break;
+            backend_->copy_to_device(model_->inputs_buffer(), context.data() + w0 + in_cache,
+                                     n * sizeof(int32_t));
+            model_->forward_cached(model_->inputs_buffer(), static_cast<int>(in_cache),
+                                   static_cast<int>(n));
+            last_row = n - 1;
             in_cache = t;
         } else {
             std::copy(context.begin() + static_cast<ptrdiff_t>(w0), context.end(),
@@ -116,36 +160,31 @@ size_t Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
                             static_cast<int>(t));
             last_row = t - 1;
         }
-        int32_t next = 0;
+        int32_t got[2] = {0, 0};
         if (dev.p != nullptr) {
-            if (!drawn)
-                backend_->draw_token(dev.p->drawn, model_->logits_row(last_row), V,
-                                     token_draw(options, i));
-            int32_t got[2];
+            backend_->draw_token(dev.p->drawn, model_->logits_row(last_row), V,
+                                 token_draw(options, i));
             backend_->copy_to_host(got, dev.p->drawn, sizeof got);
-            if (got[1] != 0)
-                fail(Status::InvalidArgument,
-                     "sample: the model's logits are not finite (a NaN "
-                     "or infinite logit in the row of token ",
-                     i,
-                     "): its weights have "
-                     "diverged; load an earlier checkpoint");
-            next = got[0];
         } else {
             model_->copy_logits_to_host(row.data(), last_row, 1, static_cast<size_t>(V));
             for (int k = 0; k < V; ++k)
                 if (!std::isfinite(row[k]))
                     fail(Status::InvalidArgument, "sample: the model's logits are not finite (",
-                         row[k], " for token ", k,
-                         "): its weights have diverged; load an "
+                         row[k], " for token ", k, "): its weights have diverged; load an "
                          "earlier checkpoint");
-            next = sample_token(row.data(), V, options, i);
+            got[0] = sample_token(row.data(), V, options, i);
         }
-        out[i] = next;
-        context.push_back(next);
-        if (std::find(options.stop_ids.begin(), options.stop_ids.end(), next) !=
-            options.stop_ids.end())
-            return i + 1;
+        hand_out(i, got);
+    }
+    catch_up(0);
+    if (done < n_new) {
+        // The draws after the stop ran on (the text ended on the host later): wait for them,
+        // so no read-back is left in flight, and drop them.
+        for (size_t i : pending) {
+            int32_t got[2];
+            backend_->read_back(static_cast<int>(i % Backend::kReadbackSlots), got, sizeof got);
+        }
+        return done;
     }
     return n_new;
 }

@@ -340,6 +340,14 @@ public:
     void upload_step_inputs(void* dst, const void* src, size_t bytes) override {
         if (bytes) std::memcpy(dst, src, bytes);
     }
+    // The ops have run: the read-back is a copy into the slot, done at once.
+    bool read_back_async(int slot, const void* src, size_t bytes) override {
+        std::memcpy(readback_.at(check_readback(slot, bytes)).data(), src, bytes);
+        return true;
+    }
+    void read_back(int slot, void* dst, size_t bytes) override {
+        std::memcpy(dst, readback_.at(check_readback(slot, bytes)).data(), bytes);
+    }
 
 private:
     // The value of the first /proc/cpuinfo line starting with `key` ("" if none).
@@ -372,6 +380,12 @@ private:
         TRT_CHECK(a.dtype == DType::F32, "cpu backend in fp32: an activation view is not fp32");
         return static_cast<const float*>(a.data);
     }
+    static int check_readback(int slot, size_t bytes) {
+        TRT_CHECK(slot >= 0 && slot < kReadbackSlots && bytes <= kReadbackBytes, "read-back slot ",
+                  slot, " of ", bytes, " bytes outside [0, ", kReadbackSlots, ") x ",
+                  kReadbackBytes);
+        return slot;
+    }
     static int check_slot(int slot) {
         TRT_CHECK(slot >= 0 && slot < kScalarSlots, "scalar read-back slot ", slot,
                   " outside [0, ", kScalarSlots, ")");
@@ -380,6 +394,7 @@ private:
 
     int threads_;
     std::array<StepScalars, kScalarSlots> slots_{};
+    std::array<std::array<uint8_t, kReadbackBytes>, kReadbackSlots> readback_{};
     mutable std::mutex mu_;
     std::unordered_map<void*, size_t> sizes_;  // live allocation -> requested bytes
     size_t in_use_ = 0;

@@ -505,6 +505,27 @@ public:
         const DeviceGuard g(device_);
         cuda::end_step(ctx_, s, policy);
     }
+    // A few bytes (a decode step's token) into a pinned slot, on the compute stream.
+    bool read_back_async(int slot, const void* src, size_t bytes) override {
+        const DeviceGuard g(device_);
+        check_readback(slot, bytes);
+        refuse_while_capturing("read_back_async");
+        TRT_CUDA_CHECK(cudaMemcpyAsync(pinned_readback_ + slot * kReadbackBytes, src, bytes,
+                                       cudaMemcpyDeviceToHost, stream_));
+        TRT_CUDA_CHECK(cudaEventRecord(readback_events_[slot], stream_));
+        return true;
+    }
+    void read_back(int slot, void* dst, size_t bytes) override {
+        const DeviceGuard g(device_);
+        check_readback(slot, bytes);
+        TRT_CUDA_CHECK(cudaEventSynchronize(readback_events_[slot]));
+        std::memcpy(dst, pinned_readback_ + slot * kReadbackBytes, bytes);
+    }
+    static void check_readback(int slot, size_t bytes) {
+        TRT_CHECK(slot >= 0 && slot < kReadbackSlots && bytes <= kReadbackBytes, "read-back slot ",
+                  slot, " of ", bytes, " bytes outside [0, ", kReadbackSlots, ") x ",
+                  kReadbackBytes);
+    }
     void read_scalars_async(int slot, const StepScalars* s) override {
         const DeviceGuard g(device_);
         check_slot(slot);
@@ -734,6 +755,10 @@ private:
         for (int i = 0; i < kScalarSlots; ++i) pinned_scalars_[i] = StepScalars{};
         for (auto& e : scalar_events_)
             TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        TRT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned_readback_),
+                                      kReadbackSlots * kReadbackBytes));
+        for (auto& e : readback_events_)
+            TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
         for (auto& e : rows_copied_) TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
         for (auto& e : rows_consumed_)
             TRT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -764,6 +789,8 @@ private:
         for (int32_t* p : pinned_rows_) if (p) cudaFreeHost(p);
         if (pinned_scalars_) cudaFreeHost(pinned_scalars_);
         for (auto e : scalar_events_) if (e) cudaEventDestroy(e);
+        if (pinned_readback_) cudaFreeHost(pinned_readback_);
+        for (auto e : readback_events_) if (e) cudaEventDestroy(e);
         for (auto e : rows_copied_) if (e) cudaEventDestroy(e);
         for (auto e : rows_consumed_) if (e) cudaEventDestroy(e);
         for (void* p : pinned_inputs_) if (p) cudaFreeHost(p);
@@ -1009,6 +1036,8 @@ private:
 
     StepScalars* pinned_scalars_ = nullptr;  // [kScalarSlots], page-locked
     std::array<cudaEvent_t, kScalarSlots> scalar_events_{};
+    uint8_t* pinned_readback_ = nullptr;  // [kReadbackSlots][kReadbackBytes], page-locked
+    std::array<cudaEvent_t, kReadbackSlots> readback_events_{};
 
     std::array<int32_t*, 2> pinned_rows_{};  // host placement staging, [B*(T+1)] each
     std::array<int32_t*, 2> device_rows_{};

@@ -166,6 +166,10 @@ public:
         refuse_if_capturing("upload_step_inputs");
         inner().upload_step_inputs(dst, src, bytes);
     }
+    bool read_back_async(int slot, const void* src, size_t bytes) override {
+        refuse_if_capturing("read_back_async");
+        return inner().read_back_async(slot, src, bytes);
+    }
 
     // ---- ops: recorded while capturing, run at once otherwise (OpDispatch sends each one
     // here as a closure holding its arguments by value); the mutants below, by hand.

@@ -4,6 +4,7 @@
 // enough that the window restarts several times.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -139,7 +140,6 @@ TEST_P(SessionSample, TheCapturedDecodeStepGivesTheEagerTokens) {
     ASSERT_NE(rec, nullptr);
     std::vector<int32_t> prompt(5);
     for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 5) % 23);
-    int calls = 0;
     for (double temperature : {0.0, 1.0}) {
         for (int top_k : {0, 3}) {
             SCOPED_TRACE(testing::Message() << "temperature " << temperature << " top_k " << top_k);
@@ -151,14 +151,25 @@ TEST_P(SessionSample, TheCapturedDecodeStepGivesTheEagerTokens) {
             std::vector<int32_t> want(n, -1), got(n, -2);
             eager.sample(prompt.data(), prompt.size(), n, o, want.data());
             const int replays = rec->replays(Session::kDecodeGraph);
+            const int captures = rec->captures(Session::kDecodeGraph);
             o.backend_draw = true;
             graphed.sample(prompt.data(), prompt.size(), n, o, got.data());
-            ++calls;
             EXPECT_EQ(got, want);
-            EXPECT_EQ(rec->captures(Session::kDecodeGraph), calls) << "one capture per call";
+            EXPECT_EQ(rec->captures(Session::kDecodeGraph), captures + 1) << "one per call";
             // Single-token steps: all but the first token and the restarts' re-reads, less
             // the warm-up (eager) and the capture (which replays once itself).
             EXPECT_GT(rec->replays(Session::kDecodeGraph) - replays, 20);
+            // A stop id: the text ends at its first occurrence on both paths (the graphed
+            // one drew on ahead of the host and drops those draws).
+            o.stop_ids = {want[25]};
+            o.backend_draw = false;
+            const size_t n_eager = eager.sample(prompt.data(), prompt.size(), n, o, want.data());
+            o.backend_draw = true;
+            std::fill(got.begin(), got.end(), -2);
+            const size_t n_graph = graphed.sample(prompt.data(), prompt.size(), n, o, got.data());
+            EXPECT_EQ(n_graph, n_eager);
+            EXPECT_LE(n_eager, 26u);
+            EXPECT_TRUE(std::equal(want.begin(), want.begin() + n_eager, got.begin()));
         }
     }
     EXPECT_EQ(rec->violations(), 0) << rec->last_violation();
