@@ -16,6 +16,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/float_bits.h"
+
 #if defined(__CUDACC__)
 #define TRT_Q8_HD __host__ __device__
 #else
@@ -53,33 +55,14 @@ TRT_Q8_HD inline int q8_code(const float* mid, int n, float r) {
     return lo;
 }
 
-TRT_Q8_HD inline uint32_t q8_bits(float x) {
-#if defined(__CUDA_ARCH__)
-    return __float_as_uint(x);
-#else
-    uint32_t u;
-    __builtin_memcpy(&u, &x, sizeof u);
-    return u;
-#endif
-}
-TRT_Q8_HD inline float q8_float(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-    return __uint_as_float(u);
-#else
-    float x;
-    __builtin_memcpy(&x, &u, sizeof x);
-    return x;
-#endif
-}
-
 // The code of r in [0, 1] for codes 0 .. top (top = n - 1; value[k] = 2^((k - top) / 8)):
 // 8 codes per octave above the octave of r's exponent, plus how many of the octave's
 // boundaries r's significand passes; 0 below mid[1].
 TRT_Q8_HD inline int q8_code_fast(const Q8Tables& t, const float* mid, int top, float r) {
     if (!(r >= mid[1])) return 0;
-    const uint32_t u = q8_bits(r);
+    const uint32_t u = float_bits(r);
     const int e = static_cast<int>((u >> 23) & 0xFF) - 127;  // r = 2^e · s, s in [1, 2)
-    const float sig = q8_float((u & 0x7FFFFFu) | 0x3F800000u);
+    const float sig = bits_float((u & 0x7FFFFFu) | 0x3F800000u);
     int c = 0;
     for (int j = 0; j < 8; ++j) c += sig >= t.octave[j] ? 1 : 0;
     const int k = top + 8 * e + c;

@@ -17,8 +17,8 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
+#include "core/float_bits.h"
 #include "core/philox.h"
 
 namespace trt {
@@ -43,26 +43,6 @@ TRT_HOST_DEVICE inline double draw_uniform(uint64_t seed, uint64_t index) {
                       static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
     const uint64_t bits = (static_cast<uint64_t>(r.v[0]) << 32 | r.v[1]) >> 11;  // 53 bits
     return static_cast<double>(bits) * 0x1.0p-53;
-}
-
-// A float's bits and back (memcpy on the host; the intrinsics in device code).
-TRT_HOST_DEVICE inline uint32_t float_bits(float f) {
-#if defined(__CUDA_ARCH__)
-    return __float_as_uint(f);
-#else
-    uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    return u;
-#endif
-}
-TRT_HOST_DEVICE inline float bits_float(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-    return __uint_as_float(u);
-#else
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-#endif
 }
 
 // A key whose unsigned order is: larger logit first, then smaller id. The float's bits are

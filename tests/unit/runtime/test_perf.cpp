@@ -80,19 +80,26 @@ TEST(Perf, PeakIsZeroWhenUnknown) {
 
 // The bandwidth table (the profile's roofline): each row, and unknown names give 0.
 TEST(Perf, PeakBandwidthRows) {
-    EXPECT_DOUBLE_EQ(peak_bytes_per_s("NVIDIA H100 80GB HBM3"), 3350e9);
-    EXPECT_DOUBLE_EQ(peak_bytes_per_s("NVIDIA H100 PCIe"), 2000e9);
-    EXPECT_DOUBLE_EQ(peak_bytes_per_s("NVIDIA H200"), 4800e9);
-    EXPECT_DOUBLE_EQ(peak_bytes_per_s("NVIDIA A100-SXM4-80GB"), 2039e9);
-    EXPECT_DOUBLE_EQ(peak_bytes_per_s("NVIDIA A100 80GB PCIe"), 1935e9);
-    EXPECT_DOUBLE_EQ(peak_bytes_per_s("NVIDIA A100-SXM4-40GB"), 1555e9);
-    EXPECT_DOUBLE_EQ(peak_bytes_per_s("NVIDIA A100-PCIE-40GB"), 1555e9);
-    EXPECT_DOUBLE_EQ(peak_bytes_per_s("NVIDIA L40S"), 864e9);
-    EXPECT_DOUBLE_EQ(peak_bytes_per_s("NVIDIA GeForce RTX 4090"), 1008e9);
-    EXPECT_EQ(peak_bytes_per_s("NVIDIA H100 NVL"), 0.0);
-    EXPECT_EQ(peak_bytes_per_s("NVIDIA H200 NVL"), 0.0);
-    EXPECT_EQ(peak_bytes_per_s("cpu"), 0.0);
-    EXPECT_EQ(peak_bytes_per_s(""), 0.0);
+    const struct {
+        const char* name;
+        double gbs;
+    } rows[] = {
+        {"NVIDIA H100 80GB HBM3", 3350},
+        {"NVIDIA H100 PCIe", 2000},
+        {"NVIDIA H200", 4800},
+        {"NVIDIA A100-SXM4-80GB", 2039},
+        {"NVIDIA A100 80GB PCIe", 1935},
+        {"NVIDIA A100-SXM4-40GB", 1555},
+        {"NVIDIA A100-PCIE-40GB", 1555},
+        {"NVIDIA L40S", 864},
+        {"NVIDIA GeForce RTX 4090", 1008},
+        // unknown: other clocks of the same family, the CPU
+        {"NVIDIA H100 NVL", 0},
+        {"NVIDIA H200 NVL", 0},
+        {"cpu", 0},
+        {"", 0},
+    };
+    for (const auto& r : rows) EXPECT_DOUBLE_EQ(peak_bytes_per_s(r.name), r.gbs * 1e9) << r.name;
 }
 
 // ---------------------------------------------------------------- MFU
