@@ -518,7 +518,7 @@ def commit_id():
 
 
 # ----------------------------------------------------------------------------- main
-def smoke_checks(models):
+def smoke_checks(models, profiled=True):
     """--smoke: the machinery produced what it should. Returns a list of problems."""
     problems = []
     e = models["smoke"]
@@ -550,6 +550,8 @@ def smoke_checks(models):
     # The per-op profile of the best rung, read back with its roofline table; torch eager's
     # kernel (operator) table.
     p = e.get("profile", {})
+    if not profiled:
+        return problems
     if p.get("status") != "ok":
         problems.append(f"profile: {p.get('status')} {p.get('reason', '')}")
     elif not any(l.startswith("| **step** |") for l in p["table"]):
@@ -559,7 +561,6 @@ def smoke_checks(models):
             rep = t["report"]
             if not rep.get("kernels") or not rep.get("kernel_ms_per_step", 0) > 0:
                 problems.append(f"torch eager: no kernel table ({rep.get('kernels_error', '')})")
-    return problems
     return problems
 
 
@@ -675,7 +676,7 @@ def main():
     with open(os.path.join(args.out, "ladder.md")) as f:
         print(f.read())
     if args.smoke:
-        problems = smoke_checks(models)
+        problems = smoke_checks(models, profiled=not args.no_profile)
         for p in problems:
             print("SMOKE FAIL: " + p, file=sys.stderr)
         if problems:

@@ -31,7 +31,7 @@ import json
 import sys
 
 # Dense datasheet TFLOP/s (bf16 = fp16, tf32, fp32) and memory GB/s, as src/runtime/perf.cpp
-# (tests/cli/roofline_test.sh checks the two tables agree). Rows: (must contain, must not
+# (tests/cli/cli_bench.sh checks the two tables agree). Rows: (must contain, must not
 # contain, bf16, tf32, fp32); first match wins on the lower-cased name.
 PEAK_TFLOPS = [
     ("h100 pcie", "", 756.0, 378.0, 51.0),

@@ -34,7 +34,7 @@ namespace trt {
 // signature as backend_ops.def and step_ops.def write it (an op added or changed needs no
 // bump). Bump the revision when anything else in this header changes shape (a method outside
 // the op lists, a struct).
-// 23: op_timer, op_choices, device_draw, read_back; 22: threads_note
+// 23: op_timer, op_choices, device_draw, read_back, drop_graph; 22: threads_note
 constexpr uint32_t kBackendInterfaceRevision = 23;
 
 // A target id that is not a target (instruction tuning trains on some tokens only): the
@@ -321,9 +321,9 @@ public:
 // GEMM shape, cuDNN's engine and workspace for an attention graph, oneDNN's implementation of
 // a matmul. For the profile (docs/C_API.md, "Per-op profile"): what to read before a kernel.
 struct OpChoice {
-    std::string op;      // "matmul", "attention fwd", ...
-    std::string shape;   // "768x2304x768 bf16 bias", ...
-    std::string choice;  // "cuBLASLt algo 6 tile 128x256 stages 3 split-k 1", ...
+    std::string op;      // "matmul (cuBLASLt)", "attention fwd (cuDNN)", ...
+    std::string shape;   // "768x2304x768 a·bᵀ bf16 -> bf16 +bias", ...
+    std::string choice;  // "id 21 tile 23 stages 8 split-k 1 ...", "engine 8", "brg:..."
     int64_t workspace_bytes = 0;
 };
 
@@ -529,6 +529,8 @@ public:
     virtual void begin_capture() { no_graphs(); }
     virtual void end_capture(int /*id*/) { no_graphs(); }
     virtual void replay_graph(int /*id*/) { no_graphs(); }
+    // Forgets graph id (nothing if there is none): one that holds buffers about to be freed.
+    virtual void drop_graph(int /*id*/) {}
 
     // ---- training: the optimizer step (null: the backend runs the model's ops only)
     virtual OptimizerStep* optimizer_step() { return nullptr; }

@@ -80,6 +80,7 @@ public:
     void begin_capture() override { inner_->begin_capture(); }
     void end_capture(int id) override { inner_->end_capture(id); }
     void replay_graph(int id) override { inner_->replay_graph(id); }
+    void drop_graph(int id) override { inner_->drop_graph(id); }
     DeviceCollectives* collectives(std::string* why) override { return inner_->collectives(why); }
     void annotate_layer(int layer) override { inner_->annotate_layer(layer); }
     OpTimer* op_timer() override { return inner_->op_timer(); }

@@ -60,8 +60,8 @@ size_t Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
     // index uploaded to backend memory, its input the token drawn before it — so with graphs
     // (accel.cuda_graphs) the step is captured once per call and replayed, and the ids come
     // back through the backend's read-back ring without a wait per token: the host stays up to
-    // kDecodeAhead tokens behind (a stop id then ends the text where it is, the tokens drawn
-    // after it unused), and catches up before anything that needs the text (a restart).
+    // kDecodeAhead (8) tokens behind (a stop id then ends the text where it is, the tokens
+    // drawn after it unused), and catches up before anything that needs the text (a restart).
     const bool draw_in_backend = caps.device_draw || options.backend_draw;
     struct DecodeInputs {  // backend memory, uploaded before each decode step
         uint64_t index;    // the draw's index (TokenDraw::index_at)
@@ -76,9 +76,22 @@ size_t Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
     if (draw_in_backend)
         dev.p = static_cast<DecodeInputs*>(backend_->alloc(sizeof(DecodeInputs), "decode inputs"));
     GraphRunner decode_graph(*backend_, log_, kDecodeGraph, "decode step");
-    if (draw_in_backend && cached && backend_->supports_graphs() && run_.accel.cuda_graphs)
+    decode_graph.set_quiet(true);  // captured again in every call: not worth a line each time
+    if (draw_in_backend && cached && backend_->supports_graphs() && run_.accel.cuda_graphs &&
+        profiler_ == nullptr)
         decode_graph.set_state(GraphRunner::State::Warmup);
-    constexpr size_t kDecodeAhead = Backend::kReadbackSlots - 1;
+    // The graph holds this call's KV cache, inputs and scratch: it goes with them.
+    struct DropGraph {
+        Backend& be;
+        bool on;
+        ~DropGraph() {
+            if (on) be.drop_graph(kDecodeGraph);
+        }
+    } drop_graph{*backend_, decode_graph.state() != GraphRunner::State::Off};
+    // Ids read back at most this many tokens late (upload_step_inputs' own ring of
+    // OptimizerStep::kScalarSlots staging slots bounds the queue to about as many steps).
+    constexpr size_t kDecodeAhead = 8;
+    static_assert(kDecodeAhead < Backend::kReadbackSlots, "a slot is reused after its read");
     std::deque<size_t> pending;  // draws i whose ids are in read-back slot i % kReadbackSlots
     size_t done = n_new;         // < n_new: a stop id ended the text after done tokens
     // Hands out token i with its flag: out[i], the text, the stop ids.
@@ -132,7 +145,7 @@ size_t Session::sample(const int32_t* prompt, size_t n_prompt, size_t n_new,
                 const int slot = static_cast<int>(i % Backend::kReadbackSlots);
                 if (backend_->read_back_async(slot, dev.p->drawn, 2 * sizeof(int32_t))) {
                     pending.push_back(i);
-                    catch_up(kDecodeAhead - 1);
+                    catch_up(kDecodeAhead);
                 } else {
                     int32_t got[2];
                     backend_->copy_to_host(got, dev.p->drawn, sizeof got);

@@ -39,7 +39,11 @@ void GraphRunner::run(const std::function<void()>& work) {
                 throw;
             }
             state_ = State::Ready;
-            log_.info("accel.cuda_graphs: the ", what_, " is captured; replaying it from now on");
+            if (quiet_)
+                log_.debug("accel.cuda_graphs: the ", what_, " is captured");
+            else
+                log_.info("accel.cuda_graphs: the ", what_,
+                          " is captured; replaying it from now on");
             be_.replay_graph(id_);
             return;
         }

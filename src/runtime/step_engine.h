@@ -37,6 +37,8 @@ public:
     // Why graphs are off although asked for: disable()'s reason, or a failed capture's
     // error ("" otherwise).
     const std::string& note() const { return note_; }
+    // Log a capture at debug level, not info (a graph captured again and again).
+    void set_quiet(bool quiet) { quiet_ = quiet; }
 
     // Runs `work` as the state says. A capture that throws is ended and discarded; an Error
     // is logged and the work runs eagerly from then on (its message becomes note()),
@@ -50,6 +52,7 @@ private:
     const char* what_;
     State state_ = State::Off;
     std::string note_;
+    bool quiet_ = false;
 };
 
 // Milliseconds on the steady clock: step times are differences of these.

@@ -262,8 +262,8 @@ double floor_seconds(const ProfileRun& r, const OpRow& o) {
 }
 
 // One run: ms per step, share of the step, rates; with the device's peaks, each op's share
-// of them, its roofline floor and how far above it the op runs, ops ranked by the time they
-// lose to their floor.
+// of them, its roofline floor and how far above it the op runs (the most time first;
+// bench/roofline.py ranks by the time lost to the floor).
 void print_single(const ProfileRun& r) {
     const bool roofline = r.peak_flops > 0 || r.peak_bytes_per_s > 0;
     std::printf(

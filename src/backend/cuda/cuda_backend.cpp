@@ -706,6 +706,13 @@ public:
         }
         graphs_[id] = exec;
     }
+    void drop_graph(int id) override {
+        const DeviceGuard g(device_, /*best_effort=*/true);
+        auto it = graphs_.find(id);
+        if (it == graphs_.end()) return;
+        cudaGraphExecDestroy(it->second);  // unchecked: also on the way out of a failed call
+        graphs_.erase(it);
+    }
     void replay_graph(int id) override {
         const DeviceGuard g(device_);
         auto it = graphs_.find(id);

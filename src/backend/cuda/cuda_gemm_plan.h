@@ -41,8 +41,8 @@ GemmPlan describe_gemm(const RowMajorGemm& g);
 // configuration (cublasLtMatmulAlgoConfigGetAttribute; tile and stages are cublasLt.h's
 // cublasLtMatmulTile_t / cublasLtMatmulStages_t values). Needs no device.
 std::string describe_algo(const cublasLtMatmulAlgo_t& algo);
-// "768x2304x768 bf16 -> bf16 bias": a plan key's row-major m x n x k (batch), operand and
-// output types, transposes and epilogue.
+// "768x2304x768 a·bᵀ bf16 -> bf16 +bias": a plan key's row-major m x n x k (batch), the
+// transposes, operand and output types, tf32, the epilogue, " +=" when C is accumulated.
 std::string describe_key(const GemmPlanKey& key);
 
 }  // namespace trt::cuda

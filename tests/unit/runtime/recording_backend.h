@@ -254,6 +254,7 @@ public:
         ++captures_;
         ++captures_by_id_[id];
     }
+    void drop_graph(int id) override { graphs_.erase(id); }
     void replay_graph(int id) override {
         refuse_if_capturing("replay_graph");
         auto it = graphs_.find(id);

@@ -156,6 +156,9 @@ TEST_P(SessionSample, TheCapturedDecodeStepGivesTheEagerTokens) {
             graphed.sample(prompt.data(), prompt.size(), n, o, got.data());
             EXPECT_EQ(got, want);
             EXPECT_EQ(rec->captures(Session::kDecodeGraph), captures + 1) << "one per call";
+            const std::vector<int> held = rec->graph_ids();
+            EXPECT_EQ(std::count(held.begin(), held.end(), Session::kDecodeGraph), 0)
+                << "the decode graph outlived its call (it holds the call's buffers)";
             // Single-token steps: all but the first token and the restarts' re-reads, less
             // the warm-up (eager) and the capture (which replays once itself).
             EXPECT_GT(rec->replays(Session::kDecodeGraph) - replays, 20);
