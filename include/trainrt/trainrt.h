@@ -350,7 +350,9 @@ TRAINRT_API trainrt_status trainrt_session_config_dump(char* buf, size_t cap, si
  * as trainrt_config_dump: every backend op by layer and label (the products by shape), with
  * its calls, seconds, FLOPs and bytes (docs/C_API.md, "Per-op profile"). Needs a session
  * created with runtime.profile_ops = true (TRAINRT_ERR_CONFIG otherwise), whose steps run
- * eagerly with each op synchronized. */
+ * eagerly: each op synchronized and timed on the host clock, or on CUDA timed by events on
+ * the GPU; the JSON also gives the device's roofline peaks and the libraries' choices per
+ * shape (cuBLASLt algorithm, cuDNN engine, oneDNN implementation). */
 TRAINRT_API trainrt_status trainrt_session_profile(char* buf, size_t cap, size_t* needed,
                                                    trainrt_session* session);
 /* Forgets the profile so far (e.g. after warm-up steps); TRAINRT_ERR_CONFIG as above. */

@@ -520,6 +520,13 @@ public:
     virtual void read_back(int /*slot*/, void* /*dst*/, size_t /*bytes*/) {
         fail(Status::Internal, "the ", name(), " backend has no asynchronous read-back");
     }
+    // Internal unless slot < kReadbackSlots and bytes <= kReadbackBytes; the slot.
+    static int check_readback(int slot, size_t bytes) {
+        TRT_CHECK(slot >= 0 && slot < kReadbackSlots && bytes <= kReadbackBytes, "read-back slot ",
+                  slot, " of ", bytes, " bytes outside [0, ", kReadbackSlots, ") x ",
+                  kReadbackBytes);
+        return slot;
+    }
     // Graphs: between begin_capture() and end_capture(id) ops are recorded, NOT executed;
     // replay_graph(id) runs the recording (again and again). A recorded op must take every
     // per-step value from backend memory (StepScalars, upload_step_inputs), never from a host

@@ -380,12 +380,6 @@ private:
         TRT_CHECK(a.dtype == DType::F32, "cpu backend in fp32: an activation view is not fp32");
         return static_cast<const float*>(a.data);
     }
-    static int check_readback(int slot, size_t bytes) {
-        TRT_CHECK(slot >= 0 && slot < kReadbackSlots && bytes <= kReadbackBytes, "read-back slot ",
-                  slot, " of ", bytes, " bytes outside [0, ", kReadbackSlots, ") x ",
-                  kReadbackBytes);
-        return slot;
-    }
     static int check_slot(int slot) {
         TRT_CHECK(slot >= 0 && slot < kScalarSlots, "scalar read-back slot ", slot,
                   " outside [0, ", kScalarSlots, ")");

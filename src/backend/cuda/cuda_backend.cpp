@@ -521,11 +521,6 @@ public:
         TRT_CUDA_CHECK(cudaEventSynchronize(readback_events_[slot]));
         std::memcpy(dst, pinned_readback_ + slot * kReadbackBytes, bytes);
     }
-    static void check_readback(int slot, size_t bytes) {
-        TRT_CHECK(slot >= 0 && slot < kReadbackSlots && bytes <= kReadbackBytes, "read-back slot ",
-                  slot, " of ", bytes, " bytes outside [0, ", kReadbackSlots, ") x ",
-                  kReadbackBytes);
-    }
     void read_scalars_async(int slot, const StepScalars* s) override {
         const DeviceGuard g(device_);
         check_slot(slot);
