@@ -29,6 +29,13 @@ each op's floor from its FLOPs and bytes, how far above it it runs) and the libr
 where compile is not measured) ends with a few steps under torch.profiler, whose kernel table
 (kernels by their own GPU time per step) goes beside it.
 
+Experiments, last and as the budget allows: one switch each on top of the last rung (our
+defaults), not cumulative: the default-off fast paths and the suspects a profile names, so one
+loan measures each (tok/s against that rung's, and the loss against its loss step for step).
+gpt2: nondeterministic (accel.deterministic = false: cuDNN may take nondeterministic attention
+engines), head-chunk-640 (the CPU's chunk of the output head: 103 chunks at B 64 x T 1024) and
+head-whole (the head in one chunk); tiny: nondeterministic. --experiments NAME,... or none.
+
 Time: every rung and torch mode runs in its own process under its own cap, all within --budget
 seconds; what is not reached is marked so. On CUDA out-of-memory (trainrt bench exit 3) a rung
 is retried at half the batch with twice the grad_accum (same tokens per step), down to batch 1;
@@ -45,7 +52,8 @@ the outputs and exits 1 if something is off.
 Usage:
   python3 bench/gpu_ladder.py --trainrt BUILD/trainrt --out DIR [--models tiny,gpt2]
       [--budget 540] [--rungs NAME,...] [--torch-modes eager,compile,compile-ro]
-      [--torch-python PY] [--gpt2-tokens-per-step N] [--smoke]
+      [--torch-python PY] [--gpt2-tokens-per-step N] [--experiments NAME,...|none]
+      [--no-profile] [--smoke]
 Exit status: 0 when every run that was reached completed (a timeout is reported, not a
 failure), 1 when one failed (non-OOM error, non-finite loss) or a --smoke check failed.
 Standard library only.
@@ -86,6 +94,15 @@ GPU_RUNGS = [
     ("bf16-activations", "+ bf16 activations (no cast kernels)",
      {"accel.lowp_activations": "true"}),
 ]
+# One switch each over the last rung's settings (the module comment).
+EXPERIMENTS = {
+    "nondeterministic": ("accel.deterministic = false: cuDNN may take nondeterministic "
+                         "attention engines", {"accel.deterministic": "false"}),
+    "head-chunk-640": ("the CPU's head chunk, 640 rows (103 chunks at B 64 x T 1024)",
+                       {"accel.head_chunk_rows": "640"}),
+    "head-whole": ("the output head in one chunk", {"accel.head_chunk_rows": "2147483647"}),
+    "head-chunk-64": ("the output head in chunks of 64 rows", {"accel.head_chunk_rows": "64"}),
+}
 SMOKE_RUNGS = [
     ("cpu-host", "CPU fp32, host-fed batches", {"runtime.device": "cpu", "data.placement": "host",
                                                 "runtime.threads": "2"}),
@@ -97,17 +114,18 @@ MODELS = {
                  batch=64, seq_len=256, grad_accum=1, steps=100, warmup=10, rung_cap=60,
                  torch_cap=150, torch_modes=("eager", "compile", "compile-ro"), torch_preset="tiny",
                  profile_steps=5, profile_cap=60, torch_profile_mode="compile",
-                 torch_profile_steps=5),
+                 torch_profile_steps=5, experiments=("nondeterministic",)),
     "gpt2": dict(vocab_size=50257, context_length=1024, n_layer=12, n_head=12, d_model=768,
                  batch=64, seq_len=1024, grad_accum=1, steps=6, warmup=2, rung_cap=120,
                  torch_cap=200, torch_modes=("eager", "compile"), torch_preset="gpt2",
                  profile_steps=2, profile_cap=90, torch_profile_mode="compile",
-                 torch_profile_steps=2),
+                 torch_profile_steps=2,
+                 experiments=("nondeterministic", "head-chunk-640", "head-whole")),
     "smoke": dict(vocab_size=256, context_length=64, n_layer=2, n_head=2, d_model=64,
                   batch=4, seq_len=64, grad_accum=1, steps=3, warmup=1, rung_cap=60,
                   torch_cap=60, torch_modes=("eager", "compile"), torch_preset="smoke",
                   profile_steps=2, profile_cap=60, torch_profile_mode="eager",
-                  torch_profile_steps=1),
+                  torch_profile_steps=1, experiments=("head-chunk-64",)),
 }
 # Goals on an H100 (the issue): reported, never judged by the exit status.
 GOALS = {
@@ -468,13 +486,44 @@ def model_section(name, entry):
             lines.append("Goals (H100; reported, not judged): " + "; ".join(goals) + ".")
     lines.append("")
     lines += profile_section(entry)
+    lines += experiments_section(entry)
     lines.append("<details><summary>what each rung really ran (the session's acceleration line)</summary>")
     lines.append("")
-    for r in entry["rungs"]:
+    for r in entry["rungs"] + entry.get("experiments", []):
         if r.get("report"):
             lines.append(f"- {r['rung']}: `{accel_line(r['report'])}`")
     lines.append("")
     lines.append("</details>")
+    lines.append("")
+    return lines
+
+
+def experiments_section(entry):
+    """One row per experiment: its tok/s against the rung it switches one thing of."""
+    xs = entry.get("experiments", [])
+    if not xs:
+        return []
+    base = next((r for r in entry["rungs"] if r["rung"] == entry.get("experiment_base")), None)
+    base_rep = base.get("report") if base else None
+    lines = [f"### Experiments: one switch each on top of rung `{base['rung'] if base else '-'}`"
+             + ("" if base else " (not run: nothing to compare with)"),
+             "", "| experiment | config delta | what | status | B x GA | tok/s | x the rung "
+             "| step ms p50 / p95 | loss (last step) | abs(loss - the rung) last / max |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for x in xs:
+        delta = ", ".join(f"{k}={v}" for k, v in x["sets"].items())
+        rep = x.get("report")
+        if not rep:
+            lines.append(f"| {x['rung']} | {delta} | {x['adds']} | {x['status']}"
+                         f"{': ' + x['reason'] if x.get('reason') else ''} | | | | | | |")
+            continue
+        speed = (rep["tokens_per_s"] / base_rep["tokens_per_s"]
+                 if base_rep and base_rep["tokens_per_s"] > 0 else None)
+        lines.append(
+            f"| {x['rung']} | {delta} | {x['adds']} | {x['status']} | {x['batch_size']} x "
+            f"{x['grad_accum']} | {rep['tokens_per_s']:,.0f} | {fmt(speed, '.3f')} | "
+            f"{rep['step_ms_p50']:.2f} / {rep['step_ms_p95']:.2f} | {rep['last_loss']:.4f} | "
+            f"{fmt(x.get('delta_last'), '.2e')} / {fmt(x.get('delta_max'), '.2e')} |")
     lines.append("")
     return lines
 
@@ -547,6 +596,17 @@ def smoke_checks(models, profiled=True):
             problems.append(f"torch {t['mode']}: {t['status']} {t.get('reason', '')}")
     if e["torch"] and e["torch"][0]["status"] == "ok" and "eager" not in e["ratios"]:
         problems.append("no ours/torch eager ratio")
+    # The experiment (chunks of 64 rows where the CPU makes one): runs, and only the order of
+    # the head's gradient sums differs from the resident rung's.
+    for x in e.get("experiments", []):
+        if x["status"] != "ok":
+            problems.append(f"experiment {x['rung']}: {x['status']} {x.get('reason', '')}")
+        elif x.get("delta_max") is None or x["delta_max"] > 1e-4:
+            problems.append(f"experiment {x['rung']}: loss differs from the rung's by "
+                            f"{x.get('delta_max')}")
+        elif "head_chunk_rows=64 " not in accel_line(x["report"]):
+            problems.append(f"experiment {x['rung']}: not run in chunks of 64 rows: "
+                            f"{accel_line(x['report'])}")
     # The per-op profile of the best rung, read back with its roofline table; torch eager's
     # kernel (operator) table.
     p = e.get("profile", {})
@@ -577,6 +637,8 @@ def main():
     ap.add_argument("--gpt2-tokens-per-step", type=int, default=65536)
     ap.add_argument("--steps", type=int, help="timed steps per run (default: per model)")
     ap.add_argument("--smoke", action="store_true", help="CPU smoke run of the machinery")
+    ap.add_argument("--experiments", default="", help="only these experiments (comma-separated "
+                    f"names of {sorted(EXPERIMENTS)}; '' = the model's own, 'none' = none)")
     ap.add_argument("--no-profile", action="store_true",
                     help="no per-op profile of our best rung (and no torch kernel table)")
     args = ap.parse_args()
@@ -597,6 +659,10 @@ def main():
     if unknown:
         sys.exit(f"gpu_ladder: unknown rung(s) {sorted(unknown)}: {[r[0] for r in rungs]}")
     device = "cpu" if args.smoke else "cuda"
+    asked_x = [] if args.experiments == "none" else [x for x in args.experiments.split(",") if x]
+    if set(asked_x) - set(EXPERIMENTS):
+        sys.exit(f"gpu_ladder: unknown experiment(s) {sorted(set(asked_x) - set(EXPERIMENTS))}: "
+                 f"{sorted(EXPERIMENTS)}")
     bad_modes = set(m for m in args.torch_modes.split(",") if m) - {"none", "eager", "compile", "compile-ro"}
     if bad_modes:
         sys.exit(f"gpu_ladder: unknown torch mode(s) {sorted(bad_modes)}: eager, compile, compile-ro")
@@ -672,6 +738,21 @@ def main():
                                            shape)
             failed = failed or entry["profile"]["status"] == "error"
         write_outputs(args, clock, meta, models)
+        # Experiments: the last rung's settings and one switch; compared with that rung.
+        # The base is the last rung of the list (every default on), when it ran.
+        base = next((r for r in entry["rungs"] if r["rung"] == rungs[-1][0]), None)
+        names = asked_x if args.experiments else list(shape.get("experiments", ()))
+        entry["experiment_base"] = base["rung"] if base else None
+        entry["experiments"] = []
+        for x in names:
+            what, delta = EXPERIMENTS[x]
+            print(f"== {name} / experiment {x} ({clock.left():.0f} s left)", file=sys.stderr)
+            res = run_rung(args, clock, model_dir, cfg_path, x, dict(sets, **delta), delta, shape)
+            res["adds"] = what
+            res["delta_last"], res["delta_max"] = loss_deltas(res, base)
+            failed = failed or res["status"] == "error"
+            entry["experiments"].append(res)
+            write_outputs(args, clock, meta, models)
 
     with open(os.path.join(args.out, "ladder.md")) as f:
         print(f.read())

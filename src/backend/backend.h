@@ -327,6 +327,16 @@ struct OpChoice {
     int64_t workspace_bytes = 0;
 };
 
+// Logits per chunk of the output head (model/activations.h head_chunk_rows) where
+// accel.head_chunk_rows is 0. The head's fp32 weight gradient [Vp, C] is read and written
+// once per chunk (dhead += dlogitsᵀ · rows). On a GPU that traffic is the head's cost when
+// chunks are small: GPT-2 at B 64 x T 1024 in 103 chunks of 640 rows moves 31.8 GB a step
+// (9.5 ms at an H100's 3.35 TB/s), in 7 chunks of 10,624 rows 2.2 GB (0.7 ms). On a CPU
+// the GEMMs dwarf it, and the small chunk's logits (128 MiB fp32) are what a host can spare.
+// A device backend takes the larger chunk: 512 Mi logits = 1 GiB bf16.
+inline constexpr size_t kHostHeadChunkLogits = size_t{1} << 25;
+inline constexpr size_t kDeviceHeadChunkLogits = size_t{1} << 29;
+
 // What a backend is, for the choices the session makes (never by comparing its name).
 struct BackendCaps {
     // Its memory is apart from the host's: a train split resident there saves a host copy
@@ -351,6 +361,8 @@ struct BackendCaps {
     // (the CPU) the host draws: the same arithmetic (core/token_draw.h), and its error names
     // the offending logit.
     bool device_draw = false;
+    // About this many logits per chunk of the output head (kHostHeadChunkLogits above).
+    size_t head_chunk_logits = kHostHeadChunkLogits;
 };
 
 // Sums across ranks in a backend's own memory (NCCL on CUDA; docs/DISTRIBUTED.md), handed

@@ -42,6 +42,7 @@ RunResolution resolve_run(const RunConfig& run, bool cuda_usable) {
     const bool multi_head = run.model.n_kv_head == 0 || run.model.n_kv_head == run.model.n_head;
     res.cudnn_attention_sizes = lowp && multi_head && opts.accel.cudnn_attention;
     res.cuda_working_copy_bytes_per_param = lowp ? 2 : 0;
+    res.head_chunk_logits = kDeviceHeadChunkLogits;  // the CUDA backend's capabilities()
     return res;
 }
 

@@ -34,6 +34,9 @@ struct RunResolution {
     // CUDA's working copy of the weights, bytes a parameter: 2 under bf16/fp16, else 0. It
     // replaces the sizing CPU backend's own (which depends on the CPU's matmul library).
     size_t cuda_working_copy_bytes_per_param = 0;
+    // Logits per chunk of the output head where accel.head_chunk_rows is 0: the resolved
+    // backend's BackendCaps::head_chunk_logits (kDeviceHeadChunkLogits on CUDA).
+    size_t head_chunk_logits = kHostHeadChunkLogits;
 };
 
 // cuda_usable is read only under runtime.device = "auto": "cuda" resolves to CUDA whatever

@@ -183,6 +183,7 @@ const std::vector<KeyDesc>& keys() {
         TRT_BOOL(accel, lowp_activations, kLoss),
         TRT_BOOL(accel, deterministic, kNoLoss),
         TRT_ENUM(accel, cpu_matmul, kNoLoss, CpuMatmul),
+        TRT_INT(accel, head_chunk_rows, kNoLoss, 0, limits::kMaxRows),
 
         TRT_ENUM(dist, backend, kNoLoss, DistBackend),
         TRT_INT(dist, timeout, kNoLoss, 1, limits::kMaxDistTimeout),

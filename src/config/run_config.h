@@ -150,6 +150,9 @@ struct AccelConfig {
     // CPU matmuls: oneDNN where it is the faster (auto: fp32 on AVX-512, bf16 on native
     // bf16), asked for (onednn), or OpenBLAS sgemm (bf16: on widened operands).
     CpuMatmul cpu_matmul = CpuMatmul::Auto;
+    // Rows per chunk of the output head (logits exist for this many rows at a time); 0 =
+    // the backend's choice (model/activations.h head_chunk_rows).
+    int64_t head_chunk_rows = 0;
 };
 
 // LoRA adapters (model/lora.h), the PEFT LoraConfig's keys: a rank-r update B·A scaled by

@@ -6,11 +6,13 @@
 
 namespace trt {
 
-int head_chunk_rows(int Vp, int N) {
-    size_t rows = kHeadChunkElements / static_cast<size_t>(std::max(Vp, 1));
-    if (rows >= 64) rows = rows / 64 * 64;
-    rows = std::max<size_t>(rows, 1);
-    return static_cast<int>(std::min<size_t>(rows, static_cast<size_t>(std::max(N, 1))));
+int head_chunk_rows(int Vp, int N, int rows, size_t logits) {
+    const size_t n = static_cast<size_t>(std::max(N, 1));
+    if (rows > 0) return static_cast<int>(std::min(static_cast<size_t>(rows), n));
+    size_t r = std::max<size_t>(logits, 1) / static_cast<size_t>(std::max(Vp, 1));
+    if (r >= 64) r = r / 64 * 64;
+    r = std::max<size_t>(r, 1);
+    return static_cast<int>(std::min(r, n));
 }
 
 ModelDims model_dims(const ParamTable& table, int B, int T) {
@@ -142,8 +144,7 @@ void take_head_and_scratch(Carver& c, const PlanWidths& w, int head_rows, size_t
     c.take(a.lnf, w.N * w.C);
     c.take_f32(a.lnf_mean, w.stats);
     c.take_f32(a.lnf_rstd, w.N);
-    if (head_rows <= 0) head_rows = head_chunk_rows(static_cast<int>(w.Vp), static_cast<int>(w.N));
-    c.take(a.logits, std::min(static_cast<size_t>(head_rows), w.N) * w.Vp);
+    c.take(a.logits, std::min(static_cast<size_t>(std::max(head_rows, 1)), w.N) * w.Vp);
     c.take_f32(a.losses, w.N);
     c.take(a.dresidual, w.N * w.C);
     c.take(a.dln, w.N * w.C);

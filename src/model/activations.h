@@ -70,11 +70,12 @@ struct Activations {
 
 // The output head runs on chunks of rows (chunked linear + cross-entropy, Decoder::head_loss):
 // logits and their gradient exist for this many rows at a time, never [B·T, Vp] for a step.
-// About kHeadChunkElements logits per chunk (a multiple of 64 rows where that is at least
-// 64); a micro-batch that fits is one chunk. Depends only on the shapes, so the chunks (and
-// the order of the head's gradient sums) are the same on every machine and thread count.
-inline constexpr size_t kHeadChunkElements = size_t{1} << 25;  // 32 Mi logits
-int head_chunk_rows(int Vp, int N);
+// `rows` (accel.head_chunk_rows) when it is set, capped at N; else about `logits` logits per
+// chunk (the backend's BackendCaps::head_chunk_logits: 32 Mi on the CPU, 512 Mi on a GPU), a
+// multiple of 64 rows where that is at least 64. A micro-batch that fits is one chunk.
+// Depends only on the shapes, the key and the kind of backend, so the chunks (and the order
+// of the head's gradient sums) are the same on every machine and thread count.
+int head_chunk_rows(int Vp, int N, int rows, size_t logits);
 
 // What the backend is told of a model of table's spec (and trainable flags) at B x T
 // (Backend::reserve, op_scratch_bytes).
@@ -83,9 +84,9 @@ ModelDims model_dims(const ParamTable& table, int B, int T);
 // Lays the plan out from `base` (each buffer rounded up to 64 bytes, so every one stays
 // 64-byte aligned) into *out, activations (Act) in `act` elements, and returns the bytes it
 // spans. With base == nullptr and out == nullptr it only counts.
-// head_rows: rows per chunk of the output head (0: head_chunk_rows).
-size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved,
-                           size_t att_scratch, DType act, Recompute recompute, void* base,
-                           Activations* out, int head_rows = 0);
+// head_rows: rows per chunk of the output head (head_chunk_rows).
+size_t lay_out_activations(const ModelSpec& s, int B, int T, size_t att_saved, size_t att_scratch,
+                           DType act, Recompute recompute, void* base, Activations* out,
+                           int head_rows);
 
 }  // namespace trt

@@ -25,7 +25,8 @@ struct DecoderOptions {
     Recompute recompute = Recompute::None;
     // The key of the dropout masks (model.seed; the probabilities are the spec's).
     uint64_t dropout_seed = 0;
-    // Rows per chunk of the output head (0: head_chunk_rows, model/activations.h); tests set
+    // Rows per chunk of the output head: accel.head_chunk_rows; 0 = about the backend's
+    // BackendCaps::head_chunk_logits logits (model/activations.h head_chunk_rows). Tests set
     // a few to run the chunked head on small models.
     int head_chunk_rows = 0;
     DecoderOptions(std::vector<std::string> t = {}, Recompute r = Recompute::None,
@@ -50,6 +51,7 @@ public:
     float* grads() { return grads_; }    // backend memory, table().grad_total() floats
     int max_batch() const { return B_; }
     int max_seq() const { return T_; }
+    int head_chunk_rows() const { return head_rows_; }  // rows per chunk of the output head
 
     // Forward on a micro-batch already in backend memory: inputs/targets int32 [B, T].
     // Writes per-position losses (backend memory: losses(), or mean_loss() to read them).

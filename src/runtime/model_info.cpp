@@ -13,9 +13,8 @@
 namespace trt {
 
 ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend,
-                     const AttentionSizing* attention,
-                     const std::vector<std::string>& trainable, Recompute recompute,
-                     StateDType state) {
+                     const AttentionSizing* attention, const std::vector<std::string>& trainable,
+                     Recompute recompute, StateDType state, HeadChunking head) {
     ParamTable table(spec);
     table.set_trainable(trainable_flags(table, trainable));
     const int64_t N = static_cast<int64_t>(B) * T;
@@ -40,9 +39,11 @@ ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend
         attention ? attention->saved_floats : backend.attention_saved_floats(shape);
     const size_t scratch =
         attention ? attention->scratch_floats : backend.attention_scratch_floats(shape);
-    const size_t acts = lay_out_activations(spec, B, T, saved, scratch,
-                                            backend.activation_dtype(), recompute, nullptr,
-                                            nullptr);
+    const int head_rows =
+        head_chunk_rows(table.padded_vocab(), B * T, head.rows,
+                        head.logits > 0 ? head.logits : backend.capabilities().head_chunk_logits);
+    const size_t acts = lay_out_activations(spec, B, T, saved, scratch, backend.activation_dtype(),
+                                            recompute, nullptr, nullptr, head_rows);
     const int64_t rope = spec.learned_positions() ? 0 : int64_t{spec.maxT} * spec.hs();
     // The ops' own scratch (the CPU's low-precision row chunks), at the Decoder's dims.
     m.bytes_activations = static_cast<int64_t>(acts) + rope * 4 + 2 * N * 4 +
@@ -68,9 +69,10 @@ ModelInfo run_model_info(const RunConfig& r, const RunResolution& res) {
         cudnn.op_scratch_bytes =
             cudnn_sizes::op_scratch_bytes_without_workspace(B, T, shape.C, shape.NH);
     }
-    ModelInfo m = model_info(shape, B, T, *backend,
-                             res.cudnn_attention_sizes ? &cudnn : nullptr, r.train.trainable,
-                             r.train.recompute, r.optim.state_dtype);
+    ModelInfo m =
+        model_info(shape, B, T, *backend, res.cudnn_attention_sizes ? &cudnn : nullptr,
+                   r.train.trainable, r.train.recompute, r.optim.state_dtype,
+                   HeadChunking{static_cast<int>(r.accel.head_chunk_rows), res.head_chunk_logits});
     if (res.cuda) {  // CUDA's working copy in place of the sizing CPU backend's
         const size_t n = ParamTable(shape).total();
         const int64_t working =

@@ -32,13 +32,20 @@ struct AttentionSizing {
     size_t op_scratch_bytes = 0;
 };
 
+// The output head's chunk (model/activations.h head_chunk_rows): accel.head_chunk_rows, and
+// the logits per chunk where that is 0 (0 = the backend's own head_chunk_logits).
+struct HeadChunking {
+    int rows = 0;
+    size_t logits = 0;
+};
+
 // trainable: train.trainable's patterns (empty: every tensor trains); recompute:
 // train.recompute (the activations a block keeps); state: optim.state_dtype (AdamW's moments).
 ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend,
                      const AttentionSizing* attention = nullptr,
                      const std::vector<std::string>& trainable = {},
-                     Recompute recompute = Recompute::None,
-                     StateDType state = StateDType::Fp32);
+                     Recompute recompute = Recompute::None, StateDType state = StateDType::Fp32,
+                     HeadChunking head = {});
 
 // What a run of this config costs on the backend it resolves to (backend/run_resolution.h),
 // at its train.batch_size (a number: "auto" is the session's to resolve): a CPU backend at

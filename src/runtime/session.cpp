@@ -237,9 +237,7 @@ void Session::build_model(int32_t document_separator) {
     // Packed examples carry positions: a backend sizes for attention that can mask them.
     spec.documents = (run_.data.packing && (train_examples_.set || val_examples_.set)) ||
                      document_separator >= 0;
-    model_ = std::make_unique<Decoder>(*backend_, spec, B, T,
-                                       DecoderOptions(tr.trainable, tr.recompute,
-                                                      run_.model.seed));
+    model_ = std::make_unique<Decoder>(*backend_, spec, B, T, decoder_options());
     const std::vector<float> host = initial_weights();
     if (world_size_ > 1) require_same_start_on_every_rank(host.data());
     backend_->copy_to_device(model_->params(), host.data(), host.size() * sizeof(float));
@@ -248,6 +246,12 @@ void Session::build_model(int32_t document_separator) {
     if (!mc.init_from.empty())
         for (const ParamTensor& t : model_->table().tensors())
             if (!t.trainable) frozen_sha256_[t.name] = tensor_sha256(t, host.data());
+}
+
+DecoderOptions Session::decoder_options() const {
+    DecoderOptions o(run_.train.trainable, run_.train.recompute, run_.model.seed);
+    o.head_chunk_rows = static_cast<int>(run_.accel.head_chunk_rows);
+    return o;
 }
 
 // A random init, or model.init_from's weights (adapters drawn), then lora.init_from's.
@@ -311,7 +315,8 @@ void Session::plan_graphs() {
 void Session::resolve_auto_batch_size(const BackendFactory& factory) {
     const int64_t T = run_.train.seq_len;
     const ModelSpec spec = run_model_spec(run_);
-    const DecoderOptions options(run_.train.trainable, run_.train.recompute, run_.model.seed);
+    const DecoderOptions options = decoder_options();
+    const HeadChunking head{static_cast<int>(run_.accel.head_chunk_rows), 0};
     const bool device_memory = backend_->capabilities().device_memory;
     const int64_t limit = run_.runtime.memory_limit;
     // Data parallel: ranks on one machine share its memory (the launcher says how many there
@@ -342,15 +347,15 @@ void Session::resolve_auto_batch_size(const BackendFactory& factory) {
             if (limit > 0) {  // the cap, by the estimate, before allocating anything
                 const ModelInfo m = model_info(spec, static_cast<int>(b), static_cast<int>(T),
                                                *backend_, nullptr, run_.train.trainable,
-                                               run_.train.recompute, run_.optim.state_dtype);
+                                               run_.train.recompute, run_.optim.state_dtype, head);
                 if (m.bytes_total + static_cast<int64_t>(resident) > limit) return false;
             }
             return fits_by_allocation(make, spec, static_cast<int>(b), static_cast<int>(T),
                                       options, resident + kSessionHeadroomBytes);
         }
-        const ModelInfo m = model_info(spec, static_cast<int>(b), static_cast<int>(T),
-                                       *backend_, nullptr, run_.train.trainable,
-                                       run_.train.recompute, run_.optim.state_dtype);
+        const ModelInfo m =
+            model_info(spec, static_cast<int>(b), static_cast<int>(T), *backend_, nullptr,
+                       run_.train.trainable, run_.train.recompute, run_.optim.state_dtype, head);
         if (m.bytes_total > budget) return false;
         estimate = m.bytes_total;
         return true;

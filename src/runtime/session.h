@@ -182,6 +182,7 @@ private:
     void resolve_auto_batch_size(const BackendFactory& factory);
     void check_data_fits() const;
     void build_model(int32_t document_separator);
+    DecoderOptions decoder_options() const;      // train.trainable/recompute, the head's chunk
     std::vector<float> initial_weights() const;  // [table total] fp32, host
     void build_optimizer();
     void plan_graphs();

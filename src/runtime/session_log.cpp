@@ -53,6 +53,8 @@ std::string Session::acceleration_line() const {
             caps.matmul_epilogues ? acc.epilogues_note : cat(backend_->name(), ": not applicable")),
         " placement=",
         configured(feed_->resident() ? "device" : "host", to_string(r.data.placement)),
+        " head_chunk_rows=", model_->head_chunk_rows(),
+        r.accel.head_chunk_rows > 0 ? "" : " (auto)",
         acc.cpu_matmul.empty()
             ? std::string()
             : cat(" cpu_matmul=", acc.cpu_matmul,

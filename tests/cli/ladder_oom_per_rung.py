@@ -61,7 +61,7 @@ def main():
     out = os.path.join(work, "ladder")
     cmd = [sys.executable, os.path.join(src, "bench", "gpu_ladder.py"), "--trainrt", fake,
            "--out", out, "--models", "tiny", "--torch-modes", "none", "--budget", "300",
-           "--no-profile"]
+           "--no-profile", "--experiments", "none"]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         fail("gpu_ladder.py exit %d: %s" % (r.returncode, r.stderr[-2000:]))

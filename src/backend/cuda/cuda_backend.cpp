@@ -658,6 +658,7 @@ public:
         c.always_fused_classifier = false;
         c.cudnn_attention = true;
         c.matmul_epilogues = true;
+        c.head_chunk_logits = kDeviceHeadChunkLogits;
         // attention_cached_forward passed its op cases, memcheck and the whole-window
         // comparison on an H200 (bench/results/2026-11-27-gpu-check-h200.md).
         // TRAINRT_CUDA_KV_CACHE=0 makes sampling recompute the window (the test's reference).

@@ -89,6 +89,7 @@ void expect_equal(const RunConfig& a, const RunConfig& b) {
     EXPECT_EQ(a.accel.lowp_activations, b.accel.lowp_activations);
     EXPECT_EQ(a.accel.deterministic, b.accel.deterministic);
     EXPECT_EQ(a.accel.cpu_matmul, b.accel.cpu_matmul);
+    EXPECT_EQ(a.accel.head_chunk_rows, b.accel.head_chunk_rows);
 }
 
 // Every key, each with a value other than its default.
@@ -147,6 +148,7 @@ matmul_epilogues = false
 lowp_activations = false
 deterministic = false
 cpu_matmul = "openblas"
+head_chunk_rows = 640
 )";
 
 // Checks every non-path value of kFull; paths are checked by the caller (they depend on base).
@@ -193,6 +195,7 @@ void expect_full_values(const RunConfig& r) {
     EXPECT_FALSE(r.accel.lowp_activations);
     EXPECT_FALSE(r.accel.deterministic);
     EXPECT_EQ(r.accel.cpu_matmul, trt::CpuMatmul::Openblas);
+    EXPECT_EQ(r.accel.head_chunk_rows, 640);
 }
 
 void expect_defaults(const RunConfig& r) {
@@ -245,6 +248,7 @@ void expect_defaults(const RunConfig& r) {
     EXPECT_TRUE(r.accel.lowp_activations);
     EXPECT_TRUE(r.accel.deterministic);  // nondeterministic cuDNN engines only on request
     EXPECT_EQ(r.accel.cpu_matmul, trt::CpuMatmul::Auto);
+    EXPECT_EQ(r.accel.head_chunk_rows, 0);  // the backend's choice
 }
 
 // Runs f, expects Error(status); returns its message.
@@ -739,7 +743,7 @@ TEST(ConfigLosses, EveryKeyIsClassified) {
     Config c;
     c.set("runtime.precision", "\"bf16\"");
     const auto all = dump_entries(c.dump());
-    EXPECT_EQ(all.size(), 79u);
+    EXPECT_EQ(all.size(), 80u);
     std::vector<std::pair<std::string, std::string>> affecting;
     for (const auto& [key, value] : all) {
         bool affects = false;
@@ -785,7 +789,7 @@ TEST(ConfigDocs, EveryKeyIsDocumented) {
         EXPECT_THAT(doc, HasSubstr("`" + key + "`")) << key;
         ++keys;
     }
-    EXPECT_EQ(keys, 79);
+    EXPECT_EQ(keys, 80);
 }
 
 }  // namespace

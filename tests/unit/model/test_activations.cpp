@@ -92,5 +92,21 @@ TEST(ActivationPlan, BlockRecomputeSharesOneAttentionHalfAcrossBlocks) {
     EXPECT_NE(a.layers[1].residual3.data, a.layers[0].residual3.data);
 }
 
+// The head's rows per chunk: the key when set (capped at the rows there are), else about the
+// backend's logits per chunk in whole groups of 64 rows. GPT-2 at B 64 x T 1024 (Vp 50304):
+// 103 chunks of 640 rows on the CPU, 7 of 10,624 on a device (backend.h's arithmetic).
+TEST(HeadChunkRows, TheKeyOrTheBackendsLogitsPerChunk) {
+    EXPECT_EQ(head_chunk_rows(50304, 65536, 0, kHostHeadChunkLogits), 640);
+    EXPECT_EQ(head_chunk_rows(50304, 65536, 0, kDeviceHeadChunkLogits), 10624);
+    EXPECT_EQ(head_chunk_rows(128256, 16384, 0, kHostHeadChunkLogits), 256);  // Llama 3
+    EXPECT_EQ(head_chunk_rows(128256, 16384, 0, kDeviceHeadChunkLogits), 4160);
+    EXPECT_EQ(head_chunk_rows(50304, 65536, 1000, kHostHeadChunkLogits), 1000);  // the key
+    EXPECT_EQ(head_chunk_rows(50304, 300, 1000, kHostHeadChunkLogits), 300);     // capped at N
+    EXPECT_EQ(head_chunk_rows(50304, 300, 0, kDeviceHeadChunkLogits), 300);      // one chunk
+    EXPECT_EQ(head_chunk_rows(64, 500, 0, 64 * 10), 10);      // under 64 rows: not rounded
+    EXPECT_EQ(head_chunk_rows(64, 500, 0, 64 * 100), 64);     // rounded down to 64
+    EXPECT_EQ(head_chunk_rows(1 << 26, 500, 0, 1 << 25), 1);  // at least one row
+}
+
 }  // namespace
 }  // namespace trt

@@ -47,6 +47,8 @@ struct RecorderKnobs {
     // GPU's would. device_memory: capabilities() says the memory is the backend's own.
     size_t memory_cap = 0;
     bool device_memory = false;
+    // > 0: capabilities() gives this head_chunk_logits (a device's larger head chunk).
+    size_t head_chunk_logits = 0;
     // Called with each op's name as the op runs or is recorded (capturing() tells which),
     // before it does: e.g. to request a stop at a chosen micro-batch.
     std::function<void(const char* op)> on_op;
@@ -94,6 +96,7 @@ public:
     BackendCaps capabilities() const override {
         BackendCaps c = inner().capabilities();
         c.device_memory = c.device_memory || knobs_.device_memory;
+        if (knobs_.head_chunk_logits > 0) c.head_chunk_logits = knobs_.head_chunk_logits;
         return c;
     }
     AccelStatus accel_status() const override {
