@@ -33,8 +33,11 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-void Writer::begin_kv(const std::string& key, ValueType type) {
+void Writer::begin_kv(const std::string& key, ValueType type, size_t items) {
     if (key.empty()) fail(Status::InvalidArgument, "gguf: an empty metadata key");
+    // gguf-py refuses to write an empty array and some readers reject one: leave the key out.
+    if (type == ValueType::Array && items == 0)
+        fail(Status::InvalidArgument, "gguf: metadata key '", key, "' is an empty array");
     if (std::find(keys_.begin(), keys_.end(), key) != keys_.end())
         fail(Status::InvalidArgument, "gguf: metadata key '", key, "' added twice");
     keys_.push_back(key);
@@ -73,19 +76,19 @@ void Writer::add_string(const std::string& key, const std::string& v) {
     put_string(v);
 }
 void Writer::add_strings(const std::string& key, const std::vector<std::string>& v) {
-    begin_kv(key, ValueType::Array);
+    begin_kv(key, ValueType::Array, v.size());
     put<uint32_t>(kv_, static_cast<uint32_t>(ValueType::String));
     put<uint64_t>(kv_, v.size());
     for (const std::string& s : v) put_string(s);
 }
 void Writer::add_i32s(const std::string& key, const std::vector<int32_t>& v) {
-    begin_kv(key, ValueType::Array);
+    begin_kv(key, ValueType::Array, v.size());
     put<uint32_t>(kv_, static_cast<uint32_t>(ValueType::I32));
     put<uint64_t>(kv_, v.size());
     for (int32_t x : v) put(kv_, x);
 }
 void Writer::add_f32s(const std::string& key, const std::vector<float>& v) {
-    begin_kv(key, ValueType::Array);
+    begin_kv(key, ValueType::Array, v.size());
     put<uint32_t>(kv_, static_cast<uint32_t>(ValueType::F32));
     put<uint64_t>(kv_, v.size());
     for (float x : v) put(kv_, x);

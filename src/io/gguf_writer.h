@@ -11,8 +11,10 @@
 //
 // ne[0] is the innermost (fastest-varying) dimension: a PyTorch tensor of shape [rows, cols]
 // has ne = {cols, rows}. add_tensor takes the PyTorch shape and reverses it. Little-endian.
-// Everything is checked when it is added (a key twice, a name llama.cpp cannot hold, a row
-// that is not whole Q8_0 blocks): write() then only encodes and writes.
+// Everything is checked when it is added (a key twice, an empty array, a name llama.cpp cannot
+// hold, a row that is not whole Q8_0 blocks): write() then only encodes and writes. llama.cpp
+// checks value types exactly (a count is UINT32, an epsilon FLOAT32, a flag BOOL): the caller
+// picks the adder that matches what it reads.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -78,7 +80,7 @@ private:
         uint64_t numel;
         uint64_t offset;  // in the data section
     };
-    void begin_kv(const std::string& key, ValueType type);
+    void begin_kv(const std::string& key, ValueType type, size_t items = 0);
     void put_string(const std::string& s);
 
     std::vector<uint8_t> kv_;  // the encoded key/value records, in the order added

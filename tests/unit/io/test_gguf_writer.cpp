@@ -214,6 +214,8 @@ TEST(GgufWriter, RefusesWhatLlamaCppCannotRead) {
     w.add_u32("k", 1);
     EXPECT_EQ(status_of([&] { w.add_string("k", "again"); }), Status::InvalidArgument);
     EXPECT_EQ(status_of([&] { w.add_u32("", 1); }), Status::InvalidArgument);
+    EXPECT_EQ(status_of([&] { w.add_strings("none", {}); }), Status::InvalidArgument);
+    EXPECT_EQ(status_of([&] { w.add_i32s("none", {}); }), Status::InvalidArgument);
     w.add_tensor("t", {40, 64}, TensorType::Q8_0, x.data());
     EXPECT_EQ(status_of([&] {
                   w.add_tensor("t", {40, 64}, TensorType::F32, x.data());
