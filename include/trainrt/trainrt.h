@@ -414,6 +414,18 @@ TRAINRT_API trainrt_status trainrt_session_export_adapter(trainrt_session* sessi
                                                           const char* out_dir, int32_t dtype);
 TRAINRT_API trainrt_status trainrt_checkpoint_export_adapter(const char* path, const char* out_dir,
                                                              int32_t dtype);
+/* GGUF, the file llama.cpp and Ollama load: the model of the checkpoint at path (as for
+ * session_load; a LoRA run's adapters merged) as one file gguf_path, written atomically, with
+ * llama.cpp's architecture, names and layouts for its family (Mistral as llama), and the run's
+ * data.tokenizer inside it (tokens, merges or scores, special and end-of-turn ids, the chat
+ * template; docs/FORMATS.md section 6). type: "f32", "f16", "bf16" or "q8_0" (norms, biases
+ * and position embeddings stay F32, as llama.cpp's converter keeps them). What the file does
+ * not keep as the run had it (one line each: a sliding window, a matrix written F16 instead of
+ * Q8_0, no tokenizer) goes to (notes, cap, needed), which may be NULL, 0, NULL. A model
+ * llama.cpp's architecture cannot hold is TRAINRT_ERR_UNSUPPORTED, before anything is written. */
+TRAINRT_API trainrt_status trainrt_checkpoint_export_gguf(char* notes, size_t cap, size_t* needed,
+                                                          const char* path, const char* gguf_path,
+                                                          const char* type);
 
 /* ---------------------------------------------------------------- sampling */
 typedef struct trainrt_sample_options {

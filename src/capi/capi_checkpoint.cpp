@@ -1,5 +1,6 @@
 // C API: checkpoints and Hugging Face export — save, load, latest, config_from_checkpoint,
 // session_export, checkpoint_export.
+#include <filesystem>
 #include <optional>
 
 #include "capi/barrier.h"
@@ -7,6 +8,7 @@
 #include "chat/end_of_turn.h"
 #include "checkpoint/checkpoint.h"
 #include "runtime/checkpoint_export.h"
+#include "runtime/gguf_export.h"
 #include "tokenizer/tokenizer_files.h"
 
 using namespace trt;
@@ -149,6 +151,35 @@ TRAINRT_API trainrt_status trainrt_checkpoint_export_adapter(const char* path, c
                                                              int32_t dtype) {
     return export_from_checkpoint("trainrt_checkpoint_export_adapter", path, out_dir, dtype,
                                   ExportKind::Adapter);
+}
+
+TRAINRT_API trainrt_status trainrt_checkpoint_export_gguf(char* notes, size_t cap, size_t* needed,
+                                                          const char* path, const char* gguf_path,
+                                                          const char* type) {
+    const char* fn = "trainrt_checkpoint_export_gguf";
+    return guarded(fn, [&] {
+        if (notes == nullptr && cap != 0)
+            fail(Status::InvalidArgument, fn, ": notes is NULL but cap is ", cap);
+        require(path, fn, "path");
+        require(gguf_path, fn, "gguf_path");
+        require_nonempty(gguf_path, fn, "gguf_path");
+        require(type, fn, "type");
+        const gguf::TensorType t = parse_gguf_type(type);
+        const std::string dir = resolve_checkpoint(path);
+        const CheckpointModel m = read_checkpoint_model(dir);
+        std::optional<tok::TokenizerFiles> files;
+        if (!m.run.data.tokenizer.empty())
+            files = tok::find_tokenizer_files(m.run.data.tokenizer,
+                                              cat(fn, " (the run's data.tokenizer)"));
+        // general.name: what the user called the file ("my-model.gguf" -> "my-model").
+        const std::string name = std::filesystem::path(gguf_path).stem().string();
+        const GgufExportResult r = export_gguf(gguf_path, ParamTable(m.spec), m.params.data(), t,
+                                               files ? &*files : nullptr, name);
+        std::string text;
+        for (const std::string& n : r.notes) text += n + "\n";
+        capi::copy_string(notes, cap, needed, text, fn);
+        return TRAINRT_OK;
+    });
 }
 
 }  // extern "C"

@@ -19,6 +19,8 @@ bool is_file(const std::string& path) {
     return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);  // follows links (HF cache)
 }
 
+}  // namespace
+
 // The special tokens transformers' special_tokens_map holds: strings, AddedToken -> content.
 json::Value special_tokens_of(const json::Value& config) {
     json::Value out;
@@ -55,8 +57,6 @@ json::Value special_tokens_of(const json::Value& config) {
     }
     return out;
 }
-
-}  // namespace
 
 Template Template::parse(std::string_view source, const std::string& origin) {
     Template t;

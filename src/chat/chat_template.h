@@ -64,6 +64,10 @@ struct FolderTemplate {
 };
 FolderTemplate load_folder_template(const std::string& folder, const std::string& name = "");
 
+// The special tokens of a tokenizer_config.json document, as FolderTemplate::special_tokens
+// holds them (an object of the ones set, as strings).
+json::Value special_tokens_of(const json::Value& tokenizer_config);
+
 // context = special tokens + {"messages": ..., "tools": ... (only when given),
 // "add_generation_prompt": bool} + extra variables (an object; they override the others).
 json::Value make_context(const FolderTemplate& t, const json::Value& messages, const json::Value* tools,

@@ -43,4 +43,20 @@ void export_checkpoint(const std::string& dir, const std::string& out_dir, Expor
     export_hf(out_dir, ParamTable(base_spec(spec)), merged.data(), dtype);
 }
 
+CheckpointModel read_checkpoint_model(const std::string& dir) {
+    const CheckpointState recorded = read_checkpoint_state(dir);
+    CheckpointModel m;
+    m.run = Config::from_string(recorded.config_toml, "", dir + "/state.json").run();
+    ModelSpec spec = read_checkpoint_model_spec(dir);
+    spec.lora = lora_spec(m.run.lora, spec);
+    const ParamTable table(spec);
+    std::vector<float> params(table.total());
+    const bool need_base = !recorded.frozen_sha256.empty();
+    if (need_base) load_init_weights(table, recorded.frozen_from, params.data());
+    read_checkpoint(dir, table, params.data(), nullptr, nullptr, nullptr, need_base);
+    m.spec = base_spec(spec);
+    m.params = spec.lora.on() ? merge_lora(table, params.data()) : std::move(params);
+    return m;
+}
+
 }  // namespace trt

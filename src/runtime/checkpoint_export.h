@@ -4,8 +4,11 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "config/run_config.h"
+#include "model/param_table.h"
 
 namespace trt {
 
@@ -22,5 +25,15 @@ enum class ExportKind {
 void export_checkpoint(const std::string& checkpoint_dir, const std::string& out_dir,
                        ExportDType dtype, ExportKind kind,
                        const std::function<void(const CheckpointState&)>& before_writing = nullptr);
+
+// The model a checkpoint holds, verified as read_checkpoint verifies it, its LoRA adapters
+// merged (a format-3 checkpoint's frozen base read from its model.init_from): the run's
+// config, the base model's spec and its flat parameters (ParamTable(spec)'s layout).
+struct CheckpointModel {
+    RunConfig run;
+    ModelSpec spec;
+    std::vector<float> params;
+};
+CheckpointModel read_checkpoint_model(const std::string& checkpoint_dir);
 
 }  // namespace trt

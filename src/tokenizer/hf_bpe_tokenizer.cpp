@@ -249,6 +249,30 @@ std::shared_ptr<const HfBpeTokenizer> HfBpeTokenizer::from_json(std::string_view
     return tk;
 }
 
+VocabTable HfBpeTokenizer::vocab_table() const {
+    VocabTable t;
+    const BpeModel::Options& o = bpe_.options();
+    t.model = o.byte_level ? VocabTable::Model::ByteLevelBpe : VocabTable::Model::CharacterBpe;
+    t.tokens = token_of_id_;
+    t.kinds.assign(token_of_id_.size(), TokenKind::Normal);
+    for (size_t id = 0; id < token_of_id_.size(); id++)
+        if (token_of_id_[id].empty()) t.kinds[id] = TokenKind::Unused;
+    for (const AddedToken& a : added_)
+        t.kinds[a.id] = a.special ? TokenKind::Control : TokenKind::UserDefined;
+    for (const auto& [left, right] : bpe_.merges_in_order())
+        t.merges.push_back(token_of_id_[left] + " " + token_of_id_[right]);
+    if (fast_)
+        t.split_rule = rule_ == SplitRule::Gpt2     ? "gpt2"
+                       : rule_ == SplitRule::Cl100k ? "cl100k"
+                                                    : "cl100k-single-digits";
+    uint32_t unk = 0;
+    if (!o.unk_token.empty() && find(o.unk_token, unk)) {
+        t.unk = static_cast<int32_t>(unk);
+        if (t.kinds[unk] == TokenKind::Normal) t.kinds[unk] = TokenKind::Unknown;
+    }
+    return t;
+}
+
 // Everything encode and decode depend on, by id and in rank order; nothing of the file's
 // layout (key order, merges as strings or pairs, whitespace) or of what this class ignores.
 std::string HfBpeTokenizer::identity_content() const {

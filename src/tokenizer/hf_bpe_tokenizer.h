@@ -44,6 +44,7 @@ public:
     // prefixes (Prepend, Metaspace) and pieces that run across lines.
     bool splits_at_line_starts() const override { return fast_ && !add_prefix_space_; }
     std::string identity_content() const override;
+    VocabTable vocab_table() const override;
 
 private:
     // at_start: text begins the string given to encode.

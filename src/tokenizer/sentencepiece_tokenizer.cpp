@@ -2,6 +2,7 @@
 #include "tokenizer/sentencepiece_tokenizer.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -87,6 +88,29 @@ void put_message(IdentityContent& c, std::string_view msg, const std::string& so
     for (const ProtoField& f : fields) put_field(c, f);
 }
 
+// A SentencePiece {1 piece, 2 score, 3 type} of the ModelProto.
+struct Piece {
+    std::string_view text;
+    uint32_t score_bits = 0, type = 1;  // proto2 defaults: score 0, type NORMAL
+};
+Piece read_piece(std::string_view bytes, const std::string& source) {
+    Piece p;
+    for (ProtoField f; next_field(bytes, f, source);) {
+        if (f.number == 1 && f.wire == 2) p.text = f.data;
+        if (f.number == 2 && f.wire == 5) p.score_bits = static_cast<uint32_t>(f.value);
+        if (f.number == 3 && f.wire == 0) p.type = static_cast<uint32_t>(f.value);
+    }
+    return p;
+}
+
+// The ModelProto's pieces in id order (field 1, repeated).
+std::vector<Piece> read_pieces(std::string_view proto, const std::string& source) {
+    std::vector<Piece> out;
+    for (ProtoField f; next_field(proto, f, source);)
+        if (f.wire == 2 && f.number == 1) out.push_back(read_piece(f.data, source));
+    return out;
+}
+
 // ModelProto: 1 pieces {1 piece, 2 score, 3 type}, 2 trainer_spec, 3 normalizer_spec,
 // 4 self_test_data (not behaviour), 5 denormalizer_spec. Of the trainer spec only what
 // encoding and decoding read: 3 model_type, 24 treat_whitespace_as_suffix,
@@ -104,16 +128,10 @@ std::string sentencepiece_identity(std::string_view proto, const std::string& so
     }
     c.u32(static_cast<uint32_t>(pieces.size()));
     for (std::string_view p : pieces) {
-        std::string_view text;
-        uint32_t score_bits = 0, type = 1;  // proto2 defaults: score 0, type NORMAL
-        for (ProtoField f; next_field(p, f, source);) {
-            if (f.number == 1 && f.wire == 2) text = f.data;
-            if (f.number == 2 && f.wire == 5) score_bits = static_cast<uint32_t>(f.value);
-            if (f.number == 3 && f.wire == 0) type = static_cast<uint32_t>(f.value);
-        }
-        c.bytes(text);
-        c.u32(score_bits);
-        c.u32(type);
+        const Piece piece = read_piece(p, source);
+        c.bytes(piece.text);
+        c.u32(piece.score_bits);
+        c.u32(piece.type);
     }
     std::vector<ProtoField> kept;
     for (ProtoField f; next_field(trainer, f, source);)
@@ -182,6 +200,27 @@ public:
 
     std::string identity_content() const override {
         return sentencepiece_identity(sp_.serialized_model_proto(), source_);
+    }
+
+    VocabTable vocab_table() const override {
+        VocabTable t;
+        t.model = VocabTable::Model::SentencePiece;
+        const std::string proto = sp_.serialized_model_proto();
+        for (const Piece& p : read_pieces(proto, source_)) {
+            t.tokens.emplace_back(p.text);
+            float score;
+            std::memcpy(&score, &p.score_bits, 4);
+            t.scores.push_back(score);
+            // ModelProto's piece types are llama.cpp's token types, number for number.
+            t.kinds.push_back(p.type >= 1 && p.type <= 6 ? static_cast<TokenKind>(p.type)
+                                                         : TokenKind::Normal);
+        }
+        const int n = static_cast<int>(t.tokens.size());
+        const auto id = [n](int i) { return i >= 0 && i < n ? i : -1; };
+        t.unk = id(sp_.unk_id());
+        t.bos = id(sp_.bos_id());
+        t.eos = id(sp_.eos_id());
+        return t;
     }
 
 private:

@@ -46,6 +46,8 @@ public:
     TokenizerFormat format() const { return format_; }
     // See TokenizerModel::identity_content (tokenizer_identity.h digests it).
     std::string identity_content() const { return model_->identity_content(); }
+    // See TokenizerModel::vocab_table.
+    VocabTable vocab_table() const { return model_->vocab_table(); }
 
 private:
     Tokenizer(std::shared_ptr<const TokenizerModel> model, TokenizerFormat format)

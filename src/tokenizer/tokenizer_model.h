@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/vocab_table.h"
+
 namespace trt::tok {
 
 class TokenizerModel {
@@ -30,6 +32,8 @@ public:
     // equal for two files that tokenize alike however they are written, different when an id,
     // a token or a merge differs. Its digest names the tokenizer in prepare.json.
     virtual std::string identity_content() const = 0;
+    // The vocabulary as data (vocab_table.h), for a file that carries the tokenizer inside it.
+    virtual VocabTable vocab_table() const = 0;
 };
 
 }  // namespace trt::tok

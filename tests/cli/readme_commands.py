@@ -84,6 +84,8 @@ SKIP = {
         "placeholder config: chat_e2e trains on prepared chat data",
     "trainrt export out/chat /tmp/chat-hf --dtype bf16":
         "placeholder run: chat_e2e exports a chat fine-tune and checks the template travels",
+    "trainrt export out/chat --gguf /tmp/chat.gguf --gguf-type q8_0   # for llama.cpp / Ollama":
+        "placeholder run: cli_gguf_export exports Llama 3.1- and Qwen3-tokenized runs as GGUF",
     "trainrt chat out/chat              # each stdin line a user turn; replies stop at the "
     "end-of-turn token":
         "placeholder run: chat_e2e runs `trainrt chat` and `sample --chat`",

@@ -161,6 +161,7 @@ const CommandHelp kCommandHelp[] = {
      "ends at the folder's end-of-turn ids and only the reply is printed (T defaults to 0.7).\n"},
     {"export",
      "usage: trainrt export CHECKPOINT DIR [--dtype f32|bf16] [--merge] [--force]\n"
+     "       trainrt export CHECKPOINT --gguf FILE [--gguf-type f16|bf16|q8_0|f32] [--force]\n"
      "\n"
      "Writes DIR/model.safetensors (the model's Hugging Face names, unpadded, fp32 unless\n"
      "--dtype bf16; shards + model.safetensors.index.json above 5 GB) and DIR/config.json,\n"
@@ -173,7 +174,12 @@ const CommandHelp kCommandHelp[] = {
      "DIR/adapter_model.safetensors + DIR/adapter_config.json (PeftModel.from_pretrained,\n"
      "lora.init_from); --merge writes the model with the adapters merged into the base weights.\n"
      "An existing, non-empty DIR is refused (nothing is written) unless --force, which\n"
-     "replaces the files the export writes and leaves any others in DIR.\n"},
+     "replaces the files the export writes and leaves any others in DIR.\n"
+     "--gguf FILE writes one GGUF file that llama.cpp and Ollama load instead: the model (a\n"
+     "LoRA run's adapters merged) under llama.cpp's names for its family, in --gguf-type\n"
+     "(default f16; norms and biases stay f32), with the run's tokenizer, chat template and\n"
+     "end-of-turn ids inside it; it says what llama.cpp gets otherwise than the run had it\n"
+     "(docs/FORMATS.md section 6). An existing FILE is refused unless --force.\n"},
     {"config",
      "usage: trainrt config CONFIG [--set KEY=VALUE]...\n"
      "\n"
@@ -848,13 +854,45 @@ std::string tokenizer_files_written(const std::string& dir,
     return list.empty() ? "" : "; the tokenizer: " + list;
 }
 
+// trainrt export CHECKPOINT --gguf FILE: one GGUF file for llama.cpp / Ollama.
+int export_gguf_file(const std::string& checkpoint, const std::string& file,
+                     const std::string& type, bool force) {
+    std::error_code ec;
+    if (!force && std::filesystem::exists(file, ec)) {
+        std::fprintf(stderr,
+                     "trainrt: export: '%s' already exists; nothing was written. Choose "
+                     "a new FILE, or pass --force to replace it\n",
+                     file.c_str());
+        return 1;
+    }
+    size_t needed = 0;
+    std::vector<char> notes(4096);
+    trainrt_status st = trainrt_checkpoint_export_gguf(
+        notes.data(), notes.size(), &needed, checkpoint.c_str(), file.c_str(), type.c_str());
+    if (st != TRAINRT_OK) return fail_status("export", st);
+    std::printf("wrote %s (GGUF, %s)\n", file.c_str(), type.c_str());
+    const std::string text(notes.data());
+    if (!text.empty())
+        std::printf("notes (what llama.cpp gets otherwise than this run had it):\n%s",
+                    text.c_str());
+    if (needed >= notes.size())
+        std::printf("(%zu more bytes of notes)\n", needed - notes.size() + 1);
+    return 0;
+}
+
 int cmd_export(int argc, char** argv) {
     std::vector<std::string> positional;
     int32_t dtype = TRAINRT_DTYPE_F32;
-    bool merge = false, force = false;
+    bool merge = false, force = false, dtype_given = false;
+    std::string gguf, gguf_type;
     for (int i = 0; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--merge") {
+        if (a == "--gguf" || a == "--gguf-type") {
+            if (i + 1 >= argc)
+                return fail_usage(a == "--gguf" ? "--gguf needs a FILE"
+                                                : "--gguf-type needs f32, f16, bf16 or q8_0");
+            (a == "--gguf" ? gguf : gguf_type) = argv[++i];
+        } else if (a == "--merge") {
             merge = true;
         } else if (a == "--force") {
             force = true;
@@ -864,12 +902,23 @@ int cmd_export(int argc, char** argv) {
             if (d == "f32" || d == "fp32" || d == "float32") dtype = TRAINRT_DTYPE_F32;
             else if (d == "bf16" || d == "bfloat16") dtype = TRAINRT_DTYPE_BF16;
             else return fail_usage("--dtype needs f32 or bf16, got '" + d + "'");
+            dtype_given = true;
         } else if (!a.empty() && a[0] == '-') {
-            return fail_usage(unknown_option(a, {"--dtype", "--merge", "--force"}));
+            return fail_usage(
+                unknown_option(a, {"--dtype", "--merge", "--force", "--gguf", "--gguf-type"}));
         } else {
             positional.push_back(a);
         }
     }
+    if (!gguf.empty()) {
+        if (positional.size() != 1)
+            return fail_usage("export --gguf FILE needs CHECKPOINT only (the file is the output)");
+        if (dtype_given)
+            return fail_usage("--dtype is the folder export's; a GGUF file's type is --gguf-type");
+        // A GGUF file holds the model: a LoRA run's adapters are always merged into it.
+        return export_gguf_file(positional[0], gguf, gguf_type.empty() ? "f16" : gguf_type, force);
+    }
+    if (!gguf_type.empty()) return fail_usage("--gguf-type goes with --gguf FILE");
     if (positional.size() != 2) return fail_usage("export needs CHECKPOINT and DIR");
     {
         std::error_code ec;

@@ -135,6 +135,12 @@ class SessionTest(TestCase):
         self.assertTrue(os.path.isfile(os.path.join(d, "hf_ckpt", "model.safetensors")))
         with self.assertRaises(trainrt.InvalidArgumentError):
             trainrt.checkpoint_export_adapter(ckpt, os.path.join(d, "adapter"))
+        notes = trainrt.checkpoint_export_gguf(ckpt, os.path.join(d, "m.gguf"), "q8_0")
+        with open(os.path.join(d, "m.gguf"), "rb") as f:
+            self.assertEqual(f.read(8), b"GGUF\x03\x00\x00\x00")
+        self.assertTrue(any("no tokenizer" in n for n in notes), notes)
+        with self.assertRaises(trainrt.InvalidArgumentError):
+            trainrt.checkpoint_export_gguf(ckpt, os.path.join(d, "x.gguf"), "q4_0")
         self.assertIsNone(trainrt.checkpoint_latest(d))
 
     def test_save_into_out_dir_and_latest(self) -> None:

@@ -1,8 +1,9 @@
 """Checkpoints without a session: find the latest, read its config, export it."""
 from __future__ import annotations
 
+import ctypes
 import os
-from typing import Optional, Union
+from typing import List, Optional, Union
 
 from ._capi import C, encode_path, get_string
 from ._types import DType
@@ -10,7 +11,7 @@ from .config import Config, PathLike
 from .session import _dtype
 
 __all__ = ["checkpoint_latest", "config_from_checkpoint", "checkpoint_export",
-           "checkpoint_export_adapter"]
+           "checkpoint_export_adapter", "checkpoint_export_gguf"]
 
 
 def checkpoint_latest(out_dir: PathLike) -> Optional[str]:
@@ -39,3 +40,16 @@ def checkpoint_export_adapter(path: PathLike, out_dir: PathLike,
     :class:`trainrt.InvalidArgumentError`)."""
     C.trainrt_checkpoint_export_adapter(encode_path(path), encode_path(out_dir, "out_dir"),
                                         _dtype(dtype))
+
+
+def checkpoint_export_gguf(path: PathLike, gguf_path: PathLike, type: str = "f16") -> List[str]:
+    """One GGUF file (llama.cpp, Ollama) of a checkpoint's model, a LoRA run's adapters merged,
+    with the run's tokenizer and chat template inside; ``type`` is ``"f32"``, ``"f16"``,
+    ``"bf16"`` or ``"q8_0"``. Returns the notes: what the file keeps otherwise than the run
+    had it, one line each (docs/FORMATS.md section 6)."""
+    # One call (a second would write the file again): a buffer no list of notes fills.
+    buf = ctypes.create_string_buffer(1 << 16)
+    needed = ctypes.c_size_t(0)
+    C.trainrt_checkpoint_export_gguf(buf, len(buf), ctypes.byref(needed), encode_path(path),
+                                     encode_path(gguf_path, "gguf_path"), type.encode())
+    return [line for line in buf.value.decode("utf-8", "replace").split("\n") if line]

@@ -99,6 +99,7 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_session_generate),      TRT_ENTRY(trainrt_chat_template_load),
     TRT_ENTRY(trainrt_chat_template_destroy), TRT_ENTRY(trainrt_chat_template_render),
     TRT_ENTRY(trainrt_chat_template_stop_ids), TRT_ENTRY(trainrt_chat_template_generation_spans),
+    TRT_ENTRY(trainrt_checkpoint_export_gguf),
 };
 #undef TRT_ENTRY
 
@@ -1766,6 +1767,45 @@ TEST_F(CapiMisuse, ConfigFromCheckpointRefusesWhatIsNotACheckpoint) {
                   TRAINRT_ERR_IO, "train.bin");
     EXPECT_MISUSE(trainrt_config_from_checkpoint(&c, dir_.c_str()), TRAINRT_ERR_IO, dir_);
     EXPECT_EQ(c, sentinel);
+}
+
+// trainrt_checkpoint_export_gguf: NULLs, an empty file name, a type outside the four, a notes
+// buffer without its pointer, a checkpoint that is not one, an unwritable place: each an
+// error naming it, nothing written, no crash.
+TEST_F(CapiMisuse, GgufExportRefusesBadArgumentsAndWritesNothing) {
+    const std::string ck = make_checkpoint("ck");
+    const std::string out = dir_ + "/m.gguf";
+    char notes[64];
+    size_t needed = 777;
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf(nullptr, 0, nullptr, nullptr, out.c_str(), "f16"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "path");
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf(nullptr, 0, nullptr, ck.c_str(), nullptr, "f16"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "gguf_path");
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf(nullptr, 0, nullptr, ck.c_str(), "", "f16"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "gguf_path");
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf(nullptr, 0, nullptr, ck.c_str(), out.c_str(), nullptr),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "type");
+    for (const char* type : {"", "q4_0", "F16", "fp16"})
+        EXPECT_MISUSE(trainrt_checkpoint_export_gguf(nullptr, 0, nullptr, ck.c_str(), out.c_str(), type),
+                      TRAINRT_ERR_INVALID_ARGUMENT, "f32, f16, bf16 or q8_0");
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf(nullptr, 8, &needed, ck.c_str(), out.c_str(), "f16"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "notes");
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf(notes, sizeof notes, &needed,
+                                                 (dir_ + "/missing").c_str(), out.c_str(), "f16"),
+                  TRAINRT_ERR_IO, "missing");
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf(notes, sizeof notes, &needed, ck.c_str(),
+                                                 (dir_ + "/no/such/dir/m.gguf").c_str(), "f16"),
+                  TRAINRT_ERR_IO, "m.gguf");
+    EXPECT_EQ(needed, 777u);
+    EXPECT_FALSE(fs::exists(out));
+    // And the call that works: the file, and a note (this run had no tokenizer).
+    ASSERT_EQ(trainrt_checkpoint_export_gguf(notes, sizeof notes, &needed, ck.c_str(), out.c_str(),
+                                             "q8_0"),
+              TRAINRT_OK)
+        << trainrt_last_error_message();
+    EXPECT_TRUE(fs::exists(out));
+    EXPECT_GT(needed, 0u);
+    EXPECT_EQ(std::string(notes).size(), std::min(needed, sizeof notes - 1));
 }
 
 TEST_F(CapiMisuse, ExportRefusesDtypesOutsideTheEnumAndUnwritablePlaces) {

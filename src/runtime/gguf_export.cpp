@@ -1,0 +1,211 @@
+#include "runtime/gguf_export.h"
+
+#include <filesystem>
+#include <set>
+
+#include "chat/chat_template.h"
+#include "chat/end_of_turn.h"
+#include "core/error.h"
+#include "io/fs_util.h"
+#include "io/gguf_writer.h"
+#include "io/json_min.h"
+#include "model/gguf_model.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_files.h"
+
+namespace trt {
+namespace {
+
+// llama.cpp's general.file_type (LLAMA_FTYPE_*) of a file of mostly `t`.
+uint32_t file_type(gguf::TensorType t) {
+    switch (t) {
+        case gguf::TensorType::F32:
+            return 0;
+        case gguf::TensorType::F16:
+            return 1;
+        case gguf::TensorType::Q8_0:
+            return 7;
+        case gguf::TensorType::BF16:
+            return 32;
+    }
+    return 0;
+}
+
+// llama.cpp's tokenizer.ggml.pre for a byte-level BPE's split regex (vocab_table.h).
+const char* pre_tokenizer_name(const std::string& split_rule) {
+    if (split_rule == "gpt2") return "gpt-2";
+    if (split_rule == "cl100k") return "llama-bpe";
+    if (split_rule == "cl100k-single-digits") return "qwen2";
+    return "";
+}
+
+// What llama.cpp's converter takes for a special token whatever the file says: <|...|>.
+bool looks_special(const std::string& t) {
+    return t.size() >= 4 && t.compare(0, 2, "<|") == 0 && t.compare(t.size() - 2, 2, "|>") == 0;
+}
+
+constexpr size_t kMaxConfigFile = size_t{64} << 20;
+
+bool has_chat_template(const std::string& folder, const json::Value& config) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path_join(folder, "chat_template.jinja"), ec)) return true;
+    const json::Value* t = config.is_object() ? config.find("chat_template") : nullptr;
+    return t && t->kind != json::Value::Kind::Null;
+}
+
+void add_tokenizer(gguf::Writer& w, const ModelSpec& spec, const tok::TokenizerFiles& files,
+                   std::vector<std::string>& notes) {
+    const tok::Tokenizer tokenizer = tok::Tokenizer::from_file(files.path);
+    tok::VocabTable vt = tokenizer.vocab_table();
+    const std::string folder = parent_dir(files.path);
+    json::Value config;
+    if (!files.tokenizer_config.empty()) {
+        config = json::parse_lenient_numbers(
+            read_small_file(files.tokenizer_config, kMaxConfigFile), files.tokenizer_config);
+    }
+    const size_t V = static_cast<size_t>(spec.V);
+    if (vt.tokens.size() > V)
+        fail(Status::InvalidArgument, "GGUF export: the tokenizer '", files.path, "' has ",
+             vt.tokens.size(), " ids and the model's vocab_size is ", V,
+             "; llama.cpp needs one token per row of the embedding");
+    const bool spm = vt.model == tok::VocabTable::Model::SentencePiece;
+    if (vt.model == tok::VocabTable::Model::CharacterBpe)
+        fail(Status::Unsupported, "GGUF export: '", files.path,
+             "' is a BPE over characters (a "
+             "SentencePiece model's tokenizer.json conversion), which llama.cpp reads only as "
+             "the SentencePiece model: give the folder's tokenizer.model as data.tokenizer");
+
+    // Special ids: tokenizer_config.json's tokens, else the SentencePiece model's own.
+    const json::Value special =
+        config.is_object() ? chat::special_tokens_of(config) : json::Value{};
+    const auto id_of = [&](const char* key, int32_t fallback) -> int32_t {
+        const json::Value* v = special.is_object() ? special.find(key) : nullptr;
+        uint32_t id = 0;
+        if (v && v->is_string() && tokenizer.find(v->s, id)) return static_cast<int32_t>(id);
+        return fallback;
+    };
+    const int32_t bos = id_of("bos_token", vt.bos), eos = id_of("eos_token", vt.eos),
+                  unk = id_of("unk_token", vt.unk), pad = id_of("pad_token", -1);
+    // The end-of-turn ids (generation_config.json's list, else the eos): CONTROL, and the
+    // first that is not the eos is llama.cpp's eot.
+    std::vector<int32_t> turn_ends;
+    try {
+        turn_ends = chat::end_of_turn_ids(folder, tokenizer);
+    } catch (const Error& e) {
+        if (e.status() != Status::InvalidArgument) throw;  // none named: only the eos then
+    }
+
+    std::vector<std::string> tokens(V);
+    std::vector<int32_t> types(V);
+    for (size_t id = 0; id < V; id++) {
+        const bool used = id < vt.tokens.size() && !vt.tokens[id].empty() &&
+                          vt.kinds[id] != tok::TokenKind::Unused;
+        tokens[id] = used ? vt.tokens[id] : cat("[PAD", id, "]");
+        tok::TokenKind kind = used ? vt.kinds[id] : tok::TokenKind::Unused;
+        if (kind == tok::TokenKind::UserDefined && looks_special(tokens[id]))
+            kind = tok::TokenKind::Control;
+        types[id] = static_cast<int32_t>(kind);
+    }
+    for (int32_t id : turn_ends)
+        if (id >= 0 && static_cast<size_t>(id) < V)
+            types[id] = static_cast<int32_t>(tok::TokenKind::Control);
+    std::set<std::string> seen;
+    for (const std::string& t : tokens)
+        if (!seen.insert(t).second)
+            fail(Status::Format, "GGUF export: the token \"", t, "\" of '", files.path,
+                 "' stands for two ids; llama.cpp needs every token text once");
+
+    w.add_string("tokenizer.ggml.model", spm ? "llama" : "gpt2");
+    std::string pre = spm ? "default" : pre_tokenizer_name(vt.split_rule);
+    if (pre.empty()) {
+        pre = "default";
+        notes.push_back(
+            cat("the tokenizer's pre-tokenizer is none llama.cpp names (it knows "
+                "GPT-2's, Llama 3's and Qwen2's): tokenizer.ggml.pre is \"default\", "
+                "and llama.cpp may split some text otherwise than this tokenizer"));
+    }
+    w.add_string("tokenizer.ggml.pre", pre);
+    w.add_strings("tokenizer.ggml.tokens", tokens);
+    w.add_i32s("tokenizer.ggml.token_type", types);
+    if (spm) {
+        vt.scores.resize(V, -1000.0f);  // the converter's score for padding ids
+        w.add_f32s("tokenizer.ggml.scores", vt.scores);
+    } else if (!vt.merges.empty()) {
+        w.add_strings("tokenizer.ggml.merges", vt.merges);
+    }
+    const auto add_id = [&](const char* key, int32_t id) {
+        if (id >= 0) w.add_u32(key, static_cast<uint32_t>(id));
+    };
+    add_id("tokenizer.ggml.bos_token_id", bos);
+    add_id("tokenizer.ggml.eos_token_id", eos);
+    add_id("tokenizer.ggml.unknown_token_id", unk);
+    add_id("tokenizer.ggml.padding_token_id", pad);
+    for (int32_t id : turn_ends)
+        if (id != eos) {
+            add_id("tokenizer.ggml.eot_token_id", id);
+            break;
+        }
+    for (const char* flag : {"add_bos_token", "add_eos_token"}) {
+        const json::Value* v = config.is_object() ? config.find(flag) : nullptr;
+        if (v && v->kind == json::Value::Kind::Bool)
+            w.add_bool(std::string("tokenizer.ggml.") + flag, v->b);
+    }
+    if (has_chat_template(folder, config))
+        w.add_string("tokenizer.chat_template", chat::load_folder_template(folder).source_text);
+}
+
+}  // namespace
+
+gguf::TensorType parse_gguf_type(const std::string& name) {
+    if (name == "f32") return gguf::TensorType::F32;
+    if (name == "f16") return gguf::TensorType::F16;
+    if (name == "bf16") return gguf::TensorType::BF16;
+    if (name == "q8_0") return gguf::TensorType::Q8_0;
+    fail(Status::InvalidArgument, "GGUF type '", name, "': use f32, f16, bf16 or q8_0");
+}
+
+GgufExportResult export_gguf(const std::string& path, const ParamTable& table, const float* params,
+                             gguf::TensorType type, const tok::TokenizerFiles* tokenizer,
+                             const std::string& name) {
+    if (path.empty()) fail(Status::InvalidArgument, "GGUF export: an empty file name");
+    const ModelSpec& spec = table.spec();
+    GgufModel model = gguf_model(table, params);
+    GgufExportResult result;
+    result.notes = model.notes;
+    gguf::Writer w;
+    add_gguf_hyperparameters(w, spec);  // general.architecture first
+    w.add_string("general.type", "model");
+    if (!name.empty()) w.add_string("general.name", name);
+    w.add_u32("general.file_type", file_type(type));
+    w.add_u32("general.quantization_version", 2);
+    if (tokenizer) {
+        add_tokenizer(w, spec, *tokenizer, result.notes);
+    } else {
+        w.add_string("tokenizer.ggml.model", "no_vocab");
+        result.notes.push_back(
+            "no tokenizer (the run had no data.tokenizer): llama.cpp loads "
+            "the model without a vocabulary and cannot turn text into ids");
+    }
+    std::vector<std::string> as_f16;
+    for (const GgufModelTensor& t : model.tensors) {
+        gguf::TensorType tt = t.keep_f32 ? gguf::TensorType::F32 : type;
+        if (tt == gguf::TensorType::Q8_0 && t.shape.back() % 32 != 0) {
+            tt = gguf::TensorType::F16;  // llama.cpp's converter does the same
+            as_f16.push_back(t.name);
+        }
+        w.add_tensor(t.name, t.shape, tt, t.values());
+    }
+    if (!as_f16.empty()) {
+        std::string list;
+        for (const std::string& n : as_f16) list += (list.empty() ? "" : ", ") + n;
+        result.notes.push_back(cat(as_f16.size(), " matri", as_f16.size() == 1 ? "x" : "ces",
+                                   " with rows that are not whole Q8_0 blocks of 32 written as "
+                                   "F16: ",
+                                   list));
+    }
+    w.write(path);
+    result.tensors = w.tensor_count();
+    return result;
+}
+
+}  // namespace trt

@@ -1,0 +1,43 @@
+// A trained model as one GGUF file that llama.cpp and Ollama load (docs/FORMATS.md §6): the
+// model's tensors and hyper-parameters (model/gguf_model.h), its tokenizer, chat template and
+// end-of-turn token as llama.cpp reads them, in the file type asked for.
+//
+// Tokenizer (tokenizer.ggml.*): a byte-level BPE tokenizer.json is llama.cpp's "gpt2" model
+// (tokens in their byte-level form, merges "a b", the pre-tokenizer named by its regex: GPT-2's
+// "gpt-2", Llama 3's "llama-bpe", Qwen2's "qwen2", another "default" with a note); a
+// SentencePiece tokenizer.model is "llama" (pieces, scores, types). The token list has exactly
+// the model's vocab_size entries (ids the tokenizer does not use are "[PAD<id>]", UNUSED).
+// Special ids come from tokenizer_config.json (bos/eos/unk/pad; add_bos/add_eos), else from
+// the SentencePiece model; the folder's end-of-turn ids (generation_config.json, else its eos)
+// are marked CONTROL and the first that is not the eos is eot_token_id, so llama.cpp stops
+// where the model was trained to. The chat template is copied as tokenizer.chat_template.
+// Without a tokenizer the file says "no_vocab" (llama.cpp loads it; it cannot tokenize).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "io/ggml_blocks.h"
+#include "model/param_table.h"
+
+namespace trt {
+namespace tok {
+struct TokenizerFiles;
+}
+
+// "f32", "f16", "bf16", "q8_0" (Error(InvalidArgument) for another).
+gguf::TensorType parse_gguf_type(const std::string& name);
+
+struct GgufExportResult {
+    size_t tensors = 0;
+    // What the file does not keep, or keeps otherwise than asked (a matrix that is not whole
+    // Q8_0 blocks written F16, a pre-tokenizer llama.cpp does not know): one line each.
+    std::vector<std::string> notes;
+};
+
+// Writes `path` (atomically) from `table` (no LoRA adapters: merge first) and its parameters;
+// `tokenizer` may be null; `name` becomes general.name.
+GgufExportResult export_gguf(const std::string& path, const ParamTable& table, const float* params,
+                             gguf::TensorType type, const tok::TokenizerFiles* tokenizer,
+                             const std::string& name);
+
+}  // namespace trt
