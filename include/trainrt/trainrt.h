@@ -421,8 +421,10 @@ TRAINRT_API trainrt_status trainrt_checkpoint_export_adapter(const char* path, c
  * template; docs/FORMATS.md section 6). type: "f32", "f16", "bf16" or "q8_0" (norms, biases
  * and position embeddings stay F32, as llama.cpp's converter keeps them). What the file does
  * not keep as the run had it (one line each: a sliding window, a matrix written F16 instead of
- * Q8_0, no tokenizer) goes to (notes, cap, needed), which may be NULL, 0, NULL. A model
- * llama.cpp's architecture cannot hold is TRAINRT_ERR_UNSUPPORTED, before anything is written. */
+ * Q8_0, no tokenizer) goes to (notes, cap, needed), which may be NULL, 0, NULL; a call writes
+ * the file, so give a buffer the notes fit (4 KiB does) rather than calling again to size it.
+ * An existing gguf_path is replaced. A model llama.cpp's architecture cannot hold is
+ * TRAINRT_ERR_UNSUPPORTED, before anything is written. */
 TRAINRT_API trainrt_status trainrt_checkpoint_export_gguf(char* notes, size_t cap, size_t* needed,
                                                           const char* path, const char* gguf_path,
                                                           const char* type);

@@ -187,6 +187,8 @@ void add_gguf_hyperparameters(gguf::Writer& w, const ModelSpec& s) {
     w.add_u32(a + ".block_count", u32(s.L));
     w.add_u32(a + ".feed_forward_length", u32(s.F));
     w.add_u32(a + ".attention.head_count", u32(s.NH));
+    // What sizes the embedding when the file has no tokenizer ("no_vocab").
+    w.add_u32(a + ".vocab_size", u32(s.V));
     if (s.arch == ModelArch::Gpt2) {
         w.add_f32(a + ".attention.layer_norm_epsilon", s.norm_eps);
         return;
@@ -196,7 +198,6 @@ void add_gguf_hyperparameters(gguf::Writer& w, const ModelSpec& s) {
     w.add_f32(a + ".rope.freq_base", s.rope_theta);
     if (a == "llama") {
         w.add_u32(a + ".rope.dimension_count", u32(s.hs()));  // llama.cpp: must be key_length
-        w.add_u32(a + ".vocab_size", u32(s.V));
     }
     if (s.hs() * s.NH != s.C) {  // llama.cpp's default is d_model / n_head
         w.add_u32(a + ".attention.key_length", u32(s.hs()));

@@ -46,6 +46,18 @@ bool looks_special(const std::string& t) {
 
 constexpr size_t kMaxConfigFile = size_t{64} << 20;
 
+// Token texts llama.cpp takes for an end of turn (its eot guess) and for an end of generation
+// whatever the ids say (llama-vocab.cpp's lists; docs/FORMATS.md section 6).
+bool known_end_of_turn(const std::string& t) {
+    for (const char* e : {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<EOT>",
+                          "<|endoftext|>", "<|end_of_text|>"})
+        if (t == e) return true;
+    return false;
+}
+bool stops_llama_cpp(const std::string& t) {
+    return known_end_of_turn(t) || t == "</s>" || t == "<|eom_id|>" || t == "<eos>";
+}
+
 bool has_chat_template(const std::string& folder, const json::Value& config) {
     std::error_code ec;
     if (std::filesystem::is_regular_file(path_join(folder, "chat_template.jinja"), ec)) return true;
@@ -75,19 +87,41 @@ void add_tokenizer(gguf::Writer& w, const ModelSpec& spec, const tok::TokenizerF
              "SentencePiece model's tokenizer.json conversion), which llama.cpp reads only as "
              "the SentencePiece model: give the folder's tokenizer.model as data.tokenizer");
 
-    // Special ids: tokenizer_config.json's tokens, else the SentencePiece model's own.
+    if (!spm && vt.merges.empty())
+        fail(Status::Unsupported, "GGUF export: '", files.path,
+             "' has no merges, and "
+             "llama.cpp's BPE tokenizer (\"gpt2\") refuses a vocabulary without them");
+
+    // Special ids: tokenizer_config.json's tokens, else the model file's own (SentencePiece's).
+    // A token the config names and the tokenizer lacks is refused, as prepare refuses it.
     const json::Value special =
         config.is_object() ? chat::special_tokens_of(config) : json::Value{};
     const auto id_of = [&](const char* key, int32_t fallback) -> int32_t {
         const json::Value* v = special.is_object() ? special.find(key) : nullptr;
+        if (!v || !v->is_string()) return fallback;
         uint32_t id = 0;
-        if (v && v->is_string() && tokenizer.find(v->s, id)) return static_cast<int32_t>(id);
-        return fallback;
+        if (!tokenizer.find(v->s, id))
+            fail(Status::Format, "GGUF export: ", files.tokenizer_config, " names ", key, " \"",
+                 v->s, "\", which the tokenizer '", files.path, "' does not have");
+        return static_cast<int32_t>(id);
     };
-    const int32_t bos = id_of("bos_token", vt.bos), eos = id_of("eos_token", vt.eos),
-                  unk = id_of("unk_token", vt.unk), pad = id_of("pad_token", -1);
-    // The end-of-turn ids (generation_config.json's list, else the eos): CONTROL, and the
-    // first that is not the eos is llama.cpp's eot.
+    // The eos is the token prepare opened every document with when the config names none
+    // (tok::default_end_of_text): without it llama.cpp would take id 11 (BPE) or 2 (SPM).
+    int32_t eos_default = vt.eos;
+    if (uint32_t id = 0; eos_default < 0 && tokenizer.find(tok::default_end_of_text(tokenizer), id))
+        eos_default = static_cast<int32_t>(id);
+    const int32_t eos = id_of("eos_token", eos_default);
+    if (eos < 0)
+        notes.push_back(
+            cat("the tokenizer names no end-of-text token (tokenizer_config.json's "
+                "eos_token, or one of <|endoftext|>, <|end_of_text|>, </s>): "
+                "llama.cpp will take id ",
+                spm ? 2 : 11, " for its eos"));
+    // GPT-2's convention (and this project's tokenizer_config_json): a BPE's bos is its eos.
+    const int32_t bos = id_of("bos_token", spm ? vt.bos : eos);
+    const int32_t unk = id_of("unk_token", vt.unk), pad = id_of("pad_token", -1);
+    // The end-of-turn ids (generation_config.json's list, else the eos): CONTROL, so that
+    // llama.cpp keeps them whole.
     std::vector<int32_t> turn_ends;
     try {
         turn_ends = chat::end_of_turn_ids(folder, tokenizer);
@@ -140,15 +174,38 @@ void add_tokenizer(gguf::Writer& w, const ModelSpec& spec, const tok::TokenizerF
     add_id("tokenizer.ggml.eos_token_id", eos);
     add_id("tokenizer.ggml.unknown_token_id", unk);
     add_id("tokenizer.ggml.padding_token_id", pad);
+    // llama.cpp stops at eos, eot, eom and at tokens whose text it knows as an end: the
+    // turn ends beyond those are named in a note. eot: the first turn end that is not the eos,
+    // one llama.cpp knows as an end of turn first (Llama 3.1's list puts <|end_of_text|> first).
+    int32_t eot = -1, eom = -1;
+    for (int pass = 0; pass < 2 && eot < 0; pass++)
+        for (int32_t id : turn_ends)
+            if (id != eos && tokens[id] != "<|eom_id|>" &&
+                (pass == 1 || known_end_of_turn(tokens[id]))) {
+                eot = id;
+                break;
+            }
     for (int32_t id : turn_ends)
-        if (id != eos) {
-            add_id("tokenizer.ggml.eot_token_id", id);
-            break;
-        }
+        if (tokens[id] == "<|eom_id|>") eom = id;
+    add_id("tokenizer.ggml.eot_token_id", eot);
+    add_id("tokenizer.ggml.eom_token_id", eom);
+    std::string unheard;
+    for (int32_t id : turn_ends)
+        if (id != eos && id != eot && id != eom && !stops_llama_cpp(tokens[id]))
+            unheard += cat(unheard.empty() ? "" : ", ", id, " \"", tokens[id], "\"");
+    if (!unheard.empty())
+        notes.push_back(
+            cat("llama.cpp does not stop at these end-of-turn tokens of the folder "
+                "(GGUF holds one eos, one eot, one eom): ",
+                unheard));
+    // BOS: what training did. This project's encode adds no BOS (a chat template writes one
+    // where the model expects it), so add_bos is the config's, else false; llama.cpp's
+    // default (true for Llama 3's "llama-bpe" and for SentencePiece) would prepend a token the
+    // model never saw there.
     for (const char* flag : {"add_bos_token", "add_eos_token"}) {
         const json::Value* v = config.is_object() ? config.find(flag) : nullptr;
-        if (v && v->kind == json::Value::Kind::Bool)
-            w.add_bool(std::string("tokenizer.ggml.") + flag, v->b);
+        const bool on = v && v->kind == json::Value::Kind::Bool && v->b;
+        w.add_bool(std::string("tokenizer.ggml.") + flag, on);
     }
     if (has_chat_template(folder, config))
         w.add_string("tokenizer.chat_template", chat::load_folder_template(folder).source_text);
@@ -183,8 +240,8 @@ GgufExportResult export_gguf(const std::string& path, const ParamTable& table, c
     } else {
         w.add_string("tokenizer.ggml.model", "no_vocab");
         result.notes.push_back(
-            "no tokenizer (the run had no data.tokenizer): llama.cpp loads "
-            "the model without a vocabulary and cannot turn text into ids");
+            "no tokenizer (the run had no data.tokenizer): the file says \"no_vocab\"; "
+            "llama.cpp runs the model on token ids only and cannot turn text into ids");
     }
     std::vector<std::string> as_f16;
     for (const GgufModelTensor& t : model.tensors) {

@@ -7,11 +7,16 @@
 // "gpt-2", Llama 3's "llama-bpe", Qwen2's "qwen2", another "default" with a note); a
 // SentencePiece tokenizer.model is "llama" (pieces, scores, types). The token list has exactly
 // the model's vocab_size entries (ids the tokenizer does not use are "[PAD<id>]", UNUSED).
-// Special ids come from tokenizer_config.json (bos/eos/unk/pad; add_bos/add_eos), else from
-// the SentencePiece model; the folder's end-of-turn ids (generation_config.json, else its eos)
-// are marked CONTROL and the first that is not the eos is eot_token_id, so llama.cpp stops
-// where the model was trained to. The chat template is copied as tokenizer.chat_template.
-// Without a tokenizer the file says "no_vocab" (llama.cpp loads it; it cannot tokenize).
+// Special ids come from tokenizer_config.json (bos/eos/unk/pad), else the SentencePiece
+// model's own, else the end-of-text token prepare opened documents with (a BPE's bos = its
+// eos); a token the config names and the tokenizer lacks is refused. add_bos/add_eos are the
+// config's, else false: this project's tokenizers add no BOS, so a model trained here never
+// saw one (llama.cpp's default would prepend it). The folder's end-of-turn ids
+// (generation_config.json, else its eos) are CONTROL; eot_token_id is the first that is not
+// the eos (one llama.cpp knows as an end of turn preferred), eom_token_id <|eom_id|>; a note
+// names those llama.cpp will not stop at. The chat template is tokenizer.chat_template.
+// Without a tokenizer the file says "no_vocab" (<arch>.vocab_size sizes the embedding):
+// llama.cpp runs it on token ids only.
 #pragma once
 #include <string>
 #include <vector>

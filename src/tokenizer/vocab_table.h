@@ -1,5 +1,5 @@
 // A tokenizer's vocabulary as data, for the files that carry a tokenizer inside them (GGUF:
-// checkpoint/gguf_export.cpp): every id's token text and kind, the merges of a BPE and the
+// runtime/gguf_export.cpp): every id's token text and kind, the merges of a BPE and the
 // scores of a SentencePiece model. What the tokenizer does stays in the tokenizer; this is
 // only what it holds.
 #pragma once

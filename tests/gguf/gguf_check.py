@@ -15,7 +15,7 @@ Hugging Face export (model.safetensors, read here too) and tokenizer folder:
     names, shapes and data offset.
 
 usage: gguf_check.py --gguf F --hf DIR --tokenizer DIR --family gpt2|llama|qwen3 --type f16|q8_0
-                     --pre NAME [--node-modules DIR] [--gen-eos ID,...]
+                     --pre NAME [--node-modules DIR]
 Exits 1 with the failures listed.
 """
 import argparse
@@ -295,6 +295,12 @@ def main():
         check(kv.get("tokenizer.ggml.eos_token_id") == eos, f"eos id {kv.get('tokenizer.ggml.eos_token_id')}, expected {eos}")
         check(types.get("tokenizer.ggml.eos_token_id") == 4, "eos id not UINT32")
         check(ttypes[eos] == 3, "the eos token is not CONTROL")
+    # add_bos / add_eos always written (what training did: no BOS added), as BOOL.
+    for flag in ("add_bos_token", "add_eos_token"):
+        key = "tokenizer.ggml." + flag
+        check(types.get(key) == 7, f"{key}: type {types.get(key)}, not BOOL")
+        check(kv.get(key) == bool(tc.get(flag, False)), f"{key} = {kv.get(key)}")
+    check("tokenizer.ggml.eos_token_id" in kv, "no eos_token_id")
     if "tokenizer.ggml.eot_token_id" in kv:
         check(ttypes[kv["tokenizer.ggml.eot_token_id"]] == 3, "the eot token is not CONTROL")
     if tc.get("chat_template"):

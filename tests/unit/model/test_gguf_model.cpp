@@ -81,13 +81,6 @@ double f32_key(const gguf_test::File& f, const std::string& key) {
     return it->second.f;
 }
 
-// HF row of the ggml row r of a head-major [heads * D, ...] q or k: ggml's row 2i + j of a
-// head holds HF's row j * D/2 + i.
-int hf_row(int r, int D) {
-    const int h = r / D, k = r % D;
-    return h * D + (k % 2) * (D / 2) + k / 2;
-}
-
 }  // namespace
 
 TEST(GgufModel, Gpt2NamesShapesAndTransposedConv1D) {
@@ -127,6 +120,7 @@ TEST(GgufModel, Gpt2NamesShapesAndTransposedConv1D) {
     EXPECT_EQ(u32_key(f, "gpt2.block_count"), 2u);
     EXPECT_EQ(u32_key(f, "gpt2.feed_forward_length"), 32u);
     EXPECT_EQ(u32_key(f, "gpt2.attention.head_count"), 2u);
+    EXPECT_EQ(u32_key(f, "gpt2.vocab_size"), 64u);  // sizes the embedding without a tokenizer
     EXPECT_FLOAT_EQ(f32_key(f, "gpt2.attention.layer_norm_epsilon"), 1e-5);
     for (const GgufModelTensor& g : w.model.tensors) {
         const bool want_f32 = g.shape.size() == 1 || g.name == "position_embd.weight";
@@ -136,9 +130,10 @@ TEST(GgufModel, Gpt2NamesShapesAndTransposedConv1D) {
 }
 
 // Llama (grouped-query, untied): q and k rows in adjacent pairs per head, v and the rest as
-// they are; output.weight written; the llama keys.
+// they are; output.weight written; the llama keys. A head of 8 rows, where the reordering is
+// not its own inverse: ggml rows 0..7 are HF rows 0, 4, 1, 5, 2, 6, 3, 7.
 TEST(GgufModel, LlamaReordersQAndKIntoAdjacentPairs) {
-    const ModelSpec s = llama_spec(64, 16, 2, 4, 2, 16, 24, /*tied=*/false);  // hs 4
+    const ModelSpec s = llama_spec(64, 16, 2, 2, 1, 16, 24, /*tied=*/false);  // hs 8
     const ParamTable t(s);
     const std::vector<float> p = distinct_values(t.total());
     const Written w = write_and_read(t, p);
@@ -152,24 +147,24 @@ TEST(GgufModel, LlamaReordersQAndKIntoAdjacentPairs) {
     EXPECT_EQ(f.kv.at("general.architecture").s, "llama");
     EXPECT_EQ(f.tensor("blk.0.attn_q.weight").ne, (std::vector<uint64_t>{16, 16}));
     EXPECT_EQ(f.tensor("blk.0.attn_k.weight").ne, (std::vector<uint64_t>{16, 8}));
+    const int order[8] = {0, 4, 1, 5, 2, 6, 3, 7};
     EXPECT_EQ(f.tensor("blk.0.ffn_gate.weight").ne, (std::vector<uint64_t>{16, 24}));
     EXPECT_EQ(f.tensor("output.weight").ne, (std::vector<uint64_t>{16, 64}));
     for (const auto& [slot, name, rows] :
          {std::tuple{Slot::Q, "blk.1.attn_q.weight", 16}, {Slot::K, "blk.1.attn_k.weight", 8}}) {
         const std::vector<float> got = f.values(name);
         const float* src = hf(t, p, slot, 1);
-        for (int r = 0; r < rows; r++)
+        for (int r = 0; r < rows; r++) {
+            const int from = r / 8 * 8 + order[r % 8];
             for (int c = 0; c < 16; c++)
-                ASSERT_EQ(got[r * 16 + c], src[hf_row(r, 4) * 16 + c]) << name << " " << r;
+                ASSERT_EQ(got[r * 16 + c], src[from * 16 + c]) << name << " " << r;
+        }
     }
-    // The definition on one head of 4 rows: ggml rows 0, 1, 2, 3 are HF rows 0, 2, 1, 3.
-    EXPECT_EQ((std::vector<int>{hf_row(0, 4), hf_row(1, 4), hf_row(2, 4), hf_row(3, 4)}),
-              (std::vector<int>{0, 2, 1, 3}));
     const std::vector<float> v = f.values("blk.1.attn_v.weight");
     EXPECT_TRUE(std::equal(v.begin(), v.end(), hf(t, p, Slot::V, 1)));
-    EXPECT_EQ(u32_key(f, "llama.attention.head_count"), 4u);
-    EXPECT_EQ(u32_key(f, "llama.attention.head_count_kv"), 2u);
-    EXPECT_EQ(u32_key(f, "llama.rope.dimension_count"), 4u);
+    EXPECT_EQ(u32_key(f, "llama.attention.head_count"), 2u);
+    EXPECT_EQ(u32_key(f, "llama.attention.head_count_kv"), 1u);
+    EXPECT_EQ(u32_key(f, "llama.rope.dimension_count"), 8u);
     EXPECT_EQ(u32_key(f, "llama.vocab_size"), 64u);
     EXPECT_FLOAT_EQ(f32_key(f, "llama.rope.freq_base"), 10000.0);
     EXPECT_FLOAT_EQ(f32_key(f, "llama.attention.layer_norm_rms_epsilon"), s.norm_eps);
@@ -264,7 +259,7 @@ TEST(GgufModel, QwenKeepsHfOrderWithBiasesAndHeadNorms) {
 // Mistral is llama.cpp's llama: reordered q/k; its sliding window is not kept, and a note
 // says so.
 TEST(GgufModel, MistralIsLlamaWithANoteOnItsWindow) {
-    ModelSpec s = llama_spec(64, 16, 1, 4, 2, 16, 24, true);
+    ModelSpec s = llama_spec(64, 16, 1, 2, 1, 16, 24, true);  // hs 8
     s.arch = ModelArch::Mistral;
     s.sliding_window = 8;
     const ParamTable t(s);
@@ -273,8 +268,9 @@ TEST(GgufModel, MistralIsLlamaWithANoteOnItsWindow) {
     EXPECT_EQ(w.file.kv.at("general.architecture").s, "llama");
     const std::vector<float> k = w.file.values("blk.0.attn_k.weight");
     const float* src = hf(t, p, Slot::K, 0);
+    const int order[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // ggml row r of the head: HF row order[r]
     for (int r = 0; r < 8; r++)
-        for (int c = 0; c < 16; c++) ASSERT_EQ(k[r * 16 + c], src[hf_row(r, 4) * 16 + c]);
+        for (int c = 0; c < 16; c++) ASSERT_EQ(k[r * 16 + c], src[order[r] * 16 + c]);
     ASSERT_EQ(w.model.notes.size(), 1u);
     EXPECT_NE(w.model.notes[0].find("sliding window"), std::string::npos);
     EXPECT_EQ(w.file.kv.count("llama.attention.sliding_window"), 0u);

@@ -87,7 +87,7 @@ TEST(GgufExport, ByteLevelBpeIsLlamaCppsGpt2Model) {
                                         synthetic::byte_char(' ') + " h"}));
     EXPECT_EQ(f.kv.at("tokenizer.ggml.eos_token_id").type, 4u);  // UINT32
     EXPECT_EQ(f.kv.at("tokenizer.ggml.eos_token_id").u, 261u);
-    EXPECT_EQ(f.kv.count("tokenizer.ggml.bos_token_id"), 0u);  // null in the config
+    EXPECT_EQ(f.kv.at("tokenizer.ggml.bos_token_id").u, 261u);  // null in the config: the eos
     EXPECT_EQ(f.kv.count("tokenizer.ggml.eot_token_id"), 0u);  // the eos ends turns
     EXPECT_EQ(f.kv.at("tokenizer.ggml.add_bos_token").type, 7u);
     EXPECT_EQ(f.kv.at("tokenizer.ggml.add_bos_token").u, 0u);
@@ -101,6 +101,33 @@ TEST(GgufExport, ByteLevelBpeIsLlamaCppsGpt2Model) {
     EXPECT_EQ(g.kv.at("tokenizer.ggml.eot_token_id").u, 259u);
     EXPECT_EQ(g.kv.at("tokenizer.ggml.token_type").items[259].i, 3);  // made CONTROL
     EXPECT_EQ(g.kv.count("general.name"), 0u);
+
+    // A config naming a token the tokenizer lacks is refused, as prepare refuses it.
+    write(dir + "/tokenizer_config.json", R"({"eos_token": "<|eot_id|>"})");
+    EXPECT_THROW(
+        export_gguf(dir + "/m3.gguf", table, params.data(), gguf::TensorType::F16, &files, ""),
+        Error);
+    EXPECT_FALSE(fs::exists(dir + "/m3.gguf"));
+}
+
+// A tokenizer.json alone (as `trainrt tokenizer train` writes it, before an export adds its
+// config): no BOS added (nothing here ever added one), and with no end-of-text token among
+// <|endoftext|>, <|end_of_text|>, </s> a note says which id llama.cpp takes.
+TEST(GgufExport, ATokenizerWithoutConfigAddsNoBosAndSaysWhatEndsText) {
+    const std::string dir = test_dir();
+    write(dir + "/tokenizer.json", synthetic::tokenizer_json());
+    const tok::TokenizerFiles files = tok::find_tokenizer_files(dir, "test");
+    const ParamTable table(gpt2_spec(300, 8, 1, 2, 32));
+    const std::vector<float> params(table.total(), 0.0f);
+    const GgufExportResult r =
+        export_gguf(dir + "/m.gguf", table, params.data(), gguf::TensorType::F32, &files, "");
+    const gguf_test::File f = gguf_test::read_file(dir + "/m.gguf");
+    EXPECT_EQ(f.kv.at("tokenizer.ggml.add_bos_token").type, 7u);
+    EXPECT_EQ(f.kv.at("tokenizer.ggml.add_bos_token").u, 0u);
+    EXPECT_EQ(f.kv.at("tokenizer.ggml.add_eos_token").u, 0u);
+    EXPECT_EQ(f.kv.count("tokenizer.ggml.eos_token_id"), 0u);
+    ASSERT_EQ(r.notes.size(), 1u);
+    EXPECT_NE(r.notes[0].find("id 11"), std::string::npos) << r.notes[0];
 }
 
 // Another pre-tokenizer than the three llama.cpp names: "default", with a note. No tokenizer:
@@ -116,8 +143,8 @@ TEST(GgufExport, WhatLlamaCppCannotTakeIsNotedOrRefused) {
     const std::vector<float> params(table.total(), 0.0f);
     GgufExportResult r =
         export_gguf(dir + "/a.gguf", table, params.data(), gguf::TensorType::F32, &files, "");
-    ASSERT_EQ(r.notes.size(), 1u);
-    EXPECT_NE(r.notes[0].find("pre-tokenizer"), std::string::npos) << r.notes[0];
+    ASSERT_EQ(r.notes.size(), 2u);  // and no end-of-text token (the test above)
+    EXPECT_NE(r.notes[1].find("pre-tokenizer"), std::string::npos) << r.notes[1];
     EXPECT_EQ(gguf_test::read_file(dir + "/a.gguf").kv.at("tokenizer.ggml.pre").s, "default");
 
     r = export_gguf(dir + "/b.gguf", table, params.data(), gguf::TensorType::F32, nullptr, "");
@@ -125,6 +152,7 @@ TEST(GgufExport, WhatLlamaCppCannotTakeIsNotedOrRefused) {
     EXPECT_NE(r.notes[0].find("no tokenizer"), std::string::npos);
     const gguf_test::File b = gguf_test::read_file(dir + "/b.gguf");
     EXPECT_EQ(b.kv.at("tokenizer.ggml.model").s, "no_vocab");
+    EXPECT_EQ(b.kv.at("gpt2.vocab_size").u, 300u);  // what sizes llama.cpp's embedding then
     EXPECT_EQ(b.kv.count("tokenizer.ggml.tokens"), 0u);
 
     const ParamTable small(gpt2_spec(256, 8, 1, 2, 32));
@@ -193,6 +221,7 @@ TEST(GgufExport, SentencePieceIsLlamaCppsLlamaModel) {
     EXPECT_EQ(f.kv.at("tokenizer.ggml.bos_token_id").u, 1u);
     EXPECT_EQ(f.kv.at("tokenizer.ggml.eos_token_id").u, 2u);
     EXPECT_EQ(f.kv.at("tokenizer.ggml.unknown_token_id").u, 0u);
+    EXPECT_EQ(f.kv.at("tokenizer.ggml.add_bos_token").u, 0u);  // not llama.cpp's SPM default
     EXPECT_EQ(f.kv.at("general.file_type").u, 32u);  // MOSTLY_BF16
     EXPECT_EQ(f.tensor("token_embd.weight").type, 30u);
     EXPECT_EQ(f.tensor("blk.0.attn_norm.weight").type, 0u);  // norms stay F32
