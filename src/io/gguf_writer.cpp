@@ -41,7 +41,6 @@ void Writer::begin_kv(const std::string& key, ValueType type, size_t items) {
     if (std::find(keys_.begin(), keys_.end(), key) != keys_.end())
         fail(Status::InvalidArgument, "gguf: metadata key '", key, "' added twice");
     keys_.push_back(key);
-    ++kv_count_;
     put_string(key);
     put<uint32_t>(kv_, static_cast<uint32_t>(type));
 }
@@ -128,7 +127,7 @@ void Writer::write(const std::string& path) const {
     head.insert(head.end(), {'G', 'G', 'U', 'F'});
     put<uint32_t>(head, kVersion);
     put<uint64_t>(head, tensors_.size());
-    put<uint64_t>(head, kv_count_);
+    put<uint64_t>(head, keys_.size());
     head.insert(head.end(), kv_.begin(), kv_.end());
     for (const Tensor& t : tensors_) {
         put<uint64_t>(head, t.name.size());

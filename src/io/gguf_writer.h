@@ -69,7 +69,7 @@ public:
     void write(const std::string& path) const;
 
     size_t tensor_count() const { return tensors_.size(); }
-    size_t kv_count() const { return kv_count_; }
+    size_t kv_count() const { return keys_.size(); }
 
 private:
     struct Tensor {
@@ -84,8 +84,7 @@ private:
     void put_string(const std::string& s);
 
     std::vector<uint8_t> kv_;  // the encoded key/value records, in the order added
-    std::vector<std::string> keys_;
-    size_t kv_count_ = 0;
+    std::vector<std::string> keys_;  // one per record of kv_
     std::vector<Tensor> tensors_;
     uint64_t data_bytes_ = 0;  // the data section so far (padded)
 };
