@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "config/run_config.h"
+#include "core/base_quant.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/q8_moments.h"

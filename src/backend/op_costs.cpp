@@ -60,6 +60,15 @@ OpCost encoder_backward(float* dwte, float* dwpe, ConstAct dout, const int32_t* 
                 2 * f32(dwpe, N * C)};
 }
 
+// The quantised rows read: a row's share of the weight's bytes.
+OpCost qencoder_forward(Act out, const int32_t* /*inputs*/, const QuantWeight& wte,
+                        const float* wpe, int B, int T, int C, const int32_t* pos) {
+    const double N = double(B) * T;
+    const double row_bytes = wte.rows ? double(wte.bytes()) / wte.rows : 0.0;
+    return {"", 0,
+            N * kI32 + (pos ? N * kI32 : 0) + N * row_bytes + f32(wpe, N * C) + act(out, N * C)};
+}
+
 OpCost layernorm_forward(Act out, float* mean, float* rstd, ConstAct inp, const float* w,
                          const float* b, int N, int C) {
     return {"", 0,
@@ -90,6 +99,27 @@ OpCost matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout, Co
     if (dinp) bytes += f32(weight, double(K) * M) + act(dinp, double(N) * K);
     if (dweight) bytes += act(inp, double(N) * K) + 2 * f32(dweight, double(K) * M);
     return {matmul_label("bwd", K, M, layout), 2.0 * N * K * M * products, bytes};
+}
+
+std::string qmatmul_label(const char* pass, int K, int M, const QuantWeight& w) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "qmatmul %s %dx%d (%s)", pass, K, M, to_string(w.type));
+    return buf;
+}
+
+// The weight's bytes as stored (its dequantised tiles stay in cache).
+OpCost qmatmul_forward(Act out, ConstAct inp, const QuantWeight& weight, const float* bias, int N,
+                       int K, int M) {
+    return {
+        qmatmul_label("fwd", K, M, weight), 2.0 * N * K * M,
+        act(inp, double(N) * K) + double(weight.bytes()) + f32(bias, M) + act(out, double(N) * M)};
+}
+
+OpCost qmatmul_backward(Act dinp, float* dbias, ConstAct dout, const QuantWeight& weight, int N,
+                        int K, int M) {
+    double bytes = act(dout, double(N) * M) + 2 * f32(dbias, M);
+    if (dinp) bytes += double(weight.bytes()) + act(dinp, double(N) * K);
+    return {qmatmul_label("bwd", K, M, weight), dinp ? 2.0 * N * K * M : 0.0, bytes};
 }
 
 // The backend's saved statistics are its own business (attention_saved_floats): not counted.

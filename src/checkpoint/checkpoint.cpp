@@ -319,6 +319,7 @@ void write_checkpoint(const std::string& dir_arg, const ParamTable& table, const
              "': library_version and config_toml must be valid UTF-8");
     for (const auto& [name, hex] : state.frozen_sha256) {
         const ParamTensor* t = table.find(name);
+        if (!t) t = table.find_quantised(name);  // a quantised base's (lora.base_dtype)
         if (!t || t->trainable || hex.size() != 64)
             fail(Status::InvalidArgument, "write_checkpoint '", dir, "': frozen_sha256 names '",
                  name, "', which is not a frozen tensor of the model (or its digest is not hex)");

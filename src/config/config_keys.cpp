@@ -125,6 +125,8 @@ const std::vector<KeyDesc>& keys() {
         TRT_NAMES(lora, target_modules, kLoss),
         TRT_PATH(lora, init_from, kNoLoss),
         TRT_FLOAT(lora, dropout, kLoss, 0.0, false, 1.0, true),
+        TRT_ENUM(lora, base_dtype, kLoss, BaseDType),
+        TRT_BOOL(lora, double_quant, kLoss),
 
         TRT_PATH(data, train, kNoLoss),
         TRT_PATH(data, val, kNoLoss),

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/base_quant.h"
+
 namespace trt {
 
 enum class ModelArch { Gpt2, Llama, Qwen2, Mistral, Qwen3 };  // one row each in model/family.cpp
@@ -167,6 +169,11 @@ struct LoraConfig {
     std::vector<std::string> target_modules;
     std::string init_from;   // a PEFT adapter folder to start from; "" = fresh (B = 0)
     double dropout = 0.0;    // lora_dropout: on each adapter's input (training only)
+    // QLoRA: the frozen base kept in fewer bits (core/base_quant.h, model/quantised_base.h):
+    // every block's linear weights in base_dtype, and then the token embedding and an untied
+    // head in bf16; fp32 = as loaded.
+    BaseDType base_dtype = BaseDType::Fp32;
+    bool double_quant = true;  // nf4: the blocks' absmax quantised again (QLoRA's choice)
 };
 
 // Data parallelism (docs/DISTRIBUTED.md): every rank runs the same config on its own rows of

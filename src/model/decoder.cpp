@@ -3,9 +3,10 @@
 #include <algorithm>
 
 #include "core/bf16.h"
-#include "core/fp16.h"
 #include "core/error.h"
+#include "core/fp16.h"
 #include "model/dropout_sites.h"
+#include "model/quantised_base.h"
 #include "model/rope_tables.h"
 #include "model/trainable.h"
 
@@ -17,6 +18,7 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
       dropout_seed_(options.dropout_seed) {
     const ModelSpec& s = spec;
     table_.set_trainable(trainable_flags(table_, options.trainable));
+    quantised_ = std::make_unique<QuantisedBase>(be_, table_);
     const BackwardExtent extent = backward_extent(table_);
     embeddings_train_ = extent.embeddings;
     backward_from_layer_ = extent.from_layer;
@@ -66,6 +68,36 @@ Decoder::~Decoder() {
     be_.free(targets_);
     be_.free(positions_);
     be_.free(kv_cache_);
+}
+
+const QuantWeight* Decoder::quantised(Slot slot, int layer) const {
+    return quantised_->weight(slot, layer);
+}
+
+void Decoder::linear_forward(Act out, ConstAct in, Slot slot, int layer, const float* bias, int N,
+                             int K, int M) {
+    if (const QuantWeight* q = quantised(slot, layer))
+        be_.qmatmul_forward(out, in, *q, bias, N, K, M);
+    else
+        be_.matmul_forward(out, in, w(slot, layer), bias, N, K, M, spec().linear_layout());
+}
+
+void Decoder::linear_backward(Act dinp, float* dbias, ConstAct dout, ConstAct inp, Slot slot,
+                              int layer, int N, int K, int M) {
+    if (const QuantWeight* q = quantised(slot, layer))
+        be_.qmatmul_backward(dinp, dbias, dout, *q, N, K, M);
+    else
+        be_.matmul_backward(dinp, dw(slot, layer), dbias, dout, inp, w(slot, layer), N, K, M,
+                            spec().linear_layout());
+}
+
+void Decoder::head_forward(Act logits, ConstAct lnf, int n) {
+    const int C = spec().C, Vp = table_.padded_vocab();
+    if (const QuantWeight* q = quantised(table_.head_slot()))
+        be_.qmatmul_forward(logits, lnf, *q, nullptr, n, C, Vp);
+    else
+        be_.matmul_forward(logits, lnf, params_ + table_.head().offset, nullptr, n, C, Vp,
+                           WeightLayout::OutIn);
 }
 
 float* Decoder::w(Slot slot, int layer) {
@@ -244,10 +276,9 @@ void Decoder::block_attention_forward(int i, int B, int T, int cache_pos0) {
     const ModelSpec& s = spec();
     // A: the attention's width, NH heads side by side (C unless the model has a head_dim).
     const int N = B * T, C = s.C, A = s.attention_width();
-    const WeightLayout lin = s.linear_layout();
     LayerActivations& a = acts_.layers[i];
-    const float* Wqkv = s.split_qkv() ? w(Slot::Q, i) : w(Slot::Qkv, i);
-    be_.matmul_forward(a.qkv, a.ln1, Wqkv, w(qkv_bias_slot(), i), N, C, s.qkv_width(), lin);
+    linear_forward(a.qkv, a.ln1, s.split_qkv() ? Slot::Q : Slot::Qkv, i, w(qkv_bias_slot(), i), N,
+                   C, s.qkv_width());
     for (Slot p : {Slot::Qkv, Slot::Q, Slot::K, Slot::V}) lora_forward(p, i, a.ln1, a.qkv, N);
     if (s.family().qk_norm) qk_norm_forward(i, N);
     const bool cached = cache_pos0 >= 0;
@@ -312,8 +343,7 @@ const float* Decoder::residual_branch(Act out, ConstAct in, Slot slot, int layer
     const bool attention = slot == Slot::AttnOut;
     const float* bias = w(attention ? Slot::AttnOutBias : Slot::DownBias, layer);
     const bool drop = dropping(s.dropout);
-    be_.matmul_forward(out, in, w(slot, layer), drop ? bias : nullptr, N, K, s.C,
-                       s.linear_layout());
+    linear_forward(out, in, slot, layer, drop ? bias : nullptr, N, K, s.C);
     lora_forward(slot, layer, in, out, N);
     if (!drop) return bias;
     const DropoutPlace place = attention ? DropoutPlace::AttentionOut : DropoutPlace::MlpOut;
@@ -342,16 +372,16 @@ void Decoder::block_mlp_forward(int i, int N) {
 void Decoder::block_mlp_up_forward(int i, int N) {
     const ModelSpec& s = spec();
     const int C = s.C, F = s.F;
-    const WeightLayout lin = s.linear_layout();
     LayerActivations& a = acts_.layers[i];
     if (s.gated_mlp()) {
         // [gate | up] [N, 2F] in one matmul: gate_proj and up_proj are adjacent.
-        be_.matmul_forward(a.mlp_pre, a.ln2, w(Slot::Gate, i), nullptr, N, C, 2 * F, lin);
+        linear_forward(a.mlp_pre, a.ln2, Slot::Gate, i, nullptr, N, C, 2 * F);
         lora_forward(Slot::Gate, i, a.ln2, a.mlp_pre, N);
         lora_forward(Slot::Up, i, a.ln2, a.mlp_pre, N);
         be_.swiglu_forward(a.mlp_act, a.mlp_pre, N, F);
-    } else if (table_.lora_a(Slot::Up, i)) {  // the adapter goes in before the GELU
-        be_.matmul_forward(a.mlp_pre, a.ln2, w(Slot::Up, i), w(Slot::UpBias, i), N, C, F, lin);
+    } else if (table_.lora_a(Slot::Up, i) || quantised(Slot::Up, i)) {
+        // The adapter goes in before the GELU (and a quantised c_fc has no fused GELU).
+        linear_forward(a.mlp_pre, a.ln2, Slot::Up, i, w(Slot::UpBias, i), N, C, F);
         lora_forward(Slot::Up, i, a.ln2, a.mlp_pre, N);
         be_.gelu_forward(a.mlp_act, a.mlp_pre, static_cast<size_t>(N) * F);
     } else {
@@ -379,8 +409,11 @@ void Decoder::embed(const int32_t* inputs, const float* wpe, int B, int T) {
     const int N = B * T;
     Activations& A = acts_;
     held_row0_ = -1;  // a new pass: lnf, and so the logits, will change
-    be_.encoder_forward(A.encoded, inputs, w(Slot::TokenEmbedding), wpe, B, T, s.C,
-                        pass_positions_);
+    if (const QuantWeight* wte = quantised(Slot::TokenEmbedding))
+        be_.qencoder_forward(A.encoded, inputs, *wte, wpe, B, T, s.C, pass_positions_);
+    else
+        be_.encoder_forward(A.encoded, inputs, w(Slot::TokenEmbedding), wpe, B, T, s.C,
+                            pass_positions_);
     if (dropping(s.dropout))
         be_.dropout(A.encoded, A.encoded, static_cast<size_t>(N) * s.C,
                     mask(s.dropout, kEmbeddingDropoutSite));
@@ -425,17 +458,20 @@ void Decoder::head_loss(const int32_t* targets, int N, float dloss_scale, bool w
     const ModelSpec& s = spec();
     const int C = s.C, Vp = table_.padded_vocab();
     Activations& A = acts_;
-    const ParamTensor& head = table_.head();
-    const float* W = params_ + head.offset;
-    float* dW = head.trainable ? grads_ + head.grad_offset : nullptr;
+    const ParamTensor* head = table_.get(table_.head_slot());  // null: quantised
+    const QuantWeight* qW = quantised(table_.head_slot());
+    const float* W = head ? params_ + head->offset : nullptr;
+    float* dW = head && head->trainable ? grads_ + head->grad_offset : nullptr;
     for (int r0 = 0; r0 < N; r0 += head_rows_) {
         const int n = std::min(head_rows_, N - r0);
         const size_t at = static_cast<size_t>(r0) * static_cast<size_t>(C);
         const ConstAct lnf = ConstAct(A.lnf).at(at);
-        be_.matmul_forward(A.logits, lnf, W, nullptr, n, C, Vp, WeightLayout::OutIn);
+        head_forward(A.logits, lnf, n);
         be_.classifier_forward_backward(A.logits, A.losses + r0, targets + r0, n, s.V, Vp,
                                         dloss_scale, write_grad, scalars);
-        if (write_grad)
+        if (write_grad && qW)
+            be_.qmatmul_backward(A.dln.at(at), nullptr, A.logits, *qW, n, C, Vp);
+        else if (write_grad)
             be_.matmul_backward(A.dln.at(at), dW, nullptr, A.logits, lnf, W, n, C, Vp,
                                 WeightLayout::OutIn);
         // Without write_grad the classifier leaves the logits as they are.
@@ -449,7 +485,6 @@ void Decoder::head_loss(const int32_t* targets, int N, float dloss_scale, bool w
 void Decoder::run_backward(const int32_t* inputs, int B, int T) {
     const ModelSpec& s = spec();
     const int N = B * T, C = s.C, F = s.F, L = s.L, AW = s.attention_width();
-    const WeightLayout lin = s.linear_layout();
     Activations& A = acts_;
     const size_t NC = static_cast<size_t>(N) * static_cast<size_t>(C);
     const size_t act_size = float_dtype_size(A.dresidual.dtype);
@@ -473,25 +508,22 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
         // dresidual = d residual3 = d residual2 (skip) = d fcproj (branch; through its
         // dropout mask into dln when it drops).
         const ConstAct dfc = branch_grad(s.dropout, dropout_site(i, DropoutPlace::MlpOut), N);
-        be_.matmul_backward(A.dmlp_act, dw(Slot::Down, i), dw(Slot::DownBias, i), dfc,
-                            a.mlp_act, w(Slot::Down, i), N, F, C, lin);
+        linear_backward(A.dmlp_act, dw(Slot::DownBias, i), dfc, a.mlp_act, Slot::Down, i, N, F, C);
         lora_backward(Slot::Down, i, a.mlp_act, dfc, A.dmlp_act, N);
-        const float* Wup = s.gated_mlp() ? w(Slot::Gate, i) : w(Slot::Up, i);
-        float* dWup = s.gated_mlp() ? dw(Slot::Gate, i) : dw(Slot::Up, i);
         if (s.gated_mlp())
             be_.swiglu_backward(A.dmlp_pre, a.mlp_pre, A.dmlp_act, N, F);
         else  // the c_fc bias gradient is summed in the GELU backward pass
             be_.gelu_backward_bias(A.dmlp_pre, dw(Slot::UpBias, i), a.mlp_pre, A.dmlp_act, N, F);
-        be_.matmul_backward(A.dln, dWup, nullptr, A.dmlp_pre, a.ln2, Wup, N, C,
-                            s.mlp_up_width(), lin);
+        linear_backward(A.dln, nullptr, A.dmlp_pre, a.ln2, s.gated_mlp() ? Slot::Gate : Slot::Up, i,
+                        N, C, s.mlp_up_width());
         for (Slot p : {Slot::Gate, Slot::Up}) lora_backward(p, i, a.ln2, A.dmlp_pre, A.dln, N);
         norm_backward(A.dresidual, norm_dw(Slot::MlpNorm, i), norm_dw(Slot::MlpNormBias, i),
                       A.dln, a.residual2, w(Slot::MlpNorm, i), a.ln2_mean, a.ln2_rstd, N);
         // dresidual = d residual2 = d residual (skip) = d attproj (branch, as above).
         const ConstAct dproj =
             branch_grad(s.dropout, dropout_site(i, DropoutPlace::AttentionOut), N);
-        be_.matmul_backward(A.datty, dw(Slot::AttnOut, i), dw(Slot::AttnOutBias, i), dproj,
-                            a.atty, w(Slot::AttnOut, i), N, AW, C, lin);
+        linear_backward(A.datty, dw(Slot::AttnOutBias, i), dproj, a.atty, Slot::AttnOut, i, N, AW,
+                        C);
         lora_backward(Slot::AttnOut, i, a.atty, dproj, A.datty, N);
         const AttentionShape shape = pass_attention_shape(i, B, T, false);
         be_.attention_backward(A.dqkv, A.att_scratch, A.datty, a.qkv, a.att_saved, shape);
@@ -499,8 +531,7 @@ void Decoder::run_backward(const int32_t* inputs, int B, int T) {
             be_.rope_backward(A.dqkv, rope_cos_, rope_sin_, 0, shape);
         if (s.family().qk_norm) qk_norm_backward(i, N);  // d(normalised q, k) -> d(q, k)
         const Slot qkv = s.split_qkv() ? Slot::Q : Slot::Qkv;
-        be_.matmul_backward(A.dln, dw(qkv, i), dw(qkv_bias_slot(), i), A.dqkv, a.ln1, w(qkv, i),
-                            N, C, s.qkv_width(), lin);
+        linear_backward(A.dln, dw(qkv_bias_slot(), i), A.dqkv, a.ln1, qkv, i, N, C, s.qkv_width());
         for (Slot p : {Slot::Qkv, Slot::Q, Slot::K, Slot::V})
             lora_backward(p, i, a.ln1, A.dqkv, A.dln, N);
         norm_backward(A.dresidual, norm_dw(Slot::AttnNorm, i), norm_dw(Slot::AttnNormBias, i),
@@ -592,9 +623,7 @@ void Decoder::hold_logit_rows(size_t first, size_t n) {
         f + static_cast<int64_t>(n) <= held_row0_ + held_rows_)
         return;
     const size_t C = static_cast<size_t>(spec().C);
-    be_.matmul_forward(acts_.logits, ConstAct(acts_.lnf).at(first * C),
-                       params_ + table_.head().offset, nullptr, static_cast<int>(n), spec().C,
-                       table_.padded_vocab(), WeightLayout::OutIn);
+    head_forward(acts_.logits, ConstAct(acts_.lnf).at(first * C), static_cast<int>(n));
     held_row0_ = f;
     held_rows_ = static_cast<int>(n);
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "backend/backend.h"
 #include "model/activations.h"
 #include "model/param_table.h"
+#include "model/quantised_base.h"
 
 namespace trt {
 
@@ -48,6 +50,9 @@ public:
     const ParamTable& table() const { return table_; }
     const ModelSpec& spec() const { return table_.spec(); }
     float* params() { return params_; }  // backend memory, table().total() floats
+    // The quantised base (lora.base_dtype): the loaders set() its tensors, then upload() it
+    // before the first pass. Empty without one.
+    QuantisedBase& quantised_base() { return *quantised_; }
     float* grads() { return grads_; }    // backend memory, table().grad_total() floats
     int max_batch() const { return B_; }
     int max_seq() const { return T_; }
@@ -146,6 +151,16 @@ private:
                                int N);
     void norm_backward(Act dinp, float* dw, float* db, ConstAct dout, ConstAct inp,
                        const float* w, const float* mean, const float* rstd, int N);
+    // A block's linear layer (the decoder's fused slots: Qkv or Q, AttnOut, Up or Gate, Down)
+    // on its input, through its quantised weight when the base is quantised; the backward's
+    // weight gradient goes to dw(slot) (a quantised weight has none).
+    void linear_forward(Act out, ConstAct in, Slot slot, int layer, const float* bias, int N, int K,
+                        int M);
+    void linear_backward(Act dinp, float* dbias, ConstAct dout, ConstAct inp, Slot slot, int layer,
+                         int N, int K, int M);
+    // logits [n, Vp] = lnf [n, C] · headᵀ (the head's quantised weight when it has one).
+    void head_forward(Act logits, ConstAct lnf, int n);
+    const QuantWeight* quantised(Slot slot, int layer = -1) const;
     // A tensor's parameters / gradients; nullptr when the family has no such tensor (and,
     // for gradients, when it is frozen).
     float* w(Slot slot, int layer = -1);
@@ -189,6 +204,7 @@ private:
 
     Backend& be_;
     ParamTable table_;
+    std::unique_ptr<QuantisedBase> quantised_;  // empty unless lora.base_dtype quantises
     int B_, T_;
     float* params_ = nullptr;
     float* grads_ = nullptr;

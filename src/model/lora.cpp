@@ -36,6 +36,8 @@ LoraSpec lora_spec(const LoraConfig& config, const ModelSpec& model) {
     out.rank = static_cast<int>(config.rank);
     out.alpha = static_cast<float>(config.alpha);
     out.dropout = static_cast<float>(config.dropout);
+    out.base_dtype = config.base_dtype;
+    out.double_quant = config.double_quant;
     out.targets.assign(static_cast<size_t>(model.L) * per, 0);
     std::vector<bool> used(keys.size(), false);
     for (int layer = 0; layer < model.L; ++layer)
@@ -115,6 +117,9 @@ std::vector<float> merge_lora(const ParamTable& table, const float* host) {
 void init_lora(const ParamTable& table, uint64_t seed, float* host) {
     const uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
     const auto& tensors = table.tensors();
+    // The index the tensor has in the unquantised table: a quantised base's tensors all come
+    // before the adapters, so the adapters start as they would over an fp32 base.
+    const size_t shift = table.quantised_tensors().size();
     for (size_t t = 0; t < tensors.size(); ++t) {
         const ParamTensor& pt = tensors[t];
         float* out = host + pt.offset;
@@ -123,8 +128,9 @@ void init_lora(const ParamTable& table, uint64_t seed, float* host) {
         const double bound = 1.0 / std::sqrt(static_cast<double>(pt.shape[1]));
         // Philox stream 0x10AA per tensor index: independent of the base init's normals.
         for (size_t i = 0; i < pt.numel; i += 4) {
-            const Philox4x32 r = philox4x32_10(static_cast<uint32_t>(i), static_cast<uint32_t>(
-                static_cast<uint64_t>(i) >> 32), static_cast<uint32_t>(t), 0x10AAu, k0, k1);
+            const Philox4x32 r = philox4x32_10(
+                static_cast<uint32_t>(i), static_cast<uint32_t>(static_cast<uint64_t>(i) >> 32),
+                static_cast<uint32_t>(t + shift), 0x10AAu, k0, k1);
             for (size_t j = 0; j < 4 && i + j < pt.numel; ++j) {
                 const double u = (r.v[j] >> 8) / 16777216.0;  // [0, 1), 24 bits
                 out[i + j] = static_cast<float>((2.0 * u - 1.0) * bound);

@@ -39,9 +39,44 @@ void fill_normal(float* out, size_t n, uint64_t seed, uint32_t tensor_index, flo
     }
 }
 
+// A whole model in `full` (laid out by the unquantised twin of `table`) into table's flat host
+// buffer and, for its quantised tensors, the sink.
+void distribute(const ParamTable& full, const float* all, const ParamTable& table, float* host,
+                const QuantisedSink& sink) {
+    for (const ParamTensor& t : table.tensors()) {
+        const ParamTensor* f = full.find(t.name);
+        TRT_CHECK(f != nullptr, "distribute: '", t.name, "' is not in the unquantised table");
+        std::copy(all + f->offset, all + f->offset + t.numel + t.padding, host + t.offset);
+    }
+    for (const ParamTensor& t : table.quantised_tensors()) {
+        const ParamTensor* f = full.find(t.name);
+        TRT_CHECK(f != nullptr, "distribute: '", t.name, "' is not in the unquantised table");
+        sink(t, all + f->offset);
+    }
+}
+
+void require_sink(const ParamTable& table, const QuantisedSink& sink) {
+    TRT_CHECK(table.quantised_tensors().empty() || sink,
+              "loading a quantised base needs a QuantisedSink");
+}
+
 }  // namespace
 
-void init_random(const ParamTable& table, uint64_t seed, float* host) {
+ModelSpec unquantised_spec(const ModelSpec& spec) {
+    ModelSpec s = spec;
+    s.lora.base_dtype = BaseDType::Fp32;
+    return s;
+}
+
+void init_random(const ParamTable& table, uint64_t seed, float* host, const QuantisedSink& sink) {
+    require_sink(table, sink);
+    if (!table.quantised_tensors().empty()) {  // drawn as the unquantised twin, then split
+        const ParamTable full(unquantised_spec(table.spec()));
+        std::vector<float> all(full.total());
+        init_random(full, seed, all.data());
+        distribute(full, all.data(), table, host, sink);
+        return;
+    }
     const ModelSpec& s = table.spec();
     const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(s.L));
     const auto& tensors = table.tensors();
@@ -71,7 +106,9 @@ void init_random(const ParamTable& table, uint64_t seed, float* host) {
     table.clear_padding(host);
 }
 
-void load_hf_weights(const ParamTable& table, const std::string& path, float* host) {
+void load_hf_weights(const ParamTable& table, const std::string& path, float* host,
+                     const QuantisedSink& sink) {
+    require_sink(table, sink);
     // One file, or every shard of a model folder; a tensor is looked up across all of them.
     std::vector<SafetensorsFile> files;
     for (const std::string& f : hf_weight_files(path)) files.push_back(SafetensorsFile::open(f));
@@ -88,7 +125,13 @@ void load_hf_weights(const ParamTable& table, const std::string& path, float* ho
         return {it->second, it->second->find(name)};
     };
     std::set<std::string> used;
-    for (const ParamTensor& pt : table.tensors()) {
+    // (tensor, quantised): the flat buffer's tensors, then the quantised base's.
+    std::vector<std::pair<const ParamTensor*, bool>> wanted;
+    for (const ParamTensor& pt : table.tensors()) wanted.emplace_back(&pt, false);
+    for (const ParamTensor& pt : table.quantised_tensors()) wanted.emplace_back(&pt, true);
+    std::vector<float> one;  // a quantised tensor's values, until the sink has them
+    for (const auto& [wp, quantised] : wanted) {
+        const ParamTensor& pt = *wp;
         if (pt.role == ParamRole::LoraA || pt.role == ParamRole::LoraB) continue;  // adapters
         std::string found_name = pt.name;
         auto [file, info] = find(pt.name);
@@ -108,7 +151,13 @@ void load_hf_weights(const ParamTable& table, const std::string& path, float* ho
                  " (set the model.* keys - vocab_size, context_length, d_model, n_kv_head, "
                  "d_ff - to match the checkpoint)");
         }
-        file->read_f32(*info, host + pt.offset);
+        if (!quantised) {
+            file->read_f32(*info, host + pt.offset);
+        } else {
+            one.resize(pt.numel);
+            file->read_f32(*info, one.data());
+            sink(pt, one.data());
+        }
         used.insert(found_name);
     }
     table.clear_padding(host);
@@ -124,12 +173,20 @@ void load_hf_weights(const ParamTable& table, const std::string& path, float* ho
     }
 }
 
-void load_init_weights(const ParamTable& table, const std::string& path, float* host) {
+void load_init_weights(const ParamTable& table, const std::string& path, float* host,
+                       const QuantisedSink& sink) {
+    require_sink(table, sink);
     const bool llmc = is_llmc_checkpoint(path);
-    if (llmc)
+    if (llmc && !table.quantised_tensors().empty()) {  // a GPT-2 at most: read whole, then split
+        const ParamTable full(unquantised_spec(table.spec()));
+        std::vector<float> all(full.total());
+        load_llmc_gpt2(full, path, all.data());
+        distribute(full, all.data(), table, host, sink);
+    } else if (llmc) {
         load_llmc_gpt2(table, path, host);
-    else
-        load_hf_weights(table, path, host);
+    } else {
+        load_hf_weights(table, path, host, sink);
+    }
     require_finite(table, host, cat("model.init_from '", path, "'"),
                    cat("the weights in this ", llmc ? "llm.c checkpoint" : "safetensors model",
                        " are unusable (a damaged file, or one saved from a diverged run); "

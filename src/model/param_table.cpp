@@ -162,6 +162,7 @@ ParamTable::ParamTable(const ModelSpec& s) : spec_(s) {
                       static_cast<size_t>(global_slots), -1);
     int layer = -1;
     lora_index_.assign(static_cast<size_t>(s.L) * static_cast<size_t>(Slot::kLayerSlots), -1);
+    quantised_index_.assign(index_.size(), -1);
     auto add = [&](std::string name, Slot slot, std::vector<int64_t> shape, ParamRole role) {
         ParamTensor t;
         t.name = std::move(name);
@@ -175,6 +176,15 @@ ParamTable::ParamTable(const ModelSpec& s) : spec_(s) {
         if (role == ParamRole::TokenEmbedding || role == ParamRole::Head)
             t.padding = static_cast<size_t>(Vp_ - s.V) * static_cast<size_t>(C);
         t.shape = std::move(shape);
+        if (s.lora.quantised_base() && quantised_role(role)) {  // kept apart, frozen
+            t.padding = 0;
+            t.trainable = false;
+            num_params_ += t.numel;
+            quantised_index_[static_cast<size_t>(slot_index(slot, t.layer, s.L))] =
+                static_cast<int>(quantised_.size());
+            quantised_.push_back(std::move(t));
+            return;
+        }
         t.offset = total_;
         total_ += t.numel + t.padding;
         num_params_ += t.numel;
@@ -212,6 +222,7 @@ ParamTable::ParamTable(const ModelSpec& s) : spec_(s) {
                 if (!s.lora.targets[static_cast<size_t>(layer * per + k)]) continue;
                 const Slot slot = static_cast<Slot>(k);
                 const ParamTensor* base = get(slot, layer);
+                if (!base) base = quantised(slot, layer);
                 TRT_CHECK(base && base->role == ParamRole::Linear, "LoraSpec: slot ", k,
                           " of the ", arch_name(s), " family is not a linear layer");
                 const std::string module = base->name.substr(0, base->name.size() - 7);
@@ -252,6 +263,15 @@ const ParamTensor* ParamTable::get(Slot slot, int layer) const {
     return i < 0 ? nullptr : &tensors_[static_cast<size_t>(i)];
 }
 
+const ParamTensor* ParamTable::quantised(Slot slot, int layer) const {
+    const bool per_layer = static_cast<int>(slot) < static_cast<int>(Slot::kLayerSlots);
+    if (slot == Slot::kSlots) return nullptr;
+    if (per_layer && (layer < 0 || layer >= spec_.L)) return nullptr;
+    const int i =
+        quantised_index_[static_cast<size_t>(slot_index(slot, per_layer ? layer : 0, spec_.L))];
+    return i < 0 ? nullptr : &quantised_[static_cast<size_t>(i)];
+}
+
 const ParamTensor& ParamTable::at(Slot slot, int layer) const {
     const ParamTensor* t = get(slot, layer);
     TRT_CHECK(t != nullptr, "the ", arch_name(spec_), " parameter table has no tensor in slot ",
@@ -269,6 +289,12 @@ const ParamTensor* ParamTable::lora_a(Slot slot, int layer) const {
 
 const ParamTensor* ParamTable::find(const std::string& name) const {
     for (const ParamTensor& t : tensors_)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+const ParamTensor* ParamTable::find_quantised(const std::string& name) const {
+    for (const ParamTensor& t : quantised_)
         if (t.name == name) return &t;
     return nullptr;
 }

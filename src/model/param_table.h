@@ -33,6 +33,11 @@ struct LoraSpec {
     // [L * Slot::kLayerSlots]: 1 where the linear of (layer, slot) has an adapter.
     std::vector<uint8_t> targets;
     float dropout = 0.0f;  // lora.dropout: on each adapter's input while training
+    // lora.base_dtype / lora.double_quant: the frozen base kept quantised (QLoRA): the table
+    // holds those tensors apart (ParamTable::quantised_tensors), out of the flat buffer.
+    BaseDType base_dtype = BaseDType::Fp32;
+    bool double_quant = true;
+    bool quantised_base() const { return on() && base_dtype != BaseDType::Fp32; }
     bool on() const { return rank > 0; }
     float scale() const { return alpha / static_cast<float>(rank); }  // PEFT: alpha / r
 };
@@ -131,18 +136,35 @@ struct ParamTensor {
 inline constexpr int kVocabPadding = 128;
 inline int padded_vocab(int V) { return (V + kVocabPadding - 1) / kVocabPadding * kVocabPadding; }
 
+// Whether a run with a quantised base (LoraSpec::quantised_base) keeps the tensor of this role
+// quantised: the blocks' linear weights (in lora.base_dtype), the token embedding and an
+// untied head (in bf16). Norms, biases, wpe and the adapters stay in the flat buffer.
+inline bool quantised_role(ParamRole role) {
+    return role == ParamRole::Linear || role == ParamRole::TokenEmbedding ||
+           role == ParamRole::Head;
+}
+
 class ParamTable {
 public:
     explicit ParamTable(const ModelSpec& spec);
     const ModelSpec& spec() const { return spec_; }
+    // The tensors of the flat buffer (and of files: checkpoints hold these).
     const std::vector<ParamTensor>& tensors() const { return tensors_; }
+    // The frozen tensors a quantised base keeps out of the flat buffer (model/quantised_base.h
+    // holds their values), in HF order: names, shapes, roles, slots and layers as tensors()'
+    // would be; offset and grad_offset mean nothing, trainable is false. Empty unless
+    // spec().lora.quantised_base().
+    const std::vector<ParamTensor>& quantised_tensors() const { return quantised_; }
+    // The quantised tensor in `slot` (of `layer`), or nullptr.
+    const ParamTensor* quantised(Slot slot, int layer = -1) const;
     // Floats in the flat buffer: the parameters plus the padding rows [V, Vp) that follow the
     // token embedding and an untied head (always zero: no token reads them, their logits get
     // no gradient, so AdamW keeps them at 0). The buffer's embedding and head are [Vp, C]
     // matrices for the classifier matmul; every file (checkpoint, HF export, llm.c import)
     // sees only the [V, C] tensors.
     size_t total() const { return total_; }
-    size_t num_params() const { return num_params_; }  // the model's parameters (no padding)
+    // The model's parameters (no padding), the quantised ones included.
+    size_t num_params() const { return num_params_; }
     int padded_vocab() const { return Vp_; }
     // Sets the padding rows of a flat host buffer to 0: every loader and initialiser ends
     // with it, so the invariant "padding is zero" never depends on the caller's buffer.
@@ -157,7 +179,8 @@ public:
     size_t num_trainable_params() const { return num_trainable_; }
     bool all_trainable() const { return num_trainable_ == num_params_; }
 
-    // The tensor in `slot` (of `layer` for per-layer slots); nullptr when the family has none.
+    // The tensor in `slot` (of `layer` for per-layer slots) of the flat buffer; nullptr when
+    // the family has none (or it is quantised: quantised()).
     const ParamTensor* get(Slot slot, int layer = -1) const;
     // The same, for slots the family must have (Error(Internal) otherwise).
     const ParamTensor& at(Slot slot, int layer = -1) const;
@@ -165,9 +188,12 @@ public:
     // next one in tensors(); nullptr when that linear has none.
     const ParamTensor* lora_a(Slot slot, int layer) const;
     bool has_lora() const { return spec_.lora.on(); }
-    // The output head: the token embedding when tied.
-    const ParamTensor& head() const { return spec_.tied ? at(Slot::TokenEmbedding) : at(Slot::Head); }
-    const ParamTensor* find(const std::string& name) const;
+    // The output head: the token embedding when tied (of the flat buffer: a quantised head is
+    // quantised(head_slot())).
+    Slot head_slot() const { return spec_.tied ? Slot::TokenEmbedding : Slot::Head; }
+    const ParamTensor& head() const { return at(head_slot()); }
+    const ParamTensor* find(const std::string& name) const;  // of the flat buffer
+    const ParamTensor* find_quantised(const std::string& name) const;
 
 private:
     ModelSpec spec_;
@@ -176,6 +202,8 @@ private:
     // L * kLayerSlots + (slot - kLayerSlots) for the global ones; -1 = the family has none.
     std::vector<int> index_;
     std::vector<int> lora_index_;  // [L * kLayerSlots]: the lora_A tensor's index, or -1
+    std::vector<ParamTensor> quantised_;
+    std::vector<int> quantised_index_;  // as index_, into quantised_
     size_t total_ = 0;
     size_t num_params_ = 0;
     size_t grad_total_ = 0;

@@ -38,15 +38,29 @@ std::vector<bool> trainable_flags(const ParamTable& table, const std::vector<std
         if (tensors[i].role == ParamRole::LoraA || tensors[i].role == ParamRole::LoraB)
             flags[i] = true;
     for (const std::string& pattern : patterns) {
+        // A quantised base is frozen by construction (lora.base_dtype).
+        for (const ParamTensor& q : table.quantised_tensors())
+            if (name_matches(pattern, q.name))
+                fail(Status::Config, key, ": the pattern ", quote_string(pattern), " names ",
+                     quote_string(q.name), ", which lora.base_dtype = \"",
+                     to_string(table.spec().lora.base_dtype),
+                     "\" keeps quantised and frozen; "
+                     "train it through LoRA adapters (lora.target_modules), or set "
+                     "lora.base_dtype = \"fp32\" to train base tensors");
         bool any = false;
         for (size_t i = 0; i < tensors.size(); ++i)
             if (name_matches(pattern, tensors[i].name)) flags[i] = any = true;
         if (!any) {
-            const ParamTensor& first_linear = table.at(table.spec().split_qkv() ? Slot::Q : Slot::Qkv,
-                                                       table.spec().L > 0 ? 0 : -1);
-            fail(Status::Config, key, ": the pattern ", quote_string(pattern), " matches no tensor of the ",
-                 arch_name(table.spec()), " model; patterns match whole Hugging Face tensor "
-                 "names such as ", quote_string(tensors.front().name), " or ", quote_string(first_linear.name),
+            const Slot first_slot = table.spec().split_qkv() ? Slot::Q : Slot::Qkv;
+            const int first_layer = table.spec().L > 0 ? 0 : -1;
+            const ParamTensor* first_linear = table.get(first_slot, first_layer);
+            if (!first_linear) first_linear = table.quantised(first_slot, first_layer);
+            fail(Status::Config, key, ": the pattern ", quote_string(pattern),
+                 " matches no tensor of the ", arch_name(table.spec()),
+                 " model; patterns match whole Hugging Face tensor "
+                 "names such as ",
+                 quote_string(tensors.front().name), " or ",
+                 quote_string(first_linear ? first_linear->name : tensors.back().name),
                  " ('*' for any characters, e.g. \"h.11.*\" or \"*.mlp.*\")");
         }
     }

@@ -23,7 +23,10 @@ void export_checkpoint(const std::string& dir, const std::string& out_dir, Expor
         return export_checkpoint_hf(dir, out_dir, dtype, kDefaultMaxShardBytes, before_writing);
     refuse_export_into_checkpoint(dir, out_dir, "export");
     ModelSpec spec = read_checkpoint_model_spec(dir);
+    // A file gets the base as loaded (a QLoRA run's adapters merge into the full-precision
+    // base its model.init_from holds, not into its quantised copy).
     spec.lora = lora_spec(run.lora, spec);
+    spec.lora.base_dtype = BaseDType::Fp32;
     const ParamTable table(spec);
     std::vector<float> params(table.total());
     // A checkpoint without its frozen base (format 3): a model export reads the base from
@@ -49,6 +52,7 @@ CheckpointModel read_checkpoint_model(const std::string& dir) {
     m.run = Config::from_string(recorded.config_toml, "", dir + "/state.json").run();
     ModelSpec spec = read_checkpoint_model_spec(dir);
     spec.lora = lora_spec(m.run.lora, spec);
+    spec.lora.base_dtype = BaseDType::Fp32;  // the full-precision base, as above
     const ParamTable table(spec);
     std::vector<float> params(table.total());
     const bool need_base = !recorded.frozen_sha256.empty();

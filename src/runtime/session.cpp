@@ -14,10 +14,11 @@
 #include "config/size_limits.h"
 #include "data/prepare_text.h"
 #include "data/tokenizer_agreement.h"
+#include "io/sha256.h"
 #include "model/finite_check.h"
 #include "model/lora.h"
-#include "model/peft_adapter.h"
 #include "model/model_weights.h"
+#include "model/peft_adapter.h"
 #include "runtime/batch_size.h"
 #include "runtime/model_info.h"
 #include "runtime/session_dist.h"
@@ -237,15 +238,38 @@ void Session::build_model(int32_t document_separator) {
     // Packed examples carry positions: a backend sizes for attention that can mask them.
     spec.documents = (run_.data.packing && (train_examples_.set || val_examples_.set)) ||
                      document_separator >= 0;
+    if (spec.lora.quantised_base() &&
+        !backend_->supports(OpKind::qmatmul_forward, model_dims(ParamTable(spec), B, T),
+                            precision_))
+        fail(Status::Config, "lora.base_dtype = \"", to_string(spec.lora.base_dtype), "\": the ",
+             backend_->name(),
+             " backend has no matmuls on a quantised base yet; train on "
+             "the CPU (runtime.device = \"cpu\") or set lora.base_dtype = \"fp32\"");
     model_ = std::make_unique<Decoder>(*backend_, spec, B, T, decoder_options());
-    const std::vector<float> host = initial_weights();
+    // A quantised base (lora.base_dtype) takes its tensors one at a time as they are read,
+    // with their digests: the same as an fp32 run's of the same file.
+    QuantisedBase& quantised = model_->quantised_base();
+    std::map<std::string, std::string> quantised_sha256;
+    const std::string source = mc.init_from.empty() ? std::string("the random init")
+                                                    : cat("model.init_from '", mc.init_from, "'");
+    QuantisedSink sink;
+    if (!quantised.empty())
+        sink = [&](const ParamTensor& t, const float* values) {
+            if (!mc.init_from.empty())
+                quantised_sha256[t.name] = sha256_hex(values, t.numel * sizeof(float));
+            quantised.set(t, values, source);
+        };
+    const std::vector<float> host = initial_weights(sink);
     if (world_size_ > 1) require_same_start_on_every_rank(host.data());
     backend_->copy_to_device(model_->params(), host.data(), host.size() * sizeof(float));
+    if (!quantised.empty()) quantised.upload();
     // A frozen base read from model.init_from need not be in checkpoints: its digests stand
     // for it (a fine-tune's checkpoint then holds the adapters, or the tensors that train).
-    if (!mc.init_from.empty())
+    if (!mc.init_from.empty()) {
         for (const ParamTensor& t : model_->table().tensors())
             if (!t.trainable) frozen_sha256_[t.name] = tensor_sha256(t, host.data());
+        frozen_sha256_.insert(quantised_sha256.begin(), quantised_sha256.end());
+    }
 }
 
 DecoderOptions Session::decoder_options() const {
@@ -255,13 +279,13 @@ DecoderOptions Session::decoder_options() const {
 }
 
 // A random init, or model.init_from's weights (adapters drawn), then lora.init_from's.
-std::vector<float> Session::initial_weights() const {
+std::vector<float> Session::initial_weights(const QuantisedSink& quantised) const {
     const ModelConfig& mc = run_.model;
     std::vector<float> host(model_->table().total());
     if (mc.init_from.empty()) {
-        init_random(model_->table(), mc.seed, host.data());  // adapters included
+        init_random(model_->table(), mc.seed, host.data(), quantised);  // adapters included
     } else {
-        load_init_weights(model_->table(), mc.init_from, host.data());
+        load_init_weights(model_->table(), mc.init_from, host.data(), quantised);
         init_lora(model_->table(), mc.seed, host.data());
     }
     if (!run_.lora.init_from.empty()) {

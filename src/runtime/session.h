@@ -24,6 +24,7 @@
 #include "dist/communicator.h"
 #include "io/dir_lock.h"
 #include "model/decoder.h"
+#include "model/model_weights.h"
 #include "runtime/batch_feed.h"
 #include "runtime/gradient_sync.h"
 #include "runtime/metrics_log.h"
@@ -183,7 +184,8 @@ private:
     void check_data_fits() const;
     void build_model(int32_t document_separator);
     DecoderOptions decoder_options() const;      // train.trainable/recompute, the head's chunk
-    std::vector<float> initial_weights() const;  // [table total] fp32, host
+    // [table total] fp32, host; a quantised base's tensors go to `quantised` instead.
+    std::vector<float> initial_weights(const QuantisedSink& quantised) const;
     void build_optimizer();
     void plan_graphs();
 
@@ -356,6 +358,8 @@ private:
     // hold, checkpoints leave them out (format 3). Empty: random init, nothing frozen, or a
     // load replaced them.
     std::map<std::string, std::string> frozen_sha256_;
+    void
+    store_frozen_tensors();  // forget the flat buffer's frozen digests (session_checkpoint.cpp)
     std::unique_ptr<AdamW> optimizer_;
     std::unique_ptr<GradientSync> grad_sync_;  // several ranks only
     std::optional<TokenDataset> train_data_;

@@ -104,6 +104,13 @@ std::string Session::save_into_out_dir() {
     return dir;
 }
 
+// Later checkpoints store the frozen tensors of the flat buffer (they no longer hold
+// model.init_from's values); a quantised base keeps its digests: it is never stored.
+void Session::store_frozen_tensors() {
+    for (auto it = frozen_sha256_.begin(); it != frozen_sha256_.end();)
+        it = model_->table().find_quantised(it->first) ? std::next(it) : frozen_sha256_.erase(it);
+}
+
 void Session::load(const std::string& path) {
     const std::string dir = resolve_checkpoint(path);
     const size_t n = model_->table().total(), ng = model_->table().grad_total();
@@ -115,6 +122,18 @@ void Session::load(const std::string& path) {
     std::vector<std::string> fresh_moments;
     const CheckpointState st = read_checkpoint(dir, model_->table(), params.data(), m.data(),
                                                v.data(), &fresh_moments);
+    // A quantised base (lora.base_dtype) is never in the buffers read above: the digests of
+    // the tensors it was quantised from stand for it.
+    for (const auto& [name, hex] : st.frozen_sha256) {
+        if (!model_->table().find_quantised(name)) continue;
+        const auto ours = frozen_sha256_.find(name);
+        if (ours == frozen_sha256_.end() || ours->second != hex)
+            fail(Status::Config, "checkpoint '", dir, "' was trained on a quantised base whose '",
+                 name, "' is model.init_from = '", st.frozen_from,
+                 "' as it was then, and the "
+                 "base loaded now differs from it (sha256); set model.init_from to that base, "
+                 "unchanged");
+    }
     const std::string advice = "this checkpoint is unusable (written from a diverged run, or "
                                "edited); resume from an earlier one";
     require_finite(model_->table(), params.data(), cat("checkpoint '", dir, "': model.safetensors"),
@@ -141,8 +160,9 @@ void Session::load(const std::string& path) {
     // A checkpoint that stored other values for the frozen tensors: they are no longer
     // model.init_from's, so later checkpoints store them.
     for (const auto& [name, hex] : frozen_sha256_)
-        if (tensor_sha256(*model_->table().find(name), params.data()) != hex) {
-            frozen_sha256_.clear();
+        if (const ParamTensor* t = model_->table().find(name);
+            t && tensor_sha256(*t, params.data()) != hex) {
+            store_frozen_tensors();
             break;
         }
     step_ = st.step;

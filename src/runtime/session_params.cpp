@@ -100,7 +100,7 @@ void Session::write_params(const char* name, const float* values, size_t count) 
     // A frozen tensor that no longer holds model.init_from's values must be stored by later
     // checkpoints (as load() decides for a checkpoint's values).
     for (const ParamTensor* t : targets)
-        if (frozen_sha256_.count(t->name)) frozen_sha256_.clear();
+        if (frozen_sha256_.count(t->name)) store_frozen_tensors();
     own_checkpoint_.clear();  // a save at this step must write the new weights
 }
 

@@ -165,6 +165,9 @@ const std::map<std::string, std::set<std::string>>& activation_tensors() {
         {"matmul_forward", {"inp", "out"}},
         {"matmul_backward", {"inp", "dout", "dinp"}},
         {"matmul_gelu_forward", {"inp", "pre", "out"}},
+        {"qmatmul_forward", {"inp", "out"}},
+        {"qmatmul_backward", {"dout", "dinp"}},
+        {"qencoder_forward", {"out"}},
         {"gelu_backward_bias", {"inp", "dout", "dinp"}},
         {"attention_forward", {"qkv", "out"}},
         {"attention_backward", {"qkv", "dout", "dqkv"}},
@@ -468,6 +471,183 @@ void matmul_cases() {
                     add(c);
                 }
             }
+}
+
+// ---------------------------------------------------------------- quantised weights
+
+// lora.base_dtype's formats (core/base_quant.h) as the cases take them.
+struct QuantType {
+    trt::BaseDType type;
+    bool double_quant;
+    const char* name;
+};
+const QuantType kQuantTypes[] = {{trt::BaseDType::Nf4, false, "nf4"},
+                                 {trt::BaseDType::Nf4, true, "nf4_dq"},
+                                 {trt::BaseDType::Int8, false, "int8"},
+                                 {trt::BaseDType::Bf16, false, "bf16"}};
+
+// A case's fp32 weight [sum(rows), cols] quantised as one matrix of tensors `rows` high (a
+// fused matmul's parts), as the model's quantised base holds it.
+trt::QuantisedMatrix quantise(const float* w, int cols, const std::vector<int>& rows,
+                              const QuantType& q) {
+    trt::QuantisedMatrix m(q.type, q.double_quant, cols);
+    size_t at = 0;
+    for (int r : rows) {
+        m.append(w + at, r);
+        at += (size_t)r * cols;
+    }
+    return m;
+}
+trt::QuantisedMatrix quantise(const Vec& w, int cols, const std::vector<int>& rows,
+                              const QuantType& q) {
+    const std::vector<float> f(w.begin(), w.end());
+    return quantise(f.data(), cols, rows, q);
+}
+// The weight the op should have used, in double.
+Vec dequantised(const trt::QuantisedMatrix& m) {
+    std::vector<float> f((size_t)m.rows() * m.cols());
+    trt::dequantise_tile(m.host_view(), 0, m.rows(), 0, m.cols(), f.data(), (size_t)m.cols());
+    return Vec(f.begin(), f.end());
+}
+
+// The case's weight tensor (backend memory) quantised, in the backend's memory for one call.
+class DeviceQuant {
+public:
+    DeviceQuant(Backend& be, const TensorRef& weight, int cols, const std::vector<int>& rows,
+                const QuantType& q)
+        : be_(be) {
+        size_t n = 0;
+        for (int r : rows) n += (size_t)r * cols;
+        std::vector<float> host(n);
+        be.copy_to_host(host.data(), static_cast<const float*>(weight), n * sizeof(float));
+        const trt::QuantisedMatrix m = quantise(host.data(), cols, rows, q);
+        w_ = m.view(upload(m.data()), static_cast<const float*>(upload(m.scales())),
+                    static_cast<const uint8_t*>(upload(m.scale_codes())),
+                    static_cast<const float*>(upload(m.scales2())));
+    }
+    ~DeviceQuant() {
+        for (void* p : buffers_) be_.free(p);
+    }
+    DeviceQuant(const DeviceQuant&) = delete;
+    DeviceQuant& operator=(const DeviceQuant&) = delete;
+    const trt::QuantWeight& weight() const { return w_; }
+
+private:
+    template <typename T>
+    const void* upload(const std::vector<T>& v) {
+        if (v.empty()) return nullptr;
+        void* p = be_.alloc(v.size() * sizeof(T), "quantised weight");
+        buffers_.push_back(p);
+        be_.copy_to_device(p, v.data(), v.size() * sizeof(T));
+        return p;
+    }
+    Backend& be_;
+    std::vector<void*> buffers_;
+    trt::QuantWeight w_;
+};
+
+void qmatmul_cases() {
+    struct S {
+        int N, K, M;
+        std::vector<int> parts;  // the tensors' rows (sum M)
+    };
+    // Blocks across rows (K % 64 != 0), odd tensor sizes, fused parts, one row (decoding),
+    // more tiles than threads, a model-sized product.
+    const S shapes[] = {{14, 64, 36, {24, 6, 6}},     {37, 29, 19, {19}},  {1, 64, 40, {40}},
+                        {130, 67, 201, {67, 67, 67}}, {51, 160, 40, {40}}, {3, 5, 1, {1}},
+                        {512, 768, 768, {768}}};
+    int i = 0;
+    for (const S& s : shapes)
+        for (const QuantType& q : kQuantTypes) {
+            const int N = s.N, K = s.K, M = s.M;
+            const std::vector<int> parts = s.parts;
+            const bool with_bias = (i++ % 2) == 0;
+            const std::string sh = dims_text({{"N", N}, {"K", K}, {"M", M}}) + " " + q.name +
+                                   (parts.size() > 1 ? " parts" : "") + (with_bias ? " bias" : "");
+            const bool large = (size_t)N * K * M > 50'000'000;
+            {
+                OpCase c;
+                c.op = "qmatmul_forward";
+                c.shape = sh;
+                c.tensors = {operand(in("inp", (size_t)N * K)), in("weight", (size_t)M * K),
+                             param(in("bias", M)), out("out", (size_t)N * M)};
+                c.dims = matmul_dims(N, K, M);
+                c.tol = kMatmulForward;
+                c.large = large;
+                c.run = [=](Backend& be, const DeviceTensors& t) {
+                    const DeviceQuant w(be, t.f(1), K, parts, q);
+                    be.qmatmul_forward(t.f(3), t.f(0), w.weight(), t.f_if(with_bias, 2), N, K, M);
+                };
+                c.reference = [=](HostTensors& h) {
+                    const Vec W = dequantised(quantise(h.f[1], K, parts, q));
+                    h.f[3] = ref::matmul_forward(h.f[0], W, with_bias ? &h.f[2] : nullptr, N, K, M,
+                                                 WeightLayout::OutIn);
+                };
+                add(c);
+            }
+            for (bool with_dinp : {true, false}) {
+                if (!with_dinp && !with_bias) continue;  // dbias alone, where there is a bias
+                OpCase c;
+                c.op = "qmatmul_backward";
+                c.shape = sh + (with_dinp ? "" : " no_dinp");
+                c.tensors = {in("weight", (size_t)M * K), operand(in("dout", (size_t)N * M)),
+                             out("dinp", (size_t)N * K), acc("dbias", M)};
+                c.dims = matmul_dims(N, K, M);
+                c.tol = kMatmulBackward;
+                c.large = large;
+                c.run = [=](Backend& be, const DeviceTensors& t) {
+                    const DeviceQuant w(be, t.f(0), K, parts, q);
+                    be.qmatmul_backward(t.f_if(with_dinp, 2), t.f_if(with_bias, 3), t.f(1),
+                                        w.weight(), N, K, M);
+                };
+                c.reference = [=](HostTensors& h) {
+                    const Vec W = dequantised(quantise(h.f[0], K, parts, q));
+                    const Vec inp((size_t)N * K, 0.0);
+                    Vec dinp, dw, db;
+                    ref::matmul_backward(h.f[1], inp, W, N, K, M, WeightLayout::OutIn, dinp, dw,
+                                         db);
+                    if (with_dinp) h.f[2] = dinp;
+                    if (with_bias) add_into(h.f[3], db);
+                };
+                if (!with_dinp) c.tensors[2].use = Use::In;  // not written: not compared
+                add(c);
+            }
+        }
+}
+
+// A quantised token embedding (a frozen wte kept in bf16): its rows dequantised, plus wpe.
+void qencoder_cases() {
+    struct S {
+        int B, T, C, V;
+        bool wpe;
+    };
+    int i = 0;
+    for (S s : {S{2, 7, 64, 5, true}, S{3, 17, 40, 67, false}, S{1, 1, 8, 3, true}})
+        for (const QuantType& q : kQuantTypes) {
+            const int B = s.B, T = s.T, C = s.C, V = s.V, P = T + 3;
+            const bool wpe = s.wpe && (i++ % 2 == 0);
+            OpCase c;
+            c.op = "qencoder_forward";
+            c.shape = dims_text({{"B", B}, {"T", T}, {"C", C}, {"V", V}}) + " " + q.name +
+                      (wpe ? "" : " no_wpe");
+            const size_t N = (size_t)B * T;
+            // A dequantised value plus one add: the same bits on every backend.
+            c.tensors = {ids("inputs", N, V), in("wte", (size_t)V * C), in("wpe", (size_t)P * C),
+                         bitwise(out("out", N * C))};
+            c.dims = rows_dims(T, C);
+            c.dims.B = B;
+            c.dims.V = V;
+            c.tol = kFp32Math;
+            c.run = [=](Backend& be, const DeviceTensors& t) {
+                const DeviceQuant w(be, t.f(1), C, {V}, q);
+                be.qencoder_forward(t.f(3), t.ids(0), w.weight(), t.f_if(wpe, 2), B, T, C);
+            };
+            c.reference = [=](HostTensors& h) {
+                const Vec W = dequantised(quantise(h.f[1], C, {V}, q));
+                h.f[3] = ref::encoder_forward(h.ids[0], W, wpe ? h.f[2] : Vec{}, B, T, C);
+            };
+            add(c);
+        }
 }
 
 void matmul_gelu_cases() {
@@ -1336,6 +1516,8 @@ const std::vector<OpCase>& all_cases() {
         residual_layernorm_cases();
         matmul_cases();
         matmul_gelu_cases();
+        qmatmul_cases();
+        qencoder_cases();
         gelu_backward_bias_cases();
         attention_cases();
         attention_document_cases();

@@ -347,6 +347,49 @@ def make_lora(init, rank, targets, conv1d, seed):
     return adapters
 
 
+# ----------------------------------------------------------------------------- QLoRA base
+# lora.base_dtype: the reference trains on the base trainrt keeps, dequantised here by the
+# numpy definitions of tests/quant/nf4_reference.py (NF4 as QLoRA/bitsandbytes define it, per
+# tensor in its [out, in] orientation; int8 per output row; bf16), and the vocabulary matrices
+# rounded to bf16. Norms, biases, wpe and the adapters stay as they are.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "quant"))
+import nf4_reference as quantref  # noqa: E402
+
+VOCAB_MATRICES = {"wte.weight", "model.embed_tokens.weight", "lm_head.weight"}
+
+
+def dequantised_base(init, base_dtype, double_quant, conv1d):
+    """init with every tensor a quantised base keeps replaced by its dequantised values."""
+    book, dmap = quantref.nf4_code_book(), quantref.dynamic_map()
+    out = dict(init)
+    for name, t in init.items():
+        path = name[: -len(".weight")] if name.endswith(".weight") else None
+        if name in VOCAB_MATRICES:
+            bits = quantref.bf16(t.numpy().astype(np.float32).reshape(-1))
+            out[name] = torch.from_numpy((bits.astype(np.uint32) << 16).view(np.float32)
+                                         .reshape(t.shape).copy())
+            continue
+        if path is None or path.split(".")[-1] not in LINEAR_MODULES or t.dim() != 2:
+            continue
+        w = t.numpy().astype(np.float32)
+        w = w.T.copy() if conv1d else w  # [out, in], as bitsandbytes quantises Conv1D
+        flat = w.reshape(-1)
+        if base_dtype == "bf16":
+            d = (quantref.bf16(flat).astype(np.uint32) << 16).view(np.float32)
+        elif base_dtype == "int8":
+            d = quantref.ref_int8(w)[2].reshape(-1)
+        else:  # nf4
+            packed, absmax, _ = quantref.ref_nf4(flat, book)
+            if double_quant:
+                absmax = quantref.ref_double_quant(absmax, dmap)[3]
+            codes = np.empty(packed.size * 2, dtype=np.uint8)
+            codes[0::2], codes[1::2] = packed >> 4, packed & 15
+            d = (book[codes[:flat.size]] * absmax[np.arange(flat.size) // 64]).astype(np.float32)
+        d = d.reshape(w.shape)
+        out[name] = torch.from_numpy((d.T if conv1d else d).copy())
+    return out
+
+
 # A linear layer's slot in trainrt's parameter table (src/model/param_table.h), which numbers
 # its adapter's dropout site (src/model/dropout_sites.h): 1 + 32 layer + 3 + slot.
 LORA_SLOTS = {"c_attn": 2, "q_proj": 4, "k_proj": 5, "v_proj": 6, "attn.c_proj": 7, "o_proj": 7,
@@ -410,7 +453,8 @@ def write_peft_adapter(folder, adapters, rank, alpha, targets, prefix):
 
 # ----------------------------------------------------------------------------- trainrt side
 def toml_config(writer, model_toml, case, steps, grad_accum, o, checkpoint,
-                batch=BATCH, seq=SEQ, precision="fp32", trainable=None, lora=None, dropout=0.0):
+                batch=BATCH, seq=SEQ, precision="fp32", trainable=None, lora=None, dropout=0.0,
+                base_dtype=None, double_quant=True):
     """The run config. model_toml: the body of [model] (ending in a newline), init_from
     included; writer: the script named in the first comment line. lora: dict(rank, alpha,
     targets, init_from) for a [lora] section."""
@@ -421,6 +465,9 @@ def toml_config(writer, model_toml, case, steps, grad_accum, o, checkpoint,
                        f"dropout = {lora['dropout']!r}\n"
                        f"target_modules = {json.dumps(lora['targets'])}\n"
                        f"init_from = \"{lora['init_from']}\"\n")
+        if base_dtype:
+            model_toml += (f"base_dtype = \"{base_dtype}\"\n"
+                           f"double_quant = {'true' if double_quant else 'false'}\n")
     ckpt = f"checkpoint_every = {steps}\n" if checkpoint else ""
     if trainable:
         ckpt += "trainable = [" + ", ".join(json.dumps(p) for p in trainable) + "]\n"
@@ -736,6 +783,12 @@ def make_arg_parser(doc, default_steps, tol, strict_tol):
                          "based masks (drawn here in numpy)")
     ap.add_argument("--lora-dropout", type=float, default=0.0, metavar="P",
                     help="with --lora: lora.dropout = P on each adapter's input, both sides")
+    ap.add_argument("--base-dtype", choices=["nf4", "int8", "bf16"],
+                    help="with --lora: lora.base_dtype (QLoRA); the reference's frozen base is "
+                         "the dequantised one, made by tests/quant/nf4_reference.py's numpy "
+                         "definitions")
+    ap.add_argument("--no-double-quant", action="store_true",
+                    help="with --base-dtype nf4: lora.double_quant = false")
     ap.add_argument("--bf16", action="store_true",
                     help="trainrt with runtime.precision = \"bf16\" against the reference's "
                          "loss under torch.autocast(\"cpu\", dtype=torch.bfloat16), held to "
@@ -774,6 +827,8 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
     DROPOUT.p, DROPOUT.seed, DROPOUT.lora_p = args.dropout, MODEL_SEED, args.lora_dropout
     if args.lora_dropout and not args.lora:
         ap.error("--lora-dropout needs --lora")
+    if args.base_dtype and not args.lora:
+        ap.error("--base-dtype needs --lora (a quantised base is frozen)")
     torch.manual_seed(0)
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float32)
@@ -844,14 +899,19 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
 
     def init_of(model):
         if model.key in lora:
-            return {**model.init, **lora[model.key]["adapters"]}
+            base = model.init
+            if args.base_dtype:
+                base = dequantised_base(base, args.base_dtype, not args.no_double_quant,
+                                        lora[model.key]["conv1d"])
+            return {**base, **lora[model.key]["adapters"]}
         return model.init
 
     def config_text(c):
         return toml_config(writer, c.model.model_toml(c.model.init_path), c.name, args.steps,
                            c.grad_accum, optim, args.final_weights,
                            precision="bf16" if args.bf16 else "fp32", trainable=args.trainable,
-                           lora=lora.get(c.model.key), dropout=args.dropout)
+                           lora=lora.get(c.model.key), dropout=args.dropout,
+                           base_dtype=args.base_dtype, double_quant=not args.no_double_quant)
 
     def reference_loss(model):
         base_loss = model.loss
@@ -896,8 +956,10 @@ def run(doc, writer, cases, tol, strict_tol, extra_self_check=None, weight_split
         frozen_names = {n for n in init if trainable and not is_trainable(n, trainable)}
         wworst, wfail = compare_final_weights(out_dir, final, args.steps, tol.weight,
                                               weight_split, weight_split_label, frozen_names)
-        if trainable:
-            wfail += check_frozen_weights(out_dir, init, trainable, args.steps)
+        if trainable:  # against the files' values (a quantised base's digests are theirs)
+            files = {**c.model.init, **lora[c.model.key]["adapters"]} if c.model.key in lora \
+                else c.model.init
+            wfail += check_frozen_weights(out_dir, files, trainable, args.steps)
         worst["weights"] = wworst
         all_failures += [f"{case}: {m}" for m in failures + wfail]
         summary.append((case, worst))

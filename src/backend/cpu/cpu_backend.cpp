@@ -178,6 +178,18 @@ public:
         cpu::matmul_backward(f32(dinp), dweight, dbias, f32(dout), f32(inp), weight, N, K, M,
                              layout, threads_);
     }
+    void qencoder_forward(Act out, const int32_t* inputs, const QuantWeight& wte, const float* wpe,
+                          int B, int T, int C, const int32_t* pos) override {
+        cpu::qencoder_forward(f32(out), inputs, wte, wpe, B, T, C, threads_, pos);
+    }
+    void qmatmul_forward(Act out, ConstAct inp, const QuantWeight& weight, const float* bias, int N,
+                         int K, int M) override {
+        cpu::qmatmul_forward(f32(out), f32(inp), weight, bias, N, K, M, threads_, DType::F32);
+    }
+    void qmatmul_backward(Act dinp, float* dbias, ConstAct dout, const QuantWeight& weight, int N,
+                          int K, int M) override {
+        cpu::qmatmul_backward(f32(dinp), dbias, f32(dout), weight, N, K, M, threads_, DType::F32);
+    }
     size_t attention_saved_floats(const AttentionShape& a) const override {
         return cpu::attention_saved_floats(a.B, a.T, a.width(), a.NH, a.NKV);
     }

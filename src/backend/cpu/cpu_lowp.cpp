@@ -724,6 +724,37 @@ void LowpBackend::matmul_backward(Act dinp, float* dweight, float* dbias, ConstA
     }
 }
 
+void LowpBackend::qencoder_forward(Act out, const int32_t* inputs, const QuantWeight& wte,
+                                   const float* wpe, int B, int T, int C, const int32_t* pos) {
+    const RowArg args[] = {{out, (size_t)C, Dir::Out}};
+    by_rows((size_t)B * T, (size_t)T, args, [&](size_t r0, size_t rows, float** f) {
+        cpu::qencoder_forward(f[0], inputs + r0, wte, wpe, (int)(rows / T), T, C, threads_,
+                              pos != nullptr ? pos + r0 : nullptr);
+    });
+}
+
+void LowpBackend::qmatmul_forward(Act out, ConstAct inp, const QuantWeight& weight,
+                                  const float* bias, int N, int K, int M) {
+    const float* Bs = bias_operand(bias, (size_t)M);
+    const RowArg args[] = {{out, (size_t)M, Dir::Out}, {inp, (size_t)K}};
+    by_rows((size_t)N, 1, args,
+            [&](size_t, size_t rows, float** f) {
+                cpu::qmatmul_forward(f[0], f[1], weight, Bs, (int)rows, K, M, threads_, dtype_);
+            },
+            kMinMatmulChunkRows);
+}
+
+void LowpBackend::qmatmul_backward(Act dinp, float* dbias, ConstAct dout, const QuantWeight& weight,
+                                   int N, int K, int M) {
+    const RowArg args[] = {{dinp, (size_t)K, Dir::Out}, {dout, (size_t)M}};
+    by_rows((size_t)N, 1, args,
+            [&](size_t, size_t rows, float** f) {
+                cpu::qmatmul_backward(dinp ? f[0] : nullptr, dbias, f[1], weight, (int)rows, K, M,
+                                      threads_, dtype_);
+            },
+            kMinMatmulChunkRows);
+}
+
 void LowpBackend::matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                                       const float* bias, int N, int K, int M) {
     if (gemm_ && N > 0 && K > 0 && M > 0)

@@ -108,6 +108,14 @@ public:
                          const float* weight, int N, int K, int M, WeightLayout layout) override;
     void matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight, const float* bias,
                              int N, int K, int M) override;
+    // A quantised weight: widened chunks of rows through the fp32 kernels, the dequantised
+    // tiles rounded to dtype_ (the operand's one rounding, as the working copy's).
+    void qencoder_forward(Act out, const int32_t* inputs, const QuantWeight& wte, const float* wpe,
+                          int B, int T, int C, const int32_t* pos) override;
+    void qmatmul_forward(Act out, ConstAct inp, const QuantWeight& weight, const float* bias, int N,
+                         int K, int M) override;
+    void qmatmul_backward(Act dinp, float* dbias, ConstAct dout, const QuantWeight& weight, int N,
+                          int K, int M) override;
     void gelu_backward_bias(Act dinp, float* dbias, ConstAct inp, ConstAct dout, int N,
                             int M) override;
     void attention_forward(Act out, float* saved, ConstAct qkv,

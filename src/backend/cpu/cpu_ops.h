@@ -25,6 +25,16 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 void matmul_gelu_forward(float* pre, float* out, const float* inp, const float* weight,
                          const float* bias, int N, int K, int M, int threads);
 
+// cpu_qmatmul.cpp — a frozen quantised weight (core/base_quant.h), dequantised a tile at
+// a time, each value rounded to `round_to` (F32: not rounded; BF16/F16: the low-precision
+// modes' one rounding of a matmul operand).
+void qmatmul_forward(float* out, const float* inp, const QuantWeight& w, const float* bias, int N,
+                     int K, int M, int threads, DType round_to);
+void qmatmul_backward(float* dinp, float* dbias, const float* dout, const QuantWeight& w, int N,
+                      int K, int M, int threads, DType round_to);
+void qencoder_forward(float* out, const int32_t* inputs, const QuantWeight& wte, const float* wpe,
+                      int B, int T, int C, int threads, const int32_t* pos);
+
 // cpu_attention.cpp — multi-head (NKV == NH) and grouped-query (NKV < NH) attention.
 // How the per-head products run on fp32 operands:
 struct AttentionProducts {

@@ -126,7 +126,11 @@ public:
     ~CudaBackend() override { release(); }
 
     const char* name() const override { return "cuda"; }
-    bool supports(OpKind, const ModelDims&, Precision) const override { return true; }
+    // Every op but a quantised base's (lora.base_dtype): those have no CUDA kernels yet.
+    bool supports(OpKind op, const ModelDims&, Precision) const override {
+        return op != OpKind::qmatmul_forward && op != OpKind::qmatmul_backward &&
+               op != OpKind::qencoder_forward;
+    }
     OptimizerStep* optimizer_step() override { return this; }
     DType activation_dtype() const override { return ctx_.act; }
     int num_threads() const override { return 1; }
