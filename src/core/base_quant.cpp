@@ -165,9 +165,26 @@ QuantisedMatrix::QuantisedMatrix(BaseDType type, bool double_quant, int cols)
     TRT_CHECK(cols > 0, "QuantisedMatrix: ", cols, " columns");
 }
 
-void QuantisedMatrix::append(const float* w, int rows) {
-    TRT_CHECK(rows > 0, "QuantisedMatrix::append: ", rows, " rows");
-    const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols_);
+void QuantisedMatrix::begin(int rows) {
+    TRT_CHECK(!open_ && rows > 0, "QuantisedMatrix::begin: ", rows, " rows",
+              open_ ? " while a tensor is open" : "");
+    if (type_ == BaseDType::Nf4) {
+        TRT_CHECK(parts_ < QuantWeight::kMaxParts, "QuantisedMatrix: more than ",
+                  QuantWeight::kMaxParts, " NF4 tensors in one matrix");
+        QuantPart& p = part_[parts_++];
+        p.element0 = data_.size() * 2;  // every tensor starts on a byte
+        tensor_absmax_.clear();
+    }
+    tensor_rows_ = rows;
+    tensor_done_ = 0;
+    open_ = true;
+}
+
+void QuantisedMatrix::add_rows(const float* w, int rows) {
+    TRT_CHECK(open_ && rows > 0 && tensor_done_ + rows <= tensor_rows_,
+              "QuantisedMatrix::add_rows: ", rows, " rows past the tensor's ", tensor_rows_);
+    const size_t cols = static_cast<size_t>(cols_);
+    const size_t n = static_cast<size_t>(rows) * cols;
     const size_t at = data_.size();
     switch (type_) {
         case BaseDType::Fp32:
@@ -180,37 +197,50 @@ void QuantisedMatrix::append(const float* w, int rows) {
             for (size_t i = 0; i < n; i++) d[i] = float_to_bf16(w[i]);
             break;
         }
-        case BaseDType::Int8:
+        case BaseDType::Int8: {
+            const size_t row0 = static_cast<size_t>(rows_ + tensor_done_);
             data_.resize(at + n);
-            scales_.resize(static_cast<size_t>(rows_ + rows));
-            int8_quantise_rows(w, static_cast<size_t>(rows), static_cast<size_t>(cols_),
-                               reinterpret_cast<int8_t*>(data_.data() + at),
-                               scales_.data() + rows_);
+            scales_.resize(row0 + static_cast<size_t>(rows));
+            int8_quantise_rows(w, static_cast<size_t>(rows), cols,
+                               reinterpret_cast<int8_t*>(data_.data() + at), scales_.data() + row0);
             break;
+        }
         case BaseDType::Nf4: {
-            TRT_CHECK(parts_ < QuantWeight::kMaxParts, "QuantisedMatrix: more than ",
-                      QuantWeight::kMaxParts, " NF4 tensors in one matrix");
-            QuantPart& p = part_[parts_++];
-            p.element0 = at * 2;  // every tensor starts on a byte
-            std::vector<float> absmax(nf4_blocks(n));
+            const size_t done = static_cast<size_t>(tensor_done_) * cols;
+            TRT_CHECK(done % kNf4Block == 0, "QuantisedMatrix::add_rows: an NF4 piece of ", done,
+                      " elements is not whole blocks");
+            const size_t blocks = tensor_absmax_.size();
+            tensor_absmax_.resize(blocks + nf4_blocks(n));
             data_.resize(at + nf4_code_bytes(n));
-            nf4_quantise(w, n, data_.data() + at, absmax.data());
-            if (!double_quant_) {
-                p.block0 = scales_.size();
-                scales_.insert(scales_.end(), absmax.begin(), absmax.end());
-            } else {
-                p.block0 = scale_codes_.size();
-                p.block2_0 = scales2_.size();
-                scale_codes_.resize(p.block0 + absmax.size());
-                scales2_.resize(p.block2_0 + nf4_dq_blocks(absmax.size()));
-                nf4_double_quantise(absmax.data(), absmax.size(), scale_codes_.data() + p.block0,
-                                    scales2_.data() + p.block2_0, &p.offset);
-            }
-            p.row_end = rows_ + rows;
+            nf4_quantise(w, n, data_.data() + at, tensor_absmax_.data() + blocks);
             break;
         }
     }
-    rows_ += rows;
+    tensor_done_ += rows;
+}
+
+void QuantisedMatrix::end() {
+    TRT_CHECK(open_ && tensor_done_ == tensor_rows_, "QuantisedMatrix::end: ", tensor_done_,
+              " of the tensor's ", tensor_rows_, " rows added");
+    if (type_ == BaseDType::Nf4) {
+        QuantPart& p = part_[parts_ - 1];
+        const std::vector<float>& absmax = tensor_absmax_;
+        if (!double_quant_) {
+            p.block0 = scales_.size();
+            scales_.insert(scales_.end(), absmax.begin(), absmax.end());
+        } else {
+            p.block0 = scale_codes_.size();
+            p.block2_0 = scales2_.size();
+            scale_codes_.resize(p.block0 + absmax.size());
+            scales2_.resize(p.block2_0 + nf4_dq_blocks(absmax.size()));
+            nf4_double_quantise(absmax.data(), absmax.size(), scale_codes_.data() + p.block0,
+                                scales2_.data() + p.block2_0, &p.offset);
+        }
+        p.row_end = rows_ + tensor_rows_;
+        std::vector<float>().swap(tensor_absmax_);
+    }
+    rows_ += tensor_rows_;
+    open_ = false;
 }
 
 QuantWeight QuantisedMatrix::view(const void* data, const float* scales, const uint8_t* scale_codes,

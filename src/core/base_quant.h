@@ -159,12 +159,21 @@ struct QuantWeight {
 void dequantise_tile(const QuantWeight& w, int r0, int r1, int k0, int k1, float* out, size_t ld);
 
 // ---- building one on the host (on load; tests)
-// A matrix's bytes in host memory, built a tensor at a time (append: rows x cols values,
-// quantised alone), and its view once they sit in some memory (host_view: right here).
+// A matrix's bytes in host memory, built a tensor at a time (each quantised alone), and its
+// view once they sit in some memory (host_view: right here). A tensor may come in pieces of
+// rows (begin, add_rows..., end: a large one never held whole in fp32); an NF4 piece but the
+// last must hold whole blocks (a multiple of 64 elements).
 class QuantisedMatrix {
 public:
     QuantisedMatrix(BaseDType type, bool double_quant, int cols);
-    void append(const float* w /*[rows, cols]*/, int rows);
+    void append(const float* w /*[rows, cols]*/, int rows) {
+        begin(rows);
+        add_rows(w, rows);
+        end();
+    }
+    void begin(int rows);
+    void add_rows(const float* w /*[rows, cols]*/, int rows);
+    void end();
     BaseDType type() const { return type_; }
     int rows() const { return rows_; }
     int cols() const { return cols_; }
@@ -191,6 +200,9 @@ private:
     std::vector<float> scales2_;
     int parts_ = 0;
     QuantPart part_[QuantWeight::kMaxParts];
+    int tensor_rows_ = 0, tensor_done_ = 0;  // the tensor being added: its rows, rows so far
+    bool open_ = false;
+    std::vector<float> tensor_absmax_;  // NF4: the tensor's absmax, until end()
 };
 
 }  // namespace trt

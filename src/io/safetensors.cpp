@@ -116,6 +116,17 @@ struct SafetensorsFile::Impl {
         if (map) munmap(map, map_len);
     }
 
+    // The mapped pages over [p, p + n) are no longer needed by this process: given back (they
+    // stay in the page cache; a later read faults them in again). A multi-GB model read a
+    // tensor at a time then never holds more than a tensor of it in its resident memory.
+    void release(const uint8_t* p, size_t n) const {
+        if (!map || n == 0) return;
+        const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+        const auto begin = reinterpret_cast<uintptr_t>(p) / page * page;
+        const auto end = reinterpret_cast<uintptr_t>(p + n);
+        madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    }
+
     [[noreturn]] void bad(const std::string& what) const { fail(Status::Format, name, ": ", what); }
 
     void parse(const uint8_t* p, size_t size);
@@ -328,6 +339,26 @@ void SafetensorsFile::read_f32(const TensorInfo& t, float* out) const {
     if (n64 < 0 || static_cast<uint64_t>(n64) * dtype_size(t.dtype) != t.end - t.begin)
         fail(Status::InvalidArgument, impl_->name, ": tensor '", t.name, "' is not from this file");
     const auto n = static_cast<size_t>(n64);
+    convert_f32(t, p, n, out);
+    impl_->release(p, t.end - t.begin);
+}
+
+void SafetensorsFile::read_f32_range(const TensorInfo& t, size_t first, size_t n,
+                                     float* out) const {
+    const uint8_t* p = data(t);
+    const int64_t n64 = t.numel();
+    const size_t size = dtype_size(t.dtype);
+    if (n64 < 0 || static_cast<uint64_t>(n64) * size != t.end - t.begin)
+        fail(Status::InvalidArgument, impl_->name, ": tensor '", t.name, "' is not from this file");
+    if (first > static_cast<size_t>(n64) || n > static_cast<size_t>(n64) - first)
+        fail(Status::InvalidArgument, impl_->name, ": elements ", first, "..", first + n,
+             " of tensor '", t.name, "' (", n64, " elements)");
+    convert_f32(t, p + first * size, n, out);
+    impl_->release(p + first * size, n * size);
+}
+
+void SafetensorsFile::convert_f32(const TensorInfo& t, const uint8_t* p, size_t n,
+                                  float* out) const {
     // memcpy for every element read: the data buffer has no alignment guarantee.
     switch (t.dtype) {
         case DType::F32:

@@ -42,9 +42,14 @@ public:
     const std::string& source_name() const;
     const uint8_t* data(const TensorInfo& t) const;  // raw little-endian bytes
     // Converts F32/BF16/F16/F64 to fp32 into out[numel]; Error(Format) for other dtypes.
+    // The tensor's mapped pages are given back afterwards (resident memory holds what the
+    // caller copied, not the file).
     void read_f32(const TensorInfo& t, float* out) const;
+    // Elements [first, first + n) of the tensor (row-major), the same way, into out[n].
+    void read_f32_range(const TensorInfo& t, size_t first, size_t n, float* out) const;
 
 private:
+    void convert_f32(const TensorInfo& t, const uint8_t* p, size_t n, float* out) const;
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };

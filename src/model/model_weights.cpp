@@ -14,6 +14,7 @@
 #include "model/hf_model_files.h"
 #include "model/llmc_import.h"
 #include "model/lora.h"
+#include "model/quantised_base.h"
 
 namespace trt {
 namespace {
@@ -51,7 +52,7 @@ void distribute(const ParamTable& full, const float* all, const ParamTable& tabl
     for (const ParamTensor& t : table.quantised_tensors()) {
         const ParamTensor* f = full.find(t.name);
         TRT_CHECK(f != nullptr, "distribute: '", t.name, "' is not in the unquantised table");
-        sink(t, all + f->offset);
+        sink(t, all + f->offset, 0, t.shape[0]);
     }
 }
 
@@ -153,10 +154,15 @@ void load_hf_weights(const ParamTable& table, const std::string& path, float* ho
         }
         if (!quantised) {
             file->read_f32(*info, host + pt.offset);
-        } else {
-            one.resize(pt.numel);
-            file->read_f32(*info, one.data());
-            sink(pt, one.data());
+        } else {  // a piece of rows at a time
+            const int64_t rows = pt.shape[0], per = QuantisedBase::rows_per_piece(pt);
+            const size_t cols = pt.numel / static_cast<size_t>(rows);
+            for (int64_t r = 0; r < rows; r += per) {
+                const int64_t n = std::min(per, rows - r);
+                one.resize(static_cast<size_t>(n) * cols);
+                file->read_f32_range(*info, static_cast<size_t>(r) * cols, one.size(), one.data());
+                sink(pt, one.data(), r, n);
+            }
         }
         used.insert(found_name);
     }

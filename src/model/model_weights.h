@@ -12,10 +12,13 @@
 namespace trt {
 
 // Where the values of a table's quantised tensors go (ParamTable::quantised_tensors; a QLoRA
-// run's QuantisedBase::set, and their digests): once per tensor, its t.numel values in its
-// file's layout, then forgotten. Every loader below needs one when the table has such
-// tensors (Error(Internal) otherwise).
-using QuantisedSink = std::function<void(const ParamTensor& t, const float* values)>;
+// run's QuantisedBase::set_rows, and their digests): rows [row0, row0 + rows) of t in its
+// file's layout (rows x t.shape[1] values), each tensor's rows in order, in pieces of
+// QuantisedBase::rows_per_piece rows (a large tensor is never held whole in fp32), then
+// forgotten. Every loader below needs one when the table has such tensors (Error(Internal)
+// otherwise).
+using QuantisedSink =
+    std::function<void(const ParamTensor& t, const float* values, int64_t row0, int64_t rows)>;
 
 // Random init as the family's reference code does it: matmul weights and embeddings
 // ~ N(0, 0.02), biases 0, norm weights 1; GPT-2 also scales its two residual projections

@@ -1,5 +1,6 @@
 #include "model/quantised_base.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -48,11 +49,18 @@ struct QuantisedBase::Group {
     bool transpose = false;  // GPT-2's Conv1D weights: [in, out] in files
     int pad_rows = 0;        // zero rows after the last tensor (the vocabulary's padding)
     std::vector<const ParamTensor*> members;  // in row order
-    std::vector<std::vector<float>> pending;  // [member]: [rows, cols], until quantised
-    std::vector<bool> have;
+    std::vector<std::vector<float>> waiting;  // [member]: fp32 rows of a tensor not yet next
+    std::vector<int64_t> rows_in;             // [member]: rows received
+    size_t next = 0;                          // the member being quantised
     std::unique_ptr<QuantisedMatrix> host;
     void* buffers[4] = {nullptr, nullptr, nullptr, nullptr};
     QuantWeight view;
+    bool done = false;
+
+    int member_rows(size_t i) const {  // [out, in] rows of member i
+        const ParamTensor& t = *members[i];
+        return static_cast<int>(transpose ? t.shape[1] : t.shape[0]);
+    }
 };
 
 QuantisedBase::QuantisedBase(Backend& backend, const ParamTable& table) : be_(backend) {
@@ -78,8 +86,9 @@ QuantisedBase::QuantisedBase(Backend& backend, const ParamTable& table) : be_(ba
     for (auto& g : groups_) {
         for (const ParamTensor* m : g->members)
             TRT_CHECK(m != nullptr, "QuantisedBase: a fused matrix misses one of its tensors");
-        g->pending.resize(g->members.size());
-        g->have.assign(g->members.size(), false);
+        g->waiting.resize(g->members.size());
+        g->rows_in.assign(g->members.size(), 0);
+        g->host = std::make_unique<QuantisedMatrix>(g->type, g->double_quant, g->cols);
     }
 }
 
@@ -98,64 +107,88 @@ QuantisedBase::Group* QuantisedBase::group_of(const ParamTensor& t, size_t* inde
     fail(Status::Internal, "QuantisedBase: '", t.name, "' is not a quantised tensor");
 }
 
-void QuantisedBase::set(const ParamTensor& t, const float* values, const std::string& source) {
-    TRT_CHECK(!uploaded_, "QuantisedBase::set after upload");
-    size_t i = 0;
-    Group& g = *group_of(t, &i);
-    for (size_t e = 0; e < t.numel; ++e)
-        if (!std::isfinite(values[e]))
-            fail(Status::Format, source, ": tensor '", t.name, "' holds ", values[e],
-                 " at element ", e,
-                 "; its weights are unusable (a damaged file, or one saved "
-                 "from a diverged run)");
-    std::vector<float>& m = g.pending[i];
-    if (g.transpose) {  // Conv1D [in, out] -> [out, in]
-        const size_t in = static_cast<size_t>(t.shape[0]), out = static_cast<size_t>(t.shape[1]);
-        m.resize(t.numel);
-        for (size_t r = 0; r < in; ++r)
-            for (size_t c = 0; c < out; ++c) m[c * in + r] = values[r * out + c];
-    } else {
-        m.assign(values, values + t.numel);
-    }
-    g.have[i] = true;
-    for (bool h : g.have)
-        if (!h) return;
-    quantise(g);
+int64_t QuantisedBase::rows_per_piece(const ParamTensor& t) {
+    const int64_t cols = t.shape.size() > 1 ? t.shape[1] : 1;
+    const int64_t rows = std::max<int64_t>(1, (int64_t{1} << 22) / cols) / kNf4Block * kNf4Block;
+    return std::max<int64_t>(kNf4Block, rows);  // a multiple of 64 rows: whole blocks
 }
 
-void QuantisedBase::quantise(Group& g) {
-    g.host = std::make_unique<QuantisedMatrix>(g.type, g.double_quant, g.cols);
-    for (std::vector<float>& m : g.pending) {
-        g.host->append(m.data(), static_cast<int>(m.size() / static_cast<size_t>(g.cols)));
-        std::vector<float>().swap(m);
+void QuantisedBase::set_rows(const ParamTensor& t, const float* values, int64_t row0, int64_t rows,
+                             const std::string& source) {
+    TRT_CHECK(!uploaded_, "QuantisedBase::set_rows after upload");
+    size_t i = 0;
+    Group& g = *group_of(t, &i);
+    const size_t cols = static_cast<size_t>(t.shape[1]), n = static_cast<size_t>(rows) * cols;
+    TRT_CHECK(row0 == g.rows_in[i] && row0 + rows <= t.shape[0], "QuantisedBase: rows ", row0, "..",
+              row0 + rows, " of '", t.name, "' out of order");
+    for (size_t e = 0; e < n; ++e)
+        if (!std::isfinite(values[e]))
+            fail(Status::Format, source, ": tensor '", t.name, "' holds ", values[e],
+                 " at element ", static_cast<size_t>(row0) * cols + e,
+                 "; its weights are unusable (a damaged file, or one saved from a diverged run)");
+    g.rows_in[i] += rows;
+    const bool whole = g.rows_in[i] == t.shape[0];
+    if (g.transpose || i != g.next || !g.waiting[i].empty()) {  // fp32 until whole and next
+        g.waiting[i].insert(g.waiting[i].end(), values, values + n);
+        if (whole && i == g.next) advance(g);
+        return;
     }
+    if (row0 == 0) g.host->begin(g.member_rows(i));
+    g.host->add_rows(values, static_cast<int>(rows));
+    if (whole) advance(g);
+}
+
+void QuantisedBase::advance(Group& g) {
+    while (g.next < g.members.size() && g.rows_in[g.next] == g.members[g.next]->shape[0]) {
+        std::vector<float>& w = g.waiting[g.next];
+        if (!w.empty()) {  // a tensor that waited whole (or GPT-2's, to transpose)
+            const ParamTensor& t = *g.members[g.next];
+            if (g.transpose) {  // Conv1D [in, out] -> [out, in]
+                const size_t in = static_cast<size_t>(t.shape[0]),
+                             out = static_cast<size_t>(t.shape[1]);
+                std::vector<float> m(t.numel);
+                for (size_t r = 0; r < in; ++r)
+                    for (size_t c = 0; c < out; ++c) m[c * in + r] = w[r * out + c];
+                w.swap(m);
+            }
+            g.host->append(w.data(), g.member_rows(g.next));
+            std::vector<float>().swap(w);
+        } else
+            g.host->end();  // streamed: its rows are in
+        ++g.next;
+    }
+    if (g.next == g.members.size()) finish(g);
+}
+
+void QuantisedBase::finish(Group& g) {
     if (g.pad_rows > 0) {
         const std::vector<float> zeros(static_cast<size_t>(g.pad_rows) * g.cols, 0.0f);
         g.host->append(zeros.data(), g.pad_rows);
     }
+    const QuantisedMatrix& m = *g.host;
+    auto put = [&](int slot, const auto& v) -> const void* {
+        if (v.empty()) return nullptr;
+        const size_t bytes = v.size() * sizeof(v[0]);
+        g.buffers[slot] = be_.alloc(bytes, "quantised base");
+        be_.copy_to_device(g.buffers[slot], v.data(), bytes);
+        return g.buffers[slot];
+    };
+    const void* data = put(0, m.data());
+    const void* scales = put(1, m.scales());
+    const void* codes = put(2, m.scale_codes());
+    const void* scales2 = put(3, m.scales2());
+    g.view = m.view(data, static_cast<const float*>(scales), static_cast<const uint8_t*>(codes),
+                    static_cast<const float*>(scales2));
+    g.host.reset();
+    g.done = true;
 }
 
 void QuantisedBase::upload() {
-    for (auto& g : groups_) {
+    for (auto& g : groups_)
         for (size_t i = 0; i < g->members.size(); ++i)
-            TRT_CHECK(g->have[i], "QuantisedBase::upload: tensor '", g->members[i]->name,
-                      "' was never set");
-        const QuantisedMatrix& m = *g->host;
-        auto put = [&](int slot, const auto& v) -> const void* {
-            if (v.empty()) return nullptr;
-            const size_t bytes = v.size() * sizeof(v[0]);
-            g->buffers[slot] = be_.alloc(bytes, "quantised base");
-            be_.copy_to_device(g->buffers[slot], v.data(), bytes);
-            return g->buffers[slot];
-        };
-        const void* data = put(0, m.data());
-        const void* scales = put(1, m.scales());
-        const void* codes = put(2, m.scale_codes());
-        const void* scales2 = put(3, m.scales2());
-        g->view = m.view(data, static_cast<const float*>(scales),
-                         static_cast<const uint8_t*>(codes), static_cast<const float*>(scales2));
-        g->host.reset();
-    }
+            TRT_CHECK(g->done, "QuantisedBase::upload: tensor '", g->members[i]->name,
+                      "' was not set whole (", g->rows_in[i], " of ", g->members[i]->shape[0],
+                      " rows)");
     uploaded_ = true;
 }
 

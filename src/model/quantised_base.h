@@ -2,9 +2,10 @@
 // says which tensors): each block's linear weights as the decoder multiplies them — Llama's
 // q/k/v_proj as one [q; k; v] matrix, gate/up_proj as one [gate; up], GPT-2's Conv1D weights
 // transposed to [out, in] — in base_dtype, and the token embedding and an untied head in bf16,
-// [Vp, C] with zero padding rows. Built a tensor at a time as the weights are read (never the
-// whole model in fp32: the loaders hand each tensor to set() and forget it), then uploaded to
-// backend memory once; the ops read it through QuantWeight views (core/base_quant.h).
+// [Vp, C] with zero padding rows. Built as the weights are read, a piece of rows at a time
+// (never the whole model, nor a whole large tensor, in fp32: the loaders hand each piece to
+// set_rows() and forget it), each matrix put in backend memory as soon as it is complete;
+// the ops read it through QuantWeight views (core/base_quant.h).
 #pragma once
 #include <map>
 #include <memory>
@@ -25,13 +26,20 @@ public:
     QuantisedBase& operator=(const QuantisedBase&) = delete;
 
     bool empty() const { return groups_.empty(); }
-    // One quantised tensor's values as its file holds them (t: one of the table's
-    // quantised_tensors(); values: t.numel floats, HF layout). Any order; a matrix is
-    // quantised once all of its tensors are in. Error(Format) naming `source` for a value
-    // that is not finite (a damaged file, or one saved from a diverged run).
-    void set(const ParamTensor& t, const float* values, const std::string& source);
-    // Every tensor set: the matrices go to backend memory (the host copies are freed).
-    // Error(Internal) naming the first tensor never set.
+    // Rows [row0, row0 + rows) of a quantised tensor as its file holds them (t: one of the
+    // table's quantised_tensors(); values: rows x t.shape[1] floats, HF layout), each tensor's
+    // rows in order, pieces of whole NF4 blocks but the last (rows_per_piece says how many);
+    // tensors in any order (a tensor that is not the next of its matrix waits in fp32).
+    // Error(Format) naming `source` for a value that is not finite (a damaged file, or one
+    // saved from a diverged run).
+    void set_rows(const ParamTensor& t, const float* values, int64_t row0, int64_t rows,
+                  const std::string& source);
+    void set(const ParamTensor& t, const float* values, const std::string& source) {
+        set_rows(t, values, 0, t.shape[0], source);
+    }
+    // Rows a loader's piece of t should hold: about 4 Mi values, whole NF4 blocks.
+    static int64_t rows_per_piece(const ParamTensor& t);
+    // Every tensor set (Error(Internal) naming the first one that was not): ready.
     void upload();
     bool uploaded() const { return uploaded_; }
 
@@ -47,7 +55,8 @@ public:
 private:
     struct Group;
     Group* group_of(const ParamTensor& t, size_t* index);
-    void quantise(Group& g);
+    void advance(Group& g);  // past its next tensor, streaming any that waited
+    void finish(Group& g);   // padding rows, then into backend memory
 
     Backend& be_;
     std::vector<std::unique_ptr<Group>> groups_;

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "model/activations.h"
 #include "model/lora.h"
+#include "model/quantised_base.h"
 #include "model/trainable.h"
 #include "runtime/optimizer.h"
 #include "runtime/perf.h"
@@ -24,9 +25,11 @@ ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend
     m.flops_per_token = flops_per_token(m.parameters, spec.L, spec.C, T);  // 6N + 6·L·C·T
     // Buffers hold the padded vocabulary matrices ([Vp, C]): parameters, gradients, m and v.
     const int64_t stored = static_cast<int64_t>(table.total());
-    // The fp32 master, and the low-precision working copy the matmuls read (bf16/fp16).
-    m.bytes_parameters = stored * 4 + static_cast<int64_t>(backend.working_copy_bytes(
-                                          static_cast<size_t>(stored)));
+    // The fp32 master, and the low-precision working copy the matmuls read (bf16/fp16); a
+    // quantised base (lora.base_dtype) in its own bytes beside them.
+    m.bytes_parameters =
+        stored * 4 + static_cast<int64_t>(backend.working_copy_bytes(static_cast<size_t>(stored))) +
+        static_cast<int64_t>(QuantisedBase::planned_bytes(table));
     // Gradients and moments of the trainable tensors (Decoder, AdamW), and the [2C] the
     // frozen norms' gradients are discarded into.
     m.bytes_optimizer = static_cast<int64_t>(table.grad_total()) * 4 +
@@ -91,7 +94,11 @@ std::string model_summary(const ModelSpec& spec) {
         const char* name;
         int64_t count = 0;
     } parts[] = {{"embeddings"}, {"attention"}, {"MLP"}, {"norms"}, {"output head"}};
-    for (const ParamTensor& t : table.tensors()) {
+    std::vector<const ParamTensor*> all;  // a quantised base's tensors too
+    for (const ParamTensor& t : table.tensors()) all.push_back(&t);
+    for (const ParamTensor& t : table.quantised_tensors()) all.push_back(&t);
+    for (const ParamTensor* tp : all) {
+        const ParamTensor& t = *tp;
         int part = 2;
         switch (t.slot) {
             case Slot::TokenEmbedding: case Slot::PositionEmbedding: part = 0; break;

@@ -249,15 +249,15 @@ void Session::build_model(int32_t document_separator) {
     // A quantised base (lora.base_dtype) takes its tensors one at a time as they are read,
     // with their digests: the same as an fp32 run's of the same file.
     QuantisedBase& quantised = model_->quantised_base();
-    std::map<std::string, std::string> quantised_sha256;
+    std::map<std::string, Sha256> hashing;  // of the quantised tensors, piece by piece
     const std::string source = mc.init_from.empty() ? std::string("the random init")
                                                     : cat("model.init_from '", mc.init_from, "'");
     QuantisedSink sink;
     if (!quantised.empty())
-        sink = [&](const ParamTensor& t, const float* values) {
-            if (!mc.init_from.empty())
-                quantised_sha256[t.name] = sha256_hex(values, t.numel * sizeof(float));
-            quantised.set(t, values, source);
+        sink = [&](const ParamTensor& t, const float* values, int64_t row0, int64_t rows) {
+            const size_t n = t.numel / static_cast<size_t>(t.shape[0]) * static_cast<size_t>(rows);
+            hashing[t.name].update(values, n * sizeof(float));
+            quantised.set_rows(t, values, row0, rows, source);
         };
     const std::vector<float> host = initial_weights(sink);
     if (world_size_ > 1) require_same_start_on_every_rank(host.data());
@@ -268,7 +268,7 @@ void Session::build_model(int32_t document_separator) {
     if (!mc.init_from.empty()) {
         for (const ParamTensor& t : model_->table().tensors())
             if (!t.trainable) frozen_sha256_[t.name] = tensor_sha256(t, host.data());
-        frozen_sha256_.insert(quantised_sha256.begin(), quantised_sha256.end());
+        for (auto& [name, h] : hashing) frozen_sha256_[name] = to_hex(h.finish());
     }
 }
 

@@ -121,12 +121,19 @@ int cmd_plan(int argc, char** argv) {
     trainrt_config_get_int(&B, config, "train.batch_size");
     trainrt_config_get_int(&T, config, "train.seq_len");
     trainrt_config_get_int(&GA, config, "train.grad_accum");
-    std::string precision(64, '\0'), recompute(64, '\0');
+    std::string precision(64, '\0'), recompute(64, '\0'), base(64, '\0');
     size_t needed = 0;
     trainrt_config_get_string(&precision[0], precision.size(), &needed, config, "runtime.precision");
     trainrt_config_get_string(&recompute[0], recompute.size(), &needed, config, "train.recompute");
+    trainrt_config_get_string(&base[0], base.size(), &needed, config, "lora.base_dtype");
     precision.resize(std::strlen(precision.c_str()));
     recompute.resize(std::strlen(recompute.c_str()));
+    base.resize(std::strlen(base.c_str()));
+    // QLoRA: the frozen base's linear weights in base (the vocabulary matrices in bf16).
+    const std::string quantised =
+        base == "fp32" || base.empty()
+            ? std::string()
+            : "; the frozen base's linear weights in " + base + ", embeddings in bf16";
 
     if (B == 0) {  // "auto"
         B = resolved_auto_batch(config);
@@ -154,9 +161,11 @@ int cmd_plan(int argc, char** argv) {
     std::printf("plan: micro-batch %" PRId64 " x %" PRId64 " (x %" PRId64 " accumulated), "
                 "precision %s, recompute %s, device %s\n",
                 B, T, GA, precision.c_str(), recompute.c_str(), device.c_str());
-    std::printf("  parameters            %12s  (%" PRId64 " parameters: fp32 master weights, "
-                "and the working copy under bf16/fp16)\n",
-                human_bytes(static_cast<double>(m.bytes_parameters)).c_str(), m.parameters);
+    std::printf("  parameters            %12s  (%" PRId64
+                " parameters: fp32 master weights, "
+                "and the working copy under bf16/fp16%s)\n",
+                human_bytes(static_cast<double>(m.bytes_parameters)).c_str(), m.parameters,
+                quantised.c_str());
     std::printf("  gradients + AdamW m,v %12s  (%" PRId64 " trainable parameters, %.2f%%)\n",
                 human_bytes(static_cast<double>(m.bytes_optimizer)).c_str(), m.trainable_parameters,
                 100.0 * static_cast<double>(m.trainable_parameters) /

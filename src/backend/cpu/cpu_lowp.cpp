@@ -733,26 +733,67 @@ void LowpBackend::qencoder_forward(Act out, const int32_t* inputs, const QuantWe
     });
 }
 
+// As matmul_forward / matmul_backward (a wide output head in blocks of output columns, so the
+// scratch stays what the plan counts), each block's weight rows dequantised and rounded to
+// dtype_ inside the fp32 kernel.
 void LowpBackend::qmatmul_forward(Act out, ConstAct inp, const QuantWeight& weight,
                                   const float* bias, int N, int K, int M) {
     const float* Bs = bias_operand(bias, (size_t)M);
-    const RowArg args[] = {{out, (size_t)M, Dir::Out}, {inp, (size_t)K}};
-    by_rows((size_t)N, 1, args,
-            [&](size_t, size_t rows, float** f) {
-                cpu::qmatmul_forward(f[0], f[1], weight, Bs, (int)rows, K, M, threads_, dtype_);
-            },
-            kMinMatmulChunkRows);
+    const size_t mb = column_block((size_t)K, (size_t)M, WeightLayout::OutIn);
+    for (size_t j0 = 0; j0 < (size_t)M; j0 += mb) {
+        const size_t n = std::min(mb, (size_t)M - j0);
+        const RowArg args[] = {{out.at(j0), n, Dir::Out, (size_t)M}, {inp, (size_t)K}};
+        by_rows((size_t)N, 1, args,
+                [&](size_t, size_t rows, float** f) {
+                    cpu::qmatmul_rows_forward(f[0], n, f[1], weight, (int)j0, (int)(j0 + n),
+                                              Bs ? Bs + j0 : nullptr, (int)rows, K, threads_,
+                                              dtype_);
+                },
+                kMinMatmulChunkRows);
+    }
 }
 
 void LowpBackend::qmatmul_backward(Act dinp, float* dbias, ConstAct dout, const QuantWeight& weight,
                                    int N, int K, int M) {
-    const RowArg args[] = {{dinp, (size_t)K, Dir::Out}, {dout, (size_t)M}};
-    by_rows((size_t)N, 1, args,
-            [&](size_t, size_t rows, float** f) {
-                cpu::qmatmul_backward(dinp ? f[0] : nullptr, dbias, f[1], weight, (int)rows, K, M,
-                                      threads_, dtype_);
-            },
-            kMinMatmulChunkRows);
+    const size_t mb = column_block((size_t)K, (size_t)M, WeightLayout::OutIn);
+    if (mb >= (size_t)M) {
+        const RowArg args[] = {{dinp, (size_t)K, Dir::Out}, {dout, (size_t)M}};
+        by_rows((size_t)N, 1, args,
+                [&](size_t, size_t rows, float** f) {
+                    cpu::qmatmul_backward(dinp ? f[0] : nullptr, dbias, f[1], weight, (int)rows, K,
+                                          M, threads_, dtype_);
+                },
+                kMinMatmulChunkRows);
+        return;
+    }
+    // dinp = Σ over blocks of dout[:, block] · W[block, :], summed in fp32 and rounded once
+    // per chunk of rows; dbias[block] gets its block's column sums.
+    const size_t Kz = (size_t)K;
+    const size_t row_floats = 2 * Kz + mb;  // the dinp sum, one block's dinp, dout block
+    const size_t chunk = chunk_rows(row_floats, 1, (size_t)N, kMinMatmulChunkRows);
+    float* base = scratch(std::max<size_t>(chunk * row_floats, 1));
+    const RowArg dinp_arg{dinp, Kz, Dir::Out};
+    for (size_t r0 = 0; r0 < (size_t)N; r0 += chunk) {
+        const size_t rows = std::min(chunk, (size_t)N - r0);
+        float* sum = base;              // [rows, K]
+        float* part = sum + rows * Kz;  // [rows, K]
+        float* dy = part + rows * Kz;   // [rows, n]
+        if (dinp) std::fill(sum, sum + rows * Kz, 0.0f);
+        for (size_t j0 = 0; j0 < (size_t)M; j0 += mb) {
+            const size_t n = std::min(mb, (size_t)M - j0);
+            widen_rows(RowArg{dout.at(j0), n, (size_t)M}, r0, rows, dy, threads_);
+            if (dbias)
+                cpu::matmul_backward(nullptr, nullptr, dbias + j0, dy, nullptr, nullptr, (int)rows,
+                                     K, (int)n, WeightLayout::OutIn, threads_);
+            if (!dinp) continue;
+            cpu::qmatmul_rows_backward(part, dy, n, weight, (int)j0, (int)(j0 + n), (int)rows, K,
+                                       threads_, dtype_);
+            for_rows(rows, Kz, threads_, [&](size_t r) {
+                for (size_t k = 0; k < Kz; k++) sum[r * Kz + k] += part[r * Kz + k];
+            });
+        }
+        if (dinp) narrow_rows(dinp_arg, r0, rows, sum, threads_);
+    }
 }
 
 void LowpBackend::matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,

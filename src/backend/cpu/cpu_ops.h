@@ -34,6 +34,13 @@ void qmatmul_backward(float* dinp, float* dbias, const float* dout, const QuantW
                       int K, int M, int threads, DType round_to);
 void qencoder_forward(float* out, const int32_t* inputs, const QuantWeight& wte, const float* wpe,
                       int B, int T, int C, int threads, const int32_t* pos);
+// The same over rows [m0, m1) of W only (a block of output columns: the low-precision mode's
+// wide output head): out[N, 0 : m1-m0] (row stride ldo) = inp · W[m0:m1, :]ᵀ (+ bias[0 :
+// m1-m0]); dinp[N,K] = dout[N, 0 : m1-m0] (row stride ldd) · W[m0:m1, :], overwritten.
+void qmatmul_rows_forward(float* out, size_t ldo, const float* inp, const QuantWeight& w, int m0,
+                          int m1, const float* bias, int N, int K, int threads, DType round_to);
+void qmatmul_rows_backward(float* dinp, const float* dout, size_t ldd, const QuantWeight& w, int m0,
+                           int m1, int N, int K, int threads, DType round_to);
 
 // cpu_attention.cpp — multi-head (NKV == NH) and grouped-query (NKV < NH) attention.
 // How the per-head products run on fp32 operands:

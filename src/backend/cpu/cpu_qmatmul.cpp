@@ -50,57 +50,75 @@ void round_tile(float* t, size_t n, DType round_to) {
 
 }  // namespace
 
-void qmatmul_forward(float* out /*[N,M]*/, const float* inp /*[N,K]*/, const QuantWeight& w,
-                     const float* bias /*[M] or null*/, int N, int K, int M, int threads,
-                     DType round_to) {
+void qmatmul_rows_forward(float* out /*[N, ldo]*/, size_t ldo, const float* inp /*[N,K]*/,
+                          const QuantWeight& w, int m0, int m1,
+                          const float* bias /*[m1 - m0] or null*/, int N, int K, int threads,
+                          DType round_to) {
+    const int M = m1 - m0;
     if (N <= 0 || M <= 0) return;
-    TRT_CHECK(w.rows == M && w.cols == K, "qmatmul_forward: a [", w.rows, ", ", w.cols,
-              "] weight for a [", M, ", ", K, "] product");
+    TRT_CHECK(w.cols == K && m0 >= 0 && m1 <= w.rows, "qmatmul_forward: rows ", m0, "..", m1,
+              " of a [", w.rows, ", ", w.cols, "] weight for a product over ", K);
     const SerialLibrariesScope serial;
     const int tile = tile_extent(K, M);
     const int tiles = (M + tile - 1) / tile;
     run_parts(static_cast<size_t>(tiles), threads, [&](size_t t, int) {
-        const int m0 = static_cast<int>(t) * tile, m1 = std::min(M, m0 + tile);
-        const int width = m1 - m0;
+        const int j0 = static_cast<int>(t) * tile, j1 = std::min(M, j0 + tile);
+        const int width = j1 - j0;
         float* W = tile_scratch(static_cast<size_t>(width) * K);  // [width, K]
-        dequantise_tile(w, m0, m1, 0, K, W, static_cast<size_t>(K));
+        dequantise_tile(w, m0 + j0, m0 + j1, 0, K, W, static_cast<size_t>(K));
         round_tile(W, static_cast<size_t>(width) * K, round_to);
-        float* o = out + m0;
+        float* o = out + j0;
         for (int n = 0; n < N; n++)
             for (int j = 0; j < width; j++)
-                o[static_cast<size_t>(n) * M + j] = bias ? bias[m0 + j] : 0.0f;
-        if (K > 0)  // out[:, m0:m1] (+)= inp[N,K] · W[m0:m1, :]ᵀ
+                o[static_cast<size_t>(n) * ldo + j] = bias ? bias[j0 + j] : 0.0f;
+        if (K > 0)  // out[:, j0:j1] (+)= inp[N,K] · W[m0+j0 : m0+j1, :]ᵀ
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, width, K, 1.0f, inp, K, W, K,
-                        bias ? 1.0f : 0.0f, o, M);
+                        bias ? 1.0f : 0.0f, o, static_cast<int>(ldo));
     });
+}
+
+void qmatmul_rows_backward(float* dinp /*[N,K] overwritten*/, const float* dout /*[N, ldd]*/,
+                           size_t ldd, const QuantWeight& w, int m0, int m1, int N, int K,
+                           int threads, DType round_to) {
+    const int M = m1 - m0;
+    if (N <= 0 || K <= 0) return;
+    TRT_CHECK(w.cols == K && m0 >= 0 && m1 <= w.rows, "qmatmul_backward: rows ", m0, "..", m1,
+              " of a [", w.rows, ", ", w.cols, "] weight for a product over ", K);
+    const SerialLibrariesScope serial;
+    const int tile = tile_extent(M, K);
+    const int tiles = (K + tile - 1) / tile;
+    run_parts(static_cast<size_t>(tiles), threads, [&](size_t t, int) {
+        const int k0 = static_cast<int>(t) * tile, k1 = std::min(K, k0 + tile);
+        const int width = k1 - k0;
+        float* W = tile_scratch(static_cast<size_t>(std::max(M, 0)) * width);  // [M, width]
+        dequantise_tile(w, m0, m1, k0, k1, W, static_cast<size_t>(width));
+        round_tile(W, static_cast<size_t>(std::max(M, 0)) * width, round_to);
+        if (M > 0)  // dinp[:, k0:k1] = dout[N, 0:M] · W[m0:m1, k0:k1]
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, width, M, 1.0f, dout,
+                        static_cast<int>(ldd), W, width, 0.0f, dinp + k0, K);
+        else
+            for (int n = 0; n < N; n++)
+                std::fill(dinp + static_cast<size_t>(n) * K + k0,
+                          dinp + static_cast<size_t>(n) * K + k1, 0.0f);
+    });
+}
+
+void qmatmul_forward(float* out /*[N,M]*/, const float* inp /*[N,K]*/, const QuantWeight& w,
+                     const float* bias /*[M] or null*/, int N, int K, int M, int threads,
+                     DType round_to) {
+    TRT_CHECK(w.rows == M && w.cols == K, "qmatmul_forward: a [", w.rows, ", ", w.cols,
+              "] weight for a [", M, ", ", K, "] product");
+    qmatmul_rows_forward(out, static_cast<size_t>(M), inp, w, 0, M, bias, N, K, threads, round_to);
 }
 
 void qmatmul_backward(float* dinp /*[N,K] overwritten or null*/, float* dbias /*[M] += or null*/,
                       const float* dout /*[N,M]*/, const QuantWeight& w, int N, int K, int M,
                       int threads, DType round_to) {
-    if (N <= 0 || K <= 0) return;
     TRT_CHECK(w.rows == M && w.cols == K, "qmatmul_backward: a [", w.rows, ", ", w.cols,
               "] weight for a [", M, ", ", K, "] product");
-    if (dinp) {
-        const SerialLibrariesScope serial;
-        const int tile = tile_extent(M, K);
-        const int tiles = (K + tile - 1) / tile;
-        run_parts(static_cast<size_t>(tiles), threads, [&](size_t t, int) {
-            const int k0 = static_cast<int>(t) * tile, k1 = std::min(K, k0 + tile);
-            const int width = k1 - k0;
-            float* W = tile_scratch(static_cast<size_t>(M) * width);  // [M, width]
-            dequantise_tile(w, 0, M, k0, k1, W, static_cast<size_t>(width));
-            round_tile(W, static_cast<size_t>(M) * width, round_to);
-            if (M > 0)  // dinp[:, k0:k1] = dout[N,M] · W[:, k0:k1]
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, width, M, 1.0f, dout, M,
-                            W, width, 0.0f, dinp + k0, K);
-            else
-                for (int n = 0; n < N; n++)
-                    std::fill(dinp + static_cast<size_t>(n) * K + k0,
-                              dinp + static_cast<size_t>(n) * K + k1, 0.0f);
-        });
-    }
-    if (dbias && M > 0)  // the plain matmul's reproducible column sums
+    if (dinp)
+        qmatmul_rows_backward(dinp, dout, static_cast<size_t>(M), w, 0, M, N, K, threads, round_to);
+    if (dbias && N > 0 && K > 0 && M > 0)  // the plain matmul's reproducible column sums
         matmul_backward(nullptr, nullptr, dbias, dout, nullptr, nullptr, N, K, M,
                         WeightLayout::OutIn, threads);
 }
