@@ -358,11 +358,6 @@ void model_family_rules(const RunConfig& r, Where where, Problems& problems) {
         problems.add(where("lora.init_from", "lora.rank"),
                      "lora.init_from: an adapter folder needs lora.rank set to its r "
                      "(adapter_config.json's \"r\")");
-    if (l.base_dtype != BaseDType::Fp32 && r.model.init_from.empty())
-        problems.add(where("lora.base_dtype", "model.init_from"),
-                     cat("lora.base_dtype = \"", to_string(l.base_dtype),
-                         "\": a quantised base is a pretrained model's, quantised as it is "
-                         "read; set model.init_from to its folder or safetensors file"));
     if (l.rank == 0 && l.base_dtype != BaseDType::Fp32)
         problems.add(where("lora.base_dtype", "lora.rank"),
                      cat("lora.base_dtype = \"", to_string(l.base_dtype),

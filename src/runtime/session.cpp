@@ -238,6 +238,11 @@ void Session::build_model(int32_t document_separator) {
     // Packed examples carry positions: a backend sizes for attention that can mask them.
     spec.documents = (run_.data.packing && (train_examples_.set || val_examples_.set)) ||
                      document_separator >= 0;
+    // (A plan of a QLoRA config needs no file: this is the session's rule, not the config's.)
+    if (spec.lora.quantised_base() && mc.init_from.empty())
+        fail(Status::Config, "lora.base_dtype = \"", to_string(spec.lora.base_dtype),
+             "\": a quantised base is a pretrained model's, quantised as it is read; set "
+             "model.init_from to its folder or safetensors file");
     if (spec.lora.quantised_base() &&
         !backend_->supports(OpKind::qmatmul_forward, model_dims(ParamTable(spec), B, T),
                             precision_))

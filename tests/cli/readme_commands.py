@@ -72,6 +72,20 @@ SKIP = {
         "installs packages and runs the whole suite, this test included",
     "ctest --test-dir build -R reference --output-on-failure":
         "the reference tests are ctest tests of their own (they need PyTorch)",
+    # 4. Fine-tune on a small machine (QLoRA, GGUF)
+    "trainrt plan qlora.toml                    # memory by component, and a real session's":
+        "placeholder model folder: SessionQlora.* and cli_gguf_export run QLoRA from a folder",
+    "trainrt prepare --chat chats.jsonl --tokenizer /models/Llama-3.2-1B-Instruct --out "
+    "data/chat --val-fraction 0.05":
+        "placeholder model folder and data: chat_e2e prepares chat data with a Llama 3.1 "
+        "tokenizer",
+    "trainrt train qlora.toml":
+        "placeholder model folder: cli_gguf_export trains QLoRA (nf4) on a Llama folder",
+    "trainrt export out/qlora --gguf tuned.gguf --gguf-type q8_0":
+        "needs the run above: cli_gguf_export exports its QLoRA run to GGUF and checks the file",
+    "llama-cli -m tuned.gguf -cnv               # llama.cpp; Ollama: \"FROM ./tuned.gguf\" in a "
+    "Modelfile":
+        "llama.cpp is not installed here: bench/gguf_llamacpp/run.sh loads exports with it",
     # 4. Fine-tune
     "build/trainrt train examples/configs/llama-shakespeare.toml":
         "long: trains the Llama demo for its train.steps",

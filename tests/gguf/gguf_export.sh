@@ -104,6 +104,40 @@ TOML
     done
 done
 
+# README's "Fine-tune on a small machine, run it in llama.cpp": QLoRA on the Llama run's Hugging
+# Face export (a model folder with its tokenizer), then the GGUF of the merged model.
+step "qlora (nf4 base from the llama folder) to GGUF"
+mkdir -p qlora
+cat > qlora/run.toml <<TOML
+[model]
+init_from = "../llama/hf"
+[lora]
+rank = 4
+alpha = 8.0
+target_modules = ["all-linear"]
+base_dtype = "nf4"
+[data]
+train = "../llama/data/train.bin"
+[train]
+batch_size = 2
+seq_len = 32
+steps = 2
+eval_every = 0
+recompute = "block"
+out_dir = "out"
+[runtime]
+device = "cpu"
+threads = 1
+TOML
+log=$( (cd qlora && "$TRAINRT" train run.toml --fresh) 2>&1) || fail "train (qlora): $log"
+"$TRAINRT" export qlora/out qlora/hf --merge > /dev/null 2> qlora/hf.log ||
+    fail "export (qlora): $(cat qlora/hf.log)"
+msg=$("$TRAINRT" export qlora/out --gguf qlora/qlora-f16.gguf --gguf-type f16 2>&1) ||
+    fail "export --gguf (qlora): $msg"
+"$PY" "$SRC/tests/gguf/gguf_check.py" --gguf qlora/qlora-f16.gguf --hf qlora/hf \
+    --tokenizer "$ORACLE/tokenizers/llama3_1" --family llama --type f16 --pre llama-bpe \
+    --node-modules "$ORACLE/node_modules" || fail "gguf_check (qlora)"
+
 step "refusals"
 expect_failure() {  # NAME WANT_RC WANT_TEXT COMMAND...
     local name=$1 want_rc=$2 want=$3

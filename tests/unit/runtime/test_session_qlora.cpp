@@ -202,7 +202,7 @@ TEST(SessionQlora, MemoryIsThePlans) {
 TEST(SessionQlora, MistakesAreConfigErrorsThatSayWhatToDo) {
     const std::string dir = test_dir();
     const std::string init = pretrained(dir);
-    // The config refuses these as they are set.
+    // The config refuses this as it is set.
     auto set_error = [](Config c, const char* key, const std::string& value) {
         try {
             c.set(key, value);
@@ -216,9 +216,12 @@ TEST(SessionQlora, MistakesAreConfigErrorsThatSayWhatToDo) {
     no_rank.set("model.init_from", "\"" + init + "\"");
     const std::string rank = set_error(no_rank, "lora.base_dtype", "\"nf4\"");
     EXPECT_NE(rank.find("set lora.rank"), std::string::npos) << rank;
-    const std::string no_init =
-        set_error(qlora_config(dir, init, "nf4"), "model.init_from", "\"\"");
-    EXPECT_NE(no_init.find("set model.init_from"), std::string::npos) << no_init;
+    // A plan needs no file; a session does.
+    Config no_init = qlora_config(dir, init, "nf4");
+    no_init.set("model.init_from", "\"\"");
+    EXPECT_EQ(status_of(no_init), Status::Config);
+    EXPECT_NE(message_of(no_init).find("set model.init_from"), std::string::npos)
+        << message_of(no_init);
 
     Config trains_base = qlora_config(dir, init, "int8");
     trains_base.set("train.trainable", "[\"*.o_proj.weight\"]");
