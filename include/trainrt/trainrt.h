@@ -428,6 +428,16 @@ TRAINRT_API trainrt_status trainrt_checkpoint_export_adapter(const char* path, c
 TRAINRT_API trainrt_status trainrt_checkpoint_export_gguf(char* notes, size_t cap, size_t* needed,
                                                           const char* path, const char* gguf_path,
                                                           const char* type);
+/* A LoRA run's adapters as llama.cpp's LoRA adapter GGUF (`llama-cli -m BASE.gguf --lora FILE`;
+ * as its convert_lora_to_gguf.py writes them): general.type "adapter", adapter.type "lora",
+ * adapter.lora.alpha, and per adapted linear "<the model tensor's name>.lora_a" / ".lora_b"
+ * (docs/FORMATS.md section 6). BASE.gguf is the model the run trained on (its model.init_from),
+ * as a GGUF file of its own. type, notes and the file as for checkpoint_export_gguf; a run
+ * without adapters is TRAINRT_ERR_INVALID_ARGUMENT. */
+TRAINRT_API trainrt_status trainrt_checkpoint_export_gguf_lora(char* notes, size_t cap,
+                                                               size_t* needed, const char* path,
+                                                               const char* gguf_path,
+                                                               const char* type);
 
 /* ---------------------------------------------------------------- sampling */
 typedef struct trainrt_sample_options {

@@ -182,4 +182,28 @@ TRAINRT_API trainrt_status trainrt_checkpoint_export_gguf(char* notes, size_t ca
     });
 }
 
+TRAINRT_API trainrt_status trainrt_checkpoint_export_gguf_lora(char* notes, size_t cap,
+                                                               size_t* needed, const char* path,
+                                                               const char* gguf_path,
+                                                               const char* type) {
+    const char* fn = "trainrt_checkpoint_export_gguf_lora";
+    return guarded(fn, [&] {
+        if (notes == nullptr && cap != 0)
+            fail(Status::InvalidArgument, fn, ": notes is NULL but cap is ", cap);
+        require(path, fn, "path");
+        require(gguf_path, fn, "gguf_path");
+        require_nonempty(gguf_path, fn, "gguf_path");
+        require(type, fn, "type");
+        const gguf::TensorType t = parse_gguf_type(type);
+        const CheckpointModel m = read_checkpoint_adapters(resolve_checkpoint(path));
+        const std::string name = std::filesystem::path(gguf_path).stem().string();
+        const GgufExportResult r =
+            export_gguf_lora(gguf_path, ParamTable(m.spec), m.params.data(), t, name);
+        std::string text;
+        for (const std::string& n : r.notes) text += n + "\n";
+        capi::copy_string(notes, cap, needed, text, fn);
+        return TRAINRT_OK;
+    });
+}
+
 }  // extern "C"

@@ -178,6 +178,41 @@ GgufModel gguf_model(const ParamTable& table, const float* params) {
     return m;
 }
 
+GgufModel gguf_lora_adapter(const ParamTable& table, const float* params) {
+    const ModelSpec& s = table.spec();
+    if (!s.lora.on())
+        fail(Status::InvalidArgument,
+             "GGUF adapter export: the run has no LoRA adapters "
+             "(lora.rank = 0); export the model with --gguf");
+    GgufModel m;
+    m.architecture = architecture(s);
+    const int D = s.hs();
+    for (const ParamTensor& a : table.tensors()) {
+        if (a.role != ParamRole::LoraA) continue;
+        const ParamTensor& b = *(&a + 1);  // lora_B follows its lora_A (param_table.h)
+        const std::string base =
+            (a.layer >= 0 ? cat("blk.", a.layer, ".") : std::string()) + tensor_name(a.slot);
+        GgufModelTensor ga;
+        ga.name = base + ".lora_a";
+        ga.shape = a.shape;  // [r, in]
+        ga.view = params + a.offset;
+        GgufModelTensor gb;
+        gb.name = base + ".lora_b";
+        gb.shape = b.shape;  // [out, r]
+        gb.view = params + b.offset;
+        if (reorders_qk(s) && (a.slot == Slot::Q || a.slot == Slot::K)) {
+            const int heads = a.slot == Slot::Q ? s.NH : s.NKV;
+            TRT_CHECK(b.shape[0] == static_cast<int64_t>(heads) * D, b.name);
+            gb.copy = pairs_adjacent(gb.view, heads, D, b.shape[1]);
+        }
+        m.tensors.push_back(std::move(ga));
+        m.tensors.push_back(std::move(gb));
+    }
+    return m;
+}
+
+std::string gguf_architecture(const ModelSpec& spec) { return architecture(spec); }
+
 void add_gguf_hyperparameters(gguf::Writer& w, const ModelSpec& s) {
     const std::string a = architecture(s);
     w.add_string("general.architecture", a);

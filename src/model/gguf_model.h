@@ -46,6 +46,17 @@ struct GgufModel {
 // the architecture has no key or tensor for).
 GgufModel gguf_model(const ParamTable& table, const float* params);
 
+// A LoRA run's adapters as llama.cpp's adapter file holds them (its convert_lora_to_gguf.py;
+// `llama-cli -m BASE.gguf --lora FILE`): per adapted linear, "<its tensor's name>.lora_a" =
+// PEFT's lora_A [r, in] (ne [in, r]) and ".lora_b" = lora_B [out, r] (ne [r, out]), as they
+// are (GPT-2's too: PEFT's A and B are plain [r, in], [out, r] over Conv1D); a Llama/Mistral
+// q or k adapter's B rows reordered per head as the base's q/k rows are. The scale is
+// adapter.lora.alpha / r, as ours. Error(InvalidArgument) for a table without adapters.
+GgufModel gguf_lora_adapter(const ParamTable& table, const float* params);
+
+// llama.cpp's name of a model's architecture ("llama" for Mistral too).
+std::string gguf_architecture(const ModelSpec& spec);
+
 // The architecture's hyper-parameter keys (`<arch>.context_length`, ... with the types
 // llama.cpp reads: counts UINT32, epsilons and RoPE's base FLOAT32), general.architecture
 // first.

@@ -46,6 +46,23 @@ void export_checkpoint(const std::string& dir, const std::string& out_dir, Expor
     export_hf(out_dir, ParamTable(base_spec(spec)), merged.data(), dtype);
 }
 
+CheckpointModel read_checkpoint_adapters(const std::string& dir) {
+    const CheckpointState recorded = read_checkpoint_state(dir);
+    CheckpointModel m;
+    m.run = Config::from_string(recorded.config_toml, "", dir + "/state.json").run();
+    if (m.run.lora.rank == 0)
+        fail(Status::InvalidArgument, "checkpoint '", dir,
+             "' has no LoRA adapters (its run "
+             "had lora.rank = 0); export it as a model instead");
+    m.spec = read_checkpoint_model_spec(dir);
+    m.spec.lora = lora_spec(m.run.lora, m.spec);
+    m.spec.lora.base_dtype = BaseDType::Fp32;
+    const ParamTable table(m.spec);
+    m.params.assign(table.total(), 0.0f);
+    read_checkpoint(dir, table, m.params.data(), nullptr, nullptr, nullptr, false);
+    return m;
+}
+
 CheckpointModel read_checkpoint_model(const std::string& dir) {
     const CheckpointState recorded = read_checkpoint_state(dir);
     CheckpointModel m;

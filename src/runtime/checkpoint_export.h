@@ -35,5 +35,10 @@ struct CheckpointModel {
     std::vector<float> params;
 };
 CheckpointModel read_checkpoint_model(const std::string& checkpoint_dir);
+// A LoRA checkpoint's adapters, verified as read_checkpoint verifies them, without its base:
+// the run's config, the spec with its adapters (lora.base_dtype as fp32: the table's layout of
+// files) and the flat parameters, whose frozen base is zero where the checkpoint leaves it out.
+// Error(InvalidArgument) for a run without adapters.
+CheckpointModel read_checkpoint_adapters(const std::string& checkpoint_dir);
 
 }  // namespace trt

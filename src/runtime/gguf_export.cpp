@@ -221,6 +221,32 @@ gguf::TensorType parse_gguf_type(const std::string& name) {
     fail(Status::InvalidArgument, "GGUF type '", name, "': use f32, f16, bf16 or q8_0");
 }
 
+namespace {
+
+// The model's tensors in `type` (1-D, norm and position tensors F32; a matrix whose rows are
+// not whole Q8_0 blocks F16, as llama.cpp's converter writes them, noted).
+void add_tensors(gguf::Writer& w, const GgufModel& model, gguf::TensorType type,
+                 std::vector<std::string>& notes) {
+    std::vector<std::string> as_f16;
+    for (const GgufModelTensor& t : model.tensors) {
+        gguf::TensorType tt = t.keep_f32 ? gguf::TensorType::F32 : type;
+        if (tt == gguf::TensorType::Q8_0 && t.shape.back() % 32 != 0) {
+            tt = gguf::TensorType::F16;  // llama.cpp's converter does the same
+            as_f16.push_back(t.name);
+        }
+        w.add_tensor(t.name, t.shape, tt, t.values());
+    }
+    if (!as_f16.empty()) {
+        std::string list;
+        for (const std::string& n : as_f16) list += (list.empty() ? "" : ", ") + n;
+        notes.push_back(
+            cat(as_f16.size(), " matri", as_f16.size() == 1 ? "x" : "ces",
+                " with rows that are not whole Q8_0 blocks of 32 written as F16: ", list));
+    }
+}
+
+}  // namespace
+
 GgufExportResult export_gguf(const std::string& path, const ParamTable& table, const float* params,
                              gguf::TensorType type, const tok::TokenizerFiles* tokenizer,
                              const std::string& name) {
@@ -243,23 +269,33 @@ GgufExportResult export_gguf(const std::string& path, const ParamTable& table, c
             "no tokenizer (the run had no data.tokenizer): the file says \"no_vocab\"; "
             "llama.cpp runs the model on token ids only and cannot turn text into ids");
     }
-    std::vector<std::string> as_f16;
-    for (const GgufModelTensor& t : model.tensors) {
-        gguf::TensorType tt = t.keep_f32 ? gguf::TensorType::F32 : type;
-        if (tt == gguf::TensorType::Q8_0 && t.shape.back() % 32 != 0) {
-            tt = gguf::TensorType::F16;  // llama.cpp's converter does the same
-            as_f16.push_back(t.name);
-        }
-        w.add_tensor(t.name, t.shape, tt, t.values());
-    }
-    if (!as_f16.empty()) {
-        std::string list;
-        for (const std::string& n : as_f16) list += (list.empty() ? "" : ", ") + n;
-        result.notes.push_back(cat(as_f16.size(), " matri", as_f16.size() == 1 ? "x" : "ces",
-                                   " with rows that are not whole Q8_0 blocks of 32 written as "
-                                   "F16: ",
-                                   list));
-    }
+    add_tensors(w, model, type, result.notes);
+    w.write(path);
+    result.tensors = w.tensor_count();
+    return result;
+}
+
+GgufExportResult export_gguf_lora(const std::string& path, const ParamTable& table,
+                                  const float* params, gguf::TensorType type,
+                                  const std::string& name) {
+    if (path.empty()) fail(Status::InvalidArgument, "GGUF export: an empty file name");
+    const ModelSpec& spec = table.spec();
+    const GgufModel model = gguf_lora_adapter(table, params);
+    GgufExportResult result;
+    gguf::Writer w;
+    w.add_string("general.architecture", model.architecture);
+    w.add_string("general.type", "adapter");
+    if (!name.empty()) w.add_string("general.name", name);
+    w.add_u32("general.file_type", file_type(type));
+    w.add_u32("general.quantization_version", 2);
+    w.add_string("adapter.type", "lora");
+    w.add_f32("adapter.lora.alpha", spec.lora.alpha);  // llama.cpp: FLOAT32, scale alpha / r
+    add_tensors(w, model, type, result.notes);
+    result.notes.push_back(
+        cat("an adapter: llama.cpp applies it to the model this run trained "
+            "on (its base), as a GGUF of its own: llama-cli -m BASE.gguf "
+            "--lora ",
+            path));
     w.write(path);
     result.tensors = w.tensor_count();
     return result;

@@ -45,4 +45,13 @@ GgufExportResult export_gguf(const std::string& path, const ParamTable& table, c
                              gguf::TensorType type, const tok::TokenizerFiles* tokenizer,
                              const std::string& name);
 
+// A LoRA run's adapters as llama.cpp's adapter file (model/gguf_model.h gguf_lora_adapter):
+// general.type "adapter", general.architecture, adapter.type "lora", adapter.lora.alpha
+// (FLOAT32), the adapter tensors in `type` (a B whose rank is not whole Q8_0 blocks written
+// F16). The base it goes with is the model the run trained on (model.init_from), as a GGUF of
+// its own; the notes say so.
+GgufExportResult export_gguf_lora(const std::string& path, const ParamTable& table,
+                                  const float* params, gguf::TensorType type,
+                                  const std::string& name);
+
 }  // namespace trt

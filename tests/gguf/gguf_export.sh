@@ -137,6 +137,28 @@ msg=$("$TRAINRT" export qlora/out --gguf qlora/qlora-f16.gguf --gguf-type f16 2>
 "$PY" "$SRC/tests/gguf/gguf_check.py" --gguf qlora/qlora-f16.gguf --hf qlora/hf \
     --tokenizer "$ORACLE/tokenizers/llama3_1" --family llama --type f16 --pre llama-bpe \
     --node-modules "$ORACLE/node_modules" || fail "gguf_check (qlora)"
+# Its adapters alone, as llama.cpp's adapter file (--gguf-lora), read by @huggingface/gguf:
+# the keys llama.cpp checks, and A [in, r] / B [r, out] (ne) for every adapted linear.
+msg=$("$TRAINRT" export qlora/out --gguf-lora qlora/adapter.gguf 2>&1) ||
+    fail "export --gguf-lora (qlora): $msg"
+grep -q "wrote qlora/adapter.gguf (GGUF LoRA adapter, f16)" <<< "$msg" || fail "said: $msg"
+node "$SRC/tests/gguf/hf_gguf_read.mjs" "$ORACLE/node_modules" qlora/adapter.gguf > qlora/adapter.json ||
+    fail "@huggingface/gguf could not read qlora/adapter.gguf"
+"$PY" - qlora/adapter.json <<'PY' || fail "the adapter file"
+import json, sys
+f = json.load(open(sys.argv[1]))
+m, t = f["metadata"], {x["name"]: x["shape"] for x in f["tensors"]}
+assert m["general.type"] == "adapter" and m["adapter.type"] == "lora", m
+assert m["general.architecture"] == "llama" and m["adapter.lora.alpha"] == 8.0, m
+assert len(t) == 2 * 7 * 2, sorted(t)  # every linear of 2 blocks, A and B
+assert t["blk.0.attn_q.weight.lora_a"] == [32, 4], t["blk.0.attn_q.weight.lora_a"]
+assert t["blk.1.ffn_down.weight.lora_b"] == [4, 32], t["blk.1.ffn_down.weight.lora_b"]
+assert t["blk.1.ffn_gate.weight.lora_b"] == [4, 64], t["blk.1.ffn_gate.weight.lora_b"]
+PY
+expect_lora_failure() { "$TRAINRT" export "$@" > lora.out 2>&1 && fail "export $* succeeded"; true; }
+expect_lora_failure gpt2/out --gguf-lora x.gguf  # a run without adapters
+grep -q "lora.rank = 0" lora.out || fail "--gguf-lora of a run without adapters: $(cat lora.out)"
+[ ! -e x.gguf ] || fail "a refused --gguf-lora wrote x.gguf"
 
 step "refusals"
 expect_failure() {  # NAME WANT_RC WANT_TEXT COMMAND...

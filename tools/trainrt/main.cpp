@@ -162,6 +162,7 @@ const CommandHelp kCommandHelp[] = {
     {"export",
      "usage: trainrt export CHECKPOINT DIR [--dtype f32|bf16] [--merge] [--force]\n"
      "       trainrt export CHECKPOINT --gguf FILE [--gguf-type f16|bf16|q8_0|f32] [--force]\n"
+     "       trainrt export CHECKPOINT --gguf-lora FILE [--gguf-type ...] [--force]\n"
      "\n"
      "Writes DIR/model.safetensors (the model's Hugging Face names, unpadded, fp32 unless\n"
      "--dtype bf16; shards + model.safetensors.index.json above 5 GB) and DIR/config.json,\n"
@@ -179,7 +180,9 @@ const CommandHelp kCommandHelp[] = {
      "LoRA run's adapters merged) under llama.cpp's names for its family, in --gguf-type\n"
      "(default f16; norms and biases stay f32), with the run's tokenizer, chat template and\n"
      "end-of-turn ids inside it; it says what llama.cpp gets otherwise than the run had it\n"
-     "(docs/FORMATS.md section 6). An existing FILE is refused unless --force.\n"},
+     "(docs/FORMATS.md section 6). An existing FILE is refused unless --force.\n"
+     "--gguf-lora FILE writes a LoRA run's adapters as llama.cpp's adapter GGUF instead\n"
+     "(llama-cli -m BASE.gguf --lora FILE; BASE.gguf: the model the run trained on).\n"},
     {"config",
      "usage: trainrt config CONFIG [--set KEY=VALUE]...\n"
      "\n"
@@ -854,9 +857,10 @@ std::string tokenizer_files_written(const std::string& dir,
     return list.empty() ? "" : "; the tokenizer: " + list;
 }
 
-// trainrt export CHECKPOINT --gguf FILE: one GGUF file for llama.cpp / Ollama.
+// trainrt export CHECKPOINT --gguf FILE: one GGUF file for llama.cpp / Ollama (--gguf-lora:
+// the adapters alone).
 int export_gguf_file(const std::string& checkpoint, const std::string& file,
-                     const std::string& type, bool force) {
+                     const std::string& type, bool force, bool adapter) {
     std::error_code ec;
     if (!force && std::filesystem::exists(file, ec)) {
         std::fprintf(stderr,
@@ -867,10 +871,15 @@ int export_gguf_file(const std::string& checkpoint, const std::string& file,
     }
     size_t needed = 0;
     std::vector<char> notes(4096);
-    trainrt_status st = trainrt_checkpoint_export_gguf(
-        notes.data(), notes.size(), &needed, checkpoint.c_str(), file.c_str(), type.c_str());
+    trainrt_status st =
+        adapter
+            ? trainrt_checkpoint_export_gguf_lora(notes.data(), notes.size(), &needed,
+                                                  checkpoint.c_str(), file.c_str(), type.c_str())
+            : trainrt_checkpoint_export_gguf(notes.data(), notes.size(), &needed,
+                                             checkpoint.c_str(), file.c_str(), type.c_str());
     if (st != TRAINRT_OK) return fail_status("export", st);
-    std::printf("wrote %s (GGUF, %s)\n", file.c_str(), type.c_str());
+    std::printf("wrote %s (GGUF%s, %s)\n", file.c_str(), adapter ? " LoRA adapter" : "",
+                type.c_str());
     const std::string text(notes.data());
     if (!text.empty())
         std::printf("notes (what llama.cpp gets otherwise than this run had it):\n%s",
@@ -884,14 +893,14 @@ int cmd_export(int argc, char** argv) {
     std::vector<std::string> positional;
     int32_t dtype = TRAINRT_DTYPE_F32;
     bool merge = false, force = false, dtype_given = false;
-    std::string gguf, gguf_type;
+    std::string gguf, gguf_lora, gguf_type;
     for (int i = 0; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--gguf" || a == "--gguf-type") {
+        if (a == "--gguf" || a == "--gguf-lora" || a == "--gguf-type") {
             if (i + 1 >= argc)
-                return fail_usage(a == "--gguf" ? "--gguf needs a FILE"
-                                                : "--gguf-type needs f32, f16, bf16 or q8_0");
-            (a == "--gguf" ? gguf : gguf_type) = argv[++i];
+                return fail_usage(a == "--gguf-type" ? "--gguf-type needs f32, f16, bf16 or q8_0"
+                                                     : a + " needs a FILE");
+            (a == "--gguf" ? gguf : a == "--gguf-lora" ? gguf_lora : gguf_type) = argv[++i];
         } else if (a == "--merge") {
             merge = true;
         } else if (a == "--force") {
@@ -904,19 +913,27 @@ int cmd_export(int argc, char** argv) {
             else return fail_usage("--dtype needs f32 or bf16, got '" + d + "'");
             dtype_given = true;
         } else if (!a.empty() && a[0] == '-') {
-            return fail_usage(
-                unknown_option(a, {"--dtype", "--merge", "--force", "--gguf", "--gguf-type"}));
+            return fail_usage(unknown_option(
+                a, {"--dtype", "--merge", "--force", "--gguf", "--gguf-lora", "--gguf-type"}));
         } else {
             positional.push_back(a);
         }
     }
-    if (!gguf.empty()) {
+    if (!gguf.empty() && !gguf_lora.empty())
+        return fail_usage("--gguf and --gguf-lora are two exports: run them one at a time");
+    if (!gguf.empty() || !gguf_lora.empty()) {
+        const bool adapter = !gguf_lora.empty();
+        const char* option = adapter ? "--gguf-lora" : "--gguf";
         if (positional.size() != 1)
-            return fail_usage("export --gguf FILE needs CHECKPOINT only (the file is the output)");
+            return fail_usage(std::string("export ") + option +
+                              " FILE needs CHECKPOINT only (the file is the output)");
         if (dtype_given)
             return fail_usage("--dtype is the folder export's; a GGUF file's type is --gguf-type");
-        // A GGUF file holds the model: a LoRA run's adapters are always merged into it.
-        return export_gguf_file(positional[0], gguf, gguf_type.empty() ? "f16" : gguf_type, force);
+        if (merge && adapter)
+            return fail_usage("--merge and --gguf-lora: use --gguf for a merged model");
+        // A GGUF model file holds the model: a LoRA run's adapters are always merged into it.
+        return export_gguf_file(positional[0], adapter ? gguf_lora : gguf,
+                                gguf_type.empty() ? "f16" : gguf_type, force, adapter);
     }
     if (!gguf_type.empty()) return fail_usage("--gguf-type goes with --gguf FILE");
     if (positional.size() != 2) return fail_usage("export needs CHECKPOINT and DIR");

@@ -141,6 +141,9 @@ class SessionTest(TestCase):
         self.assertTrue(any("no tokenizer" in n for n in notes), notes)
         with self.assertRaises(trainrt.InvalidArgumentError):
             trainrt.checkpoint_export_gguf(ckpt, os.path.join(d, "x.gguf"), "q4_0")
+        with self.assertRaises(trainrt.InvalidArgumentError):  # a run without adapters
+            trainrt.checkpoint_export_gguf_lora(ckpt, os.path.join(d, "a.gguf"))
+        self.assertFalse(os.path.exists(os.path.join(d, "a.gguf")))
         self.assertIsNone(trainrt.checkpoint_latest(d))
 
     def test_save_into_out_dir_and_latest(self) -> None:

@@ -25,6 +25,7 @@ from ._types import (DType, EvalResult, Feature, LogLevel, LossMask, Metrics, Mo
                      TokenizerTrainResult)
 from .chat import ChatTemplate
 from .checkpoint import (checkpoint_export, checkpoint_export_adapter, checkpoint_export_gguf,
+                         checkpoint_export_gguf_lora,
                          checkpoint_latest, config_from_checkpoint)
 from .config import Config, toml_value
 from .core import (ABI_VERSION, abi_version, build_features, library_path, missing_functions,
@@ -48,7 +49,7 @@ __all__ = [
     "toml_value",
     # functions
     "checkpoint_latest", "config_from_checkpoint", "checkpoint_export",
-    "checkpoint_export_adapter", "checkpoint_export_gguf", "prepare_bytes", "prepare_text", "tokenizer_train",
+    "checkpoint_export_adapter", "checkpoint_export_gguf", "checkpoint_export_gguf_lora", "prepare_bytes", "prepare_text", "tokenizer_train",
     # values
     "DType", "EvalResult", "Feature", "LogLevel", "LossMask", "Metrics", "ModelInfo",
     "ParamInfo", "ParamRole", "PrepareResult", "Progress", "ProgressKind", "StepResult",

@@ -318,6 +318,7 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "trainrt_session_export_adapter": ("status", [_P, _s, c_int32]),
     "trainrt_checkpoint_export_adapter": ("status", [_s, _s, c_int32]),
     "trainrt_checkpoint_export_gguf": ("status", [_P, c_size_t, _Psize, _s, _s, _s]),
+    "trainrt_checkpoint_export_gguf_lora": ("status", [_P, c_size_t, _Psize, _s, _s, _s]),
     # sampling
     "trainrt_sample_options_init": (None, [POINTER(SampleOptions)]),
     "trainrt_session_sample": ("status", [_P, c_size_t, _P, _P, c_size_t, c_size_t,

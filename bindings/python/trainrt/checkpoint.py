@@ -11,7 +11,7 @@ from .config import Config, PathLike
 from .session import _dtype
 
 __all__ = ["checkpoint_latest", "config_from_checkpoint", "checkpoint_export",
-           "checkpoint_export_adapter", "checkpoint_export_gguf"]
+           "checkpoint_export_adapter", "checkpoint_export_gguf", "checkpoint_export_gguf_lora"]
 
 
 def checkpoint_latest(out_dir: PathLike) -> Optional[str]:
@@ -52,4 +52,16 @@ def checkpoint_export_gguf(path: PathLike, gguf_path: PathLike, type: str = "f16
     needed = ctypes.c_size_t(0)
     C.trainrt_checkpoint_export_gguf(buf, len(buf), ctypes.byref(needed), encode_path(path),
                                      encode_path(gguf_path, "gguf_path"), type.encode())
+    return [line for line in buf.value.decode("utf-8", "replace").split("\n") if line]
+
+
+def checkpoint_export_gguf_lora(path: PathLike, gguf_path: PathLike,
+                                type: str = "f16") -> List[str]:
+    """A LoRA run's adapters as llama.cpp's adapter GGUF (``llama-cli -m BASE.gguf --lora
+    FILE``, BASE the model the run trained on); ``type`` as :func:`checkpoint_export_gguf`.
+    Returns the notes. A run without adapters raises :class:`trainrt.InvalidArgumentError`."""
+    buf = ctypes.create_string_buffer(1 << 16)
+    needed = ctypes.c_size_t(0)
+    C.trainrt_checkpoint_export_gguf_lora(buf, len(buf), ctypes.byref(needed), encode_path(path),
+                                          encode_path(gguf_path, "gguf_path"), type.encode())
     return [line for line in buf.value.decode("utf-8", "replace").split("\n") if line]

@@ -99,7 +99,7 @@ const EntryPoint kSuiteEntryPoints[] = {
     TRT_ENTRY(trainrt_session_generate),      TRT_ENTRY(trainrt_chat_template_load),
     TRT_ENTRY(trainrt_chat_template_destroy), TRT_ENTRY(trainrt_chat_template_render),
     TRT_ENTRY(trainrt_chat_template_stop_ids), TRT_ENTRY(trainrt_chat_template_generation_spans),
-    TRT_ENTRY(trainrt_checkpoint_export_gguf),
+    TRT_ENTRY(trainrt_checkpoint_export_gguf), TRT_ENTRY(trainrt_checkpoint_export_gguf_lora),
 };
 #undef TRT_ENTRY
 
@@ -1806,6 +1806,41 @@ TEST_F(CapiMisuse, GgufExportRefusesBadArgumentsAndWritesNothing) {
     EXPECT_TRUE(fs::exists(out));
     EXPECT_GT(needed, 0u);
     EXPECT_EQ(std::string(notes).size(), std::min(needed, sizeof notes - 1));
+}
+
+// trainrt_checkpoint_export_gguf_lora: the same refusals, and a run without adapters (this
+// checkpoint's) is one too; nothing written.
+TEST_F(CapiMisuse, GgufLoraExportRefusesBadArgumentsAndWritesNothing) {
+    const std::string ck = make_checkpoint("ck");
+    const std::string out = dir_ + "/a.gguf";
+    char notes[64];
+    size_t needed = 777;
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf_lora(nullptr, 0, nullptr, nullptr, out.c_str(),
+                                                      "f16"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "path");
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf_lora(nullptr, 0, nullptr, ck.c_str(), nullptr,
+                                                      "f16"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "gguf_path");
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf_lora(nullptr, 0, nullptr, ck.c_str(), "", "f16"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "gguf_path");
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf_lora(nullptr, 0, nullptr, ck.c_str(), out.c_str(),
+                                                      nullptr),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "type");
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf_lora(nullptr, 0, nullptr, ck.c_str(), out.c_str(),
+                                                      "q4_0"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "f32, f16, bf16 or q8_0");
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf_lora(nullptr, 8, &needed, ck.c_str(), out.c_str(),
+                                                      "f16"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "notes");
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf_lora(notes, sizeof notes, &needed,
+                                                      (dir_ + "/missing").c_str(), out.c_str(),
+                                                      "f16"),
+                  TRAINRT_ERR_IO, "missing");
+    EXPECT_MISUSE(trainrt_checkpoint_export_gguf_lora(notes, sizeof notes, &needed, ck.c_str(),
+                                                      out.c_str(), "f16"),
+                  TRAINRT_ERR_INVALID_ARGUMENT, "lora.rank = 0");
+    EXPECT_EQ(needed, 777u);
+    EXPECT_FALSE(fs::exists(out));
 }
 
 TEST_F(CapiMisuse, ExportRefusesDtypesOutsideTheEnumAndUnwritablePlaces) {

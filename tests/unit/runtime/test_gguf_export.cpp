@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "io/gguf_test_reader.h"
+#include "model/lora.h"
 #include "runtime/gguf_export.h"
 #include "tokenizer/synthetic_tokenizer.h"  // tests/tokenizer
 #include "tokenizer/tokenizer_files.h"
@@ -226,6 +227,67 @@ TEST(GgufExport, SentencePieceIsLlamaCppsLlamaModel) {
     EXPECT_EQ(f.tensor("token_embd.weight").type, 30u);
     EXPECT_EQ(f.tensor("blk.0.attn_norm.weight").type, 0u);  // norms stay F32
 #endif
+}
+
+}  // namespace trt
+
+namespace trt {
+
+// --gguf-lora: a LoRA run's adapters as llama.cpp's adapter file. Llama with head size 8 and
+// every linear adapted: the keys llama.cpp checks (general.type, adapter.type, alpha as
+// FLOAT32), a pair per adapted linear under the base tensor's name, A [r, in] and B [out, r]
+// as stored (ne reversed), q's and k's B rows in ggml's RoPE order, the rest as they are.
+TEST(GgufExport, LoraAdapterIsLlamaCppsAdapterFile) {
+    const std::string dir = test_dir();
+    ModelSpec s = llama_spec(64, 16, 2, 2, 1, 16, 24, true);  // hs 8
+    LoraConfig l;
+    l.rank = 4;
+    l.alpha = 12.0;
+    l.target_modules = {"all-linear"};
+    s.lora = lora_spec(l, s);
+    const ParamTable table(s);
+    std::vector<float> params(table.total());
+    for (size_t i = 0; i < params.size(); ++i) params[i] = static_cast<float>(i % 1000) * 1e-3f;
+    const GgufExportResult r =
+        export_gguf_lora(dir + "/a.gguf", table, params.data(), gguf::TensorType::F32, "a");
+    ASSERT_FALSE(r.notes.empty());
+    EXPECT_NE(r.notes.back().find("--lora"), std::string::npos) << r.notes.back();
+    const gguf_test::File f = gguf_test::read_file(dir + "/a.gguf");
+    EXPECT_EQ(f.kv.at("general.type").s, "adapter");
+    EXPECT_EQ(f.kv.at("general.architecture").s, "llama");
+    EXPECT_EQ(f.kv.at("adapter.type").s, "lora");
+    EXPECT_EQ(f.kv.at("adapter.lora.alpha").type, 6u);  // FLOAT32: llama.cpp asserts it
+    EXPECT_EQ(f.kv.at("adapter.lora.alpha").f, 12.0);
+    EXPECT_EQ(f.tensors.size(), 2u * 7u * 2u);  // 7 linears a block, 2 blocks, A and B
+    const ParamTensor* qa = table.lora_a(Slot::Q, 1);
+    ASSERT_NE(qa, nullptr);
+    const ParamTensor& qb = *(qa + 1);
+    EXPECT_EQ(f.tensor("blk.1.attn_q.weight.lora_a").ne, (std::vector<uint64_t>{16, 4}));
+    EXPECT_EQ(f.tensor("blk.1.attn_q.weight.lora_b").ne, (std::vector<uint64_t>{4, 16}));
+    EXPECT_EQ(f.tensor("blk.0.ffn_down.weight.lora_a").ne, (std::vector<uint64_t>{24, 4}));
+    const std::vector<float> a = f.values("blk.1.attn_q.weight.lora_a");
+    EXPECT_TRUE(
+        std::equal(a.begin(), a.end(), params.begin() + static_cast<ptrdiff_t>(qa->offset)));
+    // B's rows: head h's row 2i + j is HF's row j * 4 + i (head size 8: pairs (i, i + 4)).
+    const std::vector<float> b = f.values("blk.1.attn_q.weight.lora_b");
+    const int order[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+    for (int h = 0; h < 2; ++h)
+        for (int row = 0; row < 8; ++row)
+            for (int c = 0; c < 4; ++c)
+                ASSERT_EQ(b[static_cast<size_t>((h * 8 + row) * 4 + c)],
+                          params[qb.offset + static_cast<size_t>((h * 8 + order[row]) * 4 + c)])
+                    << "head " << h << " row " << row;
+    const ParamTensor* vb = table.lora_a(Slot::V, 0) + 1;
+    const std::vector<float> v = f.values("blk.0.attn_v.weight.lora_b");
+    EXPECT_TRUE(
+        std::equal(v.begin(), v.end(), params.begin() + static_cast<ptrdiff_t>(vb->offset)));
+
+    // No adapters: refused, nothing written.
+    const ParamTable plain(llama_spec(64, 16, 2, 2, 1, 16, 24, true));
+    const std::vector<float> p2(plain.total(), 0.0f);
+    EXPECT_THROW(export_gguf_lora(dir + "/b.gguf", plain, p2.data(), gguf::TensorType::F32, ""),
+                 Error);
+    EXPECT_FALSE(fs::exists(dir + "/b.gguf"));
 }
 
 }  // namespace trt
