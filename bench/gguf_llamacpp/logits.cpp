@@ -1,7 +1,9 @@
 // llama.cpp's logits for given token ids, and its token ids for a text, from a GGUF file: the
 // other half of compare.py. Written against llama.h's public API; built by run.sh beside a
 // llama.cpp checkout, never by this project's CMake.
-//   usage: logits MODEL.gguf OUT.f32 ID...   (OUT: n_ids x n_vocab float32, row-major)
+//   usage: logits MODEL.gguf OUT.f32 [--lora ADAPTER.gguf] ID...
+//          (OUT: n_ids x n_vocab float32, row-major; --lora: with a LoRA adapter file applied
+//          at scale 1, as llama-cli --lora does)
 //          logits --tokenize MODEL.gguf TEXT_FILE   (the ids on stdout, no BOS/EOS added)
 #include <cstdio>
 #include <cstdlib>
@@ -39,7 +41,13 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: logits MODEL.gguf OUT.f32 ID...\n");
         return 2;
     }
-    const int n = argc - 3;
+    const char* lora = nullptr;
+    int first = 3;
+    if (argc > 5 && std::string(argv[3]) == "--lora") {
+        lora = argv[4];
+        first = 5;
+    }
+    const int n = argc - first;
     llama_backend_init();
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
@@ -58,9 +66,21 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "logits: no context\n");
         return 3;
     }
+    if (lora != nullptr) {
+        llama_adapter_lora* adapter = llama_adapter_lora_init(model, lora);
+        if (adapter == nullptr) {
+            std::fprintf(stderr, "logits: llama.cpp could not load the adapter %s\n", lora);
+            return 3;
+        }
+        float scale = 1.0f;
+        if (llama_set_adapters_lora(ctx, &adapter, 1, &scale) != 0) {
+            std::fprintf(stderr, "logits: llama.cpp did not apply the adapter %s\n", lora);
+            return 3;
+        }
+    }
     llama_batch batch = llama_batch_init(n, 0, 1);
     for (int i = 0; i < n; i++) {
-        batch.token[i] = std::atoi(argv[3 + i]);
+        batch.token[i] = std::atoi(argv[first + i]);
         batch.pos[i] = i;
         batch.n_seq_id[i] = 1;
         batch.seq_id[i][0] = 0;

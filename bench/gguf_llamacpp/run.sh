@@ -34,4 +34,17 @@ for name in gpt2 llama qwen3; do
             --tokens-from data/train.bin --tolerance "$tol" --text "$here/sample.txt") || status=1
     done
 done
+# The LoRA adapter file (--gguf-lora) applied by llama.cpp to the base's GGUF against the merged
+# model's GGUF: a QLoRA run on the Llama export trained hard enough (lr 0.03, 20 steps) that
+# the adapter moves the logits far (the base alone is reported beside).
+q=$exports/qlora_strong
+mkdir -p "$q"
+sed -e 's/steps = 2/steps = 20/' -e 's|out_dir = "out"|out_dir = "out"\n[optim]\nlr = 0.03\nwarmup_steps = 0|' \
+    "$exports/qlora/run.toml" > "$q/run.toml"
+(cd "$q" && "$build/trainrt" train run.toml --fresh > train.log 2>&1)
+"$build/trainrt" export "$q/out" --gguf "$q/merged-f16.gguf" --force > /dev/null
+"$build/trainrt" export "$q/out" --gguf-lora "$q/adapter-f16.gguf" --force > /dev/null
+/usr/bin/python3 "$here/lora_check.py" --logits-bin "$lbuild/logits" --base "$exports/llama/llama-f16.gguf" \
+    --adapter "$q/adapter-f16.gguf" --merged "$q/merged-f16.gguf" \
+    --tokens-from "$exports/llama/data/train.bin" || status=1
 exit $status

@@ -233,6 +233,9 @@ struct ModelDims {
     // Some block's MLP up-projection bias is frozen (GPT-2 c_fc.bias under LoRA or
     // train.trainable): gelu_backward_bias runs there without a bias gradient.
     bool frozen_up_bias = false;
+    // The linears' weights are quantised (lora.base_dtype): they run through the qmatmul ops,
+    // which a backend may stage otherwise than its plain matmuls.
+    bool quantised_base = false;
 };
 
 // The head size and the attention's width (the NH heads side by side: attention's out, and

@@ -139,6 +139,43 @@ trainrt_status export_from_checkpoint(const char* fn, const char* path, const ch
     });
 }
 
+// trainrt_checkpoint_export_gguf and _gguf_lora: the arguments checked before anything is
+// read, the model (adapters merged, with the run's tokenizer) or the adapters alone written,
+// and the notes, one line each, into (notes, cap, needed).
+trainrt_status export_gguf_file(const char* fn, char* notes, size_t cap, size_t* needed,
+                                const char* path, const char* gguf_path, const char* type,
+                                bool adapter) {
+    return guarded(fn, [&] {
+        if (notes == nullptr && cap != 0)
+            fail(Status::InvalidArgument, fn, ": notes is NULL but cap is ", cap);
+        require(path, fn, "path");
+        require(gguf_path, fn, "gguf_path");
+        require_nonempty(gguf_path, fn, "gguf_path");
+        require(type, fn, "type");
+        const gguf::TensorType t = parse_gguf_type(type);
+        const std::string dir = resolve_checkpoint(path);
+        // general.name: what the user called the file ("my-model.gguf" -> "my-model").
+        const std::string name = std::filesystem::path(gguf_path).stem().string();
+        GgufExportResult r;
+        if (adapter) {
+            const CheckpointModel m = read_checkpoint_adapters(dir);
+            r = export_gguf_lora(gguf_path, ParamTable(m.spec), m.params.data(), t, name);
+        } else {
+            const CheckpointModel m = read_checkpoint_model(dir);
+            std::optional<tok::TokenizerFiles> files;
+            if (!m.run.data.tokenizer.empty())
+                files = tok::find_tokenizer_files(m.run.data.tokenizer,
+                                                  cat(fn, " (the run's data.tokenizer)"));
+            r = export_gguf(gguf_path, ParamTable(m.spec), m.params.data(), t,
+                            files ? &*files : nullptr, name);
+        }
+        std::string text;
+        for (const std::string& n : r.notes) text += n + "\n";
+        capi::copy_string(notes, cap, needed, text, fn);
+        return TRAINRT_OK;
+    });
+}
+
 }  // namespace
 
 TRAINRT_API trainrt_status trainrt_checkpoint_export(const char* path, const char* out_dir,
@@ -156,54 +193,16 @@ TRAINRT_API trainrt_status trainrt_checkpoint_export_adapter(const char* path, c
 TRAINRT_API trainrt_status trainrt_checkpoint_export_gguf(char* notes, size_t cap, size_t* needed,
                                                           const char* path, const char* gguf_path,
                                                           const char* type) {
-    const char* fn = "trainrt_checkpoint_export_gguf";
-    return guarded(fn, [&] {
-        if (notes == nullptr && cap != 0)
-            fail(Status::InvalidArgument, fn, ": notes is NULL but cap is ", cap);
-        require(path, fn, "path");
-        require(gguf_path, fn, "gguf_path");
-        require_nonempty(gguf_path, fn, "gguf_path");
-        require(type, fn, "type");
-        const gguf::TensorType t = parse_gguf_type(type);
-        const std::string dir = resolve_checkpoint(path);
-        const CheckpointModel m = read_checkpoint_model(dir);
-        std::optional<tok::TokenizerFiles> files;
-        if (!m.run.data.tokenizer.empty())
-            files = tok::find_tokenizer_files(m.run.data.tokenizer,
-                                              cat(fn, " (the run's data.tokenizer)"));
-        // general.name: what the user called the file ("my-model.gguf" -> "my-model").
-        const std::string name = std::filesystem::path(gguf_path).stem().string();
-        const GgufExportResult r = export_gguf(gguf_path, ParamTable(m.spec), m.params.data(), t,
-                                               files ? &*files : nullptr, name);
-        std::string text;
-        for (const std::string& n : r.notes) text += n + "\n";
-        capi::copy_string(notes, cap, needed, text, fn);
-        return TRAINRT_OK;
-    });
+    return export_gguf_file("trainrt_checkpoint_export_gguf", notes, cap, needed, path, gguf_path,
+                            type, /*adapter=*/false);
 }
 
 TRAINRT_API trainrt_status trainrt_checkpoint_export_gguf_lora(char* notes, size_t cap,
                                                                size_t* needed, const char* path,
                                                                const char* gguf_path,
                                                                const char* type) {
-    const char* fn = "trainrt_checkpoint_export_gguf_lora";
-    return guarded(fn, [&] {
-        if (notes == nullptr && cap != 0)
-            fail(Status::InvalidArgument, fn, ": notes is NULL but cap is ", cap);
-        require(path, fn, "path");
-        require(gguf_path, fn, "gguf_path");
-        require_nonempty(gguf_path, fn, "gguf_path");
-        require(type, fn, "type");
-        const gguf::TensorType t = parse_gguf_type(type);
-        const CheckpointModel m = read_checkpoint_adapters(resolve_checkpoint(path));
-        const std::string name = std::filesystem::path(gguf_path).stem().string();
-        const GgufExportResult r =
-            export_gguf_lora(gguf_path, ParamTable(m.spec), m.params.data(), t, name);
-        std::string text;
-        for (const std::string& n : r.notes) text += n + "\n";
-        capi::copy_string(notes, cap, needed, text, fn);
-        return TRAINRT_OK;
-    });
+    return export_gguf_file("trainrt_checkpoint_export_gguf_lora", notes, cap, needed, path,
+                            gguf_path, type, /*adapter=*/true);
 }
 
 }  // extern "C"

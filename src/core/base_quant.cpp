@@ -60,9 +60,12 @@ void nf4_quantise(const float* x, size_t n, uint8_t* codes, float* absmax) {
         float amax = 0.0f;
         for (size_t e = e0; e < e1; e++) amax = std::max(amax, std::fabs(x[e]));
         absmax[b] = amax;
+        // A block too small for its reciprocal (absmax below FLT_MIN: 1/absmax overflows) is
+        // quantised as a zero block.
         const float inv = amax > 0.0f ? 1.0f / amax : 0.0f;
+        const bool zero = !(amax > 0.0f) || !std::isfinite(inv);
         for (size_t e = e0; e < e1; e++) {
-            const int code = amax > 0.0f ? mids.code(x[e] * inv) : kNf4Zero;
+            const int code = zero ? kNf4Zero : mids.code(x[e] * inv);
             codes[e >> 1] |= static_cast<uint8_t>((e & 1) ? code : code << 4);
         }
     }
@@ -81,10 +84,10 @@ void nf4_double_quantise(const float* absmax, size_t nb, uint8_t* codes, float* 
         for (size_t i = i0; i < i1; i++) amax = std::max(amax, std::fabs(absmax[i] - mean));
         absmax2[b] = amax;
         const float inv = amax > 0.0f ? 1.0f / amax : 0.0f;
+        const bool zero = !(amax > 0.0f) || !std::isfinite(inv);  // as an NF4 block above
         for (size_t i = i0; i < i1; i++)
             codes[i] = static_cast<uint8_t>(
-                amax > 0.0f ? nearest_code(kDynamicMap, 256, (absmax[i] - mean) * inv)
-                            : kDynamicMapZero);
+                zero ? kDynamicMapZero : nearest_code(kDynamicMap, 256, (absmax[i] - mean) * inv));
     }
 }
 
@@ -95,8 +98,9 @@ void int8_quantise_rows(const float* w, size_t rows, size_t cols, int8_t* q, flo
         for (size_t c = 0; c < cols; c++) s = std::max(s, std::fabs(row[c]));
         scale[r] = s;
         const float k = s > 0.0f ? 127.0f / s : 0.0f;
+        const bool zero = !std::isfinite(k);  // a row too small for 127 / s: as a zero row
         for (size_t c = 0; c < cols; c++)  // nearbyint: the default mode, half to even
-            q[r * cols + c] = static_cast<int8_t>(std::nearbyint(row[c] * k));
+            q[r * cols + c] = zero ? int8_t{0} : static_cast<int8_t>(std::nearbyint(row[c] * k));
     }
 }
 
@@ -163,6 +167,25 @@ void dequantise_tile(const QuantWeight& w, int r0, int r1, int k0, int k1, float
 QuantisedMatrix::QuantisedMatrix(BaseDType type, bool double_quant, int cols)
     : type_(type), double_quant_(type == BaseDType::Nf4 && double_quant), cols_(cols) {
     TRT_CHECK(cols > 0, "QuantisedMatrix: ", cols, " columns");
+}
+
+void QuantisedMatrix::reserve(int rows) {
+    const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols_);
+    switch (type_) {
+        case BaseDType::Fp32:
+            data_.reserve(4 * n);
+            break;
+        case BaseDType::Bf16:
+            data_.reserve(2 * n);
+            break;
+        case BaseDType::Int8:
+            data_.reserve(n);
+            scales_.reserve(static_cast<size_t>(rows));
+            break;
+        case BaseDType::Nf4:
+            data_.reserve(nf4_code_bytes(n) + QuantWeight::kMaxParts);
+            break;
+    }
 }
 
 void QuantisedMatrix::begin(int rows) {

@@ -174,6 +174,8 @@ public:
     void begin(int rows);
     void add_rows(const float* w /*[rows, cols]*/, int rows);
     void end();
+    // Room for a matrix of `rows` rows in all (its pieces then never reallocate it).
+    void reserve(int rows);
     BaseDType type() const { return type_; }
     int rows() const { return rows_; }
     int cols() const { return cols_; }

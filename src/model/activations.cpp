@@ -23,6 +23,7 @@ ModelDims model_dims(const ParamTable& table, int B, int T) {
     d.attention_dropout = s.dropout > 0.0f;
     d.documents = s.documents;
     d.gated_mlp = s.gated_mlp();
+    d.quantised_base = s.lora.quantised_base();
     for (int i = backward_extent(table).from_layer; i < s.L; ++i) {  // the blocks it visits
         const ParamTensor* bias = table.get(Slot::UpBias, i);
         if (bias != nullptr && !bias->trainable) d.frozen_up_bias = true;

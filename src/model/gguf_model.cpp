@@ -187,6 +187,8 @@ GgufModel gguf_lora_adapter(const ParamTable& table, const float* params) {
     GgufModel m;
     m.architecture = architecture(s);
     const int D = s.hs();
+    if (reorders_qk(s) && D % 2 != 0)
+        fail(Status::Unsupported, "GGUF export: an odd head size (", D, ") has no RoPE pairs");
     for (const ParamTensor& a : table.tensors()) {
         if (a.role != ParamRole::LoraA) continue;
         const ParamTensor& b = *(&a + 1);  // lora_B follows its lora_A (param_table.h)

@@ -89,6 +89,9 @@ QuantisedBase::QuantisedBase(Backend& backend, const ParamTable& table) : be_(ba
         g->waiting.resize(g->members.size());
         g->rows_in.assign(g->members.size(), 0);
         g->host = std::make_unique<QuantisedMatrix>(g->type, g->double_quant, g->cols);
+        int rows = g->pad_rows;
+        for (size_t i = 0; i < g->members.size(); ++i) rows += g->member_rows(i);
+        g->host->reserve(rows);
     }
 }
 

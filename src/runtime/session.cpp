@@ -265,7 +265,11 @@ void Session::build_model(int32_t document_separator) {
             quantised.set_rows(t, values, row0, rows, source);
         };
     const std::vector<float> host = initial_weights(sink);
-    if (world_size_ > 1) require_same_start_on_every_rank(host.data());
+    // The quantised tensors' digests (of the values read: the fp32 file's), for the checkpoints
+    // and for the ranks' comparison.
+    std::map<std::string, std::string> quantised_sha256;
+    for (auto& [name, h] : hashing) quantised_sha256[name] = to_hex(h.finish());
+    if (world_size_ > 1) require_same_start_on_every_rank(host.data(), quantised_sha256);
     backend_->copy_to_device(model_->params(), host.data(), host.size() * sizeof(float));
     if (!quantised.empty()) quantised.upload();
     // A frozen base read from model.init_from need not be in checkpoints: its digests stand
@@ -273,7 +277,7 @@ void Session::build_model(int32_t document_separator) {
     if (!mc.init_from.empty()) {
         for (const ParamTensor& t : model_->table().tensors())
             if (!t.trainable) frozen_sha256_[t.name] = tensor_sha256(t, host.data());
-        for (auto& [name, h] : hashing) frozen_sha256_[name] = to_hex(h.finish());
+        frozen_sha256_.insert(quantised_sha256.begin(), quantised_sha256.end());
     }
 }
 

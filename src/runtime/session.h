@@ -205,7 +205,9 @@ private:
     void require_same_config_on_every_rank();
     // ... and whose ranks start from other weights or another tokenizer (same paths, other
     // files), or loaded another checkpoint: sha256 of every tensor's fp32 values compared.
-    void require_same_start_on_every_rank(const float* host_params);
+    // quantised_sha256: a quantised base's tensors, by name (their fp32 values' digests).
+    void require_same_start_on_every_rank(
+        const float* host_params, const std::map<std::string, std::string>& quantised_sha256);
     void require_same_checkpoint_on_every_rank(const std::string& dir, const float* params,
                                                const float* m, const float* v,
                                                const CheckpointState& st);
@@ -317,6 +319,8 @@ private:
     // The parameters on the host, checked finite (`what` names the export for the error;
     // session_export.cpp).
     std::vector<float> params_for_export(const char* what);
+    // A quantised base's full-precision model for an export (session_export.cpp).
+    std::vector<float> with_full_base(const ParamTable& full, const std::vector<float>& flat);
     void warn_config_differences(const std::string& checkpoint_toml, int64_t checkpoint_ranks,
                                  const std::string& dir);
     // The training keys a loaded checkpoint was trained with otherwise ("" = none): warned

@@ -1,14 +1,16 @@
 // The data-parallel parts of a Session (docs/DISTRIBUTED.md): which world it joins, the
 // checks every rank makes together, and what a rank that fails tells the others. The
 // gradients' sums are GradientSync's (gradient_sync.h).
+#include "runtime/session_dist.h"
+
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <thread>
 
 #include "dist/communicator.h"
 #include "io/sha256.h"
 #include "runtime/session.h"
-#include "runtime/session_dist.h"
 #include "tokenizer/tokenizer_files.h"
 
 namespace trt {
@@ -124,17 +126,23 @@ std::string Session::digests_differ(const std::vector<std::string>& names,
 // replicas never agree. Compared right after the weights are set, before the first step.
 // A random init is compared too: it is computed alike by construction, unless a rank runs
 // another build or CPU that computes it otherwise.
-void Session::require_same_start_on_every_rank(const float* host_params) {
+void Session::require_same_start_on_every_rank(
+    const float* host_params, const std::map<std::string, std::string>& quantised_sha256) {
     std::vector<Piece> pieces;
     for (const ParamTensor& t : model_->table().tensors())
         pieces.push_back({cat("tensor '", t.name, "'"), host_params + t.offset,
                           t.numel * sizeof(float)});
+    // A quantised base (lora.base_dtype) by the digests of the values it was quantised from.
+    for (const auto& [name, hex] : quantised_sha256)
+        pieces.push_back({cat("tensor '", name, "'"), hex.data(), hex.size()});
+    size_t tokenizer_item = SIZE_MAX;
     std::string tokenizer;  // the digests of the files a tokenizer is loaded from
     if (!run_.data.tokenizer.empty()) {
         const tok::TokenizerFiles files =
             tok::find_tokenizer_files(run_.data.tokenizer, "data.tokenizer");
         for (const std::string& f : {files.path, files.tokenizer_config})
             if (!f.empty()) tokenizer += sha256_file_hex(f);
+        tokenizer_item = pieces.size();
         pieces.push_back({cat("data.tokenizer = '", run_.data.tokenizer, "'"), tokenizer.data(),
                           tokenizer.size()});
     }
@@ -142,7 +150,7 @@ void Session::require_same_start_on_every_rank(const float* host_params) {
     const std::string differ = digests_differ(names_of(pieces), sha256_pieces(pieces), &item);
     if (differ.empty()) return;
     const ModelConfig& mc = run_.model;
-    if (item == model_->table().tensors().size())  // the weights agree, the tokenizer not
+    if (item == tokenizer_item)  // the weights agree, the tokenizer not
         fail(Status::Config, "data parallel: ", differ, " reads another tokenizer than rank 0 "
              "from the same path; every rank must read the same files: give every node the "
              "same tokenizer (a shared filesystem, or identical copies)");

@@ -85,8 +85,9 @@ def ref_nf4(x, book):
         blk = x[b * 64:(b + 1) * 64]
         a = F32(np.max(np.abs(blk)))
         absmax[b] = a
-        if a > 0:
-            inv = F32(1) / a
+        with np.errstate(over="ignore", divide="ignore"):
+            inv = F32(1) / a if a > 0 else F32(0)
+        if a > 0 and np.isfinite(inv):  # else (0, or 1/a overflows) a zero block: codes 7
             codes[b * 64:b * 64 + blk.size] = nearest((blk * inv).astype(F32), book)
     packed = ((codes[0::2] << 4) | codes[1::2]).astype(np.uint8)
     return packed, absmax, codes[:n]
@@ -102,8 +103,10 @@ def ref_double_quant(absmax, dmap):
         blk = centred[b * 256:(b + 1) * 256]
         a = F32(np.max(np.abs(blk)))
         absmax2[b] = a
-        if a > 0:
-            codes[b * 256:b * 256 + blk.size] = nearest((blk * (F32(1) / a)).astype(F32), dmap)
+        with np.errstate(over="ignore", divide="ignore"):
+            inv = F32(1) / a if a > 0 else F32(0)
+        if a > 0 and np.isfinite(inv):
+            codes[b * 256:b * 256 + blk.size] = nearest((blk * inv).astype(F32), dmap)
     recovered = np.array([F32(F32(dmap[codes[i]] * absmax2[i // 256]) + offset)
                           for i in range(nb)], dtype=F32)
     return codes, absmax2, offset, recovered
@@ -111,7 +114,9 @@ def ref_double_quant(absmax, dmap):
 
 def ref_int8(w):
     s = np.max(np.abs(w), axis=1).astype(F32)
-    k = np.where(s > 0, F32(127) / np.where(s > 0, s, F32(1)), F32(0)).astype(F32)
+    with np.errstate(over="ignore"):
+        k = np.where(s > 0, F32(127) / np.where(s > 0, s, F32(1)), F32(0)).astype(F32)
+    k = np.where(np.isfinite(k), k, F32(0)).astype(F32)  # 127 / s overflows: a zero row
     q = np.rint((w * k[:, None]).astype(F32)).astype(np.int8)  # rint: half to even
     deq = ((q.astype(F32) * s[:, None]).astype(F32) * F32(1.0 / 127.0)).astype(F32)
     return q, s, deq
@@ -150,6 +155,8 @@ def cases(book, rng):
     z = normal(16 * 64)
     z[64:192] = 0.0
     z[200:264] = F32(-0.0)
+    # A block and a row of subnormal values (1 / absmax overflows: quantised as zeros).
+    z[320:384] = np.float32(1e-39) * np.arange(64, dtype=np.float32) / 64
     out.append(("zeros 16x64", 64, [16], z))
     # Every midpoint and its neighbours.
     out.append(("midpoints 3x64", 64, [3], midpoint_block(book, rng)))
@@ -247,7 +254,9 @@ def run_case(tool, workdir, ck, type_name, dq, name, cols, rows, x, book, dmap):
             t = x[at:at + r * cols]
             d = deq[at:at + r * cols]
             at += r * cols
-            bound = absmax[np.arange(t.size) // 64] * gap * F32(1.0001)
+            a = absmax[np.arange(t.size) // 64]
+            # A block below FLT_MIN is quantised as zeros: off by at most its absmax.
+            bound = np.where(a < np.finfo(np.float32).tiny, a, a * gap * F32(1.0001))
             worst = max(worst, float(np.max(np.abs(t - d) - bound)))
         ck.checks += 1
         if worst > 0:

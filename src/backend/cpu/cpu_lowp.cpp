@@ -360,7 +360,9 @@ size_t LowpBackend::planned_scratch_floats(const ModelDims& d) const {
     const Linear linears[] = {{C, W, lin}, {A, C, lin}, {C, UP, lin}, {F, C, lin},
                               {C, Vp, WeightLayout::OutIn}};
     for (const Linear& l : linears) {
-        if (gemm_) {  // oneDNN reads bf16 rows in place; only GELU's fp32 accumulator
+        // oneDNN reads bf16 rows in place (only GELU's fp32 accumulator); a quantised base's
+        // matmuls widen their rows whatever the gemm.
+        if (gemm_ && !d.quantised_base) {
             if (!d.gated_mlp && l.K == C && l.M == F) chunk(l.M, 1, kMinMatmulChunkRows);
             continue;
         }

@@ -591,6 +591,18 @@ TEST(DataParallelRuns, RanksThatReadOtherWeightsAtOnePathAreRefused) {
     }
     // A random init is compared too (alike by construction: the ranks above trained).
     EXPECT_EQ(build_world({c, c}), std::vector<std::string>(2, ""));
+    // QLoRA (lora.base_dtype): the quantised base is compared by its tensors' digests; the same
+    // files train, other files are refused.
+    std::vector<std::pair<std::string, std::string>> qlora = from;
+    for (const auto& kv : std::vector<std::pair<std::string, std::string>>{
+             {"lora.rank", "2"},
+             {"lora.target_modules", "[\"all-linear\"]"},
+             {"lora.base_dtype", "\"nf4\""}})
+        qlora.push_back(kv);
+    EXPECT_EQ(ranks_in_own_folders(c, {dir + "/a", dir + "/b"}, qlora).errors,
+              std::vector<std::string>(2, ""));
+    for (const std::string& e : ranks_in_own_folders(c, {dir + "/a", dir + "/c"}, qlora).errors)
+        EXPECT_NE(e.find(" starts from other weights than rank 0"), std::string::npos) << e;
 }
 
 TEST(DataParallelRuns, RanksThatReadAnotherTokenizerAtOnePathAreRefused) {
