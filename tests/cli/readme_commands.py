@@ -86,6 +86,9 @@ SKIP = {
     "llama-cli -m tuned.gguf -cnv               # llama.cpp; Ollama: \"FROM ./tuned.gguf\" in a "
     "Modelfile":
         "llama.cpp is not installed here: bench/gguf_llamacpp/run.sh loads exports with it",
+    "trainrt export out/qlora --gguf-lora adapter.gguf":
+        "needs the QLoRA run above: cli_gguf_export writes a QLoRA run's adapter file and reads "
+        "it back",
     # 4. Fine-tune
     "build/trainrt train examples/configs/llama-shakespeare.toml":
         "long: trains the Llama demo for its train.steps",
