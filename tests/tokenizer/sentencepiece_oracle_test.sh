@@ -4,7 +4,7 @@
 # The models are trained here, at test time, by Debian's `spm_train`: a Llama 2-style BPE
 # (byte fallback, no normalization), a unigram model with SentencePiece's defaults (NFKC,
 # whitespace folding) and a BPE without byte fallback (unknown pieces). Over the oracle's
-# >= 1 MB mixed corpus (oracle/make_corpus.py; a quarter of it when TRAINRT_ORACLE_FRACTION=0.25,
+# >= 1 MB mixed corpus (oracle/make_corpus.py; a tenth of it when TRAINRT_ORACLE_FRACTION=0.1,
 # as scripts/sanitize.sh sets), cut into lines as spm_encode reads them, zero
 # mismatching lines are allowed, in ids and in decoded text; the Llama 2-style model must
 # also give decode(encode(x)) == x.

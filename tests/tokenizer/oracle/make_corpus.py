@@ -217,7 +217,7 @@ def main(argv):
             d = d.replace(bad, good)
         docs.append(d)
         total += len(d.encode("utf-8"))  # also rejects lone surrogates
-    # TRAINRT_ORACLE_FRACTION (scripts/sanitize.sh: 0.25): keep the edge documents and an evenly
+    # TRAINRT_ORACLE_FRACTION (scripts/sanitize.sh: 0.1): keep the edge documents and an evenly
     # spread share of the rest — the instrumented suite compares fewer documents, the plain all.
     fraction = float(os.environ.get("TRAINRT_ORACLE_FRACTION", "1"))
     if 0 < fraction < 1:
