@@ -259,6 +259,10 @@ struct AccelOptions {
     // passes; kernels/attention.cu). Not yet run on a GPU: off unless asked for, here or by
     // TRAINRT_CUDA_TILED_ATTENTION=1. The CPU's attention is always tiled.
     bool tiled_matmul_attention = false;
+    // CUDA's matmuls on a quantised base (lora.base_dtype: qmatmul_*, qencoder_forward;
+    // cuda_qmatmul.cu). Not yet run on a GPU: a CUDA run with a quantised base is refused
+    // unless asked for, here or by TRAINRT_CUDA_QUANTISED_BASE=1. The CPU always runs them.
+    bool cuda_quantised_base = false;
     bool matmul_epilogues = false; // bias / bias+GELU / bias-grad inside cuBLASLt matmuls
     bool fused_classifier = true;  // logits -> loss and dlogits in one pass
     // accel.deterministic: false lets the cuDNN attention pick engines marked nondeterministic

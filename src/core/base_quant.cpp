@@ -106,14 +106,6 @@ void int8_quantise_rows(const float* w, size_t rows, size_t cols, int8_t* q, flo
 
 namespace {
 
-// The part of an NF4 weight holding row r, and the part's first row.
-int part_of(const QuantWeight& w, int r, int* first_row) {
-    int p = 0;
-    while (p + 1 < w.parts && r >= w.part[p].row_end) p++;
-    *first_row = p ? w.part[p - 1].row_end : 0;
-    return p;
-}
-
 // Elements [e0, e1) of one NF4 part into out (consecutive).
 void nf4_run(const QuantWeight& w, const QuantPart& p, size_t e0, size_t e1, float* out) {
     const uint8_t* codes = static_cast<const uint8_t*>(w.data);
@@ -155,7 +147,7 @@ void dequantise_tile(const QuantWeight& w, int r0, int r1, int k0, int k1, float
             }
             case BaseDType::Nf4: {
                 int first = 0;
-                const QuantPart& p = w.part[part_of(w, r, &first)];
+                const QuantPart& p = w.part[quant_part_of(w, r, &first)];
                 const size_t e0 = static_cast<size_t>(r - first) * cols + static_cast<size_t>(k0);
                 nf4_run(w, p, e0, e0 + width, o);
                 break;

@@ -31,6 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "core/float_bits.h"
+
 #if defined(__CUDACC__)
 #define TRT_QUANT_HD __host__ __device__
 #else
@@ -134,7 +136,7 @@ struct QuantWeight {
     int parts = 1;  // nf4: the tensors, in row order
     QuantPart part[kMaxParts];
 
-    bool double_quant() const { return type == BaseDType::Nf4 && scales == nullptr; }
+    TRT_QUANT_HD bool double_quant() const { return type == BaseDType::Nf4 && scales == nullptr; }
     // Bytes of backend memory the weight reads (its codes and scales; not the shared tables).
     size_t bytes() const {
         const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
@@ -153,6 +155,45 @@ struct QuantWeight {
         return codes + blocks + (last.block2_0 + nf4_dq_blocks(nf4_blocks(last_n))) * 4;
     }
 };
+
+// The part of an NF4 weight holding row r, and the part's first row.
+TRT_QUANT_HD inline int quant_part_of(const QuantWeight& w, int r, int* first_row) {
+    int p = 0;
+    while (p + 1 < w.parts && r >= w.part[p].row_end) p++;
+    *first_row = p ? w.part[p - 1].row_end : 0;
+    return p;
+}
+
+// One element w[r, c] dequantised to fp32, for a kernel that reads w's arrays where they are
+// (the CUDA tiles; code_book and dynamic_map: kNf4CodeBook and kDynamicMap where that kernel
+// keeps them). The same arithmetic as dequantise_tile, element by element.
+TRT_QUANT_HD inline float quant_element(const QuantWeight& w, int r, int c, const float* code_book,
+                                        const float* dynamic_map) {
+    const size_t at = static_cast<size_t>(r) * static_cast<size_t>(w.cols) + static_cast<size_t>(c);
+    switch (w.type) {
+        case BaseDType::Fp32:
+            return static_cast<const float*>(w.data)[at];
+        case BaseDType::Bf16: {
+            // bf16: the high half of an fp32 (core/bf16.h's bf16_to_float, for both sides).
+            const uint16_t b = static_cast<const uint16_t*>(w.data)[at];
+            return bits_float(static_cast<uint32_t>(b) << 16);
+        }
+        case BaseDType::Int8:
+            return int8_value(static_cast<const int8_t*>(w.data)[at], w.scales[r]);
+        case BaseDType::Nf4:
+            break;
+    }
+    int first = 0;
+    const QuantPart& p = w.part[quant_part_of(w, r, &first)];
+    const size_t e = static_cast<size_t>(r - first) * static_cast<size_t>(w.cols) +
+                     static_cast<size_t>(c);  // within the part
+    const size_t block = e / kNf4Block;
+    const float absmax = w.double_quant()
+                             ? nf4_dq_absmax(dynamic_map, w.scale_codes[p.block0 + block],
+                                             w.scales2[p.block2_0 + block / kNf4DqBlock], p.offset)
+                             : w.scales[p.block0 + block];
+    return nf4_value(code_book, static_cast<const uint8_t*>(w.data), p.element0 + e, absmax);
+}
 
 // Rows [r0, r1) x columns [k0, k1) of w, dequantised to fp32, into out (row stride ld). Host
 // memory only (the CPU backend's tiles; tests and file writers).

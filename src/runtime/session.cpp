@@ -247,9 +247,12 @@ void Session::build_model(int32_t document_separator) {
         !backend_->supports(OpKind::qmatmul_forward, model_dims(ParamTable(spec), B, T),
                             precision_))
         fail(Status::Config, "lora.base_dtype = \"", to_string(spec.lora.base_dtype), "\": the ",
-             backend_->name(),
-             " backend has no matmuls on a quantised base yet; train on "
-             "the CPU (runtime.device = \"cpu\") or set lora.base_dtype = \"fp32\"");
+             backend_->name(), " backend's matmuls on a quantised base ",
+             std::string(backend_->name()) == "cuda"
+                 ? "have not yet run on a GPU, so they are off unless asked for "
+                   "(TRAINRT_CUDA_QUANTISED_BASE=1 in the environment)"
+                 : "do not exist",
+             "; train on the CPU (runtime.device = \"cpu\") or set lora.base_dtype = \"fp32\"");
     model_ = std::make_unique<Decoder>(*backend_, spec, B, T, decoder_options());
     // A quantised base (lora.base_dtype) takes its tensors one at a time as they are read,
     // with their digests: the same as an fp32 run's of the same file.

@@ -69,6 +69,7 @@ TEST_P(CudaOpCases, AgainstTheCpuBackend) {
     accel.cudnn_attention = mode.cudnn;
     accel.matmul_epilogues = mode.epilogues;
     accel.tiled_matmul_attention = mode.tiled;
+    accel.cuda_quantised_base = true;  // the qmatmul ops (off by default until a GPU runs them)
     std::unique_ptr<trt::Backend> cuda;
     TRT_CUDA_BACKEND_WITH_OR_SKIP(cuda, precision, accel);
     // The oracle stores activations as the CUDA backend does: the CPU in bf16/fp16 (docs/

@@ -126,10 +126,12 @@ public:
     ~CudaBackend() override { release(); }
 
     const char* name() const override { return "cuda"; }
-    // Every op but a quantised base's (lora.base_dtype): those have no CUDA kernels yet.
+    // Every op; a quantised base's (lora.base_dtype) only when asked for
+    // (AccelOptions::cuda_quantised_base: not yet run on a GPU).
     bool supports(OpKind op, const ModelDims&, Precision) const override {
-        return op != OpKind::qmatmul_forward && op != OpKind::qmatmul_backward &&
-               op != OpKind::qencoder_forward;
+        const bool quantised = op == OpKind::qmatmul_forward || op == OpKind::qmatmul_backward ||
+                               op == OpKind::qencoder_forward;
+        return !quantised || quantised_base_;
     }
     OptimizerStep* optimizer_step() override { return this; }
     DType activation_dtype() const override { return ctx_.act; }
@@ -332,6 +334,25 @@ public:
         const DeviceGuard g(device_);
         cuda::matmul_backward(ctx_, dinp, dweight, dbias, dout, inp, weight, N, K, M,
                               layout);
+    }
+    // A quantised base (supports() says whether they were asked for).
+    void qencoder_forward(Act out, const int32_t* inputs, const QuantWeight& wte, const float* wpe,
+                          int B, int T, int C, const int32_t* pos) override {
+        refuse_unless_quantised_base("qencoder_forward");
+        const DeviceGuard g(device_);
+        cuda::qencoder_forward(ctx_, out, inputs, wte, wpe, B, T, C, pos);
+    }
+    void qmatmul_forward(Act out, ConstAct inp, const QuantWeight& weight, const float* bias, int N,
+                         int K, int M) override {
+        refuse_unless_quantised_base("qmatmul_forward");
+        const DeviceGuard g(device_);
+        cuda::qmatmul_forward(ctx_, out, inp, weight, bias, N, K, M);
+    }
+    void qmatmul_backward(Act dinp, float* dbias, ConstAct dout, const QuantWeight& weight, int N,
+                          int K, int M) override {
+        refuse_unless_quantised_base("qmatmul_backward");
+        const DeviceGuard g(device_);
+        cuda::qmatmul_backward(ctx_, dinp, dbias, dout, weight, N, K, M);
     }
     // With cuDNN the saved/scratch buffers are sized for cuDNN at the reserved shape (no T×T
     // matrices; the model asks for that shape only). Another shape gets what the path
@@ -740,6 +761,9 @@ private:
         const char* tiled = std::getenv("TRAINRT_CUDA_TILED_ATTENTION");
         ctx_.tiled_attention =
             o.accel.tiled_matmul_attention || (tiled != nullptr && std::string(tiled) == "1");
+        const char* quantised = std::getenv("TRAINRT_CUDA_QUANTISED_BASE");
+        quantised_base_ =
+            o.accel.cuda_quantised_base || (quantised != nullptr && std::string(quantised) == "1");
         if (o.accel.cudnn_attention) {
             std::string why;
             cudnn_ = CudnnAttention::create(
@@ -855,6 +879,14 @@ private:
         return AttentionPath::Cudnn;
     }
 
+    // The quantised base's ops when not asked for: as Backend's default would (supports()).
+    void refuse_unless_quantised_base(const char* op) const {
+        if (!quantised_base_)
+            fail(Status::Unsupported, "the cuda backend runs ", op,
+                 " only when asked (AccelOptions::cuda_quantised_base or "
+                 "TRAINRT_CUDA_QUANTISED_BASE=1: not yet run on a GPU)");
+    }
+
     // reserve's steps. The op scratch the kernels of these dims need (cuDNN's aside; not
     // Backend::op_scratch_bytes, the estimate of scratch beyond reserve's).
     size_t kernel_scratch_bytes(const ModelDims& d) const {
@@ -862,6 +894,7 @@ private:
         for (size_t b :
              {elementwise_scratch_bytes(d), layernorm_scratch_bytes(d), rmsnorm_scratch_bytes(d),
               classifier_scratch_bytes(d), matmul_scratch_bytes(d, ctx_.precision, ctx_.act),
+              qmatmul_scratch_bytes(d, ctx_.precision, ctx_.act),
               ctx_.tiled_attention ? cuda::attention_tiled_ctx_scratch_bytes(d, ctx_.precision)
                                    : size_t{0},
               optimizer_scratch_bytes(params_n_hint(), d), sampler_scratch_bytes(d),
@@ -1074,6 +1107,8 @@ private:
     ModelDims cudnn_sized_;   // that shape (the first reserve's)
     std::string cudnn_note_;
     bool deterministic_ = true;  // accel.deterministic (only the cuDNN engines depend on it)
+    // AccelOptions::cuda_quantised_base / TRAINRT_CUDA_QUANTISED_BASE=1: the qmatmul ops.
+    bool quantised_base_ = false;
 
     mutable std::mutex mu_;
     std::unordered_map<void*, std::pair<size_t, size_t>> sizes_;  // requested, reserved

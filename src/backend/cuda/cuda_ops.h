@@ -203,6 +203,20 @@ void matmul_backward(const CudaCtx& ctx, Act dinp, float* dweight, float* dbias,
 void matmul_gelu_forward(const CudaCtx& ctx, Act pre, Act out, ConstAct inp,
                          const float* weight, const float* bias, int N, int K, int M);
 
+// ---- cuda_qmatmul.cu (a quantised base, lora.base_dtype: the twins of cpu_qmatmul.cpp;
+// CudaBackend offers them only when asked, AccelOptions::cuda_quantised_base)
+// Scratch for the dequantised tiles and casts (0 unless d.quantised_base).
+size_t qmatmul_scratch_bytes(const ModelDims& d, Precision p, DType act);
+// out[N,M] = inp[N,K] · Wᵀ (+ bias[M]), W = w dequantised ([M, K]).
+void qmatmul_forward(const CudaCtx& ctx, Act out, ConstAct inp, const QuantWeight& w,
+                     const float* bias, int N, int K, int M);
+// dinp[N,K] = dout[N,M] · W (overwritten; skipped if null); dbias[M] += column sums of dout.
+void qmatmul_backward(const CudaCtx& ctx, Act dinp, float* dbias, ConstAct dout,
+                      const QuantWeight& w, int N, int K, int M);
+// out[n] = wte[inputs[n]] dequantised (+ wpe[pos ? pos[n] : n % T]).
+void qencoder_forward(const CudaCtx& ctx, Act out, const int32_t* inputs, const QuantWeight& wte,
+                      const float* wpe, int B, int T, int C, const int32_t* pos = nullptr);
+
 // ---- kernels/attention.cu (batched GEMM + causal softmax: the portable path)
 // NKV key/value heads (grouped-query when NKV < NH; NKV divides NH), qkv [B,T,(NH+2NKV)hs].
 // tiled (CudaCtx::tiled_attention): the sizes of the tiled form, which keeps each softmax

@@ -127,3 +127,44 @@ TEST(QuantisedBase, AMissingTensorOrRowIsAnInternalError) {
     EXPECT_THROW(q.set_rows(first, v.data(), 4, 2, "test"), Error);  // rows skipped
     EXPECT_THROW(q.upload(), Error);
 }
+
+// quant_element (core/base_quant.h: the CUDA kernels' element-by-element dequantisation) is
+// dequantise_tile's arithmetic: every element of every matrix, every format, NF4 with and
+// without double quantisation, the fused matrices' parts and down_proj's blocks across rows.
+TEST(QuantisedBase, OneElementAtATimeIsTheTilesValue) {
+    struct Format {
+        BaseDType dtype;
+        bool double_quant;
+    };
+    for (const Format f : {Format{BaseDType::Nf4, true}, Format{BaseDType::Nf4, false},
+                           Format{BaseDType::Int8, false}, Format{BaseDType::Bf16, false}}) {
+        ModelSpec spec = qlora_llama(f.dtype, false);
+        spec.lora.double_quant = f.double_quant;
+        const ParamTable table(spec);
+        const auto be = make_cpu_backend(1);
+        QuantisedBase q(*be, table);
+        uint32_t seed = 7;
+        for (const ParamTensor& t : table.quantised_tensors())
+            q.set(t, values_of(t, seed++).data(), "test");
+        q.upload();
+        for (int layer = 0; layer < 2; ++layer)
+            for (Slot slot : {Slot::Q, Slot::AttnOut, Slot::Gate, Slot::Down, Slot::TokenEmbedding,
+                              Slot::Head}) {
+                const bool vocab = slot == Slot::TokenEmbedding || slot == Slot::Head;
+                const QuantWeight* w = q.weight(slot, vocab ? -1 : layer);
+                ASSERT_NE(w, nullptr) << static_cast<int>(slot);
+                if (!vocab)
+                    EXPECT_EQ(w->double_quant(), f.dtype == BaseDType::Nf4 && f.double_quant);
+                const std::vector<float> tile = dequantised(q, slot, vocab ? -1 : layer);
+                for (int r = 0; r < w->rows; ++r)
+                    for (int c = 0; c < w->cols; ++c) {
+                        const float e = quant_element(*w, r, c, kNf4CodeBook, kDynamicMap);
+                        const float t = tile[static_cast<size_t>(r) * w->cols + c];
+                        ASSERT_EQ(std::memcmp(&e, &t, 4), 0)
+                            << to_string(f.dtype) << (f.double_quant ? " dq" : "") << " slot "
+                            << static_cast<int>(slot) << " [" << r << ", " << c << "]: " << e
+                            << " vs " << t;
+                    }
+            }
+    }
+}
