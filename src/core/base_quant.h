@@ -85,7 +85,11 @@ TRT_QUANT_HD inline float nf4_value(const float* code_book, const uint8_t* codes
                                     float absmax) {
     const uint8_t byte = codes[e >> 1];
     const int code = (e & 1) ? (byte & 0x0F) : (byte >> 4);
+#if defined(__CUDA_ARCH__)
+    return __fmul_rn(code_book[code], absmax);  // a rounded product: never part of an FMA
+#else
     return code_book[code] * absmax;
+#endif
 }
 TRT_QUANT_HD inline float nf4_dq_absmax(const float* dynamic_map, uint8_t code, float absmax2,
                                         float offset) {
@@ -99,8 +103,12 @@ TRT_QUANT_HD inline float nf4_dq_absmax(const float* dynamic_map, uint8_t code, 
 }
 constexpr float kInt8Step = 1.0f / 127.0f;  // fp32(1 / 127)
 TRT_QUANT_HD inline float int8_value(int8_t q, float scale) {
+#if defined(__CUDA_ARCH__)
+    return __fmul_rn(__fmul_rn(static_cast<float>(q), scale), kInt8Step);  // never in an FMA
+#else
     const float product = static_cast<float>(q) * scale;
     return product * kInt8Step;
+#endif
 }
 
 // ---- a quantised matrix, as the ops read one (backend_ops.def: qmatmul_*, qencoder_forward)

@@ -15,6 +15,11 @@ int head_chunk_rows(int Vp, int N, int rows, size_t logits) {
     return static_cast<int>(std::min(r, n));
 }
 
+size_t head_chunk_logits(const ParamTable& table, size_t backend_logits) {
+    const bool frozen = table.quantised(table.head_slot()) != nullptr || !table.head().trainable;
+    return frozen ? std::min(backend_logits, kHostHeadChunkLogits) : backend_logits;
+}
+
 ModelDims model_dims(const ParamTable& table, int B, int T) {
     const ModelSpec& s = table.spec();
     ModelDims d{B, T, s.C, s.NH, s.V, s.L, s.NKV, s.F};

@@ -23,8 +23,9 @@ Decoder::Decoder(Backend& backend, const ModelSpec& spec, int B, int T,
     embeddings_train_ = extent.embeddings;
     backward_from_layer_ = extent.from_layer;
     const size_t N = static_cast<size_t>(B) * static_cast<size_t>(T);
-    head_rows_ = trt::head_chunk_rows(table_.padded_vocab(), B * T, options.head_chunk_rows,
-                                      be_.capabilities().head_chunk_logits);
+    head_rows_ =
+        trt::head_chunk_rows(table_.padded_vocab(), B * T, options.head_chunk_rows,
+                             head_chunk_logits(table_, be_.capabilities().head_chunk_logits));
     // The backend sizes its scratch first: which attention path it takes (and so how much it
     // saves for the backward) can depend on the shapes (cuDNN plans are built here).
     be_.reserve(model_dims(table_, B, T));

@@ -42,9 +42,10 @@ ModelInfo model_info(const ModelSpec& spec, int B, int T, const Backend& backend
         attention ? attention->saved_floats : backend.attention_saved_floats(shape);
     const size_t scratch =
         attention ? attention->scratch_floats : backend.attention_scratch_floats(shape);
-    const int head_rows =
-        head_chunk_rows(table.padded_vocab(), B * T, head.rows,
-                        head.logits > 0 ? head.logits : backend.capabilities().head_chunk_logits);
+    const int head_rows = head_chunk_rows(
+        table.padded_vocab(), B * T, head.rows,
+        head_chunk_logits(
+            table, head.logits > 0 ? head.logits : backend.capabilities().head_chunk_logits));
     const size_t acts = lay_out_activations(spec, B, T, saved, scratch, backend.activation_dtype(),
                                             recompute, nullptr, nullptr, head_rows);
     const int64_t rope = spec.learned_positions() ? 0 : int64_t{spec.maxT} * spec.hs();

@@ -456,6 +456,7 @@ TEST_P(CudaE2EP, QuantisedBaseLossesMatchCpu) {
                   tol_for(p));
         EXPECT_TRUE(same_bits(lg, la)) << k.name << " " << p << ": two CUDA runs differ";
     }
+    unsetenv("TRAINRT_CUDA_QUANTISED_BASE");
 }
 
 INSTANTIATE_TEST_SUITE_P(Precision, CudaE2EP, ::testing::Values("fp32", "tf32", "bf16", "fp16"),

@@ -572,6 +572,7 @@ void qmatmul_cases() {
                 c.tensors = {operand(in("inp", (size_t)N * K)), in("weight", (size_t)M * K),
                              param(in("bias", M)), out("out", (size_t)N * M)};
                 c.dims = matmul_dims(N, K, M);
+                c.dims.quantised_base = true;  // the backend sizes the qmatmul scratch
                 c.tol = kMatmulForward;
                 c.large = large;
                 c.run = [=](Backend& be, const DeviceTensors& t) {
@@ -593,6 +594,7 @@ void qmatmul_cases() {
                 c.tensors = {in("weight", (size_t)M * K), operand(in("dout", (size_t)N * M)),
                              out("dinp", (size_t)N * K), acc("dbias", M)};
                 c.dims = matmul_dims(N, K, M);
+                c.dims.quantised_base = true;  // the backend sizes the qmatmul scratch
                 c.tol = kMatmulBackward;
                 c.large = large;
                 c.run = [=](Backend& be, const DeviceTensors& t) {

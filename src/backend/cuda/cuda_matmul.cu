@@ -424,7 +424,10 @@ size_t matmul_scratch_bytes(const ModelDims& d, Precision p, DType act) {
     for (const auto& s : shapes) {
         const size_t K = s[0], M = s[1];
         const bool biased = s[2] != 0;
-        const size_t weight_cast = lowp ? align_scratch(K * M * kLowpBytes) : 0;
+        // (A quantised base's weights never reach these ops: qmatmul_scratch_bytes sizes
+        // their tiles, and a cast of the 8B head alone would be 1 GiB.)
+        const size_t weight_cast =
+            lowp && !d.quantised_base ? align_scratch(K * M * kLowpBytes) : 0;
         // Forward (matmul_forward, matmul_gelu_forward): the weight cast (an unregistered
         // weight), and the inp cast (fp32 activations) or one chunk of the fp32 product (low-
         // precision activations whose bias/GELU fell back).

@@ -168,7 +168,8 @@ __global__ void __launch_bounds__(kThreads)
         const int n = static_cast<int>(i / C),
                   c = static_cast<int>(i - static_cast<int64_t>(n) * C);
         float v = quant_element(wte, inputs[n], c, book, map);
-        if (wpe) v += wpe[static_cast<int64_t>(pos ? pos[n] : n % T) * C + c];
+        // Never fused with the dequantising product (the CPU adds a rounded value).
+        if (wpe) v = __fadd_rn(v, wpe[static_cast<int64_t>(pos ? pos[n] : n % T) * C + c]);
         out[i] = from_f32<S>(v);
     }
 }

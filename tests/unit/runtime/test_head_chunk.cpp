@@ -12,7 +12,9 @@
 
 #include "backend/run_resolution.h"
 #include "data/prepare.h"
+#include "model/activations.h"
 #include "model/lora.h"
+#include "model/trainable.h"
 #include "runtime/model_info.h"
 #include "runtime/recording_backend.h"
 #include "runtime/session.h"
@@ -142,4 +144,41 @@ TEST(HeadChunk, ThePlanOfACudaRunCountsTheDevicesChunk) {
     c.set("accel.head_chunk_rows", "640");
     const int64_t plan_640 = run_model_info(c.run(), cuda).bytes_activations;
     EXPECT_EQ(plan_auto - plan_640, int64_t{10624 - 640} * 50304 * 2);  // bf16 logits
+}
+
+// A head without a weight gradient (LoRA's frozen base, a quantised head) takes at most the
+// host's chunk on a device too: the larger chunk only saves that gradient's traffic. In the
+// session (a recording backend asking for more than the host's figure) and in the plan; a
+// trainable head keeps the device's figure.
+TEST(HeadChunk, AFrozenHeadKeepsTheHostsChunk) {
+    ModelSpec gpt2 = gpt2_spec(100, 16, 2, 2, 16);
+    EXPECT_EQ(head_chunk_logits(ParamTable(gpt2), kDeviceHeadChunkLogits), kDeviceHeadChunkLogits);
+    LoraConfig l;
+    l.rank = 4;
+    l.target_modules = {"all-linear"};
+    ModelSpec lora = gpt2;
+    lora.lora = lora_spec(l, gpt2);
+    ParamTable frozen(lora);
+    frozen.set_trainable(trainable_flags(frozen, {}));
+    EXPECT_FALSE(frozen.head().trainable);
+    EXPECT_EQ(head_chunk_logits(frozen, kDeviceHeadChunkLogits), kHostHeadChunkLogits);
+    EXPECT_EQ(head_chunk_logits(frozen, 3 * kVp), size_t{3} * kVp);  // a smaller figure stays
+    ModelSpec qlora = llama_spec(100, 16, 2, 2, 2, 16, 32, /*tied=*/false);
+    l.base_dtype = BaseDType::Nf4;
+    qlora.lora = lora_spec(l, qlora);
+    EXPECT_EQ(head_chunk_logits(ParamTable(qlora), kDeviceHeadChunkLogits), kHostHeadChunkLogits);
+
+    // The plan of a CUDA LoRA run: GPT-2's head at B 64 x T 1024 in the host's 640 rows.
+    Config c = Config::from_string(
+        "[model]\nvocab_size = 50257\ncontext_length = 1024\nn_layer = 1\nn_head = 12\n"
+        "d_model = 768\n[train]\nbatch_size = 64\nseq_len = 1024\n"
+        "[runtime]\ndevice = \"cuda\"\nprecision = \"bf16\"\n[lora]\nrank = 4\n",
+        "");
+    const RunResolution cuda = resolve_run(c.run(), true);
+    const int64_t plan_auto = run_model_info(c.run(), cuda).bytes_activations;
+    c.set("accel.head_chunk_rows", "640");
+    EXPECT_EQ(run_model_info(c.run(), cuda).bytes_activations, plan_auto);
+    c.set("accel.head_chunk_rows", "10624");  // the device's chunk, asked for
+    EXPECT_EQ(run_model_info(c.run(), cuda).bytes_activations - plan_auto,
+              int64_t{10624 - 640} * 50304 * 2);
 }
