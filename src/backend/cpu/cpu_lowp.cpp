@@ -45,6 +45,21 @@ constexpr size_t kMinMatmulChunkRows = 1024;
 // M = Vp ≈ 50k) runs over blocks of output columns instead (column_block), each block at least
 // this wide so its GEMM stays efficient.
 constexpr size_t kMinColumnBlock = 256;
+// A quantised weight's bf16 panel on the oneDNN path (onednn_qmatmul_*): about 8 Mi values
+// (16 MiB) of `total` rows (forward) or columns (backward) whose other extent is `other`, in
+// whole multiples of 64, at least 64, at most total. The panel lives in scratch().
+constexpr size_t kPanelValues = size_t{1} << 23;
+std::atomic<size_t> g_test_panel_extent{0};  // LowpBackend::set_panel_extent_for_tests
+size_t panel_extent(size_t total, size_t other) {
+    if (const size_t forced = g_test_panel_extent.load())
+        return std::min(forced, std::max<size_t>(total, 1));
+    size_t e = kPanelValues / std::max<size_t>(other, 1);
+    e = std::max<size_t>(64, e / 64 * 64);
+    return std::min(e, std::max<size_t>(total, 1));
+}
+size_t panel_floats(size_t total, size_t other) {  // scratch() floats of one panel
+    return (panel_extent(total, other) * other + 1) / 2;
+}
 
 TRT_CPU_CLONES void widen_range(float* __restrict dst, const uint16_t* __restrict src,
                                 size_t n) {
@@ -287,6 +302,7 @@ static std::atomic<size_t> g_test_column_block{0};
 
 void LowpBackend::set_chunk_rows_for_tests(size_t rows) { g_test_chunk_rows = rows; }
 void LowpBackend::set_column_block_for_tests(size_t cols) { g_test_column_block = cols; }
+void LowpBackend::set_panel_extent_for_tests(size_t extent) { g_test_panel_extent = extent; }
 
 size_t LowpBackend::column_block(size_t K, size_t M, WeightLayout layout) {
     // Only [M, K] weights: a block of output columns is then a contiguous block of its rows.
@@ -361,8 +377,12 @@ size_t LowpBackend::planned_scratch_floats(const ModelDims& d) const {
                               {C, Vp, WeightLayout::OutIn}};
     for (const Linear& l : linears) {
         // oneDNN reads bf16 rows in place (only GELU's fp32 accumulator); a quantised base's
-        // matmuls widen their rows whatever the gemm.
-        if (gemm_ && !d.quantised_base) {
+        // matmuls there take a bf16 panel of the weight (forward: rows, backward: columns).
+        if (gemm_ && d.quantised_base) {
+            most = std::max({most, panel_floats(l.M, l.K), panel_floats(l.K, l.M)});
+            continue;
+        }
+        if (gemm_) {
             if (!d.gated_mlp && l.K == C && l.M == F) chunk(l.M, 1, kMinMatmulChunkRows);
             continue;
         }
@@ -740,6 +760,8 @@ void LowpBackend::qencoder_forward(Act out, const int32_t* inputs, const QuantWe
 // dtype_ inside the fp32 kernel.
 void LowpBackend::qmatmul_forward(Act out, ConstAct inp, const QuantWeight& weight,
                                   const float* bias, int N, int K, int M) {
+    if (gemm_ && N > 0 && K > 0 && M > 0)
+        return onednn_qmatmul_forward(out, inp, weight, bias, N, K, M);
     const float* Bs = bias_operand(bias, (size_t)M);
     const size_t mb = column_block((size_t)K, (size_t)M, WeightLayout::OutIn);
     for (size_t j0 = 0; j0 < (size_t)M; j0 += mb) {
@@ -757,6 +779,8 @@ void LowpBackend::qmatmul_forward(Act out, ConstAct inp, const QuantWeight& weig
 
 void LowpBackend::qmatmul_backward(Act dinp, float* dbias, ConstAct dout, const QuantWeight& weight,
                                    int N, int K, int M) {
+    if (gemm_ && N > 0 && K > 0 && M > 0)
+        return onednn_qmatmul_backward(dinp, dbias, dout, weight, N, K, M);
     const size_t mb = column_block((size_t)K, (size_t)M, WeightLayout::OutIn);
     if (mb >= (size_t)M) {
         const RowArg args[] = {{dinp, (size_t)K, Dir::Out}, {dout, (size_t)M}};
@@ -916,6 +940,56 @@ void LowpBackend::onednn_matmul_gelu_forward(Act pre, Act out, ConstAct inp, con
             narrow_range(o16 + (r0 + r) * M, a, (size_t)M);
         });
     }
+}
+
+// out[:, j0:j0+n] = round(inp · panelᵀ + bias[j0:]), panel = W[j0:j0+n, :] in bf16: each output
+// is one product's sum, rounded once, as the widened path's (cpu_qmatmul.cpp).
+void LowpBackend::onednn_qmatmul_forward(Act out, ConstAct inp, const QuantWeight& weight,
+                                         const float* bias, int N, int K, int M) {
+    TRT_CHECK(weight.rows == M && weight.cols == K, "qmatmul_forward: a [", weight.rows, ", ",
+              weight.cols, "] weight for a [", M, ", ", K, "] product");
+    const float* Bs = bias_operand(bias, (size_t)M);
+    const size_t R = panel_extent((size_t)M, (size_t)K);
+    uint16_t* panel = reinterpret_cast<uint16_t*>(scratch(panel_floats((size_t)M, (size_t)K)));
+    const uint16_t* x = bf16_of(inp);
+    uint16_t* o = bf16_of(out);
+    for (size_t j0 = 0; j0 < (size_t)M; j0 += R) {
+        const size_t n = std::min(R, (size_t)M - j0);
+        cpu::dequantise_panel_bf16(weight, (int)j0, (int)(j0 + n), 0, K, panel, (size_t)K,
+                                   threads_);
+        GemmShape s = linear_forward(DType::BF16, N, K, (int)n, /*outin=*/true);
+        s.ldc = M;
+        s.bias = Bs != nullptr;
+        gemm_->run(s, x, panel, o + j0, Bs ? Bs + j0 : nullptr, threads_);
+    }
+}
+
+// dinp[:, k0:k0+kc] = round(dout · panel), panel = W[:, k0:k0+kc] in bf16 (all M rows: the
+// whole sum in one product); dbias += column sums of the stored dout.
+void LowpBackend::onednn_qmatmul_backward(Act dinp, float* dbias, ConstAct dout,
+                                          const QuantWeight& weight, int N, int K, int M) {
+    TRT_CHECK(weight.rows == M && weight.cols == K, "qmatmul_backward: a [", weight.rows, ", ",
+              weight.cols, "] weight for a [", M, ", ", K, "] product");
+    const uint16_t* dy = bf16_of(dout);
+    if (dinp.data) {
+        const size_t Kc = panel_extent((size_t)K, (size_t)M);
+        uint16_t* panel = reinterpret_cast<uint16_t*>(scratch(panel_floats((size_t)K, (size_t)M)));
+        uint16_t* di = bf16_of(dinp);
+        for (size_t k0 = 0; k0 < (size_t)K; k0 += Kc) {
+            const size_t kc = std::min(Kc, (size_t)K - k0);
+            cpu::dequantise_panel_bf16(weight, 0, M, (int)k0, (int)(k0 + kc), panel, kc, threads_);
+            GemmShape s;  // [N, kc] = dout[N, M] · panel[M, kc], into dinp's columns k0..
+            s.in = DType::BF16;
+            s.m = N, s.n = (int)kc, s.k = M;
+            s.lda = M, s.ldb = (int)kc, s.ldc = K;
+            gemm_->run(s, dy, panel, di + k0, nullptr, threads_);
+        }
+    }
+    if (dbias)
+        column_sums_into(dbias, N, M, threads_,
+                         [&](size_t j0, int w, size_t r0, int rows, double* acc) {
+                             column_sums_bf16(acc, dy + r0 * M + j0, rows, M, w);
+                         });
 }
 
 // bf16 with a bias gradient (the fc layer's backward): one column pass over the stored bf16

@@ -163,6 +163,9 @@ public:
     static size_t column_block(size_t K, size_t M, WeightLayout layout);
     // Tests: every such matmul (any M) runs in blocks of `cols` columns (0 = the policy).
     static void set_column_block_for_tests(size_t cols);
+    // Tests: a quantised weight's bf16 panels on the oneDNN path hold `extent` rows (forward)
+    // or columns (backward) (0 = the policy: about 8 Mi values, multiples of 64).
+    static void set_panel_extent_for_tests(size_t extent);
     // The scratch (floats) the model's ops of these dims will grow it to: the largest chunk
     // of rows any of them widens, or row-block loop's team of blocks and partial sums (a
     // memory estimate's; Backend::op_scratch_bytes).
@@ -240,6 +243,13 @@ private:
     void onednn_matmul_backward(Act dinp, float* dweight, float* dbias, ConstAct dout,
                                 ConstAct inp, const float* weight, int N, int K, int M,
                                 WeightLayout layout);
+    // A quantised weight's matmuls on oneDNN's bf16 kernels: the weight dequantised into bf16
+    // panels in scratch (forward: whole output rows; backward: whole input columns, so each
+    // output is one product's full sum, rounded once).
+    void onednn_qmatmul_forward(Act out, ConstAct inp, const QuantWeight& weight, const float* bias,
+                                int N, int K, int M);
+    void onednn_qmatmul_backward(Act dinp, float* dbias, ConstAct dout, const QuantWeight& weight,
+                                 int N, int K, int M);
     void onednn_matmul_gelu_forward(Act pre, Act out, ConstAct inp, const float* weight,
                                     const float* bias, int N, int K, int M);
     // A weight as bf16: its place in working16_, or (a caller's own buffer) a rounded copy.

@@ -41,6 +41,10 @@ void qmatmul_rows_forward(float* out, size_t ldo, const float* inp, const QuantW
                           int m1, const float* bias, int N, int K, int threads, DType round_to);
 void qmatmul_rows_backward(float* dinp, const float* dout, size_t ldd, const QuantWeight& w, int m0,
                            int m1, int N, int K, int threads, DType round_to);
+// Rows [r0, r1) x columns [k0, k1) of w dequantised and rounded once to bf16 (nearest even):
+// a panel [r1 - r0, k1 - k0] (row stride ld) for oneDNN's bf16 kernels, rows over the threads.
+void dequantise_panel_bf16(const QuantWeight& w, int r0, int r1, int k0, int k1, uint16_t* out,
+                           size_t ld, int threads);
 
 // cpu_attention.cpp — multi-head (NKV == NH) and grouped-query (NKV < NH) attention.
 // How the per-head products run on fp32 operands:

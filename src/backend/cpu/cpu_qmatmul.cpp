@@ -123,6 +123,18 @@ void qmatmul_backward(float* dinp /*[N,K] overwritten or null*/, float* dbias /*
                         WeightLayout::OutIn, threads);
 }
 
+void dequantise_panel_bf16(const QuantWeight& w, int r0, int r1, int k0, int k1,
+                           uint16_t* out /*[r1 - r0, ld]*/, size_t ld, int threads) {
+    const int rows = r1 - r0, width = k1 - k0;
+    if (rows <= 0 || width <= 0) return;
+    parallel_for(rows, team(static_cast<size_t>(rows) * width, threads), [&](int r) {
+        float* row = tile_scratch(static_cast<size_t>(width));
+        dequantise_tile(w, r0 + r, r0 + r + 1, k0, k1, row, static_cast<size_t>(width));
+        uint16_t* o = out + static_cast<size_t>(r) * ld;
+        for (int k = 0; k < width; k++) o[k] = float_to_bf16(row[k]);
+    });
+}
+
 void qencoder_forward(float* out /*[N,C]*/, const int32_t* inputs /*[N]*/, const QuantWeight& wte,
                       const float* wpe /*[>=T,C] or null*/, int B, int T, int C, int threads,
                       const int32_t* pos) {

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_lowp.h"
+#include "core/base_quant.h"
 #include "core/bf16.h"
 #include "core/fp16.h"
 #include "cpu/reference_ops.h"
@@ -171,5 +173,62 @@ INSTANTIATE_TEST_SUITE_P(Precision, CpuLowp,
                              return std::string(info.param.p == Precision::Bf16 ? "bf16"
                                                                                 : "fp16");
                          });
+
+}  // namespace
+
+namespace {
+
+// A quantised weight's bf16 matmuls on oneDNN (its bf16 panels of the weight) give the widened
+// path's bits (OpenBLAS sgemm on the dequantised values rounded to bf16), forward with a bias
+// and backward with dinp and dbias, the panels forced to 3 rows / columns so every boundary is
+// crossed. Exact sums again: NF4 with every block's absmax 1 (a ±1 first in each block), so
+// the weights are code-book values (|w| >= 0.0796 or 0), activations k/8.
+TEST(CpuLowpQuantised, TheOnednnPanelsGiveTheWidenedPathsBits) {
+    constexpr int QN = 37, QK = 130, QM = 29;
+    auto dnn = trt::make_cpu_backend(2, Precision::Bf16, trt::CpuMatmul::Onednn);
+    auto blas = trt::make_cpu_backend(2, Precision::Bf16, trt::CpuMatmul::Openblas);
+    if (dnn->accel_status().cpu_matmul != "onednn")
+        GTEST_SKIP() << "no oneDNN bf16 matmul here: " << dnn->accel_status().cpu_matmul_note;
+    ASSERT_EQ(blas->accel_status().cpu_matmul, "openblas");
+    struct Reset {
+        ~Reset() { trt::cpu::LowpBackend::set_panel_extent_for_tests(0); }
+    } reset;
+    std::vector<float> w = ref::random_floats((size_t)QM * QK, 4, -1, 1);
+    for (size_t e = 0; e < w.size(); e += trt::kNf4Block) w[e] = (e / 64) % 2 ? -1.0f : 1.0f;
+    trt::QuantisedMatrix q(trt::BaseDType::Nf4, /*double_quant=*/true, QK);
+    q.append(w.data(), QM);
+    const trt::QuantWeight W = q.host_view();
+    std::vector<float> bias = magnitudes(QM, 5, 0.25f, 1.0f);
+    auto eighths = [](size_t n, uint32_t seed) {
+        std::vector<uint16_t> v(n);
+        const std::vector<float> r = ref::random_floats(n, seed, -2, 2);
+        for (size_t i = 0; i < n; i++) v[i] = trt::float_to_bf16(std::nearbyint(r[i] * 8) / 8);
+        return v;
+    };
+    std::vector<uint16_t> inp = eighths((size_t)QN * QK, 6), dout = eighths((size_t)QN * QM, 7);
+    struct Result {
+        std::vector<uint16_t> out, dinp;
+        std::vector<float> dbias;
+    };
+    auto run = [&](trt::Backend& be) {
+        Result r;
+        r.out.resize((size_t)QN * QM);
+        r.dinp.resize((size_t)QN * QK);
+        r.dbias.assign(QM, 0.5f);  // accumulated into
+        be.qmatmul_forward(trt::Act(r.out.data(), trt::DType::BF16),
+                           trt::ConstAct(inp.data(), trt::DType::BF16), W, bias.data(), QN, QK, QM);
+        be.qmatmul_backward(trt::Act(r.dinp.data(), trt::DType::BF16), r.dbias.data(),
+                            trt::ConstAct(dout.data(), trt::DType::BF16), W, QN, QK, QM);
+        return r;
+    };
+    const Result want = run(*blas);
+    for (size_t extent : {size_t{0}, size_t{3}}) {
+        trt::cpu::LowpBackend::set_panel_extent_for_tests(extent);
+        const Result got = run(*dnn);
+        EXPECT_EQ(got.out, want.out) << "forward, panels of " << extent;
+        EXPECT_EQ(got.dinp, want.dinp) << "dinp, panels of " << extent;
+        EXPECT_EQ(got.dbias, want.dbias) << "dbias, panels of " << extent;
+    }
+}
 
 }  // namespace

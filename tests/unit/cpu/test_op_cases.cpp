@@ -141,12 +141,15 @@ TEST_P(CpuOpCases, Bf16InOneRowChunks) {
         ~Reset() {
             trt::cpu::LowpBackend::set_chunk_rows_for_tests(0);
             trt::cpu::LowpBackend::set_column_block_for_tests(0);
+            trt::cpu::LowpBackend::set_panel_extent_for_tests(0);
         }
     } reset;
     trt::cpu::LowpBackend::set_chunk_rows_for_tests(1);
     // And [M, K]-weight matmuls in blocks of 3 output columns (the output head's path), so a
     // block's column offset is crossed too.
     trt::cpu::LowpBackend::set_column_block_for_tests(3);
+    // And a quantised weight's bf16 panels (the oneDNN path) of 3 rows / columns.
+    trt::cpu::LowpBackend::set_panel_extent_for_tests(3);
     for (const MatmulMode& mode : kLowpModes) {
         if (mode.p != trt::Precision::Bf16) continue;
         auto be = trt::make_cpu_backend(2, trt::Precision::Bf16, mode.matmul);
