@@ -78,9 +78,11 @@ struct Activations {
 int head_chunk_rows(int Vp, int N, int rows, size_t logits);
 // The `logits` for head_chunk_rows of a table (its trainable flags set): the backend's figure,
 // but at most the host's (kHostHeadChunkLogits) where the head takes no weight gradient
-// (frozen, as under LoRA, or quantised): the device's larger chunk only saves the gradient's
-// read-modify-write per chunk (backend.h), so a frozen head keeps the smaller logits buffer
-// (Llama-3.1-8B at T 2048 in bf16: 64 MiB instead of 501 MiB).
+// (frozen, as under LoRA, or quantised). The device's larger chunk is there for the
+// gradient's read-modify-write per chunk (backend.h); without it what is left is memory for
+// time: each chunk reads the head weight twice (a quantised head: dequantises it twice), while
+// the logits buffer shrinks (Llama-3.1-8B at T 2048 in bf16: 8 chunks, 64 MiB instead of
+// 501 MiB) — the trade a run that freezes its base makes for memory.
 size_t head_chunk_logits(const ParamTable& table, size_t backend_logits);
 
 // What the backend is told of a model of table's spec (and trainable flags) at B x T

@@ -338,6 +338,11 @@ size_t LowpBackend::planned_scratch_floats(const ModelDims& d) const {
     // Row ops: the classifier; GELU's backward under fp16, or without a bias gradient (bf16
     // sums one in place).
     chunk(Vp, 1, 64);
+    // Whole sequences (by_rows with unit T): the encoder (plain or quantised) and its
+    // backward, [T, C] at least; RoPE on the qkv rows, [T, W] at least (the gated families are
+    // the rotary ones; GPT-2 has learned positions).
+    chunk(C, T, 64);
+    if (d.gated_mlp) chunk(W, T, 64);
     // The ops in row blocks (by_row_blocks*), each by its own geometry: the norms and their
     // residual fusions (2C, 4C a row); SwiGLU (3F, 5F) or the standalone GELU (LoRA on the up
     // projection: elements as rows of 2); the norms' backward (3C, and dw, db); Qwen3's q/k

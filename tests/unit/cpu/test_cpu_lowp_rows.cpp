@@ -257,3 +257,37 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuLowpRows,
                          });
 
 }  // namespace
+
+namespace {
+
+// The ops that widen whole sequences (unit T: the encoder, RoPE) are in the plan too: at a
+// long T with a wide qkv row one sequence is more than any other op's chunk (T·W = 6 Mi
+// floats here, above the 4 Mi budget of a chunk and 64 rows of the small vocabulary).
+TEST(CpuLowpRowsPlan, CoversTheWholeSequenceOps) {
+    auto be = trt::make_cpu_backend(2, trt::Precision::Bf16);
+    trt::ModelDims d;
+    d.B = 1, d.T = 2048, d.C = 1024, d.NH = 8, d.NKV = 8, d.HS = 128, d.F = 512, d.V = 64;
+    d.L = 1, d.gated_mlp = true;
+    const int T = d.T, C = d.C, hs = d.HS, W = (d.NH + 2 * d.NKV) * hs;
+    const size_t planned = be->op_scratch_bytes(d);
+    const size_t base = be->bytes_in_use();
+    auto* out = static_cast<uint16_t*>(be->alloc(size_t(T) * W * 2));
+    auto* ids = static_cast<int32_t*>(be->alloc(size_t(T) * 4));
+    auto* wte = static_cast<float*>(be->alloc(size_t(d.V) * C * 4));
+    auto* table = static_cast<float*>(be->alloc(size_t(T) * hs / 2 * 4));
+    be->zero(out, size_t(T) * W * 2);
+    be->zero(ids, size_t(T) * 4);
+    be->zero(wte, size_t(d.V) * C * 4);
+    be->zero(table, size_t(T) * hs / 2 * 4);
+    const size_t buffers = be->bytes_in_use() - base;
+    be->encoder_forward(trt::Act(out, trt::DType::BF16), ids, wte, nullptr, 1, T, C);
+    EXPECT_LE(be->bytes_in_use() - base - buffers, planned) << "encoder_forward";
+    const trt::AttentionShape a = trt::AttentionShape::from_heads(1, T, d.NH, d.NKV, hs);
+    be->rope_forward(trt::Act(out, trt::DType::BF16), table, table, 0, a);
+    EXPECT_LE(be->bytes_in_use() - base - buffers, planned)
+        << "rope_forward: " << (be->bytes_in_use() - base - buffers) << " bytes of scratch, "
+        << planned << " planned";
+    for (void* p : {(void*)out, (void*)ids, (void*)wte, (void*)table}) be->free(p);
+}
+
+}  // namespace
