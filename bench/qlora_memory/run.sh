@@ -12,39 +12,8 @@ src=$PWD
 TRAINRT=$(realpath "${1:-build/trainrt}")
 THREADS=${2:-$(nproc)}
 source "$src/bench/lib.sh"
-model=/tmp/qlora_memory_llama32_1b
-[ -f "$model/model.safetensors" ] || /usr/bin/python3 "$src/bench/qlora_memory/make_model.py" "$model" >/dev/null
-work=$(mktemp -d /tmp/qlora-memory.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-/usr/bin/python3 - <<'PY'
-import numpy as np
-ids = np.random.default_rng(1).integers(0, 128256, 40000).astype("<u4")
-hdr = np.zeros(256, "<i4"); hdr[:3] = [20240801, 7, ids.size]
-open("train.bin", "wb").write(hdr.tobytes() + ids.tobytes())
-PY
-cat >run.toml <<TOML
-[model]
-init_from = "$model"
-[lora]
-rank = 16
-alpha = 32.0
-target_modules = ["all-linear"]
-base_dtype = "nf4"
-[data]
-train = "$work/train.bin"
-[train]
-batch_size = 1
-seq_len = 2048
-steps = 1
-eval_every = 0
-recompute = "block"
-out_dir = "$work/out"
-[runtime]
-device = "cpu"
-precision = "bf16"
-threads = $THREADS
-TOML
+source "$src/bench/qlora_memory/qlora_run.sh"
+qlora_run 2048 1 'out_dir = "out"'
 estimate() { "$TRAINRT" info "$@" 2>/dev/null | sed -n 's/^memory estimate: //p'; }
 /usr/bin/time -v "$TRAINRT" train run.toml >train.log 2>time.log
 rss_kb=$(sed -n 's/.*Maximum resident set size (kbytes): //p' time.log)

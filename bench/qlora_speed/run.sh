@@ -13,39 +13,8 @@ TRAINRT=$(readlink -f "${1:-$src/build/trainrt}")
 THREADS=${2:-$(nproc)}
 SEQ=${3:-512}
 STEPS=${4:-3}
-model=/tmp/qlora_memory_llama32_1b
-[ -f "$model/model.safetensors" ] || /usr/bin/python3 "$src/bench/qlora_memory/make_model.py" "$model" >/dev/null
-work=$(mktemp -d /tmp/qlora-speed.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-/usr/bin/python3 - <<'PY'
-import numpy as np
-ids = np.random.default_rng(1).integers(0, 128256, 40000).astype("<u4")
-hdr = np.zeros(256, "<i4"); hdr[:3] = [20240801, 7, ids.size]
-open("train.bin", "wb").write(hdr.tobytes() + ids.tobytes())
-PY
-cat >run.toml <<TOML
-[model]
-init_from = "$model"
-[lora]
-rank = 16
-alpha = 32.0
-target_modules = ["all-linear"]
-base_dtype = "nf4"
-[data]
-train = "$work/train.bin"
-[train]
-batch_size = 1
-seq_len = $SEQ
-steps = $STEPS
-eval_every = 0
-recompute = "block"
-[runtime]
-device = "cpu"
-precision = "bf16"
-threads = $THREADS
-log_every = 1
-TOML
+source "$src/bench/qlora_memory/qlora_run.sh"
+qlora_run "$SEQ" "$STEPS"
 source "$src/bench/lib.sh"
 echo "# QLoRA bf16 step on the CPU: the quantised matmuls on widened sgemm vs oneDNN bf16 panels"
 echo
@@ -56,7 +25,7 @@ echo
 echo "| accel.cpu_matmul | acceleration | step ms (steps 2..$STEPS) | loss at step $STEPS |"
 echo "|---|---|---|---|"
 for mm in openblas onednn; do
-    "$TRAINRT" train run.toml --set accel.cpu_matmul="\"$mm\"" >"$mm.log" 2>&1 || { cat "$mm.log" >&2; exit 1; }
+    "$TRAINRT" train run.toml --set runtime.log_every=1 --set accel.cpu_matmul="\"$mm\"" >"$mm.log" 2>&1 || { cat "$mm.log" >&2; exit 1; }
     acc=$(grep -m1 -o 'cpu_matmul=[^ ]*\( \[[^]]*\]\)\?' "$mm.log" || echo "?")
     ms=$(sed -n 's/^step \([0-9]*\)\/[0-9]* |.*| \([0-9.]*\) ms |.*/\1 \2/p' "$mm.log" |
          awk '$1 > 1 {printf "%s%s", sep, $2; sep=", "}')

@@ -864,6 +864,14 @@ TRT_CPU_CLONES void column_sums_bf16(double* __restrict acc, const uint16_t* __r
     }
 }
 
+// dbias[M] += the column sums of the stored bf16 dout [N, M] (the bias gradient of the oneDNN
+// matmul backwards, plain and quantised).
+void bias_grad_bf16(float* dbias, const uint16_t* dout, int N, int M, int threads) {
+    column_sums_into(dbias, N, M, threads, [&](size_t j0, int w, size_t r0, int rows, double* acc) {
+        column_sums_bf16(acc, dout + r0 * M + j0, rows, M, w);
+    });
+}
+
 // Columns [0, w) of rows [0, N) (row stride M): di = round(gelu'(x)·go), acc[j] += the
 // unrounded product, rows in order (the fp32 kernel's gelu_backward_cols on bf16 storage).
 TRT_CPU_CLONES void gelu_backward_cols_bf16(uint16_t* __restrict di, double* __restrict acc,
@@ -913,11 +921,7 @@ void LowpBackend::onednn_matmul_backward(Act dinp, float* dweight, float* dbias,
         gemm_->run(linear_dweight(DType::BF16, N, K, M, outin), ab.first, ab.second, dweight,
                    nullptr, threads_);
     }
-    if (dbias)
-        column_sums_into(dbias, N, M, threads_,
-                         [&](size_t j0, int w, size_t r0, int rows, double* acc) {
-                             column_sums_bf16(acc, dy + r0 * M + j0, rows, M, w);
-                         });
+    if (dbias) bias_grad_bf16(dbias, dy, N, M, threads_);
 }
 
 // pre = round(inp · W + bias), out = round(gelu(inp · W + bias)): the product lands in fp32
@@ -990,11 +994,7 @@ void LowpBackend::onednn_qmatmul_backward(Act dinp, float* dbias, ConstAct dout,
             gemm_->run(s, dy, panel, di + k0, nullptr, threads_);
         }
     }
-    if (dbias)
-        column_sums_into(dbias, N, M, threads_,
-                         [&](size_t j0, int w, size_t r0, int rows, double* acc) {
-                             column_sums_bf16(acc, dy + r0 * M + j0, rows, M, w);
-                         });
+    if (dbias) bias_grad_bf16(dbias, dy, N, M, threads_);
 }
 
 // bf16 with a bias gradient (the fc layer's backward): one column pass over the stored bf16
