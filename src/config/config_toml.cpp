@@ -28,12 +28,13 @@
 
 #include "config/config.h"
 #include "config/config_keys.h"
+#include "config/gguf_model_config.h"
 #include "config/hf_model_config.h"
 #include "config/size_limits.h"
 #include "config/toml_guard.h"
+#include "core/error.h"
 #include "core/nearest.h"
 #include "core/quote.h"
-#include "core/error.h"
 #include "io/fs_util.h"
 
 namespace trt {
@@ -596,24 +597,39 @@ namespace {
 
 std::string value_text(const KeyDesc& d, const RunConfig& rc);  // below
 
-// model.init_from naming a folder (a Hugging Face model or a libtrainrt checkpoint): its
-// config.json decides the model's family and shape. [model] keys the config did not write
-// take the folder's values; keys it wrote must agree, else a problem at the key saying
-// which value the folder has. (docs/CONFIG.md, "Hugging Face model folders".)
+// What a GGUF file cannot say, so a config's value is not a contradiction: Llama 3's RoPE
+// blend parameters (the file holds only their result, which loading the weights checks), a
+// Mistral's sliding window, and "mistral" for a file of llama.cpp's llama architecture.
+bool gguf_silent_on(const std::string& name, const RunConfig& r, const RunConfig& file) {
+    if (name == "rope_low_freq_factor" || name == "rope_high_freq_factor" ||
+        name == "rope_original_context" || name == "sliding_window")
+        return true;
+    return name == "arch" && r.model.arch == ModelArch::Mistral &&
+           file.model.arch == ModelArch::Llama;
+}
+
+// model.init_from naming a folder (a Hugging Face model or a libtrainrt checkpoint) or a GGUF
+// file: its config.json, or the file's metadata, decides the model's family and shape.
+// [model] keys the config did not write take the folder's values; keys it wrote must agree,
+// else a problem at the key saying which value the folder has. (docs/CONFIG.md, "Hugging Face
+// model folders", "GGUF files".)
 void merge_model_folder(RunConfig& r, const std::string& base_dir,
                         const std::map<const KeyDesc*, const toml::node*>& given,
                         Problems& problems) {
-    const std::string path = hf_folder_config_path(resolve_path(base_dir, r.model.init_from));
+    const std::string resolved = resolve_path(base_dir, r.model.init_from);
+    const bool gguf_file = !r.model.init_from.empty() && gguf::is_gguf_file(resolved);
+    const std::string path = gguf_file ? resolved : hf_folder_config_path(resolved);
     // A folder without config.json gives no shape: [model] stands, and loading the weights
     // says what the folder lacks.
     if (path.empty() || path_kind(path) == PathKind::Missing) return;
+    const char* what = gguf_file ? "GGUF file's metadata" : "model folder's config.json";
     // Its tokenizer is the run's, unless data.tokenizer names one (resolved with the other
     // paths below, like model.init_from itself).
     // (A tokenizer.json, or a SentencePiece tokenizer.model; src/tokenizer/tokenizer_files.h
     // says which one a folder with both stands for.)
-    const std::filesystem::path folder_dir(resolve_path(base_dir, r.model.init_from));
+    const std::filesystem::path folder_dir(resolved);
     std::error_code ec;
-    if (!given.count(find_key("data.tokenizer")) && r.data.tokenizer.empty() &&
+    if (!gguf_file && !given.count(find_key("data.tokenizer")) && r.data.tokenizer.empty() &&
         (std::filesystem::is_regular_file(folder_dir / "tokenizer.json", ec) ||
          std::filesystem::is_regular_file(folder_dir / "tokenizer.model", ec)))
         r.data.tokenizer = r.model.init_from;
@@ -622,11 +638,11 @@ void merge_model_folder(RunConfig& r, const std::string& base_dir,
                                       : nullptr;
     RunConfig folder;
     try {
-        folder.model = parse_hf_model_config(read_small_file(path, 1 << 20), path);
+        folder.model = gguf_file ? parse_gguf_model_config(gguf::Reader::open(path))
+                                 : parse_hf_model_config(read_small_file(path, 1 << 20), path);
     } catch (const Error& e) {
         problems.add(init_node ? &init_node->source() : nullptr,
-                     cat("model.init_from: the model folder's config.json cannot be used: ",
-                         e.what()));
+                     cat("model.init_from: the ", what, " cannot be used: ", e.what()));
         return;
     }
     // Effective values, so that n_kv_head = 0 (= n_head) and d_ff = 0 (= 4 d_model) agree
@@ -645,12 +661,13 @@ void merge_model_folder(RunConfig& r, const std::string& base_dir,
             name == "dropout")  // a training choice, not the folder's shape
             continue;
         if (auto it = given.find(&d); it != given.end()) {
-            if (effective(d, r) != effective(d, folder))
-                problems.add(&it->second->source(),
-                             cat("model.", name, " = ", value_text(d, r),
-                                 " contradicts the model folder's config.json (", path,
-                                 "), which gives ", effective(d, folder),
-                                 "; remove model.", name, " to take the folder's value"));
+            if (effective(d, r) != effective(d, folder) &&
+                !(gguf_file && gguf_silent_on(name, r, folder)))
+                problems.add(
+                    &it->second->source(),
+                    cat("model.", name, " = ", value_text(d, r), " contradicts the ", what, " (",
+                        path, "), which gives ", effective(d, folder), "; remove model.", name,
+                        " to take the ", gguf_file ? "file" : "folder", "'s value"));
             continue;
         }
         switch (d.type) {

@@ -193,18 +193,6 @@ void read_llama_family(const ConfigKeys& keys, const std::string& model_type, Mo
     }
 }
 
-// Parameter count in long double: the per-layer C^2 terms alone overflow int64 for hostile
-// dims. 2^40 floats (4 TiB) is far beyond any model this library trains.
-void check_parameter_count(const ModelConfig& m, const std::string& source) {
-    const long double C = static_cast<long double>(m.d_model);
-    const long double F = m.d_ff > 0 ? static_cast<long double>(m.d_ff) : 4 * C;
-    const long double n = (2.0L * m.vocab_size + m.context_length) * C + 2 * C +
-                          static_cast<long double>(m.n_layer) * (4 * C * C + 3 * C * F + 13 * C + F);
-    if (n > static_cast<long double>(uint64_t{1} << 40))
-        fail(Status::Format, source, ": dims give ", static_cast<double>(n),
-             " parameters, more than any supported model; the file is damaged");
-}
-
 }  // namespace
 
 ModelConfig parse_hf_model_config(const std::string& text, const std::string& source) {
@@ -228,8 +216,21 @@ ModelConfig parse_hf_model_config(const std::string& text, const std::string& so
     else
         fail(Status::Unsupported, source, ": \"model_type\" is \"", model_type,
              "\"; libtrainrt supports ", model_arch_names());
-    check_parameter_count(m, source);
+    check_model_parameter_count(m, source);
     return m;
+}
+
+// Parameter count in long double: the per-layer C^2 terms alone overflow int64 for hostile
+// dims. 2^40 floats (4 TiB) is far beyond any model this library trains.
+void check_model_parameter_count(const ModelConfig& m, const std::string& source) {
+    const long double C = static_cast<long double>(m.d_model);
+    const long double F = m.d_ff > 0 ? static_cast<long double>(m.d_ff) : 4 * C;
+    const long double n =
+        (2.0L * m.vocab_size + m.context_length) * C + 2 * C +
+        static_cast<long double>(m.n_layer) * (4 * C * C + 3 * C * F + 13 * C + F);
+    if (n > static_cast<long double>(uint64_t{1} << 40))
+        fail(Status::Format, source, ": dims give ", static_cast<double>(n),
+             " parameters, more than any supported model; the file is damaged");
 }
 
 std::string hf_folder_config_path(const std::string& init_from) {

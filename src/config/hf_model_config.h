@@ -18,6 +18,10 @@ namespace trt {
 // file in messages.
 ModelConfig parse_hf_model_config(const std::string& text, const std::string& source);
 
+// Error(Format) naming `source` when the dims give more parameters than any supported model
+// (2^40): hostile dims stop here, before a table is sized from them.
+void check_model_parameter_count(const ModelConfig& m, const std::string& source);
+
 // "<folder>/config.json" when `init_from` is a directory (a Hugging Face model folder or a
 // libtrainrt checkpoint), else "".
 std::string hf_folder_config_path(const std::string& init_from);

@@ -15,6 +15,10 @@ void put_u16(uint8_t* dst, uint16_t v) {  // little-endian, whatever the host
     dst[1] = static_cast<uint8_t>(v >> 8);
 }
 
+uint16_t get_u16(const uint8_t* src) {
+    return static_cast<uint16_t>(src[0] | (static_cast<uint16_t>(src[1]) << 8));
+}
+
 }  // namespace
 
 const char* type_name(TensorType t) {
@@ -23,6 +27,8 @@ const char* type_name(TensorType t) {
             return "F32";
         case TensorType::F16:
             return "F16";
+        case TensorType::Q4_0:
+            return "Q4_0";
         case TensorType::Q8_0:
             return "Q8_0";
         case TensorType::BF16:
@@ -31,7 +37,9 @@ const char* type_name(TensorType t) {
     return "?";
 }
 
-size_t block_elements(TensorType t) { return t == TensorType::Q8_0 ? kQ8Block : 1; }
+size_t block_elements(TensorType t) {
+    return t == TensorType::Q8_0 ? kQ8Block : t == TensorType::Q4_0 ? kQ4Block : 1;
+}
 
 uint64_t encoded_bytes(TensorType t, uint64_t n) {
     switch (t) {
@@ -42,6 +50,8 @@ uint64_t encoded_bytes(TensorType t, uint64_t n) {
             return n * 2;
         case TensorType::Q8_0:
             return n / kQ8Block * kQ8BlockBytes;
+        case TensorType::Q4_0:
+            return n / kQ4Block * kQ4BlockBytes;
     }
     fail(Status::Internal, "gguf: no size for tensor type ", static_cast<uint32_t>(t));
 }
@@ -81,8 +91,50 @@ void encode(TensorType t, const float* src, size_t n, uint8_t* dst) {
             for (size_t b = 0; b < n / kQ8Block; b++)
                 encode_q8_0_block(src + b * kQ8Block, dst + b * kQ8BlockBytes);
             return;
+        case TensorType::Q4_0:
+            break;
     }
-    fail(Status::Internal, "gguf: no encoder for tensor type ", static_cast<uint32_t>(t));
+    fail(Status::Internal, "gguf: no encoder for tensor type ", type_name(t));
+}
+
+void decode(TensorType t, const uint8_t* src, size_t n, float* dst) {
+    TRT_CHECK(n % block_elements(t) == 0, "gguf: ", n, " elements are not whole ", type_name(t),
+              " blocks");
+    switch (t) {
+        case TensorType::F32:
+            for (size_t i = 0; i < n; i++) {
+                const uint32_t u = static_cast<uint32_t>(get_u16(src + 4 * i)) |
+                                   static_cast<uint32_t>(get_u16(src + 4 * i + 2)) << 16;
+                std::memcpy(&dst[i], &u, 4);
+            }
+            return;
+        case TensorType::F16:
+            for (size_t i = 0; i < n; i++) dst[i] = fp16_to_float(get_u16(src + 2 * i));
+            return;
+        case TensorType::BF16:
+            for (size_t i = 0; i < n; i++) dst[i] = bf16_to_float(get_u16(src + 2 * i));
+            return;
+        case TensorType::Q8_0:
+            for (size_t b = 0; b < n / kQ8Block; b++) {
+                const uint8_t* blk = src + b * kQ8BlockBytes;
+                const float d = fp16_to_float(get_u16(blk));
+                for (size_t i = 0; i < kQ8Block; i++)
+                    dst[b * kQ8Block + i] = static_cast<float>(static_cast<int8_t>(blk[2 + i])) * d;
+            }
+            return;
+        case TensorType::Q4_0:
+            for (size_t b = 0; b < n / kQ4Block; b++) {
+                const uint8_t* blk = src + b * kQ4BlockBytes;
+                const float d = fp16_to_float(get_u16(blk));
+                float* out = dst + b * kQ4Block;
+                for (size_t j = 0; j < kQ4Block / 2; j++) {
+                    out[j] = static_cast<float>((blk[2 + j] & 0x0F) - 8) * d;
+                    out[j + kQ4Block / 2] = static_cast<float>((blk[2 + j] >> 4) - 8) * d;
+                }
+            }
+            return;
+    }
+    fail(Status::Internal, "gguf: no decoder for tensor type ", static_cast<uint32_t>(t));
 }
 
 }  // namespace trt::gguf

@@ -115,6 +115,9 @@ void Writer::add_tensor(const std::string& name, const std::vector<int64_t>& sha
         fail(Status::InvalidArgument, "gguf: tensor '", name, "' ", shape_text(shape),
              " cannot be ", type_name(type), ": its rows of ", row, " are not whole blocks of ",
              block_elements(type), "; write it as F16, BF16 or F32");
+    if (type == TensorType::Q4_0)
+        fail(Status::InvalidArgument, "gguf: tensor '", name,
+             "': this writer does not encode Q4_0 (F32, F16, BF16, Q8_0)");
     TRT_CHECK(data != nullptr, "gguf: tensor '", name, "' has no data");
     Tensor t{name, {}, type, data, numel, data_bytes_};
     t.ne.assign(shape.rbegin(), shape.rend());

@@ -1,7 +1,6 @@
 #include "io/safetensors.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,11 +12,12 @@
 #include <unordered_map>
 
 #include "core/bf16.h"
-#include "core/fp16.h"
 #include "core/error.h"
+#include "core/fp16.h"
 #include "io/file_sniff.h"
 #include "io/fs_util.h"
 #include "io/json_min.h"
+#include "io/mapped_file.h"
 
 // The file format is little-endian and both the reader (F32/F64 memcpy) and the writer (F32
 // written straight from memory) rely on the host matching it.
@@ -78,8 +78,6 @@ bool checked_numel(const std::vector<int64_t>& shape, uint64_t& out) {
     return true;
 }
 
-std::string errno_text(int e) { return std::strerror(e); }
-
 }  // namespace
 
 const char* dtype_name(DType d) {
@@ -104,28 +102,15 @@ int64_t TensorInfo::numel() const {
 struct SafetensorsFile::Impl {
     std::string name;
     std::vector<uint8_t> bytes;  // from_bytes image
-    void* map = nullptr;         // open(): read-only mapping of the whole file
-    size_t map_len = 0;
+    MappedFile map;              // open(): the whole file, read-only
     const uint8_t* data = nullptr;  // start of the data buffer (after the header)
     uint64_t data_len = 0;
     std::vector<TensorInfo> tensors;
     std::unordered_map<std::string, size_t> index;
     std::map<std::string, std::string> metadata;
 
-    ~Impl() {
-        if (map) munmap(map, map_len);
-    }
-
-    // The mapped pages over [p, p + n) are no longer needed by this process: given back (they
-    // stay in the page cache; a later read faults them in again). A multi-GB model read a
-    // tensor at a time then never holds more than a tensor of it in its resident memory.
-    void release(const uint8_t* p, size_t n) const {
-        if (!map || n == 0) return;
-        const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-        const auto begin = reinterpret_cast<uintptr_t>(p) / page * page;
-        const auto end = reinterpret_cast<uintptr_t>(p + n);
-        madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-    }
+    // A read tensor's pages given back (io/mapped_file.h; nothing for a from_bytes image).
+    void release(const uint8_t* p, size_t n) const { map.release(p, n); }
 
     [[noreturn]] void bad(const std::string& what) const { fail(Status::Format, name, ": ", what); }
 
@@ -279,32 +264,11 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     SafetensorsFile f;
     Impl& im = *f.impl_;
     im.name = path;
-    // O_NONBLOCK: a FIFO must not wait for a writer before fstat refuses it below.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) fail(Status::Io, "cannot open '", path, "': ", errno_text(errno));
-    struct stat st {};
-    if (fstat(fd, &st) != 0) {
-        const int e = errno;
-        ::close(fd);
-        fail(Status::Io, "cannot stat '", path, "': ", errno_text(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        fail(Status::Io, "cannot read '", path, "': not a regular file");
-    }
-    const auto size = static_cast<size_t>(st.st_size);
-    if (size < 8) {
-        ::close(fd);
-        im.bad(cat("file is ", size, " bytes, too short for the 8-byte header length"));
-    }
-    // mmap so multi-GB checkpoints are paged in on demand instead of copied.
-    void* m = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    const int e = errno;
-    ::close(fd);  // the mapping keeps the file referenced
-    if (m == MAP_FAILED) fail(Status::Io, "cannot mmap '", path, "': ", errno_text(e));
-    im.map = m;
-    im.map_len = size;
-    im.parse(static_cast<const uint8_t*>(m), size);
+    // Mapped so multi-GB checkpoints are paged in on demand instead of copied.
+    im.map = MappedFile::open(path);
+    if (im.map.size() < 8)
+        im.bad(cat("file is ", im.map.size(), " bytes, too short for the 8-byte header length"));
+    im.parse(im.map.data(), im.map.size());
     return f;
 }
 

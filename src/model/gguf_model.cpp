@@ -139,7 +139,7 @@ GgufModel gguf_model(const ParamTable& table, const float* params) {
                  "' is a LoRA adapter; a "
                  "model file holds the model with its adapters merged (merge_lora first)");
         GgufModelTensor g;
-        g.name = (t.layer >= 0 ? cat("blk.", t.layer, ".") : std::string()) + tensor_name(t.slot);
+        g.name = gguf_tensor_name(t);
         g.shape = t.shape;
         g.view = params + t.offset;
         g.keep_f32 =
@@ -192,8 +192,7 @@ GgufModel gguf_lora_adapter(const ParamTable& table, const float* params) {
     for (const ParamTensor& a : table.tensors()) {
         if (a.role != ParamRole::LoraA) continue;
         const ParamTensor& b = *(&a + 1);  // lora_B follows its lora_A (param_table.h)
-        const std::string base =
-            (a.layer >= 0 ? cat("blk.", a.layer, ".") : std::string()) + tensor_name(a.slot);
+        const std::string base = gguf_tensor_name(a);
         GgufModelTensor ga;
         ga.name = base + ".lora_a";
         ga.shape = a.shape;  // [r, in]
@@ -214,6 +213,18 @@ GgufModel gguf_lora_adapter(const ParamTable& table, const float* params) {
 }
 
 std::string gguf_architecture(const ModelSpec& spec) { return architecture(spec); }
+
+std::string gguf_tensor_name(const ParamTensor& t) {
+    return (t.layer >= 0 ? cat("blk.", t.layer, ".") : std::string()) + tensor_name(t.slot);
+}
+
+bool gguf_reorders_qk(const ModelSpec& spec) { return reorders_qk(spec); }
+
+int64_t gguf_qk_row(int64_t hf_row, int D) {
+    const int half = D / 2;
+    const int64_t head = hf_row / D, within = hf_row % D;
+    return head * D + 2 * (within % half) + within / half;  // old row j·D/2 + i -> 2i + j
+}
 
 void add_gguf_hyperparameters(gguf::Writer& w, const ModelSpec& s) {
     const std::string a = architecture(s);

@@ -57,6 +57,17 @@ GgufModel gguf_lora_adapter(const ParamTable& table, const float* params);
 // llama.cpp's name of a model's architecture ("llama" for Mistral too).
 std::string gguf_architecture(const ModelSpec& spec);
 
+// llama.cpp's name of a table tensor ("blk.3.attn_q.weight"; LoRA adapters: their base's).
+std::string gguf_tensor_name(const ParamTensor& t);
+
+// Whether the family's q and k rows (and biases) are reordered per head in a GGUF file
+// (Llama, Mistral: HF's rotate-half pairs -> ggml's adjacent pairs).
+bool gguf_reorders_qk(const ModelSpec& spec);
+
+// The reordering's row map: row `hf_row` of an HF q/k tensor of heads of D rows is row
+// gguf_qk_row(hf_row, D) of the GGUF tensor.
+int64_t gguf_qk_row(int64_t hf_row, int D);
+
 // The architecture's hyper-parameter keys (`<arch>.context_length`, ... with the types
 // llama.cpp reads: counts UINT32, epsilons and RoPE's base FLOAT32), general.architecture
 // first.

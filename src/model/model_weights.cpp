@@ -9,8 +9,10 @@
 
 #include "core/error.h"
 #include "core/philox.h"
+#include "io/gguf_reader.h"
 #include "io/safetensors.h"
 #include "model/finite_check.h"
+#include "model/gguf_import.h"
 #include "model/hf_model_files.h"
 #include "model/llmc_import.h"
 #include "model/lora.h"
@@ -183,7 +185,11 @@ void load_init_weights(const ParamTable& table, const std::string& path, float* 
                        const QuantisedSink& sink) {
     require_sink(table, sink);
     const bool llmc = is_llmc_checkpoint(path);
-    if (llmc && !table.quantised_tensors().empty()) {  // a GPT-2 at most: read whole, then split
+    const bool gguf = !llmc && gguf::is_gguf_file(path);
+    if (gguf) {
+        load_gguf_weights(table, path, host, sink);
+    } else if (llmc &&
+               !table.quantised_tensors().empty()) {  // a GPT-2 at most: read whole, then split
         const ParamTable full(unquantised_spec(table.spec()));
         std::vector<float> all(full.total());
         load_llmc_gpt2(full, path, all.data());
@@ -194,7 +200,10 @@ void load_init_weights(const ParamTable& table, const std::string& path, float* 
         load_hf_weights(table, path, host, sink);
     }
     require_finite(table, host, cat("model.init_from '", path, "'"),
-                   cat("the weights in this ", llmc ? "llm.c checkpoint" : "safetensors model",
+                   cat("the weights in this ",
+                       llmc   ? "llm.c checkpoint"
+                       : gguf ? "GGUF model"
+                              : "safetensors model",
                        " are unusable (a damaged file, or one saved from a diverged run); "
                        "use another file or set model.init_from = \"\" for a random init"));
 }

@@ -42,8 +42,9 @@ void load_hf_weights(const ParamTable& table, const std::string& path, float* ho
                      const QuantisedSink& sink = {});
 
 // model.init_from: dispatches on the file's content, not its name. A file whose first int32
-// is the llm.c model magic 20240326 is an llm.c checkpoint (load_llmc_gpt2); anything else is
-// read as safetensors (load_hf_weights). A safetensors file cannot be mistaken for llm.c: its
+// is the llm.c model magic 20240326 is an llm.c checkpoint (load_llmc_gpt2), one that starts
+// with "GGUF" a llama.cpp model file (load_gguf_weights); anything else is read as
+// safetensors (load_hf_weights). A safetensors file cannot be mistaken for llm.c: its
 // first 8 bytes are the header length, and a header of exactly 20240326 + k * 2^32 bytes is
 // beyond what any GPT-2 safetensors header needs.
 void load_init_weights(const ParamTable& table, const std::string& path, float* host_params,

@@ -23,6 +23,8 @@ uint32_t file_type(gguf::TensorType t) {
             return 0;
         case gguf::TensorType::F16:
             return 1;
+        case gguf::TensorType::Q4_0:  // MOSTLY_Q4_0 (this export never writes it)
+            return 2;
         case gguf::TensorType::Q8_0:
             return 7;
         case gguf::TensorType::BF16:

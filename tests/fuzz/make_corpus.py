@@ -52,6 +52,114 @@ def numel(shape):
     return n
 
 
+# ------------------------------------------------------------------------- GGUF
+def gguf(kv, tensors, align=32, version=3):
+    """kv: [(key, type id, packed value bytes)]; tensors: [(name, ne, ggml type, raw bytes)] laid
+    out in order at multiples of `align` (src/io/gguf_writer.h)."""
+    def s(x):
+        x = x.encode()
+        return struct.pack("<Q", len(x)) + x
+    out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kv))
+    for key, t, raw in kv:
+        out += s(key) + struct.pack("<I", t) + raw
+    offset, data = 0, b""
+    for name, ne, t, raw in tensors:
+        out += s(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", n) for n in ne)
+        out += struct.pack("<IQ", t, offset)
+        data += raw + b"\0" * ((-len(raw)) % align)
+        offset = len(data)
+    out += b"\0" * ((-len(out)) % align)
+    return out + data
+
+
+def gguf_u32(v):
+    return (4, struct.pack("<I", v))
+
+
+def gguf_f32(v):
+    return (6, struct.pack("<f", v))
+
+
+def gguf_str(v):
+    v = v.encode()
+    return (8, struct.pack("<Q", len(v)) + v)
+
+
+def q8_0(vals):
+    """Q8_0 blocks of 32 (ggml_blocks.h): fp16 scale, 32 int8."""
+    out = b""
+    for b in range(0, len(vals), 32):
+        blk = vals[b:b + 32]
+        d = max(abs(v) for v in blk) / 127.0
+        out += struct.pack("<e", d) + bytes((round(v / d) if d else 0) & 0xFF for v in blk)
+    return out
+
+
+def q4_0(vals):
+    """Q4_0 blocks of 32: fp16 scale, 16 bytes (element j low nibble, j + 16 high), q + 8."""
+    out = b""
+    for b in range(0, len(vals), 32):
+        blk = vals[b:b + 32]
+        d = max(abs(v) for v in blk) / 8.0
+        q = [min(15, max(0, int(round(v / d)) + 8)) if d else 8 for v in blk]
+        out += struct.pack("<e", d) + bytes(q[j] | (q[j + 16] << 4) for j in range(16))
+    return out
+
+
+def gguf_model(arch, V, C, F, NH, NKV, L=1, T=8, tied=True, encode=None, qk_bias=False,
+               drop=None, patch_kv=None):
+    """A model file as trainrt export --gguf / llama.cpp's converter lays it out; matrices
+    encoded by `encode` ((type id, fn) over rows; default F32), norms F32."""
+    encode = encode or (0, f32)
+    hs = C // NH
+    kv = [("general.architecture", *gguf_str(arch)), (arch + ".context_length", *gguf_u32(T)),
+          (arch + ".embedding_length", *gguf_u32(C)), (arch + ".block_count", *gguf_u32(L)),
+          (arch + ".feed_forward_length", *gguf_u32(F)),
+          (arch + ".attention.head_count", *gguf_u32(NH))]
+    if arch == "gpt2":
+        kv.append((arch + ".attention.layer_norm_epsilon", *gguf_f32(1e-5)))
+    else:
+        kv += [(arch + ".attention.head_count_kv", *gguf_u32(NKV)),
+               (arch + ".attention.layer_norm_rms_epsilon", *gguf_f32(1e-5)),
+               (arch + ".rope.freq_base", *gguf_f32(10000.0))]
+    for key, (t, raw) in (patch_kv or {}).items():
+        kv = [k for k in kv if k[0] != key] + [(key, t, raw)]
+    mats, vecs = [("token_embd.weight", [V, C])], []
+    if arch == "gpt2":
+        vecs.append(("position_embd.weight", [T, C]))
+    for l in range(L):
+        b = "blk.%d." % l
+        vecs.append((b + "attn_norm.weight", [C]))
+        if arch == "gpt2":
+            vecs += [(b + "attn_norm.bias", [C]), (b + "attn_qkv.bias", [3 * C]),
+                     (b + "attn_output.bias", [C]), (b + "ffn_norm.bias", [C]),
+                     (b + "ffn_up.bias", [F]), (b + "ffn_down.bias", [C])]
+            mats += [(b + "attn_qkv.weight", [3 * C, C]), (b + "attn_output.weight", [C, C]),
+                     (b + "ffn_up.weight", [F, C]), (b + "ffn_down.weight", [C, F])]
+        else:
+            mats += [(b + "attn_q.weight", [NH * hs, C]), (b + "attn_k.weight", [NKV * hs, C]),
+                     (b + "attn_v.weight", [NKV * hs, C]), (b + "attn_output.weight", [C, NH * hs]),
+                     (b + "ffn_gate.weight", [F, C]), (b + "ffn_up.weight", [F, C]),
+                     (b + "ffn_down.weight", [C, F])]
+            if qk_bias:
+                vecs += [(b + "attn_q.bias", [NH * hs]), (b + "attn_k.bias", [NKV * hs]),
+                         (b + "attn_v.bias", [NKV * hs])]
+        vecs.append((b + "ffn_norm.weight", [C]))
+    vecs.append(("output_norm.weight", [C]))
+    if arch == "gpt2":
+        vecs.append(("output_norm.bias", [C]))
+    if not tied:
+        mats.append(("output.weight", [V, C]))
+    tensors = []
+    for name, shape in mats + vecs:
+        if drop and name == drop:
+            continue
+        vals = values(numel(shape))
+        t, fn = encode if (name, shape) in mats else (0, f32)
+        tensors.append((name, list(reversed(shape)), t, fn(vals)))
+    return gguf(kv, tensors)
+
+
 # ------------------------------------------------------------------------- GPT-2 tables
 def param_table(V, maxT, L, C):
     """(name, shape) in ParamTable order (src/model/param_table.cpp)."""
@@ -570,6 +678,23 @@ deterministic = true
         "escapes.jsonl": lines(json.dumps({"step": 0, "split": "run", "version": "\u00e9\u65e5 \\ \"",
                                            "model": "\U0001F600 \t tab"}),
                                train_line(1, 1.0)),
+    }
+
+    # --- fuzz_gguf: model files of each architecture and tensor type, and near-valid ones
+    corpus["fuzz_gguf"] = {
+        "llama_f32.gguf": gguf_model("llama", V=8, C=4, F=8, NH=2, NKV=1, tied=False),
+        "gpt2_f32.gguf": gguf_model("gpt2", V=8, C=4, F=16, NH=2, NKV=2),
+        "qwen2_f32.gguf": gguf_model("qwen2", V=8, C=4, F=8, NH=2, NKV=2, qk_bias=True),
+        "llama_q8_0.gguf": gguf_model("llama", V=4, C=32, F=32, NH=2, NKV=1, encode=(8, q8_0)),
+        "llama_q4_0.gguf": gguf_model("llama", V=4, C=32, F=32, NH=4, NKV=2, encode=(2, q4_0)),
+        "near_missing_tensor.gguf": gguf_model("llama", V=8, C=4, F=8, NH=2, NKV=1,
+                                               drop="blk.0.attn_k.weight"),
+        "near_bad_arch.gguf": gguf_model("llama", V=8, C=4, F=8, NH=2, NKV=1,
+                                         patch_kv={"general.architecture": gguf_str("bert")}),
+        "near_heads.gguf": gguf_model("llama", V=8, C=4, F=8, NH=2, NKV=1,
+                                      patch_kv={"llama.attention.head_count": gguf_u32(3)}),
+        "near_version1.gguf": gguf([], [], version=1),
+        "near_align.gguf": gguf([("general.alignment", *gguf_u32(48))], []),
     }
 
     total = 0

@@ -155,6 +155,56 @@ assert t["blk.0.attn_q.weight.lora_a"] == [32, 4], t["blk.0.attn_q.weight.lora_a
 assert t["blk.1.ffn_down.weight.lora_b"] == [4, 32], t["blk.1.ffn_down.weight.lora_b"]
 assert t["blk.1.ffn_gate.weight.lora_b"] == [4, 64], t["blk.1.ffn_gate.weight.lora_b"]
 PY
+# model.init_from = a GGUF file (the stretch of issue 44): the same LoRA run from a model's F32
+# GGUF export and from its Hugging Face export gives the same losses, bit for bit (GPT-2: its
+# Conv1D weights transposed back; Llama: q/k rows put back in rotate-half order; an nf4 base
+# quantised from the same values). A Q8_0 file trains too (its values are Q8_0's).
+losses() { grep -o '"loss":[^,}]*' "$1/out/metrics.jsonl"; }
+for entry in "gpt2 gpt2 nf4" "llama llama3_1 nf4" "llama llama3_1 fp32"; do
+    read -r name tok base <<< "$entry"
+    step "LoRA ($base base) from $name's GGUF = from its HF folder"
+    "$TRAINRT" export "$name/out" --gguf "$name/$name-f32.gguf" --gguf-type f32 --force > /dev/null 2>&1 ||
+        fail "export --gguf f32 ($name)"
+    for src in hf gguf q8; do
+        case $src in
+            hf) from="../$name/hf" ;;
+            gguf) from="../$name/$name-f32.gguf" ;;
+            q8) from="../$name/$name-q8_0.gguf" ;;
+        esac
+        dir="from-$name-$base-$src"
+        mkdir -p "$dir"
+        cat > "$dir/run.toml" <<TOML
+[model]
+init_from = "$from"
+[lora]
+rank = 4
+alpha = 8.0
+target_modules = ["all-linear"]
+base_dtype = "$base"
+[data]
+train = "../$name/data/train.bin"
+tokenizer = "$ORACLE/tokenizers/$tok"
+[train]
+batch_size = 2
+seq_len = 32
+steps = 3
+eval_every = 0
+out_dir = "out"
+[runtime]
+device = "cpu"
+threads = 1
+log_every = 1
+TOML
+        log=$( (cd "$dir" && "$TRAINRT" train run.toml --fresh) 2>&1) || fail "train ($dir): $log"
+    done
+    [ "$(losses "from-$name-$base-gguf" | wc -l)" = 3 ] || fail "$name: no 3 losses from the GGUF run"
+    [ "$(losses "from-$name-$base-hf")" = "$(losses "from-$name-$base-gguf")" ] ||
+        fail "$name ($base): the GGUF run's losses differ: $(losses "from-$name-$base-hf" | tr '\n' ' ') vs $(losses "from-$name-$base-gguf" | tr '\n' ' ')"
+    [ "$(losses "from-$name-$base-q8")" != "$(losses "from-$name-$base-gguf")" ] ||
+        fail "$name ($base): the Q8_0 base trained exactly as the F32 one (its values were not Q8_0's?)"
+    echo "ok: $name ($base): $(losses "from-$name-$base-gguf" | tr '\n' ' ')"
+done
+
 expect_lora_failure() { "$TRAINRT" export "$@" > lora.out 2>&1 && fail "export $* succeeded"; true; }
 expect_lora_failure gpt2/out --gguf-lora x.gguf  # a run without adapters
 grep -q "lora.rank = 0" lora.out || fail "--gguf-lora of a run without adapters: $(cat lora.out)"
