@@ -62,6 +62,15 @@ ModelConfig parse_gguf_model_config(const gguf::Reader& f) {
         fail(Status::Unsupported, src, ": general.architecture is '", a,
              "'; libtrainrt reads GGUF files of llama.cpp's gpt2, llama (Llama, Mistral), qwen2 "
              "and qwen3");
+    if (f.integer("split.count", 1) > 1)
+        fail(Status::Unsupported, src, ": one part of a split GGUF model (split.count ",
+             f.integer("split.count"), "); merge the parts first (llama-gguf-split --merge)");
+    if (f.integer(a + ".expert_count", 0) > 0)
+        fail(Status::Unsupported, src, ": a mixture-of-experts model (", a, ".expert_count ",
+             f.integer(a + ".expert_count"), "); libtrainrt trains dense models");
+    if (a != "llama" && f.find_tensor("rope_freqs.weight"))
+        fail(Status::Unsupported, src, ": a rope_freqs tensor in a ", a,
+             " model (llama.cpp applies it to llama only)");
     // The vocabulary is the token embedding's rows: what the weights hold, whatever the
     // tokenizer arrays or <arch>.vocab_size say.
     const gguf::TensorEntry* embd = f.find_tensor("token_embd.weight");
@@ -85,10 +94,13 @@ ModelConfig parse_gguf_model_config(const gguf::Reader& f) {
         if (eps != 1e-5)
             fail(Status::Unsupported, src, ": a GPT-2 LayerNorm epsilon of ", eps,
                  " (libtrainrt's GPT-2 uses 1e-5)");
-        if (!tied)
+        // llama.cpp's converter writes GPT-2's tied head as a copy, output.weight: its values
+        // must equal token_embd's (the weights' loader checks), so only its shape is read here.
+        const gguf::TensorEntry* head = f.find_tensor("output.weight");
+        if (head && head->ne != embd->ne)
             fail(Status::Unsupported, src,
-                 ": an untied GPT-2 head (output.weight) is not "
-                 "supported (libtrainrt's GPT-2 ties it to the token embedding)");
+                 ": an untied GPT-2 head (output.weight of another "
+                 "shape than token_embd.weight) is not supported");
         if (m.d_model % m.n_head != 0)
             fail(Status::Format, src, ": embedding_length ", m.d_model,
                  " is not a multiple of head_count ", m.n_head);
@@ -102,6 +114,10 @@ ModelConfig parse_gguf_model_config(const gguf::Reader& f) {
     if (m.norm_eps > 1.0) fail(Status::Format, src, ": layer_norm_rms_epsilon must be <= 1");
     m.rope_theta = positive(f, a + ".rope.freq_base", 10000.0);
     m.tie_embeddings = tied;
+    // Without key_length a head is d_model / n_head wide, which must be whole.
+    if (!f.find(a + ".attention.key_length") && m.d_model % m.n_head != 0)
+        fail(Status::Format, src, ": embedding_length ", m.d_model, " is not a multiple of ",
+             "head_count ", m.n_head, ", and the file has no attention.key_length");
     const int64_t key_len = dim(f, a + ".attention.key_length", limits::kMaxWidth, "model.head_dim",
                                 m.d_model / m.n_head);
     const int64_t value_len =
@@ -110,8 +126,7 @@ ModelConfig parse_gguf_model_config(const gguf::Reader& f) {
         fail(Status::Unsupported, src, ": attention.key_length ", key_len,
              " differs from value_length ", value_len);
     if (key_len * m.n_head != m.d_model) m.head_dim = key_len;
-    if (key_len % 2 != 0 || m.n_head % m.n_kv_head != 0 || key_len * m.n_head > limits::kMaxWidth ||
-        (m.head_dim == 0 && m.d_model % m.n_head != 0))
+    if (key_len % 2 != 0 || m.n_head % m.n_kv_head != 0 || key_len * m.n_head > limits::kMaxWidth)
         fail(Status::Format, src, ": embedding_length ", m.d_model, ", head_count ", m.n_head,
              ", head_count_kv ", m.n_kv_head, " and key_length ", key_len,
              " do not form even, whole heads");

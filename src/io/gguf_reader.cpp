@@ -25,14 +25,19 @@ struct TypeInfo {
     uint32_t block, bytes;
 };
 constexpr TypeInfo kTypes[] = {
-    {0, "F32", 1, 4},       {1, "F16", 1, 2},       {2, "Q4_0", 32, 18},    {3, "Q4_1", 32, 20},
-    {6, "Q5_0", 32, 22},    {7, "Q5_1", 32, 24},    {8, "Q8_0", 32, 34},    {9, "Q8_1", 32, 36},
-    {10, "Q2_K", 256, 84},  {11, "Q3_K", 256, 110}, {12, "Q4_K", 256, 144}, {13, "Q5_K", 256, 176},
-    {14, "Q6_K", 256, 210}, {15, "Q8_K", 256, 292}, {16, "IQ2_XXS", 0, 0},  {17, "IQ2_XS", 0, 0},
-    {18, "IQ3_XXS", 0, 0},  {19, "IQ1_S", 0, 0},    {20, "IQ4_NL", 0, 0},   {21, "IQ3_S", 0, 0},
-    {22, "IQ2_S", 0, 0},    {23, "IQ4_XS", 0, 0},   {24, "I8", 1, 1},       {25, "I16", 1, 2},
-    {26, "I32", 1, 4},      {27, "I64", 1, 8},      {28, "F64", 1, 8},      {29, "IQ1_M", 0, 0},
-    {30, "BF16", 1, 2},     {34, "TQ1_0", 0, 0},    {35, "TQ2_0", 0, 0},    {39, "MXFP4", 0, 0},
+    {0, "F32", 1, 4},         {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},
+    {3, "Q4_1", 32, 20},      {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},
+    {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 36},      {10, "Q2_K", 256, 84},
+    {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
+    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 0, 0},
+    {17, "IQ2_XS", 0, 0},     {18, "IQ3_XXS", 0, 0},    {19, "IQ1_S", 0, 0},
+    {20, "IQ4_NL", 0, 0},     {21, "IQ3_S", 0, 0},      {22, "IQ2_S", 0, 0},
+    {23, "IQ4_XS", 0, 0},     {24, "I8", 1, 1},         {25, "I16", 1, 2},
+    {26, "I32", 1, 4},        {27, "I64", 1, 8},        {28, "F64", 1, 8},
+    {29, "IQ1_M", 0, 0},      {30, "BF16", 1, 2},       {31, "Q4_0_4_4", 0, 0},
+    {32, "Q4_0_4_8", 0, 0},   {33, "Q4_0_8_8", 0, 0},   {34, "TQ1_0", 0, 0},
+    {35, "TQ2_0", 0, 0},      {36, "IQ4_NL_4_4", 0, 0}, {37, "IQ4_NL_4_8", 0, 0},
+    {38, "IQ4_NL_8_8", 0, 0}, {39, "MXFP4", 0, 0},
 };
 
 const TypeInfo* type_info(uint32_t id) {
@@ -170,7 +175,7 @@ Value read_scalar(Cursor& c, ValueType t, const std::string& key) {
 
 // Array items a file may hold in all: each costs a Value (about 100 bytes) however few bytes it
 // takes in the file. A tokenizer's arrays (tokens, scores, types, merges) hold a few million.
-constexpr uint64_t kMaxArrayItems = uint64_t{1} << 23;
+constexpr uint64_t kMaxArrayItems = uint64_t{1} << 22;
 
 Value read_value(Cursor& c, uint32_t type, const std::string& key, uint64_t& items_left) {
     if (!known_type(type)) c.bad(cat("key '", key, "' has value type ", type, " (0..12 exist)"));
@@ -286,8 +291,8 @@ struct Reader::Impl {
             uint64_t numel = 1;
             for (uint32_t d = 0; d < dims; d++) {
                 const uint64_t n = c.get<uint64_t>("a tensor dimension");
-                // 2^62 elements bound every product below an overflow of the byte counts.
-                if (n == 0 || n > (uint64_t{1} << 62) / numel)
+                // At most 2^56 elements (8 bytes each at most): no byte count below overflows.
+                if (n == 0 || n > (uint64_t{1} << 56) / numel)
                     c.bad(cat("tensor '", t.name, "' has a dimension of ", n));
                 numel *= n;
                 t.ne.push_back(n);

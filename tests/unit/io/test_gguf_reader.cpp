@@ -198,6 +198,12 @@ TEST(GgufReader, TruncatedAndDamagedFilesAreRefused) {
             Reader::from_bytes(one_tensor({1ull << 32, 1ull << 32}, 0, 0, 64), "f");
         },
         "a dimension of");
+    // 2^62 F32 elements would be 2^64 bytes: a count that wraps to 0 must not pass as "inside".
+    expect_format(
+        [&] {
+            Reader::from_bytes(one_tensor({1ull << 31, 1ull << 31}, 0, 0, 64), "f32wrap");
+        },
+        "a dimension of");
     expect_format(
         [&] {
             Reader::from_bytes(one_tensor({1, 1, 1, 1, 1}, 0, 0, 64), "g");

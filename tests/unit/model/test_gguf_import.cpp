@@ -46,14 +46,18 @@ std::string tmp_path(const std::string& name) {
 // The export's model of `table` written as `type` (the F32-kept tensors as F32), plus `extra`.
 std::string write_model(const ParamTable& table, const std::vector<float>& params,
                         gguf::TensorType type, const std::string& name,
-                        const std::vector<float>* extra = nullptr) {
+                        const std::vector<float>* extra = nullptr,
+                        const std::string& extra_name = "blk.0.extra.weight",
+                        const std::vector<int64_t>& extra_shape = {}) {
     const GgufModel m = gguf_model(table, params.data());
     gguf::Writer w;
     add_gguf_hyperparameters(w, table.spec());
     for (const GgufModelTensor& t : m.tensors)
         w.add_tensor(t.name, t.shape, t.keep_f32 ? gguf::TensorType::F32 : type, t.values());
     if (extra)
-        w.add_tensor("blk.0.extra.weight", {static_cast<int64_t>(extra->size())},
+        w.add_tensor(extra_name,
+                     extra_shape.empty() ? std::vector<int64_t>{static_cast<int64_t>(extra->size())}
+                                         : extra_shape,
                      gguf::TensorType::F32, extra->data());
     const std::string path = tmp_path(name);
     w.write(path);
@@ -263,6 +267,63 @@ TEST(GgufImport, AFileOfAnotherModelIsRefusedByName) {
                    "unexpected tensor 'blk.0.extra.weight'");
     expect_refused([&] { load_gguf_weights(table, path + ".missing", host.data()); }, Status::Io,
                    "cannot open");
+}
+
+// llama.cpp's converter writes GPT-2's tied head as a copy, output.weight: read as tied when
+// it is one, refused when it is not.
+TEST(GgufImport, Gpt2sHeadCopyIsTheTiedHead) {
+    const ParamTable table(gpt2_spec(64, 16, 2, 2, 32));
+    std::vector<float> params = distinct_values(table.total());
+    table.clear_padding(params.data());
+    const ParamTensor& wte = *table.get(Slot::TokenEmbedding);
+    std::vector<float> head(params.data() + wte.offset, params.data() + wte.offset + wte.numel);
+    const std::string copy = write_model(table, params, gguf::TensorType::F32, "copy", &head,
+                                         "output.weight", wte.shape);
+    EXPECT_TRUE(model_spec(parse_gguf_model_config(gguf::Reader::open(copy))).tied);
+    std::vector<float> got(table.total());
+    load_gguf_weights(table, copy, got.data());
+    expect_same_tensors(table, params, got, "head copy");
+    head[5] += 1.0f;
+    const std::string other = write_model(table, params, gguf::TensorType::F32, "other", &head,
+                                          "output.weight", wte.shape);
+    expect_refused([&] { load_gguf_weights(table, other, got.data()); }, Status::Format,
+                   "output.weight differs from token_embd.weight");
+}
+
+// What a GGUF file of llama.cpp's may be that the decoder does not run: refused by name from
+// the metadata, before any weight is read.
+TEST(GgufImport, ModelsTheDecoderCannotRunAreRefusedFromTheMetadata) {
+    const ModelSpec s = llama_spec(64, 16, 1, 4, 2, 32, 64, true);
+    const ParamTable table(s);
+    const std::vector<float> params = distinct_values(table.total());
+    const GgufModel m = gguf_model(table, params.data());
+    const auto with = [&](const std::string& name, const std::string& arch, auto&& add) {
+        gguf::Writer w;
+        ModelSpec as = s;
+        as.arch = arch == "qwen2" ? ModelArch::Qwen2 : ModelArch::Llama;
+        add_gguf_hyperparameters(w, as);
+        add(w);
+        for (const GgufModelTensor& t : m.tensors)
+            w.add_tensor(t.name, t.shape, gguf::TensorType::F32, t.values());
+        const std::string path = tmp_path(name);
+        w.write(path);
+        return path;
+    };
+    const std::vector<float> ones(8, 1.0f);
+    const std::string moe =
+        with("moe", "llama", [](gguf::Writer& w) { w.add_u32("llama.expert_count", 8); });
+    const std::string split =
+        with("split", "llama", [](gguf::Writer& w) { w.add_u32("split.count", 2); });
+    const std::string freqs = with("freqs", "qwen2", [&](gguf::Writer& w) {
+        w.add_tensor("rope_freqs.weight", {4}, gguf::TensorType::F32, ones.data());
+    });
+    const std::string plain = with("plain", "llama", [](gguf::Writer&) {});
+    for (const auto& [path, words] : {std::pair{moe, "mixture-of-experts"},
+                                      {split, "split GGUF"},
+                                      {freqs, "rope_freqs tensor in a qwen2"}})
+        expect_refused([&] { parse_gguf_model_config(gguf::Reader::open(path)); },
+                       Status::Unsupported, words);
+    EXPECT_NO_THROW(parse_gguf_model_config(gguf::Reader::open(plain)));
 }
 
 // Llama 3's scaling is only rope_freqs in the file: a config that runs RoPE otherwise is
