@@ -19,6 +19,9 @@ cmake --build build-asan -j "$(nproc)"
 # - chat.masks: a reference comparison of prepare --chat's output (~2 minutes instrumented); the
 #   same code runs instrumented in chat_e2e, test_data and fuzz_chat_jsonl.
 # - cli_report_chromium: Chromium rendering the report (not our code; cli_report runs ours).
+# - cli_gguf_export: Python and npm readers checking the CLI's GGUF files (~75 s instrumented);
+#   the writer, the reader and the import run instrumented in GgufWriter/GgufExport/GgufModel/
+#   GgufReader/GgufImport and fuzz_gguf.
 # - TokenSampling.DrawsTheTokenOfTheDirectDefinition: millions of draws compared with the
 #   definition (~25 s at -O0); the other TokenSampling tests run the sampler instrumented.
 # TRAINRT_ORACLE_FRACTION: the tokenizer and chat-template oracles compare a tenth of their
@@ -26,4 +29,4 @@ cmake --build build-asan -j "$(nproc)"
 # the plain suite compares them all.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 TRAINRT_ORACLE_FRACTION=0.1 \
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" \
-  -E '^(chat\.masks|cli_report_chromium|TokenSampling\.DrawsTheTokenOfTheDirectDefinition)$'
+  -E '^(chat\.masks|cli_report_chromium|cli_gguf_export|TokenSampling\.DrawsTheTokenOfTheDirectDefinition)$'
